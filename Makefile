@@ -1,0 +1,71 @@
+# ravel — plain GNU Make. `make` builds build/libravel.a, build/libravel.so
+# and build/ravel; `make test` builds and runs every test; `make demo` runs
+# the main demo. `make SAN=1 test` (or `make asan-test`) builds everything in
+# build-asan/ with AddressSanitizer + UndefinedBehaviorSanitizer.
+
+CC      ?= cc
+SAN     ?= 0
+ifeq ($(SAN),1)
+BUILD   ?= build-asan
+SANFLAGS = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+OPT     ?= -O1
+else
+BUILD   ?= build
+SANFLAGS =
+OPT     ?= -O2
+endif
+
+WARN    = -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wundef
+CFLAGS  += -std=c11 $(OPT) -g $(WARN) -fPIC -D_GNU_SOURCE -Iinclude -Isrc $(SANFLAGS)
+LDLIBS  = -lm -ldl -lpthread
+LDFLAGS += $(SANFLAGS)
+
+LIB_SRC   := $(sort $(wildcard src/*/*.c))
+LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/%.o)
+TOOL_SRC  := $(sort $(wildcard tools/*.c))
+TOOL_OBJ  := $(TOOL_SRC:%.c=$(BUILD)/%.o)
+TEST_SRC  := $(sort $(wildcard tests/unit/test_*.c))
+TEST_BIN  := $(TEST_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+HDRS      := $(wildcard include/*.h src/*/*.h src/*/*.def tests/*.h)
+
+.PHONY: all test asan-test demo clean format lint fuzz-sched bench deps
+
+all: $(BUILD)/libravel.a $(BUILD)/libravel.so $(BUILD)/ravel
+
+$(BUILD)/%.o: %.c $(HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/libravel.a: $(LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/libravel.so: $(LIB_OBJ)
+	$(CC) -shared $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/ravel: $(TOOL_OBJ) $(BUILD)/libravel.a
+	$(CC) $(LDFLAGS) -o $@ $(TOOL_OBJ) $(BUILD)/libravel.a $(LDLIBS)
+
+$(BUILD)/tests/%: tests/unit/%.c tests/harness.h $(BUILD)/libravel.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Itests -o $@ $< $(BUILD)/libravel.a $(LDFLAGS) $(LDLIBS)
+
+# The test runner prints every suite's result and ends with "N passed, N failed".
+test: all $(TEST_BIN)
+	@BUILD=$(BUILD) SAN=$(SAN) sh tests/run.sh
+
+asan-test:
+	$(MAKE) SAN=1 test
+
+demo: all
+	@sh tools/demo.sh $(BUILD)
+
+clean:
+	rm -rf build build-asan
+
+format:
+	clang-format -i $(LIB_SRC) $(TOOL_SRC) $(TEST_SRC) $(wildcard include/*.h src/*/*.h tests/*.h)
+
+lint:
+	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
+	  --std=c11 --inline-suppr --suppress=missingIncludeSystem -Iinclude -Isrc src tools

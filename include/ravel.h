@@ -1,0 +1,260 @@
+/*
+ * ravel.h — the public API of ravel, a compiler and runtime for dynamic
+ * neural networks (recursive models, ragged tensors, dynamic control flow,
+ * dynamic shapes).
+ *
+ * TUTORIAL
+ * --------
+ * A program is a *module*: size variables with declared ranges, uninterpreted
+ * functions (integer arrays known only at run time, with declared value
+ * ranges), input tensors, and compute definitions. You can write it in the
+ * ravel language (docs/language.md) and load it, or build it through this API:
+ *
+ *     // size T in 1..128
+ *     // input X : f32[16*T, 768]      input W : f32[2304, 768]
+ *     // Y[i, j] = sum(k < 768) X[i, k] * W[j, k]
+ *     rv_module *m = rv_module_new();
+ *     rv_size *T = rv_size_new(m, "T", 1, 128);
+ *     rv_expr *rows = rv_expr_mul(m, rv_expr_int(m, 16), rv_expr_size(m, T));
+ *     rv_dimspec xd[2] = {{"i", rows, 1}, {"k", rv_expr_int(m, 768), 1}};
+ *     rv_tensor *X = rv_input_new(m, "X", RV_F32, 2, xd);
+ *     rv_dimspec wd[2] = {{"j", rv_expr_int(m, 2304), 1}, {"k", rv_expr_int(m, 768), 1}};
+ *     rv_tensor *W = rv_input_new(m, "W", RV_F32, 2, wd);
+ *
+ *     const char *names[2] = {"i", "j"};
+ *     rv_compute *c = rv_compute_begin(m, "Y", 2, names, NULL); // extents inferred
+ *     rv_axis *k = rv_reduce_axis_new(m, "k", rv_expr_int(m, 768));
+ *     rv_expr *xi[2] = {rv_compute_var(c, 0), rv_expr_axis(m, k)};
+ *     rv_expr *wi[2] = {rv_compute_var(c, 1), rv_expr_axis(m, k)};
+ *     rv_expr *prod = rv_expr_mul(m, rv_expr_read(m, X, 2, xi), rv_expr_read(m, W, 2, wi));
+ *     rv_tensor *Y = rv_compute_end(c, rv_expr_reduce(m, RV_REDUCE_SUM, 1, &k, prod));
+ *     if (!Y) fprintf(stderr, "%s\n", rv_last_error());
+ *
+ * Every builder returns NULL on a user error (a type mismatch, an unknown
+ * name, an extent that depends on an inner dimension, ...) and records a
+ * message; builders given NULL operands return NULL quietly, so a whole
+ * program can be built and checked once at the end.
+ *
+ * Evaluate it with the reference interpreter (double precision, the oracle
+ * for every compiled kernel):
+ *
+ *     rv_bindings *b = rv_bindings_new(m);
+ *     rv_bindings_set_size(b, "T", 3);
+ *     rv_bindings_set_array(b, "X", x);      // an rv_array, e.g. rv_npy_load
+ *     rv_bindings_set_array(b, "W", w);
+ *     if (rv_interp_run(m, b) != RV_OK) fprintf(stderr, "%s\n", rv_last_error());
+ *     const rv_array *y = rv_bindings_get_array(b, "Y");
+ *
+ * Errors: every fallible function returns an rv_status (or NULL) and leaves
+ * a message, with a source location where one exists, in rv_last_error()
+ * (thread-local). Library code never exits the process.
+ */
+#ifndef RAVEL_H
+#define RAVEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------- status */
+
+typedef enum rv_status {
+    RV_OK = 0,
+    RV_ERR_SYNTAX,      /* malformed source */
+    RV_ERR_TYPE,        /* names, arity, dtypes, extents: the checker */
+    RV_ERR_SHAPE,       /* arguments whose shape disagrees with the program */
+    RV_ERR_BOUNDS,      /* an index or UF value outside its declared range */
+    RV_ERR_SCHEDULE,    /* an illegal schedule primitive */
+    RV_ERR_ARG,         /* a bad argument to an API call */
+    RV_ERR_IO,          /* a file could not be read or written, or is corrupt */
+    RV_ERR_COMPILER,    /* the C compiler or NVRTC failed */
+    RV_ERR_OOM,         /* out of memory */
+    RV_ERR_UNSUPPORTED, /* valid, but not implemented for this target */
+    RV_STATUS_COUNT
+} rv_status;
+
+/* The message of the last failure on this thread ("" if none). */
+const char *rv_last_error(void);
+const char *rv_status_name(rv_status st);
+
+/* ---------------------------------------------------------------- dtypes */
+
+typedef enum rv_dtype {
+    RV_BOOL, /* results of comparisons; not a tensor element type */
+    RV_I32,
+    RV_I64, /* the index type: sizes, axis variables, UF values */
+    RV_F32,
+    RV_F64,
+    RV_DTYPE_COUNT
+} rv_dtype;
+
+const char *rv_dtype_name(rv_dtype t); /* "f32", ... */
+size_t rv_dtype_size(rv_dtype t);      /* bytes; RV_BOOL is 1 */
+
+/* ---------------------------------------------------------------- arrays */
+
+/* A host array: dtype, shape and contiguous row-major data. A ragged
+ * tensor's array is one-dimensional and holds its elements in storage order
+ * (docs/language.md, "Ragged layouts"). */
+typedef struct rv_array rv_array;
+
+#define RV_MAX_DIMS 8
+
+rv_array *rv_array_new(rv_dtype t, int ndim, const int64_t *shape); /* zeroed */
+void rv_array_free(rv_array *a);
+rv_dtype rv_array_dtype(const rv_array *a);
+int rv_array_ndim(const rv_array *a);
+const int64_t *rv_array_shape(const rv_array *a);
+int64_t rv_array_numel(const rv_array *a);
+void *rv_array_data(rv_array *a);
+const void *rv_array_cdata(const rv_array *a);
+/* Element i (flat index) converted to double / int64. */
+double rv_array_get_f64(const rv_array *a, int64_t i);
+int64_t rv_array_get_i64(const rv_array *a, int64_t i);
+void rv_array_set_f64(rv_array *a, int64_t i, double v);
+void rv_array_set_i64(rv_array *a, int64_t i, int64_t v);
+
+/* NumPy .npy files: little-endian f32/f64/i32/i64, C order, version 1-3. */
+rv_status rv_npy_load(const char *path, rv_array **out);
+rv_status rv_npy_save(const char *path, const rv_array *a);
+
+/* ------------------------------------------------------------------- IR */
+
+typedef struct rv_module rv_module;
+typedef struct rv_expr rv_expr;
+typedef struct rv_size rv_size;
+typedef struct rv_ufun rv_ufun;
+typedef struct rv_axis rv_axis;
+typedef struct rv_dim rv_dim;
+typedef struct rv_tensor rv_tensor;
+typedef struct rv_compute rv_compute;
+
+rv_module *rv_module_new(void);
+void rv_module_free(rv_module *m);
+
+/* Loads a .rv source file into a fresh module (parse + check). */
+rv_status rv_module_load(const char *path, rv_module **out);
+/* The same from memory; `name` is used in diagnostics. */
+rv_status rv_module_parse(const char *name, const char *text, rv_module **out);
+/* The module as ravel source text; it parses back to the same IR.
+ * Caller frees with rv_free. */
+char *rv_module_print(const rv_module *m);
+/* Checks every invariant of the IR; RV_ERR_TYPE with a message on failure. */
+rv_status rv_module_verify(const rv_module *m);
+void rv_free(void *p);
+
+/* A size variable with an inclusive declared range: `size T in 1..128`. */
+rv_size *rv_size_new(rv_module *m, const char *name, int64_t lo, int64_t hi);
+/* An uninterpreted function `ufun name[a0 < e0, a1 < e1, ...] in lo..hi`:
+ * nargs arguments with extents (each may use earlier arguments, through
+ * rv_ufun_arg), values within [lo, hi] (expressions over sizes).
+ * Build it in two steps so extents can mention earlier arguments. */
+rv_ufun *rv_ufun_begin(rv_module *m, const char *name, int nargs, const char *const *arg_names);
+rv_expr *rv_ufun_arg(rv_ufun *f, int i);
+rv_ufun *rv_ufun_end(rv_ufun *f, rv_expr *const *extents, rv_expr *lo, rv_expr *hi);
+
+/* A tensor dimension: its name (which names the dimension, DESIGN.md
+ * "named dimensions"), its extent, and a storage padding multiple (1 = none).
+ * Extents may mention earlier dimensions of the same tensor by name through
+ * rv_expr_dimvar (ragged layouts: l < len[b]). */
+typedef struct rv_dimspec {
+    const char *name;
+    rv_expr *extent;
+    int pad;
+} rv_dimspec;
+
+/* Inputs whose extents mention earlier dimensions use the two-step form. */
+rv_tensor *rv_input_new(rv_module *m, const char *name, rv_dtype t, int ndim,
+                        const rv_dimspec *dims);
+rv_tensor *rv_input_begin(rv_module *m, const char *name, rv_dtype t, int ndim,
+                          const char *const *dim_names);
+rv_expr *rv_input_var(rv_tensor *t, int dim);
+rv_tensor *rv_input_end(rv_tensor *t, rv_expr *const *extents, const int *pads);
+
+/* Compute definitions: begin with the axis names (and extents; a NULL array
+ * or NULL entry means "infer from the body": the extent of the first tensor
+ * dimension the bare axis variable indexes), build the body with
+ * rv_compute_var, end with the body. */
+rv_compute *rv_compute_begin(rv_module *m, const char *name, int ndim,
+                             const char *const *axis_names, rv_expr *const *extents);
+rv_expr *rv_compute_var(rv_compute *c, int i);
+rv_tensor *rv_compute_end(rv_compute *c, rv_expr *body);
+/* A conditional operation: where `pred` (over indices, sizes and UFs only)
+ * holds the element is `then_body`, elsewhere `else_body`; only the chosen
+ * branch is evaluated, so each may read what is valid under its condition. */
+rv_tensor *rv_compute_end_cond(rv_compute *c, rv_expr *pred, rv_expr *then_body,
+                               rv_expr *else_body);
+/* Optional element dtype for a compute (default: the body's dtype). */
+void rv_compute_set_dtype(rv_compute *c, rv_dtype t);
+/* Storage padding for output dimension i. */
+void rv_compute_set_pad(rv_compute *c, int i, int pad);
+
+/* An extern operation: a call to a named library kernel with tensor
+ * arguments and a declared output (registered kernels: docs/ir.md). */
+rv_tensor *rv_extern_new(rv_module *m, const char *name, const char *kernel, int nin,
+                         rv_tensor *const *inputs, rv_dtype t, int ndim, const rv_dimspec *dims);
+
+rv_tensor *rv_module_tensor(const rv_module *m, const char *name);
+rv_size *rv_module_size(const rv_module *m, const char *name);
+rv_ufun *rv_module_ufun(const rv_module *m, const char *name);
+
+/* ---- scalar expressions (hash-consed: equal structure, equal pointer) ---- */
+
+typedef enum rv_reduce_kind {
+    RV_REDUCE_SUM,
+    RV_REDUCE_MAX,
+    RV_REDUCE_MIN,
+    RV_REDUCE_ARGMAX, /* index (i64) of the first maximum; -1 over an empty range */
+    RV_REDUCE_COUNT
+} rv_reduce_kind;
+
+rv_expr *rv_expr_int(rv_module *m, int64_t v);
+rv_expr *rv_expr_float(rv_module *m, rv_dtype t, double v);
+rv_expr *rv_expr_size(rv_module *m, rv_size *s);
+rv_expr *rv_expr_axis(rv_module *m, rv_axis *a);
+rv_expr *rv_expr_add(rv_module *m, rv_expr *a, rv_expr *b);
+rv_expr *rv_expr_sub(rv_module *m, rv_expr *a, rv_expr *b);
+rv_expr *rv_expr_mul(rv_module *m, rv_expr *a, rv_expr *b);
+/* Binary/unary/math operators by name: "+", "-", "*", "/", "%", "floordiv",
+ * "floormod", "min", "max", "==", "!=", "<", "<=", ">", ">=", "&&", "||",
+ * "pow"; unary "-", "!", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid",
+ * "erf", "gelu", "abs". */
+rv_expr *rv_expr_binop(rv_module *m, const char *op, rv_expr *a, rv_expr *b);
+rv_expr *rv_expr_unop(rv_module *m, const char *op, rv_expr *a);
+rv_expr *rv_expr_select(rv_module *m, rv_expr *cond, rv_expr *a, rv_expr *b);
+rv_expr *rv_expr_cast(rv_module *m, rv_dtype t, rv_expr *a);
+rv_expr *rv_expr_read(rv_module *m, rv_tensor *t, int n, rv_expr *const *idx);
+rv_expr *rv_expr_ufcall(rv_module *m, rv_ufun *f, int n, rv_expr *const *args);
+rv_axis *rv_reduce_axis_new(rv_module *m, const char *name, rv_expr *extent);
+rv_expr *rv_expr_reduce(rv_module *m, rv_reduce_kind k, int naxes, rv_axis *const *axes,
+                        rv_expr *body);
+
+/* ---------------------------------------------------------- interpreter */
+
+/* Values for a run: sizes, UF arrays (integer rv_arrays), input arrays; the
+ * interpreter adds the computed tensors. Arrays set here are borrowed. */
+typedef struct rv_bindings rv_bindings;
+rv_bindings *rv_bindings_new(const rv_module *m);
+void rv_bindings_free(rv_bindings *b);
+rv_status rv_bindings_set_size(rv_bindings *b, const char *name, int64_t v);
+/* UF arrays and input arrays alike, by name. The bindings do not own `a`. */
+rv_status rv_bindings_set_array(rv_bindings *b, const char *name, const rv_array *a);
+int rv_bindings_has(const rv_bindings *b, const char *name);
+int64_t rv_bindings_get_size(const rv_bindings *b, const char *name);
+const rv_array *rv_bindings_get_array(const rv_bindings *b, const char *name);
+/* Draws every size, UF array and input not yet bound, within its declared
+ * range, reproducibly from `seed`. */
+rv_status rv_bindings_randomize(rv_bindings *b, uint64_t seed);
+/* Evaluates every compute in definition order (double precision), storing
+ * the results (owned by the bindings) under the tensors' names. Checks UF
+ * values against their ranges, indices against extents, and array shapes
+ * against the declared (possibly ragged) layouts. */
+rv_status rv_interp_run(const rv_module *m, rv_bindings *b);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

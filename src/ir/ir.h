@@ -1,0 +1,278 @@
+/*
+ * ir.h — the tensor-expression IR: the map of src/ir.
+ *
+ * A Module owns everything in one arena: size variables (symbolic extents
+ * with declared ranges), uninterpreted functions (UFs: run-time integer
+ * arrays with declared value ranges, used as indices and as extents),
+ * named dimensions, tensors and the operations that define them, and the
+ * schedule steps written next to them (applied by src/sched).
+ *
+ * Scalar expressions are hash-consed per module: building the same
+ * structure twice gives the same pointer, so analyses memoize on pointers.
+ * Nodes are immutable. A variable is an Axis: a spatial axis of a tensor or
+ * operation, a reduction axis, or a UF argument; its extent is an
+ * expression that may mention sizes, UFs and *outer* axes only (that is how
+ * ragged layouts and variable loops are written: l < len[b]).
+ *
+ * Invariants (checked by ir_verify): every expression's dtype follows the
+ * typing rules below; axis extents are i64 and use only outer axes; reads
+ * have one index per tensor dimension; REDUCE axes are bound by exactly one
+ * REDUCE; an operation body uses only its own axes and reduce axes bound
+ * above the use.
+ *
+ * Typing: integer operands are RV_I32 or RV_I64 (mixed -> I64); a float
+ * operand makes the result float (f32 with f64 -> f64) and integer operands
+ * are converted with an explicit CAST node; integer literals adapt to a
+ * float partner without widening it (2 * A[b, l] stays f32). Comparisons
+ * and logical operators give RV_BOOL; SELECT needs a BOOL condition.
+ */
+#ifndef RAVEL_IR_H
+#define RAVEL_IR_H
+
+#include "base/base.h"
+
+typedef struct rv_module Module;
+typedef struct rv_expr Expr;
+typedef struct rv_size Size;
+typedef struct rv_ufun Ufun;
+typedef struct rv_axis Axis;
+typedef struct rv_dim Dim;
+typedef struct rv_tensor Tensor;
+typedef struct rv_compute ComputeBuilder;
+typedef struct Op Op;
+
+enum {
+    F_ARITH = 1 << 0, /* arithmetic: ints and floats */
+    F_INFIX = 1 << 1, /* printed infix */
+    F_COMM = 1 << 2,  /* commutative */
+    F_CMP = 1 << 3,   /* comparison: result BOOL */
+    F_LOGIC = 1 << 4, /* BOOL operands and result */
+    F_MATH = 1 << 5,  /* float-only math function */
+};
+
+typedef enum ExprKind {
+#define EXPR(k, text, arity, flags) EX_##k,
+#include "ops.def"
+#undef EXPR
+    EX_COUNT
+} ExprKind;
+
+typedef struct ExprInfo {
+    const char *name; /* "ADD" */
+    const char *text; /* "+" */
+    int arity;        /* -1: variadic */
+    int flags;
+} ExprInfo;
+extern const ExprInfo ir_expr_info[EX_COUNT];
+
+typedef enum AxisKind {
+    AX_SPATIAL, /* a dimension of a tensor / data-parallel axis of an operation */
+    AX_REDUCE,  /* bound by a REDUCE */
+    AX_UFARG,   /* an argument of a UF's domain */
+    AX_COUNT
+} AxisKind;
+
+/* A named dimension: the identity shared by tensor dimensions and operation
+ * axes (Cortex A.2, CoRa 5.2). Interned by name per module. */
+struct rv_dim {
+    const char *name;
+    int id;
+};
+
+struct rv_axis {
+    const char *name;
+    AxisKind kind;
+    Dim *dim;      /* named dimension (spatial axes; NULL otherwise) */
+    Expr *extent;  /* i64; may use sizes, UFs and outer axes */
+    int pos;       /* position within its tensor / UF / REDUCE */
+    Tensor *owner; /* spatial axes: the tensor whose dimension this is */
+    int id;        /* module-unique, in creation order */
+};
+
+struct rv_size {
+    const char *name;
+    int64_t lo, hi; /* inclusive */
+    SrcLoc loc;
+    int id;
+};
+
+/* ufun name[a0 < e0, ...] in lo..hi */
+struct rv_ufun {
+    const char *name;
+    int nargs;
+    Axis **args;    /* AX_UFARG axes; extents may use earlier args */
+    Expr *lo, *hi;  /* inclusive value range, expressions over sizes */
+    SrcLoc loc;
+    bool complete;  /* rv_ufun_end has run */
+    int id;
+};
+
+typedef enum OpKind {
+    OP_INPUT,   /* a placeholder bound at run time */
+    OP_COMPUTE, /* one expression per output element (may contain REDUCE) */
+    OP_COND,    /* if pred then body else else_body, lazily (Cortex's if_then_else) */
+    OP_EXTERN,  /* a call to a registered library kernel */
+    OP_RECURSE, /* reserved for recursion over a linearized structure (Cortex) */
+    OP_COUNT
+} OpKind;
+extern const char *const ir_op_kind_name[OP_COUNT];
+
+struct Op {
+    OpKind kind;
+    Tensor *out;
+    Expr *body;      /* COMPUTE, COND (then branch) */
+    Expr *pred;      /* COND: BOOL over axes, sizes and UFs */
+    Expr *else_body; /* COND */
+    const char *kernel; /* EXTERN: registered kernel name */
+    int nin;            /* EXTERN: tensor arguments */
+    Tensor **inputs;
+};
+
+struct rv_tensor {
+    const char *name;
+    rv_dtype dtype;
+    int ndim;
+    Axis **axes; /* one AX_SPATIAL axis per dimension; extents may use outer axes */
+    int *pad;    /* storage padding multiple per dimension (1 = none) */
+    Op *op;
+    SrcLoc loc;
+    bool complete; /* definition finished */
+    int id;
+};
+
+/* The extern kernels the IR knows (the interpreter holds their reference
+ * semantics; codegen maps them to implementations). */
+typedef struct ExternKernel {
+    const char *name;
+    const char *doc; /* one line: argument and output shapes */
+    /* Returns NULL if `inputs`/output shapes are acceptable, else a message. */
+    const char *(*check)(Op *op);
+} ExternKernel;
+const ExternKernel *ir_extern_lookup(const char *name);
+int ir_extern_count(void);
+const ExternKernel *ir_extern_at(int i);
+
+struct rv_expr {
+    ExprKind kind;
+    rv_dtype dtype;
+    int n; /* number of operands */
+    uint32_t hash;
+    int id; /* module-unique, creation order (deterministic printing) */
+    union {
+        int64_t ival;  /* CONST_INT */
+        double fval;   /* CONST_FLOAT */
+        Size *size;    /* SIZE */
+        Axis *axis;    /* VAR */
+        Tensor *tensor; /* READ */
+        Ufun *uf;      /* UFCALL */
+        struct {
+            rv_reduce_kind rk;
+            int naxes;
+            Axis **axes;
+        } red; /* REDUCE */
+    } u;
+    Expr *args[]; /* n operands */
+};
+
+/* One schedule primitive as written (`io, ii = split(i, 32)`); src/sched
+ * gives them meaning. Arguments are identifiers, integers or strings. */
+typedef enum SchedArgKind { SA_IDENT, SA_INT, SA_STRING, SA_COUNT } SchedArgKind;
+typedef struct SchedArg {
+    SchedArgKind kind;
+    const char *s; /* IDENT, STRING */
+    int64_t i;     /* INT */
+    SrcLoc loc;
+} SchedArg;
+typedef struct SchedStep {
+    const char *prim;
+    int nout;
+    const char **outs;
+    int nargs;
+    SchedArg *args;
+    SrcLoc loc;
+} SchedStep;
+typedef struct SchedBlock {
+    Tensor *target;
+    int nsteps;
+    SchedStep *steps;
+    SrcLoc loc;
+} SchedBlock;
+
+struct rv_module {
+    Arena *arena;
+    Interner names;
+    /* hash-cons table: open addressing over Expr pointers */
+    Expr **table;
+    int table_len, table_cap;
+    int next_id;
+    Vec(Size *) sizes;
+    Vec(Ufun *) ufuns;
+    Vec(Tensor *) tensors; /* definition order: inputs and operations */
+    Vec(Dim *) dims;
+    Vec(SchedBlock) scheds;
+    StrMap by_name; /* size, ufun and tensor names -> object (one namespace) */
+    StrMap dim_by_name;
+    SrcFile *src; /* the source file a module was parsed from, if any */
+};
+
+/* ---- expr.c: construction, hash-consing and typing ---- */
+
+/* Low-level constructors: they check types and return NULL with the last
+ * error set (RV_ERR_TYPE) on a mismatch; NULL operands give NULL quietly. */
+Expr *ir_int(Module *m, int64_t v);           /* RV_I64 literal */
+Expr *ir_const_int(Module *m, rv_dtype t, int64_t v);
+Expr *ir_float(Module *m, rv_dtype t, double v);
+Expr *ir_bool(Module *m, bool v);             /* (1 == 1) / (1 == 0) folded to CONST_INT of BOOL */
+Expr *ir_size(Module *m, Size *s);
+Expr *ir_var(Module *m, Axis *a);
+Expr *ir_unary(Module *m, ExprKind k, Expr *a);
+Expr *ir_binary(Module *m, ExprKind k, Expr *a, Expr *b);
+Expr *ir_select(Module *m, Expr *c, Expr *a, Expr *b);
+Expr *ir_cast(Module *m, rv_dtype t, Expr *a);
+Expr *ir_read(Module *m, Tensor *t, int n, Expr *const *idx);
+Expr *ir_ufcall(Module *m, Ufun *f, int n, Expr *const *args);
+Expr *ir_reduce(Module *m, rv_reduce_kind rk, int naxes, Axis *const *axes, Expr *body);
+/* The node with the same kind and payload as `e` but new operands (passes). */
+Expr *ir_rebuild(Module *m, const Expr *e, Expr *const *args);
+/* Replaces axis variables by expressions (map: Axis* -> Expr*). */
+Expr *ir_substitute(Module *m, Expr *e, const PtrMap *map);
+bool ir_is_int(rv_dtype t);
+bool ir_is_float(rv_dtype t);
+bool ir_is_const_int(const Expr *e, int64_t *v);
+/* True when `e` mentions axis `a` (memoized per call; cheap on DAGs). */
+bool ir_uses_axis(const Expr *e, const Axis *a);
+/* Calls fn on every node once, children before parents. */
+void ir_visit(const Expr *e, void (*fn)(const Expr *e, void *ctx), void *ctx);
+
+/* ---- module.c: sizes, UFs, dims, tensors, operations ---- */
+
+Dim *ir_dim(Module *m, const char *name); /* interned by name */
+Axis *ir_axis_new(Module *m, const char *name, AxisKind k, Expr *extent);
+const char *ir_name(Module *m, const char *s); /* intern */
+/* Registers an object name in the module's single namespace; RV_ERR_TYPE
+ * "redefinition of X" if taken. */
+rv_status ir_declare(Module *m, const char *name, void *obj);
+/* Inference of omitted compute extents: the extent of the first tensor
+ * dimension that `a` indexes as a bare variable, with that tensor's outer
+ * axes replaced by the indices of the read. NULL if `a` never appears so. */
+Expr *ir_infer_extent(Module *m, Expr *body, Axis *a);
+/* The tensors an operation reads (READ targets and EXTERN inputs), in order
+ * of first use, without duplicates. */
+int ir_op_inputs(const Op *op, Tensor ***out);
+/* Computes that no later operation reads: the program's outputs. */
+bool ir_tensor_is_output(const Module *m, const Tensor *t);
+
+/* ---- extern.c: registered extern kernels ---- */
+/* (declared above with ExternKernel) */
+
+/* ---- print.c: the module as .rv source (round-trips through lang) ---- */
+
+void ir_print_expr(Buf *b, const Expr *e);
+void ir_print_module(Buf *b, const Module *m);
+char *ir_expr_str(const Expr *e); /* base_free the result */
+
+/* ---- verify.c ---- */
+
+rv_status ir_verify(const Module *m);
+
+#endif

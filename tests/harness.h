@@ -1,0 +1,77 @@
+/*
+ * harness.h — the tiny unit-test harness. A test file defines
+ * `static void test_x(void)` functions and a main that RUNs them:
+ *
+ *     int main(void) { RUN(test_x); RUN(test_y); return harness_report(); }
+ *
+ * CHECK prints the failing expression with file:line and counts a failure;
+ * the test goes on, so one run shows every broken check. harness_report
+ * prints "<suite>: N passed, N failed" (tests/run.sh sums these lines).
+ */
+#ifndef RAVEL_TEST_HARNESS_H
+#define RAVEL_TEST_HARNESS_H
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ravel.h"
+
+static int harness_passed, harness_failed, harness_current_failed;
+static const char *harness_current = "";
+
+#define CHECK(x)                                                                                   \
+    do {                                                                                           \
+        if (x) {                                                                                   \
+            harness_passed++;                                                                      \
+        } else {                                                                                   \
+            harness_failed++;                                                                      \
+            harness_current_failed++;                                                              \
+            fprintf(stderr, "%s:%d: %s: CHECK failed: %s\n", __FILE__, __LINE__, harness_current,  \
+                    #x);                                                                           \
+        }                                                                                          \
+    } while (0)
+
+#define CHECK_EQ_INT(a, b)                                                                         \
+    do {                                                                                           \
+        long long ha_ = (long long)(a), hb_ = (long long)(b);                                      \
+        CHECK(ha_ == hb_);                                                                         \
+        if (ha_ != hb_)                                                                            \
+            fprintf(stderr, "    %s = %lld, %s = %lld\n", #a, ha_, #b, hb_);                       \
+    } while (0)
+
+#define CHECK_NEAR(a, b, tol)                                                                      \
+    do {                                                                                           \
+        double ha_ = (double)(a), hb_ = (double)(b);                                               \
+        int ok_ = fabs(ha_ - hb_) <= (tol) * (1.0 + fabs(hb_));                                   \
+        CHECK(ok_ && #a);                                                                          \
+        if (!ok_)                                                                                  \
+            fprintf(stderr, "    %s = %.9g, %s = %.9g\n", #a, ha_, #b, hb_);                       \
+    } while (0)
+
+#define CHECK_STR_CONTAINS(hay, needle)                                                            \
+    do {                                                                                           \
+        const char *hh_ = (hay), *hn_ = (needle);                                                  \
+        int ok_ = hh_ && strstr(hh_, hn_) != NULL;                                                 \
+        CHECK(ok_ && "string contains");                                                           \
+        if (!ok_)                                                                                  \
+            fprintf(stderr, "    expected to find \"%s\" in:\n%s\n", hn_, hh_ ? hh_ : "(null)");    \
+    } while (0)
+
+#define RUN(fn)                                                                                    \
+    do {                                                                                           \
+        harness_current = #fn;                                                                     \
+        harness_current_failed = 0;                                                                \
+        fn();                                                                                      \
+        if (harness_current_failed)                                                                \
+            fprintf(stderr, "FAIL %s\n", #fn);                                                     \
+    } while (0)
+
+static inline int harness_report_named(const char *suite) {
+    printf("%s: %d passed, %d failed\n", suite, harness_passed, harness_failed);
+    return harness_failed ? 1 : 0;
+}
+#define harness_report() harness_report_named(__FILE__)
+
+#endif
