@@ -86,14 +86,15 @@ struct rv_axis {
     Expr *extent;  /* i64; may use sizes, UFs and outer axes */
     int pos;       /* position within its tensor / UF / REDUCE */
     Tensor *owner; /* spatial axes: the tensor whose dimension this is */
-    int id;        /* module-unique, in creation order */
+    Expr *var;     /* the VAR expression of this axis */
+    int id;        /* dense, module-unique, in creation order (< m->n_axes) */
 };
 
 struct rv_size {
     const char *name;
     int64_t lo, hi; /* inclusive */
     SrcLoc loc;
-    int id;
+    int id; /* index in m->sizes */
 };
 
 /* ufun name[a0 < e0, ...] in lo..hi */
@@ -104,7 +105,8 @@ struct rv_ufun {
     Expr *lo, *hi;  /* inclusive value range, expressions over sizes */
     SrcLoc loc;
     bool complete;  /* rv_ufun_end has run */
-    int id;
+    Module *module;
+    int id;         /* index in m->ufuns */
 };
 
 typedef enum OpKind {
@@ -137,7 +139,8 @@ struct rv_tensor {
     Op *op;
     SrcLoc loc;
     bool complete; /* definition finished */
-    int id;
+    Module *module;
+    int id;        /* index in m->tensors */
 };
 
 /* The extern kernels the IR knows (the interpreter holds their reference
@@ -204,7 +207,8 @@ struct rv_module {
     /* hash-cons table: open addressing over Expr pointers */
     Expr **table;
     int table_len, table_cap;
-    int next_id;
+    int n_exprs; /* Expr ids are 0..n_exprs-1 */
+    int n_axes;  /* Axis ids are 0..n_axes-1 (interpreters index arrays by them) */
     Vec(Size *) sizes;
     Vec(Ufun *) ufuns;
     Vec(Tensor *) tensors; /* definition order: inputs and operations */
@@ -239,6 +243,9 @@ Expr *ir_substitute(Module *m, Expr *e, const PtrMap *map);
 bool ir_is_int(rv_dtype t);
 bool ir_is_float(rv_dtype t);
 bool ir_is_const_int(const Expr *e, int64_t *v);
+/* Interval bounds of an integer expression over the declared ranges of
+ * sizes, UF values and axis extents; false when unknown. */
+bool ir_int_bounds(const Expr *e, int64_t *lo, int64_t *hi);
 /* True when `e` mentions axis `a` (memoized per call; cheap on DAGs). */
 bool ir_uses_axis(const Expr *e, const Axis *a);
 /* Calls fn on every node once, children before parents. */
