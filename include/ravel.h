@@ -198,7 +198,22 @@ rv_tensor *rv_extern_new(rv_module *m, const char *name, const char *kernel, int
                          rv_tensor *const *inputs, rv_dtype t, int ndim, const rv_dimspec *dims);
 
 rv_tensor *rv_module_tensor(const rv_module *m, const char *name);
+/* Tensors in definition order (inputs and operations). */
+int rv_module_num_tensors(const rv_module *m);
+rv_tensor *rv_module_tensor_at(const rv_module *m, int i);
+const char *rv_tensor_name(const rv_tensor *t);
+rv_dtype rv_tensor_dtype(const rv_tensor *t);
+int rv_tensor_ndim(const rv_tensor *t);
+int rv_tensor_is_input(const rv_tensor *t);
+/* A computed tensor that no later operation reads: a program output. */
+int rv_tensor_is_output(const rv_module *m, const rv_tensor *t);
 rv_size *rv_module_size(const rv_module *m, const char *name);
+int rv_module_num_sizes(const rv_module *m);
+rv_size *rv_module_size_at(const rv_module *m, int i);
+const char *rv_size_name(const rv_size *s);
+int rv_module_num_ufuns(const rv_module *m);
+rv_ufun *rv_module_ufun_at(const rv_module *m, int i);
+const char *rv_ufun_name(const rv_ufun *f);
 rv_ufun *rv_module_ufun(const rv_module *m, const char *name);
 
 /* ---- scalar expressions (hash-consed: equal structure, equal pointer) ---- */

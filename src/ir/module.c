@@ -624,6 +624,58 @@ rv_ufun *rv_module_ufun(const rv_module *m, const char *name) {
     return lookup_kind(m, name, 2);
 }
 
+int rv_module_num_sizes(const rv_module *m) {
+    return m->sizes.len;
+}
+
+rv_size *rv_module_size_at(const rv_module *m, int i) {
+    return i >= 0 && i < m->sizes.len ? m->sizes.data[i] : NULL;
+}
+
+const char *rv_size_name(const rv_size *s) {
+    return s->name;
+}
+
+int rv_module_num_ufuns(const rv_module *m) {
+    return m->ufuns.len;
+}
+
+rv_ufun *rv_module_ufun_at(const rv_module *m, int i) {
+    return i >= 0 && i < m->ufuns.len ? m->ufuns.data[i] : NULL;
+}
+
+const char *rv_ufun_name(const rv_ufun *f) {
+    return f->name;
+}
+
+int rv_module_num_tensors(const rv_module *m) {
+    return m->tensors.len;
+}
+
+rv_tensor *rv_module_tensor_at(const rv_module *m, int i) {
+    return i >= 0 && i < m->tensors.len ? m->tensors.data[i] : NULL;
+}
+
+const char *rv_tensor_name(const rv_tensor *t) {
+    return t->name;
+}
+
+rv_dtype rv_tensor_dtype(const rv_tensor *t) {
+    return t->dtype;
+}
+
+int rv_tensor_ndim(const rv_tensor *t) {
+    return t->ndim;
+}
+
+int rv_tensor_is_input(const rv_tensor *t) {
+    return t->op->kind == OP_INPUT;
+}
+
+int rv_tensor_is_output(const rv_module *m, const rv_tensor *t) {
+    return ir_tensor_is_output(m, t);
+}
+
 typedef struct InputsCtx {
     Vec(Tensor *) v;
 } InputsCtx;

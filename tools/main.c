@@ -1,0 +1,69 @@
+/*
+ * main.c — the `ravel` command line: dispatches to one function per
+ * subcommand (tools/tools.h) and prints help.
+ *
+ * Exit status: 0 on success, 1 when the input is wrong (a diagnostic was
+ * printed), 2 on a usage error.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "tools.h"
+
+static const ToolCommand commands[] = {
+    {"check", "parse and check a .rv file", "ravel check FILE.rv", cmd_check},
+    {"print", "print a .rv file's IR as ravel source (round-trips)", "ravel print FILE.rv",
+     cmd_print},
+    {"eval", "run the reference interpreter",
+     "ravel eval FILE.rv [--size NAME=V]... [--input NAME=FILE.npy]... [--random SEED]\n"
+     "           [--output DIR] [--save-inputs]",
+     cmd_eval},
+};
+
+static void usage(FILE *f) {
+    fprintf(f, "ravel — a compiler and runtime for dynamic neural networks\n\n"
+               "usage: ravel COMMAND [ARGS]\n\ncommands:\n");
+    for (int i = 0; i < (int)(sizeof commands / sizeof commands[0]); i++)
+        fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f, "\n'ravel help COMMAND' or 'ravel COMMAND --help' describes one command.\n");
+}
+
+static const ToolCommand *find(const char *name) {
+    for (int i = 0; i < (int)(sizeof commands / sizeof commands[0]); i++)
+        if (strcmp(commands[i].name, name) == 0)
+            return &commands[i];
+    return NULL;
+}
+
+void tool_command_help(FILE *f, const char *name) {
+    const ToolCommand *c = find(name);
+    if (c)
+        fprintf(f, "usage: %s\n\n%s\n", c->usage, c->summary);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    if (strcmp(argv[1], "help") == 0) {
+        if (argc > 2 && find(argv[2])) {
+            tool_command_help(stdout, argv[2]);
+            return 0;
+        }
+        usage(stdout);
+        return argc > 2 ? 2 : 0;
+    }
+    const ToolCommand *c = find(argv[1]);
+    if (!c) {
+        fprintf(stderr, "ravel: unknown command '%s'\n\n", argv[1]);
+        usage(stderr);
+        return 2;
+    }
+    for (int i = 2; i < argc; i++)
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            tool_command_help(stdout, c->name);
+            return 0;
+        }
+    return c->run(argc - 2, argv + 2);
+}

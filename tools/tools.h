@@ -1,0 +1,44 @@
+/*
+ * tools.h — the subcommands of the `ravel` command line.
+ * Each takes the arguments after its name and returns the exit status.
+ */
+#ifndef RAVEL_TOOLS_H
+#define RAVEL_TOOLS_H
+
+#include <stdio.h>
+
+#include "ravel.h"
+
+typedef struct ToolCommand {
+    const char *name;
+    const char *summary;
+    const char *usage;
+    int (*run)(int argc, char **argv);
+} ToolCommand;
+
+/* main.c */
+void tool_command_help(FILE *f, const char *name);
+
+/* cmd_ir.c */
+int cmd_check(int argc, char **argv);
+int cmd_print(int argc, char **argv);
+int cmd_eval(int argc, char **argv);
+
+/* args.c: parsing shared by the commands */
+typedef struct ToolArgs {
+    const char *file;
+    const char *sizes[64];
+    int nsizes; /* NAME=V */
+    const char *inputs[64];
+    int ninputs; /* NAME=FILE.npy */
+    int has_seed;
+    unsigned long long seed;
+    const char *output;
+    int save_inputs;
+} ToolArgs;
+/* Parses the options of `cmd`; prints a usage error and returns 0 on failure. */
+int tool_parse_args(const char *cmd, int argc, char **argv, ToolArgs *a);
+/* Binds --size and --input values (and --random draws) into b. */
+int tool_bind(const ToolArgs *a, rv_module *m, rv_bindings *b);
+
+#endif
