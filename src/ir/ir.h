@@ -178,12 +178,14 @@ struct rv_expr {
 };
 
 /* One schedule primitive as written (`io, ii = split(i, 32)`); src/sched
- * gives them meaning. Arguments are identifiers, integers or strings. */
+ * gives them meaning. Arguments are identifiers, integers or strings,
+ * positional or with a keyword (`pad=16`). */
 typedef enum SchedArgKind { SA_IDENT, SA_INT, SA_STRING, SA_COUNT } SchedArgKind;
 typedef struct SchedArg {
     SchedArgKind kind;
-    const char *s; /* IDENT, STRING */
-    int64_t i;     /* INT */
+    const char *key; /* keyword argument `key=value` (cache_read(X, pad=16)); NULL if positional */
+    const char *s;   /* IDENT, STRING */
+    int64_t i;       /* INT */
     SrcLoc loc;
 } SchedArg;
 typedef struct SchedStep {
