@@ -14,16 +14,16 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "ravel.h"
 
 #if defined(__GNUC__)
 #define RV_PRINTF(f, a) __attribute__((format(printf, f, a)))
-#define RV_NORETURN __attribute__((noreturn))
 #else
 #define RV_PRINTF(f, a)
-#define RV_NORETURN
 #endif
+#define RV_NORETURN _Noreturn /* C11; also what lets cppcheck see panics end paths */
 
 /* ---- assert.c: bugs (never user errors) abort with file:line ---- */
 
@@ -36,6 +36,11 @@ RV_NORETURN void base_panic(const char *file, int line, const char *fmt, ...) RV
     } while (0)
 #define RV_UNREACHABLE() base_panic(__FILE__, __LINE__, "unreachable")
 #define RV_COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
+/* What a panic prints after its message: a phase registers a printer for
+ * the IR it is working on (per thread) and restores the previous one when
+ * it is done. Returns the previous printer and, in *old_ctx, its context. */
+typedef void (*PanicDump)(void *ctx, FILE *out);
+PanicDump base_panic_set_dump(PanicDump fn, void *ctx, void **old_ctx);
 
 /* ---- alloc.c: the single allocation hook ---- */
 
@@ -129,6 +134,9 @@ void *strmap_get(const StrMap *m, const char *key);
 bool strmap_has(const StrMap *m, const char *key);
 void strmap_put(StrMap *m, const char *key, void *val);
 void strmap_free(StrMap *m);
+/* The stored key equal to the first n bytes of `key`, or NULL (lookup by a
+ * slice of a larger text; intern_n uses it). */
+const char *strmap_key_n(const StrMap *m, const char *key, size_t n);
 
 typedef struct PtrMap {
     const void **keys;
