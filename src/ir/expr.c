@@ -75,6 +75,7 @@ static uint64_t node_hash(ExprKind k, rv_dtype t, int n, Expr *const *args, cons
     case EX_VAR:
     case EX_READ:
     case EX_UFCALL:
+    case EX_LOAD:
         h = hash_combine(h, (uint64_t)(uintptr_t)p->ptr);
         break;
     default:
@@ -106,6 +107,8 @@ static bool node_equal(const Expr *e, ExprKind k, rv_dtype t, int n, Expr *const
         return (void *)e->u.tensor == p->ptr;
     case EX_UFCALL:
         return (void *)e->u.uf == p->ptr;
+    case EX_LOAD:
+        return (void *)e->u.buf == p->ptr;
     case EX_REDUCE:
         if (e->u.red.rk != p->rk || e->u.red.naxes != p->naxes)
             return false;
@@ -173,6 +176,9 @@ static Expr *make(Module *m, ExprKind k, rv_dtype t, int n, Expr *const *args, c
         break;
     case EX_UFCALL:
         e->u.uf = p->ptr;
+        break;
+    case EX_LOAD:
+        e->u.buf = p->ptr;
         break;
     case EX_REDUCE:
         e->u.red.rk = p->rk;
@@ -604,6 +610,25 @@ Expr *ir_reduce(Module *m, rv_reduce_kind rk, int naxes, Axis *const *axes, Expr
     return make(m, EX_REDUCE, rk == RV_REDUCE_ARGMAX ? RV_I64 : body->dtype, 1, args, &p);
 }
 
+Expr *ir_load(Module *m, Buffer *b, Expr *idx) {
+    if (!b || !idx)
+        return NULL;
+    RV_ASSERT(ir_is_int(idx->dtype));
+    Expr *args[1] = {ir_cast(m, RV_I64, idx)};
+    Payload p = {.ptr = b};
+    return make(m, EX_LOAD, b->dtype, 1, args, &p);
+}
+
+Buffer *ir_buffer_new(Module *m, const char *name, rv_dtype t, Expr *size, BufScope scope) {
+    Buffer *b = arena_alloc(m->arena, sizeof(Buffer));
+    b->name = ir_name(m, name);
+    b->dtype = t;
+    b->size = size;
+    b->scope = scope;
+    b->id = m->n_buffers++;
+    return b;
+}
+
 /* ---- generic rebuilding and traversal ---- */
 
 Expr *ir_rebuild(Module *m, const Expr *e, Expr *const *args) {
@@ -623,6 +648,8 @@ Expr *ir_rebuild(Module *m, const Expr *e, Expr *const *args) {
         return ir_select(m, args[0], args[1], args[2]);
     case EX_CAST:
         return ir_cast(m, e->dtype, args[0]);
+    case EX_LOAD:
+        return ir_load(m, e->u.buf, args[0]);
     default:
         if (e->n == 1)
             return ir_unary(m, e->kind, args[0]);

@@ -40,6 +40,7 @@ typedef struct rv_dim Dim;
 typedef struct rv_tensor Tensor;
 typedef struct rv_compute ComputeBuilder;
 typedef struct Op Op;
+typedef struct Buffer Buffer;
 
 enum {
     F_ARITH = 1 << 0, /* arithmetic: ints and floats */
@@ -69,6 +70,7 @@ typedef enum AxisKind {
     AX_SPATIAL, /* a dimension of a tensor / data-parallel axis of an operation */
     AX_REDUCE,  /* bound by a REDUCE */
     AX_UFARG,   /* an argument of a UF's domain */
+    AX_LOOP,    /* a loop variable of the loop IR (src/lower) */
     AX_COUNT
 } AxisKind;
 
@@ -168,6 +170,7 @@ struct rv_expr {
         Axis *axis;    /* VAR */
         Tensor *tensor; /* READ */
         Ufun *uf;      /* UFCALL */
+        Buffer *buf;   /* LOAD */
         struct {
             rv_reduce_kind rk;
             int naxes;
@@ -175,6 +178,25 @@ struct rv_expr {
         } red; /* REDUCE */
     } u;
     Expr *args[]; /* n operands */
+};
+
+/* A flat array in the loop IR: a tensor's storage, a UF array, a prelude
+ * array, or a temporary. Loads and stores address it by element index. */
+typedef enum BufScope {
+    BUF_ARG,    /* passed to the kernel: a tensor or UF array */
+    BUF_AUX,    /* computed by the prelude from UF arrays (ragged offsets) */
+    BUF_GLOBAL, /* a temporary in the per-call scratch arena */
+    BUF_LOCAL,  /* a small temporary on the stack / in registers */
+    BUF_COUNT
+} BufScope;
+struct Buffer {
+    const char *name;
+    rv_dtype dtype;
+    Expr *size; /* elements (i64); may use sizes and UF-derived values */
+    BufScope scope;
+    Tensor *tensor; /* the tensor it stores, if any */
+    Ufun *uf;       /* the UF it holds, if any */
+    int id;
 };
 
 /* One schedule primitive as written (`io, ii = split(i, 32)`); src/sched
@@ -211,6 +233,7 @@ struct rv_module {
     int table_len, table_cap;
     int n_exprs; /* Expr ids are 0..n_exprs-1 */
     int n_axes;  /* Axis ids are 0..n_axes-1 (interpreters index arrays by them) */
+    int n_buffers;
     Vec(Size *) sizes;
     Vec(Ufun *) ufuns;
     Vec(Tensor *) tensors; /* definition order: inputs and operations */
@@ -238,6 +261,9 @@ Expr *ir_cast(Module *m, rv_dtype t, Expr *a);
 Expr *ir_read(Module *m, Tensor *t, int n, Expr *const *idx);
 Expr *ir_ufcall(Module *m, Ufun *f, int n, Expr *const *args);
 Expr *ir_reduce(Module *m, rv_reduce_kind rk, int naxes, Axis *const *axes, Expr *body);
+/* Loop IR: an element of buffer `b` at flat index `idx` (i64). */
+Expr *ir_load(Module *m, Buffer *b, Expr *idx);
+Buffer *ir_buffer_new(Module *m, const char *name, rv_dtype t, Expr *size, BufScope scope);
 /* The node with the same kind and payload as `e` but new operands (passes). */
 Expr *ir_rebuild(Module *m, const Expr *e, Expr *const *args);
 /* Replaces axis variables by expressions (map: Axis* -> Expr*). */

@@ -763,7 +763,7 @@ rv_expr *rv_expr_mul(rv_module *m, rv_expr *a, rv_expr *b) {
 static int find_op(const char *op, int arity) {
     for (int k = 0; k < EX_COUNT; k++) {
         const ExprInfo *info = &ir_expr_info[k];
-        if (info->arity == arity && strcmp(info->text, op) == 0 && k != EX_CAST)
+        if (info->arity == arity && strcmp(info->text, op) == 0 && info->flags != 0)
             return k;
     }
     return -1;
@@ -780,7 +780,7 @@ rv_expr *rv_expr_binop(rv_module *m, const char *op, rv_expr *a, rv_expr *b) {
 
 rv_expr *rv_expr_unop(rv_module *m, const char *op, rv_expr *a) {
     int k = find_op(op, 1);
-    if (k < 0 || k == EX_REDUCE) {
+    if (k < 0) {
         base_error(RV_ERR_ARG, "unknown unary operator '%s'", op);
         return NULL;
     }

@@ -1,0 +1,169 @@
+/*
+ * lower.h — the loop IR and the lowering pipeline: the map of src/lower.
+ *
+ * Lowering turns a module and its schedules into Kernels: loop nests over
+ * flat buffers (for, if, let, store, allocate, barrier, call) whose
+ * expressions are the IR's scalar expressions, with tensor READs replaced
+ * by buffer LOADs at computed flat offsets, and loop variables that are
+ * AX_LOOP axes. Extents stay symbolic (sizes, UF values), so one kernel
+ * serves every size; ragged storage offsets come from prelude arrays
+ * (BUF_AUX) that host code computes from the UF arrays before the kernel
+ * runs (CoRa section 2).
+ *
+ * Statements are immutable and built in the module's arena; passes return
+ * new statements and return the same pointer when nothing changed.
+ */
+#ifndef RAVEL_LOWER_H
+#define RAVEL_LOWER_H
+
+#include "ir/ir.h"
+
+typedef enum StmtKind {
+#define STMT(k, text) ST_##k,
+#include "stmts.def"
+#undef STMT
+    ST_COUNT
+} StmtKind;
+extern const char *const lower_stmt_name[ST_COUNT];
+
+typedef enum LoopKind {
+    LOOP_SERIAL,
+    LOOP_PARALLEL, /* iterations run on the thread pool */
+    LOOP_VECTOR,   /* iterations become SIMD lanes */
+    LOOP_UNROLL,   /* fully unrolled (constant extent) */
+    LOOP_GPU_BLOCK_X,
+    LOOP_GPU_BLOCK_Y,
+    LOOP_GPU_BLOCK_Z,
+    LOOP_GPU_THREAD_X,
+    LOOP_GPU_THREAD_Y,
+    LOOP_GPU_THREAD_Z,
+    LOOP_COUNT
+} LoopKind;
+extern const char *const lower_loop_kind_name[LOOP_COUNT];
+
+typedef struct Stmt Stmt;
+struct Stmt {
+    StmtKind kind;
+    union {
+        struct {
+            Axis *var; /* AX_LOOP */
+            Expr *extent;
+            LoopKind kind;
+            Stmt *body;
+        } loop;
+        struct {
+            Expr *cond;
+            Stmt *then_s, *else_s;
+        } if_;
+        struct {
+            Axis *var;
+            Expr *value;
+            Stmt *body;
+        } let;
+        struct {
+            Buffer *buf;
+            Expr *index, *value;
+        } store;
+        struct {
+            Buffer *buf;
+            Stmt *body;
+        } alloc;
+        struct {
+            int n;
+            Stmt **stmts;
+        } seq;
+        struct {
+            const char *kernel;
+            int nargs;
+            Buffer **args; /* output first, then inputs */
+            Tensor *out;   /* for shapes */
+        } call;
+    } u;
+};
+
+/* A parameter of a kernel, in call order. */
+typedef enum ParamKind {
+    PARAM_SIZE,   /* an int64_t size value */
+    PARAM_UF,     /* a UF's integer array */
+    PARAM_TENSOR, /* a tensor's storage: inputs, and outputs the caller receives */
+    PARAM_AUX,    /* a prelude array the runtime computes before the call */
+    PARAM_COUNT
+} ParamKind;
+typedef struct Param {
+    ParamKind kind;
+    Size *size;     /* SIZE */
+    Buffer *buf;    /* UF, TENSOR, AUX */
+} Param;
+
+typedef struct Kernel {
+    const char *name;
+    Module *m;
+    int nparams;
+    Param *params;
+    /* Host code run before the kernel: fills the AUX buffers (the ragged
+     * layouts' row-start arrays, CoRa's auxiliary arrays) from sizes and UF
+     * arrays. It is loop IR like the body, emitted as NAME_prelude. AUX
+     * buffers' sizes are expressions over sizes only, so the runtime can
+     * allocate them before the prelude runs. NULL when there are none. */
+    Stmt *prelude;
+    Stmt *body;
+} Kernel;
+
+/* ---- stmt.c: construction, traversal, printing ---- */
+
+Stmt *lower_for(Module *m, Axis *var, Expr *extent, LoopKind k, Stmt *body);
+Stmt *lower_if(Module *m, Expr *cond, Stmt *then_s, Stmt *else_s);
+Stmt *lower_let(Module *m, Axis *var, Expr *value, Stmt *body);
+Stmt *lower_store(Module *m, Buffer *b, Expr *index, Expr *value);
+Stmt *lower_alloc(Module *m, Buffer *b, Stmt *body);
+Stmt *lower_seq(Module *m, int n, Stmt *const *stmts); /* flattens nested SEQs, drops NULLs */
+Stmt *lower_barrier(Module *m);
+Stmt *lower_call(Module *m, const char *kernel, int nargs, Buffer *const *args, Tensor *out);
+/* A fresh loop variable. */
+Axis *lower_loop_var(Module *m, const char *name, Expr *extent);
+/* Generic mutator: applies `fe` to every expression and `fs` (may be NULL)
+ * to every statement bottom-up; returns `s` itself when nothing changed. */
+typedef struct StmtMutator {
+    Expr *(*fe)(struct StmtMutator *mu, Expr *e);
+    Stmt *(*fs)(struct StmtMutator *mu, Stmt *s); /* called after children */
+    Module *m;
+    void *ctx;
+} StmtMutator;
+Stmt *lower_mutate(StmtMutator *mu, Stmt *s);
+/* Text form for dumps and golden tests. */
+void lower_print_stmt(Buf *b, const Stmt *s, int indent);
+void lower_print_kernel(Buf *b, const Kernel *k);
+
+/* ---- simplify.c: interval and modular arithmetic ---- */
+
+/* Simplifies index arithmetic using the declared ranges of sizes, UF
+ * values and loop extents: constant folding, canonical sums, x/c*c + x%c,
+ * (a*c)/c, min/max and comparisons decided by intervals, so provably true
+ * guards disappear. Requires nothing; guarantees the same values. */
+Expr *lower_simplify_expr(Module *m, Expr *e);
+Stmt *lower_simplify(Module *m, Stmt *s);
+
+/* ---- storage.c: flat buffers for (ragged, padded) layouts ---- */
+
+typedef struct Storage {
+    Buffer *buf;                 /* the elements */
+    int ndim;
+    Axis *axes[RV_MAX_DIMS];     /* the layout's axes (a tensor's or UF's) */
+    int pad[RV_MAX_DIMS];        /* storage padding multiple per level */
+    bool variable[RV_MAX_DIMS];  /* the extent mentions an outer axis */
+    Buffer *start[RV_MAX_DIMS];  /* variable levels: row-start AUX array */
+    Expr *numel;                 /* elements in storage (may load AUX arrays) */
+} Storage;
+rv_status lower_storage_init(Module *m, Storage *st, const char *name, int ndim,
+                             Axis *const *axes, const int *pad, rv_dtype dtype, BufScope scope);
+/* The flat offset of the element at `idx` (one index per level). */
+Expr *lower_storage_offset(Module *m, const Storage *st, Expr *const *idx);
+/* Loop IR that fills the AUX arrays; NULL for a layout without any. */
+Stmt *lower_storage_prelude(Module *m, const Storage *st);
+
+/* ---- lower.c: module -> kernels ---- */
+
+/* One kernel per computed tensor, in definition order. */
+rv_status lower_module(Module *m, Kernel ***out, int *n);
+
+#endif
