@@ -1,0 +1,116 @@
+/*
+ * jit.h — the jit layer: turning generated source into callable code.
+ *
+ * CPU: generated C is compiled by the system C compiler into a shared
+ * object and loaded with dlopen. Compiling costs tens to hundreds of
+ * milliseconds, so results live in a content-addressed on-disk cache: the
+ * key hashes the source, the compiler's identity (the first line of
+ * `cc --version`), every flag, the contents of ravel_rt.h and, when a flag
+ * says -march=native, the host CPU. A second run with the same input
+ * compiles nothing. Entries are written under a unique temporary name and
+ * renamed into place, so concurrent processes share the cache safely; each
+ * entry carries a checksum trailer, so a truncated or overwritten entry is
+ * detected, removed and rebuilt.
+ *
+ * GPU: NVRTC compiles CUDA C to PTX and the CUDA driver API reports
+ * devices. Both libraries are loaded with dlopen on first use, so ravel
+ * builds and runs where CUDA is absent: the calls then report
+ * RV_ERR_UNSUPPORTED (NVRTC) or zero devices (driver).
+ *
+ * Environment:
+ *   RAVEL_CC           compiler command (default "cc"); split on spaces,
+ *                      so "ccache gcc" works
+ *   RAVEL_INCLUDE_DIR  directory holding ravel_rt.h (see jit_include_dir)
+ *   RAVEL_CACHE_DIR    cache directory (else $XDG_CACHE_HOME/ravel, else
+ *                      ~/.cache/ravel; a private temp dir if none is usable)
+ *   RAVEL_NVRTC        path of libnvrtc.so, tried before the usual names
+ *   RAVEL_DEBUG        contains "jit": print compiler commands, cache hits,
+ *                      rebuilds and fallbacks to stderr
+ */
+#ifndef RAVEL_JIT_H
+#define RAVEL_JIT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/base.h"
+
+/* ---- jit.c: C source -> cached shared object -> dlopen ---- */
+
+/* Every field may be zero/NULL; jit_compile(src, NULL, &lib) uses defaults. */
+typedef struct JitOptions {
+    const char *cc;          /* compiler command; NULL: $RAVEL_CC, else "cc" */
+    const char *include_dir; /* -I for ravel_rt.h; NULL: jit_include_dir() */
+    const char *cache_dir;   /* NULL: jit_cache_dir() resolution (see above) */
+    /* Flags appended after the defaults (so "-O0 -g" overrides -O3), e.g.
+     * "-fsanitize=address,undefined" or "-DNAME=1". Part of the cache key. */
+    const char *const *extra_flags;
+    int n_extra_flags;
+    bool openmp; /* add -fopenmp */
+} JitOptions;
+
+typedef struct JitLib JitLib;
+
+/* Compiles `c_source` with
+ *   <cc> -O3 -march=native -std=c11 -fPIC -shared -ffp-contract=fast
+ *        -fno-math-errno [-fopenmp] -I<include_dir> <extra flags>
+ * (or takes it from the cache) and loads it with RTLD_NOW | RTLD_LOCAL.
+ * Undefined symbols in the object resolve against the host process, which
+ * must export them (link with -rdynamic). Errors: RV_ERR_COMPILER when the
+ * compiler is missing or fails (the message holds the command line, the
+ * compiler's full output and the path of the kept source file) or the
+ * object cannot be loaded; RV_ERR_IO when no cache or temp dir is usable. */
+rv_status jit_compile(const char *c_source, const JitOptions *opt, JitLib **out);
+/* dlsym; NULL (with a message in rv_last_error) when absent. */
+void *jit_sym(JitLib *lib, const char *name);
+/* A function symbol, cast to the function type by the caller:
+ *   int (*add)(int, int) = (int (*)(int, int))jit_fn(lib, "add");
+ * ISO C cannot convert jit_sym's void * to a function pointer. */
+typedef void (*JitFn)(void);
+JitFn jit_fn(JitLib *lib, const char *name);
+/* The cache entry the library was loaded from, and its key (32 hex). */
+const char *jit_lib_path(const JitLib *lib);
+const char *jit_lib_key(const JitLib *lib);
+/* dlclose and free; NULL is fine. */
+void jit_close(JitLib *lib);
+
+/* Process-wide counters. `compiles` counts every run of the compiler that
+ * produced an object, `rebuilds` the subset that replaced a corrupt cache
+ * entry, `cache_hits` the loads that compiled nothing. */
+typedef struct JitStats {
+    int64_t compiles;
+    int64_t cache_hits;
+    int64_t rebuilds;
+    double compile_seconds; /* wall time spent in the compiler */
+} JitStats;
+JitStats jit_stats(void);
+
+/* The directory passed as -I when JitOptions.include_dir is NULL:
+ * $RAVEL_INCLUDE_DIR; else RAVEL_INCLUDE_DIR_DEFAULT if the build defined
+ * it; else <repo>/include derived from this file's __FILE__ (or from the
+ * executable's location: build/ravel, build/tests/x) when that directory
+ * holds ravel_rt.h or ravel.h; else NULL (no -I flag). */
+const char *jit_include_dir(void);
+
+/* ---- spawn.c: running a program with its output captured ---- */
+
+/* Runs argv (argv[0] looked up in PATH) with stdin from /dev/null and
+ * stdout+stderr captured together into *output (caller frees with
+ * base_free). *exit_code is the exit status, or 128 + the signal number.
+ * Returns RV_ERR_COMPILER when the program cannot be started. */
+rv_status jit_run(char *const *argv, char **output, int *exit_code);
+/* argv as a shell-quoted command line, for messages (caller frees). */
+char *jit_argv_string(char *const *argv);
+
+/* ---- cuda.c: NVRTC and the CUDA driver, loaded on demand ---- */
+
+/* Whether libnvrtc could be loaded. */
+bool jit_nvrtc_available(void);
+/* Compiles CUDA C to PTX for `arch` (e.g. "compute_90"; NULL: NVRTC's
+ * default). *ptx_out is NUL-terminated; free with base_free.
+ * RV_ERR_UNSUPPORTED without NVRTC; RV_ERR_COMPILER with NVRTC's log. */
+rv_status jit_nvrtc_compile(const char *cuda_src, const char *arch, char **ptx_out);
+/* Number of CUDA devices; 0 when libcuda.so.1 is absent or cuInit fails. */
+int jit_cuda_device_count(void);
+
+#endif
