@@ -32,6 +32,10 @@ HDRS      := $(wildcard include/*.h src/*/*.h src/*/*.def tests/*.h)
 
 all: $(BUILD)/libravel.a $(BUILD)/libravel.so $(BUILD)/ravel
 
+# Debian packages the build needs (tools/install-deps.sh says which and why).
+deps:
+	@sh tools/install-deps.sh
+
 $(BUILD)/%.o: %.c $(HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
@@ -43,21 +47,27 @@ $(BUILD)/libravel.a: $(LIB_OBJ)
 $(BUILD)/libravel.so: $(LIB_OBJ)
 	$(CC) -shared $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
+# -rdynamic: JIT-compiled kernels resolve ravel_rt_* runtime symbols from the host.
 $(BUILD)/ravel: $(TOOL_OBJ) $(BUILD)/libravel.a
-	$(CC) $(LDFLAGS) -o $@ $(TOOL_OBJ) $(BUILD)/libravel.a $(LDLIBS)
+	$(CC) $(LDFLAGS) -rdynamic -o $@ $(TOOL_OBJ) $(BUILD)/libravel.a $(LDLIBS)
 
 $(BUILD)/tests/%: tests/unit/%.c tests/harness.h $(BUILD)/libravel.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Itests -o $@ $< $(BUILD)/libravel.a $(LDFLAGS) $(LDLIBS)
+	$(CC) $(CFLAGS) -Itests -rdynamic -o $@ $< $(BUILD)/libravel.a $(LDFLAGS) $(LDLIBS)
 
 # The test runner prints every suite's result and ends with "N passed, N failed".
-test: all $(TEST_BIN)
+test: deps
+	@$(MAKE) --no-print-directory all $(TEST_BIN)
+	@BUILD=$(BUILD) SAN=$(SAN) sh tests/run.sh
+
+test-only: all $(TEST_BIN)
 	@BUILD=$(BUILD) SAN=$(SAN) sh tests/run.sh
 
 asan-test:
 	$(MAKE) SAN=1 test
 
-demo: all
+demo: deps
+	@$(MAKE) --no-print-directory all
 	@sh tools/demo.sh $(BUILD)
 
 clean:
