@@ -1,0 +1,535 @@
+/*
+ * print.c — the tensor IR as ravel source text.
+ *
+ * The printer's contract is the round trip: printing a module and parsing
+ * the text back (src/lang) gives the same IR, so print(parse(print(m)))
+ * is textually print(m). Everything below serves that contract while
+ * keeping the text close to what a person would write:
+ *
+ *   - Minimal parentheses. Operators print infix with C's precedence
+ *     levels; an operand gets parentheses only when its level is lower
+ *     than its position needs (the right operand of a left-associative
+ *     operator needs one level more).
+ *   - Reductions are prefix forms whose body is a multiplicative-level
+ *     expression: `sum(k < K) a * b + c` is `(sum(k < K) a * b) + c`. So a
+ *     body below that level is parenthesized, and a reduction whose body
+ *     would swallow a following `*`, `/` or `%` is parenthesized as a
+ *     whole. The `tight` flag carries "a multiplicative operator follows
+ *     this text" down the right spine of an operand.
+ *   - Constants. Integer literals are i64 and float literals f64; both
+ *     adapt to a non-constant partner of another width (ir.h, "Typing"). A
+ *     constant whose dtype its partner would give it anyway prints bare
+ *     (`0.5 * X[i]` with X f32); any other i32/f32 constant prints as a
+ *     cast of a literal (`f32(0.5)`), which the constructors fold back to
+ *     the same constant. Floats print with the fewest digits that read
+ *     back to the same value in their dtype, always with a '.' or an 'e'.
+ *   - Casts inserted by typing print as calls (`f32(i)`): explicit casts
+ *     parse to the same node.
+ *   - Compute extents are omitted where the language would infer the same
+ *     expression from the body (the first tensor or UF dimension the bare
+ *     axis indexes, as ir_infer_extent does) and written out otherwise.
+ *     The check here only compares; it never builds nodes, so printing a
+ *     module leaves it untouched.
+ *
+ * Items print in a canonical order — sizes, ufuns, tensors in definition
+ * order, then schedule blocks — which is a valid definition order because
+ * each group may refer only to the ones before it.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir/ir.h"
+
+/* Precedence levels, loosest first (the parser's table, plus the prefix
+ * level of unary operators and reductions, and atoms). */
+enum {
+    PREC_NONE,
+    PREC_OR,
+    PREC_AND,
+    PREC_EQ,
+    PREC_REL,
+    PREC_ADD,
+    PREC_MUL,
+    PREC_UNARY,
+    PREC_ATOM,
+};
+
+static int infix_prec(ExprKind k) {
+    switch (k) {
+    case EX_OR:
+        return PREC_OR;
+    case EX_AND:
+        return PREC_AND;
+    case EX_EQ:
+    case EX_NE:
+        return PREC_EQ;
+    case EX_LT:
+    case EX_LE:
+    case EX_GT:
+    case EX_GE:
+        return PREC_REL;
+    case EX_ADD:
+    case EX_SUB:
+        return PREC_ADD;
+    case EX_MUL:
+    case EX_DIV:
+    case EX_MOD:
+        return PREC_MUL;
+    default:
+        return 0;
+    }
+}
+
+/* ---- constants ---- */
+
+/* The shortest decimal form of v that reads back (strtod, then rounded to
+ * the dtype) to the same value, with a '.' or an exponent so the lexer
+ * reads a float. */
+static void print_float(Buf *b, double v, rv_dtype t) {
+    if (isnan(v)) {
+        buf_puts(b, "(0. / 0.)");
+        return;
+    }
+    if (isinf(v)) {
+        buf_puts(b, v > 0 ? "(1. / 0.)" : "(-1. / 0.)");
+        return;
+    }
+    char s[64];
+    for (int prec = 1; prec <= 17; prec++) {
+        snprintf(s, sizeof s, "%.*g", prec, v);
+        double r = strtod(s, NULL);
+        if (t == RV_F32 ? (float)r == (float)v : r == v)
+            break;
+    }
+    buf_puts(b, s);
+    if (!strpbrk(s, ".e"))
+        buf_putc(b, '.');
+}
+
+static bool is_literal(const Expr *e) {
+    return (e->kind == EX_CONST_INT && e->dtype != RV_BOOL) || e->kind == EX_CONST_FLOAT;
+}
+
+/* A constant prints bare when its own literal type (i64, f64) is its dtype,
+ * or when a non-constant partner of its dtype makes the literal adapt. */
+static bool prints_bare(const Expr *e, const Expr *partner) {
+    if (e->dtype == RV_I64 || e->dtype == RV_F64)
+        return true;
+    return partner && !is_literal(partner) && partner->kind != EX_CONST_INT &&
+           partner->dtype == e->dtype;
+}
+
+static void print_const(Buf *b, const Expr *e, const Expr *partner) {
+    if (e->kind == EX_CONST_INT && e->dtype == RV_BOOL) {
+        buf_puts(b, e->u.ival ? "true" : "false");
+        return;
+    }
+    bool bare = prints_bare(e, partner);
+    if (!bare)
+        buf_printf(b, "%s(", rv_dtype_name(e->dtype));
+    if (e->kind == EX_CONST_INT)
+        buf_printf(b, "%lld", (long long)e->u.ival);
+    else
+        print_float(b, e->u.fval, e->dtype);
+    if (!bare)
+        buf_putc(b, ')');
+}
+
+/* Does the constant print with a leading '-' (a unary-level form)? */
+static bool const_negative(const Expr *e) {
+    return (e->kind == EX_CONST_INT && e->dtype != RV_BOOL && e->u.ival < 0) ||
+           (e->kind == EX_CONST_FLOAT && signbit(e->u.fval) && !isnan(e->u.fval));
+}
+
+/* ---- expressions ---- */
+
+static void print_rec(Buf *b, const Expr *e, int minprec, bool tight, const Expr *partner);
+
+static void print_args(Buf *b, const Expr *e, int from) {
+    for (int i = from; i < e->n; i++) {
+        if (i > from)
+            buf_puts(b, ", ");
+        print_rec(b, e->args[i], PREC_NONE, false, NULL);
+    }
+}
+
+static const char *reduce_name(rv_reduce_kind rk) {
+    static const char *const names[] = {"sum", "max", "min", "argmax"};
+    _Static_assert(RV_COUNT(names) == RV_REDUCE_COUNT, "reduce names");
+    return names[rk];
+}
+
+/* An axis binder `name < extent` (extent at full precedence). */
+static void print_binder(Buf *b, const Axis *a) {
+    buf_printf(b, "%s < ", a->name);
+    print_rec(b, a->extent, PREC_NONE, false, NULL);
+}
+
+static void print_reduce(Buf *b, const Expr *e, bool tight) {
+    if (tight)
+        buf_putc(b, '(');
+    buf_printf(b, "%s(", reduce_name(e->u.red.rk));
+    for (int i = 0; i < e->u.red.naxes; i++) {
+        if (i)
+            buf_puts(b, ", ");
+        print_binder(b, e->u.red.axes[i]);
+    }
+    buf_puts(b, ") ");
+    print_rec(b, e->args[0], PREC_MUL, false, NULL);
+    if (tight)
+        buf_putc(b, ')');
+}
+
+/* Prints e where an expression of level >= minprec is expected. `tight`:
+ * a multiplicative operator follows. `partner`: the other operand of the
+ * enclosing binary operator or select, for literal adaptation. */
+static void print_rec(Buf *b, const Expr *e, int minprec, bool tight, const Expr *partner) {
+    const ExprInfo *info = &ir_expr_info[e->kind];
+    switch (e->kind) {
+    case EX_CONST_INT:
+    case EX_CONST_FLOAT:
+        print_const(b, e, partner);
+        return;
+    case EX_SIZE:
+        buf_puts(b, e->u.size->name);
+        return;
+    case EX_VAR:
+        buf_puts(b, e->u.axis->name);
+        return;
+    case EX_READ:
+    case EX_UFCALL:
+        buf_printf(b, "%s[", e->kind == EX_READ ? e->u.tensor->name : e->u.uf->name);
+        print_args(b, e, 0);
+        buf_putc(b, ']');
+        return;
+    case EX_REDUCE:
+        print_reduce(b, e, tight);
+        return;
+    case EX_CAST:
+        buf_printf(b, "%s(", rv_dtype_name(e->dtype));
+        print_rec(b, e->args[0], PREC_NONE, false, NULL);
+        buf_putc(b, ')');
+        return;
+    case EX_NEG:
+    case EX_NOT:
+        buf_puts(b, info->text);
+        /* "- -x", not "--x" */
+        if (e->kind == EX_NEG && (e->args[0]->kind == EX_NEG || const_negative(e->args[0])))
+            buf_putc(b, ' ');
+        print_rec(b, e->args[0], PREC_UNARY, tight, NULL);
+        return;
+    case EX_SELECT:
+        buf_puts(b, "select(");
+        print_rec(b, e->args[0], PREC_NONE, false, NULL);
+        buf_puts(b, ", ");
+        print_rec(b, e->args[1], PREC_NONE, false, e->args[2]);
+        buf_puts(b, ", ");
+        print_rec(b, e->args[2], PREC_NONE, false, e->args[1]);
+        buf_putc(b, ')');
+        return;
+    default:
+        break;
+    }
+    if (info->flags & F_INFIX) {
+        int p = infix_prec(e->kind);
+        bool paren = p < minprec;
+        if (paren) {
+            buf_putc(b, '(');
+            tight = false;
+        }
+        print_rec(b, e->args[0], p, p == PREC_MUL, e->args[1]);
+        buf_printf(b, " %s ", info->text);
+        print_rec(b, e->args[1], p + 1, tight, e->args[0]);
+        if (paren)
+            buf_putc(b, ')');
+        return;
+    }
+    /* calls: math functions, min/max, floordiv/floormod, pow */
+    buf_printf(b, "%s(", info->text);
+    if (e->n == 2) {
+        print_rec(b, e->args[0], PREC_NONE, false, e->args[1]);
+        buf_puts(b, ", ");
+        print_rec(b, e->args[1], PREC_NONE, false, e->args[0]);
+    } else {
+        print_args(b, e, 0);
+    }
+    buf_putc(b, ')');
+}
+
+void ir_print_expr(Buf *b, const Expr *e) {
+    if (!e) {
+        buf_puts(b, "(null)");
+        return;
+    }
+    print_rec(b, e, PREC_NONE, false, NULL);
+}
+
+char *ir_expr_str(const Expr *e) {
+    Buf b = {0};
+    ir_print_expr(&b, e);
+    return buf_take(&b);
+}
+
+/* ---- extent inference, read-only ---- */
+
+/* Is `e`, with the axes of `from[0..n)` replaced by `to[0..n)`, the same
+ * expression as `target`? A structural comparison that builds nothing; it
+ * may answer false for equal expressions (constant folding), which only
+ * makes the printer write an extent out. */
+static bool same_subst(const Expr *e, Axis *const *from, Expr *const *to, int n,
+                       const Expr *target) {
+    if (e->kind == EX_VAR)
+        for (int i = 0; i < n; i++)
+            if (e->u.axis == from[i])
+                return to[i] == target;
+    if (e->kind != target->kind || e->dtype != target->dtype || e->n != target->n)
+        return false;
+    switch (e->kind) {
+    case EX_CONST_INT:
+        if (e->u.ival != target->u.ival)
+            return false;
+        break;
+    case EX_CONST_FLOAT:
+        if (memcmp(&e->u.fval, &target->u.fval, sizeof(double)) != 0)
+            return false;
+        break;
+    case EX_SIZE:
+    case EX_VAR:
+    case EX_READ:
+    case EX_UFCALL:
+        if (e->u.tensor != target->u.tensor) /* same pointer member of the union */
+            return false;
+        break;
+    case EX_REDUCE:
+        return false;
+    default:
+        break;
+    }
+    for (int i = 0; i < e->n; i++)
+        if (!same_subst(e->args[i], from, to, n, target->args[i]))
+            return false;
+    return true;
+}
+
+typedef struct FirstUse {
+    const Axis *a;
+    const Expr *found; /* the READ / UFCALL */
+    int pos;
+    PtrMap seen;
+} FirstUse;
+
+/* The first READ or UFCALL indexed by the bare variable, pre-order and
+ * left to right: the same search as ir_infer_extent. */
+static void first_use(const Expr *e, FirstUse *fu) {
+    if (fu->found || ptrmap_has(&fu->seen, e))
+        return;
+    ptrmap_put(&fu->seen, e, (void *)e);
+    if (e->kind == EX_READ || e->kind == EX_UFCALL)
+        for (int i = 0; i < e->n; i++)
+            if (e->args[i]->kind == EX_VAR && e->args[i]->u.axis == fu->a) {
+                fu->found = e;
+                fu->pos = i;
+                return;
+            }
+    for (int i = 0; i < e->n; i++)
+        first_use(e->args[i], fu);
+}
+
+/* Would the parser infer axis a's extent from the operation's bodies? */
+static bool extent_inferable(const Op *op, const Axis *a) {
+    const Expr *bodies[3] = {op->body, op->else_body, op->pred};
+    const Expr *found = NULL;
+    int pos = 0;
+    for (int i = 0; i < 3 && !found; i++) {
+        if (!bodies[i])
+            continue;
+        FirstUse fu = {a, NULL, 0, {0}};
+        first_use(bodies[i], &fu);
+        ptrmap_free(&fu.seen);
+        found = fu.found;
+        pos = fu.pos;
+    }
+    if (!found)
+        return false;
+    Axis *const *axes = found->kind == EX_READ ? found->u.tensor->axes : found->u.uf->args;
+    if (!axes[pos]->extent)
+        return false;
+    return same_subst(axes[pos]->extent, axes, found->args, pos, a->extent);
+}
+
+/* ---- items ---- */
+
+static void print_string(Buf *b, const char *s) {
+    buf_putc(b, '"');
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\')
+            buf_printf(b, "\\%c", *s);
+        else if (*s == '\n')
+            buf_puts(b, "\\n");
+        else if (*s == '\t')
+            buf_puts(b, "\\t");
+        else
+            buf_putc(b, *s);
+    }
+    buf_putc(b, '"');
+}
+
+/* `name < extent` or, for an unnamed dimension (`_<pos>`), the extent. */
+static void print_dim(Buf *b, const Axis *a, int pad) {
+    if (a->name[0] == '_')
+        print_rec(b, a->extent, PREC_NONE, false, NULL);
+    else
+        print_binder(b, a);
+    if (pad > 1)
+        buf_printf(b, " pad %d", pad);
+}
+
+/* `f32[d0, d1]` */
+static void print_type(Buf *b, const Tensor *t) {
+    buf_printf(b, "%s[", rv_dtype_name(t->dtype));
+    for (int i = 0; i < t->ndim; i++) {
+        if (i)
+            buf_puts(b, ", ");
+        print_dim(b, t->axes[i], t->pad[i]);
+    }
+    buf_putc(b, ']');
+}
+
+static void print_ufun(Buf *b, const Ufun *f) {
+    buf_printf(b, "ufun %s[", f->name);
+    for (int i = 0; i < f->nargs; i++) {
+        if (i)
+            buf_puts(b, ", ");
+        print_dim(b, f->args[i], 1);
+    }
+    buf_puts(b, "] in ");
+    ir_print_expr(b, f->lo);
+    buf_puts(b, "..");
+    ir_print_expr(b, f->hi);
+    buf_putc(b, '\n');
+}
+
+/* Y[i, j < E] (: dtype)? = body */
+static void print_compute(Buf *b, const Tensor *t) {
+    const Op *op = t->op;
+    buf_printf(b, "%s[", t->name);
+    for (int i = 0; i < t->ndim; i++) {
+        const Axis *a = t->axes[i];
+        if (i)
+            buf_puts(b, ", ");
+        if (a->extent && !extent_inferable(op, a))
+            print_binder(b, a);
+        else
+            buf_puts(b, a->name);
+        if (t->pad[i] > 1)
+            buf_printf(b, " pad %d", t->pad[i]);
+    }
+    buf_putc(b, ']');
+    if (op->body && op->body->dtype != t->dtype)
+        buf_printf(b, " : %s", rv_dtype_name(t->dtype));
+    buf_puts(b, " = ");
+    if (op->kind == OP_COND) {
+        buf_puts(b, "if ");
+        ir_print_expr(b, op->pred);
+        buf_puts(b, " then ");
+        ir_print_expr(b, op->body);
+        buf_puts(b, " else ");
+        ir_print_expr(b, op->else_body);
+    } else {
+        ir_print_expr(b, op->body);
+    }
+    buf_putc(b, '\n');
+}
+
+static void print_tensor(Buf *b, const Tensor *t) {
+    switch (t->op->kind) {
+    case OP_INPUT:
+        buf_printf(b, "input %s : ", t->name);
+        print_type(b, t);
+        buf_putc(b, '\n');
+        return;
+    case OP_COMPUTE:
+    case OP_COND:
+        print_compute(b, t);
+        return;
+    case OP_EXTERN:
+        buf_printf(b, "%s : ", t->name);
+        print_type(b, t);
+        buf_puts(b, " = extern ");
+        print_string(b, t->op->kernel);
+        buf_putc(b, '(');
+        for (int i = 0; i < t->op->nin; i++)
+            buf_printf(b, "%s%s", i ? ", " : "", t->op->inputs[i]->name);
+        buf_puts(b, ")\n");
+        return;
+    default:
+        buf_printf(b, "# %s: a %s operation has no source form yet\n", t->name,
+                   ir_op_kind_name[t->op->kind]);
+        return;
+    }
+}
+
+static void print_sched_arg(Buf *b, const SchedArg *a) {
+    if (a->key)
+        buf_printf(b, "%s=", a->key);
+    switch (a->kind) {
+    case SA_IDENT:
+        buf_puts(b, a->s);
+        break;
+    case SA_INT:
+        buf_printf(b, "%lld", (long long)a->i);
+        break;
+    case SA_STRING:
+        print_string(b, a->s);
+        break;
+    default:
+        RV_UNREACHABLE();
+    }
+}
+
+static void print_schedule(Buf *b, const SchedBlock *blk) {
+    buf_printf(b, "schedule %s {\n", blk->target->name);
+    for (int i = 0; i < blk->nsteps; i++) {
+        const SchedStep *s = &blk->steps[i];
+        buf_indent(b, 4);
+        for (int j = 0; j < s->nout; j++)
+            buf_printf(b, "%s%s", j ? ", " : "", s->outs[j]);
+        if (s->nout)
+            buf_puts(b, " = ");
+        buf_printf(b, "%s(", s->prim);
+        for (int j = 0; j < s->nargs; j++) {
+            if (j)
+                buf_puts(b, ", ");
+            print_sched_arg(b, &s->args[j]);
+        }
+        buf_puts(b, ")\n");
+    }
+    buf_puts(b, "}\n");
+}
+
+void ir_print_module(Buf *b, const Module *m) {
+    for (int i = 0; i < m->sizes.len; i++) {
+        const Size *s = m->sizes.data[i];
+        buf_printf(b, "size %s in %lld..%lld\n", s->name, (long long)s->lo, (long long)s->hi);
+    }
+    if (m->sizes.len && m->ufuns.len)
+        buf_putc(b, '\n');
+    for (int i = 0; i < m->ufuns.len; i++)
+        print_ufun(b, m->ufuns.data[i]);
+    if ((m->sizes.len || m->ufuns.len) && m->tensors.len)
+        buf_putc(b, '\n');
+    for (int i = 0; i < m->tensors.len; i++)
+        print_tensor(b, m->tensors.data[i]);
+    for (int i = 0; i < m->scheds.len; i++) {
+        buf_putc(b, '\n');
+        print_schedule(b, &m->scheds.data[i]);
+    }
+}
+
+char *rv_module_print(const rv_module *m) {
+    Buf b = {0};
+    ir_print_module(&b, m);
+    return buf_take(&b);
+}

@@ -1,0 +1,935 @@
+/*
+ * check.c — the ravel checker: AST to IR, with located diagnostics.
+ *
+ * The checker walks the items in order and builds the module through the
+ * ir.h constructors and the rv_* builders. It owns everything that needs
+ * a *source location* or a *scope*:
+ *
+ *   - names: a chain of scopes (Scope, innermost first) above the global
+ *     table of items; definitions and binders that clash are reported
+ *     ("redefinition", "shadows"), as are names used before they exist and
+ *     extents that mention an inner dimension;
+ *   - arities of tensor reads, UF applications and function calls;
+ *   - facts the constructors cannot see as well: a constant index or a UF
+ *     argument provably outside its range (compared as linear forms over
+ *     sizes, so `i < 2*B` is known to exceed `b < B`), an `if` below the
+ *     top of a body, an axis whose extent cannot be inferred.
+ *
+ * Typing itself (literal adaptation, promotion, bool operands) is the
+ * constructors' job: when one returns NULL, its message from the last
+ * error is re-issued at the node being elaborated. The checker stops at
+ * the first error; `Checker.st` records it and every function unwinds.
+ *
+ * The driver functions of the language (rv_module_parse, rv_module_load)
+ * sit at the end of this file: lex, parse, check, and keep the source in
+ * m->src so later diagnostics can quote it.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "lang/lang.h"
+
+typedef enum SymKind {
+    SYM_SIZE,   /* Size* */
+    SYM_UFUN,   /* Ufun* */
+    SYM_TENSOR, /* Tensor* */
+    SYM_AXIS,   /* Axis*: a dimension, compute axis, reduce axis or UF argument */
+    SYM_COUNT
+} SymKind;
+
+static const char *const sym_kind_name[SYM_COUNT] = {"size", "ufun", "tensor", "axis"};
+
+typedef struct Sym {
+    const char *name;
+    SymKind kind;
+    void *obj;
+    SrcLoc loc;
+} Sym;
+
+/* One level of local names (a definition's axes, a reduction's axes). */
+typedef struct Scope {
+    struct Scope *up;
+    Vec(Sym) syms;
+} Scope;
+
+typedef struct Checker {
+    const SrcFile *src;
+    Module *m;
+    Arena *arena;    /* Syms of the global table */
+    StrMap globals;  /* item name -> Sym* */
+    Scope *scope;    /* innermost local scope, NULL at item level */
+    Tensor *defining; /* the compute whose body is being checked */
+    /* While an extent is checked: the binder it belongs to and the binders
+     * after it, so a use of an inner dimension gets a precise message. */
+    const char *binder;
+    const Binder *later;
+    int nlater;
+    rv_status st;
+} Checker;
+
+/* ---- diagnostics ---- */
+
+static rv_status error_at(Checker *c, SrcLoc loc, const char *fmt, ...) RV_PRINTF(3, 4);
+static rv_status error_at(Checker *c, SrcLoc loc, const char *fmt, ...) {
+    if (c->st != RV_OK)
+        return c->st;
+    Buf b = {0};
+    va_list ap;
+    va_start(ap, fmt);
+    buf_vprintf(&b, fmt, ap);
+    va_end(ap);
+    c->st = base_diag(RV_ERR_TYPE, c->src, loc, "%s", buf_str(&b));
+    buf_free(&b);
+    return c->st;
+}
+
+/* A constructor returned NULL: re-issue its message at `loc`. */
+static rv_status ir_failed(Checker *c, SrcLoc loc) {
+    if (c->st != RV_OK)
+        return c->st;
+    const char *msg = rv_last_error();
+    c->st = base_diag(RV_ERR_TYPE, c->src, loc, "%s", *msg ? msg : "invalid definition");
+    return c->st;
+}
+
+/* Checks a constructor's result; NULL means an error at `loc`. */
+static void *built(Checker *c, void *x, SrcLoc loc) {
+    if (!x)
+        ir_failed(c, loc);
+    return x;
+}
+
+/* ---- scopes ---- */
+
+static void push_scope(Checker *c, Scope *s) {
+    memset(s, 0, sizeof *s);
+    s->up = c->scope;
+    c->scope = s;
+}
+
+static void pop_scope(Checker *c) {
+    Scope *s = c->scope;
+    c->scope = s->up;
+    vec_free(&s->syms);
+}
+
+static const Sym *lookup(const Checker *c, const char *name) {
+    for (const Scope *s = c->scope; s; s = s->up)
+        for (int i = s->syms.len - 1; i >= 0; i--)
+            if (strcmp(s->syms.data[i].name, name) == 0)
+                return &s->syms.data[i];
+    return strmap_get(&c->globals, name);
+}
+
+/* A reduction axis may not reuse a name that is already visible (a read
+ * inside the body would silently change meaning). The binders of a
+ * definition's header (dimensions, axes, UF arguments) may hide an item
+ * name, but not each other: `locals_only`. */
+static bool check_fresh(Checker *c, const char *what, const char *name, SrcLoc loc,
+                        bool locals_only) {
+    const Sym *s = lookup(c, name);
+    if (!s || (locals_only && s->kind != SYM_AXIS))
+        return true;
+    if (locals_only)
+        error_at(c, loc, "%s '%s' is defined twice (first at %d:%d)", what, name, s->loc.line,
+                 s->loc.col);
+    else
+        error_at(c, loc, "%s '%s' shadows the %s '%s' defined at %d:%d", what, name,
+                 sym_kind_name[s->kind], name, s->loc.line, s->loc.col);
+    return false;
+}
+
+static void bind_local(Checker *c, const char *name, Axis *a, SrcLoc loc) {
+    Sym s = {name, SYM_AXIS, a, loc};
+    vec_push(&c->scope->syms, s);
+}
+
+static bool declare_global(Checker *c, const char *name, SymKind k, void *obj, SrcLoc loc) {
+    const Sym *old = strmap_get(&c->globals, name);
+    if (old) {
+        error_at(c, loc, "redefinition of '%s' (first defined at %d:%d)", name, old->loc.line,
+                 old->loc.col);
+        return false;
+    }
+    Sym *s = arena_alloc(c->arena, sizeof(Sym));
+    s->name = name;
+    s->kind = k;
+    s->obj = obj;
+    s->loc = loc;
+    strmap_put(&c->globals, name, s);
+    return true;
+}
+
+/* ---- provable ranges: linear forms over sizes ---- */
+
+/* k + sum(coef[i] * size[i]); ok = false when the expression is not
+ * linear in sizes (axes, UFs, division, ...). */
+typedef struct Lin {
+    bool ok;
+    int n;
+    Size *size[8];
+    int64_t coef[8];
+    int64_t k;
+} Lin;
+
+static void lin_add_term(Lin *l, Size *s, int64_t coef) {
+    for (int i = 0; i < l->n; i++)
+        if (l->size[i] == s) {
+            l->coef[i] += coef;
+            return;
+        }
+    if (l->n == RV_COUNT(l->size)) {
+        l->ok = false;
+        return;
+    }
+    l->size[l->n] = s;
+    l->coef[l->n++] = coef;
+}
+
+/* l += scale * lin(e) */
+static void lin_acc(Lin *l, const Expr *e, int64_t scale) {
+    int64_t v;
+    if (!l->ok)
+        return;
+    switch (e->kind) {
+    case EX_CONST_INT:
+        l->k += scale * e->u.ival;
+        return;
+    case EX_SIZE:
+        lin_add_term(l, e->u.size, scale);
+        return;
+    case EX_CAST:
+        if (ir_is_int(e->dtype) && ir_is_int(e->args[0]->dtype))
+            lin_acc(l, e->args[0], scale);
+        else
+            l->ok = false;
+        return;
+    case EX_NEG:
+        lin_acc(l, e->args[0], -scale);
+        return;
+    case EX_ADD:
+    case EX_SUB:
+        lin_acc(l, e->args[0], scale);
+        lin_acc(l, e->args[1], e->kind == EX_ADD ? scale : -scale);
+        return;
+    case EX_MUL:
+        if (ir_is_const_int(e->args[0], &v))
+            lin_acc(l, e->args[1], scale * v);
+        else if (ir_is_const_int(e->args[1], &v))
+            lin_acc(l, e->args[0], scale * v);
+        else
+            l->ok = false;
+        return;
+    default:
+        l->ok = false;
+        return;
+    }
+}
+
+/* The smallest value of a - b over the declared ranges of the sizes;
+ * false when a - b is not linear in sizes. */
+static bool min_difference(const Expr *a, const Expr *b, int64_t *out) {
+    Lin l = {.ok = true};
+    lin_acc(&l, a, 1);
+    lin_acc(&l, b, -1);
+    if (!l.ok)
+        return false;
+    int64_t v = l.k;
+    for (int i = 0; i < l.n; i++)
+        v += l.coef[i] * (l.coef[i] > 0 ? l.size[i]->lo : l.size[i]->hi);
+    *out = v;
+    return true;
+}
+
+/* ---- expressions ---- */
+
+static Expr *elab(Checker *c, const Node *n);
+
+static rv_dtype parse_dtype(Checker *c, const char *name, SrcLoc loc, bool *ok) {
+    static const struct {
+        const char *name;
+        rv_dtype t;
+    } dtypes[] = {{"f32", RV_F32}, {"f64", RV_F64}, {"i32", RV_I32}, {"i64", RV_I64}};
+    for (int i = 0; i < RV_COUNT(dtypes); i++)
+        if (strcmp(name, dtypes[i].name) == 0)
+            return dtypes[i].t;
+    error_at(c, loc, "unknown dtype '%s' (expected f32, f64, i32 or i64)", name);
+    *ok = false;
+    return RV_F32;
+}
+
+/* A name that is not visible: an inner dimension of the extent being
+ * checked, or simply undefined. */
+static void unknown_name(Checker *c, const char *name, SrcLoc loc) {
+    for (int i = 0; i < c->nlater; i++)
+        if (c->later[i].named && strcmp(c->later[i].name, name) == 0) {
+            error_at(c, loc,
+                     "the extent of '%s' depends on '%s', an inner dimension: an extent may use "
+                     "only the dimensions before it",
+                     c->binder, name);
+            return;
+        }
+    error_at(c, loc, "undefined name '%s'", name);
+}
+
+static Expr *elab_name(Checker *c, const Node *n) {
+    const Sym *s = lookup(c, n->name);
+    if (!s) {
+        unknown_name(c, n->name, n->loc);
+        return NULL;
+    }
+    switch (s->kind) {
+    case SYM_SIZE:
+        return ir_size(c->m, s->obj);
+    case SYM_AXIS:
+        return ((Axis *)s->obj)->var;
+    case SYM_TENSOR:
+        error_at(c, n->loc, "tensor '%s' needs indices: %s[...]", n->name, n->name);
+        return NULL;
+    default:
+        error_at(c, n->loc, "ufun '%s' needs arguments: %s[...]", n->name, n->name);
+        return NULL;
+    }
+}
+
+/* Elaborates the arguments of a read, a UF application or a call. */
+static bool elab_args(Checker *c, const Node *n, Expr **out) {
+    for (int i = 0; i < n->nargs; i++)
+        if (!(out[i] = elab(c, n->args[i])))
+            return false;
+    return true;
+}
+
+/* An extent with the outer dimensions of `axes` replaced by `idx`. */
+static Expr *extent_at(Checker *c, Axis *const *axes, int pos, Expr *const *idx) {
+    PtrMap map = {0};
+    for (int i = 0; i < pos; i++)
+        ptrmap_put(&map, axes[i], idx[i]);
+    Expr *e = ir_substitute(c->m, axes[pos]->extent, &map);
+    ptrmap_free(&map);
+    return e;
+}
+
+/* A constant index must lie in [0, extent) for some binding of the sizes. */
+static bool check_const_index(Checker *c, const Node *arg, Expr *idx, Expr *ext, const char *what,
+                              int pos, const char *owner) {
+    int64_t v, lo, hi;
+    if (!ir_is_const_int(idx, &v) || !ext)
+        return true;
+    if (v >= 0 && !(ir_int_bounds(ext, &lo, &hi) && v >= hi))
+        return true;
+    char *es = ir_expr_str(ext);
+    error_at(c, arg->loc, "%s %lld is out of range for %s %d of '%s' (extent %s)",
+             what, (long long)v, what[0] == 'i' ? "dimension" : "argument", pos, owner, es);
+    base_free(es);
+    return false;
+}
+
+/* A UF argument that is an axis must not range beyond the domain: an
+ * error only when provable (the interpreter checks the rest at run time). */
+static bool check_uf_domain(Checker *c, const Node *arg, Ufun *f, int pos, Expr *a, Expr *dom) {
+    int64_t d;
+    if (a->kind != EX_VAR || !a->u.axis->extent || !dom)
+        return true;
+    Expr *ext = a->u.axis->extent;
+    if (ext == dom || !min_difference(ext, dom, &d) || d <= 0)
+        return true;
+    char *es = ir_expr_str(ext), *ds = ir_expr_str(dom);
+    error_at(c, arg->loc,
+             "ufun '%s' used outside its domain: '%s' < %s exceeds the domain %s < %s of "
+             "argument %d",
+             f->name, a->u.axis->name, es, f->args[pos]->name[0] == '_' ? "_" : f->args[pos]->name,
+             ds, pos);
+    base_free(es);
+    base_free(ds);
+    return false;
+}
+
+/* name[args]: a tensor read or a UF application. */
+static Expr *elab_index(Checker *c, const Node *n) {
+    const Sym *s = lookup(c, n->name);
+    if (!s) {
+        unknown_name(c, n->name, n->loc);
+        return NULL;
+    }
+    if (s->kind != SYM_TENSOR && s->kind != SYM_UFUN) {
+        error_at(c, n->loc, "'%s' is %s %s, not a tensor or ufun: it takes no indices", n->name,
+                 s->kind == SYM_AXIS ? "an" : "a", sym_kind_name[s->kind]);
+        return NULL;
+    }
+    Tensor *t = s->kind == SYM_TENSOR ? s->obj : NULL;
+    Ufun *f = s->kind == SYM_UFUN ? s->obj : NULL;
+    int want = t ? t->ndim : f->nargs;
+    if (n->nargs != want) {
+        error_at(c, n->loc, "%s '%s' has %d %s, given %d", t ? "tensor" : "ufun", n->name, want,
+                 t ? (want == 1 ? "dimension" : "dimensions") : (want == 1 ? "argument" : "arguments"),
+                 n->nargs);
+        return NULL;
+    }
+    if (t && t == c->defining) {
+        error_at(c, n->loc, "'%s' reads itself; recursion needs a recursive operation", n->name);
+        return NULL;
+    }
+    Expr *args[RV_MAX_DIMS];
+    if (!elab_args(c, n, args))
+        return NULL;
+    Axis *const *axes = t ? t->axes : f->args;
+    for (int i = 0; i < n->nargs; i++) {
+        if (!ir_is_int(args[i]->dtype)) {
+            error_at(c, n->args[i]->loc, "%s %d of '%s' must be an integer, got %s",
+                     t ? "index" : "argument", i, n->name, rv_dtype_name(args[i]->dtype));
+            return NULL;
+        }
+        Expr *ext = extent_at(c, axes, i, args);
+        if (!check_const_index(c, n->args[i], args[i], ext, t ? "index" : "argument", i, n->name))
+            return NULL;
+        if (f && !check_uf_domain(c, n->args[i], f, i, args[i], ext))
+            return NULL;
+    }
+    if (t)
+        return built(c, ir_read(c->m, t, n->nargs, args), n->loc);
+    return built(c, ir_ufcall(c->m, f, n->nargs, args), n->loc);
+}
+
+/* The functions of the language: name, IR kind, number of arguments. */
+static const struct {
+    const char *name;
+    ExprKind kind;
+    int nargs;
+} functions[] = {
+    {"exp", EX_EXP, 1},       {"log", EX_LOG, 1},           {"sqrt", EX_SQRT, 1},
+    {"rsqrt", EX_RSQRT, 1},   {"tanh", EX_TANH, 1},         {"sigmoid", EX_SIGMOID, 1},
+    {"erf", EX_ERF, 1},       {"gelu", EX_GELU, 1},         {"abs", EX_ABS, 1},
+    {"pow", EX_POW, 2},       {"min", EX_MIN, 2},           {"max", EX_MAX, 2},
+    {"floordiv", EX_FLOORDIV, 2}, {"floormod", EX_FLOORMOD, 2}, {"select", EX_SELECT, 3},
+};
+
+static const struct {
+    const char *name;
+    rv_dtype t;
+} casts[] = {{"f32", RV_F32}, {"f64", RV_F64}, {"i32", RV_I32}, {"i64", RV_I64}};
+
+/* name(args): a math function, min/max, select or a cast. */
+static Expr *elab_call(Checker *c, const Node *n) {
+    int nargs = -1;
+    ExprKind kind = EX_COUNT;
+    int cast = -1;
+    for (int i = 0; i < RV_COUNT(functions); i++)
+        if (strcmp(functions[i].name, n->name) == 0) {
+            kind = functions[i].kind;
+            nargs = functions[i].nargs;
+        }
+    for (int i = 0; i < RV_COUNT(casts); i++)
+        if (strcmp(casts[i].name, n->name) == 0) {
+            cast = i;
+            nargs = 1;
+        }
+    if (nargs < 0) {
+        const Sym *s = lookup(c, n->name);
+        if (s && (s->kind == SYM_TENSOR || s->kind == SYM_UFUN))
+            error_at(c, n->loc, "'%s' is a %s: write %s[...], not %s(...)", n->name,
+                     sym_kind_name[s->kind], n->name, n->name);
+        else
+            error_at(c, n->loc, "unknown function '%s'", n->name);
+        return NULL;
+    }
+    if (n->nargs != nargs) {
+        error_at(c, n->loc, "'%s' takes %d argument%s, given %d", n->name, nargs,
+                 nargs == 1 ? "" : "s", n->nargs);
+        return NULL;
+    }
+    Expr *a[3] = {NULL, NULL, NULL};
+    if (!elab_args(c, n, a))
+        return NULL;
+    if (cast >= 0)
+        return built(c, ir_cast(c->m, casts[cast].t, a[0]), n->loc);
+    if (kind == EX_SELECT)
+        return built(c, ir_select(c->m, a[0], a[1], a[2]), n->loc);
+    if (nargs == 1)
+        return built(c, ir_unary(c->m, kind, a[0]), n->loc);
+    return built(c, ir_binary(c->m, kind, a[0], a[1]), n->loc);
+}
+
+/* An extent: an integer expression over sizes, UFs and outer axes. */
+static Expr *elab_extent(Checker *c, const Node *n) {
+    Expr *e = elab(c, n);
+    if (!e)
+        return NULL;
+    if (!ir_is_int(e->dtype)) {
+        error_at(c, n->loc, "an extent must be an integer, got %s", rv_dtype_name(e->dtype));
+        return NULL;
+    }
+    return ir_cast(c->m, RV_I64, e);
+}
+
+/* Checks the extent of binders[i], with the later binders pending. */
+static Expr *elab_binder_extent(Checker *c, const Binder *b, int i, int n) {
+    const char *saved_binder = c->binder;
+    const Binder *saved_later = c->later;
+    int saved_nlater = c->nlater;
+    c->binder = b[i].named ? b[i].name : arena_printf(c->arena, "dimension %d", i);
+    c->later = b + i + 1;
+    c->nlater = n - i - 1;
+    Expr *e = elab_extent(c, b[i].extent);
+    c->binder = saved_binder;
+    c->later = saved_later;
+    c->nlater = saved_nlater;
+    return e;
+}
+
+/* sum(k < K, l < L) body */
+static Expr *elab_reduce(Checker *c, const Node *n) {
+    static const struct {
+        const char *name;
+        rv_reduce_kind rk;
+    } kinds[] = {{"sum", RV_REDUCE_SUM},
+                 {"max", RV_REDUCE_MAX},
+                 {"min", RV_REDUCE_MIN},
+                 {"argmax", RV_REDUCE_ARGMAX}};
+    rv_reduce_kind rk = RV_REDUCE_SUM;
+    for (int i = 0; i < RV_COUNT(kinds); i++)
+        if (strcmp(kinds[i].name, n->name) == 0)
+            rk = kinds[i].rk;
+    if (rk == RV_REDUCE_ARGMAX && n->nbinds != 1) {
+        error_at(c, n->loc, "argmax reduces over exactly one axis, given %d", n->nbinds);
+        return NULL;
+    }
+    Scope scope;
+    push_scope(c, &scope);
+    Axis *axes[RV_MAX_DIMS];
+    Expr *r = NULL;
+    if (n->nbinds > RV_MAX_DIMS) {
+        error_at(c, n->loc, "a reduction has at most %d axes", RV_MAX_DIMS);
+        goto done;
+    }
+    for (int i = 0; i < n->nbinds; i++) {
+        const Binder *b = &n->binds[i];
+        if (!check_fresh(c, "reduction axis", b->name, b->loc, false))
+            goto done;
+        Expr *ext = elab_binder_extent(c, n->binds, i, n->nbinds);
+        if (!ext || !(axes[i] = built(c, rv_reduce_axis_new(c->m, b->name, ext), b->loc)))
+            goto done;
+        bind_local(c, b->name, axes[i], b->loc);
+    }
+    Expr *body = elab(c, n->args[0]);
+    if (body)
+        r = built(c, ir_reduce(c->m, rk, n->nbinds, axes, body), n->loc);
+done:
+    pop_scope(c);
+    return r;
+}
+
+static Expr *elab(Checker *c, const Node *n) {
+    if (c->st != RV_OK)
+        return NULL;
+    Expr *a, *b;
+    switch (n->kind) {
+    case ND_INT:
+        return ir_int(c->m, n->ival);
+    case ND_FLOAT:
+        return ir_float(c->m, RV_F64, n->fval);
+    case ND_BOOL:
+        return ir_bool(c->m, n->ival != 0);
+    case ND_NAME:
+        return elab_name(c, n);
+    case ND_INDEX:
+        return elab_index(c, n);
+    case ND_CALL:
+        return elab_call(c, n);
+    case ND_UNARY:
+        if (!(a = elab(c, n->args[0])))
+            return NULL;
+        return built(c, ir_unary(c->m, n->op, a), n->loc);
+    case ND_BINARY:
+        if (!(a = elab(c, n->args[0])) || !(b = elab(c, n->args[1])))
+            return NULL;
+        return built(c, ir_binary(c->m, n->op, a, b), n->loc);
+    case ND_REDUCE:
+        return elab_reduce(c, n);
+    case ND_IF:
+        error_at(c, n->loc,
+                 "'if' may only be the whole body of a definition (a conditional operation); "
+                 "inside an expression use select(cond, a, b)");
+        return NULL;
+    default:
+        RV_UNREACHABLE();
+    }
+}
+
+/* ---- items ---- */
+
+static void check_size(Checker *c, const Item *it) {
+    if (it->size_lo > it->size_hi) {
+        error_at(c, it->name_loc, "size '%s' has an empty range %lld..%lld", it->name,
+                 (long long)it->size_lo, (long long)it->size_hi);
+        return;
+    }
+    Size *s = built(c, rv_size_new(c->m, it->name, it->size_lo, it->size_hi), it->name_loc);
+    if (!s)
+        return;
+    s->loc = it->name_loc;
+    declare_global(c, it->name, SYM_SIZE, s, it->name_loc);
+}
+
+/* The names of binders, for the begin builders. */
+static void binder_names(const Binder *b, int n, const char **out) {
+    for (int i = 0; i < n; i++)
+        out[i] = b[i].name;
+}
+
+/* Checks the binders of a dimension list in a fresh scope the caller owns:
+ * each extent sees only the binders before it. `axes` are the IR axes the
+ * binders name; extents go to exts[] (or straight into the axes when exts
+ * is NULL, for computes). */
+static bool check_binders(Checker *c, const char *what, const Binder *b, int n, Axis *const *axes,
+                          Expr **exts) {
+    for (int i = 0; i < n; i++) {
+        if (b[i].named && !check_fresh(c, what, b[i].name, b[i].loc, true))
+            return false;
+        if (b[i].extent) {
+            Expr *e = elab_binder_extent(c, b, i, n);
+            if (!e)
+                return false;
+            if (exts)
+                exts[i] = e;
+            else
+                axes[i]->extent = e; /* see rv_compute_begin: extents may use earlier axes */
+        }
+        if (b[i].pad && (b[i].pad < 1 || b[i].pad > (1 << 20))) {
+            error_at(c, b[i].pad_loc, "padding must be a multiple in 1..%d, got %lld", 1 << 20,
+                     (long long)b[i].pad);
+            return false;
+        }
+        if (b[i].named)
+            bind_local(c, b[i].name, axes[i], b[i].loc);
+    }
+    return true;
+}
+
+static void check_ufun(Checker *c, const Item *it) {
+    if (it->nbinds > RV_MAX_DIMS) {
+        error_at(c, it->name_loc, "a ufun takes at most %d arguments", RV_MAX_DIMS);
+        return;
+    }
+    const char *names[RV_MAX_DIMS];
+    binder_names(it->binds, it->nbinds, names);
+    Ufun *f = built(c, rv_ufun_begin(c->m, it->name, it->nbinds, names), it->name_loc);
+    if (!f)
+        return;
+    f->loc = it->name_loc;
+    Expr *exts[RV_MAX_DIMS];
+    Scope scope;
+    push_scope(c, &scope);
+    bool ok = check_binders(c, "ufun argument", it->binds, it->nbinds, f->args, exts);
+    pop_scope(c);
+    if (!ok)
+        return;
+    Expr *lo = elab_extent(c, it->lo), *hi = lo ? elab_extent(c, it->hi) : NULL;
+    if (!hi)
+        return;
+    int64_t a, b;
+    if (ir_is_const_int(lo, &a) && ir_is_const_int(hi, &b) && a > b) {
+        error_at(c, it->lo->loc, "ufun '%s' has an empty range %lld..%lld", it->name,
+                 (long long)a, (long long)b);
+        return;
+    }
+    if (built(c, rv_ufun_end(f, exts, lo, hi), it->name_loc))
+        declare_global(c, it->name, SYM_UFUN, f, it->name_loc);
+}
+
+static bool check_tensor_name(Checker *c, const Item *it) {
+    const Sym *old = strmap_get(&c->globals, it->name);
+    if (old) {
+        error_at(c, it->name_loc, "redefinition of '%s' (first defined at %d:%d)", it->name,
+                 old->loc.line, old->loc.col);
+        return false;
+    }
+    if (it->type.ndim > RV_MAX_DIMS || it->nbinds > RV_MAX_DIMS) {
+        error_at(c, it->name_loc, "'%s' has more than %d dimensions", it->name, RV_MAX_DIMS);
+        return false;
+    }
+    return true;
+}
+
+static void check_input(Checker *c, const Item *it) {
+    bool ok = check_tensor_name(c, it);
+    rv_dtype dt = ok ? parse_dtype(c, it->type.dtype, it->type.loc, &ok) : RV_F32;
+    if (!ok)
+        return;
+    const char *names[RV_MAX_DIMS];
+    binder_names(it->type.dims, it->type.ndim, names);
+    Tensor *t =
+        built(c, rv_input_begin(c->m, it->name, dt, it->type.ndim, names), it->name_loc);
+    if (!t)
+        return;
+    t->loc = it->name_loc;
+    Expr *exts[RV_MAX_DIMS];
+    int pads[RV_MAX_DIMS];
+    Scope scope;
+    push_scope(c, &scope);
+    ok = check_binders(c, "dimension", it->type.dims, it->type.ndim, t->axes, exts);
+    pop_scope(c);
+    if (!ok)
+        return;
+    for (int i = 0; i < it->type.ndim; i++)
+        pads[i] = it->type.dims[i].pad ? (int)it->type.dims[i].pad : 1;
+    if (built(c, rv_input_end(t, exts, pads), it->name_loc))
+        declare_global(c, it->name, SYM_TENSOR, t, it->name_loc);
+}
+
+/* An omitted compute extent must be inferable from the body (ir.h:
+ * ir_infer_extent); say so at the axis rather than at the definition. */
+static bool check_inferable(Checker *c, const Item *it, Tensor *t, Expr *const *bodies, int nb) {
+    for (int i = 0; i < it->nbinds; i++) {
+        if (it->binds[i].extent)
+            continue;
+        Expr *e = NULL;
+        for (int b = 0; !e && b < nb; b++)
+            e = ir_infer_extent(c->m, bodies[b], t->axes[i]);
+        if (!e) {
+            error_at(c, it->binds[i].loc,
+                     "cannot infer the extent of axis '%s': it never indexes a tensor or ufun "
+                     "directly; write '%s < EXTENT'",
+                     it->binds[i].name, it->binds[i].name);
+            return false;
+        }
+    }
+    return true;
+}
+
+/* The body of a compute: an expression, or `if p then a else b` at the
+ * top (a conditional operation). */
+static Tensor *check_body(Checker *c, const Item *it, ComputeBuilder *cb, Tensor *t) {
+    const Node *n = it->body;
+    if (n->kind == ND_IF) {
+        Expr *p = elab(c, n->args[0]);
+        Expr *a = p ? elab(c, n->args[1]) : NULL;
+        Expr *b = a ? elab(c, n->args[2]) : NULL;
+        if (!b)
+            return NULL;
+        if (p->dtype != RV_BOOL) {
+            error_at(c, n->args[0]->loc, "the condition of 'if' must be a bool, got %s",
+                     rv_dtype_name(p->dtype));
+            return NULL;
+        }
+        Expr *bodies[3] = {a, b, p};
+        if (!check_inferable(c, it, t, bodies, 3))
+            return NULL;
+        return built(c, rv_compute_end_cond(cb, p, a, b), n->loc);
+    }
+    Expr *body = elab(c, n);
+    if (!body || !check_inferable(c, it, t, &body, 1))
+        return NULL;
+    return built(c, rv_compute_end(cb, body), n->loc);
+}
+
+static void check_compute(Checker *c, const Item *it) {
+    bool ok = check_tensor_name(c, it);
+    rv_dtype dt = RV_F32;
+    if (ok && it->dtype)
+        dt = parse_dtype(c, it->dtype, it->dtype_loc, &ok);
+    if (!ok)
+        return;
+    const char *names[RV_MAX_DIMS];
+    binder_names(it->binds, it->nbinds, names);
+    ComputeBuilder *cb =
+        built(c, rv_compute_begin(c->m, it->name, it->nbinds, names, NULL), it->name_loc);
+    if (!cb)
+        return;
+    Tensor *t = rv_module_tensor(c->m, it->name);
+    RV_ASSERT(t);
+    t->loc = it->name_loc;
+    if (it->dtype)
+        rv_compute_set_dtype(cb, dt);
+    Scope scope;
+    push_scope(c, &scope);
+    Axis *axes[RV_MAX_DIMS];
+    for (int i = 0; i < it->nbinds; i++)
+        axes[i] = rv_compute_var(cb, i)->u.axis;
+    ok = check_binders(c, "axis", it->binds, it->nbinds, axes, NULL);
+    for (int i = 0; ok && i < it->nbinds; i++)
+        if (it->binds[i].pad)
+            rv_compute_set_pad(cb, i, (int)it->binds[i].pad);
+    c->defining = t;
+    if (ok && check_body(c, it, cb, t))
+        declare_global(c, it->name, SYM_TENSOR, t, it->name_loc);
+    c->defining = NULL;
+    pop_scope(c);
+}
+
+static void check_extern(Checker *c, const Item *it) {
+    bool ok = check_tensor_name(c, it);
+    rv_dtype dt = ok ? parse_dtype(c, it->type.dtype, it->type.loc, &ok) : RV_F32;
+    if (!ok)
+        return;
+    if (!ir_extern_lookup(it->kernel)) {
+        Buf known = {0};
+        for (int i = 0; i < ir_extern_count(); i++)
+            buf_printf(&known, "%s\"%s\"", i ? ", " : "", ir_extern_at(i)->name);
+        error_at(c, it->kernel_loc, "unknown extern kernel \"%s\" (known: %s)", it->kernel,
+                 buf_str(&known));
+        buf_free(&known);
+        return;
+    }
+    Tensor *ins[16];
+    if (it->nargs > RV_COUNT(ins)) {
+        error_at(c, it->arg_locs[RV_COUNT(ins)], "an extern takes at most %d tensors",
+                 RV_COUNT(ins));
+        return;
+    }
+    for (int i = 0; i < it->nargs; i++) {
+        const Sym *s = lookup(c, it->args[i]);
+        if (!s) {
+            error_at(c, it->arg_locs[i], "undefined name '%s'", it->args[i]);
+            return;
+        }
+        if (s->kind != SYM_TENSOR) {
+            error_at(c, it->arg_locs[i], "extern arguments are tensors; '%s' is a %s",
+                     it->args[i], sym_kind_name[s->kind]);
+            return;
+        }
+        ins[i] = s->obj;
+    }
+    /* The output's extents are over sizes (its own dimensions are not in
+     * scope: the extern builder takes the extents before the axes exist). */
+    rv_dimspec dims[RV_MAX_DIMS];
+    for (int i = 0; i < it->type.ndim; i++) {
+        const Binder *b = &it->type.dims[i];
+        dims[i].name = b->name;
+        dims[i].pad = b->pad ? (int)b->pad : 1;
+        if (b->pad && (b->pad < 1 || b->pad > (1 << 20))) {
+            error_at(c, b->pad_loc, "padding must be a multiple in 1..%d, got %lld", 1 << 20,
+                     (long long)b->pad);
+            return;
+        }
+        if (!(dims[i].extent = elab_binder_extent(c, it->type.dims, i, it->type.ndim)))
+            return;
+    }
+    Tensor *t = built(c,
+                      rv_extern_new(c->m, it->name, it->kernel, it->nargs, ins, dt, it->type.ndim,
+                                    dims),
+                      it->name_loc);
+    if (!t)
+        return;
+    t->loc = it->name_loc;
+    declare_global(c, it->name, SYM_TENSOR, t, it->name_loc);
+}
+
+/* Copies a schedule block into the module (interned strings). */
+static void check_schedule(Checker *c, const Item *it) {
+    const Sym *s = strmap_get(&c->globals, it->name);
+    if (!s || s->kind != SYM_TENSOR) {
+        error_at(c, it->name_loc, "unknown schedule target '%s'%s", it->name,
+                 s ? ": only tensors have schedules" : "");
+        return;
+    }
+    Tensor *t = s->obj;
+    if (t->op->kind == OP_INPUT) {
+        error_at(c, it->name_loc,
+                 "unknown schedule target '%s': it is an input; schedule the tensors that read it",
+                 it->name);
+        return;
+    }
+    Module *m = c->m;
+    SchedBlock blk = {t, it->nsteps, NULL, it->loc};
+    blk.steps = arena_alloc(m->arena, sizeof(SchedStep) * (size_t)(it->nsteps ? it->nsteps : 1));
+    for (int i = 0; i < it->nsteps; i++) {
+        const SchedStep *src = &it->steps[i];
+        SchedStep *dst = &blk.steps[i];
+        *dst = *src;
+        dst->prim = ir_name(m, src->prim);
+        dst->outs = arena_alloc(m->arena, sizeof(char *) * (size_t)(src->nout ? src->nout : 1));
+        for (int j = 0; j < src->nout; j++)
+            dst->outs[j] = ir_name(m, src->outs[j]);
+        dst->args = arena_alloc(m->arena, sizeof(SchedArg) * (size_t)(src->nargs ? src->nargs : 1));
+        for (int j = 0; j < src->nargs; j++) {
+            dst->args[j] = src->args[j];
+            if (src->args[j].key)
+                dst->args[j].key = ir_name(m, src->args[j].key);
+            if (src->args[j].s)
+                dst->args[j].s = arena_strdup(m->arena, src->args[j].s);
+        }
+    }
+    vec_push(&m->scheds, blk);
+}
+
+rv_status lang_check(const SrcFile *src, const Program *p, Module *m) {
+    Checker c = {0};
+    c.src = src;
+    c.m = m;
+    c.arena = arena_new();
+    for (int i = 0; i < p->nitems && c.st == RV_OK; i++) {
+        const Item *it = p->items[i];
+        switch (it->kind) {
+        case IT_SIZE:
+            check_size(&c, it);
+            break;
+        case IT_UFUN:
+            check_ufun(&c, it);
+            break;
+        case IT_INPUT:
+            check_input(&c, it);
+            break;
+        case IT_COMPUTE:
+            check_compute(&c, it);
+            break;
+        case IT_EXTERN:
+            check_extern(&c, it);
+            break;
+        case IT_SCHEDULE:
+            check_schedule(&c, it);
+            break;
+        default:
+            RV_UNREACHABLE();
+        }
+    }
+    strmap_free(&c.globals);
+    arena_free(c.arena);
+    return c.st;
+}
+
+/* ---- the public entry points ---- */
+
+rv_status rv_module_parse(const char *name, const char *text, rv_module **out) {
+    if (!out)
+        return base_error(RV_ERR_ARG, "rv_module_parse: out is NULL");
+    *out = NULL;
+    if (!text)
+        return base_error(RV_ERR_ARG, "rv_module_parse: text is NULL");
+    Module *m = rv_module_new();
+    SrcFile *src = arena_alloc(m->arena, sizeof(SrcFile));
+    src->name = arena_strdup(m->arena, name ? name : "<input>");
+    src->len = strlen(text);
+    src->text = arena_memdup(m->arena, text, src->len + 1);
+    m->src = src;
+    Arena *a = arena_new();
+    Token *toks;
+    int ntok;
+    Program *prog = NULL;
+    rv_status st = lang_lex(src, a, &toks, &ntok);
+    if (st == RV_OK)
+        st = lang_parse(src, toks, a, &prog);
+    if (st == RV_OK)
+        st = lang_check(src, prog, m);
+    arena_free(a);
+    if (st != RV_OK) {
+        rv_module_free(m);
+        return st;
+    }
+    *out = m;
+    return RV_OK;
+}
+
+rv_status rv_module_load(const char *path, rv_module **out) {
+    if (!out)
+        return base_error(RV_ERR_ARG, "rv_module_load: out is NULL");
+    *out = NULL;
+    char *text;
+    size_t len;
+    rv_status st = base_read_file(path, &text, &len);
+    if (st != RV_OK)
+        return st;
+    st = rv_module_parse(path, text, out);
+    base_free(text);
+    return st;
+}

@@ -1,0 +1,168 @@
+/*
+ * lang.h — the ravel language front end: the map of src/lang.
+ *
+ * Source text goes through three stages, one file each:
+ *
+ *   lex.c    text -> tokens (a flat array ending in TK_EOF), each with its
+ *            file:line:col; comments and white space are dropped.
+ *   parse.c  tokens -> AST: a Program is a list of Items (size, ufun,
+ *            input, compute, extern, schedule), expressions are Nodes.
+ *            Recursive descent with precedence climbing for operators.
+ *   check.c  AST -> IR: resolves names through a scope chain, reports
+ *            user errors at the offending node, and builds the module
+ *            through the ir.h constructors (which do the typing). The
+ *            public entry points rv_module_parse / rv_module_load live
+ *            there too.
+ *
+ * The front end stops at the first error (like chibicc): each stage
+ * returns a status and leaves one located diagnostic in the last error.
+ *
+ * The AST is deliberately general so later parts of the language
+ * (functions, algebraic data types, pattern matching, recursion, control
+ * flow: ACROBAT's language) extend it rather than replace it: a program is
+ * an item list, expressions are one Node type with a kind, binders
+ * (`name < extent`) are one shape wherever they occur, and both the parser
+ * and the checker keep a chain of local scopes.
+ *
+ * Memory: tokens and the AST live in an arena owned by the caller (the
+ * driver frees it once the module is built); strings in them point into
+ * that arena. The IR lives in the module's own arena.
+ */
+#ifndef RAVEL_LANG_H
+#define RAVEL_LANG_H
+
+#include "ir/ir.h"
+
+/* ---- lex.c ---- */
+
+typedef enum TokenKind {
+    TK_IDENT,   /* a name: [A-Za-z][A-Za-z0-9_]* (a leading '_' is reserved) */
+    TK_KEYWORD, /* size ufun input in pad if then else extern schedule true false */
+    TK_INT,     /* 123 */
+    TK_FLOAT,   /* 1.5  2.  1e-3 */
+    TK_STRING,  /* "matmul_nt" (text holds the decoded contents) */
+    TK_PUNCT,   /* operators and brackets, text holds the spelling */
+    TK_EOF,     /* end of input */
+    TK_COUNT
+} TokenKind;
+
+typedef struct Token {
+    TokenKind kind;
+    const char *text; /* spelling (IDENT, KEYWORD, PUNCT), contents (STRING) */
+    int64_t ival;     /* INT */
+    double fval;      /* FLOAT */
+    SrcLoc loc;
+} Token;
+
+/* Splits src into tokens allocated in `a`; the array ends with TK_EOF.
+ * RV_ERR_SYNTAX with a located diagnostic on an unknown character, an
+ * unterminated string, a reserved identifier or a malformed number. */
+rv_status lang_lex(const SrcFile *src, Arena *a, Token **out, int *ntok);
+/* How a token reads in "expected X, found Y" messages ("'['", "end of input"). */
+const char *lang_token_desc(Arena *a, const Token *t);
+
+/* ---- parse.c: the AST ---- */
+
+typedef struct Node Node;
+
+/* `name < extent pad K`: a tensor dimension, compute axis, reduce axis or
+ * UF argument. Unnamed tensor dimensions get the reserved name `_<pos>`;
+ * an omitted extent (compute axes only) is NULL. */
+typedef struct Binder {
+    const char *name;
+    SrcLoc loc;
+    Node *extent;
+    int64_t pad; /* 0: not given */
+    SrcLoc pad_loc;
+    bool named; /* false: the user wrote only the extent */
+} Binder;
+
+typedef enum NodeKind {
+    ND_INT,    /* integer literal: ival */
+    ND_FLOAT,  /* float literal: fval */
+    ND_BOOL,   /* true / false: ival */
+    ND_NAME,   /* a name in scope: size or axis variable */
+    ND_INDEX,  /* name[args]: tensor read or UF application */
+    ND_CALL,   /* name(args): math function, cast, min/max, select, ... */
+    ND_UNARY,  /* op args[0] */
+    ND_BINARY, /* args[0] op args[1] */
+    ND_REDUCE, /* name(binds) args[0]: sum, max, min, argmax */
+    ND_IF,     /* if args[0] then args[1] else args[2] */
+    ND_COUNT
+} NodeKind;
+
+struct Node {
+    NodeKind kind;
+    SrcLoc loc;       /* the operator for UNARY/BINARY, else the first token */
+    const char *name; /* NAME, INDEX, CALL, REDUCE */
+    ExprKind op;      /* UNARY, BINARY */
+    int64_t ival;     /* INT, BOOL */
+    double fval;      /* FLOAT */
+    int nargs;
+    Node **args;
+    int nbinds; /* REDUCE */
+    Binder *binds;
+};
+
+/* `f32[d0, d1, ...]` */
+typedef struct TypeSpec {
+    const char *dtype;
+    SrcLoc loc;
+    int ndim;
+    Binder *dims;
+} TypeSpec;
+
+typedef enum ItemKind {
+    IT_SIZE,     /* size T in lo..hi */
+    IT_UFUN,     /* ufun f[binds] in lo..hi */
+    IT_INPUT,    /* input X : type */
+    IT_COMPUTE,  /* Y[binds] (: dtype)? = body */
+    IT_EXTERN,   /* P : type = extern "kernel"(args) */
+    IT_SCHEDULE, /* schedule Y { steps } */
+    IT_COUNT
+} ItemKind;
+
+typedef struct Item {
+    ItemKind kind;
+    SrcLoc loc; /* the first token */
+    const char *name;
+    SrcLoc name_loc;
+    /* SIZE */
+    int64_t size_lo, size_hi;
+    /* UFUN: range; UFUN, COMPUTE: binders */
+    Node *lo, *hi;
+    int nbinds;
+    Binder *binds;
+    /* INPUT, EXTERN: declared type */
+    TypeSpec type;
+    /* COMPUTE: optional dtype annotation, body */
+    const char *dtype;
+    SrcLoc dtype_loc;
+    Node *body;
+    /* EXTERN: kernel and tensor arguments */
+    const char *kernel;
+    SrcLoc kernel_loc;
+    int nargs;
+    const char **args;
+    SrcLoc *arg_locs;
+    /* SCHEDULE: steps as written (strings in the AST arena) */
+    int nsteps;
+    SchedStep *steps;
+} Item;
+
+typedef struct Program {
+    int nitems;
+    Item **items;
+} Program;
+
+/* Parses the tokens into a Program allocated in `a`. RV_ERR_SYNTAX with a
+ * located "expected X, found Y" diagnostic on malformed input. */
+rv_status lang_parse(const SrcFile *src, const Token *toks, Arena *a, Program **out);
+
+/* ---- check.c ---- */
+
+/* Elaborates the program into `m` (names, arities, extents, dtypes, UF
+ * domains); RV_ERR_TYPE with a located diagnostic on the first error. */
+rv_status lang_check(const SrcFile *src, const Program *p, Module *m);
+
+#endif

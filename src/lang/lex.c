@@ -1,0 +1,245 @@
+/*
+ * lex.c — the ravel lexer: source text to an array of tokens.
+ *
+ * The language is free-form: newlines are white space like any other, and
+ * `#` starts a comment that runs to the end of the line. Tokens are
+ *
+ *   identifiers  [A-Za-z][A-Za-z0-9_]*   (names beginning with '_' are
+ *                reserved for the compiler: unnamed dimensions are called
+ *                `_0`, `_1`, ... so the user must not be able to write them)
+ *   keywords     size ufun input in pad if then else extern schedule
+ *                true false
+ *   integers     [0-9]+, as int64 (an overflow is an error)
+ *   floats       [0-9]+ '.' [0-9]* exponent? | [0-9]+ exponent, where
+ *                exponent = [eE][+-]?[0-9]+. "1..128" is the integer 1
+ *                followed by "..": a '.' directly followed by another '.'
+ *                never belongs to a number.
+ *   strings      "..." with the escapes \" \\ \n \t; no newline inside
+ *   punctuators  .. == != <= >= && || + - * / % < > ! = ( ) [ ] { } , :
+ *
+ * The whole file is tokenized up front (chibicc does the same), so the
+ * parser can look ahead freely — it needs two tokens of lookahead to tell
+ * a reduction `max(k < K) ...` from a call `max(a, b)`.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lang/lang.h"
+
+static const char *const keywords[] = {
+    "size", "ufun", "input", "in", "pad", "if", "then", "else", "extern", "schedule", "true", "false",
+};
+
+/* Two-character punctuators first, so "<=" wins over "<". */
+static const char *const puncts[] = {
+    "..", "==", "!=", "<=", ">=", "&&", "||", "+", "-", "*", "/", "%", "<",
+    ">",  "!",  "=",  "(",  ")",  "[",  "]",  "{", "}", ",", ":",
+};
+
+typedef struct Lexer {
+    const SrcFile *src;
+    Arena *arena;
+    const char *p;         /* current position */
+    const char *line_start; /* start of the current line, for columns */
+    int line;
+    Vec(Token) toks;
+} Lexer;
+
+static SrcLoc loc_at(const Lexer *lx, const char *p) {
+    SrcLoc loc = {lx->src->name, lx->line, (int)(p - lx->line_start) + 1};
+    return loc;
+}
+
+static rv_status lex_error(const Lexer *lx, const char *p, const char *msg) {
+    return base_diag(RV_ERR_SYNTAX, lx->src, loc_at(lx, p), "%s", msg);
+}
+
+static bool is_ident_char(char c) {
+    return isalnum((unsigned char)c) || c == '_';
+}
+
+static void push(Lexer *lx, TokenKind k, const char *start, const char *end) {
+    Token t = {0};
+    t.kind = k;
+    t.text = arena_strndup(lx->arena, start, (size_t)(end - start));
+    t.loc = loc_at(lx, start);
+    vec_push(&lx->toks, t);
+}
+
+/* Skips spaces, newlines and comments, keeping the line count. */
+static void skip_space(Lexer *lx) {
+    for (;;) {
+        char c = *lx->p;
+        if (c == '\n') {
+            lx->p++;
+            lx->line++;
+            lx->line_start = lx->p;
+        } else if (c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v') {
+            lx->p++;
+        } else if (c == '#') {
+            while (*lx->p && *lx->p != '\n')
+                lx->p++;
+        } else {
+            return;
+        }
+    }
+}
+
+/* A number: an integer unless it has a fraction or an exponent. */
+static rv_status lex_number(Lexer *lx) {
+    const char *start = lx->p, *q = lx->p;
+    bool is_float = false;
+    while (isdigit((unsigned char)*q))
+        q++;
+    if (q[0] == '.' && q[1] != '.') {
+        is_float = true;
+        q++;
+        while (isdigit((unsigned char)*q))
+            q++;
+    }
+    if (*q == 'e' || *q == 'E') {
+        const char *e = q + 1;
+        if (*e == '+' || *e == '-')
+            e++;
+        if (!isdigit((unsigned char)*e))
+            return lex_error(lx, start, "malformed number: exponent without digits");
+        while (isdigit((unsigned char)*e))
+            e++;
+        q = e;
+        is_float = true;
+    }
+    if (is_ident_char(*q))
+        return lex_error(lx, start, "malformed number: a letter follows the digits");
+    push(lx, is_float ? TK_FLOAT : TK_INT, start, q);
+    Token *t = &vec_last(&lx->toks);
+    errno = 0;
+    if (is_float) {
+        t->fval = strtod(t->text, NULL);
+    } else {
+        unsigned long long v = strtoull(t->text, NULL, 10);
+        if (errno == ERANGE || v > (unsigned long long)INT64_MAX)
+            return lex_error(lx, start, "integer literal is too large");
+        t->ival = (int64_t)v;
+    }
+    lx->p = q;
+    return RV_OK;
+}
+
+/* A string literal; the token's text is the decoded contents. */
+static rv_status lex_string(Lexer *lx) {
+    const char *start = lx->p;
+    Buf b = {0};
+    const char *q = start + 1;
+    for (; *q != '"'; q++) {
+        if (*q == '\0' || *q == '\n') {
+            buf_free(&b);
+            return lex_error(lx, start, "unterminated string");
+        }
+        if (*q == '\\') {
+            q++;
+            switch (*q) {
+            case '"':
+            case '\\':
+                buf_putc(&b, *q);
+                continue;
+            case 'n':
+                buf_putc(&b, '\n');
+                continue;
+            case 't':
+                buf_putc(&b, '\t');
+                continue;
+            default:
+                buf_free(&b);
+                return lex_error(lx, q - 1, "unknown escape sequence in string");
+            }
+        }
+        buf_putc(&b, *q);
+    }
+    Token t = {0};
+    t.kind = TK_STRING;
+    t.text = arena_strdup(lx->arena, buf_str(&b));
+    t.loc = loc_at(lx, start);
+    vec_push(&lx->toks, t);
+    buf_free(&b);
+    lx->p = q + 1;
+    return RV_OK;
+}
+
+/* An identifier or keyword. */
+static rv_status lex_word(Lexer *lx) {
+    const char *start = lx->p, *q = lx->p;
+    while (is_ident_char(*q))
+        q++;
+    if (*start == '_') {
+        char *name = arena_strndup(lx->arena, start, (size_t)(q - start));
+        return base_diag(RV_ERR_SYNTAX, lx->src, loc_at(lx, start),
+                         "reserved identifier '%s': names beginning with '_' belong to the "
+                         "compiler",
+                         name);
+    }
+    push(lx, TK_IDENT, start, q);
+    Token *t = &vec_last(&lx->toks);
+    for (int i = 0; i < RV_COUNT(keywords); i++)
+        if (strcmp(t->text, keywords[i]) == 0)
+            t->kind = TK_KEYWORD;
+    lx->p = q;
+    return RV_OK;
+}
+
+static rv_status lex_punct(Lexer *lx) {
+    for (int i = 0; i < RV_COUNT(puncts); i++) {
+        size_t n = strlen(puncts[i]);
+        if (strncmp(lx->p, puncts[i], n) == 0) {
+            push(lx, TK_PUNCT, lx->p, lx->p + n);
+            lx->p += n;
+            return RV_OK;
+        }
+    }
+    unsigned char c = (unsigned char)*lx->p;
+    if (isprint(c))
+        return base_diag(RV_ERR_SYNTAX, lx->src, loc_at(lx, lx->p), "unknown character '%c'", c);
+    return base_diag(RV_ERR_SYNTAX, lx->src, loc_at(lx, lx->p), "unknown character 0x%02x", c);
+}
+
+rv_status lang_lex(const SrcFile *src, Arena *a, Token **out, int *ntok) {
+    Lexer lx = {src, a, src->text, src->text, 1, {0}};
+    rv_status st = RV_OK;
+    *out = NULL;
+    *ntok = 0;
+    for (;;) {
+        skip_space(&lx);
+        char c = *lx.p;
+        if (c == '\0')
+            break;
+        if (isdigit((unsigned char)c))
+            st = lex_number(&lx);
+        else if (c == '"')
+            st = lex_string(&lx);
+        else if (isalpha((unsigned char)c) || c == '_')
+            st = lex_word(&lx);
+        else
+            st = lex_punct(&lx);
+        if (st != RV_OK) {
+            vec_free(&lx.toks);
+            return st;
+        }
+    }
+    push(&lx, TK_EOF, lx.p, lx.p);
+    *ntok = lx.toks.len;
+    *out = arena_memdup(a, lx.toks.data, sizeof(Token) * (size_t)lx.toks.len);
+    vec_free(&lx.toks);
+    return RV_OK;
+}
+
+const char *lang_token_desc(Arena *a, const Token *t) {
+    switch (t->kind) {
+    case TK_EOF:
+        return "end of input";
+    case TK_STRING:
+        return arena_printf(a, "string \"%s\"", t->text);
+    default:
+        return arena_printf(a, "'%s'", t->text);
+    }
+}

@@ -1,0 +1,677 @@
+/*
+ * parse.c — the ravel parser: tokens to an AST (docs/language.md has the
+ * grammar this file implements, in EBNF).
+ *
+ * Recursive descent over items, and precedence climbing over C's binary
+ * operator levels for expressions:
+ *
+ *     ||   &&   == !=   < <= > >=   + -   * / %   unary - !
+ *
+ * Two constructs need more than the next token:
+ *
+ *   - A reduction `sum(k < K) body` is a prefix form whose body is a
+ *     *multiplicative-level* expression, so `sum(k < K) a * b + c` reads
+ *     as `(sum(k < K) a * b) + c`: reduce sits with the unary operators and
+ *     parses its body with parse_mul.
+ *   - `max(` and `min(` are either a reduction or the binary function. The
+ *     rule (normative, docs/language.md) is: a reduction iff the token after
+ *     `(` is an identifier *not in scope*, followed by `<`. So the parser
+ *     keeps its own light scope — the item names declared so far and a
+ *     stack of the local binders visible at this point — which is the same
+ *     scope chain later parts of the language (let, function parameters,
+ *     pattern variables) will push onto.
+ *
+ * The parser builds nodes only; names are resolved, arities and dtypes
+ * checked by check.c. It stops at the first syntax error, reported as
+ * "expected X, found Y" at the offending token.
+ */
+#include <string.h>
+
+#include "lang/lang.h"
+
+typedef struct Parser {
+    const SrcFile *src;
+    const Token *tok; /* current token */
+    Arena *arena;
+    StrMap globals;          /* item names declared so far */
+    Vec(const char *) locals; /* visible binders, innermost last */
+    rv_status st;            /* first error; parsing unwinds once set */
+} Parser;
+
+/* ---- tokens ---- */
+
+static bool is_punct(const Token *t, const char *s) {
+    return t->kind == TK_PUNCT && strcmp(t->text, s) == 0;
+}
+
+static bool is_keyword(const Token *t, const char *s) {
+    return t->kind == TK_KEYWORD && strcmp(t->text, s) == 0;
+}
+
+/* Records "expected X, found Y" at the current token (first error wins). */
+static void expected(Parser *p, const char *what) {
+    if (p->st != RV_OK)
+        return;
+    p->st = base_diag(RV_ERR_SYNTAX, p->src, p->tok->loc, "expected %s, found %s", what,
+                      lang_token_desc(p->arena, p->tok));
+}
+
+static bool failed(const Parser *p) {
+    return p->st != RV_OK;
+}
+
+static void next(Parser *p) {
+    if (p->tok->kind != TK_EOF)
+        p->tok++;
+}
+
+/* Consumes the punctuator `s` or reports it missing. */
+static bool skip(Parser *p, const char *s) {
+    if (failed(p))
+        return false;
+    if (!is_punct(p->tok, s)) {
+        expected(p, arena_printf(p->arena, "'%s'", s));
+        return false;
+    }
+    next(p);
+    return true;
+}
+
+static bool skip_keyword(Parser *p, const char *s) {
+    if (failed(p))
+        return false;
+    if (!is_keyword(p->tok, s)) {
+        expected(p, arena_printf(p->arena, "'%s'", s));
+        return false;
+    }
+    next(p);
+    return true;
+}
+
+static bool consume(Parser *p, const char *s) {
+    if (!failed(p) && is_punct(p->tok, s)) {
+        next(p);
+        return true;
+    }
+    return false;
+}
+
+/* An identifier: returns its text and location, or NULL after an error. */
+static const char *ident(Parser *p, const char *what, SrcLoc *loc) {
+    if (failed(p))
+        return NULL;
+    if (p->tok->kind != TK_IDENT) {
+        expected(p, what);
+        return NULL;
+    }
+    if (loc)
+        *loc = p->tok->loc;
+    const char *s = p->tok->text;
+    next(p);
+    return s;
+}
+
+/* ---- the parser's scope (only to tell reductions from calls) ---- */
+
+static bool in_scope(const Parser *p, const char *name) {
+    for (int i = p->locals.len - 1; i >= 0; i--)
+        if (strcmp(p->locals.data[i], name) == 0)
+            return true;
+    return strmap_has(&p->globals, name);
+}
+
+/* ---- expressions ---- */
+
+static Node *parse_expr(Parser *p);
+static Node *parse_mul(Parser *p);
+static Node *parse_unary(Parser *p);
+
+static Node *new_node(Parser *p, NodeKind k, SrcLoc loc) {
+    Node *n = arena_alloc(p->arena, sizeof(Node));
+    n->kind = k;
+    n->loc = loc;
+    return n;
+}
+
+static Node *new_binary(Parser *p, ExprKind op, SrcLoc loc, Node *a, Node *b) {
+    Node *n = new_node(p, ND_BINARY, loc);
+    n->op = op;
+    n->nargs = 2;
+    n->args = arena_alloc(p->arena, 2 * sizeof(Node *));
+    n->args[0] = a;
+    n->args[1] = b;
+    return n;
+}
+
+/* A comma-separated expression list up to the closing bracket `close`. */
+static void parse_args(Parser *p, const char *close, Node *n) {
+    Vec(Node *) args = {0};
+    if (!is_punct(p->tok, close)) {
+        do {
+            Node *a = parse_expr(p);
+            if (!a)
+                break;
+            vec_push(&args, a);
+        } while (consume(p, ","));
+    }
+    skip(p, close);
+    n->nargs = args.len;
+    n->args = arena_memdup(p->arena, args.data, sizeof(Node *) * (size_t)args.len);
+    vec_free(&args);
+}
+
+/* `name < extent` inside a reduction; the binder enters scope afterwards
+ * (the caller pops it), so a later binder's extent may use it. */
+static bool parse_reduce_binder(Parser *p, Binder *b) {
+    b->name = ident(p, "a reduction axis name", &b->loc);
+    b->named = true;
+    if (!skip(p, "<"))
+        return false;
+    b->extent = parse_expr(p);
+    if (b->extent)
+        vec_push(&p->locals, b->name);
+    return b->extent != NULL;
+}
+
+/* sum(k < K, l < L) body: the current token is the reduction's name. */
+static Node *parse_reduce(Parser *p) {
+    Node *n = new_node(p, ND_REDUCE, p->tok->loc);
+    n->name = p->tok->text;
+    next(p);
+    skip(p, "(");
+    int mark = p->locals.len;
+    Vec(Binder) binds = {0};
+    do {
+        Binder b = {0};
+        if (!parse_reduce_binder(p, &b))
+            break;
+        vec_push(&binds, b);
+    } while (consume(p, ","));
+    if (skip(p, ")")) {
+        n->nargs = 1;
+        n->args = arena_alloc(p->arena, sizeof(Node *));
+        n->args[0] = parse_mul(p);
+    }
+    p->locals.len = mark;
+    n->nbinds = binds.len;
+    n->binds = arena_memdup(p->arena, binds.data, sizeof(Binder) * (size_t)binds.len);
+    vec_free(&binds);
+    return failed(p) ? NULL : n;
+}
+
+/* Does the current token start a reduction? (see the file comment) */
+static bool at_reduce(const Parser *p) {
+    const Token *t = p->tok;
+    if (t->kind != TK_IDENT || !is_punct(&t[1], "("))
+        return false;
+    if (strcmp(t->text, "sum") == 0 || strcmp(t->text, "argmax") == 0)
+        return true;
+    if (strcmp(t->text, "max") != 0 && strcmp(t->text, "min") != 0)
+        return false;
+    return t[2].kind == TK_IDENT && is_punct(&t[3], "<") && !in_scope(p, t[2].text);
+}
+
+/* if c then a else b */
+static Node *parse_if(Parser *p) {
+    Node *n = new_node(p, ND_IF, p->tok->loc);
+    next(p);
+    n->nargs = 3;
+    n->args = arena_alloc(p->arena, 3 * sizeof(Node *));
+    n->args[0] = parse_expr(p);
+    if (skip_keyword(p, "then"))
+        n->args[1] = parse_expr(p);
+    if (skip_keyword(p, "else"))
+        n->args[2] = parse_expr(p);
+    return failed(p) ? NULL : n;
+}
+
+static Node *parse_primary(Parser *p) {
+    if (failed(p))
+        return NULL;
+    const Token *t = p->tok;
+    Node *n;
+    switch (t->kind) {
+    case TK_INT:
+        n = new_node(p, ND_INT, t->loc);
+        n->ival = t->ival;
+        next(p);
+        return n;
+    case TK_FLOAT:
+        n = new_node(p, ND_FLOAT, t->loc);
+        n->fval = t->fval;
+        next(p);
+        return n;
+    case TK_KEYWORD:
+        if (is_keyword(t, "true") || is_keyword(t, "false")) {
+            n = new_node(p, ND_BOOL, t->loc);
+            n->ival = is_keyword(t, "true");
+            next(p);
+            return n;
+        }
+        if (is_keyword(t, "if"))
+            return parse_if(p);
+        break;
+    case TK_IDENT:
+        if (at_reduce(p))
+            return parse_reduce(p);
+        n = new_node(p, ND_NAME, t->loc);
+        n->name = t->text;
+        next(p);
+        if (consume(p, "[")) {
+            n->kind = ND_INDEX;
+            parse_args(p, "]", n);
+        } else if (consume(p, "(")) {
+            n->kind = ND_CALL;
+            parse_args(p, ")", n);
+        }
+        return failed(p) ? NULL : n;
+    case TK_PUNCT:
+        if (is_punct(t, "(")) {
+            next(p);
+            n = parse_expr(p);
+            skip(p, ")");
+            return failed(p) ? NULL : n;
+        }
+        break;
+    default:
+        break;
+    }
+    expected(p, "an expression");
+    return NULL;
+}
+
+static Node *parse_unary(Parser *p) {
+    if (failed(p))
+        return NULL;
+    const Token *t = p->tok;
+    if (is_punct(t, "-") || is_punct(t, "!")) {
+        next(p);
+        Node *a = parse_unary(p);
+        if (!a)
+            return NULL;
+        Node *n = new_node(p, ND_UNARY, t->loc);
+        n->op = is_punct(t, "-") ? EX_NEG : EX_NOT;
+        n->nargs = 1;
+        n->args = arena_alloc(p->arena, sizeof(Node *));
+        n->args[0] = a;
+        return n;
+    }
+    return parse_primary(p);
+}
+
+/* One binary precedence level: its operators and their IR kinds. */
+typedef struct Level {
+    const char *ops[4];
+    ExprKind kinds[4];
+} Level;
+
+// clang-format off
+static const Level levels[] = {
+    {{"||"},                 {EX_OR}},
+    {{"&&"},                 {EX_AND}},
+    {{"==", "!="},           {EX_EQ, EX_NE}},
+    {{"<", "<=", ">", ">="}, {EX_LT, EX_LE, EX_GT, EX_GE}},
+    {{"+", "-"},             {EX_ADD, EX_SUB}},
+    {{"*", "/", "%"},        {EX_MUL, EX_DIV, EX_MOD}},
+};
+// clang-format on
+enum { LEVEL_MUL = RV_COUNT(levels) - 1 };
+
+/* Precedence climbing: parses operators of level >= `lv`, left-assoc. */
+static Node *parse_level(Parser *p, int lv) {
+    if (lv > LEVEL_MUL)
+        return parse_unary(p);
+    Node *a = parse_level(p, lv + 1);
+    for (;;) {
+        if (!a)
+            return NULL;
+        int found = -1;
+        for (int i = 0; i < 4 && levels[lv].ops[i]; i++)
+            if (is_punct(p->tok, levels[lv].ops[i]))
+                found = i;
+        if (found < 0)
+            return a;
+        SrcLoc loc = p->tok->loc;
+        next(p);
+        Node *b = parse_level(p, lv + 1);
+        if (!b)
+            return NULL;
+        a = new_binary(p, levels[lv].kinds[found], loc, a, b);
+    }
+}
+
+static Node *parse_mul(Parser *p) {
+    return parse_level(p, LEVEL_MUL);
+}
+
+static Node *parse_expr(Parser *p) {
+    return parse_level(p, 0);
+}
+
+/* ---- binders and types ---- */
+
+/* `pad K` after a dimension or axis, if present. */
+static void parse_pad(Parser *p, Binder *b) {
+    if (failed(p) || !is_keyword(p->tok, "pad"))
+        return;
+    b->pad_loc = p->tok->loc;
+    next(p);
+    if (p->tok->kind != TK_INT) {
+        expected(p, "an integer padding multiple");
+        return;
+    }
+    b->pad = p->tok->ival;
+    next(p);
+}
+
+/* A dimension `name < extent`, or an unnamed `extent` (named `_<pos>`),
+ * optionally followed by `pad K`. The name enters the local scope so later
+ * dimensions can use it (the caller pops). */
+static bool parse_dim(Parser *p, Binder *b, int pos) {
+    b->loc = p->tok->loc;
+    if (p->tok->kind == TK_IDENT && is_punct(&p->tok[1], "<")) {
+        b->name = p->tok->text;
+        b->named = true;
+        next(p);
+        next(p);
+    } else {
+        b->name = arena_printf(p->arena, "_%d", pos);
+    }
+    b->extent = parse_expr(p);
+    parse_pad(p, b);
+    if (b->named)
+        vec_push(&p->locals, b->name);
+    return !failed(p);
+}
+
+/* `[d0, d1, ...]` of a type or a UF domain. */
+static void parse_dims(Parser *p, int *n, Binder **out) {
+    Vec(Binder) dims = {0};
+    if (skip(p, "[")) {
+        do {
+            Binder b = {0};
+            if (!parse_dim(p, &b, dims.len))
+                break;
+            vec_push(&dims, b);
+        } while (consume(p, ","));
+        skip(p, "]");
+    }
+    *n = dims.len;
+    *out = arena_memdup(p->arena, dims.data, sizeof(Binder) * (size_t)dims.len);
+    vec_free(&dims);
+}
+
+/* `f32[dims]`; the dimension names stay local to the type. */
+static void parse_type(Parser *p, TypeSpec *ty) {
+    int mark = p->locals.len;
+    ty->dtype = ident(p, "a dtype", &ty->loc);
+    parse_dims(p, &ty->ndim, &ty->dims);
+    p->locals.len = mark;
+}
+
+/* ---- items ---- */
+
+static Item *new_item(Parser *p, ItemKind k) {
+    Item *it = arena_alloc(p->arena, sizeof(Item));
+    it->kind = k;
+    it->loc = p->tok->loc;
+    return it;
+}
+
+static void declare(Parser *p, Item *it) {
+    if (it->name)
+        strmap_put(&p->globals, it->name, it);
+}
+
+/* A signed integer literal (size ranges). */
+static int64_t parse_sint(Parser *p) {
+    bool neg = consume(p, "-");
+    if (failed(p))
+        return 0;
+    if (p->tok->kind != TK_INT) {
+        expected(p, "an integer");
+        return 0;
+    }
+    int64_t v = p->tok->ival;
+    next(p);
+    return neg ? -v : v;
+}
+
+/* size T in lo..hi */
+static Item *parse_size(Parser *p) {
+    Item *it = new_item(p, IT_SIZE);
+    next(p);
+    it->name = ident(p, "a size name", &it->name_loc);
+    skip_keyword(p, "in");
+    it->size_lo = parse_sint(p);
+    skip(p, "..");
+    it->size_hi = parse_sint(p);
+    return it;
+}
+
+/* ufun f[a < A, ...] in lo..hi */
+static Item *parse_ufun(Parser *p) {
+    Item *it = new_item(p, IT_UFUN);
+    next(p);
+    it->name = ident(p, "a ufun name", &it->name_loc);
+    int mark = p->locals.len;
+    parse_dims(p, &it->nbinds, &it->binds);
+    p->locals.len = mark;
+    skip_keyword(p, "in");
+    it->lo = parse_expr(p);
+    skip(p, "..");
+    it->hi = parse_expr(p);
+    return it;
+}
+
+/* input X : f32[dims] */
+static Item *parse_input(Parser *p) {
+    Item *it = new_item(p, IT_INPUT);
+    next(p);
+    it->name = ident(p, "an input name", &it->name_loc);
+    skip(p, ":");
+    parse_type(p, &it->type);
+    return it;
+}
+
+/* P : f32[dims] = extern "kernel"(A, B); the name is already consumed. */
+static Item *parse_extern(Parser *p, Item *it) {
+    it->kind = IT_EXTERN;
+    skip(p, ":");
+    parse_type(p, &it->type);
+    skip(p, "=");
+    skip_keyword(p, "extern");
+    if (failed(p))
+        return it;
+    if (p->tok->kind != TK_STRING) {
+        expected(p, "a kernel name string");
+        return it;
+    }
+    it->kernel = p->tok->text;
+    it->kernel_loc = p->tok->loc;
+    next(p);
+    skip(p, "(");
+    Vec(const char *) args = {0};
+    Vec(SrcLoc) locs = {0};
+    if (!failed(p) && !is_punct(p->tok, ")")) {
+        do {
+            SrcLoc loc;
+            const char *a = ident(p, "a tensor name", &loc);
+            if (!a)
+                break;
+            vec_push(&args, a);
+            vec_push(&locs, loc);
+        } while (consume(p, ","));
+    }
+    skip(p, ")");
+    it->nargs = args.len;
+    it->args = arena_memdup(p->arena, args.data, sizeof(char *) * (size_t)args.len);
+    it->arg_locs = arena_memdup(p->arena, locs.data, sizeof(SrcLoc) * (size_t)locs.len);
+    vec_free(&args);
+    vec_free(&locs);
+    return it;
+}
+
+/* Y[i, j < E pad 4] (: dtype)? = body, or an extern; the name is consumed. */
+static Item *parse_compute(Parser *p, Item *it) {
+    it->kind = IT_COMPUTE;
+    int mark = p->locals.len;
+    Vec(Binder) binds = {0};
+    if (skip(p, "[")) {
+        do {
+            Binder b = {0};
+            b.name = ident(p, "an axis name", &b.loc);
+            b.named = true;
+            if (!b.name)
+                break;
+            if (consume(p, "<"))
+                b.extent = parse_expr(p);
+            parse_pad(p, &b);
+            vec_push(&p->locals, b.name);
+            vec_push(&binds, b);
+        } while (consume(p, ","));
+        skip(p, "]");
+    }
+    it->nbinds = binds.len;
+    it->binds = arena_memdup(p->arena, binds.data, sizeof(Binder) * (size_t)binds.len);
+    vec_free(&binds);
+    if (consume(p, ":"))
+        it->dtype = ident(p, "a dtype", &it->dtype_loc);
+    if (skip(p, "="))
+        it->body = parse_expr(p);
+    p->locals.len = mark;
+    return it;
+}
+
+/* One schedule argument: identifier, (negative) integer or string, with an
+ * optional `key=` in front. */
+static bool parse_sched_arg(Parser *p, SchedArg *a) {
+    /* keys may be keywords too: cache_read(X, "local", pad=16) */
+    if ((p->tok->kind == TK_IDENT || p->tok->kind == TK_KEYWORD) && is_punct(&p->tok[1], "=")) {
+        a->key = p->tok->text;
+        next(p);
+        next(p);
+    }
+    a->loc = p->tok->loc;
+    bool neg = is_punct(p->tok, "-");
+    if (neg)
+        next(p);
+    const Token *t = p->tok;
+    if (t->kind == TK_INT) {
+        a->kind = SA_INT;
+        a->i = neg ? -t->ival : t->ival;
+    } else if (t->kind == TK_IDENT && !neg) {
+        a->kind = SA_IDENT;
+        a->s = t->text;
+    } else if (t->kind == TK_STRING && !neg) {
+        a->kind = SA_STRING;
+        a->s = t->text;
+    } else {
+        expected(p, neg ? "an integer" : "a schedule argument");
+        return false;
+    }
+    next(p);
+    return true;
+}
+
+/* io, ii = split(i, 32)   or   vectorize(ii) */
+static bool parse_sched_step(Parser *p, SchedStep *s) {
+    s->loc = p->tok->loc;
+    Vec(const char *) outs = {0};
+    Vec(SchedArg) args = {0};
+    const char *first = ident(p, "a schedule primitive", NULL);
+    if (first && (is_punct(p->tok, ",") || is_punct(p->tok, "="))) {
+        vec_push(&outs, first);
+        while (consume(p, ",")) {
+            const char *o = ident(p, "a name", NULL);
+            if (!o)
+                break;
+            vec_push(&outs, o);
+        }
+        skip(p, "=");
+        s->loc = p->tok->loc;
+        first = ident(p, "a schedule primitive", NULL);
+    }
+    s->prim = first;
+    if (skip(p, "(") && !is_punct(p->tok, ")")) {
+        do {
+            SchedArg a = {0};
+            if (!parse_sched_arg(p, &a))
+                break;
+            vec_push(&args, a);
+        } while (consume(p, ","));
+    }
+    skip(p, ")");
+    s->nout = outs.len;
+    s->outs = arena_memdup(p->arena, outs.data, sizeof(char *) * (size_t)outs.len);
+    s->nargs = args.len;
+    s->args = arena_memdup(p->arena, args.data, sizeof(SchedArg) * (size_t)args.len);
+    vec_free(&outs);
+    vec_free(&args);
+    return !failed(p);
+}
+
+/* schedule Y { steps } */
+static Item *parse_schedule(Parser *p) {
+    Item *it = new_item(p, IT_SCHEDULE);
+    next(p);
+    it->name = ident(p, "the name of the tensor to schedule", &it->name_loc);
+    Vec(SchedStep) steps = {0};
+    if (skip(p, "{")) {
+        while (!failed(p) && !is_punct(p->tok, "}")) {
+            SchedStep s = {0};
+            if (!parse_sched_step(p, &s))
+                break;
+            vec_push(&steps, s);
+        }
+        skip(p, "}");
+    }
+    it->nsteps = steps.len;
+    it->steps = arena_memdup(p->arena, steps.data, sizeof(SchedStep) * (size_t)steps.len);
+    vec_free(&steps);
+    return it;
+}
+
+static Item *parse_item(Parser *p) {
+    const Token *t = p->tok;
+    if (is_keyword(t, "size"))
+        return parse_size(p);
+    if (is_keyword(t, "ufun"))
+        return parse_ufun(p);
+    if (is_keyword(t, "input"))
+        return parse_input(p);
+    if (is_keyword(t, "schedule"))
+        return parse_schedule(p);
+    if (t->kind == TK_IDENT) {
+        Item *it = new_item(p, IT_COMPUTE);
+        it->name = t->text;
+        it->name_loc = t->loc;
+        next(p);
+        if (is_punct(p->tok, ":"))
+            return parse_extern(p, it);
+        return parse_compute(p, it);
+    }
+    expected(p, "a definition (size, ufun, input, schedule, or a tensor name)");
+    return NULL;
+}
+
+rv_status lang_parse(const SrcFile *src, const Token *toks, Arena *a, Program **out) {
+    Parser p = {src, toks, a, {0}, {0}, RV_OK};
+    Vec(Item *) items = {0};
+    while (p.tok->kind != TK_EOF) {
+        Item *it = parse_item(&p);
+        if (failed(&p))
+            break;
+        if (it->kind != IT_SCHEDULE)
+            declare(&p, it);
+        vec_push(&items, it);
+    }
+    Program *prog = arena_alloc(a, sizeof(Program));
+    prog->nitems = items.len;
+    prog->items = arena_memdup(a, items.data, sizeof(Item *) * (size_t)items.len);
+    vec_free(&items);
+    vec_free(&p.locals);
+    strmap_free(&p.globals);
+    *out = p.st == RV_OK ? prog : NULL;
+    return p.st;
+}
