@@ -1,0 +1,157 @@
+/*
+ * layout.h — the canonical storage order of a (possibly ragged) tensor or UF
+ * domain, evaluated for concrete sizes and UF arrays.
+ *
+ * A layout is a list of axes a0, ..., a(n-1), each with an extent expression
+ * that may mention sizes, UF applications, arithmetic and the *outer* axes
+ * a0..a(k-1) of the same list, e.g. `[b < B, h < 8, l < len[b], d < 64]` or
+ * `[i < N, j < i + 1, k < len[i] * (j + 1)]`.
+ *
+ * THE CANONICAL ORDER (normative; storage lowering and CoRa's prelude arrays
+ * must agree with it, and every array exchanged with users follows it):
+ *
+ *   The valid index tuples are those (i0, ..., i(n-1)) with
+ *   0 <= ik < extent_k(i0, ..., i(k-1)) for every k. They are stored densely,
+ *   without padding, in lexicographic order: the element at tuple t is at
+ *   offset = the number of valid tuples lexicographically smaller than t.
+ *
+ *   Equivalently, with P_k the valid prefixes of length k (|P_0| = 1) and
+ *   rank_k(p) the position of p among P_k in lexicographic order:
+ *       rank_0()                  = 0
+ *       rank_(k+1)(p, ik)         = start_k[rank_k(p)] + ik
+ *       start_k[r]                = sum over r' < r of extent_k(prefix r')
+ *       offset(i0, ..., i(n-1))   = rank_n(i0, ..., i(n-1))
+ *   When extent_k mentions no axis (it is the same for every prefix), it is
+ *   a constant c_k and start_k[r] = r * c_k, so a dense tensor is row-major.
+ *   When it mentions an outer axis (a "variable level"), start_k is an array
+ *   of |P_k| + 1 prefix sums (start_k[|P_k|] = |P_(k+1)|); this is exactly a
+ *   CSR row-offset array, the auxiliary array CoRa's prelude computes.
+ *
+ * A dense layout (no variable level) has a shape; a ragged one is exchanged
+ * as a 1-D array of `numel` elements. Storage padding (`pad`) is a concern of
+ * compiled code's internal buffers only and never appears here.
+ *
+ * Extents are evaluated by ir_eval_index, a small exact int64 evaluator over
+ * index expressions (constants, sizes, axis variables, UF applications,
+ * integer arithmetic, comparisons, select). A negative extent is an error.
+ *
+ * Cost: evaluating a layout visits every valid prefix down to the last
+ * variable level once (that is, O(size of its largest start array));
+ * ir_layout_offset is O(ndim) with no allocation.
+ */
+#ifndef RAVEL_IR_LAYOUT_H
+#define RAVEL_IR_LAYOUT_H
+
+#include "ir/ir.h"
+
+typedef struct Layout Layout;
+
+/* The concrete values extents are evaluated under. Sizes must all be bound
+ * (and checked) before a layout is evaluated; a UF is usable once its
+ * values (int64, in its domain's canonical order) and domain layout are set;
+ * applying one that is not is an RV_ERR_ARG error. */
+typedef struct LayoutEnv {
+    const Module *m;
+    const int64_t *sizes;           /* by Size id */
+    int64_t *const *uf_vals;        /* by Ufun id; NULL: not bound */
+    Layout *const *uf_dom;          /* by Ufun id; NULL: not evaluated */
+} LayoutEnv;
+
+struct Layout {
+    int ndim;
+    Axis *axes[RV_MAX_DIMS];
+    bool ragged;                   /* some extent mentions an outer axis */
+    int64_t numel;                 /* number of valid index tuples */
+    int64_t shape[RV_MAX_DIMS];    /* constant levels: the extent; variable levels: -1 */
+    int64_t maxext[RV_MAX_DIMS];   /* the largest extent of each level (0 if none) */
+    int64_t count[RV_MAX_DIMS + 1]; /* |P_k|: valid prefixes of length k; count[ndim] = numel */
+    int64_t *start[RV_MAX_DIMS];   /* variable levels: count[k] + 1 prefix sums; else NULL */
+};
+
+/* ---- layout.c ---- */
+
+/* Evaluates the layout of `ndim` axes (a tensor's dimensions or a UF's
+ * arguments). `what` names the object in messages ("input A", "ufun len").
+ * Errors: RV_ERR_BOUNDS for a negative extent or a failing extent (a UF
+ * applied outside its domain, division by zero), RV_ERR_SHAPE when the
+ * element count overflows, RV_ERR_ARG for an unbound UF. */
+rv_status ir_layout_eval(const LayoutEnv *env, const char *what, int ndim, Axis *const *axes,
+                         Layout **out);
+rv_status ir_layout_tensor(const LayoutEnv *env, const char *what, const Tensor *t, Layout **out);
+rv_status ir_layout_ufun(const LayoutEnv *env, const Ufun *f, Layout **out);
+void ir_layout_free(Layout *l);
+
+/* Exact int64 evaluation of an index expression; `axes[i]` has value
+ * `vals[i]`. Errors set the last error without context (callers prefix
+ * it): division by zero, overflow, UF outside its domain, unbound UF, an
+ * axis that is not among `axes`, a node that is not an index expression. */
+rv_status ir_eval_index(const LayoutEnv *env, const Expr *e, int nax, Axis *const *axes,
+                        const int64_t *vals, int64_t *out);
+
+/* The IR's integer semantics, shared with the interpreter: exact int64,
+ * C truncating DIV and MOD, FLOORDIV/FLOORMOD rounding toward -inf, and
+ * for comparisons and logical operators 0/1. Division by zero and int64
+ * overflow are reported, never undefined. */
+typedef enum IntArith {
+    IA_OK,
+    IA_DIVZERO, /* DIV, MOD, FLOORDIV, FLOORMOD by 0 */
+    IA_OVERFLOW /* the exact result does not fit in int64 */
+} IntArith;
+IntArith ir_int_arith(ExprKind k, int64_t a, int64_t b, int64_t *out);
+/* An integer converted to integer dtype t as a C cast does (i32 wraps,
+ * bool is v != 0). */
+int64_t ir_int_convert(rv_dtype t, int64_t v);
+
+/* Appends the bindings the layout's extents mention, for messages:
+ * "T = 3" or "B = 4, len = [3, 0, 7, 2]" (long UF arrays are elided). */
+void ir_layout_describe_env(Buf *b, const LayoutEnv *env, const Layout *l);
+/* Appends "[2, 769]" (n indices) to b. */
+void ir_layout_format_index(Buf *b, int n, const int64_t *idx);
+
+/* Looks up a UF value: the offset of `args` in the UF's domain. On failure
+ * sets the last error (RV_ERR_BOUNDS "len[7]: index 7 out of bounds for
+ * dimension 0 (extent 5)", or RV_ERR_ARG for an unbound UF). */
+rv_status ir_layout_ufun_value(const LayoutEnv *env, const Ufun *f, const int64_t *args,
+                               int64_t *out);
+
+/* The extent of level k under the prefix of rank r, and where that
+ * prefix's children start. */
+static inline int64_t ir_layout_extent_at(const Layout *l, int k, int64_t r) {
+    const int64_t *s = l->start[k];
+    return s ? s[r + 1] - s[r] : l->shape[k];
+}
+static inline int64_t ir_layout_start_at(const Layout *l, int k, int64_t r) {
+    return l->start[k] ? l->start[k][r] : r * l->shape[k];
+}
+
+/* The offset of idx in canonical order, or -1 when idx is not a valid tuple:
+ * then *bad_dim is the first dimension out of bounds and *bad_extent its
+ * extent at that prefix. O(ndim). */
+static inline int64_t ir_layout_offset(const Layout *l, const int64_t *idx, int *bad_dim,
+                                       int64_t *bad_extent) {
+    int64_t r = 0;
+    for (int k = 0; k < l->ndim; k++) {
+        int64_t ext = ir_layout_extent_at(l, k, r);
+        if (idx[k] < 0 || idx[k] >= ext) {
+            *bad_dim = k;
+            *bad_extent = ext;
+            return -1;
+        }
+        r = ir_layout_start_at(l, k, r) + idx[k];
+    }
+    return r;
+}
+
+/* Iteration over the valid tuples in canonical order:
+ *     LayoutIter it;
+ *     for (bool ok = ir_layout_iter_begin(l, &it); ok; ok = ir_layout_iter_next(l, &it))
+ *         use(it.idx, it.rank[l->ndim]);   // rank[ndim] is the offset
+ * rank[k] is the rank of the prefix idx[0..k-1] among the valid prefixes. */
+typedef struct LayoutIter {
+    int64_t idx[RV_MAX_DIMS];
+    int64_t rank[RV_MAX_DIMS + 1];
+} LayoutIter;
+bool ir_layout_iter_begin(const Layout *l, LayoutIter *it);
+bool ir_layout_iter_next(const Layout *l, LayoutIter *it);
+
+#endif
