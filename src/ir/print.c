@@ -520,8 +520,13 @@ void ir_print_module(Buf *b, const Module *m) {
         print_ufun(b, m->ufuns.data[i]);
     if ((m->sizes.len || m->ufuns.len) && m->tensors.len)
         buf_putc(b, '\n');
-    for (int i = 0; i < m->tensors.len; i++)
-        print_tensor(b, m->tensors.data[i]);
+    for (int i = 0; i < m->tensors.len; i++) {
+        /* a blank line between a run of inputs and the definitions after it */
+        const Tensor *t = m->tensors.data[i];
+        if (i && m->tensors.data[i - 1]->op->kind == OP_INPUT && t->op->kind != OP_INPUT)
+            buf_putc(b, '\n');
+        print_tensor(b, t);
+    }
     for (int i = 0; i < m->scheds.len; i++) {
         buf_putc(b, '\n');
         print_schedule(b, &m->scheds.data[i]);
