@@ -1,0 +1,361 @@
+/*
+ * threadpool.c — a persistent pool for short parallel loops.
+ *
+ * The loops ravel runs are small: a T=1 dense layer is ~57 MFLOP, one or
+ * two milliseconds, and a model issues many of them back to back. Creating
+ * threads per loop, or waking sleeping ones through the kernel every time,
+ * would cost a visible fraction of that, so:
+ *
+ *   - workers are created once and live as long as the pool;
+ *   - a loop is published by writing the job (fn, ctx, n) and bumping a
+ *     generation counter; a worker that sees the counter change runs its
+ *     static chunk and decrements `remaining`; the caller runs chunk 0 and
+ *     then waits for `remaining` to reach zero;
+ *   - waiting (workers for the next generation, the caller for `remaining`)
+ *     first spins on the atomic for spin_ns (default 50 us, $RAVEL_SPIN_US),
+ *     then sleeps on a condition variable. Back-to-back loops therefore
+ *     never enter the kernel; a pool idle for longer costs one wakeup.
+ *
+ * Sleeping without lost wakeups uses the classic store/load pairing on two
+ * sequentially consistent atomics: a worker increments `sleepers` and then
+ * re-reads `gen` under the mutex before waiting; the dispatcher increments
+ * `gen` and then reads `sleepers`, and only takes the mutex to broadcast
+ * when someone sleeps. One of the two always sees the other's write. The
+ * caller's sleep on `remaining` pairs with `caller_sleeping` the same way.
+ *
+ * Every worker takes part in every loop (some with empty chunks), so a
+ * worker never reads the job of a later loop by mistake: the dispatcher
+ * cannot publish loop k+1 before all workers have finished loop k.
+ *
+ * Nesting: a thread-local flag marks threads inside a chunk (workers
+ * always); a parallel loop issued there runs serially. Fork: a child has
+ * none of its parent's workers, so pools created before the fork run
+ * serially in the child and tp_default() makes a fresh pool there.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
+#endif
+
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/base.h"
+#include "runtime/threadpool.h"
+
+#define TP_MAX_THREADS 1024
+#define TP_DEFAULT_SPIN_US 50
+#define TP_CACHE_LINE 64
+
+typedef struct TpWorker {
+    ThreadPool *pool;
+    int tid;
+    pthread_t thread;
+} TpWorker;
+
+struct ThreadPool {
+    int nthreads;                /* counting the caller */
+    int64_t spin_ns;             /* how long a waiter spins before sleeping */
+    unsigned long fork_gen;      /* tp_fork_gen when the workers were started */
+    TpWorker *workers;           /* nthreads - 1 of them, tids 1.. */
+    pthread_mutex_t dispatch_mu; /* one loop at a time */
+    pthread_mutex_t sleep_mu;
+    pthread_cond_t work_cv, done_cv;
+    /* The current loop: written before gen is bumped, read by workers
+     * after they see the new gen. */
+    TpFn fn;
+    void *ctx;
+    int64_t n;
+    /* Padding keeps the counters that workers poll and the one they
+     * decrement on different cache lines. */
+    char pad0[TP_CACHE_LINE];
+    atomic_uint gen;
+    atomic_int stop;
+    char pad1[TP_CACHE_LINE];
+    atomic_int remaining;
+    char pad2[TP_CACHE_LINE];
+    atomic_int sleepers;
+    atomic_int caller_sleeping;
+};
+
+static _Thread_local bool tp_in_chunk; /* nested loops on this thread run serially */
+static atomic_ulong tp_fork_gen;       /* bumped in every forked child */
+static pthread_once_t tp_atfork_once = PTHREAD_ONCE_INIT;
+
+static _Atomic(ThreadPool *) default_pool;
+static pthread_mutex_t default_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+static int64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* ---- fork ---- */
+
+static void atfork_prepare(void) {
+    pthread_mutex_lock(&default_mu);
+}
+
+static void atfork_parent(void) {
+    pthread_mutex_unlock(&default_mu);
+}
+
+static void atfork_child(void) {
+    atomic_fetch_add(&tp_fork_gen, 1);
+    pthread_mutex_unlock(&default_mu);
+}
+
+static void register_atfork(void) {
+    pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+}
+
+/* True when the pool's workers belong to this process. */
+static bool pool_alive(const ThreadPool *p) {
+    return p->fork_gen == atomic_load_explicit(&tp_fork_gen, memory_order_relaxed);
+}
+
+/* ---- the loop ---- */
+
+/* Runs chunk tid of the current loop (nothing when it is empty). */
+static void run_chunk(ThreadPool *p, int tid) {
+    int64_t q = p->n / p->nthreads, r = p->n % p->nthreads;
+    int64_t begin = q * tid + (tid < r ? tid : r);
+    int64_t end = begin + q + (tid < r ? 1 : 0);
+    if (begin < end)
+        p->fn(p->ctx, begin, end, tid);
+}
+
+/* Waits until gen differs from seen and returns it: spin, then sleep. */
+static unsigned wait_for_work(ThreadPool *p, unsigned seen) {
+    unsigned g;
+    int64_t deadline = 0;
+    for (unsigned i = 1;; i++) {
+        g = atomic_load_explicit(&p->gen, memory_order_acquire);
+        if (g != seen)
+            return g;
+        if (i % 64 == 0) {
+            int64_t t = now_ns();
+            if (!deadline)
+                deadline = t + p->spin_ns;
+            else if (t >= deadline)
+                break;
+        }
+        cpu_relax();
+    }
+    pthread_mutex_lock(&p->sleep_mu);
+    atomic_fetch_add(&p->sleepers, 1);
+    while ((g = atomic_load(&p->gen)) == seen)
+        pthread_cond_wait(&p->work_cv, &p->sleep_mu);
+    atomic_fetch_sub(&p->sleepers, 1);
+    pthread_mutex_unlock(&p->sleep_mu);
+    return g;
+}
+
+/* The caller's wait for every worker to finish its chunk. */
+static void wait_for_done(ThreadPool *p) {
+    int64_t deadline = 0;
+    for (unsigned i = 1;; i++) {
+        if (atomic_load_explicit(&p->remaining, memory_order_acquire) == 0)
+            return;
+        if (i % 64 == 0) {
+            int64_t t = now_ns();
+            if (!deadline)
+                deadline = t + p->spin_ns;
+            else if (t >= deadline)
+                break;
+        }
+        cpu_relax();
+    }
+    pthread_mutex_lock(&p->sleep_mu);
+    atomic_store(&p->caller_sleeping, 1);
+    while (atomic_load(&p->remaining) != 0)
+        pthread_cond_wait(&p->done_cv, &p->sleep_mu);
+    atomic_store(&p->caller_sleeping, 0);
+    pthread_mutex_unlock(&p->sleep_mu);
+}
+
+static void *worker_main(void *arg) {
+    TpWorker *w = arg;
+    ThreadPool *p = w->pool;
+    tp_in_chunk = true; /* anything a worker runs is inside a chunk */
+    unsigned seen = 0;
+    for (;;) {
+        seen = wait_for_work(p, seen);
+        if (atomic_load(&p->stop))
+            break;
+        run_chunk(p, w->tid);
+        if (atomic_fetch_sub(&p->remaining, 1) == 1 && atomic_load(&p->caller_sleeping)) {
+            pthread_mutex_lock(&p->sleep_mu);
+            pthread_cond_signal(&p->done_cv);
+            pthread_mutex_unlock(&p->sleep_mu);
+        }
+    }
+    return NULL;
+}
+
+void tp_parallel_for(ThreadPool *pool, int64_t n, TpFn fn, void *ctx) {
+    if (n <= 0)
+        return;
+    if (!pool)
+        pool = tp_default();
+    if (tp_in_chunk || n == 1 || pool->nthreads == 1 || !pool_alive(pool)) {
+        fn(ctx, 0, n, 0);
+        return;
+    }
+    pthread_mutex_lock(&pool->dispatch_mu);
+    pool->fn = fn;
+    pool->ctx = ctx;
+    pool->n = n;
+    atomic_store_explicit(&pool->remaining, pool->nthreads - 1, memory_order_relaxed);
+    atomic_fetch_add(&pool->gen, 1); /* publishes the job (seq_cst, so also release) */
+    if (atomic_load(&pool->sleepers) > 0) {
+        pthread_mutex_lock(&pool->sleep_mu);
+        pthread_cond_broadcast(&pool->work_cv);
+        pthread_mutex_unlock(&pool->sleep_mu);
+    }
+    tp_in_chunk = true;
+    run_chunk(pool, 0);
+    tp_in_chunk = false;
+    wait_for_done(pool);
+    pthread_mutex_unlock(&pool->dispatch_mu);
+}
+
+/* ---- pools ---- */
+
+int tp_default_threads(void) {
+    const char *env = getenv("RAVEL_NUM_THREADS");
+    if (env && *env) {
+        char *end;
+        long v = strtol(env, &end, 10);
+        if (*end == '\0' && v > 0)
+            return v > TP_MAX_THREADS ? TP_MAX_THREADS : (int)v;
+    }
+#ifdef CPU_COUNT
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
+        return CPU_COUNT(&set) > TP_MAX_THREADS ? TP_MAX_THREADS : CPU_COUNT(&set);
+#endif
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    if (online <= 0)
+        return 1;
+    return online > TP_MAX_THREADS ? TP_MAX_THREADS : (int)online;
+}
+
+/* Spin budget from $RAVEL_SPIN_US (0 allowed: sleep almost at once). */
+static int64_t spin_budget_ns(void) {
+    const char *env = getenv("RAVEL_SPIN_US");
+    if (env && *env) {
+        char *end;
+        long v = strtol(env, &end, 10);
+        if (*end == '\0' && v >= 0)
+            return (int64_t)v * 1000;
+    }
+    return (int64_t)TP_DEFAULT_SPIN_US * 1000;
+}
+
+ThreadPool *tp_new(int nthreads) {
+    pthread_once(&tp_atfork_once, register_atfork);
+    if (nthreads <= 0)
+        nthreads = tp_default_threads();
+    if (nthreads > TP_MAX_THREADS)
+        nthreads = TP_MAX_THREADS;
+    ThreadPool *p = base_xcalloc(1, sizeof *p);
+    p->nthreads = nthreads;
+    p->spin_ns = spin_budget_ns();
+    p->fork_gen = atomic_load(&tp_fork_gen);
+    pthread_mutex_init(&p->dispatch_mu, NULL);
+    pthread_mutex_init(&p->sleep_mu, NULL);
+    pthread_cond_init(&p->work_cv, NULL);
+    pthread_cond_init(&p->done_cv, NULL);
+    atomic_init(&p->gen, 0);
+    atomic_init(&p->stop, 0);
+    atomic_init(&p->remaining, 0);
+    atomic_init(&p->sleepers, 0);
+    atomic_init(&p->caller_sleeping, 0);
+    if (nthreads == 1)
+        return p;
+
+    /* Workers start with every signal blocked, so signals go to the
+     * application's own threads. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    p->workers = base_xcalloc((size_t)nthreads - 1, sizeof *p->workers);
+    int started = 0;
+    for (int t = 1; t < nthreads; t++) {
+        TpWorker *w = &p->workers[t - 1];
+        w->pool = p;
+        w->tid = t;
+        if (pthread_create(&w->thread, NULL, worker_main, w) != 0)
+            break;
+        started++;
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    /* Fewer threads than asked for: the chunking simply uses fewer. */
+    p->nthreads = started + 1;
+    return p;
+}
+
+void tp_free(ThreadPool *pool) {
+    if (!pool)
+        return;
+    if (pool_alive(pool)) {
+        pthread_mutex_lock(&pool->dispatch_mu);
+        atomic_store(&pool->stop, 1);
+        atomic_fetch_add(&pool->gen, 1);
+        pthread_mutex_lock(&pool->sleep_mu);
+        pthread_cond_broadcast(&pool->work_cv);
+        pthread_mutex_unlock(&pool->sleep_mu);
+        for (int t = 1; t < pool->nthreads; t++)
+            pthread_join(pool->workers[t - 1].thread, NULL);
+        pthread_mutex_unlock(&pool->dispatch_mu);
+        pthread_mutex_destroy(&pool->dispatch_mu);
+        pthread_mutex_destroy(&pool->sleep_mu);
+        pthread_cond_destroy(&pool->work_cv);
+        pthread_cond_destroy(&pool->done_cv);
+    }
+    /* In a forked child the workers do not exist and the locks may be in
+     * any state: release the memory only. */
+    base_free(pool->workers);
+    base_free(pool);
+}
+
+int tp_num_threads(const ThreadPool *pool) {
+    return pool->nthreads;
+}
+
+ThreadPool *tp_default(void) {
+    ThreadPool *p = atomic_load_explicit(&default_pool, memory_order_acquire);
+    if (p && pool_alive(p))
+        return p;
+    pthread_once(&tp_atfork_once, register_atfork);
+    pthread_mutex_lock(&default_mu);
+    p = atomic_load(&default_pool);
+    if (!p || !pool_alive(p)) {
+        /* A pool inherited through fork has no workers here; it is left
+         * allocated, since the parent's other threads may have held its
+         * locks at the fork. */
+        p = tp_new(0);
+        atomic_store_explicit(&default_pool, p, memory_order_release);
+    }
+    pthread_mutex_unlock(&default_mu);
+    return p;
+}
+
+void ravel_rt_parallel_for(int64_t n, void (*fn)(void *, int64_t, int64_t, int), void *ctx) {
+    tp_parallel_for(NULL, n, fn, ctx);
+}

@@ -1,0 +1,345 @@
+/*
+ * test_threadpool.c — the runtime thread pool: every index visited exactly
+ * once in the documented static chunks, for sizes around the thread count
+ * and a large prime; nested loops run serially; several outside threads may
+ * share a pool; a forked child still works; dispatch latency (printed, with
+ * only a very loose bound); and JIT-compiled code calling back into
+ * ravel_rt_parallel_for when the host exports it.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* RTLD_DEFAULT */
+#endif
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "jit/jit.h"
+#include "runtime/threadpool.h"
+
+#define MAX_T 64
+
+static double now_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Per-call record of what the loop body saw. */
+typedef struct RangeCtx {
+    int64_t n;
+    int nthreads;
+    unsigned char *visits;
+    int64_t begin[MAX_T], end[MAX_T];
+    int64_t sum[MAX_T * 8]; /* one slot per tid, a cache line apart */
+    atomic_int calls, bad_tid;
+} RangeCtx;
+
+static void range_body(void *vctx, int64_t begin, int64_t end, int tid) {
+    RangeCtx *c = vctx;
+    atomic_fetch_add(&c->calls, 1);
+    if (tid < 0 || tid >= c->nthreads || begin >= end) {
+        atomic_fetch_add(&c->bad_tid, 1);
+        return;
+    }
+    c->begin[tid] = begin;
+    c->end[tid] = end;
+    int64_t s = 0;
+    for (int64_t i = begin; i < end; i++) {
+        c->visits[i]++;
+        s += i;
+    }
+    c->sum[tid * 8] = s;
+}
+
+/* One loop over [0, n) on pool, checked against the documented chunking. */
+static void check_ranges(ThreadPool *pool, int64_t n) {
+    int nt = tp_num_threads(pool);
+    static RangeCtx c;
+    memset(&c, 0, sizeof c);
+    c.n = n;
+    c.nthreads = nt;
+    c.visits = calloc((size_t)n + 1, 1);
+    for (int t = 0; t < MAX_T; t++)
+        c.begin[t] = c.end[t] = -1;
+    tp_parallel_for(pool, n, range_body, &c);
+
+    CHECK_EQ_INT(atomic_load(&c.bad_tid), 0);
+    int64_t total = 0;
+    for (int t = 0; t < MAX_T; t++)
+        total += c.sum[t * 8];
+    CHECK_EQ_INT(total, n * (n - 1) / 2);
+    int64_t wrong = 0;
+    for (int64_t i = 0; i < n; i++)
+        wrong += c.visits[i] != 1;
+    CHECK_EQ_INT(wrong, 0);
+    free(c.visits);
+
+    if (n <= 1 || nt == 1) { /* run serially as one chunk */
+        CHECK_EQ_INT(atomic_load(&c.calls), n > 0 ? 1 : 0);
+        if (n > 0)
+            CHECK(c.begin[0] == 0 && c.end[0] == n);
+        return;
+    }
+    int nonempty = 0;
+    for (int t = 0; t < nt; t++) {
+        int64_t q = n / nt, r = n % nt;
+        int64_t b = q * t + (t < r ? t : r), e = b + q + (t < r);
+        if (b == e) {
+            CHECK_EQ_INT(c.begin[t], -1);
+            continue;
+        }
+        nonempty++;
+        CHECK_EQ_INT(c.begin[t], b);
+        CHECK_EQ_INT(c.end[t], e);
+    }
+    CHECK_EQ_INT(atomic_load(&c.calls), nonempty);
+}
+
+static void test_ranges(void) {
+    const int threads[] = {1, 2, 3, 8};
+    const int64_t sizes[] = {0, 1, 2, 7, 1000003};
+    for (int i = 0; i < RV_COUNT(threads); i++) {
+        ThreadPool *pool = tp_new(threads[i]);
+        CHECK_EQ_INT(tp_num_threads(pool), threads[i]);
+        for (int rep = 0; rep < 3; rep++) {
+            for (int j = 0; j < RV_COUNT(sizes); j++)
+                check_ranges(pool, sizes[j]);
+        }
+        tp_free(pool);
+    }
+    tp_free(NULL);
+}
+
+/* ---- nesting ---- */
+
+typedef struct NestCtx {
+    ThreadPool *pool;
+    int64_t inner_sum[16];
+    atomic_int inner_not_serial;
+} NestCtx;
+
+typedef struct InnerCtx {
+    NestCtx *outer;
+    int64_t sum;
+} InnerCtx;
+
+static void inner_body(void *vctx, int64_t begin, int64_t end, int tid) {
+    InnerCtx *c = vctx;
+    if (tid != 0 || begin != 0 || end != 100)
+        atomic_fetch_add(&c->outer->inner_not_serial, 1);
+    for (int64_t i = begin; i < end; i++)
+        c->sum += i;
+}
+
+static void outer_body(void *vctx, int64_t begin, int64_t end, int tid) {
+    NestCtx *c = vctx;
+    (void)tid;
+    for (int64_t i = begin; i < end; i++) {
+        InnerCtx in = {c, 0};
+        tp_parallel_for(c->pool, 100, inner_body, &in); /* the same pool */
+        ravel_rt_parallel_for(100, inner_body, &in);    /* the default pool */
+        c->inner_sum[i] = in.sum;
+    }
+}
+
+static void test_nested(void) {
+    ThreadPool *pool = tp_new(4);
+    NestCtx c = {.pool = pool};
+    tp_parallel_for(pool, 16, outer_body, &c);
+    for (int i = 0; i < 16; i++)
+        CHECK_EQ_INT(c.inner_sum[i], 2 * 4950);
+    CHECK_EQ_INT(atomic_load(&c.inner_not_serial), 0);
+    /* After the nested loops the pool still works in parallel. */
+    check_ranges(pool, 1000);
+    tp_free(pool);
+}
+
+/* ---- several outside threads on one pool ---- */
+
+typedef struct CallerArg {
+    ThreadPool *pool;
+    int ok;
+} CallerArg;
+
+static void sum_body(void *vctx, int64_t begin, int64_t end, int tid) {
+    (void)tid;
+    int64_t s = 0;
+    for (int64_t i = begin; i < end; i++)
+        s += i;
+    atomic_fetch_add((atomic_llong *)vctx, s);
+}
+
+static void *caller_thread(void *varg) {
+    CallerArg *a = varg;
+    a->ok = 1;
+    for (int k = 0; k < 2000; k++) {
+        atomic_llong s = 0;
+        int64_t n = 1 + k % 50;
+        tp_parallel_for(a->pool, n, sum_body, &s);
+        if (atomic_load(&s) != n * (n - 1) / 2)
+            a->ok = 0;
+    }
+    return NULL;
+}
+
+static void test_concurrent_callers(void) {
+    ThreadPool *pool = tp_new(3);
+    pthread_t th[4];
+    CallerArg args[4];
+    for (int i = 0; i < 4; i++) {
+        args[i] = (CallerArg){pool, 0};
+        CHECK(pthread_create(&th[i], NULL, caller_thread, &args[i]) == 0);
+    }
+    for (int i = 0; i < 4; i++) {
+        pthread_join(th[i], NULL);
+        CHECK(args[i].ok);
+    }
+    tp_free(pool);
+}
+
+/* ---- the default pool, and fork ---- */
+
+static void test_default_and_fork(void) {
+    ThreadPool *d = tp_default();
+    CHECK(d != NULL);
+    CHECK(tp_default() == d);
+    CHECK_EQ_INT(tp_num_threads(d), tp_default_threads());
+    setenv("RAVEL_NUM_THREADS", "5", 1);
+    CHECK_EQ_INT(tp_default_threads(), 5);
+    setenv("RAVEL_NUM_THREADS", "junk", 1);
+    CHECK(tp_default_threads() >= 1);
+    unsetenv("RAVEL_NUM_THREADS");
+
+    atomic_llong s = 0;
+    ravel_rt_parallel_for(1000, sum_body, &s);
+    CHECK_EQ_INT(atomic_load(&s), 1000 * 999 / 2);
+
+    /* The child has none of the parent's workers; loops still complete. */
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int ok = 1;
+        for (int k = 0; k < 100; k++) {
+            atomic_llong cs = 0;
+            ravel_rt_parallel_for(1000, sum_body, &cs);
+            tp_parallel_for(d, 1000, sum_body, &cs); /* the parent's pool: serial */
+            ok &= atomic_load(&cs) == 2 * (1000 * 999 / 2);
+        }
+        _exit(ok ? 0 : 1);
+    }
+    CHECK(pid > 0);
+    int ws = 0;
+    CHECK(waitpid(pid, &ws, 0) == pid);
+    CHECK(WIFEXITED(ws) && WEXITSTATUS(ws) == 0);
+}
+
+/* ---- latency ---- */
+
+static void tiny_body(void *vctx, int64_t begin, int64_t end, int tid) {
+    (void)begin;
+    (void)end;
+    atomic_fetch_add((atomic_int *)vctx + tid * 16, 1);
+}
+
+static void test_dispatch_latency(void) {
+    ThreadPool *pool = tp_default();
+    int nt = tp_num_threads(pool);
+    atomic_int *counts = calloc((size_t)nt * 16, sizeof *counts);
+    enum { N = 100000 };
+    for (int k = 0; k < 1000; k++) /* warm up */
+        tp_parallel_for(pool, nt, tiny_body, counts);
+    for (int t = 0; t < nt; t++)
+        atomic_store(&counts[t * 16], 0);
+    /* In batches, so that the best batch shows the cost on a quiet machine
+     * even when this one is shared. */
+    double t0 = now_seconds(), best = 1e30;
+    for (int k = 0; k < N; k += 1000) {
+        double b0 = now_seconds();
+        for (int j = 0; j < 1000; j++)
+            tp_parallel_for(pool, nt, tiny_body, counts);
+        double b = now_seconds() - b0;
+        best = b < best ? b : best;
+    }
+    double dt = now_seconds() - t0;
+    int64_t total = 0;
+    for (int t = 0; t < nt; t++)
+        total += atomic_load(&counts[t * 16]);
+    CHECK_EQ_INT(total, (int64_t)N * nt);
+    printf("threadpool: %d threads, %d back-to-back dispatches: %.3f us per dispatch on "
+           "average, %.3f us in the best batch of 1000\n",
+           nt, N, 1e6 * dt / N, 1e6 * best / 1000);
+    CHECK(dt < 60.0); /* very loose: sanitizers and loaded machines */
+
+    /* After idling past the spin window the workers sleep; the dispatch
+     * then includes their wakeup. */
+    double wake = 0;
+    for (int k = 0; k < 50; k++) {
+        struct timespec ms = {0, 2000000};
+        nanosleep(&ms, NULL);
+        double w0 = now_seconds();
+        tp_parallel_for(pool, nt, tiny_body, counts);
+        wake += now_seconds() - w0;
+    }
+    printf("threadpool: dispatch after 2 ms idle: %.1f us\n", 1e6 * wake / 50);
+    free(counts);
+}
+
+/* ---- generated code calling back into the runtime ---- */
+
+static const char *KERNEL_SRC =
+    "#include <stdint.h>\n"
+    "void ravel_rt_parallel_for(int64_t n, void (*fn)(void *, int64_t, int64_t, int), void *);\n"
+    "static void body(void *ctx, int64_t b, int64_t e, int tid) {\n"
+    "    float *x = ctx;\n"
+    "    (void)tid;\n"
+    "    for (int64_t i = b; i < e; i++)\n"
+    "        x[i] = 2.0f * (float)i;\n"
+    "}\n"
+    "void fill(float *x, int64_t n) { ravel_rt_parallel_for(n, body, x); }\n";
+
+static void test_jit_calls_runtime(void) {
+    if (!dlsym(RTLD_DEFAULT, "ravel_rt_parallel_for")) {
+        printf("skip jit callback: the test binary does not export ravel_rt_parallel_for "
+               "(link with -rdynamic)\n");
+        return;
+    }
+    char dir[] = "/tmp/ravel-test-tp-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    JitOptions opt = {.cache_dir = dir};
+    JitLib *lib = NULL;
+    rv_status st = jit_compile(KERNEL_SRC, &opt, &lib);
+    CHECK_EQ_INT(st, RV_OK);
+    if (st != RV_OK) {
+        fprintf(stderr, "%s\n", rv_last_error());
+    } else {
+        void (*fill)(float *, int64_t) = (void (*)(float *, int64_t))jit_fn(lib, "fill");
+        enum { N = 100003 };
+        float *x = calloc(N, sizeof *x);
+        fill(x, N);
+        int wrong = 0;
+        for (int i = 0; i < N; i++)
+            wrong += x[i] != 2.0f * (float)i;
+        CHECK_EQ_INT(wrong, 0);
+        free(x);
+        unlink(jit_lib_path(lib));
+        jit_close(lib);
+    }
+    rmdir(dir);
+}
+
+int main(void) {
+    RUN(test_ranges);
+    RUN(test_nested);
+    RUN(test_concurrent_callers);
+    RUN(test_default_and_fork);
+    RUN(test_dispatch_latency);
+    RUN(test_jit_calls_runtime);
+    return harness_report();
+}
