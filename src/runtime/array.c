@@ -1,0 +1,284 @@
+/*
+ * array.c — host arrays: creation, element access, dtype facts.
+ *
+ * rv_array_new allocates zeroed data aligned to RT_ARRAY_ALIGN (64 bytes,
+ * a cache line and an AVX-512 vector) by over-allocating through the
+ * allocation hook and rounding the pointer up. Even an empty array (a zero
+ * extent) gets a real, aligned data pointer, so kernels never see NULL.
+ *
+ * Element access by flat index converts to and from double or int64; it is
+ * for the interpreter, tests and I/O, not for hot loops. Conversions follow
+ * C casts except where C leaves them undefined: a float converted to an
+ * integer truncates toward zero and saturates at the type's limits (NaN
+ * gives 0), and an int64 stored into i32 wraps modulo 2^32 (as NumPy's
+ * astype does).
+ */
+#include <string.h>
+
+#include "runtime/runtime.h"
+
+// clang-format off
+static const struct { const char *name; size_t size; } dtype_info[RV_DTYPE_COUNT] = {
+    [RV_BOOL] = {"bool", 1},
+    [RV_I32]  = {"i32",  4},
+    [RV_I64]  = {"i64",  8},
+    [RV_F32]  = {"f32",  4},
+    [RV_F64]  = {"f64",  8},
+};
+// clang-format on
+_Static_assert(RV_DTYPE_COUNT == 5, "dtype_info must list every rv_dtype");
+
+static bool dtype_valid(rv_dtype t) {
+    return (int)t >= 0 && t < RV_DTYPE_COUNT;
+}
+
+const char *rv_dtype_name(rv_dtype t) {
+    return dtype_valid(t) ? dtype_info[t].name : "invalid dtype";
+}
+
+size_t rv_dtype_size(rv_dtype t) {
+    return dtype_valid(t) ? dtype_info[t].size : 0;
+}
+
+DLDataType rt_dtype_to_dl(rv_dtype t) {
+    DLDataType dt = {0, 0, 1};
+    switch (t) {
+    case RV_BOOL:
+        dt.code = 6;
+        break; /* kDLBool from DLPack 0.8 on */
+    case RV_I32:
+    case RV_I64:
+        dt.code = kDLInt;
+        break;
+    case RV_F32:
+    case RV_F64:
+        dt.code = kDLFloat;
+        break;
+    default:
+        RV_UNREACHABLE();
+    }
+    dt.bits = (uint8_t)(8 * rv_dtype_size(t));
+    return dt;
+}
+
+rv_status rt_array_init(rv_array *a, rv_dtype t, int ndim, const int64_t *shape) {
+    memset(a, 0, sizeof *a);
+    if (!dtype_valid(t))
+        return base_error(RV_ERR_ARG, "array: invalid dtype %d", (int)t);
+    if (ndim < 0 || ndim > RV_MAX_DIMS)
+        return base_error(RV_ERR_ARG, "array: %d dimensions; between 0 and %d are supported", ndim,
+                          RV_MAX_DIMS);
+    if (ndim > 0 && !shape)
+        return base_error(RV_ERR_ARG, "array: shape is NULL for %d dimensions", ndim);
+    int64_t numel = 1;
+    bool overflow = false;
+    for (int d = 0; d < ndim; d++) {
+        if (shape[d] < 0)
+            return base_error(RV_ERR_ARG, "array: dimension %d has negative extent %lld", d,
+                              (long long)shape[d]);
+        if (shape[d] && numel > INT64_MAX / shape[d])
+            overflow = true; /* unless a later extent is 0 */
+        else
+            numel *= shape[d];
+        a->shape[d] = shape[d];
+    }
+    if (numel == 0)
+        overflow = false;
+    size_t esize = rv_dtype_size(t);
+    if (overflow || (uint64_t)numel > (SIZE_MAX - RT_ARRAY_ALIGN) / esize)
+        return base_error(RV_ERR_ARG, "array: the shape's size overflows");
+    a->dtype = t;
+    a->ndim = ndim;
+    a->numel = numel;
+    a->nbytes = (size_t)numel * esize;
+    a->dl.device.device_type = kDLCPU;
+    a->dl.device.device_id = 0;
+    a->dl.ndim = ndim;
+    a->dl.dtype = rt_dtype_to_dl(t);
+    a->dl.shape = a->shape;
+    a->dl.strides = NULL;
+    a->dl.byte_offset = 0;
+    return RV_OK;
+}
+
+/* Returns NULL with a message on a bad description (RV_ERR_ARG) or when
+ * memory runs out (RV_ERR_OOM). */
+rv_array *rv_array_new(rv_dtype t, int ndim, const int64_t *shape) {
+    rv_array *a = base_malloc(sizeof *a);
+    if (!a) {
+        base_error(RV_ERR_OOM, "array: out of memory");
+        return NULL;
+    }
+    if (rt_array_init(a, t, ndim, shape) != RV_OK) {
+        base_free(a);
+        return NULL;
+    }
+    a->block = base_malloc(a->nbytes + RT_ARRAY_ALIGN - 1 + (a->nbytes == 0));
+    if (!a->block) {
+        base_error(RV_ERR_OOM, "array: out of memory allocating %zu bytes", a->nbytes);
+        base_free(a);
+        return NULL;
+    }
+    uintptr_t p = ((uintptr_t)a->block + RT_ARRAY_ALIGN - 1) & ~(uintptr_t)(RT_ARRAY_ALIGN - 1);
+    a->dl.data = (char *)a->block + (p - (uintptr_t)a->block);
+    memset(a->dl.data, 0, a->nbytes);
+    return a;
+}
+
+void rv_array_free(rv_array *a) {
+    if (!a)
+        return;
+    if (a->owner) {
+        if (a->owner->deleter)
+            a->owner->deleter(a->owner);
+    } else {
+        base_free(a->block);
+    }
+    base_free(a);
+}
+
+rv_dtype rv_array_dtype(const rv_array *a) {
+    return a->dtype;
+}
+
+int rv_array_ndim(const rv_array *a) {
+    return a->ndim;
+}
+
+const int64_t *rv_array_shape(const rv_array *a) {
+    return a->shape;
+}
+
+int64_t rv_array_numel(const rv_array *a) {
+    return a->numel;
+}
+
+void *rv_array_data(rv_array *a) {
+    return a->dl.data;
+}
+
+const void *rv_array_cdata(const rv_array *a) {
+    return a->dl.data;
+}
+
+/* ---- element access ---- */
+
+static int64_t f64_to_i64(double v) {
+    if (v != v)
+        return 0;
+    if (v >= 9223372036854775808.0) /* 2^63 */
+        return INT64_MAX;
+    if (v < -9223372036854775808.0)
+        return INT64_MIN;
+    return (int64_t)v;
+}
+
+static int32_t f64_to_i32(double v) {
+    if (v != v)
+        return 0;
+    if (v >= 2147483648.0)
+        return INT32_MAX;
+    if (v <= -2147483649.0)
+        return INT32_MIN;
+    return (int32_t)v;
+}
+
+/* Two's-complement wrap without relying on implementation-defined casts. */
+static int32_t i64_to_i32(int64_t v) {
+    uint32_t u = (uint32_t)(uint64_t)v;
+    int32_t r;
+    memcpy(&r, &u, sizeof r);
+    return r;
+}
+
+static void check_index(const rv_array *a, int64_t i) {
+    if (i < 0 || i >= a->numel)
+        base_panic(__FILE__, __LINE__, "array index %lld out of range [0, %lld)", (long long)i,
+                   (long long)a->numel);
+}
+
+double rv_array_get_f64(const rv_array *a, int64_t i) {
+    check_index(a, i);
+    const void *d = a->dl.data;
+    switch (a->dtype) {
+    case RV_BOOL:
+        return ((const uint8_t *)d)[i] != 0;
+    case RV_I32:
+        return ((const int32_t *)d)[i];
+    case RV_I64:
+        return (double)((const int64_t *)d)[i];
+    case RV_F32:
+        return ((const float *)d)[i];
+    case RV_F64:
+        return ((const double *)d)[i];
+    default:
+        RV_UNREACHABLE();
+    }
+}
+
+int64_t rv_array_get_i64(const rv_array *a, int64_t i) {
+    check_index(a, i);
+    const void *d = a->dl.data;
+    switch (a->dtype) {
+    case RV_BOOL:
+        return ((const uint8_t *)d)[i] != 0;
+    case RV_I32:
+        return ((const int32_t *)d)[i];
+    case RV_I64:
+        return ((const int64_t *)d)[i];
+    case RV_F32:
+        return f64_to_i64(((const float *)d)[i]);
+    case RV_F64:
+        return f64_to_i64(((const double *)d)[i]);
+    default:
+        RV_UNREACHABLE();
+    }
+}
+
+void rv_array_set_f64(rv_array *a, int64_t i, double v) {
+    check_index(a, i);
+    void *d = a->dl.data;
+    switch (a->dtype) {
+    case RV_BOOL:
+        ((uint8_t *)d)[i] = v != 0;
+        break;
+    case RV_I32:
+        ((int32_t *)d)[i] = f64_to_i32(v);
+        break;
+    case RV_I64:
+        ((int64_t *)d)[i] = f64_to_i64(v);
+        break;
+    case RV_F32:
+        ((float *)d)[i] = (float)v;
+        break;
+    case RV_F64:
+        ((double *)d)[i] = v;
+        break;
+    default:
+        RV_UNREACHABLE();
+    }
+}
+
+void rv_array_set_i64(rv_array *a, int64_t i, int64_t v) {
+    check_index(a, i);
+    void *d = a->dl.data;
+    switch (a->dtype) {
+    case RV_BOOL:
+        ((uint8_t *)d)[i] = v != 0;
+        break;
+    case RV_I32:
+        ((int32_t *)d)[i] = i64_to_i32(v);
+        break;
+    case RV_I64:
+        ((int64_t *)d)[i] = v;
+        break;
+    case RV_F32:
+        ((float *)d)[i] = (float)v;
+        break;
+    case RV_F64:
+        ((double *)d)[i] = (double)v;
+        break;
+    default:
+        RV_UNREACHABLE();
+    }
+}
