@@ -521,9 +521,9 @@ void ir_print_module(Buf *b, const Module *m) {
     if ((m->sizes.len || m->ufuns.len) && m->tensors.len)
         buf_putc(b, '\n');
     for (int i = 0; i < m->tensors.len; i++) {
-        /* a blank line between a run of inputs and the definitions after it */
+        /* a blank line between a run of inputs and a run of definitions */
         const Tensor *t = m->tensors.data[i];
-        if (i && m->tensors.data[i - 1]->op->kind == OP_INPUT && t->op->kind != OP_INPUT)
+        if (i && (m->tensors.data[i - 1]->op->kind == OP_INPUT) != (t->op->kind == OP_INPUT))
             buf_putc(b, '\n');
         print_tensor(b, t);
     }

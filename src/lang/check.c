@@ -64,6 +64,10 @@ typedef struct Checker {
     const char *binder;
     const Binder *later;
     int nlater;
+    /* UF applications whose argument is an axis with an extent still to be
+     * inferred: their domain is checked once the definition is complete. */
+    Vec(const Node *) uf_nodes;
+    Vec(Expr *) uf_calls;
     rv_status st;
 } Checker;
 
@@ -388,7 +392,29 @@ static Expr *elab_index(Checker *c, const Node *n) {
     }
     if (t)
         return built(c, ir_read(c->m, t, n->nargs, args), n->loc);
-    return built(c, ir_ufcall(c->m, f, n->nargs, args), n->loc);
+    Expr *call = built(c, ir_ufcall(c->m, f, n->nargs, args), n->loc);
+    for (int i = 0; call && i < n->nargs; i++)
+        if (args[i]->kind == EX_VAR && !args[i]->u.axis->extent) {
+            vec_push(&c->uf_nodes, n);
+            vec_push(&c->uf_calls, call);
+            break;
+        }
+    return call;
+}
+
+/* The domain checks postponed until the axes' extents were inferred. */
+static bool check_postponed_domains(Checker *c) {
+    for (int k = 0; k < c->uf_calls.len && c->st == RV_OK; k++) {
+        const Node *n = c->uf_nodes.data[k];
+        Expr *call = c->uf_calls.data[k];
+        Ufun *f = call->u.uf;
+        for (int i = 0; i < call->n; i++)
+            if (!check_uf_domain(c, n->args[i], f, i, call->args[i],
+                                 extent_at(c, f->args, i, call->args)))
+                break;
+    }
+    c->uf_nodes.len = c->uf_calls.len = 0;
+    return c->st == RV_OK;
 }
 
 /* The functions of the language: name, IR kind, number of arguments. */
@@ -751,7 +777,7 @@ static void check_compute(Checker *c, const Item *it) {
         if (it->binds[i].pad)
             rv_compute_set_pad(cb, i, (int)it->binds[i].pad);
     c->defining = t;
-    if (ok && check_body(c, it, cb, t))
+    if (ok && check_body(c, it, cb, t) && check_postponed_domains(c))
         declare_global(c, it->name, SYM_TENSOR, t, it->name_loc);
     c->defining = NULL;
     pop_scope(c);
@@ -884,6 +910,8 @@ rv_status lang_check(const SrcFile *src, const Program *p, Module *m) {
         }
     }
     strmap_free(&c.globals);
+    vec_free(&c.uf_nodes);
+    vec_free(&c.uf_calls);
     arena_free(c.arena);
     return c.st;
 }

@@ -1,0 +1,522 @@
+/*
+ * test_lang.c — the ravel language front end and the IR printer.
+ *
+ * Lexer: token kinds, values and locations, numbers next to "..", the
+ * lexical errors. Parser: operator precedence and associativity, the
+ * extent of a reduction's body, `max(` as reduction or call, schedule
+ * blocks (checked through a small s-expression rendering of the AST).
+ * Checker: the IR it builds (node kinds and dtypes, literal adaptation,
+ * casts, conditional operations, inferred and explicit extents, UF
+ * domains) and that errors come back located with a NULL module. Printer:
+ * minimal parentheses, floats, constants of narrow dtypes, and the round
+ * trip print(parse(print(parse(src)))) == print(parse(src)) on every
+ * example in examples/ (the tests run from the repository root).
+ */
+#include <dirent.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "harness.h"
+#include "lang/lang.h"
+
+/* ---- helpers ---- */
+
+typedef struct Lexed {
+    Arena *arena;
+    SrcFile src;
+    Token *toks;
+    int n;
+    rv_status st;
+} Lexed;
+
+static Lexed lex(const char *text) {
+    Lexed l = {arena_new(), {"t.rv", text, strlen(text)}, NULL, 0, RV_OK};
+    l.st = lang_lex(&l.src, l.arena, &l.toks, &l.n);
+    return l;
+}
+
+/* Renders an expression as an s-expression: (+ a (* b c)). */
+static void sexpr(Buf *b, const Node *n) {
+    switch (n->kind) {
+    case ND_INT:
+        buf_printf(b, "%lld", (long long)n->ival);
+        return;
+    case ND_FLOAT:
+        buf_printf(b, "%g", n->fval);
+        return;
+    case ND_BOOL:
+        buf_puts(b, n->ival ? "true" : "false");
+        return;
+    case ND_NAME:
+        buf_puts(b, n->name);
+        return;
+    case ND_UNARY:
+    case ND_BINARY:
+        buf_printf(b, "(%s", ir_expr_info[n->op].text);
+        break;
+    case ND_INDEX:
+        buf_printf(b, "([%s", n->name);
+        break;
+    case ND_CALL:
+        buf_printf(b, "(%s", n->name);
+        break;
+    case ND_REDUCE:
+        buf_printf(b, "(%s", n->name);
+        for (int i = 0; i < n->nbinds; i++) {
+            buf_printf(b, " %s<", n->binds[i].name);
+            sexpr(b, n->binds[i].extent);
+        }
+        break;
+    case ND_IF:
+        buf_puts(b, "(if");
+        break;
+    default:
+        buf_puts(b, "?");
+        return;
+    }
+    for (int i = 0; i < n->nargs; i++) {
+        buf_putc(b, ' ');
+        sexpr(b, n->args[i]);
+    }
+    buf_putc(b, ')');
+}
+
+/* Parses "Y[...] = <expr>" and returns the body as an s-expression
+ * (caller frees), or the error message prefixed with "ERR ". */
+static char *parse_body(const char *expr) {
+    char text[512];
+    snprintf(text, sizeof text, "size K in 1..4\nY[i] = %s\n", expr);
+    Lexed l = lex(text);
+    Buf b = {0};
+    Program *p = NULL;
+    if (l.st == RV_OK)
+        l.st = lang_parse(&l.src, l.toks, l.arena, &p);
+    if (l.st != RV_OK)
+        buf_printf(&b, "ERR %s", rv_last_error());
+    else
+        sexpr(&b, p->items[p->nitems - 1]->body);
+    arena_free(l.arena);
+    return buf_take(&b);
+}
+
+static void check_body_parse(const char *expr, const char *want) {
+    char *got = parse_body(expr);
+    CHECK(strcmp(got, want) == 0);
+    if (strcmp(got, want) != 0)
+        fprintf(stderr, "    %s\n    parsed: %s\n    wanted: %s\n", expr, got, want);
+    base_free(got);
+}
+
+static rv_module *parse_ok(const char *text) {
+    rv_module *m = NULL;
+    rv_status st = rv_module_parse("t.rv", text, &m);
+    CHECK(st == RV_OK);
+    if (st != RV_OK)
+        fprintf(stderr, "    %s\n", rv_last_error());
+    return m;
+}
+
+/* The module printed, parsed and printed again must not change. */
+static char *print_stable(const rv_module *m) {
+    char *a = rv_module_print(m);
+    rv_module *m2 = NULL;
+    rv_status st = rv_module_parse("printed.rv", a, &m2);
+    CHECK(st == RV_OK);
+    if (st != RV_OK) {
+        fprintf(stderr, "    %s\n    in:\n%s\n", rv_last_error(), a);
+        return a;
+    }
+    char *b = rv_module_print(m2);
+    CHECK(strcmp(a, b) == 0);
+    if (strcmp(a, b) != 0)
+        fprintf(stderr, "    first:\n%s\n    second:\n%s\n", a, b);
+    rv_free(b);
+    rv_module_free(m2);
+    return a;
+}
+
+/* The printed body of tensor `name` in a module parsed from text. */
+static char *printed_body(const char *text, const char *name) {
+    rv_module *m = parse_ok(text);
+    if (!m)
+        return base_xstrdup("(error)");
+    Tensor *t = rv_module_tensor(m, name);
+    char *s = ir_expr_str(t->op->body);
+    char *whole = print_stable(m);
+    rv_free(whole);
+    rv_module_free(m);
+    return s;
+}
+
+static void check_printed(const char *text, const char *name, const char *want) {
+    char *got = printed_body(text, name);
+    CHECK(strcmp(got, want) == 0);
+    if (strcmp(got, want) != 0)
+        fprintf(stderr, "    printed: %s\n    wanted:  %s\n", got, want);
+    base_free(got);
+}
+
+static void check_error(const char *text, const char *want) {
+    rv_module *m = (rv_module *)1;
+    rv_status st = rv_module_parse("e.rv", text, &m);
+    CHECK(st != RV_OK);
+    CHECK(m == NULL);
+    CHECK_STR_CONTAINS(rv_last_error(), want);
+}
+
+/* ---- lexer ---- */
+
+static void test_lex_tokens(void) {
+    Lexed l = lex("size T in 1..128 # comment\n X[i] <= 1.5 2. 1e-3 \"a\\\"b\" && 7");
+    CHECK(l.st == RV_OK);
+    TokenKind kinds[] = {TK_KEYWORD, TK_IDENT, TK_KEYWORD, TK_INT,   TK_PUNCT, TK_INT,
+                         TK_IDENT,   TK_PUNCT, TK_IDENT,   TK_PUNCT, TK_PUNCT, TK_FLOAT,
+                         TK_FLOAT,   TK_FLOAT, TK_STRING,  TK_PUNCT, TK_INT,   TK_EOF};
+    CHECK_EQ_INT(l.n, RV_COUNT(kinds));
+    for (int i = 0; i < l.n && i < RV_COUNT(kinds); i++)
+        CHECK_EQ_INT(l.toks[i].kind, kinds[i]);
+    if (l.n == RV_COUNT(kinds)) {
+        CHECK_EQ_INT(l.toks[3].ival, 1);
+        CHECK(strcmp(l.toks[4].text, "..") == 0);
+        CHECK_EQ_INT(l.toks[5].ival, 128);
+        CHECK(strcmp(l.toks[10].text, "<=") == 0);
+        CHECK(l.toks[11].fval == 1.5);
+        CHECK(l.toks[12].fval == 2.0);
+        CHECK(l.toks[13].fval == 1e-3);
+        CHECK(strcmp(l.toks[14].text, "a\"b") == 0);
+        /* X on line 2, column 2 */
+        CHECK_EQ_INT(l.toks[6].loc.line, 2);
+        CHECK_EQ_INT(l.toks[6].loc.col, 2);
+        CHECK(strcmp(l.toks[6].loc.file, "t.rv") == 0);
+    }
+    arena_free(l.arena);
+}
+
+static void test_lex_errors(void) {
+    struct {
+        const char *text, *msg;
+    } cases[] = {
+        {"size T in 1..4 $", "1:16: error: unknown character '$'"},
+        {"P : f32[4] = extern \"matmul", "1:21: error: unterminated string"},
+        {"input _X : f32[4]", "1:7: error: reserved identifier '_X'"},
+        {"size T in 1..4\nx = 12ab", "2:5: error: malformed number"},
+        {"size T in 1..99999999999999999999", "integer literal is too large"},
+    };
+    for (int i = 0; i < RV_COUNT(cases); i++) {
+        Lexed l = lex(cases[i].text);
+        CHECK(l.st == RV_ERR_SYNTAX);
+        CHECK_STR_CONTAINS(rv_last_error(), cases[i].msg);
+        arena_free(l.arena);
+    }
+}
+
+/* ---- parser ---- */
+
+static void test_parse_precedence(void) {
+    check_body_parse("a + b * c", "(+ a (* b c))");
+    check_body_parse("a - b - c", "(- (- a b) c)");
+    check_body_parse("a / b * c % d", "(% (* (/ a b) c) d)");
+    check_body_parse("-a * b", "(* (- a) b)");
+    check_body_parse("!a && b || c && d", "(|| (&& (! a) b) (&& c d))");
+    check_body_parse("a < b == c >= d", "(== (< a b) (>= c d))");
+    check_body_parse("a + b < c * d", "(< (+ a b) (* c d))");
+    check_body_parse("(a + b) * c", "(* (+ a b) c)");
+    check_body_parse("X[i, j + 1] * len[i]", "(* ([X i (+ j 1)) ([len i))");
+    check_body_parse("exp(-x) + f32(2)", "(+ (exp (- x)) (f32 2))");
+    check_body_parse("if a == 1 then b else c + d", "(if (== a 1) b (+ c d))");
+    check_body_parse("true || false", "(|| true false)");
+}
+
+static void test_parse_reduce(void) {
+    /* the body is a multiplicative-level expression */
+    check_body_parse("sum(k < K) a * b + c", "(+ (sum k<K (* a b)) c)");
+    check_body_parse("sum(k < K, l < k + 1) a", "(sum k<K l<(+ k 1) a)");
+    check_body_parse("a * sum(k < K) b * c", "(* a (sum k<K (* b c)))");
+    check_body_parse("-sum(k < K) b * c", "(- (sum k<K (* b c)))");
+    check_body_parse("sum(k < K) sum(l < K) a * b", "(sum k<K (sum l<K (* a b)))");
+    check_body_parse("(sum(k < K) a) * b", "(* (sum k<K a) b)");
+    check_body_parse("argmax(k < 8) X[i, k]", "(argmax k<8 ([X i k))");
+    /* max( is a reduction iff an unscoped name and '<' follow */
+    check_body_parse("max(k < 4) a", "(max k<4 a)");
+    check_body_parse("max(a, b)", "(max a b)");
+    check_body_parse("max(i < 4, b)", "(max (< i 4) b)"); /* i is the axis in scope */
+    check_body_parse("min(K < 4, b)", "(min (< K 4) b)"); /* K is a size in scope */
+}
+
+static void test_parse_errors(void) {
+    char *e = parse_body("X[i, j");
+    CHECK_STR_CONTAINS(e, "3:1: error: expected ']', found end of input");
+    base_free(e);
+    e = parse_body("a + * b");
+    CHECK_STR_CONTAINS(e, "2:12: error: expected an expression, found '*'");
+    base_free(e);
+    e = parse_body("sum(k) a");
+    CHECK_STR_CONTAINS(e, "expected '<', found ')'");
+    base_free(e);
+    check_error("size T in 1..4 4", "1:16: error: expected a definition");
+    check_error("size T 1..4", "1:8: error: expected 'in', found '1'");
+}
+
+static void test_parse_schedule(void) {
+    rv_module *m = parse_ok("input X : f32[8, 8]\nY[i, j] = X[i, j]\n"
+                            "schedule Y {\n io, ii = split(i, -4)\n cache_read(X, \"local\", "
+                            "pad=16)\n}\n");
+    if (!m)
+        return;
+    CHECK_EQ_INT(m->scheds.len, 1);
+    SchedBlock *blk = &m->scheds.data[0];
+    CHECK(blk->target == rv_module_tensor(m, "Y"));
+    CHECK_EQ_INT(blk->nsteps, 2);
+    SchedStep *s = &blk->steps[0];
+    CHECK(strcmp(s->prim, "split") == 0);
+    CHECK_EQ_INT(s->nout, 2);
+    CHECK(strcmp(s->outs[1], "ii") == 0);
+    CHECK_EQ_INT(s->nargs, 2);
+    CHECK(s->args[0].kind == SA_IDENT && strcmp(s->args[0].s, "i") == 0);
+    CHECK(s->args[1].kind == SA_INT && s->args[1].i == -4);
+    CHECK_EQ_INT(s->loc.line, 4);
+    s = &blk->steps[1];
+    CHECK(s->nout == 0 && s->nargs == 3);
+    CHECK(s->args[1].kind == SA_STRING && strcmp(s->args[1].s, "local") == 0);
+    CHECK(s->args[2].key && strcmp(s->args[2].key, "pad") == 0 && s->args[2].i == 16);
+    rv_free(print_stable(m));
+    rv_module_free(m);
+}
+
+/* ---- checker: the IR it builds ---- */
+
+static void test_elab_dense(void) {
+    rv_module *m = parse_ok("size T in 1..128\n"
+                            "input X : f32[16*T, 768]\ninput W : f32[2304, 768]\n"
+                            "input b : f32[2304]\n"
+                            "Y[i, j] = gelu(sum(k < 768) X[i, k] * W[j, k] + b[j])\n");
+    if (!m)
+        return;
+    CHECK(m->src && strcmp(m->src->name, "t.rv") == 0);
+    Tensor *x = rv_module_tensor(m, "X"), *y = rv_module_tensor(m, "Y");
+    CHECK(x->op->kind == OP_INPUT && x->ndim == 2 && x->dtype == RV_F32);
+    CHECK(x->axes[0]->extent->kind == EX_MUL);
+    CHECK(strcmp(x->axes[0]->name, "_0") == 0);
+    CHECK_EQ_INT(x->loc.line, 2);
+    CHECK(y->op->kind == OP_COMPUTE && y->dtype == RV_F32);
+    Expr *body = y->op->body;
+    CHECK(body->kind == EX_GELU && body->dtype == RV_F32);
+    CHECK(body->args[0]->kind == EX_ADD);
+    Expr *red = body->args[0]->args[0];
+    CHECK(red->kind == EX_REDUCE && red->u.red.rk == RV_REDUCE_SUM && red->u.red.naxes == 1);
+    CHECK(red->args[0]->kind == EX_MUL);
+    CHECK(red->u.red.axes[0]->kind == AX_REDUCE);
+    /* inferred extents: i from X's first dimension, j from W's */
+    CHECK(y->axes[0]->extent == x->axes[0]->extent);
+    int64_t v = 0;
+    CHECK(ir_is_const_int(y->axes[1]->extent, &v) && v == 2304);
+    CHECK(rv_module_verify(m) == RV_OK);
+    rv_module_free(m);
+}
+
+static void test_elab_typing(void) {
+    rv_module *m = parse_ok("size B in 1..16\nufun len[b < B] in 1..64\n"
+                            "input A : f32[b < B, l < len[b] pad 4]\n"
+                            "input N : i32[B]\n"
+                            "O[b, l < len[b]] = 2 * A[b, l]\n"
+                            "Z[b] : f64 = A[b, 0] * 0.5\n"
+                            "C[b] = N[b] + 1\n"
+                            "F[b < B] = f32(b) + 1.5\n"
+                            "R[b, l] = if l < 2 then A[b, l] else -A[b, l]\n"
+                            "M[b] = argmax(l < len[b]) A[b, l]\n");
+    if (!m)
+        return;
+    Tensor *a = rv_module_tensor(m, "A");
+    CHECK(a->pad[1] == 4 && a->pad[0] == 1);
+    CHECK(a->axes[1]->extent->kind == EX_UFCALL);
+    /* the literal 2 adapts to the f32 read: no widening */
+    Tensor *o = rv_module_tensor(m, "O");
+    CHECK(o->dtype == RV_F32 && o->op->body->kind == EX_MUL);
+    CHECK(o->op->body->args[0]->kind == EX_CONST_FLOAT && o->op->body->args[0]->dtype == RV_F32);
+    CHECK(o->axes[1]->extent->kind == EX_UFCALL);
+    CHECK(o->axes[1]->extent->args[0] == o->axes[0]->var);
+    /* the dtype annotation casts the body */
+    Tensor *z = rv_module_tensor(m, "Z");
+    CHECK(z->dtype == RV_F64 && z->op->body->kind == EX_CAST);
+    Tensor *c = rv_module_tensor(m, "C");
+    CHECK(c->dtype == RV_I32 && c->op->body->args[1]->dtype == RV_I32);
+    Tensor *f = rv_module_tensor(m, "F");
+    CHECK(f->dtype == RV_F32 && f->op->body->args[0]->kind == EX_CAST);
+    Tensor *r = rv_module_tensor(m, "R");
+    CHECK(r->op->kind == OP_COND && r->op->pred->kind == EX_LT);
+    CHECK(r->op->else_body->kind == EX_NEG && r->dtype == RV_F32);
+    Tensor *mx = rv_module_tensor(m, "M");
+    CHECK(mx->dtype == RV_I64 && mx->op->body->u.red.rk == RV_REDUCE_ARGMAX);
+    CHECK(rv_module_verify(m) == RV_OK);
+    rv_free(print_stable(m));
+    rv_module_free(m);
+}
+
+static void test_elab_ufun_domain(void) {
+    /* provably inside or unknown: accepted */
+    rv_module *m = parse_ok("size B in 1..16\nufun len[b < B] in 1..64\n"
+                            "ufun off[b < B, l < len[b]] in 0..1000\n"
+                            "input X : f32[B, 8]\nY[i, j] = X[i, j] * f32(len[i])\n"
+                            "input Q : f32[2 * B]\nZ[i] = Q[i] * f32(len[i / 2])\n");
+    rv_module_free(m);
+    check_error("size B in 1..16\nufun len[b < B] in 1..64\ninput X : f32[2 * B]\n"
+                "Y[i] = X[i] + f32(len[i])",
+                "4:23: error: ufun 'len' used outside its domain: 'i' < 2 * B exceeds the "
+                "domain b < B");
+    check_error("ufun len[b < 8] in 1..64\nY[i < 4] = len[8]",
+                "2:16: error: argument 8 is out of range");
+    check_error("size B in 1..16\nufun len[b < B] in 1..64\nY[i < 4] = len[-1]",
+                "argument -1 is out of range");
+}
+
+static void test_errors_located(void) {
+    check_error("input X : f32[4]\nY[i] = Xq[i]", "e.rv:2:8: error: undefined name 'Xq'");
+    check_error("input X : f32[4]\nY[i] = X[i] +\n", "e.rv:3:1: error: expected an expression");
+    check_error("input X : f32[4, 4]\nY[i] = X[i]", "tensor 'X' has 2 dimensions, given 1");
+    check_error("input X : f32[4]\nY[i] = X[i] && X[i]", "2:13: error: operator '&&' needs bools");
+    check_error("input X : f32[4]\nY[i] = sum(i < 4) X[i]", "2:12: error: reduction axis 'i' shadows");
+    check_error("input X : f32[4]\nY[i] = 1 + if i < 2 then X[i] else 0",
+                "2:12: error: 'if' may only be the whole body");
+    check_error("size T in 5..2", "1:6: error: size 'T' has an empty range 5..2");
+    check_error("input X : f32[4, 768]\nY[i] = X[i, 768]", "2:13: error: index 768 is out of range");
+    check_error("input X : f32[4]\nY[i, j] = X[i]", "2:6: error: cannot infer the extent of axis 'j'");
+}
+
+/* ---- printer ---- */
+
+static void test_print_parens(void) {
+    const char *decl = "size K in 1..8\ninput X : f32[K, 8]\ninput V : f32[8]\n";
+    char text[512];
+    struct {
+        const char *body, *want;
+    } cases[] = {
+        {"X[i, 0] + X[i, 1] * V[0]", "X[i, 0] + X[i, 1] * V[0]"},
+        {"(X[i, 0] + X[i, 1]) * V[0]", "(X[i, 0] + X[i, 1]) * V[0]"},
+        {"X[i, 0] - (X[i, 1] - V[0])", "X[i, 0] - (X[i, 1] - V[0])"},
+        {"(X[i, 0] - X[i, 1]) - V[0]", "X[i, 0] - X[i, 1] - V[0]"},
+        {"(sum(k < 8) X[i, k]) * 2", "(sum(k < 8) X[i, k]) * 2."},
+        {"sum(k < 8) X[i, k] * 2", "sum(k < 8) X[i, k] * 2."},
+        {"sum(k < 8) (X[i, k] + 1)", "sum(k < 8) (X[i, k] + 1.)"},
+        {"2 * (sum(k < 8) X[i, k]) * 3", "2. * (sum(k < 8) X[i, k]) * 3."},
+        {"-(sum(k < 8) X[i, k]) / 3", "-(sum(k < 8) X[i, k]) / 3."},
+        {"sum(k < 8) X[i, k] + V[0]", "sum(k < 8) X[i, k] + V[0]"},
+        {"- -X[i, 0]", "- -X[i, 0]"},
+        {"select(X[i, 0] > 0 && i < 3, X[i, 0], 0.1)", "select(X[i, 0] > 0. && i < 3, X[i, 0], 0.1)"},
+        {"max(X[i, 0], 1) + pow(V[0], 2)", "max(X[i, 0], 1.) + pow(V[0], 2.)"},
+        {"exp(f32(1.5)) * f32(i % 3 + floordiv(i, 2))", "exp(f32(1.5)) * f32(i % 3 + floordiv(i, 2))"},
+    };
+    for (int i = 0; i < RV_COUNT(cases); i++) {
+        snprintf(text, sizeof text, "%sY[i < K] = %s\n", decl, cases[i].body);
+        check_printed(text, "Y", cases[i].want);
+    }
+}
+
+static void test_print_constants(void) {
+    const char *decl = "input X : f32[4]\ninput D : f64[4]\ninput N : i32[4]\n";
+    char text[512];
+    struct {
+        const char *body, *want;
+    } cases[] = {
+        {"D[i] * 0.1", "D[i] * 0.1"},
+        {"X[i] * 0.1", "X[i] * 0.1"},
+        {"D[i] + 1e-20", "D[i] + 1e-20"},
+        {"D[i] * 0.30000000000000004", "D[i] * 0.30000000000000004"},
+        {"D[i] * 2", "D[i] * 2."},
+        {"D[i] + f64(X[i]) * 3.25", "D[i] + f64(X[i]) * 3.25"},
+        {"N[i] * 3 + i32(7)", "N[i] * 3 + 7"},
+        {"f32(0.1) + f32(2)", "f32(0.1) + f32(2.)"},
+        {"f64(i) - 1.5", "f64(i) - 1.5"},
+        {"D[i] * -2.5", "D[i] * -2.5"},
+        {"select(true, D[i], 1e300)", "select(true, D[i], 1e+300)"},
+    };
+    for (int i = 0; i < RV_COUNT(cases); i++) {
+        snprintf(text, sizeof text, "%sY[i < 4] = %s\n", decl, cases[i].body);
+        check_printed(text, "Y", cases[i].want);
+    }
+}
+
+static void test_print_module(void) {
+    rv_module *m = parse_ok("size M in 1..64\nsize N in 1..64\nsize K in 1..64\n"
+                            "input A : f32[M, K]\ninput Bm : f32[N, K]\n"
+                            "P : f32[m < M, N] = extern \"matmul_nt\"(A, Bm)\n"
+                            "ufun len[b < M] in 1..K\n"
+                            "T2[i, j pad 8] = P[i, j] * 2\n"
+                            "T3[i < M, j < i + 1] = P[i, j]\n");
+    if (!m)
+        return;
+    char *s = print_stable(m);
+    CHECK_STR_CONTAINS(s, "size M in 1..64\n");
+    CHECK_STR_CONTAINS(s, "ufun len[b < M] in 1..K\n");
+    CHECK_STR_CONTAINS(s, "P : f32[m < M, N] = extern \"matmul_nt\"(A, Bm)\n");
+    CHECK_STR_CONTAINS(s, "T2[i, j pad 8] = P[i, j] * 2.\n");
+    CHECK_STR_CONTAINS(s, "T3[i, j < i + 1] = P[i, j]\n");
+    rv_free(s);
+    rv_module_free(m);
+}
+
+/* Every example parses, checks, verifies and round-trips. */
+static void test_examples_roundtrip(void) {
+    DIR *d = opendir("examples");
+    CHECK(d != NULL);
+    if (!d)
+        return;
+    int n = 0;
+    struct dirent *ent;
+    while ((ent = readdir(d))) {
+        size_t len = strlen(ent->d_name);
+        if (len < 4 || strcmp(ent->d_name + len - 3, ".rv") != 0)
+            continue;
+        char path[512];
+        snprintf(path, sizeof path, "examples/%s", ent->d_name);
+        rv_module *m = NULL;
+        rv_status st = rv_module_load(path, &m);
+        CHECK(st == RV_OK);
+        if (st != RV_OK) {
+            fprintf(stderr, "    %s\n", rv_last_error());
+            continue;
+        }
+        CHECK(rv_module_verify(m) == RV_OK);
+        rv_free(print_stable(m));
+        rv_module_free(m);
+        n++;
+    }
+    closedir(d);
+    CHECK(n >= 10);
+}
+
+static void test_load_errors(void) {
+    rv_module *m = (rv_module *)1;
+    CHECK(rv_module_load("tests/does/not/exist.rv", &m) == RV_ERR_IO);
+    CHECK(m == NULL);
+    m = (rv_module *)1;
+    CHECK(rv_module_parse("x.rv", "size T in 1..", &m) == RV_ERR_SYNTAX);
+    CHECK(m == NULL);
+    CHECK(rv_module_parse("x.rv", "Y[i] = q[i]", &m) == RV_ERR_TYPE);
+    /* an empty program is a valid, empty module */
+    m = parse_ok("# nothing\n");
+    if (m) {
+        char *s = rv_module_print(m);
+        CHECK(strcmp(s, "") == 0);
+        rv_free(s);
+    }
+    rv_module_free(m);
+}
+
+int main(void) {
+    RUN(test_lex_tokens);
+    RUN(test_lex_errors);
+    RUN(test_parse_precedence);
+    RUN(test_parse_reduce);
+    RUN(test_parse_errors);
+    RUN(test_parse_schedule);
+    RUN(test_elab_dense);
+    RUN(test_elab_typing);
+    RUN(test_elab_ufun_domain);
+    RUN(test_errors_located);
+    RUN(test_print_parens);
+    RUN(test_print_constants);
+    RUN(test_print_module);
+    RUN(test_examples_roundtrip);
+    RUN(test_load_errors);
+    return harness_report_named("test_lang");
+}
