@@ -21,6 +21,7 @@
 
 #include "harness.h"
 #include "jit/jit.h"
+#include "ravel_rt.h"
 #include "runtime/threadpool.h"
 
 #define MAX_T 64
@@ -293,7 +294,24 @@ static void test_dispatch_latency(void) {
 
 /* ---- generated code calling back into the runtime ---- */
 
-static const char *KERNEL_SRC =
+/* The ABI way: the kernel reaches the pool through rv_rt_ctx, so the
+ * object has no undefined ravel symbols and needs nothing from the host's
+ * dynamic symbol table. */
+static const char *CTX_KERNEL_SRC =
+    "#include \"ravel_rt.h\"\n"
+    "static void body(void *closure, int64_t b, int64_t e, int tid) {\n"
+    "    float *x = closure;\n"
+    "    for (int64_t i = b; i < e; i++)\n"
+    "        x[i] = 2.0f * (float)i + (float)(tid < 0);\n"
+    "}\n"
+    "int32_t kernel_fill(const int64_t *sizes, void *const *bufs, struct rv_rt_ctx *ctx) {\n"
+    "    ctx->parallel_for(sizes[0], body, bufs[0]);\n"
+    "    return RV_RT_OK;\n"
+    "}\n";
+
+/* The by-name way: resolved against the host at dlopen, so only when the
+ * host exports its symbols (-rdynamic). */
+static const char *NAMED_KERNEL_SRC =
     "#include <stdint.h>\n"
     "void ravel_rt_parallel_for(int64_t n, void (*fn)(void *, int64_t, int64_t, int), void *);\n"
     "static void body(void *ctx, int64_t b, int64_t e, int tid) {\n"
@@ -304,32 +322,56 @@ static const char *KERNEL_SRC =
     "}\n"
     "void fill(float *x, int64_t n) { ravel_rt_parallel_for(n, body, x); }\n";
 
+/* Number of x[i] != 2i for i < n. */
+static int count_wrong(const float *x, int n) {
+    int wrong = 0;
+    for (int i = 0; i < n; i++)
+        wrong += x[i] != 2.0f * (float)i;
+    return wrong;
+}
+
 static void test_jit_calls_runtime(void) {
-    if (!dlsym(RTLD_DEFAULT, "ravel_rt_parallel_for")) {
-        printf("skip jit callback: the test binary does not export ravel_rt_parallel_for "
-               "(link with -rdynamic)\n");
-        return;
-    }
+    enum { N = 100003 };
     char dir[] = "/tmp/ravel-test-tp-XXXXXX";
     CHECK(mkdtemp(dir) != NULL);
     JitOptions opt = {.cache_dir = dir};
     JitLib *lib = NULL;
-    rv_status st = jit_compile(KERNEL_SRC, &opt, &lib);
+    rv_status st = jit_compile(CTX_KERNEL_SRC, &opt, &lib);
     CHECK_EQ_INT(st, RV_OK);
     if (st != RV_OK) {
         fprintf(stderr, "%s\n", rv_last_error());
     } else {
-        void (*fill)(float *, int64_t) = (void (*)(float *, int64_t))jit_fn(lib, "fill");
-        enum { N = 100003 };
+        rv_rt_kernel_fn fill = (rv_rt_kernel_fn)jit_fn(lib, "kernel_fill");
+        struct rv_rt_ctx ctx = {.abi_version = RV_RT_ABI_VERSION,
+                                .num_threads = tp_num_threads(tp_default()),
+                                .parallel_for = ravel_rt_parallel_for};
         float *x = calloc(N, sizeof *x);
-        fill(x, N);
-        int wrong = 0;
-        for (int i = 0; i < N; i++)
-            wrong += x[i] != 2.0f * (float)i;
-        CHECK_EQ_INT(wrong, 0);
+        int64_t sizes[1] = {N};
+        void *bufs[1] = {x};
+        CHECK_EQ_INT(fill(sizes, bufs, &ctx), RV_RT_OK);
+        CHECK_EQ_INT(count_wrong(x, N), 0);
         free(x);
         unlink(jit_lib_path(lib));
         jit_close(lib);
+    }
+
+    if (!dlsym(RTLD_DEFAULT, "ravel_rt_parallel_for")) {
+        printf("skip jit by-name callback: the test binary does not export "
+               "ravel_rt_parallel_for (link with -rdynamic)\n");
+    } else {
+        st = jit_compile(NAMED_KERNEL_SRC, &opt, &lib);
+        CHECK_EQ_INT(st, RV_OK);
+        if (st != RV_OK) {
+            fprintf(stderr, "%s\n", rv_last_error());
+        } else {
+            void (*fill)(float *, int64_t) = (void (*)(float *, int64_t))jit_fn(lib, "fill");
+            float *x = calloc(N, sizeof *x);
+            fill(x, N);
+            CHECK_EQ_INT(count_wrong(x, N), 0);
+            free(x);
+            unlink(jit_lib_path(lib));
+            jit_close(lib);
+        }
     }
     rmdir(dir);
 }
