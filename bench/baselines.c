@@ -29,14 +29,35 @@ char *openblas_get_corename(void);
 
 static int bl_threads = 1;
 
+/*
+ * The environment every driver runs in; see baselines.h. Each entry is set
+ * only when absent, so a caller can still override it from the shell.
+ */
+static const char *const spin_env[][2] = {
+    {"GOMP_SPINCOUNT", "1000"},          /* ~55 us of pause loops here, instead of ~16 ms */
+    {"OPENBLAS_THREAD_TIMEOUT", "17"},   /* 2^17 TSC ticks, ~65 us at 2 GHz, instead of ~134 ms */
+};
+
 void bl_init(int argc, char **argv) {
     (void)argc;
     const char *keep = getenv("RAVEL_BENCH_KEEP_CORETYPE");
+    const char *lib_spin = getenv("RAVEL_BENCH_LIBRARY_SPIN");
+    int again = 0;
     if (getenv("OPENBLAS_CORETYPE") && !(keep && strcmp(keep, "1") == 0)) {
-        fprintf(stderr, "bench: OPENBLAS_CORETYPE=%s set; re-running without it "
-                        "(RAVEL_BENCH_KEEP_CORETYPE=1 keeps it)\n",
+        fprintf(stderr, "bench: unsetting OPENBLAS_CORETYPE=%s so OpenBLAS picks this CPU's "
+                        "kernels (RAVEL_BENCH_KEEP_CORETYPE=1 keeps it)\n",
                 getenv("OPENBLAS_CORETYPE"));
         unsetenv("OPENBLAS_CORETYPE");
+        again = 1;
+    }
+    if (!(lib_spin && strcmp(lib_spin, "1") == 0))
+        for (size_t i = 0; i < sizeof spin_env / sizeof spin_env[0]; i++)
+            if (!getenv(spin_env[i][0])) {
+                setenv(spin_env[i][0], spin_env[i][1], 1);
+                again = 1;
+            }
+    if (again) {
+        /* Both libraries read these variables when they are loaded: start over. */
         execv("/proc/self/exe", argv);
         perror("bench: execv /proc/self/exe");
         exit(1);
@@ -51,6 +72,15 @@ void bl_set_threads(int n) {
 
 const char *bl_openblas_core(void) {
     return openblas_get_corename();
+}
+
+const char *bl_describe(void) {
+    static char buf[256];
+    const char *spin = getenv("GOMP_SPINCOUNT"), *timeout = getenv("OPENBLAS_THREAD_TIMEOUT");
+    snprintf(buf, sizeof buf, "OpenBLAS %s kernels, oneDNN %s, GOMP_SPINCOUNT=%s, "
+             "OPENBLAS_THREAD_TIMEOUT=%s", bl_openblas_core(), bl_dnnl_version(),
+             spin ? spin : "(default)", timeout ? timeout : "(default)");
+    return buf;
 }
 
 const char *bl_dnnl_version(void) {

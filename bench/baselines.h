@@ -21,11 +21,21 @@
 #define RAVEL_BENCH_BASELINES_H
 
 /*
- * Call first thing in main(). OPENBLAS_CORETYPE in the environment pins
- * OpenBLAS to one CPU's kernels (this machine's image sets it to Haswell,
- * i.e. AVX2 kernels on an AVX-512 CPU). The library reads it when it is
- * loaded, so bl_init() re-executes the program without it unless
- * RAVEL_BENCH_KEEP_CORETYPE=1. Returns only in the final process.
+ * Call first thing in main(). It fixes the environment the libraries read
+ * when they are loaded, and re-executes the program once if it had to:
+ *
+ * - OPENBLAS_CORETYPE pins OpenBLAS to one CPU's kernels; this machine's
+ *   image sets it to Haswell (AVX2 kernels on an AVX-512 CPU, about half
+ *   speed). It is removed unless RAVEL_BENCH_KEEP_CORETYPE=1.
+ * - Idle spinning. ravel, OpenMP (oneDNN, the C epilogue) and OpenBLAS each
+ *   keep a thread pool, and with 2 threads on 2 cores a pool that spins after
+ *   its call steals a core from the next call of the other. libgomp spins
+ *   ~16 ms by default here (300k pause loops), OpenBLAS ~134 ms; ravel's pool
+ *   spins 50 us. The drivers give every pool the same ~50 us budget:
+ *   GOMP_SPINCOUNT=1000 and OPENBLAS_THREAD_TIMEOUT=17, each only if unset.
+ *   RAVEL_BENCH_LIBRARY_SPIN=1 keeps the libraries' defaults.
+ *
+ * Returns only in the final process.
  */
 void bl_init(int argc, char **argv);
 
@@ -35,6 +45,8 @@ void bl_set_threads(int n);
 /* The OpenBLAS kernel family in use, e.g. "Cooperlake"; the oneDNN version. */
 const char *bl_openblas_core(void);
 const char *bl_dnnl_version(void);
+/* One line for stderr: the kernels, versions and spin settings in force. */
+const char *bl_describe(void);
 
 /* OpenBLAS. */
 void bl_openblas_dense(int m, int n, int k, const float *x, const float *w, float *y);

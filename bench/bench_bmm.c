@@ -126,8 +126,7 @@ int main(int argc, char **argv) {
     float *a = bench_alloc(big), *b = bench_alloc(big), *c_rv = bench_alloc(big);
     float *c_bl = bench_alloc(big);
     bench_fill(a, big, 4), bench_fill(b, big, 5);
-    fprintf(stderr, "bench_bmm: OpenBLAS core %s, oneDNN %s\n", bl_openblas_core(),
-            bl_dnnl_version());
+    fprintf(stderr, "bench_bmm: %s\n", bl_describe());
 
     for (int ti = 0; ti < args.nthreads; ti++) {
         int threads = args.threads[ti];

@@ -146,8 +146,7 @@ int main(int argc, char **argv) {
     int tmax = 0;
     for (int i = 0; i < args.nt; i++)
         tmax = args.t[i] > tmax ? args.t[i] : tmax;
-    fprintf(stderr, "bench_dense: OpenBLAS core %s, oneDNN %s\n", bl_openblas_core(),
-            bl_dnnl_version());
+    fprintf(stderr, "bench_dense: %s\n", bl_describe());
 
     for (int ti = 0; ti < args.nthreads; ti++) {
         int threads = args.threads[ti];

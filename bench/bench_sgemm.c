@@ -98,8 +98,7 @@ int main(int argc, char **argv) {
         return verify(&args) ? 0 : 1;
     if (args.quick)
         args.nt = bench_parse_list("512,1024", args.t);
-    fprintf(stderr, "bench_sgemm: OpenBLAS core %s, oneDNN %s\n", bl_openblas_core(),
-            bl_dnnl_version());
+    fprintf(stderr, "bench_sgemm: %s\n", bl_describe());
 
     for (int ti = 0; ti < args.nthreads; ti++) {
         int threads = args.threads[ti];
