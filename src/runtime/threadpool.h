@@ -44,9 +44,10 @@ ThreadPool *tp_default(void);
  * run on (sched_getaffinity), else the online CPUs. */
 int tp_default_threads(void);
 
-/* The C ABI generated code calls (declared for it in ravel_rt.h): a
- * tp_parallel_for on the default pool. The JIT-loaded object resolves it
- * from the host process, so the host must export its symbols (-rdynamic). */
+/* The C ABI entry (declared for generated code in ravel_rt.h): a
+ * tp_parallel_for on the default pool. The runtime stores it in
+ * rv_rt_ctx.parallel_for; code that calls it by name resolves it from the
+ * host process at dlopen, so that host must export its symbols (-rdynamic). */
 void ravel_rt_parallel_for(int64_t n, void (*fn)(void *, int64_t, int64_t, int), void *ctx);
 
 #endif
