@@ -262,9 +262,13 @@ static rv_dtype parse_dtype(Checker *c, const char *name, SrcLoc loc, bool *ok) 
     return RV_F32;
 }
 
-/* A name that is not visible: an inner dimension of the extent being
- * checked, or simply undefined. */
+/* A name that is not visible: the definition being checked, an inner
+ * dimension of the extent being checked, or simply undefined. */
 static void unknown_name(Checker *c, const char *name, SrcLoc loc) {
+    if (c->defining && strcmp(c->defining->name, name) == 0) {
+        error_at(c, loc, "'%s' reads itself; recursion needs a recursive operation", name);
+        return;
+    }
     for (int i = 0; i < c->nlater; i++)
         if (c->later[i].named && strcmp(c->later[i].name, name) == 0) {
             error_at(c, loc,
@@ -368,10 +372,6 @@ static Expr *elab_index(Checker *c, const Node *n) {
         error_at(c, n->loc, "%s '%s' has %d %s, given %d", t ? "tensor" : "ufun", n->name, want,
                  t ? (want == 1 ? "dimension" : "dimensions") : (want == 1 ? "argument" : "arguments"),
                  n->nargs);
-        return NULL;
-    }
-    if (t && t == c->defining) {
-        error_at(c, n->loc, "'%s' reads itself; recursion needs a recursive operation", n->name);
         return NULL;
     }
     Expr *args[RV_MAX_DIMS];
@@ -597,10 +597,19 @@ static void check_size(Checker *c, const Item *it) {
     declare_global(c, it->name, SYM_SIZE, s, it->name_loc);
 }
 
-/* The names of binders, for the begin builders. */
-static void binder_names(const Binder *b, int n, const char **out) {
-    for (int i = 0; i < n; i++)
+/* The names of binders, for the begin builders; two binders of one list
+ * may not share a name. */
+static bool binder_names(Checker *c, const char *what, const Binder *b, int n, const char **out) {
+    for (int i = 0; i < n; i++) {
+        for (int j = 0; j < i; j++)
+            if (b[i].named && strcmp(b[i].name, b[j].name) == 0) {
+                error_at(c, b[i].loc, "%s '%s' is defined twice (first at %d:%d)", what,
+                         b[i].name, b[j].loc.line, b[j].loc.col);
+                return false;
+            }
         out[i] = b[i].name;
+    }
+    return true;
 }
 
 /* Checks the binders of a dimension list in a fresh scope the caller owns:
@@ -621,7 +630,7 @@ static bool check_binders(Checker *c, const char *what, const Binder *b, int n, 
             else
                 axes[i]->extent = e; /* see rv_compute_begin: extents may use earlier axes */
         }
-        if (b[i].pad && (b[i].pad < 1 || b[i].pad > (1 << 20))) {
+        if (b[i].has_pad && (b[i].pad < 1 || b[i].pad > (1 << 20))) {
             error_at(c, b[i].pad_loc, "padding must be a multiple in 1..%d, got %lld", 1 << 20,
                      (long long)b[i].pad);
             return false;
@@ -638,7 +647,8 @@ static void check_ufun(Checker *c, const Item *it) {
         return;
     }
     const char *names[RV_MAX_DIMS];
-    binder_names(it->binds, it->nbinds, names);
+    if (!binder_names(c, "ufun argument", it->binds, it->nbinds, names))
+        return;
     Ufun *f = built(c, rv_ufun_begin(c->m, it->name, it->nbinds, names), it->name_loc);
     if (!f)
         return;
@@ -683,7 +693,8 @@ static void check_input(Checker *c, const Item *it) {
     if (!ok)
         return;
     const char *names[RV_MAX_DIMS];
-    binder_names(it->type.dims, it->type.ndim, names);
+    if (!binder_names(c, "dimension", it->type.dims, it->type.ndim, names))
+        return;
     Tensor *t =
         built(c, rv_input_begin(c->m, it->name, dt, it->type.ndim, names), it->name_loc);
     if (!t)
@@ -698,7 +709,7 @@ static void check_input(Checker *c, const Item *it) {
     if (!ok)
         return;
     for (int i = 0; i < it->type.ndim; i++)
-        pads[i] = it->type.dims[i].pad ? (int)it->type.dims[i].pad : 1;
+        pads[i] = it->type.dims[i].has_pad ? (int)it->type.dims[i].pad : 1;
     if (built(c, rv_input_end(t, exts, pads), it->name_loc))
         declare_global(c, it->name, SYM_TENSOR, t, it->name_loc);
 }
@@ -757,7 +768,8 @@ static void check_compute(Checker *c, const Item *it) {
     if (!ok)
         return;
     const char *names[RV_MAX_DIMS];
-    binder_names(it->binds, it->nbinds, names);
+    if (!binder_names(c, "axis", it->binds, it->nbinds, names))
+        return;
     ComputeBuilder *cb =
         built(c, rv_compute_begin(c->m, it->name, it->nbinds, names, NULL), it->name_loc);
     if (!cb)
@@ -774,7 +786,7 @@ static void check_compute(Checker *c, const Item *it) {
         axes[i] = rv_compute_var(cb, i)->u.axis;
     ok = check_binders(c, "axis", it->binds, it->nbinds, axes, NULL);
     for (int i = 0; ok && i < it->nbinds; i++)
-        if (it->binds[i].pad)
+        if (it->binds[i].has_pad)
             rv_compute_set_pad(cb, i, (int)it->binds[i].pad);
     c->defining = t;
     if (ok && check_body(c, it, cb, t) && check_postponed_domains(c))
@@ -822,8 +834,8 @@ static void check_extern(Checker *c, const Item *it) {
     for (int i = 0; i < it->type.ndim; i++) {
         const Binder *b = &it->type.dims[i];
         dims[i].name = b->name;
-        dims[i].pad = b->pad ? (int)b->pad : 1;
-        if (b->pad && (b->pad < 1 || b->pad > (1 << 20))) {
+        dims[i].pad = b->has_pad ? (int)b->pad : 1;
+        if (b->has_pad && (b->pad < 1 || b->pad > (1 << 20))) {
             error_at(c, b->pad_loc, "padding must be a multiple in 1..%d, got %lld", 1 << 20,
                      (long long)b->pad);
             return;

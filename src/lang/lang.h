@@ -72,7 +72,8 @@ typedef struct Binder {
     const char *name;
     SrcLoc loc;
     Node *extent;
-    int64_t pad; /* 0: not given */
+    bool has_pad; /* `pad K` was written */
+    int64_t pad;
     SrcLoc pad_loc;
     bool named; /* false: the user wrote only the extent */
 } Binder;

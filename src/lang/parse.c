@@ -360,6 +360,7 @@ static void parse_pad(Parser *p, Binder *b) {
         expected(p, "an integer padding multiple");
         return;
     }
+    b->has_pad = true;
     b->pad = p->tok->ival;
     next(p);
 }
