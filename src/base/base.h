@@ -55,8 +55,8 @@ void *base_xmalloc(size_t n);
 void *base_xcalloc(size_t n, size_t size);
 void *base_xrealloc(void *p, size_t n);
 char *base_xstrdup(const char *s);
-/* Test hooks: bytes currently live, and fail the Nth allocation from now
- * (0 = never). */
+/* Test hooks: bytes currently live (requested sizes, all threads), and
+ * make the Nth allocation from now fail, that one only (0 = never). */
 size_t base_alloc_live_bytes(void);
 void base_alloc_fail_after(long n);
 
@@ -181,8 +181,13 @@ typedef struct SrcFile {
     size_t len;
 } SrcFile;
 
-/* Formats "file:line:col: error: msg\n <line>\n  ^" into the last error and
- * returns `st`. `src` may be NULL (then only the first line is printed). */
+/* Records a located error and returns `st`:
+ *     file.rv:3:11: error: undefined name 'Xq'
+ *         3 | Y[i, j] = Xq[i, j] * 2
+ *           |           ^
+ * (no trailing newline). The caret line repeats the source line's tabs.
+ * Without `src`, or when the line does not exist, only the first line;
+ * without loc.file, no "file:line:col: " prefix; col 0 shows no caret. */
 rv_status base_diag(rv_status st, const SrcFile *src, SrcLoc loc, const char *fmt, ...)
     RV_PRINTF(4, 5);
 
