@@ -84,10 +84,12 @@ static const char npy_f16[] =
 
 static char tmpdir[64];
 
-/* A path in the test's temporary directory. */
+/* A path in the test's temporary directory; the last four stay valid. */
 static const char *tmp_path(const char *name) {
-    static char path[128];
-    snprintf(path, sizeof path, "%s/%s", tmpdir, name);
+    static char paths[4][128];
+    static int next;
+    char *path = paths[next++ % 4];
+    snprintf(path, sizeof paths[0], "%s/%s", tmpdir, name);
     return path;
 }
 
