@@ -103,7 +103,11 @@ struct Node {
     Node **args;
     int nbinds; /* REDUCE */
     Binder *binds;
+    int depth; /* 1 + the deepest operand (bounded by LANG_MAX_DEPTH) */
 };
+
+/* The deepest expression the parser accepts. */
+#define LANG_MAX_DEPTH 1000
 
 /* `f32[d0, d1, ...]` */
 typedef struct TypeSpec {

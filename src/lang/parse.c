@@ -35,6 +35,7 @@ typedef struct Parser {
     Arena *arena;
     StrMap globals;          /* item names declared so far */
     Vec(const char *) locals; /* visible binders, innermost last */
+    int nesting;             /* active parse_unary calls (bounds the recursion) */
     rv_status st;            /* first error; parsing unwinds once set */
 } Parser;
 
@@ -130,6 +131,27 @@ static Node *new_node(Parser *p, NodeKind k, SrcLoc loc) {
     Node *n = arena_alloc(p->arena, sizeof(Node));
     n->kind = k;
     n->loc = loc;
+    n->depth = 1;
+    return n;
+}
+
+/* Sets n's depth from its operands. Every later stage walks expressions
+ * recursively, so a pathological depth is an error here rather than a
+ * stack overflow there. Returns n, or NULL after the error. */
+static Node *deepen(Parser *p, Node *n) {
+    if (!n || failed(p))
+        return NULL;
+    for (int i = 0; i < n->nargs; i++)
+        if (n->args[i] && n->args[i]->depth + 1 > n->depth)
+            n->depth = n->args[i]->depth + 1;
+    for (int i = 0; i < n->nbinds; i++)
+        if (n->binds[i].extent && n->binds[i].extent->depth + 1 > n->depth)
+            n->depth = n->binds[i].extent->depth + 1;
+    if (n->depth > LANG_MAX_DEPTH) {
+        p->st = base_diag(RV_ERR_SYNTAX, p->src, n->loc,
+                          "expression nested too deeply (more than %d levels)", LANG_MAX_DEPTH);
+        return NULL;
+    }
     return n;
 }
 
@@ -140,7 +162,7 @@ static Node *new_binary(Parser *p, ExprKind op, SrcLoc loc, Node *a, Node *b) {
     n->args = arena_alloc(p->arena, 2 * sizeof(Node *));
     n->args[0] = a;
     n->args[1] = b;
-    return n;
+    return deepen(p, n);
 }
 
 /* A comma-separated expression list up to the closing bracket `close`. */
@@ -196,7 +218,7 @@ static Node *parse_reduce(Parser *p) {
     n->nbinds = binds.len;
     n->binds = arena_memdup(p->arena, binds.data, sizeof(Binder) * (size_t)binds.len);
     vec_free(&binds);
-    return failed(p) ? NULL : n;
+    return deepen(p, n);
 }
 
 /* Does the current token start a reduction? (see the file comment) */
@@ -222,7 +244,7 @@ static Node *parse_if(Parser *p) {
         n->args[1] = parse_expr(p);
     if (skip_keyword(p, "else"))
         n->args[2] = parse_expr(p);
-    return failed(p) ? NULL : n;
+    return deepen(p, n);
 }
 
 static Node *parse_primary(Parser *p) {
@@ -264,7 +286,7 @@ static Node *parse_primary(Parser *p) {
             n->kind = ND_CALL;
             parse_args(p, ")", n);
         }
-        return failed(p) ? NULL : n;
+        return deepen(p, n);
     case TK_PUNCT:
         if (is_punct(t, "(")) {
             next(p);
@@ -280,9 +302,25 @@ static Node *parse_primary(Parser *p) {
     return NULL;
 }
 
+static Node *parse_unary_nested(Parser *p);
+
+/* Every nested expression passes through here, so this bounds the
+ * parser's own recursion. */
 static Node *parse_unary(Parser *p) {
     if (failed(p))
         return NULL;
+    if (p->nesting >= LANG_MAX_DEPTH) {
+        p->st = base_diag(RV_ERR_SYNTAX, p->src, p->tok->loc,
+                          "expression nested too deeply (more than %d levels)", LANG_MAX_DEPTH);
+        return NULL;
+    }
+    p->nesting++;
+    Node *n = parse_unary_nested(p);
+    p->nesting--;
+    return n;
+}
+
+static Node *parse_unary_nested(Parser *p) {
     const Token *t = p->tok;
     if (is_punct(t, "-") || is_punct(t, "!")) {
         next(p);
@@ -294,7 +332,7 @@ static Node *parse_unary(Parser *p) {
         n->nargs = 1;
         n->args = arena_alloc(p->arena, sizeof(Node *));
         n->args[0] = a;
-        return n;
+        return deepen(p, n);
     }
     return parse_primary(p);
 }
@@ -388,15 +426,15 @@ static bool parse_dim(Parser *p, Binder *b, int pos) {
 /* `[d0, d1, ...]` of a type or a UF domain. */
 static void parse_dims(Parser *p, int *n, Binder **out) {
     Vec(Binder) dims = {0};
-    if (skip(p, "[")) {
+    if (skip(p, "[") && !is_punct(p->tok, "]")) { /* f32[]: a scalar */
         do {
             Binder b = {0};
             if (!parse_dim(p, &b, dims.len))
                 break;
             vec_push(&dims, b);
         } while (consume(p, ","));
-        skip(p, "]");
     }
+    skip(p, "]");
     *n = dims.len;
     *out = arena_memdup(p->arena, dims.data, sizeof(Binder) * (size_t)dims.len);
     vec_free(&dims);
@@ -518,7 +556,7 @@ static Item *parse_compute(Parser *p, Item *it) {
     it->kind = IT_COMPUTE;
     int mark = p->locals.len;
     Vec(Binder) binds = {0};
-    if (skip(p, "[")) {
+    if (skip(p, "[") && !is_punct(p->tok, "]")) { /* Y[] = ...: a scalar */
         do {
             Binder b = {0};
             b.name = ident(p, "an axis name", &b.loc);
@@ -531,8 +569,8 @@ static Item *parse_compute(Parser *p, Item *it) {
             vec_push(&p->locals, b.name);
             vec_push(&binds, b);
         } while (consume(p, ","));
-        skip(p, "]");
     }
+    skip(p, "]");
     it->nbinds = binds.len;
     it->binds = arena_memdup(p->arena, binds.data, sizeof(Binder) * (size_t)binds.len);
     vec_free(&binds);
@@ -657,7 +695,7 @@ static Item *parse_item(Parser *p) {
 }
 
 rv_status lang_parse(const SrcFile *src, const Token *toks, Arena *a, Program **out) {
-    Parser p = {src, toks, a, {0}, {0}, RV_OK};
+    Parser p = {src, toks, a, {0}, {0}, 0, RV_OK};
     Vec(Item *) items = {0};
     while (p.tok->kind != TK_EOF) {
         Item *it = parse_item(&p);
