@@ -1,0 +1,136 @@
+/*
+ * codegen.h — loop IR to source code: the map of src/codegen.
+ *
+ * Two back ends share one expression printer. The C back end turns Kernels
+ * (src/lower) into one C11 translation unit that includes only ravel_rt.h
+ * (the kernel ABI) and <math.h>; the JIT compiles it to a shared object.
+ * The CUDA back end turns a kernel whose outer loops are bound to GPU
+ * blocks and threads into a `__global__` function plus a launch
+ * description, compiled by NVRTC.
+ *
+ * Generated code is meant to be read: variables carry the IR's names (made
+ * unique per kernel), index arithmetic is int64_t, parentheses are the ones
+ * C needs, one statement per line, and each kernel starts with a comment
+ * listing its parameters.
+ *
+ * Files:
+ *   c_expr.c   names, C types and expressions (both targets), the small
+ *              inline helpers expressions call (floordiv, NaN-propagating
+ *              min/max, sigmoid, gelu, ...)
+ *   c.c        statements, parallel-loop outlining, kernels, preludes and
+ *              the translation unit
+ *   c_extern.c the support library for extern calls (matmul_nt, matmul_nn,
+ *              softmax_rows), emitted into the translation unit
+ *   cuda.c     CUDA C and launch descriptions
+ */
+#ifndef RAVEL_CODEGEN_H
+#define RAVEL_CODEGEN_H
+
+#include "lower/lower.h"
+
+/* ---- c_expr.c ---- */
+
+typedef enum CgTarget {
+    CG_TARGET_C,    /* C11 + GNU attributes, host code */
+    CG_TARGET_CUDA, /* CUDA C for NVRTC: no headers, device helpers */
+    CG_TARGET_COUNT
+} CgTarget;
+
+/* The inline helper functions an expression may call; each is emitted
+ * once per translation unit and dtype, only when used. */
+typedef enum CgHelper {
+    CG_H_FLOORDIV, /* ints: rounds toward -inf */
+    CG_H_FLOORMOD, /* ints: sign of the divisor */
+    CG_H_MIN,      /* ints; floats propagate NaN like the interpreter */
+    CG_H_MAX,
+    CG_H_ABS, /* ints (floats use fabs) */
+    CG_H_SIGMOID,
+    CG_H_GELU, /* exact: x/2 (1 + erf(x/sqrt 2)) */
+    CG_H_COUNT
+} CgHelper;
+
+/* Naming and expression state of one translation unit being emitted.
+ * Names are given per object (Axis, Size, Buffer) and are unique within
+ * the current kernel; global names (functions, structs) are unique within
+ * the unit and always start with "kernel_" or "rv_", which local names
+ * never do, so a local can never shadow a global. */
+typedef struct CgEmit {
+    CgTarget target;
+    Arena *arena;                     /* names */
+    StrMap globals;                   /* names taken in the unit */
+    StrMap locals;                    /* names taken in the current kernel */
+    PtrMap names;                     /* Axis*, Size*, Buffer* -> name (current kernel) */
+    PtrMap scalars;                   /* Buffer* held in a scalar variable (1-element local) */
+    unsigned helpers[CG_H_COUNT];     /* bit (1 << dtype) per helper used */
+} CgEmit;
+
+void cg_emit_init(CgEmit *e, CgTarget t);
+void cg_emit_free(CgEmit *e);
+/* Forgets the current kernel's names (globals stay). */
+void cg_emit_begin_kernel(CgEmit *e);
+/* The C spelling of a dtype: "float", "int64_t", ... (bool: "uint8_t"). */
+const char *cg_ctype(rv_dtype t);
+/* The name of `obj` in the current kernel, made from `hint` on first use:
+ * sanitized to an identifier, kept clear of keywords, library names and
+ * the reserved prefixes, and suffixed _1, _2, ... until unique. */
+const char *cg_name(CgEmit *e, const void *obj, const char *hint);
+/* A fresh local name (not bound to an object). */
+const char *cg_fresh(CgEmit *e, const char *hint);
+/* A fresh global name (a function or struct of the unit). With a suffix,
+ * the name + suffix is free as well and reserved with it (a kernel and its
+ * "_prelude"). */
+const char *cg_global(CgEmit *e, const char *hint);
+const char *cg_global_with(CgEmit *e, const char *hint, const char *suffix);
+/* Appends expression `x` with the parentheses C needs. Asserts on
+ * tensor-level nodes (READ, UFCALL, REDUCE): lowering removes them. */
+void cg_expr(CgEmit *e, Buf *b, const Expr *x);
+/* The helper definitions recorded in e->helpers. */
+void cg_emit_helpers(const CgEmit *e, Buf *b);
+/* True when x is the integer constant 0. */
+bool cg_is_zero(const Expr *x);
+
+/* ---- c_extern.c ---- */
+
+/* Writes the name of the support function for extern kernel `kernel` on
+ * `dtype` ("rv_matmul_nt_f32"); false when there is none. */
+bool cg_extern_fn(const char *kernel, rv_dtype dtype, char name[64]);
+/* Appends the definition of that function. */
+void cg_extern_define(Buf *b, const char *kernel, rv_dtype dtype);
+
+/* ---- c.c ---- */
+
+/* A translation unit holding several kernels. */
+typedef struct CgUnit {
+    char *source;        /* base_free */
+    int n;
+    char **kernel_syms;  /* per kernel: the kernel function's symbol */
+    char **prelude_syms; /* per kernel: its prelude's symbol, or NULL without one */
+} CgUnit;
+
+/* Emits kernels ks[0..n) into one C translation unit. Kernel k's symbol is
+ * "kernel_" + its name (sanitized, suffixed when two would collide), its
+ * prelude's that symbol + "_prelude". */
+void cg_c_module(Kernel *const *ks, int n, CgUnit *out);
+void cg_unit_free(CgUnit *u);
+/* One kernel as a complete translation unit (base_free the result). */
+char *cg_c_kernel(const Kernel *k);
+
+/* ---- cuda.c ---- */
+
+/* How to launch a CUDA kernel: grid and block extents as expressions over
+ * sizes (NULL = 1), evaluated by the host before the launch. */
+typedef struct CgLaunch {
+    Expr *grid[3];
+    Expr *block[3];
+} CgLaunch;
+
+/* A CUDA translation unit for kernel k: `extern "C" __global__ void
+ * kernel_NAME(...)` taking the kernel's sizes by value and its buffers as
+ * pointers, in parameter order. Loops bound to GPU blocks/threads become
+ * index variables with a bounds guard; other loops stay serial in each
+ * thread. RV_ERR_UNSUPPORTED (with a message) for what the CUDA back end
+ * cannot express yet: extern calls, scratch (global) allocations, GPU loop
+ * extents that depend on other loops. */
+rv_status cg_cuda_kernel(const Kernel *k, char **src_out, char **sym_out, CgLaunch *launch);
+
+#endif
