@@ -508,7 +508,8 @@ void cg_expr(CgEmit *e, Buf *b, const Expr *x) {
 /* ---- helpers ---- */
 
 /* Appends `tmpl` with $T (C type), $S (dtype suffix), $F (libm suffix:
- * "f" or "") and $Q (function qualifiers) replaced. */
+ * "f" or "", also the suffix of float literals) and $Q (function
+ * qualifiers) replaced. */
 static void put_template(Buf *b, const char *tmpl, rv_dtype t, CgTarget target) {
     for (const char *p = tmpl; *p; p++) {
         if (*p != '$') {
@@ -563,7 +564,7 @@ static const char *const float_helpers[CG_H_COUNT] = {
     [CG_H_GELU] =
         "/* Exact gelu: x/2 (1 + erf(x / sqrt(2))). */\n"
         "$Q $T rv_gelu_$S($T x) {\n"
-        "    return ($T)0.5 * x * (1 + erf$F(x * ($T)0.70710678118654752440));\n"
+        "    return 0.5$F * x * (1 + erf$F(x * 0.70710678118654752440$F));\n"
         "}\n",
 };
 // clang-format on

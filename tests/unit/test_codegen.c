@@ -23,6 +23,7 @@
 
 #include "codegen/codegen.h"
 #include "harness.h"
+#include "ir/layout.h"
 #include "jit/jit.h"
 #include "ravel_rt.h"
 
@@ -76,6 +77,12 @@ static Expr *bin(Module *m, ExprKind k, Expr *a, Expr *b) {
 }
 static Expr *ld(Module *m, Buffer *b, Expr *i) {
     return ir_load(m, b, i);
+}
+/* q * n + i, folded for q = 0 and 1 as the simplifier would. */
+static Expr *slot(Module *m, int q, Expr *n, Expr *i) {
+    if (q == 0)
+        return i;
+    return bin(m, EX_ADD, q == 1 ? n : bin(m, EX_MUL, I(m, q), n), i);
 }
 static Stmt *loop(Module *m, Axis *v, LoopKind k, Stmt *body) {
     return lower_for(m, v, v->extent, k, body);
@@ -131,6 +138,8 @@ static JitLib *compile_c(const char *src) {
 /* Emits, compiles and loads one kernel; *src gets the source. */
 static rv_rt_kernel_fn build(const Kernel *k, char **src, JitLib **lib, rv_rt_prelude_fn *pre) {
     *src = cg_c_kernel(k);
+    if (getenv("RAVEL_TEST_SHOW")) /* to read the generated code */
+        printf("%s\n", *src);
     *lib = compile_c(*src);
     if (!*lib)
         return NULL;
@@ -194,8 +203,6 @@ static void test_elementwise(void) {
         free(x);
         free(y);
     }
-    if (getenv("RAVEL_TEST_SHOW"))
-        printf("%s\n", src);
     base_free(src);
     jit_close(lib);
     rv_module_free(m);
@@ -311,8 +318,6 @@ static void test_parallel(void) {
     CHECK_STR_CONTAINS(src, "#pragma omp simd\n");
     CHECK_STR_CONTAINS(src, "float *restrict tmp = ctx->alloc(ctx, (size_t)(M) * sizeof(float));");
     CHECK_STR_CONTAINS(src, "for (int64_t j_1 = 0; j_1 < M; j_1++) {");
-    if (getenv("RAVEL_TEST_SHOW"))
-        printf("%s\n", src);
     for (int par = 0; fn && par < 2; par++) {
         enum { NN = 1001, MM = 67 };
         float *xs = aligned(NN * MM * sizeof(float)), *ys = aligned(2 * NN * MM * sizeof(float));
@@ -409,6 +414,390 @@ static void test_ragged(void) {
     rv_module_free(m);
 }
 
+/* Integer division and remainder on every sign combination: C's
+ * truncating / and %, and floordiv/floormod rounding toward -inf, in i64
+ * and i32. */
+static void test_int_division(void) {
+    KB kb = {rv_module_new(), {0}};
+    Module *m = kb.m;
+    Size *N = kb_size(&kb, "N", 0, 1000);
+    Expr *n = ir_size(m, N);
+    Buffer *A = kb_buf(&kb, PARAM_TENSOR, "A", RV_I64, n);
+    Buffer *B = kb_buf(&kb, PARAM_TENSOR, "B", RV_I64, n);
+    Buffer *A32 = kb_buf(&kb, PARAM_TENSOR, "A32", RV_I32, n);
+    Buffer *B32 = kb_buf(&kb, PARAM_TENSOR, "B32", RV_I32, n);
+    Buffer *O = kb_buf(&kb, PARAM_TENSOR, "O", RV_I64, bin(m, EX_MUL, I(m, 4), n));
+    Buffer *O32 = kb_buf(&kb, PARAM_TENSOR, "O32", RV_I32, bin(m, EX_MUL, I(m, 4), n));
+    Axis *i = lower_loop_var(m, "i", n);
+    static const ExprKind ops[4] = {EX_DIV, EX_MOD, EX_FLOORDIV, EX_FLOORMOD};
+    Stmt *st[8];
+    for (int q = 0; q < 4; q++) {
+        Expr *at = slot(m, q, n, i->var);
+        st[q] = lower_store(m, O, at, bin(m, ops[q], ld(m, A, i->var), ld(m, B, i->var)));
+        st[4 + q] = lower_store(m, O32, at, bin(m, ops[q], ld(m, A32, i->var), ld(m, B32, i->var)));
+    }
+    Kernel *k = kb_kernel(&kb, "D", loop(m, i, LOOP_SERIAL, lower_seq(m, 8, st)), NULL);
+    char *src;
+    JitLib *lib;
+    rv_rt_kernel_fn fn = build(k, &src, &lib, NULL);
+    CHECK_STR_CONTAINS(src, "O[i] = A[i] / B[i];");
+    CHECK_STR_CONTAINS(src, "O[N + i] = A[i] % B[i];");
+    CHECK_STR_CONTAINS(src, "O[2 * N + i] = rv_floordiv_i64(A[i], B[i]);");
+    CHECK_STR_CONTAINS(src, "O32[3 * N + i] = rv_floormod_i32(A32[i], B32[i]);");
+    CHECK_STR_CONTAINS(src, "static inline int64_t rv_floordiv_i64(int64_t a, int64_t b) {");
+    if (fn) {
+        int64_t *a = aligned(300 * 8), *b = aligned(300 * 8), *o = aligned(4 * 300 * 8);
+        int32_t *a32 = aligned(300 * 4), *b32 = aligned(300 * 4), *o32 = aligned(4 * 300 * 4);
+        int cnt = 0;
+        for (int x = -9; x <= 9; x++)
+            for (int y = -4; y <= 4; y++)
+                if (y != 0) {
+                    a[cnt] = a32[cnt] = x;
+                    b[cnt] = b32[cnt] = y;
+                    cnt++;
+                }
+        a[cnt] = INT64_MIN + 1; /* large magnitudes stay exact in i64 */
+        b[cnt] = 3;
+        a32[cnt] = b32[cnt] = 1;
+        cnt++;
+        int64_t sizes[1] = {cnt};
+        void *bufs[6] = {a, b, a32, b32, o, o32};
+        struct rv_rt_ctx ctx = make_ctx(false);
+        CHECK_EQ_INT(fn(sizes, bufs, &ctx), RV_RT_OK);
+        int bad = 0;
+        for (int q = 0; q < cnt; q++) {
+            int64_t want[4] = {a[q] / b[q], a[q] % b[q], 0, 0};
+            CHECK(ir_int_arith(EX_FLOORDIV, a[q], b[q], &want[2]) == IA_OK);
+            CHECK(ir_int_arith(EX_FLOORMOD, a[q], b[q], &want[3]) == IA_OK);
+            int64_t w32[4] = {a32[q] / b32[q], a32[q] % b32[q], 0, 0};
+            CHECK(ir_int_arith(EX_FLOORDIV, a32[q], b32[q], &w32[2]) == IA_OK);
+            CHECK(ir_int_arith(EX_FLOORMOD, a32[q], b32[q], &w32[3]) == IA_OK);
+            for (int r = 0; r < 4; r++) {
+                bad += o[r * cnt + q] != want[r];
+                bad += o32[r * cnt + q] != w32[r];
+            }
+        }
+        CHECK_EQ_INT(bad, 0);
+        free(a);
+        free(b);
+        free(o);
+        free(a32);
+        free(b32);
+        free(o32);
+    }
+    base_free(src);
+    jit_close(lib);
+    rv_module_free(m);
+}
+
+/* Every math function, in f32 and f64, against libm in double. */
+enum { NMATH = 15 };
+static double math_ref(int f, double x) {
+    double p = fabs(x) + 0.5;
+    switch (f) {
+    case 0:
+        return exp(x);
+    case 1:
+        return log(p);
+    case 2:
+        return sqrt(p);
+    case 3:
+        return 1 / sqrt(p);
+    case 4:
+        return tanh(x);
+    case 5:
+        return 1 / (1 + exp(-x));
+    case 6:
+        return erf(x);
+    case 7:
+        return 0.5 * x * (1 + erf(x / sqrt(2.0)));
+    case 8:
+        return fabs(x);
+    case 9:
+        return pow(p, x);
+    case 10:
+        return x < 0.5 ? x : 0.5;
+    case 11:
+        return x > 0.5 ? x : 0.5;
+    case 12:
+        return -x;
+    case 13:
+        return x > 0 ? x : 0.125 * x;
+    default:
+        return x / 3;
+    }
+}
+
+static Expr *math_expr(Module *m, int f, rv_dtype t, Expr *x) {
+    Expr *p = bin(m, EX_ADD, ir_unary(m, EX_ABS, x), ir_float(m, t, 0.5));
+    static const ExprKind un[9] = {EX_EXP,  EX_LOG,  EX_SQRT, EX_RSQRT, EX_TANH,
+                                   EX_SIGMOID, EX_ERF, EX_GELU, EX_ABS};
+    switch (f) {
+    case 1:
+    case 2:
+    case 3:
+        return ir_unary(m, un[f], p);
+    case 0:
+    case 4:
+    case 5:
+    case 6:
+    case 7:
+    case 8:
+        return ir_unary(m, un[f], x);
+    case 9:
+        return bin(m, EX_POW, p, x);
+    case 10:
+        return bin(m, EX_MIN, x, ir_float(m, t, 0.5));
+    case 11:
+        return bin(m, EX_MAX, x, ir_float(m, t, 0.5));
+    case 12:
+        return ir_unary(m, EX_NEG, x);
+    case 13:
+        return ir_select(m, bin(m, EX_GT, x, ir_float(m, t, 0)), x,
+                         bin(m, EX_MUL, ir_float(m, t, 0.125), x));
+    default:
+        return bin(m, EX_DIV, x, ir_float(m, t, 3));
+    }
+}
+
+static void test_math(void) {
+    for (int ti = 0; ti < 2; ti++) {
+        rv_dtype t = ti ? RV_F64 : RV_F32;
+        double tol = t == RV_F32 ? 3e-6 : 1e-13;
+        KB kb = {rv_module_new(), {0}};
+        Module *m = kb.m;
+        Size *N = kb_size(&kb, "N", 0, 1000);
+        Expr *n = ir_size(m, N);
+        Buffer *X = kb_buf(&kb, PARAM_TENSOR, "X", t, n);
+        Buffer *O = kb_buf(&kb, PARAM_TENSOR, "O", t, bin(m, EX_MUL, I(m, NMATH), n));
+        Axis *i = lower_loop_var(m, "i", n);
+        Stmt *st[NMATH];
+        for (int f = 0; f < NMATH; f++)
+            st[f] = lower_store(m, O, slot(m, f, n, i->var),
+                                math_expr(m, f, t, ld(m, X, i->var)));
+        Kernel *k = kb_kernel(&kb, "M", loop(m, i, LOOP_SERIAL, lower_seq(m, NMATH, st)), NULL);
+        char *src;
+        JitLib *lib;
+        rv_rt_kernel_fn fn = build(k, &src, &lib, NULL);
+        if (t == RV_F32) {
+            CHECK_STR_CONTAINS(src, "O[i] = expf(X[i]);");
+            CHECK_STR_CONTAINS(src, "O[3 * N + i] = 1.0f / sqrtf(fabsf(X[i]) + 0.5f);");
+            CHECK_STR_CONTAINS(src, "O[7 * N + i] = rv_gelu_f32(X[i]);");
+            CHECK_STR_CONTAINS(src, "O[13 * N + i] = X[i] > 0.0f ? X[i] : 0.125f * X[i];");
+        } else {
+            CHECK_STR_CONTAINS(src, "O[i] = exp(X[i]);");
+            CHECK_STR_CONTAINS(src, "O[9 * N + i] = pow(fabs(X[i]) + 0.5, X[i]);");
+        }
+        enum { NN = 601 };
+        for (int run = 0; fn && run < 1; run++) {
+            size_t es = rv_dtype_size(t);
+            void *x = aligned(NN * es), *o = aligned(NMATH * NN * es);
+            for (int q = 0; q < NN; q++) {
+                double v = -6 + 12.0 * q / (NN - 1);
+                if (t == RV_F32)
+                    ((float *)x)[q] = (float)v;
+                else
+                    ((double *)x)[q] = v;
+            }
+            int64_t sizes[1] = {NN};
+            void *bufs[2] = {x, o};
+            struct rv_rt_ctx ctx = make_ctx(false);
+            CHECK_EQ_INT(fn(sizes, bufs, &ctx), RV_RT_OK);
+            for (int f = 0; f < NMATH; f++) {
+                int bad = 0;
+                for (int q = 0; q < NN; q++) {
+                    double xv = t == RV_F32 ? ((float *)x)[q] : ((double *)x)[q];
+                    double got = t == RV_F32 ? ((float *)o)[f * NN + q] : ((double *)o)[f * NN + q];
+                    double want = math_ref(f, xv);
+                    if (!(fabs(got - want) <= tol * (fabs(want) + 1e-30) ||
+                          fabs(got - want) <= tol * 0.3)) {
+                        if (!bad)
+                            fprintf(stderr, "    %s f%d(%.9g) = %.17g, want %.17g\n",
+                                    rv_dtype_name(t), f, xv, got, want);
+                        bad++;
+                    }
+                }
+                CHECK_EQ_INT(bad, 0);
+            }
+            free(x);
+            free(o);
+        }
+        base_free(src);
+        jit_close(lib);
+        rv_module_free(m);
+    }
+}
+
+/* Selects, casts, logic, if/else-if chains, unrolled loops, i64 literals
+ * beyond int range and integer min/max/abs. */
+static void test_misc(void) {
+    KB kb = {rv_module_new(), {0}};
+    Module *m = kb.m;
+    Size *N = kb_size(&kb, "N", 0, 1000);
+    Expr *n = ir_size(m, N);
+    Buffer *X = kb_buf(&kb, PARAM_TENSOR, "X", RV_F32, n);
+    Buffer *Y = kb_buf(&kb, PARAM_TENSOR, "Y", RV_I64, bin(m, EX_MUL, I(m, 6), n));
+    Buffer *W = kb_buf(&kb, PARAM_TENSOR, "W", RV_I32, bin(m, EX_MUL, I(m, 4), n));
+    Axis *i = lower_loop_var(m, "i", n), *u = lower_loop_var(m, "u", I(m, 4));
+    Expr *iv = i->var;
+    Expr *at[6];
+    for (int q = 0; q < 6; q++)
+        at[q] = slot(m, q, n, iv);
+    Expr *three = bin(m, EX_EQ, bin(m, EX_MOD, iv, I(m, 3)), I(m, 0));
+    Expr *big = bin(m, EX_ADD, iv, I(m, 5000000000LL));
+    Expr *sel = ir_select(m, three, big, ir_unary(m, EX_NEG, iv));
+    Expr *logic = bin(m, EX_OR, bin(m, EX_AND, bin(m, EX_GT, iv, I(m, 2)), bin(m, EX_LT, iv, I(m, 8))),
+                      ir_unary(m, EX_NOT, bin(m, EX_NE, iv, I(m, 0))));
+    Expr *trunc_ = ir_cast(m, RV_I64, ld(m, X, iv));
+    Expr *mm = bin(m, EX_MAX, bin(m, EX_MIN, bin(m, EX_SUB, iv, I(m, 5)), I(m, 3)), I(m, -2));
+    Expr *ab = ir_unary(m, EX_ABS, bin(m, EX_SUB, I(m, 4), iv));
+    Stmt *chain = lower_if(m, bin(m, EX_LT, iv, I(m, 3)), lower_store(m, Y, at[4], I(m, 1)),
+                           lower_if(m, bin(m, EX_LT, iv, I(m, 6)), lower_store(m, Y, at[4], I(m, 2)),
+                                    lower_store(m, Y, at[4], I(m, 3))));
+    Expr *w = ir_cast(m, RV_I32, bin(m, EX_MUL, u->var, iv));
+    Stmt *unr = loop(m, u, LOOP_UNROLL,
+                     lower_store(m, W, bin(m, EX_ADD, bin(m, EX_MUL, iv, I(m, 4)), u->var), w));
+    Stmt *st[7] = {lower_store(m, Y, at[0], sel),
+                   lower_store(m, Y, at[1], ir_select(m, logic, I(m, 1), I(m, 0))),
+                   lower_store(m, Y, at[2], trunc_),
+                   lower_store(m, Y, at[3], mm),
+                   chain,
+                   lower_store(m, Y, at[5], ab),
+                   unr};
+    Kernel *k = kb_kernel(&kb, "misc", loop(m, i, LOOP_SERIAL, lower_seq(m, 7, st)), NULL);
+    char *src;
+    JitLib *lib;
+    rv_rt_kernel_fn fn = build(k, &src, &lib, NULL);
+    CHECK_STR_CONTAINS(src, "Y[i] = i % 3 == 0 ? i + INT64_C(5000000000) : -i;");
+    CHECK_STR_CONTAINS(src, "(i > 2 && i < 8) || !(i != 0) ? 1 : 0;");
+    CHECK_STR_CONTAINS(src, "Y[2 * N + i] = (int64_t)X[i];");
+    CHECK_STR_CONTAINS(src, "} else if (i < 6) {");
+    CHECK_STR_CONTAINS(src, "#pragma GCC unroll 4\n");
+    CHECK_STR_CONTAINS(src, "W[i * 4 + u] = (int32_t)(u * i);");
+    if (fn) {
+        enum { NN = 20 };
+        float *x = aligned(NN * 4);
+        int64_t *y = aligned(6 * NN * 8);
+        int32_t *wv = aligned(4 * NN * 4);
+        for (int q = 0; q < NN; q++)
+            x[q] = (float)q * -0.7f + 3.1f;
+        int64_t sizes[1] = {NN};
+        void *bufs[3] = {x, y, wv};
+        struct rv_rt_ctx ctx = make_ctx(false);
+        CHECK_EQ_INT(fn(sizes, bufs, &ctx), RV_RT_OK);
+        int bad = 0;
+        for (int64_t q = 0; q < NN; q++) {
+            int64_t mmv = q - 5 < 3 ? q - 5 : 3;
+            mmv = mmv > -2 ? mmv : -2;
+            bad += y[q] != (q % 3 == 0 ? q + 5000000000LL : -q);
+            bad += y[NN + q] != (((q > 2 && q < 8) || !(q != 0)) ? 1 : 0);
+            bad += y[2 * NN + q] != (int64_t)x[q];
+            bad += y[3 * NN + q] != mmv;
+            bad += y[4 * NN + q] != (q < 3 ? 1 : q < 6 ? 2 : 3);
+            bad += y[5 * NN + q] != (4 - q < 0 ? q - 4 : 4 - q);
+            for (int c = 0; c < 4; c++)
+                bad += wv[q * 4 + c] != c * q;
+        }
+        CHECK_EQ_INT(bad, 0);
+        free(x);
+        free(y);
+        free(wv);
+    }
+    base_free(src);
+    jit_close(lib);
+    rv_module_free(m);
+}
+
+/* Extern calls: matmul_nt, matmul_nn and softmax_rows on hand-made
+ * buffers, A with its last dimension padded to a multiple of 4. */
+static void test_extern_calls(void) {
+    KB kb = {rv_module_new(), {0}};
+    Module *m = kb.m;
+    Size *Ms = kb_size(&kb, "M", 1, 64), *Ns = kb_size(&kb, "N", 1, 64), *Ks = kb_size(&kb, "K", 1, 64);
+    Expr *M = ir_size(m, Ms), *N = ir_size(m, Ns), *K = ir_size(m, Ks);
+    rv_dimspec ad[2] = {{"i", M, 1}, {"k", K, 4}}, bd[2] = {{"j", N, 1}, {"k", K, 1}},
+               cd[2] = {{"k", K, 1}, {"j", N, 1}};
+    Tensor *At = rv_input_new(m, "A", RV_F32, 2, ad), *Bt = rv_input_new(m, "B", RV_F32, 2, bd);
+    Tensor *Ct = rv_input_new(m, "Bn", RV_F32, 2, cd);
+    rv_dimspec od[2] = {{"i", M, 1}, {"j", N, 1}}, sd[2] = {{"i", M, 1}, {"k", K, 1}};
+    Tensor *ins1[2] = {At, Bt}, *ins2[2] = {At, Ct};
+    Tensor *O1 = rv_extern_new(m, "O1", "matmul_nt", 2, ins1, RV_F32, 2, od);
+    Tensor *O2 = rv_extern_new(m, "O2", "matmul_nn", 2, ins2, RV_F32, 2, od);
+    Tensor *S = rv_extern_new(m, "S", "softmax_rows", 1, &At, RV_F32, 2, sd);
+    CHECK(O1 && O2 && S);
+    if (!O1 || !O2 || !S) {
+        fprintf(stderr, "%s\n", rv_last_error());
+        rv_module_free(m);
+        return;
+    }
+    Expr *K4 = bin(m, EX_MUL, bin(m, EX_DIV, bin(m, EX_ADD, K, I(m, 3)), I(m, 4)), I(m, 4));
+    Buffer *A = kb_buf(&kb, PARAM_TENSOR, "A", RV_F32, bin(m, EX_MUL, M, K4));
+    Buffer *B = kb_buf(&kb, PARAM_TENSOR, "B", RV_F32, bin(m, EX_MUL, N, K));
+    Buffer *Bn = kb_buf(&kb, PARAM_TENSOR, "Bn", RV_F32, bin(m, EX_MUL, K, N));
+    Buffer *Ob1 = kb_buf(&kb, PARAM_TENSOR, "O1", RV_F32, bin(m, EX_MUL, M, N));
+    Buffer *Ob2 = kb_buf(&kb, PARAM_TENSOR, "O2", RV_F32, bin(m, EX_MUL, M, N));
+    Buffer *Sb = kb_buf(&kb, PARAM_TENSOR, "S", RV_F32, bin(m, EX_MUL, M, K));
+    A->tensor = At;
+    B->tensor = Bt;
+    Bn->tensor = Ct;
+    Ob1->tensor = O1;
+    Ob2->tensor = O2;
+    Sb->tensor = S;
+    Buffer *a1[3] = {Ob1, A, B}, *a2[3] = {Ob2, A, Bn}, *a3[2] = {Sb, A};
+    Stmt *body = seq3(m, lower_call(m, "matmul_nt", 3, a1, O1), lower_call(m, "matmul_nn", 3, a2, O2),
+                      lower_call(m, "softmax_rows", 2, a3, S));
+    Kernel *k = kb_kernel(&kb, "ext", body, NULL);
+    char *src;
+    JitLib *lib;
+    rv_rt_kernel_fn fn = build(k, &src, &lib, NULL);
+    CHECK_STR_CONTAINS(src, "rv_matmul_nt_f32(M, N, K, O1, N, A, (K + 3) / 4 * 4, B, K);");
+    CHECK_STR_CONTAINS(src, "rv_softmax_rows_f32(M, K, S, K, A, (K + 3) / 4 * 4);");
+    if (fn) {
+        enum { MM = 5, NN = 7, KK = 6, KP = 8 };
+        float *a = aligned(MM * KP * 4), *b = aligned(NN * KK * 4), *bn = aligned(KK * NN * 4);
+        float *o1 = aligned(MM * NN * 4), *o2 = aligned(MM * NN * 4), *sm = aligned(MM * KK * 4);
+        for (int r = 0; r < MM; r++)
+            for (int c = 0; c < KP; c++)
+                a[r * KP + c] = c < KK ? (float)((r * 3 + c * 5) % 7) - 3 : 1e30f;
+        for (int q = 0; q < NN * KK; q++)
+            b[q] = (float)(q % 5) - 2;
+        for (int q = 0; q < KK * NN; q++)
+            bn[q] = (float)(q % 4) - 1.5f;
+        int64_t sizes[3] = {MM, NN, KK};
+        void *bufs[6] = {a, b, bn, o1, o2, sm};
+        struct rv_rt_ctx ctx = make_ctx(false);
+        CHECK_EQ_INT(fn(sizes, bufs, &ctx), RV_RT_OK);
+        int bad = 0;
+        for (int r = 0; r < MM; r++) {
+            double mx = -INFINITY, sum = 0;
+            for (int c = 0; c < KK; c++)
+                mx = a[r * KP + c] > mx ? a[r * KP + c] : mx;
+            for (int c = 0; c < KK; c++)
+                sum += exp(a[r * KP + c] - mx);
+            for (int c = 0; c < KK; c++)
+                bad += fabs(sm[r * KK + c] - exp(a[r * KP + c] - mx) / sum) > 1e-6;
+            for (int c = 0; c < NN; c++) {
+                double s1 = 0, s2 = 0;
+                for (int q = 0; q < KK; q++) {
+                    s1 += a[r * KP + q] * b[c * KK + q];
+                    s2 += a[r * KP + q] * bn[q * NN + c];
+                }
+                bad += fabs(o1[r * NN + c] - s1) > 1e-4 || fabs(o2[r * NN + c] - s2) > 1e-4;
+            }
+        }
+        CHECK_EQ_INT(bad, 0);
+        free(a);
+        free(b);
+        free(bn);
+        free(o1);
+        free(o2);
+        free(sm);
+    }
+    base_free(src);
+    jit_close(lib);
+    rv_module_free(m);
+}
+
 int main(void) {
     snprintf(cache_dir, sizeof cache_dir, "/tmp/ravel-test-codegen-XXXXXX");
     if (!mkdtemp(cache_dir)) {
@@ -419,6 +808,10 @@ int main(void) {
     RUN(test_reduction);
     RUN(test_parallel);
     RUN(test_ragged);
+    RUN(test_int_division);
+    RUN(test_math);
+    RUN(test_misc);
+    RUN(test_extern_calls);
     char cmd[PATH_MAX + 16];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", cache_dir);
     if (system(cmd) != 0)
