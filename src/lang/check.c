@@ -55,9 +55,9 @@ typedef struct Scope {
 typedef struct Checker {
     const SrcFile *src;
     Module *m;
-    Arena *arena;    /* Syms of the global table */
-    StrMap globals;  /* item name -> Sym* */
-    Scope *scope;    /* innermost local scope, NULL at item level */
+    Arena *arena;     /* Syms of the global table */
+    StrMap globals;   /* item name -> Sym* */
+    Scope *scope;     /* innermost local scope, NULL at item level */
     Tensor *defining; /* the compute whose body is being checked */
     /* While an extent is checked: the binder it belongs to and the binders
      * after it, so a use of an inner dimension gets a precise message. */
@@ -125,21 +125,16 @@ static const Sym *lookup(const Checker *c, const char *name) {
     return strmap_get(&c->globals, name);
 }
 
-/* A reduction axis may not reuse a name that is already visible (a read
- * inside the body would silently change meaning). The binders of a
- * definition's header (dimensions, axes, UF arguments) may hide an item
- * name, but not each other: `locals_only`. */
-static bool check_fresh(Checker *c, const char *what, const char *name, SrcLoc loc,
-                        bool locals_only) {
+/* A reduction axis may not reuse a name that is already visible: a name
+ * inside the body would silently change meaning. (The binders of a
+ * definition's header may hide an item name; binder_names rejects two
+ * binders of one header with the same name.) */
+static bool check_fresh(Checker *c, const char *what, const char *name, SrcLoc loc) {
     const Sym *s = lookup(c, name);
-    if (!s || (locals_only && s->kind != SYM_AXIS))
+    if (!s)
         return true;
-    if (locals_only)
-        error_at(c, loc, "%s '%s' is defined twice (first at %d:%d)", what, name, s->loc.line,
-                 s->loc.col);
-    else
-        error_at(c, loc, "%s '%s' shadows the %s '%s' defined at %d:%d", what, name,
-                 sym_kind_name[s->kind], name, s->loc.line, s->loc.col);
+    error_at(c, loc, "%s '%s' shadows the %s '%s' defined at %d:%d", what, name,
+             sym_kind_name[s->kind], name, s->loc.line, s->loc.col);
     return false;
 }
 
@@ -327,8 +322,8 @@ static bool check_const_index(Checker *c, const Node *arg, Expr *idx, Expr *ext,
     if (v >= 0 && !(ir_int_bounds(ext, &lo, &hi) && v >= hi))
         return true;
     char *es = ir_expr_str(ext);
-    error_at(c, arg->loc, "%s %lld is out of range for %s %d of '%s' (extent %s)",
-             what, (long long)v, what[0] == 'i' ? "dimension" : "argument", pos, owner, es);
+    error_at(c, arg->loc, "%s %lld is out of range for %s %d of '%s' (extent %s)", what,
+             (long long)v, what[0] == 'i' ? "dimension" : "argument", pos, owner, es);
     base_free(es);
     return false;
 }
@@ -370,7 +365,8 @@ static Expr *elab_index(Checker *c, const Node *n) {
     int want = t ? t->ndim : f->nargs;
     if (n->nargs != want) {
         error_at(c, n->loc, "%s '%s' has %d %s, given %d", t ? "tensor" : "ufun", n->name, want,
-                 t ? (want == 1 ? "dimension" : "dimensions") : (want == 1 ? "argument" : "arguments"),
+                 t ? (want == 1 ? "dimension" : "dimensions")
+                   : (want == 1 ? "argument" : "arguments"),
                  n->nargs);
         return NULL;
     }
@@ -423,10 +419,10 @@ static const struct {
     ExprKind kind;
     int nargs;
 } functions[] = {
-    {"exp", EX_EXP, 1},       {"log", EX_LOG, 1},           {"sqrt", EX_SQRT, 1},
-    {"rsqrt", EX_RSQRT, 1},   {"tanh", EX_TANH, 1},         {"sigmoid", EX_SIGMOID, 1},
-    {"erf", EX_ERF, 1},       {"gelu", EX_GELU, 1},         {"abs", EX_ABS, 1},
-    {"pow", EX_POW, 2},       {"min", EX_MIN, 2},           {"max", EX_MAX, 2},
+    {"exp", EX_EXP, 1},           {"log", EX_LOG, 1},           {"sqrt", EX_SQRT, 1},
+    {"rsqrt", EX_RSQRT, 1},       {"tanh", EX_TANH, 1},         {"sigmoid", EX_SIGMOID, 1},
+    {"erf", EX_ERF, 1},           {"gelu", EX_GELU, 1},         {"abs", EX_ABS, 1},
+    {"pow", EX_POW, 2},           {"min", EX_MIN, 2},           {"max", EX_MAX, 2},
     {"floordiv", EX_FLOORDIV, 2}, {"floormod", EX_FLOORMOD, 2}, {"select", EX_SELECT, 3},
 };
 
@@ -530,7 +526,7 @@ static Expr *elab_reduce(Checker *c, const Node *n) {
     }
     for (int i = 0; i < n->nbinds; i++) {
         const Binder *b = &n->binds[i];
-        if (!check_fresh(c, "reduction axis", b->name, b->loc, false))
+        if (!check_fresh(c, "reduction axis", b->name, b->loc))
             goto done;
         Expr *ext = elab_binder_extent(c, n->binds, i, n->nbinds);
         if (!ext || !(axes[i] = built(c, rv_reduce_axis_new(c->m, b->name, ext), b->loc)))
@@ -603,8 +599,8 @@ static bool binder_names(Checker *c, const char *what, const Binder *b, int n, c
     for (int i = 0; i < n; i++) {
         for (int j = 0; j < i; j++)
             if (b[i].named && strcmp(b[i].name, b[j].name) == 0) {
-                error_at(c, b[i].loc, "%s '%s' is defined twice (first at %d:%d)", what,
-                         b[i].name, b[j].loc.line, b[j].loc.col);
+                error_at(c, b[i].loc, "%s '%s' is defined twice (first at %d:%d)", what, b[i].name,
+                         b[j].loc.line, b[j].loc.col);
                 return false;
             }
         out[i] = b[i].name;
@@ -616,11 +612,8 @@ static bool binder_names(Checker *c, const char *what, const Binder *b, int n, c
  * each extent sees only the binders before it. `axes` are the IR axes the
  * binders name; extents go to exts[] (or straight into the axes when exts
  * is NULL, for computes). */
-static bool check_binders(Checker *c, const char *what, const Binder *b, int n, Axis *const *axes,
-                          Expr **exts) {
+static bool check_binders(Checker *c, const Binder *b, int n, Axis *const *axes, Expr **exts) {
     for (int i = 0; i < n; i++) {
-        if (b[i].named && !check_fresh(c, what, b[i].name, b[i].loc, true))
-            return false;
         if (b[i].extent) {
             Expr *e = elab_binder_extent(c, b, i, n);
             if (!e)
@@ -656,7 +649,7 @@ static void check_ufun(Checker *c, const Item *it) {
     Expr *exts[RV_MAX_DIMS];
     Scope scope;
     push_scope(c, &scope);
-    bool ok = check_binders(c, "ufun argument", it->binds, it->nbinds, f->args, exts);
+    bool ok = check_binders(c, it->binds, it->nbinds, f->args, exts);
     pop_scope(c);
     if (!ok)
         return;
@@ -665,8 +658,8 @@ static void check_ufun(Checker *c, const Item *it) {
         return;
     int64_t a, b;
     if (ir_is_const_int(lo, &a) && ir_is_const_int(hi, &b) && a > b) {
-        error_at(c, it->lo->loc, "ufun '%s' has an empty range %lld..%lld", it->name,
-                 (long long)a, (long long)b);
+        error_at(c, it->lo->loc, "ufun '%s' has an empty range %lld..%lld", it->name, (long long)a,
+                 (long long)b);
         return;
     }
     if (built(c, rv_ufun_end(f, exts, lo, hi), it->name_loc))
@@ -695,8 +688,7 @@ static void check_input(Checker *c, const Item *it) {
     const char *names[RV_MAX_DIMS];
     if (!binder_names(c, "dimension", it->type.dims, it->type.ndim, names))
         return;
-    Tensor *t =
-        built(c, rv_input_begin(c->m, it->name, dt, it->type.ndim, names), it->name_loc);
+    Tensor *t = built(c, rv_input_begin(c->m, it->name, dt, it->type.ndim, names), it->name_loc);
     if (!t)
         return;
     t->loc = it->name_loc;
@@ -704,7 +696,7 @@ static void check_input(Checker *c, const Item *it) {
     int pads[RV_MAX_DIMS];
     Scope scope;
     push_scope(c, &scope);
-    ok = check_binders(c, "dimension", it->type.dims, it->type.ndim, t->axes, exts);
+    ok = check_binders(c, it->type.dims, it->type.ndim, t->axes, exts);
     pop_scope(c);
     if (!ok)
         return;
@@ -784,7 +776,7 @@ static void check_compute(Checker *c, const Item *it) {
     Axis *axes[RV_MAX_DIMS];
     for (int i = 0; i < it->nbinds; i++)
         axes[i] = rv_compute_var(cb, i)->u.axis;
-    ok = check_binders(c, "axis", it->binds, it->nbinds, axes, NULL);
+    ok = check_binders(c, it->binds, it->nbinds, axes, NULL);
     for (int i = 0; ok && i < it->nbinds; i++)
         if (it->binds[i].has_pad)
             rv_compute_set_pad(cb, i, (int)it->binds[i].pad);
@@ -822,8 +814,8 @@ static void check_extern(Checker *c, const Item *it) {
             return;
         }
         if (s->kind != SYM_TENSOR) {
-            error_at(c, it->arg_locs[i], "extern arguments are tensors; '%s' is a %s",
-                     it->args[i], sym_kind_name[s->kind]);
+            error_at(c, it->arg_locs[i], "extern arguments are tensors; '%s' is a %s", it->args[i],
+                     sym_kind_name[s->kind]);
             return;
         }
         ins[i] = s->obj;
@@ -843,10 +835,9 @@ static void check_extern(Checker *c, const Item *it) {
         if (!(dims[i].extent = elab_binder_extent(c, it->type.dims, i, it->type.ndim)))
             return;
     }
-    Tensor *t = built(c,
-                      rv_extern_new(c->m, it->name, it->kernel, it->nargs, ins, dt, it->type.ndim,
-                                    dims),
-                      it->name_loc);
+    Tensor *t =
+        built(c, rv_extern_new(c->m, it->name, it->kernel, it->nargs, ins, dt, it->type.ndim, dims),
+              it->name_loc);
     if (!t)
         return;
     t->loc = it->name_loc;

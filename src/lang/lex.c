@@ -29,19 +29,20 @@
 #include "lang/lang.h"
 
 static const char *const keywords[] = {
-    "size", "ufun", "input", "in", "pad", "if", "then", "else", "extern", "schedule", "true", "false",
+    "size", "ufun", "input",  "in",       "pad",  "if",
+    "then", "else", "extern", "schedule", "true", "false",
 };
 
 /* Two-character punctuators first, so "<=" wins over "<". */
 static const char *const puncts[] = {
-    "..", "==", "!=", "<=", ">=", "&&", "||", "+", "-", "*", "/", "%", "<",
-    ">",  "!",  "=",  "(",  ")",  "[",  "]",  "{", "}", ",", ":",
+    "..", "==", "!=", "<=", ">=", "&&", "||", "+", "-", "*", "/", "%",
+    "<",  ">",  "!",  "=",  "(",  ")",  "[",  "]", "{", "}", ",", ":",
 };
 
 typedef struct Lexer {
     const SrcFile *src;
     Arena *arena;
-    const char *p;         /* current position */
+    const char *p;          /* current position */
     const char *line_start; /* start of the current line, for columns */
     int line;
     Vec(Token) toks;

@@ -33,10 +33,10 @@ typedef struct Parser {
     const SrcFile *src;
     const Token *tok; /* current token */
     Arena *arena;
-    StrMap globals;          /* item names declared so far */
+    StrMap globals;           /* item names declared so far */
     Vec(const char *) locals; /* visible binders, innermost last */
-    int nesting;             /* active parse_unary calls (bounds the recursion) */
-    rv_status st;            /* first error; parsing unwinds once set */
+    int nesting;              /* active parse_unary calls (bounds the recursion) */
+    rv_status st;             /* first error; parsing unwinds once set */
 } Parser;
 
 /* ---- tokens ---- */

@@ -374,12 +374,15 @@ static void test_errors_located(void) {
     check_error("input X : f32[4]\nY[i] = X[i] +\n", "e.rv:3:1: error: expected an expression");
     check_error("input X : f32[4, 4]\nY[i] = X[i]", "tensor 'X' has 2 dimensions, given 1");
     check_error("input X : f32[4]\nY[i] = X[i] && X[i]", "2:13: error: operator '&&' needs bools");
-    check_error("input X : f32[4]\nY[i] = sum(i < 4) X[i]", "2:12: error: reduction axis 'i' shadows");
+    check_error("input X : f32[4]\nY[i] = sum(i < 4) X[i]",
+                "2:12: error: reduction axis 'i' shadows");
     check_error("input X : f32[4]\nY[i] = 1 + if i < 2 then X[i] else 0",
                 "2:12: error: 'if' may only be the whole body");
     check_error("size T in 5..2", "1:6: error: size 'T' has an empty range 5..2");
-    check_error("input X : f32[4, 768]\nY[i] = X[i, 768]", "2:13: error: index 768 is out of range");
-    check_error("input X : f32[4]\nY[i, j] = X[i]", "2:6: error: cannot infer the extent of axis 'j'");
+    check_error("input X : f32[4, 768]\nY[i] = X[i, 768]",
+                "2:13: error: index 768 is out of range");
+    check_error("input X : f32[4]\nY[i, j] = X[i]",
+                "2:6: error: cannot infer the extent of axis 'j'");
 }
 
 /* ---- printer ---- */
@@ -401,9 +404,11 @@ static void test_print_parens(void) {
         {"-(sum(k < 8) X[i, k]) / 3", "-(sum(k < 8) X[i, k]) / 3."},
         {"sum(k < 8) X[i, k] + V[0]", "sum(k < 8) X[i, k] + V[0]"},
         {"- -X[i, 0]", "- -X[i, 0]"},
-        {"select(X[i, 0] > 0 && i < 3, X[i, 0], 0.1)", "select(X[i, 0] > 0. && i < 3, X[i, 0], 0.1)"},
+        {"select(X[i, 0] > 0 && i < 3, X[i, 0], 0.1)",
+         "select(X[i, 0] > 0. && i < 3, X[i, 0], 0.1)"},
         {"max(X[i, 0], 1) + pow(V[0], 2)", "max(X[i, 0], 1.) + pow(V[0], 2.)"},
-        {"exp(f32(1.5)) * f32(i % 3 + floordiv(i, 2))", "exp(f32(1.5)) * f32(i % 3 + floordiv(i, 2))"},
+        {"exp(f32(1.5)) * f32(i % 3 + floordiv(i, 2))",
+         "exp(f32(1.5)) * f32(i % 3 + floordiv(i, 2))"},
     };
     for (int i = 0; i < RV_COUNT(cases); i++) {
         snprintf(text, sizeof text, "%sY[i < K] = %s\n", decl, cases[i].body);
