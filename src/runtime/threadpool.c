@@ -8,9 +8,10 @@
  *
  *   - workers are created once and live as long as the pool;
  *   - a loop is published by writing the job (fn, ctx, n) and bumping a
- *     generation counter; a worker that sees the counter change runs its
- *     static chunk and decrements `remaining`; the caller runs chunk 0 and
- *     then waits for `remaining` to reach zero;
+ *     generation counter `gen`; a worker that sees the counter change
+ *     claims its own static chunk, runs it and decrements `remaining`; the
+ *     caller runs chunk 0, then runs every chunk that no worker has claimed
+ *     yet, then waits for `remaining` to reach zero;
  *   - waiting (workers for the next generation, the caller for `remaining`)
  *     first spins on the atomic for spin_ns (default 50 us, $RAVEL_SPIN_US),
  *     then sleeps on a condition variable. Back-to-back loops therefore
@@ -23,9 +24,18 @@
  * when someone sleeps. One of the two always sees the other's write. The
  * caller's sleep on `remaining` pairs with `caller_sleeping` the same way.
  *
- * Every worker takes part in every loop (some with empty chunks), so a
- * worker never reads the job of a later loop by mistake: the dispatcher
- * cannot publish loop k+1 before all workers have finished loop k.
+ * Claiming is what keeps the pool fast when it is not alone on the machine.
+ * Chunk c has a slot holding the generation that last claimed it; loop g
+ * claims chunk c by a compare-and-swap of the slot from g-1 to g, so each
+ * chunk runs exactly once, and a worker that was descheduled (or asleep)
+ * when the loop began does not hold the caller up: the caller has already
+ * run its chunk. Workers normally claim their own chunk within a fraction
+ * of a microsecond, long before the caller is done with chunk 0, so the
+ * static chunk-to-thread mapping (and its cache affinity) is what happens
+ * in the common case. A successful claim also makes reading the job safe:
+ * loop g cannot finish, and the job cannot be overwritten, while one of its
+ * chunks is claimed and not done; a late worker whose claim fails never
+ * reads the job. Empty chunks (n < threads) are marked claimed up front.
  *
  * Nesting: a thread-local flag marks threads inside a chunk (workers
  * always); a parallel loop issued there runs serially. Fork: a child has
@@ -51,6 +61,12 @@
 #define TP_MAX_THREADS 1024
 #define TP_DEFAULT_SPIN_US 50
 #define TP_CACHE_LINE 64
+
+/* The generation that last claimed a chunk, alone on its cache line. */
+typedef struct TpSlot {
+    atomic_uint claimed;
+    char pad[TP_CACHE_LINE - sizeof(atomic_uint)];
+} TpSlot;
 
 typedef struct TpWorker {
     ThreadPool *pool;
@@ -81,6 +97,7 @@ struct ThreadPool {
     char pad2[TP_CACHE_LINE];
     atomic_int sleepers;
     atomic_int caller_sleeping;
+    TpSlot *slots; /* one per chunk */
 };
 
 static _Thread_local bool tp_in_chunk; /* nested loops on this thread run serially */
@@ -137,6 +154,14 @@ static void run_chunk(ThreadPool *p, int tid) {
     int64_t end = begin + q + (tid < r ? 1 : 0);
     if (begin < end)
         p->fn(p->ctx, begin, end, tid);
+}
+
+/* Claims chunk c for loop g; true when the caller may run it. */
+static bool claim_chunk(ThreadPool *p, int c, unsigned g) {
+    unsigned expect = g - 1;
+    if (atomic_load_explicit(&p->slots[c].claimed, memory_order_relaxed) != expect)
+        return false;
+    return atomic_compare_exchange_strong(&p->slots[c].claimed, &expect, g);
 }
 
 /* Waits until gen differs from seen and returns it: spin, then sleep. */
@@ -197,6 +222,8 @@ static void *worker_main(void *arg) {
         seen = wait_for_work(p, seen);
         if (atomic_load(&p->stop))
             break;
+        if (!claim_chunk(p, w->tid, seen))
+            continue; /* taken by the caller, or empty */
         run_chunk(p, w->tid);
         if (atomic_fetch_sub(&p->remaining, 1) == 1 && atomic_load(&p->caller_sleeping)) {
             pthread_mutex_lock(&p->sleep_mu);
@@ -217,11 +244,18 @@ void tp_parallel_for(ThreadPool *pool, int64_t n, TpFn fn, void *ctx) {
         return;
     }
     pthread_mutex_lock(&pool->dispatch_mu);
+    int nt = pool->nthreads;
+    int nonempty = n < nt ? (int)n : nt; /* chunks [0, nonempty) have work */
+    unsigned g = atomic_load_explicit(&pool->gen, memory_order_relaxed) + 1;
     pool->fn = fn;
     pool->ctx = ctx;
     pool->n = n;
-    atomic_store_explicit(&pool->remaining, pool->nthreads - 1, memory_order_relaxed);
-    atomic_fetch_add(&pool->gen, 1); /* publishes the job (seq_cst, so also release) */
+    /* Chunk 0 is the caller's, and empty chunks are nobody's. */
+    atomic_store_explicit(&pool->slots[0].claimed, g, memory_order_relaxed);
+    for (int c = nonempty; c < nt; c++)
+        atomic_store_explicit(&pool->slots[c].claimed, g, memory_order_relaxed);
+    atomic_store_explicit(&pool->remaining, nonempty - 1, memory_order_relaxed);
+    atomic_fetch_add(&pool->gen, 1); /* publishes all of the above (seq_cst) */
     if (atomic_load(&pool->sleepers) > 0) {
         pthread_mutex_lock(&pool->sleep_mu);
         pthread_cond_broadcast(&pool->work_cv);
@@ -229,6 +263,12 @@ void tp_parallel_for(ThreadPool *pool, int64_t n, TpFn fn, void *ctx) {
     }
     tp_in_chunk = true;
     run_chunk(pool, 0);
+    for (int c = 1; c < nonempty; c++) {
+        if (claim_chunk(pool, c, g)) {
+            run_chunk(pool, c);
+            atomic_fetch_sub(&pool->remaining, 1);
+        }
+    }
     tp_in_chunk = false;
     wait_for_done(pool);
     pthread_mutex_unlock(&pool->dispatch_mu);
@@ -286,6 +326,9 @@ ThreadPool *tp_new(int nthreads) {
     atomic_init(&p->remaining, 0);
     atomic_init(&p->sleepers, 0);
     atomic_init(&p->caller_sleeping, 0);
+    p->slots = base_xcalloc((size_t)nthreads, sizeof *p->slots);
+    for (int c = 0; c < nthreads; c++)
+        atomic_init(&p->slots[c].claimed, 0);
     if (nthreads == 1)
         return p;
 
@@ -331,6 +374,7 @@ void tp_free(ThreadPool *pool) {
     /* In a forked child the workers do not exist and the locks may be in
      * any state: release the memory only. */
     base_free(pool->workers);
+    base_free(pool->slots);
     base_free(pool);
 }
 

@@ -10,7 +10,11 @@
  * Chunk t of n over T threads is [t*q + min(t, r), (t+1)*q + min(t+1, r))
  * with q = n / T, r = n % T: sizes differ by at most one, earlier chunks are
  * the larger. Empty chunks are not run. `tid` is the chunk's index, in
- * [0, tp_num_threads(pool)): use it to pick per-thread scratch.
+ * [0, tp_num_threads(pool)): use it to pick per-thread scratch. Chunk t
+ * normally runs on pool thread t (the caller is thread 0), but the caller
+ * takes over chunks that a late worker has not started, so one thread may
+ * run several chunks one after another; no chunk runs twice or
+ * concurrently with itself.
  *
  * A tp_parallel_for issued from inside a running chunk (of any pool) runs
  * serially on the calling thread as a single chunk with tid 0, so nested
