@@ -523,5 +523,5 @@ int main(void) {
     RUN(test_print_module);
     RUN(test_examples_roundtrip);
     RUN(test_load_errors);
-    return harness_report_named("test_lang");
+    return harness_report();
 }
