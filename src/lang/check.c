@@ -313,8 +313,9 @@ static Expr *extent_at(Checker *c, Axis *const *axes, int pos, Expr *const *idx)
     return e;
 }
 
-/* A constant index must lie in [0, extent) for some binding of the sizes. */
-static bool check_const_index(Checker *c, const Node *arg, Expr *idx, Expr *ext, const char *what,
+/* A constant index must lie in [0, extent) for some binding of the sizes.
+ * `is_read`: a tensor index (else a UF argument), for the message. */
+static bool check_const_index(Checker *c, const Node *arg, Expr *idx, Expr *ext, bool is_read,
                               int pos, const char *owner) {
     int64_t v, lo, hi;
     if (!ir_is_const_int(idx, &v) || !ext)
@@ -322,8 +323,9 @@ static bool check_const_index(Checker *c, const Node *arg, Expr *idx, Expr *ext,
     if (v >= 0 && !(ir_int_bounds(ext, &lo, &hi) && v >= hi))
         return true;
     char *es = ir_expr_str(ext);
-    error_at(c, arg->loc, "%s %lld is out of range for %s %d of '%s' (extent %s)", what,
-             (long long)v, what[0] == 'i' ? "dimension" : "argument", pos, owner, es);
+    error_at(c, arg->loc, "%s %lld is out of range for %s %d of '%s' (extent %s)",
+             is_read ? "index" : "argument", (long long)v, is_read ? "dimension" : "argument", pos,
+             owner, es);
     base_free(es);
     return false;
 }
@@ -381,7 +383,7 @@ static Expr *elab_index(Checker *c, const Node *n) {
             return NULL;
         }
         Expr *ext = extent_at(c, axes, i, args);
-        if (!check_const_index(c, n->args[i], args[i], ext, t ? "index" : "argument", i, n->name))
+        if (!check_const_index(c, n->args[i], args[i], ext, t != NULL, i, n->name))
             return NULL;
         if (f && !check_uf_domain(c, n->args[i], f, i, args[i], ext))
             return NULL;
