@@ -158,8 +158,9 @@ rv_ufun *rv_ufun_end(rv_ufun *f, rv_expr *const *extents, rv_expr *lo, rv_expr *
 
 /* A tensor dimension: its name (which names the dimension, DESIGN.md
  * "named dimensions"), its extent, and a storage padding multiple (1 = none).
- * Extents may mention earlier dimensions of the same tensor by name through
- * rv_expr_dimvar (ragged layouts: l < len[b]). */
+ * Extents that mention earlier dimensions of the same tensor (ragged layouts:
+ * l < len[b]) use the two-step form, rv_input_begin / rv_input_var /
+ * rv_input_end. */
 typedef struct rv_dimspec {
     const char *name;
     rv_expr *extent;
@@ -187,6 +188,9 @@ rv_tensor *rv_compute_end(rv_compute *c, rv_expr *body);
  * branch is evaluated, so each may read what is valid under its condition. */
 rv_tensor *rv_compute_end_cond(rv_compute *c, rv_expr *pred, rv_expr *then_body,
                                rv_expr *else_body);
+/* The extent of axis i when it mentions earlier axes (`l < len[b]`: build
+ * it with rv_compute_var after begin). Overrides the extent given to begin. */
+void rv_compute_set_extent(rv_compute *c, int i, rv_expr *extent);
 /* Optional element dtype for a compute (default: the body's dtype). */
 void rv_compute_set_dtype(rv_compute *c, rv_dtype t);
 /* Storage padding for output dimension i. */
@@ -268,6 +272,51 @@ rv_status rv_bindings_randomize(rv_bindings *b, uint64_t seed);
  * values against their ranges, indices against extents, and array shapes
  * against the declared (possibly ragged) layouts. */
 rv_status rv_interp_run(const rv_module *m, rv_bindings *b);
+
+/* ---------------------------------------------------- compiled programs */
+
+/* A module compiled to native code: lowered to loop nests, emitted as C
+ * (one kernel per computed tensor) and compiled by the system C compiler
+ * through the JIT's on-disk cache. Sizes stay symbolic, so one program
+ * serves every binding. A run takes the same bindings as the interpreter,
+ * checks them the same way before any kernel runs, and stores the same
+ * results (canonical layout; ragged tensors 1-D and packed):
+ *
+ *     rv_program *p;
+ *     if (rv_program_compile(m, NULL, &p) != RV_OK) fprintf(stderr, "%s\n", rv_last_error());
+ *     rv_status st = rv_program_run(p, b);   // b as for rv_interp_run
+ *     puts(rv_program_source(p));            // the generated C
+ *     rv_program_free(p);
+ *
+ * The module must not gain tensors while a program compiled from it is in
+ * use. */
+typedef struct rv_program rv_program;
+
+/* Zero (or a NULL pointer to it) means the defaults. */
+typedef struct rv_compile_options {
+    const char *cc;        /* compiler command; NULL: $RAVEL_CC, else "cc" */
+    const char *cflags;    /* extra compiler flags, space-separated, after the defaults */
+    const char *cache_dir; /* NULL: $RAVEL_CACHE_DIR, else ~/.cache/ravel */
+    int serial;            /* nonzero: parallel loops run on the calling thread */
+} rv_compile_options;
+
+/* RV_ERR_UNSUPPORTED for what the lowering or code generator cannot do yet,
+ * RV_ERR_COMPILER when the C compiler fails (the message has its output). */
+rv_status rv_program_compile(rv_module *m, const rv_compile_options *opt, rv_program **out);
+rv_status rv_program_run(rv_program *p, rv_bindings *b);
+/* The generated C translation unit ("" if none). */
+const char *rv_program_source(const rv_program *p);
+void rv_program_free(rv_program *p);
+
+/* Counters accumulated over a program's life. */
+typedef struct rv_program_counters {
+    int64_t runs;
+    int64_t kernel_calls;
+    double compile_seconds; /* lowering, code generation, C compiler or cache */
+    double prelude_seconds; /* filling the aux arrays of ragged layouts */
+    double kernel_seconds;
+} rv_program_counters;
+void rv_program_stats(const rv_program *p, rv_program_counters *out);
 
 #ifdef __cplusplus
 }

@@ -366,6 +366,11 @@ rv_expr *rv_compute_var(rv_compute *c, int i) {
     return c && i >= 0 && i < c->t->ndim ? c->t->axes[i]->var : NULL;
 }
 
+void rv_compute_set_extent(rv_compute *c, int i, rv_expr *extent) {
+    if (c && i >= 0 && i < c->t->ndim)
+        c->t->axes[i]->extent = extent;
+}
+
 void rv_compute_set_dtype(rv_compute *c, rv_dtype t) {
     if (!c)
         return;
