@@ -52,20 +52,20 @@ typedef struct Layout Layout;
  * applying one that is not is an RV_ERR_ARG error. */
 typedef struct LayoutEnv {
     const Module *m;
-    const int64_t *sizes;           /* by Size id */
-    int64_t *const *uf_vals;        /* by Ufun id; NULL: not bound */
-    Layout *const *uf_dom;          /* by Ufun id; NULL: not evaluated */
+    const int64_t *sizes;    /* by Size id */
+    int64_t *const *uf_vals; /* by Ufun id; NULL: not bound */
+    Layout *const *uf_dom;   /* by Ufun id; NULL: not evaluated */
 } LayoutEnv;
 
 struct Layout {
     int ndim;
     Axis *axes[RV_MAX_DIMS];
-    bool ragged;                   /* some extent mentions an outer axis */
-    int64_t numel;                 /* number of valid index tuples */
-    int64_t shape[RV_MAX_DIMS];    /* constant levels: the extent; variable levels: -1 */
-    int64_t maxext[RV_MAX_DIMS];   /* the largest extent of each level (0 if none) */
+    bool ragged;                    /* some extent mentions an outer axis */
+    int64_t numel;                  /* number of valid index tuples */
+    int64_t shape[RV_MAX_DIMS];     /* constant levels: the extent; variable levels: -1 */
+    int64_t maxext[RV_MAX_DIMS];    /* the largest extent of each level (0 if none) */
     int64_t count[RV_MAX_DIMS + 1]; /* |P_k|: valid prefixes of length k; count[ndim] = numel */
-    int64_t *start[RV_MAX_DIMS];   /* variable levels: count[k] + 1 prefix sums; else NULL */
+    int64_t *start[RV_MAX_DIMS];    /* variable levels: count[k] + 1 prefix sums; else NULL */
 };
 
 /* ---- layout.c ---- */

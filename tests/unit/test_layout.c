@@ -215,8 +215,7 @@ static void test_ragged_under_dense(void) {
     Layout *l;
     CHECK(ir_layout_tensor(&fx.env, "input Q", Q, &l) == RV_OK);
     CHECK_EQ_INT(l->numel, 3 * 4 * (2 + 7 + 0 + 3));
-    CHECK(l->start[0] == NULL && l->start[1] == NULL && l->start[2] != NULL &&
-          l->start[3] == NULL);
+    CHECK(l->start[0] == NULL && l->start[1] == NULL && l->start[2] != NULL && l->start[3] == NULL);
     CHECK_EQ_INT(l->count[2], 12); /* B * 3 prefixes at level 2 */
 
     int64_t *tuples = malloc(sizeof(int64_t) * 4 * (size_t)l->numel);
@@ -301,7 +300,8 @@ static void test_ragged_ufun_domain(void) {
     at[0] = 1;
     at[1] = 0;
     CHECK(ir_layout_ufun_value(&fx.env, f, at, &v) == RV_ERR_BOUNDS);
-    CHECK_STR_CONTAINS(rv_last_error(), "f[1, 0]: index 0 out of bounds for dimension 1 (extent 0)");
+    CHECK_STR_CONTAINS(rv_last_error(),
+                       "f[1, 0]: index 0 out of bounds for dimension 1 (extent 0)");
     fx_free(&fx);
 }
 

@@ -1,0 +1,359 @@
+/*
+ * interp.c — rv_interp_run: check the arguments, then evaluate every
+ * operation of the module in definition order.
+ *
+ * A run has two phases. Preparation (interp_prepare, shared with
+ * rv_bindings_randomize) walks the arguments in dependency order: sizes
+ * first (each bound and within its declared range), then UFs in
+ * declaration order (a UF's domain and value range may use sizes and
+ * earlier UFs: its domain layout is evaluated, its array's dtype and shape
+ * checked, its values converted to int64 and checked against the range),
+ * then inputs (layout evaluated, exact dtype and shape checked). When
+ * drawing random arguments, whatever is unbound is drawn at its turn, so
+ * later draws see earlier ones.
+ *
+ * Evaluation then computes each operation's layout, allocates its result
+ * in the tensor's dtype (dense: its shape; ragged: 1-D in canonical order)
+ * and hands it to eval.c (compute, cond) or extern_ref.c (extern). Results
+ * are stored in the bindings as they are made, so later operations read
+ * the rounded values compiled code would read. A failed run leaves no
+ * results behind.
+ *
+ * Randomized arguments are kept small on purpose: sizes are drawn from
+ * [lo, min(hi, lo + 16)] so the interpreter stays fast in tests (bind a
+ * size explicitly for anything else), UF values uniformly from their
+ * declared range, floats from [-1, 1) and integers from [-8, 8].
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "interp/interp.h"
+
+void interp_format_where(Buf *b, const Tensor *t, const int64_t *idx) {
+    if (t->loc.file)
+        buf_printf(b, "%s:%d:%d: ", t->loc.file, t->loc.line, t->loc.col);
+    buf_printf(b, "computing %s", t->name);
+    if (idx && t->ndim > 0)
+        ir_layout_format_index(b, t->ndim, idx);
+}
+
+/* The array for a layout: its shape when dense, 1-D when ragged. */
+static rv_array *array_for(rv_dtype t, const Layout *l) {
+    int64_t one[1] = {l->numel};
+    if (l->ragged)
+        return rv_array_new(t, 1, one);
+    return rv_array_new(t, l->ndim, l->ndim ? l->shape : one);
+}
+
+static void format_shape(Buf *b, const rv_array *a) {
+    ir_layout_format_index(b, rv_array_ndim(a), rv_array_shape(a));
+}
+
+/* Checks that array `a` has the shape layout `l` needs (dense: the layout's
+ * shape; ragged: 1-D with one element per valid index tuple). */
+static rv_status check_shape(Interp *in, const char *what, const rv_array *a, const Layout *l) {
+    const int64_t *shape = rv_array_shape(a);
+    int ndim = rv_array_ndim(a);
+    bool ok;
+    if (l->ragged)
+        ok = ndim == 1 && shape[0] == l->numel;
+    else {
+        ok = ndim == l->ndim;
+        for (int k = 0; ok && k < ndim; k++)
+            ok = shape[k] == l->shape[k];
+    }
+    if (ok)
+        return RV_OK;
+    Buf env = {0}, got = {0}, want = {0};
+    ir_layout_describe_env(&env, &in->env, l);
+    const char *ctx = env.len ? " (" : "", *ctx_end = env.len ? ")" : "";
+    format_shape(&got, a);
+    if (!l->ragged) {
+        ir_layout_format_index(&want, l->ndim, l->shape);
+        base_error(RV_ERR_SHAPE, "%s: expected shape %s%s%s%s, got %s", what, buf_str(&want), ctx,
+                   buf_str(&env), ctx_end, buf_str(&got));
+    } else if (ndim == 1) {
+        base_error(RV_ERR_SHAPE,
+                   "%s: ragged layout needs %lld elements%s%s%s, array has %lld "
+                   "elements",
+                   what, (long long)l->numel, ctx, buf_str(&env), ctx_end, (long long)shape[0]);
+    } else {
+        base_error(RV_ERR_SHAPE,
+                   "%s: ragged layout needs a 1-D array of %lld elements%s%s%s, "
+                   "got shape %s",
+                   what, (long long)l->numel, ctx, buf_str(&env), ctx_end, buf_str(&got));
+    }
+    buf_free(&env);
+    buf_free(&got);
+    buf_free(&want);
+    return RV_ERR_SHAPE;
+}
+
+/* The index tuple of canonical offset `off` (error messages only: O(n)). */
+static void index_of_offset(const Layout *l, int64_t off, int64_t *idx) {
+    LayoutIter it;
+    for (bool ok = ir_layout_iter_begin(l, &it); ok; ok = ir_layout_iter_next(l, &it)) {
+        if (it.rank[l->ndim] == off) {
+            memcpy(idx, it.idx, sizeof(int64_t) * (size_t)l->ndim);
+            return;
+        }
+    }
+    RV_UNREACHABLE();
+}
+
+/* Evaluates an expression over sizes (and earlier UFs), e.g. a UF bound. */
+static rv_status eval_scalar(Interp *in, const Expr *e, const char *what, int64_t *out) {
+    rv_status st = ir_eval_index(&in->env, e, 0, NULL, NULL, out);
+    if (st != RV_OK) {
+        char *prev = base_xstrdup(rv_last_error());
+        base_error(st, "%s: %s", what, prev);
+        base_free(prev);
+    }
+    return st;
+}
+
+/* ---- preparation: sizes, UFs, inputs ---- */
+
+static rv_status prepare_sizes(Interp *in, const uint64_t *seed) {
+    rv_bindings *b = in->b;
+    for (int i = 0; i < in->m->sizes.len; i++) {
+        const Size *s = in->m->sizes.data[i];
+        if (!b->size_set[i]) {
+            if (!seed)
+                return base_error(RV_ERR_ARG, "size %s is not bound", s->name);
+            Rng r = interp_rng_for(*seed, s->name);
+            int64_t hi = s->hi - s->lo > 16 ? s->lo + 16 : s->hi;
+            b->size_val[i] = interp_rng_int(&r, s->lo, hi);
+            b->size_set[i] = true;
+        }
+        int64_t v = b->size_val[i];
+        if (v < s->lo || v > s->hi)
+            return base_error(RV_ERR_BOUNDS, "size %s = %lld outside declared range %lld..%lld",
+                              s->name, (long long)v, (long long)s->lo, (long long)s->hi);
+        in->sizes[i] = v;
+    }
+    return RV_OK;
+}
+
+/* Draws a UF array: int64 values uniform in [lo, hi]. */
+static rv_status draw_ufun(Interp *in, const Ufun *f, const Layout *dom, int64_t lo, int64_t hi,
+                           uint64_t seed) {
+    if (lo > hi && dom->numel > 0)
+        return base_error(RV_ERR_BOUNDS,
+                          "ufun %s: empty value range %lld..%lld; cannot draw "
+                          "values",
+                          f->name, (long long)lo, (long long)hi);
+    rv_array *a = array_for(RV_I64, dom);
+    if (!a)
+        return base_error(RV_ERR_OOM, "ufun %s: cannot allocate %lld values", f->name,
+                          (long long)dom->numel);
+    Rng r = interp_rng_for(seed, f->name);
+    int64_t *v = rv_array_data(a);
+    for (int64_t i = 0; i < dom->numel; i++)
+        v[i] = interp_rng_int(&r, lo, hi);
+    interp_bindings_own_ufun(in->b, f, a);
+    return RV_OK;
+}
+
+static rv_status prepare_ufun(Interp *in, const Ufun *f, const uint64_t *seed) {
+    rv_status st;
+    char what[300];
+    snprintf(what, sizeof what, "ufun %s", f->name);
+    if (!f->complete)
+        return base_error(RV_ERR_TYPE, "%s: its definition is incomplete", what);
+    Layout *dom;
+    if ((st = ir_layout_ufun(&in->env, f, &dom)) != RV_OK)
+        return st;
+    in->ufl[f->id] = dom; /* released with the run */
+    int64_t lo, hi;
+    if ((st = eval_scalar(in, f->lo, what, &lo)) != RV_OK ||
+        (st = eval_scalar(in, f->hi, what, &hi)) != RV_OK)
+        return st;
+    const rv_array *a = in->b->uf_arr[f->id];
+    if (!a && seed && (st = draw_ufun(in, f, dom, lo, hi, *seed)) != RV_OK)
+        return st;
+    if (!(a = in->b->uf_arr[f->id]))
+        return base_error(RV_ERR_ARG, "%s is not bound", what);
+    rv_dtype t = rv_array_dtype(a);
+    if (t != RV_I32 && t != RV_I64)
+        return base_error(RV_ERR_SHAPE, "%s: expected an i32 or i64 array, got %s", what,
+                          rv_dtype_name(t));
+    if ((st = check_shape(in, what, a, dom)) != RV_OK)
+        return st;
+    int64_t *v = base_xmalloc(sizeof(int64_t) * (size_t)(dom->numel ? dom->numel : 1));
+    in->ufv[f->id] = v;
+    const void *data = rv_array_cdata(a);
+    for (int64_t i = 0; i < dom->numel; i++) {
+        v[i] = t == RV_I32 ? ((const int32_t *)data)[i] : ((const int64_t *)data)[i];
+        if (v[i] < lo || v[i] > hi) {
+            int64_t idx[RV_MAX_DIMS];
+            index_of_offset(dom, i, idx);
+            Buf b = {0};
+            ir_layout_format_index(&b, dom->ndim, idx);
+            base_error(RV_ERR_BOUNDS, "ufun %s: %s%s = %lld outside declared range %lld..%lld",
+                       f->name, f->name, buf_str(&b), (long long)v[i], (long long)lo,
+                       (long long)hi);
+            buf_free(&b);
+            return RV_ERR_BOUNDS;
+        }
+    }
+    return RV_OK;
+}
+
+/* Draws an input array: floats uniform in [-1, 1), integers in [-8, 8]. */
+static rv_status draw_input(Interp *in, const Tensor *t, const Layout *l, uint64_t seed) {
+    rv_array *a = array_for(t->dtype, l);
+    if (!a)
+        return base_error(RV_ERR_OOM, "input %s: cannot allocate %lld elements", t->name,
+                          (long long)l->numel);
+    Rng r = interp_rng_for(seed, t->name);
+    void *data = rv_array_data(a);
+    for (int64_t i = 0; i < l->numel; i++) {
+        switch (t->dtype) {
+        case RV_F32:
+            ((float *)data)[i] = (float)interp_rng_unit(&r);
+            break;
+        case RV_F64:
+            ((double *)data)[i] = interp_rng_unit(&r);
+            break;
+        case RV_I32:
+            ((int32_t *)data)[i] = (int32_t)interp_rng_int(&r, -8, 8);
+            break;
+        case RV_I64:
+            ((int64_t *)data)[i] = interp_rng_int(&r, -8, 8);
+            break;
+        default:
+            RV_UNREACHABLE();
+        }
+    }
+    interp_bindings_own_tensor(in->b, t, a);
+    return RV_OK;
+}
+
+static rv_status prepare_input(Interp *in, const Tensor *t, const uint64_t *seed) {
+    rv_status st;
+    char what[300];
+    snprintf(what, sizeof what, "input %s", t->name);
+    if (!t->complete)
+        return base_error(RV_ERR_TYPE, "%s: its definition is incomplete", what);
+    const rv_array *a = in->b->t_arr[t->id];
+    if (a && seed)
+        return RV_OK; /* drawing only: the run checks what the caller bound */
+    Layout *l;
+    if ((st = ir_layout_tensor(&in->env, what, t, &l)) != RV_OK)
+        return st;
+    in->tv[t->id].lay = l;
+    if (!a && seed && (st = draw_input(in, t, l, *seed)) != RV_OK)
+        return st;
+    if (!(a = in->b->t_arr[t->id]))
+        return base_error(RV_ERR_ARG, "%s is not bound", what);
+    if (rv_array_dtype(a) != t->dtype)
+        return base_error(RV_ERR_SHAPE, "%s: expected a %s array, got %s", what,
+                          rv_dtype_name(t->dtype), rv_dtype_name(rv_array_dtype(a)));
+    if ((st = check_shape(in, what, a, l)) != RV_OK)
+        return st;
+    in->tv[t->id].arr = a;
+    in->tv[t->id].data = rv_array_cdata(a);
+    in->tv[t->id].dtype = t->dtype;
+    return RV_OK;
+}
+
+rv_status interp_prepare(Interp *in, const Module *m, rv_bindings *b, const uint64_t *seed) {
+    memset(in, 0, sizeof *in);
+    in->m = m;
+    in->b = b;
+    interp_bindings_sync(b);
+    in->sizes = base_xcalloc((size_t)m->sizes.len + 1, sizeof *in->sizes);
+    in->ufv = base_xcalloc((size_t)m->ufuns.len + 1, sizeof *in->ufv);
+    in->ufl = base_xcalloc((size_t)m->ufuns.len + 1, sizeof *in->ufl);
+    in->tv = base_xcalloc((size_t)m->tensors.len + 1, sizeof *in->tv);
+    in->env = (LayoutEnv){m, in->sizes, in->ufv, in->ufl};
+    rv_status st = prepare_sizes(in, seed);
+    for (int i = 0; st == RV_OK && i < m->ufuns.len; i++)
+        st = prepare_ufun(in, m->ufuns.data[i], seed);
+    for (int i = 0; st == RV_OK && i < m->tensors.len; i++)
+        if (m->tensors.data[i]->op->kind == OP_INPUT)
+            st = prepare_input(in, m->tensors.data[i], seed);
+    return st;
+}
+
+void interp_release(Interp *in) {
+    for (int i = 0; in->ufl && i < in->m->ufuns.len; i++) {
+        ir_layout_free(in->ufl[i]);
+        base_free(in->ufv[i]);
+    }
+    for (int i = 0; in->tv && i < in->m->tensors.len; i++)
+        ir_layout_free(in->tv[i].lay);
+    base_free(in->sizes);
+    base_free(in->ufv);
+    base_free(in->ufl);
+    base_free(in->tv);
+    memset(in, 0, sizeof *in);
+}
+
+/* ---- evaluation ---- */
+
+/* Computes one operation's result and stores it in the bindings. */
+static rv_status run_op(Interp *in, const Tensor *t) {
+    rv_status st;
+    char what[300];
+    snprintf(what, sizeof what, "tensor %s", t->name);
+    if (!t->complete)
+        return base_error(RV_ERR_TYPE, "%s: its definition is incomplete", what);
+    Layout *l;
+    if ((st = ir_layout_tensor(&in->env, what, t, &l)) != RV_OK)
+        return st;
+    in->tv[t->id].lay = l;
+    rv_array *a = array_for(t->dtype, l);
+    if (!a)
+        return base_error(RV_ERR_OOM, "%s: cannot allocate %lld elements", what,
+                          (long long)l->numel);
+    switch (t->op->kind) {
+    case OP_COMPUTE:
+    case OP_COND:
+        st = interp_eval_op(in, t, a);
+        break;
+    case OP_EXTERN:
+        st = interp_eval_extern(in, t, a);
+        break;
+    default: {
+        Buf b = {0};
+        interp_format_where(&b, t, NULL);
+        st = base_error(RV_ERR_UNSUPPORTED,
+                        "%s: %s operations are not supported by the "
+                        "interpreter yet",
+                        buf_str(&b), ir_op_kind_name[t->op->kind]);
+        buf_free(&b);
+    }
+    }
+    if (st != RV_OK) {
+        rv_array_free(a);
+        return st;
+    }
+    interp_bindings_own_tensor(in->b, t, a);
+    in->tv[t->id].arr = a;
+    in->tv[t->id].data = rv_array_cdata(a);
+    in->tv[t->id].dtype = t->dtype;
+    return RV_OK;
+}
+
+rv_status rv_interp_run(const rv_module *m, rv_bindings *b) {
+    if (!m || !b)
+        return base_error(RV_ERR_ARG, "rv_interp_run: no module or bindings");
+    if (b->m != m)
+        return base_error(RV_ERR_ARG, "rv_interp_run: the bindings belong to another module");
+    rv_status st = ir_verify(m);
+    if (st != RV_OK)
+        return st;
+    interp_bindings_sync(b);
+    interp_bindings_clear_outputs(b);
+    Interp in;
+    st = interp_prepare(&in, m, b, NULL);
+    for (int i = 0; st == RV_OK && i < m->tensors.len; i++)
+        if (m->tensors.data[i]->op->kind != OP_INPUT)
+            st = run_op(&in, m->tensors.data[i]);
+    interp_release(&in);
+    if (st != RV_OK)
+        interp_bindings_clear_outputs(b);
+    return st;
+}
