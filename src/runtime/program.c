@@ -1,0 +1,794 @@
+/*
+ * program.c — compiled programs: a module lowered, emitted as C, compiled
+ * and run on the same bindings as the interpreter.
+ *
+ * rv_program_compile runs the pipeline once: lower_module (one kernel per
+ * computed tensor, in definition order), cg_c_module (one translation
+ * unit), jit_compile (the system C compiler, through the on-disk cache),
+ * and looks up each kernel and prelude. Sizes stay symbolic, so one
+ * program serves every binding.
+ *
+ * rv_program_run does, in order, with nothing computed before everything
+ * is checked:
+ *
+ *   1. check the arguments exactly as the interpreter does (interp_prepare:
+ *      sizes bound and in range, UF arrays shaped by their domains with
+ *      values in their declared ranges, inputs with the right dtype and
+ *      (possibly ragged) shape), and evaluate every computed tensor's
+ *      layout (a negative extent is an error here, not a crash later);
+ *   2. gather the buffers the kernels take: one per UF (converted to the
+ *      buffer's integer type), per AUX array and per tensor, shared by all
+ *      kernels that name the same object;
+ *   3. allocate the AUX arrays (their sizes depend on sizes and UFs only)
+ *      and run every prelude, which fills them;
+ *   4. evaluate each tensor buffer's size (it may load AUX arrays: the size
+ *      of a ragged tensor is a row-start array's last entry) and compare it
+ *      with the storage the runtime expects, then place the tensors: an
+ *      unpadded tensor's storage *is* its canonical array, so inputs are
+ *      passed in place and results computed straight into the arrays handed
+ *      back; a padded one lives in a zeroed buffer and is copied in or out;
+ *   5. call the kernels in order, with an rv_rt_ctx holding the thread
+ *      pool's parallel-for and a scratch allocator;
+ *   6. store every computed tensor in the bindings, in canonical layout
+ *      (ragged: 1-D, packed, no padding), as the interpreter does, so the
+ *      two can be compared element by element.
+ *
+ * STORAGE WITH PADDING. The lowering's storage order (src/lower/storage.c)
+ * is the canonical order with each level's extent rounded up to its pad;
+ * a variable level's row starts are prefix sums over *storage* prefixes,
+ * padded ones included. This file rebuilds that order on the host for
+ * padded tensors only, to copy between canonical arrays and storage. A
+ * padded dimension with a ragged dimension inside it would need extents at
+ * padded (nonexistent) indices; such tensors are rejected as unsupported
+ * before anything runs, as they would make the prelude read UF arrays out
+ * of bounds.
+ *
+ * Buffers given to kernels are 64-byte aligned and never NULL (ravel_rt.h).
+ * Counters accumulate per program (rv_program_stats).
+ */
+#include <stdatomic.h>
+#include <stddef.h>
+#include <string.h>
+#include <time.h>
+
+#include "codegen/codegen.h"
+#include "interp/interp.h"
+#include "jit/jit.h"
+#include "ravel_rt.h"
+#include "runtime/runtime.h"
+#include "runtime/threadpool.h"
+
+/* ---- the ABI's tensor descriptor is DLPack's DLTensor ---- */
+
+_Static_assert(sizeof(rv_rt_device) == sizeof(DLDevice), "rv_rt_device is not DLDevice");
+_Static_assert(offsetof(rv_rt_device, device_id) == offsetof(DLDevice, device_id),
+               "rv_rt_device.device_id");
+_Static_assert(sizeof(rv_rt_dtype) == sizeof(DLDataType), "rv_rt_dtype is not DLDataType");
+_Static_assert(offsetof(rv_rt_dtype, code) == offsetof(DLDataType, code), "rv_rt_dtype.code");
+_Static_assert(offsetof(rv_rt_dtype, bits) == offsetof(DLDataType, bits), "rv_rt_dtype.bits");
+_Static_assert(offsetof(rv_rt_dtype, lanes) == offsetof(DLDataType, lanes), "rv_rt_dtype.lanes");
+_Static_assert(sizeof(rv_rt_tensor) == sizeof(DLTensor), "rv_rt_tensor is not DLTensor");
+_Static_assert(offsetof(rv_rt_tensor, data) == offsetof(DLTensor, data), "rv_rt_tensor.data");
+_Static_assert(offsetof(rv_rt_tensor, device) == offsetof(DLTensor, device),
+               "rv_rt_tensor.device");
+_Static_assert(offsetof(rv_rt_tensor, ndim) == offsetof(DLTensor, ndim), "rv_rt_tensor.ndim");
+_Static_assert(offsetof(rv_rt_tensor, dtype) == offsetof(DLTensor, dtype), "rv_rt_tensor.dtype");
+_Static_assert(offsetof(rv_rt_tensor, shape) == offsetof(DLTensor, shape), "rv_rt_tensor.shape");
+_Static_assert(offsetof(rv_rt_tensor, strides) == offsetof(DLTensor, strides),
+               "rv_rt_tensor.strides");
+_Static_assert(offsetof(rv_rt_tensor, byte_offset) == offsetof(DLTensor, byte_offset),
+               "rv_rt_tensor.byte_offset");
+_Static_assert(RV_RT_ALIGN == RT_ARRAY_ALIGN, "kernels assume the alignment arrays have");
+
+struct rv_program {
+    Module *m;
+    int ntensors; /* the module's tensor count when compiled */
+    int n;        /* kernels */
+    Kernel **kernels;
+    CgUnit unit;
+    JitLib *lib;
+    rv_rt_kernel_fn *fns;
+    rv_rt_prelude_fn *preludes; /* NULL entries: no prelude */
+    bool serial;
+    rv_program_counters stats;
+};
+
+static double now_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* ---- aligned memory through the allocation hook ---- */
+
+/* At least 64 bytes, 64-byte aligned, zeroed; the block's start is kept in
+ * the word before the pointer. NULL when out of memory. */
+static void *aligned_zalloc(size_t n) {
+    if (n > SIZE_MAX - 2 * RV_RT_ALIGN)
+        return NULL;
+    size_t bytes = n ? n : 1;
+    char *block = base_malloc(bytes + RV_RT_ALIGN + sizeof(void *));
+    if (!block)
+        return NULL;
+    uintptr_t p = ((uintptr_t)block + sizeof(void *) + RV_RT_ALIGN - 1) &
+                  ~(uintptr_t)(RV_RT_ALIGN - 1);
+    char *user = block + (p - (uintptr_t)block);
+    memcpy(user - sizeof(void *), &block, sizeof block);
+    memset(user, 0, bytes);
+    return user;
+}
+
+static void aligned_free(void *p) {
+    if (!p)
+        return;
+    void *block;
+    memcpy(&block, (char *)p - sizeof(void *), sizeof block);
+    base_free(block);
+}
+
+/* The host side of rv_rt_ctx: scratch memory that remembers failures. */
+typedef struct Host {
+    atomic_int failed;
+} Host;
+
+static void *host_alloc(struct rv_rt_ctx *ctx, size_t n) {
+    void *p = aligned_zalloc(n);
+    if (!p)
+        atomic_store(&((Host *)ctx->host)->failed, 1);
+    return p;
+}
+
+static void host_free(struct rv_rt_ctx *ctx, void *p) {
+    (void)ctx;
+    aligned_free(p);
+}
+
+static void serial_for(int64_t n, void (*fn)(void *, int64_t, int64_t, int), void *closure) {
+    if (n > 0)
+        fn(closure, 0, n, 0);
+}
+
+/* ---- compile ---- */
+
+typedef Vec(const char *) StrVec;
+
+/* Appends the words of s (split on spaces) to argv. */
+static void split_flags(const char *s, StrVec *argv, Arena *a) {
+    while (s && *s) {
+        while (*s == ' ')
+            s++;
+        const char *e = s;
+        while (*e && *e != ' ')
+            e++;
+        if (e > s) {
+            const char *w = arena_strndup(a, s, (size_t)(e - s));
+            vec_push(argv, w);
+        }
+        s = e;
+    }
+}
+
+void rv_program_free(rv_program *p) {
+    if (!p)
+        return;
+    jit_close(p->lib);
+    cg_unit_free(&p->unit);
+    base_free(p->kernels);
+    base_free(p->fns);
+    base_free(p->preludes);
+    base_free(p);
+}
+
+rv_status rv_program_compile(rv_module *m, const rv_compile_options *opt, rv_program **out) {
+    if (!out)
+        return base_error(RV_ERR_ARG, "rv_program_compile: out is NULL");
+    *out = NULL;
+    if (!m)
+        return base_error(RV_ERR_ARG, "rv_program_compile: no module");
+    rv_compile_options none = {0};
+    if (!opt)
+        opt = &none;
+    double t0 = now_seconds();
+    rv_status st = ir_verify(m);
+    if (st != RV_OK)
+        return st;
+    rv_program *p = base_xcalloc(1, sizeof *p);
+    p->m = m;
+    p->ntensors = m->tensors.len;
+    p->serial = opt->serial != 0;
+    if ((st = lower_module(m, &p->kernels, &p->n)) != RV_OK) {
+        rv_program_free(p);
+        return st;
+    }
+    cg_c_module(p->kernels, p->n, &p->unit);
+    p->fns = base_xcalloc((size_t)p->n + 1, sizeof *p->fns);
+    p->preludes = base_xcalloc((size_t)p->n + 1, sizeof *p->preludes);
+    if (p->n > 0) {
+        Arena *a = arena_new();
+        StrVec flags = {0};
+        vec_push(&flags, "-fopenmp-simd");
+        split_flags(opt->cflags, &flags, a);
+        JitOptions jo = {.cc = opt->cc,
+                         .cache_dir = opt->cache_dir,
+                         .extra_flags = flags.data,
+                         .n_extra_flags = flags.len};
+        st = jit_compile(p->unit.source, &jo, &p->lib);
+        vec_free(&flags);
+        arena_free(a);
+        for (int i = 0; st == RV_OK && i < p->n; i++) {
+            p->fns[i] = (rv_rt_kernel_fn)jit_fn(p->lib, p->unit.kernel_syms[i]);
+            if (p->unit.prelude_syms[i])
+                p->preludes[i] = (rv_rt_prelude_fn)jit_fn(p->lib, p->unit.prelude_syms[i]);
+            if (!p->fns[i] || (p->unit.prelude_syms[i] && !p->preludes[i]))
+                st = base_error(RV_ERR_COMPILER, "compiled program lacks %s: %s",
+                                p->unit.kernel_syms[i], rv_last_error());
+        }
+        if (st != RV_OK) {
+            rv_program_free(p);
+            return st;
+        }
+    }
+    p->stats.compile_seconds = now_seconds() - t0;
+    *out = p;
+    return RV_OK;
+}
+
+const char *rv_program_source(const rv_program *p) {
+    return p && p->unit.source ? p->unit.source : "";
+}
+
+void rv_program_stats(const rv_program *p, rv_program_counters *out) {
+    if (!out)
+        return;
+    memset(out, 0, sizeof *out);
+    if (p)
+        *out = p->stats;
+}
+
+/* ---- a run ---- */
+
+/* Where a padded tensor's elements live (see the file comment). */
+typedef struct Store {
+    int ndim;
+    bool variable[RV_MAX_DIMS];
+    int64_t ext[RV_MAX_DIMS];    /* constant levels: padded extent */
+    int64_t *start[RV_MAX_DIMS]; /* variable levels: row starts over storage prefixes */
+    int64_t numel;
+} Store;
+
+typedef enum SlotKind { SLOT_UF, SLOT_AUX, SLOT_TENSOR } SlotKind;
+
+/* One buffer of the run, shared by every kernel naming the same object. */
+typedef struct Slot {
+    SlotKind kind;
+    const Buffer *buf; /* the first buffer seen for it */
+    const Tensor *t;   /* TENSOR */
+    void *data;        /* what kernels get */
+    int64_t nelem;     /* elements in data */
+    void *owned;       /* aligned_zalloc'd storage to free, if any */
+    rv_array *arr;     /* a computed tensor's array (its storage when unpadded) */
+    Store *store;      /* padded tensors: the storage order */
+} Slot;
+
+typedef struct Run {
+    rv_program *p;
+    Interp in;
+    Vec(Slot) slots;
+    PtrMap slot_of; /* Tensor* (tensors) or Buffer* (UF, AUX) -> 1 + slot index */
+    int64_t **sizes; /* per kernel: its sizes array */
+    void ***bufs;    /* per kernel: its buffers array */
+} Run;
+
+/* The slot of a tensor, or of a UF or AUX buffer. */
+static Slot *slot_of(Run *r, const void *key) {
+    intptr_t i = (intptr_t)ptrmap_get(&r->slot_of, key);
+    return i ? &r->slots.data[i - 1] : NULL;
+}
+
+static Slot *slot_for(Run *r, const Buffer *b) {
+    return slot_of(r, b->tensor ? (const void *)b->tensor : (const void *)b);
+}
+
+/* The value of an integer expression over sizes, UF values and AUX arrays
+ * (buffer sizes). */
+static rv_status eval_int(Run *r, const Expr *e, int64_t *out) {
+    int64_t a, b, c;
+    rv_status st;
+    const LayoutEnv *env = &r->in.env;
+    switch (e->kind) {
+    case EX_CONST_INT:
+        *out = e->u.ival;
+        return RV_OK;
+    case EX_SIZE:
+        *out = r->in.sizes[e->u.size->id];
+        return RV_OK;
+    case EX_CAST:
+        if ((st = eval_int(r, e->args[0], &a)) != RV_OK)
+            return st;
+        if (!ir_is_int(e->args[0]->dtype) && e->args[0]->dtype != RV_BOOL)
+            break;
+        *out = ir_int_convert(e->dtype, a);
+        return RV_OK;
+    case EX_NOT:
+        if ((st = eval_int(r, e->args[0], &a)) != RV_OK)
+            return st;
+        *out = !a;
+        return RV_OK;
+    case EX_NEG:
+    case EX_ABS:
+        if ((st = eval_int(r, e->args[0], &a)) != RV_OK)
+            return st;
+        if (e->kind == EX_ABS && a >= 0) {
+            *out = a;
+            return RV_OK;
+        }
+        if (ir_int_arith(EX_SUB, 0, a, out) != IA_OK)
+            return base_error(RV_ERR_BOUNDS, "integer overflow in a buffer size");
+        return RV_OK;
+    case EX_AND:
+    case EX_OR:
+        if ((st = eval_int(r, e->args[0], &a)) != RV_OK ||
+            (st = eval_int(r, e->args[1], &b)) != RV_OK)
+            return st;
+        *out = e->kind == EX_AND ? (a && b) : (a || b);
+        return RV_OK;
+    case EX_SELECT:
+        if ((st = eval_int(r, e->args[0], &c)) != RV_OK ||
+            (st = eval_int(r, e->args[1], &a)) != RV_OK ||
+            (st = eval_int(r, e->args[2], &b)) != RV_OK)
+            return st;
+        *out = c ? a : b;
+        return RV_OK;
+    case EX_UFCALL: {
+        int64_t args[RV_MAX_DIMS];
+        RV_ASSERT(e->n <= RV_MAX_DIMS);
+        for (int i = 0; i < e->n; i++)
+            if ((st = eval_int(r, e->args[i], &args[i])) != RV_OK)
+                return st;
+        return ir_layout_ufun_value(env, e->u.uf, args, out);
+    }
+    case EX_LOAD: {
+        const Buffer *buf = e->u.buf;
+        if ((st = eval_int(r, e->args[0], &a)) != RV_OK)
+            return st;
+        if (buf->uf) {
+            const Layout *dom = r->in.ufl[buf->uf->id];
+            if (a < 0 || a >= dom->numel)
+                return base_error(RV_ERR_BOUNDS, "ufun %s: element %lld read outside its %lld "
+                                  "values", buf->uf->name, (long long)a, (long long)dom->numel);
+            *out = r->in.ufv[buf->uf->id][a];
+            return RV_OK;
+        }
+        Slot *s = slot_for(r, buf);
+        if (!s || s->kind != SLOT_AUX || !s->data)
+            break;
+        if (a < 0 || a >= s->nelem)
+            return base_error(RV_ERR_BOUNDS, "aux array %s: element %lld read outside its %lld "
+                              "elements", buf->name, (long long)a, (long long)s->nelem);
+        *out = ((const int64_t *)s->data)[a];
+        return RV_OK;
+    }
+    default:
+        if (e->n == 2 && ir_is_int(e->args[0]->dtype)) {
+            if ((st = eval_int(r, e->args[0], &a)) != RV_OK ||
+                (st = eval_int(r, e->args[1], &b)) != RV_OK)
+                return st;
+            switch (ir_int_arith(e->kind, a, b, out)) {
+            case IA_OK:
+                return RV_OK;
+            case IA_DIVZERO:
+                return base_error(RV_ERR_BOUNDS, "division by zero in a buffer size");
+            default:
+                return base_error(RV_ERR_BOUNDS, "integer overflow in a buffer size");
+            }
+        }
+        break;
+    }
+    char *s = ir_expr_str(e);
+    st = base_error(RV_ERR_UNSUPPORTED, "cannot evaluate %s on the host (in a buffer size)", s);
+    base_free(s);
+    return st;
+}
+
+/* A buffer's size in elements. */
+static rv_status buffer_size(Run *r, const Buffer *b, int64_t *n) {
+    rv_status st = eval_int(r, b->size, n);
+    if (st != RV_OK) {
+        char *prev = base_xstrdup(rv_last_error());
+        base_error(st, "buffer %s: %s", b->name, prev);
+        base_free(prev);
+        return st;
+    }
+    if (*n < 0)
+        return base_error(RV_ERR_BOUNDS, "buffer %s: negative size %lld", b->name, (long long)*n);
+    return RV_OK;
+}
+
+static bool is_padded(const Tensor *t) {
+    for (int k = 0; k < t->ndim; k++)
+        if (t->pad[k] > 1)
+            return true;
+    return false;
+}
+
+static int64_t round_up(int64_t v, int p) {
+    return p > 1 ? (v + p - 1) / p * p : v;
+}
+
+static void store_free(Store *s) {
+    if (!s)
+        return;
+    for (int k = 0; k < s->ndim; k++)
+        base_free(s->start[k]);
+    base_free(s);
+}
+
+typedef Vec(int64_t) I64Vec;
+
+/* Visits the storage prefixes of length k under idx in lexicographic
+ * order, appending each variable level's padded extent to terms[level]. */
+static rv_status store_walk(Run *r, const Tensor *t, Store *s, int last, int k, int64_t *idx,
+                            I64Vec *terms) {
+    int64_t ext;
+    if (s->variable[k]) {
+        rv_status st = ir_eval_index(&r->in.env, t->axes[k]->extent, k, t->axes, idx, &ext);
+        if (st != RV_OK) {
+            Buf b = {0};
+            ir_layout_format_index(&b, k, idx);
+            st = base_error(RV_ERR_UNSUPPORTED,
+                            "tensor %s: storage padding outside a ragged dimension is not "
+                            "supported: the extent of dimension '%s' at %s cannot be evaluated "
+                            "(%s)",
+                            t->name, t->axes[k]->name, buf_str(&b), rv_last_error());
+            buf_free(&b);
+            return st;
+        }
+        ext = round_up(ext < 0 ? 0 : ext, t->pad[k]);
+        vec_push(&terms[k], ext);
+    } else {
+        ext = s->ext[k];
+    }
+    if (k == last)
+        return RV_OK;
+    for (int64_t i = 0; i < ext; i++) {
+        idx[k] = i;
+        rv_status st = store_walk(r, t, s, last, k + 1, idx, terms);
+        if (st != RV_OK)
+            return st;
+    }
+    return RV_OK;
+}
+
+/* Builds the storage order of a padded tensor (storage.c's, on the host). */
+static rv_status store_build(Run *r, const Tensor *t, Store **out) {
+    Store *s = base_xcalloc(1, sizeof *s);
+    s->ndim = t->ndim;
+    int last = -1;
+    rv_status st = RV_OK;
+    for (int k = 0; k < t->ndim && st == RV_OK; k++) {
+        for (int j = 0; j < k; j++)
+            s->variable[k] |= ir_uses_axis(t->axes[k]->extent, t->axes[j]);
+        if (s->variable[k]) {
+            last = k;
+        } else {
+            int64_t e;
+            st = ir_eval_index(&r->in.env, t->axes[k]->extent, 0, NULL, NULL, &e);
+            s->ext[k] = round_up(e < 0 ? 0 : e, t->pad[k]);
+        }
+    }
+    I64Vec terms[RV_MAX_DIMS] = {{0}};
+    int64_t idx[RV_MAX_DIMS] = {0};
+    if (st == RV_OK && last >= 0)
+        st = store_walk(r, t, s, last, 0, idx, terms);
+    /* row starts are exclusive prefix sums; count the elements */
+    int64_t count = 1;
+    for (int k = 0; k < t->ndim && st == RV_OK; k++) {
+        if (s->variable[k]) {
+            RV_ASSERT(terms[k].len == count);
+            s->start[k] = base_xmalloc(sizeof(int64_t) * (size_t)(count + 1));
+            s->start[k][0] = 0;
+            for (int64_t i = 0; i < count; i++)
+                s->start[k][i + 1] = s->start[k][i] + terms[k].data[i];
+            count = s->start[k][count];
+        } else if (__builtin_mul_overflow(count, s->ext[k], &count)) {
+            st = base_error(RV_ERR_SHAPE, "tensor %s: padded storage is too large", t->name);
+        }
+    }
+    for (int k = 0; k < RV_MAX_DIMS; k++)
+        vec_free(&terms[k]);
+    s->numel = count;
+    if (st != RV_OK) {
+        store_free(s);
+        return st;
+    }
+    *out = s;
+    return RV_OK;
+}
+
+static int64_t store_offset(const Store *s, const int64_t *idx) {
+    int64_t rank = 0;
+    for (int k = 0; k < s->ndim; k++)
+        rank = s->variable[k] ? s->start[k][rank] + idx[k] : rank * s->ext[k] + idx[k];
+    return rank;
+}
+
+/* Copies between a canonical array and padded storage. */
+static void store_copy(const Store *s, const Layout *l, size_t esize, const void *from, void *to,
+                       bool to_storage) {
+    LayoutIter it;
+    for (bool ok = ir_layout_iter_begin(l, &it); ok; ok = ir_layout_iter_next(l, &it)) {
+        int64_t c = it.rank[l->ndim], st = store_offset(s, it.idx);
+        if (to_storage)
+            memcpy((char *)to + st * (int64_t)esize, (const char *)from + c * (int64_t)esize,
+                   esize);
+        else
+            memcpy((char *)to + c * (int64_t)esize, (const char *)from + st * (int64_t)esize,
+                   esize);
+    }
+}
+
+static void run_release(Run *r) {
+    for (int i = 0; i < r->slots.len; i++) {
+        Slot *s = &r->slots.data[i];
+        aligned_free(s->owned);
+        rv_array_free(s->arr);
+        store_free(s->store);
+    }
+    for (int k = 0; r->sizes && k < r->p->n; k++) {
+        base_free(r->sizes[k]);
+        base_free(r->bufs[k]);
+    }
+    base_free(r->sizes);
+    base_free(r->bufs);
+    vec_free(&r->slots);
+    ptrmap_free(&r->slot_of);
+    interp_release(&r->in);
+}
+
+/* Step 2: one slot per distinct UF, AUX array and tensor. */
+static void gather_slots(Run *r) {
+    rv_program *p = r->p;
+    for (int k = 0; k < p->n; k++) {
+        const Kernel *kn = p->kernels[k];
+        for (int i = 0; i < kn->nparams; i++) {
+            const Param *pa = &kn->params[i];
+            if (pa->kind == PARAM_SIZE || slot_for(r, pa->buf))
+                continue;
+            Slot s = {.buf = pa->buf, .t = pa->buf->tensor};
+            s.kind = pa->kind == PARAM_UF ? SLOT_UF : pa->kind == PARAM_AUX ? SLOT_AUX : SLOT_TENSOR;
+            RV_ASSERT(s.kind != SLOT_UF || pa->buf->uf);
+            RV_ASSERT(s.kind != SLOT_TENSOR || s.t);
+            vec_push(&r->slots, s);
+            const void *key = s.t ? (const void *)s.t : (const void *)pa->buf;
+            ptrmap_put(&r->slot_of, key, (void *)(intptr_t)r->slots.len);
+        }
+    }
+}
+
+/* Step 3a: UF arrays in the buffers' integer types, and zeroed AUX arrays. */
+static rv_status place_ufs_and_aux(Run *r) {
+    for (int i = 0; i < r->slots.len; i++) {
+        Slot *s = &r->slots.data[i];
+        if (s->kind == SLOT_TENSOR)
+            continue;
+        rv_status st;
+        if (s->kind == SLOT_UF) {
+            const Ufun *f = s->buf->uf;
+            s->nelem = r->in.ufl[f->id]->numel;
+        } else if ((st = buffer_size(r, s->buf, &s->nelem)) != RV_OK) {
+            return st;
+        }
+        size_t es = rv_dtype_size(s->buf->dtype);
+        RV_ASSERT(s->buf->dtype == RV_I32 || s->buf->dtype == RV_I64);
+        if ((uint64_t)s->nelem > SIZE_MAX / es ||
+            !(s->owned = s->data = aligned_zalloc((size_t)s->nelem * es)))
+            return base_error(RV_ERR_OOM, "buffer %s: cannot allocate %lld elements",
+                              s->buf->name, (long long)s->nelem);
+        if (s->kind == SLOT_UF) {
+            const int64_t *v = r->in.ufv[s->buf->uf->id];
+            for (int64_t j = 0; j < s->nelem; j++) {
+                if (s->buf->dtype == RV_I32)
+                    ((int32_t *)s->data)[j] = (int32_t)v[j];
+                else
+                    ((int64_t *)s->data)[j] = v[j];
+            }
+        }
+    }
+    return RV_OK;
+}
+
+/* The sizes and buffers arrays of every kernel (tensor entries are filled
+ * in once the tensors are placed). */
+static void build_args(Run *r) {
+    rv_program *p = r->p;
+    r->sizes = base_xcalloc((size_t)p->n + 1, sizeof *r->sizes);
+    r->bufs = base_xcalloc((size_t)p->n + 1, sizeof *r->bufs);
+    for (int k = 0; k < p->n; k++) {
+        const Kernel *kn = p->kernels[k];
+        r->sizes[k] = base_xcalloc((size_t)kn->nparams + 1, sizeof(int64_t));
+        r->bufs[k] = base_xcalloc((size_t)kn->nparams + 1, sizeof(void *));
+        int ns = 0, nb = 0;
+        for (int i = 0; i < kn->nparams; i++) {
+            const Param *pa = &kn->params[i];
+            if (pa->kind == PARAM_SIZE)
+                r->sizes[k][ns++] = r->in.sizes[pa->size->id];
+            else
+                r->bufs[k][nb++] = slot_for(r, pa->buf)->data;
+        }
+    }
+}
+
+static void refresh_bufs(Run *r) {
+    rv_program *p = r->p;
+    for (int k = 0; k < p->n; k++) {
+        const Kernel *kn = p->kernels[k];
+        int nb = 0;
+        for (int i = 0; i < kn->nparams; i++)
+            if (kn->params[i].kind != PARAM_SIZE)
+                r->bufs[k][nb++] = slot_for(r, kn->params[i].buf)->data;
+    }
+}
+
+/* The array the interpreter would make for a layout. */
+static rv_array *array_for(rv_dtype t, const Layout *l) {
+    int64_t one[1] = {l->numel};
+    if (l->ragged)
+        return rv_array_new(t, 1, one);
+    return rv_array_new(t, l->ndim, l->ndim ? l->shape : one);
+}
+
+/* Step 4: every tensor's storage, checked against the lowering's size. */
+static rv_status place_tensors(Run *r) {
+    for (int i = 0; i < r->slots.len; i++) {
+        Slot *s = &r->slots.data[i];
+        if (s->kind != SLOT_TENSOR)
+            continue;
+        const Tensor *t = s->t;
+        const TensorVal *tv = &r->in.tv[t->id];
+        const Layout *l = tv->lay;
+        RV_ASSERT(l);
+        rv_status st;
+        int64_t lowered;
+        if ((st = buffer_size(r, s->buf, &lowered)) != RV_OK)
+            return st;
+        int64_t need = l->numel;
+        if (is_padded(t)) {
+            if ((st = store_build(r, t, &s->store)) != RV_OK)
+                return st;
+            need = s->store->numel;
+        }
+        if (lowered != need)
+            return base_error(RV_ERR_UNSUPPORTED,
+                              "tensor %s: the compiled code stores %lld elements where the "
+                              "runtime expects %lld (storage layouts disagree)",
+                              t->name, (long long)lowered, (long long)need);
+        s->nelem = need;
+        size_t es = rv_dtype_size(t->dtype);
+        bool input = t->op->kind == OP_INPUT;
+        if (!s->store && input && ((uintptr_t)tv->data % RV_RT_ALIGN) == 0) {
+            s->data = (void *)tv->data; /* kernels never store to inputs */
+            continue;
+        }
+        if (!s->store && !input) {
+            if (!(s->arr = array_for(t->dtype, l)))
+                return base_error(RV_ERR_OOM, "tensor %s: cannot allocate %lld elements",
+                                  t->name, (long long)need);
+            s->data = rv_array_data(s->arr);
+            continue;
+        }
+        if ((uint64_t)need > SIZE_MAX / es || !(s->owned = s->data = aligned_zalloc((size_t)need * es)))
+            return base_error(RV_ERR_OOM, "tensor %s: cannot allocate %lld elements", t->name,
+                              (long long)need);
+        if (input && s->store)
+            store_copy(s->store, l, es, tv->data, s->data, true);
+        else if (input)
+            memcpy(s->data, tv->data, (size_t)need * es);
+    }
+    return RV_OK;
+}
+
+/* Step 6: computed tensors into the bindings, canonical. */
+static rv_status store_results(Run *r) {
+    const Module *m = r->p->m;
+    for (int i = 0; i < m->tensors.len; i++) {
+        const Tensor *t = m->tensors.data[i];
+        if (t->op->kind == OP_INPUT)
+            continue;
+        Slot *s = slot_of(r, t);
+        if (!s)
+            return base_error(RV_ERR_UNSUPPORTED, "tensor %s: no compiled kernel stores it",
+                              t->name);
+        if (!s->arr) {
+            const Layout *l = r->in.tv[t->id].lay;
+            if (!(s->arr = array_for(t->dtype, l)))
+                return base_error(RV_ERR_OOM, "tensor %s: cannot allocate %lld elements",
+                                  t->name, (long long)l->numel);
+            store_copy(s->store, l, rv_dtype_size(t->dtype), s->data, rv_array_data(s->arr),
+                       false);
+        }
+    }
+    /* hand the arrays over only once all exist */
+    for (int i = 0; i < m->tensors.len; i++) {
+        const Tensor *t = m->tensors.data[i];
+        if (t->op->kind == OP_INPUT)
+            continue;
+        Slot *s = slot_of(r, t);
+        interp_bindings_own_tensor(r->in.b, t, s->arr);
+        s->arr = NULL;
+    }
+    return RV_OK;
+}
+
+static rv_status run_steps(Run *r) {
+    rv_program *p = r->p;
+    const Module *m = p->m;
+    rv_status st;
+    /* 1. arguments and layouts */
+    if ((st = interp_prepare(&r->in, m, r->in.b, NULL)) != RV_OK)
+        return st;
+    for (int i = 0; i < m->tensors.len; i++) {
+        const Tensor *t = m->tensors.data[i];
+        if (t->op->kind == OP_INPUT)
+            continue;
+        char what[300];
+        snprintf(what, sizeof what, "tensor %s", t->name);
+        if ((st = ir_layout_tensor(&r->in.env, what, t, &r->in.tv[t->id].lay)) != RV_OK)
+            return st;
+    }
+    /* 2, 3. buffers, AUX arrays, preludes */
+    gather_slots(r);
+    if ((st = place_ufs_and_aux(r)) != RV_OK)
+        return st;
+    build_args(r);
+    double t0 = now_seconds();
+    for (int k = 0; k < p->n; k++)
+        if (p->preludes[k] && p->preludes[k](r->sizes[k], (void *const *)r->bufs[k]) != RV_RT_OK)
+            return base_error(RV_ERR_BOUNDS, "the prelude of %s failed", p->kernels[k]->name);
+    p->stats.prelude_seconds += now_seconds() - t0;
+    /* 4. tensors */
+    if ((st = place_tensors(r)) != RV_OK)
+        return st;
+    refresh_bufs(r);
+    /* 5. kernels */
+    Host host = {0};
+    struct rv_rt_ctx ctx = {.abi_version = RV_RT_ABI_VERSION,
+                            .num_threads = p->serial ? 1 : tp_num_threads(tp_default()),
+                            .parallel_for = p->serial ? serial_for : ravel_rt_parallel_for,
+                            .alloc = host_alloc,
+                            .free = host_free,
+                            .host = &host};
+    t0 = now_seconds();
+    for (int k = 0; k < p->n; k++) {
+        int32_t rc = p->fns[k](r->sizes[k], (void *const *)r->bufs[k], &ctx);
+        p->stats.kernel_calls++;
+        if (atomic_load(&host.failed))
+            return base_error(RV_ERR_OOM, "kernel %s: out of scratch memory",
+                              p->kernels[k]->name);
+        if (rc != RV_RT_OK)
+            return base_error(RV_ERR_BOUNDS, "kernel %s failed (code %d)", p->kernels[k]->name,
+                              (int)rc);
+    }
+    p->stats.kernel_seconds += now_seconds() - t0;
+    /* 6. results */
+    return store_results(r);
+}
+
+rv_status rv_program_run(rv_program *p, rv_bindings *b) {
+    if (!p || !b)
+        return base_error(RV_ERR_ARG, "rv_program_run: no program or bindings");
+    if (b->m != p->m)
+        return base_error(RV_ERR_ARG, "rv_program_run: the bindings belong to another module");
+    if (p->m->tensors.len != p->ntensors)
+        return base_error(RV_ERR_ARG, "rv_program_run: the module gained tensors after it was "
+                          "compiled; compile it again");
+    interp_bindings_sync(b);
+    interp_bindings_clear_outputs(b);
+    Run r = {.p = p};
+    r.in.b = b;
+    rv_status st = run_steps(&r);
+    run_release(&r);
+    if (st != RV_OK)
+        interp_bindings_clear_outputs(b);
+    p->stats.runs++;
+    return st;
+}
