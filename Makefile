@@ -16,7 +16,8 @@ OPT     ?= -O2
 endif
 
 WARN    = -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wundef
-CFLAGS  += -std=c11 $(OPT) -g $(WARN) -fPIC -D_GNU_SOURCE -Iinclude -Isrc $(SANFLAGS)
+CFLAGS  += -std=c11 $(OPT) -g $(WARN) -fPIC -D_GNU_SOURCE -Iinclude -Isrc $(SANFLAGS) \
+           -DRAVEL_INCLUDE_DIR_DEFAULT='"$(CURDIR)/include"'
 LDLIBS  = -lm -ldl -lpthread
 LDFLAGS += $(SANFLAGS)
 
