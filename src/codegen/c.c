@@ -158,7 +158,9 @@ static Place place_of(CK *c, const Buffer *b) {
  * none from inside a parallel loop nested in the allocation, since the
  * outlined body could not see a scalar). */
 typedef struct Scan {
-    CK *c;
+    CgEmit *e;
+    PtrMap *written;
+    PtrMap *let_type;
     int pdepth;
     PtrMap alloc_depth; /* candidate Buffer* -> 1 + parallel depth at its ALLOC */
     PtrMap spoiled;     /* candidates that cannot be scalars */
@@ -202,12 +204,12 @@ static void scan_stmt(Scan *sc, const Stmt *s) {
     case ST_LET:
         scan_expr(sc, s->u.let.value);
         if (s->u.let.value->dtype != RV_I64)
-            ptrmap_put(&sc->c->let_type, s->u.let.var,
+            ptrmap_put(sc->let_type, s->u.let.var,
                        (void *)(intptr_t)(s->u.let.value->dtype + 1));
         scan_stmt(sc, s->u.let.body);
         return;
     case ST_STORE:
-        ptrmap_put(&sc->c->written, s->u.store.buf, (void *)s->u.store.buf);
+        ptrmap_put(sc->written, s->u.store.buf, (void *)s->u.store.buf);
         scan_access(sc, s->u.store.buf, s->u.store.index);
         scan_expr(sc, s->u.store.index);
         scan_expr(sc, s->u.store.value);
@@ -225,7 +227,7 @@ static void scan_stmt(Scan *sc, const Stmt *s) {
             scan_stmt(sc, s->u.seq.stmts[i]);
         return;
     case ST_CALL:
-        ptrmap_put(&sc->c->written, s->u.call.args[0], (void *)s->u.call.args[0]);
+        ptrmap_put(sc->written, s->u.call.args[0], (void *)s->u.call.args[0]);
         for (int i = 0; i < s->u.call.nargs; i++)
             ptrmap_put(&sc->spoiled, s->u.call.args[i], (void *)s->u.call.args[i]);
         return;
@@ -236,19 +238,30 @@ static void scan_stmt(Scan *sc, const Stmt *s) {
     }
 }
 
-/* Runs the prepass for a function body and records its results. */
-static void analyze(CK *c, const Stmt *s) {
-    ptrmap_free(&c->written);
-    ptrmap_free(&c->e->scalars);
-    Scan sc = {.c = c};
+/* Runs the prepass over a function body: the buffers it stores to, the
+ * one-element locals held in scalars (e->scalars), LET dtypes. */
+static void scan_function(CgEmit *e, const Stmt *s, PtrMap *written, PtrMap *let_type) {
+    ptrmap_free(written);
+    ptrmap_free(&e->scalars);
+    Scan sc = {.e = e, .written = written, .let_type = let_type};
     scan_stmt(&sc, s);
     for (int i = 0; i < sc.alloc_depth.cap; i++) {
         const void *b = sc.alloc_depth.keys ? sc.alloc_depth.keys[i] : NULL;
         if (b && !ptrmap_has(&sc.spoiled, b))
-            ptrmap_put(&c->e->scalars, b, (void *)b);
+            ptrmap_put(&e->scalars, b, (void *)b);
     }
     ptrmap_free(&sc.alloc_depth);
     ptrmap_free(&sc.spoiled);
+}
+
+static void analyze(CK *c, const Stmt *s) {
+    scan_function(c->e, s, &c->written, &c->let_type);
+}
+
+void cg_analyze(CgEmit *e, const Stmt *s, PtrMap *written) {
+    PtrMap let_type = {0};
+    scan_function(e, s, written, &let_type);
+    ptrmap_free(&let_type);
 }
 
 /* The variables a statement uses from outside itself, in order of first
@@ -402,10 +415,11 @@ static void emit_body(CK *c, CFn *f, const Stmt *s) {
         emit_stmt(c, f, s);
 }
 
-/* "float *restrict A" or "const float *restrict A". */
+/* "float *restrict A" or "const float *restrict A" (CUDA: __restrict__). */
 static void buf_ptr_decl(CK *c, Buf *b, const Buffer *buf, bool restrict_) {
+    const char *r = !restrict_ ? "" : c->e->target == CG_TARGET_CUDA ? "__restrict__ " : "restrict ";
     buf_printf(b, "%s%s *%s%s", ptrmap_has(&c->written, buf) ? "" : "const ",
-               cg_ctype(buf->dtype), restrict_ ? "restrict " : "", name_of_buf(c, buf));
+               cg_ctype(buf->dtype), r, name_of_buf(c, buf));
 }
 
 static void emit_pragmas(CK *c, CFn *f, const Stmt *s) {
@@ -545,8 +559,57 @@ static void emit_parallel(CK *c, CFn *f, const Stmt *s) {
     free_release(&fv);
 }
 
+/* CUDA: a loop bound to a block or thread index is that index, guarded
+ * by the loop's extent (the launch may cover more, see cuda.c). */
+static void emit_gpu_loop(CK *c, CFn *f, const Stmt *s) {
+    static const char *const index[6] = {"blockIdx.x",  "blockIdx.y",  "blockIdx.z",
+                                         "threadIdx.x", "threadIdx.y", "threadIdx.z"};
+    const char *var = name_of_axis(c, s->u.loop.var);
+    bool braces = declared_here(f, var);
+    if (braces) {
+        line(f, "{\n");
+        open_block(f);
+    }
+    line(f, "const int64_t %s = %s;\n", var, index[s->u.loop.kind - LOOP_GPU_BLOCK_X]);
+    declare(f, var);
+    line(f, "if (%s < ", var);
+    cg_expr(c->e, &f->text, s->u.loop.extent);
+    buf_puts(&f->text, ") {\n");
+    open_block(f);
+    emit_body(c, f, s->u.loop.body);
+    close_block(f);
+    line(f, "}\n");
+    if (braces) {
+        close_block(f);
+        line(f, "}\n");
+    }
+}
+
+static bool is_gpu_loop(LoopKind k) {
+    return k >= LOOP_GPU_BLOCK_X && k <= LOOP_GPU_THREAD_Z;
+}
+
 static void emit_for(CK *c, CFn *f, const Stmt *s) {
-    if (s->u.loop.kind == LOOP_PARALLEL) {
+    LoopKind kind = s->u.loop.kind;
+    if (c->e->target == CG_TARGET_CUDA) {
+        if (is_gpu_loop(kind)) {
+            emit_gpu_loop(c, f, s);
+            return;
+        }
+        /* parallel and vector loops run serially inside a CUDA thread */
+        const char *var = name_of_axis(c, s->u.loop.var);
+        int64_t n;
+        if (kind == LOOP_UNROLL && ir_is_const_int(s->u.loop.extent, &n) && n > 1)
+            line(f, "#pragma unroll\n");
+        emit_for_header(c, f, var, "0", s->u.loop.extent);
+        open_block(f);
+        declare(f, var);
+        emit_body(c, f, s->u.loop.body);
+        close_block(f);
+        line(f, "}\n");
+        return;
+    }
+    if (kind == LOOP_PARALLEL) {
         emit_parallel(c, f, s);
         return;
     }
@@ -669,11 +732,12 @@ static void emit_alloc(CK *c, CFn *f, const Stmt *s) {
         break;
     case PLACE_STACK:
         const_size(b, &size);
-        line(f, "%s %s[%lld] __attribute__((aligned(64)));\n", t, n,
-             (long long)(size > 0 ? size : 1));
+        line(f, "%s %s[%lld]%s;\n", t, n, (long long)(size > 0 ? size : 1),
+             c->e->target == CG_TARGET_C ? " __attribute__((aligned(64)))" : "");
         emit_body(c, f, s->u.alloc.body);
         break;
     case PLACE_SCRATCH:
+        RV_ASSERT(c->e->target == CG_TARGET_C); /* cuda.c rejects these first */
         line(f, "%s *restrict %s = ctx->alloc(ctx, (size_t)(", t, n);
         cg_expr(c->e, &f->text, b->size);
         buf_printf(&f->text, ") * sizeof(%s));\n", t);
@@ -698,6 +762,7 @@ static void emit_call(CK *c, CFn *f, const Stmt *s) {
     const Tensor *out = s->u.call.out;
     const char *kernel = s->u.call.kernel;
     char fn[64];
+    RV_ASSERT(c->e->target == CG_TARGET_C); /* cuda.c rejects calls first */
     if (!cg_extern_fn(kernel, out->dtype, fn))
         base_panic(__FILE__, __LINE__, "codegen: no C implementation of extern %s on %s",
                    kernel, rv_dtype_name(out->dtype));
@@ -756,10 +821,26 @@ static void emit_stmt(CK *c, CFn *f, const Stmt *s) {
         emit_call(c, f, s);
         return;
     case ST_BARRIER:
+        if (c->e->target == CG_TARGET_CUDA) {
+            line(f, "__syncthreads();\n");
+            return;
+        }
         base_panic(__FILE__, __LINE__, "codegen: a barrier in CPU code (kernel %s)", c->k->name);
     default:
         RV_UNREACHABLE();
     }
+}
+
+void cg_emit_stmts(CgEmit *e, const Kernel *k, const Stmt *s, const PtrMap *written, int indent,
+                   Buf *out) {
+    CK c = {.e = e, .k = k, .sym = k->name};
+    c.written = *written; /* borrowed: not freed here */
+    CFn f = {.indent = indent};
+    vec_push(&f.marks, 0); /* the caller's block */
+    emit_body(&c, &f, s);
+    buf_puts(out, buf_str(&f.text));
+    fn_free(&f);
+    ptrmap_free(&c.let_type);
 }
 
 /* ---- kernels ---- */

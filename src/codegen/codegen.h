@@ -114,6 +114,17 @@ void cg_c_module(Kernel *const *ks, int n, CgUnit *out);
 void cg_unit_free(CgUnit *u);
 /* One kernel as a complete translation unit (base_free the result). */
 char *cg_c_kernel(const Kernel *k);
+/* For other back ends: the prepass over a function body (the buffers it
+ * stores to go into *written; one-element locals it can keep in scalars
+ * into e->scalars), then its statements for e->target, indented `indent`
+ * levels. Names of parameters should be bound first (cg_name), so they
+ * stay clean. CUDA: loops bound to GPU indices become the index with a
+ * bounds guard, parallel/vector loops run serially, barriers are
+ * __syncthreads(); scratch allocations and extern calls must have been
+ * rejected by the caller. */
+void cg_analyze(CgEmit *e, const Stmt *s, PtrMap *written);
+void cg_emit_stmts(CgEmit *e, const Kernel *k, const Stmt *s, const PtrMap *written, int indent,
+                   Buf *out);
 
 /* ---- cuda.c ---- */
 

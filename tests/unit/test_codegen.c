@@ -798,6 +798,80 @@ static void test_extern_calls(void) {
     rv_module_free(m);
 }
 
+/* ---- CUDA ---- */
+
+/* Y[i] = gelu(sum(j < M) X[i*M + j]) with i split over blocks of 128
+ * threads: for bx < (N + 127) / 128 [block.x]: for tx < 128 [thread.x]:
+ * let i = bx * 128 + tx: if i < N: acc loop, store. */
+static void test_cuda(void) {
+    KB kb = {rv_module_new(), {0}};
+    Module *m = kb.m;
+    Size *N = kb_size(&kb, "N", 0, 1 << 20), *M = kb_size(&kb, "M", 0, 1024);
+    Expr *n = ir_size(m, N), *mm = ir_size(m, M);
+    Buffer *X = kb_buf(&kb, PARAM_TENSOR, "X", RV_F32, bin(m, EX_MUL, n, mm));
+    Buffer *Y = kb_buf(&kb, PARAM_TENSOR, "Y", RV_F32, n);
+    Buffer *acc = ir_buffer_new(m, "acc", RV_F32, I(m, 1), BUF_LOCAL);
+    Axis *bx = lower_loop_var(m, "bx", bin(m, EX_DIV, bin(m, EX_ADD, n, I(m, 127)), I(m, 128)));
+    Axis *tx = lower_loop_var(m, "tx", I(m, 128)), *j = lower_loop_var(m, "j", mm);
+    Axis *i = lower_loop_var(m, "i", NULL);
+    Expr *zero = I(m, 0);
+    Stmt *red = loop(m, j, LOOP_SERIAL,
+                     lower_store(m, acc, zero,
+                                 bin(m, EX_ADD, ld(m, acc, zero),
+                                     ld(m, X, bin(m, EX_ADD, bin(m, EX_MUL, i->var, mm), j->var)))));
+    Stmt *elem = lower_alloc(m, acc, seq3(m, lower_store(m, acc, zero, F(m, 0)), red,
+                                          lower_store(m, Y, i->var, ir_unary(m, EX_GELU, ld(m, acc, zero)))));
+    Stmt *body = lower_let(m, i, bin(m, EX_ADD, bin(m, EX_MUL, bx->var, I(m, 128)), tx->var),
+                           lower_if(m, bin(m, EX_LT, i->var, n), elem, NULL));
+    body = loop(m, bx, LOOP_GPU_BLOCK_X, loop(m, tx, LOOP_GPU_THREAD_X, body));
+    Kernel *k = kb_kernel(&kb, "Y", body, NULL);
+    char *src = NULL, *sym = NULL;
+    CgLaunch launch;
+    CHECK_EQ_INT(cg_cuda_kernel(k, &src, &sym, &launch), RV_OK);
+    if (src && getenv("RAVEL_TEST_SHOW"))
+        printf("%s\n", src);
+    CHECK_STR_CONTAINS(src, "extern \"C\" __global__ void kernel_Y(\n    const int64_t N,\n"
+                            "    const int64_t M,\n    const float *__restrict__ X,\n"
+                            "    float *__restrict__ Y) {\n");
+    CHECK_STR_CONTAINS(src, "    const int64_t bx = blockIdx.x;\n    if (bx < (N + 127) / 128) {\n");
+    CHECK_STR_CONTAINS(src, "const int64_t tx = threadIdx.x;");
+    CHECK_STR_CONTAINS(src, "acc += X[i * M + j];");
+    CHECK_STR_CONTAINS(src, "Y[i] = rv_gelu_f32(acc);");
+    CHECK_STR_CONTAINS(src, "static __device__ __forceinline__ float rv_gelu_f32(float x) {");
+    CHECK_STR_CONTAINS(src, "Launch: grid ((N + 127) / 128, 1, 1), block (128, 1, 1).");
+    CHECK(sym && strcmp(sym, "kernel_Y") == 0);
+    int64_t v;
+    CHECK(launch.block[0] && ir_is_const_int(launch.block[0], &v) && v == 128);
+    CHECK(launch.grid[0] && launch.grid[1] == NULL && launch.block[2] == NULL);
+    if (!jit_nvrtc_available()) {
+        printf("skip CUDA compile: NVRTC not available (%s)\n", rv_last_error());
+    } else if (src) {
+        char *ptx = NULL;
+        rv_status st = jit_nvrtc_compile(src, NULL, &ptx);
+        CHECK_EQ_INT(st, RV_OK);
+        if (st != RV_OK)
+            fprintf(stderr, "%s\n%s\n", rv_last_error(), src);
+        else
+            CHECK_STR_CONTAINS(ptx, ".entry kernel_Y(");
+        base_free(ptx);
+    }
+    base_free(src);
+    base_free(sym);
+
+    /* what the CUDA back end refuses: extents over loop variables */
+    Axis *t2 = lower_loop_var(m, "t2", bx->var);
+    Stmt *bad = loop(m, bx, LOOP_GPU_BLOCK_X,
+                     loop(m, t2, LOOP_GPU_THREAD_X, lower_store(m, Y, t2->var, F(m, 1))));
+    KB kb2 = {m, {0}};
+    Param pn = {.kind = PARAM_SIZE, .size = N}, py = {.kind = PARAM_TENSOR, .buf = Y};
+    vec_push(&kb2.params, pn);
+    vec_push(&kb2.params, py);
+    Kernel *k2 = kb_kernel(&kb2, "bad", bad, NULL);
+    CHECK_EQ_INT(cg_cuda_kernel(k2, &src, &sym, NULL), RV_ERR_UNSUPPORTED);
+    CHECK_STR_CONTAINS(rv_last_error(), "must depend on sizes only");
+    rv_module_free(m);
+}
+
 /* ---- compiled programs vs the interpreter ---- */
 
 /* Compares every computed tensor of two runs: same shape, values within
@@ -1125,6 +1199,7 @@ int main(void) {
     RUN(test_math);
     RUN(test_misc);
     RUN(test_extern_calls);
+    RUN(test_cuda);
     RUN(test_program_dense);
     RUN(test_program_ragged);
     RUN(test_program_errors);
