@@ -18,18 +18,15 @@
  * -1. max/min propagate NaN; argmax returns the first maximum, a NaN
  * counting as the maximum (NumPy's rule).
  *
- * Speed. Each operation's expression DAGs are compiled once per run into
- * flat instruction lists over numbered slots (one slot per DAG node, so a
- * shared subexpression is computed once per element); constants and sizes
- * are slots filled before the loop, and axis variables are slots the loops
- * binding them write. Dense reads of rank 1 and 2 have opcodes of their
- * own. A REDUCE is one instruction that owns
- * sub-blocks: one per axis extent and one for the body. The body block is
- * split in two: the nodes that do not depend on the reduction's axes are
- * computed on its first iteration only, which keeps loop-invariant reads
- * out of the inner loop without evaluating anything a zero-trip reduction
- * would not have evaluated (so no spurious errors). Nothing is allocated
- * per element.
+ * Speed. compile.c turns each operation into instruction lists over slots.
+ * Every instruction is written once, as a loop over lanes: outside the
+ * innermost loop of a reduction there is one lane; in it, the variant part
+ * of the body runs for up to INTERP_LANES consecutive iterations per
+ * instruction, and the values are then folded into the accumulator in
+ * iteration order, so the result is bit-for-bit what one iteration at a
+ * time gives. If any lane fails, the chunk is run again one iteration at a
+ * time, so the error reported is the first in the definition's order, with
+ * its message. Nothing is allocated per element.
  */
 #include <math.h>
 #include <stdio.h>
@@ -37,434 +34,25 @@
 
 #include "interp/interp.h"
 
-/* ---------------------------------------------------------- the program */
+#if defined(__GNUC__)
+#define ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#define ALWAYS_INLINE inline
+#endif
 
-typedef enum Opc {
-    I_MOV,    /* dst = a (casts that change nothing) */
-    I_ITOF,   /* dst.f = a.i */
-    I_ITOF32, /* dst.f = (float)a.i */
-    I_FTOF32, /* dst.f = (float)a.f */
-    I_FTOI,   /* dst.i = trunc(a.f), checked against dtype k */
-    I_ITOI32, /* dst.i = (int32_t)a.i, wrapping as a C cast does */
-    I_NEG_I,
-    I_NEG_F,
-    I_ABS_I,
-    I_ABS_F,
-    I_ADD_I,
-    I_ADD_F,
-    I_SUB_I,
-    I_SUB_F,
-    I_MUL_I,
-    I_MUL_F,
-    I_DIV_F,
-    I_IARITH, /* integer DIV, MOD, FLOORDIV, FLOORMOD (ExprKind k) */
-    I_MIN_I,
-    I_MIN_F,
-    I_MAX_I,
-    I_MAX_F,
-    I_CMP_I, /* comparison k of integers (and bools) */
-    I_CMP_F, /* comparison k of floats */
-    I_AND,
-    I_OR,
-    I_NOT,
-    I_SELECT, /* dst = a.i ? b : c */
-    I_MATH,   /* float math function k of a (and b for POW) */
-    I_READ1,  /* dst = u.tv[args[0]]: a dense 1-D read */
-    I_READ2,  /* dst = u.tv[args[0], args[1]]: a dense 2-D read */
-    I_READN,  /* dst = u.tv at the n index slots in args: dense, any rank */
-    I_READR,  /* the same through a ragged layout */
-    I_UFCALL, /* dst.i = u.uf at the n argument slots in args */
-    I_REDUCE, /* dst = u.red */
-    I_COUNT
-} Opc;
-
-typedef struct Red Red;
-
-typedef struct Ins {
-    Opc op;
-    int k;            /* ExprKind for I_IARITH, I_CMP_*, I_MATH; rv_dtype for I_FTOI */
-    int dst, a, b, c; /* slots */
-    int n;            /* READ, UFCALL: operands in args */
-    const int *args;
-    union {
-        const Ufun *uf; /* UFCALL */
-        struct {
-            const void *data;
-            rv_dtype dtype;
-            const Layout *lay;
-            int64_t ext0, ext1; /* READ1, READ2: the extents */
-        } rd;                   /* READ */
-        const Red *red;         /* REDUCE */
-    } u;
-    const Expr *e; /* the node, for messages */
-} Ins;
-
-typedef struct Block {
-    const Ins *ins;
-    int n;
-} Block;
-
-struct Red {
-    rv_reduce_kind rk;
-    rv_dtype dt; /* the body's dtype */
-    int naxes;
-    int axis_slot[RV_MAX_DIMS]; /* the slots of the axes' variables */
-    Block ext[RV_MAX_DIMS];     /* each axis extent (may use outer axes) */
-    int ext_slot[RV_MAX_DIMS];
-    Block inv, var; /* body: nodes independent of the axes (first iteration only), the rest */
-    int body;       /* the body's slot */
-};
-
-/* One operation compiled: its blocks and the initial slot values. Axis
- * variables live in slots of their own, written by the loops that bind
- * them (the element loop, reduction loops) and read by the instructions
- * directly, so VAR nodes cost nothing. */
-typedef struct Program {
-    Arena *arena;
-    Val *init;
-    int nslots;
-    int out_slot[RV_MAX_DIMS]; /* the slots of the output axes' variables */
-    Block pred, then_, else_;  /* COMPUTE uses then_ only */
-    int pred_slot, then_slot, else_slot;
-} Program;
-
-/* ----------------------------------------------------------- compiling */
-
-typedef Vec(Ins) InsVec;
-
-typedef struct Pending {
-    const Expr *e;
-    Red *r;
-} Pending;
-
-typedef struct Compiler {
-    Interp *in;
-    const Tensor *t;
-    Arena *arena;
-    int *slot_of; /* by expr id; -1: none yet */
-    Vec(Val) init;
-    int *mark; /* by expr id: the block that last collected the node */
-    int stamp;
-    Vec(Pending) pending; /* reductions whose blocks are still to compile */
-} Compiler;
-
-typedef struct BlockBuild {
-    int stamp;
-    const Expr *red; /* the REDUCE whose body this is, or NULL */
-    uint8_t *dep;    /* memo of depends(): 0 unknown, 1 no, 2 yes */
-    InsVec inv, var;
-} BlockBuild;
-
-static int new_slot(Compiler *c, Val v) {
-    vec_push(&c->init, v);
-    return c->init.len - 1;
-}
-
-static int slot(Compiler *c, const Expr *e) {
-    if (c->slot_of[e->id] < 0)
-        c->slot_of[e->id] = new_slot(c, (Val){.i = 0});
-    return c->slot_of[e->id];
-}
-
-/* True when `e` depends on an axis of reduction `red` (memoized). */
-static bool depends(const Expr *e, const Expr *red, uint8_t *memo) {
-    if (memo[e->id])
-        return memo[e->id] == 2;
-    bool d = false;
-    if (e->kind == EX_VAR) {
-        for (int i = 0; i < red->u.red.naxes; i++)
-            d = d || e->u.axis == red->u.red.axes[i];
-    } else if (e->kind == EX_REDUCE) {
-        for (int i = 0; !d && i < e->u.red.naxes; i++)
-            d = depends(e->u.red.axes[i]->extent, red, memo);
-    }
-    for (int i = 0; !d && i < e->n; i++)
-        d = depends(e->args[i], red, memo);
-    memo[e->id] = d ? 2 : 1;
-    return d;
-}
-
-static rv_status compile_error(Compiler *c, rv_status st, const char *fmt, ...) RV_PRINTF(3, 4);
-static rv_status compile_error(Compiler *c, rv_status st, const char *fmt, ...) {
-    Buf b = {0};
-    interp_format_where(&b, c->t, NULL);
-    buf_puts(&b, ": ");
-    va_list ap;
-    va_start(ap, fmt);
-    buf_vprintf(&b, fmt, ap);
-    va_end(ap);
-    base_error(st, "%s", buf_str(&b));
-    buf_free(&b);
-    return st;
-}
-
-/* The opcode of a cast from the operand's dtype to `to`. */
-static Opc cast_opc(rv_dtype from, rv_dtype to) {
-    bool ff = ir_is_float(from);
-    switch (to) {
-    case RV_F32:
-        return ff ? I_FTOF32 : I_ITOF32;
-    case RV_F64:
-        return ff ? I_MOV : I_ITOF;
-    case RV_I32:
-        return ff ? I_FTOI : I_ITOI32;
-    case RV_I64:
-        return ff ? I_FTOI : I_MOV;
-    default:
-        return I_COUNT; /* casts to bool do not exist in the IR */
-    }
-}
-
-/* Appends the instruction computing `e` (whose operands have slots). */
-static rv_status emit(Compiler *c, BlockBuild *bb, const Expr *e) {
-    Ins ins = {.dst = slot(c, e), .e = e, .k = e->kind};
-    bool fl = ir_is_float(e->dtype);
-    const ExprInfo *info = &ir_expr_info[e->kind];
-    if (e->n >= 1 && e->kind != EX_READ && e->kind != EX_UFCALL && e->kind != EX_REDUCE)
-        ins.a = slot(c, e->args[0]);
-    if (e->n >= 2 && e->kind != EX_READ && e->kind != EX_UFCALL)
-        ins.b = slot(c, e->args[1]);
-    if (e->n >= 3 && e->kind == EX_SELECT)
-        ins.c = slot(c, e->args[2]);
-    /* the verifier guarantees operands of arithmetic share the result's dtype */
-    if (info->flags & (F_ARITH | F_MATH))
-        for (int i = 0; i < e->n; i++)
-            RV_ASSERT(ir_is_float(e->args[i]->dtype) == fl);
-    switch (e->kind) {
-    case EX_CAST:
-        ins.op = cast_opc(e->args[0]->dtype, e->dtype);
-        ins.k = e->dtype;
-        if (ins.op == I_COUNT)
-            return compile_error(c, RV_ERR_UNSUPPORTED, "cannot cast %s to %s",
-                                 rv_dtype_name(e->args[0]->dtype), rv_dtype_name(e->dtype));
-        break;
-    case EX_NEG:
-        ins.op = fl ? I_NEG_F : I_NEG_I;
-        break;
-    case EX_ABS:
-        ins.op = fl ? I_ABS_F : I_ABS_I;
-        break;
-    case EX_ADD:
-        ins.op = fl ? I_ADD_F : I_ADD_I;
-        break;
-    case EX_SUB:
-        ins.op = fl ? I_SUB_F : I_SUB_I;
-        break;
-    case EX_MUL:
-        ins.op = fl ? I_MUL_F : I_MUL_I;
-        break;
-    case EX_DIV:
-        ins.op = fl ? I_DIV_F : I_IARITH;
-        break;
-    case EX_MOD:
-    case EX_FLOORDIV:
-    case EX_FLOORMOD:
-        if (fl)
-            return compile_error(c, RV_ERR_UNSUPPORTED, "%s of floats", info->text);
-        ins.op = I_IARITH;
-        break;
-    case EX_MIN:
-        ins.op = fl ? I_MIN_F : I_MIN_I;
-        break;
-    case EX_MAX:
-        ins.op = fl ? I_MAX_F : I_MAX_I;
-        break;
-    case EX_EQ:
-    case EX_NE:
-    case EX_LT:
-    case EX_LE:
-    case EX_GT:
-    case EX_GE:
-        ins.op = ir_is_float(e->args[0]->dtype) ? I_CMP_F : I_CMP_I;
-        break;
-    case EX_AND:
-        ins.op = I_AND;
-        break;
-    case EX_OR:
-        ins.op = I_OR;
-        break;
-    case EX_NOT:
-        ins.op = I_NOT;
-        break;
-    case EX_SELECT:
-        ins.op = I_SELECT;
-        break;
-    case EX_EXP:
-    case EX_LOG:
-    case EX_SQRT:
-    case EX_RSQRT:
-    case EX_TANH:
-    case EX_SIGMOID:
-    case EX_ERF:
-    case EX_GELU:
-    case EX_POW:
-        ins.op = I_MATH;
-        break;
-    case EX_READ:
-    case EX_UFCALL: {
-        int *args = arena_alloc(c->arena, sizeof(int) * (size_t)(e->n ? e->n : 1));
-        for (int i = 0; i < e->n; i++)
-            args[i] = slot(c, e->args[i]);
-        ins.n = e->n;
-        ins.args = args;
-        if (e->kind == EX_UFCALL) {
-            ins.op = I_UFCALL;
-            ins.u.uf = e->u.uf;
-            break;
-        }
-        const Tensor *src = e->u.tensor;
-        const TensorVal *tv = &c->in->tv[src->id];
-        if (!tv->data)
-            return compile_error(c, RV_ERR_TYPE, "reads %s, which has no value before it",
-                                 src->name);
-        ins.u.rd.data = tv->data;
-        ins.u.rd.dtype = tv->dtype;
-        ins.u.rd.lay = tv->lay;
-        ins.u.rd.ext0 = tv->lay->shape[0];
-        ins.u.rd.ext1 = e->n >= 2 ? tv->lay->shape[1] : 0;
-        if (tv->lay->ragged)
-            ins.op = I_READR;
-        else
-            ins.op = e->n == 1 ? I_READ1 : e->n == 2 ? I_READ2 : I_READN;
-        break;
-    }
-    case EX_REDUCE: {
-        Red *r = arena_alloc(c->arena, sizeof(Red));
-        r->rk = e->u.red.rk;
-        r->dt = e->args[0]->dtype;
-        r->naxes = e->u.red.naxes;
-        for (int i = 0; i < r->naxes; i++)
-            r->axis_slot[i] = slot(c, e->u.red.axes[i]->var);
-        ins.op = I_REDUCE;
-        ins.u.red = r;
-        vec_push(&c->pending, ((Pending){e, r}));
-        break;
-    }
-    default:
-        return compile_error(c, RV_ERR_UNSUPPORTED, "the interpreter cannot evaluate %s nodes",
-                             info->name);
-    }
-    bool variant = bb->red && depends(e, bb->red, bb->dep);
-    if (bb->red && !variant)
-        vec_push(&bb->inv, ins);
-    else
-        vec_push(&bb->var, ins);
-    return RV_OK;
-}
-
-/* Collects the nodes a block computes, operands first. Constants and sizes
- * become pre-filled slots; a REDUCE is one instruction (its body and
- * extents are compiled as blocks of their own afterwards). */
-static rv_status collect(Compiler *c, BlockBuild *bb, const Expr *e) {
-    if (c->mark[e->id] == bb->stamp)
-        return RV_OK;
-    c->mark[e->id] = bb->stamp;
-    int k;
-    switch (e->kind) {
-    case EX_CONST_INT:
-        k = slot(c, e);
-        c->init.data[k].i = e->u.ival;
-        return RV_OK;
-    case EX_CONST_FLOAT:
-        k = slot(c, e); /* ir_float stores f32 literals already rounded to float */
-        c->init.data[k].f = e->u.fval;
-        return RV_OK;
-    case EX_SIZE:
-        k = slot(c, e);
-        c->init.data[k].i = c->in->sizes[e->u.size->id];
-        return RV_OK;
-    case EX_VAR:
-        slot(c, e); /* written by the loop that binds the axis */
-        return RV_OK;
-    case EX_REDUCE:
-        break;
-    default:
-        for (int i = 0; i < e->n; i++) {
-            rv_status st = collect(c, bb, e->args[i]);
-            if (st != RV_OK)
-                return st;
-        }
-    }
-    return emit(c, bb, e);
-}
-
-static Block finish_list(Compiler *c, InsVec *v) {
-    Block b = {v->len ? arena_memdup(c->arena, v->data, sizeof(Ins) * (size_t)v->len) : NULL,
-               v->len};
-    vec_free(v);
-    return b;
-}
-
-/* Compiles the block computing `root`; for a reduction body (`red` set),
- * the nodes independent of its axes go to *inv. */
-static rv_status compile_block(Compiler *c, const Expr *root, const Expr *red, Block *inv,
-                               Block *var, int *root_slot) {
-    BlockBuild bb = {.stamp = ++c->stamp, .red = red};
-    if (red)
-        bb.dep = base_xcalloc((size_t)c->in->m->n_exprs, 1);
-    rv_status st = collect(c, &bb, root);
-    base_free(bb.dep);
-    Block bi = finish_list(c, &bb.inv), bv = finish_list(c, &bb.var);
-    if (st != RV_OK)
-        return st;
-    if (inv)
-        *inv = bi;
-    *var = bv;
-    *root_slot = slot(c, root);
-    return RV_OK;
-}
-
-/* Compiles the pending reductions' extents and bodies (which may add more). */
-static rv_status compile_pending(Compiler *c) {
-    while (c->pending.len > 0) {
-        Pending p = vec_pop(&c->pending);
-        rv_status st;
-        for (int i = 0; i < p.r->naxes; i++)
-            if ((st = compile_block(c, p.e->u.red.axes[i]->extent, NULL, NULL, &p.r->ext[i],
-                                    &p.r->ext_slot[i])) != RV_OK)
-                return st;
-        if ((st = compile_block(c, p.e->args[0], p.e, &p.r->inv, &p.r->var, &p.r->body)) != RV_OK)
-            return st;
-    }
-    return RV_OK;
-}
-
-static rv_status compile_op(Interp *in, const Tensor *t, Program *p) {
-    const Module *m = in->m;
-    const Op *op = t->op;
-    Compiler c = {.in = in, .t = t, .arena = p->arena};
-    c.slot_of = base_xmalloc(sizeof(int) * (size_t)(m->n_exprs + 1));
-    c.mark = base_xcalloc((size_t)m->n_exprs + 1, sizeof(int));
-    for (int i = 0; i < m->n_exprs; i++)
-        c.slot_of[i] = -1;
-    for (int k = 0; k < t->ndim; k++)
-        p->out_slot[k] = slot(&c, t->axes[k]->var);
-    rv_status st = compile_block(&c, op->body, NULL, NULL, &p->then_, &p->then_slot);
-    if (st == RV_OK && op->kind == OP_COND) {
-        st = compile_block(&c, op->pred, NULL, NULL, &p->pred, &p->pred_slot);
-        if (st == RV_OK)
-            st = compile_block(&c, op->else_body, NULL, NULL, &p->else_, &p->else_slot);
-    }
-    if (st == RV_OK)
-        st = compile_pending(&c);
-    p->nslots = c.init.len;
-    p->init =
-        c.init.len ? arena_memdup(p->arena, c.init.data, sizeof(Val) * (size_t)c.init.len) : NULL;
-    base_free(c.slot_of);
-    base_free(c.mark);
-    vec_free(&c.init);
-    vec_free(&c.pending);
-    return st;
-}
-
-/* ----------------------------------------------------------- executing */
+enum { LANES = INTERP_LANES };
 
 typedef struct Exec {
     Interp *in;
-    Val *s;             /* the slots */
+    Val *s;             /* the slots: slot k, lane l is s[k * LANES + l] */
+    int n;              /* lanes being computed (1 outside vectorized loops) */
     const Tensor *t;    /* the operation */
     const int64_t *idx; /* its current element */
 } Exec;
+
+static Val *lanes(const Exec *x, int slot) {
+    return x->s + (size_t)slot * LANES;
+}
 
 /* Sets the last error to "<where>: <message>" for the current element. */
 static rv_status elem_error(const Exec *x, rv_status st, const char *fmt, ...) RV_PRINTF(3, 4);
@@ -489,11 +77,20 @@ static rv_status node_error(const Exec *x, const Expr *e, const char *what) {
     return st;
 }
 
-/* The message for a read out of bounds (recomputed off the hot path). */
-static rv_status read_error(const Exec *x, const Ins *p) {
-    int64_t idx[RV_MAX_DIMS];
+static rv_status arith_error(const Exec *x, const EvalIns *p, IntArith r) {
+    return node_error(x, p->e, r == IA_DIVZERO ? "division by zero" : "integer overflow");
+}
+
+/* The index tuple of an instruction's operands at lane l. */
+static void gather(const Exec *x, const EvalIns *p, int l, int64_t *idx) {
     for (int k = 0; k < p->n; k++)
-        idx[k] = x->s[p->args[k]].i;
+        idx[k] = lanes(x, p->args[k])[l * p->vargs[k]].i;
+}
+
+/* The message for a read out of bounds at lane l (off the hot path). */
+static rv_status read_error(const Exec *x, const EvalIns *p, int l) {
+    int64_t idx[RV_MAX_DIMS];
+    gather(x, p, l, idx);
     int bad = 0;
     int64_t ext = 0;
     RV_ASSERT(ir_layout_offset(p->u.rd.lay, idx, &bad, &ext) < 0);
@@ -574,183 +171,233 @@ static bool float_to_int(double v, int t, int64_t *out) {
     return true;
 }
 
-static rv_status exec_reduce(Exec *x, const Red *r, Val *out);
-
-/* Executes one instruction. Inlined into the block loop below and into the
- * innermost reduction loop, so a reduction's body runs without a call per
- * iteration. */
-#if defined(__GNUC__)
-#define ALWAYS_INLINE inline __attribute__((always_inline))
-#else
-#define ALWAYS_INLINE inline
-#endif
-
-static ALWAYS_INLINE rv_status exec_ins(Exec *x, const Ins *p) {
-    Val *s = x->s;
-    Val *d = &s[p->dst];
-    const Val *a = &s[p->a], *b = &s[p->b];
-    switch (p->op) {
-    case I_MOV:
-        *d = *a;
+/* Loads the elements at offsets off[0..n-1] of a read's tensor. */
+static void load(const EvalIns *p, Val *d, const int64_t *off, int n) {
+    const void *data = p->u.rd.data;
+    switch (p->u.rd.dtype) {
+    case RV_F32:
+        for (int l = 0; l < n; l++)
+            d[l].f = ((const float *)data)[off[l]];
         break;
-    case I_ITOF:
-        d->f = (double)a->i;
+    case RV_F64:
+        for (int l = 0; l < n; l++)
+            d[l].f = ((const double *)data)[off[l]];
         break;
-    case I_ITOF32:
-        d->f = (double)(float)a->i;
+    case RV_I32:
+        for (int l = 0; l < n; l++)
+            d[l].i = ((const int32_t *)data)[off[l]];
         break;
-    case I_FTOF32:
-        d->f = (double)(float)a->f;
-        break;
-    case I_FTOI:
-        if (!float_to_int(a->f, p->k, &d->i)) {
-            char msg[64];
-            snprintf(msg, sizeof msg, "%g does not fit in %s", a->f, rv_dtype_name(p->k));
-            return node_error(x, p->e, msg);
-        }
-        break;
-    case I_ITOI32:
-        d->i = ir_int_convert(RV_I32, a->i);
-        break;
-    case I_NEG_I:
-    case I_ABS_I:
-        if (p->op == I_ABS_I && a->i >= 0) {
-            d->i = a->i;
-        } else if (a->i == INT64_MIN) {
-            return node_error(x, p->e, "integer overflow");
-        } else {
-            d->i = -a->i;
-        }
-        break;
-    case I_NEG_F:
-        d->f = -a->f;
-        break;
-    case I_ABS_F:
-        d->f = fabs(a->f);
-        break;
-    case I_ADD_I:
-    case I_SUB_I:
-    case I_MUL_I:
-    case I_IARITH: {
-        int64_t r;
-        IntArith st = ir_int_arith((ExprKind)p->k, a->i, b->i, &r);
-        if (st != IA_OK)
-            return node_error(x, p->e, st == IA_DIVZERO ? "division by zero" : "integer overflow");
-        d->i = r;
+    default:
+        for (int l = 0; l < n; l++)
+            d[l].i = ((const int64_t *)data)[off[l]];
         break;
     }
-    case I_ADD_F:
-        d->f = a->f + b->f;
-        break;
-    case I_SUB_F:
-        d->f = a->f - b->f;
-        break;
-    case I_MUL_F:
-        d->f = a->f * b->f;
-        break;
-    case I_DIV_F:
-        d->f = a->f / b->f;
-        break;
-    case I_MIN_I:
-        d->i = a->i < b->i ? a->i : b->i;
-        break;
-    case I_MAX_I:
-        d->i = a->i > b->i ? a->i : b->i;
-        break;
-    case I_MIN_F:
-        d->f = isnan(a->f) || isnan(b->f) ? NAN : (a->f < b->f ? a->f : b->f);
-        break;
-    case I_MAX_F:
-        d->f = isnan(a->f) || isnan(b->f) ? NAN : (a->f > b->f ? a->f : b->f);
-        break;
-    case I_CMP_I:
-        d->i = cmp_i(p->k, a->i, b->i);
-        break;
-    case I_CMP_F:
-        d->i = cmp_f(p->k, a->f, b->f);
-        break;
-    case I_AND:
-        d->i = a->i && b->i;
-        break;
-    case I_OR:
-        d->i = a->i || b->i;
-        break;
-    case I_NOT:
-        d->i = !a->i;
-        break;
-    case I_SELECT:
-        *d = a->i ? *b : s[p->c];
-        break;
-    case I_MATH:
-        d->f = p->k == EX_POW ? pow(a->f, b->f) : math1(p->k, a->f);
-        break;
-    case I_READ1:
-    case I_READ2:
-    case I_READN:
-    case I_READR: {
-        int64_t off;
-        if (p->op == I_READ1) {
-            off = s[p->args[0]].i;
-            if ((uint64_t)off >= (uint64_t)p->u.rd.ext0)
-                return read_error(x, p);
-        } else if (p->op == I_READ2) {
-            int64_t i0 = s[p->args[0]].i, i1 = s[p->args[1]].i;
-            if ((uint64_t)i0 >= (uint64_t)p->u.rd.ext0 || (uint64_t)i1 >= (uint64_t)p->u.rd.ext1)
-                return read_error(x, p);
-            off = i0 * p->u.rd.ext1 + i1;
-        } else {
-            int64_t idx[RV_MAX_DIMS];
-            for (int k = 0; k < p->n; k++)
-                idx[k] = s[p->args[k]].i;
+}
+
+/* A read: offsets for every lane (bounds-checked), then the loads. */
+static rv_status exec_read(const Exec *x, const EvalIns *p, Val *d) {
+    int64_t off[LANES];
+    int n = x->n;
+    if (p->op == I_READ1) {
+        const Val *i0 = lanes(x, p->args[0]);
+        int s0 = p->vargs[0];
+        for (int l = 0; l < n; l++) {
+            off[l] = i0[l * s0].i;
+            if ((uint64_t)off[l] >= (uint64_t)p->u.rd.ext0)
+                return read_error(x, p, l);
+        }
+    } else if (p->op == I_READ2) {
+        const Val *i0 = lanes(x, p->args[0]), *i1 = lanes(x, p->args[1]);
+        int s0 = p->vargs[0], s1 = p->vargs[1];
+        int64_t e0 = p->u.rd.ext0, e1 = p->u.rd.ext1;
+        for (int l = 0; l < n; l++) {
+            int64_t a = i0[l * s0].i, b = i1[l * s1].i;
+            if ((uint64_t)a >= (uint64_t)e0 || (uint64_t)b >= (uint64_t)e1)
+                return read_error(x, p, l);
+            off[l] = a * e1 + b;
+        }
+    } else {
+        for (int l = 0; l < n; l++) {
+            int64_t idx[RV_MAX_DIMS], ext = 0;
             int bad = 0;
-            int64_t ext = 0;
-            if ((off = ir_layout_offset(p->u.rd.lay, idx, &bad, &ext)) < 0)
-                return read_error(x, p);
+            gather(x, p, l, idx);
+            if ((off[l] = ir_layout_offset(p->u.rd.lay, idx, &bad, &ext)) < 0)
+                return read_error(x, p, l);
         }
-        const void *data = p->u.rd.data;
-        switch (p->u.rd.dtype) {
-        case RV_F32:
-            d->f = ((const float *)data)[off];
-            break;
-        case RV_F64:
-            d->f = ((const double *)data)[off];
-            break;
-        case RV_I32:
-            d->i = ((const int32_t *)data)[off];
-            break;
-        default:
-            d->i = ((const int64_t *)data)[off];
-            break;
-        }
-        break;
     }
-    case I_UFCALL: {
+    load(p, d, off, n);
+    return RV_OK;
+}
+
+static rv_status exec_ufcall(const Exec *x, const EvalIns *p, Val *d) {
+    for (int l = 0; l < x->n; l++) {
         int64_t args[RV_MAX_DIMS];
-        for (int k = 0; k < p->n; k++)
-            args[k] = s[p->args[k]].i;
-        rv_status st = ir_layout_ufun_value(&x->in->env, p->u.uf, args, &d->i);
+        gather(x, p, l, args);
+        rv_status st = ir_layout_ufun_value(&x->in->env, p->u.uf, args, &d[l].i);
         if (st != RV_OK) {
             char *prev = base_xstrdup(rv_last_error());
             elem_error(x, st, "%s", prev);
             base_free(prev);
             return st;
         }
-        break;
     }
-    case I_REDUCE: {
-        rv_status st = exec_reduce(x, p->u.red, d);
-        if (st != RV_OK)
-            return st;
+    return RV_OK;
+}
+
+static rv_status exec_reduce(Exec *x, const EvalRed *r, Val *out);
+
+/* Executes one instruction over x->n lanes: operand lane l is at l * stride,
+ * stride 1 when the operand varies, 0 when lane 0 holds it for all. Inlined
+ * into the block loop and the innermost reduction loop. */
+static ALWAYS_INLINE rv_status exec_ins(Exec *x, const EvalIns *p) {
+    Val *d = lanes(x, p->dst);
+    const Val *a = lanes(x, p->a), *b = lanes(x, p->b), *c = lanes(x, p->c);
+    int n = x->n, sa = p->va, sb = p->vb, sc = p->vc;
+    IntArith r;
+    switch (p->op) {
+    case I_MOV:
+        for (int l = 0; l < n; l++)
+            d[l] = a[l * sa];
         break;
-    }
+    case I_ITOF:
+        for (int l = 0; l < n; l++)
+            d[l].f = (double)a[l * sa].i;
+        break;
+    case I_ITOF32:
+        for (int l = 0; l < n; l++)
+            d[l].f = (double)(float)a[l * sa].i;
+        break;
+    case I_FTOF32:
+        for (int l = 0; l < n; l++)
+            d[l].f = (double)(float)a[l * sa].f;
+        break;
+    case I_FTOI:
+        for (int l = 0; l < n; l++) {
+            if (!float_to_int(a[l * sa].f, p->k, &d[l].i)) {
+                char msg[64];
+                snprintf(msg, sizeof msg, "%g does not fit in %s", a[l * sa].f,
+                         rv_dtype_name(p->k));
+                return node_error(x, p->e, msg);
+            }
+        }
+        break;
+    case I_ITOI32:
+        for (int l = 0; l < n; l++)
+            d[l].i = ir_int_convert(RV_I32, a[l * sa].i);
+        break;
+    case I_NEG_I:
+    case I_ABS_I:
+        for (int l = 0; l < n; l++) {
+            int64_t v = a[l * sa].i;
+            if (p->op == I_ABS_I && v >= 0)
+                d[l].i = v;
+            else if (v == INT64_MIN)
+                return arith_error(x, p, IA_OVERFLOW);
+            else
+                d[l].i = -v;
+        }
+        break;
+    case I_NEG_F:
+        for (int l = 0; l < n; l++)
+            d[l].f = -a[l * sa].f;
+        break;
+    case I_ABS_F:
+        for (int l = 0; l < n; l++)
+            d[l].f = fabs(a[l * sa].f);
+        break;
+    case I_ADD_I:
+    case I_SUB_I:
+    case I_MUL_I:
+    case I_IARITH:
+        for (int l = 0; l < n; l++)
+            if ((r = ir_int_arith((ExprKind)p->k, a[l * sa].i, b[l * sb].i, &d[l].i)) != IA_OK)
+                return arith_error(x, p, r);
+        break;
+    case I_ADD_F:
+        for (int l = 0; l < n; l++)
+            d[l].f = a[l * sa].f + b[l * sb].f;
+        break;
+    case I_SUB_F:
+        for (int l = 0; l < n; l++)
+            d[l].f = a[l * sa].f - b[l * sb].f;
+        break;
+    case I_MUL_F:
+        for (int l = 0; l < n; l++)
+            d[l].f = a[l * sa].f * b[l * sb].f;
+        break;
+    case I_DIV_F:
+        for (int l = 0; l < n; l++)
+            d[l].f = a[l * sa].f / b[l * sb].f;
+        break;
+    case I_MIN_I:
+        for (int l = 0; l < n; l++)
+            d[l].i = a[l * sa].i < b[l * sb].i ? a[l * sa].i : b[l * sb].i;
+        break;
+    case I_MAX_I:
+        for (int l = 0; l < n; l++)
+            d[l].i = a[l * sa].i > b[l * sb].i ? a[l * sa].i : b[l * sb].i;
+        break;
+    case I_MIN_F:
+    case I_MAX_F:
+        for (int l = 0; l < n; l++) {
+            double u = a[l * sa].f, v = b[l * sb].f;
+            if (isnan(u) || isnan(v))
+                d[l].f = NAN;
+            else
+                d[l].f = (p->op == I_MIN_F ? u < v : u > v) ? u : v;
+        }
+        break;
+    case I_CMP_I:
+        for (int l = 0; l < n; l++)
+            d[l].i = cmp_i(p->k, a[l * sa].i, b[l * sb].i);
+        break;
+    case I_CMP_F:
+        for (int l = 0; l < n; l++)
+            d[l].i = cmp_f(p->k, a[l * sa].f, b[l * sb].f);
+        break;
+    case I_AND:
+        for (int l = 0; l < n; l++)
+            d[l].i = a[l * sa].i && b[l * sb].i;
+        break;
+    case I_OR:
+        for (int l = 0; l < n; l++)
+            d[l].i = a[l * sa].i || b[l * sb].i;
+        break;
+    case I_NOT:
+        for (int l = 0; l < n; l++)
+            d[l].i = !a[l * sa].i;
+        break;
+    case I_SELECT:
+        for (int l = 0; l < n; l++)
+            d[l] = a[l * sa].i ? b[l * sb] : c[l * sc];
+        break;
+    case I_MATH:
+        if (p->k == EX_POW) {
+            for (int l = 0; l < n; l++)
+                d[l].f = pow(a[l * sa].f, b[l * sb].f);
+        } else {
+            for (int l = 0; l < n; l++)
+                d[l].f = math1(p->k, a[l * sa].f);
+        }
+        break;
+    case I_READ1:
+    case I_READ2:
+    case I_READN:
+    case I_READR:
+        return exec_read(x, p, d);
+    case I_UFCALL:
+        return exec_ufcall(x, p, d);
+    case I_REDUCE:
+        RV_ASSERT(n == 1); /* blocks holding a reduction are not vectorized */
+        return exec_reduce(x, p->u.red, d);
     default:
         RV_UNREACHABLE();
     }
     return RV_OK;
 }
 
-static rv_status exec_block(Exec *x, const Block *blk) {
-    for (const Ins *p = blk->ins, *end = blk->ins + blk->n; p < end; p++) {
+static rv_status exec_block(Exec *x, const EvalBlock *blk) {
+    for (const EvalIns *p = blk->ins, *end = blk->ins + blk->n; p < end; p++) {
         rv_status st = exec_ins(x, p);
         if (st != RV_OK)
             return st;
@@ -761,7 +408,7 @@ static rv_status exec_block(Exec *x, const Block *blk) {
 /* ---- reductions ---- */
 
 typedef struct RedRun {
-    const Red *r;
+    const EvalRed *r;
     bool first; /* the invariant part of the body is still to compute */
     bool fl;
     Val acc;
@@ -769,31 +416,31 @@ typedef struct RedRun {
     bool seen;
 } RedRun;
 
-/* Folds the body's value at the current point into the accumulator. */
-static inline rv_status combine(Exec *x, RedRun *rr) {
-    const Red *r = rr->r;
-    Val v = x->s[r->body];
-    switch (r->rk) {
+/* Folds value v, the body at iteration `at` of the innermost axis, into
+ * the accumulator. */
+static inline rv_status combine(const Exec *x, RedRun *rr, Val v, int64_t at) {
+    switch (rr->r->rk) {
     case RV_REDUCE_SUM:
-        if (rr->fl) {
+        if (rr->fl)
             rr->acc.f += v.f;
-        } else if (ir_int_arith(EX_ADD, rr->acc.i, v.i, &rr->acc.i) != IA_OK) {
+        else if (ir_int_arith(EX_ADD, rr->acc.i, v.i, &rr->acc.i) != IA_OK)
             return elem_error(x, RV_ERR_BOUNDS, "integer overflow in a sum");
-        }
         break;
     case RV_REDUCE_MAX:
-        if (rr->fl) {
-            if (!isnan(rr->acc.f) && (isnan(v.f) || v.f > rr->acc.f))
-                rr->acc.f = v.f; /* a NaN, once in, stays */
-        } else if (v.i > rr->acc.i)
-            rr->acc.i = v.i;
+        if (!rr->fl) {
+            if (v.i > rr->acc.i)
+                rr->acc.i = v.i;
+        } else if (!isnan(rr->acc.f) && (isnan(v.f) || v.f > rr->acc.f)) {
+            rr->acc.f = v.f; /* a NaN, once in, stays */
+        }
         break;
     case RV_REDUCE_MIN:
-        if (rr->fl) {
-            if (!isnan(rr->acc.f) && (isnan(v.f) || v.f < rr->acc.f))
-                rr->acc.f = v.f;
-        } else if (v.i < rr->acc.i)
-            rr->acc.i = v.i;
+        if (!rr->fl) {
+            if (v.i < rr->acc.i)
+                rr->acc.i = v.i;
+        } else if (!isnan(rr->acc.f) && (isnan(v.f) || v.f < rr->acc.f)) {
+            rr->acc.f = v.f;
+        }
         break;
     case RV_REDUCE_ARGMAX: {
         bool better;
@@ -805,7 +452,7 @@ static inline rv_status combine(Exec *x, RedRun *rr) {
             better = v.i > rr->acc.i;
         if (better) {
             rr->acc = v;
-            rr->arg = x->s[r->axis_slot[0]].i;
+            rr->arg = at;
         }
         rr->seen = true;
         break;
@@ -816,38 +463,83 @@ static inline rv_status combine(Exec *x, RedRun *rr) {
     return RV_OK;
 }
 
-/* Loops over reduction axis j and the ones inside it; the innermost axis
- * runs the body directly. */
+/* Runs the variant part of the body for iterations v0 .. v0 + L - 1 of the
+ * innermost axis, one at a time, to report the first failure in order
+ * (after a vectorized chunk failed somewhere). */
+static rv_status rerun_one_by_one(Exec *x, const EvalRed *r, Val *av, int64_t v0, int L) {
+    for (int l = 0; l < L; l++) {
+        av[0].i = v0 + l;
+        rv_status st = exec_block(x, &r->var);
+        if (st != RV_OK)
+            return st;
+    }
+    RV_UNREACHABLE(); /* the same computation failed a moment ago */
+}
+
+/* The innermost axis: the body for each iteration, folded in order. */
+static rv_status reduce_inner(Exec *x, RedRun *rr, Val *av, int64_t n) {
+    const EvalRed *r = rr->r;
+    rv_status st;
+    if (n > 0 && rr->first) {
+        if ((st = exec_block(x, &r->inv)) != RV_OK)
+            return st;
+        rr->first = false;
+    }
+    const Val *body = lanes(x, r->body);
+    if (!r->vec) {
+        for (int64_t v = 0; v < n; v++) {
+            av[0].i = v;
+            if ((st = exec_block(x, &r->var)) != RV_OK ||
+                (st = combine(x, rr, body[0], v)) != RV_OK)
+                return st;
+        }
+        return RV_OK;
+    }
+    int sb = r->body_varies;
+    for (int64_t v0 = 0; v0 < n; v0 += LANES) {
+        int L = n - v0 < LANES ? (int)(n - v0) : LANES;
+        for (int l = 0; l < L; l++)
+            av[l].i = v0 + l;
+        x->n = L;
+        st = RV_OK;
+        for (const EvalIns *p = r->var.ins, *end = p + r->var.n; st == RV_OK && p < end; p++)
+            st = exec_ins(x, p);
+        x->n = 1;
+        if (st != RV_OK)
+            return rerun_one_by_one(x, r, av, v0, L);
+        if (r->rk == RV_REDUCE_SUM && rr->fl) { /* the common case, without a switch per lane */
+            for (int l = 0; l < L; l++)
+                rr->acc.f += body[l * sb].f;
+            continue;
+        }
+        for (int l = 0; l < L; l++)
+            if ((st = combine(x, rr, body[l * sb], v0 + l)) != RV_OK)
+                return st;
+    }
+    return RV_OK;
+}
+
+/* Loops over reduction axis j and the ones inside it. */
 static rv_status reduce_level(Exec *x, RedRun *rr, int j) {
-    const Red *r = rr->r;
+    const EvalRed *r = rr->r;
     rv_status st;
     if ((st = exec_block(x, &r->ext[j])) != RV_OK)
         return st;
-    int64_t n = x->s[r->ext_slot[j]].i;
-    int64_t *av = &x->s[r->axis_slot[j]].i;
-    bool inner = j + 1 == r->naxes;
+    int64_t n = lanes(x, r->ext_slot[j])[0].i;
+    Val *av = lanes(x, r->axis_slot[j]);
+    if (j + 1 == r->naxes)
+        return reduce_inner(x, rr, av, n);
     for (int64_t v = 0; v < n; v++) {
-        *av = v;
-        if (!inner) {
-            if ((st = reduce_level(x, rr, j + 1)) != RV_OK)
-                return st;
-            continue;
-        }
-        if (rr->first) {
-            if ((st = exec_block(x, &r->inv)) != RV_OK)
-                return st;
-            rr->first = false;
-        }
-        for (const Ins *p = r->var.ins, *end = p + r->var.n; p < end; p++)
-            if ((st = exec_ins(x, p)) != RV_OK)
-                return st;
-        if ((st = combine(x, rr)) != RV_OK)
+        /* every lane: vectorized instructions may read it as varying */
+        for (int l = 0; l < (r->vec ? LANES : 1); l++)
+            av[l].i = v;
+        if ((st = reduce_level(x, rr, j + 1)) != RV_OK)
             return st;
     }
     return RV_OK;
 }
 
-static rv_status exec_reduce(Exec *x, const Red *r, Val *out) {
+static rv_status exec_reduce(Exec *x, const EvalRed *r, Val *out) {
     RedRun rr = {.r = r, .first = true, .fl = ir_is_float(r->dt), .arg = -1};
     switch (r->rk) {
     case RV_REDUCE_SUM:
@@ -907,35 +599,36 @@ static rv_status store(const Exec *x, void *data, int64_t off, rv_dtype to, rv_d
 rv_status interp_eval_op(Interp *in, const Tensor *t, rv_array *out) {
     const Op *op = t->op;
     const Layout *l = in->tv[t->id].lay;
-    Program p = {.arena = arena_new()};
-    rv_status st = compile_op(in, t, &p);
-    Val *slots = base_xmalloc(sizeof(Val) * (size_t)(p.nslots + 1));
-    if (p.nslots)
-        memcpy(slots, p.init, sizeof(Val) * (size_t)p.nslots);
+    EvalProgram p;
+    rv_status st = interp_compile(in, t, &p);
+    Val *slots = base_xcalloc((size_t)p.nslots * LANES + 1, sizeof(Val));
+    for (int k = 0; k < p.nslots; k++)
+        slots[(size_t)k * LANES] = p.init[k];
     LayoutIter it;
-    Exec x = {in, slots, t, it.idx};
+    Exec x = {in, slots, 1, t, it.idx};
     void *data = rv_array_data(out);
     for (bool ok = st == RV_OK && ir_layout_iter_begin(l, &it); ok;
          ok = ir_layout_iter_next(l, &it)) {
         for (int k = 0; k < t->ndim; k++)
-            slots[p.out_slot[k]].i = it.idx[k];
-        const Block *blk = &p.then_;
+            slots[(size_t)p.out_slot[k] * LANES].i = it.idx[k];
+        const EvalBlock *blk = &p.then_;
         int root = p.then_slot;
         const Expr *body = op->body;
         if (op->kind == OP_COND) {
             if ((st = exec_block(&x, &p.pred)) != RV_OK)
                 break;
-            if (!slots[p.pred_slot].i) {
+            if (!slots[(size_t)p.pred_slot * LANES].i) {
                 blk = &p.else_;
                 root = p.else_slot;
                 body = op->else_body;
             }
         }
         if ((st = exec_block(&x, blk)) != RV_OK ||
-            (st = store(&x, data, it.rank[l->ndim], t->dtype, body->dtype, slots[root])) != RV_OK)
+            (st = store(&x, data, it.rank[l->ndim], t->dtype, body->dtype,
+                        slots[(size_t)root * LANES])) != RV_OK)
             break;
     }
     base_free(slots);
-    arena_free(p.arena);
+    interp_program_free(&p);
     return st;
 }

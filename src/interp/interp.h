@@ -15,8 +15,9 @@
  *                 owned results and randomly drawn arguments
  *   interp.c      rv_interp_run: checking and preparing the arguments,
  *                 running operations in order, storing results
- *   eval.c        compute and cond operations: expression DAGs compiled to
- *                 flat instruction lists, evaluated per element
+ *   compile.c     expression DAGs compiled to flat instruction lists
+ *   eval.c        compute and cond operations: the instruction lists
+ *                 evaluated per element
  *   extern_ref.c  reference implementations of the extern kernels
  *   random.c      the reproducible generator behind rv_bindings_randomize
  */
@@ -87,6 +88,115 @@ void interp_release(Interp *in);
 /* Formats the location prefix of a tensor's definition ("f.rv:3:1: ") and
  * "computing Y[2, 5]" (idx NULL: "computing Y"). */
 void interp_format_where(Buf *b, const Tensor *t, const int64_t *idx);
+
+/* ---- compile.c: expression DAGs to instruction lists ---- */
+
+/* The innermost loop of a reduction evaluates its body for up to this many
+ * consecutive iterations at once (each instruction loops over the lanes),
+ * which amortizes instruction dispatch; everything else runs one lane. */
+enum { INTERP_LANES = 32 };
+
+typedef enum EvalOpc {
+    I_MOV,    /* dst = a (casts that change nothing) */
+    I_ITOF,   /* dst.f = a.i */
+    I_ITOF32, /* dst.f = (float)a.i */
+    I_FTOF32, /* dst.f = (float)a.f */
+    I_FTOI,   /* dst.i = trunc(a.f), checked against dtype k */
+    I_ITOI32, /* dst.i = (int32_t)a.i, wrapping as a C cast does */
+    I_NEG_I,
+    I_NEG_F,
+    I_ABS_I,
+    I_ABS_F,
+    I_ADD_I,
+    I_ADD_F,
+    I_SUB_I,
+    I_SUB_F,
+    I_MUL_I,
+    I_MUL_F,
+    I_DIV_F,
+    I_IARITH, /* integer DIV, MOD, FLOORDIV, FLOORMOD (ExprKind k) */
+    I_MIN_I,
+    I_MIN_F,
+    I_MAX_I,
+    I_MAX_F,
+    I_CMP_I, /* comparison k of integers (and bools) */
+    I_CMP_F, /* comparison k of floats */
+    I_AND,
+    I_OR,
+    I_NOT,
+    I_SELECT, /* dst = a.i ? b : c */
+    I_MATH,   /* float math function k of a (and b for POW) */
+    I_READ1,  /* dst = the tensor of u.rd at args[0]: a dense 1-D read */
+    I_READ2,  /* the same at (args[0], args[1]): a dense 2-D read */
+    I_READN,  /* the same at the n index slots in args: dense, any rank */
+    I_READR,  /* the same through a ragged layout */
+    I_UFCALL, /* dst.i = u.uf at the n argument slots in args */
+    I_REDUCE, /* dst = u.red */
+    I_COUNT
+} EvalOpc;
+
+typedef struct EvalRed EvalRed;
+
+/* One instruction. Operand flags say whether an operand varies across the
+ * lanes of a vectorized reduction (stride 1) or is one value for all of
+ * them, held in lane 0 (stride 0). */
+typedef struct EvalIns {
+    EvalOpc op;
+    int k;                /* ExprKind for I_IARITH, I_CMP_*, I_MATH; rv_dtype for I_FTOI */
+    int dst, a, b, c;     /* slots */
+    uint8_t va, vb, vc;   /* the operands vary across lanes */
+    int n;                /* READ, UFCALL: operands in args */
+    const int *args;      /* their slots */
+    const uint8_t *vargs; /* and whether each varies */
+    union {
+        const Ufun *uf; /* UFCALL */
+        struct {
+            const void *data;
+            rv_dtype dtype;
+            const Layout *lay;
+            int64_t ext0, ext1; /* READ1, READ2: the extents */
+        } rd;                   /* READ */
+        const EvalRed *red;     /* REDUCE */
+    } u;
+    const Expr *e; /* the node, for messages */
+} EvalIns;
+
+typedef struct EvalBlock {
+    const EvalIns *ins;
+    int n;
+} EvalBlock;
+
+struct EvalRed {
+    rv_reduce_kind rk;
+    rv_dtype dt; /* the body's dtype */
+    int naxes;
+    int axis_slot[RV_MAX_DIMS]; /* the slots of the axes' variables */
+    EvalBlock ext[RV_MAX_DIMS]; /* each axis extent (may use outer axes) */
+    int ext_slot[RV_MAX_DIMS];
+    EvalBlock inv, var; /* body: nodes independent of the axes (first iteration only), the rest */
+    int body;           /* the body's slot */
+    bool body_varies;   /* the body depends on the axes (else lane 0 holds it) */
+    bool vec;           /* the innermost axis runs INTERP_LANES iterations at a time */
+};
+
+/* One operation compiled: its blocks and the initial slot values (lane 0;
+ * a slot is INTERP_LANES values). Axis variables live in slots of their
+ * own, written by the loops that bind them (the element loop, reduction
+ * loops) and read by the instructions directly, so VAR nodes cost
+ * nothing. */
+typedef struct EvalProgram {
+    Arena *arena;
+    Val *init;
+    int nslots;
+    int out_slot[RV_MAX_DIMS];    /* the slots of the output axes' variables */
+    EvalBlock pred, then_, else_; /* COMPUTE uses then_ only */
+    int pred_slot, then_slot, else_slot;
+} EvalProgram;
+
+/* Compiles a COMPUTE or COND operation (its inputs must have values);
+ * errors name the operation. */
+rv_status interp_compile(Interp *in, const Tensor *t, EvalProgram *p);
+void interp_program_free(EvalProgram *p);
 
 /* ---- eval.c ---- */
 

@@ -892,6 +892,111 @@ static void test_reductions(void) {
     rv_module_free(m);
 }
 
+/* Reductions longer than the interpreter's lane count (32), with partial
+ * chunks: sums, a first-maximum argmax across chunks, a body that does not
+ * vary, a two-axis triangle, and the first error in iteration order when
+ * a chunk fails in two places. */
+static void test_long_reductions(void) {
+    rv_module *m = rv_module_new();
+    rv_size *N = rv_size_new(m, "N", 1, 200);
+    rv_tensor *X = input(m, "X", RV_F64, 2, I(m, 3), S(m, N));
+    rv_compute *c = begin1(m, "s", I(m, 3));
+    rv_axis *k = rv_reduce_axis_new(m, "k", S(m, N));
+    rv_tensor *s = rv_compute_end(
+        c, reduce1(m, RV_REDUCE_SUM, k,
+                   bin(m, "*", read2(m, X, rv_compute_var(c, 0), ax(m, k)),
+                       rv_expr_cast(m, RV_F64, ax(m, k)))));
+    c = begin1(m, "am", I(m, 3));
+    rv_axis *k2 = rv_reduce_axis_new(m, "k2", S(m, N));
+    rv_tensor *am = rv_compute_end(
+        c, reduce1(m, RV_REDUCE_ARGMAX, k2, read2(m, X, rv_compute_var(c, 0), ax(m, k2))));
+    c = begin1(m, "flat", I(m, 3));
+    rv_axis *k3 = rv_reduce_axis_new(m, "k3", S(m, N));
+    rv_tensor *flat = rv_compute_end(
+        c, reduce1(m, RV_REDUCE_SUM, k3, read2(m, X, rv_compute_var(c, 0), I(m, 0))));
+    c = begin1(m, "tri", I(m, 3));
+    rv_axis *t1 = rv_reduce_axis_new(m, "t1", S(m, N));
+    rv_axis *t2 = rv_reduce_axis_new(m, "t2", bin(m, "+", ax(m, t1), I(m, 1)));
+    rv_axis *both[2] = {t1, t2};
+    rv_tensor *tri = rv_compute_end(
+        c, rv_expr_reduce(m, RV_REDUCE_MAX, 2, both,
+                          bin(m, "-", read2(m, X, rv_compute_var(c, 0), ax(m, t2)),
+                              rv_expr_cast(m, RV_F64, ax(m, t1)))));
+    CHECK(s && am && flat && tri);
+    if (!(s && am && flat && tri)) {
+        fprintf(stderr, "    %s\n", rv_last_error());
+        rv_module_free(m);
+        return;
+    }
+    int64_t ns[] = {1, 31, 32, 33, 64, 70, 200};
+    for (int t = 0; t < COUNT(ns); t++) {
+        int64_t n = ns[t];
+        rv_bindings *b = rv_bindings_new(m);
+        rv_bindings_set_size(b, "N", n);
+        CHECK(rv_bindings_randomize(b, 21) == RV_OK);
+        /* row 1: ties for the maximum at 2/3 and 5/6 of the row */
+        double *x = rv_array_data((rv_array *)rv_bindings_get_array(b, "X"));
+        if (n >= 3) {
+            x[n + 2 * n / 3] = 5;
+            x[n + 5 * n / 6] = 5;
+        }
+        CHECK(run_ok(m, b) == RV_OK);
+        const rv_array *sa = rv_bindings_get_array(b, "s"), *fa = rv_bindings_get_array(b, "flat"),
+                       *ta = rv_bindings_get_array(b, "tri");
+        const int64_t *amv = i64(b, "am");
+        if (!(sa && fa && ta && amv)) {
+            CHECK(!"missing outputs");
+            rv_bindings_free(b);
+            continue;
+        }
+        const double *sv = rv_array_cdata(sa), *fv = rv_array_cdata(fa), *tv = rv_array_cdata(ta);
+        int bad = 0;
+        for (int i = 0; i < 3; i++) {
+            double sum = 0, flatsum = 0, hi = -INFINITY, thi = -INFINITY;
+            int64_t arg = -1;
+            for (int64_t q = 0; q < n; q++) {
+                double v = x[i * n + q];
+                sum += v * (double)q;
+                flatsum += x[i * n];
+                if (v > hi) {
+                    hi = v;
+                    arg = q;
+                }
+                for (int64_t r = 0; r <= q; r++)
+                    thi = fmax(thi, x[i * n + r] - (double)q);
+            }
+            bad += sv[i] != sum;
+            bad += fv[i] != flatsum;
+            bad += amv[i] != arg;
+            bad += tv[i] != thi;
+        }
+        CHECK_EQ_INT(bad, 0);
+        if (n >= 3)
+            CHECK_EQ_INT(amv[1], 2 * n / 3);
+        rv_bindings_free(b);
+    }
+    rv_module_free(m);
+
+    /* Y[i] = sum(k < 40) P[k] * Q[k] with P : [30], Q : [10]: in
+     * definition order the first failure is Q[10], although P[30] fails
+     * earlier in the instruction list */
+    m = rv_module_new();
+    rv_tensor *P = input(m, "P", RV_F32, 1, I(m, 30), NULL);
+    rv_tensor *Q = input(m, "Q", RV_F32, 1, I(m, 10), NULL);
+    c = begin1(m, "Y", I(m, 2));
+    k = rv_reduce_axis_new(m, "k", I(m, 40));
+    rv_tensor *Y = rv_compute_end(
+        c, reduce1(m, RV_REDUCE_SUM, k, bin(m, "*", read1(m, P, ax(m, k)), read1(m, Q, ax(m, k)))));
+    CHECK(Y != NULL);
+    rv_bindings *b = rv_bindings_new(m);
+    CHECK(rv_bindings_randomize(b, 0) == RV_OK);
+    CHECK(rv_interp_run(m, b) == RV_ERR_BOUNDS);
+    CHECK_STR_CONTAINS(rv_last_error(), "computing Y[0]: read Q[10]: index 10 out of bounds for "
+                                        "dimension 0 (extent 10)");
+    rv_bindings_free(b);
+    rv_module_free(m);
+}
+
 /* A loop-invariant read in a reduction body is evaluated only when the
  * reduction runs at least once: sum(k < len[b]) A[b, 0] must not fail on
  * rows of length 0. */
@@ -1414,6 +1519,7 @@ int main(void) {
     RUN(test_cond_lazy);
     RUN(test_select_strict);
     RUN(test_reductions);
+    RUN(test_long_reductions);
     RUN(test_reduce_invariant_not_hoisted_past_empty);
     RUN(test_scalar_output);
     RUN(test_integer_ops);
