@@ -902,10 +902,10 @@ static void test_long_reductions(void) {
     rv_tensor *X = input(m, "X", RV_F64, 2, I(m, 3), S(m, N));
     rv_compute *c = begin1(m, "s", I(m, 3));
     rv_axis *k = rv_reduce_axis_new(m, "k", S(m, N));
-    rv_tensor *s = rv_compute_end(
-        c, reduce1(m, RV_REDUCE_SUM, k,
-                   bin(m, "*", read2(m, X, rv_compute_var(c, 0), ax(m, k)),
-                       rv_expr_cast(m, RV_F64, ax(m, k)))));
+    rv_tensor *s =
+        rv_compute_end(c, reduce1(m, RV_REDUCE_SUM, k,
+                                  bin(m, "*", read2(m, X, rv_compute_var(c, 0), ax(m, k)),
+                                      rv_expr_cast(m, RV_F64, ax(m, k)))));
     c = begin1(m, "am", I(m, 3));
     rv_axis *k2 = rv_reduce_axis_new(m, "k2", S(m, N));
     rv_tensor *am = rv_compute_end(
@@ -918,10 +918,10 @@ static void test_long_reductions(void) {
     rv_axis *t1 = rv_reduce_axis_new(m, "t1", S(m, N));
     rv_axis *t2 = rv_reduce_axis_new(m, "t2", bin(m, "+", ax(m, t1), I(m, 1)));
     rv_axis *both[2] = {t1, t2};
-    rv_tensor *tri = rv_compute_end(
-        c, rv_expr_reduce(m, RV_REDUCE_MAX, 2, both,
-                          bin(m, "-", read2(m, X, rv_compute_var(c, 0), ax(m, t2)),
-                              rv_expr_cast(m, RV_F64, ax(m, t1)))));
+    rv_tensor *tri =
+        rv_compute_end(c, rv_expr_reduce(m, RV_REDUCE_MAX, 2, both,
+                                         bin(m, "-", read2(m, X, rv_compute_var(c, 0), ax(m, t2)),
+                                             rv_expr_cast(m, RV_F64, ax(m, t1)))));
     CHECK(s && am && flat && tri);
     if (!(s && am && flat && tri)) {
         fprintf(stderr, "    %s\n", rv_last_error());
@@ -1035,15 +1035,18 @@ static void test_reduce_invariant_not_hoisted_past_empty(void) {
     rv_module_free(m);
 }
 
-/* A scalar (0-dimensional) result. */
+/* Scalar (0-dimensional) inputs and results. */
 static void test_scalar_output(void) {
     rv_module *m = rv_module_new();
     rv_size *N = rv_size_new(m, "N", 0, 100);
     rv_tensor *X = input(m, "X", RV_I64, 1, S(m, N), NULL);
+    rv_tensor *scale = rv_input_new(m, "scale", RV_I64, 0, NULL); /* a scalar input */
     rv_compute *c = rv_compute_begin(m, "total", 0, NULL, NULL);
     rv_axis *k = rv_reduce_axis_new(m, "k", S(m, N));
-    rv_tensor *t = rv_compute_end(c, reduce1(m, RV_REDUCE_SUM, k, read1(m, X, ax(m, k))));
-    CHECK(t != NULL);
+    rv_expr *sc = rv_expr_read(m, scale, 0, NULL);
+    rv_tensor *t =
+        rv_compute_end(c, bin(m, "*", sc, reduce1(m, RV_REDUCE_SUM, k, read1(m, X, ax(m, k)))));
+    CHECK(scale && t);
     if (!t) {
         fprintf(stderr, "    %s\n", rv_last_error());
         rv_module_free(m);
@@ -1053,10 +1056,12 @@ static void test_scalar_output(void) {
     rv_bindings_set_size(b, "N", 100);
     CHECK(rv_bindings_randomize(b, 8) == RV_OK);
     CHECK(run_ok(m, b) == RV_OK);
-    const int64_t *x = i64(b, "X"), *tot = i64(b, "total");
+    const int64_t *x = i64(b, "X"), *tot = i64(b, "total"), *scv = i64(b, "scale");
+    CHECK_EQ_INT(rv_array_ndim(rv_bindings_get_array(b, "scale")), 0);
     int64_t want = 0;
     for (int i = 0; i < 100; i++)
         want += x[i];
+    want *= scv[0];
     CHECK(tot != NULL);
     if (tot)
         CHECK_EQ_INT(tot[0], want);
