@@ -139,7 +139,8 @@ void lower_print_kernel(Buf *b, const Kernel *k);
 /* Simplifies index arithmetic using the declared ranges of sizes, UF
  * values and loop extents: constant folding, canonical sums, x/c*c + x%c,
  * (a*c)/c, min/max and comparisons decided by intervals, so provably true
- * guards disappear. Requires nothing; guarantees the same values. */
+ * guards disappear. Requires nothing; guarantees the same values.
+ * lower_simplify returns NULL when no statement remains. */
 Expr *lower_simplify_expr(Module *m, Expr *e);
 Stmt *lower_simplify(Module *m, Stmt *s);
 

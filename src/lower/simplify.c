@@ -103,14 +103,14 @@ typedef struct Lin {
 
 typedef struct Simp {
     Module *m;
-    Arena *scratch; /* Lins, Ivals, Bindings: freed with the context */
-    PtrMap lins;    /* Expr -> Lin: structural, valid for the whole run */
-    PtrMap memo;    /* Expr -> simplified Expr: valid in the current scope */
-    PtrMap ivals;   /* Expr -> Ival: valid in the current scope */
-    PtrMap binds;   /* Axis -> Binding (NULL: unbound) */
-    PtrMap loads;   /* Expr -> whether it loads from a buffer that changes */
-    PtrMap stored;  /* Buffer -> stored to somewhere in the statement */
-    bool stmt_mode; /* lower_simplify (else lower_simplify_expr) */
+    Arena *scratch;    /* Lins, Ivals, Bindings: freed with the context */
+    PtrMap lins;       /* Expr -> Lin: structural, valid for the whole run */
+    PtrMap memo;       /* Expr -> simplified Expr: valid in the current scope */
+    PtrMap ivals;      /* Expr -> Ival: valid in the current scope */
+    PtrMap binds;      /* Axis -> Binding (NULL: unbound) */
+    PtrMap loads;      /* Expr -> whether it loads from a buffer that changes */
+    PtrMap stored;     /* Buffer -> stored to somewhere in the statement */
+    bool stmt_mode;    /* lower_simplify (else lower_simplify_expr) */
     Vec(Expr *) facts; /* conditions known to hold here */
     int branch_depth;  /* min/max/select splits in progress */
 } Simp;
@@ -167,12 +167,8 @@ static bool loads_mutable(Simp *S, Expr *e) {
 
 /* ---- small integer helpers ---- */
 
-static bool is_index_type(rv_dtype t) {
-    return ir_is_int(t);
-}
-
 static bool is_int_expr(const Expr *e) {
-    return is_index_type(e->dtype);
+    return ir_is_int(e->dtype);
 }
 
 /* floor(a / c) and the matching non-negative remainder, for c > 0. */
@@ -372,19 +368,22 @@ static Expr *lin_to_expr(Simp *S, const Lin *L, rv_dtype t) {
         acc = acc ? ir_binary(m, EX_ADD, acc, term) : term;
     }
     if (L->c0 > 0)
-        acc = acc ? ir_binary(m, EX_ADD, acc, ir_const_int(m, t, L->c0)) : ir_const_int(m, t, L->c0);
+        acc =
+            acc ? ir_binary(m, EX_ADD, acc, ir_const_int(m, t, L->c0)) : ir_const_int(m, t, L->c0);
     for (int i = 0; i < L->n; i++) {
         int64_t c = L->t[i].c;
         if (c > 0)
             continue;
         Expr *x = L->t[i].x;
         if (acc)
-            acc = ir_binary(m, EX_SUB, acc, c == -1 ? x : ir_binary(m, EX_MUL, x, ir_const_int(m, t, -c)));
+            acc = ir_binary(m, EX_SUB, acc,
+                            c == -1 ? x : ir_binary(m, EX_MUL, x, ir_const_int(m, t, -c)));
         else
             acc = c == -1 ? ir_unary(m, EX_NEG, x) : ir_binary(m, EX_MUL, x, ir_const_int(m, t, c));
     }
     if (L->c0 < 0)
-        acc = acc ? ir_binary(m, EX_SUB, acc, ir_const_int(m, t, -L->c0)) : ir_const_int(m, t, L->c0);
+        acc =
+            acc ? ir_binary(m, EX_SUB, acc, ir_const_int(m, t, -L->c0)) : ir_const_int(m, t, L->c0);
     return acc ? acc : ir_const_int(m, t, 0);
 }
 
@@ -542,8 +541,8 @@ static bool branch_bound(Simp *S, const Lin *L, bool upper, int64_t *out) {
         if (x->kind != EX_MIN && x->kind != EX_MAX && x->kind != EX_SELECT)
             continue;
         Expr *arm[2] = {x->args[x->kind == EX_SELECT], x->args[1 + (x->kind == EX_SELECT)]};
-        bool tight = (x->kind == EX_MIN && (c > 0) == upper) ||
-                     (x->kind == EX_MAX && (c > 0) != upper);
+        bool tight =
+            (x->kind == EX_MIN && (c > 0) == upper) || (x->kind == EX_MAX && (c > 0) != upper);
         int64_t v[2];
         bool ok[2];
         S->branch_depth++;
@@ -738,7 +737,8 @@ static Ival atom_ival(Simp *S, Expr *x) {
         if (!a.ok || !b.ok)
             return ival_none();
         if (x->kind == EX_ADD) {
-            if (__builtin_add_overflow(a.lo, b.lo, &a.lo) || __builtin_add_overflow(a.hi, b.hi, &a.hi))
+            if (__builtin_add_overflow(a.lo, b.lo, &a.lo) ||
+                __builtin_add_overflow(a.hi, b.hi, &a.hi))
                 return ival_none();
             return a;
         }
@@ -1108,6 +1108,70 @@ static bool is_fact(Simp *S, Expr *e) {
     return false;
 }
 
+/* The factors of a monomial: a product of non-constant atoms. */
+static void collect_factors(Expr *e, Expr **f, int *n, int cap) {
+    if (e->kind == EX_MUL && e->args[0]->kind != EX_CONST_INT && e->args[1]->kind != EX_CONST_INT) {
+        collect_factors(e->args[0], f, n, cap);
+        collect_factors(e->args[1], f, n, cap);
+    } else if (*n < cap) {
+        f[*n] = e;
+        ++*n;
+    } else {
+        *n = cap + 1; /* too many: the caller gives up */
+    }
+}
+
+/* x*y as a canonical monomial: the factors of both in id order, multiplied
+ * left to right, so T*(b*T) and (T*b)*T are one node. */
+static Expr *monomial(Simp *S, Expr *x, Expr *y) {
+    Expr *f[16];
+    int n = 0;
+    collect_factors(x, f, &n, 16);
+    collect_factors(y, f, &n, 16);
+    if (n > 16)
+        return x->id < y->id ? ir_binary(S->m, EX_MUL, x, y) : ir_binary(S->m, EX_MUL, y, x);
+    for (int i = 1; i < n; i++) /* insertion sort by id */
+        for (int j = i; j > 0 && f[j]->id < f[j - 1]->id; j--) {
+            Expr *t = f[j];
+            f[j] = f[j - 1];
+            f[j - 1] = t;
+        }
+    Expr *r = f[0];
+    for (int i = 1; i < n; i++)
+        r = ir_binary(S->m, EX_MUL, r, f[i]);
+    return r;
+}
+
+/* The product of two sums, multiplied out into a sum of monomials when
+ * that stays small (at most 16 products): (b*T + i)*T is T*T*b + T*i, so
+ * loop-invariant parts separate and equal offsets meet. NULL when the
+ * product is left alone. */
+static Expr *expand_product(Simp *S, Expr *a, Expr *b, rv_dtype t) {
+    const Lin *La = lin_of(S, a), *Lb = lin_of(S, b);
+    int na = La->n + (La->c0 != 0), nb = Lb->n + (Lb->c0 != 0);
+    if (na * nb > 16)
+        return NULL;
+    const Lin *acc = lin_const(S, 0);
+    for (int i = 0; i <= La->n && acc; i++) {
+        Expr *x = i < La->n ? La->t[i].x : NULL;
+        int64_t cx = i < La->n ? La->t[i].c : La->c0;
+        for (int j = 0; j <= Lb->n && acc && cx; j++) {
+            Expr *y = j < Lb->n ? Lb->t[j].x : NULL;
+            int64_t cy = j < Lb->n ? Lb->t[j].c : Lb->c0, c;
+            if (!cy)
+                continue;
+            if (__builtin_mul_overflow(cx, cy, &c))
+                return NULL;
+            const Lin *term = !x && !y ? lin_const(S, c)
+                              : !x     ? lin_comb(S, c, lin_atom(S, y), 0, &lin_zero)
+                              : !y     ? lin_comb(S, c, lin_atom(S, x), 0, &lin_zero)
+                                       : lin_comb(S, c, lin_of(S, monomial(S, x, y)), 0, &lin_zero);
+            acc = lin_comb(S, 1, acc, 1, term);
+        }
+    }
+    return acc ? lin_to_expr(S, acc, t) : NULL;
+}
+
 /* Rewrites one node whose operands are not yet simplified. */
 static Expr *simp_node(Simp *S, Expr *e) {
     Module *m = S->m;
@@ -1130,8 +1194,10 @@ static Expr *simp_node(Simp *S, Expr *e) {
         if (!is_int_expr(e))
             break;
         int64_t k;
-        if (e->kind == EX_MUL && !ir_is_const_int(a, &k) && !ir_is_const_int(b, &k))
-            return b->id < a->id ? ir_binary(m, EX_MUL, b, a) : ir_binary(m, EX_MUL, a, b);
+        if (e->kind == EX_MUL && !ir_is_const_int(a, &k) && !ir_is_const_int(b, &k)) {
+            Expr *r = expand_product(S, a, b, e->dtype);
+            return r ? r : ir_binary(m, EX_MUL, a, b);
+        }
         const Lin *L;
         if (e->kind == EX_NEG)
             L = lin_comb(S, -1, lin_of(S, a), 0, &lin_zero);

@@ -300,8 +300,7 @@ static int prec(const Expr *e) {
     case EX_CONST_INT:
         return e->dtype != RV_BOOL && e->u.ival < 0 ? PREC_UNARY : PREC_PRIMARY;
     case EX_CONST_FLOAT:
-        return e->u.fval < 0 || (e->u.fval == 0 && 1 / e->u.fval < 0) ? PREC_UNARY
-                                                                       : PREC_PRIMARY;
+        return e->u.fval < 0 || (e->u.fval == 0 && 1 / e->u.fval < 0) ? PREC_UNARY : PREC_PRIMARY;
     case EX_REDUCE:
         return PREC_REDUCE;
     default:

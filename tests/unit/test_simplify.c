@@ -119,12 +119,27 @@ static void test_linear(void) {
     CHECK_SIMP(&E, add(&E, sub(&E, i, j), E.eN), "N + i - j"); /* N is older than i */
     /* products of two non-constants are atoms, operands in id order */
     CHECK_SIMP(&E, sub(&E, mul(&E, j, i), mul(&E, i, j)), "0");
+    /* products of sums are multiplied out into monomials */
+    Expr *bT = mul(&E, E.b->var, E.eT);
+    CHECK_SIMP(&E, add(&E, mul(&E, add(&E, bT, i), E.eT), j), "j + T*i + T*T*b");
+    CHECK(lower_simplify_expr(E.m, mul(&E, E.eT, mul(&E, E.eT, E.b->var))) ==
+          lower_simplify_expr(E.m, mul(&E, bT, E.eT)));
+    CHECK_SIMP(&E, mul(&E, add(&E, i, K(&E, 1)), sub(&E, i, K(&E, 1))), "i*i - 1");
     /* x/c*c + x%c is x */
     Expr *q = bin(&E, EX_DIV, j, K(&E, 4)), *r = bin(&E, EX_MOD, j, K(&E, 4));
     CHECK_SIMP(&E, add(&E, mul(&E, q, K(&E, 4)), r), "j");
-    CHECK_SIMP(&E, add(&E, mul(&E, bin(&E, EX_FLOORDIV, sub(&E, j, E.eN), K(&E, 8)), K(&E, 16)),
-                       mul(&E, bin(&E, EX_FLOORMOD, sub(&E, j, E.eN), K(&E, 8)), K(&E, 2))),
+    CHECK_SIMP(&E,
+               add(&E, mul(&E, bin(&E, EX_FLOORDIV, sub(&E, j, E.eN), K(&E, 8)), K(&E, 16)),
+                   mul(&E, bin(&E, EX_FLOORMOD, sub(&E, j, E.eN), K(&E, 8)), K(&E, 2))),
                "j*2 - N*2");
+    /* i32 arithmetic stays i32 */
+    Expr *i32 = ir_cast(E.m, RV_I32, i);
+    Expr *r32 = lower_simplify_expr(E.m, sub(&E, add(&E, i32, ir_const_int(E.m, RV_I32, 3)), i32));
+    CHECK(r32 == ir_const_int(E.m, RV_I32, 3));
+    CHECK_SIMP(&E, mul(&E, add(&E, i32, K(&E, 2)), K(&E, 4)), "i32(i)*4 + 8");
+    CHECK(lower_simplify_expr(E.m, mul(&E, add(&E, i32, K(&E, 2)), K(&E, 4)))->dtype == RV_I32);
+    CHECK_SIMP(&E, bin(&E, EX_LT, i32, mul(&E, ir_cast(E.m, RV_I32, E.eT), K(&E, 16))),
+               "i32(i) < i32(T)*16"); /* casts are atoms */
     /* a point interval is a constant */
     CHECK_SIMP(&E, bin(&E, EX_MIN, E.k->var, K(&E, 0)), "0");
     env_free(&E);
@@ -163,7 +178,8 @@ static void test_bounds(void) {
     CHECK_SIMP(&E, bin(&E, EX_MIN, j, E.eT), "j");
     CHECK_SIMP(&E, bin(&E, EX_MAX, j, E.eN), "max(N, j)");
     /* an inner extent min(32, N - io*32): the split tail */
-    Axis *t = lower_loop_var(E.m, "t", bin(&E, EX_MIN, K(&E, 32), sub(&E, E.eN, mul(&E, io, K(&E, 32)))));
+    Axis *t =
+        lower_loop_var(E.m, "t", bin(&E, EX_MIN, K(&E, 32), sub(&E, E.eN, mul(&E, io, K(&E, 32)))));
     CHECK_SIMP(&E, bin(&E, EX_LT, add(&E, mul(&E, io, K(&E, 32)), t->var), E.eN), "true");
     /* triangular: k2 < N - k1 */
     Axis *k1 = lower_loop_var(E.m, "k1", E.eN);
@@ -204,7 +220,7 @@ static void test_divmod(void) {
     CHECK_SIMP(&E, bin(&E, FM, sub(&E, i, K(&E, 5)), K(&E, 5)), "floormod(i, 5)");
     CHECK_SIMP(&E, bin(&E, FM, sub(&E, ii, K(&E, 32)), K(&E, 32)), "ii");
     /* a non-positive dividend: (x*c + y)/c with y <= 0 */
-    Expr *np = sub(&E, mul(&E, K(&E, -8), i), E.ii->var); /* <= 0 */
+    Expr *np = sub(&E, mul(&E, K(&E, -8), i), E.ii->var);  /* <= 0 */
     CHECK_SIMP(&E, bin(&E, D, np, K(&E, 8)), "-ii/8 - i"); /* (-ii)/8 - i */
     CHECK_SIMP(&E, bin(&E, M, np, K(&E, 8)), "-ii%8");
     /* nested */
@@ -257,8 +273,7 @@ static void test_logic(void) {
     CHECK_SIMP(&E, bin(&E, EX_LT, ir_unary(m, EX_ABS, i), T16), "true");
     /* floats are left alone (besides their integer operands) */
     Expr *f = ir_cast(m, RV_F32, add(&E, i, sub(&E, K(&E, 0), i)));
-    CHECK_SIMP(&E, ir_unary(m, EX_NOT, bin(&E, EX_LT, f, ir_float(m, RV_F32, 1))),
-               "!(0.0 < 1.0)");
+    CHECK_SIMP(&E, ir_unary(m, EX_NOT, bin(&E, EX_LT, f, ir_float(m, RV_F32, 1))), "!(0.0 < 1.0)");
     env_free(&E);
 }
 
@@ -312,7 +327,8 @@ static void test_stmts(void) {
     Stmt *st = lower_store(m, Y, K(&E, 0), flat);
     Stmt *in = lower_if(m, bin(&E, EX_LT, flat, mul(&E, tiles, K(&E, 32))),
                         lower_if(m, bin(&E, EX_LT, flat, E.eN), st, NULL), NULL);
-    Stmt *split = lower_for(m, io, tiles, LOOP_SERIAL, lower_for(m, ii, K(&E, 32), LOOP_VECTOR, in));
+    Stmt *split =
+        lower_for(m, io, tiles, LOOP_SERIAL, lower_for(m, ii, K(&E, 32), LOOP_VECTOR, in));
     CHECK_STMT(lower_simplify(m, split), "for io in 0..(N + 31)/32:\n"
                                          "  vector for ii in 0..32:\n"
                                          "    if io*32 + ii < N:\n"
@@ -323,7 +339,8 @@ static void test_stmts(void) {
     Stmt *lt = lower_let(m, t, mul(&E, i->var, K(&E, 2)),
                          lower_if(m, bin(&E, EX_LT, t->var, mul(&E, E.eT, K(&E, 32))),
                                   lower_store(m, Y, K(&E, 1), t->var), lower_barrier(m)));
-    Stmt *lc = lower_let(m, c, sub(&E, E.eT, E.eT), lower_store(m, Y, add(&E, c->var, K(&E, 2)), K(&E, 7)));
+    Stmt *lc = lower_let(m, c, sub(&E, E.eT, E.eT),
+                         lower_store(m, Y, add(&E, c->var, K(&E, 2)), K(&E, 7)));
     Stmt *parts[2] = {lt, lc};
     CHECK_STMT(lower_simplify(m, lower_for(m, i, T16, LOOP_SERIAL, lower_seq(m, 2, parts))),
                "for i in 0..T*16:\n"
@@ -344,7 +361,8 @@ static void test_stmts(void) {
      * known below; one from a buffer the loop writes is not */
     Axis *l = lower_loop_var(m, "l", NULL);
     Expr *lensb = ir_load(m, E.lens, E.b->var);
-    Stmt *gl = lower_if(m, bin(&E, EX_LT, l->var, lensb), lower_store(m, Y, K(&E, 0), l->var), NULL);
+    Stmt *gl =
+        lower_if(m, bin(&E, EX_LT, l->var, lensb), lower_store(m, Y, K(&E, 0), l->var), NULL);
     CHECK_STMT(lower_simplify(m, lower_for(m, l, lensb, LOOP_SERIAL, gl)),
                "for l in 0..lens[b]:\n  Y[0] = l\n");
     Stmt *gy = lower_if(m, bin(&E, EX_LT, l->var, ld), lower_store(m, Y, K(&E, 0), l->var), NULL);
@@ -355,8 +373,8 @@ static void test_stmts(void) {
     Expr *j5 = bin(&E, EX_LT, E.j->var, K(&E, 5));
     Stmt *inner = lower_if(m, j5, lower_store(m, Y, K(&E, 2), K(&E, 2)),
                            lower_store(m, Y, K(&E, 3), K(&E, 3)));
-    Stmt *inner2 = lower_if(m, bin(&E, EX_GE, E.j->var, K(&E, 5)), lower_store(m, Y, K(&E, 4), K(&E, 4)),
-                            NULL);
+    Stmt *inner2 = lower_if(m, bin(&E, EX_GE, E.j->var, K(&E, 5)),
+                            lower_store(m, Y, K(&E, 4), K(&E, 4)), NULL);
     Stmt *outer = lower_if(m, bin(&E, EX_AND, j5, bin(&E, EX_LT, E.eT, K(&E, 9))), inner, inner2);
     CHECK_STMT(lower_simplify(m, outer), "if j < 5 && T < 9:\n"
                                          "  Y[2] = 2\n"
@@ -595,13 +613,14 @@ static Expr *gen_int(Env *E, Rng *r, int depth) {
     case 3:
         return mul(E, a, K(E, rnd_in(r, -9, 9)));
     case 4:
-        return rnd(r) % 3 ? mul(E, K(E, rnd_in(r, -5, 33)), a) : mul(E, a, gen_int(E, r, depth - 2));
+        return rnd(r) % 3 ? mul(E, K(E, rnd_in(r, -5, 33)), a)
+                          : mul(E, a, gen_int(E, r, depth - 2));
     case 5:
     case 6: {
         static const ExprKind dk[4] = {EX_DIV, EX_MOD, EX_FLOORDIV, EX_FLOORMOD};
         ExprKind k = dk[rnd(r) % 4];
-        Expr *d = rnd(r) % 6 ? K(E, divisors[rnd(r) % RV_COUNT(divisors)])
-                             : gen_int(E, r, depth - 2);
+        Expr *d =
+            rnd(r) % 6 ? K(E, divisors[rnd(r) % RV_COUNT(divisors)]) : gen_int(E, r, depth - 2);
         return bin(E, k, a, d);
     }
     case 7:
@@ -642,7 +661,8 @@ static Expr *gen_shared(Env *E, Rng *r) {
     Expr *acc = K(E, rnd_in(r, -40, 40));
     int n = 2 + (int)(rnd(r) % 3);
     for (int t = 0; t < n; t++)
-        acc = add(E, acc, mul(E, pool[rnd(r) % RV_COUNT(pool)], K(E, coefs[rnd(r) % RV_COUNT(coefs)])));
+        acc = add(E, acc,
+                  mul(E, pool[rnd(r) % RV_COUNT(pool)], K(E, coefs[rnd(r) % RV_COUNT(coefs)])));
     return acc;
 }
 
@@ -720,14 +740,15 @@ static void test_random_exprs(void) {
             bool ok = ev(&E, &p, s, &got);
             if (!ok || got != want) {
                 char *es = estr(&E, e), *ss = estr(&E, s);
-                fprintf(stderr,
-                        "    value changed: %s\n      -> %s\n      T=%lld N=%lld B=%lld i=%lld b=%lld "
-                        "j=%lld io=%lld ii=%lld k=%lld len[b]=%lld Y0=%lld: %lld, got %s%lld\n",
-                        es, ss, (long long)p.size[0], (long long)p.size[1], (long long)p.size[2],
-                        (long long)p.ax[E.i->id], (long long)p.ax[E.b->id], (long long)p.ax[E.j->id],
-                        (long long)p.ax[E.io->id], (long long)p.ax[E.ii->id], (long long)p.ax[E.k->id],
-                        (long long)p.len[p.ax[E.b->id]], (long long)p.Y[0], (long long)want,
-                        ok ? "" : "undefined ", (long long)got);
+                fprintf(
+                    stderr,
+                    "    value changed: %s\n      -> %s\n      T=%lld N=%lld B=%lld i=%lld b=%lld "
+                    "j=%lld io=%lld ii=%lld k=%lld len[b]=%lld Y0=%lld: %lld, got %s%lld\n",
+                    es, ss, (long long)p.size[0], (long long)p.size[1], (long long)p.size[2],
+                    (long long)p.ax[E.i->id], (long long)p.ax[E.b->id], (long long)p.ax[E.j->id],
+                    (long long)p.ax[E.io->id], (long long)p.ax[E.ii->id], (long long)p.ax[E.k->id],
+                    (long long)p.len[p.ax[E.b->id]], (long long)p.Y[0], (long long)want,
+                    ok ? "" : "undefined ", (long long)got);
                 base_free(es);
                 base_free(ss);
                 bad++;
@@ -857,12 +878,13 @@ static Stmt *gen_stmt(Env *E, Rng *r, int depth, Axis **vars, int *nvars) {
         Expr *v = gen_int(E, r, 2);
         if (*nvars)
             v = add(E, v, vars[rnd(r) % (uint64_t)*nvars]->var);
-        Expr *idx = rnd(r) % 3 ? K(E, rnd_in(r, 0, 7))
-                               : bin(E, EX_FLOORMOD, gen_int(E, r, 1), K(E, 8));
+        Expr *idx =
+            rnd(r) % 3 ? K(E, rnd_in(r, 0, 7)) : bin(E, EX_FLOORMOD, gen_int(E, r, 1), K(E, 8));
         return lower_store(m, E->Y, idx, add(E, ir_load(m, E->Y, K(E, rnd_in(r, 0, 7))), v));
     }
     default: {
-        Stmt *two[2] = {gen_stmt(E, r, depth - 1, vars, nvars), gen_stmt(E, r, depth - 1, vars, nvars)};
+        Stmt *two[2] = {gen_stmt(E, r, depth - 1, vars, nvars),
+                        gen_stmt(E, r, depth - 1, vars, nvars)};
         return lower_seq(m, 2, two);
     }
     }

@@ -122,7 +122,8 @@ static void test_print(void) {
     Expr *cond = ir_binary(m, EX_AND, ir_binary(m, EX_LT, j->var, ir_int(m, 100)),
                            ir_unary(m, EX_NOT, ir_binary(m, EX_EQ, i->var, ir_int(m, 0))));
     Stmt *store = lower_store(m, Y, yidx, ir_binary(m, EX_MUL, xi, ir_cast(m, RV_F32, t->var)));
-    Stmt *guarded = lower_if(m, cond, store, lower_store(m, acc, ir_int(m, 0), ir_float(m, RV_F32, -0.5)));
+    Stmt *guarded =
+        lower_if(m, cond, store, lower_store(m, acc, ir_int(m, 0), ir_float(m, RV_F32, -0.5)));
     Stmt *let = lower_let(m, t, ir_binary(m, EX_FLOORDIV, j->var, ir_int(m, 4)), guarded);
     Stmt *inner = lower_for(m, j, ir_int(m, 2304), LOOP_VECTOR, let);
     Stmt *parts[2] = {inner, lower_barrier(m)};
@@ -133,10 +134,12 @@ static void test_print(void) {
     /* a let followed by a sibling prints as a block */
     Buffer *L = ir_buffer_new(m, "len", RV_I64, ir_size(m, T), BUF_ARG);
     Expr *lb = ir_load(m, L, b->var);
-    Stmt *st2 = lower_store(m, Y, ir_unary(m, EX_NEG, ir_binary(m, EX_SUB, l->var, ir_int(m, -2))),
-                            ir_cast(m, RV_F32, ir_binary(m, EX_MIN, l->var, ir_ufcall(m, len, 1, &b->var))));
-    Stmt *seq2[2] = {lower_let(m, l, ir_binary(m, EX_SUB, lb, ir_binary(m, EX_SUB, b->var, ir_int(m, 1))), st2),
-                     lower_call(m, "gemm", 2, (Buffer *[]){Y, X}, NULL)};
+    Stmt *st2 = lower_store(
+        m, Y, ir_unary(m, EX_NEG, ir_binary(m, EX_SUB, l->var, ir_int(m, -2))),
+        ir_cast(m, RV_F32, ir_binary(m, EX_MIN, l->var, ir_ufcall(m, len, 1, &b->var))));
+    Stmt *seq2[2] = {
+        lower_let(m, l, ir_binary(m, EX_SUB, lb, ir_binary(m, EX_SUB, b->var, ir_int(m, 1))), st2),
+        lower_call(m, "gemm", 2, (Buffer *[]){Y, X}, NULL)};
     Stmt *pre = lower_for(m, b, ir_size(m, T), LOOP_SERIAL, lower_seq(m, 2, seq2));
 
     Param params[3] = {{PARAM_SIZE, T, NULL}, {PARAM_TENSOR, NULL, X}, {PARAM_TENSOR, NULL, Y}};
