@@ -541,19 +541,23 @@ static rv_status reduce_level(Exec *x, RedRun *rr, int j) {
 
 static rv_status exec_reduce(Exec *x, const EvalRed *r, Val *out) {
     RedRun rr = {.r = r, .first = true, .fl = ir_is_float(r->dt), .arg = -1};
-    switch (r->rk) {
-    case RV_REDUCE_SUM:
-        rr.acc = rr.fl ? (Val){.f = 0.0} : (Val){.i = 0};
-        break;
-    case RV_REDUCE_MAX:
-        rr.acc =
-            rr.fl ? (Val){.f = -INFINITY} : (Val){.i = r->dt == RV_I32 ? INT32_MIN : INT64_MIN};
-        break;
-    case RV_REDUCE_MIN:
-        rr.acc = rr.fl ? (Val){.f = INFINITY} : (Val){.i = r->dt == RV_I32 ? INT32_MAX : INT64_MAX};
-        break;
-    default:
-        break;
+    /* the identities: 0, -inf (the dtype's smallest), +inf (largest) */
+    bool i32 = r->dt == RV_I32;
+    if (r->rk == RV_REDUCE_SUM) {
+        if (rr.fl)
+            rr.acc.f = 0.0;
+        else
+            rr.acc.i = 0;
+    } else if (r->rk == RV_REDUCE_MAX) {
+        if (rr.fl)
+            rr.acc.f = -INFINITY;
+        else
+            rr.acc.i = i32 ? INT32_MIN : INT64_MIN;
+    } else if (r->rk == RV_REDUCE_MIN) {
+        if (rr.fl)
+            rr.acc.f = INFINITY;
+        else
+            rr.acc.i = i32 ? INT32_MAX : INT64_MAX;
     }
     rv_status st = reduce_level(x, &rr, 0);
     if (st != RV_OK)
