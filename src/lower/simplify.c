@@ -11,12 +11,14 @@
  * Canonical sums. An integer expression is read as a linear form
  * c0 + sum c_i * x_i whose atoms x_i are anything that is not a sum, a
  * difference, a negation or a product by a constant: variables, sizes, UF
- * calls, loads, divisions, min/max, products of two non-constants. Terms
- * are merged and kept in order of atom id, so `i + 1 - i` is 1,
- * `(a*4 + b)*2` is `a*8 + b*2`, and equal sums are the same pointer. A sum
- * is written back with its positive terms first, then the constant, then
- * the subtracted terms (`i*2304 + j + 5 - k`). The pair x/c*c + x%c (and
- * its floor twin) is recombined into x.
+ * calls, loads, divisions, min/max, monomials (products of non-constant
+ * atoms, factors in id order). Terms are merged and kept in order of atom
+ * id, so `i + 1 - i` is 1, `(a*4 + b)*2` is `a*8 + b*2`, and equal sums
+ * are the same pointer. A product of two small sums is multiplied out
+ * ((b*T + i)*T is T*i + T*T*b). A sum is written back with its positive
+ * terms first, then the constant, then the subtracted terms
+ * (`i*2304 + j + 5 - k`). The pair x/c*c + x%c (and its floor twin) is
+ * recombined into x.
  *
  * Bounds. To bound a linear form, the prover first eliminates atoms
  * symbolically and only then falls back to numbers, so common atoms cancel:
@@ -29,10 +31,12 @@
  * what proves `io*32 + ii < ceildiv(N, 32)*32`. Two orders are tried (loop
  * variables before divisions and after) and the better bound kept; a
  * min/max/select atom is split into its arms (a bounded number of times).
- * What remains is bounded by numeric intervals of the atoms: declared
- * ranges, extents, and the usual interval rules for products, divisions,
- * remainders, min/max, select, abs and casts. Everything is exact i64
- * arithmetic; an overflow makes a bound unknown, never wrong.
+ * Every intermediate form is also bounded by numeric intervals of its
+ * atoms (declared ranges, extents, and the usual interval rules for
+ * products, divisions, remainders, min/max, select, abs and casts), and
+ * the best bound wins. Everything is exact i64 arithmetic; an overflow
+ * makes a bound unknown, never wrong. A comparison is decided on its
+ * gcd-normalized form, so the answer does not depend on scaling.
  *
  * What it does not prove: facts that need relations between atoms beyond
  * their declared ranges. `io*32 + ii < N` in a non-dividing split is not
@@ -58,16 +62,20 @@
  * comparison flips it (not of a float one: NaN).
  *
  * The statement pass carries the context down: loop variables range over
- * their loop's (simplified) extent, let variables equal their value (a
- * value that loads from a buffer is only known by its range, since stores
- * may intervene), and an `if` branch knows its condition. It drops `if`s
- * whose condition is decided, loops of extent <= 0, empty loops and lets,
- * and replaces a loop of extent 1 by its body with the variable set to 0.
+ * their loop's (simplified) extent, let variables equal their value, and
+ * an `if` branch knows its condition. Loads are the exception: a load from
+ * a buffer the statement stores to may change between two points, so a
+ * let value or loop extent that reads one is known only by its range, and
+ * a condition that reads one is no fact; buffers nothing stores to (UF
+ * arrays, prelude arrays inside the kernel) are as good as sizes. The pass
+ * drops `if`s whose condition is decided, loops of extent <= 0, empty
+ * loops and lets, and replaces a loop of extent 1 by its body with the
+ * variable set to 0.
  *
  * Requires: nothing. Guarantees: every expression keeps its value wherever
  * it is evaluated (tests/unit/test_simplify.c checks this on thousands of
- * random expressions), assuming, like the generated C, that index
- * arithmetic does not overflow i64.
+ * random expressions and loop nests), assuming, like the generated C, that
+ * index arithmetic does not overflow.
  */
 #include <string.h>
 
