@@ -289,7 +289,8 @@ rv_status rv_interp_run(const rv_module *m, rv_bindings *b);
  *     rv_program_free(p);
  *
  * The module must not gain tensors while a program compiled from it is in
- * use. */
+ * use, and a program runs on one thread at a time (its kernels use the
+ * thread pool). */
 typedef struct rv_program rv_program;
 
 /* Zero (or a NULL pointer to it) means the defaults. */

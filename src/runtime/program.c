@@ -572,12 +572,14 @@ static rv_status place_ufs_and_aux(Run *r) {
         if (s->kind == SLOT_TENSOR)
             continue;
         rv_status st;
-        if (s->kind == SLOT_UF) {
-            const Ufun *f = s->buf->uf;
-            s->nelem = r->in.ufl[f->id]->numel;
-        } else if ((st = buffer_size(r, s->buf, &s->nelem)) != RV_OK) {
+        if ((st = buffer_size(r, s->buf, &s->nelem)) != RV_OK)
             return st;
-        }
+        if (s->kind == SLOT_UF && s->nelem != r->in.ufl[s->buf->uf->id]->numel)
+            return base_error(RV_ERR_UNSUPPORTED,
+                              "ufun %s: the compiled code stores %lld values where the runtime "
+                              "has %lld (storage layouts disagree)",
+                              s->buf->uf->name, (long long)s->nelem,
+                              (long long)r->in.ufl[s->buf->uf->id]->numel);
         size_t es = rv_dtype_size(s->buf->dtype);
         RV_ASSERT(s->buf->dtype == RV_I32 || s->buf->dtype == RV_I64);
         if ((uint64_t)s->nelem > SIZE_MAX / es ||
