@@ -15,9 +15,11 @@
  *   FOR       `for (int64_t i = 0; i < n; i++)`. Vector loops carry
  *             `#pragma omp simd` (the JIT compiles with -fopenmp-simd;
  *             GCC refuses `#pragma GCC ivdep` stacked on it, and omp simd
- *             says more). Explicit vector-extension code comes later.
- *             Unrolled loops with a constant extent carry `#pragma GCC
- *             unroll N`. GPU-bound loops run serially on the CPU.
+ *             says more), except when their iterations store to one memory
+ *             element (a reduction into a buffer), which the pragma would
+ *             declare independent. Explicit vector-extension code comes
+ *             later. Unrolled loops with a constant extent carry `#pragma
+ *             GCC unroll N`. GPU-bound loops run serially on the CPU.
  *   parallel  the body is outlined into a static function over a chunk
  *             [begin, end) that reads its captured variables from a struct;
  *             the loop becomes `ctx->parallel_for(n, fn, &captures)`.
@@ -37,6 +39,10 @@
  *
  * Names come from c_expr.c and are unique per kernel; outlined functions
  * share their kernel's names, so a captured variable keeps its name.
+ *
+ * The same statement emitter serves the CUDA back end (cg_emit_stmts),
+ * which differs in GPU loops, barriers, local arrays and `__restrict__`;
+ * see cuda.c.
  */
 #include <string.h>
 
@@ -66,12 +72,12 @@ typedef struct CK {
     CgEmit *e;
     const Kernel *k;
     const char *sym;
-    Buf *defs;          /* unit-level definitions, in order */
+    Buf *defs; /* unit-level definitions, in order */
     ExternVec *externs;
-    PtrMap param_at;    /* Buffer* / Size* -> 1 + index in bufs / sizes */
-    PtrMap written;     /* Buffer* stored to in the function being emitted */
-    PtrMap let_type;    /* Axis* bound by a LET to a non-i64 value -> dtype + 1 */
-    int npar;           /* outlined functions so far */
+    PtrMap param_at; /* Buffer* / Size* -> 1 + index in bufs / sizes */
+    PtrMap written;  /* Buffer* stored to in the function being emitted */
+    PtrMap let_type; /* Axis* bound by a LET to a non-i64 value -> dtype + 1 */
+    int npar;        /* outlined functions so far */
 } CK;
 
 static void emit_stmt(CK *c, CFn *f, const Stmt *s);
@@ -204,8 +210,7 @@ static void scan_stmt(Scan *sc, const Stmt *s) {
     case ST_LET:
         scan_expr(sc, s->u.let.value);
         if (s->u.let.value->dtype != RV_I64)
-            ptrmap_put(sc->let_type, s->u.let.var,
-                       (void *)(intptr_t)(s->u.let.value->dtype + 1));
+            ptrmap_put(sc->let_type, s->u.let.var, (void *)(intptr_t)(s->u.let.value->dtype + 1));
         scan_stmt(sc, s->u.let.body);
         return;
     case ST_STORE:
@@ -417,9 +422,11 @@ static void emit_body(CK *c, CFn *f, const Stmt *s) {
 
 /* "float *restrict A" or "const float *restrict A" (CUDA: __restrict__). */
 static void buf_ptr_decl(CK *c, Buf *b, const Buffer *buf, bool restrict_) {
-    const char *r = !restrict_ ? "" : c->e->target == CG_TARGET_CUDA ? "__restrict__ " : "restrict ";
-    buf_printf(b, "%s%s *%s%s", ptrmap_has(&c->written, buf) ? "" : "const ",
-               cg_ctype(buf->dtype), r, name_of_buf(c, buf));
+    const char *r = !restrict_                       ? ""
+                    : c->e->target == CG_TARGET_CUDA ? "__restrict__ "
+                                                     : "restrict ";
+    buf_printf(b, "%s%s *%s%s", ptrmap_has(&c->written, buf) ? "" : "const ", cg_ctype(buf->dtype),
+               r, name_of_buf(c, buf));
 }
 
 /* True when s stores to memory at an index that does not use `var` (or
@@ -445,8 +452,7 @@ static bool updates_across(CK *c, const Stmt *s, const Axis *var) {
                 return true;
         return false;
     case ST_STORE:
-        return !ptrmap_has(&c->e->scalars, s->u.store.buf) &&
-               !ir_uses_axis(s->u.store.index, var);
+        return !ptrmap_has(&c->e->scalars, s->u.store.buf) && !ir_uses_axis(s->u.store.index, var);
     case ST_CALL:
         return true;
     default:
@@ -799,8 +805,8 @@ static void emit_call(CK *c, CFn *f, const Stmt *s) {
     char fn[64];
     RV_ASSERT(c->e->target == CG_TARGET_C); /* cuda.c rejects calls first */
     if (!cg_extern_fn(kernel, out->dtype, fn))
-        base_panic(__FILE__, __LINE__, "codegen: no C implementation of extern %s on %s",
-                   kernel, rv_dtype_name(out->dtype));
+        base_panic(__FILE__, __LINE__, "codegen: no C implementation of extern %s on %s", kernel,
+                   rv_dtype_name(out->dtype));
     bool known = false;
     for (int i = 0; i < c->externs->len; i++)
         known |= strcmp(c->externs->data[i].kernel, kernel) == 0 &&
@@ -939,7 +945,8 @@ static void emit_function(CK *c, const Stmt *body, const char *sym, bool prelude
     if (!prelude)
         emit_header(c, &f.text);
     if (prelude)
-        buf_printf(&f.text, "/* Fills the aux arrays of %s from sizes and ufun arrays. */\n"
+        buf_printf(&f.text,
+                   "/* Fills the aux arrays of %s from sizes and ufun arrays. */\n"
                    "int32_t %s(const int64_t *sizes, void *const *bufs) {\n",
                    c->sym, sym);
     else
@@ -1044,7 +1051,8 @@ void cg_c_module(Kernel *const *ks, int n, CgUnit *out) {
     buf_puts(&b, "/*\n * Generated by ravel: ");
     for (int i = 0; i < n; i++)
         buf_printf(&b, "%s%s", i ? ", " : "", out->kernel_syms[i]);
-    buf_printf(&b, ".\n * Calling convention: ravel_rt.h (ABI version %d). Vector loops carry\n"
+    buf_printf(&b,
+               ".\n * Calling convention: ravel_rt.h (ABI version %d). Vector loops carry\n"
                " * OpenMP simd pragmas (compile with -fopenmp-simd).\n */\n",
                RV_RT_ABI_VERSION);
     buf_puts(&b, "#include <math.h>\n\n#include \"ravel_rt.h\"\n\n");

@@ -186,14 +186,14 @@ bool cg_is_zero(const Expr *x) {
 /* C precedence levels (higher binds tighter). */
 enum {
     P_LOWEST = 0,
-    P_COND = 3,  /* ?: */
-    P_OR = 4,    /* || */
-    P_AND = 5,   /* && */
-    P_EQ = 9,    /* == != */
-    P_REL = 10,  /* < <= > >= */
-    P_ADD = 12,  /* + - */
-    P_MUL = 13,  /* * / % */
-    P_UNARY = 15, /* - ! casts */
+    P_COND = 3,    /* ?: */
+    P_OR = 4,      /* || */
+    P_AND = 5,     /* && */
+    P_EQ = 9,      /* == != */
+    P_REL = 10,    /* < <= > >= */
+    P_ADD = 12,    /* + - */
+    P_MUL = 13,    /* * / % */
+    P_UNARY = 15,  /* - ! casts */
     P_POSTFIX = 16 /* calls, subscripts, names, literals */
 };
 

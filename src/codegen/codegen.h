@@ -56,12 +56,12 @@ typedef enum CgHelper {
  * never do, so a local can never shadow a global. */
 typedef struct CgEmit {
     CgTarget target;
-    Arena *arena;                     /* names */
-    StrMap globals;                   /* names taken in the unit */
-    StrMap locals;                    /* names taken in the current kernel */
-    PtrMap names;                     /* Axis*, Size*, Buffer* -> name (current kernel) */
-    PtrMap scalars;                   /* Buffer* held in a scalar variable (1-element local) */
-    unsigned helpers[CG_H_COUNT];     /* bit (1 << dtype) per helper used */
+    Arena *arena;                 /* names */
+    StrMap globals;               /* names taken in the unit */
+    StrMap locals;                /* names taken in the current kernel */
+    PtrMap names;                 /* Axis*, Size*, Buffer* -> name (current kernel) */
+    PtrMap scalars;               /* Buffer* held in a scalar variable (1-element local) */
+    unsigned helpers[CG_H_COUNT]; /* bit (1 << dtype) per helper used */
 } CgEmit;
 
 void cg_emit_init(CgEmit *e, CgTarget t);
@@ -101,7 +101,7 @@ void cg_extern_define(Buf *b, const char *kernel, rv_dtype dtype);
 
 /* A translation unit holding several kernels. */
 typedef struct CgUnit {
-    char *source;        /* base_free */
+    char *source; /* base_free */
     int n;
     char **kernel_syms;  /* per kernel: the kernel function's symbol */
     char **prelude_syms; /* per kernel: its prelude's symbol, or NULL without one */

@@ -105,9 +105,9 @@ static void check_stmt(Check *c, const Stmt *s) {
             check_stmt(c, s->u.seq.stmts[i]);
         return;
     case ST_CALL:
-        c->st = base_error(RV_ERR_UNSUPPORTED,
-                           "kernel %s: extern %s has no CUDA implementation yet", c->k->name,
-                           s->u.call.kernel);
+        c->st =
+            base_error(RV_ERR_UNSUPPORTED, "kernel %s: extern %s has no CUDA implementation yet",
+                       c->k->name, s->u.call.kernel);
         return;
     default:
         return;

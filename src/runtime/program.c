@@ -69,8 +69,7 @@ _Static_assert(offsetof(rv_rt_dtype, bits) == offsetof(DLDataType, bits), "rv_rt
 _Static_assert(offsetof(rv_rt_dtype, lanes) == offsetof(DLDataType, lanes), "rv_rt_dtype.lanes");
 _Static_assert(sizeof(rv_rt_tensor) == sizeof(DLTensor), "rv_rt_tensor is not DLTensor");
 _Static_assert(offsetof(rv_rt_tensor, data) == offsetof(DLTensor, data), "rv_rt_tensor.data");
-_Static_assert(offsetof(rv_rt_tensor, device) == offsetof(DLTensor, device),
-               "rv_rt_tensor.device");
+_Static_assert(offsetof(rv_rt_tensor, device) == offsetof(DLTensor, device), "rv_rt_tensor.device");
 _Static_assert(offsetof(rv_rt_tensor, ndim) == offsetof(DLTensor, ndim), "rv_rt_tensor.ndim");
 _Static_assert(offsetof(rv_rt_tensor, dtype) == offsetof(DLTensor, dtype), "rv_rt_tensor.dtype");
 _Static_assert(offsetof(rv_rt_tensor, shape) == offsetof(DLTensor, shape), "rv_rt_tensor.shape");
@@ -110,8 +109,8 @@ static void *aligned_zalloc(size_t n) {
     char *block = base_malloc(bytes + RV_RT_ALIGN + sizeof(void *));
     if (!block)
         return NULL;
-    uintptr_t p = ((uintptr_t)block + sizeof(void *) + RV_RT_ALIGN - 1) &
-                  ~(uintptr_t)(RV_RT_ALIGN - 1);
+    uintptr_t p =
+        ((uintptr_t)block + sizeof(void *) + RV_RT_ALIGN - 1) & ~(uintptr_t)(RV_RT_ALIGN - 1);
     char *user = block + (p - (uintptr_t)block);
     memcpy(user - sizeof(void *), &block, sizeof block);
     memset(user, 0, bytes);
@@ -274,7 +273,7 @@ typedef struct Run {
     rv_program *p;
     Interp in;
     Vec(Slot) slots;
-    PtrMap slot_of; /* Tensor* (tensors) or Buffer* (UF, AUX) -> 1 + slot index */
+    PtrMap slot_of;  /* Tensor* (tensors) or Buffer* (UF, AUX) -> 1 + slot index */
     int64_t **sizes; /* per kernel: its sizes array */
     void ***bufs;    /* per kernel: its buffers array */
 } Run;
@@ -354,8 +353,10 @@ static rv_status eval_int(Run *r, const Expr *e, int64_t *out) {
         if (buf->uf) {
             const Layout *dom = r->in.ufl[buf->uf->id];
             if (a < 0 || a >= dom->numel)
-                return base_error(RV_ERR_BOUNDS, "ufun %s: element %lld read outside its %lld "
-                                  "values", buf->uf->name, (long long)a, (long long)dom->numel);
+                return base_error(RV_ERR_BOUNDS,
+                                  "ufun %s: element %lld read outside its %lld "
+                                  "values",
+                                  buf->uf->name, (long long)a, (long long)dom->numel);
             *out = r->in.ufv[buf->uf->id][a];
             return RV_OK;
         }
@@ -363,8 +364,10 @@ static rv_status eval_int(Run *r, const Expr *e, int64_t *out) {
         if (!s || s->kind != SLOT_AUX || !s->data)
             break;
         if (a < 0 || a >= s->nelem)
-            return base_error(RV_ERR_BOUNDS, "aux array %s: element %lld read outside its %lld "
-                              "elements", buf->name, (long long)a, (long long)s->nelem);
+            return base_error(RV_ERR_BOUNDS,
+                              "aux array %s: element %lld read outside its %lld "
+                              "elements",
+                              buf->name, (long long)a, (long long)s->nelem);
         *out = ((const int64_t *)s->data)[a];
         return RV_OK;
     }
@@ -555,7 +558,9 @@ static void gather_slots(Run *r) {
             if (pa->kind == PARAM_SIZE || slot_for(r, pa->buf))
                 continue;
             Slot s = {.buf = pa->buf, .t = pa->buf->tensor};
-            s.kind = pa->kind == PARAM_UF ? SLOT_UF : pa->kind == PARAM_AUX ? SLOT_AUX : SLOT_TENSOR;
+            s.kind = pa->kind == PARAM_UF    ? SLOT_UF
+                     : pa->kind == PARAM_AUX ? SLOT_AUX
+                                             : SLOT_TENSOR;
             RV_ASSERT(s.kind != SLOT_UF || pa->buf->uf);
             RV_ASSERT(s.kind != SLOT_TENSOR || s.t);
             vec_push(&r->slots, s);
@@ -584,8 +589,8 @@ static rv_status place_ufs_and_aux(Run *r) {
         RV_ASSERT(s->buf->dtype == RV_I32 || s->buf->dtype == RV_I64);
         if ((uint64_t)s->nelem > SIZE_MAX / es ||
             !(s->owned = s->data = aligned_zalloc((size_t)s->nelem * es)))
-            return base_error(RV_ERR_OOM, "buffer %s: cannot allocate %lld elements",
-                              s->buf->name, (long long)s->nelem);
+            return base_error(RV_ERR_OOM, "buffer %s: cannot allocate %lld elements", s->buf->name,
+                              (long long)s->nelem);
         if (s->kind == SLOT_UF) {
             const int64_t *v = r->in.ufv[s->buf->uf->id];
             for (int64_t j = 0; j < s->nelem; j++) {
@@ -673,12 +678,13 @@ static rv_status place_tensors(Run *r) {
         }
         if (!s->store && !input) {
             if (!(s->arr = array_for(t->dtype, l)))
-                return base_error(RV_ERR_OOM, "tensor %s: cannot allocate %lld elements",
-                                  t->name, (long long)need);
+                return base_error(RV_ERR_OOM, "tensor %s: cannot allocate %lld elements", t->name,
+                                  (long long)need);
             s->data = rv_array_data(s->arr);
             continue;
         }
-        if ((uint64_t)need > SIZE_MAX / es || !(s->owned = s->data = aligned_zalloc((size_t)need * es)))
+        if ((uint64_t)need > SIZE_MAX / es ||
+            !(s->owned = s->data = aligned_zalloc((size_t)need * es)))
             return base_error(RV_ERR_OOM, "tensor %s: cannot allocate %lld elements", t->name,
                               (long long)need);
         if (input && s->store)
@@ -703,10 +709,9 @@ static rv_status store_results(Run *r) {
         if (!s->arr) {
             const Layout *l = r->in.tv[t->id].lay;
             if (!(s->arr = array_for(t->dtype, l)))
-                return base_error(RV_ERR_OOM, "tensor %s: cannot allocate %lld elements",
-                                  t->name, (long long)l->numel);
-            store_copy(s->store, l, rv_dtype_size(t->dtype), s->data, rv_array_data(s->arr),
-                       false);
+                return base_error(RV_ERR_OOM, "tensor %s: cannot allocate %lld elements", t->name,
+                                  (long long)l->numel);
+            store_copy(s->store, l, rv_dtype_size(t->dtype), s->data, rv_array_data(s->arr), false);
         }
     }
     /* hand the arrays over only once all exist */
@@ -764,8 +769,7 @@ static rv_status run_steps(Run *r) {
         int32_t rc = p->fns[k](r->sizes[k], (void *const *)r->bufs[k], &ctx);
         p->stats.kernel_calls++;
         if (atomic_load(&host.failed))
-            return base_error(RV_ERR_OOM, "kernel %s: out of scratch memory",
-                              p->kernels[k]->name);
+            return base_error(RV_ERR_OOM, "kernel %s: out of scratch memory", p->kernels[k]->name);
         if (rc != RV_RT_OK)
             return base_error(RV_ERR_BOUNDS, "kernel %s failed (code %d)", p->kernels[k]->name,
                               (int)rc);
@@ -782,7 +786,7 @@ rv_status rv_program_run(rv_program *p, rv_bindings *b) {
         return base_error(RV_ERR_ARG, "rv_program_run: the bindings belong to another module");
     if (p->m->tensors.len != p->ntensors)
         return base_error(RV_ERR_ARG, "rv_program_run: the module gained tensors after it was "
-                          "compiled; compile it again");
+                                      "compiled; compile it again");
     interp_bindings_sync(b);
     interp_bindings_clear_outputs(b);
     Run r = {.p = p};

@@ -109,7 +109,8 @@ static Stmt *seq3(Module *m, Stmt *a, Stmt *b, Stmt *c) {
 
 static void *scratch_alloc(struct rv_rt_ctx *ctx, size_t n) {
     (void)ctx;
-    return aligned_alloc(RV_RT_ALIGN, (n + RV_RT_ALIGN - 1) / RV_RT_ALIGN * RV_RT_ALIGN + RV_RT_ALIGN);
+    return aligned_alloc(RV_RT_ALIGN,
+                         (n + RV_RT_ALIGN - 1) / RV_RT_ALIGN * RV_RT_ALIGN + RV_RT_ALIGN);
 }
 static void scratch_free(struct rv_rt_ctx *ctx, void *p) {
     (void)ctx;
@@ -135,7 +136,8 @@ static struct rv_rt_ctx make_ctx(bool parallel) {
  * on failure. */
 static JitLib *compile_c(const char *src) {
     const char *flags[] = {KERNEL_FLAGS};
-    JitOptions opt = {.cache_dir = cache_dir, .extra_flags = flags, .n_extra_flags = RV_COUNT(flags)};
+    JitOptions opt = {
+        .cache_dir = cache_dir, .extra_flags = flags, .n_extra_flags = RV_COUNT(flags)};
     JitLib *lib = NULL;
     rv_status st = jit_compile(src, &opt, &lib);
     CHECK_EQ_INT(st, RV_OK);
@@ -192,7 +194,8 @@ static void test_elementwise(void) {
     CHECK_STR_CONTAINS(src, "    const int64_t N = sizes[0];\n");
     CHECK_STR_CONTAINS(src, "    const float *restrict X = __builtin_assume_aligned(bufs[0], 64);");
     CHECK_STR_CONTAINS(src, "    float *restrict Y = __builtin_assume_aligned(bufs[1], 64);");
-    CHECK_STR_CONTAINS(src, "    for (int64_t i = 0; i < N; i++) {\n        Y[i] = X[i] * 2.0f + 1.0f;\n");
+    CHECK_STR_CONTAINS(
+        src, "    for (int64_t i = 0; i < N; i++) {\n        Y[i] = X[i] * 2.0f + 1.0f;\n");
     if (fn) {
         enum { NN = 1003 };
         float *x = aligned(NN * sizeof(float)), *y = aligned(NN * sizeof(float));
@@ -234,12 +237,11 @@ static void test_reduction(void) {
     Expr *x = ld(m, X, bin(m, EX_ADD, bin(m, EX_MUL, i->var, mm), j->var));
     Stmt *upd = seq2(m, lower_store(m, acc, zero, bin(m, EX_ADD, ld(m, acc, zero), x)),
                      lower_store(m, best, zero, bin(m, EX_MAX, ld(m, best, zero), x)));
-    Stmt *body = seq3(m,
-                      seq2(m, lower_store(m, acc, zero, F(m, 0)),
-                           lower_store(m, best, zero, F(m, -INFINITY))),
-                      loop(m, j, LOOP_VECTOR, upd),
-                      seq2(m, lower_store(m, Y, i->var, ld(m, acc, zero)),
-                           lower_store(m, Z, i->var, ld(m, best, zero))));
+    Stmt *body = seq3(
+        m, seq2(m, lower_store(m, acc, zero, F(m, 0)), lower_store(m, best, zero, F(m, -INFINITY))),
+        loop(m, j, LOOP_VECTOR, upd),
+        seq2(m, lower_store(m, Y, i->var, ld(m, acc, zero)),
+             lower_store(m, Z, i->var, ld(m, best, zero))));
     body = lower_alloc(m, acc, lower_alloc(m, best, body));
     Kernel *k = kb_kernel(&kb, "Y", loop(m, i, LOOP_SERIAL, body), NULL);
     char *src;
@@ -268,8 +270,8 @@ static void test_reduction(void) {
             float s = 0, mx = -INFINITY;
             for (int c = 0; c < MM; c++) {
                 s += xs[r * MM + c];
-                mx = isnan(mx) || xs[r * MM + c] > mx || isnan(xs[r * MM + c]) ? xs[r * MM + c]
-                                                                                 : mx;
+                mx =
+                    isnan(mx) || xs[r * MM + c] > mx || isnan(xs[r * MM + c]) ? xs[r * MM + c] : mx;
                 if (isnan(mx))
                     break;
             }
@@ -300,9 +302,9 @@ static void test_vector_safety(void) {
     Buffer *W = kb_buf(&kb, PARAM_TENSOR, "W", RV_F32, n);
     Axis *i = lower_loop_var(m, "i", n), *j = lower_loop_var(m, "j", mm);
     Expr *x = ld(m, X, bin(m, EX_ADD, bin(m, EX_MUL, i->var, mm), j->var));
-    Stmt *body = seq2(m, lower_store(m, W, i->var, F(m, 0)),
-                      loop(m, j, LOOP_VECTOR,
-                           lower_store(m, W, i->var, bin(m, EX_ADD, ld(m, W, i->var), x))));
+    Stmt *body = seq2(
+        m, lower_store(m, W, i->var, F(m, 0)),
+        loop(m, j, LOOP_VECTOR, lower_store(m, W, i->var, bin(m, EX_ADD, ld(m, W, i->var), x))));
     Kernel *k = kb_kernel(&kb, "W", loop(m, i, LOOP_SERIAL, body), NULL);
     char *src;
     JitLib *lib;
@@ -347,16 +349,18 @@ static void test_parallel(void) {
     Size *N = kb_size(&kb, "N", 0, 100000), *M = kb_size(&kb, "M", 1, 1000);
     Expr *n = ir_size(m, N), *mm = ir_size(m, M);
     Buffer *X = kb_buf(&kb, PARAM_TENSOR, "X", RV_F32, bin(m, EX_MUL, n, mm));
-    Buffer *Y = kb_buf(&kb, PARAM_TENSOR, "Y", RV_F32, bin(m, EX_MUL, I(m, 2), bin(m, EX_MUL, n, mm)));
+    Buffer *Y =
+        kb_buf(&kb, PARAM_TENSOR, "Y", RV_F32, bin(m, EX_MUL, I(m, 2), bin(m, EX_MUL, n, mm)));
     Buffer *tmp = ir_buffer_new(m, "tmp", RV_F32, mm, BUF_GLOBAL);
     Axis *rep = lower_loop_var(m, "rep", I(m, 2)), *i = lower_loop_var(m, "i", n);
     Axis *j = lower_loop_var(m, "j", mm), *j2 = lower_loop_var(m, "j", mm);
     Axis *r = lower_loop_var(m, "r", NULL);
     Expr *scale = ir_cast(m, RV_F32, bin(m, EX_ADD, rep->var, I(m, 1)));
-    Stmt *fill = loop(m, j, LOOP_VECTOR,
-                      lower_store(m, tmp, j->var,
-                                  bin(m, EX_MUL, ld(m, X, bin(m, EX_ADD, bin(m, EX_MUL, i->var, mm), j->var)),
-                                      scale)));
+    Stmt *fill =
+        loop(m, j, LOOP_VECTOR,
+             lower_store(m, tmp, j->var,
+                         bin(m, EX_MUL,
+                             ld(m, X, bin(m, EX_ADD, bin(m, EX_MUL, i->var, mm), j->var)), scale)));
     Expr *rev = bin(m, EX_SUB, bin(m, EX_SUB, mm, I(m, 1)), j2->var);
     Stmt *copy = loop(m, j2, LOOP_SERIAL,
                       lower_store(m, Y, bin(m, EX_ADD, r->var, j2->var), ld(m, tmp, rev)));
@@ -368,7 +372,8 @@ static void test_parallel(void) {
     JitLib *lib;
     rv_rt_kernel_fn fn = build(k, &src, &lib, NULL);
     CHECK_STR_CONTAINS(src, "struct kernel_P_par0 {\n");
-    CHECK_STR_CONTAINS(src, "static void kernel_P_par0(void *arg, int64_t begin, int64_t end, int tid) {");
+    CHECK_STR_CONTAINS(
+        src, "static void kernel_P_par0(void *arg, int64_t begin, int64_t end, int tid) {");
     CHECK_STR_CONTAINS(src, "const int64_t rep = env->rep;");
     CHECK_STR_CONTAINS(src, "struct rv_rt_ctx *ctx = env->ctx;");
     CHECK_STR_CONTAINS(src, "ctx->parallel_for(N, kernel_P_par0, &par0);");
@@ -388,7 +393,8 @@ static void test_parallel(void) {
         for (int rp = 0; rp < 2; rp++)
             for (int a = 0; a < NN; a++)
                 for (int c = 0; c < MM; c++)
-                    bad += ys[(rp * NN + a) * MM + c] != xs[a * MM + (MM - 1 - c)] * (float)(rp + 1);
+                    bad +=
+                        ys[(rp * NN + a) * MM + c] != xs[a * MM + (MM - 1 - c)] * (float)(rp + 1);
         CHECK_EQ_INT(bad, 0);
         free(xs);
         free(ys);
@@ -429,7 +435,8 @@ static void test_ragged(void) {
     rv_rt_kernel_fn fn = build(k, &src, &lib, &pre);
     CHECK_STR_CONTAINS(src, "int32_t kernel_R_prelude(const int64_t *sizes, void *const *bufs) {");
     CHECK_STR_CONTAINS(src, "    int64_t *restrict off = __builtin_assume_aligned(bufs[1], 64);");
-    CHECK_STR_CONTAINS(src, "    const int64_t *restrict off = __builtin_assume_aligned(bufs[1], 64);");
+    CHECK_STR_CONTAINS(src,
+                       "    const int64_t *restrict off = __builtin_assume_aligned(bufs[1], 64);");
     CHECK_STR_CONTAINS(src, "        off[b + 1] = off[b] + (int64_t)len[b];");
     CHECK_STR_CONTAINS(src, "        for (int64_t l = 0; l < (int64_t)len[b]; l++) {");
     if (fn && pre) {
@@ -449,7 +456,8 @@ static void test_ragged(void) {
         }
         bad += offs[BB] != tot;
         CHECK_EQ_INT(bad, 0);
-        float *as = aligned((size_t)tot * sizeof(float)), *ys = aligned((size_t)tot * sizeof(float));
+        float *as = aligned((size_t)tot * sizeof(float)),
+              *ys = aligned((size_t)tot * sizeof(float));
         for (int q = 0; q < tot; q++)
             as[q] = (float)q + 0.25f;
         bufs[2] = as;
@@ -587,7 +595,7 @@ static double math_ref(int f, double x) {
 
 static Expr *math_expr(Module *m, int f, rv_dtype t, Expr *x) {
     Expr *p = bin(m, EX_ADD, ir_unary(m, EX_ABS, x), ir_float(m, t, 0.5));
-    static const ExprKind un[9] = {EX_EXP,  EX_LOG,  EX_SQRT, EX_RSQRT, EX_TANH,
+    static const ExprKind un[9] = {EX_EXP,     EX_LOG, EX_SQRT, EX_RSQRT, EX_TANH,
                                    EX_SIGMOID, EX_ERF, EX_GELU, EX_ABS};
     switch (f) {
     case 1:
@@ -630,8 +638,7 @@ static void test_math(void) {
         Axis *i = lower_loop_var(m, "i", n);
         Stmt *st[NMATH];
         for (int f = 0; f < NMATH; f++)
-            st[f] = lower_store(m, O, slot(m, f, n, i->var),
-                                math_expr(m, f, t, ld(m, X, i->var)));
+            st[f] = lower_store(m, O, slot(m, f, n, i->var), math_expr(m, f, t, ld(m, X, i->var)));
         Kernel *k = kb_kernel(&kb, "M", loop(m, i, LOOP_SERIAL, lower_seq(m, NMATH, st)), NULL);
         char *src;
         JitLib *lib;
@@ -703,14 +710,16 @@ static void test_misc(void) {
     Expr *three = bin(m, EX_EQ, bin(m, EX_MOD, iv, I(m, 3)), I(m, 0));
     Expr *big = bin(m, EX_ADD, iv, I(m, 5000000000LL));
     Expr *sel = ir_select(m, three, big, ir_unary(m, EX_NEG, iv));
-    Expr *logic = bin(m, EX_OR, bin(m, EX_AND, bin(m, EX_GT, iv, I(m, 2)), bin(m, EX_LT, iv, I(m, 8))),
-                      ir_unary(m, EX_NOT, bin(m, EX_NE, iv, I(m, 0))));
+    Expr *logic =
+        bin(m, EX_OR, bin(m, EX_AND, bin(m, EX_GT, iv, I(m, 2)), bin(m, EX_LT, iv, I(m, 8))),
+            ir_unary(m, EX_NOT, bin(m, EX_NE, iv, I(m, 0))));
     Expr *trunc_ = ir_cast(m, RV_I64, ld(m, X, iv));
     Expr *mm = bin(m, EX_MAX, bin(m, EX_MIN, bin(m, EX_SUB, iv, I(m, 5)), I(m, 3)), I(m, -2));
     Expr *ab = ir_unary(m, EX_ABS, bin(m, EX_SUB, I(m, 4), iv));
-    Stmt *chain = lower_if(m, bin(m, EX_LT, iv, I(m, 3)), lower_store(m, Y, at[4], I(m, 1)),
-                           lower_if(m, bin(m, EX_LT, iv, I(m, 6)), lower_store(m, Y, at[4], I(m, 2)),
-                                    lower_store(m, Y, at[4], I(m, 3))));
+    Stmt *chain =
+        lower_if(m, bin(m, EX_LT, iv, I(m, 3)), lower_store(m, Y, at[4], I(m, 1)),
+                 lower_if(m, bin(m, EX_LT, iv, I(m, 6)), lower_store(m, Y, at[4], I(m, 2)),
+                          lower_store(m, Y, at[4], I(m, 3))));
     Expr *w = ir_cast(m, RV_I32, bin(m, EX_MUL, u->var, iv));
     Stmt *unr = loop(m, u, LOOP_UNROLL,
                      lower_store(m, W, bin(m, EX_ADD, bin(m, EX_MUL, iv, I(m, 4)), u->var), w));
@@ -770,7 +779,8 @@ static void test_misc(void) {
 static void test_extern_calls(void) {
     KB kb = {rv_module_new(), {0}};
     Module *m = kb.m;
-    Size *Ms = kb_size(&kb, "M", 1, 64), *Ns = kb_size(&kb, "N", 1, 64), *Ks = kb_size(&kb, "K", 1, 64);
+    Size *Ms = kb_size(&kb, "M", 1, 64), *Ns = kb_size(&kb, "N", 1, 64),
+         *Ks = kb_size(&kb, "K", 1, 64);
     Expr *M = ir_size(m, Ms), *N = ir_size(m, Ns), *K = ir_size(m, Ks);
     rv_dimspec ad[2] = {{"i", M, 1}, {"k", K, 4}}, bd[2] = {{"j", N, 1}, {"k", K, 1}},
                cd[2] = {{"k", K, 1}, {"j", N, 1}};
@@ -801,8 +811,9 @@ static void test_extern_calls(void) {
     Ob2->tensor = O2;
     Sb->tensor = S;
     Buffer *a1[3] = {Ob1, A, B}, *a2[3] = {Ob2, A, Bn}, *a3[2] = {Sb, A};
-    Stmt *body = seq3(m, lower_call(m, "matmul_nt", 3, a1, O1), lower_call(m, "matmul_nn", 3, a2, O2),
-                      lower_call(m, "softmax_rows", 2, a3, S));
+    Stmt *body =
+        seq3(m, lower_call(m, "matmul_nt", 3, a1, O1), lower_call(m, "matmul_nn", 3, a2, O2),
+             lower_call(m, "softmax_rows", 2, a3, S));
     Kernel *k = kb_kernel(&kb, "ext", body, NULL);
     char *src;
     JitLib *lib;
@@ -872,12 +883,15 @@ static void test_cuda(void) {
     Axis *tx = lower_loop_var(m, "tx", I(m, 128)), *j = lower_loop_var(m, "j", mm);
     Axis *i = lower_loop_var(m, "i", NULL);
     Expr *zero = I(m, 0);
-    Stmt *red = loop(m, j, LOOP_SERIAL,
-                     lower_store(m, acc, zero,
-                                 bin(m, EX_ADD, ld(m, acc, zero),
-                                     ld(m, X, bin(m, EX_ADD, bin(m, EX_MUL, i->var, mm), j->var)))));
-    Stmt *elem = lower_alloc(m, acc, seq3(m, lower_store(m, acc, zero, F(m, 0)), red,
-                                          lower_store(m, Y, i->var, ir_unary(m, EX_GELU, ld(m, acc, zero)))));
+    Stmt *red =
+        loop(m, j, LOOP_SERIAL,
+             lower_store(m, acc, zero,
+                         bin(m, EX_ADD, ld(m, acc, zero),
+                             ld(m, X, bin(m, EX_ADD, bin(m, EX_MUL, i->var, mm), j->var)))));
+    Stmt *elem =
+        lower_alloc(m, acc,
+                    seq3(m, lower_store(m, acc, zero, F(m, 0)), red,
+                         lower_store(m, Y, i->var, ir_unary(m, EX_GELU, ld(m, acc, zero)))));
     Stmt *body = lower_let(m, i, bin(m, EX_ADD, bin(m, EX_MUL, bx->var, I(m, 128)), tx->var),
                            lower_if(m, bin(m, EX_LT, i->var, n), elem, NULL));
     body = loop(m, bx, LOOP_GPU_BLOCK_X, loop(m, tx, LOOP_GPU_THREAD_X, body));
@@ -890,7 +904,8 @@ static void test_cuda(void) {
     CHECK_STR_CONTAINS(src, "extern \"C\" __global__ void kernel_Y(\n    const int64_t N,\n"
                             "    const int64_t M,\n    const float *__restrict__ X,\n"
                             "    float *__restrict__ Y) {\n");
-    CHECK_STR_CONTAINS(src, "    const int64_t bx = blockIdx.x;\n    if (bx < (N + 127) / 128) {\n");
+    CHECK_STR_CONTAINS(src,
+                       "    const int64_t bx = blockIdx.x;\n    if (bx < (N + 127) / 128) {\n");
     CHECK_STR_CONTAINS(src, "const int64_t tx = threadIdx.x;");
     CHECK_STR_CONTAINS(src, "acc += X[i * M + j];");
     CHECK_STR_CONTAINS(src, "Y[i] = rv_gelu_f32(acc);");
