@@ -262,6 +262,7 @@ rv_status rv_bindings_set_size(rv_bindings *b, const char *name, int64_t v);
 /* UF arrays and input arrays alike, by name. The bindings do not own `a`. */
 rv_status rv_bindings_set_array(rv_bindings *b, const char *name, const rv_array *a);
 int rv_bindings_has(const rv_bindings *b, const char *name);
+/* -1 when `name` is not a bound size. */
 int64_t rv_bindings_get_size(const rv_bindings *b, const char *name);
 const rv_array *rv_bindings_get_array(const rv_bindings *b, const char *name);
 /* Draws every size, UF array and input not yet bound, within its declared

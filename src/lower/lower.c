@@ -416,7 +416,7 @@ rv_status lower_module(Module *m, Kernel ***out, int *n) {
                             t->name);
             break;
         }
-        Kernel *k;
+        Kernel *k = NULL;
         if ((st = lower_op(&c, t, &k)) == RV_OK)
             vec_push(&ks, k);
     }
