@@ -195,7 +195,8 @@ static Expr *lower_expr_rec(ExprCtx *x, Expr *e, PtrMap *memo) {
     Expr *r = NULL;
     switch (e->kind) {
     case EX_VAR:
-        r = ptrmap_get(&c->axis_value, e->u.axis);
+        /* loop variables (the prelude's) are already loop IR */
+        r = e->u.axis->kind == AX_LOOP ? e : ptrmap_get(&c->axis_value, e->u.axis);
         RV_ASSERT(r);
         break;
     case EX_REDUCE:
@@ -245,6 +246,16 @@ static Expr *lower_expr(ExprCtx *x, Expr *e) {
     PtrMap memo = {0};
     Expr *r = lower_expr_rec(x, e, &memo);
     ptrmap_free(&memo);
+    return r;
+}
+
+/* LowerExprFn for the prelude: index expressions over loop variables,
+ * sizes and UFs become loads of the UF arrays. */
+static Expr *lower_index_expr(void *ctx, Expr *e) {
+    ExprCtx x = {ctx, {0}, RV_OK};
+    Expr *r = lower_expr(&x, e);
+    RV_ASSERT(x.pre.len == 0 && x.st == RV_OK && r); /* extents hold no reductions */
+    vec_free(&x.pre);
     return r;
 }
 
@@ -386,10 +397,10 @@ static rv_status lower_op(LowerCtx *c, Tensor *t, Kernel **out) {
     Vec(Stmt *) pre = {0};
     for (int i = 0; i < m->ufuns.len; i++)
         if (c->uf_ready[i] && ptrmap_has(&c->used_bufs, c->ufs[i].buf))
-            vec_push(&pre, lower_storage_prelude(m, &c->ufs[i]));
+            vec_push(&pre, lower_storage_prelude(m, &c->ufs[i], lower_index_expr, c));
     for (int i = 0; i < m->tensors.len; i++)
         if (c->tensor_ready[i] && ptrmap_has(&c->used_bufs, c->tensors[i].buf))
-            vec_push(&pre, lower_storage_prelude(m, &c->tensors[i]));
+            vec_push(&pre, lower_storage_prelude(m, &c->tensors[i], lower_index_expr, c));
     k->prelude = lower_seq(m, pre.len, pre.data);
     vec_free(&pre);
     k->body = body;

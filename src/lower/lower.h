@@ -159,8 +159,11 @@ rv_status lower_storage_init(Module *m, Storage *st, const char *name, int ndim,
                              Axis *const *axes, const int *pad, rv_dtype dtype, BufScope scope);
 /* The flat offset of the element at `idx` (one index per level). */
 Expr *lower_storage_offset(Module *m, const Storage *st, Expr *const *idx);
+/* Turns tensor-level index expressions (UF applications) into loop-IR
+ * loads; supplied by lower.c, which owns the UF arrays' storage. */
+typedef Expr *(*LowerExprFn)(void *ctx, Expr *e);
 /* Loop IR that fills the AUX arrays; NULL for a layout without any. */
-Stmt *lower_storage_prelude(Module *m, const Storage *st);
+Stmt *lower_storage_prelude(Module *m, const Storage *st, LowerExprFn lower, void *ctx);
 
 /* ---- lower.c: module -> kernels ---- */
 

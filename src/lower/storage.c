@@ -108,7 +108,7 @@ Expr *lower_storage_offset(Module *m, const Storage *st, Expr *const *idx) {
 
 /* The prelude for one variable level k: iterate over every storage prefix
  * of length k in lexicographic order and accumulate padded extents. */
-static Stmt *prelude_level(Module *m, const Storage *st, int k) {
+static Stmt *prelude_level(Module *m, const Storage *st, int k, LowerExprFn lower, void *ctx) {
     Buffer *start = st->start[k];
     Buffer *r = ir_buffer_new(m, arena_printf(m->arena, "%s_r", start->name), RV_I64, ir_int(m, 1),
                               BUF_LOCAL);
@@ -119,12 +119,12 @@ static Stmt *prelude_level(Module *m, const Storage *st, int k) {
     PtrMap sub = {0};
     Expr *exts[RV_MAX_DIMS];
     for (int j = 0; j < k; j++) {
-        Expr *ext = ir_substitute(m, st->axes[j]->extent, &sub);
+        Expr *ext = lower(ctx, ir_substitute(m, st->axes[j]->extent, &sub));
         exts[j] = round_up(m, ext, st->pad[j]);
         vars[j] = lower_loop_var(m, st->axes[j]->name, exts[j]);
         ptrmap_put(&sub, st->axes[j], vars[j]->var);
     }
-    Expr *term = round_up(m, ir_substitute(m, st->axes[k]->extent, &sub), st->pad[k]);
+    Expr *term = round_up(m, lower(ctx, ir_substitute(m, st->axes[k]->extent, &sub)), st->pad[k]);
     ptrmap_free(&sub);
     Stmt *steps[2] = {
         lower_store(m, start, ir_binary(m, EX_ADD, rv, ir_int(m, 1)),
@@ -138,11 +138,11 @@ static Stmt *prelude_level(Module *m, const Storage *st, int k) {
     return lower_alloc(m, r, lower_seq(m, 3, init));
 }
 
-Stmt *lower_storage_prelude(Module *m, const Storage *st) {
+Stmt *lower_storage_prelude(Module *m, const Storage *st, LowerExprFn lower, void *ctx) {
     Stmt *parts[RV_MAX_DIMS];
     int n = 0;
     for (int k = 0; k < st->ndim; k++)
         if (st->variable[k])
-            parts[n++] = prelude_level(m, st, k);
+            parts[n++] = prelude_level(m, st, k, lower, ctx);
     return n ? lower_seq(m, n, parts) : NULL;
 }
