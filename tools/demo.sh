@@ -16,6 +16,8 @@ for ex in ragged_softmax tree_rnn_cond; do
     "$RAVEL" print "examples/$ex.rv"
     echo "-- ravel eval --random 7 (reference interpreter)"
     "$RAVEL" eval "examples/$ex.rv" --random 7 --output "$OUT/$ex" --save-inputs
+    echo "-- ravel run --random 7 --check (compiled C, compared with the interpreter)"
+    "$RAVEL" run "examples/$ex.rv" --random 7 --check
     echo
 done
 echo "-- a diagnostic: an index outside the declared range"

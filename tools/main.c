@@ -18,6 +18,10 @@ static const ToolCommand commands[] = {
      "ravel eval FILE.rv [--size NAME=V]... [--input NAME=FILE.npy]... [--random SEED]\n"
      "           [--output DIR] [--save-inputs]",
      cmd_eval},
+    {"emit", "print the C code generated for a .rv file", "ravel emit FILE.rv", cmd_emit},
+    {"run", "compile and run; --check compares every output with the interpreter",
+     "ravel run FILE.rv [--size NAME=V]... [--input NAME=FILE.npy]... [--random SEED] [--check]",
+     cmd_run},
 };
 
 static void usage(FILE *f) {

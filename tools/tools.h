@@ -24,6 +24,10 @@ int cmd_check(int argc, char **argv);
 int cmd_print(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
 
+/* cmd_compile.c */
+int cmd_emit(int argc, char **argv);
+int cmd_run(int argc, char **argv);
+
 /* args.c: parsing shared by the commands */
 typedef struct ToolArgs {
     const char *file;

@@ -1,0 +1,148 @@
+/*
+ * cmd_compile.c — the subcommands that compile a program: emit (print the
+ * generated C) and run (compile, run, and with --check compare every output
+ * with the reference interpreter on the same inputs).
+ */
+#include <math.h>
+#include <string.h>
+
+#include "tools.h"
+
+static rv_program *compile(rv_module *m) {
+    rv_program *p;
+    if (rv_program_compile(m, NULL, &p) != RV_OK) {
+        fprintf(stderr, "error: %s\n", rv_last_error());
+        return NULL;
+    }
+    return p;
+}
+
+int cmd_emit(int argc, char **argv) {
+    if (argc != 1 || argv[0][0] == '-') {
+        tool_command_help(stderr, "emit");
+        return 2;
+    }
+    rv_module *m;
+    if (rv_module_load(argv[0], &m) != RV_OK) {
+        fprintf(stderr, "%s\n", rv_last_error());
+        return 1;
+    }
+    rv_program *p = compile(m);
+    if (p)
+        fputs(rv_program_source(p), stdout);
+    rv_program_free(p);
+    rv_module_free(m);
+    return p ? 0 : 1;
+}
+
+/* Copies the sizes and every input / UF array of `from` into `to`. */
+static int copy_inputs(rv_module *m, const rv_bindings *from, rv_bindings *to) {
+    for (int i = 0; i < rv_module_num_sizes(m); i++) {
+        const char *n = rv_size_name(rv_module_size_at(m, i));
+        if (rv_bindings_set_size(to, n, rv_bindings_get_size(from, n)) != RV_OK)
+            return 0;
+    }
+    for (int i = 0; i < rv_module_num_ufuns(m); i++) {
+        const char *n = rv_ufun_name(rv_module_ufun_at(m, i));
+        if (rv_bindings_set_array(to, n, rv_bindings_get_array(from, n)) != RV_OK)
+            return 0;
+    }
+    for (int i = 0; i < rv_module_num_tensors(m); i++) {
+        rv_tensor *t = rv_module_tensor_at(m, i);
+        if (rv_tensor_is_input(t) &&
+            rv_bindings_set_array(to, rv_tensor_name(t),
+                                  rv_bindings_get_array(from, rv_tensor_name(t))) != RV_OK)
+            return 0;
+    }
+    return 1;
+}
+
+/* Max abs and rel error of `got` against `want`; returns 1 when within the
+ * tolerance of the dtype (f32: 1e-4 relative to the magnitude, f64: 1e-10,
+ * ints: exact). */
+static int compare(const char *name, const rv_array *got, const rv_array *want) {
+    int64_t n = rv_array_numel(want);
+    if (!got || rv_array_numel(got) != n) {
+        printf("%s: MISMATCH: element count differs\n", name);
+        return 0;
+    }
+    rv_dtype t = rv_array_dtype(want);
+    double tol = t == RV_F32 ? 1e-4 : t == RV_F64 ? 1e-10 : 0.0;
+    double max_abs = 0, max_rel = 0;
+    int64_t bad = -1;
+    for (int64_t i = 0; i < n; i++) {
+        double a = rv_array_get_f64(got, i), b = rv_array_get_f64(want, i);
+        double d = fabs(a - b);
+        if (isnan(a) != isnan(b))
+            d = INFINITY;
+        else if (isnan(a) || a == b)
+            d = 0;
+        double r = d / (fabs(b) > 1e-30 ? fabs(b) : 1e-30);
+        if (d > max_abs)
+            max_abs = d;
+        if (r > max_rel && fabs(b) > 1e-6)
+            max_rel = r;
+        if (d > tol * (1.0 + fabs(b)) && bad < 0)
+            bad = i;
+    }
+    printf("%s: %lld elements, max abs error %.3g, max rel error %.3g: %s\n", name,
+           (long long)n, max_abs, max_rel, bad < 0 ? "ok" : "MISMATCH");
+    if (bad >= 0)
+        printf("  first mismatch at flat index %lld: compiled %.9g, interpreter %.9g\n",
+               (long long)bad, rv_array_get_f64(got, bad), rv_array_get_f64(want, bad));
+    return bad < 0;
+}
+
+int cmd_run(int argc, char **argv) {
+    ToolArgs a;
+    int check = 0;
+    /* --check is ours; the rest are the shared options */
+    char *rest[256];
+    int nrest = 0;
+    for (int i = 0; i < argc && nrest < 256; i++) {
+        if (strcmp(argv[i], "--check") == 0)
+            check = 1;
+        else
+            rest[nrest++] = argv[i];
+    }
+    if (!tool_parse_args("run", nrest, rest, &a))
+        return 2;
+    rv_module *m;
+    if (rv_module_load(a.file, &m) != RV_OK) {
+        fprintf(stderr, "%s\n", rv_last_error());
+        return 1;
+    }
+    rv_bindings *ref = rv_bindings_new(m), *b = rv_bindings_new(m);
+    rv_program *p = NULL;
+    int ok = tool_bind(&a, m, ref) && copy_inputs(m, ref, b);
+    if (ok && !(p = compile(m)))
+        ok = 0;
+    if (ok && rv_program_run(p, b) != RV_OK) {
+        fprintf(stderr, "error: %s\n", rv_last_error());
+        ok = 0;
+    }
+    if (ok && check && rv_interp_run(m, ref) != RV_OK) {
+        fprintf(stderr, "error: interpreter: %s\n", rv_last_error());
+        ok = 0;
+    }
+    for (int i = 0; ok && i < rv_module_num_sizes(m); i++) {
+        const char *n = rv_size_name(rv_module_size_at(m, i));
+        printf("%s = %lld\n", n, (long long)rv_bindings_get_size(b, n));
+    }
+    int all_match = 1;
+    for (int i = 0; ok && i < rv_module_num_tensors(m); i++) {
+        rv_tensor *t = rv_module_tensor_at(m, i);
+        if (!rv_tensor_is_output(m, t))
+            continue;
+        const char *n = rv_tensor_name(t);
+        if (check)
+            all_match &= compare(n, rv_bindings_get_array(b, n), rv_bindings_get_array(ref, n));
+        else
+            printf("%s: %lld elements\n", n, (long long)rv_array_numel(rv_bindings_get_array(b, n)));
+    }
+    rv_program_free(p);
+    rv_bindings_free(b);
+    rv_bindings_free(ref);
+    rv_module_free(m);
+    return ok && all_match ? 0 : 1;
+}
