@@ -144,17 +144,19 @@ int main(int argc, char **argv) {
                          t, BATCH, m, n, k, nt ? "NT" : "NN", threads);
                 RavelKernel *rk = ravel_for(nt, t, threads);
                 RavelCall rc = {rk, {a, b, NULL, c_rv, BATCH, m, n, k}};
+                BmmCall calls[BASE_COUNT];
+                BenchFn fns[BASE_COUNT];
+                void *ctxs[BASE_COUNT];
                 for (int base = 0; base < BASE_COUNT; base++) {
-                    if (!bench_want(&args, base_names[base]))
-                        continue;
-                    BmmCall call = setup(base, nt, t, a, b, c_bl);
-                    BenchStats rs, bs;
-                    bench_pair(&args.timing, rk ? bench_ravel_call : NULL, &rc, run_bmm, &call,
-                               &rs, &bs);
-                    bench_print_line("bmm", cfg, base_names[base], 2.0 * BATCH * m * n * k, &rs,
-                                     &bs);
-                    bl_dnnl_free(call.dnnl);
+                    int on = bench_want(&args, base_names[base]);
+                    calls[base] = on ? setup(base, nt, t, a, b, c_bl) : (BmmCall){0};
+                    fns[base] = run_bmm;
+                    ctxs[base] = on ? &calls[base] : NULL;
                 }
+                bench_compare(&args, "bmm", cfg, 2.0 * BATCH * m * n * k, &rc, BASE_COUNT,
+                              base_names, fns, ctxs);
+                for (int base = 0; base < BASE_COUNT; base++)
+                    bl_dnnl_free(calls[base].dnnl);
                 ravel_kernel_free(rk);
             }
         }

@@ -168,16 +168,19 @@ int main(int argc, char **argv) {
                              t, m, n, k, threads, gelu ? "bias_gelu" : "none");
                     RavelKernel *rk = ravel_for(m, n, k, gelu, threads);
                     RavelCall rc = {rk, {x, w, gelu ? bias : NULL, y_rv, 0, m, n, k}};
+                    DenseCall calls[BASE_COUNT];
+                    BenchFn fns[BASE_COUNT];
+                    void *ctxs[BASE_COUNT];
                     for (int b = 0; b < BASE_COUNT; b++) {
-                        if (!bench_want(&args, base_names[b]))
-                            continue;
-                        DenseCall c = setup(b, m, n, k, gelu, x, w, bias, y_bl);
-                        BenchStats rs, bs;
-                        bench_pair(&args.timing, rk ? bench_ravel_call : NULL, &rc, run_dense, &c,
-                                   &rs, &bs);
-                        bench_print_line("dense", cfg, base_names[b], 2.0 * m * n * k, &rs, &bs);
-                        teardown(&c);
+                        int on = bench_want(&args, base_names[b]);
+                        calls[b] = on ? setup(b, m, n, k, gelu, x, w, bias, y_bl) : (DenseCall){0};
+                        fns[b] = run_dense;
+                        ctxs[b] = on ? &calls[b] : NULL;
                     }
+                    bench_compare(&args, "dense", cfg, 2.0 * m * n * k, &rc, BASE_COUNT,
+                                  base_names, fns, ctxs);
+                    for (int b = 0; b < BASE_COUNT; b++)
+                        teardown(&calls[b]);
                     ravel_kernel_free(rk);
                 }
             }

@@ -114,16 +114,19 @@ int main(int argc, char **argv) {
                      n, threads);
             RavelKernel *rk = ravel_for(n, threads);
             RavelCall rc = {rk, {a, b, NULL, c_rv, 0, n, n, n}};
+            SgemmCall calls[BASE_COUNT];
+            BenchFn fns[BASE_COUNT];
+            void *ctxs[BASE_COUNT];
             for (int base = 0; base < BASE_COUNT; base++) {
-                if (!bench_want(&args, base_names[base]))
-                    continue;
-                SgemmCall call = setup(base, n, a, b, c_bl);
-                BenchStats rs, bs;
-                bench_pair(&args.timing, rk ? bench_ravel_call : NULL, &rc, run_sgemm, &call, &rs,
-                           &bs);
-                bench_print_line("sgemm", cfg, base_names[base], 2.0 * n * n * n, &rs, &bs);
-                bl_dnnl_free(call.dnnl);
+                int on = bench_want(&args, base_names[base]);
+                calls[base] = on ? setup(base, n, a, b, c_bl) : (SgemmCall){0};
+                fns[base] = run_sgemm;
+                ctxs[base] = on ? &calls[base] : NULL;
             }
+            bench_compare(&args, "sgemm", cfg, 2.0 * n * n * n, &rc, BASE_COUNT, base_names, fns,
+                          ctxs);
+            for (int base = 0; base < BASE_COUNT; base++)
+                bl_dnnl_free(calls[base].dnnl);
             ravel_kernel_free(rk);
             free(a), free(b), free(c_rv), free(c_bl);
         }

@@ -148,3 +148,22 @@ void bench_ravel_call(void *ctx) {
     RavelCall *c = ctx;
     c->kernel->run(c->kernel->state, &c->args);
 }
+
+void bench_compare(const BenchArgs *args, const char *bench, const char *config_json, double flops,
+                   RavelCall *rc, int nbase, const char *const *names, BenchFn const *fn,
+                   void *const *ctx) {
+    BenchSide sides[16];
+    memset(sides, 0, sizeof sides);
+    int n = 1;
+    sides[0].fn = rc->kernel ? bench_ravel_call : NULL;
+    sides[0].ctx = rc;
+    for (int i = 0; i < nbase && n < 16; i++, n++) {
+        sides[n].fn = ctx[i] ? fn[i] : NULL;
+        sides[n].ctx = ctx[i];
+    }
+    bench_sides(&args->timing, sides, n);
+    for (int i = 0; i < nbase; i++)
+        if (sides[1 + i].stats.runs)
+            bench_print_line(bench, config_json, names[i], flops, &sides[0].stats,
+                             &sides[1 + i].stats);
+}

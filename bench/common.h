@@ -1,7 +1,7 @@
 /*
  * bench/common.h — what the three drivers share: command-line options,
- * buffers, the naive reference used by --verify, and the closures that
- * bench_pair() times.
+ * buffers, the naive reference used by --verify, the ravel closure, and
+ * bench_compare(), which times one configuration and prints its lines.
  *
  * Options every driver takes:
  *   --threads 1,2        thread counts to run (default 1,2)
@@ -61,11 +61,21 @@ void bench_ref(int batch, int m, int n, int k, int b_trans, const float *a, cons
 int bench_check(const char *what, size_t count, const float *got, const double *ref,
                 const double *absref);
 
-/* Closure for a ravel kernel: bench_pair(..., bench_ravel_call, &RavelCall, ...). */
+/* Closure for a ravel kernel: kernel->run(kernel->state, &args). */
 typedef struct {
-    RavelKernel *kernel;
+    RavelKernel *kernel; /* NULL while ravel has no kernel for the shape */
     RavelKernelArgs args;
 } RavelCall;
 void bench_ravel_call(void *ctx);
+
+/*
+ * Times ravel (skipped when rc->kernel is NULL) and the baselines whose
+ * ctx[i] is not NULL, all interleaved in one window (bench_sides), then
+ * prints one JSON line per timed baseline, each with the same ravel numbers.
+ * fn[i](ctx[i]) is one call of baseline names[i].
+ */
+void bench_compare(const BenchArgs *args, const char *bench, const char *config_json, double flops,
+                   RavelCall *rc, int nbase, const char *const *names, BenchFn const *fn,
+                   void *const *ctx);
 
 #endif

@@ -42,52 +42,59 @@ static double time_call(BenchFn fn, void *ctx) {
 }
 
 /*
- * Run count: warm up each side, then time a few calls to estimate the cost of
- * the slower side, and choose runs so that side covers min_time_s.
+ * Warm-up calls, the first one untimed (cold caches, page faults, lazy
+ * initialisation), the fastest of the others as the cost estimate; then the
+ * run count that covers min_time_s.
  */
-static int choose_runs(const BenchOpts *o, BenchFn ravel, void *rctx, BenchFn base, void *bctx) {
-    for (int i = 0; i < o->warmup_runs; i++) {
-        if (ravel)
-            ravel(rctx);
-        base(bctx);
+static int choose_runs(const BenchOpts *o, BenchSide *s) {
+    double est = 0;
+    int warm = o->warmup_runs < 2 ? 2 : o->warmup_runs;
+    for (int i = 0; i < warm; i++) {
+        double t = time_call(s->fn, s->ctx);
+        if (i == 1 || (i > 1 && t < est))
+            est = t;
     }
-    double slow = 0;
-    for (int i = 0; i < 3; i++) {
-        double tb = time_call(base, bctx);
-        double tr = ravel ? time_call(ravel, rctx) : 0;
-        double t = tb > tr ? tb : tr;
-        if (i == 0 || t < slow)
-            slow = t; /* the fastest of the estimates: noise only adds time */
-    }
-    double want = slow > 0 ? ceil(o->min_time_s / slow) : o->max_runs;
+    double want = est > 0 ? ceil(o->min_time_s / est) : o->max_runs;
     int runs = want > o->max_runs ? o->max_runs : (int)want;
     return runs < o->min_runs ? o->min_runs : runs;
 }
 
-void bench_pair(const BenchOpts *o, BenchFn ravel, void *ravel_ctx, BenchFn base, void *base_ctx,
-                BenchStats *rv, BenchStats *bs) {
-    int runs = choose_runs(o, ravel, ravel_ctx, base, base_ctx);
-    double *tr = malloc(sizeof(double) * (size_t)runs);
-    double *tb = malloc(sizeof(double) * (size_t)runs);
-    if (!tr || !tb) {
-        fprintf(stderr, "bench: out of memory\n");
+void bench_sides(const BenchOpts *o, BenchSide *sides, int n) {
+    int want[16] = {0}, done[16] = {0};
+    double *t[16] = {0};
+    if (n > 16) {
+        fprintf(stderr, "bench: at most 16 sides\n");
         exit(1);
     }
-    for (int i = 0; i < runs; i++) {
-        /* Alternate which side goes first so neither always follows the other. */
-        if (ravel && (i & 1))
-            tr[i] = time_call(ravel, ravel_ctx);
-        tb[i] = time_call(base, base_ctx);
-        if (ravel && !(i & 1))
-            tr[i] = time_call(ravel, ravel_ctx);
+    for (int i = 0; i < n; i++) {
+        if (!sides[i].fn)
+            continue;
+        want[i] = choose_runs(o, &sides[i]);
+        t[i] = malloc(sizeof(double) * (size_t)want[i]);
+        if (!t[i]) {
+            fprintf(stderr, "bench: out of memory\n");
+            exit(1);
+        }
     }
-    fill_stats(tb, runs, bs);
-    if (ravel)
-        fill_stats(tr, runs, rv);
-    else
-        *rv = (BenchStats){0};
-    free(tr);
-    free(tb);
+    /* Proportional interleaving: always call the side that is least done. */
+    for (;;) {
+        int next = -1;
+        double least = 2;
+        for (int i = 0; i < n; i++) {
+            double frac = (done[i] + 0.5) / (want[i] ? want[i] : 1);
+            if (done[i] < want[i] && frac < least)
+                least = frac, next = i;
+        }
+        if (next < 0)
+            break;
+        t[next][done[next]++] = time_call(sides[next].fn, sides[next].ctx);
+    }
+    for (int i = 0; i < n; i++) {
+        sides[i].stats = (BenchStats){0};
+        if (want[i])
+            fill_stats(t[i], want[i], &sides[i].stats);
+        free(t[i]);
+    }
 }
 
 /* Appends a number with enough digits, or null. */

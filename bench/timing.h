@@ -1,22 +1,27 @@
 /*
  * bench/timing.h — the one timing method every ravel benchmark uses.
  *
- * A benchmark line compares ravel with one baseline on one configuration.
- * Both are given as closures (a function plus its context). bench_pair()
- * warms both up, picks a run count, then runs them alternately — ravel,
- * baseline, ravel, baseline, ... — timing every call on its own with
- * clock_gettime(CLOCK_MONOTONIC). Alternating means a burst of noise from the
- * other engineers' compiles on this shared machine hits both sides alike;
+ * A benchmark configuration compares ravel with one or more baselines. Each
+ * is a "side": a closure (function plus context). bench_sides() warms every
+ * side up, gives each its own run count, then runs them interleaved in one
+ * measurement window, timing every call on its own with
+ * clock_gettime(CLOCK_MONOTONIC). Interleaving means a burst of noise from
+ * the other engineers' compiles on this shared machine hits all sides alike;
  * medians make single hiccups irrelevant, and min/max show how noisy it was.
+ *
+ * Interleaving is proportional: the next call goes to the side that has done
+ * the smallest fraction of its runs, so a side's samples are spread evenly
+ * over the whole window even when one side is 100 times faster than another
+ * (with equal run counts it is plain alternation: A B C A B C ...).
+ *
+ * Run count per side: enough calls to cover `min_time_s` (0.2 s by default),
+ * never fewer than `min_runs` (10), never more than `max_runs` (2000),
+ * estimated from the warm-up calls.
  *
  * Caches are NOT flushed between runs: a served model calls the same kernels
  * with the same weights over and over, so steady state is what we measure.
  *
- * The run count is adaptive: enough runs for each side to take at least
- * `min_time_s` (0.2 s by default), never fewer than `min_runs` (10), never
- * more than `max_runs` (2000). The slower side decides.
- *
- * bench_print_line() writes the result as one JSON object on one line, the
+ * bench_print_line() writes one result as one JSON object on one line, the
  * format documented in bench/README.md.
  */
 #ifndef RAVEL_BENCH_TIMING_H
@@ -28,15 +33,22 @@ typedef struct {
     double min_time_s; /* per side, default 0.2 */
     int min_runs;      /* default 10 */
     int max_runs;      /* default 2000 */
-    int warmup_runs;   /* untimed calls per side before measuring, default 3 */
+    int warmup_runs;   /* calls per side before measuring, default 3; all but the first
+                          also estimate the cost of a call */
 } BenchOpts;
 
 typedef struct {
     double median_ms;
     double min_ms;
     double max_ms;
-    int runs;
+    int runs; /* 0: the side was not run (e.g. ravel has no kernel) */
 } BenchStats;
+
+typedef struct {
+    BenchFn fn; /* NULL: skipped, stats.runs stays 0 */
+    void *ctx;
+    BenchStats stats; /* filled by bench_sides() */
+} BenchSide;
 
 /* The defaults described above; drivers override fields from the command line. */
 BenchOpts bench_default_opts(void);
@@ -44,12 +56,8 @@ BenchOpts bench_default_opts(void);
 /* Seconds on CLOCK_MONOTONIC. */
 double bench_now(void);
 
-/*
- * Times ravel (may be NULL: then only the baseline is timed and *rv is left
- * with runs == 0) against the baseline, alternating calls.
- */
-void bench_pair(const BenchOpts *o, BenchFn ravel, void *ravel_ctx, BenchFn base, void *base_ctx,
-                BenchStats *rv, BenchStats *bs);
+/* Times the n sides, interleaved as described above, and fills their stats. */
+void bench_sides(const BenchOpts *o, BenchSide *sides, int n);
 
 /*
  * Prints one result line to stdout and flushes it. `config_json` is the
