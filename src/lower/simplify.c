@@ -437,7 +437,7 @@ static ElimClass elim_class(Simp *S, const Term *t) {
     }
     case EX_DIV:
     case EX_FLOORDIV:
-        if (!ir_is_const_int(x->args[1], &c) || c <= 1 || t->c % c != 0)
+        if (!ir_is_const_int(x->args[1], &c) || c <= 1)
             return EL_NONE;
         if (x->kind == EX_DIV) {
             Ival iv = ival_of(S, x->args[0]);
@@ -573,6 +573,11 @@ static bool branch_bound(Simp *S, const Lin *L, bool upper, int64_t *out) {
     return false;
 }
 
+/* A bound v of scale*L as a bound of L (L is an integer: round inwards). */
+static int64_t scaled_back(int64_t v, int64_t scale, bool upper) {
+    return upper || v == INT64_MIN ? fdiv(v, scale) : -fdiv(-v, scale);
+}
+
 static bool branchable(const Lin *L) {
     for (int i = 0; i < L->n; i++)
         if (L->t[i].x->kind == EX_MIN || L->t[i].x->kind == EX_MAX || L->t[i].x->kind == EX_SELECT)
@@ -588,20 +593,29 @@ static bool branchable(const Lin *L) {
 static bool bound_in_order(Simp *S, const Lin *L, bool upper, bool divs_first, bool *saw_div,
                            int64_t *out) {
     bool have = false, ok, split = branchable(L);
-    int64_t v = 0;
+    int64_t v = 0, scale = 1; /* L is scale times the form asked about */
     for (int step = 0; step < 64 && L->n; step++) {
         if (split) {
             ok = branch_bound(S, L, upper, &v);
-            keep_best(upper, ok, v, &have, out);
+            keep_best(upper, ok, scaled_back(v, scale, upper), &have, out);
         }
         /* every intermediate form bounds L; a division's own interval may
          * be tighter than what eliminating it gives */
         ok = numeric_bound(S, L, upper, &v);
-        keep_best(upper, ok, v, &have, out);
+        keep_best(upper, ok, scaled_back(v, scale, upper), &have, out);
         ElimClass cl;
         int i = pick_term(S, L, divs_first, saw_div, &cl);
         if (i < 0)
             break;
+        if (cl == EL_DIV) {
+            /* k*(x/c) with c not dividing k: scale the form by c/gcd(k, c)
+             * first (the bound is divided back, rounding inwards), so the
+             * answer does not depend on how the form was scaled */
+            int64_t c = L->t[i].x->args[1]->u.ival, f = c / gcd64(L->t[i].c, c);
+            if (f > 1 && (__builtin_mul_overflow(scale, f, &scale) || scale > (1 << 20) ||
+                          !(L = lin_comb(S, f, L, 0, &lin_zero))))
+                return have;
+        }
         const Lin *by = elim_term(S, &L->t[i], cl, upper);
         L = lin_replace(S, L, i, by);
         if (!L)
@@ -609,7 +623,7 @@ static bool bound_in_order(Simp *S, const Lin *L, bool upper, bool divs_first, b
         split = by && branchable(by);
     }
     ok = numeric_bound(S, L, upper, &v);
-    keep_best(upper, ok, v, &have, out);
+    keep_best(upper, ok, scaled_back(v, scale, upper), &have, out);
     return have;
 }
 
@@ -804,6 +818,8 @@ static Ival ival_of(Simp *S, Expr *e) {
         return *memo;
     memo = arena_alloc(S->scratch, sizeof(Ival));
     ptrmap_put(&S->ivals, e, memo); /* "unknown" while in progress: no cycles */
+    int depth = S->branch_depth;    /* a memoized answer must not depend on */
+    S->branch_depth = 0;            /* where it was first asked */
     const Lin *L = lin_of(S, e);
     Ival r;
     if (L->n == 1 && L->c0 == 0 && L->t[0].c == 1 && L->t[0].x == e) {
@@ -813,6 +829,7 @@ static Ival ival_of(Simp *S, Expr *e) {
     }
     if (r.ok && r.lo > r.hi) /* an empty range: only in code that never runs */
         r.ok = false;
+    S->branch_depth = depth;
     memo = ptrmap_get(&S->ivals, e); /* the table may have grown */
     *memo = r;
     return r;
@@ -876,7 +893,7 @@ static Expr *simp_cmp(Simp *S, ExprKind k, Expr *a, Expr *b) {
         b = t;
         k = k == EX_GT ? EX_LT : EX_LE;
     }
-    const Lin *d = lin_comb(S, 1, lin_of(S, a), -1, lin_of(S, b));
+    const Lin *d = merge_divmod(S, lin_comb(S, 1, lin_of(S, a), -1, lin_of(S, b)));
     if (!d || d->c0 == INT64_MIN)
         return ir_binary(m, k, a, b);
     /* d OP 0 with the gcd of the coefficients divided out and the constant
@@ -950,7 +967,7 @@ static Expr *simp_cmp(Simp *S, ExprKind k, Expr *a, Expr *b) {
 static Expr *simp_minmax(Simp *S, ExprKind k, Expr *a, Expr *b) {
     if (a == b)
         return a;
-    const Lin *d = lin_comb(S, 1, lin_of(S, a), -1, lin_of(S, b));
+    const Lin *d = merge_divmod(S, lin_comb(S, 1, lin_of(S, a), -1, lin_of(S, b)));
     int64_t v;
     if (d && lin_bound(S, d, true, &v) && v <= 0) /* a <= b */
         return k == EX_MIN ? a : b;
@@ -1024,7 +1041,9 @@ static Expr *simp_div_const(Simp *S, ExprKind k, Expr *a, Expr *b, int64_t c) {
     int64_t qc0;
     if (__builtin_mul_overflow(Q->c0, c, &qc0) || __builtin_sub_overflow(L->c0, qc0, &R->c0))
         return ir_binary(S->m, k, a, b);
-    bool split = Q->n || Q->c0;
+    /* a constant alone moves out only when that shrinks it: floordiv(i - 5, 5)
+     * is floordiv(i, 5) - 1, but (i - 2)/512 stays as it is */
+    bool split = Q->n || (Q->c0 && (R->c0 < 0 ? -R->c0 : R->c0) < (L->c0 < 0 ? -L->c0 : L->c0));
     if (split && !floor) { /* truncation: R must have x's sign (or be 0) */
         int64_t v;
         if (R->n == 0 && R->c0 == 0)
@@ -1053,7 +1072,7 @@ static Expr *simp_div_const(Simp *S, ExprKind k, Expr *a, Expr *b, int64_t c) {
     int64_t c2, cc;
     if (a->kind == k && ir_is_const_int(a->args[1], &c2) && c2 > 0) {
         if (quot && !__builtin_mul_overflow(c, c2, &cc))
-            return ir_binary(S->m, k, a->args[0], k_int(S, t, cc));
+            return simp_div(S, k, a->args[0], k_int(S, t, cc));
         if (!quot && c2 % c == 0)
             return simp_div(S, k, a->args[0], b);
     }
@@ -1116,9 +1135,17 @@ static bool is_fact(Simp *S, Expr *e) {
     return false;
 }
 
-/* The factors of a monomial: a product of non-constant atoms. */
+/* A product of non-constant atoms (no sum among the factors: a product of
+ * sums too large to multiply out is one opaque factor). */
+static bool is_monomial(const Expr *e) {
+    if (e->kind == EX_ADD || e->kind == EX_SUB || e->kind == EX_NEG || e->kind == EX_CONST_INT)
+        return false;
+    return e->kind != EX_MUL || (is_monomial(e->args[0]) && is_monomial(e->args[1]));
+}
+
+/* The factors of a monomial. */
 static void collect_factors(Expr *e, Expr **f, int *n, int cap) {
-    if (e->kind == EX_MUL && e->args[0]->kind != EX_CONST_INT && e->args[1]->kind != EX_CONST_INT) {
+    if (e->kind == EX_MUL && is_monomial(e)) {
         collect_factors(e->args[0], f, n, cap);
         collect_factors(e->args[1], f, n, cap);
     } else if (*n < cap) {
@@ -1177,6 +1204,7 @@ static Expr *expand_product(Simp *S, Expr *a, Expr *b, rv_dtype t) {
             acc = lin_comb(S, 1, acc, 1, term);
         }
     }
+    acc = merge_divmod(S, acc);
     return acc ? lin_to_expr(S, acc, t) : NULL;
 }
 
@@ -1287,6 +1315,8 @@ static Expr *simp(Simp *S, Expr *e) {
     Expr *r = ptrmap_get(&S->memo, e);
     if (r)
         return r;
+    int depth = S->branch_depth; /* as in ival_of */
+    S->branch_depth = 0;
     r = simp_node(S, e);
     if (!r) /* a constructor refused the rewrite: keep what was there */
         r = e;
@@ -1301,6 +1331,7 @@ static Expr *simp(Simp *S, Expr *e) {
         else if (is_fact(S, negation(S, r)))
             r = ir_bool(S->m, false);
     }
+    S->branch_depth = depth;
     ptrmap_put(&S->memo, e, r);
     ptrmap_put(&S->memo, r, r);
     return r;

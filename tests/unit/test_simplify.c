@@ -172,6 +172,9 @@ static void test_bounds(void) {
     CHECK_SIMP(&E, bin(&E, EX_LE, E.eN, mul(&E, tiles, K(&E, 32))), "true");
     Expr *ftiles = bin(&E, EX_FLOORDIV, add(&E, E.eN, K(&E, 31)), K(&E, 32));
     CHECK_SIMP(&E, bin(&E, EX_GE, mul(&E, ftiles, K(&E, 32)), E.eN), "true");
+    /* a tile count with coefficient 1: the form is scaled by 32 first */
+    CHECK_SIMP(&E, bin(&E, EX_LT, io, E.eN), "true");
+    CHECK_SIMP(&E, bin(&E, EX_LE, mul(&E, tiles, K(&E, 3)), add(&E, E.eN, K(&E, 93))), "true");
     /* min/max decided by the same bounds */
     CHECK_SIMP(&E, bin(&E, EX_MIN, i, T16), "i");
     CHECK_SIMP(&E, bin(&E, EX_MAX, i, sub(&E, T16, K(&E, 1))), "T*16 - 1");
@@ -656,6 +659,18 @@ static Expr *gen_shared(Env *E, Rng *r) {
         bin(E, EX_MOD, E->i->var, K(E, 8)),
         bin(E, EX_DIV, E->ii->var, K(E, 8)),
         bin(E, EX_MIN, K(E, 32), sub(E, E->eN, mul(E, E->io->var, K(E, 32)))),
+        /* divisions and remainders of operands that may be negative */
+        bin(E, EX_DIV, sub(E, E->i->var, K(E, 3)), K(E, 8)),
+        bin(E, EX_DIV, sub(E, E->ii->var, K(E, 5)), K(E, 4)),
+        bin(E, EX_MOD, sub(E, E->k->var, K(E, 7)), K(E, 8)),
+        bin(E, EX_MOD, sub(E, E->ii->var, K(E, 40)), K(E, 16)),
+        bin(E, EX_MOD, sub(E, E->k->var, K(E, 8)), K(E, 8)),
+        bin(E, EX_FLOORMOD, sub(E, E->k->var, K(E, 7)), K(E, 8)),
+        /* min and max on both sides of their arms */
+        bin(E, EX_MAX, sub(E, E->i->var, mul(E, E->eT, K(E, 3))), K(E, 0)),
+        bin(E, EX_MIN, E->j->var, K(E, 2)),
+        bin(E, EX_MAX, E->ii->var, K(E, 16)),
+        ir_select(E->m, bin(E, EX_LT, E->k->var, K(E, 2)), E->ii->var, E->k->var),
     };
     static const int64_t coefs[] = {1, -1, 2, -2, 8, -8, 16, -16, 32, -32};
     Expr *acc = K(E, rnd_in(r, -40, 40));
@@ -761,6 +776,58 @@ static void test_random_exprs(void) {
     CHECK(compared > cases * points / 2);
     CHECK(changed > cases / 2);
     CHECK_EQ_INT(unstable, 0);
+    env_free(&E);
+}
+
+/* Bounds at their edge: for a random index-shaped sum L, the smallest and
+ * largest values seen at many random points, lo and hi, are attained, so
+ * the simplifier must not prove L <= hi - 1 or L >= lo + 1 (a bound that
+ * cuts off a value that occurs), nor disprove L <= hi or L >= lo. This
+ * catches an unsound bound far more often than random comparisons do. */
+static void test_random_bounds(void) {
+    Env E;
+    env_init(&E);
+    Rng r = {seed(0x5851f42d4c957f2dull)};
+    int cases = 3000, bad = 0, decided = 0;
+    Point p = {0};
+    p.ax = base_xcalloc((size_t)E.m->n_axes + 64, sizeof(int64_t));
+    for (int n = 0; n < cases && bad < 5; n++) {
+        Expr *L = rnd(&r) % 2 ? gen_shared(&E, &r) : gen_lin(&E, &r, 2);
+        int64_t lo = INT64_MAX, hi = INT64_MIN, v;
+        for (int k = 0; k < 200; k++) {
+            gen_point(&E, &r, &p, 64);
+            if (ev(&E, &p, L, &v)) {
+                lo = v < lo ? v : lo;
+                hi = v > hi ? v : hi;
+            }
+        }
+        if (lo > hi || lo <= INT64_MIN + 1 || hi >= INT64_MAX - 1)
+            continue;
+        struct {
+            ExprKind k;
+            int64_t c;
+            bool must_not; /* the value the simplifier must not give */
+        } q[4] = {
+            {EX_LE, hi - 1, true}, {EX_GE, lo + 1, true}, {EX_LE, hi, false}, {EX_GE, lo, false}};
+        for (int t = 0; t < 4; t++) {
+            Expr *s = lower_simplify_expr(E.m, bin(&E, q[t].k, L, K(&E, q[t].c)));
+            if (s->kind != EX_CONST_INT)
+                continue;
+            decided++;
+            if ((s->u.ival != 0) == q[t].must_not) {
+                char *es = estr(&E, L);
+                fprintf(stderr, "    %s: seen in [%lld, %lld], yet %s %s %lld is %s\n", es,
+                        (long long)lo, (long long)hi, es,
+                        q[t].k == EX_LE ? "<=" : ">=", (long long)q[t].c,
+                        s->u.ival ? "true" : "false");
+                base_free(es);
+                bad++;
+            }
+        }
+    }
+    base_free(p.ax);
+    CHECK_EQ_INT(bad, 0);
+    CHECK(decided > cases / 2);
     env_free(&E);
 }
 
@@ -939,6 +1006,7 @@ int main(void) {
     RUN(test_logic);
     RUN(test_stmts);
     RUN(test_random_exprs);
+    RUN(test_random_bounds);
     RUN(test_random_stmts);
     return harness_report();
 }
