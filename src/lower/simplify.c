@@ -648,13 +648,11 @@ static bool lin_bound(Simp *S, const Lin *L, bool upper, int64_t *out) {
 /* ---- numeric intervals of atoms ---- */
 
 static Ival ival_none(void) {
-    Ival r = {false, 0, 0};
-    return r;
+    return (Ival){false, 0, 0};
 }
 
 static Ival ival_make(int64_t lo, int64_t hi) {
-    Ival r = {true, lo, hi};
-    return r;
+    return (Ival){true, lo, hi};
 }
 
 static Ival ival_mul(Ival a, Ival b) {
@@ -714,7 +712,8 @@ static Ival ival_mod(Ival a, Ival b, bool floor) {
     return ival_make(lo, hi);
 }
 
-/* The interval of one atom from its kind (no symbolic reasoning). */
+/* The interval of one atom from its kind (no symbolic reasoning; sums are
+ * never atoms, except where their linear form overflowed: unknown). */
 static Ival atom_ival(Simp *S, Expr *x) {
     Ival a, b;
     switch (x->kind) {
@@ -752,26 +751,6 @@ static Ival atom_ival(Simp *S, Expr *x) {
         if (a.ok && x->dtype == RV_I32 && (!fits_i32(a.lo) || !fits_i32(a.hi)))
             return ival_make(INT32_MIN, INT32_MAX);
         return a;
-    case EX_ADD:
-    case EX_SUB:
-        a = ival_of(S, x->args[0]);
-        b = ival_of(S, x->args[1]);
-        if (!a.ok || !b.ok)
-            return ival_none();
-        if (x->kind == EX_ADD) {
-            if (__builtin_add_overflow(a.lo, b.lo, &a.lo) ||
-                __builtin_add_overflow(a.hi, b.hi, &a.hi))
-                return ival_none();
-            return a;
-        }
-        if (__builtin_sub_overflow(a.lo, b.hi, &a.lo) || __builtin_sub_overflow(a.hi, b.lo, &b.hi))
-            return ival_none();
-        return ival_make(a.lo, b.hi);
-    case EX_NEG:
-        a = ival_of(S, x->args[0]);
-        if (!a.ok || a.lo == INT64_MIN)
-            return ival_none();
-        return ival_make(-a.hi, -a.lo);
     case EX_MUL:
         return ival_mul(ival_of(S, x->args[0]), ival_of(S, x->args[1]));
     case EX_DIV:
@@ -1366,34 +1345,31 @@ Expr *lower_simplify_expr(Module *m, Expr *e) {
 
 /* ---- statements ---- */
 
-static bool expr_uses(const Expr *e, const Axis *a) {
-    return e && ir_uses_axis(e, a);
+/* Visitors over the generic mutator (nothing is rebuilt: fe and fs return
+ * what they are given). */
+typedef struct UseScan {
+    const Axis *a;
+    bool found;
+} UseScan;
+
+static Expr *use_expr(StmtMutator *mu, Expr *e) {
+    UseScan *u = mu->ctx;
+    u->found = u->found || ir_uses_axis(e, u->a);
+    return e;
+}
+
+static Stmt *use_alloc(StmtMutator *mu, Stmt *s) {
+    if (s->kind == ST_ALLOC)
+        use_expr(mu, s->u.alloc.buf->size);
+    return s;
 }
 
 /* Does any expression of s (buffer sizes of allocations included) mention a? */
-static bool stmt_uses(const Stmt *s, const Axis *a) {
-    if (!s)
-        return false;
-    switch (s->kind) {
-    case ST_FOR:
-        return expr_uses(s->u.loop.extent, a) || stmt_uses(s->u.loop.body, a);
-    case ST_IF:
-        return expr_uses(s->u.if_.cond, a) || stmt_uses(s->u.if_.then_s, a) ||
-               stmt_uses(s->u.if_.else_s, a);
-    case ST_LET:
-        return expr_uses(s->u.let.value, a) || stmt_uses(s->u.let.body, a);
-    case ST_STORE:
-        return expr_uses(s->u.store.index, a) || expr_uses(s->u.store.value, a);
-    case ST_ALLOC:
-        return expr_uses(s->u.alloc.buf->size, a) || stmt_uses(s->u.alloc.body, a);
-    case ST_SEQ:
-        for (int i = 0; i < s->u.seq.n; i++)
-            if (stmt_uses(s->u.seq.stmts[i], a))
-                return true;
-        return false;
-    default:
-        return false;
-    }
+static bool stmt_uses(Simp *S, Stmt *s, const Axis *a) {
+    UseScan u = {a, false};
+    StmtMutator mu = {use_expr, use_alloc, S->m, &u};
+    lower_mutate(&mu, s);
+    return u.found;
 }
 
 /* Pushes the conjuncts of c as facts (conditions that load are left out:
@@ -1420,7 +1396,7 @@ static Stmt *with_constant(Simp *S, Axis *var, Expr *v, Stmt *body) {
     Binding *old = bind(S, var, bd);
     Stmt *r = simp_stmt(S, body);
     unbind(S, var, old);
-    if (r && stmt_uses(r, var))
+    if (r && stmt_uses(S, r, var))
         r = lower_let(S->m, var, v, r);
     return r;
 }
@@ -1544,45 +1520,22 @@ static Stmt *simp_stmt(Simp *S, Stmt *s) {
     }
 }
 
-/* Records every buffer s stores to (or passes to a call). */
-static void collect_stores(Simp *S, const Stmt *s) {
-    if (!s)
-        return;
-    switch (s->kind) {
-    case ST_FOR:
-        collect_stores(S, s->u.loop.body);
-        break;
-    case ST_IF:
-        collect_stores(S, s->u.if_.then_s);
-        collect_stores(S, s->u.if_.else_s);
-        break;
-    case ST_LET:
-        collect_stores(S, s->u.let.body);
-        break;
-    case ST_STORE:
+/* Records every buffer a statement stores to (or passes to a call). */
+static Stmt *note_store(StmtMutator *mu, Stmt *s) {
+    Simp *S = mu->ctx;
+    if (s->kind == ST_STORE)
         ptrmap_put(&S->stored, s->u.store.buf, s->u.store.buf);
-        break;
-    case ST_ALLOC:
-        collect_stores(S, s->u.alloc.body);
-        break;
-    case ST_SEQ:
-        for (int i = 0; i < s->u.seq.n; i++)
-            collect_stores(S, s->u.seq.stmts[i]);
-        break;
-    case ST_CALL:
-        for (int i = 0; i < s->u.call.nargs; i++)
-            ptrmap_put(&S->stored, s->u.call.args[i], s->u.call.args[i]);
-        break;
-    default:
-        break;
-    }
+    for (int i = 0; s->kind == ST_CALL && i < s->u.call.nargs; i++)
+        ptrmap_put(&S->stored, s->u.call.args[i], s->u.call.args[i]);
+    return s;
 }
 
 Stmt *lower_simplify(Module *m, Stmt *s) {
     Simp S;
     simp_init(&S, m);
     S.stmt_mode = true;
-    collect_stores(&S, s);
+    StmtMutator mu = {NULL, note_store, m, &S};
+    lower_mutate(&mu, s);
     Stmt *r = simp_stmt(&S, s);
     simp_free(&S);
     return r;

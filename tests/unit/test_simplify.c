@@ -323,6 +323,12 @@ static void test_stmts(void) {
                           lower_store(m, Y, add(&E, z->var, K(&E, 3)), z->var));
     CHECK_STMT(lower_simplify(m, one), "Y[3] = 0\n");
 
+    /* ... unless something the pass does not rewrite still uses the variable */
+    Buffer *tmp = ir_buffer_new(m, "tmp", RV_I64, add(&E, z->var, K(&E, 1)), BUF_LOCAL);
+    Stmt *one2 = lower_for(m, z, K(&E, 1), LOOP_SERIAL,
+                           lower_alloc(m, tmp, lower_store(m, tmp, K(&E, 0), z->var)));
+    CHECK_STMT(lower_simplify(m, one2), "let z = 0\nallocate tmp: i64[z + 1] local\ntmp[0] = 0\n");
+
     /* the split: the tail guard stays, the tile-bound one goes */
     Axis *io = lower_loop_var(m, "io", NULL), *ii = lower_loop_var(m, "ii", NULL);
     Expr *tiles = bin(&E, EX_DIV, add(&E, E.eN, K(&E, 31)), K(&E, 32));
