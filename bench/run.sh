@@ -6,7 +6,8 @@
 # Default: all of them (~10 min; --quick: ~1-2 min). Results go to stdout and
 # to bench/out/results-<date>.jsonl; the drivers' notes (library kernels,
 # spin settings) to bench/out/results-<date>.log; plots to bench/out/*.png.
-# Extra driver options can be passed in BENCH_ARGS (e.g. "--threads 1").
+# Extra options: BENCH_ARGS for the C drivers (e.g. "--threads 1"), TORCH_ARGS
+# for torch_bench.py.
 set -eu
 cd "$(dirname "$0")/.."
 BUILD=${BENCH_BUILD:-build/bench}
@@ -34,7 +35,7 @@ for name in $NAMES; do
     t0=$(date +%s)
     case "$name" in
     peak) "$BUILD/peak" $QUICK ;;
-    torch) "$PYTHON" bench/torch_bench.py $QUICK ${BENCH_ARGS:-} ;;
+    torch) "$PYTHON" bench/torch_bench.py $QUICK ${TORCH_ARGS:-} ;;
     *) "$BUILD/bench_$name" $QUICK ${BENCH_ARGS:-} ;;
     esac 2>> "$log" | tee -a "$out"
     echo "run.sh: $name took $(( $(date +%s) - t0 )) s" | tee -a "$log" >&2
