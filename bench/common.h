@@ -8,7 +8,7 @@
  *   --T 1,2,...          sequence lengths (dense, bmm) or sizes (sgemm)
  *   --baselines a,b      only these baselines (default: all of the driver's)
  *   --min-time S         seconds per side per line (default 0.2)
- *   --max-runs N         cap on timed runs per side (default 2000)
+ *   --max-runs N         cap on timed runs per side (default 10000)
  *   --quick              a small subset, for smoke tests
  *   --verify             check every baseline (and ravel's kernel, if any)
  *                        against a naive loop at small sizes; no timing

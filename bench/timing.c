@@ -11,7 +11,7 @@
 #include <time.h>
 
 BenchOpts bench_default_opts(void) {
-    BenchOpts o = {.min_time_s = 0.2, .min_runs = 10, .max_runs = 2000, .warmup_runs = 3};
+    BenchOpts o = {.min_time_s = 0.2, .min_runs = 10, .max_runs = 10000, .warmup_runs = 3};
     return o;
 }
 

@@ -15,7 +15,7 @@
  * (with equal run counts it is plain alternation: A B C A B C ...).
  *
  * Run count per side: enough calls to cover `min_time_s` (0.2 s by default),
- * never fewer than `min_runs` (10), never more than `max_runs` (2000),
+ * never fewer than `min_runs` (10), never more than `max_runs` (10000),
  * estimated from the warm-up calls.
  *
  * Caches are NOT flushed between runs: a served model calls the same kernels
@@ -32,7 +32,7 @@ typedef void (*BenchFn)(void *ctx);
 typedef struct {
     double min_time_s; /* per side, default 0.2 */
     int min_runs;      /* default 10 */
-    int max_runs;      /* default 2000 */
+    int max_runs;      /* default 10000 */
     int warmup_runs;   /* calls per side before measuring, default 3; all but the first
                           also estimate the cost of a call */
 } BenchOpts;

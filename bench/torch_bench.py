@@ -16,7 +16,7 @@ and its GEMMs on the system OpenBLAS (pthread build), which ignores
 torch.set_num_threads; we set both, OpenBLAS through ctypes.
 
 Timing follows bench/timing.h: warm-up, run count chosen so each line covers
-at least --min-time seconds (>= 10 runs, <= 2000), median/min/max of
+at least --min-time seconds (>= 10 runs, <= 10000), median/min/max of
 individually timed calls with time.perf_counter (CLOCK_MONOTONIC).
 
 The environment is fixed up as in the C drivers (bl_init in baselines.c):
@@ -84,11 +84,10 @@ def set_threads(n):
         OPENBLAS.openblas_set_num_threads(n)
 
 
-def time_calls(fn, min_time, min_runs=10, max_runs=2000, warmup=3):
+def time_calls(fn, min_time, min_runs=10, max_runs=10000, warmup=3):
     """Median/min/max in ms of individually timed calls (bench/timing.c's method)."""
-    for _ in range(warmup):
-        fn()
-    est = min(timed(fn) for _ in range(3))
+    fn()  # first call untimed: cold caches, lazy initialisation
+    est = min(timed(fn) for _ in range(max(warmup - 1, 1)))
     runs = max_runs if est <= 0 else min(max_runs, math.ceil(min_time / est))
     runs = max(runs, min_runs)
     ts = sorted(timed(fn) for _ in range(runs))
