@@ -34,8 +34,8 @@ static int bl_threads = 1;
  * only when absent, so a caller can still override it from the shell.
  */
 static const char *const spin_env[][2] = {
-    {"GOMP_SPINCOUNT", "1000"},          /* ~55 us of pause loops here, instead of ~16 ms */
-    {"OPENBLAS_THREAD_TIMEOUT", "17"},   /* 2^17 TSC ticks, ~65 us at 2 GHz, instead of ~134 ms */
+    {"GOMP_SPINCOUNT", "1000"},        /* ~55 us of pause loops here, instead of ~16 ms */
+    {"OPENBLAS_THREAD_TIMEOUT", "17"}, /* 2^17 TSC ticks, ~65 us at 2 GHz, instead of ~134 ms */
 };
 
 void bl_init(int argc, char **argv) {
@@ -44,8 +44,9 @@ void bl_init(int argc, char **argv) {
     const char *lib_spin = getenv("RAVEL_BENCH_LIBRARY_SPIN");
     int again = 0;
     if (getenv("OPENBLAS_CORETYPE") && !(keep && strcmp(keep, "1") == 0)) {
-        fprintf(stderr, "bench: unsetting OPENBLAS_CORETYPE=%s so OpenBLAS picks this CPU's "
-                        "kernels (RAVEL_BENCH_KEEP_CORETYPE=1 keeps it)\n",
+        fprintf(stderr,
+                "bench: unsetting OPENBLAS_CORETYPE=%s so OpenBLAS picks this CPU's "
+                "kernels (RAVEL_BENCH_KEEP_CORETYPE=1 keeps it)\n",
                 getenv("OPENBLAS_CORETYPE"));
         unsetenv("OPENBLAS_CORETYPE");
         again = 1;
@@ -77,9 +78,11 @@ const char *bl_openblas_core(void) {
 const char *bl_describe(void) {
     static char buf[256];
     const char *spin = getenv("GOMP_SPINCOUNT"), *timeout = getenv("OPENBLAS_THREAD_TIMEOUT");
-    snprintf(buf, sizeof buf, "OpenBLAS %s kernels, oneDNN %s, GOMP_SPINCOUNT=%s, "
-             "OPENBLAS_THREAD_TIMEOUT=%s", bl_openblas_core(), bl_dnnl_version(),
-             spin ? spin : "(default)", timeout ? timeout : "(default)");
+    snprintf(buf, sizeof buf,
+             "OpenBLAS %s kernels, oneDNN %s, GOMP_SPINCOUNT=%s, "
+             "OPENBLAS_THREAD_TIMEOUT=%s",
+             bl_openblas_core(), bl_dnnl_version(), spin ? spin : "(default)",
+             timeout ? timeout : "(default)");
     return buf;
 }
 
@@ -219,7 +222,8 @@ BlDnnl *bl_dnnl_new(const BlDnnlSpec *s, const float *a, const float *b, const f
     DNNL_CHECK(dnnl_memory_create(&d->c, &c_md, d->engine, c));
     if (s->prepack) {
         /* Reorder the user's B once into the layout the primitive chose. */
-        const dnnl_memory_desc_t *chosen = dnnl_primitive_desc_query_md(d->pd, dnnl_query_weights_md, 0);
+        const dnnl_memory_desc_t *chosen =
+            dnnl_primitive_desc_query_md(d->pd, dnnl_query_weights_md, 0);
         size_t bytes = dnnl_memory_desc_get_size(chosen);
         d->packed = aligned_alloc(64, (bytes + 63) / 64 * 64);
         DNNL_CHECK(dnnl_memory_create(&d->b, chosen, d->engine, d->packed));
@@ -227,7 +231,8 @@ BlDnnl *bl_dnnl_new(const BlDnnlSpec *s, const float *a, const float *b, const f
         DNNL_CHECK(dnnl_memory_create(&user, &b_user, d->engine, (void *)b));
         dnnl_primitive_desc_t rpd;
         dnnl_primitive_t r;
-        DNNL_CHECK(dnnl_reorder_primitive_desc_create(&rpd, &b_user, d->engine, chosen, d->engine, NULL));
+        DNNL_CHECK(
+            dnnl_reorder_primitive_desc_create(&rpd, &b_user, d->engine, chosen, d->engine, NULL));
         DNNL_CHECK(dnnl_primitive_create(&r, rpd));
         dnnl_exec_arg_t rargs[2] = {{DNNL_ARG_FROM, user}, {DNNL_ARG_TO, d->b}};
         DNNL_CHECK(dnnl_primitive_execute(r, d->stream, 2, rargs));

@@ -60,7 +60,7 @@ float bl_gelu(float x);
 
 /* oneDNN matmul, created once per shape and pointers, run many times. */
 typedef struct {
-    int batch;     /* 0: 2-D matmul; otherwise 3-D with this leading dimension */
+    int batch; /* 0: 2-D matmul; otherwise 3-D with this leading dimension */
     int m, n, k;
     int b_trans;   /* B is stored [n,k] (NT) rather than [k,n] (NN) */
     int prepack;   /* let oneDNN pick B's layout; B is reordered once at creation */

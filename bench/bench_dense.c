@@ -99,7 +99,8 @@ static int verify(const BenchArgs *args) {
             float *x = bench_alloc((size_t)m * k), *w = bench_alloc((size_t)n * k);
             float *bias = bench_alloc((size_t)n), *y = bench_alloc((size_t)m * n);
             double *ref = malloc(sizeof(double) * m * n), *absref = malloc(sizeof(double) * m * n);
-            bench_fill(x, (size_t)m * k, 1), bench_fill(w, (size_t)n * k, 2), bench_fill(bias, n, 3);
+            bench_fill(x, (size_t)m * k, 1), bench_fill(w, (size_t)n * k, 2),
+                bench_fill(bias, n, 3);
             for (int gelu = 0; gelu <= 1; gelu++) {
                 bench_ref(0, m, n, k, 1, x, w, gelu ? bias : NULL, gelu, ref, absref);
                 char what[128];
@@ -177,8 +178,8 @@ int main(int argc, char **argv) {
                         fns[b] = run_dense;
                         ctxs[b] = on ? &calls[b] : NULL;
                     }
-                    bench_compare(&args, "dense", cfg, 2.0 * m * n * k, &rc, BASE_COUNT,
-                                  base_names, fns, ctxs);
+                    bench_compare(&args, "dense", cfg, 2.0 * m * n * k, &rc, BASE_COUNT, base_names,
+                                  fns, ctxs);
                     for (int b = 0; b < BASE_COUNT; b++)
                         teardown(&calls[b]);
                     ravel_kernel_free(rk);

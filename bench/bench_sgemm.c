@@ -110,8 +110,8 @@ int main(int argc, char **argv) {
             float *c_rv = bench_alloc(nn), *c_bl = bench_alloc(nn);
             bench_fill(a, nn, 6), bench_fill(b, nn, 7);
             char cfg[128];
-            snprintf(cfg, sizeof cfg, "{\"M\": %d, \"N\": %d, \"K\": %d, \"threads\": %d}", n, n,
-                     n, threads);
+            snprintf(cfg, sizeof cfg, "{\"M\": %d, \"N\": %d, \"K\": %d, \"threads\": %d}", n, n, n,
+                     threads);
             RavelKernel *rk = ravel_for(n, threads);
             RavelCall rc = {rk, {a, b, NULL, c_rv, 0, n, n, n}};
             SgemmCall calls[BASE_COUNT];

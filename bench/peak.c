@@ -151,11 +151,12 @@ static double run_triad(int threads, long n, int reps) {
         exit(1);
     }
     pthread_t tid[MAX_THREADS];
-    TriadJob job[MAX_THREADS];
+    TriadJob job[MAX_THREADS] = {{0}};
     pthread_barrier_t sync;
     pthread_barrier_init(&sync, NULL, (unsigned)threads);
     for (int t = 0; t < threads; t++) {
-        job[t] = (TriadJob){a, b, c, n * t / threads, n * (t + 1) / threads, reps, &sync, 0, t == 0};
+        job[t] =
+            (TriadJob){a, b, c, n * t / threads, n * (t + 1) / threads, reps, &sync, 0, t == 0};
         pthread_create(&tid[t], NULL, triad_thread, &job[t]);
     }
     for (int t = 0; t < threads; t++)
@@ -201,8 +202,7 @@ int main(int argc, char **argv) {
         printf("{\"bench\": \"peak\", \"kind\": \"fma\", \"isa\": \"%s\", \"threads\": %d, "
                "\"gflops\": %.1f, \"gflops_worst\": %.1f, \"runs\": %d, "
                "\"ghz_if_2_fma_units\": %.2f}\n",
-               avx512 ? "avx512" : "avx2", threads, best, worst, reps,
-               best / threads / per_cycle);
+               avx512 ? "avx512" : "avx2", threads, best, worst, reps, best / threads / per_cycle);
         fflush(stdout);
     }
     for (int li = 0; li < nlist; li++) {
