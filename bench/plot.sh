@@ -19,6 +19,7 @@ fi
 command -v gnuplot >/dev/null || { echo "plot.sh: gnuplot missing; run bench/setup.sh" >&2; exit 1; }
 
 count=0
+rm -f "$OUT"/*.png "$OUT"/dat/*.dat # never mix plots of different runs
 python3 bench/plot_data.py "$OUT/dat" "$OUT" "$@" > "$OUT/dat.list"
 while IFS='|' read -r dat png ttl xl yl n peak logx; do
     case "$png" in */ratio_*) ratio=1 ;; *) ratio=0 ;; esac

@@ -3,7 +3,7 @@
 #
 #   sh bench/run.sh [--quick] [NAME ...]     NAME: peak dense bmm sgemm torch
 #
-# Default: all of them (~10 min; --quick: ~1-2 min). Results go to stdout and
+# Default: all of them (~6 min, ~8 once ravel is timed too; --quick: ~30 s). Results go to stdout and
 # to bench/out/results-<date>.jsonl; the drivers' notes (library kernels,
 # spin settings) to bench/out/results-<date>.log; plots to bench/out/*.png.
 # Extra options: BENCH_ARGS for the C drivers (e.g. "--threads 1"), TORCH_ARGS
