@@ -80,3 +80,9 @@ format:
 lint:
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
 	  --std=c11 --inline-suppr --suppress=missingIncludeSystem -Iinclude -Isrc src tools
+
+# Benchmarks (never part of make test): bench/README.md
+BENCH_BUILD = $(BUILD)/bench
+include bench/Makefile.inc
+
+bench: bench-run
