@@ -20,7 +20,7 @@
 
 // clang-format off
 const ExprInfo ir_expr_info[EX_COUNT] = {
-#define EXPR(k, text, arity, flags) {#k, text, arity, flags},
+#define EXPR(k, text, arity, prec, flags) {#k, text, arity, PREC_##prec, flags},
 #include "ops.def"
 #undef EXPR
 };

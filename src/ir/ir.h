@@ -51,8 +51,23 @@ enum {
     F_MATH = 1 << 5,  /* float-only math function */
 };
 
+/* How tightly an expression's printed form binds, loosest first: the
+ * parser's binary levels, then prefix operators, then atoms. Shared by the
+ * .rv printer (print.c) and the loop-IR printer (src/lower/stmt.c). */
+typedef enum Prec {
+    PREC_NONE,  /* reductions, whose body extends as far right as it can */
+    PREC_OR,    /* || */
+    PREC_AND,   /* && */
+    PREC_EQ,    /* == != */
+    PREC_REL,   /* < <= > >= */
+    PREC_ADD,   /* + - */
+    PREC_MUL,   /* * / % */
+    PREC_UNARY, /* - ! and negative literals */
+    PREC_ATOM,  /* literals, names, indexing, calls */
+} Prec;
+
 typedef enum ExprKind {
-#define EXPR(k, text, arity, flags) EX_##k,
+#define EXPR(k, text, arity, prec, flags) EX_##k,
 #include "ops.def"
 #undef EXPR
     EX_COUNT
@@ -62,6 +77,7 @@ typedef struct ExprInfo {
     const char *name; /* "ADD" */
     const char *text; /* "+" */
     int arity;        /* -1: variadic */
+    Prec prec;        /* PREC_ADD */
     int flags;
 } ExprInfo;
 extern const ExprInfo ir_expr_info[EX_COUNT];

@@ -7,9 +7,9 @@
  * keeping the text close to what a person would write:
  *
  *   - Minimal parentheses. Operators print infix with C's precedence
- *     levels; an operand gets parentheses only when its level is lower
- *     than its position needs (the right operand of a left-associative
- *     operator needs one level more).
+ *     levels (the prec column of ops.def); an operand gets parentheses
+ *     only when its level is lower than its position needs (the right
+ *     operand of a left-associative operator needs one level more).
  *   - Reductions are prefix forms whose body is a multiplicative-level
  *     expression: `sum(k < K) a * b + c` is `(sum(k < K) a * b) + c`. So a
  *     body below that level is parenthesized, and a reduction whose body
@@ -31,6 +31,9 @@
  *     The check here only compares; it never builds nodes, so printing a
  *     module leaves it untouched.
  *
+ * A loop-IR LOAD prints as `buf[index]` so dumps and diagnostics can show
+ * lowered expressions; it has no source form and never occurs in a module.
+ *
  * Items print in a canonical order — sizes, ufuns, tensors in definition
  * order, then schedule blocks — which is a valid definition order because
  * each group may refer only to the ones before it.
@@ -41,46 +44,6 @@
 #include <string.h>
 
 #include "ir/ir.h"
-
-/* Precedence levels, loosest first (the parser's table, plus the prefix
- * level of unary operators and reductions, and atoms). */
-enum {
-    PREC_NONE,
-    PREC_OR,
-    PREC_AND,
-    PREC_EQ,
-    PREC_REL,
-    PREC_ADD,
-    PREC_MUL,
-    PREC_UNARY,
-    PREC_ATOM,
-};
-
-static int infix_prec(ExprKind k) {
-    switch (k) {
-    case EX_OR:
-        return PREC_OR;
-    case EX_AND:
-        return PREC_AND;
-    case EX_EQ:
-    case EX_NE:
-        return PREC_EQ;
-    case EX_LT:
-    case EX_LE:
-    case EX_GT:
-    case EX_GE:
-        return PREC_REL;
-    case EX_ADD:
-    case EX_SUB:
-        return PREC_ADD;
-    case EX_MUL:
-    case EX_DIV:
-    case EX_MOD:
-        return PREC_MUL;
-    default:
-        return 0;
-    }
-}
 
 /* ---- constants ---- */
 
@@ -204,6 +167,11 @@ static void print_rec(Buf *b, const Expr *e, int minprec, bool tight, const Expr
         print_args(b, e, 0);
         buf_putc(b, ']');
         return;
+    case EX_LOAD:
+        buf_printf(b, "%s[", e->u.buf->name);
+        print_rec(b, e->args[0], PREC_NONE, false, NULL);
+        buf_putc(b, ']');
+        return;
     case EX_REDUCE:
         print_reduce(b, e, tight);
         return;
@@ -233,7 +201,7 @@ static void print_rec(Buf *b, const Expr *e, int minprec, bool tight, const Expr
         break;
     }
     if (info->flags & F_INFIX) {
-        int p = infix_prec(e->kind);
+        int p = info->prec;
         bool paren = p < minprec;
         if (paren) {
             buf_putc(b, '(');

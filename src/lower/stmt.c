@@ -29,11 +29,13 @@
  *           let off = A_start[b] + j
  *           S[b*64 + j] = A[off]
  *
- * Expressions are printed here rather than through ir_print_expr: the loop
- * IR has nodes the tensor-IR printer need not know (buffer loads, loop
- * variables), and golden files should not change when the .rv printer
- * does. The syntax is ravel's own (same precedence as the parser, calls for
- * min/max/floordiv/select/casts), with `buf[index]` for loads. A `let` or
+ * Expressions are printed here rather than through ir_print_expr, which
+ * serves the .rv round trip: the loop-IR text is terser (products without
+ * spaces, `i*2304 + j`; constants without dtype casts; `-(-x)` for nested
+ * negations) and golden files should not change when the .rv printer
+ * does. Both printers take their binding strengths from the prec column
+ * of ops.def. The syntax is ravel's own (calls
+ * for min/max/floordiv/select/casts), with `buf[index]` for loads. A `let` or
  * `allocate` scopes over the rest of its block, so its body is printed at
  * the same indentation when it is the last statement of that block, and as
  * an indented block ending in `:` otherwise, which keeps the text
@@ -258,53 +260,16 @@ Stmt *lower_mutate(StmtMutator *mu, Stmt *s) {
 
 /* ---- printing expressions ---- */
 
-/* Binding strength, as in the parser: || && (== !=) (< <= > >=) (+ -)
- * (* / %), then unary operators and negative literals, then primaries.
- * A reduction extends as far right as it can, so it binds weakest. */
-enum {
-    PREC_REDUCE,
-    PREC_OR,
-    PREC_AND,
-    PREC_EQ,
-    PREC_CMP,
-    PREC_ADD,
-    PREC_MUL,
-    PREC_UNARY,
-    PREC_PRIMARY,
-};
-
+/* The binding strength of e's printed form (ir.h, Prec): its kind's, except
+ * that a negative literal prints as a unary minus. */
 static int prec(const Expr *e) {
     switch (e->kind) {
-    case EX_OR:
-        return PREC_OR;
-    case EX_AND:
-        return PREC_AND;
-    case EX_EQ:
-    case EX_NE:
-        return PREC_EQ;
-    case EX_LT:
-    case EX_LE:
-    case EX_GT:
-    case EX_GE:
-        return PREC_CMP;
-    case EX_ADD:
-    case EX_SUB:
-        return PREC_ADD;
-    case EX_MUL:
-    case EX_DIV:
-    case EX_MOD:
-        return PREC_MUL;
-    case EX_NEG:
-    case EX_NOT:
-        return PREC_UNARY;
     case EX_CONST_INT:
-        return e->dtype != RV_BOOL && e->u.ival < 0 ? PREC_UNARY : PREC_PRIMARY;
+        return e->dtype != RV_BOOL && e->u.ival < 0 ? PREC_UNARY : PREC_ATOM;
     case EX_CONST_FLOAT:
-        return e->u.fval < 0 || (e->u.fval == 0 && 1 / e->u.fval < 0) ? PREC_UNARY : PREC_PRIMARY;
-    case EX_REDUCE:
-        return PREC_REDUCE;
+        return e->u.fval < 0 || (e->u.fval == 0 && 1 / e->u.fval < 0) ? PREC_UNARY : PREC_ATOM;
     default:
-        return PREC_PRIMARY;
+        return ir_expr_info[e->kind].prec;
     }
 }
 
@@ -314,7 +279,7 @@ static void print_args(Buf *b, int n, Expr *const *args) {
     for (int i = 0; i < n; i++) {
         if (i)
             buf_puts(b, ", ");
-        print_expr(b, args[i], PREC_REDUCE);
+        print_expr(b, args[i], PREC_NONE);
     }
 }
 
@@ -335,7 +300,7 @@ static void print_reduce(Buf *b, const Expr *e) {
         const Axis *a = e->u.red.axes[i];
         buf_printf(b, "%s%s < ", i ? ", " : "", a->name);
         if (a->extent)
-            print_expr(b, a->extent, PREC_REDUCE);
+            print_expr(b, a->extent, PREC_NONE);
         else
             buf_puts(b, "?");
     }
@@ -374,7 +339,7 @@ static void print_expr(Buf *b, const Expr *e, int min_prec) {
     case EX_NOT:
         buf_puts(b, info->text);
         /* a unary operand gets parentheses: "-(-x)", never "--x" */
-        print_expr(b, e->args[0], PREC_PRIMARY);
+        print_expr(b, e->args[0], PREC_ATOM);
         break;
     case EX_READ:
         buf_printf(b, "%s[", e->u.tensor->name);
@@ -388,12 +353,12 @@ static void print_expr(Buf *b, const Expr *e, int min_prec) {
         break;
     case EX_LOAD:
         buf_printf(b, "%s[", e->u.buf->name);
-        print_expr(b, e->args[0], PREC_REDUCE);
+        print_expr(b, e->args[0], PREC_NONE);
         buf_putc(b, ']');
         break;
     case EX_CAST:
         buf_printf(b, "%s(", rv_dtype_name(e->dtype));
-        print_expr(b, e->args[0], PREC_REDUCE);
+        print_expr(b, e->args[0], PREC_NONE);
         buf_putc(b, ')');
         break;
     case EX_REDUCE:
@@ -450,13 +415,13 @@ static void print_stmt(Buf *b, const Stmt *s, int indent, bool tail) {
         if (s->u.loop.kind != LOOP_SERIAL)
             buf_printf(b, "%s ", lower_loop_kind_name[s->u.loop.kind]);
         buf_printf(b, "for %s in 0..", s->u.loop.var->name);
-        print_expr(b, s->u.loop.extent, PREC_REDUCE);
+        print_expr(b, s->u.loop.extent, PREC_NONE);
         buf_puts(b, ":\n");
         print_stmt(b, s->u.loop.body, indent + 2, true);
         break;
     case ST_IF:
         buf_puts(b, "if ");
-        print_expr(b, s->u.if_.cond, PREC_REDUCE);
+        print_expr(b, s->u.if_.cond, PREC_NONE);
         buf_puts(b, ":\n");
         print_stmt(b, s->u.if_.then_s, indent + 2, true);
         if (s->u.if_.else_s) {
@@ -467,20 +432,20 @@ static void print_stmt(Buf *b, const Stmt *s, int indent, bool tail) {
         break;
     case ST_LET:
         buf_printf(b, "let %s = ", s->u.let.var->name);
-        print_expr(b, s->u.let.value, PREC_REDUCE);
+        print_expr(b, s->u.let.value, PREC_NONE);
         print_scope_body(b, s->u.let.body, indent, tail);
         break;
     case ST_STORE:
         buf_printf(b, "%s[", s->u.store.buf->name);
-        print_expr(b, s->u.store.index, PREC_REDUCE);
+        print_expr(b, s->u.store.index, PREC_NONE);
         buf_puts(b, "] = ");
-        print_expr(b, s->u.store.value, PREC_REDUCE);
+        print_expr(b, s->u.store.value, PREC_NONE);
         buf_putc(b, '\n');
         break;
     case ST_ALLOC: {
         const Buffer *buf = s->u.alloc.buf;
         buf_printf(b, "allocate %s: %s[", buf->name, rv_dtype_name(buf->dtype));
-        print_expr(b, buf->size, PREC_REDUCE);
+        print_expr(b, buf->size, PREC_NONE);
         buf_printf(b, "] %s", scope_name[buf->scope]);
         print_scope_body(b, s->u.alloc.body, indent, tail);
         break;
