@@ -20,23 +20,12 @@
  * (`i*2304 + j + 5 - k`). The pair x/c*c + x%c (and its floor twin) is
  * recombined into x.
  *
- * Bounds. To bound a linear form, the prover first eliminates atoms
- * symbolically and only then falls back to numbers, so common atoms cancel:
- * inside `for i in 0..T*16`, i - T*16 <= (T*16 - 1) - T*16 = -1 proves
- * `i < T*16` for every T. Elimination replaces, one at a time: a let
- * variable by its value; a loop variable by 0 or extent - 1 (innermost
- * first: a variable's extent mentions only outer ones); a UF value by its
- * declared lo/hi; and k*c*(x/c) by k*x or k*(x - c + 1) (c*(x/c) lies in
- * [x - c + 1, x], for floordiv always and for `/` when x >= 0), which is
- * what proves `io*32 + ii < ceildiv(N, 32)*32`. Two orders are tried (loop
- * variables before divisions and after) and the better bound kept; a
- * min/max/select atom is split into its arms (a bounded number of times).
- * Every intermediate form is also bounded by numeric intervals of its
- * atoms (declared ranges, extents, and the usual interval rules for
- * products, divisions, remainders, min/max, select, abs and casts), and
- * the best bound wins. Everything is exact i64 arithmetic; an overflow
- * makes a bound unknown, never wrong. A comparison is decided on its
- * gcd-normalized form, so the answer does not depend on scaling.
+ * Bounds (interval.c) come from the declared ranges of sizes and UF
+ * values and the extents of loop variables in scope, after eliminating
+ * atoms symbolically so that common atoms cancel: inside
+ * `for i in 0..T*16`, `i < T*16` holds for every T. A comparison is
+ * decided on its gcd-normalized form, so the answer does not depend on
+ * scaling.
  *
  * What it does not prove: facts that need relations between atoms beyond
  * their declared ranges. `io*32 + ii < N` in a non-dividing split is not
@@ -83,47 +72,8 @@
 
 /* ---- the context ---- */
 
-/* What is known about a variable in the current scope. */
-typedef struct Binding {
-    Expr *extent; /* a loop variable: 0 <= var < extent */
-    Expr *value;  /* a let variable with a pure value: var == value */
-    bool opaque;  /* a let value or loop extent that loads: only lo..hi is known */
-    bool known;
-    int64_t lo, hi;
-} Binding;
-
-typedef struct Ival {
-    bool ok;
-    int64_t lo, hi;
-} Ival;
-
-typedef struct Term {
-    Expr *x;
-    int64_t c;
-} Term;
-
-/* c0 + sum t[i].c * t[i].x, atoms in increasing id, no zero coefficient. */
-typedef struct Lin {
-    int64_t c0;
-    int n;
-    Term t[];
-} Lin;
-
-typedef struct Simp {
-    Module *m;
-    Arena *scratch;    /* Lins, Ivals, Bindings: freed with the context */
-    PtrMap lins;       /* Expr -> Lin: structural, valid for the whole run */
-    PtrMap memo;       /* Expr -> simplified Expr: valid in the current scope */
-    PtrMap ivals;      /* Expr -> Ival: valid in the current scope */
-    PtrMap binds;      /* Axis -> Binding (NULL: unbound) */
-    PtrMap loads;      /* Expr -> whether it loads from a buffer that changes */
-    PtrMap stored;     /* Buffer -> stored to somewhere in the statement */
-    bool stmt_mode;    /* lower_simplify (else lower_simplify_expr) */
-    Vec(Expr *) facts; /* conditions known to hold here */
-    int branch_depth;  /* min/max/select splits in progress */
-} Simp;
-
-static const Lin lin_zero;
+/* The form 0, the usual second operand of lower_lin_comb. */
+const Lin lower_lin_zero = {0};
 
 /* Bindings and facts change what the memos mean: forget them. */
 static void scope_changed(Simp *S) {
@@ -144,9 +94,6 @@ static void unbind(Simp *S, Axis *a, Binding *old) {
     scope_changed(S);
 }
 
-static Expr *simp(Simp *S, Expr *e);
-static Ival ival_of(Simp *S, Expr *e);
-
 /* Is a load from b the same value wherever it is evaluated? In the
  * statement pass: when nothing in the statement stores to b (calls count
  * as stores to all their buffers). For a lone expression: when b holds a
@@ -161,14 +108,14 @@ static bool stable_buffer(Simp *S, const Buffer *b) {
  * between two points of a statement, so it is only ever used where it is
  * evaluated: never as a let's value or a loop's extent further down, never
  * as a branch fact. */
-static bool loads_mutable(Simp *S, Expr *e) {
+bool lower_loads_mutable(Simp *S, Expr *e) {
     static char yes, no;
     void *v = ptrmap_get(&S->loads, e);
     if (v)
         return v == &yes;
     bool r = e->kind == EX_LOAD && !stable_buffer(S, e->u.buf);
     for (int i = 0; i < e->n && !r; i++)
-        r = loads_mutable(S, e->args[i]);
+        r = lower_loads_mutable(S, e->args[i]);
     ptrmap_put(&S->loads, e, r ? &yes : &no);
     return r;
 }
@@ -177,32 +124,6 @@ static bool loads_mutable(Simp *S, Expr *e) {
 
 static bool is_int_expr(const Expr *e) {
     return ir_is_int(e->dtype);
-}
-
-/* floor(a / c) and the matching non-negative remainder, for c > 0. */
-static int64_t fdiv(int64_t a, int64_t c) {
-    int64_t q = a / c;
-    if (a % c != 0 && a < 0)
-        q--;
-    return q;
-}
-
-static int64_t fmod_pos(int64_t a, int64_t c) {
-    int64_t r = a % c;
-    return r < 0 ? r + c : r;
-}
-
-static int64_t gcd64(int64_t a, int64_t b) {
-    if (a < 0)
-        a = -a;
-    if (b < 0)
-        b = -b;
-    while (b) {
-        int64_t t = a % b;
-        a = b;
-        b = t;
-    }
-    return a;
 }
 
 static bool fits_i32(int64_t v) {
@@ -231,7 +152,7 @@ static const Lin *lin_atom(Simp *S, Expr *x) {
 }
 
 /* ka*a + kb*b, merging equal atoms; NULL on overflow. */
-static const Lin *lin_comb(Simp *S, int64_t ka, const Lin *a, int64_t kb, const Lin *b) {
+const Lin *lower_lin_comb(Simp *S, int64_t ka, const Lin *a, int64_t kb, const Lin *b) {
     if (!a || !b)
         return NULL;
     Lin *r = lin_new(S, a->n + b->n);
@@ -269,8 +190,8 @@ static const Lin *lin_comb(Simp *S, int64_t ka, const Lin *a, int64_t kb, const 
     return r;
 }
 
-static const Lin *lin_add_const(Simp *S, const Lin *a, int64_t c) {
-    return lin_comb(S, 1, a, 1, lin_const(S, c));
+const Lin *lower_lin_add_const(Simp *S, const Lin *a, int64_t c) {
+    return lower_lin_comb(S, 1, a, 1, lin_const(S, c));
 }
 
 /* a without its term i. */
@@ -283,11 +204,9 @@ static const Lin *lin_drop(Simp *S, const Lin *a, int i) {
 }
 
 /* a with its term i replaced by the form `by`. */
-static const Lin *lin_replace(Simp *S, const Lin *a, int i, const Lin *by) {
-    return by ? lin_comb(S, 1, lin_drop(S, a, i), 1, by) : NULL;
+const Lin *lower_lin_replace(Simp *S, const Lin *a, int i, const Lin *by) {
+    return by ? lower_lin_comb(S, 1, lin_drop(S, a, i), 1, by) : NULL;
 }
-
-static const Lin *lin_of(Simp *S, Expr *e);
 
 static bool same_division(const Expr *d, ExprKind k, const Expr *x, const Expr *c) {
     return d->kind == k && d->args[0] == x && d->args[1] == c;
@@ -310,7 +229,7 @@ static const Lin *merge_divmod(Simp *S, const Lin *L) {
                     continue;
                 int hi = i > j ? i : j, lo = i > j ? j : i;
                 const Lin *rest = lin_drop(S, lin_drop(S, L, hi), lo);
-                L = lin_comb(S, 1, rest, k, lin_of(S, r->args[0]));
+                L = lower_lin_comb(S, 1, rest, k, lower_lin_of(S, r->args[0]));
                 again = 1;
                 break;
             }
@@ -321,7 +240,7 @@ static const Lin *merge_divmod(Simp *S, const Lin *L) {
 
 /* The linear form of an integer expression, read structurally (exact
  * algebra, so it does not depend on the scope). */
-static const Lin *lin_of(Simp *S, Expr *e) {
+const Lin *lower_lin_of(Simp *S, Expr *e) {
     const Lin *L = ptrmap_get(&S->lins, e);
     if (L)
         return L;
@@ -331,19 +250,19 @@ static const Lin *lin_of(Simp *S, Expr *e) {
         L = lin_const(S, e->u.ival);
         break;
     case EX_ADD:
-        L = lin_comb(S, 1, lin_of(S, e->args[0]), 1, lin_of(S, e->args[1]));
+        L = lower_lin_comb(S, 1, lower_lin_of(S, e->args[0]), 1, lower_lin_of(S, e->args[1]));
         break;
     case EX_SUB:
-        L = lin_comb(S, 1, lin_of(S, e->args[0]), -1, lin_of(S, e->args[1]));
+        L = lower_lin_comb(S, 1, lower_lin_of(S, e->args[0]), -1, lower_lin_of(S, e->args[1]));
         break;
     case EX_NEG:
-        L = lin_comb(S, -1, lin_of(S, e->args[0]), 0, &lin_zero);
+        L = lower_lin_comb(S, -1, lower_lin_of(S, e->args[0]), 0, &lower_lin_zero);
         break;
     case EX_MUL:
         if (ir_is_const_int(e->args[1], &k))
-            L = lin_comb(S, k, lin_of(S, e->args[0]), 0, &lin_zero);
+            L = lower_lin_comb(S, k, lower_lin_of(S, e->args[0]), 0, &lower_lin_zero);
         else if (ir_is_const_int(e->args[0], &k))
-            L = lin_comb(S, k, lin_of(S, e->args[1]), 0, &lin_zero);
+            L = lower_lin_comb(S, k, lower_lin_of(S, e->args[1]), 0, &lower_lin_zero);
         break;
     default:
         break;
@@ -393,425 +312,6 @@ static Expr *lin_to_expr(Simp *S, const Lin *L, rv_dtype t) {
         acc =
             acc ? ir_binary(m, EX_SUB, acc, ir_const_int(m, t, -L->c0)) : ir_const_int(m, t, L->c0);
     return acc ? acc : ir_const_int(m, t, 0);
-}
-
-/* ---- bounds of linear forms ---- */
-
-static Binding *binding_of(Simp *S, const Axis *a) {
-    return ptrmap_get(&S->binds, a);
-}
-
-/* The extent of a loop variable in scope, or its axis's own extent; NULL
- * when unknown or when it loads (see loads_mutable). */
-static Expr *var_extent(Simp *S, const Axis *a) {
-    Binding *b = binding_of(S, a);
-    if (b)
-        return b->extent;
-    return a->extent && !loads_mutable(S, a->extent) ? simp(S, a->extent) : NULL;
-}
-
-/* The declared range bound of a UF value: a UF call, or a load from the
- * buffer that holds a UF's values. */
-static Ufun *uf_of(const Expr *x) {
-    if (x->kind == EX_UFCALL)
-        return x->u.uf;
-    if (x->kind == EX_LOAD && x->u.buf->uf)
-        return x->u.buf->uf;
-    return NULL;
-}
-
-/* The order in which atoms are eliminated (see the file comment). */
-typedef enum ElimClass { EL_NONE, EL_LET, EL_VAR, EL_UF, EL_DIV } ElimClass;
-
-static ElimClass elim_class(Simp *S, const Term *t) {
-    Expr *x = t->x;
-    int64_t c;
-    switch (x->kind) {
-    case EX_VAR: {
-        Binding *b = binding_of(S, x->u.axis);
-        if (b && b->value)
-            return EL_LET;
-        if (b && b->opaque)
-            return EL_NONE;
-        return var_extent(S, x->u.axis) ? EL_VAR : EL_NONE;
-    }
-    case EX_DIV:
-    case EX_FLOORDIV:
-        if (!ir_is_const_int(x->args[1], &c) || c <= 1)
-            return EL_NONE;
-        if (x->kind == EX_DIV) {
-            Ival iv = ival_of(S, x->args[0]);
-            if (!iv.ok || iv.lo < 0)
-                return EL_NONE;
-        }
-        return EL_DIV;
-    default: {
-        Ufun *f = uf_of(x);
-        return f && f->lo && f->hi ? EL_UF : EL_NONE;
-    }
-    }
-}
-
-/* The form that bounds term t from above (upper) or below. */
-static const Lin *elim_term(Simp *S, const Term *t, ElimClass cl, bool upper) {
-    Expr *x = t->x;
-    bool up = (t->c > 0) == upper; /* the bound of x we need */
-    switch (cl) {
-    case EL_LET:
-        return lin_comb(S, t->c, lin_of(S, binding_of(S, x->u.axis)->value), 0, &lin_zero);
-    case EL_VAR:
-        if (!up)
-            return &lin_zero;
-        return lin_comb(S, t->c, lin_add_const(S, lin_of(S, var_extent(S, x->u.axis)), -1), 0,
-                        &lin_zero);
-    case EL_UF: {
-        Ufun *f = uf_of(x);
-        return lin_comb(S, t->c, lin_of(S, simp(S, up ? f->hi : f->lo)), 0, &lin_zero);
-    }
-    case EL_DIV: {
-        /* c*(x0/c) in [x0 - c + 1, x0] */
-        int64_t c = x->args[1]->u.ival, s = t->c / c;
-        const Lin *x0 = lin_of(S, x->args[0]);
-        bool hi = (s > 0) == upper;
-        return lin_comb(S, s, hi ? x0 : lin_add_const(S, x0, 1 - c), 0, &lin_zero);
-    }
-    default:
-        RV_UNREACHABLE();
-    }
-}
-
-/* Picks the next term to eliminate: lets, then loop variables (innermost,
- * i.e. highest axis id, first), UF values and divisions, or divisions
- * before variables. -1 when none. */
-static int pick_term(Simp *S, const Lin *L, bool divs_first, bool *saw_div, ElimClass *cls) {
-    static const ElimClass order[2][4] = {{EL_LET, EL_VAR, EL_UF, EL_DIV},
-                                          {EL_LET, EL_DIV, EL_VAR, EL_UF}};
-    ElimClass cl[64];
-    int n = L->n < 64 ? L->n : 64;
-    for (int i = 0; i < n; i++) {
-        cl[i] = elim_class(S, &L->t[i]);
-        if (cl[i] == EL_DIV)
-            *saw_div = true;
-    }
-    for (int o = 0; o < 4; o++) {
-        int best = -1;
-        for (int i = 0; i < n; i++) {
-            if (cl[i] != order[divs_first][o])
-                continue;
-            if (best < 0 || (cl[i] == EL_VAR && L->t[i].x->u.axis->id > L->t[best].x->u.axis->id))
-                best = i;
-        }
-        if (best >= 0) {
-            *cls = cl[best];
-            return best;
-        }
-    }
-    return -1;
-}
-
-static bool lin_bound(Simp *S, const Lin *L, bool upper, int64_t *out);
-
-/* Sum of the atoms' numeric intervals. */
-static bool numeric_bound(Simp *S, const Lin *L, bool upper, int64_t *out) {
-    int64_t acc = L->c0;
-    for (int i = 0; i < L->n; i++) {
-        Ival iv = ival_of(S, L->t[i].x);
-        if (!iv.ok)
-            return false;
-        int64_t c = L->t[i].c, v;
-        int64_t use = (c > 0) == upper ? iv.hi : iv.lo;
-        if (__builtin_mul_overflow(c, use, &v) || __builtin_add_overflow(acc, v, &acc))
-            return false;
-    }
-    *out = acc;
-    return true;
-}
-
-static void keep_best(bool upper, bool ok, int64_t v, bool *have, int64_t *best) {
-    if (!ok)
-        return;
-    if (!*have || (upper ? v < *best : v > *best))
-        *best = v;
-    *have = true;
-}
-
-/* Splits the first min/max/select atom into its arms. A bound that holds
- * for the arm the atom may take is valid: for select and for the "loose"
- * side of min/max both arms must be bounded (the worse counts); for the
- * "tight" side (an upper bound of min, a lower bound of max) either arm
- * alone bounds the atom (the better counts). */
-static bool branch_bound(Simp *S, const Lin *L, bool upper, int64_t *out) {
-    if (S->branch_depth >= 2)
-        return false;
-    for (int i = 0; i < L->n; i++) {
-        Expr *x = L->t[i].x;
-        int64_t c = L->t[i].c;
-        if (x->kind != EX_MIN && x->kind != EX_MAX && x->kind != EX_SELECT)
-            continue;
-        Expr *arm[2] = {x->args[x->kind == EX_SELECT], x->args[1 + (x->kind == EX_SELECT)]};
-        bool tight =
-            (x->kind == EX_MIN && (c > 0) == upper) || (x->kind == EX_MAX && (c > 0) != upper);
-        int64_t v[2];
-        bool ok[2];
-        S->branch_depth++;
-        for (int a = 0; a < 2; a++) {
-            const Lin *r = lin_replace(S, L, i, lin_comb(S, c, lin_of(S, arm[a]), 0, &lin_zero));
-            ok[a] = r && lin_bound(S, r, upper, &v[a]);
-        }
-        S->branch_depth--;
-        bool have = false;
-        if (tight) {
-            keep_best(upper, ok[0], v[0], &have, out);
-            keep_best(upper, ok[1], v[1], &have, out);
-            return have;
-        }
-        if (!ok[0] || !ok[1])
-            return false;
-        *out = upper ? (v[0] > v[1] ? v[0] : v[1]) : (v[0] < v[1] ? v[0] : v[1]);
-        return true;
-    }
-    return false;
-}
-
-/* A bound v of scale*L as a bound of L (L is an integer: round inwards). */
-static int64_t scaled_back(int64_t v, int64_t scale, bool upper) {
-    return upper || v == INT64_MIN ? fdiv(v, scale) : -fdiv(-v, scale);
-}
-
-static bool branchable(const Lin *L) {
-    for (int i = 0; i < L->n; i++)
-        if (L->t[i].x->kind == EX_MIN || L->t[i].x->kind == EX_MAX || L->t[i].x->kind == EX_SELECT)
-            return true;
-    return false;
-}
-
-/* One elimination order, with numbers at every step. A min/max/select
- * atom is split where it enters the form (at the start, or as part of a
- * variable's extent), before the other atoms it could cancel with are
- * eliminated: inside `for t in 0..min(32, N - io*32)`, io*32 + t - N is
- * split while io is still there to cancel. */
-static bool bound_in_order(Simp *S, const Lin *L, bool upper, bool divs_first, bool *saw_div,
-                           int64_t *out) {
-    bool have = false, ok, split = branchable(L);
-    int64_t v = 0, scale = 1; /* L is scale times the form asked about */
-    for (int step = 0; step < 64 && L->n; step++) {
-        if (split) {
-            ok = branch_bound(S, L, upper, &v);
-            keep_best(upper, ok, scaled_back(v, scale, upper), &have, out);
-        }
-        /* every intermediate form bounds L; a division's own interval may
-         * be tighter than what eliminating it gives */
-        ok = numeric_bound(S, L, upper, &v);
-        keep_best(upper, ok, scaled_back(v, scale, upper), &have, out);
-        ElimClass cl;
-        int i = pick_term(S, L, divs_first, saw_div, &cl);
-        if (i < 0)
-            break;
-        if (cl == EL_DIV) {
-            /* k*(x/c) with c not dividing k: scale the form by c/gcd(k, c)
-             * first (the bound is divided back, rounding inwards), so the
-             * answer does not depend on how the form was scaled */
-            int64_t c = L->t[i].x->args[1]->u.ival, f = c / gcd64(L->t[i].c, c);
-            if (f > 1 && (__builtin_mul_overflow(scale, f, &scale) || scale > (1 << 20) ||
-                          !(L = lin_comb(S, f, L, 0, &lin_zero))))
-                return have;
-        }
-        const Lin *by = elim_term(S, &L->t[i], cl, upper);
-        L = lin_replace(S, L, i, by);
-        if (!L)
-            return have;
-        split = by && branchable(by);
-    }
-    ok = numeric_bound(S, L, upper, &v);
-    keep_best(upper, ok, scaled_back(v, scale, upper), &have, out);
-    return have;
-}
-
-/* The best bound (least upper or greatest lower) of L that the context
- * proves; false when none is known. */
-static bool lin_bound(Simp *S, const Lin *L, bool upper, int64_t *out) {
-    if (L->n == 0) {
-        *out = L->c0;
-        return true;
-    }
-    bool saw_div = false, have = false, ok;
-    int64_t v = 0;
-    ok = bound_in_order(S, L, upper, false, &saw_div, &v);
-    keep_best(upper, ok, v, &have, out);
-    if (saw_div) {
-        ok = bound_in_order(S, L, upper, true, &saw_div, &v);
-        keep_best(upper, ok, v, &have, out);
-    }
-    return have;
-}
-
-/* ---- numeric intervals of atoms ---- */
-
-static Ival ival_none(void) {
-    return (Ival){false, 0, 0};
-}
-
-static Ival ival_make(int64_t lo, int64_t hi) {
-    return (Ival){true, lo, hi};
-}
-
-static Ival ival_mul(Ival a, Ival b) {
-    int64_t c[4];
-    if (!a.ok || !b.ok || __builtin_mul_overflow(a.lo, b.lo, &c[0]) ||
-        __builtin_mul_overflow(a.lo, b.hi, &c[1]) || __builtin_mul_overflow(a.hi, b.lo, &c[2]) ||
-        __builtin_mul_overflow(a.hi, b.hi, &c[3]))
-        return ival_none();
-    Ival r = ival_make(c[0], c[0]);
-    for (int i = 1; i < 4; i++) {
-        r.lo = c[i] < r.lo ? c[i] : r.lo;
-        r.hi = c[i] > r.hi ? c[i] : r.hi;
-    }
-    return r;
-}
-
-/* Quotient of intervals, the divisor not containing 0. Truncating and
- * floor division are both monotone in each operand on such a box, so the
- * extremes are at its corners. */
-static Ival ival_div(Ival a, Ival b, bool floor) {
-    if (!a.ok || !b.ok || (b.lo <= 0 && b.hi >= 0))
-        return ival_none();
-    int64_t xs[2] = {a.lo, a.hi}, ys[2] = {b.lo, b.hi};
-    Ival r = {false, 0, 0};
-    for (int i = 0; i < 2; i++)
-        for (int j = 0; j < 2; j++) {
-            if (xs[i] == INT64_MIN && ys[j] == -1)
-                return ival_none();
-            int64_t q = xs[i] / ys[j];
-            if (floor && xs[i] % ys[j] != 0 && ((xs[i] < 0) != (ys[j] < 0)))
-                q--;
-            if (!r.ok || q < r.lo)
-                r.lo = q;
-            if (!r.ok || q > r.hi)
-                r.hi = q;
-            r.ok = true;
-        }
-    return r;
-}
-
-/* Remainder of intervals, the divisor not containing 0. */
-static Ival ival_mod(Ival a, Ival b, bool floor) {
-    if (!a.ok || !b.ok || (b.lo <= 0 && b.hi >= 0) || b.lo == INT64_MIN)
-        return ival_none();
-    int64_t mb = (b.hi > -b.lo ? b.hi : -b.lo) - 1; /* largest |remainder| */
-    if (b.lo == b.hi && b.lo > 0 && (a.lo >= 0 || floor) &&
-        fdiv(a.lo, b.lo) == fdiv(a.hi, b.lo)) /* one period: exact */
-        return ival_make(fmod_pos(a.lo, b.lo), fmod_pos(a.hi, b.lo));
-    if (floor) {
-        if (b.lo > 0)
-            return a.lo >= 0 ? ival_make(0, a.hi < mb ? a.hi : mb) : ival_make(0, mb);
-        return a.hi <= 0 ? ival_make(a.lo > -mb ? a.lo : -mb, 0) : ival_make(-mb, 0);
-    }
-    /* C remainder: the dividend's sign, magnitude below |divisor| */
-    int64_t lo = a.lo > 0 ? 0 : (a.lo > -mb ? a.lo : -mb);
-    int64_t hi = a.hi < 0 ? 0 : (a.hi < mb ? a.hi : mb);
-    return ival_make(lo, hi);
-}
-
-/* The interval of one atom from its kind (no symbolic reasoning; sums are
- * never atoms, except where their linear form overflowed: unknown). */
-static Ival atom_ival(Simp *S, Expr *x) {
-    Ival a, b;
-    switch (x->kind) {
-    case EX_CONST_INT:
-        return ival_make(x->u.ival, x->u.ival);
-    case EX_SIZE:
-        return ival_make(x->u.size->lo, x->u.size->hi);
-    case EX_VAR: {
-        Binding *bd = binding_of(S, x->u.axis);
-        if (bd && bd->value)
-            return ival_of(S, bd->value);
-        if (bd && bd->opaque)
-            return bd->known ? ival_make(bd->lo, bd->hi) : ival_none();
-        Expr *ext = var_extent(S, x->u.axis);
-        if (!ext)
-            return ival_none();
-        a = ival_of(S, ext);
-        return a.ok && a.hi >= 1 ? ival_make(0, a.hi - 1) : ival_none();
-    }
-    case EX_UFCALL:
-    case EX_LOAD: {
-        Ufun *f = uf_of(x);
-        if (!f || !f->lo || !f->hi)
-            return ival_none();
-        a = ival_of(S, simp(S, f->lo));
-        b = ival_of(S, simp(S, f->hi));
-        return a.ok && b.ok ? ival_make(a.lo, b.hi) : ival_none();
-    }
-    case EX_CAST:
-        if (x->args[0]->dtype == RV_BOOL)
-            return ival_make(0, 1);
-        if (!is_int_expr(x->args[0]))
-            return ival_none();
-        a = ival_of(S, x->args[0]);
-        if (a.ok && x->dtype == RV_I32 && (!fits_i32(a.lo) || !fits_i32(a.hi)))
-            return ival_make(INT32_MIN, INT32_MAX);
-        return a;
-    case EX_MUL:
-        return ival_mul(ival_of(S, x->args[0]), ival_of(S, x->args[1]));
-    case EX_DIV:
-    case EX_FLOORDIV:
-        return ival_div(ival_of(S, x->args[0]), ival_of(S, x->args[1]), x->kind == EX_FLOORDIV);
-    case EX_MOD:
-    case EX_FLOORMOD:
-        return ival_mod(ival_of(S, x->args[0]), ival_of(S, x->args[1]), x->kind == EX_FLOORMOD);
-    case EX_MIN:
-    case EX_MAX:
-    case EX_SELECT: {
-        int k = x->kind == EX_SELECT;
-        a = ival_of(S, x->args[k]);
-        b = ival_of(S, x->args[k + 1]);
-        if (!a.ok || !b.ok)
-            return ival_none();
-        if (x->kind == EX_MIN)
-            return ival_make(a.lo < b.lo ? a.lo : b.lo, a.hi < b.hi ? a.hi : b.hi);
-        if (x->kind == EX_MAX)
-            return ival_make(a.lo > b.lo ? a.lo : b.lo, a.hi > b.hi ? a.hi : b.hi);
-        return ival_make(a.lo < b.lo ? a.lo : b.lo, a.hi > b.hi ? a.hi : b.hi);
-    }
-    case EX_ABS:
-        a = ival_of(S, x->args[0]);
-        if (!a.ok || a.lo == INT64_MIN)
-            return ival_none();
-        if (a.lo >= 0)
-            return a;
-        if (a.hi <= 0)
-            return ival_make(-a.hi, -a.lo);
-        return ival_make(0, -a.lo > a.hi ? -a.lo : a.hi);
-    default:
-        return ival_none();
-    }
-}
-
-/* The interval of an integer expression in the current scope: symbolic
- * elimination over its linear form, or the atom rules for an atom. */
-static Ival ival_of(Simp *S, Expr *e) {
-    if (!is_int_expr(e))
-        return ival_none();
-    Ival *memo = ptrmap_get(&S->ivals, e);
-    if (memo)
-        return *memo;
-    memo = arena_alloc(S->scratch, sizeof(Ival));
-    ptrmap_put(&S->ivals, e, memo); /* "unknown" while in progress: no cycles */
-    int depth = S->branch_depth;    /* a memoized answer must not depend on */
-    S->branch_depth = 0;            /* where it was first asked */
-    const Lin *L = lin_of(S, e);
-    Ival r;
-    if (L->n == 1 && L->c0 == 0 && L->t[0].c == 1 && L->t[0].x == e) {
-        r = atom_ival(S, e);
-    } else {
-        r.ok = lin_bound(S, L, false, &r.lo) && lin_bound(S, L, true, &r.hi);
-    }
-    if (r.ok && r.lo > r.hi) /* an empty range: only in code that never runs */
-        r.ok = false;
-    S->branch_depth = depth;
-    memo = ptrmap_get(&S->ivals, e); /* the table may have grown */
-    *memo = r;
-    return r;
 }
 
 /* ---- rewriting ---- */
@@ -872,7 +372,8 @@ static Expr *simp_cmp(Simp *S, ExprKind k, Expr *a, Expr *b) {
         b = t;
         k = k == EX_GT ? EX_LT : EX_LE;
     }
-    const Lin *d = merge_divmod(S, lin_comb(S, 1, lin_of(S, a), -1, lin_of(S, b)));
+    const Lin *d =
+        merge_divmod(S, lower_lin_comb(S, 1, lower_lin_of(S, a), -1, lower_lin_of(S, b)));
     if (!d || d->c0 == INT64_MIN)
         return ir_binary(m, k, a, b);
     /* d OP 0 with the gcd of the coefficients divided out and the constant
@@ -881,14 +382,14 @@ static Expr *simp_cmp(Simp *S, ExprKind k, Expr *a, Expr *b) {
      * result the same however the comparison was scaled. */
     int64_t g = 0;
     for (int i = 0; i < d->n; i++)
-        g = gcd64(g, d->t[i].c);
+        g = lower_gcd64(g, d->t[i].c);
     Lin *D = lin_new(S, d->n);
     D->c0 = d->c0;
     if (g > 1) {
         if (k == EX_LT)
-            D->c0 = fdiv(d->c0, g);
+            D->c0 = lower_fdiv(d->c0, g);
         else if (k == EX_LE)
-            D->c0 = -fdiv(-d->c0, g);
+            D->c0 = -lower_fdiv(-d->c0, g);
         else if (d->c0 % g != 0)
             return ir_bool(m, k == EX_NE);
         else
@@ -905,7 +406,7 @@ static Expr *simp_cmp(Simp *S, ExprKind k, Expr *a, Expr *b) {
         D->c0 = -D->c0;
 
     int64_t lo, hi;
-    bool okl = lin_bound(S, D, false, &lo), okh = lin_bound(S, D, true, &hi);
+    bool okl = lower_lin_bound(S, D, false, &lo), okh = lower_lin_bound(S, D, true, &hi);
     switch (k) {
     case EX_LT:
         if (okh && hi < 0)
@@ -946,11 +447,12 @@ static Expr *simp_cmp(Simp *S, ExprKind k, Expr *a, Expr *b) {
 static Expr *simp_minmax(Simp *S, ExprKind k, Expr *a, Expr *b) {
     if (a == b)
         return a;
-    const Lin *d = merge_divmod(S, lin_comb(S, 1, lin_of(S, a), -1, lin_of(S, b)));
+    const Lin *d =
+        merge_divmod(S, lower_lin_comb(S, 1, lower_lin_of(S, a), -1, lower_lin_of(S, b)));
     int64_t v;
-    if (d && lin_bound(S, d, true, &v) && v <= 0) /* a <= b */
+    if (d && lower_lin_bound(S, d, true, &v) && v <= 0) /* a <= b */
         return k == EX_MIN ? a : b;
-    if (d && lin_bound(S, d, false, &v) && v >= 0) /* a >= b */
+    if (d && lower_lin_bound(S, d, false, &v) && v >= 0) /* a >= b */
         return k == EX_MIN ? b : a;
     if (b->id < a->id) { /* commutative: one order */
         Expr *t = a;
@@ -981,19 +483,19 @@ static Expr *simp_div(Simp *S, ExprKind k, Expr *a, Expr *b);
 static Expr *simp_div_const(Simp *S, ExprKind k, Expr *a, Expr *b, int64_t c) {
     rv_dtype t = a->dtype;
     bool floor = k == EX_FLOORDIV || k == EX_FLOORMOD, quot = k == EX_DIV || k == EX_FLOORDIV;
-    const Lin *L = lin_of(S, a);
+    const Lin *L = lower_lin_of(S, a);
     int64_t lo, hi;
-    bool okl = lin_bound(S, L, false, &lo), okh = lin_bound(S, L, true, &hi);
+    bool okl = lower_lin_bound(S, L, false, &lo), okh = lower_lin_bound(S, L, true, &hi);
 
     /* the whole range in one multiple of c: a constant quotient */
     if (okl && okh) {
-        int64_t qlo = floor ? fdiv(lo, c) : lo / c, qhi = floor ? fdiv(hi, c) : hi / c;
+        int64_t qlo = floor ? lower_fdiv(lo, c) : lo / c, qhi = floor ? lower_fdiv(hi, c) : hi / c;
         if (qlo == qhi) {
             if (quot)
                 return k_int(S, t, qlo);
             int64_t qc;
             const Lin *rl;
-            if (!__builtin_mul_overflow(qlo, c, &qc) && (rl = lin_add_const(S, L, -qc))) {
+            if (!__builtin_mul_overflow(qlo, c, &qc) && (rl = lower_lin_add_const(S, L, -qc))) {
                 Expr *r = lin_to_expr(S, rl, t);
                 if (r)
                     return r;
@@ -1016,7 +518,7 @@ static Expr *simp_div_const(Simp *S, ExprKind k, Expr *a, Expr *b, int64_t c) {
     bool nonpos = !floor && okh && hi <= 0;
     if (L->c0 == INT64_MIN)
         return ir_binary(S->m, k, a, b);
-    Q->c0 = nonneg || !nonpos ? fdiv(L->c0, c) : -fdiv(-L->c0, c);
+    Q->c0 = nonneg || !nonpos ? lower_fdiv(L->c0, c) : -lower_fdiv(-L->c0, c);
     int64_t qc0;
     if (__builtin_mul_overflow(Q->c0, c, &qc0) || __builtin_sub_overflow(L->c0, qc0, &R->c0))
         return ir_binary(S->m, k, a, b);
@@ -1028,9 +530,9 @@ static Expr *simp_div_const(Simp *S, ExprKind k, Expr *a, Expr *b, int64_t c) {
         if (R->n == 0 && R->c0 == 0)
             split = true;
         else if (nonneg)
-            split = lin_bound(S, R, false, &v) && v >= 0;
+            split = lower_lin_bound(S, R, false, &v) && v >= 0;
         else if (nonpos)
-            split = lin_bound(S, R, true, &v) && v <= 0;
+            split = lower_lin_bound(S, R, true, &v) && v <= 0;
         else
             split = false;
     }
@@ -1040,7 +542,7 @@ static Expr *simp_div_const(Simp *S, ExprKind k, Expr *a, Expr *b, int64_t c) {
             Expr *rest = simp_div(S, k, re, b);
             if (!quot)
                 return rest;
-            const Lin *sum = lin_comb(S, 1, Q, 1, lin_of(S, rest));
+            const Lin *sum = lower_lin_comb(S, 1, Q, 1, lower_lin_of(S, rest));
             Expr *r = sum ? lin_to_expr(S, sum, t) : NULL;
             if (r)
                 return r;
@@ -1066,10 +568,10 @@ static Expr *simp_div(Simp *S, ExprKind k, Expr *a, Expr *b) {
     if (!ir_is_const_int(b, &c)) {
         if (a == b) /* x/x: 1 wherever it is defined */
             return k_int(S, t, quot ? 1 : 0);
-        Ival ia = ival_of(S, a);
-        const Lin *d = lin_comb(S, 1, lin_of(S, a), -1, lin_of(S, b));
+        Ival ia = lower_ival_of(S, a);
+        const Lin *d = lower_lin_comb(S, 1, lower_lin_of(S, a), -1, lower_lin_of(S, b));
         int64_t v;
-        if (ia.ok && ia.lo >= 0 && d && lin_bound(S, d, true, &v) && v < 0) /* 0 <= a < b */
+        if (ia.ok && ia.lo >= 0 && d && lower_lin_bound(S, d, true, &v) && v < 0) /* 0 <= a < b */
             return quot ? k_int(S, t, 0) : a;
         return ir_binary(S->m, k, a, b);
     }
@@ -1088,7 +590,7 @@ static Expr *simp_logic(Simp *S, ExprKind k, Expr *a, Expr *b) {
         if (a->kind == EX_CONST_INT)
             return ir_bool(m, !a->u.ival);
         if (a->kind == EX_NOT || is_int_cmp(a))
-            return simp(S, negation(S, a));
+            return lower_simp(S, negation(S, a));
         return ir_unary(m, EX_NOT, a);
     }
     bool conj = k == EX_AND;
@@ -1161,7 +663,7 @@ static Expr *monomial(Simp *S, Expr *x, Expr *y) {
  * loop-invariant parts separate and equal offsets meet. NULL when the
  * product is left alone. */
 static Expr *expand_product(Simp *S, Expr *a, Expr *b, rv_dtype t) {
-    const Lin *La = lin_of(S, a), *Lb = lin_of(S, b);
+    const Lin *La = lower_lin_of(S, a), *Lb = lower_lin_of(S, b);
     int na = La->n + (La->c0 != 0), nb = Lb->n + (Lb->c0 != 0);
     if (na * nb > 16)
         return NULL;
@@ -1176,11 +678,12 @@ static Expr *expand_product(Simp *S, Expr *a, Expr *b, rv_dtype t) {
                 continue;
             if (__builtin_mul_overflow(cx, cy, &c))
                 return NULL;
-            const Lin *term = !x && !y ? lin_const(S, c)
-                              : !x     ? lin_comb(S, c, lin_atom(S, y), 0, &lin_zero)
-                              : !y     ? lin_comb(S, c, lin_atom(S, x), 0, &lin_zero)
-                                       : lin_comb(S, c, lin_of(S, monomial(S, x, y)), 0, &lin_zero);
-            acc = lin_comb(S, 1, acc, 1, term);
+            const Lin *term =
+                !x && !y ? lin_const(S, c)
+                : !x     ? lower_lin_comb(S, c, lin_atom(S, y), 0, &lower_lin_zero)
+                : !y     ? lower_lin_comb(S, c, lin_atom(S, x), 0, &lower_lin_zero)
+                     : lower_lin_comb(S, c, lower_lin_of(S, monomial(S, x, y)), 0, &lower_lin_zero);
+            acc = lower_lin_comb(S, 1, acc, 1, term);
         }
     }
     acc = merge_divmod(S, acc);
@@ -1190,8 +693,8 @@ static Expr *expand_product(Simp *S, Expr *a, Expr *b, rv_dtype t) {
 /* Rewrites one node whose operands are not yet simplified. */
 static Expr *simp_node(Simp *S, Expr *e) {
     Module *m = S->m;
-    Expr *a = e->n > 0 ? simp(S, e->args[0]) : NULL;
-    Expr *b = e->n > 1 ? simp(S, e->args[1]) : NULL;
+    Expr *a = e->n > 0 ? lower_simp(S, e->args[0]) : NULL;
+    Expr *b = e->n > 1 ? lower_simp(S, e->args[1]) : NULL;
     bool ints = e->n > 0 && is_int_expr(e->args[0]);
     switch (e->kind) {
     case EX_CONST_INT:
@@ -1199,7 +702,7 @@ static Expr *simp_node(Simp *S, Expr *e) {
     case EX_SIZE:
         return e;
     case EX_VAR: {
-        Binding *bd = binding_of(S, e->u.axis);
+        Binding *bd = ptrmap_get(&S->binds, e->u.axis);
         return bd && bd->value && bd->value->kind == EX_CONST_INT ? bd->value : e;
     }
     case EX_ADD:
@@ -1215,12 +718,14 @@ static Expr *simp_node(Simp *S, Expr *e) {
         }
         const Lin *L;
         if (e->kind == EX_NEG)
-            L = lin_comb(S, -1, lin_of(S, a), 0, &lin_zero);
+            L = lower_lin_comb(S, -1, lower_lin_of(S, a), 0, &lower_lin_zero);
         else if (e->kind == EX_MUL)
-            L = ir_is_const_int(b, &k) ? lin_comb(S, k, lin_of(S, a), 0, &lin_zero)
-                                       : lin_comb(S, a->u.ival, lin_of(S, b), 0, &lin_zero);
+            L = ir_is_const_int(b, &k)
+                    ? lower_lin_comb(S, k, lower_lin_of(S, a), 0, &lower_lin_zero)
+                    : lower_lin_comb(S, a->u.ival, lower_lin_of(S, b), 0, &lower_lin_zero);
         else
-            L = lin_comb(S, 1, lin_of(S, a), e->kind == EX_ADD ? 1 : -1, lin_of(S, b));
+            L = lower_lin_comb(S, 1, lower_lin_of(S, a), e->kind == EX_ADD ? 1 : -1,
+                               lower_lin_of(S, b));
         L = L ? merge_divmod(S, L) : NULL;
         Expr *r = L ? lin_to_expr(S, L, e->dtype) : NULL;
         if (r)
@@ -1255,7 +760,7 @@ static Expr *simp_node(Simp *S, Expr *e) {
     case EX_NOT:
         return simp_logic(S, e->kind, a, b);
     case EX_SELECT: {
-        Expr *c = simp(S, e->args[2]);
+        Expr *c = lower_simp(S, e->args[2]);
         if (is_true(a))
             return b;
         if (is_false(a))
@@ -1266,11 +771,11 @@ static Expr *simp_node(Simp *S, Expr *e) {
     }
     case EX_ABS:
         if (ints) {
-            Ival iv = ival_of(S, a);
+            Ival iv = lower_ival_of(S, a);
             if (iv.ok && iv.lo >= 0)
                 return a;
             if (iv.ok && iv.hi <= 0)
-                return simp(S, ir_unary(m, EX_NEG, a));
+                return lower_simp(S, ir_unary(m, EX_NEG, a));
         }
         break;
     case EX_CAST:
@@ -1282,7 +787,7 @@ static Expr *simp_node(Simp *S, Expr *e) {
     Expr *small[8];
     Expr **args = e->n <= 8 ? small : base_xmalloc(sizeof(Expr *) * (size_t)e->n);
     for (int i = 0; i < e->n; i++)
-        args[i] = i == 0 ? a : i == 1 ? b : simp(S, e->args[i]);
+        args[i] = i == 0 ? a : i == 1 ? b : lower_simp(S, e->args[i]);
     Expr *r = ir_rebuild(m, e, args);
     if (args != small)
         base_free(args);
@@ -1290,17 +795,17 @@ static Expr *simp_node(Simp *S, Expr *e) {
 }
 
 /* The simplified form of e in the current scope (memoized). */
-static Expr *simp(Simp *S, Expr *e) {
+Expr *lower_simp(Simp *S, Expr *e) {
     Expr *r = ptrmap_get(&S->memo, e);
     if (r)
         return r;
-    int depth = S->branch_depth; /* as in ival_of */
+    int depth = S->branch_depth; /* as in lower_ival_of */
     S->branch_depth = 0;
     r = simp_node(S, e);
     if (!r) /* a constructor refused the rewrite: keep what was there */
         r = e;
     if (is_int_expr(r) && r->kind != EX_CONST_INT) {
-        Ival iv = ival_of(S, r);
+        Ival iv = lower_ival_of(S, r);
         if (iv.ok && iv.lo == iv.hi)
             r = k_int(S, r->dtype, iv.lo);
     }
@@ -1338,7 +843,7 @@ Expr *lower_simplify_expr(Module *m, Expr *e) {
         return NULL;
     Simp S;
     simp_init(&S, m);
-    Expr *r = simp(&S, e);
+    Expr *r = lower_simp(&S, e);
     simp_free(&S);
     return r;
 }
@@ -1379,9 +884,9 @@ static void push_facts(Simp *S, Expr *c) {
         push_facts(S, c->args[0]);
         push_facts(S, c->args[1]);
     } else if (c->kind == EX_NOT && c->args[0]->kind == EX_OR) {
-        push_facts(S, simp(S, negation(S, c->args[0]->args[0])));
-        push_facts(S, simp(S, negation(S, c->args[0]->args[1])));
-    } else if (c->kind != EX_CONST_INT && !loads_mutable(S, c)) {
+        push_facts(S, lower_simp(S, negation(S, c->args[0]->args[0])));
+        push_facts(S, lower_simp(S, negation(S, c->args[0]->args[1])));
+    } else if (c->kind != EX_CONST_INT && !lower_loads_mutable(S, c)) {
         vec_push(&S->facts, c);
     }
 }
@@ -1423,14 +928,14 @@ static Stmt *simp_stmt(Simp *S, Stmt *s) {
     switch (s->kind) {
     case ST_FOR: {
         Axis *var = s->u.loop.var;
-        Expr *ext = simp(S, s->u.loop.extent);
-        Ival iv = ival_of(S, ext);
+        Expr *ext = lower_simp(S, s->u.loop.extent);
+        Ival iv = lower_ival_of(S, ext);
         if (iv.ok && iv.hi <= 0)
             return NULL;
         if (iv.ok && iv.lo == 1 && iv.hi == 1)
             return with_constant(S, var, k_int(S, RV_I64, 0), s->u.loop.body);
         Binding bd = {0};
-        if (loads_mutable(S, ext)) { /* only its range at loop entry is known */
+        if (lower_loads_mutable(S, ext)) { /* only its range at loop entry is known */
             bd.opaque = true;
             bd.known = iv.ok && iv.hi >= 1;
             bd.hi = iv.hi - 1;
@@ -1447,31 +952,31 @@ static Stmt *simp_stmt(Simp *S, Stmt *s) {
         return lower_for(m, var, ext, s->u.loop.kind, body);
     }
     case ST_IF: {
-        Expr *c = simp(S, s->u.if_.cond);
+        Expr *c = lower_simp(S, s->u.if_.cond);
         if (is_true(c))
             return simp_stmt(S, s->u.if_.then_s);
         if (is_false(c))
             return simp_stmt(S, s->u.if_.else_s);
         Stmt *t = simp_branch(S, c, s->u.if_.then_s);
-        Stmt *e = simp_branch(S, simp(S, negation(S, c)), s->u.if_.else_s);
+        Stmt *e = simp_branch(S, lower_simp(S, negation(S, c)), s->u.if_.else_s);
         if (!t && !e)
             return NULL;
         if (!t)
-            return lower_if(m, simp(S, negation(S, c)), e, NULL);
+            return lower_if(m, lower_simp(S, negation(S, c)), e, NULL);
         if (c == s->u.if_.cond && t == s->u.if_.then_s && e == s->u.if_.else_s)
             return s;
         return lower_if(m, c, t, e);
     }
     case ST_LET: {
         Axis *var = s->u.let.var;
-        Expr *v = simp(S, s->u.let.value);
+        Expr *v = lower_simp(S, s->u.let.value);
         if (v->kind == EX_CONST_INT && v->dtype != RV_BOOL && is_int_expr(v))
             return with_constant(S, var, v, s->u.let.body);
         Binding bd = {0};
         if (!is_int_expr(v)) {
             bd.opaque = true; /* not an index: nothing to know */
-        } else if (loads_mutable(S, v)) {
-            Ival iv = ival_of(S, v);
+        } else if (lower_loads_mutable(S, v)) {
+            Ival iv = lower_ival_of(S, v);
             bd.opaque = true;
             bd.known = iv.ok;
             bd.lo = iv.lo;
@@ -1489,7 +994,7 @@ static Stmt *simp_stmt(Simp *S, Stmt *s) {
         return lower_let(m, var, v, body);
     }
     case ST_STORE: {
-        Expr *i = simp(S, s->u.store.index), *v = simp(S, s->u.store.value);
+        Expr *i = lower_simp(S, s->u.store.index), *v = lower_simp(S, s->u.store.value);
         if (i == s->u.store.index && v == s->u.store.value)
             return s;
         return lower_store(m, s->u.store.buf, i, v);
