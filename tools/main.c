@@ -22,6 +22,21 @@ static const ToolCommand commands[] = {
     {"run", "compile and run; --check compares every output with the interpreter",
      "ravel run FILE.rv [--size NAME=V]... [--input NAME=FILE.npy]... [--random SEED] [--check]",
      cmd_run},
+    {"build", "compile ahead of time to a standalone C library (NAME.c, NAME.h)",
+     "ravel build FILE.rv -o NAME [--shared] [--target c]\n\n"
+     "Writes NAME.c and NAME.h, and copies ravel_rt.h next to them: the kernels\n"
+     "of `ravel emit` plus NAME_run(&args, ctx), which runs them on plain C arrays\n"
+     "(the API is documented at the top of NAME.h). They need only libc and libm.\n"
+     "--shared also compiles libNAME.so with $RAVEL_CC (default cc) and the JIT's\n"
+     "flags (-O3 -march=native ...). NAME may have a directory part, which must exist.",
+     cmd_build},
+    {"bench", "run a benchmark driver of bench/ (ravel bench list)",
+     "ravel bench NAME [ARGS...]\n\n"
+     "Runs the driver built by `make bench-build` (dense, bmm, sgemm, peak) with\n"
+     "ARGS, so the output is the driver's JSON lines. `ravel bench list` shows the\n"
+     "benchmarks and where their drivers are. RAVEL_BENCH_DIR overrides where\n"
+     "the drivers are looked for.",
+     cmd_bench},
 };
 
 static void usage(FILE *f) {

@@ -28,6 +28,12 @@ int cmd_eval(int argc, char **argv);
 int cmd_emit(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 
+/* cmd_build.c */
+int cmd_build(int argc, char **argv);
+
+/* cmd_bench.c */
+int cmd_bench(int argc, char **argv);
+
 /* args.c: parsing shared by the commands */
 typedef struct ToolArgs {
     const char *file;

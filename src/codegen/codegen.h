@@ -22,6 +22,8 @@
  *   c_extern.c the support library for extern calls (matmul_nt, matmul_nn,
  *              softmax_rows), emitted into the translation unit
  *   cuda.c     CUDA C and launch descriptions
+ *   c_aot.c    ahead-of-time output (`ravel build`): the C unit plus host
+ *              code and a header, standalone over ravel_rt.h
  */
 #ifndef RAVEL_CODEGEN_H
 #define RAVEL_CODEGEN_H
@@ -125,6 +127,25 @@ char *cg_c_kernel(const Kernel *k);
 void cg_analyze(CgEmit *e, const Stmt *s, PtrMap *written);
 void cg_emit_stmts(CgEmit *e, const Kernel *k, const Stmt *s, const PtrMap *written, int indent,
                    Buf *out);
+
+/* ---- c_aot.c ---- */
+
+/* A compiled model as a standalone C library: NAME.c and NAME.h. */
+typedef struct CgAot {
+    char *source; /* NAME.c (base_free) */
+    char *header; /* NAME.h (base_free) */
+} CgAot;
+
+/* Wraps unit `u` (cg_c_module over ks[0..n), the module's kernels from
+ * lower_module) into NAME.c and NAME.h: kernels renamed NAME_kernel_X, and
+ * NAME_run, NAME_numel_X, NAME_default_ctx and NAME_fields, which do on
+ * their own what rv_program_run does (see c_aot.c). `name` must be a C
+ * identifier; `src_name` names the source file in comments.
+ * RV_ERR_UNSUPPORTED (with a message) for layouts the host code cannot
+ * walk yet. */
+rv_status cg_c_aot(Module *m, Kernel *const *ks, int n, const CgUnit *u, const char *name,
+                   const char *src_name, CgAot *out);
+void cg_aot_free(CgAot *a);
 
 /* ---- cuda.c ---- */
 

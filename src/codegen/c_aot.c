@@ -1,0 +1,970 @@
+/*
+ * c_aot.c — ahead-of-time output: the translation unit of cg_c_module
+ * wrapped into a standalone C library with a header (`ravel build`).
+ *
+ * The JIT path (src/runtime/program.c) keeps the host-side work — checking
+ * arguments, allocating the AUX arrays, running the preludes, placing
+ * tensors in padded storage, calling the kernels — in ravel's runtime. An
+ * AOT build cannot: its output needs only ravel_rt.h, libc and libm. So
+ * this file writes that host side as C, next to the kernels:
+ *
+ *   NAME_run(args, ctx)    does what rv_program_run does, in the same
+ *                          order: checks sizes and UF values against their
+ *                          declared ranges, gathers one buffer per UF, AUX
+ *                          array and tensor (shared by every kernel naming
+ *                          it), allocates the AUX arrays and runs every
+ *                          prelude, evaluates each tensor buffer's size,
+ *                          places the tensors (an unpadded user array is
+ *                          used in place when 64-byte aligned, otherwise
+ *                          copied; a padded one is packed into zeroed
+ *                          storage and unpacked after), calls the kernels in
+ *                          order and frees what it allocated;
+ *   NAME_numel_X(args)     the elements of X's canonical array (ragged
+ *                          tensors: packed, no padding) — the array
+ *                          `ravel eval` writes and rv_program_run returns;
+ *   NAME_default_ctx()     a serial rv_rt_ctx over aligned_alloc;
+ *   NAME_fields[]          the fields of NAME_args, for generic callers.
+ *
+ * Buffer sizes are the lowering's expressions (Buffer.size: sizes, UF and
+ * AUX loads) printed by cg_expr. Canonical counts and the copies between
+ * canonical arrays and padded storage walk the tensor's own layout: its
+ * axes' extents are tensor-level expressions, whose UF applications are
+ * replaced here by loads from the user's UF array (row-major over a
+ * rectangular domain; a UF with a ragged domain inside a tensor's shape is
+ * reported as unsupported). The walk in storage order needs, like
+ * program.c's store_build, no ragged level inside a padded one.
+ *
+ * Every generated symbol starts with NAME_; the unit's kernels are renamed
+ * from kernel_X to NAME_kernel_X by #define, so several models link into
+ * one program. Locals of the generated host code are named by cg_name
+ * (sizes, UF and AUX arrays, axes) or start with "rv_", which cg_name
+ * never produces.
+ */
+#include <ctype.h>
+#include <string.h>
+
+#include "codegen/codegen.h"
+
+typedef enum FieldKind { FK_SIZE, FK_UFUN, FK_INPUT, FK_OUTPUT, FK_COUNT } FieldKind;
+
+static const char *const field_kind_macro[FK_COUNT] = {"SIZE", "UFUN", "INPUT", "OUTPUT"};
+
+/* One field of NAME_args. */
+typedef struct Field {
+    FieldKind kind;
+    const char *name;  /* the .rv name */
+    const char *cname; /* the C member name */
+    rv_dtype dtype;    /* SIZE: i64 */
+    Size *size;
+    Ufun *uf;
+    Tensor *t;
+    Buffer *ufbuf; /* UFUN: stands for the user's array in tensor-level extents */
+} Field;
+
+typedef enum AotSlotKind { AS_UF, AS_AUX, AS_TENSOR } AotSlotKind;
+
+/* One buffer of a run, shared by every kernel naming the same object (as
+ * program.c's Slot). */
+typedef struct AotSlot {
+    AotSlotKind kind;
+    Buffer *buf;
+    Tensor *t;
+    int field; /* index in fields of its UF / input / output, or -1 */
+} AotSlot;
+
+typedef struct Aot {
+    Module *m;
+    Kernel *const *ks;
+    int n;
+    const CgUnit *u;
+    const char *name; /* the prefix */
+    CgEmit e;
+    Vec(Field) fields;
+    Vec(AotSlot) slots;
+    PtrMap slot_of;  /* Tensor* or Buffer* -> 1 + slot index */
+    PtrMap field_of; /* Size*, Ufun*, Tensor* -> 1 + field index */
+    rv_status st;
+} Aot;
+
+static bool is_padded(const Tensor *t) {
+    for (int k = 0; k < t->ndim; k++)
+        if (t->pad[k] > 1)
+            return true;
+    return false;
+}
+
+static Field *field_of(Aot *a, const void *obj) {
+    intptr_t i = (intptr_t)ptrmap_get(&a->field_of, obj);
+    return i ? &a->fields.data[i - 1] : NULL;
+}
+
+static AotSlot *slot_of(Aot *a, const Buffer *b) {
+    const void *key = b->tensor ? (const void *)b->tensor : (const void *)b;
+    intptr_t i = (intptr_t)ptrmap_get(&a->slot_of, key);
+    return i ? &a->slots.data[i - 1] : NULL;
+}
+
+static int slot_index(Aot *a, const AotSlot *s) {
+    return (int)(s - a->slots.data);
+}
+
+/* ---- fields ---- */
+
+static bool is_c_keyword(const char *s) {
+    static const char *const kw[] = {
+        "auto",     "break",     "case",     "char",      "const",    "continue",  "default",
+        "do",       "double",    "else",     "enum",      "extern",   "float",     "for",
+        "goto",     "if",        "inline",   "int",       "long",     "register",  "restrict",
+        "return",   "short",     "signed",   "sizeof",    "static",   "struct",    "switch",
+        "typedef",  "union",     "unsigned", "void",      "volatile", "while",     "_Bool",
+        "_Complex", "_Alignas",  "_Alignof", "_Atomic",   "_Generic", "_Noreturn", "bool",
+        "class",    "new",       "delete",   "template",  "this",     "operator",  "private",
+        "public",   "protected", "virtual",  "namespace", "true",     "false",     "NULL"};
+    for (int i = 0; i < RV_COUNT(kw); i++)
+        if (strcmp(s, kw[i]) == 0)
+            return true;
+    return false;
+}
+
+/* The dtype lowering gives a UF's array when no kernel shows it (lower.c's
+ * rule: int32 when the declared range fits). */
+static rv_dtype uf_default_dtype(const Ufun *f) {
+    int64_t a, b, c, d;
+    if (ir_int_bounds(f->lo, &a, &b) && ir_int_bounds(f->hi, &c, &d) && a >= INT32_MIN &&
+        d <= INT32_MAX)
+        return RV_I32;
+    return RV_I64;
+}
+
+static void add_field(Aot *a, Field f, const void *obj) {
+    f.cname = is_c_keyword(f.name) ? arena_printf(a->e.arena, "%s_", f.name) : f.name;
+    vec_push(&a->fields, f);
+    ptrmap_put(&a->field_of, obj, (void *)(intptr_t)a->fields.len);
+}
+
+/* Slots as program.c gathers them, then one field per size, UF, input
+ * and output. */
+static void gather(Aot *a) {
+    for (int k = 0; k < a->n; k++) {
+        const Kernel *kn = a->ks[k];
+        for (int i = 0; i < kn->nparams; i++) {
+            const Param *pa = &kn->params[i];
+            if (pa->kind == PARAM_SIZE || slot_of(a, pa->buf))
+                continue;
+            AotSlot s = {.buf = pa->buf, .t = pa->buf->tensor, .field = -1};
+            s.kind = pa->kind == PARAM_UF ? AS_UF : pa->kind == PARAM_AUX ? AS_AUX : AS_TENSOR;
+            RV_ASSERT(s.kind != AS_UF || pa->buf->uf);
+            RV_ASSERT(s.kind != AS_TENSOR || s.t);
+            vec_push(&a->slots, s);
+            const void *key = s.t ? (const void *)s.t : (const void *)pa->buf;
+            ptrmap_put(&a->slot_of, key, (void *)(intptr_t)a->slots.len);
+        }
+    }
+    Module *m = a->m;
+    for (int i = 0; i < m->sizes.len; i++)
+        add_field(a,
+                  (Field){.kind = FK_SIZE,
+                          .name = m->sizes.data[i]->name,
+                          .dtype = RV_I64,
+                          .size = m->sizes.data[i]},
+                  m->sizes.data[i]);
+    for (int i = 0; i < m->ufuns.len; i++) {
+        Ufun *f = m->ufuns.data[i];
+        rv_dtype t = uf_default_dtype(f);
+        for (int j = 0; j < a->slots.len; j++)
+            if (a->slots.data[j].kind == AS_UF && a->slots.data[j].buf->uf == f)
+                t = a->slots.data[j].buf->dtype;
+        Field fl = {.kind = FK_UFUN, .name = f->name, .dtype = t, .uf = f};
+        fl.ufbuf = ir_buffer_new(m, f->name, t, ir_int(m, 0), BUF_ARG);
+        fl.ufbuf->uf = f;
+        add_field(a, fl, f);
+    }
+    for (int i = 0; i < m->tensors.len; i++) {
+        Tensor *t = m->tensors.data[i];
+        if (t->op->kind == OP_INPUT)
+            add_field(a, (Field){.kind = FK_INPUT, .name = t->name, .dtype = t->dtype, .t = t}, t);
+    }
+    for (int i = 0; i < m->tensors.len; i++) {
+        Tensor *t = m->tensors.data[i];
+        if (ir_tensor_is_output(m, t))
+            add_field(a, (Field){.kind = FK_OUTPUT, .name = t->name, .dtype = t->dtype, .t = t}, t);
+    }
+    for (int j = 0; j < a->slots.len; j++) {
+        AotSlot *s = &a->slots.data[j];
+        if (s->kind == AS_AUX)
+            continue;
+        Field *f = field_of(a, s->kind == AS_UF ? (const void *)s->buf->uf : (const void *)s->t);
+        if (f)
+            s->field = (int)(f - a->fields.data);
+    }
+}
+
+/* ---- tensor-level expressions as C ---- */
+
+/* e with every UF application replaced by a load from the user's UF array
+ * (through the field's stand-in buffer). NULL with a.st set when a UF has
+ * a ragged domain. */
+static Expr *lower_ufcalls(Aot *a, Expr *e) {
+    if (!e || e->n == 0 || e->kind == EX_REDUCE)
+        return e;
+    Expr *args[RV_MAX_DIMS > 3 ? RV_MAX_DIMS : 3];
+    RV_ASSERT(e->n <= (int)RV_COUNT(args));
+    bool same = true;
+    for (int i = 0; i < e->n; i++) {
+        if (!(args[i] = lower_ufcalls(a, e->args[i])))
+            return NULL;
+        same = same && args[i] == e->args[i];
+    }
+    if (e->kind != EX_UFCALL)
+        return same ? e : ir_rebuild(a->m, e, args);
+    Ufun *f = e->u.uf;
+    Expr *idx = ir_int(a->m, 0);
+    for (int i = 0; i < f->nargs; i++) {
+        for (int j = 0; j < i; j++)
+            if (ir_uses_axis(f->args[i]->extent, f->args[j])) {
+                a->st = base_error(RV_ERR_UNSUPPORTED,
+                                   "ufun %s: a ragged domain inside a tensor's shape is not "
+                                   "supported by ravel build yet",
+                                   f->name);
+                return NULL;
+            }
+        Expr *ext = lower_ufcalls(a, f->args[i]->extent);
+        if (!ext)
+            return NULL;
+        Expr *arg = args[i]->dtype == RV_I64 ? args[i] : ir_cast(a->m, RV_I64, args[i]);
+        idx = ir_binary(a->m, EX_ADD, i ? ir_binary(a->m, EX_MUL, idx, ext) : idx, arg);
+    }
+    Expr *r = ir_load(a->m, field_of(a, f)->ufbuf, idx);
+    return ir_cast(a->m, e->dtype, r);
+}
+
+static void put_expr(Aot *a, Buf *b, Expr *x) {
+    Expr *l = lower_ufcalls(a, x);
+    if (!l) {
+        buf_puts(b, "0");
+        return;
+    }
+    cg_expr(&a->e, b, l);
+}
+
+/* An expression printed with the IR's printer, for comments. */
+static void put_ir(Buf *b, const Expr *x) {
+    ir_print_expr(b, x);
+}
+
+/* ---- function prologues ---- */
+
+/* Starts a host function: names its sizes and UF arrays from rv_args. */
+static void begin_host_fn(Aot *a, Buf *b) {
+    cg_emit_begin_kernel(&a->e);
+    for (int i = 0; i < a->fields.len; i++) {
+        Field *f = &a->fields.data[i];
+        if (f->kind == FK_SIZE)
+            buf_printf(b, "    const int64_t %s = rv_args->%s;\n",
+                       cg_name(&a->e, f->size, f->size->name), f->cname);
+        else if (f->kind == FK_UFUN)
+            buf_printf(b, "    const %s *%s = rv_args->%s;\n", cg_ctype(f->dtype),
+                       cg_name(&a->e, f->ufbuf, f->uf->name), f->cname);
+    }
+    for (int i = 0; i < a->fields.len; i++) {
+        Field *f = &a->fields.data[i];
+        if (f->kind == FK_SIZE)
+            buf_printf(b, "    (void)%s;\n", cg_name(&a->e, f->size, f->size->name));
+        else if (f->kind == FK_UFUN)
+            buf_printf(b, "    (void)%s;\n", cg_name(&a->e, f->ufbuf, f->uf->name));
+    }
+}
+
+/* ---- canonical counts and padded copies ---- */
+
+/* Whether level k's extent mentions an outer axis. */
+static bool level_variable(Axis *const *ax, int k) {
+    for (int j = 0; j < k; j++)
+        if (ir_uses_axis(ax[k]->extent, ax[j]))
+            return true;
+    return false;
+}
+
+/* n levels of 4 spaces */
+static void put_indent(Buf *b, int n) {
+    for (int i = 0; i < n; i++)
+        buf_puts(b, "    ");
+}
+
+static void open_loop(Aot *a, Buf *b, Axis *ax, int indent) {
+    const char *v = cg_name(&a->e, ax, ax->name);
+    put_indent(b, indent);
+    buf_printf(b, "for (int64_t %s = 0; %s < ", v, v);
+    put_expr(a, b, ax->extent);
+    buf_printf(b, "; %s++) {\n", v);
+}
+
+static void close_loop(Buf *b, int indent) {
+    put_indent(b, indent);
+    buf_puts(b, "}\n");
+}
+
+/* int64_t NAME_numel_X(const NAME_args *rv_args): the elements of a
+ * layout over axes ax[0..nd) in canonical order (no padding). Loops run
+ * over the levels outside the last variable one. */
+static void emit_numel(Aot *a, Buf *b, const char *what, int nd, Axis *const *ax) {
+    buf_printf(b, "int64_t %s_numel_%s(const %s_args *rv_args) {\n", a->name, what, a->name);
+    begin_host_fn(a, b);
+    int last = -1;
+    for (int k = 0; k < nd; k++)
+        if (level_variable(ax, k))
+            last = k;
+    int outer = last < 0 ? 0 : last;
+    buf_puts(b, "    int64_t rv_c = 0;\n");
+    for (int k = 0; k < outer; k++)
+        open_loop(a, b, ax[k], 1 + k);
+    put_indent(b, 1 + outer);
+    buf_puts(b, "rv_c += 1");
+    for (int k = outer; k < nd; k++) {
+        buf_printf(b, " * %s_nonneg(", a->name);
+        put_expr(a, b, ax[k]->extent);
+        buf_puts(b, ")");
+    }
+    buf_puts(b, ";\n");
+    for (int k = outer - 1; k >= 0; k--)
+        close_loop(b, 1 + k);
+    buf_puts(b, "    return rv_c;\n}\n\n");
+}
+
+/* Copies between X's canonical array and its padded storage, walking the
+ * storage order: a padded level's padding is skipped after its loop (the
+ * levels inside it are constant, checked by the caller). */
+static void emit_copy(Aot *a, Buf *b, Tensor *t, bool pack) {
+    const char *ct = cg_ctype(t->dtype);
+    if (pack)
+        buf_printf(
+            b, "static void %s_pack_%s(const %s_args *rv_args, const %s *rv_from, %s *rv_to) {\n",
+            a->name, t->name, a->name, ct, ct);
+    else
+        buf_printf(b,
+                   "static void %s_unpack_%s(const %s_args *rv_args, const %s *rv_from, %s *rv_to) "
+                   "{\n",
+                   a->name, t->name, a->name, ct, ct);
+    begin_host_fn(a, b);
+    buf_puts(b, "    int64_t rv_c = 0, rv_s = 0;\n");
+    int nd = t->ndim;
+    for (int k = 0; k < nd; k++)
+        open_loop(a, b, t->axes[k], 1 + k);
+    put_indent(b, 1 + nd);
+    buf_puts(b, pack ? "rv_to[rv_s] = rv_from[rv_c];\n" : "rv_to[rv_c] = rv_from[rv_s];\n");
+    put_indent(b, 1 + nd);
+    buf_puts(b, "rv_c++;\n");
+    put_indent(b, 1 + nd);
+    buf_puts(b, "rv_s++;\n");
+    for (int k = nd - 1; k >= 0; k--) {
+        close_loop(b, 1 + k);
+        if (t->pad[k] <= 1 || k == 0)
+            continue;
+        /* the padding of level k: (padded - real extent) times the inner
+         * levels' padded extents */
+        put_indent(b, 1 + k);
+        buf_printf(b, "rv_s += (%s_pad_up(", a->name);
+        put_expr(a, b, t->axes[k]->extent);
+        buf_printf(b, ", %d) - %s_nonneg(", t->pad[k], a->name);
+        put_expr(a, b, t->axes[k]->extent);
+        buf_puts(b, "))");
+        for (int j = k + 1; j < nd; j++) {
+            buf_printf(b, " * %s_pad_up(", a->name);
+            put_expr(a, b, t->axes[j]->extent);
+            buf_printf(b, ", %d)", t->pad[j]);
+        }
+        buf_puts(b, ";\n");
+    }
+    buf_puts(b, "    (void)rv_c;\n    (void)rv_s;\n}\n\n");
+}
+
+/* ---- the header ---- */
+
+/* "f32[16 * T, 768]" or "i32[b < B, l < len[b] pad 4]" */
+static void put_type(Buf *b, rv_dtype dt, int nd, Axis *const *ax, const int *pad) {
+    bool named = false;
+    for (int k = 0; k < nd; k++)
+        named = named || level_variable(ax, k) || (pad && pad[k] > 1);
+    buf_printf(b, "%s[", rv_dtype_name(dt));
+    for (int k = 0; k < nd; k++) {
+        if (k)
+            buf_puts(b, ", ");
+        if (named)
+            buf_printf(b, "%s < ", ax[k]->name);
+        put_ir(b, ax[k]->extent);
+        if (pad && pad[k] > 1)
+            buf_printf(b, " pad %d", pad[k]);
+    }
+    buf_puts(b, "]");
+}
+
+static void kernel_param_list(Buf *b, const Kernel *k) {
+    buf_puts(b, "sizes {");
+    int ns = 0, nb = 0;
+    for (int i = 0; i < k->nparams; i++)
+        if (k->params[i].kind == PARAM_SIZE)
+            buf_printf(b, "%s%s", ns++ ? ", " : "", k->params[i].size->name);
+    buf_puts(b, "}, bufs {");
+    for (int i = 0; i < k->nparams; i++)
+        if (k->params[i].kind != PARAM_SIZE)
+            buf_printf(b, "%s%s", nb++ ? ", " : "", k->params[i].buf->name);
+    buf_puts(b, "}");
+}
+
+static void emit_header(Aot *a, Buf *h, const char *src_name) {
+    const char *N = a->name;
+    char guard[256];
+    snprintf(guard, sizeof guard, "%s_H", N);
+    for (char *p = guard; *p; p++)
+        *p = (char)toupper((unsigned char)*p);
+    buf_printf(h,
+               "/*\n"
+               " * %s.h — generated by `ravel build` from %s. Do not edit.\n"
+               " *\n"
+               " * A compiled model as plain C: %s.c needs only this header, ravel_rt.h\n"
+               " * (copied next to it), libc and libm. Compile it with a C11 compiler, e.g.\n"
+               " *\n"
+               " *     cc -O3 -march=native -fopenmp-simd -ffp-contract=fast -fno-math-errno \\\n"
+               " *        -c %s.c -I<directory of ravel_rt.h>\n"
+               " *\n"
+               " * USE. Fill a %s_args with the sizes, the UF arrays and the input and\n"
+               " * output arrays, and call %s_run:\n"
+               " *\n"
+               " *     %s_args a = {0};\n"
+               " *     a.<size> = ...;                    (every size)\n"
+               " *     a.<input> = <array of %s_numel_<input>(&a) elements>;\n"
+               " *     a.<output> = <array of %s_numel_<output>(&a) elements>;\n"
+               " *     int32_t rc = %s_run(&a, NULL);     (NULL: serial, malloc-based)\n"
+               " *\n"
+               " * ARRAYS are flat and in canonical order, exactly the arrays `ravel eval`\n"
+               " * reads and writes: row-major; a ragged tensor is 1-D with its rows packed\n"
+               " * one after the other; storage padding (`pad N`) is not part of them (%s_run\n"
+               " * copies padded tensors into and out of padded storage). Element types:\n"
+               " * f32 float, f64 double, i32 int32_t, i64 int64_t. UF arrays are indexed by\n"
+               " * their domain in the same order. The element counts depend on sizes and,\n"
+               " * for ragged tensors, on UF values: %s_numel_X(&a) reads the sizes and UF\n"
+               " * arrays of `a` only. Arrays aligned to 64 bytes (RV_RT_ALIGN) are used in\n"
+               " * place; others are copied into aligned scratch memory (correct, slower).\n"
+               " * An array may be NULL only when it has no elements.\n"
+               " *\n"
+               " * RESULT. RV_RT_OK (0); RV_RT_ERR_BOUNDS when a size or UF value is outside\n"
+               " * its declared range or a non-empty array is NULL (nothing is computed); \n"
+               " * RV_RT_ERR_OOM when memory ran out (outputs are then undefined).\n"
+               " *\n"
+               " * CONTEXT. ctx supplies a parallel-for and scratch memory (ravel_rt.h).\n"
+               " * NULL runs serially with %s_default_ctx(); pass your own (a thread pool's\n"
+               " * parallel_for, your allocator) to run parallel loops on several threads.\n"
+               " * %s_run keeps no state between calls: calls with different args may run\n"
+               " * at once when the ctx allows it.\n"
+               " *\n"
+               " * LOWER LEVEL. The kernels and preludes are exported too (%s_kernel_X,\n"
+               " * %s_kernel_X_prelude) with ravel_rt.h's calling convention; %s.c lists each\n"
+               " * one's parameters. %s_run is the reference for how to call them.\n"
+               " */\n"
+               "#ifndef %s\n#define %s\n\n"
+               "#include <stddef.h>\n#include <stdint.h>\n\n#include \"ravel_rt.h\"\n\n"
+               "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n",
+               N, src_name, N, N, N, N, N, N, N, N, N, N, N, N, N, N, N, N, guard, guard);
+    /* the args struct */
+    buf_printf(h, "/* The arguments of %s_run. */\ntypedef struct %s_args {\n", N, N);
+    static const char *const group[FK_COUNT] = {"sizes", "UF arrays", "inputs (read only)",
+                                                "outputs (written by %s_run)"};
+    for (int kind = 0; kind < FK_COUNT; kind++) {
+        bool first = true;
+        for (int i = 0; i < a->fields.len; i++) {
+            Field *f = &a->fields.data[i];
+            if ((int)f->kind != kind)
+                continue;
+            if (first) {
+                buf_puts(h, "    /* ");
+                buf_printf(h, group[kind], N);
+                buf_puts(h, " */\n");
+                first = false;
+            }
+            Buf c = {0};
+            switch (f->kind) {
+            case FK_SIZE:
+                buf_printf(h, "    int64_t %s;", f->cname);
+                buf_printf(&c, "size %s in %lld..%lld", f->name, (long long)f->size->lo,
+                           (long long)f->size->hi);
+                break;
+            case FK_UFUN:
+                buf_printf(h, "    const %s *%s;", cg_ctype(f->dtype), f->cname);
+                buf_printf(&c, "ufun %s: ", f->name);
+                put_type(&c, f->dtype, f->uf->nargs, f->uf->args, NULL);
+                buf_puts(&c, " in ");
+                put_ir(&c, f->uf->lo);
+                buf_puts(&c, "..");
+                put_ir(&c, f->uf->hi);
+                break;
+            case FK_INPUT:
+            case FK_OUTPUT:
+                buf_printf(h, "    %s%s *%s;", f->kind == FK_INPUT ? "const " : "",
+                           cg_ctype(f->dtype), f->cname);
+                buf_printf(&c, "%s: ", f->name);
+                put_type(&c, f->dtype, f->t->ndim, f->t->axes, f->t->pad);
+                break;
+            case FK_COUNT:
+                RV_UNREACHABLE();
+            }
+            buf_printf(h, " /* %s */\n", buf_str(&c));
+            buf_free(&c);
+        }
+    }
+    if (a->fields.len == 0)
+        buf_puts(h, "    int rv_unused;\n");
+    buf_printf(h, "} %s_args;\n\n", N);
+    buf_printf(h,
+               "/* Runs the model: checks args, runs preludes and kernels in order. ctx may\n"
+               " * be NULL. Returns RV_RT_OK, RV_RT_ERR_BOUNDS or RV_RT_ERR_OOM. */\n"
+               "int32_t %s_run(const %s_args *args, struct rv_rt_ctx *ctx);\n\n",
+               N, N);
+    buf_puts(h, "/* Elements of each array, from the sizes and UF arrays in args. */\n");
+    for (int i = 0; i < a->fields.len; i++)
+        if (a->fields.data[i].kind != FK_SIZE)
+            buf_printf(h, "int64_t %s_numel_%s(const %s_args *args);\n", N, a->fields.data[i].name,
+                       N);
+    buf_printf(h,
+               "\n/* A serial context: parallel_for runs the whole range on the calling thread;\n"
+               " * alloc/free use aligned_alloc/free. host is NULL, or may point to an int\n"
+               " * that alloc sets to 1 when it fails. */\n"
+               "struct rv_rt_ctx %s_default_ctx(void);\n\n",
+               N);
+    buf_printf(h,
+               "/* The fields of %s_args, for generic callers (drivers, bindings). */\n"
+               "#define %s_FIELD_SIZE 0   /* int64_t */\n"
+               "#define %s_FIELD_UFUN 1   /* const int32_t * or const int64_t * */\n"
+               "#define %s_FIELD_INPUT 2  /* const T * */\n"
+               "#define %s_FIELD_OUTPUT 3 /* T * */\n"
+               "typedef struct %s_field {\n"
+               "    const char *name;  /* as in the .rv file */\n"
+               "    int kind;          /* %s_FIELD_* */\n"
+               "    const char *dtype; /* \"i64\", \"i32\", \"f32\", \"f64\" */\n"
+               "    size_t offset;     /* of the member in %s_args */\n"
+               "    int64_t (*numel)(const %s_args *args); /* arrays; NULL for sizes */\n"
+               "} %s_field;\n"
+               "extern const %s_field %s_fields[];\n"
+               "extern const int %s_num_fields;\n\n",
+               N, N, N, N, N, N, N, N, N, N, N, N, N);
+    buf_puts(h, "/* The kernels (ravel_rt.h calling convention), in the order they run. */\n");
+    for (int k = 0; k < a->n; k++) {
+        buf_printf(
+            h, "int32_t %s_%s(const int64_t *sizes, void *const *bufs, struct rv_rt_ctx *ctx);\n",
+            N, a->u->kernel_syms[k]);
+        if (a->u->prelude_syms[k])
+            buf_printf(h, "int32_t %s_%s(const int64_t *sizes, void *const *bufs);\n", N,
+                       a->u->prelude_syms[k]);
+        buf_puts(h, "    /* ");
+        kernel_param_list(h, a->ks[k]);
+        buf_puts(h, " */\n");
+    }
+    buf_printf(h, "\n#ifdef __cplusplus\n}\n#endif\n#endif /* %s */\n", guard);
+}
+
+/* ---- the source ---- */
+
+/* The helpers cg_expr recorded for the host code, less those the unit
+ * already defines (the same text). */
+static void emit_new_helpers(Aot *a, Buf *b) {
+    for (int h = 0; h < CG_H_COUNT; h++)
+        for (int t = 0; t < RV_DTYPE_COUNT; t++) {
+            if (!(a->e.helpers[h] & (1u << t)))
+                continue;
+            CgEmit one = {.target = CG_TARGET_C};
+            one.helpers[h] = 1u << t;
+            Buf tmp = {0};
+            cg_emit_helpers(&one, &tmp);
+            const char *s = buf_str(&tmp), *sig = strstr(s, "static inline");
+            const char *eol = sig ? strchr(sig, '\n') : NULL;
+            char line[256] = "";
+            if (sig && eol && (size_t)(eol - sig) < sizeof line)
+                memcpy(line, sig, (size_t)(eol - sig));
+            if (!line[0] || !strstr(a->u->source, line))
+                buf_puts(b, s);
+            buf_free(&tmp);
+        }
+}
+
+static void emit_ctx(Aot *a, Buf *b) {
+    const char *N = a->name;
+    buf_printf(b,
+               "/* ---- the default context: serial, aligned_alloc ---- */\n\n"
+               "static void %s_serial_for(int64_t n, void (*fn)(void *, int64_t, int64_t, int),\n"
+               "                          void *closure) {\n"
+               "    if (n > 0)\n        fn(closure, 0, n, 0);\n}\n\n"
+               "static void *%s_serial_alloc(struct rv_rt_ctx *ctx, size_t bytes) {\n"
+               "    size_t n = bytes < RV_RT_ALIGN ? RV_RT_ALIGN\n"
+               "                                   : (bytes + RV_RT_ALIGN - 1) / RV_RT_ALIGN * "
+               "RV_RT_ALIGN;\n"
+               "    void *p = n >= bytes ? aligned_alloc(RV_RT_ALIGN, n) : NULL;\n"
+               "    if (!p && ctx->host)\n        *(int *)ctx->host = 1;\n"
+               "    return p;\n}\n\n"
+               "static void %s_serial_free(struct rv_rt_ctx *ctx, void *p) {\n"
+               "    (void)ctx;\n    free(p);\n}\n\n"
+               "struct rv_rt_ctx %s_default_ctx(void) {\n"
+               "    struct rv_rt_ctx c = {RV_RT_ABI_VERSION, 1, %s_serial_for, %s_serial_alloc,\n"
+               "                          %s_serial_free, NULL};\n"
+               "    return c;\n}\n\n"
+               "/* n elements of es bytes from ctx, zeroed; NULL when out of memory. */\n"
+               "static void *%s_zalloc(struct rv_rt_ctx *ctx, int64_t n, size_t es) {\n"
+               "    if (n < 0 || (uint64_t)n > SIZE_MAX / es)\n        return NULL;\n"
+               "    size_t bytes = (size_t)n * es;\n"
+               "    void *p = ctx->alloc(ctx, bytes ? bytes : es);\n"
+               "    if (p)\n        memset(p, 0, bytes ? bytes : es);\n"
+               "    return p;\n}\n\n"
+               "static int %s_aligned(const void *p) {\n"
+               "    return p && (uintptr_t)p %% RV_RT_ALIGN == 0;\n}\n\n"
+               "static inline int64_t %s_nonneg(int64_t v) {\n    return v < 0 ? 0 : v;\n}\n\n"
+               "static inline int64_t %s_pad_up(int64_t v, int64_t p) {\n"
+               "    return v <= 0 ? 0 : (v + p - 1) / p * p;\n}\n\n",
+               N, N, N, N, N, N, N, N, N, N, N);
+}
+
+/* Checks the buffer size expression only loads slots' UF and AUX arrays. */
+typedef struct LoadCheck {
+    Aot *a;
+    const Buffer *bad;
+} LoadCheck;
+
+static void check_load(const Expr *e, void *ctx) {
+    LoadCheck *c = ctx;
+    if (e->kind == EX_LOAD && !c->bad) {
+        AotSlot *s = slot_of(c->a, e->u.buf);
+        if (!s || s->kind == AS_TENSOR || s->buf != e->u.buf)
+            c->bad = e->u.buf;
+    }
+}
+
+/* The size of a slot's buffer into rv_n. */
+static void emit_slot_size(Aot *a, Buf *b, const AotSlot *s) {
+    LoadCheck c = {.a = a};
+    ir_visit(s->buf->size, check_load, &c);
+    if (c.bad && a->st == RV_OK)
+        a->st = base_error(RV_ERR_UNSUPPORTED,
+                           "buffer %s: its size reads %s, which the host code cannot see",
+                           s->buf->name, c.bad->name);
+    buf_puts(b, "    rv_n = ");
+    cg_expr(&a->e, b, s->buf->size);
+    buf_puts(b, ";\n");
+}
+
+/* The call of kernel k (or its prelude) with its sizes and buffers. */
+static void emit_call(Aot *a, Buf *b, int k, bool prelude) {
+    const Kernel *kn = a->ks[k];
+    buf_puts(b, "    {\n        const int64_t rv_sz[] = {");
+    int ns = 0;
+    for (int i = 0; i < kn->nparams; i++)
+        if (kn->params[i].kind == PARAM_SIZE)
+            buf_printf(b, "%s%s", ns++ ? ", " : "",
+                       cg_name(&a->e, kn->params[i].size, kn->params[i].size->name));
+    if (!ns)
+        buf_puts(b, "0");
+    buf_puts(b, "};\n        void *const rv_bf[] = {");
+    int nb = 0;
+    for (int i = 0; i < kn->nparams; i++)
+        if (kn->params[i].kind != PARAM_SIZE)
+            buf_printf(b, "%srv_slot[%d]", nb++ ? ", " : "",
+                       slot_index(a, slot_of(a, kn->params[i].buf)));
+    if (!nb)
+        buf_puts(b, "NULL");
+    buf_puts(b, "};\n");
+    if (prelude) {
+        buf_printf(b,
+                   "        if (%s_%s(rv_sz, rv_bf) != RV_RT_OK) {\n"
+                   "            rv_rc = RV_RT_ERR_BOUNDS;\n            goto rv_done;\n        }\n",
+                   a->name, a->u->prelude_syms[k]);
+    } else {
+        buf_printf(b,
+                   "        rv_rc = %s_%s(rv_sz, rv_bf, rv_ctx);\n"
+                   "        if (rv_failed)\n            rv_rc = RV_RT_ERR_OOM;\n"
+                   "        if (rv_rc != RV_RT_OK)\n            goto rv_done;\n",
+                   a->name, a->u->kernel_syms[k]);
+    }
+    buf_puts(b, "    }\n");
+}
+
+#define OOM_EXIT "rv_rc = RV_RT_ERR_OOM;\n        goto rv_done;\n"
+
+/* Places tensor slot s: user array in place, a copy, or storage. */
+static void emit_place_tensor(Aot *a, Buf *b, const AotSlot *s) {
+    const char *N = a->name;
+    int i = slot_index(a, s);
+    const Field *f = s->field >= 0 ? &a->fields.data[s->field] : NULL;
+    const char *ct = cg_ctype(s->t->dtype);
+    buf_printf(b, "    /* tensor %s: %s */\n", s->t->name,
+               !f                    ? "an intermediate"
+               : f->kind == FK_INPUT ? "an input"
+                                     : "an output");
+    emit_slot_size(a, b, s);
+    buf_printf(b, "    rv_nel[%d] = rv_n;\n", i);
+    if (!f) {
+        buf_printf(b,
+                   "    if (!(rv_own[%d] = rv_slot[%d] = %s_zalloc(rv_ctx, rv_n, sizeof(%s)))) {\n"
+                   "        " OOM_EXIT "    }\n",
+                   i, i, N, ct);
+        return;
+    }
+    const char *arr = arena_printf(a->e.arena, "rv_args->%s", f->cname);
+    buf_printf(b,
+               "    if (!%s && %s_numel_%s(rv_args) > 0) {\n"
+               "        rv_rc = RV_RT_ERR_BOUNDS;\n        goto rv_done;\n    }\n",
+               arr, N, f->name);
+    if (is_padded(s->t)) {
+        buf_printf(b,
+                   "    if (!(rv_own[%d] = rv_slot[%d] = %s_zalloc(rv_ctx, rv_n, sizeof(%s)))) {\n"
+                   "        " OOM_EXIT "    }\n",
+                   i, i, N, ct);
+        if (f->kind == FK_INPUT)
+            buf_printf(b, "    %s_pack_%s(rv_args, %s, rv_slot[%d]);\n", N, s->t->name, arr, i);
+        return;
+    }
+    buf_printf(b, "    if (%s_aligned(%s)) {\n        rv_slot[%d] = (void *)%s;\n    } else {\n", N,
+               arr, i, arr);
+    buf_printf(b,
+               "        if (!(rv_own[%d] = rv_slot[%d] = %s_zalloc(rv_ctx, rv_n, sizeof(%s)))) {\n"
+               "            rv_rc = RV_RT_ERR_OOM;\n            goto rv_done;\n        }\n",
+               i, i, N, ct);
+    if (f->kind == FK_INPUT)
+        buf_printf(b,
+                   "        if (rv_n > 0)\n            memcpy(rv_slot[%d], %s, (size_t)rv_n * "
+                   "sizeof(%s));\n",
+                   i, arr, ct);
+    buf_puts(b, "    }\n");
+}
+
+static void emit_run(Aot *a, Buf *b) {
+    const char *N = a->name;
+    int ns = a->slots.len;
+    buf_printf(b, "int32_t %s_run(const %s_args *rv_args, struct rv_rt_ctx *rv_ctx) {\n", N, N);
+    begin_host_fn(a, b);
+    buf_printf(b,
+               "    int rv_failed = 0;\n"
+               "    struct rv_rt_ctx rv_serial;\n"
+               "    if (!rv_ctx) {\n"
+               "        rv_serial = %s_default_ctx();\n"
+               "        rv_serial.host = &rv_failed;\n"
+               "        rv_ctx = &rv_serial;\n"
+               "    }\n",
+               N);
+    /* 1. sizes and UF values in their declared ranges */
+    buf_puts(b, "    /* 1. sizes and UF values within their declared ranges */\n");
+    for (int i = 0; i < a->fields.len; i++) {
+        Field *f = &a->fields.data[i];
+        if (f->kind != FK_SIZE)
+            continue;
+        const char *v = cg_name(&a->e, f->size, f->size->name);
+        buf_printf(b, "    if (%s < %lldLL || %s > %lldLL)\n        return RV_RT_ERR_BOUNDS;\n", v,
+                   (long long)f->size->lo, v, (long long)f->size->hi);
+    }
+    for (int i = 0; i < a->fields.len; i++) {
+        Field *f = &a->fields.data[i];
+        if (f->kind != FK_UFUN)
+            continue;
+        const char *v = cg_name(&a->e, f->ufbuf, f->uf->name);
+        buf_printf(b, "    {\n        const int64_t rv_m = %s_numel_%s(rv_args);\n", N, f->name);
+        buf_printf(b, "        if (!%s && rv_m > 0)\n            return RV_RT_ERR_BOUNDS;\n", v);
+        buf_puts(b, "        const int64_t rv_lo = ");
+        put_expr(a, b, f->uf->lo);
+        buf_puts(b, ", rv_hi = ");
+        put_expr(a, b, f->uf->hi);
+        buf_printf(b,
+                   ";\n        for (int64_t rv_i = 0; rv_i < rv_m; rv_i++)\n"
+                   "            if (%s[rv_i] < rv_lo || %s[rv_i] > rv_hi)\n"
+                   "                return RV_RT_ERR_BOUNDS;\n    }\n",
+                   v, v);
+    }
+    /* 2. slots */
+    buf_printf(b,
+               "    /* 2. one buffer per UF array, AUX array and tensor */\n"
+               "    void *rv_slot[%d] = {0};\n    void *rv_own[%d] = {0};\n"
+               "    int64_t rv_nel[%d] = {0};\n    int64_t rv_n = 0;\n"
+               "    int32_t rv_rc = RV_RT_OK;\n",
+               ns + 1, ns + 1, ns + 1);
+    for (int i = 0; i < ns; i++) {
+        AotSlot *s = &a->slots.data[i];
+        if (s->kind != AS_UF)
+            continue;
+        Field *f = &a->fields.data[s->field];
+        const char *ct = cg_ctype(s->buf->dtype);
+        if (s->buf->dtype != f->dtype && a->st == RV_OK)
+            a->st =
+                base_error(RV_ERR_UNSUPPORTED, "ufun %s: kernels disagree on its dtype", f->name);
+        buf_printf(b, "    /* ufun %s */\n    rv_n = %s_numel_%s(rv_args);\n", f->name, N, f->name);
+        buf_printf(
+            b, "    if (%s_aligned(rv_args->%s)) {\n        rv_slot[%d] = (void *)rv_args->%s;\n",
+            N, f->cname, i, f->cname);
+        buf_printf(
+            b,
+            "    } else {\n"
+            "        if (!(rv_own[%d] = rv_slot[%d] = %s_zalloc(rv_ctx, rv_n, sizeof(%s)))) {\n"
+            "            rv_rc = RV_RT_ERR_OOM;\n            goto rv_done;\n        }\n"
+            "        if (rv_n > 0)\n"
+            "            memcpy(rv_slot[%d], rv_args->%s, (size_t)rv_n * sizeof(%s));\n"
+            "    }\n",
+            i, i, N, ct, i, f->cname, ct);
+        buf_printf(b, "    const %s *%s = rv_slot[%d];\n    (void)%s;\n", ct,
+                   cg_name(&a->e, s->buf, s->buf->name), i, cg_name(&a->e, s->buf, s->buf->name));
+    }
+    /* 3. AUX arrays and preludes */
+    buf_puts(b, "    /* 3. AUX arrays (sizes depend on sizes only), filled by the preludes */\n");
+    for (int i = 0; i < ns; i++) {
+        AotSlot *s = &a->slots.data[i];
+        if (s->kind != AS_AUX)
+            continue;
+        const char *ct = cg_ctype(s->buf->dtype);
+        emit_slot_size(a, b, s);
+        buf_printf(b,
+                   "    rv_nel[%d] = rv_n;\n"
+                   "    if (!(rv_own[%d] = rv_slot[%d] = %s_zalloc(rv_ctx, rv_n, sizeof(%s)))) {\n"
+                   "        " OOM_EXIT "    }\n",
+                   i, i, i, N, ct);
+        const char *v = cg_name(&a->e, s->buf, s->buf->name);
+        buf_printf(b, "    const %s *%s = rv_slot[%d];\n    (void)%s;\n", ct, v, i, v);
+    }
+    for (int k = 0; k < a->n; k++)
+        if (a->u->prelude_syms[k])
+            emit_call(a, b, k, true);
+    /* 4. tensors */
+    buf_puts(b, "    /* 4. tensors: user arrays in place, or copies and padded storage */\n");
+    for (int i = 0; i < ns; i++)
+        if (a->slots.data[i].kind == AS_TENSOR)
+            emit_place_tensor(a, b, &a->slots.data[i]);
+    /* 5. kernels */
+    buf_puts(b, "    /* 5. the kernels, in definition order */\n");
+    for (int k = 0; k < a->n; k++)
+        emit_call(a, b, k, false);
+    /* 6. outputs not computed in place */
+    buf_puts(b, "    /* 6. outputs computed elsewhere than in the user's array */\n");
+    for (int i = 0; i < ns; i++) {
+        AotSlot *s = &a->slots.data[i];
+        if (s->kind != AS_TENSOR || s->field < 0 || a->fields.data[s->field].kind != FK_OUTPUT)
+            continue;
+        const char *cn = a->fields.data[s->field].cname;
+        if (is_padded(s->t))
+            buf_printf(b, "    %s_unpack_%s(rv_args, rv_slot[%d], rv_args->%s);\n", N, s->t->name,
+                       i, cn);
+        else
+            buf_printf(
+                b,
+                "    if (rv_slot[%d] != (void *)rv_args->%s && rv_nel[%d] > 0)\n"
+                "        memcpy(rv_args->%s, rv_slot[%d], (size_t)rv_nel[%d] * sizeof(%s));\n",
+                i, cn, i, cn, i, i, cg_ctype(s->t->dtype));
+    }
+    buf_printf(b,
+               "rv_done:\n"
+               "    for (int rv_i = 0; rv_i < %d; rv_i++)\n"
+               "        rv_ctx->free(rv_ctx, rv_own[rv_i]);\n"
+               "    (void)rv_n;\n    (void)rv_nel;\n"
+               "    return rv_rc;\n}\n\n",
+               ns + 1);
+}
+
+static void emit_fields_table(Aot *a, Buf *b) {
+    const char *N = a->name;
+    buf_printf(b, "const %s_field %s_fields[] = {\n", N, N);
+    for (int i = 0; i < a->fields.len; i++) {
+        Field *f = &a->fields.data[i];
+        buf_printf(b, "    {\"%s\", %s_FIELD_%s, \"%s\", offsetof(%s_args, %s), ", f->name, N,
+                   field_kind_macro[f->kind], rv_dtype_name(f->dtype), N, f->cname);
+        if (f->kind == FK_SIZE)
+            buf_puts(b, "NULL},\n");
+        else
+            buf_printf(b, "%s_numel_%s},\n", N, f->name);
+    }
+    if (a->fields.len == 0)
+        buf_puts(b, "    {NULL, 0, NULL, 0, NULL},\n");
+    buf_printf(b, "};\nconst int %s_num_fields = %d;\n", N, a->fields.len);
+}
+
+/* Checks what the generated host code cannot do, before writing it. */
+static rv_status check_supported(Aot *a) {
+    for (int i = 0; i < a->fields.len; i++) {
+        Field *f = &a->fields.data[i];
+        if (f->kind != FK_OUTPUT)
+            continue;
+        if (!ptrmap_has(&a->slot_of, f->t))
+            return base_error(RV_ERR_UNSUPPORTED, "tensor %s: no compiled kernel stores it",
+                              f->name);
+    }
+    for (int i = 0; i < a->fields.len; i++) {
+        Field *f = &a->fields.data[i];
+        if ((f->kind != FK_INPUT && f->kind != FK_OUTPUT) || !is_padded(f->t))
+            continue;
+        for (int k = 0; k < f->t->ndim; k++)
+            for (int j = k + 1; f->t->pad[k] > 1 && j < f->t->ndim; j++)
+                if (level_variable(f->t->axes, j))
+                    return base_error(RV_ERR_UNSUPPORTED,
+                                      "tensor %s: storage padding outside a ragged dimension is "
+                                      "not supported",
+                                      f->name);
+    }
+    return RV_OK;
+}
+
+rv_status cg_c_aot(Module *m, Kernel *const *ks, int n, const CgUnit *u, const char *name,
+                   const char *src_name, CgAot *out) {
+    memset(out, 0, sizeof *out);
+    Aot a = {.m = m, .ks = ks, .n = n, .u = u, .name = name};
+    cg_emit_init(&a.e, CG_TARGET_C);
+    gather(&a);
+    rv_status st = check_supported(&a);
+    Buf c = {0}, h = {0}, body = {0};
+    if (st == RV_OK) {
+        /* the host code first, into body, so the helpers it needs are known */
+        for (int i = 0; i < a.fields.len; i++)
+            if (a.fields.data[i].kind == FK_UFUN)
+                emit_numel(&a, &body, a.fields.data[i].name, a.fields.data[i].uf->nargs,
+                           a.fields.data[i].uf->args);
+            else if (a.fields.data[i].kind != FK_SIZE)
+                emit_numel(&a, &body, a.fields.data[i].name, a.fields.data[i].t->ndim,
+                           a.fields.data[i].t->axes);
+        for (int i = 0; i < a.fields.len; i++) {
+            Field *f = &a.fields.data[i];
+            if ((f->kind == FK_INPUT || f->kind == FK_OUTPUT) && is_padded(f->t) &&
+                ptrmap_has(&a.slot_of, f->t))
+                emit_copy(&a, &body, f->t, f->kind == FK_INPUT);
+        }
+        emit_run(&a, &body);
+        emit_fields_table(&a, &body);
+        st = a.st;
+    }
+    if (st == RV_OK) {
+        emit_header(&a, &h, src_name);
+        buf_printf(&c,
+                   "/*\n * %s.c — generated by `ravel build` from %s. Do not edit.\n"
+                   " * The API is in %s.h; below are the kernels (ravel emit's translation\n"
+                   " * unit, each kernel_X renamed %s_kernel_X) and the host code that runs\n"
+                   " * them.\n */\n"
+                   "#include <stddef.h>\n#include <stdint.h>\n#include <stdlib.h>\n"
+                   "#include <string.h>\n\n#include \"%s.h\"\n\n",
+                   name, src_name, name, name, name);
+        for (int k = 0; k < n; k++) {
+            buf_printf(&c, "#define %s %s_%s\n", u->kernel_syms[k], name, u->kernel_syms[k]);
+            if (u->prelude_syms[k])
+                buf_printf(&c, "#define %s %s_%s\n", u->prelude_syms[k], name, u->prelude_syms[k]);
+        }
+        buf_puts(&c, "\n/* ==== the kernels (cg_c_module) ==== */\n\n");
+        buf_puts(&c, u->source ? u->source : "");
+        buf_printf(&c, "\n/* ==== the host code ==== */\n\n");
+        emit_new_helpers(&a, &c);
+        emit_ctx(&a, &c);
+        buf_puts(&c, buf_str(&body));
+        out->source = buf_take(&c);
+        out->header = buf_take(&h);
+    }
+    buf_free(&c);
+    buf_free(&h);
+    buf_free(&body);
+    cg_emit_free(&a.e);
+    vec_free(&a.fields);
+    vec_free(&a.slots);
+    ptrmap_free(&a.slot_of);
+    ptrmap_free(&a.field_of);
+    return st;
+}
+
+void cg_aot_free(CgAot *a) {
+    base_free(a->source);
+    base_free(a->header);
+    a->source = a->header = NULL;
+}

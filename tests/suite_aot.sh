@@ -1,0 +1,86 @@
+#!/bin/sh
+# Ahead-of-time builds: every example is built with `ravel build`, compiled
+# with the system C compiler against tests/e2e/aot_driver.c (no ravel
+# library), run on the inputs `ravel eval --random` drew, and its outputs
+# compared with the interpreter's — once with aligned arrays and the default
+# context, once with misaligned arrays and a context of the driver's own.
+# Then: --shared, a bad output path, an unknown target and a failing
+# compiler. Under SAN=1 the generated code is compiled with the sanitizers.
+BUILD=${BUILD:-build}
+RAVEL=$BUILD/ravel
+CC=${CC:-cc}
+if [ "${SAN:-0}" = 1 ]; then
+    CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined"
+else
+    CFLAGS="-O1"
+fi
+export RAVEL_CACHE_DIR=${RAVEL_CACHE_DIR:-$(mktemp -d)}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+log=$tmp/log
+passed=0
+failed=0
+pass() { passed=$((passed + 1)); }
+fail() { echo "FAIL $1"; cat "$log"; failed=$((failed + 1)); }
+
+# build + compile + eval + two runs for one example; all output to $log
+aot_example() {
+    f=$1 d=$2
+    mkdir -p "$d/ref" "$d/out" || return 1
+    "$RAVEL" build "$f" -o "$d/model" || return 1
+    # shellcheck disable=SC2086
+    $CC -std=c11 $CFLAGS -Wall -Wextra -I"$d" -o "$d/driver" tests/e2e/aot_driver.c "$d/model.c" -lm ||
+        return 1
+    "$RAVEL" eval "$f" --random 1 --save-inputs --output "$d/ref" >"$d/eval.txt" || return 1
+    sizes=$(sed -n 's/^\([A-Za-z_][A-Za-z0-9_]*\) = \(-\{0,1\}[0-9][0-9]*\)$/\1=\2/p' "$d/eval.txt")
+    # shellcheck disable=SC2086
+    "$d/driver" "$d/ref" "$d/out" $sizes || return 1
+    # shellcheck disable=SC2086
+    "$d/driver" "$d/ref" "$d/out" --misalign --own-ctx $sizes
+}
+
+for f in examples/*.rv; do
+    n=$(basename "$f" .rv)
+    if aot_example "$f" "$tmp/$n" >"$log" 2>&1; then pass; else fail "aot $f"; fi
+done
+
+# --shared: libmodel.so exports the API, and the driver linked to it agrees
+d=$tmp/shared
+f=examples/dense_gelu.rv
+if {
+    mkdir -p "$d/ref" "$d/out" &&
+        "$RAVEL" build "$f" -o "$d/model" --shared &&
+        test -f "$d/libmodel.so" &&
+        $CC -std=c11 -O1 -I"$d" -o "$d/driver" tests/e2e/aot_driver.c -L"$d" -lmodel -lm &&
+        "$RAVEL" eval "$f" --random 2 --save-inputs --output "$d/ref" >"$d/eval.txt" &&
+        LD_LIBRARY_PATH="$d" "$d/driver" "$d/ref" "$d/out" \
+            $(sed -n 's/^\([A-Za-z_][A-Za-z0-9_]*\) = \([0-9]*\)$/\1=\2/p' "$d/eval.txt")
+} >"$log" 2>&1; then pass; else fail "build --shared $f"; fi
+
+# a directory that does not exist: exit 1, a message naming the path
+if "$RAVEL" build "$f" -o "$tmp/no/such/dir/model" >"$log" 2>&1; then
+    fail "build to a missing directory succeeded"
+elif [ $? -eq 1 ] && grep -q "no/such/dir/model.c: cannot create" "$log"; then pass; else
+    fail "build to a missing directory: exit status or message"
+fi
+
+# an unknown target is a usage error
+if "$RAVEL" build "$f" -o "$tmp/model" --target cuda >"$log" 2>&1; then
+    fail "build --target cuda succeeded"
+elif [ $? -eq 2 ] && grep -q "unknown target 'cuda'" "$log"; then pass; else
+    fail "build --target cuda: exit status or message"
+fi
+
+# a failing compiler: exit 1 with the command and the compiler's output
+mkdir -p "$tmp/cc"
+printf '#!/bin/sh\necho broken compiler\nexit 3\n' >"$tmp/cc/badcc"
+chmod +x "$tmp/cc/badcc"
+if RAVEL_CC="$tmp/cc/badcc" "$RAVEL" build "$f" -o "$tmp/cc/model" --shared >"$log" 2>&1; then
+    fail "build --shared with a failing compiler succeeded"
+elif [ $? -eq 1 ] && grep -q "the C compiler failed (exit status 3)" "$log" &&
+    grep -q "broken compiler" "$log"; then pass; else
+    fail "build --shared with a failing compiler: exit status or message"
+fi
+
+echo "aot: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,158 @@
+/*
+ * cmd_bench.c — `ravel bench NAME [ARGS...]`: runs one benchmark of bench/.
+ *
+ * The drivers are separate programs (they link OpenBLAS and oneDNN, which
+ * ravel itself never does), built by `make bench-build` into
+ * $(BUILD)/bench/ — next to the ravel executable, which lives in $(BUILD).
+ * This command finds the driver there (or in $RAVEL_BENCH_DIR) and execs
+ * it with ARGS, so its output is exactly the driver's JSON lines and its
+ * exit status the driver's. `torch` runs bench/torch_bench.py of the
+ * source tree with /usr/bin/python3 (bench/README.md says why that one).
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tools.h"
+
+typedef struct Bench {
+    const char *name;
+    const char *program; /* in the bench build directory, or the script */
+    const char *what;
+} Bench;
+
+static const Bench benches[] = {
+    {"dense", "bench_dense", "Y = X W^T (+ bias, gelu), X [16T, K]: OpenBLAS, oneDNN"},
+    {"bmm", "bench_bmm", "batched matmul, NT and NN, [192, T, 64]: OpenBLAS loop, oneDNN"},
+    {"sgemm", "bench_sgemm", "square SGEMM 512..2048: OpenBLAS, oneDNN"},
+    {"peak", "peak", "FP32 FMA peak and STREAM triad bandwidth"},
+    {"torch", "torch_bench.py", "the PyTorch baselines (bench/torch_bench.py)"},
+};
+
+/* The directory of the running executable (the build directory). */
+static int exe_dir(char *out, size_t n) {
+    char path[PATH_MAX];
+    ssize_t len = readlink("/proc/self/exe", path, sizeof path - 1);
+    if (len <= 0)
+        return 0;
+    path[len] = '\0';
+    char *slash = strrchr(path, '/');
+    if (!slash)
+        return 0;
+    *slash = '\0';
+    return snprintf(out, n, "%s", path) < (int)n;
+}
+
+/* Where the drivers are: $RAVEL_BENCH_DIR, else <exe dir>/bench. */
+static int bench_dir(char *out, size_t n) {
+    const char *env = getenv("RAVEL_BENCH_DIR");
+    if (env && *env)
+        return snprintf(out, n, "%s", env) < (int)n;
+    char dir[PATH_MAX];
+    if (!exe_dir(dir, sizeof dir))
+        return 0;
+    return snprintf(out, n, "%s/bench", dir) < (int)n;
+}
+
+/* The source tree's bench/ (for torch_bench.py): the build's include
+ * directory's sibling. */
+static int source_bench_dir(char *out, size_t n) {
+#ifdef RAVEL_INCLUDE_DIR_DEFAULT
+    return snprintf(out, n, "%s/../bench", RAVEL_INCLUDE_DIR_DEFAULT) < (int)n;
+#else
+    return snprintf(out, n, "bench") < (int)n;
+#endif
+}
+
+static int locate(const Bench *b, char *path, size_t n) {
+    char dir[PATH_MAX];
+    int ok = strcmp(b->name, "torch") == 0 ? source_bench_dir(dir, sizeof dir)
+                                           : bench_dir(dir, sizeof dir);
+    return ok && snprintf(path, n, "%s/%s", dir, b->program) < (int)n;
+}
+
+/* The make command that builds the drivers for this executable's build
+ * directory. */
+static void make_hint(char *out, size_t n) {
+    char dir[PATH_MAX];
+    if (!exe_dir(dir, sizeof dir)) {
+        snprintf(out, n, "make bench-build");
+        return;
+    }
+    size_t len = strlen(dir);
+    if (len >= 6 && strcmp(dir + len - 6, "/build") == 0)
+        snprintf(out, n, "make bench-build");
+    else
+        snprintf(out, n, "make BUILD=%s bench-build", dir);
+}
+
+static int list(void) {
+    char hint[PATH_MAX + 64];
+    make_hint(hint, sizeof hint);
+    for (int i = 0; i < (int)(sizeof benches / sizeof benches[0]); i++) {
+        char path[PATH_MAX];
+        int found = locate(&benches[i], path, sizeof path) && access(path, X_OK | R_OK) == 0;
+        printf("%-6s %s\n       %s%s\n", benches[i].name, benches[i].what, path,
+               found ? "" : " (not built)");
+    }
+    printf("\nbuild the drivers with: %s (baselines: sh bench/setup.sh)\n", hint);
+    return 0;
+}
+
+int cmd_bench(int argc, char **argv) {
+    if (argc < 1) {
+        tool_command_help(stderr, "bench");
+        return 2;
+    }
+    if (strcmp(argv[0], "list") == 0)
+        return list();
+    const Bench *b = NULL;
+    for (int i = 0; i < (int)(sizeof benches / sizeof benches[0]); i++)
+        if (strcmp(benches[i].name, argv[0]) == 0)
+            b = &benches[i];
+    if (!b) {
+        fprintf(stderr, "ravel bench: unknown benchmark '%s' (ravel bench list)\n", argv[0]);
+        return 2;
+    }
+    char path[PATH_MAX];
+    if (!locate(b, path, sizeof path)) {
+        fprintf(stderr, "error: cannot locate the benchmark drivers\n");
+        return 1;
+    }
+    int is_script = strcmp(b->name, "torch") == 0;
+    if (access(path, is_script ? R_OK : X_OK) != 0) {
+        char hint[PATH_MAX + 64];
+        make_hint(hint, sizeof hint);
+        if (is_script)
+            fprintf(stderr, "error: %s not found: run ravel from its source tree's build\n", path);
+        else
+            fprintf(stderr,
+                    "error: %s is not built: run `%s` (the baselines it links: sh "
+                    "bench/setup.sh)\n",
+                    path, hint);
+        return 1;
+    }
+    /* argv[0] of the driver is its path; the rest pass through */
+    char **args = calloc((size_t)argc + 2, sizeof *args);
+    if (!args) {
+        fprintf(stderr, "error: out of memory\n");
+        return 1;
+    }
+    int k = 0;
+    const char *prog = path;
+    if (is_script) {
+        prog = "/usr/bin/python3";
+        args[k++] = (char *)prog;
+    }
+    args[k++] = path;
+    for (int i = 1; i < argc; i++)
+        args[k++] = argv[i];
+    args[k] = NULL;
+    fflush(stdout);
+    execv(prog, args);
+    fprintf(stderr, "error: cannot run %s: %s\n", prog, strerror(errno));
+    free(args);
+    return 1;
+}
