@@ -612,18 +612,20 @@ static bool binder_names(Checker *c, const char *what, const Binder *b, int n, c
 
 /* Checks the binders of a dimension list in a fresh scope the caller owns:
  * each extent sees only the binders before it. `axes` are the IR axes the
- * binders name; extents go to exts[] (or straight into the axes when exts
- * is NULL, for computes). */
-static bool check_binders(Checker *c, const Binder *b, int n, Axis *const *axes, Expr **exts) {
+ * binders name. Extents go to exts[] or, for a compute (cb), to its builder
+ * as soon as each is checked, through the public API like any C caller's:
+ * a later extent may use an earlier axis (see rv_compute_begin). */
+static bool check_binders(Checker *c, const Binder *b, int n, Axis *const *axes, Expr **exts,
+                          ComputeBuilder *cb) {
     for (int i = 0; i < n; i++) {
         if (b[i].extent) {
             Expr *e = elab_binder_extent(c, b, i, n);
             if (!e)
                 return false;
-            if (exts)
-                exts[i] = e;
+            if (cb)
+                rv_compute_set_extent(cb, i, e);
             else
-                axes[i]->extent = e; /* see rv_compute_begin: extents may use earlier axes */
+                exts[i] = e;
         }
         if (b[i].has_pad && (b[i].pad < 1 || b[i].pad > (1 << 20))) {
             error_at(c, b[i].pad_loc, "padding must be a multiple in 1..%d, got %lld", 1 << 20,
@@ -651,7 +653,7 @@ static void check_ufun(Checker *c, const Item *it) {
     Expr *exts[RV_MAX_DIMS];
     Scope scope;
     push_scope(c, &scope);
-    bool ok = check_binders(c, it->binds, it->nbinds, f->args, exts);
+    bool ok = check_binders(c, it->binds, it->nbinds, f->args, exts, NULL);
     pop_scope(c);
     if (!ok)
         return;
@@ -698,7 +700,7 @@ static void check_input(Checker *c, const Item *it) {
     int pads[RV_MAX_DIMS];
     Scope scope;
     push_scope(c, &scope);
-    ok = check_binders(c, it->type.dims, it->type.ndim, t->axes, exts);
+    ok = check_binders(c, it->type.dims, it->type.ndim, t->axes, exts, NULL);
     pop_scope(c);
     if (!ok)
         return;
@@ -778,7 +780,7 @@ static void check_compute(Checker *c, const Item *it) {
     Axis *axes[RV_MAX_DIMS];
     for (int i = 0; i < it->nbinds; i++)
         axes[i] = rv_compute_var(cb, i)->u.axis;
-    ok = check_binders(c, it->binds, it->nbinds, axes, NULL);
+    ok = check_binders(c, it->binds, it->nbinds, axes, NULL, cb);
     for (int i = 0; ok && i < it->nbinds; i++)
         if (it->binds[i].has_pad)
             rv_compute_set_pad(cb, i, (int)it->binds[i].pad);
