@@ -56,11 +56,15 @@ static int bench_dir(char *out, size_t n) {
     return snprintf(out, n, "%s/bench", dir) < (int)n;
 }
 
-/* The source tree's bench/ (for torch_bench.py): the build's include
- * directory's sibling. */
+/* The source tree's bench/ (for torch_bench.py): the sibling of the
+ * include directory the build recorded. */
 static int source_bench_dir(char *out, size_t n) {
 #ifdef RAVEL_INCLUDE_DIR_DEFAULT
-    return snprintf(out, n, "%s/../bench", RAVEL_INCLUDE_DIR_DEFAULT) < (int)n;
+    const char *inc = RAVEL_INCLUDE_DIR_DEFAULT;
+    size_t len = strlen(inc);
+    if (len >= 8 && strcmp(inc + len - 8, "/include") == 0)
+        len -= 8;
+    return snprintf(out, n, "%.*s/bench", (int)len, inc) < (int)n;
 #else
     return snprintf(out, n, "bench") < (int)n;
 #endif

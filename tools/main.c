@@ -79,7 +79,9 @@ int main(int argc, char **argv) {
         usage(stderr);
         return 2;
     }
-    for (int i = 2; i < argc; i++)
+    /* bench passes its arguments to a driver, which has its own --help */
+    int last = c->run == cmd_bench ? (argc < 3 ? argc : 3) : argc;
+    for (int i = 2; i < last; i++)
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             tool_command_help(stdout, c->name);
             return 0;
