@@ -12,14 +12,17 @@
  * __builtin_assume_aligned(bufs[1], 64);` — const when the function never
  * stores to the buffer), then runs its statements:
  *
- *   FOR       `for (int64_t i = 0; i < n; i++)`. Vector loops carry
- *             `#pragma omp simd` (the JIT compiles with -fopenmp-simd;
- *             GCC refuses `#pragma GCC ivdep` stacked on it, and omp simd
- *             says more), except when their iterations store to one memory
- *             element (a reduction into a buffer), which the pragma would
- *             declare independent. Explicit vector-extension code comes
- *             later. Unrolled loops with a constant extent carry `#pragma
- *             GCC unroll N`. GPU-bound loops run serially on the CPU.
+ *   FOR       `for (int64_t i = 0; i < n; i++)`. Vector loops of constant
+ *             extent become explicit vector code (c_vector.c), a scalar
+ *             loop finishing a non-power-of-two extent. Those it cannot
+ *             vectorize say why in a comment and carry `#pragma omp simd`
+ *             (the JIT compiles with -fopenmp-simd; GCC refuses `#pragma
+ *             GCC ivdep` stacked on it, and omp simd says more), except
+ *             when their iterations store to one memory element (a
+ *             reduction into a buffer), which the pragma would declare
+ *             independent. Unrolled loops with a constant extent carry
+ *             `#pragma GCC unroll N`. GPU-bound loops run serially on the
+ *             CPU.
  *   parallel  the body is outlined into a static function over a chunk
  *             [begin, end) that reads its captured variables from a struct;
  *             the loop becomes `ctx->parallel_for(n, fn, &captures)`.
@@ -655,8 +658,21 @@ static void emit_for(CK *c, CFn *f, const Stmt *s) {
         return;
     }
     const char *var = name_of_axis(c, s->u.loop.var);
-    emit_pragmas(c, f, s);
-    emit_for_header(c, f, var, "0", s->u.loop.extent);
+    const char *from = "0";
+    if (kind == LOOP_VECTOR) {
+        /* explicit vector code (c_vector.c); the loop below runs what it leaves */
+        const char *why = "";
+        int64_t n = 0, done = cg_vector_loop(c->e, c->k->m, s, f->indent, &f->text, &why);
+        if (done && ir_is_const_int(s->u.loop.extent, &n) && done == n)
+            return;
+        if (done)
+            from = arena_printf(c->e->arena, "%lld", (long long)done);
+        else
+            line(f, "/* not vectorized: %s */\n", why);
+    }
+    if (strcmp(from, "0") == 0)
+        emit_pragmas(c, f, s);
+    emit_for_header(c, f, var, from, s->u.loop.extent);
     open_block(f);
     declare(f, var);
     emit_body(c, f, s->u.loop.body);
@@ -1052,8 +1068,9 @@ void cg_c_module(Kernel *const *ks, int n, CgUnit *out) {
     for (int i = 0; i < n; i++)
         buf_printf(&b, "%s%s", i ? ", " : "", out->kernel_syms[i]);
     buf_printf(&b,
-               ".\n * Calling convention: ravel_rt.h (ABI version %d). Vector loops carry\n"
-               " * OpenMP simd pragmas (compile with -fopenmp-simd).\n */\n",
+               ".\n * Calling convention: ravel_rt.h (ABI version %d). Vector loops use GCC\n"
+               " * vector extensions, or OpenMP simd pragmas (compile with -fopenmp-simd).\n"
+               " */\n",
                RV_RT_ABI_VERSION);
     buf_puts(&b, "#include <math.h>\n\n#include \"ravel_rt.h\"\n\n");
     cg_emit_helpers(&e, &b);

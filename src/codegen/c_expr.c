@@ -580,4 +580,5 @@ void cg_emit_helpers(const CgEmit *e, Buf *b) {
             buf_putc(b, '\n');
         }
     }
+    cg_vector_helpers(e, b); /* vector types and helpers (c_vector.c) */
 }

@@ -21,6 +21,9 @@
  *              the translation unit
  *   c_extern.c the support library for extern calls (matmul_nt, matmul_nn,
  *              softmax_rows), emitted into the translation unit
+ *   c_vector.c explicit vector code (GCC/Clang vector extensions) for
+ *              vector loops of constant extent, with scalar fallback
+ *   c_vmath.c  math functions on vector types (exp, log, tanh, erf, ...)
  *   cuda.c     CUDA C and launch descriptions
  *   c_aot.c    ahead-of-time output (`ravel build`): the C unit plus host
  *              code and a header, standalone over ravel_rt.h
@@ -51,6 +54,9 @@ typedef enum CgHelper {
     CG_H_COUNT
 } CgHelper;
 
+/* Vector helper kinds c_vector.c can record per unit (its VHelper enum). */
+#define CG_VEC_HELPERS 24
+
 /* Naming and expression state of one translation unit being emitted.
  * Names are given per object (Axis, Size, Buffer) and are unique within
  * the current kernel; global names (functions, structs) are unique within
@@ -64,6 +70,9 @@ typedef struct CgEmit {
     PtrMap names;                 /* Axis*, Size*, Buffer* -> name (current kernel) */
     PtrMap scalars;               /* Buffer* held in a scalar variable (1-element local) */
     unsigned helpers[CG_H_COUNT]; /* bit (1 << dtype) per helper used */
+    /* c_vector.c: per vector helper kind, bit 8 * dtype + log2(lanes) per
+     * vector type it is used on */
+    uint64_t vec_use[CG_VEC_HELPERS];
 } CgEmit;
 
 void cg_emit_init(CgEmit *e, CgTarget t);
@@ -98,6 +107,30 @@ bool cg_is_zero(const Expr *x);
 bool cg_extern_fn(const char *kernel, rv_dtype dtype, char name[64]);
 /* Appends the definition of that function. */
 void cg_extern_define(Buf *b, const char *kernel, rv_dtype dtype);
+
+/* ---- c_vector.c ---- */
+
+/* Explicit vector code for the LOOP_VECTOR loop `s` (C target), appended
+ * to `out` at `indent` levels: one block computing lanes [0, P) with GCC
+ * vector types, P the largest power of two <= the loop's constant extent.
+ * Returns P; the caller runs iterations [P, extent) as scalar code. Returns
+ * 0 and appends nothing when the loop cannot be vectorized, with the
+ * reason in *why ("its extent is not a constant", ...). Expressions may be
+ * rebuilt in module m (lane 0's index). The vector types and helpers used
+ * are recorded in e->vec_use. */
+int64_t cg_vector_loop(CgEmit *e, Module *m, const Stmt *s, int indent, Buf *out,
+                       const char **why);
+/* The definitions of the vector types and helpers recorded in e->vec_use
+ * (cg_emit_helpers calls it). */
+void cg_vector_helpers(const CgEmit *e, Buf *b);
+
+/* ---- c_vmath.c ---- */
+
+/* The template of the vector helper for math node kind k on dtype t (f32
+ * or f64); NULL for kinds without one. Placeholders: see c_vmath.c. */
+const char *cg_vmath_template(ExprKind k, rv_dtype t);
+/* The other math helpers that helper calls (written to deps); their count. */
+int cg_vmath_deps(ExprKind k, rv_dtype t, ExprKind deps[2]);
 
 /* ---- c.c ---- */
 

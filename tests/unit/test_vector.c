@@ -1,0 +1,617 @@
+/*
+ * test_vector.c — explicit vector code for vector loops (c_vector.c) and
+ * the vector math helpers (c_vmath.c).
+ *
+ * Each case builds one loop nest in the loop IR twice, with the inner loop
+ * of kind LOOP_VECTOR and LOOP_SERIAL, compiles both with the JIT, runs
+ * them on the same random data and compares every buffer: bit for bit
+ * where the vector code computes the same operations, with a tolerance
+ * for the math approximations. Checks on the source text pin what is
+ * vectorized and what falls back. The accuracy test sweeps each f32 math
+ * helper over a dense set of inputs (every 4099th float of each sign, a
+ * fine grid over [-12, 12] and the special values) and compares it with
+ * libm in double precision, in ulps of the f32 result.
+ *
+ * Every test compiles into a private cache directory, removed at the end.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+
+#include <float.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "codegen/codegen.h"
+#include "harness.h"
+#include "jit/jit.h"
+#include "ravel_rt.h"
+
+static char cache_dir[PATH_MAX];
+
+#if defined(__SANITIZE_ADDRESS__)
+#define KERNEL_FLAGS "-fopenmp-simd", "-fsanitize=address,undefined", "-fno-omit-frame-pointer"
+#else
+#define KERNEL_FLAGS "-fopenmp-simd"
+#endif
+
+/* ---- building and running kernels ---- */
+
+enum { MAXB = 6 };
+
+/* A loop nest under test: its buffers (all kernel parameters) and a
+ * builder of its body for a given kind of the loop under test. */
+typedef struct Case {
+    const char *name;
+    int nb;
+    rv_dtype type[MAXB];
+    int64_t size[MAXB];
+    Stmt *(*build)(Module *m, Buffer **b, LoopKind k, int w);
+    int w;      /* the vector loop's extent */
+    double tol; /* relative, plus as much absolute; 0: bit for bit */
+    double lo;  /* float inputs drawn from [lo, hi] */
+    double hi;
+} Case;
+
+static Expr *I(Module *m, int64_t v) {
+    return ir_int(m, v);
+}
+static Expr *F(Module *m, double v) {
+    return ir_float(m, RV_F32, v);
+}
+static Expr *bin(Module *m, ExprKind k, Expr *a, Expr *b) {
+    Expr *r = ir_binary(m, k, a, b);
+    RV_ASSERT(r);
+    return r;
+}
+static Expr *ld(Module *m, Buffer *b, Expr *i) {
+    return ir_load(m, b, i);
+}
+static Stmt *loop(Module *m, Axis *v, LoopKind k, Stmt *body) {
+    return lower_for(m, v, v->extent, k, body);
+}
+static Stmt *seq2(Module *m, Stmt *a, Stmt *b) {
+    Stmt *s[2] = {a, b};
+    return lower_seq(m, 2, s);
+}
+
+static void *scratch_alloc(struct rv_rt_ctx *ctx, size_t n) {
+    (void)ctx;
+    return aligned_alloc(RV_RT_ALIGN,
+                         (n + RV_RT_ALIGN - 1) / RV_RT_ALIGN * RV_RT_ALIGN + RV_RT_ALIGN);
+}
+static void scratch_free(struct rv_rt_ctx *ctx, void *p) {
+    (void)ctx;
+    free(p);
+}
+static void serial_for(int64_t n, void (*fn)(void *, int64_t, int64_t, int), void *closure) {
+    if (n > 0)
+        fn(closure, 0, n, 0);
+}
+
+/* Emits, compiles and loads kernel "K"; *src gets the source. */
+static rv_rt_kernel_fn build(const Kernel *k, char **src, JitLib **lib) {
+    *src = cg_c_kernel(k);
+    if (getenv("RAVEL_TEST_SHOW"))
+        printf("%s\n", *src);
+    const char *flags[] = {KERNEL_FLAGS};
+    JitOptions opt = {
+        .cache_dir = cache_dir, .extra_flags = flags, .n_extra_flags = RV_COUNT(flags)};
+    *lib = NULL;
+    rv_status st = jit_compile(*src, &opt, lib);
+    CHECK_EQ_INT(st, RV_OK);
+    if (st != RV_OK) {
+        fprintf(stderr, "%s\n--- source ---\n%s\n", rv_last_error(), *src);
+        return NULL;
+    }
+    rv_rt_kernel_fn fn = (rv_rt_kernel_fn)jit_fn(*lib, "kernel_K");
+    CHECK(fn != NULL);
+    return fn;
+}
+
+static void *aligned(size_t n) {
+    void *p = aligned_alloc(64, (n + 63) / 64 * 64 + 64);
+    memset(p, 0, (n + 63) / 64 * 64 + 64);
+    return p;
+}
+
+static uint64_t rng_state;
+static double uniform(void) {
+    rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
+    return (double)(rng_state >> 11) / 9007199254740992.0;
+}
+
+/* Builds the case's kernel with loop kind k, runs it on copies of `in`,
+ * and returns the buffers after the run (and the source). */
+static void **run_kind(const Case *c, LoopKind k, void *const *in, char **src) {
+    Module *m = rv_module_new();
+    Buffer *b[MAXB];
+    Param params[MAXB];
+    for (int i = 0; i < c->nb; i++) {
+        char name[8] = {(char)('A' + i), 0};
+        if (i == c->nb - 1 && c->nb > 1)
+            name[0] = 'Y';
+        b[i] = ir_buffer_new(m, name, c->type[i], I(m, c->size[i]), BUF_ARG);
+        params[i] = (Param){.kind = PARAM_TENSOR, .buf = b[i]};
+    }
+    Kernel *kern = arena_alloc(m->arena, sizeof(Kernel));
+    *kern = (Kernel){.name = "K", .m = m, .nparams = c->nb, .params = params};
+    kern->body = c->build(m, b, k, c->w);
+    JitLib *lib;
+    rv_rt_kernel_fn fn = build(kern, src, &lib);
+    void **out = base_xcalloc(MAXB, sizeof(void *));
+    for (int i = 0; i < c->nb; i++) {
+        size_t n = (size_t)c->size[i] * rv_dtype_size(c->type[i]);
+        out[i] = aligned(n);
+        memcpy(out[i], in[i], n);
+    }
+    if (fn) {
+        struct rv_rt_ctx ctx = {.abi_version = RV_RT_ABI_VERSION,
+                                .num_threads = 1,
+                                .parallel_for = serial_for,
+                                .alloc = scratch_alloc,
+                                .free = scratch_free};
+        CHECK_EQ_INT(fn(NULL, out, &ctx), RV_RT_OK);
+    }
+    jit_close(lib);
+    rv_module_free(m);
+    return out;
+}
+
+/* Runs a case both ways and compares; returns the vector source
+ * (base_free it). */
+static char *check_case(const Case *c) {
+    void *in[MAXB];
+    rng_state = 12345;
+    for (int i = 0; i < c->nb; i++) {
+        in[i] = aligned((size_t)c->size[i] * rv_dtype_size(c->type[i]));
+        for (int64_t q = 0; q < c->size[i]; q++) {
+            double u = uniform();
+            switch (c->type[i]) {
+            case RV_F32:
+                ((float *)in[i])[q] = (float)(c->lo + (c->hi - c->lo) * u);
+                break;
+            case RV_F64:
+                ((double *)in[i])[q] = c->lo + (c->hi - c->lo) * u;
+                break;
+            case RV_I32:
+                ((int32_t *)in[i])[q] = (int32_t)(u * 200) - 100;
+                break;
+            default:
+                ((int64_t *)in[i])[q] = (int64_t)(u * 200) - 100;
+                break;
+            }
+        }
+    }
+    char *vsrc, *ssrc;
+    void **v = run_kind(c, LOOP_VECTOR, in, &vsrc);
+    void **s = run_kind(c, LOOP_SERIAL, in, &ssrc);
+    for (int i = 0; i < c->nb; i++) {
+        int bad = 0;
+        for (int64_t q = 0; q < c->size[i]; q++) {
+            double a, e;
+            switch (c->type[i]) {
+            case RV_F32:
+                a = ((float *)v[i])[q], e = ((float *)s[i])[q];
+                break;
+            case RV_F64:
+                a = ((double *)v[i])[q], e = ((double *)s[i])[q];
+                break;
+            case RV_I32:
+                a = ((int32_t *)v[i])[q], e = ((int32_t *)s[i])[q];
+                break;
+            default:
+                a = (double)((int64_t *)v[i])[q], e = (double)((int64_t *)s[i])[q];
+                break;
+            }
+            bool same = a == e || (isnan(a) && isnan(e));
+            if (!same && c->tol > 0 && !isnan(a) && !isnan(e))
+                same = fabs(a - e) <= c->tol * (fabs(e) + 1);
+            if (!same && bad++ == 0)
+                fprintf(stderr, "    %s (w=%d): buffer %d [%lld] vector %.9g, serial %.9g\n",
+                        c->name, c->w, i, (long long)q, a, e);
+        }
+        CHECK_EQ_INT(bad, 0);
+        free(in[i]);
+        free(v[i]);
+        free(s[i]);
+    }
+    base_free(v);
+    base_free(s);
+    base_free(ssrc);
+    return vsrc;
+}
+
+/* ---- cases ---- */
+
+enum { ROWS = 6 };
+
+/* for i < ROWS { for j < w (kind k) { body(i * w + j) } } */
+static Stmt *rows(Module *m, LoopKind k, int w, Stmt *(*body)(Module *, Buffer **, Expr *, Axis *),
+                  Buffer **b) {
+    Axis *i = lower_loop_var(m, "i", I(m, ROWS)), *j = lower_loop_var(m, "j", I(m, w));
+    Expr *at = bin(m, EX_ADD, bin(m, EX_MUL, i->var, I(m, w)), j->var);
+    return loop(m, i, LOOP_SERIAL, loop(m, j, k, body(m, b, at, j)));
+}
+
+/* Y = A * B + C; B = A - C (fma, sub, and a store read back) */
+static Stmt *fma_body(Module *m, Buffer **b, Expr *at, Axis *j) {
+    (void)j;
+    Expr *a = ld(m, b[0], at), *bb = ld(m, b[1], at), *c = ld(m, b[2], at);
+    return seq2(m, lower_store(m, b[3], at, bin(m, EX_ADD, bin(m, EX_MUL, a, bb), c)),
+                lower_store(m, b[1], at, bin(m, EX_SUB, a, c)));
+}
+static Stmt *build_fma(Module *m, Buffer **b, LoopKind k, int w) {
+    return rows(m, k, w, fma_body, b);
+}
+
+/* Y[at] = A[at] * B[i] + 2 (B[i] lane-invariant: a broadcast) */
+static Stmt *bcast_body(Module *m, Buffer **b, Expr *at, Axis *j) {
+    Expr *row = bin(m, EX_SUB, at, j->var); /* i * w */
+    return lower_store(m, b[2], at,
+                       bin(m, EX_ADD, bin(m, EX_MUL, ld(m, b[0], at), ld(m, b[1], row)), F(m, 2)));
+}
+static Stmt *build_bcast(Module *m, Buffer **b, LoopKind k, int w) {
+    return rows(m, k, w, bcast_body, b);
+}
+
+/* Y[at] = A[3 * at + 1] + A[j * j]; Y[at + 64*ROWS] ... (strided and
+ * non-affine gathers), and a strided scatter B[2 * at] = A[at]. */
+static Stmt *gather_body(Module *m, Buffer **b, Expr *at, Axis *j) {
+    Expr *g1 = ld(m, b[0], bin(m, EX_ADD, bin(m, EX_MUL, I(m, 3), at), I(m, 1)));
+    Expr *g2 = ld(m, b[0], bin(m, EX_MUL, j->var, j->var));
+    return seq2(m, lower_store(m, b[2], at, bin(m, EX_ADD, g1, g2)),
+                lower_store(m, b[1], bin(m, EX_MUL, I(m, 2), at), ld(m, b[0], at)));
+}
+static Stmt *build_gather(Module *m, Buffer **b, LoopKind k, int w) {
+    return rows(m, k, w, gather_body, b);
+}
+
+/* Y = select(A > B, A, 2 * B) + select(j < 3 && A < 0, 1, 0) */
+static Stmt *select_body(Module *m, Buffer **b, Expr *at, Axis *j) {
+    Expr *a = ld(m, b[0], at), *bb = ld(m, b[1], at);
+    Expr *s1 = ir_select(m, bin(m, EX_GT, a, bb), a, bin(m, EX_MUL, F(m, 2), bb));
+    Expr *c = bin(m, EX_AND, bin(m, EX_LT, j->var, I(m, 3)), bin(m, EX_LT, a, F(m, 0)));
+    Expr *s2 = ir_select(m, c, F(m, 1), F(m, 0));
+    return lower_store(m, b[2], at, bin(m, EX_ADD, s1, s2));
+}
+static Stmt *build_select(Module *m, Buffer **b, LoopKind k, int w) {
+    return rows(m, k, w, select_body, b);
+}
+
+/* Y = (float)A + (float)j * 0.5 + (float)(A / 7 + floordiv(A, 3) +
+ * floormod(A, 5) + min(A, j) + abs(A)) (A: i32) */
+static Stmt *cast_body(Module *m, Buffer **b, Expr *at, Axis *j) {
+    Expr *a = ld(m, b[0], at);
+    Expr *jj = ir_cast(m, RV_I32, j->var);
+    Expr *ints = bin(m, EX_ADD, bin(m, EX_DIV, a, ir_const_int(m, RV_I32, 7)),
+                     bin(m, EX_FLOORDIV, a, ir_const_int(m, RV_I32, 3)));
+    ints = bin(m, EX_ADD, ints, bin(m, EX_FLOORMOD, a, ir_const_int(m, RV_I32, 5)));
+    ints = bin(m, EX_ADD, ints, bin(m, EX_MIN, a, jj));
+    ints = bin(m, EX_ADD, ints, ir_unary(m, EX_ABS, a));
+    Expr *v = bin(m, EX_ADD, ir_cast(m, RV_F32, a),
+                  bin(m, EX_MUL, ir_cast(m, RV_F32, j->var), F(m, 0.5)));
+    v = bin(m, EX_ADD, v, ir_cast(m, RV_F32, ints));
+    return lower_store(m, b[1], at, v);
+}
+static Stmt *build_cast(Module *m, Buffer **b, LoopKind k, int w) {
+    return rows(m, k, w, cast_body, b);
+}
+
+/* Y[f * n + at] = f(A[at]) for every math function */
+enum { NMATH = 10 };
+static const ExprKind math_kinds[NMATH] = {EX_EXP,  EX_LOG,  EX_TANH,  EX_SIGMOID, EX_ERF,
+                                           EX_GELU, EX_SQRT, EX_RSQRT, EX_POW,     EX_MAX};
+static int math_w;
+static Stmt *math_body(Module *m, Buffer **b, Expr *at, Axis *j) {
+    (void)j;
+    Stmt *st[NMATH];
+    Expr *a = ld(m, b[0], at);
+    rv_dtype t = a->dtype;
+    Expr *pos = bin(m, EX_ADD, ir_unary(m, EX_ABS, a), ir_float(m, t, 0.25));
+    for (int f = 0; f < NMATH; f++) {
+        ExprKind k = math_kinds[f];
+        Expr *x = k == EX_LOG || k == EX_SQRT || k == EX_RSQRT ? pos : a;
+        Expr *v = k == EX_POW   ? bin(m, EX_POW, pos, a)
+                  : k == EX_MAX ? bin(m, EX_MAX, a, ir_float(m, t, 0.5))
+                                : ir_unary(m, k, x);
+        st[f] = lower_store(m, b[1], bin(m, EX_ADD, I(m, (int64_t)f * ROWS * math_w), at), v);
+    }
+    return lower_seq(m, NMATH, st);
+}
+static Stmt *build_math(Module *m, Buffer **b, LoopKind k, int w) {
+    return rows(m, k, w, math_body, b);
+}
+
+static void test_elementwise(void) {
+    static const int ws[] = {2, 3, 5, 8, 16, 17, 32, 64};
+    for (int wi = 0; wi < RV_COUNT(ws); wi++) {
+        int w = ws[wi];
+        int64_t n = ROWS * w;
+        Case c = {"fma", 4, {RV_F32, RV_F32, RV_F32, RV_F32}, {n, n, n, n}, build_fma, w, 0, -4, 4};
+        char *src = check_case(&c);
+        CHECK_STR_CONTAINS(src, "/* vector loop over j: ");
+        CHECK(strstr(src, "not vectorized") == NULL);
+        if (w == 16) {
+            CHECK_STR_CONTAINS(src, "const rv_f32x16 A_v = rv_load_f32x16(&A[i * 16]);\n");
+            CHECK_STR_CONTAINS(src, "rv_store_f32x16(&Y[i * 16], A_v * B_v + C_v);\n");
+        }
+        if (w == 17)
+            CHECK_STR_CONTAINS(src, "for (int64_t j = 16; j < 17; j++) {");
+        base_free(src);
+
+        Case bc = {"broadcast", 3, {RV_F32, RV_F32, RV_F32}, {n, n, n}, build_bcast, w, 0, -4, 4};
+        src = check_case(&bc);
+        if (w == 16)
+            CHECK_STR_CONTAINS(src, "rv_store_f32x16(&Y[i * 16], A_v * B[i * 16] + 2.0f);");
+        base_free(src);
+
+        Case g = {"gather",
+                  3,
+                  {RV_F32, RV_F32, RV_F32},
+                  {3 * n + 4 * w * w, 2 * n, n},
+                  build_gather,
+                  w,
+                  0,
+                  -4,
+                  4};
+        src = check_case(&g);
+        if (w == 8) {
+            CHECK_STR_CONTAINS(src, "A_g[lane] = A[(i * 24 + 1) + lane * 3];");
+            CHECK_STR_CONTAINS(src, "rv_iota_i64x8 * rv_iota_i64x8");
+        }
+        base_free(src);
+
+        Case s = {"select", 3, {RV_F32, RV_F32, RV_F32}, {n, n, n}, build_select, w, 0, -4, 4};
+        src = check_case(&s);
+        if (w == 16)
+            CHECK_STR_CONTAINS(src, "rv_select_f32x16(A_v > B_v, A_v, 2.0f * B_v)");
+        base_free(src);
+
+        Case ca = {"cast", 2, {RV_I32, RV_F32}, {n, n}, build_cast, w, 0, 0, 0};
+        src = check_case(&ca);
+        if (w == 16)
+            CHECK_STR_CONTAINS(src, "__builtin_convertvector(A_v, rv_f32x16)");
+        base_free(src);
+
+        for (int t = 0; t < 2; t++) {
+            math_w = w;
+            Case mc = {"math",         2,          {t ? RV_F64 : RV_F32, t ? RV_F64 : RV_F32},
+                       {n, NMATH * n}, build_math, w,
+                       t ? 0 : 4e-7,   -9,         9};
+            src = check_case(&mc);
+            if (w == 16 && !t)
+                CHECK_STR_CONTAINS(src, "const rv_f32x16 gelu_v = rv_gelu_f32x16(A_v_");
+            base_free(src);
+        }
+    }
+}
+
+/* The GEMM-like micro-kernel: a 4 x 16 tile of C, a local, accumulated
+ * over k, then stored to Y: for k { for ii (unroll 4) { for ji (vector
+ * 16) { C[ii*16+ji] += A[ii*K+k] * B[k*16+ji] } } }. */
+enum { GK = 37 };
+static Stmt *build_gemm(Module *m, Buffer **b, LoopKind kind, int w) {
+    (void)w;
+    Buffer *C = ir_buffer_new(m, "C", RV_F32, I(m, 64), BUF_LOCAL);
+    Axis *k = lower_loop_var(m, "k", I(m, GK)), *ii = lower_loop_var(m, "ii", I(m, 4));
+    Axis *ji = lower_loop_var(m, "ji", I(m, 16));
+    Axis *z = lower_loop_var(m, "z", I(m, 64));
+    Expr *at = bin(m, EX_ADD, bin(m, EX_MUL, ii->var, I(m, 16)), ji->var);
+    Expr *a = ld(m, b[0], bin(m, EX_ADD, bin(m, EX_MUL, ii->var, I(m, GK)), k->var));
+    Expr *bb = ld(m, b[1], bin(m, EX_ADD, bin(m, EX_MUL, k->var, I(m, 16)), ji->var));
+    Stmt *upd = lower_store(m, C, at, bin(m, EX_ADD, ld(m, C, at), bin(m, EX_MUL, a, bb)));
+    Stmt *nest = loop(m, k, LOOP_SERIAL, loop(m, ii, LOOP_UNROLL, loop(m, ji, kind, upd)));
+    Stmt *init = loop(m, z, LOOP_SERIAL, lower_store(m, C, z->var, F(m, 0)));
+    Axis *z2 = lower_loop_var(m, "z", I(m, 64));
+    Stmt *out = loop(m, z2, LOOP_SERIAL, lower_store(m, b[2], z2->var, ld(m, C, z2->var)));
+    Stmt *all[3] = {init, nest, out};
+    return lower_alloc(m, C, lower_seq(m, 3, all));
+}
+
+static void test_gemm(void) {
+    Case c = {"gemm", 3, {RV_F32, RV_F32, RV_F32}, {4 * GK, GK * 16, 64}, build_gemm, 16, 1e-5,
+              -2,     2};
+    char *src = check_case(&c);
+    CHECK_STR_CONTAINS(src, "/* vector loop over ji: 16 lanes, lane l runs ji = l */");
+    CHECK_STR_CONTAINS(src, "rv_store_f32x16(&C[ii * 16], C_v + A[ii * 37 + k] * B_v);");
+    base_free(src);
+}
+
+/* A reduction inside each lane: acc (allocated in the vector loop)
+ * becomes a vector; O[j] = sum_k A[k*w + j] * B[k] with an inner serial
+ * loop, and the max through a LET. */
+static Stmt *build_acc(Module *m, Buffer **b, LoopKind kind, int w) {
+    Buffer *acc = ir_buffer_new(m, "acc", RV_F32, I(m, 1), BUF_LOCAL);
+    Axis *j = lower_loop_var(m, "j", I(m, w)), *k = lower_loop_var(m, "k", I(m, 9));
+    Axis *x = lower_loop_var(m, "x", NULL);
+    Expr *zero = I(m, 0);
+    Expr *a = ld(m, b[0], bin(m, EX_ADD, bin(m, EX_MUL, k->var, I(m, w)), j->var));
+    Stmt *upd = lower_let(
+        m, x, bin(m, EX_MUL, a, ld(m, b[1], k->var)),
+        lower_store(m, acc, zero, bin(m, EX_ADD, ld(m, acc, zero), ir_unary(m, EX_TANH, x->var))));
+    Stmt *all[3] = {lower_store(m, acc, zero, F(m, 0)), loop(m, k, LOOP_SERIAL, upd),
+                    lower_store(m, b[2], j->var, ld(m, acc, zero))};
+    return loop(m, j, kind, lower_alloc(m, acc, lower_seq(m, 3, all)));
+}
+
+static void test_accumulator(void) {
+    for (int w = 8; w <= 32; w *= 2) {
+        Case c = {"acc", 3, {RV_F32, RV_F32, RV_F32}, {9 * w, 9, w}, build_acc, w, 1e-5, -2, 2};
+        char *src = check_case(&c);
+        if (w == 16) {
+            CHECK_STR_CONTAINS(src, "rv_f32x16 acc;\n");
+            CHECK_STR_CONTAINS(src, "acc = rv_splat_f32x16(0.0f);\n");
+            CHECK_STR_CONTAINS(src, "acc += tanh_v;\n");
+            CHECK_STR_CONTAINS(src, "const rv_f32x16 x = A_v * B[k];\n");
+        }
+        base_free(src);
+    }
+}
+
+/* Y[i] += A[i * w + j] over a vector loop j: every lane stores to Y[i]
+ * (a reduction across lanes), so the loop stays scalar. Also a varying
+ * condition and a non-constant extent. */
+static Stmt *build_cross(Module *m, Buffer **b, LoopKind kind, int w) {
+    Axis *i = lower_loop_var(m, "i", I(m, ROWS)), *j = lower_loop_var(m, "j", I(m, w));
+    Expr *at = bin(m, EX_ADD, bin(m, EX_MUL, i->var, I(m, w)), j->var);
+    Stmt *red = lower_store(m, b[1], i->var, bin(m, EX_ADD, ld(m, b[1], i->var), ld(m, b[0], at)));
+    Axis *j2 = lower_loop_var(m, "j", I(m, w));
+    Expr *at2 = bin(m, EX_ADD, bin(m, EX_MUL, i->var, I(m, w)), j2->var);
+    Stmt *cond = lower_if(m, bin(m, EX_GT, ld(m, b[0], at2), F(m, 0)),
+                          lower_store(m, b[0], at2, F(m, 0)), NULL);
+    return loop(m, i, LOOP_SERIAL, seq2(m, loop(m, j, kind, red), loop(m, j2, kind, cond)));
+}
+
+static void test_fallback(void) {
+    Case c = {"cross", 2, {RV_F32, RV_F32}, {ROWS * 16, ROWS}, build_cross, 16, 1e-6, -1, 1};
+    char *src = check_case(&c);
+    CHECK_STR_CONTAINS(src, "/* not vectorized: every lane stores to one element (a reduction "
+                            "across lanes) */\n");
+    CHECK_STR_CONTAINS(src, "/* not vectorized: an if condition varies across lanes */\n");
+    CHECK_STR_CONTAINS(src, "#pragma omp simd\n");
+    base_free(src);
+}
+
+/* ---- accuracy of the f32 math helpers ---- */
+
+static double ref_of(ExprKind k, double x) {
+    switch (k) {
+    case EX_EXP:
+        return exp(x);
+    case EX_LOG:
+        return log(x);
+    case EX_TANH:
+        return tanh(x);
+    case EX_SIGMOID: /* 0 where e^-x overflows in f32, as the scalar helper */
+        return (float)exp(-x) == INFINITY ? 0 : 1 / (1 + exp(-x));
+    case EX_ERF:
+        return erf(x);
+    case EX_GELU: /* erfc keeps the negative tail exact in double too */
+        return 0.5 * x * erfc(-x / sqrt(2.0));
+    case EX_SQRT:
+        return sqrt(x);
+    default:
+        return 1 / sqrt(x);
+    }
+}
+
+/* |got - want| in ulps of want rounded to f32 (subnormals: in ulps of the
+ * smallest normal); -1 when NaN/inf/overflow behaviour differs. */
+static double ulp_error(float got, double want) {
+    if (isnan(want))
+        return isnan(got) ? 0 : -1;
+    float wf = (float)want;
+    if (isinf(wf) || isinf(got))
+        return got == wf ? 0 : -1;
+    int e;
+    frexp(want, &e);
+    if (e - 1 < -126)
+        e = -125;
+    return fabs((double)got - want) / ldexp(1.0, e - 1 - 23);
+}
+
+/* The bounds the comments of c_vmath.c state, in ulps. */
+static const struct {
+    ExprKind k;
+    double ulps;
+} bounds[] = {{EX_EXP, 1.5}, {EX_LOG, 1.5},  {EX_TANH, 2.5}, {EX_SIGMOID, 2.5},
+              {EX_ERF, 2.5}, {EX_GELU, 5.0}, {EX_SQRT, 0.5}, {EX_RSQRT, 1.5}};
+
+static void test_accuracy(void) {
+    /* the inputs: every 4099th float of each sign, a grid, the specials */
+    enum { STRIDE = 4099, GRID = 1 << 20 };
+    int64_t n = 0, cap = 2 * (0x7f800000 / STRIDE + 2) + GRID + 64;
+    float *x = aligned((size_t)cap * 4);
+    for (uint32_t u = 0; u < 0x7f800000u; u += STRIDE) {
+        float f;
+        memcpy(&f, &u, 4);
+        x[n++] = f;
+        x[n++] = -f;
+    }
+    for (int q = 0; q < GRID; q++)
+        x[n++] = (float)(-12.0 + 24.0 * q / GRID);
+    const float special[] = {0.0f,     -0.0f,   INFINITY,    -INFINITY,   NAN,     FLT_MIN,
+                             -FLT_MIN, FLT_MAX, -FLT_MAX,    1e-45f,      -1e-45f, 88.7f,
+                             88.73f,   -87.4f,  -103.9f,     -104.5f,     0.625f,  -0.625f,
+                             0.5f,     -0.5f,   9.1f,        -9.1f,       1.0f,    -1.0f,
+                             3.92f,    -3.92f,  0.70710678f, -0.70710678f};
+    for (int q = 0; q < RV_COUNT(special); q++)
+        x[n++] = special[q];
+    n = n / 16 * 16;
+    for (int bi = 0; bi < RV_COUNT(bounds); bi++) {
+        ExprKind k = bounds[bi].k;
+        Module *m = rv_module_new();
+        Buffer *X = ir_buffer_new(m, "X", RV_F32, I(m, n), BUF_ARG);
+        Buffer *Y = ir_buffer_new(m, "Y", RV_F32, I(m, n), BUF_ARG);
+        Param params[2] = {{.kind = PARAM_TENSOR, .buf = X}, {.kind = PARAM_TENSOR, .buf = Y}};
+        Axis *i = lower_loop_var(m, "i", I(m, n / 16)), *j = lower_loop_var(m, "j", I(m, 16));
+        Expr *at = bin(m, EX_ADD, bin(m, EX_MUL, i->var, I(m, 16)), j->var);
+        Stmt *body =
+            loop(m, i, LOOP_SERIAL,
+                 loop(m, j, LOOP_VECTOR, lower_store(m, Y, at, ir_unary(m, k, ld(m, X, at)))));
+        Kernel kern = {.name = "K", .m = m, .nparams = 2, .params = params, .body = body};
+        char *src;
+        JitLib *lib;
+        rv_rt_kernel_fn fn = build(&kern, &src, &lib);
+        float *y = aligned((size_t)n * 4);
+        double worst = 0, worst_rel = 0;
+        float worst_at = 0;
+        int wrong = 0;
+        if (fn) {
+            void *bufs[2] = {x, y};
+            struct rv_rt_ctx ctx = {.abi_version = RV_RT_ABI_VERSION, .num_threads = 1};
+            CHECK_EQ_INT(fn(NULL, bufs, &ctx), RV_RT_OK);
+            for (int64_t q = 0; q < n; q++) {
+                double want = ref_of(k, x[q]);
+                double e = ulp_error(y[q], want);
+                if (e < 0) {
+                    if (wrong++ < 3)
+                        fprintf(stderr, "    %s(%.9g) = %.9g, want %.9g\n", ir_expr_info[k].text,
+                                x[q], y[q], want);
+                    continue;
+                }
+                if (e > worst) {
+                    worst = e;
+                    worst_at = x[q];
+                }
+                if (fabs(want) >= FLT_MIN && !isinf(want) && fabs(want) <= FLT_MAX) {
+                    double rel = fabs(y[q] - want) / fabs(want);
+                    worst_rel = rel > worst_rel ? rel : worst_rel;
+                }
+            }
+        }
+        if (getenv("RAVEL_TEST_SHOW_ERRORS"))
+            printf("%-8s max %.3f ulp (at %.9g), max relative %.3g\n", ir_expr_info[k].text, worst,
+                   worst_at, worst_rel);
+        CHECK_EQ_INT(wrong, 0);
+        CHECK(worst <= bounds[bi].ulps);
+        if (worst > bounds[bi].ulps)
+            fprintf(stderr, "    %s: %.3f ulp at %.9g, bound %.1f\n", ir_expr_info[k].text, worst,
+                    worst_at, bounds[bi].ulps);
+        free(y);
+        base_free(src);
+        jit_close(lib);
+        rv_module_free(m);
+    }
+    free(x);
+}
+
+int main(void) {
+    snprintf(cache_dir, sizeof cache_dir, "/tmp/ravel-test-vector-XXXXXX");
+    if (!mkdtemp(cache_dir)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    RUN(test_elementwise);
+    RUN(test_gemm);
+    RUN(test_accumulator);
+    RUN(test_fallback);
+    RUN(test_accuracy);
+    char cmd[PATH_MAX + 16];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", cache_dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "could not remove %s\n", cache_dir);
+    return harness_report();
+}
