@@ -146,6 +146,21 @@ char *rv_module_print(const rv_module *m);
 rv_status rv_module_verify(const rv_module *m);
 void rv_free(void *p);
 
+/* Schedules say how tensors are computed (loops, tiles, placement); they
+ * never change what is computed. They are written next to the definitions
+ * (`schedule Y { io, ii = split(i, 32) ... }`, docs/language.md lists the
+ * primitives) or added here as the same text, and applied in order when a
+ * program is compiled. rv_module_schedule appends a block: its syntax is
+ * checked now, its steps when the schedule is applied. */
+rv_status rv_module_schedule(rv_module *m, const char *target, const char *steps);
+/* Applies every schedule block to the default schedule and reports the
+ * first illegal step (RV_ERR_SCHEDULE, located at the step). */
+rv_status rv_module_check_schedule(rv_module *m);
+/* The applied schedule as a replayable trace of steps followed by one
+ * comment line per stage (its loops and placement); NULL with the error
+ * when a step is illegal. Free with rv_free. */
+char *rv_module_schedule_trace(rv_module *m);
+
 /* A size variable with an inclusive declared range: `size T in 1..128`. */
 rv_size *rv_size_new(rv_module *m, const char *name, int64_t lo, int64_t hi);
 /* An uninterpreted function `ufun name[a0 < e0, a1 < e1, ...] in lo..hi`:

@@ -30,6 +30,8 @@ int cmd_check(int argc, char **argv) {
     rv_status st = rv_module_verify(m);
     if (st != RV_OK)
         fprintf(stderr, "%s: internal error: %s\n", argv[0], rv_last_error());
+    else if ((st = rv_module_check_schedule(m)) != RV_OK)
+        fprintf(stderr, "%s\n", rv_last_error());
     rv_module_free(m);
     return st == RV_OK ? 0 : 1;
 }

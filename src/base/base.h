@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <stdio.h>
 
 #include "ravel.h"
@@ -87,6 +88,23 @@ void *arena_memdup(Arena *a, const void *p, size_t n);
             (v)->data = base_xrealloc((v)->data, sizeof(*(v)->data) * (size_t)(v)->cap);           \
         }                                                                                          \
         (v)->data[(v)->len++] = (x);                                                               \
+    } while (0)
+/* Inserts x at position i (0 <= i <= len), shifting the rest up. */
+#define vec_insert(v, i, x)                                                                        \
+    do {                                                                                           \
+        int vec_i_ = (i);                                                                          \
+        vec_push((v), (x));                                                                        \
+        memmove(&(v)->data[vec_i_ + 1], &(v)->data[vec_i_],                                        \
+                sizeof(*(v)->data) * (size_t)((v)->len - 1 - vec_i_));                             \
+        (v)->data[vec_i_] = (x);                                                                   \
+    } while (0)
+/* Removes the element at position i, shifting the rest down. */
+#define vec_remove(v, i)                                                                           \
+    do {                                                                                           \
+        int vec_i_ = (i);                                                                          \
+        memmove(&(v)->data[vec_i_], &(v)->data[vec_i_ + 1],                                        \
+                sizeof(*(v)->data) * (size_t)((v)->len - 1 - vec_i_));                             \
+        (v)->len--;                                                                                \
     } while (0)
 #define vec_pop(v) ((v)->data[--(v)->len])
 #define vec_last(v) ((v)->data[(v)->len - 1])

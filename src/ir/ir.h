@@ -235,7 +235,13 @@ typedef struct SchedStep {
     SrcLoc loc;
 } SchedStep;
 typedef struct SchedBlock {
+    /* The stage the steps apply to: a tensor of the module (target set) or
+     * a stage an earlier block created (cache_read/cache_write outputs;
+     * target NULL), resolved by src/sched. */
+    const char *name;
+    SrcLoc name_loc;
     Tensor *target;
+    const SrcFile *src; /* the text the steps come from (NULL: the module's) */
     int nsteps;
     SchedStep *steps;
     SrcLoc loc;

@@ -458,7 +458,7 @@ static void print_sched_arg(Buf *b, const SchedArg *a) {
 }
 
 static void print_schedule(Buf *b, const SchedBlock *blk) {
-    buf_printf(b, "schedule %s {\n", blk->target->name);
+    buf_printf(b, "schedule %s {\n", blk->name);
     for (int i = 0; i < blk->nsteps; i++) {
         const SchedStep *s = &blk->steps[i];
         buf_indent(b, 4);

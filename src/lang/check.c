@@ -849,22 +849,8 @@ static void check_extern(Checker *c, const Item *it) {
 }
 
 /* Copies a schedule block into the module (interned strings). */
-static void check_schedule(Checker *c, const Item *it) {
-    const Sym *s = strmap_get(&c->globals, it->name);
-    if (!s || s->kind != SYM_TENSOR) {
-        error_at(c, it->name_loc, "unknown schedule target '%s'%s", it->name,
-                 s ? ": only tensors have schedules" : "");
-        return;
-    }
-    Tensor *t = s->obj;
-    if (t->op->kind == OP_INPUT) {
-        error_at(c, it->name_loc,
-                 "unknown schedule target '%s': it is an input; schedule the tensors that read it",
-                 it->name);
-        return;
-    }
-    Module *m = c->m;
-    SchedBlock blk = {t, it->nsteps, NULL, it->loc};
+static void copy_schedule(Module *m, const Item *it, Tensor *t, const SrcFile *file) {
+    SchedBlock blk = {ir_name(m, it->name), it->name_loc, t, file, it->nsteps, NULL, it->loc};
     blk.steps = arena_alloc(m->arena, sizeof(SchedStep) * (size_t)(it->nsteps ? it->nsteps : 1));
     for (int i = 0; i < it->nsteps; i++) {
         const SchedStep *src = &it->steps[i];
@@ -884,6 +870,26 @@ static void check_schedule(Checker *c, const Item *it) {
         }
     }
     vec_push(&m->scheds, blk);
+}
+
+/* Resolves a schedule block's target (a tensor, or a stage created by an
+ * earlier block) and copies it into the module. */
+static void check_schedule(Checker *c, const Item *it) {
+    const Sym *s = strmap_get(&c->globals, it->name);
+    /* A name that is not a global may be a stage an earlier block created
+     * (`XL = cache_read(X)`); src/sched resolves it and reports typos. */
+    if (s && s->kind != SYM_TENSOR) {
+        error_at(c, it->name_loc, "schedule target '%s' is not a tensor", it->name);
+        return;
+    }
+    Tensor *t = s ? s->obj : NULL;
+    if (t && t->op->kind == OP_INPUT) {
+        error_at(c, it->name_loc,
+                 "unknown schedule target '%s': it is an input; schedule the tensors that read it",
+                 it->name);
+        return;
+    }
+    copy_schedule(c->m, it, t, NULL);
 }
 
 rv_status lang_check(const SrcFile *src, const Program *p, Module *m) {
@@ -966,5 +972,36 @@ rv_status rv_module_load(const char *path, rv_module **out) {
         return st;
     st = rv_module_parse(path, text, out);
     base_free(text);
+    return st;
+}
+
+rv_status rv_module_schedule(rv_module *m, const char *target, const char *steps) {
+    if (!m || !target || !steps)
+        return base_error(RV_ERR_ARG, "rv_module_schedule: NULL argument");
+    SrcFile *src = arena_alloc(m->arena, sizeof(SrcFile));
+    src->name = arena_printf(m->arena, "<schedule of %s>", target);
+    char *text = arena_printf(m->arena, "schedule %s {\n%s\n}\n", target, steps);
+    src->text = text;
+    src->len = strlen(text);
+    Arena *a = arena_new();
+    Token *toks;
+    int ntok;
+    Program *prog = NULL;
+    rv_status st = lang_lex(src, a, &toks, &ntok);
+    if (st == RV_OK)
+        st = lang_parse(src, toks, a, &prog);
+    if (st == RV_OK && (prog->nitems != 1 || prog->items[0]->kind != IT_SCHEDULE))
+        st = base_error(RV_ERR_SYNTAX, "%s: expected schedule steps only", src->name);
+    if (st == RV_OK) {
+        Tensor *t = strmap_get(&m->by_name, target);
+        bool is_tensor = false;
+        for (int i = 0; t && i < m->tensors.len; i++)
+            is_tensor |= m->tensors.data[i] == t;
+        if (is_tensor && t->op->kind == OP_INPUT)
+            st = base_error(RV_ERR_TYPE, "schedule target '%s' is an input", target);
+        else
+            copy_schedule(m, prog->items[0], is_tensor ? t : NULL, src);
+    }
+    arena_free(a);
     return st;
 }

@@ -1,38 +1,72 @@
 /*
- * lower.c — from a module to kernels in the loop IR.
+ * lower.c — from a schedule to kernels in the loop IR.
  *
- * Each computed tensor becomes one kernel: a loop nest over its axes (with
- * symbolic and UF-dependent extents: a ragged axis `l < len[b]` becomes a
- * loop whose extent loads len at the enclosing b) whose body stores the
- * element. Tensor reads become loads at flat offsets (storage.c), UF
- * applications loads from the UF's array. A reduction anywhere in an
- * expression becomes a local accumulator initialised before, and updated
- * inside, a nest over its reduce axes, placed right before the statement
- * that needs its value, so reductions nest and compose with epilogues
- * (gelu(sum(...) + b)). A conditional operation lowers to an `if` that
- * evaluates one branch only.
+ * Each root stage becomes one kernel: the loop nest of its leaves (split,
+ * fused, reordered, with their kinds), whose innermost body stores one
+ * element. Values flow up the IterVar tree (a split variable is
+ * outer*factor + inner, a fused part is fused / E or fused % E) and
+ * extents flow down (ceil(E/f) outer, f inner), staying symbolic: sizes
+ * and UF values are parameters, so one kernel serves every size. Ragged
+ * extents (`l < len[b]`) are lowered once the loops they depend on are
+ * bound.
  *
- * This is the default schedule (loops in axis order, serial). Schedule
- * primitives rewrite the loop nest built here (src/sched).
+ * Tails of non-dividing splits: with TAIL_PARTITION (the default) the
+ * outer loop of a split whose inner loop is a leaf below it runs over the
+ * full tiles with no checks, followed by one guarded copy of the nest for
+ * the last, partial tile (inner extent E - o*f); otherwise the innermost
+ * statement is guarded by `o*f + i < E`.
+ *
+ * Reductions. The stage's reduction loops are leaves like any other. When
+ * they are innermost, the sum is a local accumulator initialised before
+ * them and read by the epilogue after them (gelu(sum + b)). When a spatial
+ * loop sits inside a reduction loop (GEMM's k outside the register tile),
+ * the reduction accumulates in place in the destination: an init nest over
+ * the inner spatial loops runs right before the outermost reduction loop.
+ * Reductions that are not loops of the stage (nested ones, or several in
+ * one expression) become accumulator nests where their value is needed.
+ *
+ * Placement. A stage computed at a loop of its reader gets a buffer for
+ * the region the reader's remaining iterations read (bounds.c): origin and
+ * extent per dimension, clipped to the tensor unless the stage pads
+ * locally (then out-of-range elements of a cached input are zero). The
+ * buffer lives on the stack when small and constant, else in the per-call
+ * scratch arena; the reader's reads of it become loads relative to the
+ * origin. Inlined stages were already substituted by the schedule.
  *
  * Every kernel takes all sizes of the module, then the UF arrays, tensor
- * buffers and AUX arrays it uses, in that order.
+ * buffers and AUX arrays it uses, in that order. Kernel bodies go through
+ * lower_simplify, which removes the guards it can prove true.
  */
 #include <math.h>
 #include <string.h>
 
 #include "lower/lower.h"
 
+/* Bytes a local buffer may take on the stack; larger ones use scratch. */
+#define LOCAL_STACK_BYTES (256 * 1024)
+/* IterVars per stage the nest state tracks. */
+#define MAX_IVS 64
+
+typedef struct View {
+    Buffer *buf;
+    int ndim;
+    Expr *lo[RV_MAX_DIMS];     /* region origin, loop-IR */
+    Expr *stride[RV_MAX_DIMS]; /* elements */
+} View;
+
 typedef struct LowerCtx {
     Module *m;
-    Storage *tensors; /* by Tensor id */
-    Storage *ufs;     /* by Ufun id */
-    bool *tensor_ready, *uf_ready;
+    Schedule *s;
+    PtrMap storage; /* Tensor* or Ufun* -> Storage* */
+    PtrMap views;   /* Tensor* of an attached stage -> View* */
     /* per kernel */
     Vec(Param) params;
     PtrMap used_bufs;  /* Buffer* already a parameter */
-    PtrMap axis_value; /* IR axis -> its value (a loop variable expression) */
+    PtrMap axis_value; /* IR axis -> its value (loop-IR expression) */
     int nacc;          /* accumulator counter for names */
+    int par_depth;     /* parallel loops around the current position */
+    PtrMap accs;       /* accumulator buffers wrap_locals declares */
+    rv_status st;
 } LowerCtx;
 
 /* UF values fit in int32 when the declared range allows (half the bytes). */
@@ -45,28 +79,32 @@ static rv_dtype uf_dtype(const Ufun *f) {
 }
 
 static rv_status storage_of_uf(LowerCtx *c, Ufun *f, Storage **out) {
-    if (!c->uf_ready[f->id]) {
-        rv_status st = lower_storage_init(c->m, &c->ufs[f->id], f->name, f->nargs, f->args, NULL,
-                                          uf_dtype(f), BUF_ARG);
-        if (st != RV_OK)
-            return st;
-        c->ufs[f->id].buf->uf = f;
-        c->uf_ready[f->id] = true;
+    Storage *st = ptrmap_get(&c->storage, f);
+    if (!st) {
+        st = arena_alloc(c->m->arena, sizeof(Storage));
+        rv_status r =
+            lower_storage_init(c->m, st, f->name, f->nargs, f->args, NULL, uf_dtype(f), BUF_ARG);
+        if (r != RV_OK)
+            return r;
+        st->buf->uf = f;
+        ptrmap_put(&c->storage, f, st);
     }
-    *out = &c->ufs[f->id];
+    *out = st;
     return RV_OK;
 }
 
 static rv_status storage_of_tensor(LowerCtx *c, Tensor *t, Storage **out) {
-    if (!c->tensor_ready[t->id]) {
-        rv_status st = lower_storage_init(c->m, &c->tensors[t->id], t->name, t->ndim, t->axes,
-                                          t->pad, t->dtype, BUF_ARG);
-        if (st != RV_OK)
-            return st;
-        c->tensors[t->id].buf->tensor = t;
-        c->tensor_ready[t->id] = true;
+    Storage *st = ptrmap_get(&c->storage, t);
+    if (!st) {
+        st = arena_alloc(c->m->arena, sizeof(Storage));
+        rv_status r =
+            lower_storage_init(c->m, st, t->name, t->ndim, t->axes, t->pad, t->dtype, BUF_ARG);
+        if (r != RV_OK)
+            return r;
+        st->buf->tensor = t;
+        ptrmap_put(&c->storage, t, st);
     }
-    *out = &c->tensors[t->id];
+    *out = st;
     return RV_OK;
 }
 
@@ -86,11 +124,16 @@ static void use_storage(LowerCtx *c, const Storage *st, ParamKind k) {
             add_param(c, PARAM_AUX, st->start[i]);
 }
 
+static Expr *simp(LowerCtx *c, Expr *e) {
+    return e ? lower_simplify_expr(c->m, e) : NULL;
+}
+
 /* ---- expressions ---- */
 
 typedef struct ExprCtx {
     LowerCtx *c;
-    Vec(Stmt *) pre; /* statements that must run before the expression */
+    Vec(Stmt *) pre;      /* statements that must run before the expression */
+    const PtrMap *preset; /* nodes with a value already (the stage's reduction) */
     rv_status st;
 } ExprCtx;
 
@@ -115,8 +158,33 @@ static Expr *reduce_init(Module *m, rv_reduce_kind rk, rv_dtype t) {
     }
 }
 
-/* Lowers a REDUCE into an accumulator nest appended to x->pre; returns the
- * load of the result. argmax keeps the best value and its index. */
+/* acc = acc (op) v, for sum/max/min. */
+static Expr *reduce_combine(Module *m, rv_reduce_kind rk, Expr *cur, Expr *v) {
+    switch (rk) {
+    case RV_REDUCE_SUM:
+        return ir_binary(m, EX_ADD, cur, v);
+    case RV_REDUCE_MAX:
+        return ir_binary(m, EX_MAX, cur, v);
+    case RV_REDUCE_MIN:
+        return ir_binary(m, EX_MIN, cur, v);
+    default:
+        RV_UNREACHABLE();
+    }
+}
+
+/* The update of an accumulator (and argmax's index) by value v. */
+static Stmt *reduce_update(Module *m, rv_reduce_kind rk, Buffer *acc, Expr *at, Buffer *arg,
+                           Expr *index, Expr *v) {
+    Expr *cur = ir_load(m, acc, at);
+    if (rk != RV_REDUCE_ARGMAX)
+        return lower_store(m, acc, at, reduce_combine(m, rk, cur, v));
+    /* first maximum wins: strictly greater replaces */
+    Stmt *both[2] = {lower_store(m, acc, at, v), lower_store(m, arg, at, index)};
+    return lower_if(m, ir_binary(m, EX_GT, v, cur), lower_seq(m, 2, both), NULL);
+}
+
+/* Lowers a REDUCE that is not a loop of the stage into an accumulator nest
+ * appended to x->pre; returns the load of the result. */
 static Expr *lower_reduce(ExprCtx *x, Expr *e) {
     LowerCtx *c = x->c;
     Module *m = c->m;
@@ -124,53 +192,34 @@ static Expr *lower_reduce(ExprCtx *x, Expr *e) {
     rv_dtype vt = e->args[0]->dtype;
     int id = c->nacc++;
     Expr *zero = ir_int(m, 0);
-    Buffer *acc = ir_buffer_new(m, arena_printf(m->arena, "acc%d", id), vt, ir_int(m, 1), BUF_LOCAL);
+    Buffer *acc =
+        ir_buffer_new(m, arena_printf(m->arena, "acc%d", id), vt, ir_int(m, 1), BUF_LOCAL);
     Buffer *arg = rk == RV_REDUCE_ARGMAX ? ir_buffer_new(m, arena_printf(m->arena, "arg%d", id),
                                                          RV_I64, ir_int(m, 1), BUF_LOCAL)
                                          : NULL;
-    /* loop variables for the reduce axes; extents may use outer axes */
+    ptrmap_put(&c->accs, acc, acc);
+    if (arg)
+        ptrmap_put(&c->accs, arg, arg);
     int n = e->u.red.naxes;
     Axis *vars[RV_MAX_DIMS];
     Expr *exts[RV_MAX_DIMS];
     for (int i = 0; i < n; i++) {
         Axis *ax = e->u.red.axes[i];
-        ExprCtx ex = {c, {0}, RV_OK};
+        ExprCtx ex = {c, {0}, NULL, RV_OK};
         exts[i] = lower_expr(&ex, ax->extent);
         RV_ASSERT(ex.pre.len == 0); /* extents have no reductions */
         vec_free(&ex.pre);
         vars[i] = lower_loop_var(m, ax->name, exts[i]);
         ptrmap_put(&c->axis_value, ax, vars[i]->var);
     }
-    /* the body, with its own nested reductions inside the loops */
-    ExprCtx inner = {c, {0}, RV_OK};
+    ExprCtx inner = {c, {0}, x->preset, RV_OK};
     Expr *v = lower_expr(&inner, e->args[0]);
     if (inner.st != RV_OK) {
         x->st = inner.st;
         vec_free(&inner.pre);
         return NULL;
     }
-    Expr *cur = ir_load(m, acc, zero);
-    Stmt *update;
-    switch (rk) {
-    case RV_REDUCE_SUM:
-        update = lower_store(m, acc, zero, ir_binary(m, EX_ADD, cur, v));
-        break;
-    case RV_REDUCE_MAX:
-        update = lower_store(m, acc, zero, ir_binary(m, EX_MAX, cur, v));
-        break;
-    case RV_REDUCE_MIN:
-        update = lower_store(m, acc, zero, ir_binary(m, EX_MIN, cur, v));
-        break;
-    case RV_REDUCE_ARGMAX: {
-        /* first maximum wins: strictly greater replaces */
-        Stmt *both[2] = {lower_store(m, acc, zero, v), lower_store(m, arg, zero, vars[0]->var)};
-        update = lower_if(m, ir_binary(m, EX_GT, v, cur), lower_seq(m, 2, both), NULL);
-        break;
-    }
-    default:
-        RV_UNREACHABLE();
-    }
-    vec_push(&inner.pre, update);
+    vec_push(&inner.pre, reduce_update(m, rk, acc, zero, arg, vars[0]->var, v));
     Stmt *body = lower_seq(m, inner.pre.len, inner.pre.data);
     vec_free(&inner.pre);
     for (int i = n - 1; i >= 0; i--)
@@ -179,9 +228,16 @@ static Expr *lower_reduce(ExprCtx *x, Expr *e) {
     if (arg)
         vec_push(&x->pre, lower_store(m, arg, zero, ir_int(m, -1)));
     vec_push(&x->pre, body);
-    /* the accumulators' allocations wrap the whole element statement; they
-     * are recorded as LOCAL buffers and declared by the caller */
-    return arg ? ir_load(m, arg, zero) : cur;
+    return arg ? ir_load(m, arg, zero) : ir_load(m, acc, zero);
+}
+
+/* The flat offset of element idx of a view. */
+static Expr *view_offset(Module *m, const View *v, Expr *const *idx) {
+    Expr *off = ir_int(m, 0);
+    for (int d = 0; d < v->ndim; d++)
+        off = ir_binary(m, EX_ADD, off,
+                        ir_binary(m, EX_MUL, ir_binary(m, EX_SUB, idx[d], v->lo[d]), v->stride[d]));
+    return off;
 }
 
 static Expr *lower_expr_rec(ExprCtx *x, Expr *e, PtrMap *memo) {
@@ -190,14 +246,22 @@ static Expr *lower_expr_rec(ExprCtx *x, Expr *e, PtrMap *memo) {
     Expr *done = ptrmap_get(memo, e);
     if (done)
         return done;
+    if (x->preset && (done = ptrmap_get(x->preset, e)))
+        return done;
     LowerCtx *c = x->c;
     Module *m = c->m;
     Expr *r = NULL;
     switch (e->kind) {
     case EX_VAR:
-        /* loop variables (the prelude's) are already loop IR */
+        /* loop variables are already loop IR */
         r = e->u.axis->kind == AX_LOOP ? e : ptrmap_get(&c->axis_value, e->u.axis);
-        RV_ASSERT(r);
+        if (!r) {
+            x->st = base_error(RV_ERR_SCHEDULE,
+                               "axis '%s' is used where its loop is not bound (a loop order the "
+                               "schedule cannot express)",
+                               e->u.axis->name);
+            return NULL;
+        }
         break;
     case EX_REDUCE:
         r = lower_reduce(x, e);
@@ -208,6 +272,11 @@ static Expr *lower_expr_rec(ExprCtx *x, Expr *e, PtrMap *memo) {
         for (int i = 0; i < e->n; i++)
             if (!(idx[i] = lower_expr_rec(x, e->args[i], memo)))
                 return NULL;
+        const View *v = e->kind == EX_READ ? ptrmap_get(&c->views, e->u.tensor) : NULL;
+        if (v) {
+            r = ir_load(m, v->buf, view_offset(m, v, idx));
+            break;
+        }
         Storage *st;
         if (e->kind == EX_READ) {
             x->st = storage_of_tensor(c, e->u.tensor, &st);
@@ -249,22 +318,31 @@ static Expr *lower_expr(ExprCtx *x, Expr *e) {
     return r;
 }
 
-/* LowerExprFn for the prelude: index expressions over loop variables,
- * sizes and UFs become loads of the UF arrays. */
-static Expr *lower_index_expr(void *ctx, Expr *e) {
-    ExprCtx x = {ctx, {0}, RV_OK};
+/* An index expression (no reductions) in loop IR; NULL with c->st set. */
+static Expr *lower_index(LowerCtx *c, Expr *e) {
+    ExprCtx x = {c, {0}, NULL, RV_OK};
     Expr *r = lower_expr(&x, e);
-    RV_ASSERT(x.pre.len == 0 && x.st == RV_OK && r); /* extents hold no reductions */
+    RV_ASSERT(x.pre.len == 0 || x.st != RV_OK);
     vec_free(&x.pre);
+    if (x.st != RV_OK && c->st == RV_OK)
+        c->st = x.st;
     return r;
 }
 
-/* Statements computing `value` and storing it at `offset` of `buf`. */
-static Stmt *element_stmt(LowerCtx *c, Buffer *buf, Expr *offset, Expr *value, rv_status *st) {
-    ExprCtx x = {c, {0}, RV_OK};
+/* LowerExprFn for the prelude. */
+static Expr *lower_index_fn(void *ctx, Expr *e) {
+    Expr *r = lower_index(ctx, e);
+    RV_ASSERT(r);
+    return r;
+}
+
+/* Statements computing `value` (with preset nodes) and storing it. */
+static Stmt *element_stmt(LowerCtx *c, Buffer *buf, Expr *offset, Expr *value,
+                          const PtrMap *preset) {
+    ExprCtx x = {c, {0}, preset, RV_OK};
     Expr *v = lower_expr(&x, value);
     if (x.st != RV_OK) {
-        *st = x.st;
+        c->st = x.st;
         vec_free(&x.pre);
         return NULL;
     }
@@ -274,23 +352,26 @@ static Stmt *element_stmt(LowerCtx *c, Buffer *buf, Expr *offset, Expr *value, r
     return s;
 }
 
-/* Wraps `s` in allocations of every local buffer it stores to. */
+/* Wraps `s` in allocations of the accumulators it stores to that no
+ * ALLOC declares yet. */
 typedef struct LocalsCtx {
     Vec(Buffer *) bufs;
+    PtrMap declared;
+    const PtrMap *accs;
 } LocalsCtx;
 
 static void collect_locals(const Stmt *s, LocalsCtx *l) {
     if (!s)
         return;
     switch (s->kind) {
-    case ST_STORE:
-        if (s->u.store.buf->scope == BUF_LOCAL) {
-            for (int i = 0; i < l->bufs.len; i++)
-                if (l->bufs.data[i] == s->u.store.buf)
-                    return;
-            vec_push(&l->bufs, s->u.store.buf);
+    case ST_STORE: {
+        Buffer *b = s->u.store.buf;
+        if (ptrmap_has(l->accs, b) && !ptrmap_has(&l->declared, b)) {
+            ptrmap_put(&l->declared, b, b);
+            vec_push(&l->bufs, b);
         }
         return;
+    }
     case ST_FOR:
         collect_locals(s->u.loop.body, l);
         return;
@@ -301,121 +382,792 @@ static void collect_locals(const Stmt *s, LocalsCtx *l) {
     case ST_LET:
         collect_locals(s->u.let.body, l);
         return;
+    case ST_ALLOC:
+        ptrmap_put(&l->declared, s->u.alloc.buf, s->u.alloc.buf);
+        collect_locals(s->u.alloc.body, l);
+        return;
     case ST_SEQ:
         for (int i = 0; i < s->u.seq.n; i++)
             collect_locals(s->u.seq.stmts[i], l);
         return;
     default:
-        return; /* ALLOC bodies already declare theirs */
+        return;
     }
 }
 
-static Stmt *wrap_locals(Module *m, Stmt *s) {
-    LocalsCtx l = {{0}};
+static Stmt *wrap_locals(LowerCtx *c, Stmt *s) {
+    Module *m = c->m;
+    LocalsCtx l = {{0}, {0}, &c->accs};
     collect_locals(s, &l);
     for (int i = l.bufs.len - 1; i >= 0; i--)
         s = lower_alloc(m, l.bufs.data[i], s);
     vec_free(&l.bufs);
+    ptrmap_free(&l.declared);
     return s;
 }
 
-/* ---- operations ---- */
+/* ---- loop nests of stages ---- */
 
-static Kernel *kernel_new(LowerCtx *c, Tensor *t) {
-    Kernel *k = arena_alloc(c->m->arena, sizeof(Kernel));
-    k->name = t->name;
-    k->m = c->m;
-    return k;
+typedef enum SplitState {
+    SPLIT_GUARD, /* undecided: guard the body with value < extent */
+    SPLIT_FULL,  /* within the full tiles: no check */
+    SPLIT_TAIL,  /* the last tile: inner extent E - o*f */
+} SplitState;
+
+typedef enum NestMode {
+    MODE_TOP,      /* loops before the reduction */
+    MODE_ACC,      /* reduction loops updating a local accumulator */
+    MODE_IN_PLACE, /* reduction and spatial loops updating the destination */
+    MODE_INIT,     /* spatial loops initialising the destination */
+} NestMode;
+
+/* The state of one stage's nest while it is generated. Passed by value
+ * into each copy of a partitioned loop, so each copy has its own. */
+typedef struct Nest {
+    Stage *st;
+    Expr *base[MAX_IVS];     /* ROOT: origin of the region (attached stages) */
+    Expr *root_ext[MAX_IVS]; /* ROOT: extent, once known */
+    Expr *value[MAX_IVS];    /* leaves: bound value */
+    SplitState state[MAX_IVS];
+    int first_red; /* index of the outermost reduction leaf, or nleaves */
+    bool in_place;
+    NestMode mode;
+    /* destination: a tensor's storage or a view */
+    const Storage *dst_storage;
+    const View *dst_view;
+    Buffer *acc, *arg; /* MODE_ACC */
+} Nest;
+
+static Expr *iv_extent(LowerCtx *c, Nest *n, const IterVar *v);
+
+/* The loop-IR value of v, or NULL while a leaf it needs is unbound. */
+static Expr *iv_value(LowerCtx *c, Nest *n, const IterVar *v) {
+    Module *m = c->m;
+    if (n->value[v->id])
+        return n->value[v->id];
+    if (v->fused) {
+        Expr *f = iv_value(c, n, v->fused);
+        Expr *eb = iv_extent(c, n, v->fused->fb);
+        if (!f || !eb)
+            return NULL;
+        return ir_binary(m, v == v->fused->fa ? EX_DIV : EX_MOD, f, eb);
+    }
+    if (v->outer) {
+        Expr *o = iv_value(c, n, v->outer), *i = iv_value(c, n, v->inner);
+        if (!o || !i)
+            return NULL;
+        return ir_binary(m, EX_ADD, ir_binary(m, EX_MUL, o, ir_int(m, v->inner->factor)), i);
+    }
+    return NULL;
 }
 
-static rv_status lower_op(LowerCtx *c, Tensor *t, Kernel **out) {
+/* The IR axis value of a root: origin + its IterVar value. */
+static Expr *root_axis_value(LowerCtx *c, Nest *n, const IterVar *r) {
+    Expr *v = iv_value(c, n, r);
+    if (!v)
+        return NULL;
+    return n->base[r->id] ? ir_binary(c->m, EX_ADD, n->base[r->id], v) : v;
+}
+
+/* Publishes the values of every root whose leaves are bound. */
+static void bind_axes(LowerCtx *c, Nest *n) {
+    Stage *st = n->st;
+    for (int i = 0; i < st->ivs.len; i++) {
+        IterVar *r = st->ivs.data[i];
+        if (r->rel != IV_ROOT)
+            continue;
+        Expr *v = root_axis_value(c, n, r);
+        if (v)
+            ptrmap_put(&c->axis_value, r->axis, simp(c, v));
+    }
+}
+
+static Expr *ceil_div(Module *m, Expr *e, int64_t f) {
+    return ir_binary(m, EX_DIV, ir_binary(m, EX_ADD, e, ir_int(m, f - 1)), ir_int(m, f));
+}
+
+static bool divides(LowerCtx *c, Expr *e, int64_t f) {
+    int64_t v;
+    Expr *r = simp(c, ir_binary(c->m, EX_MOD, e, ir_int(c->m, f)));
+    return f == 1 || (ir_is_const_int(r, &v) && v == 0);
+}
+
+static Expr *iv_extent(LowerCtx *c, Nest *n, const IterVar *v) {
     Module *m = c->m;
-    Op *op = t->op;
-    Storage *ost;
-    rv_status st = storage_of_tensor(c, t, &ost);
-    if (st != RV_OK)
-        return st;
-    Kernel *k = kernel_new(c, t);
+    switch (v->rel) {
+    case IV_ROOT: {
+        Expr *e = n->root_ext[v->id];
+        if (!e) {
+            /* a ragged extent: bind the (outer) axes it mentions first */
+            for (int i = 0; i < n->st->ivs.len; i++) {
+                IterVar *r = n->st->ivs.data[i];
+                Expr *rv;
+                if (r->rel == IV_ROOT && r != v && ir_uses_axis(v->axis->extent, r->axis) &&
+                    (rv = root_axis_value(c, n, r)))
+                    ptrmap_put(&c->axis_value, r->axis, simp(c, rv));
+            }
+            if (!(e = lower_index(c, v->axis->extent)))
+                return NULL;
+        }
+        if (v->pad > 1)
+            e = ir_binary(m, EX_MUL, ceil_div(m, e, v->pad), ir_int(m, v->pad));
+        return simp(c, e);
+    }
+    case IV_OUTER: {
+        Expr *e = iv_extent(c, n, v->parent);
+        if (!e)
+            return NULL;
+        if (n->state[v->parent->id] == SPLIT_FULL)
+            return simp(c, ir_binary(m, EX_DIV, e, ir_int(m, v->factor)));
+        return simp(c, ceil_div(m, e, v->factor));
+    }
+    case IV_INNER: {
+        if (n->state[v->parent->id] != SPLIT_TAIL)
+            return ir_int(m, v->factor);
+        Expr *e = iv_extent(c, n, v->parent), *o = iv_value(c, n, v->parent->outer);
+        if (!e || !o)
+            return NULL;
+        return simp(c, ir_binary(m, EX_SUB, e, ir_binary(m, EX_MUL, o, ir_int(m, v->factor))));
+    }
+    case IV_FUSED: {
+        Expr *a = iv_extent(c, n, v->fa), *b = iv_extent(c, n, v->fb);
+        return a && b ? simp(c, ir_binary(m, EX_MUL, a, b)) : NULL;
+    }
+    default:
+        RV_UNREACHABLE();
+    }
+}
+
+/* The conjunction of the checks of undecided non-dividing splits
+ * (spatial ones, reduction ones, or both), or NULL when none is needed. */
+static Expr *guards(LowerCtx *c, Nest *n, bool spatial, bool reduce) {
+    Module *m = c->m;
+    Expr *g = NULL;
+    Stage *st = n->st;
+    for (int i = 0; i < st->ivs.len; i++) {
+        IterVar *v = st->ivs.data[i];
+        if (!v->outer || n->state[v->id] != SPLIT_GUARD || (v->reduce ? !reduce : !spatial))
+            continue;
+        Expr *e = iv_extent(c, n, v), *val = iv_value(c, n, v);
+        if (!e || !val || divides(c, e, v->inner->factor))
+            continue;
+        Expr *p = simp(c, ir_binary(m, EX_LT, val, e));
+        int64_t t;
+        if (ir_is_const_int(p, &t) && t)
+            continue;
+        g = g ? ir_binary(m, EX_AND, g, p) : p;
+    }
+    return g;
+}
+
+static Stmt *guarded(LowerCtx *c, Expr *g, Stmt *s) {
+    return g && s ? lower_if(c->m, g, s, NULL) : s;
+}
+
+/* The destination offset of the current element. */
+static Expr *dest_offset(LowerCtx *c, Nest *n) {
+    Module *m = c->m;
+    Stage *st = n->st;
+    Expr *idx[RV_MAX_DIMS];
+    for (int d = 0; d < st->t->ndim; d++)
+        idx[d] = ptrmap_get(&c->axis_value, st->t->axes[d]);
+    if (n->dst_view)
+        return view_offset(m, n->dst_view, idx);
+    return lower_storage_offset(m, n->dst_storage, idx);
+}
+
+static Buffer *dest_buf(Nest *n) {
+    return n->dst_view ? n->dst_view->buf : n->dst_storage->buf;
+}
+
+/* True when every index of the current element is inside the tensor
+ * (local padding of a cache_read: outside it the copy holds zero). */
+static Expr *source_in_bounds(LowerCtx *c, Nest *n) {
+    Module *m = c->m;
+    Stage *st = n->st;
+    Expr *g = NULL;
+    for (int d = 0; d < st->t->ndim; d++) {
+        Expr *v = ptrmap_get(&c->axis_value, st->t->axes[d]);
+        Expr *e = lower_index(c, st->source->axes[d]->extent);
+        if (!e)
+            return NULL;
+        Expr *p =
+            ir_binary(m, EX_AND, ir_binary(m, EX_GE, v, ir_int(m, 0)), ir_binary(m, EX_LT, v, e));
+        g = g ? ir_binary(m, EX_AND, g, p) : p;
+    }
+    return g ? simp(c, g) : NULL;
+}
+
+/* The innermost statement of a nest. */
+static Stmt *innermost(LowerCtx *c, Nest *n) {
+    Module *m = c->m;
+    Stage *st = n->st;
+    bind_axes(c, n);
+    Buffer *dst = dest_buf(n);
+    Expr *off = dest_offset(c, n);
+    const Expr *R = st->reduce;
+    switch (n->mode) {
+    case MODE_INIT:
+        return guarded(c, guards(c, n, true, false),
+                       lower_store(m, dst, off, reduce_init(m, R->u.red.rk, R->dtype)));
+    case MODE_ACC:
+    case MODE_IN_PLACE: {
+        ExprCtx x = {c, {0}, NULL, RV_OK};
+        Expr *v = lower_expr(&x, R->args[0]);
+        if (x.st != RV_OK) {
+            c->st = x.st;
+            vec_free(&x.pre);
+            return NULL;
+        }
+        Expr *zero = ir_int(m, 0);
+        if (n->mode == MODE_ACC) {
+            Expr *first = ptrmap_get(&c->axis_value, R->u.red.axes[0]);
+            vec_push(&x.pre, reduce_update(m, R->u.red.rk, n->acc, zero, n->arg, first, v));
+        } else {
+            vec_push(&x.pre, reduce_update(m, R->u.red.rk, dst, off, NULL, NULL, v));
+        }
+        Stmt *s = lower_seq(m, x.pre.len, x.pre.data);
+        vec_free(&x.pre);
+        /* ACC: the spatial checks wrap the whole reduction already */
+        return guarded(c, guards(c, n, n->mode == MODE_IN_PLACE, true), s);
+    }
+    case MODE_TOP:
+        break;
+    }
+    Stmt *s;
+    if (st->pred) {
+        ExprCtx x = {c, {0}, NULL, RV_OK};
+        Expr *p = lower_expr(&x, st->pred);
+        vec_free(&x.pre);
+        Stmt *a = p ? element_stmt(c, dst, off, st->body, NULL) : NULL;
+        Stmt *b = a ? element_stmt(c, dst, off, st->else_body, NULL) : NULL;
+        if (!b) {
+            if (c->st == RV_OK)
+                c->st = x.st;
+            return NULL;
+        }
+        s = lower_if(m, p, a, b);
+    } else if (st->kind == STAGE_CACHE_READ && st->local_pad) {
+        Stmt *a = element_stmt(c, dst, off, st->body, NULL);
+        Expr *inb = source_in_bounds(c, n);
+        if (!a || !inb)
+            return NULL;
+        s = lower_if(m, inb, a, lower_store(m, dst, off, ir_cast(m, st->t->dtype, ir_int(m, 0))));
+    } else {
+        if (!(s = element_stmt(c, dst, off, st->body, NULL)))
+            return NULL;
+    }
+    return guarded(c, guards(c, n, true, true), wrap_locals(c, s));
+}
+
+static Stmt *gen(LowerCtx *c, Nest n, int i);
+static Stmt *emit_attached(LowerCtx *c, Nest *n, const IterVar *at, int i);
+
+/* The reduction starts at leaf i: an accumulator or an in-place init. */
+static Stmt *gen_reduction(LowerCtx *c, Nest n, int i) {
+    Module *m = c->m;
+    Stage *st = n.st;
+    const Expr *R = st->reduce;
+    if (n.in_place) {
+        Nest init = n;
+        init.mode = MODE_INIT;
+        Stmt *a = gen(c, init, i);
+        n.mode = MODE_IN_PLACE;
+        Stmt *b = gen(c, n, i);
+        if (!a || !b)
+            return NULL;
+        Stmt *both[2] = {a, b};
+        return lower_seq(m, 2, both);
+    }
+    int id = c->nacc++;
+    n.acc =
+        ir_buffer_new(m, arena_printf(m->arena, "acc%d", id), R->dtype, ir_int(m, 1), BUF_LOCAL);
+    n.arg = R->u.red.rk == RV_REDUCE_ARGMAX ? ir_buffer_new(m, arena_printf(m->arena, "arg%d", id),
+                                                            RV_I64, ir_int(m, 1), BUF_LOCAL)
+                                            : NULL;
+    ptrmap_put(&c->accs, n.acc, n.acc);
+    if (n.arg)
+        ptrmap_put(&c->accs, n.arg, n.arg);
+    n.mode = MODE_ACC;
+    Stmt *loops = gen(c, n, i);
+    if (!loops)
+        return NULL;
+    Expr *zero = ir_int(m, 0);
+    bind_axes(c, &n);
+    PtrMap preset = {0};
+    ptrmap_put(&preset, R, ir_load(m, n.arg ? n.arg : n.acc, zero));
+    Stmt *fin = element_stmt(c, dest_buf(&n), dest_offset(c, &n), st->body, &preset);
+    ptrmap_free(&preset);
+    if (!fin)
+        return NULL;
+    Stmt *parts[4] = {lower_store(m, n.acc, zero, reduce_init(m, R->u.red.rk, R->dtype)), NULL,
+                      loops, fin};
+    if (n.arg)
+        parts[1] = lower_store(m, n.arg, zero, ir_int(m, -1));
+    Stmt *s = wrap_locals(c, lower_seq(m, 4, parts));
+    return guarded(c, guards(c, &n, true, false), s);
+}
+
+/* A leaf loop whose variable is `var` over `ext`, around the rest. */
+static Stmt *gen_loop(LowerCtx *c, Nest n, int i, Expr *ext) {
+    Module *m = c->m;
+    IterVar *v = n.st->leaves.data[i];
+    LoopKind k = v->kind;
+    if (k == LOOP_PARALLEL && c->par_depth > 0)
+        k = LOOP_SERIAL; /* a parallel loop inside another runs serially */
+    Axis *var = lower_loop_var(m, v->name, ext);
+    n.value[v->id] = var->var;
+    c->par_depth += k == LOOP_PARALLEL;
+    Stmt *body = emit_attached(c, &n, v, i + 1);
+    c->par_depth -= k == LOOP_PARALLEL;
+    if (!body)
+        return NULL;
+    return lower_for(m, var, ext, k, body);
+}
+
+static Stmt *gen(LowerCtx *c, Nest n, int i) {
+    Module *m = c->m;
+    Stage *st = n.st;
+    if (c->st != RV_OK)
+        return NULL;
+    if (n.mode == MODE_TOP && st->reduce && i == n.first_red)
+        return gen_reduction(c, n, i);
+    if (i == st->leaves.len)
+        return innermost(c, &n);
+    IterVar *v = st->leaves.data[i];
+    if (n.mode == MODE_INIT && v->reduce)
+        return gen(c, n, i + 1);
+    /* partition a non-dividing split at its outer loop */
+    IterVar *p = v->rel == IV_OUTER ? v->parent : NULL;
+    int64_t pf = p ? v->factor : 0;
+    if (p && n.mode != MODE_INIT && p->tail == TAIL_PARTITION && n.state[p->id] == SPLIT_GUARD) {
+        int j;
+        for (j = i + 1; j < st->leaves.len && st->leaves.data[j] != p->inner; j++)
+            ;
+        Expr *e = iv_extent(c, &n, p);
+        if (!e)
+            return NULL;
+        if (j < st->leaves.len && !divides(c, e, pf)) {
+            Nest full = n, tail = n;
+            full.state[p->id] = SPLIT_FULL;
+            Stmt *a = gen_loop(c, full, i, iv_extent(c, &full, v));
+            tail.state[p->id] = SPLIT_TAIL;
+            Expr *last = simp(c, ir_binary(m, EX_DIV, e, ir_int(m, pf)));
+            tail.value[v->id] = last;
+            Stmt *b = emit_attached(c, &tail, v, i + 1);
+            if (!a || !b)
+                return NULL;
+            Expr *has_tail =
+                simp(c, ir_binary(m, EX_GT, ir_binary(m, EX_MOD, e, ir_int(m, pf)), ir_int(m, 0)));
+            Stmt *both[2] = {a, lower_if(m, has_tail, b, NULL)};
+            return lower_seq(m, 2, both);
+        }
+    }
+    Expr *ext = iv_extent(c, &n, v);
+    if (!ext)
+        return NULL;
+    return gen_loop(c, n, i, ext);
+}
+
+/* ---- attached stages: region, buffer, nest ---- */
+
+static void no_loops_fn(const Expr *e, void *ctx) {
+    if ((e->kind == EX_VAR && e->u.axis->kind != AX_LOOP) || e->kind == EX_LOAD ||
+        (e->kind == EX_VAR && e->u.axis->kind == AX_LOOP))
+        *(bool *)ctx = false;
+}
+
+/* True when e is over sizes and constants only. */
+static bool sizes_only(const Expr *e) {
+    bool ok = true;
+    ir_visit(e, no_loops_fn, &ok);
+    return ok;
+}
+
+/* The range of v's value when leaves bound in n are fixed and the others
+ * run over their extents. */
+static bool iv_range(LowerCtx *c, Nest *n, const IterVar *v, bool clip, Range *out) {
+    Module *m = c->m;
+    Expr *val = iv_value(c, n, v);
+    if (val) {
+        out->lo = out->hi = simp(c, val);
+        return true;
+    }
+    if (v->outer) {
+        Range o, i;
+        if (!iv_range(c, n, v->outer, clip, &o) || !iv_range(c, n, v->inner, clip, &i))
+            return false;
+        Expr *f = ir_int(m, v->inner->factor);
+        out->lo = simp(c, ir_binary(m, EX_ADD, ir_binary(m, EX_MUL, o.lo, f), i.lo));
+        out->hi = ir_binary(m, EX_ADD, ir_binary(m, EX_MUL, o.hi, f), i.hi);
+        if (clip && n->state[v->id] == SPLIT_GUARD) {
+            Expr *e = iv_extent(c, n, v);
+            if (!e)
+                return false;
+            out->hi = ir_binary(m, EX_MIN, out->hi, ir_binary(m, EX_SUB, e, ir_int(m, 1)));
+        }
+        out->hi = simp(c, out->hi);
+        return true;
+    }
+    /* an unbound leaf or fused part: its whole extent (a whole tile, even
+     * the last one, for a padded reader) */
+    Expr *e = !clip && v->rel == IV_INNER ? ir_int(m, v->factor) : iv_extent(c, n, v);
+    if (!e)
+        return false;
+    out->lo = ir_int(m, 0);
+    out->hi = simp(c, ir_binary(m, EX_SUB, e, ir_int(m, 1)));
+    return true;
+}
+
+typedef struct ReadIdx {
+    const Tensor *t;
+    Vec(Expr *) reads; /* READ nodes of t */
+} ReadIdx;
+
+static void find_reads(const Expr *e, void *ctx) {
+    ReadIdx *r = ctx;
+    if (e->kind == EX_READ && e->u.tensor == r->t)
+        vec_push(&r->reads, (Expr *)e);
+}
+
+/* The region of p that reader n reads below its bound leaves. */
+static bool infer_region(LowerCtx *c, Nest *n, Stage *p, bool clip, Range *reg) {
+    Module *m = c->m;
+    Stage *st = n->st;
+    PtrMap vary = {0};
+    Range *rs = arena_alloc(m->arena, sizeof(Range) * (size_t)(st->ivs.len + 1));
+    bool ok = true;
+    for (int i = 0; i < st->ivs.len && ok; i++) {
+        IterVar *r = st->ivs.data[i];
+        if (r->rel != IV_ROOT)
+            continue;
+        ok = iv_range(c, n, r, clip, &rs[i]);
+        if (ok && n->base[r->id]) {
+            rs[i].lo = simp(c, ir_binary(m, EX_ADD, n->base[r->id], rs[i].lo));
+            rs[i].hi = simp(c, ir_binary(m, EX_ADD, n->base[r->id], rs[i].hi));
+        }
+        ptrmap_put(&vary, r->axis, &rs[i]);
+    }
+    ReadIdx ri = {p->t, {0}};
+    ir_visit(st->body, find_reads, &ri);
+    ir_visit(st->pred, find_reads, &ri);
+    ir_visit(st->else_body, find_reads, &ri);
+    for (int d = 0; d < p->t->ndim && ok; d++) {
+        reg[d].lo = reg[d].hi = NULL;
+        for (int k = 0; k < ri.reads.len && ok; k++) {
+            Range r;
+            ok = lower_bounds_range(m, ri.reads.data[k]->args[d], &vary, false, &r);
+            if (!ok)
+                break;
+            reg[d].lo = reg[d].lo ? ir_binary(m, EX_MIN, reg[d].lo, r.lo) : r.lo;
+            reg[d].hi = reg[d].hi ? ir_binary(m, EX_MAX, reg[d].hi, r.hi) : r.hi;
+        }
+        ok = ok && reg[d].lo;
+    }
+    vec_free(&ri.reads);
+    ptrmap_free(&vary);
+    return ok;
+}
+
+static Stmt *stage_nest(LowerCtx *c, Stage *st, Expr *const *origin, Expr *const *ext,
+                        const View *view);
+
+static Stmt *sched_error(LowerCtx *c, const char *fmt, ...) RV_PRINTF(2, 3);
+static Stmt *sched_error(LowerCtx *c, const char *fmt, ...) {
+    if (c->st != RV_OK)
+        return NULL;
+    Buf b = {0};
+    va_list ap;
+    va_start(ap, fmt);
+    buf_vprintf(&b, fmt, ap);
+    va_end(ap);
+    c->st = base_error(RV_ERR_SCHEDULE, "%s", buf_str(&b));
+    buf_free(&b);
+    return NULL;
+}
+
+/* A padded stage computes whole tiles: each read it makes must stay inside
+ * the tensor read for every element of the tile, either because it reads
+ * a padded copy made inside it, or because bounds prove the index inside. */
+typedef struct PadReads {
+    LowerCtx *c;
+    const Stage *p;
+    const PtrMap *vary;
+    const char *bad;
+} PadReads;
+
+static bool provably_lt(LowerCtx *c, Expr *a, Expr *b) {
+    int64_t v;
+    Expr *t = simp(c, ir_binary(c->m, EX_LT, a, b));
+    return ir_is_const_int(t, &v) && v;
+}
+
+static void pad_reads_fn(const Expr *e, void *ctx) {
+    PadReads *pr = ctx;
+    if (pr->bad || e->kind != EX_READ)
+        return;
+    const Stage *src = sched_stage_of(pr->c->s, e->u.tensor);
+    if (src && src->kind == STAGE_CACHE_READ && src->local_pad && src->attach == ATTACH_AT &&
+        src->at == pr->p)
+        return;
+    Module *m = pr->c->m;
+    for (int d = 0; d < e->n && !pr->bad; d++) {
+        Range r;
+        Expr *ext = e->u.tensor->axes[d]->extent;
+        Expr *full = ext ? lower_index(pr->c, ext) : NULL;
+        if (!full || !lower_bounds_range(m, e->args[d], pr->vary, false, &r) ||
+            !provably_lt(pr->c, ir_int(m, -1), r.lo) || !provably_lt(pr->c, r.hi, full))
+            pr->bad = e->u.tensor->name;
+    }
+}
+
+static const char *padded_reads_outside(LowerCtx *c, const Stage *p, Expr *const *origin,
+                                        Expr *const *ext) {
+    Module *m = c->m;
+    PtrMap vary = {0};
+    Range rs[RV_MAX_DIMS];
+    for (int d = 0; d < p->t->ndim; d++) {
+        rs[d].lo = origin[d];
+        rs[d].hi =
+            simp(c, ir_binary(m, EX_SUB, ir_binary(m, EX_ADD, origin[d], ext[d]), ir_int(m, 1)));
+        ptrmap_put(&vary, p->t->axes[d], &rs[d]);
+    }
+    PadReads pr = {c, p, &vary, NULL};
+    ir_visit(p->body, pad_reads_fn, &pr);
+    ptrmap_free(&vary);
+    return pr.bad;
+}
+
+/* Stage p computed here, in reader n: its buffer (a view for the reader)
+ * and its nest, allocated around `rest`. */
+static Stmt *attach_one(LowerCtx *c, Nest *n, Stage *p, Stmt *rest_placeholder, Buffer **buf_out) {
+    (void)rest_placeholder;
+    Module *m = c->m;
+    Range reg[RV_MAX_DIMS];
+    bool have = infer_region(c, n, p, !p->local_pad, reg);
+    if (c->st != RV_OK)
+        return NULL;
+    int nd = p->t->ndim;
+    Expr *origin[RV_MAX_DIMS], *ext[RV_MAX_DIMS], *alloc[RV_MAX_DIMS];
+    for (int d = 0; d < nd; d++) {
+        Expr *full = lower_index(c, p->t->axes[d]->extent);
+        if (!full)
+            return NULL;
+        if (!have) {
+            if (p->local_pad)
+                return sched_error(c, "cannot bound the tile of %s that %s reads", p->name,
+                                   n->st->name);
+            /* the whole tensor */
+            origin[d] = ir_int(m, 0);
+            ext[d] = alloc[d] = full;
+            continue;
+        }
+        Expr *lo = simp(c, reg[d].lo), *hi = simp(c, reg[d].hi);
+        Expr *span = simp(c, ir_binary(m, EX_ADD, ir_binary(m, EX_SUB, hi, lo), ir_int(m, 1)));
+        if (p->local_pad) {
+            origin[d] = lo;
+            ext[d] = span;
+        } else {
+            origin[d] = simp(c, ir_binary(m, EX_MAX, lo, ir_int(m, 0)));
+            Expr *top = ir_binary(m, EX_MIN, hi, ir_binary(m, EX_SUB, full, ir_int(m, 1)));
+            ext[d] =
+                simp(c, ir_binary(m, EX_ADD, ir_binary(m, EX_SUB, top, origin[d]), ir_int(m, 1)));
+        }
+        Expr *ub = lower_bounds_upper(m, span);
+        ub = ub ? simp(c, ub) : NULL;
+        if (!ub || !sizes_only(ub)) {
+            if (p->local_pad || !sizes_only(full))
+                return sched_error(c, "cannot bound the tile of %s that %s reads", p->name,
+                                   n->st->name);
+            ub = full;
+        } else if (!p->local_pad) {
+            int64_t a, b;
+            if (ir_is_const_int(ub, &a) && ir_is_const_int(full, &b) && b < a)
+                ub = full;
+        }
+        alloc[d] = simp(c, ir_binary(m, EX_MAX, ub, ir_int(m, 0)));
+    }
+    if (nd && p->align > 1)
+        alloc[nd - 1] = simp(
+            c, ir_binary(m, EX_MUL, ceil_div(m, alloc[nd - 1], p->align), ir_int(m, p->align)));
+    if (p->local_pad && p->kind != STAGE_CACHE_READ) {
+        const char *bad = padded_reads_outside(c, p, origin, ext);
+        if (bad)
+            return sched_error(c,
+                               "%s computes whole tiles (pad=1), which would read %s outside its "
+                               "bounds; add `cache_read(%s, pad=1)` to the schedule of %s and "
+                               "compute it at a loop of %s",
+                               p->name, bad, bad, p->name, p->name);
+    }
+    View *v = arena_alloc(m->arena, sizeof(View));
+    v->ndim = nd;
+    Expr *size = ir_int(m, 1);
+    for (int d = nd - 1; d >= 0; d--) {
+        v->lo[d] = origin[d];
+        v->stride[d] = size;
+        size = simp(c, ir_binary(m, EX_MUL, size, alloc[d]));
+    }
+    int64_t elems;
+    BufScope scope = ir_is_const_int(size, &elems) &&
+                             elems * (int64_t)rv_dtype_size(p->t->dtype) <= LOCAL_STACK_BYTES
+                         ? BUF_LOCAL
+                         : BUF_GLOBAL;
+    v->buf = ir_buffer_new(m, p->name, p->t->dtype, size, scope);
+    ptrmap_put(&c->views, p->t, v);
+    *buf_out = v->buf;
+    return stage_nest(c, p, origin, ext, v);
+}
+
+static Stmt *emit_attached(LowerCtx *c, Nest *n, const IterVar *at, int i) {
+    Module *m = c->m;
+    if (c->st != RV_OK)
+        return NULL;
+    if (n->mode == MODE_INIT) /* producers are computed for the update nest only */
+        return gen(c, *n, i);
+    bind_axes(c, n);
+    Vec(Stmt *) nests = {0};
+    Vec(Buffer *) bufs = {0};
+    for (int k = 0; k < c->s->stages.len; k++) {
+        Stage *p = c->s->stages.data[k];
+        if (p->attach != ATTACH_AT || p->at != n->st || p->at_iv != at)
+            continue;
+        Buffer *b = NULL;
+        Stmt *s = attach_one(c, n, p, NULL, &b);
+        if (!s) {
+            vec_free(&nests);
+            vec_free(&bufs);
+            return NULL;
+        }
+        vec_push(&nests, s);
+        vec_push(&bufs, b);
+        bind_axes(c, n); /* the producer's nest rebinds nothing of ours, but be sure */
+    }
+    Stmt *rest = gen(c, *n, i);
+    for (int k = nests.len - 1; rest && k >= 0; k--) {
+        Stmt *both[2] = {nests.data[k], rest};
+        rest = lower_alloc(m, bufs.data[k], lower_seq(m, 2, both));
+    }
+    vec_free(&nests);
+    vec_free(&bufs);
+    return rest;
+}
+
+/* The nest of stage st: over its whole tensor (origin NULL), or over a
+ * region of it into a view. */
+static Stmt *stage_nest(LowerCtx *c, Stage *st, Expr *const *origin, Expr *const *ext,
+                        const View *view) {
+    if (st->ivs.len > MAX_IVS)
+        return sched_error(c, "%s has more than %d loops", st->name, MAX_IVS);
+    Nest n;
+    memset(&n, 0, sizeof n);
+    n.st = st;
+    n.mode = MODE_TOP;
+    n.dst_view = view;
+    if (!view) {
+        Storage *sto;
+        if ((c->st = storage_of_tensor(c, st->t, &sto)) != RV_OK)
+            return NULL;
+        n.dst_storage = sto;
+    }
+    for (int i = 0; i < st->ivs.len; i++) {
+        IterVar *r = st->ivs.data[i];
+        if (r->rel == IV_ROOT && !r->reduce && origin) {
+            n.base[r->id] = origin[r->axis->pos];
+            n.root_ext[r->id] = ext[r->axis->pos];
+        }
+    }
+    n.first_red = st->leaves.len;
+    for (int i = 0; i < st->leaves.len; i++)
+        if (st->leaves.data[i]->reduce) {
+            n.first_red = i;
+            break;
+        }
+    for (int i = n.first_red; i < st->leaves.len; i++)
+        n.in_place |= !st->leaves.data[i]->reduce;
+    return emit_attached(c, &n, NULL, 0);
+}
+
+/* ---- kernels ---- */
+
+static void kernel_begin(LowerCtx *c) {
+    Module *m = c->m;
     c->params.len = 0;
     ptrmap_free(&c->used_bufs);
     ptrmap_free(&c->axis_value);
+    ptrmap_free(&c->views);
+    c->par_depth = 0;
     for (int i = 0; i < m->sizes.len; i++) {
         Param p = {.kind = PARAM_SIZE, .size = m->sizes.data[i]};
         vec_push(&c->params, p);
     }
-    Stmt *body;
-    if (op->kind == OP_EXTERN) {
-        Buffer *args[RV_MAX_DIMS + 1];
-        if (op->nin > RV_MAX_DIMS)
-            return base_error(RV_ERR_UNSUPPORTED, "extern '%s' has too many arguments", t->name);
-        args[0] = ost->buf;
-        for (int i = 0; i < op->nin; i++) {
-            Storage *is;
-            if ((st = storage_of_tensor(c, op->inputs[i], &is)) != RV_OK)
-                return st;
-            use_storage(c, is, PARAM_TENSOR);
-            args[i + 1] = is->buf;
-        }
-        use_storage(c, ost, PARAM_TENSOR);
-        body = lower_call(m, op->kernel, op->nin + 1, args, t);
-    } else {
-        /* loop variables for the output axes, outermost first */
-        Axis *vars[RV_MAX_DIMS];
-        Expr *exts[RV_MAX_DIMS], *idx[RV_MAX_DIMS];
-        for (int i = 0; i < t->ndim; i++) {
-            ExprCtx x = {c, {0}, RV_OK};
-            exts[i] = lower_expr(&x, t->axes[i]->extent);
-            vec_free(&x.pre);
-            if (x.st != RV_OK)
-                return x.st;
-            vars[i] = lower_loop_var(m, t->axes[i]->name, exts[i]);
-            idx[i] = vars[i]->var;
-            ptrmap_put(&c->axis_value, t->axes[i], idx[i]);
-        }
-        Expr *offset = lower_storage_offset(m, ost, idx);
-        if (op->kind == OP_COND) {
-            ExprCtx x = {c, {0}, RV_OK};
-            Expr *pred = lower_expr(&x, op->pred);
-            vec_free(&x.pre);
-            if (x.st != RV_OK)
-                return x.st;
-            Stmt *then_s = element_stmt(c, ost->buf, offset, op->body, &st);
-            Stmt *else_s = then_s ? element_stmt(c, ost->buf, offset, op->else_body, &st) : NULL;
-            if (!then_s || !else_s)
-                return st;
-            body = lower_if(m, pred, then_s, else_s);
-        } else {
-            if (!(body = element_stmt(c, ost->buf, offset, op->body, &st)))
-                return st;
-        }
-        body = wrap_locals(m, body);
-        for (int i = t->ndim - 1; i >= 0; i--)
-            body = lower_for(m, vars[i], exts[i], LOOP_SERIAL, body);
-        use_storage(c, ost, PARAM_TENSOR);
+}
+
+static Stmt *extern_call(LowerCtx *c, Tensor *t) {
+    Op *op = t->op;
+    Storage *ost;
+    if ((c->st = storage_of_tensor(c, t, &ost)) != RV_OK)
+        return NULL;
+    Buffer *args[RV_MAX_DIMS + 1];
+    if (op->nin > RV_MAX_DIMS)
+        return sched_error(c, "extern '%s' has too many arguments", t->name);
+    args[0] = ost->buf;
+    for (int i = 0; i < op->nin; i++) {
+        Storage *is;
+        if ((c->st = storage_of_tensor(c, op->inputs[i], &is)) != RV_OK)
+            return NULL;
+        use_storage(c, is, PARAM_TENSOR);
+        args[i + 1] = is->buf;
     }
+    use_storage(c, ost, PARAM_TENSOR);
+    return lower_call(c->m, op->kernel, op->nin + 1, args, t);
+}
+
+static rv_status lower_stage_kernel(LowerCtx *c, Stage *st, Kernel **out) {
+    Module *m = c->m;
+    kernel_begin(c);
+    Stmt *body;
+    if (st->t->op->kind == OP_EXTERN) {
+        body = extern_call(c, st->t);
+    } else {
+        body = stage_nest(c, st, NULL, NULL, NULL);
+        if (body) {
+            Storage *sto;
+            storage_of_tensor(c, st->t, &sto);
+            use_storage(c, sto, PARAM_TENSOR);
+        }
+    }
+    if (!body)
+        return c->st != RV_OK ? c->st
+                              : base_error(RV_ERR_SCHEDULE, "%s: lowering failed", st->name);
+    Kernel *k = arena_alloc(m->arena, sizeof(Kernel));
+    k->name = st->t->name;
+    k->m = m;
     /* the prelude fills every AUX array this kernel uses */
     Vec(Stmt *) pre = {0};
-    for (int i = 0; i < m->ufuns.len; i++)
-        if (c->uf_ready[i] && ptrmap_has(&c->used_bufs, c->ufs[i].buf))
-            vec_push(&pre, lower_storage_prelude(m, &c->ufs[i], lower_index_expr, c));
-    for (int i = 0; i < m->tensors.len; i++)
-        if (c->tensor_ready[i] && ptrmap_has(&c->used_bufs, c->tensors[i].buf))
-            vec_push(&pre, lower_storage_prelude(m, &c->tensors[i], lower_index_expr, c));
+    for (int i = 0; i < m->ufuns.len; i++) {
+        Storage *s = ptrmap_get(&c->storage, m->ufuns.data[i]);
+        if (s && ptrmap_has(&c->used_bufs, s->buf))
+            vec_push(&pre, lower_storage_prelude(m, s, lower_index_fn, c));
+    }
+    for (int i = 0; i < m->tensors.len; i++) {
+        Storage *s = ptrmap_get(&c->storage, m->tensors.data[i]);
+        if (s && ptrmap_has(&c->used_bufs, s->buf))
+            vec_push(&pre, lower_storage_prelude(m, s, lower_index_fn, c));
+    }
     k->prelude = lower_seq(m, pre.len, pre.data);
     vec_free(&pre);
-    k->body = body;
+    k->body = lower_simplify(m, body);
+    if (!k->body)
+        k->body = lower_seq(m, 0, NULL);
     k->nparams = c->params.len;
     k->params = arena_memdup(m->arena, c->params.data, sizeof(Param) * (size_t)c->params.len);
     *out = k;
     return RV_OK;
 }
 
-rv_status lower_module(Module *m, Kernel ***out, int *n) {
-    LowerCtx c = {.m = m};
-    c.tensors = base_xcalloc((size_t)m->tensors.len + 1, sizeof(Storage));
-    c.ufs = base_xcalloc((size_t)m->ufuns.len + 1, sizeof(Storage));
-    c.tensor_ready = base_xcalloc((size_t)m->tensors.len + 1, sizeof(bool));
-    c.uf_ready = base_xcalloc((size_t)m->ufuns.len + 1, sizeof(bool));
+rv_status lower_schedule(Schedule *s, Kernel ***out, int *n) {
+    Module *m = s->m;
+    LowerCtx c = {.m = m, .s = s};
     Vec(Kernel *) ks = {0};
     rv_status st = RV_OK;
     for (int i = 0; i < m->tensors.len && st == RV_OK; i++) {
@@ -427,17 +1179,20 @@ rv_status lower_module(Module *m, Kernel ***out, int *n) {
                             t->name);
             break;
         }
+        Stage *sg = sched_stage_of(s, t);
+        RV_ASSERT(sg);
+        if (sg->attach != ATTACH_ROOT)
+            continue;
         Kernel *k = NULL;
-        if ((st = lower_op(&c, t, &k)) == RV_OK)
+        if ((st = lower_stage_kernel(&c, sg, &k)) == RV_OK)
             vec_push(&ks, k);
     }
     vec_free(&c.params);
     ptrmap_free(&c.used_bufs);
     ptrmap_free(&c.axis_value);
-    base_free(c.tensors);
-    base_free(c.ufs);
-    base_free(c.tensor_ready);
-    base_free(c.uf_ready);
+    ptrmap_free(&c.views);
+    ptrmap_free(&c.storage);
+    ptrmap_free(&c.accs);
     if (st != RV_OK) {
         vec_free(&ks);
         return st;
@@ -446,4 +1201,14 @@ rv_status lower_module(Module *m, Kernel ***out, int *n) {
     *out = ks.data;
     *n = ks.len;
     return RV_OK;
+}
+
+rv_status lower_module(Module *m, Kernel ***out, int *n) {
+    Schedule *s;
+    rv_status st = sched_from_module(m, &s);
+    if (st != RV_OK)
+        return st;
+    st = lower_schedule(s, out, n);
+    sched_free(s);
+    return st;
 }

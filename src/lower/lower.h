@@ -16,7 +16,7 @@
 #ifndef RAVEL_LOWER_H
 #define RAVEL_LOWER_H
 
-#include "ir/ir.h"
+#include "sched/sched.h"
 
 typedef enum StmtKind {
 #define STMT(k, text) ST_##k,
@@ -26,19 +26,7 @@ typedef enum StmtKind {
 } StmtKind;
 extern const char *const lower_stmt_name[ST_COUNT];
 
-typedef enum LoopKind {
-    LOOP_SERIAL,
-    LOOP_PARALLEL, /* iterations run on the thread pool */
-    LOOP_VECTOR,   /* iterations become SIMD lanes */
-    LOOP_UNROLL,   /* fully unrolled (constant extent) */
-    LOOP_GPU_BLOCK_X,
-    LOOP_GPU_BLOCK_Y,
-    LOOP_GPU_BLOCK_Z,
-    LOOP_GPU_THREAD_X,
-    LOOP_GPU_THREAD_Y,
-    LOOP_GPU_THREAD_Z,
-    LOOP_COUNT
-} LoopKind;
+/* LoopKind: src/sched/sched.h */
 extern const char *const lower_loop_kind_name[LOOP_COUNT];
 
 typedef struct Stmt Stmt;
@@ -230,9 +218,26 @@ typedef Expr *(*LowerExprFn)(void *ctx, Expr *e);
 /* Loop IR that fills the AUX arrays; NULL for a layout without any. */
 Stmt *lower_storage_prelude(Module *m, const Storage *st, LowerExprFn lower, void *ctx);
 
-/* ---- lower.c: module -> kernels ---- */
+/* ---- bounds.c: symbolic intervals (bounds inference) ---- */
 
-/* One kernel per computed tensor, in definition order. */
+typedef struct Range {
+    Expr *lo, *hi; /* inclusive */
+} Range;
+/* Bounds of integer expression e when each axis in `vary` (Axis* ->
+ * const Range*) ranges over its range, unmapped reduction axes over their
+ * extents, and loop variables are fixed (all_loops: range over their
+ * extents too). False when an operation cannot be bounded. */
+bool lower_bounds_range(Module *m, Expr *e, const PtrMap *vary, bool all_loops, Range *out);
+/* An upper bound of e over every loop iteration (NULL if unknown); it may
+ * still mention loads at fixed indices. */
+Expr *lower_bounds_upper(Module *m, Expr *e);
+
+/* ---- lower.c: schedule -> kernels ---- */
+
+/* One kernel per root stage of the module's schedule (its schedule blocks
+ * applied; errors located at the step), in definition order. */
 rv_status lower_module(Module *m, Kernel ***out, int *n);
+/* The same for a schedule built by the caller. */
+rv_status lower_schedule(Schedule *s, Kernel ***out, int *n);
 
 #endif

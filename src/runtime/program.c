@@ -703,6 +703,10 @@ static rv_status store_results(Run *r) {
         if (t->op->kind == OP_INPUT)
             continue;
         Slot *s = slot_of(r, t);
+        /* intermediates computed inside another kernel or inlined have no
+         * storage of their own; outputs always do */
+        if (!s && !ir_tensor_is_output(m, t))
+            continue;
         if (!s)
             return base_error(RV_ERR_UNSUPPORTED, "tensor %s: no compiled kernel stores it",
                               t->name);
@@ -720,6 +724,8 @@ static rv_status store_results(Run *r) {
         if (t->op->kind == OP_INPUT)
             continue;
         Slot *s = slot_of(r, t);
+        if (!s)
+            continue;
         interp_bindings_own_tensor(r->in.b, t, s->arr);
         s->arr = NULL;
     }

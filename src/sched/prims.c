@@ -1,0 +1,1131 @@
+/*
+ * prims.c — the schedule primitives.
+ *
+ *   o, i = split(v, F [, tail="guard"])  v = o*F + i, any F >= 1
+ *   f = fuse(a, b)                        adjacent loops a, b (a outside)
+ *   reorder(a, b, ...)                    these loops, in this order, in
+ *                                         the places they occupy
+ *   xo, yo, xi, yi = tile(x, y, FX, FY)   split both, then reorder
+ *   parallel(v)  vectorize(v)  unroll(v)  bind(v, "blockIdx.x")
+ *   compute_at(P, v)                      compute stage P inside loop v of
+ *                                         this stage (omit v: at the top)
+ *   compute_inline(P)                     substitute P into its readers
+ *   L = cache_read(X [, "local"] [, pad=1] [, align=N])
+ *   L = cache_write(Y [, "local"] [, pad=1] [, align=N])
+ *   pad(v, N)                             iterate v to a multiple of N,
+ *                                         into storage padded for it
+ *   storage_pad(d, N)                     pad dimension d of this stage's
+ *                                         tensor storage to a multiple of N
+ *
+ * Each checks everything it relies on and returns RV_ERR_SCHEDULE with a
+ * message located at the step; on error the schedule is unchanged.
+ */
+#include <string.h>
+
+#include "sched/sched.h"
+
+typedef struct Ctx {
+    Schedule *s;
+    Stage *st;
+    const SchedStep *step;
+    const SrcFile *src;
+} Ctx;
+
+static rv_status fail(Ctx *c, SrcLoc loc, const char *fmt, ...) RV_PRINTF(3, 4);
+static rv_status fail(Ctx *c, SrcLoc loc, const char *fmt, ...) {
+    Buf b = {0};
+    va_list ap;
+    va_start(ap, fmt);
+    buf_vprintf(&b, fmt, ap);
+    va_end(ap);
+    rv_status r = base_diag(RV_ERR_SCHEDULE, c->src, loc, "%s: %s", c->step->prim, buf_str(&b));
+    buf_free(&b);
+    return r;
+}
+
+/* ---- arguments ---- */
+
+static int npositional(const SchedStep *p) {
+    int n = 0;
+    for (int i = 0; i < p->nargs; i++)
+        n += p->args[i].key == NULL;
+    return n;
+}
+
+static const SchedArg *positional(const SchedStep *p, int k) {
+    for (int i = 0; i < p->nargs; i++)
+        if (!p->args[i].key && k-- == 0)
+            return &p->args[i];
+    return NULL;
+}
+
+static const SchedArg *keyword(const SchedStep *p, const char *key) {
+    for (int i = 0; i < p->nargs; i++)
+        if (p->args[i].key && strcmp(p->args[i].key, key) == 0)
+            return &p->args[i];
+    return NULL;
+}
+
+/* Checks the shape of a call: positional count in [lo, hi], names out. */
+static rv_status check_arity(Ctx *c, int lo, int hi, int nout, const char *const *keys) {
+    const SchedStep *p = c->step;
+    int n = npositional(p);
+    if (n < lo || n > hi) {
+        if (lo == hi)
+            return fail(c, p->loc, "takes %d argument%s, got %d", lo, lo == 1 ? "" : "s", n);
+        return fail(c, p->loc, "takes %d to %d arguments, got %d", lo, hi, n);
+    }
+    if (p->nout != nout) {
+        if (nout == 0)
+            return fail(c, p->loc, "gives no names; write it without `... =`");
+        return fail(c, p->loc, "names %d result%s (`%s = ...`), got %d", nout, nout == 1 ? "" : "s",
+                    nout == 1   ? "x"
+                    : nout == 2 ? "o, i"
+                                : "a, b, c, d",
+                    p->nout);
+    }
+    for (int i = 0; i < p->nargs; i++) {
+        if (!p->args[i].key)
+            continue;
+        bool known = false;
+        for (int k = 0; keys && keys[k]; k++)
+            known |= strcmp(keys[k], p->args[i].key) == 0;
+        if (!known)
+            return fail(c, p->args[i].loc, "unknown keyword argument '%s'", p->args[i].key);
+        for (int j = 0; j < i; j++)
+            if (p->args[j].key && strcmp(p->args[j].key, p->args[i].key) == 0)
+                return fail(c, p->args[i].loc, "keyword '%s' given twice", p->args[i].key);
+    }
+    return RV_OK;
+}
+
+static rv_status arg_int(Ctx *c, const SchedArg *a, int64_t lo, int64_t hi, const char *what,
+                         int64_t *out) {
+    if (a->kind != SA_INT)
+        return fail(c, a->loc, "%s must be an integer", what);
+    if (a->i < lo || a->i > hi)
+        return fail(c, a->loc, "%s must be in %lld..%lld, got %lld", what, (long long)lo,
+                    (long long)hi, (long long)a->i);
+    *out = a->i;
+    return RV_OK;
+}
+
+static void list_leaves(Buf *b, const Stage *st) {
+    for (int i = 0; i < st->leaves.len; i++)
+        buf_printf(b, "%s%s", i ? ", " : "", st->leaves.data[i]->name);
+    if (!st->leaves.len)
+        buf_puts(b, "none");
+}
+
+static int leaf_index(const Stage *st, const IterVar *v) {
+    for (int i = 0; i < st->leaves.len; i++)
+        if (st->leaves.data[i] == v)
+            return i;
+    return -1;
+}
+
+static IterVar *iv_named(const Stage *st, const char *name) {
+    for (int i = 0; i < st->ivs.len; i++)
+        if (strcmp(st->ivs.data[i]->name, name) == 0)
+            return st->ivs.data[i];
+    return NULL;
+}
+
+/* The leaf named by argument `a`. */
+static rv_status arg_leaf(Ctx *c, const SchedArg *a, IterVar **out) {
+    if (a->kind != SA_IDENT)
+        return fail(c, a->loc, "expected a loop of %s", c->st->name);
+    IterVar *v = iv_named(c->st, a->s);
+    if (!v || leaf_index(c->st, v) < 0) {
+        Buf b = {0};
+        list_leaves(&b, c->st);
+        rv_status r = fail(c, a->loc, "%s has no loop '%s'%s (its loops: %s)", c->st->name, a->s,
+                           v ? " any more" : "", buf_str(&b));
+        buf_free(&b);
+        return r;
+    }
+    *out = v;
+    return RV_OK;
+}
+
+static rv_status check_new_name(Ctx *c, const char *name, SrcLoc loc) {
+    if (iv_named(c->st, name))
+        return fail(c, loc, "%s already has a loop named '%s'", c->st->name, name);
+    return RV_OK;
+}
+
+static bool stage_has_loops(Ctx *c, SrcLoc loc, rv_status *r) {
+    if (c->st->t->op->kind == OP_EXTERN && c->st->kind == STAGE_OP) {
+        *r = fail(c, loc, "%s is a call to extern kernel '%s'; it has no loops to schedule",
+                  c->st->name, c->st->t->op->kernel);
+        return false;
+    }
+    if (c->st->attach == ATTACH_INLINE) {
+        *r = fail(c, loc, "%s is inlined into its readers; it has no loops", c->st->name);
+        return false;
+    }
+    return true;
+}
+
+/* ---- loop order legality ---- */
+
+static bool iv_derives_from(const IterVar *v, const IterVar *root) {
+    if (v == root)
+        return true;
+    switch (v->rel) {
+    case IV_OUTER:
+    case IV_INNER:
+        return iv_derives_from(v->parent, root);
+    case IV_FUSED:
+        return iv_derives_from(v->fa, root) || iv_derives_from(v->fb, root);
+    default:
+        return false;
+    }
+}
+
+/* Loops whose extent depends on another axis (l < len[b]) stay inside
+ * every loop derived from it; a spatial loop inside a reduction loop needs
+ * the reduction to accumulate in place. */
+static rv_status check_order(Ctx *c, SrcLoc loc) {
+    Stage *st = c->st;
+    for (int i = 0; i < st->ivs.len; i++) {
+        IterVar *r = st->ivs.data[i];
+        if (r->rel != IV_ROOT || !r->axis->extent)
+            continue;
+        for (int j = 0; j < st->ivs.len; j++) {
+            IterVar *o = st->ivs.data[j];
+            if (o->rel != IV_ROOT || o == r || !ir_uses_axis(r->axis->extent, o->axis))
+                continue;
+            /* every leaf from o before every leaf from r */
+            int last_o = -1, first_r = st->leaves.len;
+            for (int k = 0; k < st->leaves.len; k++) {
+                if (iv_derives_from(st->leaves.data[k], o))
+                    last_o = k;
+                if (iv_derives_from(st->leaves.data[k], r) && k < first_r)
+                    first_r = k;
+            }
+            if (last_o > first_r)
+                return fail(c, loc,
+                            "loop %s must stay inside loop %s: the extent of %s depends on %s",
+                            st->leaves.data[first_r]->name, st->leaves.data[last_o]->name, r->name,
+                            o->name);
+        }
+    }
+    int first_red = -1;
+    for (int k = 0; k < st->leaves.len; k++) {
+        IterVar *v = st->leaves.data[k];
+        if (v->reduce && first_red < 0)
+            first_red = k;
+        if (!v->reduce && first_red >= 0) {
+            const Expr *R = st->reduce;
+            const char *why = NULL;
+            if (st->body != R)
+                why = "its sum has an epilogue around it";
+            else if (R->u.red.rk == RV_REDUCE_ARGMAX)
+                why = "argmax keeps its reduction loops innermost";
+            else if (R->dtype != st->t->dtype)
+                why = "it accumulates in a different type";
+            if (why)
+                return fail(c, loc,
+                            "spatial loop %s inside reduction loop %s needs %s to accumulate in "
+                            "place, but %s; use `%sL = cache_write(%s)` and schedule that stage",
+                            v->name, st->leaves.data[first_red]->name, st->name, why, st->name,
+                            st->name);
+        }
+    }
+    return RV_OK;
+}
+
+/* ---- loop primitives ---- */
+
+static IterVar *iv_new(Schedule *s, Stage *st, const char *name, IterRel rel, bool reduce) {
+    IterVar *v = arena_alloc(s->m->arena, sizeof(IterVar));
+    v->name = ir_name(s->m, name);
+    v->rel = rel;
+    v->reduce = reduce;
+    v->kind = LOOP_SERIAL;
+    v->pad = 1;
+    v->id = st->ivs.len;
+    vec_push(&st->ivs, v);
+    return v;
+}
+
+static rv_status do_split(Ctx *c, IterVar *v, int64_t f, TailMode tail, const char *on,
+                          const char *in, IterVar **po, IterVar **pi) {
+    Stage *st = c->st;
+    SrcLoc loc = c->step->loc;
+    if (v->kind != LOOP_SERIAL)
+        return fail(c, loc, "loop %s is already %s; split it before choosing its kind", v->name,
+                    sched_loop_kind_name(v->kind));
+    rv_status r;
+    if ((r = check_new_name(c, on, loc)) != RV_OK || (r = check_new_name(c, in, loc)) != RV_OK)
+        return r;
+    if (strcmp(on, in) == 0)
+        return fail(c, loc, "the two parts need different names");
+    int k = leaf_index(st, v);
+    IterVar *o = iv_new(c->s, st, on, IV_OUTER, v->reduce);
+    IterVar *i = iv_new(c->s, st, in, IV_INNER, v->reduce);
+    o->parent = i->parent = v;
+    o->factor = i->factor = f;
+    v->outer = o;
+    v->inner = i;
+    v->tail = tail;
+    st->leaves.data[k] = o;
+    vec_insert(&st->leaves, k + 1, i);
+    st->touched = true;
+    *po = o;
+    *pi = i;
+    return RV_OK;
+}
+
+static rv_status split_args(Ctx *c, int first, int64_t *f, TailMode *tail) {
+    rv_status r;
+    if ((r = arg_int(c, positional(c->step, first), 1, INT32_MAX, "the factor", f)) != RV_OK)
+        return r;
+    *tail = TAIL_PARTITION;
+    const SchedArg *t = keyword(c->step, "tail");
+    if (t) {
+        if (t->kind == SA_STRING && strcmp(t->s, "guard") == 0)
+            *tail = TAIL_GUARD;
+        else if (!(t->kind == SA_STRING && strcmp(t->s, "partition") == 0))
+            return fail(c, t->loc, "tail must be \"partition\" or \"guard\"");
+    }
+    return RV_OK;
+}
+
+static rv_status prim_split(Ctx *c) {
+    static const char *const keys[] = {"tail", NULL};
+    rv_status r;
+    IterVar *v, *o, *i;
+    int64_t f;
+    TailMode tail;
+    if ((r = check_arity(c, 2, 2, 2, keys)) != RV_OK ||
+        (r = arg_leaf(c, positional(c->step, 0), &v)) != RV_OK ||
+        (r = split_args(c, 1, &f, &tail)) != RV_OK)
+        return r;
+    return do_split(c, v, f, tail, c->step->outs[0], c->step->outs[1], &o, &i);
+}
+
+/* Moves the given leaves into the positions they occupy, in this order. */
+static rv_status do_reorder(Ctx *c, IterVar *const *vs, int n, SrcLoc loc) {
+    Stage *st = c->st;
+    int pos[64];
+    if (n > 64)
+        return fail(c, loc, "too many loops");
+    for (int a = 0; a < n; a++) {
+        pos[a] = leaf_index(st, vs[a]);
+        for (int b = 0; b < a; b++)
+            if (vs[a] == vs[b])
+                return fail(c, loc, "loop %s appears twice", vs[a]->name);
+    }
+    /* sort positions */
+    for (int a = 1; a < n; a++)
+        for (int b = a; b > 0 && pos[b - 1] > pos[b]; b--) {
+            int t = pos[b];
+            pos[b] = pos[b - 1];
+            pos[b - 1] = t;
+        }
+    IterVar **saved = base_xmalloc(sizeof(IterVar *) * (size_t)(st->leaves.len + 1));
+    memcpy(saved, st->leaves.data, sizeof(IterVar *) * (size_t)st->leaves.len);
+    for (int a = 0; a < n; a++)
+        st->leaves.data[pos[a]] = vs[a];
+    rv_status r = check_order(c, loc);
+    if (r != RV_OK)
+        memcpy(st->leaves.data, saved, sizeof(IterVar *) * (size_t)st->leaves.len);
+    base_free(saved);
+    st->touched = true;
+    return r;
+}
+
+static rv_status prim_reorder(Ctx *c) {
+    int n = npositional(c->step);
+    rv_status r;
+    if ((r = check_arity(c, 1, 64, 0, NULL)) != RV_OK)
+        return r;
+    IterVar *vs[64];
+    for (int a = 0; a < n; a++)
+        if ((r = arg_leaf(c, positional(c->step, a), &vs[a])) != RV_OK)
+            return r;
+    return do_reorder(c, vs, n, c->step->loc);
+}
+
+static rv_status prim_tile(Ctx *c) {
+    static const char *const keys[] = {"tail", NULL};
+    rv_status r;
+    IterVar *x, *y, *p[4];
+    int64_t fx, fy;
+    TailMode tx, ty;
+    if ((r = check_arity(c, 4, 4, 4, keys)) != RV_OK ||
+        (r = arg_leaf(c, positional(c->step, 0), &x)) != RV_OK ||
+        (r = arg_leaf(c, positional(c->step, 1), &y)) != RV_OK ||
+        (r = split_args(c, 2, &fx, &tx)) != RV_OK || (r = split_args(c, 3, &fy, &ty)) != RV_OK)
+        return r;
+    if (x == y)
+        return fail(c, c->step->loc, "tiles two different loops");
+    const char *const *o = c->step->outs;
+    for (int a = 0; a < 4; a++)
+        for (int b = 0; b < a; b++)
+            if (strcmp(o[a], o[b]) == 0)
+                return fail(c, c->step->loc, "the name '%s' is given twice", o[a]);
+    if ((r = do_split(c, x, fx, tx, o[0], o[2], &p[0], &p[2])) != RV_OK)
+        return r;
+    if ((r = do_split(c, y, fy, ty, o[1], o[3], &p[1], &p[3])) != RV_OK)
+        return r;
+    return do_reorder(c, p, 4, c->step->loc);
+}
+
+static rv_status prim_fuse(Ctx *c) {
+    rv_status r;
+    IterVar *a, *b;
+    if ((r = check_arity(c, 2, 2, 1, NULL)) != RV_OK ||
+        (r = arg_leaf(c, positional(c->step, 0), &a)) != RV_OK ||
+        (r = arg_leaf(c, positional(c->step, 1), &b)) != RV_OK)
+        return r;
+    Stage *st = c->st;
+    SrcLoc loc = c->step->loc;
+    int ia = leaf_index(st, a), ib = leaf_index(st, b);
+    if (ib != ia + 1)
+        return fail(c, loc, "%s and %s are not adjacent with %s outside (reorder them first)",
+                    a->name, b->name, a->name);
+    if (a->reduce != b->reduce)
+        return fail(c, loc, "cannot fuse a reduction loop with a spatial loop");
+    if (a->kind != LOOP_SERIAL || b->kind != LOOP_SERIAL)
+        return fail(c, loc, "fuse loops before choosing their kinds");
+    for (int i = 0; i < st->ivs.len; i++) {
+        IterVar *rb = st->ivs.data[i];
+        if (rb->rel != IV_ROOT || !iv_derives_from(b, rb) || !rb->axis->extent)
+            continue;
+        for (int j = 0; j < st->ivs.len; j++) {
+            IterVar *ra = st->ivs.data[j];
+            if (ra->rel == IV_ROOT && iv_derives_from(a, ra) &&
+                ir_uses_axis(rb->axis->extent, ra->axis))
+                return fail(c, loc,
+                            "cannot fuse %s with %s: the extent of %s depends on %s (fusing "
+                            "variable loops is not supported yet)",
+                            a->name, b->name, rb->name, ra->name);
+        }
+    }
+    if ((r = check_new_name(c, c->step->outs[0], loc)) != RV_OK)
+        return r;
+    IterVar *f = iv_new(c->s, st, c->step->outs[0], IV_FUSED, a->reduce);
+    f->fa = a;
+    f->fb = b;
+    a->fused = b->fused = f;
+    st->leaves.data[ia] = f;
+    vec_remove(&st->leaves, ib);
+    st->touched = true;
+    return RV_OK;
+}
+
+/* A loop extent that is a compile-time constant, if the schedule says so. */
+static bool const_extent(const Stage *st, const IterVar *v, int64_t *n) {
+    switch (v->rel) {
+    case IV_INNER:
+        *n = v->factor;
+        return true;
+    case IV_ROOT:
+        if (st->kind != STAGE_OP)
+            return false; /* its extent is the region it covers */
+        return v->axis->extent && ir_is_const_int(v->axis->extent, n);
+    case IV_OUTER: {
+        int64_t e;
+        if (!const_extent(st, v->parent, &e))
+            return false;
+        *n = (e + v->factor - 1) / v->factor;
+        return true;
+    }
+    case IV_FUSED: {
+        int64_t a, b;
+        if (!const_extent(st, v->fa, &a) || !const_extent(st, v->fb, &b))
+            return false;
+        *n = a * b;
+        return true;
+    }
+    default:
+        return false;
+    }
+}
+
+static rv_status set_kind(Ctx *c, IterVar *v, LoopKind k) {
+    Stage *st = c->st;
+    SrcLoc loc = c->step->loc;
+    if (v->kind != LOOP_SERIAL)
+        return fail(c, loc, "loop %s is already %s", v->name, sched_loop_kind_name(v->kind));
+    if (v->reduce && k != LOOP_UNROLL)
+        return fail(c, loc, "%s is a reduction loop: its iterations update the same elements",
+                    v->name);
+    int64_t n = 0;
+    if (k == LOOP_VECTOR || k == LOOP_UNROLL) {
+        bool cst = const_extent(st, v, &n);
+        if (!cst && st->kind == STAGE_OP)
+            return fail(c, loc, "the extent of %s is not a constant; split it by a constant first",
+                        v->name);
+        if (cst && (n < 1 || n > 64))
+            return fail(c, loc, "the extent of %s is %lld; at most 64 (split it first)", v->name,
+                        (long long)n);
+    }
+    if (k == LOOP_PARALLEL)
+        for (int i = 0; i < st->leaves.len; i++)
+            if (st->leaves.data[i]->kind == LOOP_PARALLEL)
+                return fail(c, loc, "%s already has a parallel loop (%s)", st->name,
+                            st->leaves.data[i]->name);
+    if (k >= LOOP_GPU_BLOCK_X)
+        for (int i = 0; i < st->leaves.len; i++)
+            if (st->leaves.data[i]->kind == k)
+                return fail(c, loc, "%s is already bound to %s", st->leaves.data[i]->name,
+                            sched_loop_kind_name(k));
+    v->kind = k;
+    st->touched = true;
+    return RV_OK;
+}
+
+static rv_status prim_kind(Ctx *c, LoopKind k) {
+    rv_status r;
+    IterVar *v;
+    if ((r = check_arity(c, 1, 1, 0, NULL)) != RV_OK ||
+        (r = arg_leaf(c, positional(c->step, 0), &v)) != RV_OK)
+        return r;
+    return set_kind(c, v, k);
+}
+
+static rv_status prim_bind(Ctx *c) {
+    rv_status r;
+    IterVar *v;
+    if ((r = check_arity(c, 2, 2, 0, NULL)) != RV_OK ||
+        (r = arg_leaf(c, positional(c->step, 0), &v)) != RV_OK)
+        return r;
+    const SchedArg *a = positional(c->step, 1);
+    for (int k = LOOP_GPU_BLOCK_X; k <= LOOP_GPU_THREAD_Z; k++)
+        if (a->kind == SA_STRING && strcmp(a->s, sched_loop_kind_name((LoopKind)k)) == 0)
+            return set_kind(c, v, (LoopKind)k);
+    return fail(c, a->loc,
+                "expected \"blockIdx.x\", \"blockIdx.y\", \"blockIdx.z\", \"threadIdx.x\", "
+                "\"threadIdx.y\" or \"threadIdx.z\"");
+}
+
+/* ---- padding ---- */
+
+typedef struct PadCheck {
+    const Axis *ax;
+    int64_t n;
+    const char *bad;
+} PadCheck;
+
+static int64_t gcd64(int64_t a, int64_t b) {
+    while (b) {
+        int64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+static void pad_check_read(const Expr *e, void *ctx) {
+    PadCheck *p = ctx;
+    if (p->bad || (e->kind != EX_READ && e->kind != EX_UFCALL))
+        return;
+    for (int d = 0; d < e->n; d++) {
+        if (!ir_uses_axis(e->args[d], p->ax))
+            continue;
+        if (e->kind == EX_UFCALL) {
+            p->bad = e->u.uf->name;
+            return;
+        }
+        const Tensor *t = e->u.tensor;
+        bool bare = e->args[d]->kind == EX_VAR && e->args[d]->u.axis == p->ax;
+        if (!bare || t->pad[d] % p->n != 0) {
+            p->bad = t->name;
+            return;
+        }
+    }
+}
+
+static rv_status prim_pad(Ctx *c) {
+    rv_status r;
+    IterVar *v;
+    int64_t n;
+    if ((r = check_arity(c, 2, 2, 0, NULL)) != RV_OK ||
+        (r = arg_leaf(c, positional(c->step, 0), &v)) != RV_OK ||
+        (r = arg_int(c, positional(c->step, 1), 1, 1 << 20, "the multiple", &n)) != RV_OK)
+        return r;
+    Stage *st = c->st;
+    SrcLoc loc = c->step->loc;
+    if (v->rel != IV_ROOT || v->reduce)
+        return fail(c, loc, "pad applies to a spatial axis before it is split; %s is not one",
+                    v->name);
+    if (st->kind != STAGE_OP || st->attach != ATTACH_ROOT)
+        return fail(c, loc, "%s has no storage of its own to pad into", st->name);
+    int d = v->axis->pos;
+    if (st->t->pad[d] % n != 0)
+        return fail(c, loc,
+                    "dimension %s of %s is stored padded to %d; the loop may only run to a "
+                    "multiple of that (use storage_pad(%s, %lld) first)",
+                    v->name, st->name, st->t->pad[d], v->name, (long long)n);
+    PadCheck p = {v->axis, n, NULL};
+    ir_visit(st->body, pad_check_read, &p);
+    ir_visit(st->pred, pad_check_read, &p);
+    ir_visit(st->else_body, pad_check_read, &p);
+    if (p.bad)
+        return fail(c, loc,
+                    "the padded iterations of %s would read %s outside its storage (each read "
+                    "along %s must index a dimension stored padded to a multiple of %lld)",
+                    v->name, p.bad, v->name, (long long)n);
+    for (int i = 0; i < st->t->ndim; i++)
+        if (st->t->axes[i]->extent && ir_uses_axis(st->t->axes[i]->extent, v->axis))
+            return fail(c, loc, "the extent of %s depends on %s", st->t->axes[i]->name, v->name);
+    v->pad = n;
+    st->touched = true;
+    return RV_OK;
+}
+
+static rv_status prim_storage_pad(Ctx *c) {
+    rv_status r;
+    IterVar *v;
+    int64_t n;
+    if ((r = check_arity(c, 2, 2, 0, NULL)) != RV_OK ||
+        (r = arg_leaf(c, positional(c->step, 0), &v)) != RV_OK ||
+        (r = arg_int(c, positional(c->step, 1), 1, 1 << 20, "the multiple", &n)) != RV_OK)
+        return r;
+    Stage *st = c->st;
+    SrcLoc loc = c->step->loc;
+    if (v->rel != IV_ROOT || v->reduce)
+        return fail(c, loc, "name a dimension of %s (an axis before it is split)", st->name);
+    if (st->kind != STAGE_OP || st->attach != ATTACH_ROOT)
+        return fail(c, loc, "%s is not stored in a tensor of its own", st->name);
+    int d = v->axis->pos;
+    int64_t cur = st->t->pad[d];
+    int64_t l = cur / gcd64(cur, n) * n;
+    if (l > (1 << 20))
+        return fail(c, loc, "the padding multiple would be %lld", (long long)l);
+    st->t->pad[d] = (int)l;
+    return RV_OK;
+}
+
+/* ---- stages: placement ---- */
+
+static rv_status arg_stage(Ctx *c, const SchedArg *a, Stage **out) {
+    if (a->kind != SA_IDENT)
+        return fail(c, a->loc, "expected the name of a stage");
+    Stage *p = sched_stage(c->s, a->s);
+    if (!p) {
+        const Tensor *t = strmap_get(&c->s->m->by_name, a->s);
+        if (t && strmap_get(&c->s->m->by_name, a->s) && sched_stage_of(c->s, t) == NULL)
+            return fail(c, a->loc, "'%s' is not computed by the program (an input or a size)",
+                        a->s);
+        return fail(c, a->loc, "no stage named '%s'", a->s);
+    }
+    *out = p;
+    return RV_OK;
+}
+
+static bool stage_reads(const Stage *st, const Tensor *t) {
+    Tensor **ts;
+    int n = sched_stage_reads(st, &ts);
+    bool found = false;
+    for (int i = 0; i < n; i++)
+        found |= ts[i] == t;
+    base_free(ts);
+    return found;
+}
+
+/* The stages other than `except` that read t. */
+static Stage *other_reader(const Schedule *s, const Tensor *t, const Stage *except) {
+    for (int i = 0; i < s->stages.len; i++) {
+        Stage *o = s->stages.data[i];
+        if (o != except && o->attach != ATTACH_INLINE && stage_reads(o, t))
+            return o;
+    }
+    return NULL;
+}
+
+static bool is_ragged(const Tensor *t) {
+    for (int d = 0; d < t->ndim; d++)
+        for (int e = 0; e < t->ndim; e++)
+            if (t->axes[d]->extent && ir_uses_axis(t->axes[d]->extent, t->axes[e]))
+                return true;
+    return false;
+}
+
+static bool is_output(const Schedule *s, const Stage *p) {
+    return p->kind == STAGE_OP && ir_tensor_is_output(s->m, p->t);
+}
+
+static rv_status check_placeable(Ctx *c, Stage *p, SrcLoc loc) {
+    if (p->attach != ATTACH_ROOT)
+        return fail(c, loc, "%s is already placed (%s)", p->name,
+                    p->attach == ATTACH_INLINE ? "inlined" : "computed at another loop");
+    if (is_output(c->s, p))
+        return fail(c, loc, "%s is an output of the program; it must be stored whole", p->name);
+    if (p->kind == STAGE_OP && p->t->op->kind == OP_EXTERN)
+        return fail(c, loc, "%s is an extern call over whole tensors", p->name);
+    return RV_OK;
+}
+
+static rv_status prim_compute_at(Ctx *c) {
+    rv_status r;
+    Stage *p;
+    IterVar *v = NULL;
+    if ((r = check_arity(c, 1, 2, 0, NULL)) != RV_OK ||
+        (r = arg_stage(c, positional(c->step, 0), &p)) != RV_OK)
+        return r;
+    if (npositional(c->step) == 2 && (r = arg_leaf(c, positional(c->step, 1), &v)) != RV_OK)
+        return r;
+    SrcLoc loc = c->step->loc;
+    Stage *st = c->st;
+    if (p == st)
+        return fail(c, loc, "a stage cannot be computed inside itself");
+    if (p->kind != STAGE_OP && p->attach == ATTACH_AT && p->at == st) {
+        /* moving a cache stage within its reader */
+    } else if ((r = check_placeable(c, p, loc)) != RV_OK) {
+        return r;
+    }
+    if (!stage_reads(st, p->t))
+        return fail(c, loc, "%s does not read %s", st->name, p->name);
+    Stage *o = other_reader(c->s, p->t, st);
+    if (o)
+        return fail(c, loc, "%s is also read by %s; it can only be computed inside its one reader",
+                    p->name, o->name);
+    if (is_ragged(p->t))
+        return fail(c, loc, "%s is ragged; computing part of it inside a loop is not supported",
+                    p->name);
+    if (st->attach == ATTACH_INLINE)
+        return fail(c, loc, "%s is inlined", st->name);
+    p->attach = ATTACH_AT;
+    p->at = st;
+    p->at_iv = v;
+    return RV_OK;
+}
+
+/* Rewrites reads of tensor `from`: fn builds the replacement of one read
+ * (its indices already rewritten). Memoized; `memo` maps old -> new nodes
+ * so callers can follow a node (the stage's reduction) across the rewrite. */
+typedef Expr *(*ReadFn)(void *ctx, Expr *read, Expr *const *idx);
+
+static Expr *rewrite_reads(Module *m, Expr *e, const Tensor *from, ReadFn fn, void *ctx,
+                           PtrMap *memo) {
+    if (!e)
+        return NULL;
+    Expr *done = ptrmap_get(memo, e);
+    if (done)
+        return done;
+    Expr *r = e;
+    if (e->n > 0) {
+        Expr *args[RV_MAX_DIMS + 3];
+        RV_ASSERT(e->n <= (int)RV_COUNT(args));
+        bool changed = false;
+        for (int i = 0; i < e->n; i++) {
+            args[i] = rewrite_reads(m, e->args[i], from, fn, ctx, memo);
+            if (!args[i])
+                return NULL;
+            changed |= args[i] != e->args[i];
+        }
+        if (e->kind == EX_READ && e->u.tensor == from)
+            r = fn(ctx, e, args);
+        else if (changed)
+            r = ir_rebuild(m, e, args);
+    }
+    if (r)
+        ptrmap_put(memo, e, r);
+    return r;
+}
+
+/* Applies a read rewrite to a whole stage, keeping its reduction. */
+static bool rewrite_stage(Module *m, Stage *st, const Tensor *from, ReadFn fn, void *ctx) {
+    PtrMap memo = {0};
+    Expr *body = rewrite_reads(m, st->body, from, fn, ctx, &memo);
+    Expr *pred = rewrite_reads(m, st->pred, from, fn, ctx, &memo);
+    Expr *els = rewrite_reads(m, st->else_body, from, fn, ctx, &memo);
+    bool ok = (!st->body || body) && (!st->pred || pred) && (!st->else_body || els);
+    if (ok) {
+        if (st->reduce)
+            st->reduce = ptrmap_get(&memo, st->reduce);
+        st->body = body;
+        st->pred = pred;
+        st->else_body = els;
+    }
+    ptrmap_free(&memo);
+    return ok;
+}
+
+typedef struct InlineCtx {
+    Module *m;
+    Stage *p;
+} InlineCtx;
+
+static Expr *inline_read(void *ctx, Expr *read, Expr *const *idx) {
+    (void)read;
+    InlineCtx *ic = ctx;
+    PtrMap map = {0};
+    for (int d = 0; d < ic->p->t->ndim; d++)
+        ptrmap_put(&map, ic->p->t->axes[d], idx[d]);
+    Expr *r = ir_substitute(ic->m, ic->p->body, &map);
+    ptrmap_free(&map);
+    return r;
+}
+
+static rv_status prim_compute_inline(Ctx *c) {
+    rv_status r;
+    Stage *p;
+    if ((r = check_arity(c, 1, 1, 0, NULL)) != RV_OK ||
+        (r = arg_stage(c, positional(c->step, 0), &p)) != RV_OK)
+        return r;
+    SrcLoc loc = c->step->loc;
+    if (p->kind == STAGE_OP && p->t->op->kind == OP_COND)
+        return fail(c, loc, "%s is a conditional; it cannot be inlined", p->name);
+    if (p->kind == STAGE_CACHE_READ && p->attach == ATTACH_AT) {
+        /* undoing a cache_read is fine */
+    } else if ((r = check_placeable(c, p, loc)) != RV_OK) {
+        return r;
+    }
+    for (int i = 0; i < c->s->stages.len; i++) {
+        Stage *o = c->s->stages.data[i];
+        if (o->attach == ATTACH_AT && o->at == p)
+            return fail(c, loc, "%s is computed inside %s; place it elsewhere first", o->name,
+                        p->name);
+    }
+    InlineCtx ic = {c->s->m, p};
+    for (int i = 0; i < c->s->stages.len; i++) {
+        Stage *o = c->s->stages.data[i];
+        if (o == p || o->attach == ATTACH_INLINE || !stage_reads(o, p->t))
+            continue;
+        if (o->kind == STAGE_OP && o->t->op->kind == OP_EXTERN)
+            return fail(c, loc, "%s is read by extern call %s, which needs it stored", p->name,
+                        o->name);
+    }
+    for (int i = 0; i < c->s->stages.len; i++) {
+        Stage *o = c->s->stages.data[i];
+        if (o == p || o->attach == ATTACH_INLINE || !stage_reads(o, p->t))
+            continue;
+        if (!rewrite_stage(c->s->m, o, p->t, inline_read, &ic))
+            return fail(c, loc, "cannot inline %s into %s: %s", p->name, o->name, rv_last_error());
+    }
+    p->attach = ATTACH_INLINE;
+    p->at = NULL;
+    p->at_iv = NULL;
+    return RV_OK;
+}
+
+/* ---- cache stages ---- */
+
+static rv_status cache_options(Ctx *c, bool *local_pad, int64_t *align) {
+    const SchedStep *p = c->step;
+    if (npositional(p) == 2) {
+        const SchedArg *a = positional(p, 1);
+        if (a->kind != SA_STRING || (strcmp(a->s, "local") != 0 && strcmp(a->s, "global") != 0))
+            return fail(c, a->loc, "the scope must be \"local\" or \"global\"");
+    }
+    const SchedArg *pad = keyword(p, "pad");
+    if (pad) {
+        int64_t v;
+        rv_status r = arg_int(c, pad, 0, 1, "pad", &v);
+        if (r != RV_OK)
+            return r;
+        *local_pad = v == 1;
+    }
+    const SchedArg *al = keyword(p, "align");
+    if (al) {
+        rv_status r = arg_int(c, al, 1, 1024, "align", align);
+        if (r != RV_OK)
+            return r;
+    }
+    return RV_OK;
+}
+
+static rv_status check_stage_name(Ctx *c, const char *name) {
+    if (sched_stage(c->s, name) || strmap_get(&c->s->m->by_name, name))
+        return fail(c, c->step->loc, "the name '%s' is taken", name);
+    return RV_OK;
+}
+
+/* A tensor for a cache stage: like `like`, with fresh axes named `names`. */
+static Tensor *cache_tensor(Module *m, const char *name, const Tensor *like, rv_dtype dt,
+                            const char *const *names, int id) {
+    Tensor *t = arena_alloc(m->arena, sizeof(Tensor));
+    t->name = ir_name(m, name);
+    t->dtype = dt;
+    t->ndim = like->ndim;
+    t->axes = arena_alloc(m->arena, sizeof(Axis *) * (size_t)(like->ndim ? like->ndim : 1));
+    t->pad = arena_alloc(m->arena, sizeof(int) * (size_t)(like->ndim ? like->ndim : 1));
+    PtrMap map = {0};
+    for (int d = 0; d < like->ndim; d++) {
+        Expr *ext = like->axes[d]->extent ? ir_substitute(m, like->axes[d]->extent, &map) : NULL;
+        Axis *a = ir_axis_new(m, names[d], AX_SPATIAL, ext);
+        a->pos = d;
+        a->owner = t;
+        a->dim = like->axes[d]->dim;
+        t->axes[d] = a;
+        t->pad[d] = 1;
+        ptrmap_put(&map, like->axes[d], a->var);
+    }
+    ptrmap_free(&map);
+    t->op = arena_alloc(m->arena, sizeof(Op));
+    t->op->kind = OP_COMPUTE;
+    t->op->out = t;
+    t->complete = true;
+    t->module = m;
+    t->id = m->tensors.len + id;
+    return t;
+}
+
+static void insert_before(Schedule *s, Stage *l, Stage *before) {
+    /* stage_add appended l; move it in front of `before` */
+    vec_remove(&s->stages, s->stages.len - 1);
+    vec_insert(&s->stages, before->id, l);
+    for (int i = 0; i < s->stages.len; i++)
+        s->stages.data[i]->id = i;
+}
+
+typedef struct RetargetCtx {
+    Tensor *to;
+    Module *m;
+} RetargetCtx;
+
+static Expr *retarget_read(void *ctx, Expr *read, Expr *const *idx) {
+    RetargetCtx *rc = ctx;
+    return ir_read(rc->m, rc->to, read->n, idx);
+}
+
+/* Axis names for a copy of X read by st: X's own names, else the reader's
+ * index variable, else d0, d1, ... */
+static void cache_axis_names(Module *m, const Stage *st, const Tensor *x, const char **names) {
+    const Expr *read = NULL;
+    /* the first read of x in the stage */
+    Vec(const Expr *) stack = {0};
+    PtrMap seen = {0};
+    Expr *roots[3] = {st->body, st->pred, st->else_body};
+    for (int i = 0; i < 3; i++)
+        if (roots[i])
+            vec_push(&stack, roots[i]);
+    while (stack.len && !read) {
+        const Expr *e = stack.data[--stack.len];
+        if (ptrmap_has(&seen, e))
+            continue;
+        ptrmap_put(&seen, e, (void *)e);
+        if (e->kind == EX_READ && e->u.tensor == x)
+            read = e;
+        for (int i = e->n - 1; i >= 0; i--)
+            vec_push(&stack, e->args[i]);
+    }
+    vec_free(&stack);
+    ptrmap_free(&seen);
+    for (int d = 0; d < x->ndim; d++) {
+        const char *n = x->axes[d]->name;
+        if (n[0] == '_' && read && read->args[d]->kind == EX_VAR)
+            n = read->args[d]->u.axis->name;
+        if (n[0] == '_')
+            n = arena_printf(m->arena, "d%d", d);
+        /* keep names distinct */
+        for (int e = 0; e < d; e++)
+            if (strcmp(names[e], n) == 0)
+                n = arena_printf(m->arena, "%s%d", n, d);
+        names[d] = n;
+    }
+}
+
+static rv_status prim_cache_read(Ctx *c) {
+    static const char *const keys[] = {"pad", "align", NULL};
+    rv_status r;
+    if ((r = check_arity(c, 1, 2, 1, keys)) != RV_OK)
+        return r;
+    const SchedArg *a = positional(c->step, 0);
+    SrcLoc loc = c->step->loc;
+    Stage *st = c->st;
+    Module *m = c->s->m;
+    if (a->kind != SA_IDENT)
+        return fail(c, a->loc, "expected the name of a tensor %s reads", st->name);
+    Stage *xs = sched_stage(c->s, a->s);
+    Tensor *x = xs ? xs->t : strmap_get(&m->by_name, a->s);
+    if (!x || (!xs && (!sched_stage_of(c->s, x) && x->op == NULL)))
+        return fail(c, a->loc, "no tensor named '%s'", a->s);
+    /* by_name also holds sizes and UFs: make sure it is a tensor */
+    bool is_tensor = xs != NULL;
+    for (int i = 0; !is_tensor && i < m->tensors.len; i++)
+        is_tensor = m->tensors.data[i] == x;
+    if (!is_tensor)
+        return fail(c, a->loc, "'%s' is not a tensor", a->s);
+    if (!stage_reads(st, x))
+        return fail(c, a->loc, "%s does not read %s", st->name, a->s);
+    if (st->kind == STAGE_OP && st->t->op->kind == OP_EXTERN)
+        return fail(c, loc, "%s is an extern call; it reads whole tensors", st->name);
+    if (st->attach == ATTACH_INLINE)
+        return fail(c, loc, "%s is inlined", st->name);
+    if (is_ragged(x))
+        return fail(c, a->loc, "%s is ragged; caching it is not supported yet", x->name);
+    const char *name = c->step->outs[0];
+    bool local_pad = false;
+    int64_t align = 1;
+    if ((r = check_stage_name(c, name)) != RV_OK ||
+        (r = cache_options(c, &local_pad, &align)) != RV_OK)
+        return r;
+    const char *names[RV_MAX_DIMS];
+    cache_axis_names(m, st, x, names);
+    Tensor *t = cache_tensor(m, name, x, x->dtype, names, c->s->stages.len);
+    Expr *idx[RV_MAX_DIMS];
+    for (int d = 0; d < x->ndim; d++)
+        idx[d] = t->axes[d]->var;
+    Stage *l = sched_stage_add(c->s, t->name, STAGE_CACHE_READ, t);
+    l->loc = loc;
+    l->local_pad = local_pad;
+    l->align = align;
+    l->source = x;
+    l->body = t->op->body = ir_read(m, x, x->ndim, idx);
+    sched_stage_init_ivs(c->s, l);
+    RetargetCtx rc = {t, m};
+    if (!rewrite_stage(m, st, x, retarget_read, &rc))
+        RV_UNREACHABLE();
+    l->attach = ATTACH_AT;
+    l->at = st;
+    insert_before(c->s, l, st);
+    return RV_OK;
+}
+
+typedef struct ReplaceCtx {
+    const Expr *from;
+    Expr *to;
+    PtrMap memo;
+} ReplaceCtx;
+
+static Expr *replace_node(Module *m, Expr *e, ReplaceCtx *rc) {
+    if (e == rc->from)
+        return rc->to;
+    Expr *done = ptrmap_get(&rc->memo, e);
+    if (done)
+        return done;
+    Expr *r = e;
+    if (e->n > 0) {
+        Expr *args[RV_MAX_DIMS + 3];
+        bool changed = false;
+        for (int i = 0; i < e->n; i++) {
+            args[i] = replace_node(m, e->args[i], rc);
+            changed |= args[i] != e->args[i];
+        }
+        if (changed)
+            r = ir_rebuild(m, e, args);
+    }
+    ptrmap_put(&rc->memo, e, r);
+    return r;
+}
+
+static rv_status prim_cache_write(Ctx *c) {
+    static const char *const keys[] = {"pad", "align", NULL};
+    rv_status r;
+    if ((r = check_arity(c, 1, 2, 1, keys)) != RV_OK)
+        return r;
+    const SchedArg *a = positional(c->step, 0);
+    SrcLoc loc = c->step->loc;
+    Stage *st = c->st;
+    Module *m = c->s->m;
+    if (a->kind != SA_IDENT || strcmp(a->s, st->name) != 0)
+        return fail(c, a->loc, "in the schedule of %s, write cache_write(%s)", st->name, st->name);
+    if (st->kind != STAGE_OP || st->t->op->kind != OP_COMPUTE || !st->reduce)
+        return fail(c, loc, "%s has no reduction of its own to move into a cache stage", st->name);
+    if (st->touched)
+        return fail(c, loc, "cache_write must come before the loops of %s are transformed",
+                    st->name);
+    if (st->attach == ATTACH_INLINE)
+        return fail(c, loc, "%s is inlined", st->name);
+    if (is_ragged(st->t))
+        return fail(c, loc, "%s is ragged; cache_write is not supported for it yet", st->name);
+    const char *name = c->step->outs[0];
+    bool local_pad = false;
+    int64_t align = 1;
+    if ((r = check_stage_name(c, name)) != RV_OK ||
+        (r = cache_options(c, &local_pad, &align)) != RV_OK)
+        return r;
+    const char *names[RV_MAX_DIMS];
+    for (int d = 0; d < st->t->ndim; d++)
+        names[d] = st->t->axes[d]->name;
+    Tensor *t = cache_tensor(m, name, st->t, st->reduce->dtype, names, c->s->stages.len);
+    Stage *l = sched_stage_add(c->s, t->name, STAGE_CACHE_WRITE, t);
+    l->loc = loc;
+    l->local_pad = local_pad;
+    l->align = align;
+    PtrMap map = {0};
+    Expr *idx[RV_MAX_DIMS];
+    for (int d = 0; d < st->t->ndim; d++) {
+        ptrmap_put(&map, st->t->axes[d], t->axes[d]->var);
+        idx[d] = st->t->axes[d]->var;
+    }
+    l->body = l->reduce = t->op->body = ir_substitute(m, st->reduce, &map);
+    ptrmap_free(&map);
+    ReplaceCtx rc = {st->reduce, ir_read(m, t, t->ndim, idx), {0}};
+    st->body = replace_node(m, st->body, &rc);
+    ptrmap_free(&rc.memo);
+    st->reduce = NULL;
+    sched_stage_init_ivs(c->s, st);
+    sched_stage_init_ivs(c->s, l);
+    l->attach = ATTACH_AT;
+    l->at = st;
+    insert_before(c->s, l, st);
+    return RV_OK;
+}
+
+/* ---- dispatch and trace ---- */
+
+static void trace_step(Buf *b, const SchedStep *p) {
+    buf_puts(b, "    ");
+    for (int i = 0; i < p->nout; i++)
+        buf_printf(b, "%s%s", i ? ", " : "", p->outs[i]);
+    if (p->nout)
+        buf_puts(b, " = ");
+    buf_printf(b, "%s(", p->prim);
+    for (int i = 0; i < p->nargs; i++) {
+        const SchedArg *a = &p->args[i];
+        buf_puts(b, i ? ", " : "");
+        if (a->key)
+            buf_printf(b, "%s=", a->key);
+        if (a->kind == SA_INT)
+            buf_printf(b, "%lld", (long long)a->i);
+        else if (a->kind == SA_STRING)
+            buf_printf(b, "\"%s\"", a->s);
+        else
+            buf_puts(b, a->s);
+    }
+    buf_puts(b, ")\n");
+}
+
+rv_status sched_step(Schedule *s, Stage *st, const SchedStep *step, const SrcFile *src) {
+    Ctx c = {s, st, step, src};
+    const char *p = step->prim;
+    rv_status r;
+    bool loops = strcmp(p, "compute_at") != 0 && strcmp(p, "compute_inline") != 0;
+    if (loops && !stage_has_loops(&c, step->loc, &r))
+        return r;
+    if (strcmp(p, "split") == 0)
+        r = prim_split(&c);
+    else if (strcmp(p, "fuse") == 0)
+        r = prim_fuse(&c);
+    else if (strcmp(p, "reorder") == 0)
+        r = prim_reorder(&c);
+    else if (strcmp(p, "tile") == 0)
+        r = prim_tile(&c);
+    else if (strcmp(p, "parallel") == 0)
+        r = prim_kind(&c, LOOP_PARALLEL);
+    else if (strcmp(p, "vectorize") == 0)
+        r = prim_kind(&c, LOOP_VECTOR);
+    else if (strcmp(p, "unroll") == 0)
+        r = prim_kind(&c, LOOP_UNROLL);
+    else if (strcmp(p, "bind") == 0)
+        r = prim_bind(&c);
+    else if (strcmp(p, "pad") == 0)
+        r = prim_pad(&c);
+    else if (strcmp(p, "storage_pad") == 0)
+        r = prim_storage_pad(&c);
+    else if (strcmp(p, "compute_at") == 0)
+        r = prim_compute_at(&c);
+    else if (strcmp(p, "compute_inline") == 0)
+        r = prim_compute_inline(&c);
+    else if (strcmp(p, "cache_read") == 0)
+        r = prim_cache_read(&c);
+    else if (strcmp(p, "cache_write") == 0)
+        r = prim_cache_write(&c);
+    else
+        r = base_diag(RV_ERR_SCHEDULE, src, step->loc,
+                      "unknown schedule primitive '%s' (split, fuse, reorder, tile, parallel, "
+                      "vectorize, unroll, bind, pad, storage_pad, compute_at, compute_inline, "
+                      "cache_read, cache_write)",
+                      p);
+    if (r == RV_OK)
+        trace_step(&s->trace, step);
+    return r;
+}

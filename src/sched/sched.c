@@ -1,0 +1,222 @@
+/*
+ * sched.c — stages, the default schedule, and replaying schedule blocks.
+ *
+ * The default schedule gives every computed tensor a root stage whose
+ * leaves are its spatial axes in order, then the reduce axes of its one
+ * outermost reduction (if it has exactly one): serial loops in axis order,
+ * the reduction innermost, one kernel per tensor. Blocks are applied in
+ * source order; a block names a module tensor or a cache stage an earlier
+ * step created. The trace (Schedule.trace) records every step applied, so
+ * printing it and replaying it on the default schedule rebuilds the
+ * schedule.
+ */
+#include <string.h>
+
+#include "sched/sched.h"
+
+static const char *const loop_kind_names[LOOP_COUNT] = {
+    "serial",     "parallel",   "vector",      "unroll",      "blockIdx.x",
+    "blockIdx.y", "blockIdx.z", "threadIdx.x", "threadIdx.y", "threadIdx.z",
+};
+
+const char *sched_loop_kind_name(LoopKind k) {
+    return k >= 0 && k < LOOP_COUNT ? loop_kind_names[k] : "?";
+}
+
+/* ---- the outermost reduction of a body ---- */
+
+typedef struct Outer {
+    Expr *found;
+    int count;
+    PtrMap seen;
+} Outer;
+
+static void find_outer_reduces(Outer *o, Expr *e) {
+    if (ptrmap_has(&o->seen, e))
+        return;
+    ptrmap_put(&o->seen, e, e);
+    if (e->kind == EX_REDUCE) {
+        if (o->found != e)
+            o->count++;
+        o->found = e;
+        return; /* reductions inside it are not loops of the stage */
+    }
+    for (int i = 0; i < e->n; i++)
+        find_outer_reduces(o, e->args[i]);
+}
+
+/* The REDUCE whose axes become IterVars: the only outermost one. */
+static Expr *stage_reduction(Expr *body) {
+    Outer o = {0};
+    find_outer_reduces(&o, body);
+    ptrmap_free(&o.seen);
+    return o.count == 1 ? o.found : NULL;
+}
+
+static IterVar *iv_root(Schedule *s, Stage *st, Axis *ax, bool reduce) {
+    IterVar *v = arena_alloc(s->m->arena, sizeof(IterVar));
+    v->name = ax->name;
+    v->rel = IV_ROOT;
+    v->reduce = reduce;
+    v->axis = ax;
+    v->kind = LOOP_SERIAL;
+    v->pad = 1;
+    v->id = st->ivs.len;
+    vec_push(&st->ivs, v);
+    vec_push(&st->leaves, v);
+    return v;
+}
+
+/* Root IterVars: spatial axes, then the stage reduction's axes. */
+void sched_stage_init_ivs(Schedule *s, Stage *st) {
+    st->ivs.len = st->leaves.len = 0;
+    for (int i = 0; i < st->t->ndim; i++)
+        iv_root(s, st, st->t->axes[i], false);
+    if (st->reduce)
+        for (int i = 0; i < st->reduce->u.red.naxes; i++)
+            iv_root(s, st, st->reduce->u.red.axes[i], true);
+}
+
+Stage *sched_stage_add(Schedule *s, const char *name, StageKind k, Tensor *t) {
+    Stage *st = arena_alloc(s->m->arena, sizeof(Stage));
+    st->name = name;
+    st->kind = k;
+    st->t = t;
+    st->attach = ATTACH_ROOT;
+    st->align = 1;
+    st->id = s->stages.len;
+    vec_push(&s->stages, st);
+    strmap_put(&s->by_name, name, st);
+    return st;
+}
+
+Schedule *sched_new(Module *m) {
+    Schedule *s = base_xcalloc(1, sizeof(Schedule));
+    s->m = m;
+    for (int i = 0; i < m->tensors.len; i++) {
+        Tensor *t = m->tensors.data[i];
+        if (t->op->kind == OP_INPUT)
+            continue;
+        Stage *st = sched_stage_add(s, t->name, STAGE_OP, t);
+        st->body = t->op->body;
+        st->pred = t->op->pred;
+        st->else_body = t->op->else_body;
+        if (t->op->kind == OP_COMPUTE)
+            st->reduce = stage_reduction(st->body);
+        if (t->op->kind == OP_COMPUTE || t->op->kind == OP_COND)
+            sched_stage_init_ivs(s, st);
+    }
+    return s;
+}
+
+void sched_free(Schedule *s) {
+    if (!s)
+        return;
+    for (int i = 0; i < s->stages.len; i++) {
+        vec_free(&s->stages.data[i]->ivs);
+        vec_free(&s->stages.data[i]->leaves);
+    }
+    vec_free(&s->stages);
+    strmap_free(&s->by_name);
+    buf_free(&s->trace);
+    base_free(s);
+}
+
+Stage *sched_stage(const Schedule *s, const char *name) {
+    return strmap_get(&s->by_name, name);
+}
+
+Stage *sched_stage_of(const Schedule *s, const Tensor *t) {
+    for (int i = 0; i < s->stages.len; i++)
+        if (s->stages.data[i]->t == t)
+            return s->stages.data[i];
+    return NULL;
+}
+
+/* ---- reads ---- */
+
+typedef struct Reads {
+    Vec(Tensor *) ts;
+} Reads;
+
+static void add_read(Reads *r, Tensor *t) {
+    for (int i = 0; i < r->ts.len; i++)
+        if (r->ts.data[i] == t)
+            return;
+    vec_push(&r->ts, t);
+}
+
+static void collect_read(const Expr *e, void *ctx) {
+    if (e->kind == EX_READ)
+        add_read(ctx, e->u.tensor);
+}
+
+int sched_stage_reads(const Stage *st, Tensor ***out) {
+    Reads r = {{0}};
+    if (st->t->op->kind == OP_EXTERN && st->kind == STAGE_OP) {
+        for (int i = 0; i < st->t->op->nin; i++)
+            add_read(&r, st->t->op->inputs[i]);
+    } else {
+        ir_visit(st->body, collect_read, &r);
+        ir_visit(st->pred, collect_read, &r);
+        ir_visit(st->else_body, collect_read, &r);
+    }
+    *out = r.ts.data;
+    return r.ts.len;
+}
+
+/* ---- printing ---- */
+
+void sched_print_stage(Buf *b, const Stage *st) {
+    static const char *const attach[ATTACH_COUNT] = {"root", "at", "inline"};
+    buf_printf(b, "stage %s (%s", st->name, attach[st->attach]);
+    if (st->attach == ATTACH_AT)
+        buf_printf(b, " %s.%s", st->at->name, st->at_iv ? st->at_iv->name : "top");
+    if (st->local_pad)
+        buf_puts(b, ", padded");
+    buf_puts(b, "):");
+    for (int i = 0; i < st->leaves.len; i++) {
+        const IterVar *v = st->leaves.data[i];
+        buf_printf(b, " %s%s", v->name, v->reduce ? "(r)" : "");
+        if (v->kind != LOOP_SERIAL)
+            buf_printf(b, "[%s]", sched_loop_kind_name(v->kind));
+    }
+    buf_puts(b, "\n");
+}
+
+/* ---- replay ---- */
+
+rv_status sched_apply_block(Schedule *s, const SchedBlock *blk) {
+    Stage *st = sched_stage(s, blk->name);
+    if (!st) {
+        Buf names = {0};
+        for (int i = 0; i < s->stages.len; i++)
+            buf_printf(&names, "%s%s", i ? ", " : "", s->stages.data[i]->name);
+        rv_status r = base_diag(RV_ERR_TYPE, blk->src ? blk->src : s->m->src, blk->name_loc,
+                                "unknown schedule target '%s' (stages: %s)", blk->name,
+                                names.len ? buf_str(&names) : "none");
+        buf_free(&names);
+        return r;
+    }
+    buf_printf(&s->trace, "schedule %s {\n", blk->name);
+    for (int i = 0; i < blk->nsteps; i++) {
+        rv_status r = sched_step(s, st, &blk->steps[i], blk->src ? blk->src : s->m->src);
+        if (r != RV_OK)
+            return r;
+    }
+    buf_puts(&s->trace, "}\n");
+    return RV_OK;
+}
+
+rv_status sched_from_module(Module *m, Schedule **out) {
+    Schedule *s = sched_new(m);
+    for (int i = 0; i < m->scheds.len; i++) {
+        rv_status r = sched_apply_block(s, &m->scheds.data[i]);
+        if (r != RV_OK) {
+            sched_free(s);
+            return r;
+        }
+    }
+    *out = s;
+    return RV_OK;
+}

@@ -1,0 +1,165 @@
+/*
+ * sched.h — schedules: the map of src/sched.
+ *
+ * A schedule says *how* a module's tensors are computed without changing
+ * *what* they compute. It is data, kept apart from the definitions: a list
+ * of stages, one per computed tensor plus the cache stages the schedule
+ * adds, each with a tree of iteration variables (IterVars) whose leaves are
+ * the stage's loops in order. Every primitive is a step of a textual trace
+ * (`io, ii = split(i, 32)`), written in `schedule Y { ... }` blocks of a
+ * .rv file or given through the C API; replaying the trace on the
+ * unscheduled module rebuilds the schedule, which is what the
+ * auto-scheduler will search over.
+ *
+ * IterVars. A stage starts with one ROOT variable per spatial axis and, when
+ * its body has exactly one outermost reduction, one per reduce axis of that
+ * reduction (so GEMM's k loop can be split and moved). split(v, f) replaces
+ * leaf v by OUTER (extent ceil(E/f)) and INNER (extent f): v = o*f + i; the
+ * tail of a non-dividing split is handled by lowering (a partitioned copy
+ * of the loop nest without checks plus a guarded tail, or guards). fuse(a,
+ * b) replaces adjacent leaves a, b by one FUSED variable: a = f / E_b,
+ * b = f % E_b. Loop kinds (parallel, vectorize, unroll, GPU bind) are
+ * properties of leaves.
+ *
+ * Stages and placement. A stage is ATTACH_ROOT (its own kernel),
+ * ATTACH_INLINE (its expression substituted into its readers), or
+ * ATTACH_AT (computed inside a loop of the one stage that reads it, over
+ * the region that loop's iterations read: bounds inference in
+ * src/lower/bounds.c). cache_read(X) adds a stage copying X into a local
+ * buffer and makes the reader read the copy; cache_write(Y) moves Y's
+ * reduction into a new stage whose result Y's epilogue reads. With local
+ * padding (`pad=1`, DietCode section 4.1) a cache stage covers the whole
+ * tile: out-of-range elements are zero on load, and the compute over the
+ * tile needs no bounds checks.
+ *
+ * Every primitive checks its preconditions and rejects an illegal use with
+ * a message located at the step (`file:line:col: split: ...`), never
+ * producing a schedule that would compute something else.
+ */
+#ifndef RAVEL_SCHED_H
+#define RAVEL_SCHED_H
+
+#include "ir/ir.h"
+
+typedef enum LoopKind {
+    LOOP_SERIAL,
+    LOOP_PARALLEL, /* iterations run on the thread pool */
+    LOOP_VECTOR,   /* iterations become SIMD lanes */
+    LOOP_UNROLL,   /* fully unrolled (constant extent) */
+    LOOP_GPU_BLOCK_X,
+    LOOP_GPU_BLOCK_Y,
+    LOOP_GPU_BLOCK_Z,
+    LOOP_GPU_THREAD_X,
+    LOOP_GPU_THREAD_Y,
+    LOOP_GPU_THREAD_Z,
+    LOOP_COUNT
+} LoopKind;
+
+typedef enum IterRel {
+    IV_ROOT,  /* an axis of the stage */
+    IV_OUTER, /* the outer part of a split */
+    IV_INNER, /* the inner part of a split (extent = factor) */
+    IV_FUSED, /* two adjacent loops made one */
+    IV_COUNT
+} IterRel;
+
+/* How lowering handles the tail of a split that may not divide. */
+typedef enum TailMode {
+    TAIL_PARTITION, /* a copy of the nest for full tiles, a guarded last tile */
+    TAIL_GUARD,     /* one nest, the body guarded */
+    TAIL_COUNT
+} TailMode;
+
+typedef struct IterVar IterVar;
+struct IterVar {
+    const char *name;
+    IterRel rel;
+    bool reduce;            /* derived from reduce axes */
+    Axis *axis;             /* ROOT: the stage's axis */
+    IterVar *parent;        /* OUTER, INNER: the variable split */
+    int64_t factor;         /* OUTER, INNER: the inner extent */
+    IterVar *fa, *fb;       /* FUSED: the outer and inner variable fused */
+    IterVar *outer, *inner; /* on a split variable: its parts */
+    IterVar *fused;         /* on a fused-away variable: the result */
+    TailMode tail;          /* on a split variable */
+    LoopKind kind;          /* leaves */
+    int64_t pad;            /* ROOT: loop padding multiple (1: none) */
+    int id;                 /* creation order within the stage */
+};
+
+typedef enum StageKind {
+    STAGE_OP,          /* a tensor of the module */
+    STAGE_CACHE_READ,  /* a local copy of a tensor, for one reader */
+    STAGE_CACHE_WRITE, /* a reduction moved out of its epilogue */
+    STAGE_COUNT
+} StageKind;
+
+typedef enum AttachKind {
+    ATTACH_ROOT,   /* its own kernel */
+    ATTACH_AT,     /* inside a loop (or at the top) of its reader's nest */
+    ATTACH_INLINE, /* substituted into its readers */
+    ATTACH_COUNT
+} AttachKind;
+
+typedef struct Stage Stage;
+struct Stage {
+    const char *name;
+    StageKind kind;
+    /* The tensor the stage computes. Cache stages get a tensor of their own
+     * that is not in the module's list (the interpreter never sees it). */
+    Tensor *t;
+    /* The element definition, after cache rewrites and inlining: body for
+     * compute and cache stages, pred/body/else_body for COND. */
+    Expr *body, *pred, *else_body;
+    Expr *reduce;          /* the outermost REDUCE of body whose axes are IterVars, or NULL */
+    Vec(IterVar *) ivs;    /* all, in creation order */
+    Vec(IterVar *) leaves; /* the loops, outermost first */
+    AttachKind attach;
+    Stage *at;      /* ATTACH_AT: the reader */
+    IterVar *at_iv; /* ATTACH_AT: its loop; NULL: the top of its nest */
+    bool local_pad; /* compute the whole tile (no clipping to the tensor) */
+    int64_t align;  /* local buffer: innermost extent rounded up to this */
+    Tensor *source; /* CACHE_READ: the tensor copied */
+    bool touched;   /* a loop primitive has run (cache_write must come first) */
+    SrcLoc loc;     /* where it was created (cache stages) */
+    int id;
+};
+
+typedef struct Schedule {
+    Module *m;
+    Vec(Stage *) stages; /* producers before readers */
+    StrMap by_name;
+    Buf trace; /* the steps applied, as .rv schedule blocks */
+} Schedule;
+
+/* ---- sched.c: stages, the trace and replay ---- */
+
+/* The default schedule of every computed tensor (serial loops in axis
+ * order, one kernel each), then the module's schedule blocks applied in
+ * order. Errors are located at the offending step. */
+rv_status sched_from_module(Module *m, Schedule **out);
+/* The default schedule alone. */
+Schedule *sched_new(Module *m);
+void sched_free(Schedule *s);
+Stage *sched_stage(const Schedule *s, const char *name);
+/* Applies one block (its target resolved by name among the stages). */
+rv_status sched_apply_block(Schedule *s, const SchedBlock *blk);
+/* The stage's leaves and placement, for dumps and tests. */
+void sched_print_stage(Buf *b, const Stage *st);
+/* Tensors of the module that stage `st` reads (after rewrites), in order;
+ * base_free the array. */
+int sched_stage_reads(const Stage *st, Tensor ***out);
+/* The stage whose tensor is t, or NULL. */
+Stage *sched_stage_of(const Schedule *s, const Tensor *t);
+const char *sched_loop_kind_name(LoopKind k);
+/* For the primitives: a new root-attached stage (appended), and the root
+ * IterVars of a stage from its tensor's axes and reduction. */
+Stage *sched_stage_add(Schedule *s, const char *name, StageKind k, Tensor *t);
+void sched_stage_init_ivs(Schedule *s, Stage *st);
+
+/* ---- prims.c: the primitives ---- */
+
+/* One step on stage `st`; `src` locates messages (may be NULL). */
+rv_status sched_step(Schedule *s, Stage *st, const SchedStep *step, const SrcFile *src);
+
+#endif
