@@ -66,6 +66,12 @@ static int parse(int argc, char **argv, BuildArgs *a) {
         fprintf(stderr, "ravel build: %s\n", !a->file ? "no input file" : "no -o NAME");
         return 0;
     }
+    size_t n = strlen(a->out);
+    if (a->out[n - 1] == '/' || strcmp(a->out + (n > 1 ? n - 2 : 0), "/.") == 0 ||
+        strcmp(a->out, ".") == 0) {
+        fprintf(stderr, "ravel build: -o %s names a directory; give DIR/NAME\n", a->out);
+        return 0;
+    }
     if (strcmp(a->target, "c") != 0) {
         fprintf(stderr, "ravel build: unknown target '%s' (only 'c' today)\n", a->target);
         return 0;

@@ -424,8 +424,9 @@ static void emit_header(Aot *a, Buf *h, const char *src_name) {
                " * A compiled model as plain C: %s.c needs only this header, ravel_rt.h\n"
                " * (copied next to it), libc and libm. Compile it with a C11 compiler, e.g.\n"
                " *\n"
-               " *     cc -O3 -march=native -fopenmp-simd -ffp-contract=fast -fno-math-errno \\\n"
-               " *        -c %s.c -I<directory of ravel_rt.h>\n"
+               " *     cc -std=c11 -O3 -march=native -fopenmp-simd -ffp-contract=fast -c %s.c\n"
+               " *\n"
+               " * (the JIT's flags; ravel_rt.h is found next to %s.h, elsewhere add -I).\n"
                " *\n"
                " * USE. Fill a %s_args with the sizes, the UF arrays and the input and\n"
                " * output arrays, and call %s_run:\n"
@@ -464,7 +465,7 @@ static void emit_header(Aot *a, Buf *h, const char *src_name) {
                "#ifndef %s\n#define %s\n\n"
                "#include <stddef.h>\n#include <stdint.h>\n\n#include \"ravel_rt.h\"\n\n"
                "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n",
-               N, src_name, N, N, N, N, N, N, N, N, N, N, N, N, N, N, N, N, guard, guard);
+               N, src_name, N, N, N, N, N, N, N, N, N, N, N, N, N, N, N, N, N, guard, guard);
     /* the args struct */
     buf_printf(h, "/* The arguments of %s_run. */\ntypedef struct %s_args {\n", N, N);
     static const char *const group[FK_COUNT] = {"sizes", "UF arrays", "inputs (read only)",

@@ -221,6 +221,10 @@ int main(int argc, char **argv) {
                 continue;
             int64_t n = f->numel(&a);
             size_t es = dtype_size(f->dtype);
+            if (nblocks == (int)(sizeof blocks / sizeof blocks[0])) {
+                fprintf(stderr, "too many arrays for this driver\n");
+                return 1;
+            }
             void *p = array_new(n, es, misalign, &blocks[nblocks++]);
             if (f->kind != model_FIELD_OUTPUT) {
                 char path[4096];
