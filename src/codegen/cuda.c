@@ -26,10 +26,24 @@
  * integer types are typedef'd, math calls are CUDA's device functions
  * (expf, erff, ...), and infinities and NaN are bit patterns.
  *
- * Not yet: launching. The runtime side (cuModuleLoadData, argument
- * buffers, cuLaunchKernel with the evaluated launch extents, device
- * memory for the buffers) comes with the CUDA driver path; today the
- * source is generated and compiled to PTX.
+ * WHO RUNS WHAT. Every thread of the launch runs the whole body; a bound
+ * loop narrows it to the threads whose index is in range. A statement
+ * outside every loop bound to some launch dimension is therefore run by
+ * all threads along it: harmless for loads and for per-thread locals, but
+ * a store to memory the threads share would be repeated (and an update
+ * like `Y[i] = Y[i] + x` repeated is wrong). This happens to the tail
+ * copy of a partitioned split, which lowering puts next to the loop over
+ * full tiles, outside the loops bound to the tiles. Such stores are
+ * wrapped here in one-iteration loops bound to the missing dimensions
+ * (`if (blockIdx.x < 1)`), so exactly one thread along each runs them;
+ * the launch then covers at least one block, even when no full tile
+ * exists. A local buffer is private to its thread, so one written inside
+ * a bound loop that its allocation is outside of would be filled only in
+ * part: it would need shared memory, and is refused.
+ *
+ * The runtime (src/runtime/program.c, RV_TARGET_CUDA) compiles the source
+ * with NVRTC, evaluates the launch extents from the sizes and launches the
+ * kernel through the driver API (src/jit/cuda.c).
  */
 #include <string.h>
 
@@ -40,9 +54,15 @@
 typedef struct Check {
     Module *m;
     const Kernel *k;
-    Expr *dim[6]; /* grid x, y, z, block x, y, z */
+    Expr *dim[6];      /* grid x, y, z, block x, y, z */
+    PtrMap alloc_dims; /* local Buffer* -> 1 + the GPU dimensions bound around its allocation */
     rv_status st;
 } Check;
+
+/* The bit of a GPU-bound loop kind's dimension (0 for other kinds). */
+static unsigned gpu_bit(LoopKind k) {
+    return k >= LOOP_GPU_BLOCK_X && k <= LOOP_GPU_THREAD_Z ? 1u << (k - LOOP_GPU_BLOCK_X) : 0;
+}
 
 static bool sizes_only(const Expr *x) {
     if (x->kind != EX_CONST_INT && x->kind != EX_SIZE && x->n == 0)
@@ -55,7 +75,8 @@ static bool sizes_only(const Expr *x) {
     return true;
 }
 
-static void check_stmt(Check *c, const Stmt *s) {
+/* `bound`: the GPU dimensions bound by the loops around s. */
+static void check_stmt(Check *c, const Stmt *s, unsigned bound) {
     if (!s || c->st != RV_OK)
         return;
     switch (s->kind) {
@@ -75,16 +96,29 @@ static void check_stmt(Check *c, const Stmt *s) {
             int d = k - LOOP_GPU_BLOCK_X;
             c->dim[d] = c->dim[d] ? ir_binary(c->m, EX_MAX, c->dim[d], ext) : ext;
         }
-        check_stmt(c, s->u.loop.body);
+        check_stmt(c, s->u.loop.body, bound | gpu_bit(k));
         return;
     }
     case ST_IF:
-        check_stmt(c, s->u.if_.then_s);
-        check_stmt(c, s->u.if_.else_s);
+        check_stmt(c, s->u.if_.then_s, bound);
+        check_stmt(c, s->u.if_.else_s, bound);
         return;
     case ST_LET:
-        check_stmt(c, s->u.let.body);
+        check_stmt(c, s->u.let.body, bound);
         return;
+    case ST_STORE: {
+        const Buffer *b = s->u.store.buf;
+        uintptr_t at = (uintptr_t)ptrmap_get(&c->alloc_dims, b);
+        if (b->scope == BUF_LOCAL && at && (bound & ~(unsigned)(at - 1))) {
+            c->st = base_error(RV_ERR_UNSUPPORTED,
+                               "kernel %s: local buffer %s is allocated outside a GPU-bound loop "
+                               "and written inside it, so each thread would fill only its part; "
+                               "that needs shared memory, which the CUDA back end does not use "
+                               "yet (compute it inside the bound loops)",
+                               c->k->name, b->name);
+        }
+        return;
+    }
     case ST_ALLOC: {
         const Buffer *b = s->u.alloc.buf;
         int64_t n;
@@ -97,12 +131,13 @@ static void check_stmt(Check *c, const Stmt *s) {
                                c->k->name, b->name);
             return;
         }
-        check_stmt(c, s->u.alloc.body);
+        ptrmap_put(&c->alloc_dims, b, (void *)(uintptr_t)(bound + 1));
+        check_stmt(c, s->u.alloc.body, bound);
         return;
     }
     case ST_SEQ:
         for (int i = 0; i < s->u.seq.n; i++)
-            check_stmt(c, s->u.seq.stmts[i]);
+            check_stmt(c, s->u.seq.stmts[i], bound);
         return;
     case ST_CALL:
         c->st =
@@ -111,6 +146,63 @@ static void check_stmt(Check *c, const Stmt *s) {
         return;
     default:
         return;
+    }
+}
+
+/* Wraps every store to shared memory (not a local) that is outside some
+ * loop bound to a dimension in `used` in one-iteration loops bound to the
+ * missing dimensions, so one thread along each runs it (see the file
+ * comment). Returns s itself when nothing changed. */
+static Stmt *cover_stores(Module *m, Stmt *s, unsigned used, unsigned bound) {
+    if (!s)
+        return NULL;
+    switch (s->kind) {
+    case ST_FOR: {
+        Stmt *b = cover_stores(m, s->u.loop.body, used, bound | gpu_bit(s->u.loop.kind));
+        return b == s->u.loop.body
+                   ? s
+                   : lower_for(m, s->u.loop.var, s->u.loop.extent, s->u.loop.kind, b);
+    }
+    case ST_IF: {
+        Stmt *t = cover_stores(m, s->u.if_.then_s, used, bound);
+        Stmt *e = cover_stores(m, s->u.if_.else_s, used, bound);
+        return t == s->u.if_.then_s && e == s->u.if_.else_s ? s : lower_if(m, s->u.if_.cond, t, e);
+    }
+    case ST_LET: {
+        Stmt *b = cover_stores(m, s->u.let.body, used, bound);
+        return b == s->u.let.body ? s : lower_let(m, s->u.let.var, s->u.let.value, b);
+    }
+    case ST_ALLOC: {
+        Stmt *b = cover_stores(m, s->u.alloc.body, used, bound);
+        return b == s->u.alloc.body ? s : lower_alloc(m, s->u.alloc.buf, b);
+    }
+    case ST_SEQ: {
+        Stmt **v = base_xmalloc(sizeof *v * (size_t)(s->u.seq.n + 1));
+        bool changed = false;
+        for (int i = 0; i < s->u.seq.n; i++) {
+            v[i] = cover_stores(m, s->u.seq.stmts[i], used, bound);
+            changed |= v[i] != s->u.seq.stmts[i];
+        }
+        Stmt *r = changed ? lower_seq(m, s->u.seq.n, v) : s;
+        base_free(v);
+        return r;
+    }
+    case ST_STORE: {
+        unsigned missing = s->u.store.buf->scope == BUF_LOCAL ? 0 : used & ~bound;
+        static const char *const names[6] = {"block_x",  "block_y",  "block_z",
+                                             "thread_x", "thread_y", "thread_z"};
+        /* thread dimensions innermost */
+        for (int d = 5; d >= 0; d--) {
+            if (!(missing & (1u << d)))
+                continue;
+            Expr *one = ir_const_int(m, RV_I64, 1);
+            s = lower_for(m, lower_loop_var(m, names[d], one), one,
+                          (LoopKind)(LOOP_GPU_BLOCK_X + d), s);
+        }
+        return s;
+    }
+    default:
+        return s;
     }
 }
 
@@ -132,9 +224,20 @@ rv_status cg_cuda_kernel(const Kernel *k, char **src_out, char **sym_out, CgLaun
     if (sym_out)
         *sym_out = NULL;
     Check c = {.m = k->m, .k = k};
-    check_stmt(&c, k->body);
+    check_stmt(&c, k->body, 0);
+    ptrmap_free(&c.alloc_dims);
     if (c.st != RV_OK)
         return c.st;
+    unsigned used = 0;
+    for (int d = 0; d < 6; d++)
+        used |= c.dim[d] ? 1u << d : 0;
+    Stmt *body = cover_stores(k->m, k->body, used, 0);
+    if (body != k->body) { /* the launch covers the new loops too */
+        memset(c.dim, 0, sizeof c.dim);
+        check_stmt(&c, body, 0);
+        ptrmap_free(&c.alloc_dims);
+        RV_ASSERT(c.st == RV_OK);
+    }
     int64_t threads = 1, n;
     for (int d = 3; d < 6; d++)
         if (c.dim[d] && ir_is_const_int(c.dim[d], &n))
@@ -156,9 +259,9 @@ rv_status cg_cuda_kernel(const Kernel *k, char **src_out, char **sym_out, CgLaun
             cg_name(&e, p->buf, p->buf->name);
     }
     PtrMap written = {0};
-    cg_analyze(&e, k->body, &written);
-    Buf body = {0};
-    cg_emit_stmts(&e, k, k->body, &written, 1, &body);
+    cg_analyze(&e, body, &written);
+    Buf text = {0};
+    cg_emit_stmts(&e, k, body, &written, 1, &text);
 
     Buf b = {0};
     buf_printf(&b, "/*\n * Generated by ravel (CUDA C for NVRTC): %s, tensor %s.\n * Launch: ", sym,
@@ -185,7 +288,7 @@ rv_status cg_cuda_kernel(const Kernel *k, char **src_out, char **sym_out, CgLaun
         }
     }
     buf_puts(&b, ") {\n");
-    buf_puts(&b, buf_str(&body));
+    buf_puts(&b, buf_str(&text));
     buf_puts(&b, "}\n");
 
     if (launch) {
@@ -197,7 +300,7 @@ rv_status cg_cuda_kernel(const Kernel *k, char **src_out, char **sym_out, CgLaun
     if (sym_out)
         *sym_out = base_xstrdup(sym);
     *src_out = buf_take(&b);
-    buf_free(&body);
+    buf_free(&text);
     ptrmap_free(&written);
     cg_emit_free(&e);
     return RV_OK;
