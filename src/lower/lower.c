@@ -277,6 +277,14 @@ static Expr *lower_expr_rec(ExprCtx *x, Expr *e, PtrMap *memo) {
             r = ir_load(m, v->buf, view_offset(m, v, idx));
             break;
         }
+        const Stage *ps = e->kind == EX_READ ? sched_stage_of(c->s, e->u.tensor) : NULL;
+        if (ps && ps->attach == ATTACH_AT) {
+            x->st = base_error(RV_ERR_SCHEDULE,
+                               "%s is read before it is computed: compute it at a loop that "
+                               "encloses its reader",
+                               ps->name);
+            return NULL;
+        }
         Storage *st;
         if (e->kind == EX_READ) {
             x->st = storage_of_tensor(c, e->u.tensor, &st);
@@ -830,10 +838,75 @@ static void find_reads(const Expr *e, void *ctx) {
         vec_push(&r->reads, (Expr *)e);
 }
 
-/* The region of p that reader n reads below its bound leaves. */
+/* The union over the reads of p in stage `reader` of their index ranges
+ * when the reader's axes range as `vary` says. */
+static bool reads_region(LowerCtx *c, const Stage *reader, const Stage *p, const PtrMap *vary,
+                         Range *reg) {
+    Module *m = c->m;
+    ReadIdx ri = {p->t, {0}};
+    ir_visit(reader->body, find_reads, &ri);
+    ir_visit(reader->pred, find_reads, &ri);
+    ir_visit(reader->else_body, find_reads, &ri);
+    bool ok = ri.reads.len > 0;
+    for (int d = 0; d < p->t->ndim && ok; d++) {
+        reg[d].lo = reg[d].hi = NULL;
+        for (int k = 0; k < ri.reads.len && ok; k++) {
+            Range r;
+            ok = lower_bounds_range(m, ri.reads.data[k]->args[d], vary, false, &r);
+            if (!ok)
+                break;
+            reg[d].lo = reg[d].lo ? ir_binary(m, EX_MIN, reg[d].lo, r.lo) : r.lo;
+            reg[d].hi = reg[d].hi ? ir_binary(m, EX_MAX, reg[d].hi, r.hi) : r.hi;
+        }
+    }
+    vec_free(&ri.reads);
+    return ok;
+}
+
+/* The stage that reads p (the schedule allows one). */
+static Stage *reader_of(LowerCtx *c, const Stage *p) {
+    for (int i = 0; i < c->s->stages.len; i++) {
+        Stage *o = c->s->stages.data[i];
+        if (o != p && o->attach != ATTACH_INLINE && sched_stage_reads_tensor(o, p->t))
+            return o;
+    }
+    return NULL;
+}
+
+/* The region of p that stage n->st's remaining iterations read, directly
+ * or through the one stage computed inside it that reads p. */
 static bool infer_region(LowerCtx *c, Nest *n, Stage *p, bool clip, Range *reg) {
     Module *m = c->m;
     Stage *st = n->st;
+    Stage *reader = reader_of(c, p);
+    if (!reader)
+        return false;
+    if (reader != st) {
+        /* p is computed at a loop of st outside its reader: bound the
+         * reader's region here, then p's region within it */
+        if (reader->attach != ATTACH_AT || reader->at != st)
+            return false;
+        Range rr[RV_MAX_DIMS];
+        if (!infer_region(c, n, reader, clip && !reader->local_pad, rr))
+            return false;
+        PtrMap vary = {0};
+        for (int d = 0; d < reader->t->ndim; d++) {
+            Expr *full = lower_index(c, reader->t->axes[d]->extent);
+            if (!full)
+                return false;
+            rr[d].lo = simp(c, rr[d].lo);
+            rr[d].hi = simp(c, rr[d].hi);
+            if (clip && !reader->local_pad) {
+                rr[d].lo = simp(c, ir_binary(m, EX_MAX, rr[d].lo, ir_int(m, 0)));
+                rr[d].hi = simp(
+                    c, ir_binary(m, EX_MIN, rr[d].hi, ir_binary(m, EX_SUB, full, ir_int(m, 1))));
+            }
+            ptrmap_put(&vary, reader->t->axes[d], &rr[d]);
+        }
+        bool ok = reads_region(c, reader, p, &vary, reg);
+        ptrmap_free(&vary);
+        return ok;
+    }
     PtrMap vary = {0};
     Range *rs = arena_alloc(m->arena, sizeof(Range) * (size_t)(st->ivs.len + 1));
     bool ok = true;
@@ -848,23 +921,7 @@ static bool infer_region(LowerCtx *c, Nest *n, Stage *p, bool clip, Range *reg) 
         }
         ptrmap_put(&vary, r->axis, &rs[i]);
     }
-    ReadIdx ri = {p->t, {0}};
-    ir_visit(st->body, find_reads, &ri);
-    ir_visit(st->pred, find_reads, &ri);
-    ir_visit(st->else_body, find_reads, &ri);
-    for (int d = 0; d < p->t->ndim && ok; d++) {
-        reg[d].lo = reg[d].hi = NULL;
-        for (int k = 0; k < ri.reads.len && ok; k++) {
-            Range r;
-            ok = lower_bounds_range(m, ri.reads.data[k]->args[d], &vary, false, &r);
-            if (!ok)
-                break;
-            reg[d].lo = reg[d].lo ? ir_binary(m, EX_MIN, reg[d].lo, r.lo) : r.lo;
-            reg[d].hi = reg[d].hi ? ir_binary(m, EX_MAX, reg[d].hi, r.hi) : r.hi;
-        }
-        ok = ok && reg[d].lo;
-    }
-    vec_free(&ri.reads);
+    ok = ok && reads_region(c, st, p, &vary, reg);
     ptrmap_free(&vary);
     return ok;
 }
@@ -1002,7 +1059,8 @@ static Stmt *attach_one(LowerCtx *c, Nest *n, Stage *p, Stmt *rest_placeholder, 
     View *v = arena_alloc(m->arena, sizeof(View));
     v->ndim = nd;
     Expr *size = ir_int(m, 1);
-    for (int d = nd - 1; d >= 0; d--) {
+    for (int k = nd - 1; k >= 0; k--) {
+        int d = p->order[k]; /* storage order, innermost last */
         v->lo[d] = origin[d];
         v->stride[d] = size;
         size = simp(c, ir_binary(m, EX_MUL, size, alloc[d]));

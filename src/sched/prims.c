@@ -674,17 +674,26 @@ static rv_status prim_compute_at(Ctx *c) {
     Stage *st = c->st;
     if (p == st)
         return fail(c, loc, "a stage cannot be computed inside itself");
-    if (p->kind != STAGE_OP && p->attach == ATTACH_AT && p->at == st) {
-        /* moving a cache stage within its reader */
+    if (p->kind != STAGE_OP && p->attach == ATTACH_AT) {
+        /* moving a cache stage to another loop */
     } else if ((r = check_placeable(c, p, loc)) != RV_OK) {
         return r;
     }
-    if (!stage_reads(st, p->t))
-        return fail(c, loc, "%s does not read %s", st->name, p->name);
-    Stage *o = other_reader(c->s, p->t, st);
+    /* its one reader: this stage, or a stage computed inside it */
+    Stage *reader = other_reader(c->s, p->t, NULL);
+    if (!reader)
+        return fail(c, loc, "nothing reads %s", p->name);
+    Stage *o = other_reader(c->s, p->t, reader);
     if (o)
-        return fail(c, loc, "%s is also read by %s; it can only be computed inside its one reader",
-                    p->name, o->name);
+        return fail(c, loc,
+                    "%s is read by %s and %s; it can only be computed inside its one reader",
+                    p->name, reader->name, o->name);
+    Stage *w = reader;
+    while (w != st && w->attach == ATTACH_AT)
+        w = w->at;
+    if (w != st)
+        return fail(c, loc, "%s does not read %s (its reader %s is not computed inside %s)",
+                    st->name, p->name, reader->name, st->name);
     if (is_ragged(p->t))
         return fail(c, loc, "%s is ragged; computing part of it inside a loop is not supported",
                     p->name);
@@ -831,6 +840,47 @@ static rv_status cache_options(Ctx *c, bool *local_pad, int64_t *align) {
     return RV_OK;
 }
 
+/* layout="k, j": the local buffer's dimensions in storage order. */
+static rv_status cache_layout(Ctx *c, const char *name, const char *const *names, int ndim,
+                              int *order) {
+    const SchedArg *a = keyword(c->step, "layout");
+    if (!a)
+        return RV_OK;
+    if (a->kind != SA_STRING)
+        return fail(c, a->loc, "layout is a string of dimension names, e.g. \"k, j\"");
+    int n = 0;
+    bool used[RV_MAX_DIMS] = {0};
+    const char *p = a->s;
+    while (*p) {
+        while (*p == ' ' || *p == ',')
+            p++;
+        const char *q = p;
+        while (*q && *q != ' ' && *q != ',')
+            q++;
+        if (q == p)
+            break;
+        int d;
+        for (d = 0; d < ndim; d++)
+            if ((size_t)(q - p) == strlen(names[d]) && strncmp(p, names[d], (size_t)(q - p)) == 0)
+                break;
+        if (d == ndim || used[d] || n == ndim) {
+            Buf b = {0};
+            for (int e = 0; e < ndim; e++)
+                buf_printf(&b, "%s%s", e ? ", " : "", names[e]);
+            rv_status r = fail(c, a->loc, "layout must name each dimension of %s once (%s)", name,
+                               buf_str(&b));
+            buf_free(&b);
+            return r;
+        }
+        used[d] = true;
+        order[n++] = d;
+        p = q;
+    }
+    if (n != ndim)
+        return fail(c, a->loc, "layout must name all %d dimensions of %s", ndim, name);
+    return RV_OK;
+}
+
 static rv_status check_stage_name(Ctx *c, const char *name) {
     if (sched_stage(c->s, name) || strmap_get(&c->s->m->by_name, name))
         return fail(c, c->step->loc, "the name '%s' is taken", name);
@@ -923,7 +973,7 @@ static void cache_axis_names(Module *m, const Stage *st, const Tensor *x, const 
 }
 
 static rv_status prim_cache_read(Ctx *c) {
-    static const char *const keys[] = {"pad", "align", NULL};
+    static const char *const keys[] = {"pad", "align", "layout", NULL};
     rv_status r;
     if ((r = check_arity(c, 1, 2, 1, keys)) != RV_OK)
         return r;
@@ -959,6 +1009,11 @@ static rv_status prim_cache_read(Ctx *c) {
         return r;
     const char *names[RV_MAX_DIMS];
     cache_axis_names(m, st, x, names);
+    int order[RV_MAX_DIMS];
+    for (int d = 0; d < RV_MAX_DIMS; d++)
+        order[d] = d;
+    if ((r = cache_layout(c, name, names, x->ndim, order)) != RV_OK)
+        return r;
     Tensor *t = cache_tensor(m, name, x, x->dtype, names, c->s->stages.len);
     Expr *idx[RV_MAX_DIMS];
     for (int d = 0; d < x->ndim; d++)
@@ -967,6 +1022,7 @@ static rv_status prim_cache_read(Ctx *c) {
     l->loc = loc;
     l->local_pad = local_pad;
     l->align = align;
+    memcpy(l->order, order, sizeof order);
     l->source = x;
     l->body = t->op->body = ir_read(m, x, x->ndim, idx);
     sched_stage_init_ivs(c->s, l);
@@ -1007,7 +1063,7 @@ static Expr *replace_node(Module *m, Expr *e, ReplaceCtx *rc) {
 }
 
 static rv_status prim_cache_write(Ctx *c) {
-    static const char *const keys[] = {"pad", "align", NULL};
+    static const char *const keys[] = {"pad", "align", "layout", NULL};
     rv_status r;
     if ((r = check_arity(c, 1, 2, 1, keys)) != RV_OK)
         return r;
@@ -1035,11 +1091,17 @@ static rv_status prim_cache_write(Ctx *c) {
     const char *names[RV_MAX_DIMS];
     for (int d = 0; d < st->t->ndim; d++)
         names[d] = st->t->axes[d]->name;
+    int order[RV_MAX_DIMS];
+    for (int d = 0; d < RV_MAX_DIMS; d++)
+        order[d] = d;
+    if ((r = cache_layout(c, name, names, st->t->ndim, order)) != RV_OK)
+        return r;
     Tensor *t = cache_tensor(m, name, st->t, st->reduce->dtype, names, c->s->stages.len);
     Stage *l = sched_stage_add(c->s, t->name, STAGE_CACHE_WRITE, t);
     l->loc = loc;
     l->local_pad = local_pad;
     l->align = align;
+    memcpy(l->order, order, sizeof order);
     PtrMap map = {0};
     Expr *idx[RV_MAX_DIMS];
     for (int d = 0; d < st->t->ndim; d++) {

@@ -84,6 +84,8 @@ Stage *sched_stage_add(Schedule *s, const char *name, StageKind k, Tensor *t) {
     st->t = t;
     st->attach = ATTACH_ROOT;
     st->align = 1;
+    for (int d = 0; d < RV_MAX_DIMS; d++)
+        st->order[d] = d;
     st->id = s->stages.len;
     vec_push(&s->stages, st);
     strmap_put(&s->by_name, name, st);
@@ -219,4 +221,14 @@ rv_status sched_from_module(Module *m, Schedule **out) {
     }
     *out = s;
     return RV_OK;
+}
+
+bool sched_stage_reads_tensor(const Stage *st, const Tensor *t) {
+    Tensor **ts;
+    int n = sched_stage_reads(st, &ts);
+    bool found = false;
+    for (int i = 0; i < n; i++)
+        found |= ts[i] == t;
+    base_free(ts);
+    return found;
 }

@@ -119,6 +119,10 @@ struct Stage {
     IterVar *at_iv; /* ATTACH_AT: its loop; NULL: the top of its nest */
     bool local_pad; /* compute the whole tile (no clipping to the tensor) */
     int64_t align;  /* local buffer: innermost extent rounded up to this */
+    /* local buffer: storage order of the dimensions, outermost first
+     * (cache_read(W, layout="k, j") packs a transposed copy); identity by
+     * default */
+    int order[RV_MAX_DIMS];
     Tensor *source; /* CACHE_READ: the tensor copied */
     bool touched;   /* a loop primitive has run (cache_write must come first) */
     SrcLoc loc;     /* where it was created (cache stages) */
@@ -149,6 +153,7 @@ void sched_print_stage(Buf *b, const Stage *st);
 /* Tensors of the module that stage `st` reads (after rewrites), in order;
  * base_free the array. */
 int sched_stage_reads(const Stage *st, Tensor ***out);
+bool sched_stage_reads_tensor(const Stage *st, const Tensor *t);
 /* The stage whose tensor is t, or NULL. */
 Stage *sched_stage_of(const Schedule *s, const Tensor *t);
 const char *sched_loop_kind_name(LoopKind k);
