@@ -689,7 +689,7 @@ static Stmt *gen_reduction(LowerCtx *c, Nest n, int i) {
     }
     int id = c->nacc++;
     n.acc =
-        ir_buffer_new(m, arena_printf(m->arena, "acc%d", id), R->dtype, ir_int(m, 1), BUF_LOCAL);
+        ir_buffer_new(m, arena_printf(m->arena, "acc%d", id), R->args[0]->dtype, ir_int(m, 1), BUF_LOCAL);
     n.arg = R->u.red.rk == RV_REDUCE_ARGMAX ? ir_buffer_new(m, arena_printf(m->arena, "arg%d", id),
                                                             RV_I64, ir_int(m, 1), BUF_LOCAL)
                                             : NULL;
@@ -708,7 +708,7 @@ static Stmt *gen_reduction(LowerCtx *c, Nest n, int i) {
     ptrmap_free(&preset);
     if (!fin)
         return NULL;
-    Stmt *parts[4] = {lower_store(m, n.acc, zero, reduce_init(m, R->u.red.rk, R->dtype)), NULL,
+    Stmt *parts[4] = {lower_store(m, n.acc, zero, reduce_init(m, R->u.red.rk, R->args[0]->dtype)), NULL,
                       loops, fin};
     if (n.arg)
         parts[1] = lower_store(m, n.arg, zero, ir_int(m, -1));
