@@ -613,12 +613,24 @@ static bool parse_sched_arg(Parser *p, SchedArg *a) {
     return true;
 }
 
+/* A primitive's name: an identifier or the keyword `pad`. */
+static const char *sched_prim_name(Parser *p) {
+    if (is_keyword(p->tok, "pad")) {
+        const char *name = p->tok->text;
+        next(p);
+        return name;
+    }
+    return ident(p, "a schedule primitive", NULL);
+}
+
 /* io, ii = split(i, 32)   or   vectorize(ii) */
 static bool parse_sched_step(Parser *p, SchedStep *s) {
     s->loc = p->tok->loc;
     Vec(const char *) outs = {0};
     Vec(SchedArg) args = {0};
-    const char *first = ident(p, "a schedule primitive", NULL);
+    /* `pad` is a keyword of declarations and a schedule primitive too */
+    const char *first = is_keyword(p->tok, "pad") ? sched_prim_name(p)
+                                                  : ident(p, "a schedule primitive", NULL);
     if (first && (is_punct(p->tok, ",") || is_punct(p->tok, "="))) {
         vec_push(&outs, first);
         while (consume(p, ",")) {
@@ -629,7 +641,7 @@ static bool parse_sched_step(Parser *p, SchedStep *s) {
         }
         skip(p, "=");
         s->loc = p->tok->loc;
-        first = ident(p, "a schedule primitive", NULL);
+        first = sched_prim_name(p);
     }
     s->prim = first;
     if (skip(p, "(") && !is_punct(p->tok, ")")) {
