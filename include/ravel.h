@@ -309,16 +309,32 @@ rv_status rv_interp_run(const rv_module *m, rv_bindings *b);
  * thread pool). */
 typedef struct rv_program rv_program;
 
+/* Where the kernels run. RV_TARGET_CUDA: each kernel is CUDA C compiled
+ * by NVRTC and launched on device 0 through the CUDA driver (both loaded
+ * at run time); the schedule binds loops to blocks and threads
+ * (`bind(io, "blockIdx.x")`), and loops it leaves unbound run serially in
+ * each thread. Preludes (ragged layouts' offsets) still run on the host;
+ * a run copies the inputs, UF and prelude arrays to the device and the
+ * results back. */
+typedef enum rv_target {
+    RV_TARGET_CPU, /* the default: C, the system compiler, the thread pool */
+    RV_TARGET_CUDA,
+    RV_TARGET_COUNT
+} rv_target;
+
 /* Zero (or a NULL pointer to it) means the defaults. */
 typedef struct rv_compile_options {
     const char *cc;        /* compiler command; NULL: $RAVEL_CC, else "cc" */
     const char *cflags;    /* extra compiler flags, space-separated, after the defaults */
     const char *cache_dir; /* NULL: $RAVEL_CACHE_DIR, else ~/.cache/ravel */
     int serial;            /* nonzero: parallel loops run on the calling thread */
+    rv_target target;      /* RV_TARGET_CPU (0) or RV_TARGET_CUDA */
 } rv_compile_options;
 
 /* RV_ERR_UNSUPPORTED for what the lowering or code generator cannot do yet,
- * RV_ERR_COMPILER when the C compiler fails (the message has its output). */
+ * and for RV_TARGET_CUDA without a driver ("no CUDA driver (libcuda.so.1
+ * not found)") or device; RV_ERR_COMPILER when the C compiler or NVRTC
+ * fails (the message has its output). */
 rv_status rv_program_compile(rv_module *m, const rv_compile_options *opt, rv_program **out);
 rv_status rv_program_run(rv_program *p, rv_bindings *b);
 /* The generated C translation unit ("" if none). */

@@ -8,9 +8,10 @@
 
 #include "tools.h"
 
-static rv_program *compile(rv_module *m) {
+static rv_program *compile(rv_module *m, rv_target target) {
     rv_program *p;
-    if (rv_program_compile(m, NULL, &p) != RV_OK) {
+    rv_compile_options o = {.target = target};
+    if (rv_program_compile(m, &o, &p) != RV_OK) {
         fprintf(stderr, "error: %s\n", rv_last_error());
         return NULL;
     }
@@ -27,7 +28,7 @@ int cmd_emit(int argc, char **argv) {
         fprintf(stderr, "%s\n", rv_last_error());
         return 1;
     }
-    rv_program *p = compile(m);
+    rv_program *p = compile(m, RV_TARGET_CPU);
     if (p)
         fputs(rv_program_source(p), stdout);
     rv_program_free(p);
@@ -96,14 +97,26 @@ static int compare(const char *name, const rv_array *got, const rv_array *want) 
 int cmd_run(int argc, char **argv) {
     ToolArgs a;
     int check = 0;
-    /* --check is ours; the rest are the shared options */
+    rv_target target = RV_TARGET_CPU;
+    /* --check and --target are ours; the rest are the shared options */
     char *rest[256];
     int nrest = 0;
     for (int i = 0; i < argc && nrest < 256; i++) {
-        if (strcmp(argv[i], "--check") == 0)
+        if (strcmp(argv[i], "--check") == 0) {
             check = 1;
-        else
+        } else if (strcmp(argv[i], "--target") == 0) {
+            const char *t = i + 1 < argc ? argv[++i] : "";
+            if (strcmp(t, "cpu") == 0) {
+                target = RV_TARGET_CPU;
+            } else if (strcmp(t, "cuda") == 0) {
+                target = RV_TARGET_CUDA;
+            } else {
+                fprintf(stderr, "ravel run: unknown target '%s' (cpu or cuda)\n", t);
+                return 2;
+            }
+        } else {
             rest[nrest++] = argv[i];
+        }
     }
     if (!tool_parse_args("run", nrest, rest, &a))
         return 2;
@@ -115,7 +128,7 @@ int cmd_run(int argc, char **argv) {
     rv_bindings *ref = rv_bindings_new(m), *b = rv_bindings_new(m);
     rv_program *p = NULL;
     int ok = tool_bind(&a, m, ref) && copy_inputs(m, ref, b);
-    if (ok && !(p = compile(m)))
+    if (ok && !(p = compile(m, target)))
         ok = 0;
     if (ok && rv_program_run(p, b) != RV_OK) {
         fprintf(stderr, "error: %s\n", rv_last_error());

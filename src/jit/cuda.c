@@ -9,8 +9,17 @@
  *
  * NVRTC is searched for under $RAVEL_NVRTC, the loader's usual names
  * (libnvrtc.so and its versioned sonames), $CUDA_HOME and $CUDA_PATH, and
- * /usr/local/cuda/lib64. The driver is libcuda.so.1, which the NVIDIA
- * driver installs; without it (no GPU) jit_cuda_device_count is 0.
+ * /usr/local/cuda/lib64. The driver is libcuda.so.1 (or $RAVEL_CUDA_DRIVER),
+ * which the NVIDIA driver installs; without it (no GPU)
+ * jit_cuda_device_count is 0 and jit_cuda_init says why.
+ *
+ * The driver path is the minimum to run a kernel: cuInit, device 0's
+ * primary context (cuDevicePrimaryCtxRetain, made current on each calling
+ * thread), cuModuleLoadDataEx on NVRTC's PTX, cuModuleGetFunction,
+ * cuMemAlloc/cuMemFree, cuMemcpyHtoD/DtoH, cuLaunchKernel and
+ * cuCtxSynchronize. Every CUresult is checked and reported as
+ * "cuX failed: CUDA_ERROR_NAME (description)", through cuGetErrorName and
+ * cuGetErrorString.
  *
  * Each library is loaded once per process (pthread_once); NVRTC itself is
  * safe to call from several threads on distinct programs.
@@ -176,25 +185,267 @@ rv_status jit_nvrtc_compile(const char *cuda_src, const char *arch, char **ptx_o
 
 /* ------------------------------------------------------------ the driver */
 
-static pthread_once_t cuda_once = PTHREAD_ONCE_INIT;
-static int cuda_devices;
+/* The driver API's types, reduced to what we use: CUresult, CUdevice and
+ * the enums are ints, CUdeviceptr is a 64-bit integer, handles are opaque
+ * pointers. The _v2 names are the ones cuda.h maps the plain names to. */
+typedef struct CudaCtx_ *CudaCtx;
+typedef struct CudaModule_ *CudaModule;
+typedef struct CudaFunction_ *CudaFunction;
 
-/* cuInit + cuDeviceGetCount through libcuda.so.1; leaves 0 on any failure.
- * The library stays loaded: a later loader for modules and launches will
- * reuse it. */
-static void count_cuda_devices(void) {
-    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+enum {
+    CU_SUCCESS = 0,
+    CU_ERROR_OUT_OF_MEMORY = 2,
+    CU_ATTR_CC_MAJOR = 75, /* CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR */
+    CU_ATTR_CC_MINOR = 76,
+    CU_JIT_ERROR_LOG_BUFFER = 5,
+    CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6,
+};
+
+typedef struct Driver {
+    void *handle;
+    int (*init)(unsigned);
+    int (*device_count)(int *);
+    int (*device_get)(int *, int);
+    int (*attribute)(int *, int, int);
+    int (*primary_retain)(CudaCtx *, int);
+    int (*ctx_set_current)(CudaCtx);
+    int (*ctx_synchronize)(void);
+    int (*module_load)(CudaModule *, const void *, unsigned, int *, void **);
+    int (*module_function)(CudaFunction *, CudaModule, const char *);
+    int (*module_unload)(CudaModule);
+    int (*mem_alloc)(JitDevPtr *, size_t);
+    int (*mem_free)(JitDevPtr);
+    int (*htod)(JitDevPtr, const void *, size_t);
+    int (*dtoh)(void *, JitDevPtr, size_t);
+    int (*launch)(CudaFunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                  unsigned, void *, void **, void **);
+    int (*error_name)(int, const char **);
+    int (*error_string)(int, const char **);
+} Driver;
+
+/* "cuX: CUDA_ERROR_NAME (what the driver says)" as the error of status st. */
+static rv_status cu_fail(const Driver *d, rv_status st, const char *call, int r) {
+    const char *name = NULL, *text = NULL;
+    if (d->error_name && d->error_name(r, &name) != CU_SUCCESS)
+        name = NULL;
+    if (d->error_string && d->error_string(r, &text) != CU_SUCCESS)
+        text = NULL;
+    return base_error(st, "%s failed: %s%s%s%s (CUresult %d)", call, name ? name : "CUDA error",
+                      text ? " (" : "", text ? text : "", text ? ")" : "", r);
+}
+
+/* load_fn that remembers the first name it could not find. */
+static bool need_fn(void *h, const char *name, void *fn_ptr, size_t size, const char **missing) {
+    if (load_fn(h, name, fn_ptr, size))
+        return true;
+    *missing = name;
+    return false;
+}
+
+/* dlopens a driver library and resolves every entry point; nothing is
+ * called yet. RV_ERR_UNSUPPORTED when it is absent or incomplete. */
+static rv_status driver_open(const char *lib, Driver *d) {
+    memset(d, 0, sizeof *d);
+    void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
     if (!h)
-        return;
-    int (*init)(unsigned) = NULL;
-    int (*count)(int *) = NULL;
-    int n = 0;
-    if (LOAD_FN(h, init, "cuInit") && LOAD_FN(h, count, "cuDeviceGetCount") && init(0) == 0 &&
-        count(&n) == 0)
-        cuda_devices = n;
+        return base_error(RV_ERR_UNSUPPORTED, "no CUDA driver (%s not found)", lib);
+    d->handle = h;
+    const char *missing = NULL;
+    bool ok =
+        need_fn(h, "cuInit", &d->init, sizeof d->init, &missing) &&
+        need_fn(h, "cuDeviceGetCount", &d->device_count, sizeof d->device_count, &missing) &&
+        need_fn(h, "cuDeviceGet", &d->device_get, sizeof d->device_get, &missing) &&
+        need_fn(h, "cuDeviceGetAttribute", &d->attribute, sizeof d->attribute, &missing) &&
+        need_fn(h, "cuDevicePrimaryCtxRetain", &d->primary_retain, sizeof d->primary_retain,
+                &missing) &&
+        need_fn(h, "cuCtxSetCurrent", &d->ctx_set_current, sizeof d->ctx_set_current, &missing) &&
+        need_fn(h, "cuCtxSynchronize", &d->ctx_synchronize, sizeof d->ctx_synchronize, &missing) &&
+        need_fn(h, "cuModuleLoadDataEx", &d->module_load, sizeof d->module_load, &missing) &&
+        need_fn(h, "cuModuleGetFunction", &d->module_function, sizeof d->module_function,
+                &missing) &&
+        need_fn(h, "cuModuleUnload", &d->module_unload, sizeof d->module_unload, &missing) &&
+        need_fn(h, "cuMemAlloc_v2", &d->mem_alloc, sizeof d->mem_alloc, &missing) &&
+        need_fn(h, "cuMemFree_v2", &d->mem_free, sizeof d->mem_free, &missing) &&
+        need_fn(h, "cuMemcpyHtoD_v2", &d->htod, sizeof d->htod, &missing) &&
+        need_fn(h, "cuMemcpyDtoH_v2", &d->dtoh, sizeof d->dtoh, &missing) &&
+        need_fn(h, "cuLaunchKernel", &d->launch, sizeof d->launch, &missing) &&
+        need_fn(h, "cuGetErrorName", &d->error_name, sizeof d->error_name, &missing) &&
+        need_fn(h, "cuGetErrorString", &d->error_string, sizeof d->error_string, &missing);
+    if (!ok) {
+        dlclose(h);
+        memset(d, 0, sizeof *d);
+        return base_error(RV_ERR_UNSUPPORTED, "CUDA driver %s lacks %s", lib, missing);
+    }
+    return RV_OK;
+}
+
+/* cuInit and one device: its count in *ndev. */
+static rv_status driver_start(const Driver *d, int *ndev) {
+    int r;
+    *ndev = 0;
+    if ((r = d->init(0)) != CU_SUCCESS)
+        return cu_fail(d, RV_ERR_UNSUPPORTED, "cuInit", r);
+    if ((r = d->device_count(ndev)) != CU_SUCCESS)
+        return cu_fail(d, RV_ERR_UNSUPPORTED, "cuDeviceGetCount", r);
+    if (*ndev == 0)
+        return base_error(RV_ERR_UNSUPPORTED, "the CUDA driver reports no device");
+    return RV_OK;
+}
+
+rv_status jit_cuda_probe(const char *lib) {
+    Driver d;
+    rv_status st = driver_open(lib, &d);
+    if (st != RV_OK)
+        return st;
+    int n;
+    st = driver_start(&d, &n);
+    dlclose(d.handle);
+    return st;
+}
+
+/* The process's driver: loaded and initialized once; device 0's primary
+ * context, made current on each thread that calls in. */
+static struct {
+    Driver d;
+    int devices;
+    int device;
+    CudaCtx ctx;
+    rv_status st; /* of loading and initializing */
+    char why[512];
+} cuda;
+
+static pthread_once_t cuda_once = PTHREAD_ONCE_INIT;
+
+static void load_driver(void) {
+    const char *lib = getenv("RAVEL_CUDA_DRIVER");
+    if (!lib || !*lib)
+        lib = "libcuda.so.1";
+    rv_status st = driver_open(lib, &cuda.d);
+    int r;
+    if (st == RV_OK)
+        st = driver_start(&cuda.d, &cuda.devices);
+    if (st == RV_OK && (r = cuda.d.device_get(&cuda.device, 0)) != CU_SUCCESS)
+        st = cu_fail(&cuda.d, RV_ERR_UNSUPPORTED, "cuDeviceGet", r);
+    if (st == RV_OK && (r = cuda.d.primary_retain(&cuda.ctx, cuda.device)) != CU_SUCCESS)
+        st = cu_fail(&cuda.d, RV_ERR_UNSUPPORTED, "cuDevicePrimaryCtxRetain", r);
+    if (st != RV_OK) {
+        snprintf(cuda.why, sizeof cuda.why, "%s", rv_last_error());
+        cuda.devices = 0;
+    }
+    cuda.st = st;
 }
 
 int jit_cuda_device_count(void) {
-    pthread_once(&cuda_once, count_cuda_devices);
-    return cuda_devices;
+    pthread_once(&cuda_once, load_driver);
+    return cuda.devices;
+}
+
+rv_status jit_cuda_init(void) {
+    pthread_once(&cuda_once, load_driver);
+    if (cuda.st != RV_OK)
+        return base_error(cuda.st, "%s", cuda.why);
+    int r = cuda.d.ctx_set_current(cuda.ctx);
+    if (r != CU_SUCCESS)
+        return cu_fail(&cuda.d, RV_ERR_UNSUPPORTED, "cuCtxSetCurrent", r);
+    return RV_OK;
+}
+
+rv_status jit_cuda_arch(char out[32]) {
+    rv_status st = jit_cuda_init();
+    if (st != RV_OK)
+        return st;
+    int major = 0, minor = 0, r;
+    if ((r = cuda.d.attribute(&major, CU_ATTR_CC_MAJOR, cuda.device)) != CU_SUCCESS ||
+        (r = cuda.d.attribute(&minor, CU_ATTR_CC_MINOR, cuda.device)) != CU_SUCCESS)
+        return cu_fail(&cuda.d, RV_ERR_UNSUPPORTED, "cuDeviceGetAttribute", r);
+    snprintf(out, 32, "compute_%d%d", major, minor);
+    return RV_OK;
+}
+
+struct JitCudaKernel {
+    CudaModule mod;
+    CudaFunction fn;
+};
+
+rv_status jit_cuda_load(const char *ptx, const char *sym, JitCudaKernel **out) {
+    *out = NULL;
+    rv_status st = jit_cuda_init();
+    if (st != RV_OK)
+        return st;
+    char log[4096] = "";
+    int opts[2] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+    void *vals[2] = {log, (void *)(uintptr_t)sizeof log};
+    CudaModule mod = NULL;
+    CudaFunction fn = NULL;
+    int r = cuda.d.module_load(&mod, ptx, 2, opts, vals);
+    if (r != CU_SUCCESS) {
+        log[sizeof log - 1] = '\0';
+        cu_fail(&cuda.d, RV_ERR_COMPILER, "cuModuleLoadDataEx", r);
+        return base_error(RV_ERR_COMPILER, "%s\n--- PTX JIT log ---\n%s", rv_last_error(), log);
+    }
+    if ((r = cuda.d.module_function(&fn, mod, sym)) != CU_SUCCESS) {
+        st = cu_fail(&cuda.d, RV_ERR_COMPILER, "cuModuleGetFunction", r);
+        cuda.d.module_unload(mod);
+        return st;
+    }
+    JitCudaKernel *k = base_xcalloc(1, sizeof *k);
+    k->mod = mod;
+    k->fn = fn;
+    *out = k;
+    return RV_OK;
+}
+
+void jit_cuda_unload(JitCudaKernel *k) {
+    if (!k)
+        return;
+    if (jit_cuda_init() == RV_OK)
+        cuda.d.module_unload(k->mod);
+    base_free(k);
+}
+
+rv_status jit_cuda_alloc(size_t bytes, JitDevPtr *out) {
+    *out = 0;
+    rv_status st = jit_cuda_init();
+    if (st != RV_OK)
+        return st;
+    int r = cuda.d.mem_alloc(out, bytes ? bytes : 1);
+    if (r != CU_SUCCESS)
+        return cu_fail(&cuda.d, r == CU_ERROR_OUT_OF_MEMORY ? RV_ERR_OOM : RV_ERR_IO, "cuMemAlloc",
+                       r);
+    return RV_OK;
+}
+
+void jit_cuda_free(JitDevPtr p) {
+    if (p && jit_cuda_init() == RV_OK)
+        cuda.d.mem_free(p);
+}
+
+rv_status jit_cuda_to_device(JitDevPtr dst, const void *src, size_t bytes) {
+    rv_status st = jit_cuda_init();
+    if (st != RV_OK || bytes == 0)
+        return st;
+    int r = cuda.d.htod(dst, src, bytes);
+    return r == CU_SUCCESS ? RV_OK : cu_fail(&cuda.d, RV_ERR_IO, "cuMemcpyHtoD", r);
+}
+
+rv_status jit_cuda_to_host(void *dst, JitDevPtr src, size_t bytes) {
+    rv_status st = jit_cuda_init();
+    if (st != RV_OK || bytes == 0)
+        return st;
+    int r = cuda.d.dtoh(dst, src, bytes);
+    return r == CU_SUCCESS ? RV_OK : cu_fail(&cuda.d, RV_ERR_IO, "cuMemcpyDtoH", r);
+}
+
+rv_status jit_cuda_launch(JitCudaKernel *k, const unsigned grid[3], const unsigned block[3],
+                          void **args) {
+    rv_status st = jit_cuda_init();
+    if (st != RV_OK)
+        return st;
+    int r = cuda.d.launch(k->fn, grid[0], grid[1], grid[2], block[0], block[1], block[2], 0, NULL,
+                          args, NULL);
+    if (r != CU_SUCCESS)
+        return cu_fail(&cuda.d, RV_ERR_IO, "cuLaunchKernel", r);
+    if ((r = cuda.d.ctx_synchronize()) != CU_SUCCESS)
+        return cu_fail(&cuda.d, RV_ERR_IO, "cuCtxSynchronize (the kernel failed)", r);
+    return RV_OK;
 }

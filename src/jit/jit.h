@@ -113,4 +113,32 @@ rv_status jit_nvrtc_compile(const char *cuda_src, const char *arch, char **ptx_o
 /* Number of CUDA devices; 0 when libcuda.so.1 is absent or cuInit fails. */
 int jit_cuda_device_count(void);
 
+/* The driver. libcuda.so.1 ($RAVEL_CUDA_DRIVER overrides the name) is
+ * loaded and initialized once per process; device 0's primary context is
+ * made current on the calling thread by every call below. Failures are
+ * messages naming the driver call and its CUresult. */
+typedef uint64_t JitDevPtr; /* CUdeviceptr */
+typedef struct JitCudaKernel JitCudaKernel;
+/* RV_ERR_UNSUPPORTED "no CUDA driver (libcuda.so.1 not found)", or the
+ * reason cuInit or the context failed, or "no device". */
+rv_status jit_cuda_init(void);
+/* Loads driver library `lib` and runs cuInit, without keeping it: the
+ * status jit_cuda_init would have with it (for diagnostics and tests). */
+rv_status jit_cuda_probe(const char *lib);
+/* NVRTC's --gpu-architecture for device 0 ("compute_90"). */
+rv_status jit_cuda_arch(char out[32]);
+/* PTX -> module -> the function `sym`. RV_ERR_COMPILER with the JIT log. */
+rv_status jit_cuda_load(const char *ptx, const char *sym, JitCudaKernel **out);
+void jit_cuda_unload(JitCudaKernel *k); /* NULL is fine */
+/* Device memory (at least one byte); RV_ERR_OOM when the device is full. */
+rv_status jit_cuda_alloc(size_t bytes, JitDevPtr *out);
+void jit_cuda_free(JitDevPtr p); /* 0 is fine */
+rv_status jit_cuda_to_device(JitDevPtr dst, const void *src, size_t bytes);
+rv_status jit_cuda_to_host(void *dst, JitDevPtr src, size_t bytes);
+/* Launches k on grid x block (no dynamic shared memory, the default
+ * stream) with cuLaunchKernel's argument array (one pointer per parameter,
+ * to its value), and waits for it. */
+rv_status jit_cuda_launch(JitCudaKernel *k, const unsigned grid[3], const unsigned block[3],
+                          void **args);
+
 #endif

@@ -45,6 +45,16 @@
  *
  * Buffers given to kernels are 64-byte aligned and never NULL (ravel_rt.h).
  * Counters accumulate per program (rv_program_stats).
+ *
+ * THE CUDA TARGET (rv_compile_options.target = RV_TARGET_CUDA; the
+ * functions under "CUDA" below). Compiling also emits each kernel as CUDA
+ * C (cg_cuda_kernel, which says how to launch it), compiles it with NVRTC
+ * for device 0's architecture and loads it through the driver; the C unit
+ * is still built, for its preludes. A run does steps 1-4 and 6 as above,
+ * on the host; step 5 copies every slot (UF, AUX and tensor storage) to
+ * device memory, evaluates each kernel's grid and block extents from the
+ * sizes, launches the kernels in order, and copies the computed tensors'
+ * storage back before step 6.
  */
 #include <stdatomic.h>
 #include <stddef.h>
@@ -89,6 +99,9 @@ struct rv_program {
     rv_rt_kernel_fn *fns;
     rv_rt_prelude_fn *preludes; /* NULL entries: no prelude */
     bool serial;
+    rv_target target;
+    JitCudaKernel **cuda_fns; /* RV_TARGET_CUDA: per kernel */
+    CgLaunch *cuda_launch;    /* RV_TARGET_CUDA: per kernel */
     rv_program_counters stats;
 };
 
@@ -175,7 +188,34 @@ void rv_program_free(rv_program *p) {
     base_free(p->kernels);
     base_free(p->fns);
     base_free(p->preludes);
+    for (int i = 0; p->cuda_fns && i < p->n; i++)
+        jit_cuda_unload(p->cuda_fns[i]);
+    base_free(p->cuda_fns);
+    base_free(p->cuda_launch);
     base_free(p);
+}
+
+/* ---- CUDA: compiling ---- */
+
+/* Every kernel as CUDA C, PTX (NVRTC, for device 0) and a loaded
+ * function, with its launch extents. */
+static rv_status cuda_compile(rv_program *p) {
+    char arch[32];
+    rv_status st = jit_cuda_arch(arch);
+    p->cuda_fns = base_xcalloc((size_t)p->n + 1, sizeof *p->cuda_fns);
+    p->cuda_launch = base_xcalloc((size_t)p->n + 1, sizeof *p->cuda_launch);
+    for (int k = 0; st == RV_OK && k < p->n; k++) {
+        char *src = NULL, *sym = NULL, *ptx = NULL;
+        st = cg_cuda_kernel(p->kernels[k], &src, &sym, &p->cuda_launch[k]);
+        if (st == RV_OK)
+            st = jit_nvrtc_compile(src, arch, &ptx);
+        if (st == RV_OK)
+            st = jit_cuda_load(ptx, sym, &p->cuda_fns[k]);
+        base_free(ptx);
+        base_free(sym);
+        base_free(src);
+    }
+    return st;
 }
 
 rv_status rv_program_compile(rv_module *m, const rv_compile_options *opt, rv_program **out) {
@@ -187,6 +227,11 @@ rv_status rv_program_compile(rv_module *m, const rv_compile_options *opt, rv_pro
     rv_compile_options none = {0};
     if (!opt)
         opt = &none;
+    if (opt->target != RV_TARGET_CPU && opt->target != RV_TARGET_CUDA)
+        return base_error(RV_ERR_ARG, "rv_program_compile: unknown target %d", (int)opt->target);
+    /* without a driver, say so before any work */
+    if (opt->target == RV_TARGET_CUDA && jit_cuda_init() != RV_OK)
+        return RV_ERR_UNSUPPORTED;
     double t0 = now_seconds();
     rv_status st = ir_verify(m);
     if (st != RV_OK)
@@ -195,6 +240,7 @@ rv_status rv_program_compile(rv_module *m, const rv_compile_options *opt, rv_pro
     p->m = m;
     p->ntensors = m->tensors.len;
     p->serial = opt->serial != 0;
+    p->target = opt->target;
     if ((st = lower_module(m, &p->kernels, &p->n)) != RV_OK) {
         rv_program_free(p);
         return st;
@@ -222,6 +268,8 @@ rv_status rv_program_compile(rv_module *m, const rv_compile_options *opt, rv_pro
                 st = base_error(RV_ERR_COMPILER, "compiled program lacks %s: %s",
                                 p->unit.kernel_syms[i], rv_last_error());
         }
+        if (st == RV_OK && p->target == RV_TARGET_CUDA)
+            st = cuda_compile(p);
         if (st != RV_OK) {
             rv_program_free(p);
             return st;
@@ -732,6 +780,95 @@ static rv_status store_results(Run *r) {
     return RV_OK;
 }
 
+/* ---- CUDA: running ---- */
+
+/* One kernel's launch: grid and block extents from the sizes (at least 1
+ * each: bound loops guard their own extents), checked against CUDA's
+ * limits; the arguments by value, buffers as the slots' device pointers. */
+static rv_status cuda_launch_kernel(Run *r, int k, const JitDevPtr *dev) {
+    rv_program *p = r->p;
+    const Kernel *kn = p->kernels[k];
+    const CgLaunch *l = &p->cuda_launch[k];
+    static const int64_t limit[6] = {2147483647, 65535, 65535, 1024, 1024, 64};
+    int64_t ext[6];
+    unsigned grid[3], block[3];
+    rv_status st;
+    for (int d = 0; d < 6; d++) {
+        Expr *e = d < 3 ? l->grid[d] : l->block[d - 3];
+        ext[d] = 1;
+        if (e && (st = eval_int(r, e, &ext[d])) != RV_OK)
+            return st;
+        if (ext[d] < 1)
+            ext[d] = 1;
+    }
+    bool ok = ext[3] * ext[4] * ext[5] <= 1024;
+    for (int d = 0; d < 6; d++)
+        ok &= ext[d] <= limit[d];
+    if (!ok)
+        return base_error(RV_ERR_UNSUPPORTED,
+                          "kernel %s: launch grid (%lld, %lld, %lld), block (%lld, %lld, %lld) is "
+                          "beyond CUDA's limits (grid y, z <= 65535; at most 1024 threads per "
+                          "block): bind smaller loops",
+                          kn->name, (long long)ext[0], (long long)ext[1], (long long)ext[2],
+                          (long long)ext[3], (long long)ext[4], (long long)ext[5]);
+    for (int d = 0; d < 3; d++) {
+        grid[d] = (unsigned)ext[d];
+        block[d] = (unsigned)ext[3 + d];
+    }
+    /* cuLaunchKernel takes a pointer to each argument's value */
+    int64_t *vals = base_xcalloc((size_t)kn->nparams + 1, sizeof *vals);
+    JitDevPtr *ptrs = base_xcalloc((size_t)kn->nparams + 1, sizeof *ptrs);
+    void **args = base_xcalloc((size_t)kn->nparams + 1, sizeof *args);
+    for (int i = 0; i < kn->nparams; i++) {
+        const Param *pa = &kn->params[i];
+        if (pa->kind == PARAM_SIZE) {
+            vals[i] = r->in.sizes[pa->size->id];
+            args[i] = &vals[i];
+        } else {
+            ptrs[i] = dev[slot_for(r, pa->buf) - r->slots.data];
+            args[i] = &ptrs[i];
+        }
+    }
+    st = jit_cuda_launch(p->cuda_fns[k], grid, block, args);
+    if (st != RV_OK)
+        st = base_error(st, "kernel %s: %s", kn->name, rv_last_error());
+    p->stats.kernel_calls++;
+    base_free(args);
+    base_free(ptrs);
+    base_free(vals);
+    return st;
+}
+
+/* Step 5 on the device: every slot copied to device memory, the kernels
+ * launched in order, the computed tensors' storage copied back to the
+ * host buffers step 6 reads. Device memory lives for this call only. */
+static rv_status cuda_run_kernels(Run *r) {
+    rv_program *p = r->p;
+    int ns = r->slots.len;
+    JitDevPtr *dev = base_xcalloc((size_t)ns + 1, sizeof *dev);
+    rv_status st = RV_OK;
+    for (int i = 0; st == RV_OK && i < ns; i++) {
+        const Slot *s = &r->slots.data[i];
+        size_t bytes = (size_t)s->nelem * rv_dtype_size(s->buf->dtype);
+        st = jit_cuda_alloc(bytes, &dev[i]);
+        if (st == RV_OK)
+            st = jit_cuda_to_device(dev[i], s->data, bytes);
+    }
+    double t0 = now_seconds();
+    for (int k = 0; st == RV_OK && k < p->n; k++)
+        st = cuda_launch_kernel(r, k, dev);
+    p->stats.kernel_seconds += now_seconds() - t0;
+    for (int i = 0; st == RV_OK && i < ns; i++) {
+        const Slot *s = &r->slots.data[i];
+        if (s->kind == SLOT_TENSOR && s->t->op->kind != OP_INPUT)
+            st = jit_cuda_to_host(s->data, dev[i], (size_t)s->nelem * rv_dtype_size(s->buf->dtype));
+    }
+    for (int i = 0; i < ns; i++)
+        jit_cuda_free(dev[i]);
+    base_free(dev);
+    return st;
+}
+
 static rv_status run_steps(Run *r) {
     rv_program *p = r->p;
     const Module *m = p->m;
@@ -763,6 +900,11 @@ static rv_status run_steps(Run *r) {
         return st;
     refresh_bufs(r);
     /* 5. kernels */
+    if (p->target == RV_TARGET_CUDA) {
+        if ((st = cuda_run_kernels(r)) != RV_OK)
+            return st;
+        return store_results(r);
+    }
     Host host = {0};
     struct rv_rt_ctx ctx = {.abi_version = RV_RT_ABI_VERSION,
                             .num_threads = p->serial ? 1 : tp_num_threads(tp_default()),
