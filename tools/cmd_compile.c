@@ -1,11 +1,13 @@
 /*
  * cmd_compile.c — the subcommands that compile a program: emit (print the
- * generated C) and run (compile, run, and with --check compare every output
- * with the reference interpreter on the same inputs).
+ * generated C, or with --target lower the loop IR after the pipeline) and
+ * run (compile, run, and with --check compare every output with the
+ * reference interpreter on the same inputs).
  */
 #include <math.h>
 #include <string.h>
 
+#include "lower/lower.h"
 #include "tools.h"
 
 static rv_program *compile(rv_module *m, rv_target target) {
@@ -18,15 +20,59 @@ static rv_program *compile(rv_module *m, rv_target target) {
     return p;
 }
 
+/* `ravel emit FILE --target lower`: the kernels after the lowering
+ * pipeline, as loop-IR text (golden tests compare it). */
+static int emit_lower(rv_module *m) {
+    Kernel **ks = NULL;
+    int n = 0;
+    rv_status st = ir_verify(m);
+    if (st == RV_OK)
+        st = lower_pipeline(m, &ks, &n);
+    if (st != RV_OK) {
+        fprintf(stderr, "error: %s\n", rv_last_error());
+        return 1;
+    }
+    Buf b = {0};
+    for (int i = 0; i < n; i++) {
+        if (i)
+            buf_putc(&b, '\n');
+        lower_print_kernel(&b, ks[i]);
+    }
+    fputs(buf_str(&b), stdout);
+    buf_free(&b);
+    base_free(ks);
+    return 0;
+}
+
 int cmd_emit(int argc, char **argv) {
-    if (argc != 1 || argv[0][0] == '-') {
+    const char *target = "c", *file = NULL;
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--target") == 0 && i + 1 < argc) {
+            target = argv[++i];
+        } else if (argv[i][0] != '-' && !file) {
+            file = argv[i];
+        } else {
+            tool_command_help(stderr, "emit");
+            return 2;
+        }
+    }
+    if (!file) {
         tool_command_help(stderr, "emit");
         return 2;
     }
+    if (strcmp(target, "c") != 0 && strcmp(target, "lower") != 0) {
+        fprintf(stderr, "ravel emit: unknown target '%s' (c or lower)\n", target);
+        return 2;
+    }
     rv_module *m;
-    if (rv_module_load(argv[0], &m) != RV_OK) {
+    if (rv_module_load(file, &m) != RV_OK) {
         fprintf(stderr, "%s\n", rv_last_error());
         return 1;
+    }
+    if (strcmp(target, "lower") == 0) {
+        int r = emit_lower(m);
+        rv_module_free(m);
+        return r;
     }
     rv_program *p = compile(m, RV_TARGET_CPU);
     if (p)

@@ -240,4 +240,31 @@ rv_status lower_module(Module *m, Kernel ***out, int *n);
 /* The same for a schedule built by the caller. */
 rv_status lower_schedule(Schedule *s, Kernel ***out, int *n);
 
+/* ---- pipeline.c, verify.c, hoist.c: the pass pipeline ---- */
+
+/* A loop-IR pass over a kernel body: requires and guarantees what its
+ * file's comment says; returns the same pointer when nothing changed and
+ * NULL when no statement remains. */
+typedef Stmt *(*LowerPass)(Module *m, Stmt *s);
+/* lower_module, then every kernel body through the passes, in order:
+ *
+ *     simplify   simplify.c: canonical index arithmetic, proven guards go
+ *     hoist      hoist.c: loop-invariant UF/AUX loads and index arithmetic
+ *     simplify   again, on what hoisting exposed
+ *
+ * The verifier runs after lower_module and after every pass; a violation
+ * is RV_ERR_UNSUPPORTED "internal error after pass X: ...". RAVEL_DEBUG (a
+ * comma-separated list) dumps kernels to stderr: `lower` (or `all`) after
+ * lower_module and every pass, a pass name (`hoist`, `lower.hoist`) after
+ * that pass. docs/pipeline.md describes both. */
+rv_status lower_pipeline(Module *m, Kernel ***out, int *n);
+/* The passes of lower_pipeline on one kernel already lowered. */
+rv_status lower_run_passes(Kernel *k);
+/* Checks the loop-IR invariants of a kernel (verify.c); `after` names the
+ * pass that produced it, for the message. */
+rv_status lower_verify_kernel(const Kernel *k, const char *after);
+/* Loop-invariant code motion: invariant i64 arithmetic and UF/AUX loads
+ * bound by LETs outside the loops they do not depend on. */
+Stmt *lower_hoist(Module *m, Stmt *s);
+
 #endif

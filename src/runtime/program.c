@@ -2,7 +2,7 @@
  * program.c — compiled programs: a module lowered, emitted as C, compiled
  * and run on the same bindings as the interpreter.
  *
- * rv_program_compile runs the pipeline once: lower_module (one kernel per
+ * rv_program_compile runs the pipeline once: lower_pipeline (one kernel per
  * computed tensor, in definition order), cg_c_module (one translation
  * unit), jit_compile (the system C compiler, through the on-disk cache),
  * and looks up each kernel and prelude. Sizes stay symbolic, so one
@@ -241,7 +241,7 @@ rv_status rv_program_compile(rv_module *m, const rv_compile_options *opt, rv_pro
     p->ntensors = m->tensors.len;
     p->serial = opt->serial != 0;
     p->target = opt->target;
-    if ((st = lower_module(m, &p->kernels, &p->n)) != RV_OK) {
+    if ((st = lower_pipeline(m, &p->kernels, &p->n)) != RV_OK) {
         rv_program_free(p);
         return st;
     }

@@ -1,0 +1,93 @@
+/*
+ * pipeline.c — the lowering pipeline: schedule -> kernels -> loop-IR passes.
+ *
+ * lower_pipeline is what every client of the lowering calls (compiled
+ * programs, `ravel emit`, `ravel build`): lower_module turns the module's
+ * schedule into kernels, then each kernel body goes through the flat list
+ * of passes below, in order. Each pass is one file and one function
+ * `Stmt *pass(Module *, Stmt *)` that returns the same pointer when it
+ * changes nothing (QBE's main.c:func(), Halide's Lower.cpp).
+ *
+ * After lower_module and after every pass, the loop-IR verifier
+ * (verify.c) checks the kernel; a violation is reported as an internal
+ * error naming the pass, never a crash. It is linear in the kernel's size,
+ * so it always runs.
+ *
+ * RAVEL_DEBUG dumps kernels to stderr: a comma- or space-separated list
+ * of names, where `lower` (or `all`) dumps the kernel after lower_module
+ * and after every pass, and a pass name (`hoist`, or `lower.hoist`) the
+ * kernel after each run of that pass. Each dump starts with a header line
+ * `== KERNEL after PASS ==`.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "lower/lower.h"
+
+typedef struct LowerPassInfo {
+    const char *name;
+    LowerPass run;
+} LowerPassInfo;
+
+/* The passes, in order. */
+static const LowerPassInfo passes[] = {
+    {"simplify", lower_simplify}, /* canonical index arithmetic, proven guards removed */
+    {"hoist", lower_hoist},       /* loop-invariant UF/AUX loads and index arithmetic */
+    {"simplify", lower_simplify}, /* what hoisting exposed */
+};
+
+/* Does RAVEL_DEBUG ask for a dump after `pass`? */
+static bool debug_wants(const char *pass) {
+    const char *env = getenv("RAVEL_DEBUG");
+    if (!env)
+        return false;
+    size_t n = strlen(pass);
+    for (const char *p = env; *p;) {
+        size_t len = strcspn(p, ", \t");
+        if ((len == 5 && strncmp(p, "lower", 5) == 0) || (len == 3 && strncmp(p, "all", 3) == 0) ||
+            (len == n && strncmp(p, pass, n) == 0) ||
+            (len == n + 6 && strncmp(p, "lower.", 6) == 0 && strncmp(p + 6, pass, n) == 0))
+            return true;
+        p += len;
+        p += strspn(p, ", \t");
+    }
+    return false;
+}
+
+static void debug_dump(const Kernel *k, const char *pass) {
+    if (!debug_wants(pass))
+        return;
+    Buf b = {0};
+    buf_printf(&b, "== %s after %s ==\n", k->name, pass);
+    lower_print_kernel(&b, k);
+    fputs(buf_str(&b), stderr);
+    buf_free(&b);
+}
+
+rv_status lower_run_passes(Kernel *k) {
+    debug_dump(k, "lower");
+    rv_status st = lower_verify_kernel(k, "lower");
+    for (int i = 0; st == RV_OK && i < (int)RV_COUNT(passes); i++) {
+        k->body = passes[i].run(k->m, k->body);
+        debug_dump(k, passes[i].name);
+        st = lower_verify_kernel(k, passes[i].name);
+    }
+    return st;
+}
+
+rv_status lower_pipeline(Module *m, Kernel ***out, int *n) {
+    Kernel **ks = NULL;
+    int nk = 0;
+    rv_status st = lower_module(m, &ks, &nk);
+    if (st != RV_OK)
+        return st;
+    for (int i = 0; i < nk && st == RV_OK; i++)
+        st = lower_run_passes(ks[i]);
+    if (st != RV_OK) {
+        base_free(ks);
+        return st;
+    }
+    *out = ks;
+    *n = nk;
+    return RV_OK;
+}
