@@ -193,7 +193,7 @@ int cmd_build(int argc, char **argv) {
     int ok = 0;
     rv_status st = ir_verify(m);
     if (st == RV_OK)
-        st = lower_module(m, &ks, &n);
+        st = lower_pipeline(m, &ks, &n);
     if (st == RV_OK) {
         cg_c_module(ks, n, &unit);
         st = cg_c_aot(m, ks, n, &unit, buf_str(&name), src_name, &aot);
