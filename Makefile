@@ -74,6 +74,12 @@ demo: deps
 clean:
 	rm -rf build build-asan
 
+# Regenerates the golden files (tests/golden/NAME.lower.txt and NAME.c) after
+# an intended change; tests/suite_golden.sh compares them. Review the diff.
+.PHONY: golden-update
+golden-update: all
+	@BUILD=$(BUILD) GOLDEN_UPDATE=1 sh tests/suite_golden.sh
+
 format:
 	clang-format -i $(LIB_SRC) $(TOOL_SRC) $(TEST_SRC) $(wildcard include/*.h src/*/*.h tests/*.h)
 

@@ -1,0 +1,48 @@
+#!/bin/sh
+# Golden tests: for every tests/golden/NAME.rv, the loop IR after the
+# lowering pipeline (`ravel emit NAME.rv --target lower`) must equal
+# NAME.lower.txt and the generated C (`ravel emit NAME.rv`) NAME.c. A
+# mismatch prints a unified diff (expected -> current). After an intended
+# change, `make golden-update` regenerates the files (GOLDEN_UPDATE=1);
+# review the diff before committing it.
+BUILD=${BUILD:-build}
+RAVEL=$BUILD/ravel
+export RAVEL_CACHE_DIR=${RAVEL_CACHE_DIR:-$(mktemp -d)}
+unset RAVEL_DEBUG
+out=$(mktemp)
+passed=0
+failed=0
+check() { # check FILE.rv EXPECTED ARGS...
+    f=$1
+    want=$2
+    shift 2
+    if ! "$RAVEL" emit "$f" "$@" >"$out" 2>&1; then
+        echo "FAIL ravel emit $f $*"
+        cat "$out"
+        failed=$((failed + 1))
+        return
+    fi
+    if [ -n "$GOLDEN_UPDATE" ]; then
+        cp "$out" "$want"
+        echo "wrote $want"
+        passed=$((passed + 1))
+    elif [ ! -f "$want" ]; then
+        echo "FAIL $want is missing (make golden-update writes it)"
+        failed=$((failed + 1))
+    elif diff -u "$want" "$out" >"$out.diff"; then
+        passed=$((passed + 1))
+    else
+        echo "FAIL $want differs from ravel emit $f $*:"
+        cat "$out.diff"
+        failed=$((failed + 1))
+    fi
+}
+for f in tests/golden/*.rv; do
+    [ -f "$f" ] || continue
+    base=${f%.rv}
+    check "$f" "$base.lower.txt" --target lower
+    check "$f" "$base.c"
+done
+rm -f "$out" "$out.diff"
+echo "golden: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
