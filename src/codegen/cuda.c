@@ -75,6 +75,12 @@ static bool sizes_only(const Expr *x) {
     return true;
 }
 
+/* Whether x is one of the operands of the chain of maxima `chain`. */
+static bool in_max(const Expr *chain, const Expr *x) {
+    return chain == x ||
+           (chain->kind == EX_MAX && (in_max(chain->args[0], x) || in_max(chain->args[1], x)));
+}
+
 /* `bound`: the GPU dimensions bound by the loops around s. */
 static void check_stmt(Check *c, const Stmt *s, unsigned bound) {
     if (!s || c->st != RV_OK)
@@ -94,7 +100,10 @@ static void check_stmt(Check *c, const Stmt *s, unsigned bound) {
                 return;
             }
             int d = k - LOOP_GPU_BLOCK_X;
-            c->dim[d] = c->dim[d] ? ir_binary(c->m, EX_MAX, c->dim[d], ext) : ext;
+            if (!c->dim[d])
+                c->dim[d] = ext;
+            else if (!in_max(c->dim[d], ext))
+                c->dim[d] = ir_binary(c->m, EX_MAX, c->dim[d], ext);
         }
         check_stmt(c, s->u.loop.body, bound | gpu_bit(k));
         return;
@@ -149,13 +158,85 @@ static void check_stmt(Check *c, const Stmt *s, unsigned bound) {
     }
 }
 
+/* What a statement holds, to decide whether it can be wrapped whole. */
+typedef struct Inside {
+    unsigned bound;    /* GPU dimensions of the loops in it */
+    bool shared_store; /* a store to a non-local buffer */
+    bool outer_local;  /* a store to a local allocated outside it */
+    bool barrier;
+    PtrMap allocs; /* locals allocated in it */
+} Inside;
+
+static void scan_inside(Inside *in, const Stmt *s) {
+    if (!s)
+        return;
+    switch (s->kind) {
+    case ST_FOR:
+        in->bound |= gpu_bit(s->u.loop.kind);
+        scan_inside(in, s->u.loop.body);
+        return;
+    case ST_IF:
+        scan_inside(in, s->u.if_.then_s);
+        scan_inside(in, s->u.if_.else_s);
+        return;
+    case ST_LET:
+        scan_inside(in, s->u.let.body);
+        return;
+    case ST_ALLOC:
+        ptrmap_put(&in->allocs, s->u.alloc.buf, (void *)1);
+        scan_inside(in, s->u.alloc.body);
+        return;
+    case ST_SEQ:
+        for (int i = 0; i < s->u.seq.n; i++)
+            scan_inside(in, s->u.seq.stmts[i]);
+        return;
+    case ST_STORE:
+        if (s->u.store.buf->scope != BUF_LOCAL)
+            in->shared_store = true;
+        else if (!ptrmap_has(&in->allocs, s->u.store.buf))
+            in->outer_local = true;
+        return;
+    case ST_BARRIER:
+        in->barrier = true;
+        return;
+    default:
+        return;
+    }
+}
+
+/* s inside one-iteration loops bound to the dimensions in `dims`. */
+static Stmt *wrap_dims(Module *m, Stmt *s, unsigned dims) {
+    static const char *const names[6] = {"block_x",  "block_y",  "block_z",
+                                         "thread_x", "thread_y", "thread_z"};
+    for (int d = 5; d >= 0; d--) { /* thread dimensions innermost */
+        if (!(dims & (1u << d)))
+            continue;
+        Expr *one = ir_const_int(m, RV_I64, 1);
+        s = lower_for(m, lower_loop_var(m, names[d], one), one, (LoopKind)(LOOP_GPU_BLOCK_X + d),
+                      s);
+    }
+    return s;
+}
+
 /* Wraps every store to shared memory (not a local) that is outside some
  * loop bound to a dimension in `used` in one-iteration loops bound to the
  * missing dimensions, so one thread along each runs it (see the file
- * comment). Returns s itself when nothing changed. */
+ * comment). The wrapper goes around the largest statement that needs it
+ * (a partitioned tail's whole nest, so other threads skip its work too)
+ * when that statement binds none of the missing dimensions itself, has no
+ * barrier and writes no local that lives on after it. Returns s itself
+ * when nothing changed. */
 static Stmt *cover_stores(Module *m, Stmt *s, unsigned used, unsigned bound) {
     if (!s)
         return NULL;
+    if (s->kind != ST_SEQ && s->kind != ST_STORE && (used & ~bound)) {
+        Inside in = {0};
+        scan_inside(&in, s);
+        ptrmap_free(&in.allocs);
+        unsigned missing = used & ~bound & ~in.bound;
+        if (missing && in.shared_store && !in.outer_local && !in.barrier)
+            return wrap_dims(m, cover_stores(m, s, used, bound | missing), missing);
+    }
     switch (s->kind) {
     case ST_FOR: {
         Stmt *b = cover_stores(m, s->u.loop.body, used, bound | gpu_bit(s->u.loop.kind));
@@ -187,20 +268,8 @@ static Stmt *cover_stores(Module *m, Stmt *s, unsigned used, unsigned bound) {
         base_free(v);
         return r;
     }
-    case ST_STORE: {
-        unsigned missing = s->u.store.buf->scope == BUF_LOCAL ? 0 : used & ~bound;
-        static const char *const names[6] = {"block_x",  "block_y",  "block_z",
-                                             "thread_x", "thread_y", "thread_z"};
-        /* thread dimensions innermost */
-        for (int d = 5; d >= 0; d--) {
-            if (!(missing & (1u << d)))
-                continue;
-            Expr *one = ir_const_int(m, RV_I64, 1);
-            s = lower_for(m, lower_loop_var(m, names[d], one), one,
-                          (LoopKind)(LOOP_GPU_BLOCK_X + d), s);
-        }
-        return s;
-    }
+    case ST_STORE:
+        return s->u.store.buf->scope == BUF_LOCAL ? s : wrap_dims(m, s, used & ~bound);
     default:
         return s;
     }
