@@ -1,19 +1,456 @@
 /*
- * bench/ravel_kernels.c — placeholder: ravel has no compiled kernels yet, so
- * every request answers NULL and the drivers report ravel as null.
+ * bench/ravel_kernels.c — ravel's kernels for the benchmark drivers.
  *
- * When ravel can compile these workloads, this file builds them through the
- * public API (include/ravel.h) — once per shape and thread count — and wraps
- * each in a RavelKernel. Never substitute a baseline here: a null is honest,
- * a baseline dressed as ravel is not.
+ * For each request, the .rv source of the workload is generated as text
+ * (the row count M symbolic, `size M in 1..4096`; N, K and the batch as
+ * constants), with a schedule written for it, and compiled once, outside
+ * the timed region, the way rv_program_compile does it: parse, lower
+ * (lower_pipeline), emit C (cg_c_module), JIT (jit_compile, through the
+ * on-disk cache), look up each kernel (jit_fn). The timed run() then calls
+ * the kernel symbols directly, as an AOT user would: a sizes array, the
+ * caller's own buffers (row-major float32, 64-byte aligned by bench_alloc)
+ * and an rv_rt_ctx whose parallel_for runs on a thread pool of exactly
+ * `threads` threads (threads == 1: every chunk on the caller). There is no
+ * per-call copy, check or allocation, unlike rv_program_run.
+ *
+ * THE RULE PER T. The schedule depends on M (= 16·T for dense), which is
+ * symbolic: every kernel is compiled per (kind, N, K, batch) in up to two
+ * variants, and run() picks one by M:
+ *   dense, dense+bias+gelu: "stream" (vectors along the rows, X transposed
+ *       into a k-major panel, a 16x24 tile of Yᵀ in registers) when
+ *       M <= 208, else "packed" (W packed k-major per 64-column panel, a
+ *       6x64 register tile broadcasting X);
+ *   bmm NT (K = 64): stream style, parallel over the batch;
+ *   bmm NN, sgemm: the broadcast micro-kernel (6 rows x NR columns of C in
+ *       registers, B read in place), parallel over the batch (bmm) or over
+ *       64-column tiles (sgemm; B panels packed for N >= 1024).
+ * Both variants are compiled by ravel_kernel_for (and cached for the
+ * process), so run() never compiles. A variant that fails to compile makes
+ * ravel_kernel_for print rv_last_error() and answer NULL: never a fake.
+ *
+ * RAVEL_BENCH_VARIANT=stream|packed forces the dense variant (to verify
+ * both on the drivers' small shapes).
  */
 #include "ravel_kernels.h"
 
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+
+#include "codegen/codegen.h"
+#include "ir/ir.h"
+#include "jit/jit.h"
+#include "lower/lower.h"
+#include "ravel.h"
+#include "ravel_rt.h"
+#include "runtime/threadpool.h"
+
+enum { ROLE_A, ROLE_B, ROLE_BIAS, ROLE_C, ROLE_COUNT };
+#define MAX_KERNELS 4
+#define MAX_PARAMS 8
+
+/* One compiled program: its kernels and how their parameters map. */
+typedef struct Compiled {
+    int kind, batch, n, k, variant;
+    rv_module *m;
+    Kernel **ks;
+    int nk;
+    CgUnit unit;
+    JitLib *lib;
+    rv_rt_kernel_fn fns[MAX_KERNELS];
+    int nsizes[MAX_KERNELS];         /* every size param is M */
+    int nbufs[MAX_KERNELS];
+    int role[MAX_KERNELS][MAX_PARAMS]; /* buffer i -> ROLE_* */
+    struct Compiled *next;
+} Compiled;
+
+static Compiled *g_cache; /* process lifetime */
+
+/* ---- the context: a pool of exactly `threads` threads ---- */
+
+static ThreadPool *g_pools[257];
+static ThreadPool *g_cur_pool; /* set by run() before calling the kernels */
+
+static void pool_for(int64_t n, void (*fn)(void *, int64_t, int64_t, int), void *closure) {
+    tp_parallel_for(g_cur_pool, n, fn, closure);
+}
+
+static void serial_for(int64_t n, void (*fn)(void *, int64_t, int64_t, int), void *closure) {
+    if (n > 0)
+        fn(closure, 0, n, 0);
+}
+
+typedef struct Host {
+    atomic_int failed;
+} Host;
+
+static void *host_alloc(struct rv_rt_ctx *ctx, size_t n) {
+    size_t bytes = (n + RV_RT_ALIGN - 1) / RV_RT_ALIGN * RV_RT_ALIGN;
+    void *p = aligned_alloc(RV_RT_ALIGN, bytes ? bytes : RV_RT_ALIGN);
+    if (!p)
+        atomic_store(&((Host *)ctx->host)->failed, 1);
+    else
+        memset(p, 0, bytes);
+    return p;
+}
+
+static void host_free(struct rv_rt_ctx *ctx, void *p) {
+    (void)ctx;
+    free(p);
+}
+
+/* ---- the .rv sources ---- */
+
+typedef struct SrcText {
+    char s[8192];
+    size_t len;
+} SrcText;
+
+static void put(SrcText *b, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int w = vsnprintf(b->s + b->len, sizeof b->s - b->len, fmt, ap);
+    va_end(ap);
+    if (w > 0)
+        b->len += (size_t)w;
+    if (b->len >= sizeof b->s)
+        b->len = sizeof b->s - 1;
+}
+
+enum { V_STREAM, V_PACKED };
+
+static void dense_source(SrcText *b, int gelu, int n, int k, int variant) {
+    put(b, "size M in 1..4096\n");
+    put(b, "input X : f32[M, %d]\ninput W : f32[%d, %d]\n", k, n, k);
+    if (gelu)
+        put(b, "input bias : f32[%d]\n", n);
+    if (gelu)
+        put(b, "Y[i, j] = gelu(sum(k < %d) X[i, k] * W[j, k] + bias[j])\n", k);
+    else
+        put(b, "Y[i, j] = sum(k < %d) X[i, k] * W[j, k]\n", k);
+    if (variant == V_STREAM)
+        put(b, "schedule Y {\n"
+               "    YL = cache_write(Y, layout=\"j, i\")\n"
+               "    io, ii = split(i, 16)\n"
+               "    jo, ji = split(j, 24)\n"
+               "    reorder(io, jo, ii, ji)\n"
+               "    parallel(jo)\n"
+               "    compute_at(YL, jo)\n"
+               "}\n"
+               "schedule YL {\n"
+               "    XL = cache_read(X, layout=\"k, i\")\n"
+               "    ko, ku = split(k, 8)\n"
+               "    reorder(ko, j, ku, i)\n"
+               "    unroll(ku)\n"
+               "    unroll(j)\n"
+               "    vectorize(i)\n"
+               "}\n"
+               "schedule Y {\n"
+               "    compute_at(XL, io)\n"
+               "}\n");
+    else
+        put(b, "schedule Y {\n"
+               "    YL = cache_write(Y)\n"
+               "    jo, ji = split(j, 64)\n"
+               "    io, ii = split(i, 6)\n"
+               "    reorder(jo, io, ii, ji)\n"
+               "    parallel(jo)\n"
+               "    vectorize(ji)\n"
+               "    compute_at(YL, io)\n"
+               "}\n"
+               "schedule YL {\n"
+               "    WL = cache_read(W, layout=\"k, j\")\n"
+               "    jv2, jv = split(j, 16)\n"
+               "    reorder(k, i, jv2, jv)\n"
+               "    unroll(i)\n"
+               "    unroll(jv2)\n"
+               "    vectorize(jv)\n"
+               "}\n"
+               "schedule WL {\n"
+               "    ko, ki = split(k, 16)\n"
+               "    reorder(ko, j, ki)\n"
+               "    unroll(ki)\n"
+               "}\n"
+               "schedule Y {\n"
+               "    compute_at(WL, jo)\n"
+               "}\n");
+}
+
+/* bmm NT: Y[b,i,j] = sum(k<K) X[b,i,k] W[b,j,k], stream style. */
+static void bmm_nt_source(SrcText *b, int batch, int n, int k) {
+    put(b, "size M in 1..4096\n");
+    put(b, "input X : f32[%d, M, %d]\ninput W : f32[%d, %d, %d]\n", batch, k, batch, n, k);
+    put(b, "Y[b, i, j] = sum(k < %d) X[b, i, k] * W[b, j, k]\n", k);
+    put(b, "schedule Y {\n"
+           "    YL = cache_write(Y, layout=\"j, i\")\n"
+           "    io, ii = split(i, 16)\n"
+           "    jo, ji = split(j, 24)\n"
+           "    reorder(b, io, jo, ii, ji)\n"
+           "    parallel(b)\n"
+           "    compute_at(YL, jo)\n"
+           "}\n"
+           "schedule YL {\n"
+           "    XL = cache_read(X, layout=\"k, i\")\n"
+           "    ko, ku = split(k, 8)\n"
+           "    reorder(ko, j, ku, i)\n"
+           "    unroll(ku)\n"
+           "    unroll(j)\n"
+           "    vectorize(i)\n"
+           "}\n"
+           "schedule Y {\n"
+           "    compute_at(XL, io)\n"
+           "}\n");
+}
+
+/* NN forms: Y[(b,)i,j] = sum(k<K) X[(b,)i,k] W[(b,)k,j]; broadcast micro-kernel. */
+static void nn_source(SrcText *b, int batch, int n, int k) {
+    int nr = n >= 64 ? 64 : n >= 32 ? 32 : 16;
+    put(b, "size M in 1..4096\n");
+    if (batch) {
+        put(b, "input X : f32[%d, M, %d]\ninput W : f32[%d, %d, %d]\n", batch, k, batch, k, n);
+        put(b, "Y[b, i, j] = sum(k < %d) X[b, i, k] * W[b, k, j]\n", k);
+    } else {
+        put(b, "input X : f32[M, %d]\ninput W : f32[%d, %d]\n", k, k, n);
+        put(b, "Y[i, j] = sum(k < %d) X[i, k] * W[k, j]\n", k);
+    }
+    int pack = !batch && n >= 1024;
+    put(b, "schedule Y {\n"
+           "    YL = cache_write(Y)\n"
+           "    jo, ji = split(j, %d)\n"
+           "    io, ii = split(i, 6)\n",
+        nr);
+    if (batch)
+        put(b, "    reorder(b, jo, io, ii, ji)\n    parallel(b)\n");
+    else
+        put(b, "    reorder(jo, io, ii, ji)\n    parallel(jo)\n");
+    put(b, "    vectorize(ji)\n"
+           "    compute_at(YL, io)\n"
+           "}\n"
+           "schedule YL {\n");
+    if (pack)
+        put(b, "    WL = cache_read(W)\n");
+    put(b, "    jv2, jv = split(j, 16)\n"
+           "    reorder(k, i, jv2, jv)\n"
+           "    unroll(i)\n"
+           "    unroll(jv2)\n"
+           "    vectorize(jv)\n"
+           "}\n");
+    if (pack)
+        put(b, "schedule WL {\n"
+               "    ko, ki = split(k, 16)\n"
+               "    reorder(ko, j, ki)\n"
+               "    unroll(ki)\n"
+               "}\n"
+               "schedule Y {\n"
+               "    compute_at(WL, jo)\n"
+               "}\n");
+}
+
+/* ---- compile ---- */
+
+static const char *kind_name(int kind) {
+    static const char *const names[RK_COUNT] = {"dense", "dense_bias_gelu", "bmm_nt", "bmm_nn",
+                                                "sgemm"};
+    return kind >= 0 && kind < RK_COUNT ? names[kind] : "?";
+}
+
+static int role_of(const char *tensor) {
+    static const char *const names[ROLE_COUNT] = {"X", "W", "bias", "Y"};
+    for (int r = 0; r < ROLE_COUNT; r++)
+        if (!strcmp(tensor, names[r]))
+            return r;
+    return -1;
+}
+
+static void compiled_free(Compiled *c) {
+    if (!c)
+        return;
+    jit_close(c->lib);
+    cg_unit_free(&c->unit);
+    base_free(c->ks);
+    rv_module_free(c->m);
+    free(c);
+}
+
+static Compiled *compile_variant(int kind, int batch, int n, int k, int variant) {
+    for (Compiled *c = g_cache; c; c = c->next)
+        if (c->kind == kind && c->batch == batch && c->n == n && c->k == k &&
+            c->variant == variant)
+            return c;
+    SrcText src = {.len = 0};
+    switch (kind) {
+    case RK_DENSE:
+    case RK_DENSE_BIAS_GELU:
+        dense_source(&src, kind == RK_DENSE_BIAS_GELU, n, k, variant);
+        break;
+    case RK_BMM_NT:
+        bmm_nt_source(&src, batch, n, k);
+        break;
+    case RK_BMM_NN:
+        nn_source(&src, batch, n, k);
+        break;
+    case RK_SGEMM:
+        nn_source(&src, 0, n, k);
+        break;
+    default:
+        return NULL;
+    }
+    char name[96];
+    snprintf(name, sizeof name, "%s_b%d_n%d_k%d_v%d.rv", kind_name(kind), batch, n, k, variant);
+    Compiled *c = calloc(1, sizeof *c);
+    c->kind = kind, c->batch = batch, c->n = n, c->k = k, c->variant = variant;
+    const char *stage = "parse";
+    rv_status st = rv_module_parse(name, src.s, &c->m);
+    if (st == RV_OK && (stage = "verify", st = ir_verify(c->m)) == RV_OK &&
+        (stage = "lower", st = lower_pipeline(c->m, &c->ks, &c->nk)) == RV_OK) {
+        if (c->nk < 1 || c->nk > MAX_KERNELS) {
+            fprintf(stderr, "ravel_kernels: %s: %d kernels (want 1..%d)\n", name, c->nk,
+                    MAX_KERNELS);
+            goto fail;
+        }
+        cg_c_module(c->ks, c->nk, &c->unit);
+        const char *flags[] = {"-fopenmp-simd"};
+        JitOptions jo = {.extra_flags = flags, .n_extra_flags = 1};
+        stage = "jit";
+        st = jit_compile(c->unit.source, &jo, &c->lib);
+    }
+    if (st != RV_OK) {
+        fprintf(stderr, "ravel_kernels: %s: %s failed: %s\n--- source ---\n%s", name, stage,
+                rv_last_error(), src.s);
+        goto fail;
+    }
+    for (int i = 0; i < c->nk; i++) {
+        const Kernel *kn = c->ks[i];
+        c->fns[i] = (rv_rt_kernel_fn)jit_fn(c->lib, c->unit.kernel_syms[i]);
+        if (!c->fns[i] || kn->prelude || c->unit.prelude_syms[i]) {
+            fprintf(stderr, "ravel_kernels: %s: kernel %s %s\n", name, c->unit.kernel_syms[i],
+                    c->fns[i] ? "has a prelude (unexpected)" : "missing");
+            goto fail;
+        }
+        if (kn->nparams > MAX_PARAMS) {
+            fprintf(stderr, "ravel_kernels: %s: %d params\n", name, kn->nparams);
+            goto fail;
+        }
+        for (int p = 0; p < kn->nparams; p++) {
+            const Param *pa = &kn->params[p];
+            if (pa->kind == PARAM_SIZE) {
+                if (strcmp(pa->size->name, "M") != 0) {
+                    fprintf(stderr, "ravel_kernels: %s: unexpected size param %s\n", name,
+                            pa->size->name);
+                    goto fail;
+                }
+                c->nsizes[i]++;
+                continue;
+            }
+            int r = pa->kind == PARAM_TENSOR && pa->buf->tensor ? role_of(pa->buf->tensor->name)
+                                                                : -1;
+            if (r < 0) {
+                fprintf(stderr,
+                        "ravel_kernels: %s: kernel %s has a %s parameter %s (AUX/UF/temporary "
+                        "buffers are not supported here)\n",
+                        name, c->unit.kernel_syms[i],
+                        pa->kind == PARAM_AUX  ? "AUX"
+                        : pa->kind == PARAM_UF ? "UF"
+                                               : "tensor",
+                        pa->buf->name);
+                goto fail;
+            }
+            c->role[i][c->nbufs[i]++] = r;
+        }
+    }
+    if (getenv("RAVEL_BENCH_SHOW"))
+        fprintf(stderr, "--- %s ---\n%s\n", name, c->unit.source);
+    c->next = g_cache;
+    g_cache = c;
+    return c;
+fail:
+    compiled_free(c);
+    return NULL;
+}
+
+/* ---- the kernel ---- */
+
+typedef struct State {
+    Compiled *v[2]; /* [V_STREAM], [V_PACKED]; v[1] NULL: one variant */
+    int threshold;  /* M <= threshold: v[0] */
+    int threads;
+    Host host;
+    struct rv_rt_ctx ctx;
+} State;
+
+static void ravel_run(void *state, const RavelKernelArgs *args) {
+    State *s = state;
+    const Compiled *c = s->v[1] && args->m > s->threshold ? s->v[1] : s->v[0];
+    const void *ptr[ROLE_COUNT] = {args->a, args->b, args->bias, args->c};
+    int64_t sizes[MAX_PARAMS];
+    void *bufs[MAX_PARAMS];
+    g_cur_pool = s->threads > 1 ? g_pools[s->threads] : NULL;
+    for (int i = 0; i < c->nk; i++) {
+        for (int j = 0; j < c->nsizes[i]; j++)
+            sizes[j] = args->m;
+        for (int j = 0; j < c->nbufs[i]; j++)
+            bufs[j] = (void *)ptr[c->role[i][j]];
+        c->fns[i](sizes, bufs, &s->ctx);
+    }
+}
+
+static void ravel_state_free(void *state) {
+    free(state); /* the compiled programs and pools live for the process */
+}
 
 RavelKernel *ravel_kernel_for(const RavelKernelShape *shape) {
-    (void)shape;
-    return NULL;
+    if (!shape || shape->kind < 0 || shape->kind >= RK_COUNT || shape->threads < 1 ||
+        shape->threads > 256)
+        return NULL;
+    State *s = calloc(1, sizeof *s);
+    s->threads = shape->threads;
+    int kind = shape->kind, batch = shape->batch, n = shape->n, k = shape->k;
+    const char *force = getenv("RAVEL_BENCH_VARIANT");
+    const char *desc;
+    if (kind == RK_DENSE || kind == RK_DENSE_BIAS_GELU) {
+        s->threshold = 208;
+        if (force && !strcmp(force, "stream"))
+            s->v[0] = compile_variant(kind, 0, n, k, V_STREAM), s->threshold = 1 << 30;
+        else if (force && !strcmp(force, "packed"))
+            s->v[0] = compile_variant(kind, 0, n, k, V_PACKED), s->threshold = 1 << 30;
+        else {
+            s->v[0] = compile_variant(kind, 0, n, k, V_STREAM);
+            s->v[1] = s->v[0] ? compile_variant(kind, 0, n, k, V_PACKED) : NULL;
+            if (!s->v[1])
+                s->v[0] = NULL;
+        }
+        desc = force ? force : "stream<=208<packed";
+    } else {
+        s->v[0] = compile_variant(kind, kind == RK_SGEMM ? 0 : batch, n, k, 0);
+        desc = kind == RK_BMM_NT ? "stream" : "bcast6x64";
+    }
+    if (!s->v[0]) {
+        free(s);
+        return NULL;
+    }
+    if (s->threads > 1 && !g_pools[s->threads]) {
+        g_pools[s->threads] = tp_new(s->threads);
+        if (tp_num_threads(g_pools[s->threads]) != s->threads)
+            fprintf(stderr, "ravel_kernels: asked for %d threads, the pool has %d\n", s->threads,
+                    tp_num_threads(g_pools[s->threads]));
+    }
+    s->ctx = (struct rv_rt_ctx){.abi_version = RV_RT_ABI_VERSION,
+                                .num_threads = s->threads > 1 ? tp_num_threads(g_pools[s->threads])
+                                                              : 1,
+                                .parallel_for = s->threads > 1 ? pool_for : serial_for,
+                                .alloc = host_alloc,
+                                .free = host_free,
+                                .host = &s->host};
+    RavelKernel *rk = calloc(1, sizeof *rk);
+    static char names[RK_COUNT][64];
+    snprintf(names[kind], sizeof names[kind], "%s:%s", kind_name(kind), desc);
+    rk->name = names[kind];
+    rk->state = s;
+    rk->run = ravel_run;
+    rk->free = ravel_state_free;
+    return rk;
 }
 
 void ravel_kernel_free(RavelKernel *k) {
