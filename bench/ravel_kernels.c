@@ -184,7 +184,7 @@ static void bmm_nt_source(SrcText *b, int batch, int n, int k) {
     put(b, "input X : f32[%d, M, %d]\ninput W : f32[%d, %d, %d]\n", batch, k, batch, n, k);
     put(b, "Y[b, i, j] = sum(k < %d) X[b, i, k] * W[b, j, k]\n", k);
     put(b, "schedule Y {\n"
-           "    YL = cache_write(Y, layout=\"j, i\")\n"
+           "    YL = cache_write(Y, layout=\"b, j, i\")\n"
            "    io, ii = split(i, 16)\n"
            "    jo, ji = split(j, 24)\n"
            "    reorder(b, io, jo, ii, ji)\n"
@@ -192,7 +192,7 @@ static void bmm_nt_source(SrcText *b, int batch, int n, int k) {
            "    compute_at(YL, jo)\n"
            "}\n"
            "schedule YL {\n"
-           "    XL = cache_read(X, layout=\"k, i\")\n"
+           "    XL = cache_read(X, layout=\"b, k, i\")\n"
            "    ko, ku = split(k, 8)\n"
            "    reorder(ko, j, ku, i)\n"
            "    unroll(ku)\n"
