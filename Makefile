@@ -58,11 +58,27 @@ $(BUILD)/tests/%: tests/unit/%.c tests/harness.h $(BUILD)/libravel.a
 
 # The test runner prints every suite's result and ends with "N passed, N failed".
 test: deps
-	@$(MAKE) --no-print-directory all $(TEST_BIN)
+	@$(MAKE) --no-print-directory all $(TEST_BIN) $(BUILD)/fuzz_sched
 	@BUILD=$(BUILD) SAN=$(SAN) sh tests/run.sh
 
-test-only: all $(TEST_BIN)
+test-only: all $(TEST_BIN) $(BUILD)/fuzz_sched
 	@BUILD=$(BUILD) SAN=$(SAN) sh tests/run.sh
+
+# The schedule fuzzer (tests/fuzz_sched.c): random schedules of every example
+# checked against the interpreter. tests/suite_fuzz.sh runs a bounded number;
+# `make fuzz-sched` runs FUZZ_COUNT (reproducers of failures go to FUZZ_REPROS).
+FUZZ_SEED   ?= 1
+FUZZ_COUNT  ?= 10400
+FUZZ_JOBS   ?= 2
+FUZZ_REPROS ?= $(BUILD)/fuzz_repros
+
+$(BUILD)/fuzz_sched: tests/fuzz_sched.c $(BUILD)/libravel.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -rdynamic -o $@ $< $(BUILD)/libravel.a $(LDFLAGS) $(LDLIBS)
+
+fuzz-sched: $(BUILD)/fuzz_sched
+	$(BUILD)/fuzz_sched --seed $(FUZZ_SEED) --count $(FUZZ_COUNT) --jobs $(FUZZ_JOBS) \
+	  --repro-dir $(FUZZ_REPROS)
 
 asan-test:
 	$(MAKE) SAN=1 test

@@ -894,6 +894,8 @@ static void write_repro(const Program *p, int j, const char *trace, const char *
     for (const char *l = trace; l && *l;) {
         const char *eol = strchr(l, '\n');
         size_t len = eol ? (size_t)(eol - l + 1) : strlen(l);
+        if (l[0] == '@')
+            break;
         if (l[0] != '#')
             fwrite(l, 1, len, f);
         l += len;
