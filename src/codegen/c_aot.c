@@ -449,7 +449,7 @@ static void emit_header(Aot *a, Buf *h, const char *src_name) {
                " * An array may be NULL only when it has no elements.\n"
                " *\n"
                " * RESULT. RV_RT_OK (0); RV_RT_ERR_BOUNDS when a size or UF value is outside\n"
-               " * its declared range or a non-empty array is NULL (nothing is computed); \n"
+               " * its declared range or a non-empty array is NULL (nothing is computed);\n"
                " * RV_RT_ERR_OOM when memory ran out (outputs are then undefined).\n"
                " *\n"
                " * CONTEXT. ctx supplies a parallel-for and scratch memory (ravel_rt.h).\n"
