@@ -1,5 +1,5 @@
 #!/bin/sh
-# A bounded run of the schedule fuzzer (tests/fuzz_sched.c): 300 random
+# A bounded run of the schedule fuzzer (tests/fuzz_sched.c): 256 random
 # schedules over examples/*.rv and tests/fuzz/*.rv, each compiled at -O0 and
 # compared with the interpreter. `make fuzz-sched` runs the long version.
 # Prints "fuzz: N passed, N failed"; a failure prints its replay command.
@@ -10,4 +10,4 @@ if [ ! -x "$FUZZ" ]; then
     echo "fuzz: 0 passed, 1 failed"
     exit 1
 fi
-"$FUZZ" --seed "${FUZZ_SEED:-1}" --count "${FUZZ_COUNT:-300}" --jobs 2
+"$FUZZ" --seed "${FUZZ_SEED:-1}" --count "${FUZZ_COUNT:-256}" --jobs 2
