@@ -941,7 +941,9 @@ static void finish(Slot *s, int status) {
         p->failed++;
         total_failed++;
         char why[256];
-        if (WIFSIGNALED(status))
+        if (WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM)
+            snprintf(why, sizeof why, "timed out after 300 s (a hang, or a very loaded machine)");
+        else if (WIFSIGNALED(status))
             snprintf(why, sizeof why, "crashed with signal %d (%s)", WTERMSIG(status),
                      strsignal(WTERMSIG(status)));
         else
@@ -985,7 +987,7 @@ static void launch(Slot *s, Program *p, int j) {
         dup2(fd, 1);
         dup2(fd, 2);
         setvbuf(stdout, NULL, _IONBF, 0);
-        alarm(60);
+        alarm(300); /* a hang; generous, since loaded machines are slow */
         int code = run_one(p, opt_seed, j);
         fflush(stdout);
         _exit(code);
