@@ -656,7 +656,12 @@ static int gen_step(Gen *g, char *stage, char *step, size_t n) {
         char opts[64];
         cache_opts(g, opts, sizeof opts, 1);
         snprintf(step, n, "Lr%d = cache_read(%s%s)", c, pick_read(g, s), opts);
-    } else if (w < 85) { /* cache_write */
+    } else if (w < 85) { /* cache_write, mostly of stages with a reduction */
+        int has_reduce = 0;
+        for (int i = 0; i < s->nloops; i++)
+            has_reduce |= s->loops[i].reduce;
+        if (!has_reduce && !rng_chance(&g->r, 10))
+            return 0;
         char opts[64];
         cache_opts(g, opts, sizeof opts, 1);
         snprintf(step, n, "Lw%d = cache_write(%s%s)", c, s->name, opts);
