@@ -207,8 +207,11 @@ static Expr *lower_reduce(ExprCtx *x, Expr *e) {
         Axis *ax = e->u.red.axes[i];
         ExprCtx ex = {c, {0}, NULL, RV_OK};
         exts[i] = lower_expr(&ex, ax->extent);
-        RV_ASSERT(ex.pre.len == 0); /* extents have no reductions */
-        vec_free(&ex.pre);
+        vec_free(&ex.pre); /* extents have no reductions */
+        if (!exts[i]) {
+            x->st = ex.st;
+            return NULL;
+        }
         vars[i] = lower_loop_var(m, ax->name, exts[i]);
         ptrmap_put(&c->axis_value, ax, vars[i]->var);
     }
@@ -688,8 +691,8 @@ static Stmt *gen_reduction(LowerCtx *c, Nest n, int i) {
         return lower_seq(m, 2, both);
     }
     int id = c->nacc++;
-    n.acc =
-        ir_buffer_new(m, arena_printf(m->arena, "acc%d", id), R->args[0]->dtype, ir_int(m, 1), BUF_LOCAL);
+    n.acc = ir_buffer_new(m, arena_printf(m->arena, "acc%d", id), R->args[0]->dtype, ir_int(m, 1),
+                          BUF_LOCAL);
     n.arg = R->u.red.rk == RV_REDUCE_ARGMAX ? ir_buffer_new(m, arena_printf(m->arena, "arg%d", id),
                                                             RV_I64, ir_int(m, 1), BUF_LOCAL)
                                             : NULL;
@@ -708,8 +711,8 @@ static Stmt *gen_reduction(LowerCtx *c, Nest n, int i) {
     ptrmap_free(&preset);
     if (!fin)
         return NULL;
-    Stmt *parts[4] = {lower_store(m, n.acc, zero, reduce_init(m, R->u.red.rk, R->args[0]->dtype)), NULL,
-                      loops, fin};
+    Stmt *parts[4] = {lower_store(m, n.acc, zero, reduce_init(m, R->u.red.rk, R->args[0]->dtype)),
+                      NULL, loops, fin};
     if (n.arg)
         parts[1] = lower_store(m, n.arg, zero, ir_int(m, -1));
     Stmt *s = wrap_locals(c, lower_seq(m, 4, parts));
@@ -1044,9 +1047,21 @@ static Stmt *attach_one(LowerCtx *c, Nest *n, Stage *p, Stmt *rest_placeholder, 
         }
         alloc[d] = simp(c, ir_binary(m, EX_MAX, ub, ir_int(m, 0)));
     }
+    /* region bounds may hold UF applications: make them loop IR (i64) */
+    for (int d = 0; d < nd; d++) {
+        origin[d] = lower_index(c, origin[d]);
+        ext[d] = lower_index(c, ext[d]);
+        alloc[d] = lower_index(c, alloc[d]);
+        if (!origin[d] || !ext[d] || !alloc[d])
+            return NULL;
+        origin[d] = simp(c, ir_cast(m, RV_I64, origin[d]));
+        ext[d] = simp(c, ir_cast(m, RV_I64, ext[d]));
+        alloc[d] = simp(c, ir_cast(m, RV_I64, alloc[d]));
+    }
+    int inner = nd ? p->order[nd - 1] : 0; /* the innermost dimension in storage */
     if (nd && p->align > 1)
-        alloc[nd - 1] = simp(
-            c, ir_binary(m, EX_MUL, ceil_div(m, alloc[nd - 1], p->align), ir_int(m, p->align)));
+        alloc[inner] =
+            simp(c, ir_binary(m, EX_MUL, ceil_div(m, alloc[inner], p->align), ir_int(m, p->align)));
     if (p->local_pad && p->kind != STAGE_CACHE_READ) {
         const char *bad = padded_reads_outside(c, p, origin, ext);
         if (bad)

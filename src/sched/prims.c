@@ -593,6 +593,12 @@ static rv_status prim_storage_pad(Ctx *c) {
     if (st->kind != STAGE_OP || st->attach != ATTACH_ROOT)
         return fail(c, loc, "%s is not stored in a tensor of its own", st->name);
     int d = v->axis->pos;
+    for (int e = 0; e < st->t->ndim; e++)
+        if (st->t->axes[e]->extent && ir_uses_axis(st->t->axes[e]->extent, v->axis))
+            return fail(c, loc,
+                        "the extent of %s depends on %s; padding the storage of %s is not "
+                        "supported",
+                        st->t->axes[e]->name, v->name, v->name);
     int64_t cur = st->t->pad[d];
     int64_t l = cur / gcd64(cur, n) * n;
     if (l > (1 << 20))
@@ -772,6 +778,29 @@ static Expr *inline_read(void *ctx, Expr *read, Expr *const *idx) {
     return r;
 }
 
+typedef struct RedAxes {
+    const Tensor *t;
+    bool found;
+} RedAxes;
+
+static void red_axes_fn(const Expr *e, void *ctx) {
+    RedAxes *r = ctx;
+    if (e->kind != EX_REDUCE)
+        return;
+    for (int i = 0; i < e->u.red.naxes; i++)
+        for (int d = 0; d < r->t->ndim; d++)
+            if (e->u.red.axes[i]->extent && ir_uses_axis(e->u.red.axes[i]->extent, r->t->axes[d]))
+                r->found = true;
+}
+
+/* Inlining substitutes a stage's axes in its expression, but a reduction's
+ * axes keep their extents, so `sum(l < len[b])` cannot move yet. */
+static bool reduce_extent_uses_axes(const Stage *p) {
+    RedAxes r = {p->t, false};
+    ir_visit(p->body, red_axes_fn, &r);
+    return r.found;
+}
+
 static rv_status prim_compute_inline(Ctx *c) {
     rv_status r;
     Stage *p;
@@ -792,6 +821,11 @@ static rv_status prim_compute_inline(Ctx *c) {
             return fail(c, loc, "%s is computed inside %s; place it elsewhere first", o->name,
                         p->name);
     }
+    if (reduce_extent_uses_axes(p))
+        return fail(c, loc,
+                    "cannot inline %s: the extent of one of its reductions depends on its own "
+                    "axes (not supported yet)",
+                    p->name);
     InlineCtx ic = {c->s->m, p};
     for (int i = 0; i < c->s->stages.len; i++) {
         Stage *o = c->s->stages.data[i];
