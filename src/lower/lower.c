@@ -503,6 +503,17 @@ static bool divides(LowerCtx *c, Expr *e, int64_t f) {
     return f == 1 || (ir_is_const_int(r, &v) && v == 0);
 }
 
+/* True when w is root r or was split or fused from it. */
+static bool derives_from(const IterVar *w, const IterVar *r) {
+    if (w == r)
+        return true;
+    if (w->rel == IV_OUTER || w->rel == IV_INNER)
+        return derives_from(w->parent, r);
+    if (w->rel == IV_FUSED)
+        return derives_from(w->fa, r) || derives_from(w->fb, r);
+    return false;
+}
+
 static Expr *iv_extent(LowerCtx *c, Nest *n, const IterVar *v) {
     Module *m = c->m;
     switch (v->rel) {
@@ -519,6 +530,30 @@ static Expr *iv_extent(LowerCtx *c, Nest *n, const IterVar *v) {
             }
             if (!(e = lower_index(c, v->axis->extent)))
                 return NULL;
+            /* an outer axis past its end in a guarded tile must not index
+             * the UF: the ragged extent is 0 there */
+            Expr *g = NULL;
+            for (int i = 0; i < n->st->ivs.len; i++) {
+                IterVar *w = n->st->ivs.data[i];
+                if (!w->outer || n->state[w->id] != SPLIT_GUARD || w == v)
+                    continue;
+                bool outer_axis = false;
+                for (int j = 0; j < n->st->ivs.len; j++) {
+                    IterVar *r = n->st->ivs.data[j];
+                    if (r->rel == IV_ROOT && r != v && ir_uses_axis(v->axis->extent, r->axis) &&
+                        derives_from(w, r))
+                        outer_axis = true;
+                }
+                Expr *we, *wv;
+                if (!outer_axis || !(we = iv_extent(c, n, w)) || !(wv = iv_value(c, n, w)))
+                    continue;
+                Expr *p = simp(c, ir_binary(m, EX_LT, wv, we));
+                int64_t t;
+                if (!(ir_is_const_int(p, &t) && t))
+                    g = g ? ir_binary(m, EX_AND, g, p) : p;
+            }
+            if (g)
+                e = ir_select(m, g, e, ir_int(m, 0));
         }
         if (v->pad > 1)
             e = ir_binary(m, EX_MUL, ceil_div(m, e, v->pad), ir_int(m, v->pad));
