@@ -19,7 +19,8 @@
  * error, a run error, or an output that differs from the interpreter's.
  *
  * The schedule is compiled at -O0 (quick to compile, into a temporary JIT
- * cache) and run on two or three size assignments drawn from a per-program
+ * cache; -O1 for programs whose smallest sizes are already heavy, like
+ * dense_gelu.rv) and run on two or three size assignments drawn from a per-program
  * pool: the low end of each size's range, 0 and 1 where allowed, small
  * primes and a few awkward larger values, and the high end, as long as the
  * work of the assignment stays under a budget (so big examples keep small
@@ -29,7 +30,9 @@
  * replays a failure with the same data.
  *
  * Each schedule is built, compiled and run in a child process (crashes and
- * hangs become reports, not the end of the run), up to --jobs at a time.
+ * hangs, after 300 s, become reports, not the end of the run), up to --jobs
+ * at a time; the compiler's rejections at compile time (RV_ERR_SCHEDULE for
+ * a schedule every step of which was accepted) are counted apart.
  * Schedule J of program F depends only on the seed, F's name and J, so
  * `fuzz_sched --seed S --example F --index J` replays it. A failure prints
  * the program, the sizes, the seed, the whole trace and the error; with
