@@ -675,6 +675,10 @@ static Stmt *innermost(LowerCtx *c, Nest *n) {
         Stmt *s = lower_seq(m, x.pre.len, x.pre.data);
         vec_free(&x.pre);
         /* ACC: the spatial checks wrap the whole reduction already */
+        /* IN_PLACE: declare the accumulators of nested reductions here (ACC:
+         * gen_reduction declares them with its own) */
+        if (n->mode == MODE_IN_PLACE)
+            s = wrap_locals(c, s);
         return guarded(c, guards(c, n, n->mode == MODE_IN_PLACE, true), s);
     }
     case MODE_TOP:

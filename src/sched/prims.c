@@ -667,6 +667,18 @@ static rv_status check_placeable(Ctx *c, Stage *p, SrcLoc loc) {
     return RV_OK;
 }
 
+/* True when e reads t somewhere other than inside `skip`. */
+static bool read_outside(const Expr *e, const Expr *skip, const Tensor *t) {
+    if (e == skip)
+        return false;
+    if (e->kind == EX_READ && e->u.tensor == t)
+        return true;
+    for (int i = 0; i < e->n; i++)
+        if (read_outside(e->args[i], skip, t))
+            return true;
+    return false;
+}
+
 static rv_status prim_compute_at(Ctx *c) {
     rv_status r;
     Stage *p;
@@ -705,6 +717,19 @@ static rv_status prim_compute_at(Ctx *c) {
                     p->name);
     if (st->attach == ATTACH_INLINE)
         return fail(c, loc, "%s is inlined", st->name);
+    if (v && st->reduce && reader == st && read_outside(st->body, st->reduce, p->t)) {
+        int first = st->leaves.len;
+        for (int k = 0; k < st->leaves.len; k++)
+            if (st->leaves.data[k]->reduce) {
+                first = k;
+                break;
+            }
+        if (leaf_index(st, v) >= first)
+            return fail(c, loc,
+                        "%s is also read outside the reduction of %s, which runs after loop %s; "
+                        "compute it at a loop outside the reduction loops",
+                        p->name, st->name, v->name);
+    }
     p->attach = ATTACH_AT;
     p->at = st;
     p->at_iv = v;
