@@ -495,7 +495,7 @@ static void emit_pragmas(CK *c, CFn *f, const Stmt *s) {
 static void emit_for_header(CK *c, CFn *f, const char *var, const char *from, const Expr *ext) {
     line(f, "for (int64_t %s = %s; %s < ", var, from, var);
     if (ext)
-        cg_expr(c->e, &f->text, ext);
+        cg_expr_operand(c->e, &f->text, ext);
     else
         buf_puts(&f->text, "end");
     buf_printf(&f->text, "; %s++) {\n", var);
@@ -617,7 +617,7 @@ static void emit_gpu_loop(CK *c, CFn *f, const Stmt *s) {
     line(f, "const int64_t %s = %s;\n", var, index[s->u.loop.kind - LOOP_GPU_BLOCK_X]);
     declare(f, var);
     line(f, "if (%s < ", var);
-    cg_expr(c->e, &f->text, s->u.loop.extent);
+    cg_expr_operand(c->e, &f->text, s->u.loop.extent);
     buf_puts(&f->text, ") {\n");
     open_block(f);
     emit_body(c, f, s->u.loop.body);

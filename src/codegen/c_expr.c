@@ -582,3 +582,12 @@ void cg_emit_helpers(const CgEmit *e, Buf *b) {
     }
     cg_vector_helpers(e, b); /* vector types and helpers (c_vector.c) */
 }
+
+void cg_expr_operand(CgEmit *e, Buf *b, const Expr *x) {
+    bool paren = x->kind == EX_SELECT;
+    if (paren)
+        buf_putc(b, '(');
+    cg_expr(e, b, x);
+    if (paren)
+        buf_putc(b, ')');
+}

@@ -968,7 +968,8 @@ static void emit_loop(VC *vc, const Stmt *s) {
         line(vc, "#pragma GCC unroll %lld\n", (long long)(ext < 65534 ? ext : 65534));
     if (s->u.loop.kind == LOOP_VECTOR)
         line(vc, "/* inner vector loop: serial inside the vector loop around it */\n");
-    line(vc, "for (int64_t %s = 0; %s < %s; %s++) {\n", n, n, scalar(vc, s->u.loop.extent).text, n);
+    line(vc, "for (int64_t %s = 0; %s < (%s); %s++) {\n", n, n, scalar(vc, s->u.loop.extent).text,
+         n);
     open_block(vc);
     vec_push(&vc->decls, n);
     emit_body(vc, s->u.loop.body);

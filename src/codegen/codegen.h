@@ -95,6 +95,9 @@ const char *cg_global_with(CgEmit *e, const char *hint, const char *suffix);
 /* Appends expression `x` with the parentheses C needs. Asserts on
  * tensor-level nodes (READ, UFCALL, REDUCE): lowering removes them. */
 void cg_expr(CgEmit *e, Buf *b, const Expr *x);
+/* `x` as the right operand of a comparison (`i < x`): parenthesized when
+ * cg_expr would print a conditional (?:) at its top. */
+void cg_expr_operand(CgEmit *e, Buf *b, const Expr *x);
 /* The helper definitions recorded in e->helpers. */
 void cg_emit_helpers(const CgEmit *e, Buf *b);
 /* True when x is the integer constant 0. */
@@ -118,8 +121,7 @@ void cg_extern_define(Buf *b, const char *kernel, rv_dtype dtype);
  * reason in *why ("its extent is not a constant", ...). Expressions may be
  * rebuilt in module m (lane 0's index). The vector types and helpers used
  * are recorded in e->vec_use. */
-int64_t cg_vector_loop(CgEmit *e, Module *m, const Stmt *s, int indent, Buf *out,
-                       const char **why);
+int64_t cg_vector_loop(CgEmit *e, Module *m, const Stmt *s, int indent, Buf *out, const char **why);
 /* The definitions of the vector types and helpers recorded in e->vec_use
  * (cg_emit_helpers calls it). */
 void cg_vector_helpers(const CgEmit *e, Buf *b);
