@@ -171,6 +171,20 @@ static bool range_compute(Bounds *b, Expr *e, Range *out) {
     case EX_UFCALL: {
         Expr *args[RV_MAX_DIMS];
         if (range_args_fixed(b, e, args)) {
+            /* The reader may be past the end of a guarded tile here: keep
+             * the UF's index inside its domain (an in-range value bounds
+             * the region as well, and those iterations are guarded off). */
+            for (int i = 0; i < e->n; i++) {
+                Expr *ext = e->u.uf->args[i]->extent;
+                bool plain = true;
+                for (int j = 0; ext && j < e->u.uf->nargs; j++)
+                    plain &= !ir_uses_axis(ext, e->u.uf->args[j]);
+                if (ext && plain)
+                    args[i] = bin(m, EX_MAX,
+                                  bin(m, EX_MIN, args[i],
+                                      bin(m, EX_SUB, ir_cast(m, RV_I64, ext), ir_int(m, 1))),
+                                  ir_int(m, 0));
+            }
             out->lo = out->hi = ir_ufcall(m, e->u.uf, e->n, args);
             return out->lo != NULL;
         }

@@ -1003,7 +1003,22 @@ static bool provably_lt(LowerCtx *c, Expr *a, Expr *b) {
 
 static void pad_reads_fn(const Expr *e, void *ctx) {
     PadReads *pr = ctx;
-    if (pr->bad || e->kind != EX_READ)
+    if (pr->bad)
+        return;
+    if (e->kind == EX_UFCALL) {
+        /* a UF indexed past the end of the tile would be read out of range */
+        Module *m = pr->c->m;
+        for (int d = 0; d < e->n && !pr->bad; d++) {
+            Range r;
+            Expr *ext = e->u.uf->args[d]->extent;
+            Expr *full = ext ? lower_index(pr->c, ext) : NULL;
+            if (!full || !lower_bounds_range(m, e->args[d], pr->vary, false, &r) ||
+                !provably_lt(pr->c, ir_int(m, -1), r.lo) || !provably_lt(pr->c, r.hi, full))
+                pr->bad = e->u.uf->name;
+        }
+        return;
+    }
+    if (e->kind != EX_READ)
         return;
     const Stage *src = sched_stage_of(pr->c->s, e->u.tensor);
     if (src && src->kind == STAGE_CACHE_READ && src->local_pad && src->attach == ATTACH_AT &&
