@@ -34,8 +34,8 @@
  * origin. Inlined stages were already substituted by the schedule.
  *
  * Every kernel takes all sizes of the module, then the UF arrays, tensor
- * buffers and AUX arrays it uses, in that order. Kernel bodies go through
- * lower_simplify, which removes the guards it can prove true.
+ * buffers and AUX arrays it uses, in that order. lower_pipeline then runs
+ * the passes (simplify removes the guards it can prove true).
  */
 #include <math.h>
 #include <string.h>
@@ -503,17 +503,6 @@ static bool divides(LowerCtx *c, Expr *e, int64_t f) {
     return f == 1 || (ir_is_const_int(r, &v) && v == 0);
 }
 
-/* True when w is root r or was split or fused from it. */
-static bool derives_from(const IterVar *w, const IterVar *r) {
-    if (w == r)
-        return true;
-    if (w->rel == IV_OUTER || w->rel == IV_INNER)
-        return derives_from(w->parent, r);
-    if (w->rel == IV_FUSED)
-        return derives_from(w->fa, r) || derives_from(w->fb, r);
-    return false;
-}
-
 static Expr *iv_extent(LowerCtx *c, Nest *n, const IterVar *v) {
     Module *m = c->m;
     switch (v->rel) {
@@ -541,7 +530,7 @@ static Expr *iv_extent(LowerCtx *c, Nest *n, const IterVar *v) {
                 for (int j = 0; j < n->st->ivs.len; j++) {
                     IterVar *r = n->st->ivs.data[j];
                     if (r->rel == IV_ROOT && r != v && ir_uses_axis(v->axis->extent, r->axis) &&
-                        derives_from(w, r))
+                        sched_iv_derives_from(w, r))
                         outer_axis = true;
                 }
                 Expr *we, *wv;
@@ -905,22 +894,12 @@ static bool reads_region(LowerCtx *c, const Stage *reader, const Stage *p, const
     return ok;
 }
 
-/* The stage that reads p (the schedule allows one). */
-static Stage *reader_of(LowerCtx *c, const Stage *p) {
-    for (int i = 0; i < c->s->stages.len; i++) {
-        Stage *o = c->s->stages.data[i];
-        if (o != p && o->attach != ATTACH_INLINE && sched_stage_reads_tensor(o, p->t))
-            return o;
-    }
-    return NULL;
-}
-
 /* The region of p that stage n->st's remaining iterations read, directly
  * or through the one stage computed inside it that reads p. */
 static bool infer_region(LowerCtx *c, Nest *n, Stage *p, bool clip, Range *reg) {
     Module *m = c->m;
     Stage *st = n->st;
-    Stage *reader = reader_of(c, p);
+    Stage *reader = sched_reader(c->s, p->t, p);
     if (!reader)
         return false;
     if (reader != st) {
@@ -1283,9 +1262,7 @@ static rv_status lower_stage_kernel(LowerCtx *c, Stage *st, Kernel **out) {
     }
     k->prelude = lower_seq(m, pre.len, pre.data);
     vec_free(&pre);
-    k->body = lower_simplify(m, body);
-    if (!k->body)
-        k->body = lower_seq(m, 0, NULL);
+    k->body = body; /* lower_pipeline (pipeline.c) simplifies it */
     k->nparams = c->params.len;
     k->params = arena_memdup(m->arena, c->params.data, sizeof(Param) * (size_t)c->params.len);
     *out = k;

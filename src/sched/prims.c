@@ -169,20 +169,6 @@ static bool stage_has_loops(Ctx *c, SrcLoc loc, rv_status *r) {
 
 /* ---- loop order legality ---- */
 
-static bool iv_derives_from(const IterVar *v, const IterVar *root) {
-    if (v == root)
-        return true;
-    switch (v->rel) {
-    case IV_OUTER:
-    case IV_INNER:
-        return iv_derives_from(v->parent, root);
-    case IV_FUSED:
-        return iv_derives_from(v->fa, root) || iv_derives_from(v->fb, root);
-    default:
-        return false;
-    }
-}
-
 /* Loops whose extent depends on another axis (l < len[b]) stay inside
  * every loop derived from it; a spatial loop inside a reduction loop needs
  * the reduction to accumulate in place. */
@@ -199,9 +185,9 @@ static rv_status check_order(Ctx *c, SrcLoc loc) {
             /* every leaf from o before every leaf from r */
             int last_o = -1, first_r = st->leaves.len;
             for (int k = 0; k < st->leaves.len; k++) {
-                if (iv_derives_from(st->leaves.data[k], o))
+                if (sched_iv_derives_from(st->leaves.data[k], o))
                     last_o = k;
-                if (iv_derives_from(st->leaves.data[k], r) && k < first_r)
+                if (sched_iv_derives_from(st->leaves.data[k], r) && k < first_r)
                     first_r = k;
             }
             if (last_o > first_r)
@@ -393,11 +379,11 @@ static rv_status prim_fuse(Ctx *c) {
         return fail(c, loc, "fuse loops before choosing their kinds");
     for (int i = 0; i < st->ivs.len; i++) {
         IterVar *rb = st->ivs.data[i];
-        if (rb->rel != IV_ROOT || !iv_derives_from(b, rb) || !rb->axis->extent)
+        if (rb->rel != IV_ROOT || !sched_iv_derives_from(b, rb) || !rb->axis->extent)
             continue;
         for (int j = 0; j < st->ivs.len; j++) {
             IterVar *ra = st->ivs.data[j];
-            if (ra->rel == IV_ROOT && iv_derives_from(a, ra) &&
+            if (ra->rel == IV_ROOT && sched_iv_derives_from(a, ra) &&
                 ir_uses_axis(rb->axis->extent, ra->axis))
                 return fail(c, loc,
                             "cannot fuse %s with %s: the extent of %s depends on %s (fusing "
@@ -540,13 +526,28 @@ static void pad_check_read(const Expr *e, void *ctx) {
     }
 }
 
+/* pad(v, N) and storage_pad(v, N): a leaf and a multiple. */
+static rv_status pad_args(Ctx *c, IterVar **v, int64_t *n) {
+    rv_status r;
+    if ((r = check_arity(c, 2, 2, 0, NULL)) != RV_OK ||
+        (r = arg_leaf(c, positional(c->step, 0), v)) != RV_OK)
+        return r;
+    return arg_int(c, positional(c->step, 1), 1, 1 << 20, "the multiple", n);
+}
+
+/* A dimension of st whose extent depends on axis a (ragged), or NULL. */
+static const Axis *extent_depends_on(const Stage *st, const Axis *a) {
+    for (int i = 0; i < st->t->ndim; i++)
+        if (st->t->axes[i]->extent && ir_uses_axis(st->t->axes[i]->extent, a))
+            return st->t->axes[i];
+    return NULL;
+}
+
 static rv_status prim_pad(Ctx *c) {
     rv_status r;
     IterVar *v;
     int64_t n;
-    if ((r = check_arity(c, 2, 2, 0, NULL)) != RV_OK ||
-        (r = arg_leaf(c, positional(c->step, 0), &v)) != RV_OK ||
-        (r = arg_int(c, positional(c->step, 1), 1, 1 << 20, "the multiple", &n)) != RV_OK)
+    if ((r = pad_args(c, &v, &n)) != RV_OK)
         return r;
     Stage *st = c->st;
     SrcLoc loc = c->step->loc;
@@ -570,9 +571,9 @@ static rv_status prim_pad(Ctx *c) {
                     "the padded iterations of %s would read %s outside its storage (each read "
                     "along %s must index a dimension stored padded to a multiple of %lld)",
                     v->name, p.bad, v->name, (long long)n);
-    for (int i = 0; i < st->t->ndim; i++)
-        if (st->t->axes[i]->extent && ir_uses_axis(st->t->axes[i]->extent, v->axis))
-            return fail(c, loc, "the extent of %s depends on %s", st->t->axes[i]->name, v->name);
+    const Axis *dep = extent_depends_on(st, v->axis);
+    if (dep)
+        return fail(c, loc, "the extent of %s depends on %s", dep->name, v->name);
     v->pad = n;
     st->touched = true;
     return RV_OK;
@@ -582,9 +583,7 @@ static rv_status prim_storage_pad(Ctx *c) {
     rv_status r;
     IterVar *v;
     int64_t n;
-    if ((r = check_arity(c, 2, 2, 0, NULL)) != RV_OK ||
-        (r = arg_leaf(c, positional(c->step, 0), &v)) != RV_OK ||
-        (r = arg_int(c, positional(c->step, 1), 1, 1 << 20, "the multiple", &n)) != RV_OK)
+    if ((r = pad_args(c, &v, &n)) != RV_OK)
         return r;
     Stage *st = c->st;
     SrcLoc loc = c->step->loc;
@@ -593,12 +592,11 @@ static rv_status prim_storage_pad(Ctx *c) {
     if (st->kind != STAGE_OP || st->attach != ATTACH_ROOT)
         return fail(c, loc, "%s is not stored in a tensor of its own", st->name);
     int d = v->axis->pos;
-    for (int e = 0; e < st->t->ndim; e++)
-        if (st->t->axes[e]->extent && ir_uses_axis(st->t->axes[e]->extent, v->axis))
-            return fail(c, loc,
-                        "the extent of %s depends on %s; padding the storage of %s is not "
-                        "supported",
-                        st->t->axes[e]->name, v->name, v->name);
+    const Axis *dep = extent_depends_on(st, v->axis);
+    if (dep)
+        return fail(c, loc,
+                    "the extent of %s depends on %s; padding the storage of %s is not supported",
+                    dep->name, v->name, v->name);
     int64_t cur = st->t->pad[d];
     int64_t l = cur / gcd64(cur, n) * n;
     if (l > (1 << 20))
@@ -622,26 +620,6 @@ static rv_status arg_stage(Ctx *c, const SchedArg *a, Stage **out) {
     }
     *out = p;
     return RV_OK;
-}
-
-static bool stage_reads(const Stage *st, const Tensor *t) {
-    Tensor **ts;
-    int n = sched_stage_reads(st, &ts);
-    bool found = false;
-    for (int i = 0; i < n; i++)
-        found |= ts[i] == t;
-    base_free(ts);
-    return found;
-}
-
-/* The stages other than `except` that read t. */
-static Stage *other_reader(const Schedule *s, const Tensor *t, const Stage *except) {
-    for (int i = 0; i < s->stages.len; i++) {
-        Stage *o = s->stages.data[i];
-        if (o != except && o->attach != ATTACH_INLINE && stage_reads(o, t))
-            return o;
-    }
-    return NULL;
 }
 
 static bool is_ragged(const Tensor *t) {
@@ -698,10 +676,10 @@ static rv_status prim_compute_at(Ctx *c) {
         return r;
     }
     /* its one reader: this stage, or a stage computed inside it */
-    Stage *reader = other_reader(c->s, p->t, NULL);
+    Stage *reader = sched_reader(c->s, p->t, NULL);
     if (!reader)
         return fail(c, loc, "nothing reads %s", p->name);
-    Stage *o = other_reader(c->s, p->t, reader);
+    Stage *o = sched_reader(c->s, p->t, reader);
     if (o)
         return fail(c, loc,
                     "%s is read by %s and %s; it can only be computed inside its one reader",
@@ -854,7 +832,7 @@ static rv_status prim_compute_inline(Ctx *c) {
     InlineCtx ic = {c->s->m, p};
     for (int i = 0; i < c->s->stages.len; i++) {
         Stage *o = c->s->stages.data[i];
-        if (o == p || o->attach == ATTACH_INLINE || !stage_reads(o, p->t))
+        if (o == p || o->attach == ATTACH_INLINE || !sched_stage_reads_tensor(o, p->t))
             continue;
         if (o->kind == STAGE_OP && o->t->op->kind == OP_EXTERN)
             return fail(c, loc, "%s is read by extern call %s, which needs it stored", p->name,
@@ -862,7 +840,7 @@ static rv_status prim_compute_inline(Ctx *c) {
     }
     for (int i = 0; i < c->s->stages.len; i++) {
         Stage *o = c->s->stages.data[i];
-        if (o == p || o->attach == ATTACH_INLINE || !stage_reads(o, p->t))
+        if (o == p || o->attach == ATTACH_INLINE || !sched_stage_reads_tensor(o, p->t))
             continue;
         if (!rewrite_stage(c->s->m, o, p->t, inline_read, &ic))
             return fail(c, loc, "cannot inline %s into %s: %s", p->name, o->name, rv_last_error());
@@ -1052,7 +1030,7 @@ static rv_status prim_cache_read(Ctx *c) {
         is_tensor = m->tensors.data[i] == x;
     if (!is_tensor)
         return fail(c, a->loc, "'%s' is not a tensor", a->s);
-    if (!stage_reads(st, x))
+    if (!sched_stage_reads_tensor(st, x))
         return fail(c, a->loc, "%s does not read %s", st->name, a->s);
     if (st->kind == STAGE_OP && st->t->op->kind == OP_EXTERN)
         return fail(c, loc, "%s is an extern call; it reads whole tensors", st->name);

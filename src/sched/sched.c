@@ -232,3 +232,27 @@ bool sched_stage_reads_tensor(const Stage *st, const Tensor *t) {
     base_free(ts);
     return found;
 }
+
+bool sched_iv_derives_from(const IterVar *v, const IterVar *root) {
+    if (v == root)
+        return true;
+    switch (v->rel) {
+    case IV_OUTER:
+    case IV_INNER:
+        return sched_iv_derives_from(v->parent, root);
+    case IV_FUSED:
+        return sched_iv_derives_from(v->fa, root) || sched_iv_derives_from(v->fb, root);
+    default:
+        return false;
+    }
+}
+
+Stage *sched_reader(const Schedule *s, const Tensor *t, const Stage *except) {
+    for (int i = 0; i < s->stages.len; i++) {
+        Stage *o = s->stages.data[i];
+        if (o != except && o->t != t && o->attach != ATTACH_INLINE &&
+            sched_stage_reads_tensor(o, t))
+            return o;
+    }
+    return NULL;
+}

@@ -154,6 +154,10 @@ void sched_print_stage(Buf *b, const Stage *st);
  * base_free the array. */
 int sched_stage_reads(const Stage *st, Tensor ***out);
 bool sched_stage_reads_tensor(const Stage *st, const Tensor *t);
+/* A stage other than `except` (and t's own) that reads t, or NULL. */
+Stage *sched_reader(const Schedule *s, const Tensor *t, const Stage *except);
+/* True when v is `root` or was split or fused from it. */
+bool sched_iv_derives_from(const IterVar *v, const IterVar *root);
 /* The stage whose tensor is t, or NULL. */
 Stage *sched_stage_of(const Schedule *s, const Tensor *t);
 const char *sched_loop_kind_name(LoopKind k);
