@@ -1,14 +1,15 @@
 /*
  * c_vector.c — explicit vector code for vector loops in C.
  *
- * A LOOP_VECTOR loop of constant extent W (2..64) becomes one block of
+ * A LOOP_VECTOR loop of constant extent W (2..64) becomes blocks of
  * straight-line code on GCC/Clang vector types (`typedef float rv_f32x16
- * __attribute__((vector_size(64)))`): lane l of every vector is iteration
- * l of the loop. The JIT compiles with -O3 -march=native, so the compiler
- * maps the types onto AVX-512, AVX2 or SSE registers, splitting vectors
- * wider than the machine's. With W not a power of two the block covers
- * the largest power-of-two prefix P and the caller (c.c) runs iterations
- * [P, W) as a scalar loop. As with `#pragma omp simd`, the loop's kind
+ * __attribute__((vector_size(64)))`): lane l of a block's vectors is
+ * iteration base + l of the loop. The JIT compiles with -O3 -march=native,
+ * so the compiler maps the types onto AVX-512, AVX2 or SSE registers.
+ * Blocks are at most 16 lanes (see NATIVE_LANES): W = 64 is a loop over
+ * four 16-lane blocks, W = 24 a 16-lane block and an 8-lane one, and what
+ * is left below 2 lanes the caller's (c.c) scalar loop. As with `#pragma
+ * omp simd`, the loop's kind
  * asserts that its iterations are independent: the block runs each
  * statement for all lanes before the next.
  *
@@ -1045,6 +1046,65 @@ static void vc_free(VC *vc) {
     vec_free(&vc->marks);
 }
 
+/* Analyses the loop's body for `lanes` lanes; false with vc->why set when
+ * it cannot be vectorized. */
+static bool analyse(VC *vc, const Stmt *s) {
+    bool ok;
+    /* a local's varying status feeds back into the expressions: iterate */
+    do {
+        ptrmap_free(&vc->memo);
+        ptrmap_free(&vc->lets);
+        vc->changed = false;
+        ok = check_stmt(vc, s->u.loop.body);
+    } while (ok && vc->changed);
+    return ok;
+}
+
+/* Emits one block of `lanes` lanes in which lane l runs var = base + l
+ * (base: a constant, or the variable of the loop over native vectors).
+ * Returns false, emitting nothing, when the body cannot be vectorized. */
+static bool emit_vector_block(CgEmit *e, Module *m, const Stmt *s, int lanes, Expr *base,
+                              bool braces, int indent, Buf *out, const char **why) {
+    VC vc = {.e = e, .m = m, .var = s->u.loop.var, .lanes = lanes, .out = out, .indent = indent};
+    if (!analyse(&vc, s)) {
+        *why = vc.why;
+        vc_free(&vc);
+        return false;
+    }
+    ptrmap_put(&vc.zero, vc.var, base);
+    if (braces)
+        line(&vc, "{\n");
+    else
+        vc.indent--; /* inside the caller's braces */
+    vec_push(&vc.marks, 0);
+    open_block(&vc);
+    emit_body(&vc, s->u.loop.body);
+    close_block(&vc);
+    if (braces)
+        line(&vc, "}\n");
+    vc_free(&vc);
+    return true;
+}
+
+static int pow2_floor(int64_t n) {
+    int p = 1;
+    while (p * 2 <= n)
+        p *= 2;
+    return p;
+}
+
+/*
+ * The loop [0, W) runs as vectors of at most NATIVE_LANES lanes, the widest
+ * that fill one register of the widest vector unit ravel targets (AVX-512:
+ * 16 x 32 bits). Wider GCC vectors are legal but GCC splits them late:
+ * a 64-lane erf polynomial spills and partly scalarizes (measured 5-10x
+ * slower than four 16-lane ones). So W = 64 becomes a loop over four
+ * 16-lane vectors, and what is left past the last whole vector one
+ * narrower power-of-two vector (W = 24: 16 + 8), the rest (< 2 lanes or
+ * a body that fails to vectorize) the caller's scalar loop.
+ */
+#define NATIVE_LANES 16
+
 int64_t cg_vector_loop(CgEmit *e, Module *m, const Stmt *s, int indent, Buf *out,
                        const char **why) {
     RV_ASSERT(s->kind == ST_FOR && s->u.loop.kind == LOOP_VECTOR && e->target == CG_TARGET_C);
@@ -1057,38 +1117,53 @@ int64_t cg_vector_loop(CgEmit *e, Module *m, const Stmt *s, int indent, Buf *out
         *why = "its extent is not within 2..64";
         return 0;
     }
-    int lanes = 1;
-    while (lanes * 2 <= w)
-        lanes *= 2;
-    VC vc = {.e = e, .m = m, .var = s->u.loop.var, .lanes = lanes, .out = out, .indent = indent};
-    /* a local's varying status feeds back into the expressions: iterate */
-    bool ok;
-    do {
-        ptrmap_free(&vc.memo);
-        ptrmap_free(&vc.lets);
-        vc.changed = false;
-        ok = check_stmt(&vc, s->u.loop.body);
-    } while (ok && vc.changed);
-    if (!ok) {
-        *why = vc.why;
-        vc_free(&vc);
-        return 0;
+    int lanes = pow2_floor(w) < NATIVE_LANES ? pow2_floor(w) : NATIVE_LANES;
+    int64_t whole = w / lanes * lanes;
+    const char *var = cg_name(e, s->u.loop.var, s->u.loop.var->name);
+    Buf text = {0};
+    int64_t done = 0;
+    if (whole == lanes) {
+        buf_indent(&text, 4 * indent);
+        buf_printf(&text, "/* vector loop over %s: %d lanes, lane l runs %s = l */\n", var, lanes,
+                   var);
+        if (emit_vector_block(e, m, s, lanes, ir_int(m, 0), true, indent, &text, why))
+            done = lanes;
+    } else {
+        Axis *chunk = ir_axis_new(m, arena_printf(e->arena, "%s_v", s->u.loop.var->name), AX_LOOP,
+                                  ir_int(m, whole));
+        const char *cv = cg_name(e, chunk, chunk->name);
+        buf_indent(&text, 4 * indent);
+        buf_printf(&text,
+                   "/* vector loop over %s: %lld lanes as %lld vectors of %d, lane l of vector "
+                   "%s runs %s = %s + l */\n",
+                   var, (long long)whole, (long long)(whole / lanes), lanes, cv, var, cv);
+        buf_indent(&text, 4 * indent);
+        buf_printf(&text, "#pragma GCC unroll %lld\n", (long long)(whole / lanes));
+        buf_indent(&text, 4 * indent);
+        buf_printf(&text, "for (int64_t %s = 0; %s < %lld; %s += %d) {\n", cv, cv,
+                   (long long)whole, cv, lanes);
+        if (emit_vector_block(e, m, s, lanes, ir_var(m, chunk), false, indent + 1, &text, why)) {
+            buf_indent(&text, 4 * indent);
+            buf_puts(&text, "}\n");
+            done = whole;
+        }
     }
-    ptrmap_put(&vc.zero, vc.var, ir_int(m, 0));
-    const char *var = cg_name(e, vc.var, vc.var->name);
-    if (lanes == w)
-        line(&vc, "/* vector loop over %s: %d lanes, lane l runs %s = l */\n", var, lanes, var);
-    else
-        line(&vc,
-             "/* vector loop over %s: %d lanes run %s = 0..%d; the scalar loop below "
-             "the rest */\n",
-             var, lanes, var, lanes - 1);
-    line(&vc, "{\n");
-    vec_push(&vc.marks, 0);
-    open_block(&vc);
-    emit_body(&vc, s->u.loop.body);
-    close_block(&vc);
-    line(&vc, "}\n");
-    vc_free(&vc);
-    return lanes;
+    /* the rest past the whole vectors: one narrower vector where it fits */
+    if (done && w - done >= 2) {
+        int rest = pow2_floor(w - done);
+        Buf block = {0};
+        buf_indent(&block, 4 * indent);
+        buf_printf(&block, "/* vector loop over %s: %d lanes, lane l runs %s = %lld + l */\n",
+                   var, rest, var, (long long)done);
+        const char *ignored;
+        if (emit_vector_block(e, m, s, rest, ir_int(m, done), true, indent, &block, &ignored)) {
+            buf_puts(&text, buf_str(&block));
+            done += rest;
+        }
+        buf_free(&block);
+    }
+    if (done)
+        buf_puts(out, buf_str(&text));
+    buf_free(&text);
+    return done;
 }

@@ -824,6 +824,14 @@ rv_status jit_compile(const char *c_source, const JitOptions *opt, JitLib **out)
     };
     for (int i = 0; i < RV_COUNT(default_flags); i++)
         strvec_push(&args, default_flags[i]);
+    /* GCC's scalar replacement of aggregates splits a register tile
+     * (`float YL[384]`, indexed by constants only in its unrolled write-back
+     * loop) into pieces that then live in memory inside the k loop: the
+     * accumulators of the micro-kernel spill, at half the speed. Without
+     * SRA, loop-invariant motion keeps the whole tile in registers. Clang
+     * has no such pass (nor the flag). */
+    if (!strstr(ident, "clang"))
+        strvec_push(&args, "-fno-tree-sra");
     if (opt->openmp)
         strvec_push(&args, "-fopenmp");
     const char *inc = opt->include_dir && *opt->include_dir ? opt->include_dir : jit_include_dir();

@@ -1,0 +1,194 @@
+/*
+ * bench/kernel_sources.c — the .rv programs of the benchmark kernels
+ * (kernel_sources.h).
+ */
+#include "kernel_sources.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+
+typedef struct SrcText {
+    char *s;
+    size_t len, cap;
+    bool overflow;
+} SrcText;
+
+static void put(SrcText *b, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int w = vsnprintf(b->s + b->len, b->cap - b->len, fmt, ap);
+    va_end(ap);
+    if (w < 0 || (size_t)w >= b->cap - b->len)
+        b->overflow = true, b->len = b->cap - 1;
+    else
+        b->len += (size_t)w;
+}
+
+static void dense_source(SrcText *b, int gelu, int n, int k, int variant) {
+    put(b, "size M in 1..4096\n");
+    put(b, "input X : f32[M, %d]\ninput W : f32[%d, %d]\n", k, n, k);
+    if (gelu)
+        put(b, "input bias : f32[%d]\n", n);
+    if (gelu)
+        put(b, "Y[i, j] = gelu(sum(k < %d) X[i, k] * W[j, k] + bias[j])\n", k);
+    else
+        put(b, "Y[i, j] = sum(k < %d) X[i, k] * W[j, k]\n", k);
+    if (variant == RK_VARIANT_STREAM)
+        put(b, "schedule Y {\n"
+               "    YL = cache_write(Y, layout=\"j, i\")\n"
+               "    io, ii = split(i, 16)\n"
+               "    jo, ji = split(j, 24)\n"
+               "    reorder(io, jo, ji, ii)\n"
+               "    parallel(jo)\n"
+               "    vectorize(ii)\n"
+               "    compute_at(YL, jo)\n"
+               "}\n"
+               "schedule YL {\n"
+               "    XL = cache_read(X, layout=\"k, i\")\n"
+               "    ko, ku = split(k, 8)\n"
+               "    reorder(ko, j, ku, i)\n"
+               "    unroll(ku)\n"
+               "    unroll(j)\n"
+               "    vectorize(i)\n"
+               "}\n"
+               "schedule Y {\n"
+               "    compute_at(XL, io)\n"
+               "}\n");
+    else
+        put(b, "schedule Y {\n"
+               "    YL = cache_write(Y)\n"
+               "    jo, ji = split(j, 64)\n"
+               "    io, ii = split(i, 6)\n"
+               "    reorder(jo, io, ii, ji)\n"
+               "    parallel(jo)\n"
+               "    unroll(ii)\n"
+               "    vectorize(ji)\n"
+               "    compute_at(YL, io)\n"
+               "}\n"
+               "schedule YL {\n"
+               "    WL = cache_read(W, layout=\"k, j\")\n"
+               "    jv2, jv = split(j, 16)\n"
+               "    reorder(k, i, jv2, jv)\n"
+               "    unroll(i)\n"
+               "    unroll(jv2)\n"
+               "    vectorize(jv)\n"
+               "}\n"
+               "schedule WL {\n"
+               "    ko, ki = split(k, 16)\n"
+               "    reorder(ko, j, ki)\n"
+               "    unroll(ki)\n"
+               "}\n"
+               "schedule Y {\n"
+               "    compute_at(WL, jo)\n"
+               "}\n");
+}
+
+/* bmm NT: Y[b,i,j] = sum(k<K) X[b,i,k] W[b,j,k], stream style. */
+static void bmm_nt_source(SrcText *b, int batch, int n, int k) {
+    put(b, "size M in 1..4096\n");
+    put(b, "input X : f32[%d, M, %d]\ninput W : f32[%d, %d, %d]\n", batch, k, batch, n, k);
+    put(b, "Y[b, i, j] = sum(k < %d) X[b, i, k] * W[b, j, k]\n", k);
+    put(b, "schedule Y {\n"
+           "    YL = cache_write(Y, layout=\"b, j, i\")\n"
+           "    io, ii = split(i, 16)\n"
+           "    jo, ji = split(j, 24)\n"
+           "    reorder(b, io, jo, ii, ji)\n"
+           "    parallel(b)\n"
+           "    compute_at(YL, jo)\n"
+           "}\n"
+           "schedule YL {\n"
+           "    XL = cache_read(X, layout=\"b, k, i\")\n"
+           "    ko, ku = split(k, 8)\n"
+           "    reorder(ko, j, ku, i)\n"
+           "    unroll(ku)\n"
+           "    unroll(j)\n"
+           "    vectorize(i)\n"
+           "}\n"
+           "schedule Y {\n"
+           "    compute_at(XL, io)\n"
+           "}\n");
+}
+
+/* NN forms: Y[(b,)i,j] = sum(k<K) X[(b,)i,k] W[(b,)k,j]; broadcast micro-kernel. */
+static void nn_source(SrcText *b, int batch, int n, int k) {
+    int nr = n >= 64 ? 64 : n >= 32 ? 32 : 16;
+    put(b, "size M in 1..4096\n");
+    if (batch) {
+        put(b, "input X : f32[%d, M, %d]\ninput W : f32[%d, %d, %d]\n", batch, k, batch, k, n);
+        put(b, "Y[b, i, j] = sum(k < %d) X[b, i, k] * W[b, k, j]\n", k);
+    } else {
+        put(b, "input X : f32[M, %d]\ninput W : f32[%d, %d]\n", k, k, n);
+        put(b, "Y[i, j] = sum(k < %d) X[i, k] * W[k, j]\n", k);
+    }
+    int pack = !batch && n >= 1024;
+    put(b, "schedule Y {\n"
+           "    YL = cache_write(Y)\n"
+           "    jo, ji = split(j, %d)\n"
+           "    io, ii = split(i, 6)\n",
+        nr);
+    if (batch)
+        put(b, "    reorder(b, jo, io, ii, ji)\n    parallel(b)\n");
+    else
+        put(b, "    reorder(jo, io, ii, ji)\n    parallel(jo)\n");
+    put(b, "    vectorize(ji)\n"
+           "    compute_at(YL, io)\n"
+           "}\n"
+           "schedule YL {\n");
+    if (pack)
+        put(b, "    WL = cache_read(W)\n");
+    put(b, "    jv2, jv = split(j, 16)\n"
+           "    reorder(k, i, jv2, jv)\n"
+           "    unroll(i)\n"
+           "    unroll(jv2)\n"
+           "    vectorize(jv)\n"
+           "}\n");
+    if (pack)
+        put(b, "schedule WL {\n"
+               "    ko, ki = split(k, 16)\n"
+               "    reorder(ko, j, ki)\n"
+               "    unroll(ki)\n"
+               "}\n"
+               "schedule Y {\n"
+               "    compute_at(WL, jo)\n"
+               "}\n");
+}
+
+int rk_variant_count(RavelKernelKind kind) {
+    return kind == RK_DENSE || kind == RK_DENSE_BIAS_GELU ? 2 : 1;
+}
+
+int rk_variant_for(RavelKernelKind kind, int m) {
+    return rk_variant_count(kind) == 2 && m > RK_STREAM_MAX_M ? RK_VARIANT_PACKED
+                                                              : RK_VARIANT_STREAM;
+}
+
+const char *rk_variant_name(RavelKernelKind kind, int variant) {
+    if (kind == RK_DENSE || kind == RK_DENSE_BIAS_GELU)
+        return variant == RK_VARIANT_STREAM ? "stream" : "packed";
+    return kind == RK_BMM_NT ? "stream" : "bcast6x64";
+}
+
+bool rk_source(RavelKernelKind kind, int batch, int n, int k, int variant, char *buf, size_t cap) {
+    if (!buf || cap == 0 || variant < 0 || variant >= rk_variant_count(kind))
+        return false;
+    SrcText src = {.s = buf, .len = 0, .cap = cap};
+    buf[0] = 0;
+    switch (kind) {
+    case RK_DENSE:
+    case RK_DENSE_BIAS_GELU:
+        dense_source(&src, kind == RK_DENSE_BIAS_GELU, n, k, variant);
+        break;
+    case RK_BMM_NT:
+        bmm_nt_source(&src, batch, n, k);
+        break;
+    case RK_BMM_NN:
+        nn_source(&src, batch, n, k);
+        break;
+    case RK_SGEMM:
+        nn_source(&src, 0, n, k);
+        break;
+    default:
+        return false;
+    }
+    return !src.overflow;
+}

@@ -1,0 +1,38 @@
+/*
+ * bench/kernel_sources.h — the .rv programs of ravel's benchmark kernels.
+ *
+ * Each program is the workload's definition plus the schedule ravel runs
+ * it with, as text: the row count M is symbolic (`size M in 1..4096`); N,
+ * K and the batch are literal numbers. bench/ravel_kernels.c compiles and
+ * times these programs; tests/unit/test_kernels.c checks the same text
+ * against the reference interpreter at small sizes, so what is timed is
+ * what is tested.
+ *
+ * Dense kinds have two schedules, picked by M (the rule per T until the
+ * auto-scheduler replaces it): "stream" (vectors along the rows of X, a
+ * 16x24 tile of Yᵀ in registers) for M <= RK_STREAM_MAX_M, "packed" (W
+ * packed k-major per 64-column panel, a 6x64 register tile) above. The
+ * other kinds have one.
+ */
+#ifndef RAVEL_BENCH_KERNEL_SOURCES_H
+#define RAVEL_BENCH_KERNEL_SOURCES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "ravel_kernels.h"
+
+enum { RK_VARIANT_STREAM, RK_VARIANT_PACKED };
+#define RK_STREAM_MAX_M 208
+
+/* How many schedules `kind` has (2 for the dense kinds, else 1). */
+int rk_variant_count(RavelKernelKind kind);
+/* The schedule the benchmark runs for M rows. */
+int rk_variant_for(RavelKernelKind kind, int m);
+/* "stream", "packed", or the single schedule's name ("bcast6x64"). */
+const char *rk_variant_name(RavelKernelKind kind, int variant);
+/* Writes the program into buf (NUL-terminated). false when the kind or
+ * variant is unknown or the text does not fit in cap bytes. */
+bool rk_source(RavelKernelKind kind, int batch, int n, int k, int variant, char *buf, size_t cap);
+
+#endif
