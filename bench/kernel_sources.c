@@ -6,6 +6,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 typedef struct SrcText {
     char *s;
@@ -24,6 +25,41 @@ static void put(SrcText *b, const char *fmt, ...) {
         b->len += (size_t)w;
 }
 
+/* Dense, M large: W packed k-major per NR-column panel once per panel, an
+ * MR x NR register tile of Y (MR * NR / 16 vector accumulators) updated by
+ * broadcasting X, the k loop outside the tile. */
+static void packed_dense_schedule(SrcText *b, int mr, int nr) {
+    put(b,
+        "schedule Y {\n"
+        "    YL = cache_write(Y)\n"
+        "    jo, ji = split(j, %d)\n"
+        "    io, ii = split(i, %d)\n"
+        "    reorder(jo, io, ii, ji)\n"
+        "    parallel(jo)\n"
+        "    jw, jl = split(ji, 16)\n"
+        "    unroll(jw)\n"
+        "    vectorize(jl)\n"
+        "    compute_at(YL, io)\n"
+        "}\n"
+        "schedule YL {\n"
+        "    WL = cache_read(W, layout=\"k, j\")\n"
+        "    jv2, jv = split(j, 16)\n"
+        "    reorder(k, i, jv2, jv)\n"
+        "    unroll(i)\n"
+        "    unroll(jv2)\n"
+        "    vectorize(jv)\n"
+        "}\n"
+        "schedule WL {\n"
+        "    ko, ki = split(k, 16)\n"
+        "    reorder(ko, j, ki)\n"
+        "    unroll(ki)\n"
+        "}\n"
+        "schedule Y {\n"
+        "    compute_at(WL, jo)\n"
+        "}\n",
+        nr, mr);
+}
+
 static void dense_source(SrcText *b, int gelu, int n, int k, int variant) {
     put(b, "size M in 1..4096\n");
     put(b, "input X : f32[M, %d]\ninput W : f32[%d, %d]\n", k, n, k);
@@ -38,10 +74,10 @@ static void dense_source(SrcText *b, int gelu, int n, int k, int variant) {
                "    YL = cache_write(Y, layout=\"j, i\")\n"
                "    io, ii = split(i, 16)\n"
                "    jo, ji = split(j, 24)\n"
-               "    reorder(io, jo, ji, ii)\n"
+               "    reorder(jo, io, ji, ii)\n"
                "    parallel(jo)\n"
                "    vectorize(ii)\n"
-               "    compute_at(YL, jo)\n"
+               "    compute_at(YL, io)\n"
                "}\n"
                "schedule YL {\n"
                "    XL = cache_read(X, layout=\"k, i\")\n"
@@ -51,36 +87,15 @@ static void dense_source(SrcText *b, int gelu, int n, int k, int variant) {
                "    unroll(j)\n"
                "    vectorize(i)\n"
                "}\n"
-               "schedule Y {\n"
-               "    compute_at(XL, io)\n"
+               "schedule XL {\n"
+               "    ko, ki = split(k, 16)\n"
+               "    reorder(ko, i, ki)\n"
+               "    parallel(ko)\n"
+               "    unroll(ki)\n"
                "}\n");
     else
-        put(b, "schedule Y {\n"
-               "    YL = cache_write(Y)\n"
-               "    jo, ji = split(j, 64)\n"
-               "    io, ii = split(i, 6)\n"
-               "    reorder(jo, io, ii, ji)\n"
-               "    parallel(jo)\n"
-               "    unroll(ii)\n"
-               "    vectorize(ji)\n"
-               "    compute_at(YL, io)\n"
-               "}\n"
-               "schedule YL {\n"
-               "    WL = cache_read(W, layout=\"k, j\")\n"
-               "    jv2, jv = split(j, 16)\n"
-               "    reorder(k, i, jv2, jv)\n"
-               "    unroll(i)\n"
-               "    unroll(jv2)\n"
-               "    vectorize(jv)\n"
-               "}\n"
-               "schedule WL {\n"
-               "    ko, ki = split(k, 16)\n"
-               "    reorder(ko, j, ki)\n"
-               "    unroll(ki)\n"
-               "}\n"
-               "schedule Y {\n"
-               "    compute_at(WL, jo)\n"
-               "}\n");
+        packed_dense_schedule(b, getenv("RK_MR") ? atoi(getenv("RK_MR")) : 6,
+                              getenv("RK_NR") ? atoi(getenv("RK_NR")) : 64);
 }
 
 /* bmm NT: Y[b,i,j] = sum(k<K) X[b,i,k] W[b,j,k], stream style. */

@@ -1,39 +1,31 @@
 /*
  * bench/ravel_kernels.c — ravel's kernels for the benchmark drivers.
  *
- * For each request, the .rv source of the workload is generated as text
- * (the row count M symbolic, `size M in 1..4096`; N, K and the batch as
- * constants), with a schedule written for it, and compiled once, outside
- * the timed region, the way rv_program_compile does it: parse, lower
- * (lower_pipeline), emit C (cg_c_module), JIT (jit_compile, through the
- * on-disk cache), look up each kernel (jit_fn). The timed run() then calls
- * the kernel symbols directly, as an AOT user would: a sizes array, the
- * caller's own buffers (row-major float32, 64-byte aligned by bench_alloc)
- * and an rv_rt_ctx whose parallel_for runs on a thread pool of exactly
- * `threads` threads (threads == 1: every chunk on the caller). There is no
- * per-call copy, check or allocation, unlike rv_program_run.
+ * For each request, the .rv program of the workload (kernel_sources.c:
+ * the definition with M symbolic, N, K and the batch literal, and its
+ * schedule) is compiled once, outside the timed region, the way
+ * rv_program_compile does it: parse, lower (lower_pipeline), emit C
+ * (cg_c_module), JIT (jit_compile, through the on-disk cache), look up each
+ * kernel (jit_fn). The timed run() then calls the kernel symbols directly,
+ * as an AOT user would: a sizes array, the caller's own buffers (row-major
+ * float32, 64-byte aligned by bench_alloc) and an rv_rt_ctx whose
+ * parallel_for runs on a thread pool of exactly `threads` threads
+ * (threads == 1: every chunk on the caller). There is no per-call copy,
+ * check or allocation, unlike rv_program_run.
  *
- * THE RULE PER T. The schedule depends on M (= 16·T for dense), which is
- * symbolic: every kernel is compiled per (kind, N, K, batch) in up to two
- * variants, and run() picks one by M:
- *   dense, dense+bias+gelu: "stream" (vectors along the rows, X transposed
- *       into a k-major panel, a 16x24 tile of Yᵀ in registers) when
- *       M <= 208, else "packed" (W packed k-major per 64-column panel, a
- *       6x64 register tile broadcasting X);
- *   bmm NT (K = 64): stream style, parallel over the batch;
- *   bmm NN, sgemm: the broadcast micro-kernel (6 rows x NR columns of C in
- *       registers, B read in place), parallel over the batch (bmm) or over
- *       64-column tiles (sgemm; B panels packed for N >= 1024).
- * Both variants are compiled by ravel_kernel_for (and cached for the
- * process), so run() never compiles. A variant that fails to compile makes
- * ravel_kernel_for print rv_last_error() and answer NULL: never a fake.
+ * THE RULE PER T. Dense kinds have two schedules (kernel_sources.h); both
+ * are compiled by ravel_kernel_for and cached for the process, and run()
+ * picks one by M, so run() never compiles. A schedule that fails to
+ * compile makes ravel_kernel_for print rv_last_error() and answer NULL:
+ * never a fake.
  *
  * RAVEL_BENCH_VARIANT=stream|packed forces the dense variant (to verify
  * both on the drivers' small shapes).
  */
 #include "ravel_kernels.h"
 
-#include <stdarg.h>
+#include "kernel_sources.h"
+
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -101,153 +93,6 @@ static void host_free(struct rv_rt_ctx *ctx, void *p) {
     free(p);
 }
 
-/* ---- the .rv sources ---- */
-
-typedef struct SrcText {
-    char s[8192];
-    size_t len;
-} SrcText;
-
-static void put(SrcText *b, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    int w = vsnprintf(b->s + b->len, sizeof b->s - b->len, fmt, ap);
-    va_end(ap);
-    if (w > 0)
-        b->len += (size_t)w;
-    if (b->len >= sizeof b->s)
-        b->len = sizeof b->s - 1;
-}
-
-enum { V_STREAM, V_PACKED };
-
-static void dense_source(SrcText *b, int gelu, int n, int k, int variant) {
-    put(b, "size M in 1..4096\n");
-    put(b, "input X : f32[M, %d]\ninput W : f32[%d, %d]\n", k, n, k);
-    if (gelu)
-        put(b, "input bias : f32[%d]\n", n);
-    if (gelu)
-        put(b, "Y[i, j] = gelu(sum(k < %d) X[i, k] * W[j, k] + bias[j])\n", k);
-    else
-        put(b, "Y[i, j] = sum(k < %d) X[i, k] * W[j, k]\n", k);
-    if (variant == V_STREAM)
-        put(b, "schedule Y {\n"
-               "    YL = cache_write(Y, layout=\"j, i\")\n"
-               "    io, ii = split(i, 16)\n"
-               "    jo, ji = split(j, 24)\n"
-               "    reorder(io, jo, ii, ji)\n"
-               "    parallel(jo)\n"
-               "    compute_at(YL, jo)\n"
-               "}\n"
-               "schedule YL {\n"
-               "    XL = cache_read(X, layout=\"k, i\")\n"
-               "    ko, ku = split(k, 8)\n"
-               "    reorder(ko, j, ku, i)\n"
-               "    unroll(ku)\n"
-               "    unroll(j)\n"
-               "    vectorize(i)\n"
-               "}\n"
-               "schedule Y {\n"
-               "    compute_at(XL, io)\n"
-               "}\n");
-    else
-        put(b, "schedule Y {\n"
-               "    YL = cache_write(Y)\n"
-               "    jo, ji = split(j, 64)\n"
-               "    io, ii = split(i, 6)\n"
-               "    reorder(jo, io, ii, ji)\n"
-               "    parallel(jo)\n"
-               "    vectorize(ji)\n"
-               "    compute_at(YL, io)\n"
-               "}\n"
-               "schedule YL {\n"
-               "    WL = cache_read(W, layout=\"k, j\")\n"
-               "    jv2, jv = split(j, 16)\n"
-               "    reorder(k, i, jv2, jv)\n"
-               "    unroll(i)\n"
-               "    unroll(jv2)\n"
-               "    vectorize(jv)\n"
-               "}\n"
-               "schedule WL {\n"
-               "    ko, ki = split(k, 16)\n"
-               "    reorder(ko, j, ki)\n"
-               "    unroll(ki)\n"
-               "}\n"
-               "schedule Y {\n"
-               "    compute_at(WL, jo)\n"
-               "}\n");
-}
-
-/* bmm NT: Y[b,i,j] = sum(k<K) X[b,i,k] W[b,j,k], stream style. */
-static void bmm_nt_source(SrcText *b, int batch, int n, int k) {
-    put(b, "size M in 1..4096\n");
-    put(b, "input X : f32[%d, M, %d]\ninput W : f32[%d, %d, %d]\n", batch, k, batch, n, k);
-    put(b, "Y[b, i, j] = sum(k < %d) X[b, i, k] * W[b, j, k]\n", k);
-    put(b, "schedule Y {\n"
-           "    YL = cache_write(Y, layout=\"b, j, i\")\n"
-           "    io, ii = split(i, 16)\n"
-           "    jo, ji = split(j, 24)\n"
-           "    reorder(b, io, jo, ii, ji)\n"
-           "    parallel(b)\n"
-           "    compute_at(YL, jo)\n"
-           "}\n"
-           "schedule YL {\n"
-           "    XL = cache_read(X, layout=\"b, k, i\")\n"
-           "    ko, ku = split(k, 8)\n"
-           "    reorder(ko, j, ku, i)\n"
-           "    unroll(ku)\n"
-           "    unroll(j)\n"
-           "    vectorize(i)\n"
-           "}\n"
-           "schedule Y {\n"
-           "    compute_at(XL, io)\n"
-           "}\n");
-}
-
-/* NN forms: Y[(b,)i,j] = sum(k<K) X[(b,)i,k] W[(b,)k,j]; broadcast micro-kernel. */
-static void nn_source(SrcText *b, int batch, int n, int k) {
-    int nr = n >= 64 ? 64 : n >= 32 ? 32 : 16;
-    put(b, "size M in 1..4096\n");
-    if (batch) {
-        put(b, "input X : f32[%d, M, %d]\ninput W : f32[%d, %d, %d]\n", batch, k, batch, k, n);
-        put(b, "Y[b, i, j] = sum(k < %d) X[b, i, k] * W[b, k, j]\n", k);
-    } else {
-        put(b, "input X : f32[M, %d]\ninput W : f32[%d, %d]\n", k, k, n);
-        put(b, "Y[i, j] = sum(k < %d) X[i, k] * W[k, j]\n", k);
-    }
-    int pack = !batch && n >= 1024;
-    put(b, "schedule Y {\n"
-           "    YL = cache_write(Y)\n"
-           "    jo, ji = split(j, %d)\n"
-           "    io, ii = split(i, 6)\n",
-        nr);
-    if (batch)
-        put(b, "    reorder(b, jo, io, ii, ji)\n    parallel(b)\n");
-    else
-        put(b, "    reorder(jo, io, ii, ji)\n    parallel(jo)\n");
-    put(b, "    vectorize(ji)\n"
-           "    compute_at(YL, io)\n"
-           "}\n"
-           "schedule YL {\n");
-    if (pack)
-        put(b, "    WL = cache_read(W)\n");
-    put(b, "    jv2, jv = split(j, 16)\n"
-           "    reorder(k, i, jv2, jv)\n"
-           "    unroll(i)\n"
-           "    unroll(jv2)\n"
-           "    vectorize(jv)\n"
-           "}\n");
-    if (pack)
-        put(b, "schedule WL {\n"
-               "    ko, ki = split(k, 16)\n"
-               "    reorder(ko, j, ki)\n"
-               "    unroll(ki)\n"
-               "}\n"
-               "schedule Y {\n"
-               "    compute_at(WL, jo)\n"
-               "}\n");
-}
-
 /* ---- compile ---- */
 
 static const char *kind_name(int kind) {
@@ -279,22 +124,10 @@ static Compiled *compile_variant(int kind, int batch, int n, int k, int variant)
         if (c->kind == kind && c->batch == batch && c->n == n && c->k == k &&
             c->variant == variant)
             return c;
-    SrcText src = {.len = 0};
-    switch (kind) {
-    case RK_DENSE:
-    case RK_DENSE_BIAS_GELU:
-        dense_source(&src, kind == RK_DENSE_BIAS_GELU, n, k, variant);
-        break;
-    case RK_BMM_NT:
-        bmm_nt_source(&src, batch, n, k);
-        break;
-    case RK_BMM_NN:
-        nn_source(&src, batch, n, k);
-        break;
-    case RK_SGEMM:
-        nn_source(&src, 0, n, k);
-        break;
-    default:
+    static char text[16384];
+    if (!rk_source(kind, batch, n, k, variant, text, sizeof text)) {
+        fprintf(stderr, "ravel_kernels: no source for %s (n %d, k %d, variant %d)\n",
+                kind_name(kind), n, k, variant);
         return NULL;
     }
     char name[96];
@@ -302,7 +135,7 @@ static Compiled *compile_variant(int kind, int batch, int n, int k, int variant)
     Compiled *c = calloc(1, sizeof *c);
     c->kind = kind, c->batch = batch, c->n = n, c->k = k, c->variant = variant;
     const char *stage = "parse";
-    rv_status st = rv_module_parse(name, src.s, &c->m);
+    rv_status st = rv_module_parse(name, text, &c->m);
     if (st == RV_OK && (stage = "verify", st = ir_verify(c->m)) == RV_OK &&
         (stage = "lower", st = lower_pipeline(c->m, &c->ks, &c->nk)) == RV_OK) {
         if (c->nk < 1 || c->nk > MAX_KERNELS) {
@@ -318,7 +151,7 @@ static Compiled *compile_variant(int kind, int batch, int n, int k, int variant)
     }
     if (st != RV_OK) {
         fprintf(stderr, "ravel_kernels: %s: %s failed: %s\n--- source ---\n%s", name, stage,
-                rv_last_error(), src.s);
+                rv_last_error(), text);
         goto fail;
     }
     for (int i = 0; i < c->nk; i++) {
@@ -373,7 +206,7 @@ fail:
 /* ---- the kernel ---- */
 
 typedef struct State {
-    Compiled *v[2]; /* [V_STREAM], [V_PACKED]; v[1] NULL: one variant */
+    Compiled *v[2]; /* [RK_VARIANT_STREAM], [RK_VARIANT_PACKED]; v[1] NULL: one */
     int threshold;  /* M <= threshold: v[0] */
     int threads;
     Host host;
@@ -410,14 +243,14 @@ RavelKernel *ravel_kernel_for(const RavelKernelShape *shape) {
     const char *force = getenv("RAVEL_BENCH_VARIANT");
     const char *desc;
     if (kind == RK_DENSE || kind == RK_DENSE_BIAS_GELU) {
-        s->threshold = 208;
+        s->threshold = RK_STREAM_MAX_M;
         if (force && !strcmp(force, "stream"))
-            s->v[0] = compile_variant(kind, 0, n, k, V_STREAM), s->threshold = 1 << 30;
+            s->v[0] = compile_variant(kind, 0, n, k, RK_VARIANT_STREAM), s->threshold = 1 << 30;
         else if (force && !strcmp(force, "packed"))
-            s->v[0] = compile_variant(kind, 0, n, k, V_PACKED), s->threshold = 1 << 30;
+            s->v[0] = compile_variant(kind, 0, n, k, RK_VARIANT_PACKED), s->threshold = 1 << 30;
         else {
-            s->v[0] = compile_variant(kind, 0, n, k, V_STREAM);
-            s->v[1] = s->v[0] ? compile_variant(kind, 0, n, k, V_PACKED) : NULL;
+            s->v[0] = compile_variant(kind, 0, n, k, RK_VARIANT_STREAM);
+            s->v[1] = s->v[0] ? compile_variant(kind, 0, n, k, RK_VARIANT_PACKED) : NULL;
             if (!s->v[1])
                 s->v[0] = NULL;
         }
