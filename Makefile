@@ -56,6 +56,13 @@ $(BUILD)/tests/%: tests/unit/%.c tests/harness.h $(BUILD)/libravel.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itests -rdynamic -o $@ $< $(BUILD)/libravel.a $(LDFLAGS) $(LDLIBS)
 
+# test_kernels checks the benchmark kernels' programs, so it links their generator.
+$(BUILD)/tests/test_kernels: tests/unit/test_kernels.c bench/kernel_sources.c bench/kernel_sources.h \
+                             bench/ravel_kernels.h tests/harness.h $(BUILD)/libravel.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Itests -Ibench -rdynamic -o $@ $< bench/kernel_sources.c $(BUILD)/libravel.a \
+	  $(LDFLAGS) $(LDLIBS)
+
 # The test runner prints every suite's result and ends with "N passed, N failed".
 test: deps
 	@$(MAKE) --no-print-directory all $(TEST_BIN) $(BUILD)/fuzz_sched

@@ -82,7 +82,7 @@ static void dense_source(SrcText *b, int gelu, int n, int k, int variant) {
                "schedule YL {\n"
                "    XL = cache_read(X, layout=\"k, i\")\n"
                "    ko, ku = split(k, 8)\n"
-               "    reorder(ko, j, ku, i)\n"
+               "    reorder(ko, ku, j, i)\n"
                "    unroll(ku)\n"
                "    unroll(j)\n"
                "    vectorize(i)\n"
@@ -92,6 +92,9 @@ static void dense_source(SrcText *b, int gelu, int n, int k, int variant) {
                "    reorder(ko, i, ki)\n"
                "    parallel(ko)\n"
                "    unroll(ki)\n"
+               "}\n"
+               "schedule Y {\n"
+               "    compute_at(XL)\n"
                "}\n");
     else
         packed_dense_schedule(b, getenv("RK_MR") ? atoi(getenv("RK_MR")) : 6,
