@@ -6,7 +6,6 @@
 
 #include <stdarg.h>
 #include <stdio.h>
-#include <stdlib.h>
 
 typedef struct SrcText {
     char *s;
@@ -97,41 +96,21 @@ static void dense_source(SrcText *b, int gelu, int n, int k, int variant) {
                "    compute_at(XL)\n"
                "}\n");
     else
-        packed_dense_schedule(b, getenv("RK_MR") ? atoi(getenv("RK_MR")) : 6,
-                              getenv("RK_NR") ? atoi(getenv("RK_NR")) : 64);
+        packed_dense_schedule(b, 6, 64);
 }
 
-/* bmm NT: Y[b,i,j] = sum(k<K) X[b,i,k] W[b,j,k], stream style. */
-static void bmm_nt_source(SrcText *b, int batch, int n, int k) {
+/* Y[(b,)i,j] = sum(k<K) X[(b,)i,k] W[(b,)k,j] (NN), or W[b,j,k] (nt: bmm
+ * NT); the broadcast micro-kernel: 6 rows x NR columns of Y in registers,
+ * each row's X[i, k] broadcast against NR/16 vectors of W's row k. NT
+ * reads W through a k-major copy of its NR-row panel, made per batch
+ * element and panel (K = 64: 16 KiB at most). */
+static void nn_source(SrcText *b, int batch, int n, int k, bool nt) {
+    int nr = n >= 64 ? 64 : n >= 32 ? 32 : n >= 16 ? 16 : n; /* narrow Y: one tile */
     put(b, "size M in 1..4096\n");
-    put(b, "input X : f32[%d, M, %d]\ninput W : f32[%d, %d, %d]\n", batch, k, batch, n, k);
-    put(b, "Y[b, i, j] = sum(k < %d) X[b, i, k] * W[b, j, k]\n", k);
-    put(b, "schedule Y {\n"
-           "    YL = cache_write(Y, layout=\"b, j, i\")\n"
-           "    io, ii = split(i, 16)\n"
-           "    jo, ji = split(j, 24)\n"
-           "    reorder(b, io, jo, ii, ji)\n"
-           "    parallel(b)\n"
-           "    compute_at(YL, jo)\n"
-           "}\n"
-           "schedule YL {\n"
-           "    XL = cache_read(X, layout=\"b, k, i\")\n"
-           "    ko, ku = split(k, 8)\n"
-           "    reorder(ko, j, ku, i)\n"
-           "    unroll(ku)\n"
-           "    unroll(j)\n"
-           "    vectorize(i)\n"
-           "}\n"
-           "schedule Y {\n"
-           "    compute_at(XL, io)\n"
-           "}\n");
-}
-
-/* NN forms: Y[(b,)i,j] = sum(k<K) X[(b,)i,k] W[(b,)k,j]; broadcast micro-kernel. */
-static void nn_source(SrcText *b, int batch, int n, int k) {
-    int nr = n >= 64 ? 64 : n >= 32 ? 32 : 16;
-    put(b, "size M in 1..4096\n");
-    if (batch) {
+    if (nt) {
+        put(b, "input X : f32[%d, M, %d]\ninput W : f32[%d, %d, %d]\n", batch, k, batch, n, k);
+        put(b, "Y[b, i, j] = sum(k < %d) X[b, i, k] * W[b, j, k]\n", k);
+    } else if (batch) {
         put(b, "input X : f32[%d, M, %d]\ninput W : f32[%d, %d, %d]\n", batch, k, batch, k, n);
         put(b, "Y[b, i, j] = sum(k < %d) X[b, i, k] * W[b, k, j]\n", k);
     } else {
@@ -154,12 +133,20 @@ static void nn_source(SrcText *b, int batch, int n, int k) {
            "schedule YL {\n");
     if (pack)
         put(b, "    WL = cache_read(W)\n");
-    put(b, "    jv2, jv = split(j, 16)\n"
-           "    reorder(k, i, jv2, jv)\n"
-           "    unroll(i)\n"
-           "    unroll(jv2)\n"
-           "    vectorize(jv)\n"
-           "}\n");
+    if (nt)
+        put(b, "    WL = cache_read(W, layout=\"b, k, j\")\n");
+    if (nr >= 16)
+        put(b, "    jv2, jv = split(j, 16)\n"
+               "    reorder(k, i, jv2, jv)\n"
+               "    unroll(i)\n"
+               "    unroll(jv2)\n"
+               "    vectorize(jv)\n"
+               "}\n");
+    else
+        put(b, "    reorder(k, i, j)\n"
+               "    unroll(i)\n"
+               "    vectorize(j)\n"
+               "}\n");
     if (pack)
         put(b, "schedule WL {\n"
                "    ko, ki = split(k, 16)\n"
@@ -167,6 +154,10 @@ static void nn_source(SrcText *b, int batch, int n, int k) {
                "    unroll(ki)\n"
                "}\n"
                "schedule Y {\n"
+               "    compute_at(WL, jo)\n"
+               "}\n");
+    if (nt)
+        put(b, "schedule Y {\n"
                "    compute_at(WL, jo)\n"
                "}\n");
 }
@@ -183,7 +174,7 @@ int rk_variant_for(RavelKernelKind kind, int m) {
 const char *rk_variant_name(RavelKernelKind kind, int variant) {
     if (kind == RK_DENSE || kind == RK_DENSE_BIAS_GELU)
         return variant == RK_VARIANT_STREAM ? "stream" : "packed";
-    return kind == RK_BMM_NT ? "stream" : "bcast6x64";
+    return kind == RK_BMM_NT ? "bcast6x64_wt" : "bcast6x64";
 }
 
 bool rk_source(RavelKernelKind kind, int batch, int n, int k, int variant, char *buf, size_t cap) {
@@ -197,13 +188,13 @@ bool rk_source(RavelKernelKind kind, int batch, int n, int k, int variant, char 
         dense_source(&src, kind == RK_DENSE_BIAS_GELU, n, k, variant);
         break;
     case RK_BMM_NT:
-        bmm_nt_source(&src, batch, n, k);
+        nn_source(&src, batch, n, k, true);
         break;
     case RK_BMM_NN:
-        nn_source(&src, batch, n, k);
+        nn_source(&src, batch, n, k, false);
         break;
     case RK_SGEMM:
-        nn_source(&src, 0, n, k);
+        nn_source(&src, 0, n, k, false);
         break;
     default:
         return false;

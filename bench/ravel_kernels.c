@@ -37,6 +37,7 @@
 #include "lower/lower.h"
 #include "ravel.h"
 #include "ravel_rt.h"
+#include "runtime/runtime.h"
 #include "runtime/threadpool.h"
 
 enum { ROLE_A, ROLE_B, ROLE_BIAS, ROLE_C, ROLE_COUNT };
@@ -78,19 +79,18 @@ typedef struct Host {
     atomic_int failed;
 } Host;
 
+/* The runtime's scratch allocator (src/runtime/scratch.c), as
+ * rv_program_run uses it. */
 static void *host_alloc(struct rv_rt_ctx *ctx, size_t n) {
-    size_t bytes = (n + RV_RT_ALIGN - 1) / RV_RT_ALIGN * RV_RT_ALIGN;
-    void *p = aligned_alloc(RV_RT_ALIGN, bytes ? bytes : RV_RT_ALIGN);
+    void *p = rt_scratch_alloc(n);
     if (!p)
         atomic_store(&((Host *)ctx->host)->failed, 1);
-    else
-        memset(p, 0, bytes);
     return p;
 }
 
 static void host_free(struct rv_rt_ctx *ctx, void *p) {
     (void)ctx;
-    free(p);
+    rt_scratch_free(p);
 }
 
 /* ---- compile ---- */
@@ -257,7 +257,7 @@ RavelKernel *ravel_kernel_for(const RavelKernelShape *shape) {
         desc = force ? force : "stream<=208<packed";
     } else {
         s->v[0] = compile_variant(kind, kind == RK_SGEMM ? 0 : batch, n, k, 0);
-        desc = kind == RK_BMM_NT ? "stream" : "bcast6x64";
+        desc = rk_variant_name(kind, 0);
     }
     if (!s->v[0]) {
         free(s);

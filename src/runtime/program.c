@@ -111,40 +111,13 @@ static double now_seconds(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* ---- aligned memory through the allocation hook ---- */
-
-/* At least 64 bytes, 64-byte aligned, zeroed; the block's start is kept in
- * the word before the pointer. NULL when out of memory. */
-static void *aligned_zalloc(size_t n) {
-    if (n > SIZE_MAX - 2 * RV_RT_ALIGN)
-        return NULL;
-    size_t bytes = n ? n : 1;
-    char *block = base_malloc(bytes + RV_RT_ALIGN + sizeof(void *));
-    if (!block)
-        return NULL;
-    uintptr_t p =
-        ((uintptr_t)block + sizeof(void *) + RV_RT_ALIGN - 1) & ~(uintptr_t)(RV_RT_ALIGN - 1);
-    char *user = block + (p - (uintptr_t)block);
-    memcpy(user - sizeof(void *), &block, sizeof block);
-    memset(user, 0, bytes);
-    return user;
-}
-
-static void aligned_free(void *p) {
-    if (!p)
-        return;
-    void *block;
-    memcpy(&block, (char *)p - sizeof(void *), sizeof block);
-    base_free(block);
-}
-
 /* The host side of rv_rt_ctx: scratch memory that remembers failures. */
 typedef struct Host {
     atomic_int failed;
 } Host;
 
 static void *host_alloc(struct rv_rt_ctx *ctx, size_t n) {
-    void *p = aligned_zalloc(n);
+    void *p = rt_scratch_alloc(n);
     if (!p)
         atomic_store(&((Host *)ctx->host)->failed, 1);
     return p;
@@ -152,7 +125,7 @@ static void *host_alloc(struct rv_rt_ctx *ctx, size_t n) {
 
 static void host_free(struct rv_rt_ctx *ctx, void *p) {
     (void)ctx;
-    aligned_free(p);
+    rt_scratch_free(p);
 }
 
 static void serial_for(int64_t n, void (*fn)(void *, int64_t, int64_t, int), void *closure) {
@@ -312,7 +285,7 @@ typedef struct Slot {
     const Tensor *t;   /* TENSOR */
     void *data;        /* what kernels get */
     int64_t nelem;     /* elements in data */
-    void *owned;       /* aligned_zalloc'd storage to free, if any */
+    void *owned;       /* rt_aligned_zalloc'd storage to free, if any */
     rv_array *arr;     /* a computed tensor's array (its storage when unpadded) */
     Store *store;      /* padded tensors: the storage order */
 } Slot;
@@ -581,7 +554,7 @@ static void store_copy(const Store *s, const Layout *l, size_t esize, const void
 static void run_release(Run *r) {
     for (int i = 0; i < r->slots.len; i++) {
         Slot *s = &r->slots.data[i];
-        aligned_free(s->owned);
+        rt_aligned_free(s->owned);
         rv_array_free(s->arr);
         store_free(s->store);
     }
@@ -636,7 +609,7 @@ static rv_status place_ufs_and_aux(Run *r) {
         size_t es = rv_dtype_size(s->buf->dtype);
         RV_ASSERT(s->buf->dtype == RV_I32 || s->buf->dtype == RV_I64);
         if ((uint64_t)s->nelem > SIZE_MAX / es ||
-            !(s->owned = s->data = aligned_zalloc((size_t)s->nelem * es)))
+            !(s->owned = s->data = rt_aligned_zalloc((size_t)s->nelem * es)))
             return base_error(RV_ERR_OOM, "buffer %s: cannot allocate %lld elements", s->buf->name,
                               (long long)s->nelem);
         if (s->kind == SLOT_UF) {
@@ -732,7 +705,7 @@ static rv_status place_tensors(Run *r) {
             continue;
         }
         if ((uint64_t)need > SIZE_MAX / es ||
-            !(s->owned = s->data = aligned_zalloc((size_t)need * es)))
+            !(s->owned = s->data = rt_aligned_zalloc((size_t)need * es)))
             return base_error(RV_ERR_OOM, "tensor %s: cannot allocate %lld elements", t->name,
                               (long long)need);
         if (input && s->store)

@@ -44,6 +44,18 @@ DLDataType rt_dtype_to_dl(rv_dtype t);
  * (with a message) on a bad description, including a size overflow. */
 rv_status rt_array_init(rv_array *a, rv_dtype t, int ndim, const int64_t *shape);
 
+/* ---- scratch.c ---- */
+
+/* At least n bytes (one when n is 0), RV_RT_ALIGN-aligned and zeroed; NULL
+ * when out of memory. Freed with rt_aligned_free. */
+void *rt_aligned_zalloc(size_t n);
+void rt_aligned_free(void *p);
+/* The same, for rv_rt_ctx.alloc: blocks freed with rt_scratch_free are
+ * kept in a small per-thread cache and reused by later requests they fit.
+ * Thread-safe. */
+void *rt_scratch_alloc(size_t n);
+void rt_scratch_free(void *p);
+
 /* ---- dlpack.c ---- */
 
 /* The array as a DLTensor (borrowed: valid while the array lives). */
