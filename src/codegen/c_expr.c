@@ -562,9 +562,10 @@ static const char *const float_helpers[CG_H_COUNT] = {
     [CG_H_SIGMOID] =
         "$Q $T rv_sigmoid_$S($T x) {\n    return 1 / (1 + exp$F(-x));\n}\n",
     [CG_H_GELU] =
-        "/* Exact gelu: x/2 (1 + erf(x / sqrt(2))). */\n"
+        "/* Exact gelu: x/2 (1 + erf(x / sqrt(2))), as x/2 erfc(-x / sqrt(2)),\n"
+        " * which does not cancel in the negative tail. */\n"
         "$Q $T rv_gelu_$S($T x) {\n"
-        "    return 0.5$F * x * (1 + erf$F(x * 0.70710678118654752440$F));\n"
+        "    return 0.5$F * x * erfc$F(x * -0.70710678118654752440$F);\n"
         "}\n",
 };
 // clang-format on

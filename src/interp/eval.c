@@ -120,7 +120,7 @@ static double math1(int k, double x) {
     case EX_ERF:
         return erf(x);
     case EX_GELU:
-        return 0.5 * x * (1.0 + erf(x * 0.70710678118654752440));
+        return 0.5 * x * erfc(x * -0.70710678118654752440); /* 1 + erf(x/√2), no cancelling */
     default:
         RV_UNREACHABLE();
     }
