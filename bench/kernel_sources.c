@@ -24,6 +24,18 @@ static void put(SrcText *b, const char *fmt, ...) {
         b->len += (size_t)w;
 }
 
+/* W's panel (WL, made k-major by cache_read) packed once per column panel
+ * jo with a blocked transpose: 16 consecutive k of one row, then the next
+ * row. */
+static const char pack_w_panel[] = "schedule WL {\n"
+                                   "    ko, ki = split(k, 16)\n"
+                                   "    reorder(ko, j, ki)\n"
+                                   "    unroll(ki)\n"
+                                   "}\n"
+                                   "schedule Y {\n"
+                                   "    compute_at(WL, jo)\n"
+                                   "}\n";
+
 /* Dense, M large: W packed k-major per NR-column panel once per panel, an
  * MR x NR register tile of Y (MR * NR / 16 vector accumulators) updated by
  * broadcasting X, the k loop outside the tile. */
@@ -48,15 +60,8 @@ static void packed_dense_schedule(SrcText *b, int mr, int nr) {
         "    unroll(jv2)\n"
         "    vectorize(jv)\n"
         "}\n"
-        "schedule WL {\n"
-        "    ko, ki = split(k, 16)\n"
-        "    reorder(ko, j, ki)\n"
-        "    unroll(ki)\n"
-        "}\n"
-        "schedule Y {\n"
-        "    compute_at(WL, jo)\n"
-        "}\n",
-        nr, mr);
+        "%s",
+        nr, mr, pack_w_panel);
 }
 
 static void dense_source(SrcText *b, int gelu, int n, int k, int variant) {
@@ -148,14 +153,7 @@ static void nn_source(SrcText *b, int batch, int n, int k, bool nt) {
                "    vectorize(j)\n"
                "}\n");
     if (pack)
-        put(b, "schedule WL {\n"
-               "    ko, ki = split(k, 16)\n"
-               "    reorder(ko, j, ki)\n"
-               "    unroll(ki)\n"
-               "}\n"
-               "schedule Y {\n"
-               "    compute_at(WL, jo)\n"
-               "}\n");
+        put(b, "%s", pack_w_panel);
     if (nt)
         put(b, "schedule Y {\n"
                "    compute_at(WL, jo)\n"
