@@ -7,9 +7,10 @@
 
 #include "ravel_rt.h"
 
-/* Exact gelu: x/2 (1 + erf(x / sqrt(2))). */
+/* Exact gelu: x/2 (1 + erf(x / sqrt(2))), as x/2 erfc(-x / sqrt(2)),
+ * which does not cancel in the negative tail. */
 static inline float rv_gelu_f32(float x) {
-    return 0.5f * x * (1 + erff(x * 0.70710678118654752440f));
+    return 0.5f * x * erfcf(x * -0.70710678118654752440f);
 }
 
 /*
