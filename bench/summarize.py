@@ -6,7 +6,9 @@
 For every workload, thread count and size it prints ravel's time and, per
 baseline, ratio = baseline_ms / ravel_ms (> 1: ravel is faster), then the
 geometric mean of each ratio column and of "best": the ratio against the
-fastest baseline of that line. Square SGEMM also shows GFLOP/s and the
+fastest baseline timed in the same process (PyTorch runs in its own, so
+its column compares against ravel's time from another run and is left out
+of "best"). Square SGEMM also shows GFLOP/s and the
 fraction of the measured single- or two-thread FP32 peak (bench/peak).
 Standard library only.
 """
@@ -80,7 +82,8 @@ def main():
                 cells.append(f"{ratio:.2f}" if ratio else "-")
                 if ratio:
                     cols[b].append(ratio)
-                    best = ratio if best is None else min(best, ratio)
+                    if b != "pytorch":  # timed in another process: not interleaved
+                        best = ratio if best is None else min(best, ratio)
             cells.append(f"{best:.2f}" if best else "-")
             if best:
                 cols["best"].append(best)
