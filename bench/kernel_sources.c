@@ -109,6 +109,20 @@ static void dense_source(SrcText *b, int gelu, int n, int k, int variant) {
  * each row's X[i, k] broadcast against NR/16 vectors of W's row k. NT
  * reads W through a k-major copy of its NR-row panel, made per batch
  * element and panel (K = 64: 16 KiB at most). */
+/* bmm NT as dot products: X's row i and W's row j are both contiguous in
+ * k, so each Y[b, i, j] is a vector dot product over k (a lane reduction:
+ * 16 partial sums per lane, added across the lanes at the end). No copy
+ * of either operand. */
+static void nt_dot_source(SrcText *b, int batch, int n, int k) {
+    put(b, "size M in 1..4096\n");
+    put(b, "input X : f32[%d, M, %d]\ninput W : f32[%d, %d, %d]\n", batch, k, batch, n, k);
+    put(b, "Y[b, i, j] = sum(k < %d) X[b, i, k] * W[b, j, k]\n", k);
+    put(b, "schedule Y {\n"
+           "    parallel(b)\n"
+           "    vectorize(k)\n"
+           "}\n");
+}
+
 static void nn_source(SrcText *b, int batch, int n, int k, bool nt) {
     int nr = n >= 64 ? 64 : n >= 32 ? 32 : n >= 16 ? 16 : n; /* narrow Y: one tile */
     put(b, "size M in 1..4096\n");
@@ -123,11 +137,15 @@ static void nn_source(SrcText *b, int batch, int n, int k, bool nt) {
         put(b, "Y[i, j] = sum(k < %d) X[i, k] * W[k, j]\n", k);
     }
     int pack = !batch && n >= 1024;
+    /* Batched: the row tail (M < 6 at small T) runs the whole 6-row tile
+     * on a zero-padded copy of X's rows (local padding), on the stack,
+     * rather than a tail tile sized at run time. Needs whole column tiles. */
+    bool pad = batch && n % nr == 0;
     put(b, "schedule Y {\n"
-           "    YL = cache_write(Y)\n"
+           "    YL = cache_write(Y%s)\n"
            "    jo, ji = split(j, %d)\n"
            "    io, ii = split(i, 6)\n",
-        nr);
+        pad ? ", pad=1" : "", nr);
     if (batch)
         put(b, "    reorder(b, jo, io, ii, ji)\n    parallel(b)\n");
     else
@@ -140,6 +158,9 @@ static void nn_source(SrcText *b, int batch, int n, int k, bool nt) {
         put(b, "    WL = cache_read(W)\n");
     if (nt)
         put(b, "    WL = cache_read(W, layout=\"b, k, j\")\n");
+    if (pad)
+        put(b, "    XL = cache_read(X, pad=1)\n"
+               "    compute_at(XL)\n");
     if (nr >= 16)
         put(b, "    jv2, jv = split(j, 16)\n"
                "    reorder(k, i, jv2, jv)\n"
@@ -161,10 +182,12 @@ static void nn_source(SrcText *b, int batch, int n, int k, bool nt) {
 }
 
 int rk_variant_count(RavelKernelKind kind) {
-    return kind == RK_DENSE || kind == RK_DENSE_BIAS_GELU ? 2 : 1;
+    return kind == RK_DENSE || kind == RK_DENSE_BIAS_GELU || kind == RK_BMM_NT ? 2 : 1;
 }
 
-int rk_variant_for(RavelKernelKind kind, int m) {
+int rk_variant_for(RavelKernelKind kind, int m, int n) {
+    if (kind == RK_BMM_NT)
+        return n <= RK_DOT_MAX_N ? RK_VARIANT_DOT : RK_VARIANT_BCAST;
     return rk_variant_count(kind) == 2 && m > RK_STREAM_MAX_M ? RK_VARIANT_PACKED
                                                               : RK_VARIANT_STREAM;
 }
@@ -172,7 +195,9 @@ int rk_variant_for(RavelKernelKind kind, int m) {
 const char *rk_variant_name(RavelKernelKind kind, int variant) {
     if (kind == RK_DENSE || kind == RK_DENSE_BIAS_GELU)
         return variant == RK_VARIANT_STREAM ? "stream" : "packed";
-    return kind == RK_BMM_NT ? "bcast6x64_wt" : "bcast6x64";
+    if (kind == RK_BMM_NT)
+        return variant == RK_VARIANT_DOT ? "dot" : "bcast6x64_wt";
+    return "bcast6x64";
 }
 
 bool rk_source(RavelKernelKind kind, int batch, int n, int k, int variant, char *buf, size_t cap) {
@@ -186,7 +211,10 @@ bool rk_source(RavelKernelKind kind, int batch, int n, int k, int variant, char 
         dense_source(&src, kind == RK_DENSE_BIAS_GELU, n, k, variant);
         break;
     case RK_BMM_NT:
-        nn_source(&src, batch, n, k, true);
+        if (variant == RK_VARIANT_DOT)
+            nt_dot_source(&src, batch, n, k);
+        else
+            nn_source(&src, batch, n, k, true);
         break;
     case RK_BMM_NN:
         nn_source(&src, batch, n, k, false);

@@ -11,7 +11,10 @@
  * Dense kinds have two schedules, picked by M (the rule per T until the
  * auto-scheduler replaces it): "stream" (vectors along the rows of X, a
  * 16x24 tile of Yᵀ in registers) for M <= RK_STREAM_MAX_M, "packed" (W
- * packed k-major per 64-column panel, a 6x64 register tile) above. The
+ * packed k-major per 64-column panel, a 6x64 register tile) above. bmm
+ * NT has two, picked by N: "dot" (each output a vector dot product over
+ * k, no copies) for N <= RK_DOT_MAX_N, where the broadcast kernel's copy
+ * of W's panel costs more than the products, "bcast6x64_wt" above. The
  * other kinds have one.
  */
 #ifndef RAVEL_BENCH_KERNEL_SOURCES_H
@@ -22,13 +25,15 @@
 
 #include "ravel_kernels.h"
 
-enum { RK_VARIANT_STREAM, RK_VARIANT_PACKED };
+enum { RK_VARIANT_STREAM, RK_VARIANT_PACKED };            /* dense */
+enum { RK_VARIANT_DOT, RK_VARIANT_BCAST };                /* bmm NT */
 #define RK_STREAM_MAX_M 208
+#define RK_DOT_MAX_N 23
 
-/* How many schedules `kind` has (2 for the dense kinds, else 1). */
+/* How many schedules `kind` has (2 for the dense kinds and bmm NT, else 1). */
 int rk_variant_count(RavelKernelKind kind);
-/* The schedule the benchmark runs for M rows. */
-int rk_variant_for(RavelKernelKind kind, int m);
+/* The schedule the benchmark runs for M rows and N columns. */
+int rk_variant_for(RavelKernelKind kind, int m, int n);
 /* "stream", "packed", or the single schedule's name ("bcast6x64"). */
 const char *rk_variant_name(RavelKernelKind kind, int variant);
 /* Writes the program into buf (NUL-terminated). false when the kind or

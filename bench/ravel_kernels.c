@@ -256,8 +256,9 @@ RavelKernel *ravel_kernel_for(const RavelKernelShape *shape) {
         }
         desc = force ? force : "stream<=208<packed";
     } else {
-        s->v[0] = compile_variant(kind, kind == RK_SGEMM ? 0 : batch, n, k, 0);
-        desc = rk_variant_name(kind, 0);
+        int variant = rk_variant_for(kind, 0, n);
+        s->v[0] = compile_variant(kind, kind == RK_SGEMM ? 0 : batch, n, k, variant);
+        desc = rk_variant_name(kind, variant);
     }
     if (!s->v[0]) {
         free(s);

@@ -82,23 +82,41 @@ int cmd_emit(int argc, char **argv) {
     return p ? 0 : 1;
 }
 
+/* Binds `from`'s array `n` (an input or a UF) in `to`; 0 with a message
+ * when the user gave it no value. */
+static int copy_array(const rv_bindings *from, rv_bindings *to, const char *what, const char *n) {
+    const rv_array *a = rv_bindings_get_array(from, n);
+    if (!a) {
+        fprintf(stderr, "error: %s '%s' has no value: give --input %s=FILE.npy or --random SEED\n",
+                what, n, n);
+        return 0;
+    }
+    if (rv_bindings_set_array(to, n, a) != RV_OK) {
+        fprintf(stderr, "error: %s\n", rv_last_error());
+        return 0;
+    }
+    return 1;
+}
+
 /* Copies the sizes and every input / UF array of `from` into `to`. */
 static int copy_inputs(rv_module *m, const rv_bindings *from, rv_bindings *to) {
     for (int i = 0; i < rv_module_num_sizes(m); i++) {
         const char *n = rv_size_name(rv_module_size_at(m, i));
-        if (rv_bindings_set_size(to, n, rv_bindings_get_size(from, n)) != RV_OK)
+        if (rv_bindings_get_size(from, n) < 0) {
+            fprintf(stderr, "error: size '%s' has no value: give --size %s=V\n", n, n);
             return 0;
-    }
-    for (int i = 0; i < rv_module_num_ufuns(m); i++) {
-        const char *n = rv_ufun_name(rv_module_ufun_at(m, i));
-        if (rv_bindings_set_array(to, n, rv_bindings_get_array(from, n)) != RV_OK)
+        }
+        if (rv_bindings_set_size(to, n, rv_bindings_get_size(from, n)) != RV_OK) {
+            fprintf(stderr, "error: %s\n", rv_last_error());
             return 0;
+        }
     }
+    for (int i = 0; i < rv_module_num_ufuns(m); i++)
+        if (!copy_array(from, to, "ufun", rv_ufun_name(rv_module_ufun_at(m, i))))
+            return 0;
     for (int i = 0; i < rv_module_num_tensors(m); i++) {
         rv_tensor *t = rv_module_tensor_at(m, i);
-        if (rv_tensor_is_input(t) &&
-            rv_bindings_set_array(to, rv_tensor_name(t),
-                                  rv_bindings_get_array(from, rv_tensor_name(t))) != RV_OK)
+        if (rv_tensor_is_input(t) && !copy_array(from, to, "input", rv_tensor_name(t)))
             return 0;
     }
     return 1;

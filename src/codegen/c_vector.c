@@ -37,11 +37,18 @@
  * serial or unrolled inner loops of lane-invariant extent (kept as scalar
  * loops around vector statements: the k loop of a reduction), and ALLOC
  * of small local arrays. Anything else keeps the scalar loop, with the
- * reason in a comment: a non-constant extent, a store of every lane to
- * one element (a reduction across lanes, including into an accumulator
- * allocated outside the loop), a varying condition, a loop-local array
- * indexed by the lane, bool memory accessed by the lane, parallel or GPU
- * loops, extern calls.
+ * reason in a comment: a non-constant extent, a varying condition, a
+ * loop-local array indexed by the lane, bool memory accessed by the lane,
+ * parallel or GPU loops, extern calls, a store of every lane to one
+ * element other than a lane reduction.
+ *
+ * Lane reductions. A vectorized reduction loop (a dot product's k) stores
+ * every lane into one accumulator outside the loop: acc = acc + x (or max,
+ * min). Each lane then keeps its partial result in a vector (acc_lanes:
+ * zero for a sum, acc for max and min), and after the loop rv_hsum (hmax,
+ * hmin) combines the lanes pairwise into acc. A float sum so rounds in
+ * another order than the serial loop. The loop may not otherwise read or
+ * write the accumulator's buffer, and has at most one such update.
  *
  * Generated code: one statement per line; vector loads, gathers and math
  * calls get named temporaries (B_v, B_g, exp_v), arithmetic stays inline.
@@ -65,6 +72,9 @@ typedef enum VHelper {
     VH_ABS,
     VH_FLOORDIV,
     VH_FLOORMOD,
+    VH_HSUM, /* across the lanes of one vector: a lane reduction's result */
+    VH_HMAX,
+    VH_HMIN,
     VH_EXP, /* math: in dependency order */
     VH_LOG,
     VH_ERF,
@@ -134,6 +144,15 @@ static void use(CgEmit *e, VHelper h, rv_dtype t, int lanes) {
     case VH_MAX:
     case VH_ABS:
         use(e, VH_SELECT, t, lanes);
+        return;
+    case VH_HSUM:
+        use(e, VH_TYPE, t, lanes);
+        return;
+    case VH_HMAX:
+        use(e, VH_MAX, t, lanes);
+        return;
+    case VH_HMIN:
+        use(e, VH_MIN, t, lanes);
         return;
     default: {
         use(e, VH_SELECT, t, lanes);
@@ -262,6 +281,28 @@ static void emit_iota(Buf *b, rv_dtype t, int lanes) {
     buf_puts(b, "};\n");
 }
 
+/* rv_hsum_f32x16(v) and its max and min: the lanes combined pairwise, the
+ * upper half of the live lanes onto the lower half, log2(lanes) steps. */
+static void emit_horizontal(Buf *b, VHelper h, rv_dtype t, int lanes) {
+    static const char *const what[] = {[VH_HSUM] = "sum", [VH_HMAX] = "max", [VH_HMIN] = "min"};
+    const char *name = what[h];
+    buf_printf(b, "/* The %s of v's lanes, halving the live lanes at each step. */\n", name);
+    buf_printf(b, "static inline %s rv_h%s_%sx%d(rv_%sx%d v) {\n", cg_ctype(t), name,
+               rv_dtype_name(t), lanes, rv_dtype_name(t), lanes);
+    for (int half = lanes / 2; half >= 1; half /= 2) {
+        Buf idx = {0};
+        for (int l = 0; l < lanes; l++)
+            buf_printf(&idx, "%s%d", l ? ", " : "", half + l % half);
+        if (h == VH_HSUM)
+            buf_printf(b, "    v += __builtin_shufflevector(v, v, %s);\n", buf_str(&idx));
+        else
+            buf_printf(b, "    v = rv_%s_%sx%d(v, __builtin_shufflevector(v, v, %s));\n", name,
+                       rv_dtype_name(t), lanes, buf_str(&idx));
+        buf_free(&idx);
+    }
+    buf_puts(b, "    return v[0];\n}\n");
+}
+
 void cg_vector_helpers(const CgEmit *e, Buf *b) {
     static const rv_dtype order[] = {RV_I32, RV_I64, RV_F32, RV_F64};
     for (int h = 0; h < VH_COUNT; h++) {
@@ -281,6 +322,11 @@ void cg_vector_helpers(const CgEmit *e, Buf *b) {
                     break;
                 case VH_SELECT:
                     tmpl = select_tmpl;
+                    break;
+                case VH_HSUM:
+                case VH_HMAX:
+                case VH_HMIN:
+                    emit_horizontal(b, (VHelper)h, t, lanes);
                     break;
                 default:
                     tmpl = math_kind[h]     ? cg_vmath_template(math_kind[h], t)
@@ -320,6 +366,7 @@ typedef struct VC {
     PtrMap lets;   /* Axis* bound by a LET inside the loop -> its value */
     PtrMap locals; /* Buffer* allocated inside the loop -> Local* */
     bool changed;  /* a local became varying in this round */
+    const Stmt *red; /* the lane reduction's update, or NULL */
     const char *why;
     /* emission */
     Buf *out;
@@ -328,6 +375,7 @@ typedef struct VC {
     PtrMap vlets;     /* Axis* bound by a LET to a non-affine varying value (a vector) */
     PtrMap temps;     /* Expr* -> its temporary, within one statement */
     const char *lane; /* the variable of gather and scatter loops */
+    const char *red_lanes; /* the lane reduction's vector of partial results */
     Vec(const char *) decls;
     Vec(int) marks;
 } VC;
@@ -429,6 +477,92 @@ static bool check_expr(VC *vc, const Expr *x) {
     return true;
 }
 
+static bool same_index(const Expr *a, const Expr *b) {
+    int64_t x, y;
+    return a == b || (ir_is_const_int(a, &x) && ir_is_const_int(b, &y) && x == y);
+}
+
+/* A store of every lane to one element is a lane reduction when it is
+ * `acc[i] = acc[i] (+, max, min) v` at a lane-invariant i, into memory
+ * outside the loop: each lane then keeps its own partial result, and the
+ * partials are combined across lanes after the loop. One per loop. */
+static bool check_lane_reduction(VC *vc, const Stmt *s) {
+    const Buffer *b = s->u.store.buf;
+    const Expr *idx = s->u.store.index, *v = s->u.store.value;
+    bool update = (v->kind == EX_ADD || v->kind == EX_MAX || v->kind == EX_MIN) &&
+                  v->args[0]->kind == EX_LOAD && v->args[0]->u.buf == b &&
+                  same_index(v->args[0]->args[0], idx);
+    if (info_of(vc, idx).vary || !update || b->dtype == RV_BOOL)
+        return fail(vc, "every lane stores to one element, not as a sum, max or min");
+    if (vc->red && vc->red != s)
+        return fail(vc, "two stores of every lane to one element");
+    vc->red = s;
+    return check_expr(vc, idx) && check_expr(vc, v->args[1]);
+}
+
+typedef struct FindLoad {
+    const Buffer *buf;
+    bool found;
+} FindLoad;
+
+static void find_load(const Expr *x, void *ctx) {
+    FindLoad *f = ctx;
+    if (x->kind == EX_LOAD && x->u.buf == f->buf)
+        f->found = true;
+}
+
+/* True when s reads or writes f->buf other than in the lane reduction's
+ * own update. */
+static bool touches_other(const VC *vc, const Stmt *s, FindLoad *f) {
+    if (!s)
+        return false;
+    const Expr *x[3] = {0};
+    switch (s->kind) {
+    case ST_SEQ:
+        for (int i = 0; i < s->u.seq.n; i++)
+            if (touches_other(vc, s->u.seq.stmts[i], f))
+                return true;
+        return false;
+    case ST_LET:
+        x[0] = s->u.let.value;
+        break;
+    case ST_IF:
+        x[0] = s->u.if_.cond;
+        break;
+    case ST_FOR:
+        x[0] = s->u.loop.extent;
+        break;
+    case ST_ALLOC:
+        x[0] = s->u.alloc.buf->size;
+        break;
+    case ST_STORE:
+        if (s != vc->red && s->u.store.buf == f->buf)
+            return true;
+        x[0] = s->u.store.index;
+        x[1] = s == vc->red ? s->u.store.value->args[1] : s->u.store.value;
+        break;
+    default:
+        return false;
+    }
+    for (int i = 0; i < 3; i++)
+        if (x[i])
+            ir_visit(x[i], find_load, f);
+    if (f->found)
+        return true;
+    switch (s->kind) {
+    case ST_LET:
+        return touches_other(vc, s->u.let.body, f);
+    case ST_IF:
+        return touches_other(vc, s->u.if_.then_s, f) || touches_other(vc, s->u.if_.else_s, f);
+    case ST_FOR:
+        return touches_other(vc, s->u.loop.body, f);
+    case ST_ALLOC:
+        return touches_other(vc, s->u.alloc.body, f);
+    default:
+        return false;
+    }
+}
+
 static bool check_stmt(VC *vc, const Stmt *s) {
     if (!s)
         return true;
@@ -478,7 +612,7 @@ static bool check_stmt(VC *vc, const Stmt *s) {
                 vc->changed = true;
             }
         } else if (same_element(ii)) {
-            return fail(vc, "every lane stores to one element (a reduction across lanes)");
+            return check_lane_reduction(vc, s);
         } else if (b->dtype == RV_BOOL) {
             return fail(vc, "it stores bool values to memory");
         }
@@ -875,6 +1009,17 @@ static void emit_store(VC *vc, const Stmt *s) {
     const char *bn = cg_name(vc->e, b, b->name);
     const Local *l = ptrmap_get(&vc->locals, b);
     ptrmap_free(&vc->temps);
+    if (s == vc->red) { /* each lane's partial result */
+        const Expr *x = v->args[1];
+        if (v->kind == EX_ADD)
+            line(vc, "%s += %s;\n", vc->red_lanes, operand(vc, x, P_ADD));
+        else
+            line(vc, "%s = %s(%s, %s);\n", vc->red_lanes,
+                 helper(vc, v->kind == EX_MAX ? VH_MAX : VH_MIN, v->kind == EX_MAX ? "max" : "min",
+                        v->dtype),
+                 vc->red_lanes, full(vc, x));
+        return;
+    }
     if (l && !l->vary) { /* a scalar local */
         line(vc, "%s = %s;\n", elem(vc, b, idx), scalar(vc, v).text);
         return;
@@ -1055,33 +1200,79 @@ static bool analyse(VC *vc, const Stmt *s) {
         ptrmap_free(&vc->memo);
         ptrmap_free(&vc->lets);
         vc->changed = false;
+        vc->red = NULL;
         ok = check_stmt(vc, s->u.loop.body);
     } while (ok && vc->changed);
+    if (ok && vc->red) {
+        FindLoad f = {.buf = vc->red->u.store.buf};
+        if (touches_other(vc, s->u.loop.body, &f))
+            return fail(vc, "the loop reads or writes the buffer every lane accumulates into");
+    }
     return ok;
 }
 
-/* Emits one block of `lanes` lanes in which lane l runs var = base + l
- * (base: a constant, or the variable of the loop over native vectors).
- * Returns false, emitting nothing, when the body cannot be vectorized. */
+/* Emits `lanes`-lane vector code for the loop: lane l runs var = base + l,
+ * or, with a chunk variable, a loop over `whole` / lanes vectors in which
+ * lane l of vector `chunk` runs var = chunk + l. A lane reduction keeps its
+ * partial results in a vector declared before the vectors and combined
+ * after them. Returns false, emitting nothing, when the body cannot be
+ * vectorized. */
 static bool emit_vector_block(CgEmit *e, Module *m, const Stmt *s, int lanes, Expr *base,
-                              bool braces, int indent, Buf *out, const char **why) {
+                              Axis *chunk, int64_t whole, int indent, Buf *out,
+                              const char **why) {
     VC vc = {.e = e, .m = m, .var = s->u.loop.var, .lanes = lanes, .out = out, .indent = indent};
     if (!analyse(&vc, s)) {
         *why = vc.why;
         vc_free(&vc);
         return false;
     }
-    ptrmap_put(&vc.zero, vc.var, base);
-    if (braces)
-        line(&vc, "{\n");
-    else
-        vc.indent--; /* inside the caller's braces */
+    ptrmap_put(&vc.zero, vc.var, chunk ? ir_var(m, chunk) : base);
+    bool braces = !chunk || vc.red;
     vec_push(&vc.marks, 0);
-    open_block(&vc);
+    const char *acc = NULL;
+    rv_dtype t = RV_F32;
+    if (braces) {
+        line(&vc, "{\n");
+        open_block(&vc);
+    }
+    if (vc.red) {
+        const Stmt *r = vc.red;
+        t = r->u.store.buf->dtype;
+        acc = elem(&vc, r->u.store.buf, r->u.store.index);
+        vc.red_lanes = temp(&vc, arena_printf(e->arena, "%s_lanes",
+                                               cg_name(e, r->u.store.buf, r->u.store.buf->name)));
+        if (r->u.store.value->kind == EX_ADD)
+            line(&vc, "%s %s = (%s){0}; /* each lane's partial sum */\n", vt(&vc, t),
+                 vc.red_lanes, vt(&vc, t));
+        else
+            line(&vc, "%s %s = %s(%s); /* each lane's partial result */\n", vt(&vc, t),
+                 vc.red_lanes, helper(&vc, VH_TYPE, "splat", t), acc);
+    }
+    if (chunk) {
+        const char *cv = cg_name(e, chunk, chunk->name);
+        line(&vc, "#pragma GCC unroll %lld\n", (long long)(whole / lanes));
+        line(&vc, "for (int64_t %s = 0; %s < %lld; %s += %d) {\n", cv, cv, (long long)whole, cv,
+             lanes);
+        open_block(&vc);
+    }
     emit_body(&vc, s->u.loop.body);
-    close_block(&vc);
-    if (braces)
+    if (chunk) {
+        close_block(&vc);
         line(&vc, "}\n");
+    }
+    if (vc.red) {
+        ExprKind op = vc.red->u.store.value->kind;
+        VHelper h = op == EX_ADD ? VH_HSUM : op == EX_MAX ? VH_HMAX : VH_HMIN;
+        const char *fn = helper(&vc, h, op == EX_ADD ? "hsum" : op == EX_MAX ? "hmax" : "hmin", t);
+        if (op == EX_ADD)
+            line(&vc, "%s += %s(%s);\n", acc, fn, vc.red_lanes);
+        else
+            line(&vc, "%s = %s(%s);\n", acc, fn, vc.red_lanes);
+    }
+    if (braces) {
+        close_block(&vc);
+        line(&vc, "}\n");
+    }
     vc_free(&vc);
     return true;
 }
@@ -1126,7 +1317,7 @@ int64_t cg_vector_loop(CgEmit *e, Module *m, const Stmt *s, int indent, Buf *out
         buf_indent(&text, 4 * indent);
         buf_printf(&text, "/* vector loop over %s: %d lanes, lane l runs %s = l */\n", var, lanes,
                    var);
-        if (emit_vector_block(e, m, s, lanes, ir_int(m, 0), true, indent, &text, why))
+        if (emit_vector_block(e, m, s, lanes, ir_int(m, 0), NULL, 0, indent, &text, why))
             done = lanes;
     } else {
         Axis *chunk = ir_axis_new(m, arena_printf(e->arena, "%s_v", s->u.loop.var->name), AX_LOOP,
@@ -1137,16 +1328,8 @@ int64_t cg_vector_loop(CgEmit *e, Module *m, const Stmt *s, int indent, Buf *out
                    "/* vector loop over %s: %lld lanes as %lld vectors of %d, lane l of vector "
                    "%s runs %s = %s + l */\n",
                    var, (long long)whole, (long long)(whole / lanes), lanes, cv, var, cv);
-        buf_indent(&text, 4 * indent);
-        buf_printf(&text, "#pragma GCC unroll %lld\n", (long long)(whole / lanes));
-        buf_indent(&text, 4 * indent);
-        buf_printf(&text, "for (int64_t %s = 0; %s < %lld; %s += %d) {\n", cv, cv,
-                   (long long)whole, cv, lanes);
-        if (emit_vector_block(e, m, s, lanes, ir_var(m, chunk), false, indent + 1, &text, why)) {
-            buf_indent(&text, 4 * indent);
-            buf_puts(&text, "}\n");
+        if (emit_vector_block(e, m, s, lanes, NULL, chunk, whole, indent, &text, why))
             done = whole;
-        }
     }
     /* the rest past the whole vectors: one narrower vector where it fits */
     if (done && w - done >= 2) {
@@ -1156,7 +1339,7 @@ int64_t cg_vector_loop(CgEmit *e, Module *m, const Stmt *s, int indent, Buf *out
         buf_printf(&block, "/* vector loop over %s: %d lanes, lane l runs %s = %lld + l */\n",
                    var, rest, var, (long long)done);
         const char *ignored;
-        if (emit_vector_block(e, m, s, rest, ir_int(m, done), true, indent, &block, &ignored)) {
+        if (emit_vector_block(e, m, s, rest, ir_int(m, done), NULL, 0, indent, &block, &ignored)) {
             buf_puts(&text, buf_str(&block));
             done += rest;
         }

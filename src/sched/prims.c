@@ -432,14 +432,22 @@ static bool const_extent(const Stage *st, const IterVar *v, int64_t *n) {
     }
 }
 
+/* True when the stage's reduction may run its lanes as separate partial
+ * results combined at the end: sum, max and min, which reassociate (a
+ * float sum then rounds in another order); not argmax, whose first
+ * maximum depends on the order. */
+static bool lane_reducible(const Stage *st) {
+    return st->reduce && st->reduce->u.red.rk != RV_REDUCE_ARGMAX;
+}
+
 static rv_status set_kind(Ctx *c, IterVar *v, LoopKind k) {
     Stage *st = c->st;
     SrcLoc loc = c->step->loc;
     if (v->kind != LOOP_SERIAL)
         return fail(c, loc, "loop %s is already %s", v->name, sched_loop_kind_name(v->kind));
-    if (v->reduce && k != LOOP_UNROLL)
-        return fail(c, loc, "%s is a reduction loop: its iterations update the same elements",
-                    v->name);
+    if (v->reduce && k != LOOP_UNROLL && !(k == LOOP_VECTOR && lane_reducible(st)))
+        return fail(c, loc, "%s is a reduction loop: its iterations update the same elements%s",
+                    v->name, k == LOOP_VECTOR ? " (only sum, max and min vectorize)" : "");
     int64_t n = 0;
     if (k == LOOP_VECTOR || k == LOOP_UNROLL) {
         bool cst = const_extent(st, v, &n);

@@ -234,16 +234,21 @@ static void test_dense_bias_gelu(void) {
 
 /* The batched kinds share the broadcast kernel, whose column tile is 64,
  * 32 or 16 by N, or all of a narrower N; NT reads W through a k-major copy
- * of its panel. In the benchmark NT's N and NN's K are T itself (1 to
- * 128), so narrow N and short K are covered. */
+ * of its panel; NT's other schedule ("dot", small N) is a vector dot
+ * product per output, each case runs both. In the benchmark NT's N and
+ * NN's K are T itself (1 to 128), so narrow N and short K are covered. */
 static void test_bmm_nt(void) {
     static const KernelCase cases[] = {
         {RK_BMM_NT, 0, 3, 5, 19},  {RK_BMM_NT, 0, 3, 13, 64}, {RK_BMM_NT, 0, 3, 23, 16},
         {RK_BMM_NT, 0, 3, 37, 19}, {RK_BMM_NT, 0, 2, 70, 33}, {RK_BMM_NT, 0, 2, 64, 32},
     };
-    CHECK_EQ_INT(rk_variant_count(RK_BMM_NT), 1);
-    for (int i = 0; i < COUNT(cases); i++)
+    CHECK_EQ_INT(rk_variant_count(RK_BMM_NT), 2);
+    for (int i = 0; i < COUNT(cases); i++) {
+        KernelCase dot = cases[i];
+        dot.variant = RK_VARIANT_DOT;
         check_kernel(cases[i], small_ms, COUNT(small_ms));
+        check_kernel(dot, small_ms, COUNT(small_ms));
+    }
 }
 
 static void test_bmm_nn(void) {
@@ -272,15 +277,19 @@ static void test_sgemm(void) {
  * unknown variants and buffers too small for the text are refused. */
 static void test_sources(void) {
     char buf[4096], tiny[16];
-    CHECK_EQ_INT(rk_variant_for(RK_DENSE, 1), RK_VARIANT_STREAM);
-    CHECK_EQ_INT(rk_variant_for(RK_DENSE, RK_STREAM_MAX_M), RK_VARIANT_STREAM);
-    CHECK_EQ_INT(rk_variant_for(RK_DENSE_BIAS_GELU, RK_STREAM_MAX_M + 1), RK_VARIANT_PACKED);
-    CHECK_EQ_INT(rk_variant_for(RK_BMM_NT, 4096), 0);
+    CHECK_EQ_INT(rk_variant_for(RK_DENSE, 1, 768), RK_VARIANT_STREAM);
+    CHECK_EQ_INT(rk_variant_for(RK_DENSE, RK_STREAM_MAX_M, 768), RK_VARIANT_STREAM);
+    CHECK_EQ_INT(rk_variant_for(RK_DENSE_BIAS_GELU, RK_STREAM_MAX_M + 1, 768), RK_VARIANT_PACKED);
+    CHECK_EQ_INT(rk_variant_for(RK_BMM_NT, 4096, 1), RK_VARIANT_DOT);
+    CHECK_EQ_INT(rk_variant_for(RK_BMM_NT, 1, RK_DOT_MAX_N), RK_VARIANT_DOT);
+    CHECK_EQ_INT(rk_variant_for(RK_BMM_NT, 1, RK_DOT_MAX_N + 1), RK_VARIANT_BCAST);
+    CHECK_EQ_INT(rk_variant_for(RK_BMM_NN, 1, 64), 0);
     CHECK(rk_source(RK_DENSE, 0, 64, 32, RK_VARIANT_PACKED, buf, sizeof buf));
     CHECK_STR_CONTAINS(buf, "size M in 1..4096");
     CHECK(!rk_source(RK_DENSE, 0, 64, 32, 2, buf, sizeof buf));
     CHECK(!rk_source(RK_DENSE, 0, 64, 32, -1, buf, sizeof buf));
-    CHECK(!rk_source(RK_BMM_NT, 3, 64, 32, RK_VARIANT_PACKED, buf, sizeof buf));
+    CHECK(!rk_source(RK_BMM_NT, 3, 64, 32, 2, buf, sizeof buf));
+    CHECK(!rk_source(RK_BMM_NN, 3, 64, 32, 1, buf, sizeof buf));
     CHECK(!rk_source(RK_COUNT, 0, 64, 32, 0, buf, sizeof buf));
     CHECK(!rk_source(RK_SGEMM, 0, 64, 32, 0, tiny, sizeof tiny));
     CHECK(!rk_source(RK_SGEMM, 0, 64, 32, 0, buf, 0));
