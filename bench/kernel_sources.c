@@ -104,11 +104,6 @@ static void dense_source(SrcText *b, int gelu, int n, int k, int variant) {
         packed_dense_schedule(b, 6, 64);
 }
 
-/* Y[(b,)i,j] = sum(k<K) X[(b,)i,k] W[(b,)k,j] (NN), or W[b,j,k] (nt: bmm
- * NT); the broadcast micro-kernel: 6 rows x NR columns of Y in registers,
- * each row's X[i, k] broadcast against NR/16 vectors of W's row k. NT
- * reads W through a k-major copy of its NR-row panel, made per batch
- * element and panel (K = 64: 16 KiB at most). */
 /* bmm NT as dot products: X's row i and W's row j are both contiguous in
  * k, so each Y[b, i, j] is a vector dot product over k (a lane reduction:
  * 16 partial sums per lane, added across the lanes at the end). No copy
@@ -123,7 +118,13 @@ static void nt_dot_source(SrcText *b, int batch, int n, int k) {
            "}\n");
 }
 
-static void nn_source(SrcText *b, int batch, int n, int k, bool nt) {
+/* Y[(b,)i,j] = sum(k<K) X[(b,)i,k] W[(b,)k,j] (NN), or W[b,j,k] (nt: bmm
+ * NT); the broadcast micro-kernel: MR rows x NR columns of Y in registers,
+ * each row's X[i, k] broadcast against NR/16 vectors of W's row k. NT
+ * reads W through a k-major copy of its NR-row panel, made per batch
+ * element and panel (K = 64: 16 KiB at most) by gathers along W's
+ * columns. */
+static void nn_source(SrcText *b, int batch, int n, int k, bool nt, int mr) {
     int nr = n >= 64 ? 64 : n >= 32 ? 32 : n >= 16 ? 16 : n; /* narrow Y: one tile */
     put(b, "size M in 1..4096\n");
     if (nt) {
@@ -137,15 +138,15 @@ static void nn_source(SrcText *b, int batch, int n, int k, bool nt) {
         put(b, "Y[i, j] = sum(k < %d) X[i, k] * W[k, j]\n", k);
     }
     int pack = !batch && n >= 1024;
-    /* Batched: the row tail (M < 6 at small T) runs the whole 6-row tile
+    /* Batched: the row tail (M < MR at small T) runs the whole MR-row tile
      * on a zero-padded copy of X's rows (local padding), on the stack,
      * rather than a tail tile sized at run time. Needs whole column tiles. */
     bool pad = batch && n % nr == 0;
     put(b, "schedule Y {\n"
            "    YL = cache_write(Y%s)\n"
            "    jo, ji = split(j, %d)\n"
-           "    io, ii = split(i, 6)\n",
-        pad ? ", pad=1" : "", nr);
+           "    io, ii = split(i, %d)\n",
+        pad ? ", pad=1" : "", nr, mr);
     if (batch)
         put(b, "    reorder(b, jo, io, ii, ji)\n    parallel(b)\n");
     else
@@ -178,16 +179,27 @@ static void nn_source(SrcText *b, int batch, int n, int k, bool nt) {
     if (nt)
         put(b, "schedule Y {\n"
                "    compute_at(WL, jo)\n"
+               "}\n"
+               "schedule WL {\n" /* the transposed copy: gathers along W's columns */
+               "    reorder(k, j)\n"
+               "    vectorize(j)\n"
                "}\n");
 }
 
 int rk_variant_count(RavelKernelKind kind) {
-    return kind == RK_DENSE || kind == RK_DENSE_BIAS_GELU || kind == RK_BMM_NT ? 2 : 1;
+    return kind == RK_SGEMM ? 1 : 2;
+}
+
+/* The rows computed for M rows by tiles of mr: the padded tail included. */
+static int padded_rows(int m, int mr) {
+    return (m + mr - 1) / mr * mr;
 }
 
 int rk_variant_for(RavelKernelKind kind, int m, int n) {
     if (kind == RK_BMM_NT)
         return n <= RK_DOT_MAX_N ? RK_VARIANT_DOT : RK_VARIANT_BCAST;
+    if (kind == RK_BMM_NN)
+        return padded_rows(m, 4) < padded_rows(m, 6) ? RK_VARIANT_4ROWS : RK_VARIANT_6ROWS;
     return rk_variant_count(kind) == 2 && m > RK_STREAM_MAX_M ? RK_VARIANT_PACKED
                                                               : RK_VARIANT_STREAM;
 }
@@ -197,6 +209,8 @@ const char *rk_variant_name(RavelKernelKind kind, int variant) {
         return variant == RK_VARIANT_STREAM ? "stream" : "packed";
     if (kind == RK_BMM_NT)
         return variant == RK_VARIANT_DOT ? "dot" : "bcast6x64_wt";
+    if (kind == RK_BMM_NN)
+        return variant == RK_VARIANT_6ROWS ? "bcast6x64" : "bcast4x64";
     return "bcast6x64";
 }
 
@@ -214,13 +228,13 @@ bool rk_source(RavelKernelKind kind, int batch, int n, int k, int variant, char 
         if (variant == RK_VARIANT_DOT)
             nt_dot_source(&src, batch, n, k);
         else
-            nn_source(&src, batch, n, k, true);
+            nn_source(&src, batch, n, k, true, 6);
         break;
     case RK_BMM_NN:
-        nn_source(&src, batch, n, k, false);
+        nn_source(&src, batch, n, k, false, variant == RK_VARIANT_6ROWS ? 6 : 4);
         break;
     case RK_SGEMM:
-        nn_source(&src, 0, n, k, false);
+        nn_source(&src, 0, n, k, false, 6);
         break;
     default:
         return false;

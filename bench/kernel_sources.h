@@ -14,8 +14,9 @@
  * packed k-major per 64-column panel, a 6x64 register tile) above. bmm
  * NT has two, picked by N: "dot" (each output a vector dot product over
  * k, no copies) for N <= RK_DOT_MAX_N, where the broadcast kernel's copy
- * of W's panel costs more than the products, "bcast6x64_wt" above. The
- * other kinds have one.
+ * of W's panel costs more than the products, "bcast6x64_wt" above. bmm
+ * NN has two, picked by M: "bcast6x64" and "bcast4x64" (a 4-row tile),
+ * whichever pads fewer rows (M = 8: 8 rows, not 12). SGEMM has one.
  */
 #ifndef RAVEL_BENCH_KERNEL_SOURCES_H
 #define RAVEL_BENCH_KERNEL_SOURCES_H
@@ -27,10 +28,11 @@
 
 enum { RK_VARIANT_STREAM, RK_VARIANT_PACKED };            /* dense */
 enum { RK_VARIANT_DOT, RK_VARIANT_BCAST };                /* bmm NT */
+enum { RK_VARIANT_6ROWS, RK_VARIANT_4ROWS };              /* bmm NN */
 #define RK_STREAM_MAX_M 208
-#define RK_DOT_MAX_N 23
+#define RK_DOT_MAX_N 15
 
-/* How many schedules `kind` has (2 for the dense kinds and bmm NT, else 1). */
+/* How many schedules `kind` has (2, SGEMM 1). */
 int rk_variant_count(RavelKernelKind kind);
 /* The schedule the benchmark runs for M rows and N columns. */
 int rk_variant_for(RavelKernelKind kind, int m, int n);

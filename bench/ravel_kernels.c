@@ -13,14 +13,15 @@
  * (threads == 1: every chunk on the caller). There is no per-call copy,
  * check or allocation, unlike rv_program_run.
  *
- * THE RULE PER T. Dense kinds have two schedules (kernel_sources.h); both
+ * THE RULE PER T. Some kinds have two schedules (kernel_sources.h); both
  * are compiled by ravel_kernel_for and cached for the process, and run()
- * picks one by M, so run() never compiles. A schedule that fails to
- * compile makes ravel_kernel_for print rv_last_error() and answer NULL:
- * never a fake.
+ * picks one by M and N with rk_variant_for, so run() never compiles. A
+ * schedule that fails to compile makes ravel_kernel_for print
+ * rv_last_error() and answer NULL: never a fake.
  *
- * RAVEL_BENCH_VARIANT=stream|packed forces the dense variant (to verify
- * both on the drivers' small shapes).
+ * RAVEL_BENCH_VARIANT=NAME (stream, packed, dot, bcast6x64, ...) forces
+ * the variant of that name where the kind has one (to verify each on the
+ * drivers' small shapes).
  */
 #include "ravel_kernels.h"
 
@@ -206,8 +207,9 @@ fail:
 /* ---- the kernel ---- */
 
 typedef struct State {
-    Compiled *v[2]; /* [RK_VARIANT_STREAM], [RK_VARIANT_PACKED]; v[1] NULL: one */
-    int threshold;  /* M <= threshold: v[0] */
+    Compiled *v[2]; /* by variant (kernel_sources.h) */
+    int kind, n;
+    int forced; /* the variant RAVEL_BENCH_VARIANT names, or -1 */
     int threads;
     Host host;
     struct rv_rt_ctx ctx;
@@ -215,7 +217,7 @@ typedef struct State {
 
 static void ravel_run(void *state, const RavelKernelArgs *args) {
     State *s = state;
-    const Compiled *c = s->v[1] && args->m > s->threshold ? s->v[1] : s->v[0];
+    const Compiled *c = s->v[s->forced >= 0 ? s->forced : rk_variant_for(s->kind, args->m, s->n)];
     const void *ptr[ROLE_COUNT] = {args->a, args->b, args->bias, args->c};
     int64_t sizes[MAX_PARAMS];
     void *bufs[MAX_PARAMS];
@@ -241,28 +243,22 @@ RavelKernel *ravel_kernel_for(const RavelKernelShape *shape) {
     s->threads = shape->threads;
     int kind = shape->kind, batch = shape->batch, n = shape->n, k = shape->k;
     const char *force = getenv("RAVEL_BENCH_VARIANT");
-    const char *desc;
-    if (kind == RK_DENSE || kind == RK_DENSE_BIAS_GELU) {
-        s->threshold = RK_STREAM_MAX_M;
-        if (force && !strcmp(force, "stream"))
-            s->v[0] = compile_variant(kind, 0, n, k, RK_VARIANT_STREAM), s->threshold = 1 << 30;
-        else if (force && !strcmp(force, "packed"))
-            s->v[0] = compile_variant(kind, 0, n, k, RK_VARIANT_PACKED), s->threshold = 1 << 30;
-        else {
-            s->v[0] = compile_variant(kind, 0, n, k, RK_VARIANT_STREAM);
-            s->v[1] = s->v[0] ? compile_variant(kind, 0, n, k, RK_VARIANT_PACKED) : NULL;
-            if (!s->v[1])
-                s->v[0] = NULL;
+    int count = rk_variant_count(kind);
+    s->kind = kind, s->n = n, s->forced = -1;
+    for (int v = 0; force && v < count; v++)
+        if (strcmp(force, rk_variant_name(kind, v)) == 0)
+            s->forced = v;
+    char desc[64] = "";
+    for (int v = 0; v < count; v++) {
+        if (s->forced >= 0 && v != s->forced)
+            continue;
+        s->v[v] = compile_variant(kind, kind == RK_SGEMM ? 0 : batch, n, k, v);
+        if (!s->v[v]) {
+            free(s);
+            return NULL;
         }
-        desc = force ? force : "stream<=208<packed";
-    } else {
-        int variant = rk_variant_for(kind, 0, n);
-        s->v[0] = compile_variant(kind, kind == RK_SGEMM ? 0 : batch, n, k, variant);
-        desc = rk_variant_name(kind, variant);
-    }
-    if (!s->v[0]) {
-        free(s);
-        return NULL;
+        snprintf(desc + strlen(desc), sizeof desc - strlen(desc), "%s%s", *desc ? "|" : "",
+                 rk_variant_name(kind, v));
     }
     if (s->threads > 1 && !g_pools[s->threads]) {
         g_pools[s->threads] = tp_new(s->threads);

@@ -256,9 +256,13 @@ static void test_bmm_nn(void) {
         {RK_BMM_NN, 0, 3, 10, 7},  {RK_BMM_NN, 0, 3, 23, 19}, {RK_BMM_NN, 0, 3, 37, 17},
         {RK_BMM_NN, 0, 2, 64, 32}, {RK_BMM_NN, 0, 3, 64, 1},  {RK_BMM_NN, 0, 3, 70, 5},
     };
-    CHECK_EQ_INT(rk_variant_count(RK_BMM_NN), 1);
-    for (int i = 0; i < COUNT(cases); i++)
+    CHECK_EQ_INT(rk_variant_count(RK_BMM_NN), 2);
+    for (int i = 0; i < COUNT(cases); i++) {
+        KernelCase four = cases[i];
+        four.variant = RK_VARIANT_4ROWS;
         check_kernel(cases[i], small_ms, COUNT(small_ms));
+        check_kernel(four, small_ms, COUNT(small_ms));
+    }
 }
 
 /* SGEMM is the NN form without a batch; from N = 1024 on it packs W, so
@@ -283,13 +287,16 @@ static void test_sources(void) {
     CHECK_EQ_INT(rk_variant_for(RK_BMM_NT, 4096, 1), RK_VARIANT_DOT);
     CHECK_EQ_INT(rk_variant_for(RK_BMM_NT, 1, RK_DOT_MAX_N), RK_VARIANT_DOT);
     CHECK_EQ_INT(rk_variant_for(RK_BMM_NT, 1, RK_DOT_MAX_N + 1), RK_VARIANT_BCAST);
-    CHECK_EQ_INT(rk_variant_for(RK_BMM_NN, 1, 64), 0);
+    CHECK_EQ_INT(rk_variant_for(RK_BMM_NN, 8, 64), RK_VARIANT_4ROWS);
+    CHECK_EQ_INT(rk_variant_for(RK_BMM_NN, 5, 64), RK_VARIANT_6ROWS);
+    CHECK_EQ_INT(rk_variant_for(RK_BMM_NN, 24, 64), RK_VARIANT_6ROWS);
     CHECK(rk_source(RK_DENSE, 0, 64, 32, RK_VARIANT_PACKED, buf, sizeof buf));
     CHECK_STR_CONTAINS(buf, "size M in 1..4096");
     CHECK(!rk_source(RK_DENSE, 0, 64, 32, 2, buf, sizeof buf));
     CHECK(!rk_source(RK_DENSE, 0, 64, 32, -1, buf, sizeof buf));
     CHECK(!rk_source(RK_BMM_NT, 3, 64, 32, 2, buf, sizeof buf));
-    CHECK(!rk_source(RK_BMM_NN, 3, 64, 32, 1, buf, sizeof buf));
+    CHECK(!rk_source(RK_BMM_NN, 3, 64, 32, 2, buf, sizeof buf));
+    CHECK(!rk_source(RK_SGEMM, 0, 64, 32, 1, buf, sizeof buf));
     CHECK(!rk_source(RK_COUNT, 0, 64, 32, 0, buf, sizeof buf));
     CHECK(!rk_source(RK_SGEMM, 0, 64, 32, 0, tiny, sizeof tiny));
     CHECK(!rk_source(RK_SGEMM, 0, 64, 32, 0, buf, 0));
