@@ -65,7 +65,7 @@ static void packed_dense_schedule(SrcText *b, int mr, int nr) {
 }
 
 static void dense_source(SrcText *b, int gelu, int n, int k, int variant) {
-    put(b, "size M in 1..4096\n");
+    put(b, "size M in 1..%d\n", RK_MAX_M);
     put(b, "input X : f32[M, %d]\ninput W : f32[%d, %d]\n", k, n, k);
     if (gelu)
         put(b, "input bias : f32[%d]\n", n);
@@ -106,10 +106,10 @@ static void dense_source(SrcText *b, int gelu, int n, int k, int variant) {
 
 /* bmm NT as dot products: X's row i and W's row j are both contiguous in
  * k, so each Y[b, i, j] is a vector dot product over k (a lane reduction:
- * 16 partial sums per lane, added across the lanes at the end). No copy
- * of either operand. */
+ * each of 16 lanes keeps a partial sum, added across the lanes at the
+ * end). No copy of either operand. */
 static void nt_dot_source(SrcText *b, int batch, int n, int k) {
-    put(b, "size M in 1..4096\n");
+    put(b, "size M in 1..%d\n", RK_MAX_M);
     put(b, "input X : f32[%d, M, %d]\ninput W : f32[%d, %d, %d]\n", batch, k, batch, n, k);
     put(b, "Y[b, i, j] = sum(k < %d) X[b, i, k] * W[b, j, k]\n", k);
     put(b, "schedule Y {\n"
@@ -126,7 +126,7 @@ static void nt_dot_source(SrcText *b, int batch, int n, int k) {
  * columns. */
 static void nn_source(SrcText *b, int batch, int n, int k, bool nt, int mr) {
     int nr = n >= 64 ? 64 : n >= 32 ? 32 : n >= 16 ? 16 : n; /* narrow Y: one tile */
-    put(b, "size M in 1..4096\n");
+    put(b, "size M in 1..%d\n", RK_MAX_M);
     if (nt) {
         put(b, "input X : f32[%d, M, %d]\ninput W : f32[%d, %d, %d]\n", batch, k, batch, n, k);
         put(b, "Y[b, i, j] = sum(k < %d) X[b, i, k] * W[b, j, k]\n", k);
@@ -142,10 +142,11 @@ static void nn_source(SrcText *b, int batch, int n, int k, bool nt, int mr) {
      * on a zero-padded copy of X's rows (local padding), on the stack,
      * rather than a tail tile sized at run time. Needs whole column tiles. */
     bool pad = batch && n % nr == 0;
-    put(b, "schedule Y {\n"
-           "    YL = cache_write(Y%s)\n"
-           "    jo, ji = split(j, %d)\n"
-           "    io, ii = split(i, %d)\n",
+    put(b,
+        "schedule Y {\n"
+        "    YL = cache_write(Y%s)\n"
+        "    jo, ji = split(j, %d)\n"
+        "    io, ii = split(i, %d)\n",
         pad ? ", pad=1" : "", nr, mr);
     if (batch)
         put(b, "    reorder(b, jo, io, ii, ji)\n    parallel(b)\n");

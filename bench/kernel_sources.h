@@ -2,7 +2,7 @@
  * bench/kernel_sources.h — the .rv programs of ravel's benchmark kernels.
  *
  * Each program is the workload's definition plus the schedule ravel runs
- * it with, as text: the row count M is symbolic (`size M in 1..4096`); N,
+ * it with, as text: the row count M is symbolic (`size M in 1..RK_MAX_M`); N,
  * K and the batch are literal numbers. bench/ravel_kernels.c compiles and
  * times these programs; tests/unit/test_kernels.c checks the same text
  * against the reference interpreter at small sizes, so what is timed is
@@ -30,6 +30,7 @@ enum { RK_VARIANT_STREAM, RK_VARIANT_PACKED };            /* dense */
 enum { RK_VARIANT_DOT, RK_VARIANT_BCAST };                /* bmm NT */
 enum { RK_VARIANT_6ROWS, RK_VARIANT_4ROWS };              /* bmm NN */
 #define RK_STREAM_MAX_M 208
+#define RK_MAX_M 4096 /* the programs declare `size M in 1..RK_MAX_M` */
 #define RK_DOT_MAX_N 15
 
 /* How many schedules `kind` has (2, SGEMM 1). */

@@ -248,9 +248,15 @@ RavelKernel *ravel_kernel_for(const RavelKernelShape *shape) {
     for (int v = 0; force && v < count; v++)
         if (strcmp(force, rk_variant_name(kind, v)) == 0)
             s->forced = v;
+    /* compile the variants some M can pick (NT's depends on N alone) */
+    bool reachable[2] = {false, false};
+    for (int m = 1; m <= RK_MAX_M && s->forced < 0; m++)
+        reachable[rk_variant_for(kind, m, n)] = true;
+    if (s->forced >= 0)
+        reachable[s->forced] = true;
     char desc[64] = "";
     for (int v = 0; v < count; v++) {
-        if (s->forced >= 0 && v != s->forced)
+        if (!reachable[v])
             continue;
         s->v[v] = compile_variant(kind, kind == RK_SGEMM ? 0 : batch, n, k, v);
         if (!s->v[v]) {

@@ -103,7 +103,8 @@ static int copy_inputs(rv_module *m, const rv_bindings *from, rv_bindings *to) {
     for (int i = 0; i < rv_module_num_sizes(m); i++) {
         const char *n = rv_size_name(rv_module_size_at(m, i));
         if (rv_bindings_get_size(from, n) < 0) {
-            fprintf(stderr, "error: size '%s' has no value: give --size %s=V\n", n, n);
+            fprintf(stderr, "error: size '%s' has no value: give --size %s=V or --random SEED\n", n,
+                    n);
             return 0;
         }
         if (rv_bindings_set_size(to, n, rv_bindings_get_size(from, n)) != RV_OK) {
@@ -150,8 +151,8 @@ static int compare(const char *name, const rv_array *got, const rv_array *want) 
         if (d > tol * (1.0 + fabs(b)) && bad < 0)
             bad = i;
     }
-    printf("%s: %lld elements, max abs error %.3g, max rel error %.3g: %s\n", name,
-           (long long)n, max_abs, max_rel, bad < 0 ? "ok" : "MISMATCH");
+    printf("%s: %lld elements, max abs error %.3g, max rel error %.3g: %s\n", name, (long long)n,
+           max_abs, max_rel, bad < 0 ? "ok" : "MISMATCH");
     if (bad >= 0)
         printf("  first mismatch at flat index %lld: compiled %.9g, interpreter %.9g\n",
                (long long)bad, rv_array_get_f64(got, bad), rv_array_get_f64(want, bad));
@@ -215,7 +216,8 @@ int cmd_run(int argc, char **argv) {
         if (check)
             all_match &= compare(n, rv_bindings_get_array(b, n), rv_bindings_get_array(ref, n));
         else
-            printf("%s: %lld elements\n", n, (long long)rv_array_numel(rv_bindings_get_array(b, n)));
+            printf("%s: %lld elements\n", n,
+                   (long long)rv_array_numel(rv_bindings_get_array(b, n)));
     }
     rv_program_free(p);
     rv_bindings_free(b);
