@@ -181,9 +181,12 @@ static void nn_source(SrcText *b, int batch, int n, int k, bool nt, int mr) {
         put(b, "schedule Y {\n"
                "    compute_at(WL, jo)\n"
                "}\n"
-               "schedule WL {\n" /* the transposed copy: gathers along W's columns */
-               "    reorder(k, j)\n"
-               "    vectorize(j)\n"
+               "schedule WL {\n" /* the transposed copy: 16 x 16 blocks in registers */
+               "    ko, ki = split(k, 16)\n"
+               "    jo, jl = split(j, 16)\n"
+               "    reorder(ko, jo, ki, jl)\n"
+               "    unroll(ki)\n"
+               "    vectorize(jl)\n"
                "}\n");
 }
 

@@ -657,6 +657,8 @@ static void emit_for(CK *c, CFn *f, const Stmt *s) {
         emit_parallel(c, f, s);
         return;
     }
+    if (kind == LOOP_UNROLL && cg_transpose_loop(c->e, c->k->m, s, f->indent, &f->text))
+        return;
     const char *var = name_of_axis(c, s->u.loop.var);
     const char *from = "0";
     if (kind == LOOP_VECTOR) {

@@ -22,7 +22,8 @@
  *
  *   stride 1   a vector load or store, unaligned, through memcpy
  *   stride 0   a scalar load (broadcast on use)
- *   otherwise  a gather or scatter, lane by lane
+ *   otherwise  a gather or scatter, lane by lane (a transposing copy
+ *              of whole blocks: c_transpose.c)
  *
  * Non-affine varying integers become integer vectors (iota for the loop
  * variable). Comparisons give masks, held as int32 vectors of -1/0
@@ -75,7 +76,8 @@ typedef enum VHelper {
     VH_HSUM, /* across the lanes of one vector: a lane reduction's result */
     VH_HMAX,
     VH_HMIN,
-    VH_EXP, /* math: in dependency order */
+    VH_TRANSPOSE, /* rv_transpose_: a block copied transposed (c_transpose.c) */
+    VH_EXP,       /* math: in dependency order */
     VH_LOG,
     VH_ERF,
     VH_TANH,
@@ -146,6 +148,7 @@ static void use(CgEmit *e, VHelper h, rv_dtype t, int lanes) {
         use(e, VH_SELECT, t, lanes);
         return;
     case VH_HSUM:
+    case VH_TRANSPOSE:
         use(e, VH_TYPE, t, lanes);
         return;
     case VH_HMAX:
@@ -328,6 +331,9 @@ void cg_vector_helpers(const CgEmit *e, Buf *b) {
                 case VH_HMIN:
                     emit_horizontal(b, (VHelper)h, t, lanes);
                     break;
+                case VH_TRANSPOSE:
+                    cg_transpose_helper(b, t, lanes);
+                    break;
                 default:
                     tmpl = math_kind[h]     ? cg_vmath_template(math_kind[h], t)
                            : ir_is_float(t) ? float_tmpl[h]
@@ -362,19 +368,19 @@ typedef struct VC {
     Module *m;
     const Axis *var;
     int lanes;
-    PtrMap memo;   /* Expr* -> Info* */
-    PtrMap lets;   /* Axis* bound by a LET inside the loop -> its value */
-    PtrMap locals; /* Buffer* allocated inside the loop -> Local* */
-    bool changed;  /* a local became varying in this round */
+    PtrMap memo;     /* Expr* -> Info* */
+    PtrMap lets;     /* Axis* bound by a LET inside the loop -> its value */
+    PtrMap locals;   /* Buffer* allocated inside the loop -> Local* */
+    bool changed;    /* a local became varying in this round */
     const Stmt *red; /* the lane reduction's update, or NULL */
     const char *why;
     /* emission */
     Buf *out;
     int indent;
-    PtrMap zero;      /* var -> 0, for lane 0's indices */
-    PtrMap vlets;     /* Axis* bound by a LET to a non-affine varying value (a vector) */
-    PtrMap temps;     /* Expr* -> its temporary, within one statement */
-    const char *lane; /* the variable of gather and scatter loops */
+    PtrMap zero;           /* var -> 0, for lane 0's indices */
+    PtrMap vlets;          /* Axis* bound by a LET to a non-affine varying value (a vector) */
+    PtrMap temps;          /* Expr* -> its temporary, within one statement */
+    const char *lane;      /* the variable of gather and scatter loops */
     const char *red_lanes; /* the lane reduction's vector of partial results */
     Vec(const char *) decls;
     Vec(int) marks;
@@ -665,6 +671,11 @@ static const char *vt(VC *vc, rv_dtype t) {
 static const char *helper(VC *vc, VHelper h, const char *base, rv_dtype t) {
     use(vc->e, h, t, vc->lanes);
     return arena_printf(vc->e->arena, "rv_%s_%sx%d", base, rv_dtype_name(lane_dtype(t)), vc->lanes);
+}
+
+const char *cg_vector_use_transpose(CgEmit *e, rv_dtype t, int lanes) {
+    use(e, VH_TRANSPOSE, t, lanes);
+    return arena_printf(e->arena, "rv_transpose_%sx%d", rv_dtype_name(lane_dtype(t)), lanes);
 }
 
 /* C precedence levels, as in c_expr.c, plus the bitwise operators. */
@@ -1218,8 +1229,7 @@ static bool analyse(VC *vc, const Stmt *s) {
  * after them. Returns false, emitting nothing, when the body cannot be
  * vectorized. */
 static bool emit_vector_block(CgEmit *e, Module *m, const Stmt *s, int lanes, Expr *base,
-                              Axis *chunk, int64_t whole, int indent, Buf *out,
-                              const char **why) {
+                              Axis *chunk, int64_t whole, int indent, Buf *out, const char **why) {
     VC vc = {.e = e, .m = m, .var = s->u.loop.var, .lanes = lanes, .out = out, .indent = indent};
     if (!analyse(&vc, s)) {
         *why = vc.why;
@@ -1240,10 +1250,10 @@ static bool emit_vector_block(CgEmit *e, Module *m, const Stmt *s, int lanes, Ex
         t = r->u.store.buf->dtype;
         acc = elem(&vc, r->u.store.buf, r->u.store.index);
         vc.red_lanes = temp(&vc, arena_printf(e->arena, "%s_lanes",
-                                               cg_name(e, r->u.store.buf, r->u.store.buf->name)));
+                                              cg_name(e, r->u.store.buf, r->u.store.buf->name)));
         if (r->u.store.value->kind == EX_ADD)
-            line(&vc, "%s %s = (%s){0}; /* each lane's partial sum */\n", vt(&vc, t),
-                 vc.red_lanes, vt(&vc, t));
+            line(&vc, "%s %s = (%s){0}; /* each lane's partial sum */\n", vt(&vc, t), vc.red_lanes,
+                 vt(&vc, t));
         else
             line(&vc, "%s %s = %s(%s); /* each lane's partial result */\n", vt(&vc, t),
                  vc.red_lanes, helper(&vc, VH_TYPE, "splat", t), acc);
@@ -1336,8 +1346,8 @@ int64_t cg_vector_loop(CgEmit *e, Module *m, const Stmt *s, int indent, Buf *out
         int rest = pow2_floor(w - done);
         Buf block = {0};
         buf_indent(&block, 4 * indent);
-        buf_printf(&block, "/* vector loop over %s: %d lanes, lane l runs %s = %lld + l */\n",
-                   var, rest, var, (long long)done);
+        buf_printf(&block, "/* vector loop over %s: %d lanes, lane l runs %s = %lld + l */\n", var,
+                   rest, var, (long long)done);
         const char *ignored;
         if (emit_vector_block(e, m, s, rest, ir_int(m, done), NULL, 0, indent, &block, &ignored)) {
             buf_puts(&text, buf_str(&block));

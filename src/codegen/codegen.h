@@ -126,6 +126,21 @@ int64_t cg_vector_loop(CgEmit *e, Module *m, const Stmt *s, int indent, Buf *out
  * (cg_emit_helpers calls it). */
 void cg_vector_helpers(const CgEmit *e, Buf *b);
 
+/* Records that the unit uses rv_transpose_<t>x<lanes> (c_transpose.c) and
+ * returns its name. */
+const char *cg_vector_use_transpose(CgEmit *e, rv_dtype t, int lanes);
+
+/* ---- c_transpose.c ---- */
+
+/* The unrolled loop `s` over c (constant extent C) around a vector loop
+ * over r (constant extent R), LETs between, whose one statement is
+ * dst[d + D*c + r] = src[s + c + S*r]: appended to `out` as one in-register
+ * transpose of the R x C block (R and C at most one native vector: 16
+ * lanes of 4 bytes, 8 of 8). False, appending nothing, for any other loop. */
+bool cg_transpose_loop(CgEmit *e, Module *m, const Stmt *s, int indent, Buf *out);
+/* The definition of rv_transpose_<t>x<lanes>. */
+void cg_transpose_helper(Buf *b, rv_dtype t, int lanes);
+
 /* ---- c_vmath.c ---- */
 
 /* The template of the vector helper for math node kind k on dtype t (f32

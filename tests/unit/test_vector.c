@@ -1,6 +1,7 @@
 /*
- * test_vector.c — explicit vector code for vector loops (c_vector.c) and
- * the vector math helpers (c_vmath.c).
+ * test_vector.c — explicit vector code for vector loops (c_vector.c), the
+ * in-register transposed copy (c_transpose.c) and the vector math helpers
+ * (c_vmath.c).
  *
  * Each case builds one loop nest in the loop IR twice, with the inner loop
  * of kind LOOP_VECTOR and LOOP_SERIAL, compiles both with the JIT, runs
@@ -466,18 +467,19 @@ static Stmt *build_lane_reduction(Module *m, Buffer **b, LoopKind kind, int w) {
         x = bin(m, EX_MUL, x, ir_const_int(m, lane_type, 3));
     Buffer *acc = ir_buffer_new(m, "acc", lane_type, I(m, 1), BUF_LOCAL);
     Expr *zero = I(m, 0);
-    Expr *init = lane_op == EX_ADD ? ld(m, b[1], i->var) : ld(m, b[0], bin(m, EX_MUL, i->var, I(m, w)));
+    Expr *init =
+        lane_op == EX_ADD ? ld(m, b[1], i->var) : ld(m, b[0], bin(m, EX_MUL, i->var, I(m, w)));
     /* acc from Y[i] (sum) or the row's first element (max, min); then
      * Y[i] += the row again, through memory */
-    Stmt *reg[3] = {lower_store(m, acc, zero, init),
-                    loop(m, j, kind,
-                         lower_store(m, acc, zero, bin(m, lane_op, ld(m, acc, zero), x))),
-                    lower_store(m, b[1], i->var, ld(m, acc, zero))};
+    Stmt *reg[3] = {
+        lower_store(m, acc, zero, init),
+        loop(m, j, kind, lower_store(m, acc, zero, bin(m, lane_op, ld(m, acc, zero), x))),
+        lower_store(m, b[1], i->var, ld(m, acc, zero))};
     Axis *j2 = lower_loop_var(m, "j", I(m, w));
     Expr *at2 = bin(m, EX_ADD, bin(m, EX_MUL, i->var, I(m, w)), j2->var);
-    Stmt *mem = loop(m, j2, kind,
-                     lower_store(m, b[1], i->var,
-                                 bin(m, lane_op, ld(m, b[1], i->var), ld(m, b[0], at2))));
+    Stmt *mem =
+        loop(m, j2, kind,
+             lower_store(m, b[1], i->var, bin(m, lane_op, ld(m, b[1], i->var), ld(m, b[0], at2))));
     return loop(m, i, LOOP_SERIAL, seq2(m, lower_alloc(m, acc, lower_seq(m, 3, reg)), mem));
 }
 
@@ -494,8 +496,15 @@ static void test_lane_reduction(void) {
                 /* float sums reassociate, and the vector exp is not libm's:
                  * rounding differs in the last bits */
                 double tol = ir_is_float(types[t]) ? 1e-5 : 0;
-                Case c = {"lane_reduction", 2,           {types[t], types[t]},
-                          {ROWS * w, ROWS},  build_lane_reduction, w, tol, -3, 3};
+                Case c = {"lane_reduction",
+                          2,
+                          {types[t], types[t]},
+                          {ROWS * w, ROWS},
+                          build_lane_reduction,
+                          w,
+                          tol,
+                          -3,
+                          3};
                 char *src = check_case(&c);
                 CHECK(strstr(src, "not vectorized") == NULL);
                 if (w == 64 && ops[o] == EX_ADD && types[t] == RV_F32) {
@@ -511,6 +520,65 @@ static void test_lane_reduction(void) {
             }
 }
 
+/* A block copied transposed (c_transpose.c): for blk < 2, an unrolled
+ * loop over c < tp_cols and a vector loop over r < w,
+ *   Y[blk * C * D + q + r] = A[blk * w * S + c + r * S], q = c * D (a LET)
+ * with row strides S = C + 3 and D = w + 1 (gaps the copy leaves alone). */
+static int tp_cols;
+static Stmt *build_transpose(Module *m, Buffer **b, LoopKind kind, int w) {
+    int64_t cols = tp_cols, src_stride = cols + 3, dst_stride = w + 1;
+    Axis *blk = lower_loop_var(m, "blk", I(m, 2)), *c = lower_loop_var(m, "c", I(m, cols)),
+         *r = lower_loop_var(m, "r", I(m, w)), *q = lower_loop_var(m, "q", I(m, cols * dst_stride));
+    Expr *dst =
+        bin(m, EX_ADD, bin(m, EX_ADD, bin(m, EX_MUL, blk->var, I(m, cols * dst_stride)), q->var),
+            r->var);
+    Expr *src =
+        bin(m, EX_ADD, bin(m, EX_ADD, bin(m, EX_MUL, blk->var, I(m, w * src_stride)), c->var),
+            bin(m, EX_MUL, r->var, I(m, src_stride)));
+    Stmt *copy = loop(m, r, kind, lower_store(m, b[1], dst, ld(m, b[0], src)));
+    Stmt *body = lower_let(m, q, bin(m, EX_MUL, c->var, I(m, dst_stride)), copy);
+    return loop(m, blk, LOOP_SERIAL, loop(m, c, LOOP_UNROLL, body));
+}
+
+static void test_transpose(void) {
+    static const rv_dtype types[] = {RV_F32, RV_I32, RV_F64, RV_I64};
+    /* rows x cols: whole, one short, narrow, tiny, square halves */
+    static const int shapes[][2] = {{16, 16}, {15, 16}, {16, 5}, {3, 7}, {8, 8}, {2, 2}, {8, 3}};
+    for (int t = 0; t < RV_COUNT(types); t++)
+        for (int si = 0; si < RV_COUNT(shapes); si++) {
+            int w = shapes[si][0], lanes = rv_dtype_size(types[t]) == 4 ? 16 : 8;
+            tp_cols = shapes[si][1];
+            if (w > lanes || tp_cols > lanes)
+                continue;
+            int64_t cols = tp_cols;
+            Case cs = {"transpose",
+                       2,
+                       {types[t], types[t]},
+                       {2 * w * (cols + 3), 2 * cols * (w + 1)},
+                       build_transpose,
+                       w,
+                       0,
+                       -3,
+                       3};
+            char *src = check_case(&cs);
+            char call[128];
+            snprintf(call, sizeof call, "rv_transpose_%sx%d(&Y[", rv_dtype_name(types[t]), lanes);
+            CHECK_STR_CONTAINS(src, call);
+            snprintf(call, sizeof call, "], %d, %lld, %lld);\n", (int)cols + 3, (long long)w,
+                     (long long)cols);
+            CHECK_STR_CONTAINS(src, call);
+            base_free(src);
+        }
+    /* wider than a native vector: gathers, as before */
+    tp_cols = 4;
+    Case wide = {"transpose", 2, {RV_F32, RV_F32}, {2 * 17 * 7, 2 * 4 * 18}, build_transpose, 17, 0,
+                 -3,          3};
+    char *src = check_case(&wide);
+    CHECK(strstr(src, "rv_transpose_") == NULL);
+    CHECK_STR_CONTAINS(src, "A_g[lane] = A[");
+    base_free(src);
+}
+
 /* Stores of every lane to one element that are not lane reductions keep
  * the scalar loop: a plain store (the last lane would win), an update
  * whose accumulator the loop also reads. Also a varying condition. */
@@ -521,9 +589,8 @@ static Stmt *build_cross(Module *m, Buffer **b, LoopKind kind, int w) {
     Axis *j3 = lower_loop_var(m, "j", I(m, w));
     Expr *at3 = bin(m, EX_ADD, bin(m, EX_MUL, i->var, I(m, w)), j3->var);
     Expr *y = ld(m, b[1], i->var);
-    Stmt *reread =
-        seq2(m, lower_store(m, b[0], at3, bin(m, EX_MUL, y, F(m, 0.5))),
-             lower_store(m, b[1], i->var, bin(m, EX_ADD, y, ld(m, b[0], at3))));
+    Stmt *reread = seq2(m, lower_store(m, b[0], at3, bin(m, EX_MUL, y, F(m, 0.5))),
+                        lower_store(m, b[1], i->var, bin(m, EX_ADD, y, ld(m, b[0], at3))));
     Axis *j2 = lower_loop_var(m, "j", I(m, w));
     Expr *at2 = bin(m, EX_ADD, bin(m, EX_MUL, i->var, I(m, w)), j2->var);
     Stmt *cond = lower_if(m, bin(m, EX_GT, ld(m, b[0], at2), F(m, 0)),
@@ -681,6 +748,7 @@ int main(void) {
     RUN(test_gemm);
     RUN(test_accumulator);
     RUN(test_lane_reduction);
+    RUN(test_transpose);
     RUN(test_fallback);
     RUN(test_accuracy);
     char cmd[PATH_MAX + 16];
