@@ -79,8 +79,8 @@ typedef enum ParamKind {
 } ParamKind;
 typedef struct Param {
     ParamKind kind;
-    Size *size;     /* SIZE */
-    Buffer *buf;    /* UF, TENSOR, AUX */
+    Size *size;  /* SIZE */
+    Buffer *buf; /* UF, TENSOR, AUX */
 } Param;
 
 typedef struct Kernel {
@@ -200,16 +200,16 @@ int64_t lower_gcd64(int64_t a, int64_t b);
 /* ---- storage.c: flat buffers for (ragged, padded) layouts ---- */
 
 typedef struct Storage {
-    Buffer *buf;                 /* the elements */
+    Buffer *buf; /* the elements */
     int ndim;
-    Axis *axes[RV_MAX_DIMS];     /* the layout's axes (a tensor's or UF's) */
-    int pad[RV_MAX_DIMS];        /* storage padding multiple per level */
-    bool variable[RV_MAX_DIMS];  /* the extent mentions an outer axis */
-    Buffer *start[RV_MAX_DIMS];  /* variable levels: row-start AUX array */
-    Expr *numel;                 /* elements in storage (may load AUX arrays) */
+    Axis *axes[RV_MAX_DIMS];    /* the layout's axes (a tensor's or UF's) */
+    int pad[RV_MAX_DIMS];       /* storage padding multiple per level */
+    bool variable[RV_MAX_DIMS]; /* the extent mentions an outer axis */
+    Buffer *start[RV_MAX_DIMS]; /* variable levels: row-start AUX array */
+    Expr *numel;                /* elements in storage (may load AUX arrays) */
 } Storage;
-rv_status lower_storage_init(Module *m, Storage *st, const char *name, int ndim,
-                             Axis *const *axes, const int *pad, rv_dtype dtype, BufScope scope);
+rv_status lower_storage_init(Module *m, Storage *st, const char *name, int ndim, Axis *const *axes,
+                             const int *pad, rv_dtype dtype, BufScope scope);
 /* The flat offset of the element at `idx` (one index per level). */
 Expr *lower_storage_offset(Module *m, const Storage *st, Expr *const *idx);
 /* Turns tensor-level index expressions (UF applications) into loop-IR
@@ -240,6 +240,14 @@ rv_status lower_module(Module *m, Kernel ***out, int *n);
 /* The same for a schedule built by the caller. */
 rv_status lower_schedule(Schedule *s, Kernel ***out, int *n);
 
+/* ---- forward.c: reads of a local copy of a window read the source ---- */
+
+/* An allocation of a local array whose body starts with a guard-free copy
+ * L[f] = S[g] (g - f free of the copy's loops), and only reads L after it,
+ * becomes its body's rest reading S[e + g - f] for L[e]. Requires a
+ * simplified body; guarantees the same values. */
+Stmt *lower_forward_copies(Module *m, Stmt *s);
+
 /* ---- pipeline.c, verify.c, hoist.c: the pass pipeline ---- */
 
 /* A loop-IR pass over a kernel body: requires and guarantees what its
@@ -249,6 +257,7 @@ typedef Stmt *(*LowerPass)(Module *m, Stmt *s);
 /* lower_module, then every kernel body through the passes, in order:
  *
  *     simplify   simplify.c: canonical index arithmetic, proven guards go
+ *     forward    forward.c: reads of a local copy of a window read the source
  *     hoist      hoist.c: loop-invariant UF/AUX loads and index arithmetic
  *     simplify   again, on what hoisting exposed
  *

@@ -31,9 +31,10 @@ typedef struct LowerPassInfo {
 
 /* The passes, in order. */
 static const LowerPassInfo passes[] = {
-    {"simplify", lower_simplify}, /* canonical index arithmetic, proven guards removed */
-    {"hoist", lower_hoist},       /* loop-invariant UF/AUX loads and index arithmetic */
-    {"simplify", lower_simplify}, /* what hoisting exposed */
+    {"simplify", lower_simplify},      /* canonical index arithmetic, proven guards removed */
+    {"forward", lower_forward_copies}, /* whole tiles read a padded copy's source */
+    {"hoist", lower_hoist},            /* loop-invariant UF/AUX loads and index arithmetic */
+    {"simplify", lower_simplify},      /* what hoisting exposed */
 };
 
 /* Does RAVEL_DEBUG ask for a dump after `pass`? */

@@ -21,45 +21,36 @@ int32_t kernel_Y(const int64_t *sizes, void *const *bufs, struct rv_rt_ctx *ctx)
     float *restrict Y = __builtin_assume_aligned(bufs[2], 64);
     (void)ctx;
     for (int64_t io = 0; io < T / 4; io++) {
-        float XL[128] __attribute__((aligned(64)));
         const int64_t t0 = io * 128;
-        for (int64_t i = 0; i < 4; i++) {
-            const int64_t t1 = i * 32;
-            const int64_t t2 = t0 + t1;
-            for (int64_t j = 0; j < 32; j++) {
-                XL[j + t1] = X[j + t2];
-            }
-        }
-        const int64_t t3 = io * 128;
-        for (int64_t j_1 = 0; j_1 < 32; j_1++) {
-            const int64_t t4 = j_1 + t3;
+        for (int64_t j = 0; j < 32; j++) {
+            const int64_t t1 = j + t0;
             for (int64_t ii = 0; ii < 4; ii++) {
-                Y[ii * 32 + t4] = XL[j_1 + ii * 32] * W[j_1];
+                Y[ii * 32 + t1] = X[ii * 32 + t1] * W[j];
             }
         }
     }
     if (0 < T % 4) {
-        float XL_1[128] __attribute__((aligned(64)));
-        const int64_t t5 = T / 4 * 4;
-        const int64_t t6 = T / 4 * 128;
-        for (int64_t i_1 = 0; i_1 < 4; i_1++) {
-            const int64_t t7 = i_1 + t5;
-            const int64_t t8 = i_1 * 32;
-            const int64_t t9 = t6 + t8;
-            for (int64_t j_2 = 0; j_2 < 32; j_2++) {
-                if (t7 < T) {
-                    XL_1[j_2 + t8] = X[j_2 + t9];
+        float XL[128] __attribute__((aligned(64)));
+        const int64_t t2 = T / 4 * 4;
+        const int64_t t3 = T / 4 * 128;
+        for (int64_t i = 0; i < 4; i++) {
+            const int64_t t4 = i + t2;
+            const int64_t t5 = i * 32;
+            const int64_t t6 = t3 + t5;
+            for (int64_t j_1 = 0; j_1 < 32; j_1++) {
+                if (t4 < T) {
+                    XL[j_1 + t5] = X[j_1 + t6];
                 } else {
-                    XL_1[j_2 + t8] = 0.0f;
+                    XL[j_1 + t5] = 0.0f;
                 }
             }
         }
-        const int64_t t10 = T / 4 * 128;
-        const int64_t t11 = T - T / 4 * 4;
-        for (int64_t j_3 = 0; j_3 < 32; j_3++) {
-            const int64_t t12 = j_3 + t10;
-            for (int64_t ii_1 = 0; ii_1 < t11; ii_1++) {
-                Y[ii_1 * 32 + t12] = XL_1[j_3 + ii_1 * 32] * W[j_3];
+        const int64_t t7 = T / 4 * 128;
+        const int64_t t8 = T - T / 4 * 4;
+        for (int64_t j_2 = 0; j_2 < 32; j_2++) {
+            const int64_t t9 = j_2 + t7;
+            for (int64_t ii_1 = 0; ii_1 < t8; ii_1++) {
+                Y[ii_1 * 32 + t9] = XL[j_2 + ii_1 * 32] * W[j_2];
             }
         }
     }
