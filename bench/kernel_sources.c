@@ -64,6 +64,44 @@ static void packed_dense_schedule(SrcText *b, int mr, int nr) {
         nr, mr, pack_w_panel);
 }
 
+/* Dense, K large: per 64-column panel and block of kc values of k, the
+ * block of W's panel packed k-major (transposed in 16 x 16 register
+ * blocks; 64 KiB), then every 6-row tile of the panel adds its products
+ * over the block to YL, the panel's M x 64 sums in the scratch arena. The
+ * reduction loop is outside the row tiles, so YL accumulates in place;
+ * the lowering's promote pass keeps each 6x64 tile in registers across
+ * the block. */
+static void kblock_dense_schedule(SrcText *b, int kc) {
+    put(b,
+        "schedule Y {\n"
+        "    YL = cache_write(Y)\n"
+        "    jo, ji = split(j, 64)\n"
+        "    reorder(jo, i, ji)\n"
+        "    parallel(jo)\n"
+        "    vectorize(ji)\n"
+        "    compute_at(YL, jo)\n"
+        "}\n"
+        "schedule YL {\n"
+        "    WL = cache_read(W, layout=\"k, j\")\n"
+        "    ko, ki = split(k, %d)\n"
+        "    io, ii = split(i, 6)\n"
+        "    jv2, jv = split(j, 16)\n"
+        "    reorder(ko, io, ki, ii, jv2, jv)\n"
+        "    unroll(ii)\n"
+        "    unroll(jv2)\n"
+        "    vectorize(jv)\n"
+        "    compute_at(WL, ko)\n"
+        "}\n"
+        "schedule WL {\n"
+        "    kw, kl = split(k, 16)\n"
+        "    jw, jl = split(j, 16)\n"
+        "    reorder(kw, jw, kl, jl)\n"
+        "    unroll(kl)\n"
+        "    vectorize(jl)\n"
+        "}\n",
+        kc);
+}
+
 static void dense_source(SrcText *b, int gelu, int n, int k, int variant) {
     put(b, "size M in 1..%d\n", RK_MAX_M);
     put(b, "input X : f32[M, %d]\ninput W : f32[%d, %d]\n", k, n, k);
@@ -100,8 +138,10 @@ static void dense_source(SrcText *b, int gelu, int n, int k, int variant) {
                "schedule Y {\n"
                "    compute_at(XL)\n"
                "}\n");
-    else
+    else if (variant == RK_VARIANT_PACKED)
         packed_dense_schedule(b, 6, 64);
+    else
+        kblock_dense_schedule(b, RK_KBLOCK_K);
 }
 
 /* bmm NT as dot products: X's row i and W's row j are both contiguous in
@@ -191,6 +231,8 @@ static void nn_source(SrcText *b, int batch, int n, int k, bool nt, int mr) {
 }
 
 int rk_variant_count(RavelKernelKind kind) {
+    if (kind == RK_DENSE || kind == RK_DENSE_BIAS_GELU)
+        return 3;
     return kind == RK_SGEMM ? 1 : 2;
 }
 
@@ -199,18 +241,25 @@ static int padded_rows(int m, int mr) {
     return (m + mr - 1) / mr * mr;
 }
 
-int rk_variant_for(RavelKernelKind kind, int m, int n) {
+int rk_variant_for(RavelKernelKind kind, int m, int n, int k) {
     if (kind == RK_BMM_NT)
         return n <= RK_DOT_MAX_N ? RK_VARIANT_DOT : RK_VARIANT_BCAST;
     if (kind == RK_BMM_NN)
         return padded_rows(m, 4) < padded_rows(m, 6) ? RK_VARIANT_4ROWS : RK_VARIANT_6ROWS;
-    return rk_variant_count(kind) == 2 && m > RK_STREAM_MAX_M ? RK_VARIANT_PACKED
-                                                              : RK_VARIANT_STREAM;
+    if (rk_variant_count(kind) == 1)
+        return 0;
+    /* stream re-reads its k-major copy of X once per 24-row panel of W */
+    if (m <= RK_STREAM_MAX_M && (long)m * k <= RK_STREAM_MAX_XL)
+        return RK_VARIANT_STREAM;
+    /* packed streams its 64 x K panel of W from L2 once per 6-row tile */
+    return k > RK_KBLOCK_MIN_K && m <= RK_KBLOCK_MAX_M ? RK_VARIANT_KBLOCK : RK_VARIANT_PACKED;
 }
 
 const char *rk_variant_name(RavelKernelKind kind, int variant) {
     if (kind == RK_DENSE || kind == RK_DENSE_BIAS_GELU)
-        return variant == RK_VARIANT_STREAM ? "stream" : "packed";
+        return variant == RK_VARIANT_STREAM   ? "stream"
+               : variant == RK_VARIANT_PACKED ? "packed"
+                                              : "kblock";
     if (kind == RK_BMM_NT)
         return variant == RK_VARIANT_DOT ? "dot" : "bcast6x64_wt";
     if (kind == RK_BMM_NN)

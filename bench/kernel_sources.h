@@ -8,10 +8,17 @@
  * against the reference interpreter at small sizes, so what is timed is
  * what is tested.
  *
- * Dense kinds have two schedules, picked by M (the rule per T until the
- * auto-scheduler replaces it): "stream" (vectors along the rows of X, a
- * 16x24 tile of Yᵀ in registers) for M <= RK_STREAM_MAX_M, "packed" (W
- * packed k-major per 64-column panel, a 6x64 register tile) above. bmm
+ * Dense kinds have three schedules, picked by M and K (the rule per T
+ * until the auto-scheduler replaces it): "stream" (vectors along the rows
+ * of X, a 16x24 tile of Yᵀ in registers) for M <= RK_STREAM_MAX_M while
+ * X's k-major copy, which every 24-row panel of W re-reads, stays within
+ * RK_STREAM_MAX_XL floats (K = 3072: M <= 52; past it the copy streams
+ * from L3 and W's 24 rows, 12 KiB apart, share one L1 set); "packed" (W
+ * packed k-major per 64-column panel, a 6x64 register tile) above; and
+ * for K > RK_KBLOCK_MIN_K and M <= RK_KBLOCK_MAX_M, where packed would
+ * stream a 64 x K panel of at least 512 KiB from L2 for every 6-row
+ * tile, "kblock" (the same tile over blocks of RK_KBLOCK_K values of k,
+ * accumulated in place). bmm
  * NT has two, picked by N: "dot" (each output a vector dot product over
  * k, no copies) for N <= RK_DOT_MAX_N, where the broadcast kernel's copy
  * of W's panel costs more than the products, "bcast6x64_wt" above. bmm
@@ -26,18 +33,23 @@
 
 #include "ravel_kernels.h"
 
-enum { RK_VARIANT_STREAM, RK_VARIANT_PACKED };            /* dense */
+enum { RK_VARIANT_STREAM, RK_VARIANT_PACKED, RK_VARIANT_KBLOCK }; /* dense */
 enum { RK_VARIANT_DOT, RK_VARIANT_BCAST };                /* bmm NT */
 enum { RK_VARIANT_6ROWS, RK_VARIANT_4ROWS };              /* bmm NN */
 #define RK_STREAM_MAX_M 208
+#define RK_STREAM_MAX_XL (208 * 768) /* floats of X: 624 KiB, under a third of L2 */
+#define RK_KBLOCK_MIN_K 1024
+#define RK_KBLOCK_MAX_M 384
+#define RK_KBLOCK_K 256
 #define RK_MAX_M 4096 /* the programs declare `size M in 1..RK_MAX_M` */
 #define RK_DOT_MAX_N 15
 
-/* How many schedules `kind` has (2, SGEMM 1). */
+/* How many schedules `kind` has (dense 3, SGEMM 1, bmm 2). */
 int rk_variant_count(RavelKernelKind kind);
-/* The schedule the benchmark runs for M rows and N columns. */
-int rk_variant_for(RavelKernelKind kind, int m, int n);
-/* "stream", "packed", or the single schedule's name ("bcast6x64"). */
+/* The schedule the benchmark runs for M rows, N columns and depth K. */
+int rk_variant_for(RavelKernelKind kind, int m, int n, int k);
+/* "stream", "packed", "kblock", ..., or the single schedule's name
+ * ("bcast6x64"). */
 const char *rk_variant_name(RavelKernelKind kind, int variant);
 /* Writes the program into buf (NUL-terminated). false when the kind or
  * variant is unknown or the text does not fit in cap bytes. */

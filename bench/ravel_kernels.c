@@ -15,7 +15,7 @@
  *
  * THE RULE PER T. Some kinds have two schedules (kernel_sources.h); both
  * are compiled by ravel_kernel_for and cached for the process, and run()
- * picks one by M and N with rk_variant_for, so run() never compiles. A
+ * picks one by M, N and K with rk_variant_for, so run() never compiles. A
  * schedule that fails to compile makes ravel_kernel_for print
  * rv_last_error() and answer NULL: never a fake.
  *
@@ -207,8 +207,8 @@ fail:
 /* ---- the kernel ---- */
 
 typedef struct State {
-    Compiled *v[2]; /* by variant (kernel_sources.h) */
-    int kind, n;
+    Compiled *v[3]; /* by variant (kernel_sources.h) */
+    int kind, n, k;
     int forced; /* the variant RAVEL_BENCH_VARIANT names, or -1 */
     int threads;
     Host host;
@@ -217,7 +217,7 @@ typedef struct State {
 
 static void ravel_run(void *state, const RavelKernelArgs *args) {
     State *s = state;
-    const Compiled *c = s->v[s->forced >= 0 ? s->forced : rk_variant_for(s->kind, args->m, s->n)];
+    const Compiled *c = s->v[s->forced >= 0 ? s->forced : rk_variant_for(s->kind, args->m, s->n, s->k)];
     const void *ptr[ROLE_COUNT] = {args->a, args->b, args->bias, args->c};
     int64_t sizes[MAX_PARAMS];
     void *bufs[MAX_PARAMS];
@@ -244,14 +244,14 @@ RavelKernel *ravel_kernel_for(const RavelKernelShape *shape) {
     int kind = shape->kind, batch = shape->batch, n = shape->n, k = shape->k;
     const char *force = getenv("RAVEL_BENCH_VARIANT");
     int count = rk_variant_count(kind);
-    s->kind = kind, s->n = n, s->forced = -1;
+    s->kind = kind, s->n = n, s->k = k, s->forced = -1;
     for (int v = 0; force && v < count; v++)
         if (strcmp(force, rk_variant_name(kind, v)) == 0)
             s->forced = v;
     /* compile the variants some M can pick (NT's depends on N alone) */
-    bool reachable[2] = {false, false};
+    bool reachable[3] = {false, false, false};
     for (int m = 1; m <= RK_MAX_M && s->forced < 0; m++)
-        reachable[rk_variant_for(kind, m, n)] = true;
+        reachable[rk_variant_for(kind, m, n, k)] = true;
     if (s->forced >= 0)
         reachable[s->forced] = true;
     char desc[64] = "";

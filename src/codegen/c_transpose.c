@@ -26,34 +26,6 @@
 #include "codegen/codegen.h"
 #include "lower/lower.h"
 
-/* The coefficient of axis a in the integer expression x, when x is
- * coeff * a plus terms free of a (coeff free of a too); NULL otherwise. */
-static Expr *coeff_of(Module *m, Expr *x, const Axis *a) {
-    if (!ir_uses_axis(x, a))
-        return ir_int(m, 0);
-    Expr *l, *r;
-    switch (x->kind) {
-    case EX_VAR:
-        return ir_int(m, 1);
-    case EX_ADD:
-    case EX_SUB:
-        l = coeff_of(m, x->args[0], a);
-        r = coeff_of(m, x->args[1], a);
-        return l && r ? ir_binary(m, x->kind, l, r) : NULL;
-    case EX_MUL:
-        for (int i = 0; i < 2; i++)
-            if (!ir_uses_axis(x->args[i], a)) {
-                Expr *c = coeff_of(m, x->args[1 - i], a);
-                return c ? ir_binary(m, EX_MUL, x->args[i], c) : NULL;
-            }
-        return NULL;
-    case EX_CAST:
-        return ir_is_int(x->args[0]->dtype) ? coeff_of(m, x->args[0], a) : NULL;
-    default:
-        return NULL;
-    }
-}
-
 /* Adds the LETs at the top of s to `lets` (their values with the earlier
  * LETs substituted) and returns the statement they wrap. */
 static const Stmt *skip_lets(Module *m, const Stmt *s, PtrMap *lets) {
@@ -74,7 +46,7 @@ typedef struct Side {
 static bool side_of(Module *m, const Buffer *b, Expr *idx, const Axis *c, const Axis *r,
                     PtrMap *lets, Side *out) {
     idx = ir_substitute(m, idx, lets);
-    Expr *dc = coeff_of(m, idx, c), *dr = coeff_of(m, idx, r);
+    Expr *dc = ir_linear_coeff(m, idx, c), *dr = ir_linear_coeff(m, idx, r);
     if (!dc || !dr)
         return false;
     PtrMap zero = {0};

@@ -724,3 +724,29 @@ bool ir_uses_axis(const Expr *e, const Axis *a) {
     ir_visit(e, uses_fn, &u);
     return u.found;
 }
+
+Expr *ir_linear_coeff(Module *m, Expr *x, const Axis *a) {
+    if (!ir_uses_axis(x, a))
+        return ir_int(m, 0);
+    Expr *l, *r;
+    switch (x->kind) {
+    case EX_VAR:
+        return ir_int(m, 1);
+    case EX_ADD:
+    case EX_SUB:
+        l = ir_linear_coeff(m, x->args[0], a);
+        r = ir_linear_coeff(m, x->args[1], a);
+        return l && r ? ir_binary(m, x->kind, l, r) : NULL;
+    case EX_MUL:
+        for (int i = 0; i < 2; i++)
+            if (!ir_uses_axis(x->args[i], a)) {
+                Expr *c = ir_linear_coeff(m, x->args[1 - i], a);
+                return c ? ir_binary(m, EX_MUL, x->args[i], c) : NULL;
+            }
+        return NULL;
+    case EX_CAST:
+        return ir_is_int(x->args[0]->dtype) ? ir_linear_coeff(m, x->args[0], a) : NULL;
+    default:
+        return NULL;
+    }
+}

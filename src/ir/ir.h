@@ -298,6 +298,11 @@ bool ir_is_const_int(const Expr *e, int64_t *v);
 bool ir_int_bounds(const Expr *e, int64_t *lo, int64_t *hi);
 /* True when `e` mentions axis `a` (memoized per call; cheap on DAGs). */
 bool ir_uses_axis(const Expr *e, const Axis *a);
+/* The coefficient of axis a in the integer expression x when x is
+ * coeff * a plus terms free of a, coeff free of a too (unsimplified; 0
+ * when x does not mention a); NULL when x is not of that form (a under a
+ * division, a product of two terms using a, a load). */
+Expr *ir_linear_coeff(Module *m, Expr *x, const Axis *a);
 /* Calls fn on every node once, children before parents. */
 void ir_visit(const Expr *e, void (*fn)(const Expr *e, void *ctx), void *ctx);
 

@@ -130,6 +130,9 @@ void lower_print_kernel(Buf *b, const Kernel *k);
  * guards disappear. Requires nothing; guarantees the same values.
  * lower_simplify returns NULL when no statement remains. */
 Expr *lower_simplify_expr(Module *m, Expr *e);
+/* The least constant upper bound of integer expression e that the
+ * declared ranges prove (M - M/6*6: 5); false when none is known. */
+bool lower_upper_bound(Module *m, Expr *e, int64_t *hi);
 Stmt *lower_simplify(Module *m, Stmt *s);
 
 /* The simplifier's context and linear forms, shared with interval.c. */
@@ -248,6 +251,15 @@ rv_status lower_schedule(Schedule *s, Kernel ***out, int *n);
  * simplified body; guarantees the same values. */
 Stmt *lower_forward_copies(Module *m, Stmt *s);
 
+/* ---- promote.c: an accumulation repeated by a loop runs in a local tile ---- */
+
+/* A serial loop whose body is a guard-free nest of constant extents around
+ * one store B[e] = v (B not local, e free of the loop and injective in the
+ * nest, v reading B only at e) accumulates into a local copy of B's tile,
+ * copied in before the loop and back after it. Requires a simplified body
+ * without LETs; guarantees the same values. */
+Stmt *lower_promote_accumulators(Module *m, Stmt *s);
+
 /* ---- pipeline.c, verify.c, hoist.c: the pass pipeline ---- */
 
 /* A loop-IR pass over a kernel body: requires and guarantees what its
@@ -258,6 +270,7 @@ typedef Stmt *(*LowerPass)(Module *m, Stmt *s);
  *
  *     simplify   simplify.c: canonical index arithmetic, proven guards go
  *     forward    forward.c: reads of a local copy of a window read the source
+ *     promote    promote.c: an accumulation repeated by a loop runs in a local tile
  *     hoist      hoist.c: loop-invariant UF/AUX loads and index arithmetic
  *     simplify   again, on what hoisting exposed
  *

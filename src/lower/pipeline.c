@@ -33,6 +33,7 @@ typedef struct LowerPassInfo {
 static const LowerPassInfo passes[] = {
     {"simplify", lower_simplify},      /* canonical index arithmetic, proven guards removed */
     {"forward", lower_forward_copies}, /* whole tiles read a padded copy's source */
+    {"promote", lower_promote_accumulators}, /* in-place accumulations in a local tile */
     {"hoist", lower_hoist},            /* loop-invariant UF/AUX loads and index arithmetic */
     {"simplify", lower_simplify},      /* what hoisting exposed */
 };

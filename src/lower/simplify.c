@@ -848,6 +848,17 @@ Expr *lower_simplify_expr(Module *m, Expr *e) {
     return r;
 }
 
+bool lower_upper_bound(Module *m, Expr *e, int64_t *hi) {
+    if (!e)
+        return false;
+    Simp S;
+    simp_init(&S, m);
+    const Lin *L = lower_lin_of(&S, lower_simp(&S, e));
+    bool ok = L && lower_lin_bound(&S, L, true, hi);
+    simp_free(&S);
+    return ok;
+}
+
 /* ---- statements ---- */
 
 /* Visitors over the generic mutator (nothing is rebuilt: fe and fs return

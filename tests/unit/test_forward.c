@@ -12,29 +12,8 @@
 #include <stdlib.h>
 
 #include "harness.h"
+#include "loop_ir.h"
 #include "lower/lower.h"
-
-static Expr *I(Module *m, int64_t v) {
-    return ir_int(m, v);
-}
-static Expr *bin(Module *m, ExprKind k, Expr *a, Expr *b) {
-    Expr *r = ir_binary(m, k, a, b);
-    RV_ASSERT(r);
-    return r;
-}
-static Stmt *loop(Module *m, Axis *v, Stmt *body) {
-    return lower_for(m, v, v->extent, LOOP_SERIAL, body);
-}
-static Stmt *seq2(Module *m, Stmt *a, Stmt *b) {
-    Stmt *s[2] = {a, b};
-    return lower_seq(m, 2, s);
-}
-
-static char *stmt_str(const Stmt *s) {
-    Buf b = {0};
-    lower_print_stmt(&b, s, 0);
-    return buf_take(&b);
-}
 
 /* The pieces of one case: S (4 tiles of 4 x 8), the tile o, L and Y. */
 typedef struct Nest {
@@ -67,7 +46,7 @@ static Stmt *copy(Nest *n, bool transposed, bool guard) {
     Stmt *st = lower_store(m, n->L, dst, ir_load(m, n->S, src));
     if (guard)
         st = lower_if(m, bin(m, EX_LT, i->var, I(m, 3)), st, NULL);
-    return loop(m, i, loop(m, k, st));
+    return loop(m, i, LOOP_SERIAL, loop(m, k, LOOP_SERIAL, st));
 }
 
 /* for j < 8: Y[o*32 + j] = L[j + 8] * 2 */
@@ -77,11 +56,11 @@ static Stmt *use(Nest *n) {
     Expr *at = bin(m, EX_ADD, bin(m, EX_MUL, n->o->var, I(m, 32)), j->var);
     Expr *v =
         bin(m, EX_MUL, ir_load(m, n->L, bin(m, EX_ADD, j->var, I(m, 8))), ir_float(m, RV_F32, 2));
-    return loop(m, j, lower_store(m, n->Y, at, v));
+    return loop(m, j, LOOP_SERIAL, lower_store(m, n->Y, at, v));
 }
 
 static Stmt *kernel(Nest *n, Stmt *cp, Stmt *rest) {
-    return loop(n->m, n->o, lower_alloc(n->m, n->L, seq2(n->m, cp, rest)));
+    return loop(n->m, n->o, LOOP_SERIAL, lower_alloc(n->m, n->L, seq2(n->m, cp, rest)));
 }
 
 static void test_forwarded(void) {

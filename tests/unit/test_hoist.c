@@ -20,6 +20,7 @@
 
 #include "codegen/codegen.h"
 #include "harness.h"
+#include "loop_ir.h"
 #include "jit/jit.h"
 #include "ravel_rt.h"
 
@@ -30,32 +31,6 @@ static char cache_dir[PATH_MAX];
 #else
 #define KERNEL_FLAGS "-fopenmp-simd"
 #endif
-
-static char *stmt_str(const Stmt *s) {
-    Buf b = {0};
-    lower_print_stmt(&b, s, 0);
-    return buf_take(&b);
-}
-
-static void check_text(const Stmt *s, const char *want) {
-    char *got = stmt_str(s);
-    CHECK(strcmp(got, want) == 0);
-    if (strcmp(got, want) != 0)
-        fprintf(stderr, "    got:\n%s    want:\n%s", got, want);
-    base_free(got);
-}
-
-static Expr *I(Module *m, int64_t v) {
-    return ir_int(m, v);
-}
-static Expr *bin(Module *m, ExprKind k, Expr *a, Expr *b) {
-    Expr *r = ir_binary(m, k, a, b);
-    RV_ASSERT(r);
-    return r;
-}
-static Stmt *loop(Module *m, Axis *v, LoopKind k, Stmt *body) {
-    return lower_for(m, v, v->extent, k, body);
-}
 
 /* ---- what moves ---- */
 

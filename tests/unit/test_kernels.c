@@ -7,9 +7,10 @@
  * sizes and compares every output with the reference interpreter on the
  * same inputs, so what is timed is known to compute the right thing.
  *
- * Covered: every kind, both schedules of the dense kinds (each named
+ * Covered: every kind, the three schedules of the dense kinds (each named
  * explicitly, not only the one rk_variant_for picks), N and K that are and
- * are not multiples of the tiles (16x24 for stream, 6x64 packed, 6 x
+ * are not multiples of the tiles (16x24 for stream, 6x64 packed and
+ * kblock, k blocks of RK_KBLOCK_K, 6 x
  * 64/32/16/N for the broadcast kernel of bmm and sgemm, k split by 8 or
  * 16), N below 16 and K down to 1, and M (the symbolic size, M = 16*T in
  * the dense benchmark) on both sides of every tile edge, with primes and
@@ -210,18 +211,23 @@ static void check_kernel(KernelCase c, const int *ms, int nms) {
 
 /* ---- the tests ---- */
 
-/* Both dense kinds, both schedules each, at ragged and exact tile sizes;
- * the packed schedule also above the M where the benchmark switches to it. */
+/* Both dense kinds, all three schedules each, at ragged and exact tile
+ * sizes; the packed schedule also above the M where the benchmark switches
+ * to it; kblock also with K over two blocks, the second partial. */
 static void check_dense(RavelKernelKind kind) {
     static const int packed_ms[] = {1, 2, 5, 6, 7, 16, 17, 23, 48, 211};
     static const int shapes[][2] = {{37, 19}, {70, 33}, {64, 32}, {48, 16}};
-    CHECK_EQ_INT(rk_variant_count(kind), 2);
+    CHECK_EQ_INT(rk_variant_count(kind), 3);
     for (int s = 0; s < COUNT(shapes); s++) {
         KernelCase stream = {kind, RK_VARIANT_STREAM, 0, shapes[s][0], shapes[s][1]};
         KernelCase packed = {kind, RK_VARIANT_PACKED, 0, shapes[s][0], shapes[s][1]};
+        KernelCase kblock = {kind, RK_VARIANT_KBLOCK, 0, shapes[s][0], shapes[s][1]};
         check_kernel(stream, small_ms, COUNT(small_ms));
         check_kernel(packed, packed_ms, COUNT(packed_ms));
+        check_kernel(kblock, small_ms, COUNT(small_ms));
     }
+    KernelCase deep = {kind, RK_VARIANT_KBLOCK, 0, 70, RK_KBLOCK_K + 45};
+    check_kernel(deep, small_ms, COUNT(small_ms));
 }
 
 static void test_dense(void) {
@@ -277,22 +283,31 @@ static void test_sgemm(void) {
     check_kernel((KernelCase){RK_SGEMM, 0, 0, 1030, 20}, wide_ms, COUNT(wide_ms));
 }
 
-/* The benchmark's rule: stream up to RK_STREAM_MAX_M rows, packed above;
- * unknown variants and buffers too small for the text are refused. */
+/* The benchmark's rule: stream up to RK_STREAM_MAX_M rows and
+ * RK_STREAM_MAX_XL floats of X, packed above; unknown variants and buffers
+ * too small for the text are refused. */
 static void test_sources(void) {
     char buf[4096], tiny[16];
-    CHECK_EQ_INT(rk_variant_for(RK_DENSE, 1, 768), RK_VARIANT_STREAM);
-    CHECK_EQ_INT(rk_variant_for(RK_DENSE, RK_STREAM_MAX_M, 768), RK_VARIANT_STREAM);
-    CHECK_EQ_INT(rk_variant_for(RK_DENSE_BIAS_GELU, RK_STREAM_MAX_M + 1, 768), RK_VARIANT_PACKED);
-    CHECK_EQ_INT(rk_variant_for(RK_BMM_NT, 4096, 1), RK_VARIANT_DOT);
-    CHECK_EQ_INT(rk_variant_for(RK_BMM_NT, 1, RK_DOT_MAX_N), RK_VARIANT_DOT);
-    CHECK_EQ_INT(rk_variant_for(RK_BMM_NT, 1, RK_DOT_MAX_N + 1), RK_VARIANT_BCAST);
-    CHECK_EQ_INT(rk_variant_for(RK_BMM_NN, 8, 64), RK_VARIANT_4ROWS);
-    CHECK_EQ_INT(rk_variant_for(RK_BMM_NN, 5, 64), RK_VARIANT_6ROWS);
-    CHECK_EQ_INT(rk_variant_for(RK_BMM_NN, 24, 64), RK_VARIANT_6ROWS);
+    CHECK_EQ_INT(rk_variant_for(RK_DENSE, 1, 768, 768), RK_VARIANT_STREAM);
+    CHECK_EQ_INT(rk_variant_for(RK_DENSE, RK_STREAM_MAX_M, 768, 768), RK_VARIANT_STREAM);
+    CHECK_EQ_INT(rk_variant_for(RK_DENSE_BIAS_GELU, RK_STREAM_MAX_M + 1, 768, 768),
+                 RK_VARIANT_PACKED);
+    CHECK_EQ_INT(rk_variant_for(RK_DENSE, RK_STREAM_MAX_M + 1, 768, 64), RK_VARIANT_PACKED);
+    CHECK_EQ_INT(rk_variant_for(RK_DENSE, 48, 768, 3072), RK_VARIANT_STREAM);
+    CHECK_EQ_INT(rk_variant_for(RK_DENSE, 80, 768, 3072), RK_VARIANT_KBLOCK);
+    CHECK_EQ_INT(rk_variant_for(RK_DENSE, RK_KBLOCK_MAX_M, 768, 3072), RK_VARIANT_KBLOCK);
+    CHECK_EQ_INT(rk_variant_for(RK_DENSE, RK_KBLOCK_MAX_M + 1, 768, 3072), RK_VARIANT_PACKED);
+    CHECK_EQ_INT(rk_variant_for(RK_DENSE, 300, 768, RK_KBLOCK_MIN_K), RK_VARIANT_PACKED);
+    CHECK_EQ_INT(rk_variant_for(RK_SGEMM, 4096, 4096, 4096), 0);
+    CHECK_EQ_INT(rk_variant_for(RK_BMM_NT, 4096, 1, 64), RK_VARIANT_DOT);
+    CHECK_EQ_INT(rk_variant_for(RK_BMM_NT, 1, RK_DOT_MAX_N, 64), RK_VARIANT_DOT);
+    CHECK_EQ_INT(rk_variant_for(RK_BMM_NT, 1, RK_DOT_MAX_N + 1, 64), RK_VARIANT_BCAST);
+    CHECK_EQ_INT(rk_variant_for(RK_BMM_NN, 8, 64, 8), RK_VARIANT_4ROWS);
+    CHECK_EQ_INT(rk_variant_for(RK_BMM_NN, 5, 64, 5), RK_VARIANT_6ROWS);
+    CHECK_EQ_INT(rk_variant_for(RK_BMM_NN, 24, 64, 24), RK_VARIANT_6ROWS);
     CHECK(rk_source(RK_DENSE, 0, 64, 32, RK_VARIANT_PACKED, buf, sizeof buf));
     CHECK_STR_CONTAINS(buf, "size M in 1..4096");
-    CHECK(!rk_source(RK_DENSE, 0, 64, 32, 2, buf, sizeof buf));
+    CHECK(!rk_source(RK_DENSE, 0, 64, 32, 3, buf, sizeof buf));
     CHECK(!rk_source(RK_DENSE, 0, 64, 32, -1, buf, sizeof buf));
     CHECK(!rk_source(RK_BMM_NT, 3, 64, 32, 2, buf, sizeof buf));
     CHECK(!rk_source(RK_BMM_NN, 3, 64, 32, 2, buf, sizeof buf));

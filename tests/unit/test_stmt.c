@@ -4,22 +4,8 @@
  * the changed path only) and the printer's text form.
  */
 #include "harness.h"
+#include "loop_ir.h"
 #include "lower/lower.h"
-
-/* The printed text of a statement (base_free the result). */
-static char *stmt_str(const Stmt *s) {
-    Buf b = {0};
-    lower_print_stmt(&b, s, 0);
-    return buf_take(&b);
-}
-
-static void check_text(const Stmt *s, const char *want) {
-    char *got = stmt_str(s);
-    CHECK(strcmp(got, want) == 0);
-    if (strcmp(got, want) != 0)
-        fprintf(stderr, "    got:\n%s    want:\n%s", got, want);
-    base_free(got);
-}
 
 static void test_names(void) {
     CHECK(strcmp(lower_stmt_name[ST_FOR], "for") == 0);
