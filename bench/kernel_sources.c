@@ -102,6 +102,15 @@ static void kblock_dense_schedule(SrcText *b, int kc) {
         kc);
 }
 
+/* The rows of W a stream tile broadcasts from at each k: 24, or 8 when
+ * W's rows are a multiple of 4 KiB apart (K = 3072: 12 KiB). Then they
+ * all map to one L1 set, which has 12 ways: 24 rows evict each other
+ * before their next 16 values are read (T = 2 at K = 3072: 24 rows
+ * 2.3 ms, 8 rows 1.5-2.0). */
+static int stream_rows(int k) {
+    return (long)k * 4 % 4096 == 0 ? 8 : 24;
+}
+
 static void dense_source(SrcText *b, int gelu, int n, int k, int variant) {
     put(b, "size M in 1..%d\n", RK_MAX_M);
     put(b, "input X : f32[M, %d]\ninput W : f32[%d, %d]\n", k, n, k);
@@ -112,32 +121,34 @@ static void dense_source(SrcText *b, int gelu, int n, int k, int variant) {
     else
         put(b, "Y[i, j] = sum(k < %d) X[i, k] * W[j, k]\n", k);
     if (variant == RK_VARIANT_STREAM)
-        put(b, "schedule Y {\n"
-               "    YL = cache_write(Y, layout=\"j, i\")\n"
-               "    io, ii = split(i, 16)\n"
-               "    jo, ji = split(j, 24)\n"
-               "    reorder(jo, io, ji, ii)\n"
-               "    parallel(jo)\n"
-               "    vectorize(ii)\n"
-               "    compute_at(YL, io)\n"
-               "}\n"
-               "schedule YL {\n"
-               "    XL = cache_read(X, layout=\"k, i\")\n"
-               "    ko, ku = split(k, 8)\n"
-               "    reorder(ko, ku, j, i)\n"
-               "    unroll(ku)\n"
-               "    unroll(j)\n"
-               "    vectorize(i)\n"
-               "}\n"
-               "schedule XL {\n"
-               "    ko, ki = split(k, 16)\n"
-               "    reorder(ko, i, ki)\n"
-               "    parallel(ko)\n"
-               "    unroll(ki)\n"
-               "}\n"
-               "schedule Y {\n"
-               "    compute_at(XL)\n"
-               "}\n");
+        put(b,
+            "schedule Y {\n"
+            "    YL = cache_write(Y, layout=\"j, i\")\n"
+            "    io, ii = split(i, 16)\n"
+            "    jo, ji = split(j, %d)\n"
+            "    reorder(jo, io, ji, ii)\n"
+            "    parallel(jo)\n"
+            "    vectorize(ii)\n"
+            "    compute_at(YL, io)\n"
+            "}\n"
+            "schedule YL {\n"
+            "    XL = cache_read(X, layout=\"k, i\")\n"
+            "    ko, ku = split(k, 8)\n"
+            "    reorder(ko, ku, j, i)\n"
+            "    unroll(ku)\n"
+            "    unroll(j)\n"
+            "    vectorize(i)\n"
+            "}\n"
+            "schedule XL {\n"
+            "    ko, ki = split(k, 16)\n"
+            "    reorder(ko, i, ki)\n"
+            "    parallel(ko)\n"
+            "    unroll(ki)\n"
+            "}\n"
+            "schedule Y {\n"
+            "    compute_at(XL)\n"
+            "}\n",
+            stream_rows(k));
     else if (variant == RK_VARIANT_PACKED)
         packed_dense_schedule(b, 6, 64);
     else
@@ -248,11 +259,13 @@ int rk_variant_for(RavelKernelKind kind, int m, int n, int k) {
         return padded_rows(m, 4) < padded_rows(m, 6) ? RK_VARIANT_4ROWS : RK_VARIANT_6ROWS;
     if (rk_variant_count(kind) == 1)
         return 0;
-    /* stream re-reads its k-major copy of X once per 24-row panel of W */
-    if (m <= RK_STREAM_MAX_M && (long)m * k <= RK_STREAM_MAX_XL)
+    /* stream re-reads its k-major copy of X once per panel of W; kblock
+     * packs all of W once per call, which few rows do not amortize */
+    if (m <= RK_STREAM_MAX_M && ((long)m * k <= RK_STREAM_MAX_XL || m <= RK_STREAM_MIN_M))
         return RK_VARIANT_STREAM;
     /* packed streams its 64 x K panel of W from L2 once per 6-row tile */
-    return k > RK_KBLOCK_MIN_K && m <= RK_KBLOCK_MAX_M ? RK_VARIANT_KBLOCK : RK_VARIANT_PACKED;
+    int kblock_max_m = k > RK_DEEP_K ? RK_KBLOCK_DEEP_MAX_M : RK_KBLOCK_MAX_M;
+    return m <= kblock_max_m ? RK_VARIANT_KBLOCK : RK_VARIANT_PACKED;
 }
 
 const char *rk_variant_name(RavelKernelKind kind, int variant) {

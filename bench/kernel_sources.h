@@ -9,16 +9,23 @@
  * what is tested.
  *
  * Dense kinds have three schedules, picked by M and K (the rule per T
- * until the auto-scheduler replaces it): "stream" (vectors along the rows
- * of X, a 16x24 tile of Yᵀ in registers) for M <= RK_STREAM_MAX_M while
- * X's k-major copy, which every 24-row panel of W re-reads, stays within
- * RK_STREAM_MAX_XL floats (K = 3072: M <= 52; past it the copy streams
- * from L3 and W's 24 rows, 12 KiB apart, share one L1 set); "packed" (W
- * packed k-major per 64-column panel, a 6x64 register tile) above; and
- * for K > RK_KBLOCK_MIN_K and M <= RK_KBLOCK_MAX_M, where packed would
- * stream a 64 x K panel of at least 512 KiB from L2 for every 6-row
- * tile, "kblock" (the same tile over blocks of RK_KBLOCK_K values of k,
- * accumulated in place). bmm
+ * until the auto-scheduler replaces it, measured on this machine's 2 MiB
+ * L2):
+ *   - "stream" (vectors along the rows of X, a 16x24 tile of Yᵀ in
+ *     registers, 16x8 when W's rows are a multiple of 4 KiB apart) while
+ *     X's k-major copy, which every panel of W re-reads, stays within
+ *     RK_STREAM_MAX_XL floats (K = 768: T <= 5), and for any K up to
+ *     RK_STREAM_MIN_M rows (T <= 3), where kblock's packing of all of W
+ *     costs more than the products;
+ *   - "kblock" (per 64-column panel and block of RK_KBLOCK_K values of k,
+ *     the block of W's panel packed k-major, a 6x64 tile accumulated in
+ *     place, kept in registers by the lowering's promote pass) up to
+ *     RK_KBLOCK_MAX_M rows, RK_KBLOCK_DEEP_MAX_M when K > RK_DEEP_K;
+ *   - "packed" (W packed k-major per 64-column panel, all of k per 6x64
+ *     register tile) above: at small M its 64 x K panel (768 KiB at
+ *     K = 3072) is streamed from L2 once per tile for few tiles; at large
+ *     M kblock's M x RK_KBLOCK_K block of X leaves L2.
+ * bmm
  * NT has two, picked by N: "dot" (each output a vector dot product over
  * k, no copies) for N <= RK_DOT_MAX_N, where the broadcast kernel's copy
  * of W's panel costs more than the products, "bcast6x64_wt" above. bmm
@@ -34,13 +41,15 @@
 #include "ravel_kernels.h"
 
 enum { RK_VARIANT_STREAM, RK_VARIANT_PACKED, RK_VARIANT_KBLOCK }; /* dense */
-enum { RK_VARIANT_DOT, RK_VARIANT_BCAST };                /* bmm NT */
-enum { RK_VARIANT_6ROWS, RK_VARIANT_4ROWS };              /* bmm NN */
+enum { RK_VARIANT_DOT, RK_VARIANT_BCAST };                        /* bmm NT */
+enum { RK_VARIANT_6ROWS, RK_VARIANT_4ROWS };                      /* bmm NN */
 #define RK_STREAM_MAX_M 208
-#define RK_STREAM_MAX_XL (208 * 768) /* floats of X: 624 KiB, under a third of L2 */
-#define RK_KBLOCK_MIN_K 1024
-#define RK_KBLOCK_MAX_M 384
+#define RK_STREAM_MAX_XL (64 * 1024) /* floats of X's copy: 256 KiB */
+#define RK_STREAM_MIN_M 48
 #define RK_KBLOCK_K 256
+#define RK_KBLOCK_MAX_M 208
+#define RK_KBLOCK_DEEP_MAX_M 384
+#define RK_DEEP_K 1024
 #define RK_MAX_M 4096 /* the programs declare `size M in 1..RK_MAX_M` */
 #define RK_DOT_MAX_N 15
 

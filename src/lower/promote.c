@@ -56,7 +56,6 @@
 typedef struct Tile {
     const Stmt *loops[PROMOTE_MAX_NEST]; /* outermost first */
     int nloops;
-    const Stmt *store;
     Buffer *buf;                /* B */
     Expr *index;                /* e */
     bool dim[PROMOTE_MAX_NEST]; /* e uses loops[i]'s variable */
@@ -77,7 +76,7 @@ static void other_load_fn(const Expr *e, void *ctx) {
         o->found = true;
 }
 
-/* The nest below `body`, when it is a promotable accumulation. */
+/* The nest inside `loop`, when it is a promotable accumulation. */
 static bool find_tile(Module *m, const Stmt *loop, Tile *t) {
     *t = (Tile){0};
     const Stmt *s = loop->u.loop.body;
@@ -99,7 +98,6 @@ static bool find_tile(Module *m, const Stmt *loop, Tile *t) {
     }
     if (!s || s->kind != ST_STORE || s->u.store.buf->scope == BUF_LOCAL)
         return false;
-    t->store = s;
     t->buf = s->u.store.buf;
     t->index = s->u.store.index;
     if (ir_uses_axis(t->index, loop->u.loop.var))
@@ -123,6 +121,8 @@ static bool find_tile(Module *m, const Stmt *loop, Tile *t) {
         if (!c || !ir_is_const_int(c, &t->coeff[i]) || t->coeff[i] <= 0)
             return false;
         t->dim[i] = true;
+        if (t->extent[i] > PROMOTE_MAX_BYTES)
+            return false;
         t->elems *= t->extent[i];
         if (t->elems * (int64_t)rv_dtype_size(t->buf->dtype) > PROMOTE_MAX_BYTES)
             return false;

@@ -9,7 +9,8 @@
  *
  * Covered: every kind, the three schedules of the dense kinds (each named
  * explicitly, not only the one rk_variant_for picks), N and K that are and
- * are not multiples of the tiles (16x24 for stream, 6x64 packed and
+ * are not multiples of the tiles (16x24 for stream, 16x8 for stream
+ * when K * 4 is a multiple of 4 KiB, 6x64 packed and
  * kblock, k blocks of RK_KBLOCK_K, 6 x
  * 64/32/16/N for the broadcast kernel of bmm and sgemm, k split by 8 or
  * 16), N below 16 and K down to 1, and M (the symbolic size, M = 16*T in
@@ -228,6 +229,9 @@ static void check_dense(RavelKernelKind kind) {
     }
     KernelCase deep = {kind, RK_VARIANT_KBLOCK, 0, 70, RK_KBLOCK_K + 45};
     check_kernel(deep, small_ms, COUNT(small_ms));
+    /* rows 4 KiB apart: the 8-row stream tile, 37 = 4 * 8 + 5 */
+    KernelCase aliased = {kind, RK_VARIANT_STREAM, 0, 37, 1024};
+    check_kernel(aliased, small_ms, COUNT(small_ms));
 }
 
 static void test_dense(void) {
@@ -283,21 +287,26 @@ static void test_sgemm(void) {
     check_kernel((KernelCase){RK_SGEMM, 0, 0, 1030, 20}, wide_ms, COUNT(wide_ms));
 }
 
-/* The benchmark's rule: stream up to RK_STREAM_MAX_M rows and
- * RK_STREAM_MAX_XL floats of X, packed above; unknown variants and buffers
- * too small for the text are refused. */
+/* The benchmark's rule: stream while M <= RK_STREAM_MAX_M and M*K <=
+ * RK_STREAM_MAX_XL or M <= RK_STREAM_MIN_M, kblock up to RK_KBLOCK_MAX_M rows (RK_KBLOCK_DEEP_MAX_M
+ * when K > RK_DEEP_K), packed above; unknown variants and buffers too small
+ * for the text are refused. */
 static void test_sources(void) {
     char buf[4096], tiny[16];
     CHECK_EQ_INT(rk_variant_for(RK_DENSE, 1, 768, 768), RK_VARIANT_STREAM);
-    CHECK_EQ_INT(rk_variant_for(RK_DENSE, RK_STREAM_MAX_M, 768, 768), RK_VARIANT_STREAM);
-    CHECK_EQ_INT(rk_variant_for(RK_DENSE_BIAS_GELU, RK_STREAM_MAX_M + 1, 768, 768),
+    CHECK_EQ_INT(rk_variant_for(RK_DENSE, 80, 768, 768), RK_VARIANT_STREAM);
+    CHECK_EQ_INT(rk_variant_for(RK_DENSE, 128, 768, 768), RK_VARIANT_KBLOCK);
+    CHECK_EQ_INT(rk_variant_for(RK_DENSE_BIAS_GELU, RK_KBLOCK_MAX_M, 2304, 768), RK_VARIANT_KBLOCK);
+    CHECK_EQ_INT(rk_variant_for(RK_DENSE_BIAS_GELU, RK_KBLOCK_MAX_M + 1, 2304, 768),
                  RK_VARIANT_PACKED);
+    CHECK_EQ_INT(rk_variant_for(RK_DENSE, RK_STREAM_MAX_M, 768, 64), RK_VARIANT_STREAM);
     CHECK_EQ_INT(rk_variant_for(RK_DENSE, RK_STREAM_MAX_M + 1, 768, 64), RK_VARIANT_PACKED);
-    CHECK_EQ_INT(rk_variant_for(RK_DENSE, 48, 768, 3072), RK_VARIANT_STREAM);
-    CHECK_EQ_INT(rk_variant_for(RK_DENSE, 80, 768, 3072), RK_VARIANT_KBLOCK);
-    CHECK_EQ_INT(rk_variant_for(RK_DENSE, RK_KBLOCK_MAX_M, 768, 3072), RK_VARIANT_KBLOCK);
-    CHECK_EQ_INT(rk_variant_for(RK_DENSE, RK_KBLOCK_MAX_M + 1, 768, 3072), RK_VARIANT_PACKED);
-    CHECK_EQ_INT(rk_variant_for(RK_DENSE, 300, 768, RK_KBLOCK_MIN_K), RK_VARIANT_PACKED);
+    CHECK_EQ_INT(rk_variant_for(RK_DENSE, 16, 768, 3072), RK_VARIANT_STREAM);
+    CHECK_EQ_INT(rk_variant_for(RK_DENSE, RK_STREAM_MIN_M, 768, 3072), RK_VARIANT_STREAM);
+    CHECK_EQ_INT(rk_variant_for(RK_DENSE, RK_STREAM_MIN_M + 1, 768, 3072), RK_VARIANT_KBLOCK);
+    CHECK_EQ_INT(rk_variant_for(RK_DENSE, RK_KBLOCK_DEEP_MAX_M, 768, 3072), RK_VARIANT_KBLOCK);
+    CHECK_EQ_INT(rk_variant_for(RK_DENSE, RK_KBLOCK_DEEP_MAX_M + 1, 768, 3072), RK_VARIANT_PACKED);
+    CHECK_EQ_INT(rk_variant_for(RK_DENSE, 300, 768, RK_DEEP_K), RK_VARIANT_PACKED);
     CHECK_EQ_INT(rk_variant_for(RK_SGEMM, 4096, 4096, 4096), 0);
     CHECK_EQ_INT(rk_variant_for(RK_BMM_NT, 4096, 1, 64), RK_VARIANT_DOT);
     CHECK_EQ_INT(rk_variant_for(RK_BMM_NT, 1, RK_DOT_MAX_N, 64), RK_VARIANT_DOT);
