@@ -103,31 +103,18 @@ static bool stores_to(const Stmt *s, const Buffer *b) {
     }
 }
 
-/* e with every load of the copy read from its source. */
-static Expr *redirect(Module *m, Copy *c, Expr *e) {
-    if (!e || e->n == 0)
-        return e;
-    Expr *done = ptrmap_get(&c->memo, e);
-    if (done)
-        return done;
-    Expr **args = base_xmalloc(sizeof(Expr *) * (size_t)e->n);
-    bool changed = false;
-    for (int i = 0; i < e->n; i++) {
-        args[i] = redirect(m, c, e->args[i]);
-        changed |= args[i] != e->args[i];
-    }
-    Expr *r = changed ? ir_rebuild(m, e, args) : e;
-    base_free(args);
-    if (r->kind == EX_LOAD && r->u.buf == c->local) {
-        Expr *at = lower_simplify_expr(m, ir_binary(m, EX_ADD, r->args[0], c->offset));
-        r = ir_load(m, c->src, at);
-    }
-    ptrmap_put(&c->memo, e, r);
-    return r;
+/* A load of the copy reads its source. */
+static Expr *redirect_load(Module *m, void *ctx, Expr *load) {
+    Copy *c = ctx;
+    if (load->u.buf != c->local)
+        return load;
+    Expr *at = lower_simplify_expr(m, ir_binary(m, EX_ADD, load->args[0], c->offset));
+    return ir_load(m, c->src, at);
 }
 
 static Expr *redirect_fe(StmtMutator *mu, Expr *e) {
-    return redirect(mu->m, mu->ctx, e);
+    Copy *c = mu->ctx;
+    return lower_rewrite_loads(mu->m, e, redirect_load, c, &c->memo);
 }
 
 static Stmt *forward_fs(StmtMutator *mu, Stmt *s) {

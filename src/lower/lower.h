@@ -118,6 +118,11 @@ typedef struct StmtMutator {
     void *ctx;
 } StmtMutator;
 Stmt *lower_mutate(StmtMutator *mu, Stmt *s);
+/* e with every load (its operands rewritten first) replaced by fn's answer
+ * (the load itself to keep it); memo (Expr* -> rewrite) makes each shared
+ * subexpression one visit. For a StmtMutator's fe. */
+typedef Expr *(*LoadRewrite)(Module *m, void *ctx, Expr *load);
+Expr *lower_rewrite_loads(Module *m, Expr *e, LoadRewrite fn, void *ctx, PtrMap *memo);
 /* Text form for dumps and golden tests. */
 void lower_print_stmt(Buf *b, const Stmt *s, int indent);
 void lower_print_kernel(Buf *b, const Kernel *k);

@@ -192,28 +192,14 @@ typedef struct Redirect {
     PtrMap memo; /* Expr* -> its rewrite */
 } Redirect;
 
-static Expr *redirect(Module *m, Redirect *r, Expr *e) {
-    if (!e || e->n == 0)
-        return e;
-    Expr *done = ptrmap_get(&r->memo, e);
-    if (done)
-        return done;
-    Expr **args = base_xmalloc(sizeof(Expr *) * (size_t)e->n);
-    bool changed = false;
-    for (int i = 0; i < e->n; i++) {
-        args[i] = redirect(m, r, e->args[i]);
-        changed |= args[i] != e->args[i];
-    }
-    Expr *out = changed ? ir_rebuild(m, e, args) : e;
-    base_free(args);
-    if (out->kind == EX_LOAD && out->u.buf == r->t->buf)
-        out = ir_load(m, r->acc, r->slot);
-    ptrmap_put(&r->memo, e, out);
-    return out;
+static Expr *redirect_load(Module *m, void *ctx, Expr *load) {
+    Redirect *r = ctx;
+    return load->u.buf == r->t->buf ? ir_load(m, r->acc, r->slot) : load;
 }
 
 static Expr *redirect_fe(StmtMutator *mu, Expr *e) {
-    return redirect(mu->m, mu->ctx, e);
+    Redirect *r = mu->ctx;
+    return lower_rewrite_loads(mu->m, e, redirect_load, r, &r->memo);
 }
 
 static Stmt *redirect_fs(StmtMutator *mu, Stmt *s) {

@@ -497,3 +497,23 @@ void lower_print_kernel(Buf *b, const Kernel *k) {
     }
     print_stmt(b, k->body, 2, true);
 }
+
+Expr *lower_rewrite_loads(Module *m, Expr *e, LoadRewrite fn, void *ctx, PtrMap *memo) {
+    if (!e || e->n == 0)
+        return e;
+    Expr *done = ptrmap_get(memo, e);
+    if (done)
+        return done;
+    Expr **args = base_xmalloc(sizeof(Expr *) * (size_t)e->n);
+    bool changed = false;
+    for (int i = 0; i < e->n; i++) {
+        args[i] = lower_rewrite_loads(m, e->args[i], fn, ctx, memo);
+        changed |= args[i] != e->args[i];
+    }
+    Expr *r = changed ? ir_rebuild(m, e, args) : e;
+    base_free(args);
+    if (r->kind == EX_LOAD)
+        r = fn(m, ctx, r);
+    ptrmap_put(memo, e, r);
+    return r;
+}
