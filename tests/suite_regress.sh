@@ -1,0 +1,56 @@
+#!/bin/sh
+# suite_regress.sh — regression programs found by random testing and by
+# held-out test runs (tests/regress/*.rv). The first line of each says what
+# must happen:
+#
+#     # expect: ok                 compiled output matches the interpreter:
+#                                  `ravel run --random S --check` for S = 1..6
+#     # expect: LINE:COL: MESSAGE  `ravel check` rejects it there (as
+#                                  tests/suite_errors.sh)
+#
+# Every run has a time limit, so a hang is a failure, not a stuck suite; a
+# crash (any exit status but 0 for ok cases) is a failure too. Prints
+# "regress: N passed, N failed".
+BUILD=${BUILD:-build}
+RAVEL="$BUILD/ravel"
+LIMIT=${REGRESS_TIME_LIMIT:-120}
+export RAVEL_CACHE_DIR=${RAVEL_CACHE_DIR:-$(mktemp -d)}
+log=$(mktemp)
+passed=0
+failed=0
+for f in tests/regress/*.rv; do
+    [ -f "$f" ] || continue
+    expect=$(head -n 1 "$f" | sed -n 's/^# expect: //p')
+    if [ "$expect" = "ok" ]; then
+        for seed in 1 2 3 4 5 6; do
+            if timeout "$LIMIT" "$RAVEL" run "$f" --random $seed --check >"$log" 2>&1; then
+                passed=$((passed + 1))
+            else
+                echo "FAIL $f: run --random $seed --check (exit status $?)"
+                sed 's/^/  /' "$log"
+                failed=$((failed + 1))
+            fi
+        done
+        continue
+    fi
+    loc=${expect%%: *}
+    msg=${expect#*: }
+    if [ -z "$expect" ] || [ "$loc" = "$expect" ]; then
+        echo "FAIL $f: first line must be '# expect: ok' or '# expect: LINE:COL: MESSAGE'"
+        failed=$((failed + 1))
+        continue
+    fi
+    timeout "$LIMIT" "$RAVEL" check "$f" >"$log" 2>&1
+    rc=$?
+    if [ "$rc" -eq 1 ] && grep -qF -- "$f:$loc: error: " "$log" && grep -qF -- "$msg" "$log"; then
+        passed=$((passed + 1))
+    else
+        echo "FAIL $f (exit status $rc)"
+        echo "  expected: $f:$loc: error: ...$msg..."
+        sed 's/^/  got: /' "$log"
+        failed=$((failed + 1))
+    fi
+done
+rm -f "$log"
+echo "regress: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
