@@ -457,9 +457,11 @@ static Expr *iv_value(LowerCtx *c, Nest *n, const IterVar *v) {
     if (n->value[v->id])
         return n->value[v->id];
     if (v->fused) {
+        /* the extent only once the fused loop is bound: it may mention
+         * axes bound outside that loop */
         Expr *f = iv_value(c, n, v->fused);
-        Expr *eb = iv_extent(c, n, v->fused->fb);
-        if (!f || !eb)
+        Expr *eb = f ? iv_extent(c, n, v->fused->fb) : NULL;
+        if (!eb)
             return NULL;
         return ir_binary(m, v == v->fused->fa ? EX_DIV : EX_MOD, f, eb);
     }
