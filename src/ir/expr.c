@@ -659,6 +659,57 @@ Expr *ir_rebuild(Module *m, const Expr *e, Expr *const *args) {
     }
 }
 
+static Expr *subst_rec(Module *m, Expr *e, const PtrMap *map, PtrMap *memo);
+
+typedef struct MapsCtx {
+    const PtrMap *map;
+    bool found;
+} MapsCtx;
+
+static void maps_fn(const Expr *e, void *ctx) {
+    MapsCtx *mc = ctx;
+    if (e->kind == EX_VAR && ptrmap_has(mc->map, e->u.axis))
+        mc->found = true;
+}
+
+/* Does an extent of reduction e mention an axis that `map` replaces? */
+static bool reduce_extent_mapped(const Expr *e, const PtrMap *map) {
+    MapsCtx mc = {map, false};
+    for (int i = 0; i < e->u.red.naxes && !mc.found; i++)
+        ir_visit(e->u.red.axes[i]->extent, maps_fn, &mc);
+    return mc.found;
+}
+
+/* A reduction whose axes' extents use replaced axes (`sum(k < L - p)`
+ * with p replaced) gets fresh axes with the extents substituted, and its
+ * body reads them: keeping the old axes would leave their extents over
+ * axes no longer bound where the result is used. */
+static Expr *subst_reduce(Module *m, Expr *e, const PtrMap *map) {
+    PtrMap inner = {0};
+    for (int i = 0; i < map->cap; i++)
+        if (map->keys[i])
+            ptrmap_put(&inner, map->keys[i], map->vals[i]);
+    Axis *axes[RV_MAX_DIMS];
+    int n = e->u.red.naxes;
+    RV_ASSERT(n <= RV_MAX_DIMS);
+    Expr *r = NULL;
+    for (int i = 0; i < n; i++) {
+        const Axis *old = e->u.red.axes[i];
+        Expr *ext = ir_substitute(m, old->extent, &inner);
+        if (old->extent && !ext)
+            goto done;
+        axes[i] = ir_axis_new(m, old->name, old->kind, ext);
+        axes[i]->pos = old->pos;
+        ptrmap_put(&inner, old, axes[i]->var);
+    }
+    Expr *body = ir_substitute(m, e->args[0], &inner);
+    if (body)
+        r = ir_reduce(m, e->u.red.rk, n, axes, body);
+done:
+    ptrmap_free(&inner);
+    return r;
+}
+
 static Expr *subst_rec(Module *m, Expr *e, const PtrMap *map, PtrMap *memo) {
     Expr *done = ptrmap_get(memo, e);
     if (done)
@@ -666,6 +717,8 @@ static Expr *subst_rec(Module *m, Expr *e, const PtrMap *map, PtrMap *memo) {
     Expr *r;
     if (e->kind == EX_VAR && ptrmap_has(map, e->u.axis)) {
         r = ptrmap_get(map, e->u.axis);
+    } else if (e->kind == EX_REDUCE && reduce_extent_mapped(e, map)) {
+        r = subst_reduce(m, e, map);
     } else if (e->n == 0) {
         r = e;
     } else {
