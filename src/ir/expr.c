@@ -661,23 +661,14 @@ Expr *ir_rebuild(Module *m, const Expr *e, Expr *const *args) {
 
 static Expr *subst_rec(Module *m, Expr *e, const PtrMap *map, PtrMap *memo);
 
-typedef struct MapsCtx {
-    const PtrMap *map;
-    bool found;
-} MapsCtx;
-
-static void maps_fn(const Expr *e, void *ctx) {
-    MapsCtx *mc = ctx;
-    if (e->kind == EX_VAR && ptrmap_has(mc->map, e->u.axis))
-        mc->found = true;
-}
-
 /* Does an extent of reduction e mention an axis that `map` replaces? */
 static bool reduce_extent_mapped(const Expr *e, const PtrMap *map) {
-    MapsCtx mc = {map, false};
-    for (int i = 0; i < e->u.red.naxes && !mc.found; i++)
-        ir_visit(e->u.red.axes[i]->extent, maps_fn, &mc);
-    return mc.found;
+    for (int i = 0; i < e->u.red.naxes; i++)
+        for (int k = 0; k < map->cap; k++)
+            if (map->keys[k] && e->u.red.axes[i]->extent &&
+                ir_uses_axis(e->u.red.axes[i]->extent, map->keys[k]))
+                return true;
+    return false;
 }
 
 /* A reduction whose axes' extents use replaced axes (`sum(k < L - p)`
