@@ -735,21 +735,20 @@ static Expr *rewrite_reads(Module *m, Expr *e, const Tensor *from, ReadFn fn, vo
     if (done)
         return done;
     Expr *r = e;
-    if (e->n > 0) {
-        Expr *args[RV_MAX_DIMS + 3];
-        RV_ASSERT(e->n <= (int)RV_COUNT(args));
-        bool changed = false;
-        for (int i = 0; i < e->n; i++) {
-            args[i] = rewrite_reads(m, e->args[i], from, fn, ctx, memo);
-            if (!args[i])
-                return NULL;
-            changed |= args[i] != e->args[i];
-        }
-        if (e->kind == EX_READ && e->u.tensor == from)
-            r = fn(ctx, e, args);
-        else if (changed)
-            r = ir_rebuild(m, e, args);
+    Expr *args[RV_MAX_DIMS + 3];
+    RV_ASSERT(e->n <= (int)RV_COUNT(args));
+    bool changed = false;
+    for (int i = 0; i < e->n; i++) {
+        args[i] = rewrite_reads(m, e->args[i], from, fn, ctx, memo);
+        if (!args[i])
+            return NULL;
+        changed |= args[i] != e->args[i];
     }
+    /* a read of a 0-dim tensor (T0[]) has no operands but is rewritten too */
+    if (e->kind == EX_READ && e->u.tensor == from)
+        r = fn(ctx, e, args);
+    else if (changed)
+        r = ir_rebuild(m, e, args);
     if (r)
         ptrmap_put(memo, e, r);
     return r;
@@ -778,14 +777,54 @@ typedef struct InlineCtx {
     Stage *p;
 } InlineCtx;
 
+/* e with the axes in `map` replaced and every reduction given fresh axes
+ * (their extents substituted too). */
+static Expr *subst_fresh(Module *m, Expr *e, PtrMap *map, PtrMap *memo) {
+    Expr *done = ptrmap_get(memo, e);
+    if (done)
+        return done;
+    Expr *r = e;
+    if (e->kind == EX_VAR && ptrmap_has(map, e->u.axis)) {
+        r = ptrmap_get(map, e->u.axis);
+    } else if (e->kind == EX_REDUCE) {
+        int n = e->u.red.naxes;
+        Axis **axes = arena_alloc(m->arena, sizeof(Axis *) * (size_t)n);
+        for (int i = 0; i < n; i++) {
+            const Axis *a = e->u.red.axes[i];
+            Expr *ext = a->extent ? ir_substitute(m, a->extent, map) : NULL;
+            if (a->extent && !ext)
+                return NULL;
+            axes[i] = ir_axis_new(m, a->name, AX_REDUCE, ext);
+            axes[i]->pos = a->pos;
+            ptrmap_put(map, a, axes[i]->var);
+        }
+        Expr *body = subst_fresh(m, e->args[0], map, memo);
+        r = body ? ir_reduce(m, e->u.red.rk, n, axes, body) : NULL;
+    } else if (e->n > 0) {
+        Expr *args[RV_MAX_DIMS + 3];
+        RV_ASSERT(e->n <= (int)RV_COUNT(args));
+        for (int i = 0; i < e->n; i++)
+            if (!(args[i] = subst_fresh(m, e->args[i], map, memo)))
+                return NULL;
+        r = ir_rebuild(m, e, args);
+    }
+    if (r)
+        ptrmap_put(memo, e, r);
+    return r;
+}
+
+/* Each inlined copy of p gets reductions of its own: copies sharing a
+ * reduction axis would bind it twice when one is nested in the other
+ * (T0[T0[t]] with T0 an argmax). */
 static Expr *inline_read(void *ctx, Expr *read, Expr *const *idx) {
     (void)read;
     InlineCtx *ic = ctx;
-    PtrMap map = {0};
+    PtrMap map = {0}, memo = {0};
     for (int d = 0; d < ic->p->t->ndim; d++)
         ptrmap_put(&map, ic->p->t->axes[d], idx[d]);
-    Expr *r = ir_substitute(ic->m, ic->p->body, &map);
+    Expr *r = subst_fresh(ic->m, ic->p->body, &map, &memo);
     ptrmap_free(&map);
+    ptrmap_free(&memo);
     return r;
 }
 
