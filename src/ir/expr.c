@@ -659,57 +659,55 @@ Expr *ir_rebuild(Module *m, const Expr *e, Expr *const *args) {
     }
 }
 
-static Expr *subst_rec(Module *m, Expr *e, const PtrMap *map, PtrMap *memo);
+typedef struct Subst {
+    const PtrMap *map; /* Axis* -> Expr*, the caller's */
+    PtrMap renamed;    /* reduction Axis* -> VAR of its replacement */
+    PtrMap memo;
+    bool fresh; /* every reduction gets new axes */
+} Subst;
 
-/* Does an extent of reduction e mention an axis that `map` replaces? */
-static bool reduce_extent_mapped(const Expr *e, const PtrMap *map) {
-    for (int i = 0; i < e->u.red.naxes; i++)
-        for (int k = 0; k < map->cap; k++)
-            if (map->keys[k] && e->u.red.axes[i]->extent &&
-                ir_uses_axis(e->u.red.axes[i]->extent, map->keys[k]))
-                return true;
-    return false;
-}
+static Expr *subst_rec(Module *m, Expr *e, Subst *s);
 
-/* A reduction whose axes' extents use replaced axes (`sum(k < L - p)`
- * with p replaced) gets fresh axes with the extents substituted, and its
- * body reads them: keeping the old axes would leave their extents over
- * axes no longer bound where the result is used. */
-static Expr *subst_reduce(Module *m, Expr *e, const PtrMap *map) {
-    PtrMap inner = {0};
-    for (int i = 0; i < map->cap; i++)
-        if (map->keys[i])
-            ptrmap_put(&inner, map->keys[i], map->vals[i]);
-    Axis *axes[RV_MAX_DIMS];
+/* A reduction's axes are bound by it, but their extents may use the axes
+ * substituted: the reduction then gets new axes with the extents
+ * substituted (or always, when s->fresh), so that `sum(k < len[b])` with b
+ * replaced by x becomes `sum(k' < len[x])`. */
+static Expr *subst_reduce(Module *m, Expr *e, Subst *s) {
     int n = e->u.red.naxes;
-    RV_ASSERT(n <= RV_MAX_DIMS);
-    Expr *r = NULL;
+    Axis **axes = arena_alloc(m->arena, sizeof(Axis *) * (size_t)n);
+    bool changed = false;
     for (int i = 0; i < n; i++) {
-        const Axis *old = e->u.red.axes[i];
-        Expr *ext = ir_substitute(m, old->extent, &inner);
-        if (old->extent && !ext)
-            goto done;
-        axes[i] = ir_axis_new(m, old->name, old->kind, ext);
-        axes[i]->pos = old->pos;
-        ptrmap_put(&inner, old, axes[i]->var);
+        Axis *a = e->u.red.axes[i];
+        Expr *ext = a->extent ? subst_rec(m, a->extent, s) : NULL;
+        if (a->extent && !ext)
+            return NULL;
+        axes[i] = a;
+        if (s->fresh || ext != a->extent) {
+            axes[i] = ir_axis_new(m, a->name, AX_REDUCE, ext);
+            axes[i]->pos = a->pos;
+            ptrmap_put(&s->renamed, a, axes[i]->var);
+            changed = true;
+        }
     }
-    Expr *body = ir_substitute(m, e->args[0], &inner);
-    if (body)
-        r = ir_reduce(m, e->u.red.rk, n, axes, body);
-done:
-    ptrmap_free(&inner);
-    return r;
+    Expr *body = subst_rec(m, e->args[0], s);
+    if (!body)
+        return NULL;
+    if (!changed)
+        return body == e->args[0] ? e : ir_reduce(m, e->u.red.rk, n, e->u.red.axes, body);
+    return ir_reduce(m, e->u.red.rk, n, axes, body);
 }
 
-static Expr *subst_rec(Module *m, Expr *e, const PtrMap *map, PtrMap *memo) {
-    Expr *done = ptrmap_get(memo, e);
+static Expr *subst_rec(Module *m, Expr *e, Subst *s) {
+    Expr *done = ptrmap_get(&s->memo, e);
     if (done)
         return done;
     Expr *r;
-    if (e->kind == EX_VAR && ptrmap_has(map, e->u.axis)) {
-        r = ptrmap_get(map, e->u.axis);
-    } else if (e->kind == EX_REDUCE && reduce_extent_mapped(e, map)) {
-        r = subst_reduce(m, e, map);
+    if (e->kind == EX_VAR && ptrmap_has(&s->renamed, e->u.axis)) {
+        r = ptrmap_get(&s->renamed, e->u.axis);
+    } else if (e->kind == EX_VAR && ptrmap_has(s->map, e->u.axis)) {
+        r = ptrmap_get(s->map, e->u.axis);
+    } else if (e->kind == EX_REDUCE) {
+        r = subst_reduce(m, e, s);
     } else if (e->n == 0) {
         r = e;
     } else {
@@ -717,29 +715,44 @@ static Expr *subst_rec(Module *m, Expr *e, const PtrMap *map, PtrMap *memo) {
         Expr **a = e->n <= RV_COUNT(args) ? args : base_xmalloc(sizeof(Expr *) * (size_t)e->n);
         bool ok = true;
         for (int i = 0; i < e->n; i++)
-            ok = (a[i] = subst_rec(m, e->args[i], map, memo)) != NULL && ok;
+            ok = (a[i] = subst_rec(m, e->args[i], s)) != NULL && ok;
         r = ok ? ir_rebuild(m, e, a) : NULL;
         if (a != args)
             base_free(a);
     }
     if (r)
-        ptrmap_put(memo, e, r);
+        ptrmap_put(&s->memo, e, r);
+    return r;
+}
+
+static Expr *substitute(Module *m, Expr *e, const PtrMap *map, bool fresh) {
+    if (!e)
+        return NULL;
+    Subst s = {map, {0}, {0}, fresh};
+    Expr *r = subst_rec(m, e, &s);
+    ptrmap_free(&s.renamed);
+    ptrmap_free(&s.memo);
     return r;
 }
 
 Expr *ir_substitute(Module *m, Expr *e, const PtrMap *map) {
-    if (!e)
-        return NULL;
-    PtrMap memo = {0};
-    Expr *r = subst_rec(m, e, map, &memo);
-    ptrmap_free(&memo);
-    return r;
+    return substitute(m, e, map, false);
 }
 
+Expr *ir_substitute_fresh(Module *m, Expr *e, const PtrMap *map) {
+    return substitute(m, e, map, true);
+}
+
+/* A reduction's axis extents are evaluated where the reduction is: they
+ * are visited as its operands, before its body. */
 static void visit_rec(const Expr *e, void (*fn)(const Expr *, void *), void *ctx, PtrMap *seen) {
     if (ptrmap_has(seen, e))
         return;
     ptrmap_put(seen, e, (void *)e);
+    if (e->kind == EX_REDUCE)
+        for (int i = 0; i < e->u.red.naxes; i++)
+            if (e->u.red.axes[i]->extent)
+                visit_rec(e->u.red.axes[i]->extent, fn, ctx, seen);
     for (int i = 0; i < e->n; i++)
         visit_rec(e->args[i], fn, ctx, seen);
     fn(e, ctx);

@@ -288,8 +288,12 @@ Expr *ir_load(Module *m, Buffer *b, Expr *idx);
 Buffer *ir_buffer_new(Module *m, const char *name, rv_dtype t, Expr *size, BufScope scope);
 /* The node with the same kind and payload as `e` but new operands (passes). */
 Expr *ir_rebuild(Module *m, const Expr *e, Expr *const *args);
-/* Replaces axis variables by expressions (map: Axis* -> Expr*). */
+/* Replaces axis variables by expressions (map: Axis* -> Expr*), in the
+ * extents of reduction axes too (such a reduction gets new axes). */
 Expr *ir_substitute(Module *m, Expr *e, const PtrMap *map);
+/* The same, every reduction given new axes: a copy of e that shares no
+ * reduction axis with e (inlining one tensor at several reads). */
+Expr *ir_substitute_fresh(Module *m, Expr *e, const PtrMap *map);
 bool ir_is_int(rv_dtype t);
 bool ir_is_float(rv_dtype t);
 bool ir_is_const_int(const Expr *e, int64_t *v);
@@ -303,7 +307,8 @@ bool ir_uses_axis(const Expr *e, const Axis *a);
  * when x does not mention a); NULL when x is not of that form (a under a
  * division, a product of two terms using a, a load). */
 Expr *ir_linear_coeff(Module *m, Expr *x, const Axis *a);
-/* Calls fn on every node once, children before parents. */
+/* Calls fn on every node once, children before parents; the extents of a
+ * reduction's axes count among its children. */
 void ir_visit(const Expr *e, void (*fn)(const Expr *e, void *ctx), void *ctx);
 
 /* ---- module.c: sizes, UFs, dims, tensors, operations ---- */

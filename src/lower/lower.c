@@ -588,8 +588,14 @@ static Expr *iv_extent_over(LowerCtx *c, Nest *n, const IterVar *v, const PtrMap
         return simp(c, ir_binary(m, EX_SUB, e, ir_binary(m, EX_MUL, o, ir_int(m, v->factor))));
     }
     case IV_FUSED: {
+        /* an extent below 0 runs no iterations; in a product it must
+         * count as 0, not flip the sign of the other */
         Expr *a = iv_extent_over(c, n, v->fa, vary), *b = iv_extent_over(c, n, v->fb, vary);
-        return a && b ? simp(c, ir_binary(m, EX_MUL, a, b)) : NULL;
+        if (!a || !b)
+            return NULL;
+        a = ir_binary(m, EX_MAX, a, ir_int(m, 0));
+        b = ir_binary(m, EX_MAX, b, ir_int(m, 0));
+        return simp(c, ir_binary(m, EX_MUL, a, b));
     }
     default:
         RV_UNREACHABLE();
@@ -1093,9 +1099,12 @@ static Stmt *attach_one(LowerCtx *c, Nest *n, Stage *p, Stmt *rest_placeholder, 
         } else {
             origin[d] = simp(c, ir_binary(m, EX_MAX, lo, ir_int(m, 0)));
             Expr *top = ir_binary(m, EX_MIN, hi, ir_binary(m, EX_SUB, full, ir_int(m, 1)));
-            ext[d] =
-                simp(c, ir_binary(m, EX_ADD, ir_binary(m, EX_SUB, top, origin[d]), ir_int(m, 1)));
+            ext[d] = ir_binary(m, EX_ADD, ir_binary(m, EX_SUB, top, origin[d]), ir_int(m, 1));
         }
+        /* a region the reader reads nothing of (all of it clipped away, or
+         * hi < lo) is empty, not negative: the product of two negative
+         * extents (a fused loop, the tile's size) would be positive */
+        ext[d] = simp(c, ir_binary(m, EX_MAX, ext[d], ir_int(m, 0)));
         Expr *ub = lower_bounds_upper(m, span);
         ub = ub ? simp(c, ub) : NULL;
         if (!ub || !sizes_only(ub)) {

@@ -503,6 +503,7 @@ typedef struct PadCheck {
     const Axis *ax;
     int64_t n;
     const char *bad;
+    bool bad_uf; /* bad names a ufun (it has no storage to pad) */
 } PadCheck;
 
 static int64_t gcd64(int64_t a, int64_t b) {
@@ -523,6 +524,7 @@ static void pad_check_read(const Expr *e, void *ctx) {
             continue;
         if (e->kind == EX_UFCALL) {
             p->bad = e->u.uf->name;
+            p->bad_uf = true;
             return;
         }
         const Tensor *t = e->u.tensor;
@@ -570,10 +572,15 @@ static rv_status prim_pad(Ctx *c) {
                     "dimension %s of %s is stored padded to %d; the loop may only run to a "
                     "multiple of that (use storage_pad(%s, %lld) first)",
                     v->name, st->name, st->t->pad[d], v->name, (long long)n);
-    PadCheck p = {v->axis, n, NULL};
+    PadCheck p = {v->axis, n, NULL, false};
     ir_visit(st->body, pad_check_read, &p);
     ir_visit(st->pred, pad_check_read, &p);
     ir_visit(st->else_body, pad_check_read, &p);
+    if (p.bad_uf)
+        return fail(c, loc,
+                    "the padded iterations of %s would read ufun '%s' outside its domain (it "
+                    "is indexed along %s, and a ufun cannot be padded)",
+                    v->name, p.bad, v->name);
     if (p.bad)
         return fail(c, loc,
                     "the padded iterations of %s would read %s outside its storage (each read "
@@ -735,21 +742,20 @@ static Expr *rewrite_reads(Module *m, Expr *e, const Tensor *from, ReadFn fn, vo
     if (done)
         return done;
     Expr *r = e;
-    if (e->n > 0) {
-        Expr *args[RV_MAX_DIMS + 3];
-        RV_ASSERT(e->n <= (int)RV_COUNT(args));
-        bool changed = false;
-        for (int i = 0; i < e->n; i++) {
-            args[i] = rewrite_reads(m, e->args[i], from, fn, ctx, memo);
-            if (!args[i])
-                return NULL;
-            changed |= args[i] != e->args[i];
-        }
-        if (e->kind == EX_READ && e->u.tensor == from)
-            r = fn(ctx, e, args);
-        else if (changed)
-            r = ir_rebuild(m, e, args);
+    Expr *args[RV_MAX_DIMS + 3];
+    RV_ASSERT(e->n <= (int)RV_COUNT(args));
+    bool changed = false;
+    for (int i = 0; i < e->n; i++) {
+        args[i] = rewrite_reads(m, e->args[i], from, fn, ctx, memo);
+        if (!args[i])
+            return NULL;
+        changed |= args[i] != e->args[i];
     }
+    /* a read of a 0-dim tensor (T0[]) has no operands but is rewritten too */
+    if (e->kind == EX_READ && e->u.tensor == from)
+        r = fn(ctx, e, args);
+    else if (changed)
+        r = ir_rebuild(m, e, args);
     if (r)
         ptrmap_put(memo, e, r);
     return r;
@@ -778,13 +784,16 @@ typedef struct InlineCtx {
     Stage *p;
 } InlineCtx;
 
+/* Each inlined copy of p gets reductions of its own: copies sharing a
+ * reduction axis would bind it twice when one is nested in the other
+ * (T0[T0[t]] with T0 an argmax). */
 static Expr *inline_read(void *ctx, Expr *read, Expr *const *idx) {
     (void)read;
     InlineCtx *ic = ctx;
     PtrMap map = {0};
     for (int d = 0; d < ic->p->t->ndim; d++)
         ptrmap_put(&map, ic->p->t->axes[d], idx[d]);
-    Expr *r = ir_substitute(ic->m, ic->p->body, &map);
+    Expr *r = ir_substitute_fresh(ic->m, ic->p->body, &map);
     ptrmap_free(&map);
     return r;
 }
@@ -1107,6 +1116,40 @@ static Expr *replace_node(Module *m, Expr *e, ReplaceCtx *rc) {
     return r;
 }
 
+typedef struct UfAlong {
+    const Tensor *t;
+    const Expr *found; /* a UF call indexed by an axis of t */
+} UfAlong;
+
+static void uf_along_fn(const Expr *e, void *ctx) {
+    UfAlong *u = ctx;
+    if (u->found || e->kind != EX_UFCALL)
+        return;
+    for (int d = 0; d < u->t->ndim; d++)
+        if (ir_uses_axis(e, u->t->axes[d]))
+            u->found = e;
+}
+
+/* A padded cache_write stage computes whole tiles, past the end of its
+ * tensor: a tensor it reads there can be a zero-padded copy (cache_read
+ * with pad=1), but a UF it indexes by its own axes (in an index or in a
+ * reduction's extent) would be read outside its domain, and a UF cannot
+ * be padded. */
+static rv_status check_padded_ufs(Ctx *c, const Stage *st, const SchedArg *pad) {
+    UfAlong u = {st->t, NULL};
+    ir_visit(st->reduce, uf_along_fn, &u);
+    if (!u.found)
+        return RV_OK;
+    char *s = ir_expr_str(u.found);
+    rv_status r = fail(c, pad->loc,
+                       "with pad=1 the stage computes whole tiles, past the end of %s, where "
+                       "%s would be read outside the domain of ufun '%s' (a ufun cannot be "
+                       "padded)",
+                       st->name, s, u.found->u.uf->name);
+    base_free(s);
+    return r;
+}
+
 static rv_status prim_cache_write(Ctx *c) {
     static const char *const keys[] = {"pad", "align", "layout", NULL};
     rv_status r;
@@ -1131,7 +1174,8 @@ static rv_status prim_cache_write(Ctx *c) {
     bool local_pad = false;
     int64_t align = 1;
     if ((r = check_stage_name(c, name)) != RV_OK ||
-        (r = cache_options(c, &local_pad, &align)) != RV_OK)
+        (r = cache_options(c, &local_pad, &align)) != RV_OK ||
+        (local_pad && (r = check_padded_ufs(c, st, keyword(c->step, "pad"))) != RV_OK))
         return r;
     const char *names[RV_MAX_DIMS];
     for (int d = 0; d < st->t->ndim; d++)
