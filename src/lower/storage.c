@@ -42,9 +42,14 @@ static Expr *extent_upper_bound(Module *m, Expr *ext, int pad, bool variable) {
     if (!variable)
         return round_up(m, ext, pad);
     int64_t lo, hi;
-    if (!ir_int_bounds(ext, &lo, &hi))
+    switch (ir_int_range(ext, &lo, &hi)) {
+    case IR_RANGE_EMPTY: /* under no prefix at all: the level holds nothing */
+        return ir_int(m, 0);
+    case IR_RANGE_KNOWN:
+        return round_up(m, ir_int(m, hi < 0 ? 0 : hi), pad);
+    default:
         return NULL;
-    return round_up(m, ir_int(m, hi < 0 ? 0 : hi), pad);
+    }
 }
 
 static bool mentions_axis(const Expr *e, Axis *const *axes, int n) {

@@ -368,6 +368,29 @@ static void test_int_arith(void) {
     CHECK_EQ_INT(ir_int_convert(RV_I32, 4294967297LL), 1);
 }
 
+/* Ranges over axes whose extents may be empty for every binding: an
+ * expression over an axis with no value is EMPTY, not UNKNOWN, so storage
+ * bounds below an empty level are 0 rather than "no bound". */
+static void test_int_range_empty(void) {
+    rv_module *m = rv_module_new();
+    const char *names[3] = {"a", "b", "c"};
+    rv_tensor *X = rv_input_begin(m, "X", RV_F32, 3, names);
+    rv_expr *a = rv_input_var(X, 0), *b = rv_input_var(X, 1);
+    rv_expr *exts[3] = {rv_expr_int(m, 1), a, rv_expr_binop(m, "+", b, rv_expr_int(m, 1))};
+    CHECK(rv_input_end(X, exts, NULL) != NULL);
+    int64_t lo, hi;
+    CHECK(ir_int_range(a, &lo, &hi) == IR_RANGE_KNOWN && lo == 0 && hi == 0);
+    CHECK(ir_int_range(b, &lo, &hi) == IR_RANGE_EMPTY);               /* b < a, a < 1 */
+    CHECK(ir_int_range(exts[2], &lo, &hi) == IR_RANGE_EMPTY);         /* b + 1 */
+    CHECK(ir_int_range(X->axes[2]->var, &lo, &hi) == IR_RANGE_EMPTY); /* c < b + 1 */
+    CHECK(!ir_int_bounds(exts[2], &lo, &hi));
+    /* EMPTY wins over UNKNOWN: b * (a / 2) is never evaluated either */
+    rv_expr *unk = rv_expr_binop(m, "/", a, rv_expr_int(m, 2));
+    CHECK(ir_int_range(unk, &lo, &hi) == IR_RANGE_UNKNOWN);
+    CHECK(ir_int_range(rv_expr_binop(m, "*", b, unk), &lo, &hi) == IR_RANGE_EMPTY);
+    rv_module_free(m);
+}
+
 int main(void) {
     RUN(test_dense);
     RUN(test_ragged_two_levels);
@@ -376,5 +399,6 @@ int main(void) {
     RUN(test_ragged_ufun_domain);
     RUN(test_errors);
     RUN(test_int_arith);
+    RUN(test_int_range_empty);
     return harness_report();
 }
