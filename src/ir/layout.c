@@ -306,6 +306,24 @@ static bool mentions_axis(const Expr *e) {
     return false;
 }
 
+rv_status ir_layout_check_pads(const char *name, int ndim, Axis *const *axes, Expr *const *exts,
+                               const int *pad, int *level) {
+    for (int k = 0; pad && k < ndim; k++) {
+        if (pad[k] <= 1)
+            continue;
+        for (int j = k + 1; j < ndim; j++)
+            for (int i = 0; i < j; i++)
+                if (ir_uses_axis(exts[j], axes[i])) {
+                    *level = k;
+                    return base_error(RV_ERR_TYPE,
+                                      "dimension '%s' of '%s': storage padding outside a ragged "
+                                      "dimension is not supported ('%s' inside it is ragged)",
+                                      axes[k]->name, name, axes[j]->name);
+                }
+    }
+    return RV_OK;
+}
+
 /* A growable int64 array with an int64 length (prefix-sum arrays can
  * outgrow Vec's int). */
 typedef struct I64Vec {

@@ -81,6 +81,16 @@ rv_status ir_layout_tensor(const LayoutEnv *env, const char *what, const Tensor 
 rv_status ir_layout_ufun(const LayoutEnv *env, const Ufun *f, Layout **out);
 void ir_layout_free(Layout *l);
 
+/* Storage padding is supported on a level only when no level inside it is
+ * ragged: the row starts of a ragged level are sums of its extents over
+ * every storage prefix, padding prefixes included, and at those the
+ * extents (len[b] past len's domain, `b < a` at a padding `a`) have no
+ * value. Checks the levels of tensor `name` with extents exts[0..ndim) and
+ * pads (NULL: none); on a violation returns RV_ERR_TYPE, says so in the
+ * last error and sets *level to the padded level. */
+rv_status ir_layout_check_pads(const char *name, int ndim, Axis *const *axes, Expr *const *exts,
+                               const int *pad, int *level);
+
 /* Exact int64 evaluation of an index expression; `axes[i]` has value
  * `vals[i]`. Errors set the last error without context (callers prefix
  * it): division by zero, overflow, UF outside its domain, unbound UF, an

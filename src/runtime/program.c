@@ -39,9 +39,8 @@
  * padded ones included. This file rebuilds that order on the host for
  * padded tensors only, to copy between canonical arrays and storage. A
  * padded dimension with a ragged dimension inside it would need extents at
- * padded (nonexistent) indices; such tensors are rejected as unsupported
- * before anything runs, as they would make the prelude read UF arrays out
- * of bounds.
+ * padded (nonexistent) indices; such tensors cannot be built
+ * (ir_layout_check_pads).
  *
  * Buffers given to kernels are 64-byte aligned and never NULL (ravel_rt.h).
  * Counters accumulate per program (rv_program_stats).

@@ -391,6 +391,38 @@ static void test_int_range_empty(void) {
     rv_module_free(m);
 }
 
+/* Storage padding outside a ragged level is rejected when the tensor is
+ * built (every client: the checker, the interpreter, the JIT, ravel
+ * build); padding on or inside the ragged level is not. */
+static void test_pad_outside_ragged(void) {
+    rv_module *m = rv_module_new();
+    rv_size *B = rv_size_new(m, "B", 1, 4);
+    rv_ufun *len = ufun1(m, "len", rv_expr_size(m, B), 0, 5);
+    const char *names[3] = {"b", "l", "d"};
+    int pads[3] = {4, 1, 1};
+    for (int padded = 0; padded < 3; padded++) {
+        rv_tensor *X = rv_input_begin(m,
+                                      padded == 0   ? "X"
+                                      : padded == 1 ? "Y"
+                                                    : "Z",
+                                      RV_F32, 3, names);
+        rv_expr *b = rv_input_var(X, 0);
+        rv_expr *exts[3] = {rv_expr_size(m, B), rv_expr_ufcall(m, len, 1, &b), rv_expr_int(m, 3)};
+        for (int k = 0; k < 3; k++)
+            pads[k] = k == padded ? 4 : 1;
+        rv_tensor *r = rv_input_end(X, exts, pads);
+        if (padded == 0) {
+            CHECK(r == NULL);
+            CHECK_STR_CONTAINS(rv_last_error(),
+                               "dimension 'b' of 'X': storage padding outside a ragged dimension "
+                               "is not supported ('l' inside it is ragged)");
+        } else {
+            CHECK(r != NULL);
+        }
+    }
+    rv_module_free(m);
+}
+
 int main(void) {
     RUN(test_dense);
     RUN(test_ragged_two_levels);
@@ -400,5 +432,6 @@ int main(void) {
     RUN(test_errors);
     RUN(test_int_arith);
     RUN(test_int_range_empty);
+    RUN(test_pad_outside_ragged);
     return harness_report();
 }
