@@ -590,21 +590,21 @@ static void gather_slots(Run *r) {
     }
 }
 
-/* Step 3a: UF arrays in the buffers' integer types, and zeroed AUX arrays. */
+/* Step 3a: UF arrays in the buffers' integer types, and zeroed AUX arrays.
+ * A UF array holds its domain's canonical layout, whose size the runtime
+ * knows; the lowering's size expression of a ragged domain loads the
+ * domain's row starts, which only the preludes fill (check_uf_sizes
+ * compares the two after them). AUX sizes are over sizes alone. */
 static rv_status place_ufs_and_aux(Run *r) {
     for (int i = 0; i < r->slots.len; i++) {
         Slot *s = &r->slots.data[i];
         if (s->kind == SLOT_TENSOR)
             continue;
         rv_status st;
-        if ((st = buffer_size(r, s->buf, &s->nelem)) != RV_OK)
+        if (s->kind == SLOT_UF)
+            s->nelem = r->in.ufl[s->buf->uf->id]->numel;
+        else if ((st = buffer_size(r, s->buf, &s->nelem)) != RV_OK)
             return st;
-        if (s->kind == SLOT_UF && s->nelem != r->in.ufl[s->buf->uf->id]->numel)
-            return base_error(RV_ERR_UNSUPPORTED,
-                              "ufun %s: the compiled code stores %lld values where the runtime "
-                              "has %lld (storage layouts disagree)",
-                              s->buf->uf->name, (long long)s->nelem,
-                              (long long)r->in.ufl[s->buf->uf->id]->numel);
         size_t es = rv_dtype_size(s->buf->dtype);
         RV_ASSERT(s->buf->dtype == RV_I32 || s->buf->dtype == RV_I64);
         if ((uint64_t)s->nelem > SIZE_MAX / es ||
@@ -620,6 +620,26 @@ static rv_status place_ufs_and_aux(Run *r) {
                     ((int64_t *)s->data)[j] = v[j];
             }
         }
+    }
+    return RV_OK;
+}
+
+/* Step 3c: the lowering's size of each UF array, once the preludes have
+ * filled the row starts it may load, against the runtime's. */
+static rv_status check_uf_sizes(Run *r) {
+    for (int i = 0; i < r->slots.len; i++) {
+        Slot *s = &r->slots.data[i];
+        if (s->kind != SLOT_UF)
+            continue;
+        int64_t lowered;
+        rv_status st = buffer_size(r, s->buf, &lowered);
+        if (st != RV_OK)
+            return st;
+        if (lowered != s->nelem)
+            return base_error(RV_ERR_UNSUPPORTED,
+                              "ufun %s: the compiled code stores %lld values where the runtime "
+                              "has %lld (storage layouts disagree)",
+                              s->buf->uf->name, (long long)lowered, (long long)s->nelem);
     }
     return RV_OK;
 }
@@ -867,6 +887,8 @@ static rv_status run_steps(Run *r) {
         if (p->preludes[k] && p->preludes[k](r->sizes[k], (void *const *)r->bufs[k]) != RV_RT_OK)
             return base_error(RV_ERR_BOUNDS, "the prelude of %s failed", p->kernels[k]->name);
     p->stats.prelude_seconds += now_seconds() - t0;
+    if ((st = check_uf_sizes(r)) != RV_OK)
+        return st;
     /* 4. tensors */
     if ((st = place_tensors(r)) != RV_OK)
         return st;
