@@ -41,6 +41,7 @@ typedef struct rv_tensor Tensor;
 typedef struct rv_compute ComputeBuilder;
 typedef struct Op Op;
 typedef struct Buffer Buffer;
+typedef struct Storage Storage; /* layout.h */
 
 enum {
     F_ARITH = 1 << 0, /* arithmetic: ints and floats */
@@ -212,6 +213,7 @@ struct Buffer {
     BufScope scope;
     Tensor *tensor; /* the tensor it stores, if any */
     Ufun *uf;       /* the UF it holds, if any */
+    const Storage *storage; /* a tensor's or UF's buffer: its storage order */
     int id;
 };
 

@@ -563,3 +563,101 @@ void ir_layout_describe_env(Buf *b, const LayoutEnv *env, const Layout *l) {
     base_free(mn.sizes);
     base_free(mn.ufs);
 }
+
+/* ------------------------------------------------ storage (symbolic) */
+
+/* roundup(e, p) = (e + p - 1) / p * p, folded when p == 1. */
+static Expr *round_up(Module *m, Expr *e, int p) {
+    if (p <= 1)
+        return e;
+    Expr *q = ir_binary(m, EX_DIV, ir_binary(m, EX_ADD, e, ir_int(m, p - 1)), ir_int(m, p));
+    return ir_binary(m, EX_MUL, q, ir_int(m, p));
+}
+
+/* A sizes-only upper bound of level k's padded extent (for AUX sizes);
+ * NULL when there is none. */
+static Expr *extent_upper_bound(Module *m, const Storage *st, int k) {
+    Expr *ext = st->axes[k]->extent;
+    if (!st->variable[k])
+        return round_up(m, ext, st->pad[k]);
+    int64_t lo, hi;
+    switch (ir_int_range(ext, &lo, &hi)) {
+    case IR_RANGE_EMPTY: /* under no prefix at all: the level holds nothing */
+        return ir_int(m, 0);
+    case IR_RANGE_KNOWN:
+        return round_up(m, ir_int(m, hi < 0 ? 0 : hi), st->pad[k]);
+    default:
+        return NULL;
+    }
+}
+
+rv_status ir_storage_init(Module *m, Storage *st, const char *name, int ndim, Axis *const *axes,
+                          const int *pad, rv_dtype dtype, BufScope scope) {
+    memset(st, 0, sizeof *st);
+    st->ndim = ndim;
+    for (int k = 0; k < ndim; k++) {
+        st->axes[k] = axes[k];
+        st->pad[k] = pad ? pad[k] : 1;
+        for (int j = 0; j < k; j++)
+            st->variable[k] |= ir_uses_axis(axes[k]->extent, axes[j]);
+    }
+    /* prefix counts: exact where all outer levels are constant, otherwise
+     * an upper bound (for allocation) */
+    Expr *count = ir_int(m, 1), *bound = ir_int(m, 1);
+    bool exact = true;
+    for (int k = 0; k < ndim; k++) {
+        Expr *ub = extent_upper_bound(m, st, k);
+        if (!ub)
+            return base_error(RV_ERR_UNSUPPORTED,
+                              "%s: the extent of dimension '%s' has no constant upper bound, so "
+                              "its row-start array cannot be sized; declare a value range for the "
+                              "ufuns it uses",
+                              name, axes[k]->name);
+        if (st->variable[k]) {
+            Expr *size = ir_binary(m, EX_ADD, exact ? count : bound, ir_int(m, 1));
+            char *bn = arena_printf(m->arena, "%s_start%d", name, k);
+            st->start[k] = ir_buffer_new(m, bn, RV_I64, size, BUF_AUX);
+            /* the count after this level is the last prefix sum */
+            count = ir_load(m, st->start[k], count);
+            exact = false;
+        } else {
+            count = ir_binary(m, EX_MUL, count, ir_storage_extent(m, st, k, NULL));
+        }
+        bound = ir_binary(m, EX_MUL, bound, ub);
+    }
+    st->numel = count;
+    st->buf = ir_buffer_new(m, name, dtype, count, scope);
+    st->buf->storage = st;
+    return RV_OK;
+}
+
+bool ir_storage_padded(const Storage *st) {
+    for (int k = 0; k < st->ndim; k++)
+        if (st->pad[k] > 1)
+            return true;
+    return false;
+}
+
+Expr *ir_storage_extent(Module *m, const Storage *st, int k, Expr *const *idx) {
+    Expr *ext = st->axes[k]->extent;
+    if (st->variable[k]) {
+        PtrMap sub = {0};
+        for (int j = 0; j < k; j++)
+            ptrmap_put(&sub, st->axes[j], idx[j]);
+        ext = ir_substitute(m, ext, &sub);
+        ptrmap_free(&sub);
+    }
+    return round_up(m, ext, st->pad[k]);
+}
+
+Expr *ir_storage_offset(Module *m, const Storage *st, Expr *const *idx) {
+    Expr *rank = ir_int(m, 0);
+    for (int k = 0; k < st->ndim; k++) {
+        if (st->variable[k])
+            rank = ir_binary(m, EX_ADD, ir_load(m, st->start[k], rank), idx[k]);
+        else
+            rank = ir_binary(m, EX_ADD,
+                             ir_binary(m, EX_MUL, rank, ir_storage_extent(m, st, k, idx)), idx[k]);
+    }
+    return rank;
+}
