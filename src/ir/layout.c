@@ -470,7 +470,7 @@ rv_status ir_layout_ufun(const LayoutEnv *env, const Ufun *f, Layout **out) {
 void ir_layout_free(Layout *l) {
     if (!l)
         return;
-    for (int k = 0; k < l->ndim; k++)
+    for (int k = 0; k < l->ndim && !l->borrowed; k++)
         base_free(l->start[k]);
     base_free(l);
 }
@@ -577,11 +577,10 @@ static Expr *round_up(Module *m, Expr *e, int p) {
 /* A sizes-only upper bound of level k's padded extent (for AUX sizes);
  * NULL when there is none. */
 static Expr *extent_upper_bound(Module *m, const Storage *st, int k) {
-    Expr *ext = st->axes[k]->extent;
     if (!st->variable[k])
-        return round_up(m, ext, st->pad[k]);
+        return st->ext[k];
     int64_t lo, hi;
-    switch (ir_int_range(ext, &lo, &hi)) {
+    switch (ir_int_range(st->axes[k]->extent, &lo, &hi)) {
     case IR_RANGE_EMPTY: /* under no prefix at all: the level holds nothing */
         return ir_int(m, 0);
     case IR_RANGE_KNOWN:
@@ -600,6 +599,8 @@ rv_status ir_storage_init(Module *m, Storage *st, const char *name, int ndim, Ax
         st->pad[k] = pad ? pad[k] : 1;
         for (int j = 0; j < k; j++)
             st->variable[k] |= ir_uses_axis(axes[k]->extent, axes[j]);
+        if (!st->variable[k])
+            st->ext[k] = round_up(m, axes[k]->extent, st->pad[k]);
     }
     /* prefix counts: exact where all outer levels are constant, otherwise
      * an upper bound (for allocation) */
@@ -621,7 +622,7 @@ rv_status ir_storage_init(Module *m, Storage *st, const char *name, int ndim, Ax
             count = ir_load(m, st->start[k], count);
             exact = false;
         } else {
-            count = ir_binary(m, EX_MUL, count, ir_storage_extent(m, st, k, NULL));
+            count = ir_binary(m, EX_MUL, count, st->ext[k]);
         }
         bound = ir_binary(m, EX_MUL, bound, ub);
     }
@@ -639,14 +640,13 @@ bool ir_storage_padded(const Storage *st) {
 }
 
 Expr *ir_storage_extent(Module *m, const Storage *st, int k, Expr *const *idx) {
-    Expr *ext = st->axes[k]->extent;
-    if (st->variable[k]) {
-        PtrMap sub = {0};
-        for (int j = 0; j < k; j++)
-            ptrmap_put(&sub, st->axes[j], idx[j]);
-        ext = ir_substitute(m, ext, &sub);
-        ptrmap_free(&sub);
-    }
+    if (!st->variable[k])
+        return st->ext[k];
+    PtrMap sub = {0};
+    for (int j = 0; j < k; j++)
+        ptrmap_put(&sub, st->axes[j], idx[j]);
+    Expr *ext = ir_substitute(m, st->axes[k]->extent, &sub);
+    ptrmap_free(&sub);
     return round_up(m, ext, st->pad[k]);
 }
 
@@ -656,8 +656,57 @@ Expr *ir_storage_offset(Module *m, const Storage *st, Expr *const *idx) {
         if (st->variable[k])
             rank = ir_binary(m, EX_ADD, ir_load(m, st->start[k], rank), idx[k]);
         else
-            rank = ir_binary(m, EX_ADD,
-                             ir_binary(m, EX_MUL, rank, ir_storage_extent(m, st, k, idx)), idx[k]);
+            rank = ir_binary(m, EX_ADD, ir_binary(m, EX_MUL, rank, st->ext[k]), idx[k]);
     }
     return rank;
+}
+
+rv_status ir_storage_eval(const LayoutEnv *env, const Storage *st, int64_t *const *start,
+                          const int64_t *start_len, Layout **out) {
+    *out = NULL;
+    Layout *l = base_xcalloc(1, sizeof *l);
+    l->ndim = st->ndim;
+    l->borrowed = true;
+    l->count[0] = 1;
+    const char *name = st->buf->name;
+    rv_status err = RV_OK;
+    for (int k = 0; k < st->ndim && err == RV_OK; k++) {
+        l->axes[k] = st->axes[k];
+        int64_t n = l->count[k];
+        if (!st->variable[k]) {
+            /* a constant level's extent mentions no axis: no prefix needed */
+            int64_t e;
+            if ((err = ir_eval_index(env, st->ext[k], 0, NULL, NULL, &e)) != RV_OK)
+                break;
+            l->shape[k] = l->maxext[k] = e < 0 ? 0 : e;
+            if (mul_ovf(n, l->shape[k], &l->count[k + 1]))
+                err = base_error(RV_ERR_SHAPE, "%s: too many elements in storage", name);
+            continue;
+        }
+        l->shape[k] = -1;
+        l->ragged = true;
+        const int64_t *s = start[k];
+        bool ok = s && start_len[k] > n && s[0] == 0;
+        for (int64_t r = 0; ok && r < n; r++) {
+            ok = s[r + 1] >= s[r];
+            if (ok && s[r + 1] - s[r] > l->maxext[k])
+                l->maxext[k] = s[r + 1] - s[r];
+        }
+        if (!ok) {
+            err = base_error(RV_ERR_UNSUPPORTED,
+                             "%s: row-start array %s does not hold the prefix sums of %lld rows "
+                             "(storage layouts disagree)",
+                             name, st->start[k]->name, (long long)n);
+            break;
+        }
+        l->start[k] = start[k];
+        l->count[k + 1] = s[n];
+    }
+    if (err != RV_OK) {
+        ir_layout_free(l);
+        return err;
+    }
+    l->numel = l->count[st->ndim];
+    *out = l;
+    return RV_OK;
 }

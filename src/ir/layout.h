@@ -67,6 +67,7 @@ struct Layout {
     int64_t maxext[RV_MAX_DIMS];    /* the largest extent of each level (0 if none) */
     int64_t count[RV_MAX_DIMS + 1]; /* |P_k|: valid prefixes of length k; count[ndim] = numel */
     int64_t *start[RV_MAX_DIMS];    /* variable levels: count[k] + 1 prefix sums; else NULL */
+    bool borrowed;                  /* start arrays belong to the caller (ir_storage_eval) */
 };
 
 /* ---- layout.c ---- */
@@ -201,6 +202,7 @@ struct Storage {
     int pad[RV_MAX_DIMS];       /* storage padding multiple per level (1: none) */
     bool variable[RV_MAX_DIMS]; /* the extent mentions an outer axis */
     Buffer *start[RV_MAX_DIMS]; /* variable levels: the row-start AUX array */
+    Expr *ext[RV_MAX_DIMS];     /* constant levels: the padded extent (mentions no axis) */
     Expr *numel;                /* elements in storage (may load AUX arrays) */
 };
 
@@ -217,5 +219,14 @@ bool ir_storage_padded(const Storage *st);
 Expr *ir_storage_extent(Module *m, const Storage *st, int k, Expr *const *idx);
 /* The flat offset of the element at idx (one index per level). */
 Expr *ir_storage_offset(Module *m, const Storage *st, Expr *const *idx);
+/* The storage order on the host, for given bindings: a Layout whose
+ * constant levels have their padded extents (evaluated under env) and whose
+ * variable levels have the row starts start[k] (start_len[k] elements: the
+ * AUX arrays as the preludes filled them; borrowed, not copied), so that
+ * ir_layout_offset gives storage offsets. RV_ERR_UNSUPPORTED when a
+ * row-start array is too short or not a prefix sum (the compiled storage
+ * and this description disagree). */
+rv_status ir_storage_eval(const LayoutEnv *env, const Storage *st, int64_t *const *start,
+                          const int64_t *start_len, Layout **out);
 
 #endif
