@@ -437,61 +437,84 @@ static bool mul_bounds(int64_t a0, int64_t a1, int64_t b0, int64_t b1, int64_t *
     return true;
 }
 
-bool ir_int_bounds(const Expr *e, int64_t *lo, int64_t *hi) {
+/* An axis with extent range [.., a1] takes the values 0..a1-1; none when
+ * a1 < 1. An expression over a variable with no value has no value
+ * either: it is never evaluated (a level below an empty one, the body of
+ * an empty loop), so EMPTY wins over UNKNOWN. */
+IrRange ir_int_range(const Expr *e, int64_t *lo, int64_t *hi) {
     int64_t a0, a1, b0, b1;
+    IrRange ra, rb;
     switch (e->kind) {
     case EX_CONST_INT:
         *lo = *hi = e->u.ival;
-        return true;
+        return IR_RANGE_KNOWN;
     case EX_SIZE:
         *lo = e->u.size->lo;
         *hi = e->u.size->hi;
-        return true;
+        return IR_RANGE_KNOWN;
     case EX_VAR: {
         const Axis *ax = e->u.axis;
-        if (!ax->extent || !ir_int_bounds(ax->extent, &a0, &a1))
-            return false;
+        if (!ax->extent || (ra = ir_int_range(ax->extent, &a0, &a1)) != IR_RANGE_KNOWN)
+            return ax->extent ? ra : IR_RANGE_UNKNOWN;
+        if (a1 < 1)
+            return IR_RANGE_EMPTY;
         *lo = 0;
         *hi = a1 - 1;
-        return a1 >= 1;
+        return IR_RANGE_KNOWN;
     }
     case EX_UFCALL: {
         const Ufun *f = e->u.uf;
+        for (int i = 0; i < e->n; i++)
+            if (ir_int_range(e->args[i], &a0, &a1) == IR_RANGE_EMPTY)
+                return IR_RANGE_EMPTY;
         if (!f->lo || !f->hi || !ir_int_bounds(f->lo, &a0, &a1) || !ir_int_bounds(f->hi, &b0, &b1))
-            return false;
+            return IR_RANGE_UNKNOWN;
         *lo = a0;
         *hi = b1;
-        return true;
+        return IR_RANGE_KNOWN;
     }
     case EX_CAST:
-        return ir_is_int(e->dtype) && ir_is_int(e->args[0]->dtype) &&
-               ir_int_bounds(e->args[0], lo, hi);
+        if (!ir_is_int(e->dtype) || !ir_is_int(e->args[0]->dtype))
+            return IR_RANGE_UNKNOWN;
+        return ir_int_range(e->args[0], lo, hi);
     case EX_ADD:
     case EX_SUB:
     case EX_MUL:
     case EX_MIN:
     case EX_MAX:
-        if (!ir_int_bounds(e->args[0], &a0, &a1) || !ir_int_bounds(e->args[1], &b0, &b1))
-            return false;
+        ra = ir_int_range(e->args[0], &a0, &a1);
+        rb = ir_int_range(e->args[1], &b0, &b1);
+        if (ra == IR_RANGE_EMPTY || rb == IR_RANGE_EMPTY)
+            return IR_RANGE_EMPTY;
+        if (ra != IR_RANGE_KNOWN || rb != IR_RANGE_KNOWN)
+            return IR_RANGE_UNKNOWN;
         switch (e->kind) {
         case EX_ADD:
-            return !__builtin_add_overflow(a0, b0, lo) && !__builtin_add_overflow(a1, b1, hi);
+            return !__builtin_add_overflow(a0, b0, lo) && !__builtin_add_overflow(a1, b1, hi)
+                       ? IR_RANGE_KNOWN
+                       : IR_RANGE_UNKNOWN;
         case EX_SUB:
-            return !__builtin_sub_overflow(a0, b1, lo) && !__builtin_sub_overflow(a1, b0, hi);
+            return !__builtin_sub_overflow(a0, b1, lo) && !__builtin_sub_overflow(a1, b0, hi)
+                       ? IR_RANGE_KNOWN
+                       : IR_RANGE_UNKNOWN;
         case EX_MUL:
-            return mul_bounds(a0, a1, b0, b1, lo, hi);
+            return mul_bounds(a0, a1, b0, b1, lo, hi) ? IR_RANGE_KNOWN : IR_RANGE_UNKNOWN;
         case EX_MIN:
             *lo = a0 < b0 ? a0 : b0;
             *hi = a1 < b1 ? a1 : b1;
-            return true;
+            return IR_RANGE_KNOWN;
         default:
             *lo = a0 > b0 ? a0 : b0;
             *hi = a1 > b1 ? a1 : b1;
-            return true;
+            return IR_RANGE_KNOWN;
         }
     default:
-        return false;
+        return IR_RANGE_UNKNOWN;
     }
+}
+
+bool ir_int_bounds(const Expr *e, int64_t *lo, int64_t *hi) {
+    return ir_int_range(e, lo, hi) == IR_RANGE_KNOWN;
 }
 
 /* ---- reads, UF calls, reductions ---- */

@@ -41,6 +41,7 @@ typedef struct rv_tensor Tensor;
 typedef struct rv_compute ComputeBuilder;
 typedef struct Op Op;
 typedef struct Buffer Buffer;
+typedef struct Storage Storage; /* layout.h */
 
 enum {
     F_ARITH = 1 << 0, /* arithmetic: ints and floats */
@@ -212,6 +213,7 @@ struct Buffer {
     BufScope scope;
     Tensor *tensor; /* the tensor it stores, if any */
     Ufun *uf;       /* the UF it holds, if any */
+    const Storage *storage; /* a tensor's or UF's buffer: its storage order */
     int id;
 };
 
@@ -298,8 +300,13 @@ bool ir_is_int(rv_dtype t);
 bool ir_is_float(rv_dtype t);
 bool ir_is_const_int(const Expr *e, int64_t *v);
 /* Interval bounds of an integer expression over the declared ranges of
- * sizes, UF values and axis extents; false when unknown. */
+ * sizes, UF values and axis extents; false when unknown (or empty). */
 bool ir_int_bounds(const Expr *e, int64_t *lo, int64_t *hi);
+/* The same, telling an unknown range from an empty one: EMPTY when the
+ * expression mentions an axis whose extent is below 1 for every binding
+ * (`b < a` with `a < 1`), so it is never evaluated. */
+typedef enum IrRange { IR_RANGE_UNKNOWN, IR_RANGE_EMPTY, IR_RANGE_KNOWN } IrRange;
+IrRange ir_int_range(const Expr *e, int64_t *lo, int64_t *hi);
 /* True when `e` mentions axis `a` (memoized per call; cheap on DAGs). */
 bool ir_uses_axis(const Expr *e, const Axis *a);
 /* The coefficient of axis a in the integer expression x when x is

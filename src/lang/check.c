@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "ir/layout.h"
 #include "lang/lang.h"
 
 typedef enum SymKind {
@@ -684,6 +685,19 @@ static bool check_tensor_name(Checker *c, const Item *it) {
     return true;
 }
 
+/* Storage padding outside a ragged dimension is not supported
+ * (ir_layout_check_pads); say so at the `pad`. */
+static bool check_pads(Checker *c, const char *name, const Binder *b, int n, Axis *const *axes,
+                       Expr *const *exts) {
+    int pads[RV_MAX_DIMS], k;
+    for (int i = 0; i < n; i++)
+        pads[i] = b[i].has_pad ? (int)b[i].pad : 1;
+    if (ir_layout_check_pads(name, n, axes, exts, pads, &k) == RV_OK)
+        return true;
+    error_at(c, b[k].pad_loc, "%s", rv_last_error());
+    return false;
+}
+
 static void check_input(Checker *c, const Item *it) {
     bool ok = check_tensor_name(c, it);
     rv_dtype dt = ok ? parse_dtype(c, it->type.dtype, it->type.loc, &ok) : RV_F32;
@@ -704,6 +718,8 @@ static void check_input(Checker *c, const Item *it) {
     pop_scope(c);
     if (!ok)
         return;
+    if (!check_pads(c, it->name, it->type.dims, it->type.ndim, t->axes, exts))
+        return;
     for (int i = 0; i < it->type.ndim; i++)
         pads[i] = it->type.dims[i].has_pad ? (int)it->type.dims[i].pad : 1;
     if (built(c, rv_input_end(t, exts, pads), it->name_loc))
@@ -711,9 +727,12 @@ static void check_input(Checker *c, const Item *it) {
 }
 
 /* An omitted compute extent must be inferable from the body (ir.h:
- * ir_infer_extent); say so at the axis rather than at the definition. */
+ * ir_infer_extent); say so at the axis rather than at the definition.
+ * Then the padding, over the extents written or inferred. */
 static bool check_inferable(Checker *c, const Item *it, Tensor *t, Expr *const *bodies, int nb) {
+    Expr *exts[RV_MAX_DIMS];
     for (int i = 0; i < it->nbinds; i++) {
+        exts[i] = t->axes[i]->extent;
         if (it->binds[i].extent)
             continue;
         Expr *e = NULL;
@@ -726,8 +745,9 @@ static bool check_inferable(Checker *c, const Item *it, Tensor *t, Expr *const *
                      it->binds[i].name, it->binds[i].name);
             return false;
         }
+        exts[i] = e;
     }
-    return true;
+    return check_pads(c, it->name, it->binds, it->nbinds, t->axes, exts);
 }
 
 /* The body of a compute: an expression, or `if p then a else b` at the

@@ -83,7 +83,7 @@ static rv_status storage_of_uf(LowerCtx *c, Ufun *f, Storage **out) {
     if (!st) {
         st = arena_alloc(c->m->arena, sizeof(Storage));
         rv_status r =
-            lower_storage_init(c->m, st, f->name, f->nargs, f->args, NULL, uf_dtype(f), BUF_ARG);
+            ir_storage_init(c->m, st, f->name, f->nargs, f->args, NULL, uf_dtype(f), BUF_ARG);
         if (r != RV_OK)
             return r;
         st->buf->uf = f;
@@ -98,7 +98,7 @@ static rv_status storage_of_tensor(LowerCtx *c, Tensor *t, Storage **out) {
     if (!st) {
         st = arena_alloc(c->m->arena, sizeof(Storage));
         rv_status r =
-            lower_storage_init(c->m, st, t->name, t->ndim, t->axes, t->pad, t->dtype, BUF_ARG);
+            ir_storage_init(c->m, st, t->name, t->ndim, t->axes, t->pad, t->dtype, BUF_ARG);
         if (r != RV_OK)
             return r;
         st->buf->tensor = t;
@@ -300,7 +300,7 @@ static Expr *lower_expr_rec(ExprCtx *x, Expr *e, PtrMap *memo) {
         }
         if (x->st != RV_OK)
             return NULL;
-        r = ir_load(m, st->buf, lower_storage_offset(m, st, idx));
+        r = ir_load(m, st->buf, ir_storage_offset(m, st, idx));
         if (e->kind == EX_UFCALL)
             r = ir_cast(m, RV_I64, r);
         break;
@@ -641,7 +641,7 @@ static Expr *dest_offset(LowerCtx *c, Nest *n) {
         idx[d] = ptrmap_get(&c->axis_value, st->t->axes[d]);
     if (n->dst_view)
         return view_offset(m, n->dst_view, idx);
-    return lower_storage_offset(m, n->dst_storage, idx);
+    return ir_storage_offset(m, n->dst_storage, idx);
 }
 
 static Buffer *dest_buf(Nest *n) {
