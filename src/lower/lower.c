@@ -178,9 +178,18 @@ static Stmt *reduce_update(Module *m, rv_reduce_kind rk, Buffer *acc, Expr *at, 
     Expr *cur = ir_load(m, acc, at);
     if (rk != RV_REDUCE_ARGMAX)
         return lower_store(m, acc, at, reduce_combine(m, rk, cur, v));
-    /* first maximum wins: strictly greater replaces */
+    /* The interpreter's rule: the first value is taken whatever it is (a
+     * row of -inf or INT_MIN has argmax 0, not -1); after it, strictly
+     * greater replaces (the first maximum wins), and a NaN is greater
+     * than everything but an earlier NaN. For floats `!(v <= cur)` is
+     * v > cur or v NaN, and `cur == cur` says no NaN is in yet. */
+    Expr *none_yet = ir_binary(m, EX_LT, ir_load(m, arg, at), ir_int(m, 0));
+    Expr *better = ir_binary(m, EX_GT, v, cur);
+    if (ir_is_float(v->dtype))
+        better = ir_binary(m, EX_AND, ir_binary(m, EX_EQ, cur, cur),
+                           ir_unary(m, EX_NOT, ir_binary(m, EX_LE, v, cur)));
     Stmt *both[2] = {lower_store(m, acc, at, v), lower_store(m, arg, at, index)};
-    return lower_if(m, ir_binary(m, EX_GT, v, cur), lower_seq(m, 2, both), NULL);
+    return lower_if(m, ir_binary(m, EX_OR, none_yet, better), lower_seq(m, 2, both), NULL);
 }
 
 /* Lowers a REDUCE that is not a loop of the stage into an accumulator nest
