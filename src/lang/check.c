@@ -931,17 +931,14 @@ rv_status lang_check(const SrcFile *src, const Program *p, Module *m) {
 
 /* ---- the public entry points ---- */
 
-rv_status rv_module_parse(const char *name, const char *text, rv_module **out) {
-    if (!out)
-        return base_error(RV_ERR_ARG, "rv_module_parse: out is NULL");
-    *out = NULL;
-    if (!text)
-        return base_error(RV_ERR_ARG, "rv_module_parse: text is NULL");
+/* Lexes, parses and checks text[0..len) (text[len] is NUL; a NUL before
+ * it is a located lexical error, not the end of the program). */
+static rv_status module_parse(const char *name, const char *text, size_t len, rv_module **out) {
     Module *m = rv_module_new();
     SrcFile *src = arena_alloc(m->arena, sizeof(SrcFile));
     src->name = arena_strdup(m->arena, name ? name : "<input>");
-    src->len = strlen(text);
-    src->text = arena_memdup(m->arena, text, src->len + 1);
+    src->len = len;
+    src->text = arena_memdup(m->arena, text, len + 1);
     m->src = src;
     Arena *a = arena_new();
     Token *toks;
@@ -961,6 +958,15 @@ rv_status rv_module_parse(const char *name, const char *text, rv_module **out) {
     return RV_OK;
 }
 
+rv_status rv_module_parse(const char *name, const char *text, rv_module **out) {
+    if (!out)
+        return base_error(RV_ERR_ARG, "rv_module_parse: out is NULL");
+    *out = NULL;
+    if (!text)
+        return base_error(RV_ERR_ARG, "rv_module_parse: text is NULL");
+    return module_parse(name, text, strlen(text), out);
+}
+
 rv_status rv_module_load(const char *path, rv_module **out) {
     if (!out)
         return base_error(RV_ERR_ARG, "rv_module_load: out is NULL");
@@ -970,7 +976,7 @@ rv_status rv_module_load(const char *path, rv_module **out) {
     rv_status st = base_read_file(path, &text, &len);
     if (st != RV_OK)
         return st;
-    st = rv_module_parse(path, text, out);
+    st = module_parse(path, text, len, out);
     base_free(text);
     return st;
 }

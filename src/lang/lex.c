@@ -17,6 +17,10 @@
  *   strings      "..." with the escapes \" \\ \n \t; no newline inside
  *   punctuators  .. == != <= >= && || + - * / % < > ! = ( ) [ ] { } , :
  *
+ * A UTF-8 byte-order mark at the start of the file is skipped (editors
+ * write one). A NUL byte before the end of the text is an error: C string
+ * handling would otherwise silently cut the file there.
+ *
  * The whole file is tokenized up front (chibicc does the same), so the
  * parser can look ahead freely — it needs two tokens of lookahead to tell
  * a reduction `max(k < K) ...` from a call `max(a, b)`.
@@ -55,6 +59,15 @@ static SrcLoc loc_at(const Lexer *lx, const char *p) {
 
 static rv_status lex_error(const Lexer *lx, const char *p, const char *msg) {
     return base_diag(RV_ERR_SYNTAX, lx->src, loc_at(lx, p), "%s", msg);
+}
+
+/* Is p the terminating NUL (rather than a NUL byte inside the text)? */
+static bool at_end(const Lexer *lx, const char *p) {
+    return p == lx->src->text + lx->src->len;
+}
+
+static rv_status nul_error(const Lexer *lx, const char *p) {
+    return lex_error(lx, p, "NUL byte in the source (not a text file?)");
 }
 
 static bool is_ident_char(char c) {
@@ -134,6 +147,10 @@ static rv_status lex_string(Lexer *lx) {
     Buf b = {0};
     const char *q = start + 1;
     for (; *q != '"'; q++) {
+        if (*q == '\0' && !at_end(lx, q)) {
+            buf_free(&b);
+            return nul_error(lx, q);
+        }
         if (*q == '\0' || *q == '\n') {
             buf_free(&b);
             return lex_error(lx, start, "unterminated string");
@@ -209,12 +226,16 @@ rv_status lang_lex(const SrcFile *src, Arena *a, Token **out, int *ntok) {
     rv_status st = RV_OK;
     *out = NULL;
     *ntok = 0;
+    if (src->len >= 3 && memcmp(src->text, "\xEF\xBB\xBF", 3) == 0)
+        lx.p = lx.line_start = src->text + 3;
     for (;;) {
         skip_space(&lx);
         char c = *lx.p;
-        if (c == '\0')
+        if (c == '\0' && at_end(&lx, lx.p))
             break;
-        if (isdigit((unsigned char)c))
+        if (c == '\0')
+            st = nul_error(&lx, lx.p);
+        else if (isdigit((unsigned char)c))
             st = lex_number(&lx);
         else if (c == '"')
             st = lex_string(&lx);

@@ -507,6 +507,38 @@ static void test_load_errors(void) {
     rv_module_free(m);
 }
 
+/* A byte-order mark at the start is skipped (columns count from after it);
+ * a NUL byte inside the text is located, not the end of the program. */
+static void test_lex_bom_nul(void) {
+    Lexed l = lex("\xEF\xBB\xBFsize T in 1..4");
+    CHECK(l.st == RV_OK);
+    CHECK_EQ_INT(l.n, 7);
+    if (l.n == 7) {
+        CHECK_EQ_INT(l.toks[0].kind, TK_KEYWORD);
+        CHECK_EQ_INT(l.toks[0].loc.col, 1);
+    }
+    arena_free(l.arena);
+    l = lex("size T in 1..4 \xEF\xBB\xBF"); /* elsewhere it is no character */
+    CHECK(l.st == RV_ERR_SYNTAX);
+    arena_free(l.arena);
+    static const char with_nul[] = "size T in 1..4\nsize\0 U in 1..4";
+    static const char in_string[] = "P : f32[4] = extern \"a\0b\"()";
+    static const char in_comment[] = "size T in 1..4 # a\0b\n";
+    const char *texts[] = {with_nul, in_string, in_comment};
+    size_t lens[] = {sizeof with_nul - 1, sizeof in_string - 1, sizeof in_comment - 1};
+    const char *where[] = {"t.rv:2:5: error: NUL byte", "t.rv:1:23: error: NUL byte",
+                           "t.rv:1:19: error: NUL byte"};
+    for (int i = 0; i < 3; i++) {
+        Arena *a = arena_new();
+        SrcFile src = {"t.rv", texts[i], lens[i]};
+        Token *toks;
+        int n;
+        CHECK(lang_lex(&src, a, &toks, &n) == RV_ERR_SYNTAX);
+        CHECK_STR_CONTAINS(rv_last_error(), where[i]);
+        arena_free(a);
+    }
+}
+
 int main(void) {
     RUN(test_lex_tokens);
     RUN(test_lex_errors);
@@ -523,5 +555,6 @@ int main(void) {
     RUN(test_print_module);
     RUN(test_examples_roundtrip);
     RUN(test_load_errors);
+    RUN(test_lex_bom_nul);
     return harness_report();
 }
