@@ -539,6 +539,27 @@ static void test_lex_bom_nul(void) {
     }
 }
 
+/* rv_module_schedule resolves its target as a source block does: a size,
+ * ufun or input (even with blanks around the name) is no stage name, and
+ * an accepted block round-trips. */
+static void test_module_schedule_target(void) {
+    rv_module *m = parse_ok("size N in 1..8\nufun f[n < N] in 0..N - 1\ninput X : f32[N]\n"
+                            "Y[i] = X[i] * 2\n");
+    if (!m)
+        return;
+    const char *bad[] = {" N ", "f", " f", "X ", "N"};
+    for (int i = 0; i < RV_COUNT(bad); i++) {
+        CHECK(rv_module_schedule(m, bad[i], "") == RV_ERR_TYPE);
+        CHECK_STR_CONTAINS(rv_last_error(), "schedule");
+    }
+    CHECK(rv_module_schedule(m, " Y ", "vectorize(i)") == RV_OK);
+    char *s = print_stable(m);
+    CHECK_STR_CONTAINS(s, "schedule Y {\n    vectorize(i)\n}\n");
+    CHECK(strstr(s, "schedule N") == NULL && strstr(s, "schedule f") == NULL);
+    rv_free(s);
+    rv_module_free(m);
+}
+
 int main(void) {
     RUN(test_lex_tokens);
     RUN(test_lex_errors);
@@ -556,5 +577,6 @@ int main(void) {
     RUN(test_examples_roundtrip);
     RUN(test_load_errors);
     RUN(test_lex_bom_nul);
+    RUN(test_module_schedule_target);
     return harness_report();
 }
