@@ -560,6 +560,38 @@ static void test_module_schedule_target(void) {
     rv_module_free(m);
 }
 
+/* Constants without a plain literal print as forms that parse back to the
+ * same constant: infinities as an overflowing literal (not an unfolded
+ * 1. / 0.), INT64_MIN as a folded subtraction. An i32 never holds a
+ * constant outside its range: adapting one is an error, and folding that
+ * would leave the range is not done. */
+static void test_print_extreme_constants(void) {
+    const char *decl = "input X : f32[4]\ninput D : f64[4]\ninput N : i32[4]\n";
+    char text[512];
+    struct {
+        const char *body, *want;
+    } cases[] = {
+        {"D[i] + 1e999", "D[i] + 1e999"},
+        {"X[i] * f32(1e300)", "X[i] * 1e999"},
+        {"select(true, f32(-1e300), X[i])", "select(true, -1e999, X[i])"},
+        {"select(i < 2, f32(1e300), f32(1.5))", "select(i < 2, f32(1e999), f32(1.5))"},
+        {"D[i] + f64(-9223372036854775807 - 1)", "D[i] + -9.223372036854776e+18"},
+        {"f64(i + (-9223372036854775807 - 1))", "f64(i + (-9223372036854775807 - 1))"},
+        {"f64(-(-9223372036854775807 - 1) * i)", "f64(- (-9223372036854775807 - 1) * i)"},
+        {"f32(N[i] + i32(2147483647) + i32(1))", "f32(N[i] + 2147483647 + 1)"},
+        {"f32(i32(2147483647) + i32(1))", "f32(i32(2147483647) + i32(1))"},
+        {"f32(-i32(-2147483647 - 1))", "f32(- i32(-2147483648))"},
+    };
+    for (int i = 0; i < RV_COUNT(cases); i++) {
+        snprintf(text, sizeof text, "%sY[i < 4] = %s\n", decl, cases[i].body);
+        check_printed(text, "Y", cases[i].want);
+    }
+    check_error("input N : i32[4]\nY[i] = N[i] + 2147483648",
+                "2:13: error: the constant 2147483648 does not fit the i32");
+    check_error("input N : i32[4]\nY[i] = select(i < 2, -2147483649, N[i])",
+                "does not fit the i32");
+}
+
 int main(void) {
     RUN(test_lex_tokens);
     RUN(test_lex_errors);
@@ -578,5 +610,6 @@ int main(void) {
     RUN(test_load_errors);
     RUN(test_lex_bom_nul);
     RUN(test_module_schedule_target);
+    RUN(test_print_extreme_constants);
     return harness_report();
 }
