@@ -106,8 +106,13 @@ struct Node {
     int depth; /* 1 + the deepest operand (bounded by LANG_MAX_DEPTH) */
 };
 
-/* The deepest expression the parser accepts. */
-#define LANG_MAX_DEPTH 1000
+/* Two bounds keep every recursive walk of an expression (the parser's
+ * own, the checker's, the IR passes', the C compiler's) within its stack:
+ * NESTING counts brackets, unary operators and prefix forms, the parser's
+ * recursion; DEPTH counts the levels of the expression tree, which a flat
+ * left-associative chain `a + b + ... + z` deepens without nesting. */
+#define LANG_MAX_NESTING 1000
+#define LANG_MAX_DEPTH 10000
 
 /* `f32[d0, d1, ...]` */
 typedef struct TypeSpec {

@@ -592,6 +592,43 @@ static void test_print_extreme_constants(void) {
                 "does not fit the i32");
 }
 
+/* "Y[i < 4] = " + n operands `i` joined by " + ", or n '(' + "i" + n ')'. */
+static char *generated(int n, bool parens) {
+    Buf b = {0};
+    buf_puts(&b, "Y[i < 4] = ");
+    for (int k = 0; k < n; k++)
+        buf_puts(&b, parens ? "(" : k ? " + i" : "i");
+    if (parens) {
+        buf_putc(&b, 'i');
+        for (int k = 0; k < n; k++)
+            buf_putc(&b, ')');
+    }
+    buf_putc(&b, '\n');
+    return buf_take(&b);
+}
+
+/* A flat chain is no nesting: 1,000 (and up to LANG_MAX_DEPTH) operands
+ * check and round-trip; the tree depth stays bounded, as does the
+ * parser's recursion on 100,000 nested parentheses. */
+static void test_depth_and_nesting(void) {
+    char *text = generated(LANG_MAX_DEPTH, false);
+    rv_module *m = parse_ok(text);
+    if (m)
+        rv_free(print_stable(m));
+    rv_module_free(m);
+    base_free(text);
+    text = generated(LANG_MAX_DEPTH + 1, false);
+    check_error(text, "expression too deep (more than 10000 operators in a chain)");
+    base_free(text);
+    text = generated(LANG_MAX_NESTING - 1, true);
+    m = parse_ok(text);
+    rv_module_free(m);
+    base_free(text);
+    text = generated(100000, true);
+    check_error(text, "e.rv:1:1012: error: expression nested too deeply (more than 1000 levels)");
+    base_free(text);
+}
+
 int main(void) {
     RUN(test_lex_tokens);
     RUN(test_lex_errors);
@@ -611,5 +648,6 @@ int main(void) {
     RUN(test_lex_bom_nul);
     RUN(test_module_schedule_target);
     RUN(test_print_extreme_constants);
+    RUN(test_depth_and_nesting);
     return harness_report();
 }
