@@ -1030,8 +1030,10 @@ static rv_status module_parse(const char *name, const char *text, size_t len, rv
     int ntok;
     Program *prog = NULL;
     rv_status st = lang_lex(src, a, &toks, &ntok);
-    if (st == RV_OK)
+    if (st == RV_OK) {
         st = lang_parse(src, toks, a, &prog);
+        base_free(toks); /* before the module is built: memory peaks there */
+    }
     if (st == RV_OK)
         st = lang_check(src, prog, m);
     arena_free(a);
@@ -1079,8 +1081,10 @@ rv_status rv_module_schedule(rv_module *m, const char *target, const char *steps
     int ntok;
     Program *prog = NULL;
     rv_status st = lang_lex(src, a, &toks, &ntok);
-    if (st == RV_OK)
+    if (st == RV_OK) {
         st = lang_parse(src, toks, a, &prog);
+        base_free(toks);
+    }
     if (st == RV_OK && (prog->nitems != 1 || prog->items[0]->kind != IT_SCHEDULE))
         st = base_error(RV_ERR_SYNTAX, "%s: expected schedule steps only", src->name);
     Tensor *t;
