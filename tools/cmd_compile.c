@@ -14,7 +14,7 @@ static rv_program *compile(rv_module *m, rv_target target) {
     rv_program *p;
     rv_compile_options o = {.target = target};
     if (rv_program_compile(m, &o, &p) != RV_OK) {
-        fprintf(stderr, "error: %s\n", rv_last_error());
+        tool_print_error(NULL);
         return NULL;
     }
     return p;
@@ -29,7 +29,7 @@ static int emit_lower(rv_module *m) {
     if (st == RV_OK)
         st = lower_pipeline(m, &ks, &n);
     if (st != RV_OK) {
-        fprintf(stderr, "error: %s\n", rv_last_error());
+        tool_print_error(NULL);
         return 1;
     }
     Buf b = {0};
@@ -66,7 +66,7 @@ int cmd_emit(int argc, char **argv) {
     }
     rv_module *m;
     if (rv_module_load(file, &m) != RV_OK) {
-        fprintf(stderr, "%s\n", rv_last_error());
+        tool_print_error(NULL);
         return 1;
     }
     if (strcmp(target, "lower") == 0) {
@@ -92,7 +92,7 @@ static int copy_array(const rv_bindings *from, rv_bindings *to, const char *what
         return 0;
     }
     if (rv_bindings_set_array(to, n, a) != RV_OK) {
-        fprintf(stderr, "error: %s\n", rv_last_error());
+        tool_print_error(NULL);
         return 0;
     }
     return 1;
@@ -108,7 +108,7 @@ static int copy_inputs(rv_module *m, const rv_bindings *from, rv_bindings *to) {
             return 0;
         }
         if (rv_bindings_set_size(to, n, rv_bindings_get_size(from, n)) != RV_OK) {
-            fprintf(stderr, "error: %s\n", rv_last_error());
+            tool_print_error(NULL);
             return 0;
         }
     }
@@ -234,7 +234,7 @@ int cmd_run(int argc, char **argv) {
         return 2;
     rv_module *m;
     if (rv_module_load(a.file, &m) != RV_OK) {
-        fprintf(stderr, "%s\n", rv_last_error());
+        tool_print_error(NULL);
         return 1;
     }
     rv_bindings *ref = rv_bindings_new(m), *b = rv_bindings_new(m);
@@ -243,11 +243,11 @@ int cmd_run(int argc, char **argv) {
     if (ok && !(p = compile(m, target)))
         ok = 0;
     if (ok && rv_program_run(p, b) != RV_OK) {
-        fprintf(stderr, "error: %s\n", rv_last_error());
+        tool_print_error(NULL);
         ok = 0;
     }
     if (ok && check && rv_interp_run(m, ref) != RV_OK) {
-        fprintf(stderr, "error: interpreter: %s\n", rv_last_error());
+        tool_print_error("interpreter");
         ok = 0;
     }
     for (int i = 0; ok && i < rv_module_num_sizes(m); i++) {

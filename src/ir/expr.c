@@ -242,12 +242,26 @@ static bool is_const(const Expr *e) {
     return e->kind == EX_CONST_INT || e->kind == EX_CONST_FLOAT;
 }
 
-/* A constant re-typed to `t` (literal adaptation), exactly. */
+static bool fits_i32(int64_t v) {
+    return v >= INT32_MIN && v <= INT32_MAX;
+}
+
+/* A constant re-typed to `t` (literal adaptation), exactly. An integer
+ * that does not fit an i32 partner is an error rather than a constant
+ * outside its dtype, which a cast would print as another value and C
+ * would compute with in another width than the interpreter. */
 static Expr *retype_const(Module *m, Expr *e, rv_dtype t) {
     if (e->dtype == t)
         return e;
     if (ir_is_float(t))
         return ir_float(m, t, e->kind == EX_CONST_INT ? (double)e->u.ival : e->u.fval);
+    if (t == RV_I32 && !fits_i32(e->u.ival)) {
+        base_error(RV_ERR_TYPE,
+                   "the constant %lld does not fit the i32 it adapts to; cast the i32 operand "
+                   "with i64(...) to compute in i64",
+                   (long long)e->u.ival);
+        return NULL;
+    }
     return ir_const_int(m, t, e->u.ival);
 }
 
@@ -302,11 +316,11 @@ static bool unify(Module *m, const char *op, Expr **pa, Expr **pb) {
     bool ca = is_const(a), cb = is_const(b);
     if (ca && !cb && (ir_is_float(b->dtype) || a->kind == EX_CONST_INT)) {
         *pa = retype_const(m, a, b->dtype);
-        return true;
+        return *pa != NULL;
     }
     if (cb && !ca && (ir_is_float(a->dtype) || b->kind == EX_CONST_INT)) {
         *pb = retype_const(m, b, a->dtype);
-        return true;
+        return *pb != NULL;
     }
     rv_dtype t = rank(a->dtype) >= rank(b->dtype) ? a->dtype : b->dtype;
     *pa = ir_cast(m, t, a);
@@ -359,7 +373,9 @@ Expr *ir_unary(Module *m, ExprKind k, Expr *a) {
             base_error(RV_ERR_TYPE, "'%s' needs a number, got bool", info->text);
             return NULL;
         }
-        if (a->kind == EX_CONST_INT && a->u.ival != INT64_MIN)
+        /* folded only when the result fits the dtype (-INT32_MIN does not) */
+        if (a->kind == EX_CONST_INT && a->u.ival != INT64_MIN &&
+            (a->dtype != RV_I32 || a->u.ival != INT32_MIN))
             return ir_const_int(m, a->dtype,
                                 k == EX_NEG ? -a->u.ival : (a->u.ival < 0 ? -a->u.ival : a->u.ival));
         if (a->kind == EX_CONST_FLOAT)
@@ -400,7 +416,7 @@ Expr *ir_binary(Module *m, ExprKind k, Expr *a, Expr *b) {
     }
     int64_t x, y, r;
     if (ir_is_const_int(a, &x) && ir_is_const_int(b, &y) && result != RV_BOOL &&
-        fold_int(k, x, y, &r))
+        fold_int(k, x, y, &r) && (result != RV_I32 || fits_i32(r)))
         return ir_const_int(m, result, r);
     Expr *args[2] = {a, b};
     return make0(m, k, result, 2, args);

@@ -264,6 +264,7 @@ struct rv_module {
     Vec(Dim *) dims;
     Vec(SchedBlock) scheds;
     StrMap by_name; /* size, ufun and tensor names -> object (one namespace) */
+    PtrMap kind_of; /* object of by_name -> its NameKind + 1 (lookups by kind in O(1)) */
     StrMap dim_by_name;
     SrcFile *src; /* the source file a module was parsed from, if any */
 };
@@ -323,9 +324,16 @@ void ir_visit(const Expr *e, void (*fn)(const Expr *e, void *ctx), void *ctx);
 Dim *ir_dim(Module *m, const char *name); /* interned by name */
 Axis *ir_axis_new(Module *m, const char *name, AxisKind k, Expr *extent);
 const char *ir_name(Module *m, const char *s); /* intern */
+/* The kinds of object in the module's single namespace. */
+typedef enum NameKind {
+    NAME_TENSOR, /* Tensor* */
+    NAME_SIZE,   /* Size* */
+    NAME_UFUN,   /* Ufun* */
+    NAME_COUNT
+} NameKind;
 /* Registers an object name in the module's single namespace; RV_ERR_TYPE
  * "redefinition of X" if taken. */
-rv_status ir_declare(Module *m, const char *name, void *obj);
+rv_status ir_declare(Module *m, const char *name, void *obj, NameKind k);
 /* Inference of omitted compute extents: the extent of the first tensor
  * dimension that `a` indexes as a bare variable, with that tensor's outer
  * axes replaced by the indices of the read. NULL if `a` never appears so. */

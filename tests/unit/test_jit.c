@@ -157,8 +157,8 @@ static void corrupt(const char *path, int how) {
         close(fd);
     } else if (how == 3) { /* empty */
         CHECK(truncate(path, 0) == 0);
-    } else { /* only the checksum trailer cut off: still a valid ELF object */
-        CHECK(truncate(path, n - 24) == 0);
+    } else { /* only the trailer cut off (8 + 32 + 16 bytes): still a valid ELF object */
+        CHECK(truncate(path, n - 56) == 0);
     }
 }
 
@@ -200,6 +200,34 @@ static void test_corrupt_entry_rebuilt(void) {
     JitStats s1 = jit_stats();
     CHECK_EQ_INT(s1.compiles - s0.compiles, 1);
     CHECK_EQ_INT(s1.rebuilds - s0.rebuilds, 0);
+    jit_close(lib);
+}
+
+/* A valid entry copied over another key's entry (its checksum holds) is
+ * another program: detected before dlopen and rebuilt, not loaded. */
+static void test_entry_of_other_key(void) {
+    use_cache("other_key");
+    const char *src = "int which(void) { return 1; }\n";
+    const char *other = "int which(void) { return 2; }\n";
+    JitLib *lib = NULL, *olib = NULL;
+    CHECK_EQ_INT(jit_compile(src, NULL, &lib), RV_OK);
+    CHECK_EQ_INT(jit_compile(other, NULL, &olib), RV_OK);
+    if (!lib || !olib)
+        return;
+    char path[PATH_MAX], cmd[2 * PATH_MAX + 16];
+    snprintf(path, sizeof path, "%s", jit_lib_path(lib));
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s'", jit_lib_path(olib), path);
+    jit_close(lib);
+    jit_close(olib);
+    CHECK_EQ_INT(system(cmd), 0);
+    JitStats s0 = jit_stats();
+    lib = NULL;
+    CHECK_EQ_INT(jit_compile(src, NULL, &lib), RV_OK);
+    JitStats s1 = jit_stats();
+    CHECK_EQ_INT(s1.rebuilds - s0.rebuilds, 1);
+    CHECK_EQ_INT(s1.cache_hits - s0.cache_hits, 0);
+    if (lib)
+        CHECK_EQ_INT(((IntFn0)jit_fn(lib, "which"))(), 1);
     jit_close(lib);
 }
 
@@ -545,6 +573,7 @@ int main(void) {
     RUN(test_argv_string);
     RUN(test_compile_and_call);
     RUN(test_corrupt_entry_rebuilt);
+    RUN(test_entry_of_other_key);
     RUN(test_compiler_error);
     RUN(test_missing_compiler);
     RUN(test_unusable_cache_dir);
