@@ -939,18 +939,19 @@ static bool reads_region(LowerCtx *c, const Stage *reader, const Stage *p, const
     return ok;
 }
 
-/* The region of p that stage n->st's remaining iterations read, directly
- * or through the one stage computed inside it that reads p. */
-static bool infer_region(LowerCtx *c, Nest *n, Stage *p, bool clip, Range *reg) {
+static bool infer_region(LowerCtx *c, Nest *n, Stage *p, bool clip, Range *reg);
+
+/* The region of p that `reader` reads in the remaining iterations of
+ * n->st: n->st itself, or a stage computed inside it (at a loop of n->st
+ * or, further down, inside another such stage), whose own region here
+ * bounds its axes. */
+static bool reader_region(LowerCtx *c, Nest *n, Stage *reader, Stage *p, bool clip, Range *reg) {
     Module *m = c->m;
     Stage *st = n->st;
-    Stage *reader = sched_reader(c->s, p->t, p);
-    if (!reader)
-        return false;
     if (reader != st) {
         /* p is computed at a loop of st outside its reader: bound the
          * reader's region here, then p's region within it */
-        if (reader->attach != ATTACH_AT || reader->at != st)
+        if (reader->attach != ATTACH_AT)
             return false;
         Range rr[RV_MAX_DIMS];
         if (!infer_region(c, n, reader, clip && !reader->local_pad, rr))
@@ -990,6 +991,29 @@ static bool infer_region(LowerCtx *c, Nest *n, Stage *p, bool clip, Range *reg) 
     ok = ok && reads_region(c, st, p, &vary, reg);
     ptrmap_free(&vary);
     return ok;
+}
+
+/* The region of p that stage n->st's remaining iterations read: the union
+ * over p's readers (the schedule checker made each n->st or a stage
+ * computed inside it: layernorm's row mean, read by the variance and the
+ * output, both at the row loop). */
+static bool infer_region(LowerCtx *c, Nest *n, Stage *p, bool clip, Range *reg) {
+    Module *m = c->m;
+    bool any = false;
+    for (int k = 0; k < c->s->stages.len; k++) {
+        Stage *r = c->s->stages.data[k];
+        if (r->t == p->t || r->attach == ATTACH_INLINE || !sched_stage_reads_tensor(r, p->t))
+            continue;
+        Range rr[RV_MAX_DIMS];
+        if (!reader_region(c, n, r, p, clip, rr))
+            return false;
+        for (int d = 0; d < p->t->ndim; d++) {
+            reg[d].lo = any ? ir_binary(m, EX_MIN, reg[d].lo, rr[d].lo) : rr[d].lo;
+            reg[d].hi = any ? ir_binary(m, EX_MAX, reg[d].hi, rr[d].hi) : rr[d].hi;
+        }
+        any = true;
+    }
+    return any;
 }
 
 static Stmt *stage_nest(LowerCtx *c, Stage *st, Expr *const *origin, Expr *const *ext,

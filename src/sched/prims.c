@@ -18,7 +18,10 @@
  *                                         tensor storage to a multiple of N
  *
  * Each checks everything it relies on and returns RV_ERR_SCHEDULE with a
- * message located at the step; on error the schedule is unchanged.
+ * message located at the step; on error the schedule is unchanged, except
+ * after the check that follows every step (check_at_loop), where the
+ * caller discards the schedule. sched_check_placements checks the readers
+ * of every placed stage once all blocks are applied.
  */
 #include <string.h>
 
@@ -672,6 +675,66 @@ static bool read_outside(const Expr *e, const Expr *skip, const Tensor *t) {
     return false;
 }
 
+/* A stage computed at loop v of stage h (NULL: the top of h's nest) runs
+ * in each iteration of v before what follows there: v must stay a loop of
+ * h. Checked after every step (a split, fuse or cache_write of h would
+ * leave the stage nowhere). */
+static rv_status check_at_loop(Ctx *c, const Stage *q) {
+    if (!q->at_iv || leaf_index(q->at, q->at_iv) >= 0)
+        return RV_OK;
+    return fail(c, c->step->loc,
+                "%s is computed at loop %s of %s, which would no longer be a loop; split, fuse "
+                "or cache_write %s before compute_at(%s, ...)",
+                q->name, q->at_iv->name, q->at->name, q->at->name, q->name);
+}
+
+/* ... and over the region its readers read there: every reader must be h
+ * or a stage computed inside h at v or a loop inside it (further down
+ * through other stages computed there). Several readers are fine: the
+ * region is their union (layernorm's row mean, read by the variance and
+ * the output). Checked once every block is applied, so the order of the
+ * compute_at steps does not matter; c->step is q's placement. */
+static rv_status check_readers(Ctx *c, const Stage *q) {
+    SrcLoc loc = c->step->loc;
+    const Stage *h = q->at;
+    int at = q->at_iv ? leaf_index(h, q->at_iv) : -1;
+    for (int i = 0; i < c->s->stages.len; i++) {
+        const Stage *r = c->s->stages.data[i];
+        if (r->t == q->t || r->attach == ATTACH_INLINE || !sched_stage_reads_tensor(r, q->t))
+            continue;
+        const Stage *w = r, *last = NULL;
+        while (w != h && w->attach == ATTACH_AT) {
+            last = w;
+            w = w->at;
+        }
+        if (w != h)
+            return fail(c, loc,
+                        "%s is read by %s, which is not computed inside %s; a stage computed at "
+                        "a loop of %s can only be read there",
+                        q->name, r->name, h->name, h->name);
+        if (last && (last->at_iv ? leaf_index(h, last->at_iv) : -1) < at)
+            return fail(c, loc,
+                        "%s is read by %s, which is computed at %s of %s, outside loop %s where %s "
+                        "is computed",
+                        q->name, r->name, last->at_iv ? last->at_iv->name : "the top", h->name,
+                        q->at_iv->name, q->name);
+    }
+    return RV_OK;
+}
+
+rv_status sched_check_placements(Schedule *s) {
+    for (int i = 0; i < s->stages.len; i++) {
+        Stage *q = s->stages.data[i];
+        if (q->attach != ATTACH_AT)
+            continue;
+        Ctx c = {s, q->at, q->at_step, q->at_src};
+        rv_status r = check_readers(&c, q);
+        if (r != RV_OK)
+            return r;
+    }
+    return RV_OK;
+}
+
 static rv_status prim_compute_at(Ctx *c) {
     rv_status r;
     Stage *p;
@@ -690,27 +753,15 @@ static rv_status prim_compute_at(Ctx *c) {
     } else if ((r = check_placeable(c, p, loc)) != RV_OK) {
         return r;
     }
-    /* its one reader: this stage, or a stage computed inside it */
-    Stage *reader = sched_reader(c->s, p->t, NULL);
-    if (!reader)
+    /* its readers: sched_check_placements, once every block is applied */
+    if (!sched_reader(c->s, p->t, NULL))
         return fail(c, loc, "nothing reads %s", p->name);
-    Stage *o = sched_reader(c->s, p->t, reader);
-    if (o)
-        return fail(c, loc,
-                    "%s is read by %s and %s; it can only be computed inside its one reader",
-                    p->name, reader->name, o->name);
-    Stage *w = reader;
-    while (w != st && w->attach == ATTACH_AT)
-        w = w->at;
-    if (w != st)
-        return fail(c, loc, "%s does not read %s (its reader %s is not computed inside %s)",
-                    st->name, p->name, reader->name, st->name);
     if (is_ragged(p->t))
         return fail(c, loc, "%s is ragged; computing part of it inside a loop is not supported",
                     p->name);
     if (st->attach == ATTACH_INLINE)
         return fail(c, loc, "%s is inlined", st->name);
-    if (v && st->reduce && reader == st && read_outside(st->body, st->reduce, p->t)) {
+    if (v && st->reduce && read_outside(st->body, st->reduce, p->t)) {
         int first = st->leaves.len;
         for (int k = 0; k < st->leaves.len; k++)
             if (st->leaves.data[k]->reduce) {
@@ -726,6 +777,8 @@ static rv_status prim_compute_at(Ctx *c) {
     p->attach = ATTACH_AT;
     p->at = st;
     p->at_iv = v;
+    p->at_step = c->step;
+    p->at_src = c->src;
     return RV_OK;
 }
 
@@ -1084,6 +1137,8 @@ static rv_status prim_cache_read(Ctx *c) {
     if (!rewrite_stage(m, st, x, retarget_read, &rc))
         RV_UNREACHABLE();
     l->attach = ATTACH_AT;
+    l->at_step = c->step;
+    l->at_src = c->src;
     l->at = st;
     insert_before(c->s, l, st);
     return RV_OK;
@@ -1206,6 +1261,8 @@ static rv_status prim_cache_write(Ctx *c) {
     sched_stage_init_ivs(c->s, st);
     sched_stage_init_ivs(c->s, l);
     l->attach = ATTACH_AT;
+    l->at_step = c->step;
+    l->at_src = c->src;
     l->at = st;
     insert_before(c->s, l, st);
     return RV_OK;
@@ -1276,6 +1333,10 @@ rv_status sched_step(Schedule *s, Stage *st, const SchedStep *step, const SrcFil
                       "vectorize, unroll, bind, pad, storage_pad, compute_at, compute_inline, "
                       "cache_read, cache_write)",
                       p);
+    /* a step may replace the loop a stage is computed at */
+    for (int i = 0; r == RV_OK && i < s->stages.len; i++)
+        if (s->stages.data[i]->attach == ATTACH_AT)
+            r = check_at_loop(&c, s->stages.data[i]);
     if (r == RV_OK)
         trace_step(&s->trace, step);
     return r;
