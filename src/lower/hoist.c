@@ -41,9 +41,10 @@
  *     are bound (`off[b]` in `for b in 0..B` with off of size B + 1), or
  *     when it runs whenever the body of L does (no `if` around it inside
  *     L, and each loop between provably runs at least once, by the bounds
- *     of its extent). In the second case, unless L provably runs, its lets
- *     go under `if extent > 0` around L (a preheader, as loop rotation
- *     makes one), so the load runs only where the original ran it.
+ *     of its extent; the arms of a select count as guarded). In the
+ *     second case, unless L provably runs, its lets go under `if extent >
+ *     0` around L (a preheader, as loop rotation makes one), so the load
+ *     runs only where the original ran it.
  *   - Nothing from the extent of a GPU-bound loop, which must stay an
  *     expression over sizes to size the launch (cuda.c).
  *
@@ -258,8 +259,9 @@ static void collect_expr(Loop *L, Expr *e, bool uncond, bool loads) {
         }
         return;
     }
+    /* the arms of a select run only when chosen (C's ?:) */
     for (int i = 0; i < e->n; i++)
-        collect_expr(L, e->args[i], uncond, loads);
+        collect_expr(L, e->args[i], uncond && (e->kind != EX_SELECT || i == 0), loads);
 }
 
 static void collect_stmt(Loop *L, Stmt *s, bool uncond) {
@@ -399,6 +401,10 @@ static int by_height(Loop *L, Expr *a, Expr *b) {
 
 static Stmt *hoist_stmt(Hoist *h, Stmt *s);
 
+static void note_node(const Expr *e, void *ctx) {
+    ptrmap_put(ctx, e, (void *)e);
+}
+
 /* Loop s: its invariants bound outside it, then its body visited. */
 static Stmt *hoist_loop(Hoist *h, Stmt *s) {
     Module *m = h->m;
@@ -414,13 +420,16 @@ static Stmt *hoist_loop(Hoist *h, Stmt *s) {
     /* A load that is neither in the extent nor provably in range relies on
      * L running: unless it provably does, those lets go under `if extent
      * > 0` (a GPU-bound loop is not wrapped: such loads stay in it). */
-    PtrMap guarded = {0};
+    PtrMap guarded = {0}, in_ext = {0};
     bool runs_once = runs(h, s->u.loop.extent);
+    for (int i = 0; i < n_ext && !runs_once; i++)
+        ir_visit(L.cands.data[i], note_node, &in_ext); /* the extent runs them anyway */
     for (int i = n_ext; i < L.cands.len && !runs_once; i++) {
         Expr *e = L.cands.data[i];
-        if (classify(&L, e) == INV_LOAD && !loads_in_range(h, e))
+        if (classify(&L, e) == INV_LOAD && !ptrmap_has(&in_ext, e) && !loads_in_range(h, e))
             ptrmap_put(&guarded, e, e);
     }
+    ptrmap_free(&in_ext);
     if (guarded.len && gpu_loop(s)) {
         int k = 0;
         for (int i = 0; i < L.cands.len; i++)
@@ -469,7 +478,8 @@ static Stmt *hoist_loop(Hoist *h, Stmt *s) {
                   ? s
                   : lower_for(m, s->u.loop.var, ext, s->u.loop.kind, nb);
     /* the guarded lets inside the `if`, the others outside it (they never
-     * use a guarded one: they load nothing or only in range) */
+     * use a guarded one: they load nothing, or only in range, or are run
+     * by the extent, and so is what they contain) */
     for (int i = n - 1; i >= 0; i--)
         if (ptrmap_has(&guarded, L.cands.data[i]))
             r = lower_let(m, vars[i], vals[i], r);

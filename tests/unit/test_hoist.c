@@ -162,6 +162,20 @@ static void test_speculation(void) {
                                   "  for j in 0..Q - b:\n"
                                   "    if j < 2:\n"
                                   "      Y[off_b] = 1.0\n");
+    /* the arm of a select is guarded like the branch of an if; what the
+     * extent evaluates moves with it, unguarded */
+    Expr *sel = ir_select(m, bin(m, EX_LT, t->var, q), at, I(m, 0));
+    Axis *k = lower_loop_var(m, "k", bin(m, EX_DIV, bin(m, EX_ADD, sel, I(m, 1)), I(m, 2)));
+    Expr *arm = ir_select(m, bin(m, EX_LT, k->var, I(m, 2)), at, I(m, 0));
+    Stmt *two[2] = {lower_store(m, Y, bin(m, EX_ADD, sel, k->var), ir_float(m, RV_F32, 1)),
+                    lower_store(m, Y, arm, ir_float(m, RV_F32, 2))};
+    s = loop(m, t, LOOP_SERIAL, loop(m, k, LOOP_SERIAL, lower_seq(m, 2, two)));
+    check_text(lower_hoist(m, s), "for t in 0..64:\n"
+                                  "  let t0 = select(t < Q, i64(off[t]), 0)\n"
+                                  "  let t1 = (t0 + 1)/2\n"
+                                  "  for k in 0..t1:\n"
+                                  "    Y[t0 + k] = 1.0\n"
+                                  "    Y[select(k < 2, i64(off[t]), 0)] = 2.0\n");
     rv_module_free(m);
 }
 
