@@ -2,6 +2,7 @@
  * args.c — option parsing and argument binding shared by the subcommands
  * that run programs (eval now; run, bench later).
  */
+#include <ctype.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,27 @@ static const char *opt_value(const char *opt, int argc, char **argv, int *i) {
     if (*i + 1 >= argc)
         return NULL;
     return argv[++*i];
+}
+
+/* Decimal numbers for options: digits only (with a leading '-' for a
+ * signed one), no blanks, no '+', in range. strtoull alone would read
+ * "-5" as 2^64 - 5 and skip leading blanks. */
+static int parse_unsigned(const char *v, unsigned long long *out) {
+    if (!isdigit((unsigned char)v[0]))
+        return 0;
+    char *end;
+    errno = 0;
+    *out = strtoull(v, &end, 10);
+    return !errno && !*end;
+}
+
+static int parse_signed(const char *v, long long *out) {
+    if (!isdigit((unsigned char)v[v[0] == '-']))
+        return 0;
+    char *end;
+    errno = 0;
+    *out = strtoll(v, &end, 10);
+    return !errno && !*end;
 }
 
 int tool_parse_args(const char *cmd, int argc, char **argv, ToolArgs *a) {
@@ -46,11 +68,9 @@ int tool_parse_args(const char *cmd, int argc, char **argv, ToolArgs *a) {
             }
             a->inputs[a->ninputs++] = v;
         } else if ((v = opt_value("--random", argc, argv, &i))) {
-            char *end;
-            errno = 0;
-            a->seed = strtoull(v, &end, 10);
-            if (errno || *end || !*v) {
-                fprintf(stderr, "ravel %s: --random expects a non-negative integer seed\n", cmd);
+            if (!parse_unsigned(v, &a->seed)) {
+                fprintf(stderr, "ravel %s: --random expects a non-negative integer seed, got '%s'\n",
+                        cmd, v);
                 return 0;
             }
             a->has_seed = 1;
@@ -72,6 +92,25 @@ int tool_parse_args(const char *cmd, int argc, char **argv, ToolArgs *a) {
     return 1;
 }
 
+/* Does msg's first line already read "error: ..." or "LOCATION: error: ..."? */
+static int is_diagnostic(const char *msg) {
+    size_t first = strcspn(msg, "\n");
+    if (strncmp(msg, "error: ", 7) == 0)
+        return 1;
+    const char *e = strstr(msg, ": error: ");
+    return e && (size_t)(e - msg) < first;
+}
+
+void tool_print_error(const char *context) {
+    const char *msg = rv_last_error();
+    if (is_diagnostic(msg))
+        fprintf(stderr, "%s\n", msg);
+    else if (context)
+        fprintf(stderr, "error: %s: %s\n", context, msg);
+    else
+        fprintf(stderr, "error: %s\n", msg);
+}
+
 /* Splits "NAME=VALUE" into a NUL-terminated name in buf and the value. */
 static const char *split_eq(const char *s, char *buf, size_t n) {
     const char *eq = strchr(s, '=');
@@ -87,10 +126,8 @@ int tool_bind(const ToolArgs *a, rv_module *m, rv_bindings *b) {
     char name[256];
     for (int i = 0; i < a->nsizes; i++) {
         const char *v = split_eq(a->sizes[i], name, sizeof name);
-        char *end;
-        errno = 0;
-        long long x = strtoll(v, &end, 10);
-        if (errno || *end || !*v) {
+        long long x;
+        if (!parse_signed(v, &x)) {
             fprintf(stderr, "error: --size %s: '%s' is not an integer\n", name, v);
             return 0;
         }
@@ -99,7 +136,7 @@ int tool_bind(const ToolArgs *a, rv_module *m, rv_bindings *b) {
             return 0;
         }
         if (rv_bindings_set_size(b, name, x) != RV_OK) {
-            fprintf(stderr, "error: %s\n", rv_last_error());
+            tool_print_error(NULL);
             return 0;
         }
     }
@@ -117,12 +154,12 @@ int tool_bind(const ToolArgs *a, rv_module *m, rv_bindings *b) {
         }
         /* the bindings borrow arrays; these live until the process exits */
         if (rv_bindings_set_array(b, name, arr) != RV_OK) {
-            fprintf(stderr, "error: %s\n", rv_last_error());
+            tool_print_error(NULL);
             return 0;
         }
     }
     if (a->has_seed && rv_bindings_randomize(b, a->seed) != RV_OK) {
-        fprintf(stderr, "error: %s\n", rv_last_error());
+        tool_print_error(NULL);
         return 0;
     }
     return 1;

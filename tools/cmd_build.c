@@ -101,7 +101,7 @@ static int write_text(const char *dir, const char *file, const char *text) {
     buf_printf(&p, "%s/%s", dir, file);
     rv_status st = base_write_file(buf_str(&p), text, strlen(text));
     if (st != RV_OK)
-        fprintf(stderr, "error: %s\n", rv_last_error());
+        tool_print_error(NULL);
     buf_free(&p);
     return st == RV_OK;
 }
@@ -120,7 +120,7 @@ static int copy_rt_header(const char *dir) {
     rv_status st = base_read_file(buf_str(&p), &text, &len);
     buf_free(&p);
     if (st != RV_OK) {
-        fprintf(stderr, "error: %s\n", rv_last_error());
+        tool_print_error(NULL);
         return 0;
     }
     int ok = write_text(dir, "ravel_rt.h", text);
@@ -180,7 +180,7 @@ int cmd_build(int argc, char **argv) {
     }
     rv_module *m;
     if (rv_module_load(a.file, &m) != RV_OK) {
-        fprintf(stderr, "%s\n", rv_last_error());
+        tool_print_error(NULL);
         return 1;
     }
     Buf dir = {0}, name = {0};
@@ -199,7 +199,7 @@ int cmd_build(int argc, char **argv) {
         st = cg_c_aot(m, ks, n, &unit, buf_str(&name), src_name, &aot);
     }
     if (st != RV_OK) {
-        fprintf(stderr, "error: %s\n", rv_last_error());
+        tool_print_error(NULL);
     } else {
         Buf cfile = {0}, hfile = {0};
         buf_printf(&cfile, "%s.c", buf_str(&name));

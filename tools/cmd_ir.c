@@ -13,7 +13,7 @@
 static rv_module *load(const char *path) {
     rv_module *m;
     if (rv_module_load(path, &m) != RV_OK) {
-        fprintf(stderr, "%s\n", rv_last_error());
+        tool_print_error(NULL);
         return NULL;
     }
     return m;
@@ -31,7 +31,7 @@ int cmd_check(int argc, char **argv) {
     if (st != RV_OK)
         fprintf(stderr, "%s: internal error: %s\n", argv[0], rv_last_error());
     else if ((st = rv_module_check_schedule(m)) != RV_OK)
-        fprintf(stderr, "%s\n", rv_last_error());
+        tool_print_error(NULL);
     rv_module_free(m);
     return st == RV_OK ? 0 : 1;
 }
@@ -63,7 +63,7 @@ static int save(const char *dir, const char *name, const rv_array *a) {
     char path[4096];
     snprintf(path, sizeof path, "%s/%s.npy", dir, name);
     if (rv_npy_save(path, a) != RV_OK) {
-        fprintf(stderr, "error: %s\n", rv_last_error());
+        tool_print_error(NULL);
         return 0;
     }
     printf("%s: ", name);
@@ -82,7 +82,7 @@ int cmd_eval(int argc, char **argv) {
     rv_bindings *b = rv_bindings_new(m);
     int ok = tool_bind(&a, m, b);
     if (ok && rv_interp_run(m, b) != RV_OK) {
-        fprintf(stderr, "error: %s\n", rv_last_error());
+        tool_print_error(NULL);
         ok = 0;
     }
     if (ok && a.output && mkdir(a.output, 0777) != 0 && errno != EEXIST) {

@@ -50,5 +50,9 @@ typedef struct ToolArgs {
 int tool_parse_args(const char *cmd, int argc, char **argv, ToolArgs *a);
 /* Binds --size and --input values (and --random draws) into b. */
 int tool_bind(const ToolArgs *a, rv_module *m, rv_bindings *b);
+/* Prints the last error on stderr as "error: CONTEXT: MESSAGE" (CONTEXT may
+ * be NULL), or as it is when it is already a diagnostic that says
+ * "error:" itself ("f.rv:3:5: error: ..."). */
+void tool_print_error(const char *context);
 
 #endif

@@ -242,12 +242,26 @@ static bool is_const(const Expr *e) {
     return e->kind == EX_CONST_INT || e->kind == EX_CONST_FLOAT;
 }
 
-/* A constant re-typed to `t` (literal adaptation), exactly. */
+static bool fits_i32(int64_t v) {
+    return v >= INT32_MIN && v <= INT32_MAX;
+}
+
+/* A constant re-typed to `t` (literal adaptation), exactly. An integer
+ * that does not fit an i32 partner is an error rather than a constant
+ * outside its dtype, which a cast would print as another value and C
+ * would compute with in another width than the interpreter. */
 static Expr *retype_const(Module *m, Expr *e, rv_dtype t) {
     if (e->dtype == t)
         return e;
     if (ir_is_float(t))
         return ir_float(m, t, e->kind == EX_CONST_INT ? (double)e->u.ival : e->u.fval);
+    if (t == RV_I32 && !fits_i32(e->u.ival)) {
+        base_error(RV_ERR_TYPE,
+                   "the constant %lld does not fit the i32 it adapts to; cast the i32 operand "
+                   "with i64(...) to compute in i64",
+                   (long long)e->u.ival);
+        return NULL;
+    }
     return ir_const_int(m, t, e->u.ival);
 }
 
@@ -302,11 +316,11 @@ static bool unify(Module *m, const char *op, Expr **pa, Expr **pb) {
     bool ca = is_const(a), cb = is_const(b);
     if (ca && !cb && (ir_is_float(b->dtype) || a->kind == EX_CONST_INT)) {
         *pa = retype_const(m, a, b->dtype);
-        return true;
+        return *pa != NULL;
     }
     if (cb && !ca && (ir_is_float(a->dtype) || b->kind == EX_CONST_INT)) {
         *pb = retype_const(m, b, a->dtype);
-        return true;
+        return *pb != NULL;
     }
     rv_dtype t = rank(a->dtype) >= rank(b->dtype) ? a->dtype : b->dtype;
     *pa = ir_cast(m, t, a);
@@ -359,7 +373,9 @@ Expr *ir_unary(Module *m, ExprKind k, Expr *a) {
             base_error(RV_ERR_TYPE, "'%s' needs a number, got bool", info->text);
             return NULL;
         }
-        if (a->kind == EX_CONST_INT && a->u.ival != INT64_MIN)
+        /* folded only when the result fits the dtype (-INT32_MIN does not) */
+        if (a->kind == EX_CONST_INT && a->u.ival != INT64_MIN &&
+            (a->dtype != RV_I32 || a->u.ival != INT32_MIN))
             return ir_const_int(m, a->dtype,
                                 k == EX_NEG ? -a->u.ival : (a->u.ival < 0 ? -a->u.ival : a->u.ival));
         if (a->kind == EX_CONST_FLOAT)
@@ -400,7 +416,7 @@ Expr *ir_binary(Module *m, ExprKind k, Expr *a, Expr *b) {
     }
     int64_t x, y, r;
     if (ir_is_const_int(a, &x) && ir_is_const_int(b, &y) && result != RV_BOOL &&
-        fold_int(k, x, y, &r))
+        fold_int(k, x, y, &r) && (result != RV_I32 || fits_i32(r)))
         return ir_const_int(m, result, r);
     Expr *args[2] = {a, b};
     return make0(m, k, result, 2, args);
@@ -437,61 +453,84 @@ static bool mul_bounds(int64_t a0, int64_t a1, int64_t b0, int64_t b1, int64_t *
     return true;
 }
 
-bool ir_int_bounds(const Expr *e, int64_t *lo, int64_t *hi) {
+/* An axis with extent range [.., a1] takes the values 0..a1-1; none when
+ * a1 < 1. An expression over a variable with no value has no value
+ * either: it is never evaluated (a level below an empty one, the body of
+ * an empty loop), so EMPTY wins over UNKNOWN. */
+IrRange ir_int_range(const Expr *e, int64_t *lo, int64_t *hi) {
     int64_t a0, a1, b0, b1;
+    IrRange ra, rb;
     switch (e->kind) {
     case EX_CONST_INT:
         *lo = *hi = e->u.ival;
-        return true;
+        return IR_RANGE_KNOWN;
     case EX_SIZE:
         *lo = e->u.size->lo;
         *hi = e->u.size->hi;
-        return true;
+        return IR_RANGE_KNOWN;
     case EX_VAR: {
         const Axis *ax = e->u.axis;
-        if (!ax->extent || !ir_int_bounds(ax->extent, &a0, &a1))
-            return false;
+        if (!ax->extent || (ra = ir_int_range(ax->extent, &a0, &a1)) != IR_RANGE_KNOWN)
+            return ax->extent ? ra : IR_RANGE_UNKNOWN;
+        if (a1 < 1)
+            return IR_RANGE_EMPTY;
         *lo = 0;
         *hi = a1 - 1;
-        return a1 >= 1;
+        return IR_RANGE_KNOWN;
     }
     case EX_UFCALL: {
         const Ufun *f = e->u.uf;
+        for (int i = 0; i < e->n; i++)
+            if (ir_int_range(e->args[i], &a0, &a1) == IR_RANGE_EMPTY)
+                return IR_RANGE_EMPTY;
         if (!f->lo || !f->hi || !ir_int_bounds(f->lo, &a0, &a1) || !ir_int_bounds(f->hi, &b0, &b1))
-            return false;
+            return IR_RANGE_UNKNOWN;
         *lo = a0;
         *hi = b1;
-        return true;
+        return IR_RANGE_KNOWN;
     }
     case EX_CAST:
-        return ir_is_int(e->dtype) && ir_is_int(e->args[0]->dtype) &&
-               ir_int_bounds(e->args[0], lo, hi);
+        if (!ir_is_int(e->dtype) || !ir_is_int(e->args[0]->dtype))
+            return IR_RANGE_UNKNOWN;
+        return ir_int_range(e->args[0], lo, hi);
     case EX_ADD:
     case EX_SUB:
     case EX_MUL:
     case EX_MIN:
     case EX_MAX:
-        if (!ir_int_bounds(e->args[0], &a0, &a1) || !ir_int_bounds(e->args[1], &b0, &b1))
-            return false;
+        ra = ir_int_range(e->args[0], &a0, &a1);
+        rb = ir_int_range(e->args[1], &b0, &b1);
+        if (ra == IR_RANGE_EMPTY || rb == IR_RANGE_EMPTY)
+            return IR_RANGE_EMPTY;
+        if (ra != IR_RANGE_KNOWN || rb != IR_RANGE_KNOWN)
+            return IR_RANGE_UNKNOWN;
         switch (e->kind) {
         case EX_ADD:
-            return !__builtin_add_overflow(a0, b0, lo) && !__builtin_add_overflow(a1, b1, hi);
+            return !__builtin_add_overflow(a0, b0, lo) && !__builtin_add_overflow(a1, b1, hi)
+                       ? IR_RANGE_KNOWN
+                       : IR_RANGE_UNKNOWN;
         case EX_SUB:
-            return !__builtin_sub_overflow(a0, b1, lo) && !__builtin_sub_overflow(a1, b0, hi);
+            return !__builtin_sub_overflow(a0, b1, lo) && !__builtin_sub_overflow(a1, b0, hi)
+                       ? IR_RANGE_KNOWN
+                       : IR_RANGE_UNKNOWN;
         case EX_MUL:
-            return mul_bounds(a0, a1, b0, b1, lo, hi);
+            return mul_bounds(a0, a1, b0, b1, lo, hi) ? IR_RANGE_KNOWN : IR_RANGE_UNKNOWN;
         case EX_MIN:
             *lo = a0 < b0 ? a0 : b0;
             *hi = a1 < b1 ? a1 : b1;
-            return true;
+            return IR_RANGE_KNOWN;
         default:
             *lo = a0 > b0 ? a0 : b0;
             *hi = a1 > b1 ? a1 : b1;
-            return true;
+            return IR_RANGE_KNOWN;
         }
     default:
-        return false;
+        return IR_RANGE_UNKNOWN;
     }
+}
+
+bool ir_int_bounds(const Expr *e, int64_t *lo, int64_t *hi) {
+    return ir_int_range(e, lo, hi) == IR_RANGE_KNOWN;
 }
 
 /* ---- reads, UF calls, reductions ---- */

@@ -41,6 +41,7 @@ typedef struct rv_tensor Tensor;
 typedef struct rv_compute ComputeBuilder;
 typedef struct Op Op;
 typedef struct Buffer Buffer;
+typedef struct Storage Storage; /* layout.h */
 
 enum {
     F_ARITH = 1 << 0, /* arithmetic: ints and floats */
@@ -212,6 +213,7 @@ struct Buffer {
     BufScope scope;
     Tensor *tensor; /* the tensor it stores, if any */
     Ufun *uf;       /* the UF it holds, if any */
+    const Storage *storage; /* a tensor's or UF's buffer: its storage order */
     int id;
 };
 
@@ -262,6 +264,7 @@ struct rv_module {
     Vec(Dim *) dims;
     Vec(SchedBlock) scheds;
     StrMap by_name; /* size, ufun and tensor names -> object (one namespace) */
+    PtrMap kind_of; /* object of by_name -> its NameKind + 1 (lookups by kind in O(1)) */
     StrMap dim_by_name;
     SrcFile *src; /* the source file a module was parsed from, if any */
 };
@@ -298,8 +301,13 @@ bool ir_is_int(rv_dtype t);
 bool ir_is_float(rv_dtype t);
 bool ir_is_const_int(const Expr *e, int64_t *v);
 /* Interval bounds of an integer expression over the declared ranges of
- * sizes, UF values and axis extents; false when unknown. */
+ * sizes, UF values and axis extents; false when unknown (or empty). */
 bool ir_int_bounds(const Expr *e, int64_t *lo, int64_t *hi);
+/* The same, telling an unknown range from an empty one: EMPTY when the
+ * expression mentions an axis whose extent is below 1 for every binding
+ * (`b < a` with `a < 1`), so it is never evaluated. */
+typedef enum IrRange { IR_RANGE_UNKNOWN, IR_RANGE_EMPTY, IR_RANGE_KNOWN } IrRange;
+IrRange ir_int_range(const Expr *e, int64_t *lo, int64_t *hi);
 /* True when `e` mentions axis `a` (memoized per call; cheap on DAGs). */
 bool ir_uses_axis(const Expr *e, const Axis *a);
 /* The coefficient of axis a in the integer expression x when x is
@@ -316,9 +324,16 @@ void ir_visit(const Expr *e, void (*fn)(const Expr *e, void *ctx), void *ctx);
 Dim *ir_dim(Module *m, const char *name); /* interned by name */
 Axis *ir_axis_new(Module *m, const char *name, AxisKind k, Expr *extent);
 const char *ir_name(Module *m, const char *s); /* intern */
+/* The kinds of object in the module's single namespace. */
+typedef enum NameKind {
+    NAME_TENSOR, /* Tensor* */
+    NAME_SIZE,   /* Size* */
+    NAME_UFUN,   /* Ufun* */
+    NAME_COUNT
+} NameKind;
 /* Registers an object name in the module's single namespace; RV_ERR_TYPE
  * "redefinition of X" if taken. */
-rv_status ir_declare(Module *m, const char *name, void *obj);
+rv_status ir_declare(Module *m, const char *name, void *obj, NameKind k);
 /* Inference of omitted compute extents: the extent of the first tensor
  * dimension that `a` indexes as a bare variable, with that tensor's outer
  * axes replaced by the indices of the read. NULL if `a` never appears so. */

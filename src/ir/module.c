@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "ir/ir.h"
+#include "ir/layout.h"
 
 const char *const ir_op_kind_name[OP_COUNT] = {"input", "compute", "cond", "extern", "recurse"};
 
@@ -44,6 +45,7 @@ void rv_module_free(rv_module *m) {
     vec_free(&m->dims);
     vec_free(&m->scheds);
     strmap_free(&m->by_name);
+    ptrmap_free(&m->kind_of);
     strmap_free(&m->dim_by_name);
     interner_free(&m->names);
     arena_free(m->arena);
@@ -63,12 +65,13 @@ static bool valid_name(const char *s) {
     return true;
 }
 
-rv_status ir_declare(Module *m, const char *name, void *obj) {
+rv_status ir_declare(Module *m, const char *name, void *obj, NameKind k) {
     if (!valid_name(name))
         return base_error(RV_ERR_TYPE, "'%s' is not a valid name", name ? name : "(null)");
     if (strmap_has(&m->by_name, name))
         return base_error(RV_ERR_TYPE, "redefinition of '%s'", name);
     strmap_put(&m->by_name, ir_name(m, name), obj);
+    ptrmap_put(&m->kind_of, obj, (void *)(uintptr_t)(k + 1));
     return RV_OK;
 }
 
@@ -156,7 +159,7 @@ rv_size *rv_size_new(rv_module *m, const char *name, int64_t lo, int64_t hi) {
         return NULL;
     }
     Size *s = arena_alloc(m->arena, sizeof(Size));
-    if (ir_declare(m, name, s) != RV_OK)
+    if (ir_declare(m, name, s, NAME_SIZE) != RV_OK)
         return NULL;
     s->name = ir_name(m, name);
     s->lo = lo;
@@ -174,7 +177,7 @@ rv_ufun *rv_ufun_begin(rv_module *m, const char *name, int nargs, const char *co
         return NULL;
     }
     Ufun *f = arena_alloc(m->arena, sizeof(Ufun));
-    if (ir_declare(m, name, f) != RV_OK)
+    if (ir_declare(m, name, f, NAME_UFUN) != RV_OK)
         return NULL;
     f->name = ir_name(m, name);
     f->module = m;
@@ -251,7 +254,7 @@ static Tensor *tensor_new(Module *m, const char *name, rv_dtype t, int ndim,
         return NULL;
     }
     Tensor *x = arena_alloc(m->arena, sizeof(Tensor));
-    if (ir_declare(m, name, x) != RV_OK)
+    if (ir_declare(m, name, x, NAME_TENSOR) != RV_OK)
         return NULL;
     x->name = ir_name(m, name);
     x->dtype = t;
@@ -296,6 +299,15 @@ rv_expr *rv_input_var(rv_tensor *t, int dim) {
     return t && dim >= 0 && dim < t->ndim ? t->axes[dim]->var : NULL;
 }
 
+/* Storage padding outside a ragged dimension (layout.h). */
+static rv_status check_pads(const Tensor *t) {
+    Expr *exts[RV_MAX_DIMS];
+    for (int i = 0; i < t->ndim; i++)
+        exts[i] = t->axes[i]->extent;
+    int level;
+    return ir_layout_check_pads(t->name, t->ndim, t->axes, exts, t->pad, &level);
+}
+
 /* Sets the extents of a tensor's dimensions, checking each uses only outer
  * dimensions, and the storage padding multiples. */
 static rv_status set_extents(Module *m, Tensor *t, rv_expr *const *extents, const int *pads) {
@@ -314,7 +326,7 @@ static rv_status set_extents(Module *m, Tensor *t, rv_expr *const *extents, cons
                               a->name, t->name, pad, 1 << 20);
         t->pad[i] = pad;
     }
-    return RV_OK;
+    return check_pads(t);
 }
 
 rv_tensor *rv_input_end(rv_tensor *t, rv_expr *const *extents, const int *pads) {
@@ -487,7 +499,7 @@ static rv_status finish_axes(Module *m, Tensor *t, Expr *const *bodies, int nbod
             return st;
         a->extent = ext;
     }
-    return RV_OK;
+    return check_pads(t);
 }
 
 static Expr *apply_dtype(ComputeBuilder *c, Expr *body) {
@@ -601,32 +613,39 @@ rv_tensor *rv_extern_new(rv_module *m, const char *name, const char *kernel, int
 
 /* ---- lookups and queries ---- */
 
-static void *lookup_kind(const rv_module *m, const char *name, int which) {
+/* The object named `name` if it is of kind k and was completed into its
+ * list (a definition that failed half-way stays out): O(1), as the checker
+ * looks names up once per definition. */
+static void *lookup_kind(const rv_module *m, const char *name, NameKind k) {
     void *obj = strmap_get(&m->by_name, name);
-    if (!obj)
+    if (!obj || (uintptr_t)ptrmap_get(&m->kind_of, obj) != (uintptr_t)k + 1)
         return NULL;
-    for (int i = 0; which == 0 && i < m->tensors.len; i++)
-        if (m->tensors.data[i] == obj)
-            return obj;
-    for (int i = 0; which == 1 && i < m->sizes.len; i++)
-        if (m->sizes.data[i] == obj)
-            return obj;
-    for (int i = 0; which == 2 && i < m->ufuns.len; i++)
-        if (m->ufuns.data[i] == obj)
-            return obj;
-    return NULL;
+    switch (k) {
+    case NAME_TENSOR: {
+        const Tensor *t = obj;
+        return t->id < m->tensors.len && m->tensors.data[t->id] == t ? obj : NULL;
+    }
+    case NAME_SIZE: {
+        const Size *s = obj;
+        return s->id < m->sizes.len && m->sizes.data[s->id] == s ? obj : NULL;
+    }
+    default: {
+        const Ufun *f = obj;
+        return f->id < m->ufuns.len && m->ufuns.data[f->id] == f ? obj : NULL;
+    }
+    }
 }
 
 rv_tensor *rv_module_tensor(const rv_module *m, const char *name) {
-    return lookup_kind(m, name, 0);
+    return lookup_kind(m, name, NAME_TENSOR);
 }
 
 rv_size *rv_module_size(const rv_module *m, const char *name) {
-    return lookup_kind(m, name, 1);
+    return lookup_kind(m, name, NAME_SIZE);
 }
 
 rv_ufun *rv_module_ufun(const rv_module *m, const char *name) {
-    return lookup_kind(m, name, 2);
+    return lookup_kind(m, name, NAME_UFUN);
 }
 
 int rv_module_num_sizes(const rv_module *m) {

@@ -55,8 +55,8 @@ static void print_float(Buf *b, double v, rv_dtype t) {
         buf_puts(b, "(0. / 0.)");
         return;
     }
-    if (isinf(v)) {
-        buf_puts(b, v > 0 ? "(1. / 0.)" : "(-1. / 0.)");
+    if (isinf(v)) { /* a literal beyond the f64 range reads as infinity */
+        buf_puts(b, v > 0 ? "1e999" : "-1e999");
         return;
     }
     char s[64];
@@ -92,7 +92,9 @@ static void print_const(Buf *b, const Expr *e, const Expr *partner) {
     bool bare = prints_bare(e, partner);
     if (!bare)
         buf_printf(b, "%s(", rv_dtype_name(e->dtype));
-    if (e->kind == EX_CONST_INT)
+    if (e->kind == EX_CONST_INT && e->u.ival == INT64_MIN) /* no literal: 2^63 is too large */
+        buf_printf(b, "(%lld - 1)", (long long)(INT64_MIN + 1));
+    else if (e->kind == EX_CONST_INT)
         buf_printf(b, "%lld", (long long)e->u.ival);
     else
         print_float(b, e->u.fval, e->dtype);

@@ -12,16 +12,19 @@
  *          header must not reuse stale objects), the host CPU when a flag
  *          says -march=native (a cache on a shared home directory must not
  *          hand an AVX-512 object to an older machine), and the source.
- *   entry  <cache dir>/<key>.so: the compiler's output followed by a 24-byte
- *          trailer "RVJITSUM", payload length, payload checksum (64-bit
- *          little-endian each). The ELF loader ignores bytes past the
- *          sections it maps, so the entry is still a loadable object, and one
- *          file means one atomic rename.
+ *   entry  <cache dir>/<key>.so: the compiler's output followed by a 56-byte
+ *          trailer: "RVJITSU2", the key (32 hex digits), payload length and
+ *          payload checksum (64-bit little-endian each). The ELF loader
+ *          ignores bytes past the sections it maps, so the entry is still a
+ *          loadable object, and one file means one atomic rename.
  *
  * Lookup reads the entry, checks the trailer and loads it. An entry that is
- * truncated, overwritten, or that dlopen rejects (except for an undefined
- * symbol, which is the host's fault, not the entry's) is removed and rebuilt,
- * and the rebuild is counted.
+ * truncated, overwritten, that belongs to another key (a valid entry copied
+ * or renamed over this one: its own checksum holds, but it is another
+ * program, whose kernels this one would not find), or that dlopen rejects
+ * (except for an undefined symbol, which is the host's fault, not the
+ * entry's) is removed and rebuilt, and the rebuild is counted. The key is
+ * checked before dlopen, so a foreign object's constructors never run.
  *
  * Writes never expose a partial file: the source and the object go to
  * unique temporaries in the cache directory itself (mkstemps, with the pid in
@@ -58,8 +61,9 @@
 #include "jit/jit.h"
 
 #define KEY_VERSION "ravel-jit-1"
-#define TRAILER_MAGIC "RVJITSUM"
-#define TRAILER_SIZE 24
+#define TRAILER_MAGIC "RVJITSU2"
+#define TRAILER_KEY 32 /* the key's hex digits, after the magic */
+#define TRAILER_SIZE (8 + TRAILER_KEY + 16)
 #define CHECKSUM_SEED 0x52564a4954535531ull
 #define KEY_SEED_1 0x9e3779b97f4a7c15ull
 #define KEY_SEED_2 0xc2b2ae3d27d4eb4full
@@ -505,8 +509,9 @@ typedef enum EntryState {
     ENTRY_CORRUPT, /* remove and rebuild */
 } EntryState;
 
-/* Checks the trailer of the entry at path; on ENTRY_CORRUPT, *why says how. */
-static EntryState check_entry(const char *path, const char **why) {
+/* Checks the trailer of the entry at path against its key; on
+ * ENTRY_CORRUPT, *why says how. */
+static EntryState check_entry(const char *path, const char *key, const char **why) {
     unsigned char *data;
     size_t n;
     int err = read_whole(path, &data, &n);
@@ -519,6 +524,8 @@ static EntryState check_entry(const char *path, const char **why) {
     EntryState s = ENTRY_CORRUPT;
     if (n < TRAILER_SIZE || memcmp(data + n - TRAILER_SIZE, TRAILER_MAGIC, 8) != 0)
         *why = "no checksum trailer (truncated or overwritten)";
+    else if (memcmp(data + n - TRAILER_SIZE + 8, key, TRAILER_KEY) != 0)
+        *why = "the entry of another key (copied or renamed over this one)";
     else if (get_u64le(data + n - 16) != n - TRAILER_SIZE)
         *why = "length mismatch (truncated)";
     else if (get_u64le(data + n - 8) != hash_bytes(data, n - TRAILER_SIZE, CHECKSUM_SEED))
@@ -529,8 +536,9 @@ static EntryState check_entry(const char *path, const char **why) {
     return s;
 }
 
-/* Appends the checksum trailer to the freshly compiled object at path. */
-static rv_status append_trailer(const char *path) {
+/* Appends the trailer (key, length, checksum) to the freshly compiled
+ * object at path. */
+static rv_status append_trailer(const char *path, const char *key) {
     unsigned char *data;
     size_t n;
     int err = read_whole(path, &data, &n);
@@ -539,8 +547,9 @@ static rv_status append_trailer(const char *path) {
                           strerror(err));
     unsigned char t[TRAILER_SIZE];
     memcpy(t, TRAILER_MAGIC, 8);
-    put_u64le(t + 8, n);
-    put_u64le(t + 16, hash_bytes(data, n, CHECKSUM_SEED));
+    memcpy(t + 8, key, TRAILER_KEY);
+    put_u64le(t + 8 + TRAILER_KEY, n);
+    put_u64le(t + 16 + TRAILER_KEY, hash_bytes(data, n, CHECKSUM_SEED));
     base_free(data);
     int fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
     if (fd < 0)
@@ -690,7 +699,7 @@ static rv_status build_entry(const char *dir, const char *key, const char *src, 
         unlink(so_path);
     } else {
         unlink(c_path);
-        st = append_trailer(so_path);
+        st = append_trailer(so_path, key);
         if (st == RV_OK && rename(so_path, final_path) != 0)
             st = base_error(RV_ERR_IO, "jit: cannot rename %s to %s: %s", so_path, final_path,
                             strerror(errno));
@@ -740,7 +749,7 @@ static rv_status compile_in_dir(const char *dir, const char *key, const char *sr
         bool rebuild = false;
         struct stat judged;
         bool have_stat = stat(path, &judged) == 0;
-        EntryState es = check_entry(path, &why);
+        EntryState es = check_entry(path, key, &why);
         if (es == ENTRY_OK) {
             LoadResult lr = load_entry(path, key, openmp, out, &err);
             if (lr == LOAD_OK) {
@@ -776,6 +785,10 @@ static rv_status compile_in_dir(const char *dir, const char *key, const char *sr
             break;
         }
         stats_add(1, 0, rebuild ? 1 : 0, seconds);
+        /* A cold compile is the one wait a user sees with no output:
+         * say what it was (the next run finds it in the cache). */
+        if (seconds > 1.0)
+            fprintf(stderr, "ravel: compiling %s took %.1f s\n", path, seconds);
         LoadResult lr = load_entry(path, key, openmp, out, &err);
         if (lr == LOAD_OK)
             break;
@@ -830,8 +843,22 @@ rv_status jit_compile(const char *c_source, const JitOptions *opt, JitLib **out)
      * accumulators of the micro-kernel spill, at half the speed. Without
      * SRA, loop-invariant motion keeps the whole tile in registers. Clang
      * has no such pass (nor the flag). */
-    if (!strstr(ident, "clang"))
+    /* GCC's loop vectorizer stays off too. The hot loops are vectorized by
+     * ravel itself (vector types, lane reductions), so it gains nothing
+     * there (bench/ drivers: dense, bmm, SGEMM equal within noise), but it
+     * took most of the compile time of the large unrolled kernels (dense
+     * "stream": 7.6 s of CPU at -O3, 1.1 s without), and GCC 12.2
+     * miscompiles correct generated code with it: a float reduction chain
+     * over reversed loads, vectorized in order, counts elements twice (GCC
+     * PR 110381, fixed upstream in 2023; at -O2 too once the loop is
+     * unrolled; tests/regress/gcc_vectorizer_reversed_sum.rv), and an
+     * if-converted copy loop with masked loads writes zeros
+     * (gcc_vectorizer_padded_cache.rv). test_jit compiles both reproducers
+     * with these flags. Clang compiles both right (and lacks the flag). */
+    if (!strstr(ident, "clang")) {
         strvec_push(&args, "-fno-tree-sra");
+        strvec_push(&args, "-fno-tree-loop-vectorize");
+    }
     if (opt->openmp)
         strvec_push(&args, "-fopenmp");
     const char *inc = opt->include_dir && *opt->include_dir ? opt->include_dir : jit_include_dir();

@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "ir/layout.h"
 #include "lang/lang.h"
 
 typedef enum SymKind {
@@ -57,6 +58,7 @@ typedef struct Checker {
     Module *m;
     Arena *arena;     /* Syms of the global table */
     StrMap globals;   /* item name -> Sym* */
+    StrMap items;     /* every definition of the program: name -> its first Item */
     Scope *scope;     /* innermost local scope, NULL at item level */
     Tensor *defining; /* the compute whose body is being checked */
     /* While an extent is checked: the binder it belongs to and the binders
@@ -68,6 +70,11 @@ typedef struct Checker {
      * inferred: their domain is checked once the definition is complete. */
     Vec(const Node *) uf_nodes;
     Vec(Expr *) uf_calls;
+    /* Reductions whose body ended at the binary operator whose right
+     * operand is being checked (`sum(l < L) A[l] - A[l + 1]`), with that
+     * operator: a use of their axes there gets a hint. */
+    Vec(const Node *) closed;
+    Vec(const Node *) closed_at;
     rv_status st;
 } Checker;
 
@@ -135,6 +142,21 @@ static bool check_fresh(Checker *c, const char *what, const char *name, SrcLoc l
         return true;
     error_at(c, loc, "%s '%s' shadows the %s '%s' defined at %d:%d", what, name,
              sym_kind_name[s->kind], name, s->loc.line, s->loc.col);
+    return false;
+}
+
+/* Sizes and ufuns print before every tensor (the printer's canonical
+ * order), so a reduction axis named like one declared later would shadow
+ * it in the printed program: the name is taken for the whole program. */
+static bool check_not_hoisted(Checker *c, const char *name, SrcLoc loc) {
+    const Item *it = strmap_get(&c->items, name);
+    if (!it || (it->kind != IT_SIZE && it->kind != IT_UFUN))
+        return true;
+    error_at(c, loc,
+             "reduction axis '%s' has the name of the %s '%s' declared at %d:%d; sizes and ufuns "
+             "are global to the whole program",
+             name, it->kind == IT_SIZE ? "size" : "ufun", name, it->name_loc.line,
+             it->name_loc.col);
     return false;
 }
 
@@ -272,7 +294,37 @@ static void unknown_name(Checker *c, const char *name, SrcLoc loc) {
                      c->binder, name);
             return;
         }
+    for (int i = c->closed.len - 1; i >= 0; i--) {
+        const Node *r = c->closed.data[i], *op = c->closed_at.data[i];
+        for (int k = 0; k < r->nbinds; k++)
+            if (strcmp(r->binds[k].name, name) == 0) {
+                error_at(c, loc,
+                         "undefined name '%s': the reduction at %d:%d binds it only in its body, "
+                         "which ends before the '%s' at %d:%d (a reduction's body is a "
+                         "multiplicative-level expression); parenthesize the body: %s(...) (a %s b)",
+                         name, r->loc.line, r->loc.col, ir_expr_info[op->op].text, op->loc.line,
+                         op->loc.col, r->name, ir_expr_info[op->op].text);
+                return;
+            }
+    }
     error_at(c, loc, "undefined name '%s'", name);
+}
+
+/* Records the reductions that end where binary operator n starts: those
+ * on the right spine of its left operand. */
+static void close_reductions(Checker *c, const Node *n) {
+    for (const Node *e = n->args[0]; e;) {
+        if (e->kind == ND_REDUCE) {
+            vec_push(&c->closed, e);
+            vec_push(&c->closed_at, n);
+        }
+        if (e->kind == ND_BINARY)
+            e = e->args[1];
+        else if (e->kind == ND_UNARY || e->kind == ND_REDUCE)
+            e = e->args[0];
+        else
+            e = NULL;
+    }
 }
 
 static Expr *elab_name(Checker *c, const Node *n) {
@@ -528,7 +580,8 @@ static Expr *elab_reduce(Checker *c, const Node *n) {
     }
     for (int i = 0; i < n->nbinds; i++) {
         const Binder *b = &n->binds[i];
-        if (!check_fresh(c, "reduction axis", b->name, b->loc))
+        if (!check_fresh(c, "reduction axis", b->name, b->loc) ||
+            !check_not_hoisted(c, b->name, b->loc))
             goto done;
         Expr *ext = elab_binder_extent(c, n->binds, i, n->nbinds);
         if (!ext || !(axes[i] = built(c, rv_reduce_axis_new(c->m, b->name, ext), b->loc)))
@@ -564,10 +617,17 @@ static Expr *elab(Checker *c, const Node *n) {
         if (!(a = elab(c, n->args[0])))
             return NULL;
         return built(c, ir_unary(c->m, n->op, a), n->loc);
-    case ND_BINARY:
-        if (!(a = elab(c, n->args[0])) || !(b = elab(c, n->args[1])))
+    case ND_BINARY: {
+        if (!(a = elab(c, n->args[0])))
+            return NULL;
+        int mark = c->closed.len;
+        close_reductions(c, n);
+        b = elab(c, n->args[1]);
+        c->closed.len = c->closed_at.len = mark;
+        if (!b)
             return NULL;
         return built(c, ir_binary(c->m, n->op, a, b), n->loc);
+    }
     case ND_REDUCE:
         return elab_reduce(c, n);
     case ND_IF:
@@ -684,6 +744,19 @@ static bool check_tensor_name(Checker *c, const Item *it) {
     return true;
 }
 
+/* Storage padding outside a ragged dimension is not supported
+ * (ir_layout_check_pads); say so at the `pad`. */
+static bool check_pads(Checker *c, const char *name, const Binder *b, int n, Axis *const *axes,
+                       Expr *const *exts) {
+    int pads[RV_MAX_DIMS], k;
+    for (int i = 0; i < n; i++)
+        pads[i] = b[i].has_pad ? (int)b[i].pad : 1;
+    if (ir_layout_check_pads(name, n, axes, exts, pads, &k) == RV_OK)
+        return true;
+    error_at(c, b[k].pad_loc, "%s", rv_last_error());
+    return false;
+}
+
 static void check_input(Checker *c, const Item *it) {
     bool ok = check_tensor_name(c, it);
     rv_dtype dt = ok ? parse_dtype(c, it->type.dtype, it->type.loc, &ok) : RV_F32;
@@ -704,6 +777,8 @@ static void check_input(Checker *c, const Item *it) {
     pop_scope(c);
     if (!ok)
         return;
+    if (!check_pads(c, it->name, it->type.dims, it->type.ndim, t->axes, exts))
+        return;
     for (int i = 0; i < it->type.ndim; i++)
         pads[i] = it->type.dims[i].has_pad ? (int)it->type.dims[i].pad : 1;
     if (built(c, rv_input_end(t, exts, pads), it->name_loc))
@@ -711,9 +786,12 @@ static void check_input(Checker *c, const Item *it) {
 }
 
 /* An omitted compute extent must be inferable from the body (ir.h:
- * ir_infer_extent); say so at the axis rather than at the definition. */
+ * ir_infer_extent); say so at the axis rather than at the definition.
+ * Then the padding, over the extents written or inferred. */
 static bool check_inferable(Checker *c, const Item *it, Tensor *t, Expr *const *bodies, int nb) {
+    Expr *exts[RV_MAX_DIMS];
     for (int i = 0; i < it->nbinds; i++) {
+        exts[i] = t->axes[i]->extent;
         if (it->binds[i].extent)
             continue;
         Expr *e = NULL;
@@ -726,8 +804,9 @@ static bool check_inferable(Checker *c, const Item *it, Tensor *t, Expr *const *
                      it->binds[i].name, it->binds[i].name);
             return false;
         }
+        exts[i] = e;
     }
-    return true;
+    return check_pads(c, it->name, it->binds, it->nbinds, t->axes, exts);
 }
 
 /* The body of a compute: an expression, or `if p then a else b` at the
@@ -872,24 +951,43 @@ static void copy_schedule(Module *m, const Item *it, Tensor *t, const SrcFile *f
     vec_push(&m->scheds, blk);
 }
 
-/* Resolves a schedule block's target (a tensor, or a stage created by an
- * earlier block) and copies it into the module. */
+/* Resolves the target of schedule block `it`: a tensor, or a name the
+ * module does not know, which may be a stage an earlier block created
+ * (`XL = cache_read(X)`; src/sched resolves it and reports typos).
+ * `later`: the item defining that name after the block, if any — a block
+ * must follow its tensor's definition (the order rule, docs/language.md).
+ * Shared by the checker and rv_module_schedule, so a block added through
+ * the C API obeys the rules of one written in source. */
+static rv_status schedule_target(Module *m, const SrcFile *src, const Item *it, const Item *later,
+                                 Tensor **out) {
+    *out = NULL;
+    const char *name = it->name;
+    if (later)
+        return base_diag(RV_ERR_TYPE, src, it->name_loc,
+                         "schedule block for '%s' before its definition at %d:%d: a schedule "
+                         "block must follow the definition of its tensor",
+                         name, later->name_loc.line, later->name_loc.col);
+    Tensor *t = rv_module_tensor(m, name);
+    if (!t && strmap_has(&m->by_name, name))
+        return base_diag(RV_ERR_TYPE, src, it->name_loc, "schedule target '%s' is not a tensor",
+                         name);
+    if (t && t->op->kind == OP_INPUT)
+        return base_diag(RV_ERR_TYPE, src, it->name_loc,
+                         "unknown schedule target '%s': it is an input; schedule the tensors "
+                         "that read it",
+                         name);
+    *out = t;
+    return RV_OK;
+}
+
 static void check_schedule(Checker *c, const Item *it) {
-    const Sym *s = strmap_get(&c->globals, it->name);
-    /* A name that is not a global may be a stage an earlier block created
-     * (`XL = cache_read(X)`); src/sched resolves it and reports typos. */
-    if (s && s->kind != SYM_TENSOR) {
-        error_at(c, it->name_loc, "schedule target '%s' is not a tensor", it->name);
-        return;
-    }
-    Tensor *t = s ? s->obj : NULL;
-    if (t && t->op->kind == OP_INPUT) {
-        error_at(c, it->name_loc,
-                 "unknown schedule target '%s': it is an input; schedule the tensors that read it",
-                 it->name);
-        return;
-    }
-    copy_schedule(c->m, it, t, NULL);
+    Tensor *t;
+    const Item *later = NULL;
+    if (!strmap_has(&c->globals, it->name))
+        later = strmap_get(&c->items, it->name);
+    c->st = schedule_target(c->m, c->src, it, later, &t);
+    if (c->st == RV_OK)
+        copy_schedule(c->m, it, t, NULL);
 }
 
 rv_status lang_check(const SrcFile *src, const Program *p, Module *m) {
@@ -897,6 +995,10 @@ rv_status lang_check(const SrcFile *src, const Program *p, Module *m) {
     c.src = src;
     c.m = m;
     c.arena = arena_new();
+    /* every definition of the program, for rules about names defined later */
+    for (int i = 0; i < p->nitems; i++)
+        if (p->items[i]->kind != IT_SCHEDULE && !strmap_has(&c.items, p->items[i]->name))
+            strmap_put(&c.items, p->items[i]->name, p->items[i]);
     for (int i = 0; i < p->nitems && c.st == RV_OK; i++) {
         const Item *it = p->items[i];
         switch (it->kind) {
@@ -923,33 +1025,35 @@ rv_status lang_check(const SrcFile *src, const Program *p, Module *m) {
         }
     }
     strmap_free(&c.globals);
+    strmap_free(&c.items);
     vec_free(&c.uf_nodes);
     vec_free(&c.uf_calls);
+    vec_free(&c.closed);
+    vec_free(&c.closed_at);
     arena_free(c.arena);
     return c.st;
 }
 
 /* ---- the public entry points ---- */
 
-rv_status rv_module_parse(const char *name, const char *text, rv_module **out) {
-    if (!out)
-        return base_error(RV_ERR_ARG, "rv_module_parse: out is NULL");
-    *out = NULL;
-    if (!text)
-        return base_error(RV_ERR_ARG, "rv_module_parse: text is NULL");
+/* Lexes, parses and checks text[0..len) (text[len] is NUL; a NUL before
+ * it is a located lexical error, not the end of the program). */
+static rv_status module_parse(const char *name, const char *text, size_t len, rv_module **out) {
     Module *m = rv_module_new();
     SrcFile *src = arena_alloc(m->arena, sizeof(SrcFile));
     src->name = arena_strdup(m->arena, name ? name : "<input>");
-    src->len = strlen(text);
-    src->text = arena_memdup(m->arena, text, src->len + 1);
+    src->len = len;
+    src->text = arena_memdup(m->arena, text, len + 1);
     m->src = src;
     Arena *a = arena_new();
     Token *toks;
     int ntok;
     Program *prog = NULL;
     rv_status st = lang_lex(src, a, &toks, &ntok);
-    if (st == RV_OK)
+    if (st == RV_OK) {
         st = lang_parse(src, toks, a, &prog);
+        base_free(toks); /* before the module is built: memory peaks there */
+    }
     if (st == RV_OK)
         st = lang_check(src, prog, m);
     arena_free(a);
@@ -961,6 +1065,15 @@ rv_status rv_module_parse(const char *name, const char *text, rv_module **out) {
     return RV_OK;
 }
 
+rv_status rv_module_parse(const char *name, const char *text, rv_module **out) {
+    if (!out)
+        return base_error(RV_ERR_ARG, "rv_module_parse: out is NULL");
+    *out = NULL;
+    if (!text)
+        return base_error(RV_ERR_ARG, "rv_module_parse: text is NULL");
+    return module_parse(name, text, strlen(text), out);
+}
+
 rv_status rv_module_load(const char *path, rv_module **out) {
     if (!out)
         return base_error(RV_ERR_ARG, "rv_module_load: out is NULL");
@@ -970,7 +1083,7 @@ rv_status rv_module_load(const char *path, rv_module **out) {
     rv_status st = base_read_file(path, &text, &len);
     if (st != RV_OK)
         return st;
-    st = rv_module_parse(path, text, out);
+    st = module_parse(path, text, len, out);
     base_free(text);
     return st;
 }
@@ -988,20 +1101,17 @@ rv_status rv_module_schedule(rv_module *m, const char *target, const char *steps
     int ntok;
     Program *prog = NULL;
     rv_status st = lang_lex(src, a, &toks, &ntok);
-    if (st == RV_OK)
+    if (st == RV_OK) {
         st = lang_parse(src, toks, a, &prog);
+        base_free(toks);
+    }
     if (st == RV_OK && (prog->nitems != 1 || prog->items[0]->kind != IT_SCHEDULE))
         st = base_error(RV_ERR_SYNTAX, "%s: expected schedule steps only", src->name);
-    if (st == RV_OK) {
-        Tensor *t = strmap_get(&m->by_name, target);
-        bool is_tensor = false;
-        for (int i = 0; t && i < m->tensors.len; i++)
-            is_tensor |= m->tensors.data[i] == t;
-        if (is_tensor && t->op->kind == OP_INPUT)
-            st = base_error(RV_ERR_TYPE, "schedule target '%s' is an input", target);
-        else
-            copy_schedule(m, prog->items[0], is_tensor ? t : NULL, src);
-    }
+    Tensor *t;
+    if (st == RV_OK)
+        st = schedule_target(m, src, prog->items[0], NULL, &t);
+    if (st == RV_OK)
+        copy_schedule(m, prog->items[0], t, src);
     arena_free(a);
     return st;
 }

@@ -24,9 +24,11 @@
  * (`name < extent`) are one shape wherever they occur, and both the parser
  * and the checker keep a chain of local scopes.
  *
- * Memory: tokens and the AST live in an arena owned by the caller (the
- * driver frees it once the module is built); strings in them point into
- * that arena. The IR lives in the module's own arena.
+ * Memory: the token array is freed once parsed, before the module is
+ * built; token texts (one copy per distinct spelling) and the AST live in
+ * an arena owned by the caller (the driver frees it once the module is
+ * built); strings in the AST point into that arena. The IR lives in the
+ * module's own arena.
  */
 #ifndef RAVEL_LANG_H
 #define RAVEL_LANG_H
@@ -48,13 +50,17 @@ typedef enum TokenKind {
 
 typedef struct Token {
     TokenKind kind;
-    const char *text; /* spelling (IDENT, KEYWORD, PUNCT), contents (STRING) */
-    int64_t ival;     /* INT */
-    double fval;      /* FLOAT */
+    const char *text; /* spelling (IDENT, KEYWORD, PUNCT, numbers), contents (STRING) */
+    union {
+        int64_t ival; /* INT */
+        double fval;  /* FLOAT */
+    };
     SrcLoc loc;
 } Token;
 
-/* Splits src into tokens allocated in `a`; the array ends with TK_EOF.
+/* Splits src into tokens: the array (ending with TK_EOF) is the caller's
+ * to base_free once parsed; the token texts, which the AST keeps, are
+ * allocated in `a` (one copy per distinct spelling).
  * RV_ERR_SYNTAX with a located diagnostic on an unknown character, an
  * unterminated string, a reserved identifier or a malformed number. */
 rv_status lang_lex(const SrcFile *src, Arena *a, Token **out, int *ntok);
@@ -92,22 +98,30 @@ typedef enum NodeKind {
     ND_COUNT
 } NodeKind;
 
+/* A big program is mostly Nodes, so the fields are packed (72 bytes). */
 struct Node {
     NodeKind kind;
+    ExprKind op;      /* UNARY, BINARY */
     SrcLoc loc;       /* the operator for UNARY/BINARY, else the first token */
     const char *name; /* NAME, INDEX, CALL, REDUCE */
-    ExprKind op;      /* UNARY, BINARY */
-    int64_t ival;     /* INT, BOOL */
-    double fval;      /* FLOAT */
-    int nargs;
+    union {
+        int64_t ival; /* INT, BOOL */
+        double fval;  /* FLOAT */
+    };
     Node **args;
-    int nbinds; /* REDUCE */
-    Binder *binds;
+    Binder *binds; /* REDUCE */
+    int nargs;
+    int nbinds;
     int depth; /* 1 + the deepest operand (bounded by LANG_MAX_DEPTH) */
 };
 
-/* The deepest expression the parser accepts. */
-#define LANG_MAX_DEPTH 1000
+/* Two bounds keep every recursive walk of an expression (the parser's
+ * own, the checker's, the IR passes', the C compiler's) within its stack:
+ * NESTING counts brackets, unary operators and prefix forms, the parser's
+ * recursion; DEPTH counts the levels of the expression tree, which a flat
+ * left-associative chain `a + b + ... + z` deepens without nesting. */
+#define LANG_MAX_NESTING 1000
+#define LANG_MAX_DEPTH 5000
 
 /* `f32[d0, d1, ...]` */
 typedef struct TypeSpec {

@@ -17,6 +17,10 @@
  *   strings      "..." with the escapes \" \\ \n \t; no newline inside
  *   punctuators  .. == != <= >= && || + - * / % < > ! = ( ) [ ] { } , :
  *
+ * A UTF-8 byte-order mark at the start of the file is skipped (editors
+ * write one). A NUL byte before the end of the text is an error: C string
+ * handling would otherwise silently cut the file there.
+ *
  * The whole file is tokenized up front (chibicc does the same), so the
  * parser can look ahead freely — it needs two tokens of lookahead to tell
  * a reduction `max(k < K) ...` from a call `max(a, b)`.
@@ -46,6 +50,7 @@ typedef struct Lexer {
     const char *line_start; /* start of the current line, for columns */
     int line;
     Vec(Token) toks;
+    StrMap spellings; /* one copy of each identifier and number in `arena` */
 } Lexer;
 
 static SrcLoc loc_at(const Lexer *lx, const char *p) {
@@ -57,16 +62,40 @@ static rv_status lex_error(const Lexer *lx, const char *p, const char *msg) {
     return base_diag(RV_ERR_SYNTAX, lx->src, loc_at(lx, p), "%s", msg);
 }
 
+/* Is p the terminating NUL (rather than a NUL byte inside the text)? */
+static bool at_end(const Lexer *lx, const char *p) {
+    return p == lx->src->text + lx->src->len;
+}
+
+static rv_status nul_error(const Lexer *lx, const char *p) {
+    return lex_error(lx, p, "NUL byte in the source (not a text file?)");
+}
+
 static bool is_ident_char(char c) {
     return isalnum((unsigned char)c) || c == '_';
 }
 
-static void push(Lexer *lx, TokenKind k, const char *start, const char *end) {
+/* Appends a token spelled `text` (a static or arena string). */
+static void push_text(Lexer *lx, TokenKind k, const char *text, const char *start) {
     Token t = {0};
     t.kind = k;
-    t.text = arena_strndup(lx->arena, start, (size_t)(end - start));
+    t.text = text;
     t.loc = loc_at(lx, start);
     vec_push(&lx->toks, t);
+}
+
+/* Appends a token spelled by source[start, end). A big program repeats
+ * few spellings, so each is copied once: token texts cost memory in the
+ * number of distinct names, not of tokens. */
+static void push(Lexer *lx, TokenKind k, const char *start, const char *end) {
+    size_t n = (size_t)(end - start);
+    const char *text = strmap_key_n(&lx->spellings, start, n);
+    if (!text) {
+        char *copy = arena_strndup(lx->arena, start, n);
+        strmap_put(&lx->spellings, copy, copy);
+        text = copy;
+    }
+    push_text(lx, k, text, start);
 }
 
 /* Skips spaces, newlines and comments, keeping the line count. */
@@ -134,6 +163,10 @@ static rv_status lex_string(Lexer *lx) {
     Buf b = {0};
     const char *q = start + 1;
     for (; *q != '"'; q++) {
+        if (*q == '\0' && !at_end(lx, q)) {
+            buf_free(&b);
+            return nul_error(lx, q);
+        }
         if (*q == '\0' || *q == '\n') {
             buf_free(&b);
             return lex_error(lx, start, "unterminated string");
@@ -158,11 +191,7 @@ static rv_status lex_string(Lexer *lx) {
         }
         buf_putc(&b, *q);
     }
-    Token t = {0};
-    t.kind = TK_STRING;
-    t.text = arena_strdup(lx->arena, buf_str(&b));
-    t.loc = loc_at(lx, start);
-    vec_push(&lx->toks, t);
+    push_text(lx, TK_STRING, arena_strdup(lx->arena, buf_str(&b)), start);
     buf_free(&b);
     lx->p = q + 1;
     return RV_OK;
@@ -180,12 +209,14 @@ static rv_status lex_word(Lexer *lx) {
                          "compiler",
                          name);
     }
-    push(lx, TK_IDENT, start, q);
-    Token *t = &vec_last(&lx->toks);
-    for (int i = 0; i < RV_COUNT(keywords); i++)
-        if (strcmp(t->text, keywords[i]) == 0)
-            t->kind = TK_KEYWORD;
+    size_t n = (size_t)(q - start);
     lx->p = q;
+    for (int i = 0; i < RV_COUNT(keywords); i++)
+        if (strlen(keywords[i]) == n && memcmp(start, keywords[i], n) == 0) {
+            push_text(lx, TK_KEYWORD, keywords[i], start);
+            return RV_OK;
+        }
+    push(lx, TK_IDENT, start, q);
     return RV_OK;
 }
 
@@ -193,7 +224,7 @@ static rv_status lex_punct(Lexer *lx) {
     for (int i = 0; i < RV_COUNT(puncts); i++) {
         size_t n = strlen(puncts[i]);
         if (strncmp(lx->p, puncts[i], n) == 0) {
-            push(lx, TK_PUNCT, lx->p, lx->p + n);
+            push_text(lx, TK_PUNCT, puncts[i], lx->p);
             lx->p += n;
             return RV_OK;
         }
@@ -205,16 +236,20 @@ static rv_status lex_punct(Lexer *lx) {
 }
 
 rv_status lang_lex(const SrcFile *src, Arena *a, Token **out, int *ntok) {
-    Lexer lx = {src, a, src->text, src->text, 1, {0}};
+    Lexer lx = {src, a, src->text, src->text, 1, {0}, {0}};
     rv_status st = RV_OK;
     *out = NULL;
     *ntok = 0;
+    if (src->len >= 3 && memcmp(src->text, "\xEF\xBB\xBF", 3) == 0)
+        lx.p = lx.line_start = src->text + 3;
     for (;;) {
         skip_space(&lx);
         char c = *lx.p;
-        if (c == '\0')
+        if (c == '\0' && at_end(&lx, lx.p))
             break;
-        if (isdigit((unsigned char)c))
+        if (c == '\0')
+            st = nul_error(&lx, lx.p);
+        else if (isdigit((unsigned char)c))
             st = lex_number(&lx);
         else if (c == '"')
             st = lex_string(&lx);
@@ -224,13 +259,15 @@ rv_status lang_lex(const SrcFile *src, Arena *a, Token **out, int *ntok) {
             st = lex_punct(&lx);
         if (st != RV_OK) {
             vec_free(&lx.toks);
+            strmap_free(&lx.spellings);
             return st;
         }
     }
-    push(&lx, TK_EOF, lx.p, lx.p);
+    push_text(&lx, TK_EOF, "", lx.p);
+    strmap_free(&lx.spellings);
     *ntok = lx.toks.len;
-    *out = arena_memdup(a, lx.toks.data, sizeof(Token) * (size_t)lx.toks.len);
-    vec_free(&lx.toks);
+    /* handed over, trimmed to size; the caller frees it once parsed */
+    *out = base_xrealloc(lx.toks.data, sizeof(Token) * (size_t)lx.toks.len);
     return RV_OK;
 }
 

@@ -137,7 +137,8 @@ static Node *new_node(Parser *p, NodeKind k, SrcLoc loc) {
 
 /* Sets n's depth from its operands. Every later stage walks expressions
  * recursively, so a pathological depth is an error here rather than a
- * stack overflow there. Returns n, or NULL after the error. */
+ * stack overflow there (LANG_MAX_DEPTH). Returns n, or NULL after the
+ * error. */
 static Node *deepen(Parser *p, Node *n) {
     if (!n || failed(p))
         return NULL;
@@ -149,7 +150,9 @@ static Node *deepen(Parser *p, Node *n) {
             n->depth = n->binds[i].extent->depth + 1;
     if (n->depth > LANG_MAX_DEPTH) {
         p->st = base_diag(RV_ERR_SYNTAX, p->src, n->loc,
-                          "expression nested too deeply (more than %d levels)", LANG_MAX_DEPTH);
+                          "expression too deep (more than %d operators in a chain): split it "
+                          "into several definitions",
+                          LANG_MAX_DEPTH);
         return NULL;
     }
     return n;
@@ -309,9 +312,9 @@ static Node *parse_unary_nested(Parser *p);
 static Node *parse_unary(Parser *p) {
     if (failed(p))
         return NULL;
-    if (p->nesting >= LANG_MAX_DEPTH) {
+    if (p->nesting >= LANG_MAX_NESTING) {
         p->st = base_diag(RV_ERR_SYNTAX, p->src, p->tok->loc,
-                          "expression nested too deeply (more than %d levels)", LANG_MAX_DEPTH);
+                          "expression nested too deeply (more than %d levels)", LANG_MAX_NESTING);
         return NULL;
     }
     p->nesting++;

@@ -83,7 +83,7 @@ static rv_status storage_of_uf(LowerCtx *c, Ufun *f, Storage **out) {
     if (!st) {
         st = arena_alloc(c->m->arena, sizeof(Storage));
         rv_status r =
-            lower_storage_init(c->m, st, f->name, f->nargs, f->args, NULL, uf_dtype(f), BUF_ARG);
+            ir_storage_init(c->m, st, f->name, f->nargs, f->args, NULL, uf_dtype(f), BUF_ARG);
         if (r != RV_OK)
             return r;
         st->buf->uf = f;
@@ -98,7 +98,7 @@ static rv_status storage_of_tensor(LowerCtx *c, Tensor *t, Storage **out) {
     if (!st) {
         st = arena_alloc(c->m->arena, sizeof(Storage));
         rv_status r =
-            lower_storage_init(c->m, st, t->name, t->ndim, t->axes, t->pad, t->dtype, BUF_ARG);
+            ir_storage_init(c->m, st, t->name, t->ndim, t->axes, t->pad, t->dtype, BUF_ARG);
         if (r != RV_OK)
             return r;
         st->buf->tensor = t;
@@ -178,9 +178,18 @@ static Stmt *reduce_update(Module *m, rv_reduce_kind rk, Buffer *acc, Expr *at, 
     Expr *cur = ir_load(m, acc, at);
     if (rk != RV_REDUCE_ARGMAX)
         return lower_store(m, acc, at, reduce_combine(m, rk, cur, v));
-    /* first maximum wins: strictly greater replaces */
+    /* The interpreter's rule: the first value is taken whatever it is (a
+     * row of -inf or INT_MIN has argmax 0, not -1); after it, strictly
+     * greater replaces (the first maximum wins), and a NaN is greater
+     * than everything but an earlier NaN. For floats `!(v <= cur)` is
+     * v > cur or v NaN, and `cur == cur` says no NaN is in yet. */
+    Expr *none_yet = ir_binary(m, EX_LT, ir_load(m, arg, at), ir_int(m, 0));
+    Expr *better = ir_binary(m, EX_GT, v, cur);
+    if (ir_is_float(v->dtype))
+        better = ir_binary(m, EX_AND, ir_binary(m, EX_EQ, cur, cur),
+                           ir_unary(m, EX_NOT, ir_binary(m, EX_LE, v, cur)));
     Stmt *both[2] = {lower_store(m, acc, at, v), lower_store(m, arg, at, index)};
-    return lower_if(m, ir_binary(m, EX_GT, v, cur), lower_seq(m, 2, both), NULL);
+    return lower_if(m, ir_binary(m, EX_OR, none_yet, better), lower_seq(m, 2, both), NULL);
 }
 
 /* Lowers a REDUCE that is not a loop of the stage into an accumulator nest
@@ -300,7 +309,7 @@ static Expr *lower_expr_rec(ExprCtx *x, Expr *e, PtrMap *memo) {
         }
         if (x->st != RV_OK)
             return NULL;
-        r = ir_load(m, st->buf, lower_storage_offset(m, st, idx));
+        r = ir_load(m, st->buf, ir_storage_offset(m, st, idx));
         if (e->kind == EX_UFCALL)
             r = ir_cast(m, RV_I64, r);
         break;
@@ -450,6 +459,7 @@ typedef struct Nest {
 } Nest;
 
 static Expr *iv_extent(LowerCtx *c, Nest *n, const IterVar *v);
+static Expr *iv_extent_over(LowerCtx *c, Nest *n, const IterVar *v, const PtrMap *vary);
 
 /* The loop-IR value of v, or NULL while a leaf it needs is unbound. */
 static Expr *iv_value(LowerCtx *c, Nest *n, const IterVar *v) {
@@ -457,9 +467,11 @@ static Expr *iv_value(LowerCtx *c, Nest *n, const IterVar *v) {
     if (n->value[v->id])
         return n->value[v->id];
     if (v->fused) {
+        /* the extent only once the fused loop is bound: it may mention
+         * axes bound outside that loop */
         Expr *f = iv_value(c, n, v->fused);
-        Expr *eb = iv_extent(c, n, v->fused->fb);
-        if (!f || !eb)
+        Expr *eb = f ? iv_extent(c, n, v->fused->fb) : NULL;
+        if (!eb)
             return NULL;
         return ir_binary(m, v == v->fused->fa ? EX_DIV : EX_MOD, f, eb);
     }
@@ -480,17 +492,22 @@ static Expr *root_axis_value(LowerCtx *c, Nest *n, const IterVar *r) {
     return n->base[r->id] ? ir_binary(c->m, EX_ADD, n->base[r->id], v) : v;
 }
 
-/* Publishes the values of every root whose leaves are bound. */
+/* Publishes the value of root r where n is, or that it has none: a value
+ * left by another copy of the nest (the init nest of an in-place
+ * reduction, a partitioned tail) must not be used where r's loop is not
+ * bound. Returns whether r is bound. */
+static bool bind_root(LowerCtx *c, Nest *n, const IterVar *r) {
+    Expr *v = root_axis_value(c, n, r);
+    ptrmap_put(&c->axis_value, r->axis, v ? simp(c, v) : NULL);
+    return v != NULL;
+}
+
+/* Publishes the values of the roots whose leaves are bound. */
 static void bind_axes(LowerCtx *c, Nest *n) {
     Stage *st = n->st;
-    for (int i = 0; i < st->ivs.len; i++) {
-        IterVar *r = st->ivs.data[i];
-        if (r->rel != IV_ROOT)
-            continue;
-        Expr *v = root_axis_value(c, n, r);
-        if (v)
-            ptrmap_put(&c->axis_value, r->axis, simp(c, v));
-    }
+    for (int i = 0; i < st->ivs.len; i++)
+        if (st->ivs.data[i]->rel == IV_ROOT)
+            bind_root(c, n, st->ivs.data[i]);
 }
 
 static Expr *ceil_div(Module *m, Expr *e, int64_t f) {
@@ -503,53 +520,68 @@ static bool divides(LowerCtx *c, Expr *e, int64_t f) {
     return f == 1 || (ir_is_const_int(r, &v) && v == 0);
 }
 
-static Expr *iv_extent(LowerCtx *c, Nest *n, const IterVar *v) {
+/* The extent of root v (not an attached stage's region) where n is: its
+ * axis's extent over the values of the outer axes it mentions (l <
+ * len[b]). Without a value for one of them, `vary` (bounds inference: the
+ * ranges of the stage's roots outer to v, as infer_region builds them)
+ * relaxes it to its largest value over their ranges, an upper bound of
+ * every extent v takes in the iterations that remain; without `vary` it
+ * has none. */
+static Expr *root_extent(LowerCtx *c, Nest *n, const IterVar *v, const PtrMap *vary) {
+    Module *m = c->m;
+    bool bound = true;
+    for (int i = 0; i < n->st->ivs.len; i++) {
+        IterVar *r = n->st->ivs.data[i];
+        if (r->rel == IV_ROOT && r != v && ir_uses_axis(v->axis->extent, r->axis))
+            bound &= bind_root(c, n, r);
+    }
+    if (!bound && vary) {
+        Range r;
+        return lower_bounds_range(m, v->axis->extent, vary, false, &r) ? lower_index(c, r.hi)
+                                                                        : NULL;
+    }
+    Expr *e = lower_index(c, v->axis->extent);
+    if (!e)
+        return NULL;
+    /* an outer axis past its end in a guarded tile must not index the UF:
+     * the ragged extent is 0 there */
+    Expr *g = NULL;
+    for (int i = 0; i < n->st->ivs.len; i++) {
+        IterVar *w = n->st->ivs.data[i];
+        if (!w->outer || n->state[w->id] != SPLIT_GUARD || w == v)
+            continue;
+        bool outer_axis = false;
+        for (int j = 0; j < n->st->ivs.len; j++) {
+            IterVar *r = n->st->ivs.data[j];
+            if (r->rel == IV_ROOT && r != v && ir_uses_axis(v->axis->extent, r->axis) &&
+                sched_iv_derives_from(w, r))
+                outer_axis = true;
+        }
+        Expr *we, *wv;
+        if (!outer_axis || !(we = iv_extent(c, n, w)) || !(wv = iv_value(c, n, w)))
+            continue;
+        Expr *p = simp(c, ir_binary(m, EX_LT, wv, we));
+        int64_t t;
+        if (!(ir_is_const_int(p, &t) && t))
+            g = g ? ir_binary(m, EX_AND, g, p) : p;
+    }
+    return g ? ir_select(m, g, e, ir_int(m, 0)) : e;
+}
+
+/* The extent of v where n is; `vary` as for root_extent. */
+static Expr *iv_extent_over(LowerCtx *c, Nest *n, const IterVar *v, const PtrMap *vary) {
     Module *m = c->m;
     switch (v->rel) {
     case IV_ROOT: {
         Expr *e = n->root_ext[v->id];
-        if (!e) {
-            /* a ragged extent: bind the (outer) axes it mentions first */
-            for (int i = 0; i < n->st->ivs.len; i++) {
-                IterVar *r = n->st->ivs.data[i];
-                Expr *rv;
-                if (r->rel == IV_ROOT && r != v && ir_uses_axis(v->axis->extent, r->axis) &&
-                    (rv = root_axis_value(c, n, r)))
-                    ptrmap_put(&c->axis_value, r->axis, simp(c, rv));
-            }
-            if (!(e = lower_index(c, v->axis->extent)))
-                return NULL;
-            /* an outer axis past its end in a guarded tile must not index
-             * the UF: the ragged extent is 0 there */
-            Expr *g = NULL;
-            for (int i = 0; i < n->st->ivs.len; i++) {
-                IterVar *w = n->st->ivs.data[i];
-                if (!w->outer || n->state[w->id] != SPLIT_GUARD || w == v)
-                    continue;
-                bool outer_axis = false;
-                for (int j = 0; j < n->st->ivs.len; j++) {
-                    IterVar *r = n->st->ivs.data[j];
-                    if (r->rel == IV_ROOT && r != v && ir_uses_axis(v->axis->extent, r->axis) &&
-                        sched_iv_derives_from(w, r))
-                        outer_axis = true;
-                }
-                Expr *we, *wv;
-                if (!outer_axis || !(we = iv_extent(c, n, w)) || !(wv = iv_value(c, n, w)))
-                    continue;
-                Expr *p = simp(c, ir_binary(m, EX_LT, wv, we));
-                int64_t t;
-                if (!(ir_is_const_int(p, &t) && t))
-                    g = g ? ir_binary(m, EX_AND, g, p) : p;
-            }
-            if (g)
-                e = ir_select(m, g, e, ir_int(m, 0));
-        }
+        if (!e && !(e = root_extent(c, n, v, vary)))
+            return NULL;
         if (v->pad > 1)
             e = ir_binary(m, EX_MUL, ceil_div(m, e, v->pad), ir_int(m, v->pad));
         return simp(c, e);
     }
     case IV_OUTER: {
-        Expr *e = iv_extent(c, n, v->parent);
+        Expr *e = iv_extent_over(c, n, v->parent, vary);
         if (!e)
             return NULL;
         if (n->state[v->parent->id] == SPLIT_FULL)
@@ -559,7 +591,7 @@ static Expr *iv_extent(LowerCtx *c, Nest *n, const IterVar *v) {
     case IV_INNER: {
         if (n->state[v->parent->id] != SPLIT_TAIL)
             return ir_int(m, v->factor);
-        Expr *e = iv_extent(c, n, v->parent), *o = iv_value(c, n, v->parent->outer);
+        Expr *e = iv_extent_over(c, n, v->parent, vary), *o = iv_value(c, n, v->parent->outer);
         if (!e || !o)
             return NULL;
         return simp(c, ir_binary(m, EX_SUB, e, ir_binary(m, EX_MUL, o, ir_int(m, v->factor))));
@@ -567,7 +599,7 @@ static Expr *iv_extent(LowerCtx *c, Nest *n, const IterVar *v) {
     case IV_FUSED: {
         /* an extent below 0 runs no iterations; in a product it must
          * count as 0, not flip the sign of the other */
-        Expr *a = iv_extent(c, n, v->fa), *b = iv_extent(c, n, v->fb);
+        Expr *a = iv_extent_over(c, n, v->fa, vary), *b = iv_extent_over(c, n, v->fb, vary);
         if (!a || !b)
             return NULL;
         a = ir_binary(m, EX_MAX, a, ir_int(m, 0));
@@ -577,6 +609,10 @@ static Expr *iv_extent(LowerCtx *c, Nest *n, const IterVar *v) {
     default:
         RV_UNREACHABLE();
     }
+}
+
+static Expr *iv_extent(LowerCtx *c, Nest *n, const IterVar *v) {
+    return iv_extent_over(c, n, v, NULL);
 }
 
 /* The conjunction of the checks of undecided non-dividing splits
@@ -614,7 +650,7 @@ static Expr *dest_offset(LowerCtx *c, Nest *n) {
         idx[d] = ptrmap_get(&c->axis_value, st->t->axes[d]);
     if (n->dst_view)
         return view_offset(m, n->dst_view, idx);
-    return lower_storage_offset(m, n->dst_storage, idx);
+    return ir_storage_offset(m, n->dst_storage, idx);
 }
 
 static Buffer *dest_buf(Nest *n) {
@@ -830,8 +866,10 @@ static bool sizes_only(const Expr *e) {
 }
 
 /* The range of v's value when leaves bound in n are fixed and the others
- * run over their extents. */
-static bool iv_range(LowerCtx *c, Nest *n, const IterVar *v, bool clip, Range *out) {
+ * run over their extents (relaxed over `vary`, the ranges of the roots
+ * outer to v, where they mention axes not bound here). */
+static bool iv_range(LowerCtx *c, Nest *n, const IterVar *v, bool clip, const PtrMap *vary,
+                     Range *out) {
     Module *m = c->m;
     Expr *val = iv_value(c, n, v);
     if (val) {
@@ -840,13 +878,14 @@ static bool iv_range(LowerCtx *c, Nest *n, const IterVar *v, bool clip, Range *o
     }
     if (v->outer) {
         Range o, i;
-        if (!iv_range(c, n, v->outer, clip, &o) || !iv_range(c, n, v->inner, clip, &i))
+        if (!iv_range(c, n, v->outer, clip, vary, &o) ||
+            !iv_range(c, n, v->inner, clip, vary, &i))
             return false;
         Expr *f = ir_int(m, v->inner->factor);
         out->lo = simp(c, ir_binary(m, EX_ADD, ir_binary(m, EX_MUL, o.lo, f), i.lo));
         out->hi = ir_binary(m, EX_ADD, ir_binary(m, EX_MUL, o.hi, f), i.hi);
         if (clip && n->state[v->id] == SPLIT_GUARD) {
-            Expr *e = iv_extent(c, n, v);
+            Expr *e = iv_extent_over(c, n, v, vary);
             if (!e)
                 return false;
             out->hi = ir_binary(m, EX_MIN, out->hi, ir_binary(m, EX_SUB, e, ir_int(m, 1)));
@@ -856,7 +895,7 @@ static bool iv_range(LowerCtx *c, Nest *n, const IterVar *v, bool clip, Range *o
     }
     /* an unbound leaf or fused part: its whole extent (a whole tile, even
      * the last one, for a padded reader) */
-    Expr *e = !clip && v->rel == IV_INNER ? ir_int(m, v->factor) : iv_extent(c, n, v);
+    Expr *e = !clip && v->rel == IV_INNER ? ir_int(m, v->factor) : iv_extent_over(c, n, v, vary);
     if (!e)
         return false;
     out->lo = ir_int(m, 0);
@@ -941,7 +980,7 @@ static bool infer_region(LowerCtx *c, Nest *n, Stage *p, bool clip, Range *reg) 
         IterVar *r = st->ivs.data[i];
         if (r->rel != IV_ROOT)
             continue;
-        ok = iv_range(c, n, r, clip, &rs[i]);
+        ok = iv_range(c, n, r, clip, &vary, &rs[i]);
         if (ok && n->base[r->id]) {
             rs[i].lo = simp(c, ir_binary(m, EX_ADD, n->base[r->id], rs[i].lo));
             rs[i].hi = simp(c, ir_binary(m, EX_ADD, n->base[r->id], rs[i].hi));

@@ -16,6 +16,7 @@
 #ifndef RAVEL_LOWER_H
 #define RAVEL_LOWER_H
 
+#include "ir/layout.h"
 #include "sched/sched.h"
 
 typedef enum StmtKind {
@@ -205,21 +206,8 @@ Ival lower_ival_of(Simp *S, Expr *e);
 int64_t lower_fdiv(int64_t a, int64_t c); /* floor(a / c), for c > 0 */
 int64_t lower_gcd64(int64_t a, int64_t b);
 
-/* ---- storage.c: flat buffers for (ragged, padded) layouts ---- */
+/* ---- storage.c: the preludes of storage layouts (ir/layout.h) ---- */
 
-typedef struct Storage {
-    Buffer *buf; /* the elements */
-    int ndim;
-    Axis *axes[RV_MAX_DIMS];    /* the layout's axes (a tensor's or UF's) */
-    int pad[RV_MAX_DIMS];       /* storage padding multiple per level */
-    bool variable[RV_MAX_DIMS]; /* the extent mentions an outer axis */
-    Buffer *start[RV_MAX_DIMS]; /* variable levels: row-start AUX array */
-    Expr *numel;                /* elements in storage (may load AUX arrays) */
-} Storage;
-rv_status lower_storage_init(Module *m, Storage *st, const char *name, int ndim, Axis *const *axes,
-                             const int *pad, rv_dtype dtype, BufScope scope);
-/* The flat offset of the element at `idx` (one index per level). */
-Expr *lower_storage_offset(Module *m, const Storage *st, Expr *const *idx);
 /* Turns tensor-level index expressions (UF applications) into loop-IR
  * loads; supplied by lower.c, which owns the UF arrays' storage. */
 typedef Expr *(*LowerExprFn)(void *ctx, Expr *e);

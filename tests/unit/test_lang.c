@@ -95,6 +95,7 @@ static char *parse_body(const char *expr) {
         buf_printf(&b, "ERR %s", rv_last_error());
     else
         sexpr(&b, p->items[p->nitems - 1]->body);
+    base_free(l.toks);
     arena_free(l.arena);
     return buf_take(&b);
 }
@@ -189,6 +190,7 @@ static void test_lex_tokens(void) {
         CHECK_EQ_INT(l.toks[6].loc.col, 2);
         CHECK(strcmp(l.toks[6].loc.file, "t.rv") == 0);
     }
+    base_free(l.toks);
     arena_free(l.arena);
 }
 
@@ -206,6 +208,7 @@ static void test_lex_errors(void) {
         Lexed l = lex(cases[i].text);
         CHECK(l.st == RV_ERR_SYNTAX);
         CHECK_STR_CONTAINS(rv_last_error(), cases[i].msg);
+        base_free(l.toks);
         arena_free(l.arena);
     }
 }
@@ -507,6 +510,130 @@ static void test_load_errors(void) {
     rv_module_free(m);
 }
 
+/* A byte-order mark at the start is skipped (columns count from after it);
+ * a NUL byte inside the text is located, not the end of the program. */
+static void test_lex_bom_nul(void) {
+    Lexed l = lex("\xEF\xBB\xBFsize T in 1..4");
+    CHECK(l.st == RV_OK);
+    CHECK_EQ_INT(l.n, 7);
+    if (l.n == 7) {
+        CHECK_EQ_INT(l.toks[0].kind, TK_KEYWORD);
+        CHECK_EQ_INT(l.toks[0].loc.col, 1);
+    }
+    base_free(l.toks);
+    arena_free(l.arena);
+    l = lex("size T in 1..4 \xEF\xBB\xBF"); /* elsewhere it is no character */
+    CHECK(l.st == RV_ERR_SYNTAX);
+    base_free(l.toks);
+    arena_free(l.arena);
+    static const char with_nul[] = "size T in 1..4\nsize\0 U in 1..4";
+    static const char in_string[] = "P : f32[4] = extern \"a\0b\"()";
+    static const char in_comment[] = "size T in 1..4 # a\0b\n";
+    const char *texts[] = {with_nul, in_string, in_comment};
+    size_t lens[] = {sizeof with_nul - 1, sizeof in_string - 1, sizeof in_comment - 1};
+    const char *where[] = {"t.rv:2:5: error: NUL byte", "t.rv:1:23: error: NUL byte",
+                           "t.rv:1:19: error: NUL byte"};
+    for (int i = 0; i < 3; i++) {
+        Arena *a = arena_new();
+        SrcFile src = {"t.rv", texts[i], lens[i]};
+        Token *toks;
+        int n;
+        CHECK(lang_lex(&src, a, &toks, &n) == RV_ERR_SYNTAX);
+        CHECK_STR_CONTAINS(rv_last_error(), where[i]);
+        arena_free(a);
+    }
+}
+
+/* rv_module_schedule resolves its target as a source block does: a size,
+ * ufun or input (even with blanks around the name) is no stage name, and
+ * an accepted block round-trips. */
+static void test_module_schedule_target(void) {
+    rv_module *m = parse_ok("size N in 1..8\nufun f[n < N] in 0..N - 1\ninput X : f32[N]\n"
+                            "Y[i] = X[i] * 2\n");
+    if (!m)
+        return;
+    const char *bad[] = {" N ", "f", " f", "X ", "N"};
+    for (int i = 0; i < RV_COUNT(bad); i++) {
+        CHECK(rv_module_schedule(m, bad[i], "") == RV_ERR_TYPE);
+        CHECK_STR_CONTAINS(rv_last_error(), "schedule");
+    }
+    CHECK(rv_module_schedule(m, " Y ", "vectorize(i)") == RV_OK);
+    char *s = print_stable(m);
+    CHECK_STR_CONTAINS(s, "schedule Y {\n    vectorize(i)\n}\n");
+    CHECK(strstr(s, "schedule N") == NULL && strstr(s, "schedule f") == NULL);
+    rv_free(s);
+    rv_module_free(m);
+}
+
+/* Constants without a plain literal print as forms that parse back to the
+ * same constant: infinities as an overflowing literal (not an unfolded
+ * 1. / 0.), INT64_MIN as a folded subtraction. An i32 never holds a
+ * constant outside its range: adapting one is an error, and folding that
+ * would leave the range is not done. */
+static void test_print_extreme_constants(void) {
+    const char *decl = "input X : f32[4]\ninput D : f64[4]\ninput N : i32[4]\n";
+    char text[512];
+    struct {
+        const char *body, *want;
+    } cases[] = {
+        {"D[i] + 1e999", "D[i] + 1e999"},
+        {"X[i] * f32(1e300)", "X[i] * 1e999"},
+        {"select(true, f32(-1e300), X[i])", "select(true, -1e999, X[i])"},
+        {"select(i < 2, f32(1e300), f32(1.5))", "select(i < 2, f32(1e999), f32(1.5))"},
+        {"D[i] + f64(-9223372036854775807 - 1)", "D[i] + -9.223372036854776e+18"},
+        {"f64(i + (-9223372036854775807 - 1))", "f64(i + (-9223372036854775807 - 1))"},
+        {"f64(-(-9223372036854775807 - 1) * i)", "f64(- (-9223372036854775807 - 1) * i)"},
+        {"f32(N[i] + i32(2147483647) + i32(1))", "f32(N[i] + 2147483647 + 1)"},
+        {"f32(i32(2147483647) + i32(1))", "f32(i32(2147483647) + i32(1))"},
+        {"f32(-i32(-2147483647 - 1))", "f32(- i32(-2147483648))"},
+    };
+    for (int i = 0; i < RV_COUNT(cases); i++) {
+        snprintf(text, sizeof text, "%sY[i < 4] = %s\n", decl, cases[i].body);
+        check_printed(text, "Y", cases[i].want);
+    }
+    check_error("input N : i32[4]\nY[i] = N[i] + 2147483648",
+                "2:13: error: the constant 2147483648 does not fit the i32");
+    check_error("input N : i32[4]\nY[i] = select(i < 2, -2147483649, N[i])",
+                "does not fit the i32");
+}
+
+/* "Y[i < 4] = " + n operands `i` joined by " + ", or n '(' + "i" + n ')'. */
+static char *generated(int n, bool parens) {
+    Buf b = {0};
+    buf_puts(&b, "Y[i < 4] = ");
+    for (int k = 0; k < n; k++)
+        buf_puts(&b, parens ? "(" : k ? " + i" : "i");
+    if (parens) {
+        buf_putc(&b, 'i');
+        for (int k = 0; k < n; k++)
+            buf_putc(&b, ')');
+    }
+    buf_putc(&b, '\n');
+    return buf_take(&b);
+}
+
+/* A flat chain is no nesting: 1,000 (and up to LANG_MAX_DEPTH) operands
+ * check and round-trip; the tree depth stays bounded, as does the
+ * parser's recursion on 100,000 nested parentheses. */
+static void test_depth_and_nesting(void) {
+    char *text = generated(LANG_MAX_DEPTH, false);
+    rv_module *m = parse_ok(text);
+    if (m)
+        rv_free(print_stable(m));
+    rv_module_free(m);
+    base_free(text);
+    text = generated(LANG_MAX_DEPTH + 1, false);
+    check_error(text, "expression too deep (more than 5000 operators in a chain)");
+    base_free(text);
+    text = generated(LANG_MAX_NESTING - 1, true);
+    m = parse_ok(text);
+    rv_module_free(m);
+    base_free(text);
+    text = generated(100000, true);
+    check_error(text, "e.rv:1:1012: error: expression nested too deeply (more than 1000 levels)");
+    base_free(text);
+}
+
 int main(void) {
     RUN(test_lex_tokens);
     RUN(test_lex_errors);
@@ -523,5 +650,9 @@ int main(void) {
     RUN(test_print_module);
     RUN(test_examples_roundtrip);
     RUN(test_load_errors);
+    RUN(test_lex_bom_nul);
+    RUN(test_module_schedule_target);
+    RUN(test_print_extreme_constants);
+    RUN(test_depth_and_nesting);
     return harness_report();
 }

@@ -1,0 +1,50 @@
+#!/bin/sh
+# suite_cli.sh — the command line's own behaviour (tools/): option values
+# are validated alike (a negative or non-numeric --random seed is a usage
+# error, exit status 2), and a located diagnostic is printed once, not
+# behind a second "error: " prefix. Runs from the repository root; BUILD
+# names the build directory. The last line is "cli: N passed, M failed".
+BUILD=${BUILD:-build}
+RAVEL="$BUILD/ravel"
+export RAVEL_CACHE_DIR=${RAVEL_CACHE_DIR:-$(mktemp -d)}
+passed=0
+failed=0
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+
+# expect_status STATUS PATTERN COMMAND...: the exit status is STATUS and
+# the output (stdout and stderr) contains the fixed string PATTERN.
+expect_status() {
+    want=$1 pattern=$2
+    shift 2
+    "$@" >"$out" 2>&1
+    rc=$?
+    if [ "$rc" -eq "$want" ] && grep -qF -- "$pattern" "$out"; then
+        passed=$((passed + 1))
+    else
+        echo "FAIL $* (exit status $rc, expected $want and '$pattern')"
+        sed 's/^/  got: /' "$out"
+        failed=$((failed + 1))
+    fi
+}
+
+ex=examples/dense_gelu.rv
+for seed in -5 abc '' ' 5' +5 99999999999999999999999; do
+    expect_status 2 "--random expects a non-negative integer seed" "$RAVEL" eval $ex --random "$seed"
+done
+expect_status 0 "Y:" "$RAVEL" eval $ex --random 5
+expect_status 1 "is not an integer" "$RAVEL" eval $ex --random 1 --size T=4x
+
+# A schedule error found when `run` compiles: one "error:", at the location.
+bad=tests/error/sched_unknown_prim.rv
+for cmd in "run --random 1" emit; do
+    expect_status 1 "$bad:5:5: error: unknown schedule primitive" "$RAVEL" $cmd $bad
+    if grep -q "error: .*error:" "$out"; then
+        echo "FAIL $cmd $bad: the diagnostic is prefixed twice"
+        sed 's/^/  got: /' "$out"
+        failed=$((failed + 1))
+    fi
+done
+
+echo "cli: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
