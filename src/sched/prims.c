@@ -759,6 +759,16 @@ static rv_status prim_compute_at(Ctx *c) {
     if (is_ragged(p->t))
         return fail(c, loc, "%s is ragged; computing part of it inside a loop is not supported",
                     p->name);
+    /* loop padding runs a root's loop into its padded storage; a stage
+     * computed inside a loop has a buffer for the region read instead
+     * (pad rejects the other order the same way) */
+    for (int i = 0; i < p->ivs.len; i++)
+        if (p->ivs.data[i]->pad > 1)
+            return fail(c, loc,
+                        "%s pads loop %s (pad(%s, %lld)) into storage of its own, which it "
+                        "has not when computed inside %s",
+                        p->name, p->ivs.data[i]->name, p->ivs.data[i]->name,
+                        (long long)p->ivs.data[i]->pad, st->name);
     if (st->attach == ATTACH_INLINE)
         return fail(c, loc, "%s is inlined", st->name);
     if (v && st->reduce && read_outside(st->body, st->reduce, p->t)) {
