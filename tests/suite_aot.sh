@@ -41,16 +41,17 @@ aot_example() {
     "$d/driver" "$d/ref" "$d/out" --misalign --own-ctx $sizes
 }
 
-# two examples at a time (make test runs the suites one after the other)
+# two examples at a time (make test runs the suites one after the other);
+# tests/e2e/*.rv are programs for what the examples do not cover
 i=0
-for f in examples/*.rv; do
+for f in examples/*.rv tests/e2e/*.rv; do
     n=$(basename "$f" .rv)
     (if aot_example "$f" "$tmp/$n" >"$tmp/$n.log" 2>&1; then :; else touch "$tmp/$n.failed"; fi) &
     i=$((i + 1))
     [ $((i % 2)) -eq 0 ] && wait
 done
 wait
-for f in examples/*.rv; do
+for f in examples/*.rv tests/e2e/*.rv; do
     n=$(basename "$f" .rv)
     cp "$tmp/$n.log" "$log"
     if [ -e "$tmp/$n.failed" ]; then fail "aot $f"; else pass; fi

@@ -31,8 +31,10 @@
  * axes' extents are tensor-level expressions, whose UF applications are
  * replaced here by loads from the user's UF array (row-major over a
  * rectangular domain; a UF with a ragged domain inside a tensor's shape is
- * reported as unsupported). The walk in storage order needs, like
- * program.c's store_build, no ragged level inside a padded one.
+ * reported as unsupported). A copy puts each element at the storage offset
+ * of the symbolic storage order (ir_storage_offset, src/ir/layout.h), the
+ * one the kernels index with, over the row-start arrays the preludes
+ * filled.
  *
  * Every generated symbol starts with NAME_; the unit's kernels are renamed
  * from kernel_X to NAME_kernel_X by #define, so several models link into
@@ -85,13 +87,6 @@ typedef struct Aot {
     PtrMap field_of; /* Size*, Ufun*, Tensor* -> 1 + field index */
     rv_status st;
 } Aot;
-
-static bool is_padded(const Tensor *t) {
-    for (int k = 0; k < t->ndim; k++)
-        if (t->pad[k] > 1)
-            return true;
-    return false;
-}
 
 static Field *field_of(Aot *a, const void *obj) {
     intptr_t i = (intptr_t)ptrmap_get(&a->field_of, obj);
@@ -331,54 +326,44 @@ static void emit_numel(Aot *a, Buf *b, const char *what, int nd, Axis *const *ax
     buf_puts(b, "    return rv_c;\n}\n\n");
 }
 
-/* Copies between X's canonical array and its padded storage, walking the
- * storage order: a padded level's padding is skipped after its loop (the
- * levels inside it are constant, checked by the caller). */
-static void emit_copy(Aot *a, Buf *b, Tensor *t, bool pack) {
+/* Copies between X's canonical array and its padded storage: loops over
+ * the canonical tuples in order (rv_c counts them), each element at the
+ * storage offset the lowering indexes it with (ir_storage_offset), which
+ * reads the tensor's row-start arrays among the run's slots. */
+static void emit_copy(Aot *a, Buf *b, const AotSlot *s, bool pack) {
+    Tensor *t = s->t;
+    const Storage *st = s->buf->storage;
     const char *ct = cg_ctype(t->dtype);
-    if (pack)
-        buf_printf(
-            b, "static void %s_pack_%s(const %s_args *rv_args, const %s *rv_from, %s *rv_to) {\n",
-            a->name, t->name, a->name, ct, ct);
-    else
-        buf_printf(b,
-                   "static void %s_unpack_%s(const %s_args *rv_args, const %s *rv_from, %s *rv_to) "
-                   "{\n",
-                   a->name, t->name, a->name, ct, ct);
+    buf_printf(b,
+               "static void %s_%s_%s(const %s_args *rv_args, void *const *rv_slot, const %s "
+               "*rv_from, %s *rv_to) {\n",
+               a->name, pack ? "pack" : "unpack", t->name, a->name, ct, ct);
     begin_host_fn(a, b);
-    buf_puts(b, "    int64_t rv_c = 0, rv_s = 0;\n");
+    buf_puts(b, "    (void)rv_slot;\n");
+    for (int k = 0; k < st->ndim; k++) {
+        if (!st->start[k])
+            continue;
+        const char *v = cg_name(&a->e, st->start[k], st->start[k]->name);
+        buf_printf(b, "    const int64_t *%s = rv_slot[%d];\n", v,
+                   slot_index(a, slot_of(a, st->start[k])));
+    }
+    buf_puts(b, "    int64_t rv_c = 0;\n");
     int nd = t->ndim;
-    for (int k = 0; k < nd; k++)
+    Expr *idx[RV_MAX_DIMS];
+    for (int k = 0; k < nd; k++) {
         open_loop(a, b, t->axes[k], 1 + k);
+        idx[k] = t->axes[k]->var;
+    }
     put_indent(b, 1 + nd);
-    buf_puts(b, pack ? "rv_to[rv_s] = rv_from[rv_c];\n" : "rv_to[rv_c] = rv_from[rv_s];\n");
+    buf_puts(b, pack ? "rv_to[" : "rv_to[rv_c] = rv_from[");
+    put_expr(a, b, lower_simplify_expr(a->m, ir_storage_offset(a->m, st, idx)));
+    buf_puts(b, pack ? "] = rv_from[rv_c];\n" : "];\n");
     put_indent(b, 1 + nd);
     buf_puts(b, "rv_c++;\n");
-    put_indent(b, 1 + nd);
-    buf_puts(b, "rv_s++;\n");
-    for (int k = nd - 1; k >= 0; k--) {
+    for (int k = nd - 1; k >= 0; k--)
         close_loop(b, 1 + k);
-        if (t->pad[k] <= 1 || k == 0)
-            continue;
-        /* the padding of level k: (padded - real extent) times the inner
-         * levels' padded extents */
-        put_indent(b, 1 + k);
-        buf_printf(b, "rv_s += (%s_pad_up(", a->name);
-        put_expr(a, b, t->axes[k]->extent);
-        buf_printf(b, ", %d) - %s_nonneg(", t->pad[k], a->name);
-        put_expr(a, b, t->axes[k]->extent);
-        buf_puts(b, "))");
-        for (int j = k + 1; j < nd; j++) {
-            buf_printf(b, " * %s_pad_up(", a->name);
-            put_expr(a, b, t->axes[j]->extent);
-            buf_printf(b, ", %d)", t->pad[j]);
-        }
-        buf_puts(b, ";\n");
-    }
-    buf_puts(b, "    (void)rv_c;\n    (void)rv_s;\n}\n\n");
+    buf_puts(b, "    (void)rv_c;\n}\n\n");
 }
-
-/* ---- the header ---- */
 
 /* "f32[16 * T, 768]" or "i32[b < B, l < len[b] pad 4]" */
 static void put_type(Buf *b, rv_dtype dt, int nd, Axis *const *ax, const int *pad) {
@@ -615,10 +600,8 @@ static void emit_ctx(Aot *a, Buf *b) {
                "    return p;\n}\n\n"
                "static int %s_aligned(const void *p) {\n"
                "    return p && (uintptr_t)p %% RV_RT_ALIGN == 0;\n}\n\n"
-               "static inline int64_t %s_nonneg(int64_t v) {\n    return v < 0 ? 0 : v;\n}\n\n"
-               "static inline int64_t %s_pad_up(int64_t v, int64_t p) {\n"
-               "    return v <= 0 ? 0 : (v + p - 1) / p * p;\n}\n\n",
-               N, N, N, N, N, N, N, N, N, N, N);
+               "static inline int64_t %s_nonneg(int64_t v) {\n    return v < 0 ? 0 : v;\n}\n\n",
+               N, N, N, N, N, N, N, N, N, N);
 }
 
 /* Checks the buffer size expression only loads slots' UF and AUX arrays. */
@@ -710,13 +693,14 @@ static void emit_place_tensor(Aot *a, Buf *b, const AotSlot *s) {
                "    if (!%s && %s_numel_%s(rv_args) > 0) {\n"
                "        rv_rc = RV_RT_ERR_BOUNDS;\n        goto rv_done;\n    }\n",
                arr, N, f->name);
-    if (is_padded(s->t)) {
+    if (ir_storage_padded(s->buf->storage)) {
         buf_printf(b,
                    "    if (!(rv_own[%d] = rv_slot[%d] = %s_zalloc(rv_ctx, rv_n, sizeof(%s)))) {\n"
                    "        " OOM_EXIT "    }\n",
                    i, i, N, ct);
         if (f->kind == FK_INPUT)
-            buf_printf(b, "    %s_pack_%s(rv_args, %s, rv_slot[%d]);\n", N, s->t->name, arr, i);
+            buf_printf(b, "    %s_pack_%s(rv_args, rv_slot, %s, rv_slot[%d]);\n", N, s->t->name,
+                       arr, i);
         return;
     }
     buf_printf(b, "    if (%s_aligned(%s)) {\n        rv_slot[%d] = (void *)%s;\n    } else {\n", N,
@@ -841,9 +825,9 @@ static void emit_run(Aot *a, Buf *b) {
         if (s->kind != AS_TENSOR || s->field < 0 || a->fields.data[s->field].kind != FK_OUTPUT)
             continue;
         const char *cn = a->fields.data[s->field].cname;
-        if (is_padded(s->t))
-            buf_printf(b, "    %s_unpack_%s(rv_args, rv_slot[%d], rv_args->%s);\n", N, s->t->name,
-                       i, cn);
+        if (ir_storage_padded(s->buf->storage))
+            buf_printf(b, "    %s_unpack_%s(rv_args, rv_slot, rv_slot[%d], rv_args->%s);\n", N,
+                       s->t->name, i, cn);
         else
             buf_printf(
                 b,
@@ -887,18 +871,6 @@ static rv_status check_supported(Aot *a) {
             return base_error(RV_ERR_UNSUPPORTED, "tensor %s: no compiled kernel stores it",
                               f->name);
     }
-    for (int i = 0; i < a->fields.len; i++) {
-        Field *f = &a->fields.data[i];
-        if ((f->kind != FK_INPUT && f->kind != FK_OUTPUT) || !is_padded(f->t))
-            continue;
-        for (int k = 0; k < f->t->ndim; k++)
-            for (int j = k + 1; f->t->pad[k] > 1 && j < f->t->ndim; j++)
-                if (level_variable(f->t->axes, j))
-                    return base_error(RV_ERR_UNSUPPORTED,
-                                      "tensor %s: storage padding outside a ragged dimension is "
-                                      "not supported",
-                                      f->name);
-    }
     return RV_OK;
 }
 
@@ -919,11 +891,10 @@ rv_status cg_c_aot(Module *m, Kernel *const *ks, int n, const CgUnit *u, const c
             else if (a.fields.data[i].kind != FK_SIZE)
                 emit_numel(&a, &body, a.fields.data[i].name, a.fields.data[i].t->ndim,
                            a.fields.data[i].t->axes);
-        for (int i = 0; i < a.fields.len; i++) {
-            Field *f = &a.fields.data[i];
-            if ((f->kind == FK_INPUT || f->kind == FK_OUTPUT) && is_padded(f->t) &&
-                ptrmap_has(&a.slot_of, f->t))
-                emit_copy(&a, &body, f->t, f->kind == FK_INPUT);
+        for (int i = 0; i < a.slots.len; i++) {
+            const AotSlot *s = &a.slots.data[i];
+            if (s->kind == AS_TENSOR && s->field >= 0 && ir_storage_padded(s->buf->storage))
+                emit_copy(&a, &body, s, a.fields.data[s->field].kind == FK_INPUT);
         }
         emit_run(&a, &body);
         emit_fields_table(&a, &body);
