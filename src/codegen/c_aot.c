@@ -60,7 +60,8 @@ typedef struct Field {
     Size *size;
     Ufun *uf;
     Tensor *t;
-    Buffer *ufbuf; /* UFUN: stands for the user's array in tensor-level extents */
+    Buffer *ufbuf;      /* UFUN: stands for the user's array in tensor-level extents */
+    Storage *ufstorage; /* UFUN: its layout (canonical: a UF is never padded) */
 } Field;
 
 typedef enum AotSlotKind { AS_UF, AS_AUX, AS_TENSOR } AotSlotKind;
@@ -170,7 +171,12 @@ static void gather(Aot *a) {
             if (a->slots.data[j].kind == AS_UF && a->slots.data[j].buf->uf == f)
                 t = a->slots.data[j].buf->dtype;
         Field fl = {.kind = FK_UFUN, .name = f->name, .dtype = t, .uf = f};
-        fl.ufbuf = ir_buffer_new(m, f->name, t, ir_int(m, 0), BUF_ARG);
+        fl.ufstorage = arena_alloc(a->e.arena, sizeof(Storage));
+        if (ir_storage_init(m, fl.ufstorage, f->name, f->nargs, f->args, NULL, t, BUF_ARG) !=
+                RV_OK &&
+            a->st == RV_OK)
+            a->st = base_error_status();
+        fl.ufbuf = fl.ufstorage->buf;
         fl.ufbuf->uf = f;
         add_field(a, fl, f);
     }
@@ -197,8 +203,8 @@ static void gather(Aot *a) {
 /* ---- tensor-level expressions as C ---- */
 
 /* e with every UF application replaced by a load from the user's UF array
- * (through the field's stand-in buffer). NULL with a.st set when a UF has
- * a ragged domain. */
+ * (through the field's stand-in buffer) at its storage offset. NULL with
+ * a.st set when a UF has a ragged domain. */
 static Expr *lower_ufcalls(Aot *a, Expr *e) {
     if (!e || e->n == 0 || e->kind == EX_REDUCE)
         return e;
@@ -213,24 +219,25 @@ static Expr *lower_ufcalls(Aot *a, Expr *e) {
     if (e->kind != EX_UFCALL)
         return same ? e : ir_rebuild(a->m, e, args);
     Ufun *f = e->u.uf;
-    Expr *idx = ir_int(a->m, 0);
-    for (int i = 0; i < f->nargs; i++) {
-        for (int j = 0; j < i; j++)
-            if (ir_uses_axis(f->args[i]->extent, f->args[j])) {
-                a->st = base_error(RV_ERR_UNSUPPORTED,
-                                   "ufun %s: a ragged domain inside a tensor's shape is not "
-                                   "supported by ravel build yet",
-                                   f->name);
-                return NULL;
-            }
-        Expr *ext = lower_ufcalls(a, f->args[i]->extent);
-        if (!ext)
+    const Storage *st = field_of(a, f)->ufstorage;
+    Expr *idx[RV_MAX_DIMS];
+    for (int k = 0; k < f->nargs; k++) {
+        /* host functions (NAME_numel_X) run before any prelude fills the
+         * row starts a ragged domain's offsets read */
+        if (st->variable[k]) {
+            a->st = base_error(RV_ERR_UNSUPPORTED,
+                               "ufun %s: a ragged domain inside a tensor's shape is not "
+                               "supported by ravel build yet",
+                               f->name);
             return NULL;
-        Expr *arg = args[i]->dtype == RV_I64 ? args[i] : ir_cast(a->m, RV_I64, args[i]);
-        idx = ir_binary(a->m, EX_ADD, i ? ir_binary(a->m, EX_MUL, idx, ext) : idx, arg);
+        }
+        idx[k] = args[k]->dtype == RV_I64 ? args[k] : ir_cast(a->m, RV_I64, args[k]);
     }
-    Expr *r = ir_load(a->m, field_of(a, f)->ufbuf, idx);
-    return ir_cast(a->m, e->dtype, r);
+    /* its extents may apply other UFs */
+    Expr *off = lower_ufcalls(a, ir_storage_offset(a->m, st, idx));
+    if (!off)
+        return NULL;
+    return ir_cast(a->m, e->dtype, ir_load(a->m, st->buf, lower_simplify_expr(a->m, off)));
 }
 
 static void put_expr(Aot *a, Buf *b, Expr *x) {
