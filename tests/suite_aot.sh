@@ -41,10 +41,11 @@ aot_example() {
     "$d/driver" "$d/ref" "$d/out" --misalign --own-ctx $sizes
 }
 
-# the examples, and the regress cases of reductions over rows of NaN, -inf
-# and INT_MIN (the AOT output's own prelude and host code run them); two at
-# a time (make test runs the suites one after the other)
-AOT_FILES="examples/*.rv tests/regress/reduce_edge_rows*.rv tests/regress/argmax_*.rv"
+# the examples, tests/e2e/*.rv (programs for what the examples do not
+# cover), and the regress cases of reductions over rows of NaN, -inf and
+# INT_MIN (the AOT output's own prelude and host code run them); two at a
+# time (make test runs the suites one after the other)
+AOT_FILES="examples/*.rv tests/e2e/*.rv tests/regress/reduce_edge_rows*.rv tests/regress/argmax_*.rv"
 i=0
 for f in $AOT_FILES; do
     n=$(basename "$f" .rv)

@@ -224,6 +224,12 @@ rv_status ir_eval_index(const LayoutEnv *env, const Expr *e, int nax, Axis *cons
                 return st;
         return ir_layout_ufun_value(env, e->u.uf, args, out);
     }
+    case EX_LOAD:
+        if (!env->load)
+            break;
+        if ((st = ir_eval_index(env, e->args[0], nax, axes, vals, &a)) != RV_OK)
+            return st;
+        return env->load(env->load_ctx, e->u.buf, a, out);
     case EX_NEG:
     case EX_ABS:
         if ((st = ir_eval_index(env, e->args[0], nax, axes, vals, &a)) != RV_OK)

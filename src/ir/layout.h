@@ -56,6 +56,10 @@ typedef struct LayoutEnv {
     const int64_t *sizes;    /* by Size id */
     int64_t *const *uf_vals; /* by Ufun id; NULL: not bound */
     Layout *const *uf_dom;   /* by Ufun id; NULL: not evaluated */
+    /* Loop-IR loads (a storage's sizes and offsets read its row-start
+     * arrays): element i of buffer b, or an error. NULL: no loads. */
+    rv_status (*load)(void *ctx, const Buffer *b, int64_t i, int64_t *out);
+    void *load_ctx;
 } LayoutEnv;
 
 struct Layout {
@@ -94,9 +98,10 @@ rv_status ir_layout_check_pads(const char *name, int ndim, Axis *const *axes, Ex
                                const int *pad, int *level);
 
 /* Exact int64 evaluation of an index expression; `axes[i]` has value
- * `vals[i]`. Errors set the last error without context (callers prefix
- * it): division by zero, overflow, UF outside its domain, unbound UF, an
- * axis that is not among `axes`, a node that is not an index expression. */
+ * `vals[i]`; loads go through env->load. Errors set the last error without
+ * context (callers prefix it): division by zero, overflow, UF outside its
+ * domain, unbound UF, an axis that is not among `axes`, a load without
+ * env->load, a node that is not an index expression. */
 rv_status ir_eval_index(const LayoutEnv *env, const Expr *e, int nax, Axis *const *axes,
                         const int64_t *vals, int64_t *out);
 

@@ -298,109 +298,36 @@ static Slot *slot_for(Run *r, const Buffer *b) {
     return slot_of(r, b->tensor ? (const void *)b->tensor : (const void *)b);
 }
 
+/* A load on the host: of a UF array (in its canonical layout) or of an
+ * AUX array once allocated (sizes of ragged tensors read row starts). */
+static rv_status host_load(void *ctx, const Buffer *buf, int64_t i, int64_t *out) {
+    Run *r = ctx;
+    if (buf->uf) {
+        const Layout *dom = r->in.ufl[buf->uf->id];
+        if (i < 0 || i >= dom->numel)
+            return base_error(RV_ERR_BOUNDS, "ufun %s: element %lld read outside its %lld values",
+                              buf->uf->name, (long long)i, (long long)dom->numel);
+        *out = r->in.ufv[buf->uf->id][i];
+        return RV_OK;
+    }
+    Slot *s = slot_for(r, buf);
+    if (!s || s->kind != SLOT_AUX || !s->data)
+        return base_error(RV_ERR_UNSUPPORTED, "%s is not available on the host", buf->name);
+    if (i < 0 || i >= s->nelem)
+        return base_error(RV_ERR_BOUNDS,
+                          "aux array %s: element %lld read outside its %lld elements", buf->name,
+                          (long long)i, (long long)s->nelem);
+    *out = ((const int64_t *)s->data)[i];
+    return RV_OK;
+}
+
 /* The value of an integer expression over sizes, UF values and AUX arrays
- * (buffer sizes). */
+ * (buffer sizes, launch extents): ir_eval_index with host_load. */
 static rv_status eval_int(Run *r, const Expr *e, int64_t *out) {
-    int64_t a, b, c;
-    rv_status st;
-    const LayoutEnv *env = &r->in.env;
-    switch (e->kind) {
-    case EX_CONST_INT:
-        *out = e->u.ival;
-        return RV_OK;
-    case EX_SIZE:
-        *out = r->in.sizes[e->u.size->id];
-        return RV_OK;
-    case EX_CAST:
-        if ((st = eval_int(r, e->args[0], &a)) != RV_OK)
-            return st;
-        if (!ir_is_int(e->args[0]->dtype) && e->args[0]->dtype != RV_BOOL)
-            break;
-        *out = ir_int_convert(e->dtype, a);
-        return RV_OK;
-    case EX_NOT:
-        if ((st = eval_int(r, e->args[0], &a)) != RV_OK)
-            return st;
-        *out = !a;
-        return RV_OK;
-    case EX_NEG:
-    case EX_ABS:
-        if ((st = eval_int(r, e->args[0], &a)) != RV_OK)
-            return st;
-        if (e->kind == EX_ABS && a >= 0) {
-            *out = a;
-            return RV_OK;
-        }
-        if (ir_int_arith(EX_SUB, 0, a, out) != IA_OK)
-            return base_error(RV_ERR_BOUNDS, "integer overflow in a buffer size");
-        return RV_OK;
-    case EX_AND:
-    case EX_OR:
-        if ((st = eval_int(r, e->args[0], &a)) != RV_OK ||
-            (st = eval_int(r, e->args[1], &b)) != RV_OK)
-            return st;
-        *out = e->kind == EX_AND ? (a && b) : (a || b);
-        return RV_OK;
-    case EX_SELECT:
-        if ((st = eval_int(r, e->args[0], &c)) != RV_OK ||
-            (st = eval_int(r, e->args[1], &a)) != RV_OK ||
-            (st = eval_int(r, e->args[2], &b)) != RV_OK)
-            return st;
-        *out = c ? a : b;
-        return RV_OK;
-    case EX_UFCALL: {
-        int64_t args[RV_MAX_DIMS];
-        RV_ASSERT(e->n <= RV_MAX_DIMS);
-        for (int i = 0; i < e->n; i++)
-            if ((st = eval_int(r, e->args[i], &args[i])) != RV_OK)
-                return st;
-        return ir_layout_ufun_value(env, e->u.uf, args, out);
-    }
-    case EX_LOAD: {
-        const Buffer *buf = e->u.buf;
-        if ((st = eval_int(r, e->args[0], &a)) != RV_OK)
-            return st;
-        if (buf->uf) {
-            const Layout *dom = r->in.ufl[buf->uf->id];
-            if (a < 0 || a >= dom->numel)
-                return base_error(RV_ERR_BOUNDS,
-                                  "ufun %s: element %lld read outside its %lld "
-                                  "values",
-                                  buf->uf->name, (long long)a, (long long)dom->numel);
-            *out = r->in.ufv[buf->uf->id][a];
-            return RV_OK;
-        }
-        Slot *s = slot_for(r, buf);
-        if (!s || s->kind != SLOT_AUX || !s->data)
-            break;
-        if (a < 0 || a >= s->nelem)
-            return base_error(RV_ERR_BOUNDS,
-                              "aux array %s: element %lld read outside its %lld "
-                              "elements",
-                              buf->name, (long long)a, (long long)s->nelem);
-        *out = ((const int64_t *)s->data)[a];
-        return RV_OK;
-    }
-    default:
-        if (e->n == 2 && ir_is_int(e->args[0]->dtype)) {
-            if ((st = eval_int(r, e->args[0], &a)) != RV_OK ||
-                (st = eval_int(r, e->args[1], &b)) != RV_OK)
-                return st;
-            switch (ir_int_arith(e->kind, a, b, out)) {
-            case IA_OK:
-                return RV_OK;
-            case IA_DIVZERO:
-                return base_error(RV_ERR_BOUNDS, "division by zero in a buffer size");
-            default:
-                return base_error(RV_ERR_BOUNDS, "integer overflow in a buffer size");
-            }
-        }
-        break;
-    }
-    char *s = ir_expr_str(e);
-    st = base_error(RV_ERR_UNSUPPORTED, "cannot evaluate %s on the host (in a buffer size)", s);
-    base_free(s);
-    return st;
+    LayoutEnv env = r->in.env;
+    env.load = host_load;
+    env.load_ctx = r;
+    return ir_eval_index(&env, e, 0, NULL, NULL, out);
 }
 
 /* A buffer's size in elements. */

@@ -23,7 +23,8 @@ typedef struct Fixture {
 static void fx_init(Fixture *fx) {
     memset(fx, 0, sizeof *fx);
     fx->m = rv_module_new();
-    fx->env = (LayoutEnv){fx->m, fx->sizes, fx->uf_vals, fx->uf_dom};
+    fx->env =
+        (LayoutEnv){.m = fx->m, .sizes = fx->sizes, .uf_vals = fx->uf_vals, .uf_dom = fx->uf_dom};
 }
 
 static void fx_free(Fixture *fx) {
@@ -432,6 +433,7 @@ static void test_pad_outside_ragged(void) {
 typedef struct Walk {
     const LayoutEnv *env;
     rv_tensor *t;
+    const Storage *st;
     int64_t starts[RV_MAX_DIMS][64];
     int64_t nstart[RV_MAX_DIMS];
     int64_t count;     /* storage tuples so far */
@@ -464,30 +466,28 @@ static void walk(Walk *w, int k, int64_t *idx, bool real) {
         walk(w, k + 1, idx, real && idx[k] < e);
 }
 
-/* The value of a storage expression: sizes, axes at idx, UF applications,
- * loads of the row-start buffers from the walk. */
-static int64_t eval_storage_expr(Walk *w, const Storage *st, const Expr *e, const int64_t *idx) {
-    int64_t a, b;
-    switch (e->kind) {
-    case EX_LOAD:
-        a = eval_storage_expr(w, st, e->args[0], idx);
-        for (int k = 0; k < st->ndim; k++)
-            if (st->start[k] == e->u.buf) {
-                CHECK(a >= 0 && a < w->nstart[k]);
-                return w->starts[k][a];
-            }
-        CHECK(!"a load of a buffer that is no row-start array");
-        return 0;
-    case EX_ADD:
-    case EX_MUL:
-    case EX_DIV:
-        a = eval_storage_expr(w, st, e->args[0], idx);
-        b = eval_storage_expr(w, st, e->args[1], idx);
-        return e->kind == EX_ADD ? a + b : e->kind == EX_MUL ? a * b : a / b;
-    default:
-        CHECK(ir_eval_index(w->env, e, st->ndim, (Axis *const *)st->axes, idx, &a) == RV_OK);
-        return a;
-    }
+/* Loads of the row-start buffers, from the walk. */
+static rv_status walk_load(void *ctx, const Buffer *b, int64_t i, int64_t *out) {
+    Walk *w = ctx;
+    for (int k = 0; k < w->st->ndim; k++)
+        if (w->st->start[k] == b) {
+            CHECK(i >= 0 && i < w->nstart[k]);
+            *out = i >= 0 && i < w->nstart[k] ? w->starts[k][i] : 0;
+            return RV_OK;
+        }
+    CHECK(!"a load of a buffer that is no row-start array");
+    return RV_ERR_ARG;
+}
+
+/* The value of a storage expression (sizes, UF applications, row-start
+ * loads) with the layout's axes at idx. */
+static int64_t eval_storage_expr(Walk *w, const Expr *e, const int64_t *idx) {
+    LayoutEnv env = *w->env;
+    env.load = walk_load;
+    env.load_ctx = w;
+    int64_t v = -1;
+    CHECK(ir_eval_index(&env, e, w->st->ndim, (Axis *const *)w->st->axes, idx, &v) == RV_OK);
+    return v;
 }
 
 /* Storage with padding on and inside a ragged level, and a dense padded
@@ -520,7 +520,7 @@ static void test_storage_padded(void) {
         Storage st;
         CHECK(ir_storage_init(m, &st, t->name, t->ndim, t->axes, t->pad, RV_F32, BUF_ARG) == RV_OK);
         CHECK(st.buf->storage == &st && ir_storage_padded(&st));
-        Walk w = {.env = &fx.env, .t = t};
+        Walk w = {.env = &fx.env, .t = t, .st = &st};
         int64_t idx[RV_MAX_DIMS] = {0};
         walk(&w, 0, idx, true);
         /* row-start arrays: allocated large enough before the prelude runs */
@@ -529,10 +529,10 @@ static void test_storage_padded(void) {
             CHECK(st.variable[k] == (w.nstart[k] > 0));
             if (!st.variable[k])
                 continue;
-            CHECK(eval_storage_expr(&w, &st, st.start[k]->size, idx) >= w.nstart[k]);
+            CHECK(eval_storage_expr(&w, st.start[k]->size, idx) >= w.nstart[k]);
             starts[k] = w.starts[k];
         }
-        CHECK_EQ_INT(eval_storage_expr(&w, &st, st.numel, idx), w.count);
+        CHECK_EQ_INT(eval_storage_expr(&w, st.numel, idx), w.count);
         Layout *sl, *cl;
         CHECK(ir_storage_eval(&fx.env, &st, starts, w.nstart, &sl) == RV_OK);
         CHECK(ir_layout_tensor(&fx.env, "t", t, &cl) == RV_OK);
@@ -550,7 +550,7 @@ static void test_storage_padded(void) {
             int bad;
             int64_t ext;
             CHECK_EQ_INT(ir_layout_offset(sl, it.idx, &bad, &ext), want);
-            CHECK_EQ_INT(eval_storage_expr(&w, &st, off, it.idx), want);
+            CHECK_EQ_INT(eval_storage_expr(&w, off, it.idx), want);
         }
         /* a row-start array that is not a prefix sum is refused */
         if (ti == 0) {
