@@ -712,11 +712,10 @@ static void check_ufun(Checker *c, const Item *it) {
     Expr *exts[RV_MAX_DIMS];
     Scope scope;
     push_scope(c, &scope);
+    /* the arguments are in scope in the value range too: `in 0..n - 1` */
     bool ok = check_binders(c, it->binds, it->nbinds, f->args, exts, NULL);
+    Expr *lo = ok ? elab_extent(c, it->lo) : NULL, *hi = lo ? elab_extent(c, it->hi) : NULL;
     pop_scope(c);
-    if (!ok)
-        return;
-    Expr *lo = elab_extent(c, it->lo), *hi = lo ? elab_extent(c, it->hi) : NULL;
     if (!hi)
         return;
     int64_t a, b;
