@@ -879,10 +879,13 @@ static void emit_run(Aot *a, Buf *b) {
         const char *v = cg_name(&a->e, f->ufbuf, f->uf->name);
         buf_printf(b, "    {\n        const int64_t rv_m = %s_numel_%s(rv_args);\n", N, f->name);
         buf_printf(b, "        if (!%s && rv_m > 0)\n            return RV_RT_ERR_BOUNDS;\n", v);
+        /* the range over the whole domain, which is what the kernels
+         * assume; a range that uses the UF's arguments is checked per
+         * element by the interpreter and the JIT runtime only */
         buf_puts(b, "        const int64_t rv_lo = ");
-        put_expr(a, b, f->uf->lo);
+        put_expr(a, b, f->uf->lo_dom);
         buf_puts(b, ", rv_hi = ");
-        put_expr(a, b, f->uf->hi);
+        put_expr(a, b, f->uf->hi_dom);
         buf_printf(b,
                    ";\n        for (int64_t rv_i = 0; rv_i < rv_m; rv_i++)\n"
                    "            if (%s[rv_i] < rv_lo || %s[rv_i] > rv_hi)\n"

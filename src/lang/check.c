@@ -713,11 +713,10 @@ static void check_ufun(Checker *c, const Item *it) {
     Expr *exts[RV_MAX_DIMS];
     Scope scope;
     push_scope(c, &scope);
+    /* the arguments are in scope in the value range too: `in 0..n - 1` */
     bool ok = check_binders(c, it->binds, it->nbinds, f->args, exts, NULL);
+    Expr *lo = ok ? elab_extent(c, it->lo) : NULL, *hi = lo ? elab_extent(c, it->hi) : NULL;
     pop_scope(c);
-    if (!ok)
-        return;
-    Expr *lo = elab_extent(c, it->lo), *hi = lo ? elab_extent(c, it->hi) : NULL;
     if (!hi)
         return;
     int64_t a, b;
@@ -1036,9 +1035,8 @@ rv_status lang_check(const SrcFile *src, const Program *p, Module *m) {
 
 /* ---- the public entry points ---- */
 
-/* Lexes, parses and checks text[0..len) (text[len] is NUL; a NUL before
- * it is a located lexical error, not the end of the program). */
-static rv_status module_parse(const char *name, const char *text, size_t len, rv_module **out) {
+rv_status lang_parse_text(const char *name, const char *text, size_t len, Module **out) {
+    *out = NULL;
     Module *m = rv_module_new();
     SrcFile *src = arena_alloc(m->arena, sizeof(SrcFile));
     src->name = arena_strdup(m->arena, name ? name : "<input>");
@@ -1071,7 +1069,7 @@ rv_status rv_module_parse(const char *name, const char *text, rv_module **out) {
     *out = NULL;
     if (!text)
         return base_error(RV_ERR_ARG, "rv_module_parse: text is NULL");
-    return module_parse(name, text, strlen(text), out);
+    return lang_parse_text(name, text, strlen(text), out);
 }
 
 rv_status rv_module_load(const char *path, rv_module **out) {
@@ -1083,7 +1081,7 @@ rv_status rv_module_load(const char *path, rv_module **out) {
     rv_status st = base_read_file(path, &text, &len);
     if (st != RV_OK)
         return st;
-    st = module_parse(path, text, len, out);
+    st = lang_parse_text(path, text, len, out);
     base_free(text);
     return st;
 }

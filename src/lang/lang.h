@@ -183,5 +183,9 @@ rv_status lang_parse(const SrcFile *src, const Token *toks, Arena *a, Program **
 /* Elaborates the program into `m` (names, arities, extents, dtypes, UF
  * domains); RV_ERR_TYPE with a located diagnostic on the first error. */
 rv_status lang_check(const SrcFile *src, const Program *p, Module *m);
+/* Lexes, parses and checks text[0..len) into a new module (rv_module_parse
+ * without the C string: text[len] must be NUL, and a NUL before it is a
+ * located lexical error, not the end of the program). */
+rv_status lang_parse_text(const char *name, const char *text, size_t len, Module **out);
 
 #endif

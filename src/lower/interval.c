@@ -116,7 +116,7 @@ static ElimClass elim_class(Simp *S, const Term *t) {
         return EL_DIV;
     default: {
         Ufun *f = uf_of(x);
-        return f && f->lo && f->hi ? EL_UF : EL_NONE;
+        return f && f->lo_dom && f->hi_dom ? EL_UF : EL_NONE;
     }
     }
 }
@@ -137,7 +137,7 @@ static const Lin *elim_term(Simp *S, const Term *t, ElimClass cl, bool upper) {
                               0, &lower_lin_zero);
     case EL_UF: {
         Ufun *f = uf_of(x);
-        return lower_lin_comb(S, t->c, lower_lin_of(S, lower_simp(S, up ? f->hi : f->lo)), 0,
+        return lower_lin_comb(S, t->c, lower_lin_of(S, lower_simp(S, up ? f->hi_dom : f->lo_dom)), 0,
                               &lower_lin_zero);
     }
     case EL_DIV: {
@@ -408,10 +408,10 @@ static Ival atom_ival(Simp *S, Expr *x) {
     case EX_UFCALL:
     case EX_LOAD: {
         Ufun *f = uf_of(x);
-        if (!f || !f->lo || !f->hi)
+        if (!f || !f->lo_dom || !f->hi_dom)
             return ival_none();
-        a = lower_ival_of(S, lower_simp(S, f->lo));
-        b = lower_ival_of(S, lower_simp(S, f->hi));
+        a = lower_ival_of(S, lower_simp(S, f->lo_dom));
+        b = lower_ival_of(S, lower_simp(S, f->hi_dom));
         return a.ok && b.ok ? ival_make(a.lo, b.hi) : ival_none();
     }
     case EX_CAST:
