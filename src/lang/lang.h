@@ -170,4 +170,14 @@ rv_status lang_parse(const SrcFile *src, const Token *toks, Arena *a, Program **
  * domains); RV_ERR_TYPE with a located diagnostic on the first error. */
 rv_status lang_check(const SrcFile *src, const Program *p, Module *m);
 
+/* ---- ranges.c: reads provably out of range ---- */
+
+/* The smallest value of a - b over the declared ranges of the sizes;
+ * false when a - b is not linear in sizes. */
+bool lang_min_difference(const Expr *a, const Expr *b, int64_t *out);
+/* Rejects a read or UF application of compute `t` that is out of range at
+ * some element for every value of the sizes (locs: Expr* -> SrcLoc* of
+ * the reads, from the checker). */
+rv_status lang_check_ranges(const SrcFile *src, Module *m, const Tensor *t, const PtrMap *locs);
+
 #endif
