@@ -1030,6 +1030,7 @@ static Stmt *simp_stmt(Simp *S, Stmt *s) {
     }
     case ST_BARRIER:
     case ST_CALL:
+    case ST_FAIL:
         return s;
     default:
         RV_UNREACHABLE();
