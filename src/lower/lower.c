@@ -151,9 +151,10 @@ typedef struct ExprCtx {
     Vec(Stmt *) pre;      /* statements that must run before the expression */
     const PtrMap *preset; /* nodes with a value already (the stage's reduction) */
     rv_status st;
-    /* A value the definition computes (not an index, extent or predicate
-     * the schedule evaluates): reads and divisions that the simplifier
-     * cannot prove safe get a run-time check (checked_read, checked_div). */
+    /* A value or predicate the definition computes (not an index or
+     * extent the schedule evaluates): reads and divisions that the
+     * simplifier cannot prove safe get a FAIL in pre (check_or_fail); in
+     * every context they get a safe offset or divisor. */
     bool checked;
 } ExprCtx;
 
@@ -268,15 +269,20 @@ static int add_site(LowerCtx *c, const char *what, const Expr *e) {
 }
 
 /* `ok` as a run-time check: true when the declared ranges and extents
- * prove it (nothing to emit); else a FAIL of a new site under !ok is
- * appended to x->pre and false is returned. */
+ * prove it (nothing to emit); else false and, in a checked context, a
+ * FAIL of a new site under !ok is appended to x->pre. (An index or extent
+ * the schedule evaluates has no place for the FAIL: it only gets the safe
+ * offset or divisor, so it cannot fault; the checker proves what it can
+ * of those, and the host evaluates the layouts' extents first.) */
 static bool check_or_fail(ExprCtx *x, Expr **ok, const char *what, const Expr *e) {
     LowerCtx *c = x->c;
     Module *m = c->m;
     int64_t v;
     *ok = simp(c, *ok);
-    if (ir_is_const_int(ir_cast(m, RV_I64, *ok), &v) && v)
+    if (ir_is_const_int(*ok, &v) && v)
         return true;
+    if (!x->checked)
+        return false;
     int site = add_site(c, what, e);
     vec_push(&x->pre, lower_if(m, ir_unary(m, EX_NOT, *ok), lower_fail(m, site), NULL));
     return false;
@@ -309,7 +315,7 @@ static Expr *in_bounds(ExprCtx *x, Expr *e, Expr *const *idx, PtrMap *memo) {
  * of range, a FAIL and offset 0 instead (a kernel never reads out of
  * bounds; the run reports the failure). */
 static Expr *checked_offset(ExprCtx *x, Expr *e, Expr *const *idx, Expr *off, PtrMap *memo) {
-    if (!x->checked || e->n == 0)
+    if (e->n == 0)
         return off;
     Expr *ok = in_bounds(x, e, idx, memo);
     if (!ok)
@@ -428,8 +434,7 @@ static Expr *lower_expr_rec(ExprCtx *x, Expr *e, PtrMap *memo) {
                     return NULL;
             bool div = e->kind == EX_DIV || e->kind == EX_MOD || e->kind == EX_FLOORDIV ||
                        e->kind == EX_FLOORMOD;
-            r = div && x->checked && ir_is_int(e->dtype) ? checked_div(x, e, args)
-                                                         : ir_rebuild(m, e, args);
+            r = div && ir_is_int(e->dtype) ? checked_div(x, e, args) : ir_rebuild(m, e, args);
         }
     }
     if (r)
@@ -790,17 +795,20 @@ static Stmt *innermost(LowerCtx *c, Nest *n) {
     }
     Stmt *s;
     if (st->pred) {
-        ExprCtx x = {c, {0}, NULL, RV_OK, false};
+        ExprCtx x = {c, {0}, NULL, RV_OK, true};
         Expr *p = lower_expr(&x, st->pred);
-        vec_free(&x.pre);
         Stmt *a = p ? element_stmt(c, dst, off, st->body, NULL) : NULL;
         Stmt *b = a ? element_stmt(c, dst, off, st->else_body, NULL) : NULL;
         if (!b) {
             if (c->st == RV_OK)
                 c->st = x.st;
+            vec_free(&x.pre);
             return NULL;
         }
-        s = lower_if(m, p, a, b);
+        /* the predicate's checks, then the branch it chooses */
+        vec_push(&x.pre, lower_if(m, p, a, b));
+        s = lower_seq(m, x.pre.len, x.pre.data);
+        vec_free(&x.pre);
     } else if (st->kind == STAGE_CACHE_READ && st->local_pad) {
         Stmt *a = element_stmt(c, dst, off, st->body, NULL);
         Expr *inb = source_in_bounds(c, n);

@@ -27,7 +27,7 @@ int32_t kernel_Y(const int64_t *sizes, void *const *bufs, struct rv_rt_ctx *ctx)
             (void)__atomic_compare_exchange_n(&ctx->error, &(int32_t){0}, 1, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
         }
         if (K == 0) {
-            (void)__atomic_compare_exchange_n(&ctx->error, &(int32_t){0}, 3, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+            (void)__atomic_compare_exchange_n(&ctx->error, &(int32_t){0}, 2, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
         }
         Y[i] = X[K + i < N ? K + i : 0] + (float)((int64_t)Z[i] / t0) + (float)(Z[i] / 4);
     }
