@@ -20,6 +20,14 @@ BUILD=${BUILD:-build}
 RAVEL="$BUILD/ravel"
 LIMIT=${REGRESS_TIME_LIMIT:-120}
 export RAVEL_CACHE_DIR=${RAVEL_CACHE_DIR:-$(mktemp -d)}
+# Under SAN=1 (or with BUILD=build-asan) the JIT compiles the kernels with
+# the sanitizers too, so a read out of bounds in generated code is
+# reported, not only one in ravel itself.
+case "${SAN:-0}:$BUILD" in
+1:* | *:build-asan)
+    export RAVEL_CC=${RAVEL_CC:-"${CC:-cc} -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined"}
+    ;;
+esac
 log=$(mktemp)
 passed=0
 failed=0
