@@ -76,8 +76,8 @@ static void rlin_acc(RLin *l, const Expr *e, int64_t scale) {
     case EX_READ:
         rlin_term(l, e, scale);
         return;
-    case EX_CAST:
-        if (ir_is_int(e->dtype) && ir_is_int(e->args[0]->dtype))
+    case EX_CAST: /* a widening keeps the value; a cast to i32 may wrap */
+        if (ir_is_int(e->args[0]->dtype) && (e->dtype == RV_I64 || e->args[0]->dtype == RV_I32))
             rlin_acc(l, e->args[0], scale);
         else
             l->ok = false;
