@@ -82,6 +82,7 @@ typedef struct LowerCtx {
     int par_depth;     /* parallel loops around the current position */
     PtrMap accs;       /* accumulator buffers wrap_locals declares */
     Vec(const char *) sites; /* the kernel's run-time checks (Kernel.sites) */
+    bool loop_pad; /* the stage being emitted pads a loop (schedule `pad`) */
     rv_status st;
 } LowerCtx;
 
@@ -304,6 +305,14 @@ static Expr *in_bounds(ExprCtx *x, Expr *e, Expr *const *idx, PtrMap *memo) {
         ptrmap_free(&outer);
         if (!(ext = lower_expr_rec(x, ext, memo)))
             return NULL;
+        /* a padded loop reads into storage padding by design (`pad`: every
+         * read along it is of a dimension stored padded for it) */
+        int pad = e->kind == EX_READ ? e->u.tensor->pad[d] : 1;
+        if (x->c->loop_pad && pad > 1)
+            ext = ir_binary(m, EX_MUL,
+                            ir_binary(m, EX_DIV, ir_binary(m, EX_ADD, ext, ir_int(m, pad - 1)),
+                                      ir_int(m, pad)),
+                            ir_int(m, pad));
         Expr *p = ir_binary(m, EX_AND, ir_binary(m, EX_GE, idx[d], ir_int(m, 0)),
                             ir_binary(m, EX_LT, idx[d], ext));
         ok = ok ? ir_binary(m, EX_AND, ok, p) : p;
@@ -753,10 +762,20 @@ static Expr *source_in_bounds(LowerCtx *c, Nest *n) {
     return g ? simp(c, g) : NULL;
 }
 
+/* Does the stage pad one of its loops (its reads may then reach into
+ * storage padding, see in_bounds)? */
+static bool loop_padded(const Stage *st) {
+    for (int i = 0; i < st->ivs.len; i++)
+        if (st->ivs.data[i]->rel == IV_ROOT && st->ivs.data[i]->pad > 1)
+            return true;
+    return false;
+}
+
 /* The innermost statement of a nest. */
 static Stmt *innermost(LowerCtx *c, Nest *n) {
     Module *m = c->m;
     Stage *st = n->st;
+    c->loop_pad = loop_padded(st);
     bind_axes(c, n);
     Buffer *dst = dest_buf(n);
     Expr *off = dest_offset(c, n);
@@ -855,6 +874,7 @@ static Stmt *gen_reduction(LowerCtx *c, Nest n, int i) {
     if (!loops)
         return NULL;
     Expr *zero = ir_int(m, 0);
+    c->loop_pad = loop_padded(st);
     bind_axes(c, &n);
     PtrMap preset = {0};
     ptrmap_put(&preset, R, ir_load(m, n.arg ? n.arg : n.acc, zero));
