@@ -79,9 +79,9 @@ FUZZ_COUNT  ?= 10400
 FUZZ_JOBS   ?= 2
 FUZZ_REPROS ?= $(BUILD)/fuzz_repros
 
-$(BUILD)/fuzz_sched: tests/fuzz_sched.c $(BUILD)/libravel.a
+$(BUILD)/fuzz_sched: tests/fuzz_sched.c tests/fuzz_common.c tests/fuzz_common.h $(BUILD)/libravel.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -rdynamic -o $@ $< $(BUILD)/libravel.a $(LDFLAGS) $(LDLIBS)
+	$(CC) $(CFLAGS) -Itests -rdynamic -o $@ $< tests/fuzz_common.c $(BUILD)/libravel.a $(LDFLAGS) $(LDLIBS)
 
 fuzz-sched: $(BUILD)/fuzz_sched
 	$(BUILD)/fuzz_sched --seed $(FUZZ_SEED) --count $(FUZZ_COUNT) --jobs $(FUZZ_JOBS) \
