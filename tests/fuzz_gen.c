@@ -39,7 +39,8 @@
 
 const char *const fuzz_gen_feature_names[GEN_FEATURE_COUNT] = {
     "zero",   "dtypes", "pad",    "indirect", "ragged", "varext", "nested",
-    "minmax", "argmax", "math",   "intops",   "select", "cond",   "sched",
+    "minmax", "argmax", "math",   "intops",   "select", "cond",   "sched",  "ufragged",
+    "padragged",
 };
 
 int fuzz_gen_parse_features(const char *list, unsigned *out) {
@@ -279,6 +280,15 @@ static int pad_of(G *g) {
     return has(g, GEN_PAD) && chance(g, 15) ? pads[pick(g, 5)] : 0;
 }
 
+/* Without padragged, a ragged tensor keeps no storage padding. */
+static void drop_ragged_pads(G *g, GObj *o) {
+    int ragged = 0;
+    for (int k = 0; k < o->nd; k++)
+        ragged |= o->d[k].e.k == EX_UF || o->d[k].e.k == EX_TRI;
+    for (int k = 0; k < o->nd && ragged && !has(g, GEN_PADRAGGED); k++)
+        o->d[k].pad = 0;
+}
+
 static void gen_sizes(G *g) {
     static const char *names[] = {"N", "M", "L"};
     g->nsz = 1 + pick(g, G_SIZES);
@@ -316,7 +326,7 @@ static void gen_ufs(G *g) {
     int nix = has(g, GEN_INDIRECT) ? pick(g, 3) : 0;
     for (int i = 0; i < nix; i++) {
         GObj *o = new_obj(g, O_IXUF, "ix");
-        o->nd = has(g, GEN_RAGGED) && chance(g, 30) ? 2 : 1;
+        o->nd = has(g, GEN_RAGGED) && has(g, GEN_UFRAGGED) && chance(g, 30) ? 2 : 1;
         o->d[0].e = dense_ext(g);
         if (o->nd == 2)
             o->d[1].e = dim_ext(g, o, 1);
@@ -341,6 +351,7 @@ static void gen_inputs(G *g) {
             o->d[k].e = dim_ext(g, o, k);
             o->d[k].pad = pad_of(g);
         }
+        drop_ragged_pads(g, o);
     }
 }
 
@@ -763,6 +774,7 @@ static void gen_axes(G *g, GObj *o) {
             o->d[k].pad = pad_of(g);
         }
     }
+    drop_ragged_pads(g, o);
     g->nv = 0;
     g->nred = 0;
     for (int k = 0; k < o->nd; k++)

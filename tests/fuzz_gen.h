@@ -25,7 +25,9 @@ enum {
     GEN_SELECT = 1 << 11,  /* select(c, a, b) and comparisons */
     GEN_COND = 1 << 12,    /* `if P then A else B` bodies, guarded reads */
     GEN_SCHED = 1 << 13,   /* random schedules (fuzz_sched.c's step generator) */
-    GEN_FEATURE_COUNT = 14
+    GEN_UFRAGGED = 1 << 14, /* index UFs with ragged domains (with indirect, ragged) */
+    GEN_PADRAGGED = 1 << 15, /* `pad` on the dimensions of ragged tensors (with pad, ragged) */
+    GEN_FEATURE_COUNT = 16
 };
 
 /* The feature names, parallel to the bits ("zero", "dtypes", ...). */
