@@ -275,8 +275,8 @@ static void failure_message(const char *text, char *buf, size_t n) {
     }
 }
 
-/* The message with the program's name, locations, quoted names and numbers
- * elided, so failures of one kind share it. */
+/* The message with the program's name, locations, quoted names, bracketed
+ * indices and numbers elided, so failures of one kind share it. */
 static void normalize(const char *msg, char *out, size_t n) {
     size_t o = 0;
     const char *g = strstr(msg, "gen_s");
@@ -290,6 +290,15 @@ static void normalize(const char *msg, char *out, size_t n) {
             const char *e = strchr(s + 1, '\'');
             if (e && e - s < 40) {
                 out[o++] = '*';
+                s = e + 1;
+                continue;
+            }
+        }
+        if (*s == '[') { /* ix0_start1[1 * N], at [2, 0] */
+            const char *e = strchr(s, ']');
+            if (e && e - s < 40 && o + 3 < n - 1) {
+                memcpy(out + o, "[*]", 3);
+                o += 3;
                 s = e + 1;
                 continue;
             }
