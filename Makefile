@@ -150,6 +150,12 @@ clean:
 golden-update: all
 	@BUILD=$(BUILD) GOLDEN_UPDATE=1 sh tests/suite_golden.sh
 
+# Rewrites bench/programs/*.rv, the benchmark kernels' programs as files,
+# from bench/kernel_sources.c; test_kernels checks they match. Review the diff.
+.PHONY: bench-programs
+bench-programs: $(BUILD)/tests/test_kernels
+	$(BUILD)/tests/test_kernels --write-programs
+
 format:
 	clang-format -i $(LIB_SRC) $(TOOL_SRC) $(TEST_SRC) $(wildcard include/*.h src/*/*.h tests/*.h)
 
