@@ -305,8 +305,11 @@ rv_status rv_interp_run(const rv_module *m, rv_bindings *b);
  *     rv_program_free(p);
  *
  * The module must not gain tensors while a program compiled from it is in
- * use, and a program runs on one thread at a time (its kernels use the
- * thread pool). */
+ * use, must outlive it, and a program runs on one thread at a time (its
+ * kernels use the thread pool). Compiling leaves the module as it was: the
+ * lowering's IR is freed when the compile ends and a program holds only
+ * what its runs need, so one process may compile a module any number of
+ * times (a tuner's candidates) in bounded memory. */
 typedef struct rv_program rv_program;
 
 /* Where the kernels run. RV_TARGET_CUDA: each kernel is CUDA C compiled

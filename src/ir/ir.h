@@ -353,6 +353,39 @@ int ir_op_inputs(const Op *op, Tensor ***out);
 /* Computes that no later operation reads: the program's outputs. */
 bool ir_tensor_is_output(const Module *m, const Tensor *t);
 
+/* ---- scope.c: the IR of one compilation, dropped when it ends ---- */
+
+/* Between ir_scope_begin and ir_scope_end every allocation through the
+ * module (m->arena: expressions, axes, buffers, schedule stages, loop IR,
+ * kernels) goes to the scope's arena, and ir_scope_end frees it, takes
+ * the scope's expressions out of the hash-cons table and resets the id
+ * counters: the module is as it was. Nothing made in the scope may be used
+ * after it ends except what IrKeep copied out. Scopes nest. */
+typedef struct IrScope {
+    Module *m;
+    Arena *arena; /* the scope's */
+    Arena *outer; /* m->arena before the scope */
+    int n_exprs, n_axes, n_buffers, n_dims; /* the counters at the start */
+} IrScope;
+void ir_scope_begin(Module *m, IrScope *s);
+void ir_scope_end(IrScope *s);
+
+/* Copies of the scope's objects that outlive it, in `arena`: an
+ * expression, buffer (with its size and storage order) or anything they
+ * reference that was made in the scope is copied once (shared structure
+ * stays shared; the copies are not hash-consed and are only evaluated),
+ * what was made before the scope is returned as is. Use before
+ * ir_scope_end. */
+typedef struct IrKeep {
+    const IrScope *s;
+    Arena *arena;
+    PtrMap copies; /* scope object -> its copy */
+} IrKeep;
+void ir_keep_init(IrKeep *k, const IrScope *s, Arena *arena);
+void ir_keep_free(IrKeep *k);
+Expr *ir_keep_expr(IrKeep *k, Expr *e);
+Buffer *ir_keep_buffer(IrKeep *k, Buffer *b);
+
 /* ---- extern.c: registered extern kernels ---- */
 /* (declared above with ExternKernel) */
 
