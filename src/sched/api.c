@@ -1,15 +1,23 @@
 /*
  * api.c — the public entry points of schedules (include/ravel.h).
+ *
+ * Both build the module's schedule to inspect it and drop it: they run in
+ * an IR scope (src/ir/scope.c), so the stages and expressions they build
+ * are freed on return and the module is as it was, however often a tuner
+ * or a fuzzer asks.
  */
 #include "sched/sched.h"
 
 rv_status rv_module_check_schedule(rv_module *m) {
     if (!m)
         return base_error(RV_ERR_ARG, "rv_module_check_schedule: module is NULL");
+    IrScope scope;
+    ir_scope_begin(m, &scope);
     Schedule *s;
     rv_status st = sched_from_module(m, &s);
     if (st == RV_OK)
         sched_free(s);
+    ir_scope_end(&scope);
     return st;
 }
 
@@ -18,15 +26,20 @@ char *rv_module_schedule_trace(rv_module *m) {
         base_error(RV_ERR_ARG, "rv_module_schedule_trace: module is NULL");
         return NULL;
     }
+    IrScope scope;
+    ir_scope_begin(m, &scope);
     Schedule *s;
-    if (sched_from_module(m, &s) != RV_OK)
-        return NULL;
-    Buf b = {0};
-    buf_puts(&b, buf_str(&s->trace));
-    for (int i = 0; i < s->stages.len; i++) {
-        buf_puts(&b, "# ");
-        sched_print_stage(&b, s->stages.data[i]);
+    char *trace = NULL;
+    if (sched_from_module(m, &s) == RV_OK) {
+        Buf b = {0};
+        buf_puts(&b, buf_str(&s->trace));
+        for (int i = 0; i < s->stages.len; i++) {
+            buf_puts(&b, "# ");
+            sched_print_stage(&b, s->stages.data[i]);
+        }
+        sched_free(s);
+        trace = buf_take(&b);
     }
-    sched_free(s);
-    return buf_take(&b);
+    ir_scope_end(&scope);
+    return trace;
 }

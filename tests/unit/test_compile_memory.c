@@ -14,6 +14,8 @@
  *     sanitizer build) do not grow between compile 100 and compile 2,000
  *     beyond a slack far below one compilation's IR: no growth
  *     proportional to the count.
+ * Checking and tracing the schedule (which build it and drop it) leave the
+ * module unchanged too.
  */
 #include <malloc.h>
 #include <unistd.h>
@@ -114,6 +116,30 @@ static void test_compile_2000_times(void) {
     rv_module_free(m);
 }
 
+/* Checking a schedule and tracing it build the schedule and drop it. */
+static void test_check_schedule_2000_times(void) {
+    rv_module *m = NULL;
+    CHECK_EQ_INT(rv_module_parse("ragged_softmax.rv", program, &m), RV_OK);
+    if (!m)
+        return;
+    int n_exprs = m->n_exprs, table_len = m->table_len, n_axes = m->n_axes;
+    size_t warm = 0;
+    int moved = 0, failed = 0;
+    for (int i = 1; i <= 2000; i++) {
+        failed += rv_module_check_schedule(m) != RV_OK;
+        char *trace = rv_module_schedule_trace(m);
+        failed += !trace || !strstr(trace, "# stage M");
+        rv_free(trace);
+        moved += m->n_exprs != n_exprs || m->table_len != table_len || m->n_axes != n_axes;
+        if (i == 100)
+            warm = heap_bytes();
+    }
+    CHECK_EQ_INT(failed, 0);
+    CHECK_EQ_INT(moved, 0);
+    CHECK((double)heap_bytes() - (double)warm < 64 * 1024);
+    rv_module_free(m);
+}
+
 int main(void) {
     snprintf(cache_dir, sizeof cache_dir, "/tmp/ravel-test-memory-XXXXXX");
     if (!mkdtemp(cache_dir)) {
@@ -121,6 +147,7 @@ int main(void) {
         return 1;
     }
     RUN(test_compile_2000_times);
+    RUN(test_check_schedule_2000_times);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", cache_dir);
     if (system(cmd) != 0)
