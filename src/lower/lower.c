@@ -40,9 +40,12 @@
  * already prove becomes `if !ok: fail N` before the use, with the read at
  * offset 0 or the division by 1 where it fails, so a kernel never reads
  * out of bounds nor traps. The simplifier drops the checks that the loop
- * context proves (all of them in the examples). Extents and predicates
- * the schedule evaluates are not checked here: the host computes the
- * layouts before any kernel runs, and ravel check proves UF arguments.
+ * context proves (all of them in the examples). A conditional's predicate
+ * is checked like a value, a nested reduction's extents before their
+ * loops. Indices and extents the schedule itself evaluates (its loops'
+ * bounds, regions, the prelude) get only the safe offset or divisor: the
+ * host computes the layouts before any kernel runs, and ravel check
+ * proves the UF arguments it can.
  *
  * Every kernel takes all sizes of the module, then the UF arrays, tensor
  * buffers and AUX arrays it uses, in that order. lower_pipeline then runs
@@ -234,13 +237,12 @@ static Expr *lower_reduce(ExprCtx *x, Expr *e) {
     int n = e->u.red.naxes;
     Axis *vars[RV_MAX_DIMS];
     Expr *exts[RV_MAX_DIMS];
+    Stmt *checks[RV_MAX_DIMS]; /* extents have no reductions, but may have checks */
     for (int i = 0; i < n; i++) {
         Axis *ax = e->u.red.axes[i];
         ExprCtx ex = {c, {0}, NULL, RV_OK, x->checked};
         exts[i] = lower_expr(&ex, ax->extent);
-        /* extents have no reductions, but may have checks: run them first */
-        for (int k = 0; k < ex.pre.len; k++)
-            vec_push(&x->pre, ex.pre.data[k]);
+        checks[i] = lower_seq(m, ex.pre.len, ex.pre.data);
         vec_free(&ex.pre);
         if (!exts[i]) {
             x->st = ex.st;
@@ -259,8 +261,12 @@ static Expr *lower_reduce(ExprCtx *x, Expr *e) {
     vec_push(&inner.pre, reduce_update(m, rk, acc, zero, arg, vars[0]->var, v));
     Stmt *body = lower_seq(m, inner.pre.len, inner.pre.data);
     vec_free(&inner.pre);
-    for (int i = n - 1; i >= 0; i--)
-        body = lower_for(m, vars[i], exts[i], LOOP_SERIAL, body);
+    /* an extent's checks run right before its loop, inside the loops of
+     * the axes it may use */
+    for (int i = n - 1; i >= 0; i--) {
+        Stmt *both[2] = {checks[i], lower_for(m, vars[i], exts[i], LOOP_SERIAL, body)};
+        body = lower_seq(m, 2, both);
+    }
     vec_push(&x->pre, lower_store(m, acc, zero, reduce_init(m, rk, vt)));
     if (arg)
         vec_push(&x->pre, lower_store(m, arg, zero, ir_int(m, -1)));
