@@ -44,8 +44,9 @@
 
 /* Bytes a local buffer may take on the stack; larger ones use scratch. */
 #define LOCAL_STACK_BYTES (256 * 1024)
-/* IterVars per stage the nest state tracks. */
-#define MAX_IVS 64
+/* IterVars per stage the nest state tracks (the schedule checker keeps
+ * stages within it). */
+#define MAX_IVS SCHED_MAX_IVS
 
 typedef struct View {
     Buffer *buf;

@@ -1295,6 +1295,9 @@ rv_status sched_step(Schedule *s, Stage *st, const SchedStep *step, const SrcFil
                       "vectorize, unroll, bind, pad, storage_pad, compute_at, compute_inline, "
                       "cache_read, cache_write)",
                       p);
+    if (r == RV_OK && st->ivs.len > SCHED_MAX_IVS)
+        r = fail(&c, step->loc, "%s would have more than %d loop variables", st->name,
+                 SCHED_MAX_IVS);
     /* a step may replace the loop a stage is computed at */
     for (int i = 0; r == RV_OK && i < s->stages.len; i++)
         if (s->stages.data[i]->attach == ATTACH_AT)

@@ -71,6 +71,9 @@ typedef enum TailMode {
 } TailMode;
 
 typedef struct IterVar IterVar;
+/* Iteration variables a stage may have (splits and fuses add them): the
+ * lowering's nest state has room for this many. */
+#define SCHED_MAX_IVS 64
 struct IterVar {
     const char *name;
     IterRel rel;
