@@ -58,8 +58,9 @@
 
 /* Bytes a local buffer may take on the stack; larger ones use scratch. */
 #define LOCAL_STACK_BYTES (256 * 1024)
-/* IterVars per stage the nest state tracks. */
-#define MAX_IVS 64
+/* IterVars per stage the nest state tracks (the schedule checker keeps
+ * stages within it). */
+#define MAX_IVS SCHED_MAX_IVS
 
 typedef struct View {
     Buffer *buf;
@@ -1168,17 +1169,38 @@ static bool infer_region(LowerCtx *c, Nest *n, Stage *p, bool clip, Range *reg) 
 static Stmt *stage_nest(LowerCtx *c, Stage *st, Expr *const *origin, Expr *const *ext,
                         const View *view);
 
-static Stmt *sched_error(LowerCtx *c, const char *fmt, ...) RV_PRINTF(2, 3);
-static Stmt *sched_error(LowerCtx *c, const char *fmt, ...) {
+/* A schedule error; about stage p computed at a loop (p may be NULL), it
+ * is located at the step that placed p (`ravel check` lowers the schedule
+ * and reports it there: only bounds inference can tell). */
+static Stmt *schedule_verror(LowerCtx *c, const Stage *p, const char *fmt, va_list ap) {
     if (c->st != RV_OK)
         return NULL;
     Buf b = {0};
+    buf_vprintf(&b, fmt, ap);
+    if (p && p->at_step)
+        c->st = base_diag(RV_ERR_SCHEDULE, p->at_src ? p->at_src : c->m->src, p->at_step->loc,
+                          "%s: %s", p->at_step->prim, buf_str(&b));
+    else
+        c->st = base_error(RV_ERR_SCHEDULE, "%s", buf_str(&b));
+    buf_free(&b);
+    return NULL;
+}
+
+static Stmt *sched_error(LowerCtx *c, const char *fmt, ...) RV_PRINTF(2, 3);
+static Stmt *sched_error(LowerCtx *c, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    buf_vprintf(&b, fmt, ap);
+    schedule_verror(c, NULL, fmt, ap);
     va_end(ap);
-    c->st = base_error(RV_ERR_SCHEDULE, "%s", buf_str(&b));
-    buf_free(&b);
+    return NULL;
+}
+
+static Stmt *stage_error(LowerCtx *c, const Stage *p, const char *fmt, ...) RV_PRINTF(3, 4);
+static Stmt *stage_error(LowerCtx *c, const Stage *p, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    schedule_verror(c, p, fmt, ap);
+    va_end(ap);
     return NULL;
 }
 
@@ -1198,21 +1220,34 @@ static bool provably_lt(LowerCtx *c, Expr *a, Expr *b) {
     return ir_is_const_int(t, &v) && v;
 }
 
+/* Is index d of a read of a tensor or UF (its axes, the read's indices)
+ * inside its extent for every element of the tile? An extent over outer
+ * axes (l < len[b]) is taken at the read's outer indices, at its least
+ * over the tile. */
+static bool index_inside(PadReads *pr, Axis *const *axes, Expr *const *args, int d) {
+    Module *m = pr->c->m;
+    if (!axes[d]->extent)
+        return false;
+    PtrMap at = {0};
+    for (int j = 0; j < d; j++)
+        ptrmap_put(&at, axes[j], args[j]);
+    Expr *ext = ir_substitute(m, axes[d]->extent, &at);
+    ptrmap_free(&at);
+    Range r, e;
+    return ext && lower_bounds_range(m, args[d], pr->vary, false, &r) &&
+           lower_bounds_range(m, ext, pr->vary, false, &e) &&
+           provably_lt(pr->c, ir_int(m, -1), r.lo) && provably_lt(pr->c, r.hi, e.lo);
+}
+
 static void pad_reads_fn(const Expr *e, void *ctx) {
     PadReads *pr = ctx;
     if (pr->bad)
         return;
     if (e->kind == EX_UFCALL) {
         /* a UF indexed past the end of the tile would be read out of range */
-        Module *m = pr->c->m;
-        for (int d = 0; d < e->n && !pr->bad; d++) {
-            Range r;
-            Expr *ext = e->u.uf->args[d]->extent;
-            Expr *full = ext ? lower_index(pr->c, ext) : NULL;
-            if (!full || !lower_bounds_range(m, e->args[d], pr->vary, false, &r) ||
-                !provably_lt(pr->c, ir_int(m, -1), r.lo) || !provably_lt(pr->c, r.hi, full))
+        for (int d = 0; d < e->n && !pr->bad; d++)
+            if (!index_inside(pr, e->u.uf->args, e->args, d))
                 pr->bad = e->u.uf->name;
-        }
         return;
     }
     if (e->kind != EX_READ)
@@ -1221,15 +1256,9 @@ static void pad_reads_fn(const Expr *e, void *ctx) {
     if (src && src->kind == STAGE_CACHE_READ && src->local_pad && src->attach == ATTACH_AT &&
         src->at == pr->p)
         return;
-    Module *m = pr->c->m;
-    for (int d = 0; d < e->n && !pr->bad; d++) {
-        Range r;
-        Expr *ext = e->u.tensor->axes[d]->extent;
-        Expr *full = ext ? lower_index(pr->c, ext) : NULL;
-        if (!full || !lower_bounds_range(m, e->args[d], pr->vary, false, &r) ||
-            !provably_lt(pr->c, ir_int(m, -1), r.lo) || !provably_lt(pr->c, r.hi, full))
+    for (int d = 0; d < e->n && !pr->bad; d++)
+        if (!index_inside(pr, e->u.tensor->axes, e->args, d))
             pr->bad = e->u.tensor->name;
-    }
 }
 
 static const char *padded_reads_outside(LowerCtx *c, const Stage *p, Expr *const *origin,
@@ -1266,7 +1295,7 @@ static Stmt *attach_one(LowerCtx *c, Nest *n, Stage *p, Stmt *rest_placeholder, 
             return NULL;
         if (!have) {
             if (p->local_pad)
-                return sched_error(c, "cannot bound the tile of %s that %s reads", p->name,
+                return stage_error(c, p, "cannot bound the tile of %s that %s reads", p->name,
                                    n->st->name);
             /* the whole tensor */
             origin[d] = ir_int(m, 0);
@@ -1291,7 +1320,7 @@ static Stmt *attach_one(LowerCtx *c, Nest *n, Stage *p, Stmt *rest_placeholder, 
         ub = ub ? simp(c, ub) : NULL;
         if (!ub || !sizes_only(ub)) {
             if (p->local_pad || !sizes_only(full))
-                return sched_error(c, "cannot bound the tile of %s that %s reads", p->name,
+                return stage_error(c, p, "cannot bound the tile of %s that %s reads", p->name,
                                    n->st->name);
             ub = full;
         } else if (!p->local_pad) {
@@ -1319,7 +1348,7 @@ static Stmt *attach_one(LowerCtx *c, Nest *n, Stage *p, Stmt *rest_placeholder, 
     if (p->local_pad && p->kind != STAGE_CACHE_READ) {
         const char *bad = padded_reads_outside(c, p, origin, ext);
         if (bad)
-            return sched_error(c,
+            return stage_error(c, p,
                                "%s computes whole tiles (pad=1), which would read %s outside its "
                                "bounds; add `cache_read(%s, pad=1)` to the schedule of %s and "
                                "compute it at a loop of %s",

@@ -3,15 +3,7 @@
  */
 #include "sched/sched.h"
 
-rv_status rv_module_check_schedule(rv_module *m) {
-    if (!m)
-        return base_error(RV_ERR_ARG, "rv_module_check_schedule: module is NULL");
-    Schedule *s;
-    rv_status st = sched_from_module(m, &s);
-    if (st == RV_OK)
-        sched_free(s);
-    return st;
-}
+/* rv_module_check_schedule: src/lower/check.c (it lowers the schedule) */
 
 char *rv_module_schedule_trace(rv_module *m) {
     if (!m) {

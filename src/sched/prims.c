@@ -693,13 +693,14 @@ static rv_status check_at_loop(Ctx *c, const Stage *q) {
  * through other stages computed there). Several readers are fine: the
  * region is their union (layernorm's row mean, read by the variance and
  * the output). Checked once every block is applied, so the order of the
- * compute_at steps does not matter; c->step is q's placement. */
-static rv_status check_readers(Ctx *c, const Stage *q) {
-    SrcLoc loc = c->step->loc;
+ * compute_at steps does not matter; an error is located at the later of
+ * the two placements in conflict (q's, or that of the reader's stage
+ * computed in h). */
+static rv_status check_readers(Schedule *s, const Stage *q) {
     const Stage *h = q->at;
     int at = q->at_iv ? leaf_index(h, q->at_iv) : -1;
-    for (int i = 0; i < c->s->stages.len; i++) {
-        const Stage *r = c->s->stages.data[i];
+    for (int i = 0; i < s->stages.len; i++) {
+        const Stage *r = s->stages.data[i];
         if (r->t == q->t || r->attach == ATTACH_INLINE || !sched_stage_reads_tensor(r, q->t))
             continue;
         const Stage *w = r, *last = NULL;
@@ -707,13 +708,16 @@ static rv_status check_readers(Ctx *c, const Stage *q) {
             last = w;
             w = w->at;
         }
+        const Stage *by = last && last->at_seq > q->at_seq ? last : q;
+        Ctx c = {s, by->at, by->at_step, by->at_src};
+        SrcLoc loc = by->at_step->loc;
         if (w != h)
-            return fail(c, loc,
+            return fail(&c, loc,
                         "%s is read by %s, which is not computed inside %s; a stage computed at "
                         "a loop of %s can only be read there",
                         q->name, r->name, h->name, h->name);
         if (last && (last->at_iv ? leaf_index(h, last->at_iv) : -1) < at)
-            return fail(c, loc,
+            return fail(&c, loc,
                         "%s is read by %s, which is computed at %s of %s, outside loop %s where %s "
                         "is computed",
                         q->name, r->name, last->at_iv ? last->at_iv->name : "the top", h->name,
@@ -727,8 +731,7 @@ rv_status sched_check_placements(Schedule *s) {
         Stage *q = s->stages.data[i];
         if (q->attach != ATTACH_AT)
             continue;
-        Ctx c = {s, q->at, q->at_step, q->at_src};
-        rv_status r = check_readers(&c, q);
+        rv_status r = check_readers(s, q);
         if (r != RV_OK)
             return r;
     }
@@ -789,6 +792,7 @@ static rv_status prim_compute_at(Ctx *c) {
     p->at_iv = v;
     p->at_step = c->step;
     p->at_src = c->src;
+    p->at_seq = c->s->nsteps;
     return RV_OK;
 }
 
@@ -1149,6 +1153,7 @@ static rv_status prim_cache_read(Ctx *c) {
     l->attach = ATTACH_AT;
     l->at_step = c->step;
     l->at_src = c->src;
+    l->at_seq = c->s->nsteps;
     l->at = st;
     insert_before(c->s, l, st);
     return RV_OK;
@@ -1273,6 +1278,7 @@ static rv_status prim_cache_write(Ctx *c) {
     l->attach = ATTACH_AT;
     l->at_step = c->step;
     l->at_src = c->src;
+    l->at_seq = c->s->nsteps;
     l->at = st;
     insert_before(c->s, l, st);
     return RV_OK;
@@ -1343,11 +1349,15 @@ rv_status sched_step(Schedule *s, Stage *st, const SchedStep *step, const SrcFil
                       "vectorize, unroll, bind, pad, storage_pad, compute_at, compute_inline, "
                       "cache_read, cache_write)",
                       p);
+    if (r == RV_OK && st->ivs.len > SCHED_MAX_IVS)
+        r = fail(&c, step->loc, "%s would have more than %d loop variables", st->name,
+                 SCHED_MAX_IVS);
     /* a step may replace the loop a stage is computed at */
     for (int i = 0; r == RV_OK && i < s->stages.len; i++)
         if (s->stages.data[i]->attach == ATTACH_AT)
             r = check_at_loop(&c, s->stages.data[i]);
     if (r == RV_OK)
         trace_step(&s->trace, step);
+    s->nsteps++;
     return r;
 }
