@@ -1122,6 +1122,14 @@ static rv_status prim_cache_read(Ctx *c) {
         return fail(c, loc, "%s is inlined", st->name);
     if (is_ragged(x))
         return fail(c, a->loc, "%s is ragged; caching it is not supported yet", x->name);
+    /* the copy starts at the top of st's nest: a producer computed at a
+     * loop of st would be read before it is computed */
+    Stage *xp = sched_stage_of(c->s, x);
+    if (xp && xp->attach == ATTACH_AT && xp->at == st && xp->at_iv)
+        return fail(c, loc,
+                    "%s is computed at loop %s of %s; cache_read(%s) must come before that "
+                    "compute_at",
+                    x->name, xp->at_iv->name, st->name, x->name);
     const char *name = c->step->outs[0];
     bool local_pad = false;
     int64_t align = 1;
@@ -1233,6 +1241,16 @@ static rv_status prim_cache_write(Ctx *c) {
     if (st->touched)
         return fail(c, loc, "cache_write must come before the loops of %s are transformed",
                     st->name);
+    /* the loops of st are made anew (and its reads move to the new stage,
+     * at the top of the nest) */
+    for (int i = 0; i < c->s->stages.len; i++) {
+        Stage *q = c->s->stages.data[i];
+        if (q->attach == ATTACH_AT && q->at == st && q->at_iv)
+            return fail(c, loc,
+                        "cache_write must come before stages are computed at loops of %s (%s "
+                        "is computed at loop %s)",
+                        st->name, q->name, q->at_iv->name);
+    }
     if (st->attach == ATTACH_INLINE)
         return fail(c, loc, "%s is inlined", st->name);
     if (is_ragged(st->t))
