@@ -376,6 +376,14 @@ static int same_shape(const rv_array *a, const rv_array *b) {
     return 1;
 }
 
+/* Same shape and the same values: what was drawn depends on the sizes
+ * through value ranges too (`ufun col[...] in 0..C - 1`), not only shapes. */
+static int same_array(const rv_array *a, const rv_array *b) {
+    return same_shape(a, b) &&
+           memcmp(rv_array_cdata(a), rv_array_cdata(b),
+                  (size_t)rv_array_numel(a) * rv_dtype_size(rv_array_dtype(a))) == 0;
+}
+
 static void assign_free(Assign *a) {
     rv_bindings_free(a->ref);
     for (int i = 0; i < a->nowned; i++)
@@ -423,7 +431,7 @@ static int assign_make(Program *p, Assign *a) {
         const rv_array *use = NULL;
         for (int e = 0; e < p->npool && !use; e++) {
             const rv_array *o = rv_bindings_get_array(p->pool[e].ref, names[i]);
-            if (o && same_shape(o, src))
+            if (o && same_array(o, src))
                 use = o;
         }
         if (!use) {
