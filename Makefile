@@ -29,7 +29,7 @@ TEST_SRC  := $(sort $(wildcard tests/unit/test_*.c))
 TEST_BIN  := $(TEST_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 HDRS      := $(wildcard include/*.h src/*/*.h src/*/*.def tests/*.h)
 
-.PHONY: all test asan-test demo clean format lint fuzz-sched bench deps
+.PHONY: all test asan-test demo clean format lint fuzz-sched fuzz-programs fuzz-parse bench deps
 
 all: $(BUILD)/libravel.a $(BUILD)/libravel.so $(BUILD)/ravel
 
@@ -65,10 +65,10 @@ $(BUILD)/tests/test_kernels: tests/unit/test_kernels.c bench/kernel_sources.c be
 
 # The test runner prints every suite's result and ends with "N passed, N failed".
 test: deps
-	@$(MAKE) --no-print-directory all $(TEST_BIN) $(BUILD)/fuzz_sched
+	@$(MAKE) --no-print-directory all $(TEST_BIN) $(BUILD)/fuzz_sched $(BUILD)/fuzz_programs $(BUILD)/fuzz_parse
 	@BUILD=$(BUILD) SAN=$(SAN) sh tests/run.sh
 
-test-only: all $(TEST_BIN) $(BUILD)/fuzz_sched
+test-only: all $(TEST_BIN) $(BUILD)/fuzz_sched $(BUILD)/fuzz_programs $(BUILD)/fuzz_parse
 	@BUILD=$(BUILD) SAN=$(SAN) sh tests/run.sh
 
 # The schedule fuzzer (tests/fuzz_sched.c): random schedules of every example
@@ -79,13 +79,60 @@ FUZZ_COUNT  ?= 10400
 FUZZ_JOBS   ?= 2
 FUZZ_REPROS ?= $(BUILD)/fuzz_repros
 
-$(BUILD)/fuzz_sched: tests/fuzz_sched.c $(BUILD)/libravel.a
+$(BUILD)/fuzz_sched: tests/fuzz_sched.c tests/fuzz_common.c tests/fuzz_common.h $(BUILD)/libravel.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -rdynamic -o $@ $< $(BUILD)/libravel.a $(LDFLAGS) $(LDLIBS)
+	$(CC) $(CFLAGS) -Itests -rdynamic -o $@ $< tests/fuzz_common.c $(BUILD)/libravel.a $(LDFLAGS) $(LDLIBS)
+
+# The program fuzzer (tests/fuzz_programs.c): random programs (tests/fuzz_gen.c)
+# with random schedules checked against the interpreter. tests/suite_fuzz_programs.sh
+# runs a bounded number over the features that pass; `make fuzz-programs` runs
+# FUZZ_COUNT programs over FUZZ_FEATURES (reproducers go to FUZZ_PROGRAM_REPROS).
+FUZZ_FEATURES       ?= all
+FUZZ_PROGRAM_REPROS ?= $(BUILD)/fuzz_program_repros
+
+$(BUILD)/fuzz_programs: tests/fuzz_programs.c tests/fuzz_gen.c tests/fuzz_gen.h tests/fuzz_common.c \
+                        tests/fuzz_common.h $(BUILD)/libravel.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Itests -rdynamic -o $@ $< tests/fuzz_gen.c tests/fuzz_common.c $(BUILD)/libravel.a \
+	  $(LDFLAGS) $(LDLIBS)
+
+fuzz-programs: $(BUILD)/fuzz_programs
+	$(BUILD)/fuzz_programs --seed $(FUZZ_SEED) --count $(FUZZ_COUNT) --jobs $(FUZZ_JOBS) \
+	  --features $(FUZZ_FEATURES) --repro-dir $(FUZZ_PROGRAM_REPROS)
 
 fuzz-sched: $(BUILD)/fuzz_sched
 	$(BUILD)/fuzz_sched --seed $(FUZZ_SEED) --count $(FUZZ_COUNT) --jobs $(FUZZ_JOBS) \
 	  --repro-dir $(FUZZ_REPROS)
+
+# The parse/print fuzzer (tests/fuzz_parse.c): arbitrary bytes through the
+# front end, the verifier, the schedule checker and a print/parse/print
+# round trip. `make test` replays its seed corpus (tests/fuzz_parse/, where
+# every input it found a bug with is kept) and the repository's programs
+# through a normal build ($(BUILD)/fuzz_parse, tests/suite_fuzz_parse.sh);
+# `make fuzz-parse` runs libFuzzer for FUZZ_PARSE_SECONDS (clang, installed
+# then by `tools/install-deps.sh clang`): new inputs go to
+# $(FUZZ_PARSE_DIR)/corpus, failing ones to $(FUZZ_PARSE_DIR)/crashes.
+FUZZ_PARSE_SECONDS ?= 300
+FUZZ_PARSE_DIR     ?= build-fuzz
+
+$(BUILD)/fuzz_parse: tests/fuzz_parse.c $(BUILD)/libravel.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libravel.a $(LDFLAGS) $(LDLIBS)
+
+$(FUZZ_PARSE_DIR)/fuzz_parse: tests/fuzz_parse.c $(LIB_SRC) $(HDRS)
+	@mkdir -p $(dir $@)
+	clang -std=c11 -O1 -g -D_GNU_SOURCE -Iinclude -Isrc -DRV_LIBFUZZER \
+	  -DRAVEL_INCLUDE_DIR_DEFAULT='"$(CURDIR)/include"' \
+	  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+	  -o $@ tests/fuzz_parse.c $(LIB_SRC) $(LDLIBS)
+
+fuzz-parse:
+	@sh tools/install-deps.sh clang
+	@$(MAKE) --no-print-directory $(FUZZ_PARSE_DIR)/fuzz_parse
+	@mkdir -p $(FUZZ_PARSE_DIR)/corpus $(FUZZ_PARSE_DIR)/crashes
+	$(FUZZ_PARSE_DIR)/fuzz_parse -max_total_time=$(FUZZ_PARSE_SECONDS) -max_len=4096 \
+	  -timeout=10 -dict=tests/fuzz_parse.dict -artifact_prefix=$(FUZZ_PARSE_DIR)/crashes/ \
+	  $(FUZZ_PARSE_DIR)/corpus tests/fuzz_parse examples tests/error tests/regress
 
 asan-test:
 	$(MAKE) SAN=1 test
@@ -95,13 +142,19 @@ demo: deps
 	@sh tools/demo.sh $(BUILD)
 
 clean:
-	rm -rf build build-asan
+	rm -rf build build-asan build-fuzz
 
 # Regenerates the golden files (tests/golden/NAME.lower.txt and NAME.c) after
 # an intended change; tests/suite_golden.sh compares them. Review the diff.
 .PHONY: golden-update
 golden-update: all
 	@BUILD=$(BUILD) GOLDEN_UPDATE=1 sh tests/suite_golden.sh
+
+# Rewrites bench/programs/*.rv, the benchmark kernels' programs as files,
+# from bench/kernel_sources.c; test_kernels checks they match. Review the diff.
+.PHONY: bench-programs
+bench-programs: $(BUILD)/tests/test_kernels
+	$(BUILD)/tests/test_kernels --write-programs
 
 format:
 	clang-format -i $(LIB_SRC) $(TOOL_SRC) $(TEST_SRC) $(wildcard include/*.h src/*/*.h tests/*.h)

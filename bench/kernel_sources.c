@@ -6,6 +6,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 typedef struct SrcText {
     char *s;
@@ -306,4 +307,114 @@ bool rk_source(RavelKernelKind kind, int batch, int n, int k, int variant, char 
         return false;
     }
     return !src.overflow;
+}
+
+/* ---- bench/programs/ ---- */
+
+/* The dense programs at the first shape of bench_dense (BERT's fused QKV
+ * projection, W [2304, 768]) and, for the 8-row stream tile, at K = 3072;
+ * dense + bias + gelu at the FFN's first half (W [3072, 768], as
+ * examples/dense_gelu.rv); bmm at the T where bench_bmm picks each
+ * variant; SGEMM without and with the packing of W. */
+const RkProgram rk_programs[] = {
+    {"dense_stream.rv", RK_DENSE, 0, 2304, 768, RK_VARIANT_STREAM,
+     "Few rows (bench: M * K <= 64Ki floats or M <= 48). X is transposed once,\n"
+     "at the top of the kernel, into a k-major copy XL (compute_at(XL); a\n"
+     "blocked transpose, parallel over blocks of k). Then per panel of 24\n"
+     "rows of W (parallel) and block of 16 rows of X, a 16 x 24 tile of Y^T\n"
+     "in registers (YL, layout \"j, i\"):\n"
+     "X's 16 rows are the vector lanes, W's 24 values are broadcast from\n"
+     "memory by the FMAs, k unrolled by 8. Each panel of W is read from\n"
+     "memory once; the copy of X is re-read per panel, hence few rows."},
+    {"dense_stream_k3072.rv", RK_DENSE, 0, 768, 3072, RK_VARIANT_STREAM,
+     "The stream schedule (dense_stream.rv) when W's rows are a multiple of\n"
+     "4 KiB apart (K = 3072: 12 KiB): its tile has 8 rows of W, not 24, as\n"
+     "24 such rows all map to one 12-way L1 set and evict each other."},
+    {"dense_kblock.rv", RK_DENSE, 0, 2304, 768, RK_VARIANT_KBLOCK,
+     "Middle row counts (bench: M <= 208, M <= 384 when K > 1024). Per panel\n"
+     "of 64 rows of W (parallel) and block of 256 values of k, the block of\n"
+     "the panel is packed k-major (WL, 16 x 16 blocks transposed in\n"
+     "registers; 64 KiB), then each 6-row tile adds its products over the\n"
+     "block to the panel's M x 64 sums YL (the k blocks are outside the row\n"
+     "tiles, so YL accumulates in place; the lowering's promote pass keeps\n"
+     "each 6 x 64 tile in registers across the block)."},
+    {"dense_packed.rv", RK_DENSE, 0, 2304, 768, RK_VARIANT_PACKED,
+     "Many rows (above kblock's range, where its M x 256 block of X leaves\n"
+     "L2). Per panel of 64 rows of W (parallel), the panel is packed k-major\n"
+     "once (WL, a blocked transpose: 16 values of k of one row, then the next\n"
+     "row); each 6-row tile of Y keeps its 6 x 64 sums in registers (YL,\n"
+     "24 vector accumulators) while k runs outside the tile, broadcasting X\n"
+     "against four 16-lane vectors of WL per row."},
+    {"dense_bias_gelu_stream.rv", RK_DENSE_BIAS_GELU, 0, 3072, 768, RK_VARIANT_STREAM,
+     "dense_stream.rv with the epilogue: bias and gelu are applied as the\n"
+     "tile of Y^T is written back (cache_write moves the sum into YL)."},
+    {"dense_bias_gelu_kblock.rv", RK_DENSE_BIAS_GELU, 0, 3072, 768, RK_VARIANT_KBLOCK,
+     "dense_kblock.rv with the epilogue, applied per panel as YL's finished\n"
+     "sums are written to Y, 16 lanes at a time."},
+    {"dense_bias_gelu_packed.rv", RK_DENSE_BIAS_GELU, 0, 3072, 768, RK_VARIANT_PACKED,
+     "dense_packed.rv with the epilogue, applied as each 6 x 64 tile is\n"
+     "written back, 16 lanes at a time. examples/dense_gelu.rv uses this\n"
+     "schedule."},
+    {"bmm_nt_dot.rv", RK_BMM_NT, 192, 8, 64, RK_VARIANT_DOT,
+     "Narrow outputs (bench: N <= 15). X's row i and W's row j are both\n"
+     "contiguous in k, so each output is a vector dot product over k (a lane\n"
+     "reduction: 16 partial sums, added across the lanes at the end); no\n"
+     "copy of either operand. Parallel over the batch."},
+    {"bmm_nt_bcast6x64_wt.rv", RK_BMM_NT, 192, 64, 64, RK_VARIANT_BCAST,
+     "N >= 16. The broadcast micro-kernel: 6 rows x 64 columns of Y in\n"
+     "registers (32 or 16 columns when N < 64), X's values broadcast\n"
+     "against 16-lane vectors of a k-major copy of W's 64-row panel (WL,\n"
+     "made per batch element and panel by 16 x 16 blocks transposed in\n"
+     "registers). When N is a multiple of the tile, a partial row tile runs\n"
+     "the whole tile on a zero-padded copy of X's rows (pad=1)."},
+    {"bmm_nn_bcast6x64.rv", RK_BMM_NN, 192, 64, 64, RK_VARIANT_6ROWS,
+     "The broadcast micro-kernel: 6 rows x 64 columns of Y in registers,\n"
+     "W's rows read in place (contiguous in j), parallel over the batch; a\n"
+     "partial row tile runs the whole tile on a zero-padded copy of X's rows\n"
+     "(pad=1). bench picks it or the 4-row tile, whichever pads fewer rows."},
+    {"bmm_nn_bcast4x64.rv", RK_BMM_NN, 192, 64, 64, RK_VARIANT_4ROWS,
+     "bmm_nn_bcast6x64.rv with 4-row tiles (M = 8, 16, 32, 64, ...: no\n"
+     "padding)."},
+    {"sgemm.rv", RK_SGEMM, 0, 512, 512, 0,
+     "The broadcast micro-kernel (6 x 64 tiles of Y in registers, W's rows\n"
+     "read in place), parallel over 64-column panels."},
+    {"sgemm_n2048.rv", RK_SGEMM, 0, 2048, 2048, 0,
+     "sgemm.rv for N >= 1024: each 64-column panel of W is copied into a\n"
+     "contiguous buffer (WL) once per panel, so the tile reads it\n"
+     "contiguously."},
+};
+const int rk_nprograms = (int)(sizeof rk_programs / sizeof rk_programs[0]);
+
+bool rk_program_text(const RkProgram *p, char *buf, size_t cap) {
+    static const char *const defs[RK_COUNT] = {
+        [RK_DENSE] = "dense layer Y = X W^T",
+        [RK_DENSE_BIAS_GELU] = "dense layer Y = gelu(X W^T + bias)",
+        [RK_BMM_NT] = "batched matmul Y[b] = X[b] W[b]^T",
+        [RK_BMM_NN] = "batched matmul Y[b] = X[b] W[b]",
+        [RK_SGEMM] = "matrix product Y = X W",
+    };
+    if (!p || p->kind < 0 || p->kind >= RK_COUNT || !buf || cap == 0)
+        return false;
+    char batch[32] = "";
+    if (p->batch)
+        snprintf(batch, sizeof batch, ", batch = %d", p->batch);
+    SrcText src = {.s = buf, .len = 0, .cap = cap};
+    put(&src,
+        "# bench/programs/%s — schedule \"%s\" of bench/'s\n"
+        "# %s, at N = %d, K = %d%s (M symbolic).\n"
+        "# Written by `make bench-programs` from bench/kernel_sources.c, which\n"
+        "# bench/ compiles for every shape; tests/unit/test_kernels.c checks it.\n"
+        "#\n",
+        p->file, rk_variant_name(p->kind, p->variant), defs[p->kind], p->n, p->k, batch);
+    for (const char *l = p->doc; *l;) {
+        const char *e = strchr(l, '\n');
+        int len = e ? (int)(e - l) : (int)strlen(l);
+        put(&src, "# %.*s\n", len, l);
+        l += len + (e != NULL);
+    }
+    put(&src, "\n");
+    if (src.overflow || !rk_source(p->kind, p->batch, p->n, p->k, p->variant, buf + src.len,
+                                   cap - src.len))
+        return false;
+    return true;
 }

@@ -6,7 +6,10 @@
  * K and the batch are literal numbers. bench/ravel_kernels.c compiles and
  * times these programs; tests/unit/test_kernels.c checks the same text
  * against the reference interpreter at small sizes, so what is timed is
- * what is tested.
+ * what is tested. bench/programs/ holds one program per variant at one of
+ * the benchmark's shapes (rk_programs), written from this text with a
+ * header comment (`make bench-programs`); test_kernels checks that the
+ * files are what rk_program_text gives.
  *
  * Dense kinds have three schedules, picked by M and K (the rule per T
  * until the auto-scheduler replaces it, measured on this machine's 2 MiB
@@ -63,5 +66,24 @@ const char *rk_variant_name(RavelKernelKind kind, int variant);
 /* Writes the program into buf (NUL-terminated). false when the kind or
  * variant is unknown or the text does not fit in cap bytes. */
 bool rk_source(RavelKernelKind kind, int batch, int n, int k, int variant, char *buf, size_t cap);
+
+/* A file of bench/programs/: one variant's program at one of the
+ * benchmark's shapes, for reading (and `ravel run`): the tile widths and
+ * paddings of some variants follow N and K, so a variant is a family of
+ * programs and the file is the member at that shape. */
+typedef struct RkProgram {
+    const char *file; /* the name in bench/programs/ */
+    RavelKernelKind kind;
+    int batch, n, k, variant;
+    const char *doc; /* what the schedule does, for the header comment */
+} RkProgram;
+
+extern const RkProgram rk_programs[];
+extern const int rk_nprograms;
+
+/* The text of bench/programs/p->file: a header comment (the file's
+ * origin, shape and p->doc), then rk_source's program. false as for
+ * rk_source. */
+bool rk_program_text(const RkProgram *p, char *buf, size_t cap);
 
 #endif

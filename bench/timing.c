@@ -34,11 +34,11 @@ static void fill_stats(double *t, int n, BenchStats *s) {
     s->median_ms = 1e3 * (n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]));
 }
 
-/* Times one call of fn. */
-static double time_call(BenchFn fn, void *ctx) {
-    double t0 = bench_now();
-    fn(ctx);
-    return bench_now() - t0;
+/* Times one call of the side, by its clock or bench_now(). */
+static double time_call(const BenchSide *s) {
+    double t0 = s->clock ? s->clock(s->ctx) : bench_now();
+    s->fn(s->ctx);
+    return (s->clock ? s->clock(s->ctx) : bench_now()) - t0;
 }
 
 /*
@@ -50,7 +50,7 @@ static int choose_runs(const BenchOpts *o, BenchSide *s) {
     double est = 0;
     int warm = o->warmup_runs < 2 ? 2 : o->warmup_runs;
     for (int i = 0; i < warm; i++) {
-        double t = time_call(s->fn, s->ctx);
+        double t = time_call(s);
         if (i == 1 || (i > 1 && t < est))
             est = t;
     }
@@ -87,7 +87,7 @@ void bench_sides(const BenchOpts *o, BenchSide *sides, int n) {
         }
         if (next < 0)
             break;
-        t[next][done[next]++] = time_call(sides[next].fn, sides[next].ctx);
+        t[next][done[next]++] = time_call(&sides[next]);
     }
     for (int i = 0; i < n; i++) {
         sides[i].stats = (BenchStats){0};

@@ -47,6 +47,10 @@ typedef struct {
 typedef struct {
     BenchFn fn; /* NULL: skipped, stats.runs stays 0 */
     void *ctx;
+    /* NULL: calls are timed by bench_now(); else a count of seconds of the
+     * side's own, read before and after each call (time_rv: the time its
+     * program's kernels ran, leaving out the runtime's checks) */
+    double (*clock)(void *ctx);
     BenchStats stats; /* filled by bench_sides() */
 } BenchSide;
 

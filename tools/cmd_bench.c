@@ -28,6 +28,7 @@ static const Bench benches[] = {
     {"bmm", "bench_bmm", "batched matmul, NT and NN, [192, T, 64]: OpenBLAS loop, oneDNN"},
     {"sgemm", "bench_sgemm", "square SGEMM 512..2048: OpenBLAS, oneDNN"},
     {"peak", "peak", "FP32 FMA peak and STREAM triad bandwidth"},
+    {"time", "time_rv", "kernel time of .rv programs, interleaved (FILE.rv... --size N=V)"},
     {"torch", "torch_bench.py", "the PyTorch baselines (bench/torch_bench.py)"},
 };
 

@@ -3,8 +3,13 @@
 # Library: libdlpack-dev (the DLPack header for tensor interchange).
 # The system C compiler (gcc) and make are the base and already present on
 # the machines we build on; the JIT uses `cc` at run time.
+# `install-deps.sh clang` also installs clang, which only `make fuzz-parse`
+# (libFuzzer) needs.
 set -e
 need=""
+if [ "$1" = clang ]; then
+    command -v clang >/dev/null 2>&1 || need="$need clang"
+fi
 [ -f /usr/include/dlpack/dlpack.h ] || need="$need libdlpack-dev"
 command -v cc >/dev/null 2>&1 || need="$need gcc"
 command -v python3 >/dev/null 2>&1 || need="$need python3"

@@ -23,6 +23,9 @@
  *                          tensors: packed, no padding) — the array
  *                          `ravel eval` writes and rv_program_run returns;
  *   NAME_default_ctx()     a serial rv_rt_ctx over aligned_alloc;
+ *   NAME_check_message(e)  the text of the failed run-time check e that
+ *                          _run leaves in ctx->error (ravel_rt.h: RUN-TIME
+ *                          CHECKS), numbered through the kernels;
  *   NAME_fields[]          the fields of NAME_args, for generic callers.
  *
  * Buffer sizes are the lowering's expressions (Buffer.size: sizes, UF and
@@ -634,8 +637,12 @@ static void emit_header(Aot *a, Buf *h, const char *src_name) {
     buf_printf(h,
                "/* Runs the model: checks args, runs preludes and kernels in order. ctx may\n"
                " * be NULL. Returns RV_RT_OK, RV_RT_ERR_BOUNDS or RV_RT_ERR_OOM. */\n"
-               "int32_t %s_run(const %s_args *args, struct rv_rt_ctx *ctx);\n\n",
-               N, N);
+               "int32_t %s_run(const %s_args *args, struct rv_rt_ctx *ctx);\n\n"
+               "/* After RV_RT_ERR_BOUNDS with a ctx of yours: a read out of range or a\n"
+               " * division by zero that the kernels checked, from ctx->error (NULL when\n"
+               " * the arguments were rejected before any kernel ran). */\n"
+               "const char *%s_check_message(int32_t error);\n\n",
+               N, N, N);
     buf_puts(h, "/* Elements of each array, from the sizes and UF arrays in args. */\n");
     for (int i = 0; i < a->fields.len; i++)
         if (a->fields.data[i].kind != FK_SIZE)
@@ -720,7 +727,7 @@ static void emit_ctx(Aot *a, Buf *b) {
                "    (void)ctx;\n    free(p);\n}\n\n"
                "struct rv_rt_ctx %s_default_ctx(void) {\n"
                "    struct rv_rt_ctx c = {RV_RT_ABI_VERSION, 1, %s_serial_for, %s_serial_alloc,\n"
-               "                          %s_serial_free, NULL};\n"
+               "                          %s_serial_free, NULL, 0};\n"
                "    return c;\n}\n\n"
                "/* n elements of es bytes from ctx, zeroed; NULL when out of memory. */\n"
                "static void *%s_zalloc(struct rv_rt_ctx *ctx, int64_t n, size_t es) {\n"
@@ -733,6 +740,24 @@ static void emit_ctx(Aot *a, Buf *b) {
                "    return p && (uintptr_t)p %% RV_RT_ALIGN == 0;\n}\n\n"
                "static inline int64_t %s_nonneg(int64_t v) {\n    return v < 0 ? 0 : v;\n}\n\n",
                N, N, N, N, N, N, N, N, N, N);
+}
+
+/* NAME_check_message: the text of each run-time check of the kernels
+ * (Kernel.sites), numbered through the kernels in order as _run leaves
+ * them in ctx->error. */
+static void emit_check_messages(Aot *a, Buf *b) {
+    buf_printf(b, "const char *%s_check_message(int32_t error) {\n", a->name);
+    buf_puts(b, "    static const char *const rv_sites[] = {\n        \"\",\n");
+    int n = 0;
+    for (int k = 0; k < a->n; k++)
+        for (int i = 0; i < a->ks[k]->nsites; i++, n++) {
+            buf_printf(b, "        \"kernel %s: ", a->ks[k]->name);
+            for (const char *p = a->ks[k]->sites[i]; *p; p++)
+                buf_printf(b, *p == '"' || *p == '\\' ? "\\%c" : "%c", *p);
+            buf_puts(b, "\",\n");
+        }
+    buf_printf(b,
+               "    };\n    return error > 0 && error <= %d ? rv_sites[error] : NULL;\n}\n\n", n);
 }
 
 /* Checks the buffer size expression only loads slots' UF and AUX arrays. */
@@ -789,11 +814,17 @@ static void emit_call(Aot *a, Buf *b, int k, bool prelude) {
                    "            rv_rc = RV_RT_ERR_BOUNDS;\n            goto rv_done;\n        }\n",
                    a->name, a->u->prelude_syms[k]);
     } else {
+        int first = 0; /* the kernel's sites are numbered after the earlier ones' */
+        for (int i = 0; i < k; i++)
+            first += a->ks[i]->nsites;
         buf_printf(b,
                    "        rv_rc = %s_%s(rv_sz, rv_bf, rv_ctx);\n"
                    "        if (rv_failed)\n            rv_rc = RV_RT_ERR_OOM;\n"
+                   "        if (rv_rc == RV_RT_OK && rv_ctx->error) {\n"
+                   "            rv_ctx->error += %d;\n"
+                   "            rv_rc = RV_RT_ERR_BOUNDS;\n        }\n"
                    "        if (rv_rc != RV_RT_OK)\n            goto rv_done;\n",
-                   a->name, a->u->kernel_syms[k]);
+                   a->name, a->u->kernel_syms[k], first);
     }
     buf_puts(b, "    }\n");
 }
@@ -881,10 +912,13 @@ static void emit_run(Aot *a, Buf *b) {
         const char *v = cg_name(&a->e, f->ufbuf, f->uf->name);
         buf_printf(b, "    {\n        const int64_t rv_m = %s_numel_%s(rv_args);\n", N, f->name);
         buf_printf(b, "        if (!%s && rv_m > 0)\n            return RV_RT_ERR_BOUNDS;\n", v);
+        /* the range over the whole domain, which is what the kernels
+         * assume; a range that uses the UF's arguments is checked per
+         * element by the interpreter and the JIT runtime only */
         buf_puts(b, "        const int64_t rv_lo = ");
-        put_expr(a, b, f->uf->lo);
+        put_expr(a, b, f->uf->lo_dom);
         buf_puts(b, ", rv_hi = ");
-        put_expr(a, b, f->uf->hi);
+        put_expr(a, b, f->uf->hi_dom);
         buf_printf(b,
                    ";\n        for (int64_t rv_i = 0; rv_i < rv_m; rv_i++)\n"
                    "            if (%s[rv_i] < rv_lo || %s[rv_i] > rv_hi)\n"
@@ -948,7 +982,8 @@ static void emit_run(Aot *a, Buf *b) {
         if (a->slots.data[i].kind == AS_TENSOR)
             emit_place_tensor(a, b, &a->slots.data[i]);
     /* 5. kernels */
-    buf_puts(b, "    /* 5. the kernels, in definition order */\n");
+    buf_puts(b, "    /* 5. the kernels, in definition order; a failed check stops the run */\n"
+                "    rv_ctx->error = 0;\n");
     for (int k = 0; k < a->n; k++)
         emit_call(a, b, k, false);
     /* 6. outputs not computed in place */
@@ -1032,6 +1067,7 @@ rv_status cg_c_aot(Module *m, Kernel *const *ks, int n, const CgUnit *u, const c
                 emit_copy(&a, &body, s, a.fields.data[s->field].kind == FK_INPUT);
         }
         emit_run(&a, &body);
+        emit_check_messages(&a, &body);
         emit_fields_table(&a, &body);
         for (int i = 0; i < a.fields.len; i++)
             if (ptrmap_has(&a.starts_used, &a.fields.data[i]))

@@ -659,6 +659,8 @@ static bool check_stmt(VC *vc, const Stmt *s) {
         return fail(vc, "it calls an extern kernel");
     case ST_BARRIER:
         return fail(vc, "it contains a barrier");
+    case ST_FAIL:
+        return fail(vc, "it contains a run-time check");
     default:
         RV_UNREACHABLE();
     }

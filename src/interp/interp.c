@@ -89,29 +89,6 @@ static rv_status check_shape(Interp *in, const char *what, const rv_array *a, co
     return RV_ERR_SHAPE;
 }
 
-/* The index tuple of canonical offset `off` (error messages only: O(n)). */
-static void index_of_offset(const Layout *l, int64_t off, int64_t *idx) {
-    LayoutIter it;
-    for (bool ok = ir_layout_iter_begin(l, &it); ok; ok = ir_layout_iter_next(l, &it)) {
-        if (it.rank[l->ndim] == off) {
-            memcpy(idx, it.idx, sizeof(int64_t) * (size_t)l->ndim);
-            return;
-        }
-    }
-    RV_UNREACHABLE();
-}
-
-/* Evaluates an expression over sizes (and earlier UFs), e.g. a UF bound. */
-static rv_status eval_scalar(Interp *in, const Expr *e, const char *what, int64_t *out) {
-    rv_status st = ir_eval_index(&in->env, e, 0, NULL, NULL, out);
-    if (st != RV_OK) {
-        char *prev = base_xstrdup(rv_last_error());
-        base_error(st, "%s: %s", what, prev);
-        base_free(prev);
-    }
-    return st;
-}
-
 /* ---- preparation: sizes, UFs, inputs ---- */
 
 static rv_status prepare_sizes(Interp *in, const uint64_t *seed) {
@@ -135,23 +112,68 @@ static rv_status prepare_sizes(Interp *in, const uint64_t *seed) {
     return RV_OK;
 }
 
-/* Draws a UF array: int64 values uniform in [lo, hi]. */
-static rv_status draw_ufun(Interp *in, const Ufun *f, const Layout *dom, int64_t lo, int64_t hi,
-                           uint64_t seed) {
-    if (lo > hi && dom->numel > 0)
-        return base_error(RV_ERR_BOUNDS,
-                          "ufun %s: empty value range %lld..%lld; cannot draw "
-                          "values",
-                          f->name, (long long)lo, (long long)hi);
-    rv_array *a = array_for(RV_I64, dom);
-    if (!a)
-        return base_error(RV_ERR_OOM, "ufun %s: cannot allocate %lld values", f->name,
-                          (long long)dom->numel);
+/* Does f's value range use its arguments (so it differs per element)? */
+static bool range_per_element(const Ufun *f) {
+    for (int i = 0; i < f->nargs; i++)
+        if (ir_uses_axis(f->lo, f->args[i]) || ir_uses_axis(f->hi, f->args[i]))
+            return true;
+    return false;
+}
+
+/* f's value range lo..hi at domain element idx (its arguments bound to it). */
+static rv_status range_at(Interp *in, const Ufun *f, const int64_t *idx, int64_t *lo,
+                          int64_t *hi) {
+    rv_status st = ir_eval_index(&in->env, f->lo, f->nargs, f->args, idx, lo);
+    if (st == RV_OK)
+        st = ir_eval_index(&in->env, f->hi, f->nargs, f->args, idx, hi);
+    if (st != RV_OK) {
+        char *prev = base_xstrdup(rv_last_error());
+        base_error(st, "ufun %s: %s", f->name, prev);
+        base_free(prev);
+    }
+    return st;
+}
+
+/* "ufun f: f[2, 1] = 9 outside declared range 0..1" or, when the range
+ * is empty there, "... empty value range 0..-1 at f[0]; cannot draw". */
+static rv_status range_error(const Ufun *f, const Layout *dom, const int64_t *idx,
+                             const int64_t *v, int64_t lo, int64_t hi) {
+    Buf b = {0};
+    ir_layout_format_index(&b, dom->ndim, idx);
+    if (v)
+        base_error(RV_ERR_BOUNDS, "ufun %s: %s%s = %lld outside declared range %lld..%lld",
+                   f->name, f->name, buf_str(&b), (long long)*v, (long long)lo, (long long)hi);
+    else
+        base_error(RV_ERR_BOUNDS,
+                   "ufun %s: empty value range %lld..%lld at %s%s; cannot draw values", f->name,
+                   (long long)lo, (long long)hi, f->name, buf_str(&b));
+    buf_free(&b);
+    return RV_ERR_BOUNDS;
+}
+
+/* Draws (when `draw`) or checks the values v[] of f over its domain, each
+ * in the range at its element: uniform draws in [lo, hi] in canonical
+ * order, so a range without arguments draws as it always has. */
+static rv_status fill_or_check_ufun(Interp *in, const Ufun *f, const Layout *dom, int64_t *v,
+                                    bool draw, uint64_t seed) {
     Rng r = interp_rng_for(seed, f->name);
-    int64_t *v = rv_array_data(a);
-    for (int64_t i = 0; i < dom->numel; i++)
-        v[i] = interp_rng_int(&r, lo, hi);
-    interp_bindings_own_ufun(in->b, f, a);
+    bool per_element = range_per_element(f);
+    int64_t lo = 0, hi = 0;
+    rv_status st;
+    LayoutIter it;
+    bool first = true;
+    for (bool ok = ir_layout_iter_begin(dom, &it); ok; ok = ir_layout_iter_next(dom, &it)) {
+        if ((first || per_element) && (st = range_at(in, f, it.idx, &lo, &hi)) != RV_OK)
+            return st;
+        first = false;
+        int64_t *x = &v[it.rank[dom->ndim]];
+        if (draw && lo > hi)
+            return range_error(f, dom, it.idx, NULL, lo, hi);
+        if (draw)
+            *x = interp_rng_int(&r, lo, hi);
+        else if (*x < lo || *x > hi)
+            return range_error(f, dom, it.idx, x, lo, hi);
+    }
     return RV_OK;
 }
 
@@ -165,13 +187,18 @@ static rv_status prepare_ufun(Interp *in, const Ufun *f, const uint64_t *seed) {
     if ((st = ir_layout_ufun(&in->env, f, &dom)) != RV_OK)
         return st;
     in->ufl[f->id] = dom; /* released with the run */
-    int64_t lo, hi;
-    if ((st = eval_scalar(in, f->lo, what, &lo)) != RV_OK ||
-        (st = eval_scalar(in, f->hi, what, &hi)) != RV_OK)
-        return st;
     const rv_array *a = in->b->uf_arr[f->id];
-    if (!a && seed && (st = draw_ufun(in, f, dom, lo, hi, *seed)) != RV_OK)
-        return st;
+    if (!a && seed) {
+        rv_array *drawn = array_for(RV_I64, dom);
+        if (!drawn)
+            return base_error(RV_ERR_OOM, "ufun %s: cannot allocate %lld values", f->name,
+                              (long long)dom->numel);
+        if ((st = fill_or_check_ufun(in, f, dom, rv_array_data(drawn), true, *seed)) != RV_OK) {
+            rv_array_free(drawn);
+            return st;
+        }
+        interp_bindings_own_ufun(in->b, f, drawn);
+    }
     if (!(a = in->b->uf_arr[f->id]))
         return base_error(RV_ERR_ARG, "%s is not bound", what);
     rv_dtype t = rv_array_dtype(a);
@@ -183,21 +210,9 @@ static rv_status prepare_ufun(Interp *in, const Ufun *f, const uint64_t *seed) {
     int64_t *v = base_xmalloc(sizeof(int64_t) * (size_t)(dom->numel ? dom->numel : 1));
     in->ufv[f->id] = v;
     const void *data = rv_array_cdata(a);
-    for (int64_t i = 0; i < dom->numel; i++) {
+    for (int64_t i = 0; i < dom->numel; i++)
         v[i] = t == RV_I32 ? ((const int32_t *)data)[i] : ((const int64_t *)data)[i];
-        if (v[i] < lo || v[i] > hi) {
-            int64_t idx[RV_MAX_DIMS];
-            index_of_offset(dom, i, idx);
-            Buf b = {0};
-            ir_layout_format_index(&b, dom->ndim, idx);
-            base_error(RV_ERR_BOUNDS, "ufun %s: %s%s = %lld outside declared range %lld..%lld",
-                       f->name, f->name, buf_str(&b), (long long)v[i], (long long)lo,
-                       (long long)hi);
-            buf_free(&b);
-            return RV_ERR_BOUNDS;
-        }
-    }
-    return RV_OK;
+    return fill_or_check_ufun(in, f, dom, v, false, 0);
 }
 
 /* Draws an input array: floats uniform in [-1, 1), integers in [-8, 8]. */

@@ -602,6 +602,62 @@ bool ir_int_bounds(const Expr *e, int64_t *lo, int64_t *hi) {
     return ir_int_range(e, lo, hi) == IR_RANGE_KNOWN;
 }
 
+static bool uses_any_axis(const Expr *e, Axis *const *axes, int n) {
+    for (int i = 0; i < n; i++)
+        if (ir_uses_axis(e, axes[i]))
+            return true;
+    return false;
+}
+
+/* Linear operations, min/max and widening integer casts are bounded
+ * symbolically (n - 1 over n < N is at most N - 2, an expression over
+ * sizes); anything else that uses the axes falls back to a constant from
+ * ir_int_bounds. */
+Expr *ir_bound_over_axes(Module *m, Expr *e, Axis *const *axes, int n, bool upper) {
+    if (!uses_any_axis(e, axes, n))
+        return e;
+    Expr *a = NULL, *b = NULL;
+    int64_t c, lo, hi;
+    switch (e->kind) {
+    case EX_VAR: /* one of the axes: 0 <= v <= extent - 1 */
+        if (!upper)
+            return ir_const_int(m, e->dtype, 0);
+        a = e->u.axis->extent ? ir_bound_over_axes(m, e->u.axis->extent, axes, n, true) : NULL;
+        return a ? ir_binary(m, EX_SUB, a, ir_int(m, 1)) : NULL;
+    case EX_CAST:
+        if (!ir_is_int(e->dtype) || !ir_is_int(e->args[0]->dtype) ||
+            (e->dtype == RV_I32 && e->args[0]->dtype != RV_I32))
+            break; /* a narrowing cast may wrap */
+        a = ir_bound_over_axes(m, e->args[0], axes, n, upper);
+        return a ? ir_cast(m, e->dtype, a) : NULL;
+    case EX_NEG:
+        a = ir_bound_over_axes(m, e->args[0], axes, n, !upper);
+        return a ? ir_unary(m, EX_NEG, a) : NULL;
+    case EX_ADD:
+    case EX_SUB:
+    case EX_MIN:
+    case EX_MAX: /* monotone in both operands (SUB: decreasing in the second) */
+        a = ir_bound_over_axes(m, e->args[0], axes, n, upper);
+        b = ir_bound_over_axes(m, e->args[1], axes, n, e->kind == EX_SUB ? !upper : upper);
+        return a && b ? ir_binary(m, e->kind, a, b) : NULL;
+    case EX_UFCALL: /* another UF's values, over its whole domain */
+        a = upper ? e->u.uf->hi_dom : e->u.uf->lo_dom;
+        return a ? ir_cast(m, e->dtype, a) : NULL;
+    case EX_MUL:
+        for (int i = 0; i < 2; i++)
+            if (ir_is_const_int(e->args[i], &c)) {
+                a = ir_bound_over_axes(m, e->args[1 - i], axes, n, c >= 0 ? upper : !upper);
+                return a ? ir_binary(m, EX_MUL, e->args[i], a) : NULL;
+            }
+        break;
+    default:
+        break;
+    }
+    if (ir_is_int(e->dtype) && ir_int_bounds(e, &lo, &hi))
+        return ir_const_int(m, e->dtype, upper ? hi : lo);
+    return NULL;
+}
+
 /* ---- reads, UF calls, reductions ---- */
 
 /* Indices and UF arguments are i64; i32 operands get a CAST. */

@@ -121,7 +121,12 @@ struct rv_ufun {
     const char *name;
     int nargs;
     Axis **args;    /* AX_UFARG axes; extents may use earlier args */
-    Expr *lo, *hi;  /* inclusive value range, expressions over sizes */
+    Expr *lo, *hi;  /* inclusive value range, over sizes and the UF's own arguments */
+    /* The range's bounds over the whole domain, over sizes only (lo and hi
+     * themselves when they use no argument): what lowering assumes of the
+     * values and compiled code checks; the interpreter checks lo..hi per
+     * element. */
+    Expr *lo_dom, *hi_dom;
     SrcLoc loc;
     bool complete;  /* rv_ufun_end has run */
     Module *module;
@@ -308,6 +313,10 @@ bool ir_int_bounds(const Expr *e, int64_t *lo, int64_t *hi);
  * (`b < a` with `a < 1`), so it is never evaluated. */
 typedef enum IrRange { IR_RANGE_UNKNOWN, IR_RANGE_EMPTY, IR_RANGE_KNOWN } IrRange;
 IrRange ir_int_range(const Expr *e, int64_t *lo, int64_t *hi);
+/* An expression bounding e from above (upper) or below for every value of
+ * axes[0..n) within their extents, free of those axes (e itself when it
+ * uses none); NULL when unknown. */
+Expr *ir_bound_over_axes(Module *m, Expr *e, Axis *const *axes, int n, bool upper);
 /* True when `e` mentions axis `a` (memoized per call; cheap on DAGs). */
 bool ir_uses_axis(const Expr *e, const Axis *a);
 /* The coefficient of axis a in the integer expression x when x is

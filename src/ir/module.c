@@ -196,8 +196,9 @@ rv_expr *rv_ufun_arg(rv_ufun *f, int i) {
     return f && i >= 0 && i < f->nargs ? f->args[i]->var : NULL;
 }
 
-/* A UF's value range may use sizes and constants (it bounds index
- * arithmetic, so it must be an integer expression with no axes). */
+/* A UF's value range may use sizes, constants and the UF's own arguments
+ * (`ufun pred[n < N] in 0..n - 1`: a DAG's predecessors come before each
+ * node); it bounds index arithmetic, so it is an integer expression. */
 static Expr *check_range_bound(Module *m, Ufun *f, Expr *e, const char *which) {
     if (!e)
         return NULL;
@@ -206,10 +207,11 @@ static Expr *check_range_bound(Module *m, Ufun *f, Expr *e, const char *which) {
                    f->name, rv_dtype_name(e->dtype));
         return NULL;
     }
-    VarCheck vc = {NULL, 0, NULL, false, false};
+    VarCheck vc = {f->args, f->nargs, NULL, false, false};
     ir_visit(e, var_check_fn, &vc);
     if (vc.bad || vc.has_read || vc.has_reduce) {
-        base_error(RV_ERR_TYPE, "the %s bound of ufun '%s' may use only sizes and constants",
+        base_error(RV_ERR_TYPE,
+                   "the %s bound of ufun '%s' may use only sizes, constants and its arguments",
                    which, f->name);
         return NULL;
     }
@@ -232,6 +234,13 @@ rv_ufun *rv_ufun_end(rv_ufun *f, rv_expr *const *extents, rv_expr *lo, rv_expr *
     if (!(f->lo = check_range_bound(m, f, lo, "lower")) ||
         !(f->hi = check_range_bound(m, f, hi, "upper")))
         return NULL;
+    f->lo_dom = ir_bound_over_axes(m, f->lo, f->args, f->nargs, false);
+    f->hi_dom = ir_bound_over_axes(m, f->hi, f->args, f->nargs, true);
+    if (!f->lo_dom || !f->hi_dom) {
+        base_error(RV_ERR_TYPE, "the value range of ufun '%s' has no bound over its domain",
+                   f->name);
+        return NULL;
+    }
     int64_t a, b, c, d;
     if (ir_int_bounds(f->lo, &a, &b) && ir_int_bounds(f->hi, &c, &d) && a > d) {
         base_error(RV_ERR_TYPE, "ufun '%s' has an empty value range", f->name);

@@ -255,6 +255,12 @@ static rv_status check_ufun(Verifier *v, const Ufun *f) {
     }
     if (f->lo->dtype != RV_I64 || f->hi->dtype != RV_I64)
         return fail(v, NULL, "ufun '%s' has a non-integer value range", f->name);
+    if (!f->lo_dom || !f->hi_dom || !ir_is_int(f->lo_dom->dtype) || !ir_is_int(f->hi_dom->dtype))
+        return fail(v, NULL, "ufun '%s' has no value range over its domain", f->name);
+    for (int i = 0; i < f->nargs; i++)
+        if (ir_uses_axis(f->lo_dom, f->args[i]) || ir_uses_axis(f->hi_dom, f->args[i]))
+            return fail(v, NULL, "ufun '%s': the range over its domain uses '%s'", f->name,
+                        f->args[i]->name);
     return RV_OK;
 }
 

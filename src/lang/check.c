@@ -75,6 +75,9 @@ typedef struct Checker {
      * operator: a use of their axes there gets a hint. */
     Vec(const Node *) closed;
     Vec(const Node *) closed_at;
+    /* The reads and UF applications of the definition being checked ->
+     * the SrcLoc of their first occurrence, for ranges.c. */
+    PtrMap read_locs;
     rv_status st;
 } Checker;
 
@@ -178,87 +181,6 @@ static bool declare_global(Checker *c, const char *name, SymKind k, void *obj, S
     s->obj = obj;
     s->loc = loc;
     strmap_put(&c->globals, name, s);
-    return true;
-}
-
-/* ---- provable ranges: linear forms over sizes ---- */
-
-/* k + sum(coef[i] * size[i]); ok = false when the expression is not
- * linear in sizes (axes, UFs, division, ...). */
-typedef struct Lin {
-    bool ok;
-    int n;
-    Size *size[8];
-    int64_t coef[8];
-    int64_t k;
-} Lin;
-
-static void lin_add_term(Lin *l, Size *s, int64_t coef) {
-    for (int i = 0; i < l->n; i++)
-        if (l->size[i] == s) {
-            l->coef[i] += coef;
-            return;
-        }
-    if (l->n == RV_COUNT(l->size)) {
-        l->ok = false;
-        return;
-    }
-    l->size[l->n] = s;
-    l->coef[l->n++] = coef;
-}
-
-/* l += scale * lin(e) */
-static void lin_acc(Lin *l, const Expr *e, int64_t scale) {
-    int64_t v;
-    if (!l->ok)
-        return;
-    switch (e->kind) {
-    case EX_CONST_INT:
-        l->k += scale * e->u.ival;
-        return;
-    case EX_SIZE:
-        lin_add_term(l, e->u.size, scale);
-        return;
-    case EX_CAST:
-        if (ir_is_int(e->dtype) && ir_is_int(e->args[0]->dtype))
-            lin_acc(l, e->args[0], scale);
-        else
-            l->ok = false;
-        return;
-    case EX_NEG:
-        lin_acc(l, e->args[0], -scale);
-        return;
-    case EX_ADD:
-    case EX_SUB:
-        lin_acc(l, e->args[0], scale);
-        lin_acc(l, e->args[1], e->kind == EX_ADD ? scale : -scale);
-        return;
-    case EX_MUL:
-        if (ir_is_const_int(e->args[0], &v))
-            lin_acc(l, e->args[1], scale * v);
-        else if (ir_is_const_int(e->args[1], &v))
-            lin_acc(l, e->args[0], scale * v);
-        else
-            l->ok = false;
-        return;
-    default:
-        l->ok = false;
-        return;
-    }
-}
-
-/* The smallest value of a - b over the declared ranges of the sizes;
- * false when a - b is not linear in sizes. */
-static bool min_difference(const Expr *a, const Expr *b, int64_t *out) {
-    Lin l = {.ok = true};
-    lin_acc(&l, a, 1);
-    lin_acc(&l, b, -1);
-    if (!l.ok)
-        return false;
-    int64_t v = l.k;
-    for (int i = 0; i < l.n; i++)
-        v += l.coef[i] * (l.coef[i] > 0 ? l.size[i]->lo : l.size[i]->hi);
-    *out = v;
     return true;
 }
 
@@ -389,7 +311,7 @@ static bool check_uf_domain(Checker *c, const Node *arg, Ufun *f, int pos, Expr 
     if (a->kind != EX_VAR || !a->u.axis->extent || !dom)
         return true;
     Expr *ext = a->u.axis->extent;
-    if (ext == dom || !min_difference(ext, dom, &d) || d <= 0)
+    if (ext == dom || !lang_min_difference(ext, dom, &d) || d <= 0)
         return true;
     char *es = ir_expr_str(ext), *ds = ir_expr_str(dom);
     error_at(c, arg->loc,
@@ -440,9 +362,13 @@ static Expr *elab_index(Checker *c, const Node *n) {
         if (f && !check_uf_domain(c, n->args[i], f, i, args[i], ext))
             return NULL;
     }
+    Expr *call = t ? ir_read(c->m, t, n->nargs, args) : ir_ufcall(c->m, f, n->nargs, args);
+    if (!built(c, call, n->loc))
+        return NULL;
+    if (!ptrmap_has(&c->read_locs, call))
+        ptrmap_put(&c->read_locs, call, (void *)&n->loc);
     if (t)
-        return built(c, ir_read(c->m, t, n->nargs, args), n->loc);
-    Expr *call = built(c, ir_ufcall(c->m, f, n->nargs, args), n->loc);
+        return call;
     for (int i = 0; call && i < n->nargs; i++)
         if (args[i]->kind == EX_VAR && !args[i]->u.axis->extent) {
             vec_push(&c->uf_nodes, n);
@@ -572,6 +498,7 @@ static Expr *elab_reduce(Checker *c, const Node *n) {
     }
     Scope scope;
     push_scope(c, &scope);
+    ptrmap_free(&c->read_locs); /* the locations of this definition only */
     Axis *axes[RV_MAX_DIMS];
     Expr *r = NULL;
     if (n->nbinds > RV_MAX_DIMS) {
@@ -713,11 +640,10 @@ static void check_ufun(Checker *c, const Item *it) {
     Expr *exts[RV_MAX_DIMS];
     Scope scope;
     push_scope(c, &scope);
+    /* the arguments are in scope in the value range too: `in 0..n - 1` */
     bool ok = check_binders(c, it->binds, it->nbinds, f->args, exts, NULL);
+    Expr *lo = ok ? elab_extent(c, it->lo) : NULL, *hi = lo ? elab_extent(c, it->hi) : NULL;
     pop_scope(c);
-    if (!ok)
-        return;
-    Expr *lo = elab_extent(c, it->lo), *hi = lo ? elab_extent(c, it->hi) : NULL;
     if (!hi)
         return;
     int64_t a, b;
@@ -856,6 +782,7 @@ static void check_compute(Checker *c, const Item *it) {
         rv_compute_set_dtype(cb, dt);
     Scope scope;
     push_scope(c, &scope);
+    ptrmap_free(&c->read_locs); /* the locations of this definition only */
     Axis *axes[RV_MAX_DIMS];
     for (int i = 0; i < it->nbinds; i++)
         axes[i] = rv_compute_var(cb, i)->u.axis;
@@ -864,8 +791,10 @@ static void check_compute(Checker *c, const Item *it) {
         if (it->binds[i].has_pad)
             rv_compute_set_pad(cb, i, (int)it->binds[i].pad);
     c->defining = t;
-    if (ok && check_body(c, it, cb, t) && check_postponed_domains(c))
+    if (ok && check_body(c, it, cb, t) && check_postponed_domains(c) &&
+        (c->st = lang_check_ranges(c->src, c->m, t, &c->read_locs)) == RV_OK)
         declare_global(c, it->name, SYM_TENSOR, t, it->name_loc);
+    ptrmap_free(&c->read_locs);
     c->defining = NULL;
     pop_scope(c);
 }
@@ -1030,15 +959,15 @@ rv_status lang_check(const SrcFile *src, const Program *p, Module *m) {
     vec_free(&c.uf_calls);
     vec_free(&c.closed);
     vec_free(&c.closed_at);
+    ptrmap_free(&c.read_locs);
     arena_free(c.arena);
     return c.st;
 }
 
 /* ---- the public entry points ---- */
 
-/* Lexes, parses and checks text[0..len) (text[len] is NUL; a NUL before
- * it is a located lexical error, not the end of the program). */
-static rv_status module_parse(const char *name, const char *text, size_t len, rv_module **out) {
+rv_status lang_parse_text(const char *name, const char *text, size_t len, Module **out) {
+    *out = NULL;
     Module *m = rv_module_new();
     SrcFile *src = arena_alloc(m->arena, sizeof(SrcFile));
     src->name = arena_strdup(m->arena, name ? name : "<input>");
@@ -1071,7 +1000,7 @@ rv_status rv_module_parse(const char *name, const char *text, rv_module **out) {
     *out = NULL;
     if (!text)
         return base_error(RV_ERR_ARG, "rv_module_parse: text is NULL");
-    return module_parse(name, text, strlen(text), out);
+    return lang_parse_text(name, text, strlen(text), out);
 }
 
 rv_status rv_module_load(const char *path, rv_module **out) {
@@ -1083,7 +1012,7 @@ rv_status rv_module_load(const char *path, rv_module **out) {
     rv_status st = base_read_file(path, &text, &len);
     if (st != RV_OK)
         return st;
-    st = module_parse(path, text, len, out);
+    st = lang_parse_text(path, text, len, out);
     base_free(text);
     return st;
 }

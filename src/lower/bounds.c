@@ -188,8 +188,8 @@ static bool range_compute(Bounds *b, Expr *e, Range *out) {
             out->lo = out->hi = ir_ufcall(m, e->u.uf, e->n, args);
             return out->lo != NULL;
         }
-        out->lo = ir_cast(m, e->dtype, e->u.uf->lo);
-        out->hi = ir_cast(m, e->dtype, e->u.uf->hi);
+        out->lo = ir_cast(m, e->dtype, e->u.uf->lo_dom);
+        out->hi = ir_cast(m, e->dtype, e->u.uf->hi_dom);
         return true;
     }
     case EX_LOAD: {

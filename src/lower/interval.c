@@ -80,8 +80,11 @@ static Expr *var_extent(Simp *S, const Axis *a) {
 }
 
 /* The declared range bound of a UF value: a UF call, or a load from the
- * buffer that holds a UF's values. */
+ * buffer that holds a UF's values, or either widened to i64 (UF arrays
+ * may be stored as i32; the widening keeps the value). */
 static Ufun *uf_of(const Expr *x) {
+    if (x->kind == EX_CAST && x->dtype == RV_I64 && ir_is_int(x->args[0]->dtype))
+        x = x->args[0];
     if (x->kind == EX_UFCALL)
         return x->u.uf;
     if (x->kind == EX_LOAD && x->u.buf->uf)
@@ -116,7 +119,7 @@ static ElimClass elim_class(Simp *S, const Term *t) {
         return EL_DIV;
     default: {
         Ufun *f = uf_of(x);
-        return f && f->lo && f->hi ? EL_UF : EL_NONE;
+        return f && f->lo_dom && f->hi_dom ? EL_UF : EL_NONE;
     }
     }
 }
@@ -137,7 +140,7 @@ static const Lin *elim_term(Simp *S, const Term *t, ElimClass cl, bool upper) {
                               0, &lower_lin_zero);
     case EL_UF: {
         Ufun *f = uf_of(x);
-        return lower_lin_comb(S, t->c, lower_lin_of(S, lower_simp(S, up ? f->hi : f->lo)), 0,
+        return lower_lin_comb(S, t->c, lower_lin_of(S, lower_simp(S, up ? f->hi_dom : f->lo_dom)), 0,
                               &lower_lin_zero);
     }
     case EL_DIV: {
@@ -408,10 +411,10 @@ static Ival atom_ival(Simp *S, Expr *x) {
     case EX_UFCALL:
     case EX_LOAD: {
         Ufun *f = uf_of(x);
-        if (!f || !f->lo || !f->hi)
+        if (!f || !f->lo_dom || !f->hi_dom)
             return ival_none();
-        a = lower_ival_of(S, lower_simp(S, f->lo));
-        b = lower_ival_of(S, lower_simp(S, f->hi));
+        a = lower_ival_of(S, lower_simp(S, f->lo_dom));
+        b = lower_ival_of(S, lower_simp(S, f->hi_dom));
         return a.ok && b.ok ? ival_make(a.lo, b.hi) : ival_none();
     }
     case EX_CAST:

@@ -33,6 +33,17 @@
  * scratch arena; the reader's reads of it become loads relative to the
  * origin. Inlined stages were already substituted by the schedule.
  *
+ * Run-time checks. A read in a value the definition computes gets the
+ * condition that its indices lie in the tensor's (or UF's) extents, and an
+ * integer division the condition that its divisor is neither 0 nor -1
+ * under the smallest dividend; a condition the declared ranges do not
+ * already prove becomes `if !ok: fail N` before the use, with the read at
+ * offset 0 or the division by 1 where it fails, so a kernel never reads
+ * out of bounds nor traps. The simplifier drops the checks that the loop
+ * context proves (all of them in the examples). Extents and predicates
+ * the schedule evaluates are not checked here: the host computes the
+ * layouts before any kernel runs, and ravel check proves UF arguments.
+ *
  * Every kernel takes all sizes of the module, then the UF arrays, tensor
  * buffers and AUX arrays it uses, in that order. lower_pipeline then runs
  * the passes (simplify removes the guards it can prove true).
@@ -52,6 +63,10 @@ typedef struct View {
     int ndim;
     Expr *lo[RV_MAX_DIMS];     /* region origin, loop-IR */
     Expr *stride[RV_MAX_DIMS]; /* elements */
+    /* The region is the read window unclipped (local padding): every read
+     * the reader makes is inside it. Otherwise it is clipped to the
+     * tensor, and a read is inside when it is inside the tensor. */
+    bool local_pad;
 } View;
 
 typedef struct LowerCtx {
@@ -66,6 +81,8 @@ typedef struct LowerCtx {
     int nacc;          /* accumulator counter for names */
     int par_depth;     /* parallel loops around the current position */
     PtrMap accs;       /* accumulator buffers wrap_locals declares */
+    Vec(const char *) sites; /* the kernel's run-time checks (Kernel.sites) */
+    bool loop_pad; /* the stage being emitted pads a loop (schedule `pad`) */
     rv_status st;
 } LowerCtx;
 
@@ -135,6 +152,11 @@ typedef struct ExprCtx {
     Vec(Stmt *) pre;      /* statements that must run before the expression */
     const PtrMap *preset; /* nodes with a value already (the stage's reduction) */
     rv_status st;
+    /* A value or predicate the definition computes (not an index or
+     * extent the schedule evaluates): reads and divisions that the
+     * simplifier cannot prove safe get a FAIL in pre (check_or_fail); in
+     * every context they get a safe offset or divisor. */
+    bool checked;
 } ExprCtx;
 
 static Expr *lower_expr(ExprCtx *x, Expr *e);
@@ -214,9 +236,12 @@ static Expr *lower_reduce(ExprCtx *x, Expr *e) {
     Expr *exts[RV_MAX_DIMS];
     for (int i = 0; i < n; i++) {
         Axis *ax = e->u.red.axes[i];
-        ExprCtx ex = {c, {0}, NULL, RV_OK};
+        ExprCtx ex = {c, {0}, NULL, RV_OK, x->checked};
         exts[i] = lower_expr(&ex, ax->extent);
-        vec_free(&ex.pre); /* extents have no reductions */
+        /* extents have no reductions, but may have checks: run them first */
+        for (int k = 0; k < ex.pre.len; k++)
+            vec_push(&x->pre, ex.pre.data[k]);
+        vec_free(&ex.pre);
         if (!exts[i]) {
             x->st = ex.st;
             return NULL;
@@ -224,7 +249,7 @@ static Expr *lower_reduce(ExprCtx *x, Expr *e) {
         vars[i] = lower_loop_var(m, ax->name, exts[i]);
         ptrmap_put(&c->axis_value, ax, vars[i]->var);
     }
-    ExprCtx inner = {c, {0}, x->preset, RV_OK};
+    ExprCtx inner = {c, {0}, x->preset, RV_OK, x->checked};
     Expr *v = lower_expr(&inner, e->args[0]);
     if (inner.st != RV_OK) {
         x->st = inner.st;
@@ -241,6 +266,100 @@ static Expr *lower_reduce(ExprCtx *x, Expr *e) {
         vec_push(&x->pre, lower_store(m, arg, zero, ir_int(m, -1)));
     vec_push(&x->pre, body);
     return arg ? ir_load(m, arg, zero) : ir_load(m, acc, zero);
+}
+
+/* ---- run-time checks ---- */
+
+/* Registers a run-time check of the current kernel; its site number. */
+static int add_site(LowerCtx *c, const char *what, const Expr *e) {
+    char *s = ir_expr_str(e);
+    vec_push(&c->sites, arena_printf(c->m->arena, what, s));
+    base_free(s);
+    return c->sites.len - 1;
+}
+
+/* `ok` as a run-time check: true when the declared ranges and extents
+ * prove it (nothing to emit); else false and, in a checked context, a
+ * FAIL of a new site under !ok is appended to x->pre. (An index or extent
+ * the schedule evaluates has no place for the FAIL: it only gets the safe
+ * offset or divisor, so it cannot fault; the checker proves what it can
+ * of those, and the host evaluates the layouts' extents first.) */
+static bool check_or_fail(ExprCtx *x, Expr **ok, const char *what, const Expr *e) {
+    LowerCtx *c = x->c;
+    Module *m = c->m;
+    int64_t v;
+    *ok = simp(c, *ok);
+    if (ir_is_const_int(*ok, &v) && v)
+        return true;
+    if (!x->checked)
+        return false;
+    int site = add_site(c, what, e);
+    vec_push(&x->pre, lower_if(m, ir_unary(m, EX_NOT, *ok), lower_fail(m, site), NULL));
+    return false;
+}
+
+static Expr *lower_expr_rec(ExprCtx *x, Expr *e, PtrMap *memo);
+
+/* The condition that every index of read or UF call e (tensor-level) lies
+ * in its dimension's extent, in loop IR (idx: the lowered indices). */
+static Expr *in_bounds(ExprCtx *x, Expr *e, Expr *const *idx, PtrMap *memo) {
+    Module *m = x->c->m;
+    Axis *const *axes = e->kind == EX_READ ? e->u.tensor->axes : e->u.uf->args;
+    Expr *ok = NULL;
+    for (int d = 0; d < e->n; d++) {
+        PtrMap outer = {0};
+        for (int i = 0; i < d; i++)
+            ptrmap_put(&outer, axes[i], e->args[i]);
+        Expr *ext = ir_substitute(m, axes[d]->extent, &outer);
+        ptrmap_free(&outer);
+        if (!(ext = lower_expr_rec(x, ext, memo)))
+            return NULL;
+        /* a padded loop reads into storage padding by design (`pad`: every
+         * read along it is of a dimension stored padded for it) */
+        int pad = e->kind == EX_READ ? e->u.tensor->pad[d] : 1;
+        if (x->c->loop_pad && pad > 1)
+            ext = ir_binary(m, EX_MUL,
+                            ir_binary(m, EX_DIV, ir_binary(m, EX_ADD, ext, ir_int(m, pad - 1)),
+                                      ir_int(m, pad)),
+                            ir_int(m, pad));
+        Expr *p = ir_binary(m, EX_AND, ir_binary(m, EX_GE, idx[d], ir_int(m, 0)),
+                            ir_binary(m, EX_LT, idx[d], ext));
+        ok = ok ? ir_binary(m, EX_AND, ok, p) : p;
+    }
+    return ok;
+}
+
+/* The flat offset `off` of read e, checked: where the indices may be out
+ * of range, a FAIL and offset 0 instead (a kernel never reads out of
+ * bounds; the run reports the failure). */
+static Expr *checked_offset(ExprCtx *x, Expr *e, Expr *const *idx, Expr *off, PtrMap *memo) {
+    if (e->n == 0)
+        return off;
+    Expr *ok = in_bounds(x, e, idx, memo);
+    if (!ok)
+        return NULL;
+    if (check_or_fail(x, &ok, e->kind == EX_READ ? "read %s out of bounds"
+                                                 : "ufun application %s outside its domain",
+                      e))
+        return off;
+    return ir_select(x->c->m, ok, off, ir_int(x->c->m, 0));
+}
+
+/* An integer division or remainder whose divisor may be 0 (or -1 with the
+ * dtype's smallest dividend): a FAIL there, and divisor 1 instead. */
+static Expr *checked_div(ExprCtx *x, Expr *e, Expr **args) {
+    Module *m = x->c->m;
+    Expr *a = args[0], *b = args[1];
+    rv_dtype t = e->dtype;
+    Expr *ok = ir_binary(
+        m, EX_AND, ir_binary(m, EX_NE, b, ir_const_int(m, b->dtype, 0)),
+        ir_binary(m, EX_OR, ir_binary(m, EX_NE, b, ir_const_int(m, b->dtype, -1)),
+                  ir_binary(m, EX_NE, a,
+                            ir_const_int(m, a->dtype, t == RV_I32 ? INT32_MIN : INT64_MIN))));
+    if (check_or_fail(x, &ok, "division by zero or integer overflow in %s", e))
+        return ir_rebuild(m, e, args);
+    Expr *safe[2] = {a, ir_select(m, ok, b, ir_const_int(m, b->dtype, 1))};
+    return ir_rebuild(m, e, safe);
 }
 
 /* The flat offset of element idx of a view. */
@@ -286,7 +405,12 @@ static Expr *lower_expr_rec(ExprCtx *x, Expr *e, PtrMap *memo) {
                 return NULL;
         const View *v = e->kind == EX_READ ? ptrmap_get(&c->views, e->u.tensor) : NULL;
         if (v) {
-            r = ir_load(m, v->buf, view_offset(m, v, idx));
+            Expr *off = view_offset(m, v, idx);
+            if (!v->local_pad)
+                off = checked_offset(x, e, idx, off, memo);
+            if (!off)
+                return NULL;
+            r = ir_load(m, v->buf, off);
             break;
         }
         const Stage *ps = e->kind == EX_READ ? sched_stage_of(c->s, e->u.tensor) : NULL;
@@ -309,7 +433,10 @@ static Expr *lower_expr_rec(ExprCtx *x, Expr *e, PtrMap *memo) {
         }
         if (x->st != RV_OK)
             return NULL;
-        r = ir_load(m, st->buf, ir_storage_offset(m, st, idx));
+        Expr *off = checked_offset(x, e, idx, ir_storage_offset(m, st, idx), memo);
+        if (!off)
+            return NULL;
+        r = ir_load(m, st->buf, off);
         if (e->kind == EX_UFCALL)
             r = ir_cast(m, RV_I64, r);
         break;
@@ -323,7 +450,9 @@ static Expr *lower_expr_rec(ExprCtx *x, Expr *e, PtrMap *memo) {
             for (int i = 0; i < e->n; i++)
                 if (!(args[i] = lower_expr_rec(x, e->args[i], memo)))
                     return NULL;
-            r = ir_rebuild(m, e, args);
+            bool div = e->kind == EX_DIV || e->kind == EX_MOD || e->kind == EX_FLOORDIV ||
+                       e->kind == EX_FLOORMOD;
+            r = div && ir_is_int(e->dtype) ? checked_div(x, e, args) : ir_rebuild(m, e, args);
         }
     }
     if (r)
@@ -340,7 +469,7 @@ static Expr *lower_expr(ExprCtx *x, Expr *e) {
 
 /* An index expression (no reductions) in loop IR; NULL with c->st set. */
 static Expr *lower_index(LowerCtx *c, Expr *e) {
-    ExprCtx x = {c, {0}, NULL, RV_OK};
+    ExprCtx x = {c, {0}, NULL, RV_OK, false};
     Expr *r = lower_expr(&x, e);
     RV_ASSERT(x.pre.len == 0 || x.st != RV_OK);
     vec_free(&x.pre);
@@ -359,7 +488,7 @@ static Expr *lower_index_fn(void *ctx, Expr *e) {
 /* Statements computing `value` (with preset nodes) and storing it. */
 static Stmt *element_stmt(LowerCtx *c, Buffer *buf, Expr *offset, Expr *value,
                           const PtrMap *preset) {
-    ExprCtx x = {c, {0}, preset, RV_OK};
+    ExprCtx x = {c, {0}, preset, RV_OK, true};
     Expr *v = lower_expr(&x, value);
     if (x.st != RV_OK) {
         c->st = x.st;
@@ -675,10 +804,20 @@ static Expr *source_in_bounds(LowerCtx *c, Nest *n) {
     return g ? simp(c, g) : NULL;
 }
 
+/* Does the stage pad one of its loops (its reads may then reach into
+ * storage padding, see in_bounds)? */
+static bool loop_padded(const Stage *st) {
+    for (int i = 0; i < st->ivs.len; i++)
+        if (st->ivs.data[i]->rel == IV_ROOT && st->ivs.data[i]->pad > 1)
+            return true;
+    return false;
+}
+
 /* The innermost statement of a nest. */
 static Stmt *innermost(LowerCtx *c, Nest *n) {
     Module *m = c->m;
     Stage *st = n->st;
+    c->loop_pad = loop_padded(st);
     bind_axes(c, n);
     Buffer *dst = dest_buf(n);
     Expr *off = dest_offset(c, n);
@@ -689,7 +828,7 @@ static Stmt *innermost(LowerCtx *c, Nest *n) {
                        lower_store(m, dst, off, reduce_init(m, R->u.red.rk, R->dtype)));
     case MODE_ACC:
     case MODE_IN_PLACE: {
-        ExprCtx x = {c, {0}, NULL, RV_OK};
+        ExprCtx x = {c, {0}, NULL, RV_OK, true};
         Expr *v = lower_expr(&x, R->args[0]);
         if (x.st != RV_OK) {
             c->st = x.st;
@@ -717,17 +856,20 @@ static Stmt *innermost(LowerCtx *c, Nest *n) {
     }
     Stmt *s;
     if (st->pred) {
-        ExprCtx x = {c, {0}, NULL, RV_OK};
+        ExprCtx x = {c, {0}, NULL, RV_OK, true};
         Expr *p = lower_expr(&x, st->pred);
-        vec_free(&x.pre);
         Stmt *a = p ? element_stmt(c, dst, off, st->body, NULL) : NULL;
         Stmt *b = a ? element_stmt(c, dst, off, st->else_body, NULL) : NULL;
         if (!b) {
             if (c->st == RV_OK)
                 c->st = x.st;
+            vec_free(&x.pre);
             return NULL;
         }
-        s = lower_if(m, p, a, b);
+        /* the predicate's checks, then the branch it chooses */
+        vec_push(&x.pre, lower_if(m, p, a, b));
+        s = lower_seq(m, x.pre.len, x.pre.data);
+        vec_free(&x.pre);
     } else if (st->kind == STAGE_CACHE_READ && st->local_pad) {
         Stmt *a = element_stmt(c, dst, off, st->body, NULL);
         Expr *inb = source_in_bounds(c, n);
@@ -774,6 +916,7 @@ static Stmt *gen_reduction(LowerCtx *c, Nest n, int i) {
     if (!loops)
         return NULL;
     Expr *zero = ir_int(m, 0);
+    c->loop_pad = loop_padded(st);
     bind_axes(c, &n);
     PtrMap preset = {0};
     ptrmap_put(&preset, R, ir_load(m, n.arg ? n.arg : n.acc, zero));
@@ -1191,6 +1334,7 @@ static Stmt *attach_one(LowerCtx *c, Nest *n, Stage *p, Stmt *rest_placeholder, 
                          ? BUF_LOCAL
                          : BUF_GLOBAL;
     v->buf = ir_buffer_new(m, p->name, p->t->dtype, size, scope);
+    v->local_pad = p->local_pad;
     ptrmap_put(&c->views, p->t, v);
     *buf_out = v->buf;
     return stage_nest(c, p, origin, ext, v);
@@ -1270,6 +1414,7 @@ static Stmt *stage_nest(LowerCtx *c, Stage *st, Expr *const *origin, Expr *const
 static void kernel_begin(LowerCtx *c) {
     Module *m = c->m;
     c->params.len = 0;
+    c->sites.len = 0;
     ptrmap_free(&c->used_bufs);
     ptrmap_free(&c->axis_value);
     ptrmap_free(&c->views);
@@ -1337,6 +1482,10 @@ static rv_status lower_stage_kernel(LowerCtx *c, Stage *st, Kernel **out) {
     k->body = body; /* lower_pipeline (pipeline.c) simplifies it */
     k->nparams = c->params.len;
     k->params = arena_memdup(m->arena, c->params.data, sizeof(Param) * (size_t)c->params.len);
+    k->nsites = c->sites.len;
+    k->sites = c->sites.len ? arena_memdup(m->arena, c->sites.data,
+                                           sizeof(const char *) * (size_t)c->sites.len)
+                            : NULL;
     *out = k;
     return RV_OK;
 }
@@ -1364,6 +1513,7 @@ rv_status lower_schedule(Schedule *s, Kernel ***out, int *n) {
             vec_push(&ks, k);
     }
     vec_free(&c.params);
+    vec_free(&c.sites);
     ptrmap_free(&c.used_bufs);
     ptrmap_free(&c.axis_value);
     ptrmap_free(&c.views);

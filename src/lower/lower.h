@@ -67,6 +67,9 @@ struct Stmt {
             Buffer **args; /* output first, then inputs */
             Tensor *out;   /* for shapes */
         } call;
+        struct {
+            int site; /* index into the kernel's sites */
+        } fail;
     } u;
 };
 
@@ -96,6 +99,13 @@ typedef struct Kernel {
      * allocate them before the prelude runs. NULL when there are none. */
     Stmt *prelude;
     Stmt *body;
+    /* What each run-time check of the body guards (FAIL's site), as the
+     * message of its failure: "read X[i + K] out of bounds", "division by
+     * zero or integer overflow in X[i] / K". Generated code records the
+     * first failing site in the context (ravel_rt.h) and goes on with a
+     * safe value; the host reports the run as failed. */
+    int nsites;
+    const char **sites;
 } Kernel;
 
 /* ---- stmt.c: construction, traversal, printing ---- */
@@ -108,6 +118,7 @@ Stmt *lower_alloc(Module *m, Buffer *b, Stmt *body);
 Stmt *lower_seq(Module *m, int n, Stmt *const *stmts); /* flattens nested SEQs, drops NULLs */
 Stmt *lower_barrier(Module *m);
 Stmt *lower_call(Module *m, const char *kernel, int nargs, Buffer *const *args, Tensor *out);
+Stmt *lower_fail(Module *m, int site);
 /* A fresh loop variable. */
 Axis *lower_loop_var(Module *m, const char *name, Expr *extent);
 /* Generic mutator: applies `fe` to every expression and `fs` (may be NULL)

@@ -1095,6 +1095,7 @@ static Stmt *simp_stmt(Simp *S, Stmt *s) {
     }
     case ST_BARRIER:
     case ST_CALL:
+    case ST_FAIL:
         return s;
     default:
         RV_UNREACHABLE();

@@ -286,6 +286,7 @@ typedef struct Run {
     PtrMap slot_of;  /* Tensor* (tensors) or Buffer* (UF, AUX) -> 1 + slot index */
     int64_t **sizes; /* per kernel: its sizes array */
     void ***bufs;    /* per kernel: its buffers array */
+    bool check_failed; /* a kernel's run-time check failed (see run_failed) */
 } Run;
 
 /* The slot of a tensor, or of a UF or AUX buffer. */
@@ -742,10 +743,31 @@ static rv_status run_steps(Run *r) {
         if (rc != RV_RT_OK)
             return base_error(RV_ERR_BOUNDS, "kernel %s failed (code %d)", p->kernels[k]->name,
                               (int)rc);
+        if (ctx.error) {
+            const Kernel *kn = p->kernels[k];
+            r->check_failed = true;
+            return base_error(RV_ERR_BOUNDS, "kernel %s: %s", kn->name,
+                              ctx.error <= kn->nsites ? kn->sites[ctx.error - 1] : "a check failed");
+        }
     }
     p->stats.kernel_seconds += now_seconds() - t0;
     /* 6. results */
     return store_results(r);
+}
+
+/* A run-time check of compiled code failed (an index out of range, a
+ * division by zero): the interpreter, run on the same arguments, names the
+ * first failing element in the definition's order, with the message it
+ * gives for the program. Its message replaces the kernel's own, which is
+ * kept when the interpreter finds nothing (it evaluates in double and may
+ * not reach the same element). Only failing runs pay for this. */
+static rv_status run_failed(rv_program *p, rv_bindings *b) {
+    char *kernel_msg = base_xstrdup(rv_last_error());
+    rv_status st = rv_interp_run(p->m, b);
+    if (st == RV_OK)
+        st = base_error(RV_ERR_BOUNDS, "%s", kernel_msg);
+    base_free(kernel_msg);
+    return st;
 }
 
 rv_status rv_program_run(rv_program *p, rv_bindings *b) {
@@ -762,6 +784,8 @@ rv_status rv_program_run(rv_program *p, rv_bindings *b) {
     r.in.b = b;
     rv_status st = run_steps(&r);
     run_release(&r);
+    if (r.check_failed)
+        st = run_failed(p, b);
     if (st != RV_OK)
         interp_bindings_clear_outputs(b);
     p->stats.runs++;

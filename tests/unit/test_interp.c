@@ -1367,6 +1367,54 @@ static void test_error_ufun_range(void) {
     rv_module_free(m);
 }
 
+/* A range over the UF's own arguments (`ufun parent[n < N] in 0..n`) is
+ * checked and drawn per element. */
+static void test_ufun_range_own_args(void) {
+    rv_module *m = NULL;
+    CHECK(rv_module_parse("t.rv", "size N in 1..8\nufun parent[n < N] in 0..n\n"
+                                  "ufun pred[n < N] in 0..n - 1\n",
+                          &m) == RV_OK);
+    if (!m)
+        return;
+    rv_bindings *b = rv_bindings_new(m);
+    rv_bindings_set_size(b, "N", 3);
+    int64_t ps[1] = {3}, pv[3] = {0, 0, 3}, qv[3] = {0, 0, 1};
+    rv_array *pa = array_i64(1, ps, pv), *qa = array_i64(1, ps, qv);
+    rv_bindings_set_array(b, "parent", pa);
+    rv_bindings_set_array(b, "pred", qa);
+    CHECK(rv_interp_run(m, b) == RV_ERR_BOUNDS);
+    CHECK_STR_CONTAINS(rv_last_error(), "ufun parent: parent[2] = 3 outside declared range 0..2");
+    ((int64_t *)rv_array_data(pa))[2] = 2;
+    CHECK(rv_interp_run(m, b) == RV_ERR_BOUNDS); /* pred[0] has no value in 0..-1 */
+    CHECK_STR_CONTAINS(rv_last_error(), "ufun pred: pred[0] = 0 outside declared range 0..-1");
+    rv_bindings_free(b);
+    /* nor can one be drawn */
+    b = rv_bindings_new(m);
+    CHECK(rv_bindings_randomize(b, 1) == RV_ERR_BOUNDS);
+    CHECK_STR_CONTAINS(rv_last_error(), "ufun pred: empty value range 0..-1 at pred[0]");
+    CHECK(rv_bindings_get_array(b, "pred") == NULL);
+    rv_bindings_free(b);
+    rv_array_free(pa);
+    rv_array_free(qa);
+    rv_module_free(m);
+    /* drawn values respect each element's range */
+    CHECK(rv_module_parse("t.rv", "size N in 8..8\nufun parent[n < N] in 0..n\n", &m) == RV_OK);
+    if (!m)
+        return;
+    int bad = 0;
+    for (uint64_t seed = 0; seed < 8; seed++) {
+        b = rv_bindings_new(m);
+        CHECK(rv_bindings_randomize(b, seed) == RV_OK);
+        CHECK(run_ok(m, b) == RV_OK);
+        const int64_t *v = i64(b, "parent");
+        for (int64_t n = 0; v && n < 8; n++)
+            bad += v[n] < 0 || v[n] > n;
+        rv_bindings_free(b);
+    }
+    CHECK_EQ_INT(bad, 0);
+    rv_module_free(m);
+}
+
 static void test_error_read_bounds(void) {
     rv_module *m = build_shift(764);
     rv_bindings *b = rv_bindings_new(m);
@@ -1534,6 +1582,7 @@ int main(void) {
     RUN(test_error_arrays);
     RUN(test_error_ufun_range);
     RUN(test_error_read_bounds);
+    RUN(test_ufun_range_own_args);
     RUN(test_randomize);
     RUN(test_rerun);
     return harness_report();

@@ -29,11 +29,17 @@
  * Inputs are drawn from a fixed-seed generator; compiles go to a private
  * cache directory, removed at the end. In a sanitizer build the generated
  * code is instrumented too.
+ *
+ * The .rv files of bench/programs/ (rk_programs: the variants as files)
+ * must be what rk_program_text writes, and check; `test_kernels
+ * --write-programs` (`make bench-programs`) rewrites them. Run from the
+ * repository root.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
 
+#include <dirent.h>
 #include <float.h>
 #include <limits.h>
 #include <stdint.h>
@@ -326,13 +332,88 @@ static void test_sources(void) {
     CHECK(!rk_source(RK_SGEMM, 0, 64, 32, 0, buf, 0));
 }
 
-int main(void) {
+/* ---- bench/programs/ ---- */
+
+#define PROGRAMS_DIR "bench/programs/"
+
+/* Every file of rk_programs exists with the text rk_program_text gives,
+ * and parses and checks (schedule included); no other .rv file lies in
+ * the directory. */
+static void test_programs(void) {
+    static char want[16384];
+    for (int i = 0; i < rk_nprograms; i++) {
+        const RkProgram *p = &rk_programs[i];
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, PROGRAMS_DIR "%s", p->file);
+        CHECK(rk_program_text(p, want, sizeof want));
+        char *got = NULL;
+        size_t len = 0;
+        FILE *f = fopen(path, "rb");
+        if (f) {
+            got = calloc(1, sizeof want + 1);
+            len = fread(got, 1, sizeof want, f);
+            fclose(f);
+        }
+        CHECK(got != NULL);
+        int same = got && len == strlen(want) && memcmp(got, want, len) == 0;
+        CHECK(same);
+        if (!same)
+            fprintf(stderr, "    %s is not what bench/kernel_sources.c writes: run `make "
+                            "bench-programs` and review the diff\n", path);
+        free(got);
+        rv_module *m = NULL;
+        rv_status st = rv_module_load(path, &m);
+        if (st == RV_OK)
+            st = rv_module_check_schedule(m);
+        CHECK_EQ_INT(st, RV_OK);
+        if (st != RV_OK)
+            fprintf(stderr, "    %s: %s\n", path, rv_last_error());
+        rv_module_free(m);
+    }
+    DIR *d = opendir(PROGRAMS_DIR);
+    CHECK(d != NULL);
+    for (struct dirent *e; d && (e = readdir(d));) {
+        size_t n = strlen(e->d_name);
+        if (n < 3 || strcmp(e->d_name + n - 3, ".rv") != 0)
+            continue;
+        int known = 0;
+        for (int i = 0; i < rk_nprograms; i++)
+            known |= strcmp(e->d_name, rk_programs[i].file) == 0;
+        CHECK(known);
+        if (!known)
+            fprintf(stderr, "    " PROGRAMS_DIR "%s is not in rk_programs\n", e->d_name);
+    }
+    if (d)
+        closedir(d);
+}
+
+/* `make bench-programs`: writes every file of rk_programs. */
+static int write_programs(void) {
+    static char text[16384];
+    for (int i = 0; i < rk_nprograms; i++) {
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, PROGRAMS_DIR "%s", rk_programs[i].file);
+        FILE *f = fopen(path, "wb");
+        if (!rk_program_text(&rk_programs[i], text, sizeof text) || !f ||
+            fputs(text, f) == EOF || fclose(f) != 0) {
+            fprintf(stderr, "cannot write %s\n", path);
+            return 1;
+        }
+        printf("wrote %s\n", path);
+    }
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc == 2 && strcmp(argv[1], "--write-programs") == 0)
+        return write_programs();
     snprintf(cache_dir, sizeof cache_dir, "/tmp/ravel-test-kernels-XXXXXX");
     if (!mkdtemp(cache_dir)) {
         perror("mkdtemp");
         return 1;
     }
     RUN(test_sources);
+    RUN(test_programs);
     RUN(test_dense);
     RUN(test_dense_bias_gelu);
     RUN(test_bmm_nt);

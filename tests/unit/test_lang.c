@@ -634,6 +634,42 @@ static void test_depth_and_nesting(void) {
     base_free(text);
 }
 
+/* A UF's value range may use the UF's arguments; its bounds over the
+ * whole domain (what lowering assumes) are over sizes only, symbolic where
+ * the range is linear. */
+static void test_ufun_range_own_args(void) {
+    rv_module *m = parse_ok("size N in 2..16\nsize B in 1..4\nufun len[b < B] in 1..N\n"
+                            "ufun pred[n < N] in 0..n - 1\n"
+                            "ufun back[n < N] in max(n - 3, 0)..min(n, 5)\n"
+                            "ufun col[b < B, l < len[b]] in 2 * l..2 * l + 1\n");
+    if (!m)
+        return;
+    struct {
+        const char *uf, *lo, *hi;
+    } cases[] = {
+        {"pred", "0", "N - 1 - 1"},
+        {"back", "0", "min(N - 1, 5)"},
+        {"col", "0", "2 * (N - 1) + 1"},
+    };
+    for (int i = 0; i < RV_COUNT(cases); i++) {
+        const Ufun *f = rv_module_ufun(m, cases[i].uf);
+        char *lo = ir_expr_str(f->lo_dom), *hi = ir_expr_str(f->hi_dom);
+        CHECK(strcmp(lo, cases[i].lo) == 0 && strcmp(hi, cases[i].hi) == 0);
+        if (strcmp(lo, cases[i].lo) != 0 || strcmp(hi, cases[i].hi) != 0)
+            fprintf(stderr, "    %s over its domain: %s..%s\n", cases[i].uf, lo, hi);
+        base_free(lo);
+        base_free(hi);
+    }
+    CHECK(rv_module_verify(m) == RV_OK);
+    char *s = print_stable(m);
+    CHECK_STR_CONTAINS(s, "ufun pred[n < N] in 0..n - 1\n");
+    CHECK_STR_CONTAINS(s, "ufun col[b < B, l < len[b]] in 2 * l..2 * l + 1\n");
+    rv_free(s);
+    rv_module_free(m);
+    check_error("size N in 1..4\nufun f[n < N] in 0..m", "2:21: error: undefined name 'm'");
+    check_error("size N in 1..4\nufun f[n < N] in 0..f[n]", "2:21: error: undefined name 'f'");
+}
+
 int main(void) {
     RUN(test_lex_tokens);
     RUN(test_lex_errors);
@@ -654,5 +690,6 @@ int main(void) {
     RUN(test_module_schedule_target);
     RUN(test_print_extreme_constants);
     RUN(test_depth_and_nesting);
+    RUN(test_ufun_range_own_args);
     return harness_report();
 }
