@@ -178,11 +178,26 @@ typedef struct Program {
  * located "expected X, found Y" diagnostic on malformed input. */
 rv_status lang_parse(const SrcFile *src, const Token *toks, Arena *a, Program **out);
 
+/* The same, one item at a time: the driver checks each item and frees its
+ * AST before the next is parsed, so a big program never holds more than
+ * one item's AST. *out is NULL at the end of the input. */
+typedef struct ItemParser ItemParser;
+ItemParser *lang_item_parser_new(const SrcFile *src, const Token *toks);
+rv_status lang_parse_item(ItemParser *ip, Arena *a, Item **out);
+void lang_item_parser_free(ItemParser *ip);
+
 /* ---- check.c ---- */
 
 /* Elaborates the program into `m` (names, arities, extents, dtypes, UF
  * domains); RV_ERR_TYPE with a located diagnostic on the first error. */
 rv_status lang_check(const SrcFile *src, const Program *p, Module *m);
+
+/* The same, one item at a time, in program order (the item may be freed
+ * once checked); lang_checker_free returns the final status. */
+typedef struct Checker Checker;
+Checker *lang_checker_new(const SrcFile *src, Module *m);
+rv_status lang_check_item(Checker *c, const Item *it);
+rv_status lang_checker_free(Checker *c);
 /* Lexes, parses and checks text[0..len) into a new module (rv_module_parse
  * without the C string: text[len] must be NUL, and a NUL before it is a
  * located lexical error, not the end of the program). */

@@ -462,7 +462,7 @@ static Item *new_item(Parser *p, ItemKind k) {
 
 static void declare(Parser *p, Item *it) {
     if (it->name)
-        strmap_put(&p->globals, it->name, it);
+        strmap_put(&p->globals, it->name, (void *)it->name);
 }
 
 /* A signed integer literal (size ranges). */
@@ -709,23 +709,54 @@ static Item *parse_item(Parser *p) {
     return NULL;
 }
 
+struct ItemParser {
+    Parser p;
+};
+
+ItemParser *lang_item_parser_new(const SrcFile *src, const Token *toks) {
+    ItemParser *ip = base_xcalloc(1, sizeof *ip);
+    ip->p.src = src;
+    ip->p.tok = toks;
+    return ip;
+}
+
+rv_status lang_parse_item(ItemParser *ip, Arena *a, Item **out) {
+    Parser *p = &ip->p;
+    *out = NULL;
+    if (p->st != RV_OK || p->tok->kind == TK_EOF)
+        return p->st;
+    p->arena = a;
+    Item *it = parse_item(p);
+    p->arena = NULL;
+    if (failed(p))
+        return p->st;
+    /* only has() is asked of the names: the item itself may be freed */
+    if (it->kind != IT_SCHEDULE)
+        declare(p, it);
+    *out = it;
+    return RV_OK;
+}
+
+void lang_item_parser_free(ItemParser *ip) {
+    if (!ip)
+        return;
+    vec_free(&ip->p.locals);
+    strmap_free(&ip->p.globals);
+    base_free(ip);
+}
+
 rv_status lang_parse(const SrcFile *src, const Token *toks, Arena *a, Program **out) {
-    Parser p = {src, toks, a, {0}, {0}, 0, RV_OK};
+    ItemParser *ip = lang_item_parser_new(src, toks);
     Vec(Item *) items = {0};
-    while (p.tok->kind != TK_EOF) {
-        Item *it = parse_item(&p);
-        if (failed(&p))
-            break;
-        if (it->kind != IT_SCHEDULE)
-            declare(&p, it);
+    Item *it;
+    rv_status st;
+    while ((st = lang_parse_item(ip, a, &it)) == RV_OK && it)
         vec_push(&items, it);
-    }
+    lang_item_parser_free(ip);
     Program *prog = arena_alloc(a, sizeof(Program));
     prog->nitems = items.len;
     prog->items = arena_memdup(a, items.data, sizeof(Item *) * (size_t)items.len);
     vec_free(&items);
-    vec_free(&p.locals);
-    strmap_free(&p.globals);
-    *out = p.st == RV_OK ? prog : NULL;
-    return p.st;
+    *out = st == RV_OK ? prog : NULL;
+    return st;
 }
