@@ -1056,31 +1056,29 @@ rv_status lang_parse_text(const char *name, const char *text, size_t len, Module
     src->len = len;
     src->text = arena_memdup(m->arena, text, len + 1);
     m->src = src;
-    /* Item by item: a big program holds its tokens, its IR and one item's
-     * AST at a time. The token texts, which names point to, live on. */
+    /* Item by item, each lexed as it is parsed: a big program holds its IR
+     * and one item's tokens and AST at a time. The token texts, which
+     * names point to, live on. */
     Arena *names = arena_new();
-    Token *toks;
-    int ntok;
-    rv_status st = lang_lex(src, names, &toks, &ntok);
-    if (st == RV_OK) {
-        ItemParser *ip = lang_item_parser_new(src, toks);
-        Checker *c = lang_checker_new(src, m);
-        for (;;) {
-            Arena *a = arena_new();
-            Item *it;
-            st = lang_parse_item(ip, a, &it);
-            if (st == RV_OK && it)
-                st = lang_check_item(c, it);
-            arena_free(a);
-            if (st != RV_OK || !it)
-                break;
-        }
-        rv_status cst = lang_checker_free(c);
-        if (st == RV_OK)
-            st = cst;
-        lang_item_parser_free(ip);
-        base_free(toks);
+    Lexer *lx = lang_lexer_new(src, names);
+    ItemParser *ip = lang_item_parser_lex(src, lx);
+    Checker *c = lang_checker_new(src, m);
+    rv_status st;
+    for (;;) {
+        Arena *a = arena_new();
+        Item *it;
+        st = lang_parse_item(ip, a, &it);
+        if (st == RV_OK && it)
+            st = lang_check_item(c, it);
+        arena_free(a);
+        if (st != RV_OK || !it)
+            break;
     }
+    rv_status cst = lang_checker_free(c);
+    if (st == RV_OK)
+        st = cst;
+    lang_item_parser_free(ip);
+    lang_lexer_free(lx);
     arena_free(names);
     if (st != RV_OK) {
         rv_module_free(m);

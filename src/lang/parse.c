@@ -32,6 +32,13 @@
 typedef struct Parser {
     const SrcFile *src;
     const Token *tok; /* current token */
+    /* Streaming (lx set): tokens are lexed as the parser needs them into a
+     * window holding the current item's tokens and the lookahead, so a big
+     * program never holds all its tokens. Otherwise tok walks a whole
+     * array. */
+    Lexer *lx;
+    TokenVec win;
+    int pos; /* tok == &win.data[pos] */
     Arena *arena;
     StrMap globals;           /* item names declared so far */
     Vec(const char *) locals; /* visible binders, innermost last */
@@ -61,9 +68,35 @@ static bool failed(const Parser *p) {
     return p->st != RV_OK;
 }
 
+/* The parser looks at most this many tokens past the current one. */
+#define LOOKAHEAD 3
+
+/* Streaming: lexes until LOOKAHEAD tokens follow the current one (or the
+ * end), then re-points tok, as the window may have moved. A lexical error
+ * ends the window with TK_EOF, so parsing unwinds; once parsing failed,
+ * nothing more is lexed (its diagnostic would replace the first one). */
+static void fill(Parser *p) {
+    while (p->win.len - p->pos <= LOOKAHEAD &&
+           (p->win.len == 0 || vec_last(&p->win).kind != TK_EOF)) {
+        rv_status st = p->st == RV_OK ? lang_lex_next(p->lx, &p->win) : p->st;
+        if (st != RV_OK) {
+            p->st = st;
+            Token eof = {.kind = TK_EOF, .text = ""};
+            vec_push(&p->win, eof);
+        }
+    }
+    p->tok = &p->win.data[p->pos];
+}
+
 static void next(Parser *p) {
-    if (p->tok->kind != TK_EOF)
+    if (p->tok->kind == TK_EOF)
+        return;
+    if (!p->lx) {
         p->tok++;
+        return;
+    }
+    p->pos++;
+    fill(p);
 }
 
 /* Consumes the punctuator `s` or reports it missing. */
@@ -324,14 +357,15 @@ static Node *parse_unary(Parser *p) {
 }
 
 static Node *parse_unary_nested(Parser *p) {
-    const Token *t = p->tok;
-    if (is_punct(t, "-") || is_punct(t, "!")) {
+    if (is_punct(p->tok, "-") || is_punct(p->tok, "!")) {
+        SrcLoc loc = p->tok->loc; /* the token may move while the operand is read */
+        ExprKind op = is_punct(p->tok, "-") ? EX_NEG : EX_NOT;
         next(p);
         Node *a = parse_unary(p);
         if (!a)
             return NULL;
-        Node *n = new_node(p, ND_UNARY, t->loc);
-        n->op = is_punct(t, "-") ? EX_NEG : EX_NOT;
+        Node *n = new_node(p, ND_UNARY, loc);
+        n->op = op;
         n->nargs = 1;
         n->args = arena_alloc(p->arena, sizeof(Node *));
         n->args[0] = a;
@@ -720,9 +754,23 @@ ItemParser *lang_item_parser_new(const SrcFile *src, const Token *toks) {
     return ip;
 }
 
+ItemParser *lang_item_parser_lex(const SrcFile *src, Lexer *lx) {
+    ItemParser *ip = base_xcalloc(1, sizeof *ip);
+    ip->p.src = src;
+    ip->p.lx = lx;
+    fill(&ip->p);
+    return ip;
+}
+
 rv_status lang_parse_item(ItemParser *ip, Arena *a, Item **out) {
     Parser *p = &ip->p;
     *out = NULL;
+    if (p->lx) { /* drop the tokens of the items before */
+        p->win.len -= p->pos;
+        memmove(p->win.data, p->win.data + p->pos, sizeof(Token) * (size_t)p->win.len);
+        p->pos = 0;
+        fill(p);
+    }
     if (p->st != RV_OK || p->tok->kind == TK_EOF)
         return p->st;
     p->arena = a;
@@ -741,6 +789,7 @@ void lang_item_parser_free(ItemParser *ip) {
     if (!ip)
         return;
     vec_free(&ip->p.locals);
+    vec_free(&ip->p.win);
     strmap_free(&ip->p.globals);
     base_free(ip);
 }
