@@ -29,7 +29,7 @@ TEST_SRC  := $(sort $(wildcard tests/unit/test_*.c))
 TEST_BIN  := $(TEST_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 HDRS      := $(wildcard include/*.h src/*/*.h src/*/*.def tests/*.h)
 
-.PHONY: all test asan-test demo clean format lint fuzz-sched fuzz-parse bench deps
+.PHONY: all test asan-test demo clean format lint fuzz-sched fuzz-programs fuzz-parse bench deps
 
 all: $(BUILD)/libravel.a $(BUILD)/libravel.so $(BUILD)/ravel
 
@@ -65,10 +65,10 @@ $(BUILD)/tests/test_kernels: tests/unit/test_kernels.c bench/kernel_sources.c be
 
 # The test runner prints every suite's result and ends with "N passed, N failed".
 test: deps
-	@$(MAKE) --no-print-directory all $(TEST_BIN) $(BUILD)/fuzz_sched $(BUILD)/fuzz_parse
+	@$(MAKE) --no-print-directory all $(TEST_BIN) $(BUILD)/fuzz_sched $(BUILD)/fuzz_programs $(BUILD)/fuzz_parse
 	@BUILD=$(BUILD) SAN=$(SAN) sh tests/run.sh
 
-test-only: all $(TEST_BIN) $(BUILD)/fuzz_sched $(BUILD)/fuzz_parse
+test-only: all $(TEST_BIN) $(BUILD)/fuzz_sched $(BUILD)/fuzz_programs $(BUILD)/fuzz_parse
 	@BUILD=$(BUILD) SAN=$(SAN) sh tests/run.sh
 
 # The schedule fuzzer (tests/fuzz_sched.c): random schedules of every example
@@ -79,9 +79,26 @@ FUZZ_COUNT  ?= 10400
 FUZZ_JOBS   ?= 2
 FUZZ_REPROS ?= $(BUILD)/fuzz_repros
 
-$(BUILD)/fuzz_sched: tests/fuzz_sched.c $(BUILD)/libravel.a
+$(BUILD)/fuzz_sched: tests/fuzz_sched.c tests/fuzz_common.c tests/fuzz_common.h $(BUILD)/libravel.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -rdynamic -o $@ $< $(BUILD)/libravel.a $(LDFLAGS) $(LDLIBS)
+	$(CC) $(CFLAGS) -Itests -rdynamic -o $@ $< tests/fuzz_common.c $(BUILD)/libravel.a $(LDFLAGS) $(LDLIBS)
+
+# The program fuzzer (tests/fuzz_programs.c): random programs (tests/fuzz_gen.c)
+# with random schedules checked against the interpreter. tests/suite_fuzz_programs.sh
+# runs a bounded number over the features that pass; `make fuzz-programs` runs
+# FUZZ_COUNT programs over FUZZ_FEATURES (reproducers go to FUZZ_PROGRAM_REPROS).
+FUZZ_FEATURES       ?= all
+FUZZ_PROGRAM_REPROS ?= $(BUILD)/fuzz_program_repros
+
+$(BUILD)/fuzz_programs: tests/fuzz_programs.c tests/fuzz_gen.c tests/fuzz_gen.h tests/fuzz_common.c \
+                        tests/fuzz_common.h $(BUILD)/libravel.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Itests -rdynamic -o $@ $< tests/fuzz_gen.c tests/fuzz_common.c $(BUILD)/libravel.a \
+	  $(LDFLAGS) $(LDLIBS)
+
+fuzz-programs: $(BUILD)/fuzz_programs
+	$(BUILD)/fuzz_programs --seed $(FUZZ_SEED) --count $(FUZZ_COUNT) --jobs $(FUZZ_JOBS) \
+	  --features $(FUZZ_FEATURES) --repro-dir $(FUZZ_PROGRAM_REPROS)
 
 fuzz-sched: $(BUILD)/fuzz_sched
 	$(BUILD)/fuzz_sched --seed $(FUZZ_SEED) --count $(FUZZ_COUNT) --jobs $(FUZZ_JOBS) \

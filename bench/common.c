@@ -165,5 +165,5 @@ void bench_compare(const BenchArgs *args, const char *bench, const char *config_
     for (int i = 0; i < nbase; i++)
         if (sides[1 + i].stats.runs)
             bench_print_line(bench, config_json, names[i], flops, &sides[0].stats,
-                             &sides[1 + i].stats);
+                             &sides[1 + i].stats, rc->kernel ? rc->kernel->compile_seconds : 0);
 }

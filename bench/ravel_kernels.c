@@ -53,6 +53,7 @@ typedef struct Compiled {
     int nk;
     CgUnit unit;
     JitLib *lib;
+    double compile_seconds; /* the C compiler's time (0: a JIT cache hit) */
     rv_rt_kernel_fn fns[MAX_KERNELS];
     int nsizes[MAX_KERNELS];         /* every size param is M */
     int nbufs[MAX_KERNELS];
@@ -145,10 +146,21 @@ static Compiled *compile_variant(int kind, int batch, int n, int k, int variant)
             goto fail;
         }
         cg_c_module(c->ks, c->nk, &c->unit);
-        const char *flags[] = {"-fopenmp-simd"};
-        JitOptions jo = {.extra_flags = flags, .n_extra_flags = 1};
+        /* RAVEL_BENCH_CFLAGS: more C compiler flags (one word each), to
+         * compare flag sets with the same driver */
+        const char *flags[16] = {"-fopenmp-simd"};
+        int nflags = 1;
+        static char extra[512];
+        const char *env = getenv("RAVEL_BENCH_CFLAGS");
+        snprintf(extra, sizeof extra, "%s", env ? env : "");
+        for (char *save, *w = strtok_r(extra, " ", &save); w && nflags < 16;
+             w = strtok_r(NULL, " ", &save))
+            flags[nflags++] = w;
+        JitOptions jo = {.extra_flags = flags, .n_extra_flags = nflags};
         stage = "jit";
+        double before = jit_stats().compile_seconds;
         st = jit_compile(c->unit.source, &jo, &c->lib);
+        c->compile_seconds = jit_stats().compile_seconds - before;
     }
     if (st != RV_OK) {
         fprintf(stderr, "ravel_kernels: %s: %s failed: %s\n--- source ---\n%s", name, stage,
@@ -255,6 +267,7 @@ RavelKernel *ravel_kernel_for(const RavelKernelShape *shape) {
     if (s->forced >= 0)
         reachable[s->forced] = true;
     char desc[64] = "";
+    double compile_seconds = 0;
     for (int v = 0; v < count; v++) {
         if (!reachable[v])
             continue;
@@ -263,6 +276,7 @@ RavelKernel *ravel_kernel_for(const RavelKernelShape *shape) {
             free(s);
             return NULL;
         }
+        compile_seconds += s->v[v]->compile_seconds;
         snprintf(desc + strlen(desc), sizeof desc - strlen(desc), "%s%s", *desc ? "|" : "",
                  rk_variant_name(kind, v));
     }
@@ -283,6 +297,7 @@ RavelKernel *ravel_kernel_for(const RavelKernelShape *shape) {
     static char names[RK_COUNT][64];
     snprintf(names[kind], sizeof names[kind], "%s:%s", kind_name(kind), desc);
     rk->name = names[kind];
+    rk->compile_seconds = compile_seconds;
     rk->state = s;
     rk->run = ravel_run;
     rk->free = ravel_state_free;

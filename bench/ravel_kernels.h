@@ -46,6 +46,10 @@ typedef struct {
 
 typedef struct RavelKernel {
     const char *name; /* shown on stderr by the drivers */
+    /* Seconds the C compiler ran to build this kernel's programs in this
+     * process: the cold compile time with a fresh RAVEL_CACHE_DIR, 0 when
+     * every program came from the JIT cache. */
+    double compile_seconds;
     void *state;
     void (*run)(void *state, const RavelKernelArgs *args);
     void (*free)(void *state);

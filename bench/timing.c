@@ -106,7 +106,8 @@ static void put_num(const char *key, double v, int present) {
 }
 
 void bench_print_line(const char *bench, const char *config_json, const char *baseline,
-                      double flops, const BenchStats *rv, const BenchStats *bs) {
+                      double flops, const BenchStats *rv, const BenchStats *bs,
+                      double rv_compile_s) {
     int has_rv = rv && rv->runs > 0;
     printf("{\"bench\": \"%s\", \"config\": %s", bench, config_json);
     put_num("ravel_ms", has_rv ? rv->median_ms : 0, has_rv);
@@ -120,6 +121,7 @@ void bench_print_line(const char *bench, const char *config_json, const char *ba
     put_num("ravel_max_ms", has_rv ? rv->max_ms : 0, has_rv);
     put_num("baseline_min_ms", bs->min_ms, 1);
     put_num("baseline_max_ms", bs->max_ms, 1);
+    put_num("ravel_compile_s", rv_compile_s, has_rv);
     printf("}\n");
     fflush(stdout);
 }

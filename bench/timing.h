@@ -64,9 +64,11 @@ void bench_sides(const BenchOpts *o, BenchSide *sides, int n);
  * already formatted JSON object for "config" (e.g. {"T": 8, "threads": 1}).
  * `flops` is the useful floating-point work of one call (2·M·N·K for a GEMM);
  * it gives "gflops" (ravel) and "baseline_gflops". A ravel side with
- * runs == 0 prints as null.
+ * runs == 0 prints as null. `rv_compile_s` is the C compiler's time for
+ * ravel's kernel ("ravel_compile_s").
  */
 void bench_print_line(const char *bench, const char *config_json, const char *baseline,
-                      double flops, const BenchStats *rv, const BenchStats *bs);
+                      double flops, const BenchStats *rv, const BenchStats *bs,
+                      double rv_compile_s);
 
 #endif

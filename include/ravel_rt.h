@@ -42,6 +42,16 @@
  * libc/libm's: a parallel-for (ravel's runtime passes its thread pool's
  * ravel_rt_parallel_for) and a thread-safe scratch allocator for
  * temporaries too large or too dynamic for the stack.
+ *
+ * RUN-TIME CHECKS
+ * ---------------
+ * Where the compiler cannot prove a read in range or a divisor non-zero,
+ * the kernel checks it: a failing check stores 1 + its site number in
+ * ctx->error (the first failure wins; the generated file lists each
+ * kernel's sites) and the kernel goes on with a safe value (it never reads
+ * out of bounds nor traps). The host sets error to 0 before a run and
+ * treats any other value after a kernel as a failed run whose outputs are
+ * garbage. A context must therefore not be shared by concurrent runs.
  */
 #ifndef RAVEL_RT_H
 #define RAVEL_RT_H
@@ -53,7 +63,7 @@
 extern "C" {
 #endif
 
-#define RV_RT_ABI_VERSION 1
+#define RV_RT_ABI_VERSION 2
 #define RV_RT_ALIGN 64 /* bytes: the alignment of every buffer a kernel gets */
 
 /* Kernel return codes. */
@@ -107,6 +117,7 @@ struct rv_rt_ctx {
     void *(*alloc)(struct rv_rt_ctx *ctx, size_t bytes);
     void (*free)(struct rv_rt_ctx *ctx, void *p);
     void *host; /* the host's state for the functions above */
+    int32_t error; /* 0, or 1 + the site of the first failed check (RUN-TIME CHECKS) */
 };
 
 typedef int32_t (*rv_rt_kernel_fn)(const int64_t *sizes, void *const *bufs, struct rv_rt_ctx *ctx);

@@ -240,6 +240,7 @@ static void scan_stmt(Scan *sc, const Stmt *s) {
             ptrmap_put(&sc->spoiled, s->u.call.args[i], (void *)s->u.call.args[i]);
         return;
     case ST_BARRIER:
+    case ST_FAIL:
         return;
     default:
         RV_UNREACHABLE();
@@ -395,6 +396,9 @@ static void free_stmt(CK *c, Free *fv, const Stmt *s) {
         return;
     }
     case ST_BARRIER:
+        return;
+    case ST_FAIL:
+        fv->ctx = true;
         return;
     default:
         RV_UNREACHABLE();
@@ -885,6 +889,15 @@ static void emit_stmt(CK *c, CFn *f, const Stmt *s) {
             return;
         }
         base_panic(__FILE__, __LINE__, "codegen: a barrier in CPU code (kernel %s)", c->k->name);
+    case ST_FAIL:
+        /* the first failure wins; the host reports it after the kernel */
+        if (c->e->target == CG_TARGET_CUDA)
+            line(f, "__trap();\n");
+        else
+            line(f, "(void)__atomic_compare_exchange_n(&ctx->error, &(int32_t){0}, %d, 0, "
+                    "__ATOMIC_RELAXED, __ATOMIC_RELAXED);\n",
+                 s->u.fail.site + 1);
+        return;
     default:
         RV_UNREACHABLE();
     }

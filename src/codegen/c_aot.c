@@ -23,16 +23,24 @@
  *                          tensors: packed, no padding) — the array
  *                          `ravel eval` writes and rv_program_run returns;
  *   NAME_default_ctx()     a serial rv_rt_ctx over aligned_alloc;
+ *   NAME_check_message(e)  the text of the failed run-time check e that
+ *                          _run leaves in ctx->error (ravel_rt.h: RUN-TIME
+ *                          CHECKS), numbered through the kernels;
  *   NAME_fields[]          the fields of NAME_args, for generic callers.
  *
  * Buffer sizes are the lowering's expressions (Buffer.size: sizes, UF and
  * AUX loads) printed by cg_expr. Canonical counts and the copies between
  * canonical arrays and padded storage walk the tensor's own layout: its
  * axes' extents are tensor-level expressions, whose UF applications are
- * replaced here by loads from the user's UF array (row-major over a
- * rectangular domain; a UF with a ragged domain inside a tensor's shape is
- * reported as unsupported). The walk in storage order needs, like
- * program.c's store_build, no ragged level inside a padded one.
+ * replaced here by loads from the user's UF array at the offset of the
+ * UF's storage order (canonical). A ragged UF domain's offsets read its row
+ * starts, which such a host function computes first (NAME_starts_F, the
+ * prelude's loop on the host) and frees after; a ragged domain whose
+ * extents apply another ragged-domain UF is reported as unsupported. A
+ * copy puts each element at the storage offset
+ * of the symbolic storage order (ir_storage_offset, src/ir/layout.h), the
+ * one the kernels index with, over the row-start arrays the preludes
+ * filled.
  *
  * Every generated symbol starts with NAME_; the unit's kernels are renamed
  * from kernel_X to NAME_kernel_X by #define, so several models link into
@@ -58,7 +66,8 @@ typedef struct Field {
     Size *size;
     Ufun *uf;
     Tensor *t;
-    Buffer *ufbuf; /* UFUN: stands for the user's array in tensor-level extents */
+    Buffer *ufbuf;      /* UFUN: stands for the user's array in tensor-level extents */
+    Storage *ufstorage; /* UFUN: its layout (canonical: a UF is never padded) */
 } Field;
 
 typedef enum AotSlotKind { AS_UF, AS_AUX, AS_TENSOR } AotSlotKind;
@@ -83,15 +92,10 @@ typedef struct Aot {
     Vec(AotSlot) slots;
     PtrMap slot_of;  /* Tensor* or Buffer* -> 1 + slot index */
     PtrMap field_of; /* Size*, Ufun*, Tensor* -> 1 + field index */
+    PtrMap starts;   /* Ufun* whose row starts the current host function holds */
+    PtrMap starts_used; /* Field* of the UFs whose NAME_starts_F is called */
     rv_status st;
 } Aot;
-
-static bool is_padded(const Tensor *t) {
-    for (int k = 0; k < t->ndim; k++)
-        if (t->pad[k] > 1)
-            return true;
-    return false;
-}
 
 static Field *field_of(Aot *a, const void *obj) {
     intptr_t i = (intptr_t)ptrmap_get(&a->field_of, obj);
@@ -175,7 +179,12 @@ static void gather(Aot *a) {
             if (a->slots.data[j].kind == AS_UF && a->slots.data[j].buf->uf == f)
                 t = a->slots.data[j].buf->dtype;
         Field fl = {.kind = FK_UFUN, .name = f->name, .dtype = t, .uf = f};
-        fl.ufbuf = ir_buffer_new(m, f->name, t, ir_int(m, 0), BUF_ARG);
+        fl.ufstorage = arena_alloc(a->e.arena, sizeof(Storage));
+        if (ir_storage_init(m, fl.ufstorage, f->name, f->nargs, f->args, NULL, t, BUF_ARG) !=
+                RV_OK &&
+            a->st == RV_OK)
+            a->st = base_error_status();
+        fl.ufbuf = fl.ufstorage->buf;
         fl.ufbuf->uf = f;
         add_field(a, fl, f);
     }
@@ -201,9 +210,16 @@ static void gather(Aot *a) {
 
 /* ---- tensor-level expressions as C ---- */
 
+static bool uf_ragged(const Storage *st) {
+    for (int k = 0; k < st->ndim; k++)
+        if (st->variable[k])
+            return true;
+    return false;
+}
+
 /* e with every UF application replaced by a load from the user's UF array
- * (through the field's stand-in buffer). NULL with a.st set when a UF has
- * a ragged domain. */
+ * (through the field's stand-in buffer) at its storage offset. NULL with
+ * a.st set when a UF has a ragged domain. */
 static Expr *lower_ufcalls(Aot *a, Expr *e) {
     if (!e || e->n == 0 || e->kind == EX_REDUCE)
         return e;
@@ -218,24 +234,24 @@ static Expr *lower_ufcalls(Aot *a, Expr *e) {
     if (e->kind != EX_UFCALL)
         return same ? e : ir_rebuild(a->m, e, args);
     Ufun *f = e->u.uf;
-    Expr *idx = ir_int(a->m, 0);
-    for (int i = 0; i < f->nargs; i++) {
-        for (int j = 0; j < i; j++)
-            if (ir_uses_axis(f->args[i]->extent, f->args[j])) {
-                a->st = base_error(RV_ERR_UNSUPPORTED,
-                                   "ufun %s: a ragged domain inside a tensor's shape is not "
-                                   "supported by ravel build yet",
-                                   f->name);
-                return NULL;
-            }
-        Expr *ext = lower_ufcalls(a, f->args[i]->extent);
-        if (!ext)
-            return NULL;
-        Expr *arg = args[i]->dtype == RV_I64 ? args[i] : ir_cast(a->m, RV_I64, args[i]);
-        idx = ir_binary(a->m, EX_ADD, i ? ir_binary(a->m, EX_MUL, idx, ext) : idx, arg);
+    const Storage *st = field_of(a, f)->ufstorage;
+    Expr *idx[RV_MAX_DIMS];
+    /* a ragged domain's offsets read its row starts, which a host function
+     * computes first (declare_starts) */
+    if (uf_ragged(st) && !ptrmap_has(&a->starts, f)) {
+        a->st = base_error(RV_ERR_UNSUPPORTED,
+                           "ufun %s: a ragged domain inside the domain of another ufun is not "
+                           "supported by ravel build yet",
+                           f->name);
+        return NULL;
     }
-    Expr *r = ir_load(a->m, field_of(a, f)->ufbuf, idx);
-    return ir_cast(a->m, e->dtype, r);
+    for (int k = 0; k < f->nargs; k++)
+        idx[k] = args[k]->dtype == RV_I64 ? args[k] : ir_cast(a->m, RV_I64, args[k]);
+    /* its extents may apply other UFs */
+    Expr *off = lower_ufcalls(a, ir_storage_offset(a->m, st, idx));
+    if (!off)
+        return NULL;
+    return ir_cast(a->m, e->dtype, ir_load(a->m, st->buf, lower_simplify_expr(a->m, off)));
 }
 
 static void put_expr(Aot *a, Buf *b, Expr *x) {
@@ -304,6 +320,102 @@ static void close_loop(Buf *b, int indent) {
     buf_puts(b, "}\n");
 }
 
+typedef Vec(Field *) FieldVec;
+
+/* Every UF with a ragged domain that x applies, into out (no repeats). */
+static void collect_ragged_ufs(Aot *a, const Expr *x, PtrMap *seen, FieldVec *out) {
+    if (!x || ptrmap_has(seen, x))
+        return;
+    ptrmap_put(seen, x, (void *)x);
+    if (x->kind == EX_UFCALL) {
+        Field *f = field_of(a, x->u.uf);
+        if (uf_ragged(f->ufstorage) && !ptrmap_has(seen, f)) {
+            ptrmap_put(seen, f, f);
+            vec_push(out, f);
+        }
+    }
+    for (int i = 0; i < x->n; i++)
+        collect_ragged_ufs(a, x->args[i], seen, out);
+}
+
+/* At the top of a host function over axes ax[0..nd): the row starts of
+ * every ragged UF domain their extents apply, computed by NAME_starts_F
+ * into rv_s_F, and rv_bad set when that failed. Returns how many; the
+ * function frees them with free_starts. */
+static int declare_starts(Aot *a, Buf *b, int nd, Axis *const *ax, FieldVec *ufs) {
+    PtrMap seen = {0};
+    for (int k = 0; k < nd; k++)
+        collect_ragged_ufs(a, ax[k]->extent, &seen, ufs);
+    ptrmap_free(&seen);
+    ptrmap_free(&a->starts);
+    if (ufs->len == 0)
+        return 0;
+    buf_puts(b, "    int rv_bad = 0;\n");
+    for (int i = 0; i < ufs->len; i++) {
+        Field *f = ufs->data[i];
+        const Storage *st = f->ufstorage;
+        buf_printf(b, "    int64_t *rv_s_%s[%d] = {0};\n", f->name, st->ndim);
+        buf_printf(b, "    rv_bad |= %s_starts_%s(rv_args, rv_s_%s);\n", a->name, f->name, f->name);
+        for (int k = 0; k < st->ndim; k++)
+            if (st->start[k])
+                buf_printf(b, "    const int64_t *%s = rv_s_%s[%d];\n",
+                           cg_name(&a->e, st->start[k], st->start[k]->name), f->name, k);
+        ptrmap_put(&a->starts, f->uf, f);
+        ptrmap_put(&a->starts_used, f, f);
+    }
+    return ufs->len;
+}
+
+static void free_starts(Aot *a, Buf *b, FieldVec *ufs) {
+    for (int i = 0; i < ufs->len; i++)
+        for (int k = 0; k < ufs->data[i]->ufstorage->ndim; k++)
+            if (ufs->data[i]->ufstorage->start[k])
+                buf_printf(b, "    free(rv_s_%s[%d]);\n", ufs->data[i]->name, k);
+    ptrmap_free(&a->starts);
+    vec_free(ufs);
+}
+
+/* static int NAME_starts_F(const NAME_args *rv_args, int64_t **rv_start):
+ * the row starts of a ragged UF domain in canonical order (layout.h), one
+ * malloc'd array per variable level, sized by its row-start buffer's size
+ * (an expression over sizes) and filled as the prelude fills the kernels'
+ * (src/lower/storage.c); nonzero when memory ran out or the UF values
+ * leave their declared ranges (the arrays would overflow). */
+static void emit_starts(Aot *a, Buf *b, const Field *f) {
+    const Storage *st = f->ufstorage;
+    buf_printf(b, "static int %s_starts_%s(const %s_args *rv_args, int64_t **rv_start) {\n",
+               a->name, f->name, a->name);
+    begin_host_fn(a, b);
+    for (int k = 0; k < st->ndim; k++) {
+        if (!st->variable[k])
+            continue;
+        buf_puts(b, "    {\n        const int64_t rv_n = ");
+        put_expr(a, b, st->start[k]->size);
+        buf_printf(b,
+                   ";\n        int64_t *rv_s = rv_start[%d] = calloc((size_t)rv_n, "
+                   "sizeof(int64_t));\n"
+                   "        if (!rv_s)\n            return 1;\n"
+                   "        int64_t rv_r = 0;\n",
+                   k);
+        for (int j = 0; j < k; j++)
+            open_loop(a, b, st->axes[j], 2 + j);
+        put_indent(b, 2 + k);
+        buf_puts(b, "if (rv_r + 1 >= rv_n)\n");
+        put_indent(b, 3 + k);
+        buf_puts(b, "return 1;\n");
+        put_indent(b, 2 + k);
+        buf_printf(b, "rv_s[rv_r + 1] = rv_s[rv_r] + %s_nonneg(", a->name);
+        put_expr(a, b, st->axes[k]->extent);
+        buf_puts(b, ");\n");
+        put_indent(b, 2 + k);
+        buf_puts(b, "rv_r++;\n");
+        for (int j = k - 1; j >= 0; j--)
+            close_loop(b, 2 + j);
+        buf_puts(b, "    }\n");
+    }
+    buf_puts(b, "    return 0;\n}\n\n");
+}
+
 /* int64_t NAME_numel_X(const NAME_args *rv_args): the elements of a
  * layout over axes ax[0..nd) in canonical order (no padding). Loops run
  * over the levels outside the last variable one. */
@@ -315,7 +427,11 @@ static void emit_numel(Aot *a, Buf *b, const char *what, int nd, Axis *const *ax
         if (level_variable(ax, k))
             last = k;
     int outer = last < 0 ? 0 : last;
+    FieldVec ufs = {0};
+    bool starts = declare_starts(a, b, nd, ax, &ufs) > 0;
     buf_puts(b, "    int64_t rv_c = 0;\n");
+    if (starts)
+        buf_puts(b, "    if (rv_bad) {\n        rv_c = -1;\n        goto rv_out;\n    }\n");
     for (int k = 0; k < outer; k++)
         open_loop(a, b, ax[k], 1 + k);
     put_indent(b, 1 + outer);
@@ -328,57 +444,57 @@ static void emit_numel(Aot *a, Buf *b, const char *what, int nd, Axis *const *ax
     buf_puts(b, ";\n");
     for (int k = outer - 1; k >= 0; k--)
         close_loop(b, 1 + k);
+    if (starts)
+        buf_puts(b, "rv_out:\n");
+    free_starts(a, b, &ufs);
     buf_puts(b, "    return rv_c;\n}\n\n");
 }
 
-/* Copies between X's canonical array and its padded storage, walking the
- * storage order: a padded level's padding is skipped after its loop (the
- * levels inside it are constant, checked by the caller). */
-static void emit_copy(Aot *a, Buf *b, Tensor *t, bool pack) {
+/* Copies between X's canonical array and its padded storage: loops over
+ * the canonical tuples in order (rv_c counts them), each element at the
+ * storage offset the lowering indexes it with (ir_storage_offset), which
+ * reads the tensor's row-start arrays among the run's slots. */
+static void emit_copy(Aot *a, Buf *b, const AotSlot *s, bool pack) {
+    Tensor *t = s->t;
+    const Storage *st = s->buf->storage;
     const char *ct = cg_ctype(t->dtype);
-    if (pack)
-        buf_printf(
-            b, "static void %s_pack_%s(const %s_args *rv_args, const %s *rv_from, %s *rv_to) {\n",
-            a->name, t->name, a->name, ct, ct);
-    else
-        buf_printf(b,
-                   "static void %s_unpack_%s(const %s_args *rv_args, const %s *rv_from, %s *rv_to) "
-                   "{\n",
-                   a->name, t->name, a->name, ct, ct);
+    buf_printf(b,
+               "static int %s_%s_%s(const %s_args *rv_args, void *const *rv_slot, const %s "
+               "*rv_from, %s *rv_to) {\n",
+               a->name, pack ? "pack" : "unpack", t->name, a->name, ct, ct);
     begin_host_fn(a, b);
-    buf_puts(b, "    int64_t rv_c = 0, rv_s = 0;\n");
+    buf_puts(b, "    (void)rv_slot;\n");
+    FieldVec ufs = {0};
+    bool starts = declare_starts(a, b, t->ndim, t->axes, &ufs) > 0;
+    for (int k = 0; k < st->ndim; k++) {
+        if (!st->start[k])
+            continue;
+        const char *v = cg_name(&a->e, st->start[k], st->start[k]->name);
+        buf_printf(b, "    const int64_t *%s = rv_slot[%d];\n", v,
+                   slot_index(a, slot_of(a, st->start[k])));
+    }
+    buf_puts(b, "    int64_t rv_c = 0;\n");
+    if (starts)
+        buf_puts(b, "    if (rv_bad)\n        goto rv_out;\n");
     int nd = t->ndim;
-    for (int k = 0; k < nd; k++)
+    Expr *idx[RV_MAX_DIMS];
+    for (int k = 0; k < nd; k++) {
         open_loop(a, b, t->axes[k], 1 + k);
+        idx[k] = t->axes[k]->var;
+    }
     put_indent(b, 1 + nd);
-    buf_puts(b, pack ? "rv_to[rv_s] = rv_from[rv_c];\n" : "rv_to[rv_c] = rv_from[rv_s];\n");
+    buf_puts(b, pack ? "rv_to[" : "rv_to[rv_c] = rv_from[");
+    put_expr(a, b, lower_simplify_expr(a->m, ir_storage_offset(a->m, st, idx)));
+    buf_puts(b, pack ? "] = rv_from[rv_c];\n" : "];\n");
     put_indent(b, 1 + nd);
     buf_puts(b, "rv_c++;\n");
-    put_indent(b, 1 + nd);
-    buf_puts(b, "rv_s++;\n");
-    for (int k = nd - 1; k >= 0; k--) {
+    for (int k = nd - 1; k >= 0; k--)
         close_loop(b, 1 + k);
-        if (t->pad[k] <= 1 || k == 0)
-            continue;
-        /* the padding of level k: (padded - real extent) times the inner
-         * levels' padded extents */
-        put_indent(b, 1 + k);
-        buf_printf(b, "rv_s += (%s_pad_up(", a->name);
-        put_expr(a, b, t->axes[k]->extent);
-        buf_printf(b, ", %d) - %s_nonneg(", t->pad[k], a->name);
-        put_expr(a, b, t->axes[k]->extent);
-        buf_puts(b, "))");
-        for (int j = k + 1; j < nd; j++) {
-            buf_printf(b, " * %s_pad_up(", a->name);
-            put_expr(a, b, t->axes[j]->extent);
-            buf_printf(b, ", %d)", t->pad[j]);
-        }
-        buf_puts(b, ";\n");
-    }
-    buf_puts(b, "    (void)rv_c;\n    (void)rv_s;\n}\n\n");
+    if (starts)
+        buf_puts(b, "rv_out:\n");
+    free_starts(a, b, &ufs);
+    buf_printf(b, "    (void)rv_c;\n    return %s;\n}\n\n", starts ? "rv_bad" : "0");
 }
-
-/* ---- the header ---- */
 
 /* "f32[16 * T, 768]" or "i32[b < B, l < len[b] pad 4]" */
 static void put_type(Buf *b, rv_dtype dt, int nd, Axis *const *ax, const int *pad) {
@@ -444,7 +560,8 @@ static void emit_header(Aot *a, Buf *h, const char *src_name) {
                " * f32 float, f64 double, i32 int32_t, i64 int64_t. UF arrays are indexed by\n"
                " * their domain in the same order. The element counts depend on sizes and,\n"
                " * for ragged tensors, on UF values: %s_numel_X(&a) reads the sizes and UF\n"
-               " * arrays of `a` only. Arrays aligned to 64 bytes (RV_RT_ALIGN) are used in\n"
+               " * arrays of `a` only (-1: a UF array with a ragged domain could not be\n"
+               " * indexed: memory ran out or UF values are out of range). Arrays aligned to 64 bytes (RV_RT_ALIGN) are used in\n"
                " * place; others are copied into aligned scratch memory (correct, slower).\n"
                " * An array may be NULL only when it has no elements.\n"
                " *\n"
@@ -518,8 +635,12 @@ static void emit_header(Aot *a, Buf *h, const char *src_name) {
     buf_printf(h,
                "/* Runs the model: checks args, runs preludes and kernels in order. ctx may\n"
                " * be NULL. Returns RV_RT_OK, RV_RT_ERR_BOUNDS or RV_RT_ERR_OOM. */\n"
-               "int32_t %s_run(const %s_args *args, struct rv_rt_ctx *ctx);\n\n",
-               N, N);
+               "int32_t %s_run(const %s_args *args, struct rv_rt_ctx *ctx);\n\n"
+               "/* After RV_RT_ERR_BOUNDS with a ctx of yours: a read out of range or a\n"
+               " * division by zero that the kernels checked, from ctx->error (NULL when\n"
+               " * the arguments were rejected before any kernel ran). */\n"
+               "const char *%s_check_message(int32_t error);\n\n",
+               N, N, N);
     buf_puts(h, "/* Elements of each array, from the sizes and UF arrays in args. */\n");
     for (int i = 0; i < a->fields.len; i++)
         if (a->fields.data[i].kind != FK_SIZE)
@@ -604,7 +725,7 @@ static void emit_ctx(Aot *a, Buf *b) {
                "    (void)ctx;\n    free(p);\n}\n\n"
                "struct rv_rt_ctx %s_default_ctx(void) {\n"
                "    struct rv_rt_ctx c = {RV_RT_ABI_VERSION, 1, %s_serial_for, %s_serial_alloc,\n"
-               "                          %s_serial_free, NULL};\n"
+               "                          %s_serial_free, NULL, 0};\n"
                "    return c;\n}\n\n"
                "/* n elements of es bytes from ctx, zeroed; NULL when out of memory. */\n"
                "static void *%s_zalloc(struct rv_rt_ctx *ctx, int64_t n, size_t es) {\n"
@@ -615,10 +736,26 @@ static void emit_ctx(Aot *a, Buf *b) {
                "    return p;\n}\n\n"
                "static int %s_aligned(const void *p) {\n"
                "    return p && (uintptr_t)p %% RV_RT_ALIGN == 0;\n}\n\n"
-               "static inline int64_t %s_nonneg(int64_t v) {\n    return v < 0 ? 0 : v;\n}\n\n"
-               "static inline int64_t %s_pad_up(int64_t v, int64_t p) {\n"
-               "    return v <= 0 ? 0 : (v + p - 1) / p * p;\n}\n\n",
-               N, N, N, N, N, N, N, N, N, N, N);
+               "static inline int64_t %s_nonneg(int64_t v) {\n    return v < 0 ? 0 : v;\n}\n\n",
+               N, N, N, N, N, N, N, N, N, N);
+}
+
+/* NAME_check_message: the text of each run-time check of the kernels
+ * (Kernel.sites), numbered through the kernels in order as _run leaves
+ * them in ctx->error. */
+static void emit_check_messages(Aot *a, Buf *b) {
+    buf_printf(b, "const char *%s_check_message(int32_t error) {\n", a->name);
+    buf_puts(b, "    static const char *const rv_sites[] = {\n        \"\",\n");
+    int n = 0;
+    for (int k = 0; k < a->n; k++)
+        for (int i = 0; i < a->ks[k]->nsites; i++, n++) {
+            buf_printf(b, "        \"kernel %s: ", a->ks[k]->name);
+            for (const char *p = a->ks[k]->sites[i]; *p; p++)
+                buf_printf(b, *p == '"' || *p == '\\' ? "\\%c" : "%c", *p);
+            buf_puts(b, "\",\n");
+        }
+    buf_printf(b,
+               "    };\n    return error > 0 && error <= %d ? rv_sites[error] : NULL;\n}\n\n", n);
 }
 
 /* Checks the buffer size expression only loads slots' UF and AUX arrays. */
@@ -675,11 +812,17 @@ static void emit_call(Aot *a, Buf *b, int k, bool prelude) {
                    "            rv_rc = RV_RT_ERR_BOUNDS;\n            goto rv_done;\n        }\n",
                    a->name, a->u->prelude_syms[k]);
     } else {
+        int first = 0; /* the kernel's sites are numbered after the earlier ones' */
+        for (int i = 0; i < k; i++)
+            first += a->ks[i]->nsites;
         buf_printf(b,
                    "        rv_rc = %s_%s(rv_sz, rv_bf, rv_ctx);\n"
                    "        if (rv_failed)\n            rv_rc = RV_RT_ERR_OOM;\n"
+                   "        if (rv_rc == RV_RT_OK && rv_ctx->error) {\n"
+                   "            rv_ctx->error += %d;\n"
+                   "            rv_rc = RV_RT_ERR_BOUNDS;\n        }\n"
                    "        if (rv_rc != RV_RT_OK)\n            goto rv_done;\n",
-                   a->name, a->u->kernel_syms[k]);
+                   a->name, a->u->kernel_syms[k], first);
     }
     buf_puts(b, "    }\n");
 }
@@ -710,13 +853,16 @@ static void emit_place_tensor(Aot *a, Buf *b, const AotSlot *s) {
                "    if (!%s && %s_numel_%s(rv_args) > 0) {\n"
                "        rv_rc = RV_RT_ERR_BOUNDS;\n        goto rv_done;\n    }\n",
                arr, N, f->name);
-    if (is_padded(s->t)) {
+    if (ir_storage_padded(s->buf->storage)) {
         buf_printf(b,
                    "    if (!(rv_own[%d] = rv_slot[%d] = %s_zalloc(rv_ctx, rv_n, sizeof(%s)))) {\n"
                    "        " OOM_EXIT "    }\n",
                    i, i, N, ct);
         if (f->kind == FK_INPUT)
-            buf_printf(b, "    %s_pack_%s(rv_args, %s, rv_slot[%d]);\n", N, s->t->name, arr, i);
+            buf_printf(b,
+                       "    if (%s_pack_%s(rv_args, rv_slot, %s, rv_slot[%d])) {\n"
+                       "        " OOM_EXIT "    }\n",
+                       N, s->t->name, arr, i);
         return;
     }
     buf_printf(b, "    if (%s_aligned(%s)) {\n        rv_slot[%d] = (void *)%s;\n    } else {\n", N,
@@ -834,7 +980,8 @@ static void emit_run(Aot *a, Buf *b) {
         if (a->slots.data[i].kind == AS_TENSOR)
             emit_place_tensor(a, b, &a->slots.data[i]);
     /* 5. kernels */
-    buf_puts(b, "    /* 5. the kernels, in definition order */\n");
+    buf_puts(b, "    /* 5. the kernels, in definition order; a failed check stops the run */\n"
+                "    rv_ctx->error = 0;\n");
     for (int k = 0; k < a->n; k++)
         emit_call(a, b, k, false);
     /* 6. outputs not computed in place */
@@ -844,9 +991,11 @@ static void emit_run(Aot *a, Buf *b) {
         if (s->kind != AS_TENSOR || s->field < 0 || a->fields.data[s->field].kind != FK_OUTPUT)
             continue;
         const char *cn = a->fields.data[s->field].cname;
-        if (is_padded(s->t))
-            buf_printf(b, "    %s_unpack_%s(rv_args, rv_slot[%d], rv_args->%s);\n", N, s->t->name,
-                       i, cn);
+        if (ir_storage_padded(s->buf->storage))
+            buf_printf(b,
+                       "    if (%s_unpack_%s(rv_args, rv_slot, rv_slot[%d], rv_args->%s))\n"
+                       "        rv_rc = RV_RT_ERR_OOM;\n",
+                       N, s->t->name, i, cn);
         else
             buf_printf(
                 b,
@@ -890,18 +1039,6 @@ static rv_status check_supported(Aot *a) {
             return base_error(RV_ERR_UNSUPPORTED, "tensor %s: no compiled kernel stores it",
                               f->name);
     }
-    for (int i = 0; i < a->fields.len; i++) {
-        Field *f = &a->fields.data[i];
-        if ((f->kind != FK_INPUT && f->kind != FK_OUTPUT) || !is_padded(f->t))
-            continue;
-        for (int k = 0; k < f->t->ndim; k++)
-            for (int j = k + 1; f->t->pad[k] > 1 && j < f->t->ndim; j++)
-                if (level_variable(f->t->axes, j))
-                    return base_error(RV_ERR_UNSUPPORTED,
-                                      "tensor %s: storage padding outside a ragged dimension is "
-                                      "not supported",
-                                      f->name);
-    }
     return RV_OK;
 }
 
@@ -912,7 +1049,7 @@ rv_status cg_c_aot(Module *m, Kernel *const *ks, int n, const CgUnit *u, const c
     cg_emit_init(&a.e, CG_TARGET_C);
     gather(&a);
     rv_status st = check_supported(&a);
-    Buf c = {0}, h = {0}, body = {0};
+    Buf c = {0}, h = {0}, body = {0}, starts = {0};
     if (st == RV_OK) {
         /* the host code first, into body, so the helpers it needs are known */
         for (int i = 0; i < a.fields.len; i++)
@@ -922,14 +1059,17 @@ rv_status cg_c_aot(Module *m, Kernel *const *ks, int n, const CgUnit *u, const c
             else if (a.fields.data[i].kind != FK_SIZE)
                 emit_numel(&a, &body, a.fields.data[i].name, a.fields.data[i].t->ndim,
                            a.fields.data[i].t->axes);
-        for (int i = 0; i < a.fields.len; i++) {
-            Field *f = &a.fields.data[i];
-            if ((f->kind == FK_INPUT || f->kind == FK_OUTPUT) && is_padded(f->t) &&
-                ptrmap_has(&a.slot_of, f->t))
-                emit_copy(&a, &body, f->t, f->kind == FK_INPUT);
+        for (int i = 0; i < a.slots.len; i++) {
+            const AotSlot *s = &a.slots.data[i];
+            if (s->kind == AS_TENSOR && s->field >= 0 && ir_storage_padded(s->buf->storage))
+                emit_copy(&a, &body, s, a.fields.data[s->field].kind == FK_INPUT);
         }
         emit_run(&a, &body);
+        emit_check_messages(&a, &body);
         emit_fields_table(&a, &body);
+        for (int i = 0; i < a.fields.len; i++)
+            if (ptrmap_has(&a.starts_used, &a.fields.data[i]))
+                emit_starts(&a, &starts, &a.fields.data[i]);
         st = a.st;
     }
     if (st == RV_OK) {
@@ -952,6 +1092,7 @@ rv_status cg_c_aot(Module *m, Kernel *const *ks, int n, const CgUnit *u, const c
         buf_printf(&c, "\n/* ==== the host code ==== */\n\n");
         emit_new_helpers(&a, &c);
         emit_ctx(&a, &c);
+        buf_puts(&c, buf_str(&starts));
         buf_puts(&c, buf_str(&body));
         out->source = buf_take(&c);
         out->header = buf_take(&h);
@@ -959,11 +1100,14 @@ rv_status cg_c_aot(Module *m, Kernel *const *ks, int n, const CgUnit *u, const c
     buf_free(&c);
     buf_free(&h);
     buf_free(&body);
+    buf_free(&starts);
     cg_emit_free(&a.e);
     vec_free(&a.fields);
     vec_free(&a.slots);
     ptrmap_free(&a.slot_of);
     ptrmap_free(&a.field_of);
+    ptrmap_free(&a.starts);
+    ptrmap_free(&a.starts_used);
     return st;
 }
 

@@ -370,6 +370,7 @@ typedef struct VC {
     int lanes;
     PtrMap memo;     /* Expr* -> Info* */
     PtrMap lets;     /* Axis* bound by a LET inside the loop -> its value */
+    PtrMap inner;    /* Axis* of the loops inside the loop */
     PtrMap locals;   /* Buffer* allocated inside the loop -> Local* */
     bool changed;    /* a local became varying in this round */
     const Stmt *red; /* the lane reduction's update, or NULL */
@@ -488,10 +489,37 @@ static bool same_index(const Expr *a, const Expr *b) {
     return a == b || (ir_is_const_int(a, &x) && ir_is_const_int(b, &y) && x == y);
 }
 
+typedef struct Inside {
+    const VC *vc;
+    bool found;
+} Inside;
+
+static void inside_fn(const Expr *x, void *ctx) {
+    Inside *in = ctx;
+    const Expr *v;
+    if (x->kind != EX_VAR || in->found)
+        return;
+    if (ptrmap_has(&in->vc->inner, x->u.axis))
+        in->found = true;
+    else if ((v = ptrmap_get(&in->vc->lets, x->u.axis)))
+        ir_visit(v, inside_fn, in);
+}
+
+/* Does x depend on a loop inside the vector loop (through LETs too)? */
+static bool bound_inside(const VC *vc, const Expr *x) {
+    Inside in = {vc, false};
+    ir_visit(x, inside_fn, &in);
+    return in.found;
+}
+
 /* A store of every lane to one element is a lane reduction when it is
  * `acc[i] = acc[i] (+, max, min) v` at a lane-invariant i, into memory
  * outside the loop: each lane then keeps its own partial result, and the
- * partials are combined across lanes after the loop. One per loop. */
+ * partials are combined across lanes after the loop. One per loop, and
+ * one element: i may not change inside the loop (an in-place accumulation
+ * over a spatial loop inside the reduction loop stays scalar; the
+ * combined result is stored after the loop, where i's inner loops are not
+ * bound). */
 static bool check_lane_reduction(VC *vc, const Stmt *s) {
     const Buffer *b = s->u.store.buf;
     const Expr *idx = s->u.store.index, *v = s->u.store.value;
@@ -500,6 +528,8 @@ static bool check_lane_reduction(VC *vc, const Stmt *s) {
                   same_index(v->args[0]->args[0], idx);
     if (info_of(vc, idx).vary || !update || b->dtype == RV_BOOL)
         return fail(vc, "every lane stores to one element, not as a sum, max or min");
+    if (bound_inside(vc, idx))
+        return fail(vc, "every lane accumulates into an element that an inner loop changes");
     if (vc->red && vc->red != s)
         return fail(vc, "two stores of every lane to one element");
     vc->red = s;
@@ -591,6 +621,7 @@ static bool check_stmt(VC *vc, const Stmt *s) {
             return fail(vc, "it contains a parallel or GPU loop");
         if (info_of(vc, s->u.loop.extent).vary)
             return fail(vc, "an inner loop's extent varies across lanes");
+        ptrmap_put(&vc->inner, s->u.loop.var, s->u.loop.var);
         return check_stmt(vc, s->u.loop.body);
     }
     case ST_ALLOC: {
@@ -628,6 +659,8 @@ static bool check_stmt(VC *vc, const Stmt *s) {
         return fail(vc, "it calls an extern kernel");
     case ST_BARRIER:
         return fail(vc, "it contains a barrier");
+    case ST_FAIL:
+        return fail(vc, "it contains a run-time check");
     default:
         RV_UNREACHABLE();
     }
@@ -1194,6 +1227,7 @@ static void emit(VC *vc, const Stmt *s) {
 static void vc_free(VC *vc) {
     ptrmap_free(&vc->memo);
     ptrmap_free(&vc->lets);
+    ptrmap_free(&vc->inner);
     ptrmap_free(&vc->locals);
     ptrmap_free(&vc->zero);
     ptrmap_free(&vc->vlets);
@@ -1210,6 +1244,7 @@ static bool analyse(VC *vc, const Stmt *s) {
     do {
         ptrmap_free(&vc->memo);
         ptrmap_free(&vc->lets);
+        ptrmap_free(&vc->inner);
         vc->changed = false;
         vc->red = NULL;
         ok = check_stmt(vc, s->u.loop.body);

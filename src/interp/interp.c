@@ -282,7 +282,7 @@ rv_status interp_prepare(Interp *in, const Module *m, rv_bindings *b, const uint
     in->ufv = base_xcalloc((size_t)m->ufuns.len + 1, sizeof *in->ufv);
     in->ufl = base_xcalloc((size_t)m->ufuns.len + 1, sizeof *in->ufl);
     in->tv = base_xcalloc((size_t)m->tensors.len + 1, sizeof *in->tv);
-    in->env = (LayoutEnv){m, in->sizes, in->ufv, in->ufl};
+    in->env = (LayoutEnv){.m = m, .sizes = in->sizes, .uf_vals = in->ufv, .uf_dom = in->ufl};
     rv_status st = prepare_sizes(in, seed);
     for (int i = 0; st == RV_OK && i < m->ufuns.len; i++)
         st = prepare_ufun(in, m->ufuns.data[i], seed);

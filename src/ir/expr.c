@@ -453,61 +453,84 @@ static bool mul_bounds(int64_t a0, int64_t a1, int64_t b0, int64_t b1, int64_t *
     return true;
 }
 
-bool ir_int_bounds(const Expr *e, int64_t *lo, int64_t *hi) {
+/* An axis with extent range [.., a1] takes the values 0..a1-1; none when
+ * a1 < 1. An expression over a variable with no value has no value
+ * either: it is never evaluated (a level below an empty one, the body of
+ * an empty loop), so EMPTY wins over UNKNOWN. */
+IrRange ir_int_range(const Expr *e, int64_t *lo, int64_t *hi) {
     int64_t a0, a1, b0, b1;
+    IrRange ra, rb;
     switch (e->kind) {
     case EX_CONST_INT:
         *lo = *hi = e->u.ival;
-        return true;
+        return IR_RANGE_KNOWN;
     case EX_SIZE:
         *lo = e->u.size->lo;
         *hi = e->u.size->hi;
-        return true;
+        return IR_RANGE_KNOWN;
     case EX_VAR: {
         const Axis *ax = e->u.axis;
-        if (!ax->extent || !ir_int_bounds(ax->extent, &a0, &a1))
-            return false;
+        if (!ax->extent || (ra = ir_int_range(ax->extent, &a0, &a1)) != IR_RANGE_KNOWN)
+            return ax->extent ? ra : IR_RANGE_UNKNOWN;
+        if (a1 < 1)
+            return IR_RANGE_EMPTY;
         *lo = 0;
         *hi = a1 - 1;
-        return a1 >= 1;
+        return IR_RANGE_KNOWN;
     }
     case EX_UFCALL: {
         const Ufun *f = e->u.uf;
+        for (int i = 0; i < e->n; i++)
+            if (ir_int_range(e->args[i], &a0, &a1) == IR_RANGE_EMPTY)
+                return IR_RANGE_EMPTY;
         if (!f->lo || !f->hi || !ir_int_bounds(f->lo, &a0, &a1) || !ir_int_bounds(f->hi, &b0, &b1))
-            return false;
+            return IR_RANGE_UNKNOWN;
         *lo = a0;
         *hi = b1;
-        return true;
+        return IR_RANGE_KNOWN;
     }
     case EX_CAST:
-        return ir_is_int(e->dtype) && ir_is_int(e->args[0]->dtype) &&
-               ir_int_bounds(e->args[0], lo, hi);
+        if (!ir_is_int(e->dtype) || !ir_is_int(e->args[0]->dtype))
+            return IR_RANGE_UNKNOWN;
+        return ir_int_range(e->args[0], lo, hi);
     case EX_ADD:
     case EX_SUB:
     case EX_MUL:
     case EX_MIN:
     case EX_MAX:
-        if (!ir_int_bounds(e->args[0], &a0, &a1) || !ir_int_bounds(e->args[1], &b0, &b1))
-            return false;
+        ra = ir_int_range(e->args[0], &a0, &a1);
+        rb = ir_int_range(e->args[1], &b0, &b1);
+        if (ra == IR_RANGE_EMPTY || rb == IR_RANGE_EMPTY)
+            return IR_RANGE_EMPTY;
+        if (ra != IR_RANGE_KNOWN || rb != IR_RANGE_KNOWN)
+            return IR_RANGE_UNKNOWN;
         switch (e->kind) {
         case EX_ADD:
-            return !__builtin_add_overflow(a0, b0, lo) && !__builtin_add_overflow(a1, b1, hi);
+            return !__builtin_add_overflow(a0, b0, lo) && !__builtin_add_overflow(a1, b1, hi)
+                       ? IR_RANGE_KNOWN
+                       : IR_RANGE_UNKNOWN;
         case EX_SUB:
-            return !__builtin_sub_overflow(a0, b1, lo) && !__builtin_sub_overflow(a1, b0, hi);
+            return !__builtin_sub_overflow(a0, b1, lo) && !__builtin_sub_overflow(a1, b0, hi)
+                       ? IR_RANGE_KNOWN
+                       : IR_RANGE_UNKNOWN;
         case EX_MUL:
-            return mul_bounds(a0, a1, b0, b1, lo, hi);
+            return mul_bounds(a0, a1, b0, b1, lo, hi) ? IR_RANGE_KNOWN : IR_RANGE_UNKNOWN;
         case EX_MIN:
             *lo = a0 < b0 ? a0 : b0;
             *hi = a1 < b1 ? a1 : b1;
-            return true;
+            return IR_RANGE_KNOWN;
         default:
             *lo = a0 > b0 ? a0 : b0;
             *hi = a1 > b1 ? a1 : b1;
-            return true;
+            return IR_RANGE_KNOWN;
         }
     default:
-        return false;
+        return IR_RANGE_UNKNOWN;
     }
+}
+
+bool ir_int_bounds(const Expr *e, int64_t *lo, int64_t *hi) {
+    return ir_int_range(e, lo, hi) == IR_RANGE_KNOWN;
 }
 
 static bool uses_any_axis(const Expr *e, Axis *const *axes, int n) {
@@ -731,13 +754,55 @@ Expr *ir_rebuild(Module *m, const Expr *e, Expr *const *args) {
     }
 }
 
-static Expr *subst_rec(Module *m, Expr *e, const PtrMap *map, PtrMap *memo) {
-    Expr *done = ptrmap_get(memo, e);
+typedef struct Subst {
+    const PtrMap *map; /* Axis* -> Expr*, the caller's */
+    PtrMap renamed;    /* reduction Axis* -> VAR of its replacement */
+    PtrMap memo;
+    bool fresh; /* every reduction gets new axes */
+} Subst;
+
+static Expr *subst_rec(Module *m, Expr *e, Subst *s);
+
+/* A reduction's axes are bound by it, but their extents may use the axes
+ * substituted: the reduction then gets new axes with the extents
+ * substituted (or always, when s->fresh), so that `sum(k < len[b])` with b
+ * replaced by x becomes `sum(k' < len[x])`. */
+static Expr *subst_reduce(Module *m, Expr *e, Subst *s) {
+    int n = e->u.red.naxes;
+    Axis **axes = arena_alloc(m->arena, sizeof(Axis *) * (size_t)n);
+    bool changed = false;
+    for (int i = 0; i < n; i++) {
+        Axis *a = e->u.red.axes[i];
+        Expr *ext = a->extent ? subst_rec(m, a->extent, s) : NULL;
+        if (a->extent && !ext)
+            return NULL;
+        axes[i] = a;
+        if (s->fresh || ext != a->extent) {
+            axes[i] = ir_axis_new(m, a->name, AX_REDUCE, ext);
+            axes[i]->pos = a->pos;
+            ptrmap_put(&s->renamed, a, axes[i]->var);
+            changed = true;
+        }
+    }
+    Expr *body = subst_rec(m, e->args[0], s);
+    if (!body)
+        return NULL;
+    if (!changed)
+        return body == e->args[0] ? e : ir_reduce(m, e->u.red.rk, n, e->u.red.axes, body);
+    return ir_reduce(m, e->u.red.rk, n, axes, body);
+}
+
+static Expr *subst_rec(Module *m, Expr *e, Subst *s) {
+    Expr *done = ptrmap_get(&s->memo, e);
     if (done)
         return done;
     Expr *r;
-    if (e->kind == EX_VAR && ptrmap_has(map, e->u.axis)) {
-        r = ptrmap_get(map, e->u.axis);
+    if (e->kind == EX_VAR && ptrmap_has(&s->renamed, e->u.axis)) {
+        r = ptrmap_get(&s->renamed, e->u.axis);
+    } else if (e->kind == EX_VAR && ptrmap_has(s->map, e->u.axis)) {
+        r = ptrmap_get(s->map, e->u.axis);
+    } else if (e->kind == EX_REDUCE) {
+        r = subst_reduce(m, e, s);
     } else if (e->n == 0) {
         r = e;
     } else {
@@ -745,29 +810,44 @@ static Expr *subst_rec(Module *m, Expr *e, const PtrMap *map, PtrMap *memo) {
         Expr **a = e->n <= RV_COUNT(args) ? args : base_xmalloc(sizeof(Expr *) * (size_t)e->n);
         bool ok = true;
         for (int i = 0; i < e->n; i++)
-            ok = (a[i] = subst_rec(m, e->args[i], map, memo)) != NULL && ok;
+            ok = (a[i] = subst_rec(m, e->args[i], s)) != NULL && ok;
         r = ok ? ir_rebuild(m, e, a) : NULL;
         if (a != args)
             base_free(a);
     }
     if (r)
-        ptrmap_put(memo, e, r);
+        ptrmap_put(&s->memo, e, r);
+    return r;
+}
+
+static Expr *substitute(Module *m, Expr *e, const PtrMap *map, bool fresh) {
+    if (!e)
+        return NULL;
+    Subst s = {map, {0}, {0}, fresh};
+    Expr *r = subst_rec(m, e, &s);
+    ptrmap_free(&s.renamed);
+    ptrmap_free(&s.memo);
     return r;
 }
 
 Expr *ir_substitute(Module *m, Expr *e, const PtrMap *map) {
-    if (!e)
-        return NULL;
-    PtrMap memo = {0};
-    Expr *r = subst_rec(m, e, map, &memo);
-    ptrmap_free(&memo);
-    return r;
+    return substitute(m, e, map, false);
 }
 
+Expr *ir_substitute_fresh(Module *m, Expr *e, const PtrMap *map) {
+    return substitute(m, e, map, true);
+}
+
+/* A reduction's axis extents are evaluated where the reduction is: they
+ * are visited as its operands, before its body. */
 static void visit_rec(const Expr *e, void (*fn)(const Expr *, void *), void *ctx, PtrMap *seen) {
     if (ptrmap_has(seen, e))
         return;
     ptrmap_put(seen, e, (void *)e);
+    if (e->kind == EX_REDUCE)
+        for (int i = 0; i < e->u.red.naxes; i++)
+            if (e->u.red.axes[i]->extent)
+                visit_rec(e->u.red.axes[i]->extent, fn, ctx, seen);
     for (int i = 0; i < e->n; i++)
         visit_rec(e->args[i], fn, ctx, seen);
     fn(e, ctx);

@@ -41,6 +41,7 @@ typedef struct rv_tensor Tensor;
 typedef struct rv_compute ComputeBuilder;
 typedef struct Op Op;
 typedef struct Buffer Buffer;
+typedef struct Storage Storage; /* layout.h */
 
 enum {
     F_ARITH = 1 << 0, /* arithmetic: ints and floats */
@@ -217,6 +218,7 @@ struct Buffer {
     BufScope scope;
     Tensor *tensor; /* the tensor it stores, if any */
     Ufun *uf;       /* the UF it holds, if any */
+    const Storage *storage; /* a tensor's or UF's buffer: its storage order */
     int id;
 };
 
@@ -294,14 +296,23 @@ Expr *ir_load(Module *m, Buffer *b, Expr *idx);
 Buffer *ir_buffer_new(Module *m, const char *name, rv_dtype t, Expr *size, BufScope scope);
 /* The node with the same kind and payload as `e` but new operands (passes). */
 Expr *ir_rebuild(Module *m, const Expr *e, Expr *const *args);
-/* Replaces axis variables by expressions (map: Axis* -> Expr*). */
+/* Replaces axis variables by expressions (map: Axis* -> Expr*), in the
+ * extents of reduction axes too (such a reduction gets new axes). */
 Expr *ir_substitute(Module *m, Expr *e, const PtrMap *map);
+/* The same, every reduction given new axes: a copy of e that shares no
+ * reduction axis with e (inlining one tensor at several reads). */
+Expr *ir_substitute_fresh(Module *m, Expr *e, const PtrMap *map);
 bool ir_is_int(rv_dtype t);
 bool ir_is_float(rv_dtype t);
 bool ir_is_const_int(const Expr *e, int64_t *v);
 /* Interval bounds of an integer expression over the declared ranges of
- * sizes, UF values and axis extents; false when unknown. */
+ * sizes, UF values and axis extents; false when unknown (or empty). */
 bool ir_int_bounds(const Expr *e, int64_t *lo, int64_t *hi);
+/* The same, telling an unknown range from an empty one: EMPTY when the
+ * expression mentions an axis whose extent is below 1 for every binding
+ * (`b < a` with `a < 1`), so it is never evaluated. */
+typedef enum IrRange { IR_RANGE_UNKNOWN, IR_RANGE_EMPTY, IR_RANGE_KNOWN } IrRange;
+IrRange ir_int_range(const Expr *e, int64_t *lo, int64_t *hi);
 /* An expression bounding e from above (upper) or below for every value of
  * axes[0..n) within their extents, free of those axes (e itself when it
  * uses none); NULL when unknown. */
@@ -313,7 +324,8 @@ bool ir_uses_axis(const Expr *e, const Axis *a);
  * when x does not mention a); NULL when x is not of that form (a under a
  * division, a product of two terms using a, a load). */
 Expr *ir_linear_coeff(Module *m, Expr *x, const Axis *a);
-/* Calls fn on every node once, children before parents. */
+/* Calls fn on every node once, children before parents; the extents of a
+ * reduction's axes count among its children. */
 void ir_visit(const Expr *e, void (*fn)(const Expr *e, void *ctx), void *ctx);
 
 /* ---- module.c: sizes, UFs, dims, tensors, operations ---- */

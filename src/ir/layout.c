@@ -224,6 +224,12 @@ rv_status ir_eval_index(const LayoutEnv *env, const Expr *e, int nax, Axis *cons
                 return st;
         return ir_layout_ufun_value(env, e->u.uf, args, out);
     }
+    case EX_LOAD:
+        if (!env->load)
+            break;
+        if ((st = ir_eval_index(env, e->args[0], nax, axes, vals, &a)) != RV_OK)
+            return st;
+        return env->load(env->load_ctx, e->u.buf, a, out);
     case EX_NEG:
     case EX_ABS:
         if ((st = ir_eval_index(env, e->args[0], nax, axes, vals, &a)) != RV_OK)
@@ -304,6 +310,24 @@ static bool mentions_axis(const Expr *e) {
         if (mentions_axis(e->args[i]))
             return true;
     return false;
+}
+
+rv_status ir_layout_check_pads(const char *name, int ndim, Axis *const *axes, Expr *const *exts,
+                               const int *pad, int *level) {
+    for (int k = 0; pad && k < ndim; k++) {
+        if (pad[k] <= 1)
+            continue;
+        for (int j = k + 1; j < ndim; j++)
+            for (int i = 0; i < j; i++)
+                if (ir_uses_axis(exts[j], axes[i])) {
+                    *level = k;
+                    return base_error(RV_ERR_TYPE,
+                                      "dimension '%s' of '%s': storage padding outside a ragged "
+                                      "dimension is not supported ('%s' inside it is ragged)",
+                                      axes[k]->name, name, axes[j]->name);
+                }
+    }
+    return RV_OK;
 }
 
 /* A growable int64 array with an int64 length (prefix-sum arrays can
@@ -452,7 +476,7 @@ rv_status ir_layout_ufun(const LayoutEnv *env, const Ufun *f, Layout **out) {
 void ir_layout_free(Layout *l) {
     if (!l)
         return;
-    for (int k = 0; k < l->ndim; k++)
+    for (int k = 0; k < l->ndim && !l->borrowed; k++)
         base_free(l->start[k]);
     base_free(l);
 }
@@ -544,4 +568,151 @@ void ir_layout_describe_env(Buf *b, const LayoutEnv *env, const Layout *l) {
     }
     base_free(mn.sizes);
     base_free(mn.ufs);
+}
+
+/* ------------------------------------------------ storage (symbolic) */
+
+/* roundup(e, p) = (e + p - 1) / p * p, folded when p == 1. */
+static Expr *round_up(Module *m, Expr *e, int p) {
+    if (p <= 1)
+        return e;
+    Expr *q = ir_binary(m, EX_DIV, ir_binary(m, EX_ADD, e, ir_int(m, p - 1)), ir_int(m, p));
+    return ir_binary(m, EX_MUL, q, ir_int(m, p));
+}
+
+/* A sizes-only upper bound of level k's padded extent (for AUX sizes);
+ * NULL when there is none. */
+static Expr *extent_upper_bound(Module *m, const Storage *st, int k) {
+    if (!st->variable[k])
+        return st->ext[k];
+    int64_t lo, hi;
+    switch (ir_int_range(st->axes[k]->extent, &lo, &hi)) {
+    case IR_RANGE_EMPTY: /* under no prefix at all: the level holds nothing */
+        return ir_int(m, 0);
+    case IR_RANGE_KNOWN:
+        return round_up(m, ir_int(m, hi < 0 ? 0 : hi), st->pad[k]);
+    default:
+        return NULL;
+    }
+}
+
+rv_status ir_storage_init(Module *m, Storage *st, const char *name, int ndim, Axis *const *axes,
+                          const int *pad, rv_dtype dtype, BufScope scope) {
+    memset(st, 0, sizeof *st);
+    st->ndim = ndim;
+    for (int k = 0; k < ndim; k++) {
+        st->axes[k] = axes[k];
+        st->pad[k] = pad ? pad[k] : 1;
+        for (int j = 0; j < k; j++)
+            st->variable[k] |= ir_uses_axis(axes[k]->extent, axes[j]);
+        if (!st->variable[k])
+            st->ext[k] = round_up(m, axes[k]->extent, st->pad[k]);
+    }
+    /* prefix counts: exact where all outer levels are constant, otherwise
+     * an upper bound (for allocation) */
+    Expr *count = ir_int(m, 1), *bound = ir_int(m, 1);
+    bool exact = true;
+    for (int k = 0; k < ndim; k++) {
+        Expr *ub = extent_upper_bound(m, st, k);
+        if (!ub)
+            return base_error(RV_ERR_UNSUPPORTED,
+                              "%s: the extent of dimension '%s' has no constant upper bound, so "
+                              "its row-start array cannot be sized; declare a value range for the "
+                              "ufuns it uses",
+                              name, axes[k]->name);
+        if (st->variable[k]) {
+            Expr *size = ir_binary(m, EX_ADD, exact ? count : bound, ir_int(m, 1));
+            char *bn = arena_printf(m->arena, "%s_start%d", name, k);
+            st->start[k] = ir_buffer_new(m, bn, RV_I64, size, BUF_AUX);
+            /* the count after this level is the last prefix sum */
+            count = ir_load(m, st->start[k], count);
+            exact = false;
+        } else {
+            count = ir_binary(m, EX_MUL, count, st->ext[k]);
+        }
+        bound = ir_binary(m, EX_MUL, bound, ub);
+    }
+    st->numel = count;
+    st->buf = ir_buffer_new(m, name, dtype, count, scope);
+    st->buf->storage = st;
+    return RV_OK;
+}
+
+bool ir_storage_padded(const Storage *st) {
+    for (int k = 0; k < st->ndim; k++)
+        if (st->pad[k] > 1)
+            return true;
+    return false;
+}
+
+Expr *ir_storage_extent(Module *m, const Storage *st, int k, Expr *const *idx) {
+    if (!st->variable[k])
+        return st->ext[k];
+    PtrMap sub = {0};
+    for (int j = 0; j < k; j++)
+        ptrmap_put(&sub, st->axes[j], idx[j]);
+    Expr *ext = ir_substitute(m, st->axes[k]->extent, &sub);
+    ptrmap_free(&sub);
+    return round_up(m, ext, st->pad[k]);
+}
+
+Expr *ir_storage_offset(Module *m, const Storage *st, Expr *const *idx) {
+    Expr *rank = ir_int(m, 0);
+    for (int k = 0; k < st->ndim; k++) {
+        if (st->variable[k])
+            rank = ir_binary(m, EX_ADD, ir_load(m, st->start[k], rank), idx[k]);
+        else
+            rank = ir_binary(m, EX_ADD, ir_binary(m, EX_MUL, rank, st->ext[k]), idx[k]);
+    }
+    return rank;
+}
+
+rv_status ir_storage_eval(const LayoutEnv *env, const Storage *st, int64_t *const *start,
+                          const int64_t *start_len, Layout **out) {
+    *out = NULL;
+    Layout *l = base_xcalloc(1, sizeof *l);
+    l->ndim = st->ndim;
+    l->borrowed = true;
+    l->count[0] = 1;
+    const char *name = st->buf->name;
+    rv_status err = RV_OK;
+    for (int k = 0; k < st->ndim && err == RV_OK; k++) {
+        l->axes[k] = st->axes[k];
+        int64_t n = l->count[k];
+        if (!st->variable[k]) {
+            /* a constant level's extent mentions no axis: no prefix needed */
+            int64_t e;
+            if ((err = ir_eval_index(env, st->ext[k], 0, NULL, NULL, &e)) != RV_OK)
+                break;
+            l->shape[k] = l->maxext[k] = e < 0 ? 0 : e;
+            if (mul_ovf(n, l->shape[k], &l->count[k + 1]))
+                err = base_error(RV_ERR_SHAPE, "%s: too many elements in storage", name);
+            continue;
+        }
+        l->shape[k] = -1;
+        l->ragged = true;
+        const int64_t *s = start[k];
+        bool ok = s && start_len[k] > n && s[0] == 0;
+        for (int64_t r = 0; ok && r < n; r++) {
+            ok = s[r + 1] >= s[r];
+            if (ok && s[r + 1] - s[r] > l->maxext[k])
+                l->maxext[k] = s[r + 1] - s[r];
+        }
+        if (!ok) {
+            err = base_error(RV_ERR_UNSUPPORTED,
+                             "%s: row-start array %s does not hold the prefix sums of %lld rows "
+                             "(storage layouts disagree)",
+                             name, st->start[k]->name, (long long)n);
+            break;
+        }
+        l->start[k] = start[k];
+        l->count[k + 1] = s[n];
+    }
+    if (err != RV_OK) {
+        ir_layout_free(l);
+        return err;
+    }
+    l->numel = l->count[st->ndim];
+    *out = l;
+    return RV_OK;
 }

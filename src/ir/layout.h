@@ -29,7 +29,8 @@
  *
  * A dense layout (no variable level) has a shape; a ragged one is exchanged
  * as a 1-D array of `numel` elements. Storage padding (`pad`) is a concern of
- * compiled code's internal buffers only and never appears here.
+ * compiled code's buffers only: it is the STORAGE ORDER at the end of this
+ * header, symbolic, which the lowering, the runtime and `ravel build` share.
  *
  * Extents are evaluated by ir_eval_index, a small exact int64 evaluator over
  * index expressions (constants, sizes, axis variables, UF applications,
@@ -55,6 +56,10 @@ typedef struct LayoutEnv {
     const int64_t *sizes;    /* by Size id */
     int64_t *const *uf_vals; /* by Ufun id; NULL: not bound */
     Layout *const *uf_dom;   /* by Ufun id; NULL: not evaluated */
+    /* Loop-IR loads (a storage's sizes and offsets read its row-start
+     * arrays): element i of buffer b, or an error. NULL: no loads. */
+    rv_status (*load)(void *ctx, const Buffer *b, int64_t i, int64_t *out);
+    void *load_ctx;
 } LayoutEnv;
 
 struct Layout {
@@ -66,6 +71,7 @@ struct Layout {
     int64_t maxext[RV_MAX_DIMS];    /* the largest extent of each level (0 if none) */
     int64_t count[RV_MAX_DIMS + 1]; /* |P_k|: valid prefixes of length k; count[ndim] = numel */
     int64_t *start[RV_MAX_DIMS];    /* variable levels: count[k] + 1 prefix sums; else NULL */
+    bool borrowed;                  /* start arrays belong to the caller (ir_storage_eval) */
 };
 
 /* ---- layout.c ---- */
@@ -81,10 +87,21 @@ rv_status ir_layout_tensor(const LayoutEnv *env, const char *what, const Tensor 
 rv_status ir_layout_ufun(const LayoutEnv *env, const Ufun *f, Layout **out);
 void ir_layout_free(Layout *l);
 
+/* Storage padding is supported on a level only when no level inside it is
+ * ragged: the row starts of a ragged level are sums of its extents over
+ * every storage prefix, padding prefixes included, and at those the
+ * extents (len[b] past len's domain, `b < a` at a padding `a`) have no
+ * value. Checks the levels of tensor `name` with extents exts[0..ndim) and
+ * pads (NULL: none); on a violation returns RV_ERR_TYPE, says so in the
+ * last error and sets *level to the padded level. */
+rv_status ir_layout_check_pads(const char *name, int ndim, Axis *const *axes, Expr *const *exts,
+                               const int *pad, int *level);
+
 /* Exact int64 evaluation of an index expression; `axes[i]` has value
- * `vals[i]`. Errors set the last error without context (callers prefix
- * it): division by zero, overflow, UF outside its domain, unbound UF, an
- * axis that is not among `axes`, a node that is not an index expression. */
+ * `vals[i]`; loads go through env->load. Errors set the last error without
+ * context (callers prefix it): division by zero, overflow, UF outside its
+ * domain, unbound UF, an axis that is not among `axes`, a load without
+ * env->load, a node that is not an index expression. */
 rv_status ir_eval_index(const LayoutEnv *env, const Expr *e, int nax, Axis *const *axes,
                         const int64_t *vals, int64_t *out);
 
@@ -153,5 +170,68 @@ typedef struct LayoutIter {
 } LayoutIter;
 bool ir_layout_iter_begin(const Layout *l, LayoutIter *it);
 bool ir_layout_iter_next(const Layout *l, LayoutIter *it);
+
+/* ---- the storage order (symbolic) ----
+ *
+ * Where compiled code keeps each element of a tensor's or UF's flat
+ * buffer: the canonical order above with each level's extent rounded up to
+ * its pad (a UF is never padded), level by level,
+ *
+ *     rank_0     = 0
+ *     rank_(k+1) = rank_k * E_k + i_k          (constant level, E_k padded)
+ *     rank_(k+1) = start_k[rank_k] + i_k       (variable level)
+ *     offset     = rank_n
+ *
+ * where start_k is a row-start array of the padded extents of level k
+ * over all storage prefixes of length k, padding prefixes included (so no
+ * level inside a padded one may be variable: ir_layout_check_pads). Those
+ * arrays are AUX buffers, filled by each kernel's prelude (lower/storage.c)
+ * from the UF arrays. Without padding the storage order is the canonical
+ * one, so arrays pass to and from users unchanged.
+ *
+ * Everything here is an IR expression over sizes, UF applications (in
+ * extents) and loads of the AUX buffers: the lowering indexes buffers with
+ * ir_storage_offset and fills the row starts from ir_storage_extent; the
+ * runtime evaluates the same expressions on the host (sizes, padded copies)
+ * and `ravel build` prints them as C.
+ *
+ * AUX buffers are allocated before the prelude runs, so their sizes are
+ * expressions over sizes alone: when a variable level follows another,
+ * its prefix count is bounded by the product of the outer levels' largest
+ * padded extents (from declared UF ranges; 0 below a level whose range is
+ * empty), and a layout whose extents have no such bound is rejected. */
+struct Storage {
+    Buffer *buf; /* the elements; buf->storage points back here */
+    int ndim;
+    Axis *axes[RV_MAX_DIMS];    /* the layout's axes (a tensor's or UF's) */
+    int pad[RV_MAX_DIMS];       /* storage padding multiple per level (1: none) */
+    bool variable[RV_MAX_DIMS]; /* the extent mentions an outer axis */
+    Buffer *start[RV_MAX_DIMS]; /* variable levels: the row-start AUX array */
+    Expr *ext[RV_MAX_DIMS];     /* constant levels: the padded extent (mentions no axis) */
+    Expr *numel;                /* elements in storage (may load AUX arrays) */
+};
+
+/* Lays out `ndim` axes with pads (NULL: none) in a new buffer `name` of
+ * dtype and scope, with its row-start AUX buffers `name_startK`. Errors:
+ * RV_ERR_UNSUPPORTED when a row-start array cannot be sized. */
+rv_status ir_storage_init(Module *m, Storage *st, const char *name, int ndim, Axis *const *axes,
+                          const int *pad, rv_dtype dtype, BufScope scope);
+/* True when some level is padded (storage differs from canonical). */
+bool ir_storage_padded(const Storage *st);
+/* The padded extent of level k under the prefix idx[0..k) (indices of the
+ * outer levels; unused for a constant level, which mentions none): a
+ * tensor-level expression, UF applications left for the caller to lower. */
+Expr *ir_storage_extent(Module *m, const Storage *st, int k, Expr *const *idx);
+/* The flat offset of the element at idx (one index per level). */
+Expr *ir_storage_offset(Module *m, const Storage *st, Expr *const *idx);
+/* The storage order on the host, for given bindings: a Layout whose
+ * constant levels have their padded extents (evaluated under env) and whose
+ * variable levels have the row starts start[k] (start_len[k] elements: the
+ * AUX arrays as the preludes filled them; borrowed, not copied), so that
+ * ir_layout_offset gives storage offsets. RV_ERR_UNSUPPORTED when a
+ * row-start array is too short or not a prefix sum (the compiled storage
+ * and this description disagree). */
+rv_status ir_storage_eval(const LayoutEnv *env, const Storage *st, int64_t *const *start,
+                          const int64_t *start_len, Layout **out);
 
 #endif

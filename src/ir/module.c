@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "ir/ir.h"
+#include "ir/layout.h"
 
 const char *const ir_op_kind_name[OP_COUNT] = {"input", "compute", "cond", "extern", "recurse"};
 
@@ -307,6 +308,15 @@ rv_expr *rv_input_var(rv_tensor *t, int dim) {
     return t && dim >= 0 && dim < t->ndim ? t->axes[dim]->var : NULL;
 }
 
+/* Storage padding outside a ragged dimension (layout.h). */
+static rv_status check_pads(const Tensor *t) {
+    Expr *exts[RV_MAX_DIMS];
+    for (int i = 0; i < t->ndim; i++)
+        exts[i] = t->axes[i]->extent;
+    int level;
+    return ir_layout_check_pads(t->name, t->ndim, t->axes, exts, t->pad, &level);
+}
+
 /* Sets the extents of a tensor's dimensions, checking each uses only outer
  * dimensions, and the storage padding multiples. */
 static rv_status set_extents(Module *m, Tensor *t, rv_expr *const *extents, const int *pads) {
@@ -325,7 +335,7 @@ static rv_status set_extents(Module *m, Tensor *t, rv_expr *const *extents, cons
                               a->name, t->name, pad, 1 << 20);
         t->pad[i] = pad;
     }
-    return RV_OK;
+    return check_pads(t);
 }
 
 rv_tensor *rv_input_end(rv_tensor *t, rv_expr *const *extents, const int *pads) {
@@ -498,7 +508,7 @@ static rv_status finish_axes(Module *m, Tensor *t, Expr *const *bodies, int nbod
             return st;
         a->extent = ext;
     }
-    return RV_OK;
+    return check_pads(t);
 }
 
 static Expr *apply_dtype(ComputeBuilder *c, Expr *body) {

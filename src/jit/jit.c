@@ -785,6 +785,10 @@ static rv_status compile_in_dir(const char *dir, const char *key, const char *sr
             break;
         }
         stats_add(1, 0, rebuild ? 1 : 0, seconds);
+        /* A cold compile is the one wait a user sees with no output:
+         * say what it was (the next run finds it in the cache). */
+        if (seconds > 1.0)
+            fprintf(stderr, "ravel: compiling %s took %.1f s\n", path, seconds);
         LoadResult lr = load_entry(path, key, openmp, out, &err);
         if (lr == LOAD_OK)
             break;
@@ -839,8 +843,22 @@ rv_status jit_compile(const char *c_source, const JitOptions *opt, JitLib **out)
      * accumulators of the micro-kernel spill, at half the speed. Without
      * SRA, loop-invariant motion keeps the whole tile in registers. Clang
      * has no such pass (nor the flag). */
-    if (!strstr(ident, "clang"))
+    /* GCC's loop vectorizer stays off too. The hot loops are vectorized by
+     * ravel itself (vector types, lane reductions), so it gains nothing
+     * there (bench/ drivers: dense, bmm, SGEMM equal within noise), but it
+     * took most of the compile time of the large unrolled kernels (dense
+     * "stream": 7.6 s of CPU at -O3, 1.1 s without), and GCC 12.2
+     * miscompiles correct generated code with it: a float reduction chain
+     * over reversed loads, vectorized in order, counts elements twice (GCC
+     * PR 110381, fixed upstream in 2023; at -O2 too once the loop is
+     * unrolled; tests/regress/gcc_vectorizer_reversed_sum.rv), and an
+     * if-converted copy loop with masked loads writes zeros
+     * (gcc_vectorizer_padded_cache.rv). test_jit compiles both reproducers
+     * with these flags. Clang compiles both right (and lacks the flag). */
+    if (!strstr(ident, "clang")) {
         strvec_push(&args, "-fno-tree-sra");
+        strvec_push(&args, "-fno-tree-loop-vectorize");
+    }
     if (opt->openmp)
         strvec_push(&args, "-fopenmp");
     const char *inc = opt->include_dir && *opt->include_dir ? opt->include_dir : jit_include_dir();

@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "ir/layout.h"
 #include "lang/lang.h"
 
 typedef enum SymKind {
@@ -78,6 +79,9 @@ typedef struct Checker {
      * operator: a use of their axes there gets a hint. */
     Vec(const Node *) closed;
     Vec(const Node *) closed_at;
+    /* The reads and UF applications of the definition being checked ->
+     * the SrcLoc of their first occurrence, for ranges.c. */
+    PtrMap read_locs;
     rv_status st;
 } Checker;
 
@@ -175,87 +179,6 @@ static bool declare_global(Checker *c, const char *name, SymKind k, void *obj, S
     s->obj = obj;
     s->loc = loc;
     strmap_put(&c->globals, name, s);
-    return true;
-}
-
-/* ---- provable ranges: linear forms over sizes ---- */
-
-/* k + sum(coef[i] * size[i]); ok = false when the expression is not
- * linear in sizes (axes, UFs, division, ...). */
-typedef struct Lin {
-    bool ok;
-    int n;
-    Size *size[8];
-    int64_t coef[8];
-    int64_t k;
-} Lin;
-
-static void lin_add_term(Lin *l, Size *s, int64_t coef) {
-    for (int i = 0; i < l->n; i++)
-        if (l->size[i] == s) {
-            l->coef[i] += coef;
-            return;
-        }
-    if (l->n == RV_COUNT(l->size)) {
-        l->ok = false;
-        return;
-    }
-    l->size[l->n] = s;
-    l->coef[l->n++] = coef;
-}
-
-/* l += scale * lin(e) */
-static void lin_acc(Lin *l, const Expr *e, int64_t scale) {
-    int64_t v;
-    if (!l->ok)
-        return;
-    switch (e->kind) {
-    case EX_CONST_INT:
-        l->k += scale * e->u.ival;
-        return;
-    case EX_SIZE:
-        lin_add_term(l, e->u.size, scale);
-        return;
-    case EX_CAST:
-        if (ir_is_int(e->dtype) && ir_is_int(e->args[0]->dtype))
-            lin_acc(l, e->args[0], scale);
-        else
-            l->ok = false;
-        return;
-    case EX_NEG:
-        lin_acc(l, e->args[0], -scale);
-        return;
-    case EX_ADD:
-    case EX_SUB:
-        lin_acc(l, e->args[0], scale);
-        lin_acc(l, e->args[1], e->kind == EX_ADD ? scale : -scale);
-        return;
-    case EX_MUL:
-        if (ir_is_const_int(e->args[0], &v))
-            lin_acc(l, e->args[1], scale * v);
-        else if (ir_is_const_int(e->args[1], &v))
-            lin_acc(l, e->args[0], scale * v);
-        else
-            l->ok = false;
-        return;
-    default:
-        l->ok = false;
-        return;
-    }
-}
-
-/* The smallest value of a - b over the declared ranges of the sizes;
- * false when a - b is not linear in sizes. */
-static bool min_difference(const Expr *a, const Expr *b, int64_t *out) {
-    Lin l = {.ok = true};
-    lin_acc(&l, a, 1);
-    lin_acc(&l, b, -1);
-    if (!l.ok)
-        return false;
-    int64_t v = l.k;
-    for (int i = 0; i < l.n; i++)
-        v += l.coef[i] * (l.coef[i] > 0 ? l.size[i]->lo : l.size[i]->hi);
-    *out = v;
     return true;
 }
 
@@ -386,7 +309,7 @@ static bool check_uf_domain(Checker *c, const Node *arg, Ufun *f, int pos, Expr 
     if (a->kind != EX_VAR || !a->u.axis->extent || !dom)
         return true;
     Expr *ext = a->u.axis->extent;
-    if (ext == dom || !min_difference(ext, dom, &d) || d <= 0)
+    if (ext == dom || !lang_min_difference(ext, dom, &d) || d <= 0)
         return true;
     char *es = ir_expr_str(ext), *ds = ir_expr_str(dom);
     error_at(c, arg->loc,
@@ -437,9 +360,13 @@ static Expr *elab_index(Checker *c, const Node *n) {
         if (f && !check_uf_domain(c, n->args[i], f, i, args[i], ext))
             return NULL;
     }
+    Expr *call = t ? ir_read(c->m, t, n->nargs, args) : ir_ufcall(c->m, f, n->nargs, args);
+    if (!built(c, call, n->loc))
+        return NULL;
+    if (!ptrmap_has(&c->read_locs, call))
+        ptrmap_put(&c->read_locs, call, (void *)&n->loc);
     if (t)
-        return built(c, ir_read(c->m, t, n->nargs, args), n->loc);
-    Expr *call = built(c, ir_ufcall(c->m, f, n->nargs, args), n->loc);
+        return call;
     for (int i = 0; call && i < n->nargs; i++)
         if (args[i]->kind == EX_VAR && !args[i]->u.axis->extent) {
             vec_push(&c->uf_nodes, n);
@@ -569,6 +496,7 @@ static Expr *elab_reduce(Checker *c, const Node *n) {
     }
     Scope scope;
     push_scope(c, &scope);
+    ptrmap_free(&c->read_locs); /* the locations of this definition only */
     Axis *axes[RV_MAX_DIMS];
     Expr *r = NULL;
     if (n->nbinds > RV_MAX_DIMS) {
@@ -740,6 +668,19 @@ static bool check_tensor_name(Checker *c, const Item *it) {
     return true;
 }
 
+/* Storage padding outside a ragged dimension is not supported
+ * (ir_layout_check_pads); say so at the `pad`. */
+static bool check_pads(Checker *c, const char *name, const Binder *b, int n, Axis *const *axes,
+                       Expr *const *exts) {
+    int pads[RV_MAX_DIMS], k;
+    for (int i = 0; i < n; i++)
+        pads[i] = b[i].has_pad ? (int)b[i].pad : 1;
+    if (ir_layout_check_pads(name, n, axes, exts, pads, &k) == RV_OK)
+        return true;
+    error_at(c, b[k].pad_loc, "%s", rv_last_error());
+    return false;
+}
+
 static void check_input(Checker *c, const Item *it) {
     bool ok = check_tensor_name(c, it);
     rv_dtype dt = ok ? parse_dtype(c, it->type.dtype, it->type.loc, &ok) : RV_F32;
@@ -760,6 +701,8 @@ static void check_input(Checker *c, const Item *it) {
     pop_scope(c);
     if (!ok)
         return;
+    if (!check_pads(c, it->name, it->type.dims, it->type.ndim, t->axes, exts))
+        return;
     for (int i = 0; i < it->type.ndim; i++)
         pads[i] = it->type.dims[i].has_pad ? (int)it->type.dims[i].pad : 1;
     if (built(c, rv_input_end(t, exts, pads), it->name_loc))
@@ -767,9 +710,12 @@ static void check_input(Checker *c, const Item *it) {
 }
 
 /* An omitted compute extent must be inferable from the body (ir.h:
- * ir_infer_extent); say so at the axis rather than at the definition. */
+ * ir_infer_extent); say so at the axis rather than at the definition.
+ * Then the padding, over the extents written or inferred. */
 static bool check_inferable(Checker *c, const Item *it, Tensor *t, Expr *const *bodies, int nb) {
+    Expr *exts[RV_MAX_DIMS];
     for (int i = 0; i < it->nbinds; i++) {
+        exts[i] = t->axes[i]->extent;
         if (it->binds[i].extent)
             continue;
         Expr *e = NULL;
@@ -782,8 +728,9 @@ static bool check_inferable(Checker *c, const Item *it, Tensor *t, Expr *const *
                      it->binds[i].name, it->binds[i].name);
             return false;
         }
+        exts[i] = e;
     }
-    return true;
+    return check_pads(c, it->name, it->binds, it->nbinds, t->axes, exts);
 }
 
 /* The body of a compute: an expression, or `if p then a else b` at the
@@ -833,6 +780,7 @@ static void check_compute(Checker *c, const Item *it) {
         rv_compute_set_dtype(cb, dt);
     Scope scope;
     push_scope(c, &scope);
+    ptrmap_free(&c->read_locs); /* the locations of this definition only */
     Axis *axes[RV_MAX_DIMS];
     for (int i = 0; i < it->nbinds; i++)
         axes[i] = rv_compute_var(cb, i)->u.axis;
@@ -841,8 +789,10 @@ static void check_compute(Checker *c, const Item *it) {
         if (it->binds[i].has_pad)
             rv_compute_set_pad(cb, i, (int)it->binds[i].pad);
     c->defining = t;
-    if (ok && check_body(c, it, cb, t) && check_postponed_domains(c))
+    if (ok && check_body(c, it, cb, t) && check_postponed_domains(c) &&
+        (c->st = lang_check_ranges(c->src, c->m, t, &c->read_locs)) == RV_OK)
         declare_global(c, it->name, SYM_TENSOR, t, it->name_loc);
+    ptrmap_free(&c->read_locs);
     c->defining = NULL;
     pop_scope(c);
 }
@@ -1034,6 +984,7 @@ rv_status lang_checker_free(Checker *c) {
     vec_free(&c->uf_calls);
     vec_free(&c->closed);
     vec_free(&c->closed_at);
+    ptrmap_free(&c->read_locs);
     arena_free(c->arena);
     base_free(c);
     return st;

@@ -216,4 +216,14 @@ rv_status lang_checker_free(Checker *c);
  * located lexical error, not the end of the program). */
 rv_status lang_parse_text(const char *name, const char *text, size_t len, Module **out);
 
+/* ---- ranges.c: reads provably out of range ---- */
+
+/* The smallest value of a - b over the declared ranges of the sizes;
+ * false when a - b is not linear in sizes. */
+bool lang_min_difference(const Expr *a, const Expr *b, int64_t *out);
+/* Rejects a read or UF application of compute `t` that is out of range at
+ * some element for every value of the sizes (locs: Expr* -> SrcLoc* of
+ * the reads, from the checker). */
+rv_status lang_check_ranges(const SrcFile *src, Module *m, const Tensor *t, const PtrMap *locs);
+
 #endif

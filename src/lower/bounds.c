@@ -194,9 +194,16 @@ static bool range_compute(Bounds *b, Expr *e, Range *out) {
     }
     case EX_LOAD: {
         Expr *args[1];
-        if (!range_args_fixed(b, e, args))
+        if (range_args_fixed(b, e, args)) {
+            out->lo = out->hi = ir_load(m, e->u.buf, args[0]);
+            return true;
+        }
+        /* a UF's array at a varying index: the UF's declared range */
+        const Ufun *f = e->u.buf->uf;
+        if (!f)
             return false;
-        out->lo = out->hi = ir_load(m, e->u.buf, args[0]);
+        out->lo = ir_cast(m, e->dtype, f->lo_dom);
+        out->hi = ir_cast(m, e->dtype, f->hi_dom);
         return true;
     }
     default:

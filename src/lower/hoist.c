@@ -28,16 +28,23 @@
  *   - Arithmetic: anything but a division or remainder whose divisor is
  *     not a positive constant (which could trap if evaluated where the
  *     original code would not have been).
- *   - Loads of UF and AUX arrays only, and only from positions that run
- *     whenever the body runs: not from the branches of an `if` inside L,
- *     which may guard the index (`if o*4 + i < B: ... len[o*4 + i]`).
- *     Loads of tensors and temporaries never move, so aliasing with stores
- *     need not be analysed. A moved load also runs when L (or a loop
- *     between L and the load) has zero iterations. That is safe for the
- *     indices lowering produces: a UF/AUX index is built from enclosing loop
- *     variables ranging over the UF's domain (row-start arrays have one
- *     entry more than their rows), so it is in bounds wherever the
- *     variables it uses are bound; only guards narrow that.
+ *   - Loads of UF and AUX arrays only (loads of tensors and temporaries
+ *     never move, so aliasing with stores need not be analysed), and only
+ *     where moving them cannot make them read outside their buffer. A
+ *     moved load runs before L, also when the original would not have run
+ *     it: when L or a loop between L and the load has zero iterations, or
+ *     an `if` inside L guards it (`if o*4 + i < B: ... len[o*4 + i]`).
+ *     Loop variables can range past a UF's domain (a tile past the end, a
+ *     region loop that is empty there), and then only the zero-trip loop
+ *     or the guard keeps the index in range. So a load moves when bounds
+ *     prove its index inside its buffer wherever the variables it uses
+ *     are bound (`off[b]` in `for b in 0..B` with off of size B + 1), or
+ *     when it runs whenever the body of L does (no `if` around it inside
+ *     L, and each loop between provably runs at least once, by the bounds
+ *     of its extent; the arms of a select count as guarded). In the
+ *     second case, unless L provably runs, its lets go under `if extent >
+ *     0` around L (a preheader, as loop rotation makes one), so the load
+ *     runs only where the original ran it.
  *   - Nothing from the extent of a GPU-bound loop, which must stay an
  *     expression over sizes to size the launch (cuda.c).
  *
@@ -62,6 +69,7 @@ typedef enum Inv {
 typedef struct Hoist {
     Module *m;
     PtrMap stored;           /* Buffer* stored to (or passed to a call) anywhere */
+    PtrMap lets;             /* Axis* of a let around -> its value, lets expanded */
     Vec(const char *) names; /* names given, to keep them unique in dumps */
 } Hoist;
 
@@ -127,6 +135,53 @@ static void scan_bound(Loop *L, const Stmt *s) {
     default:
         return;
     }
+}
+
+/* ---- what is proven without the loop running ---- */
+
+/* e with the lets around it replaced by their values, so that bounds
+ * see the loop variables (whose extents they know) behind them. */
+static Expr *expand_lets(Hoist *h, Expr *e) {
+    return h->lets.len ? ir_substitute(h->m, e, &h->lets) : e;
+}
+
+static bool proven(Hoist *h, Expr *cond) {
+    int64_t v;
+    Expr *t = lower_simplify_expr(h->m, cond);
+    return t && ir_is_const_int(t, &v) && v;
+}
+
+/* Does a loop of this extent run at least once, at every iteration of
+ * the loops around it? */
+static bool runs(Hoist *h, Expr *ext) {
+    Range r;
+    return lower_bounds_range(h->m, expand_lets(h, ext), NULL, true, &r) &&
+           proven(h, ir_binary(h->m, EX_GE, r.lo, ir_int(h->m, 1)));
+}
+
+typedef struct InRange {
+    Hoist *h;
+    bool ok;
+} InRange;
+
+static void in_range_fn(const Expr *e, void *ctx) {
+    InRange *ir = ctx;
+    if (!ir->ok || e->kind != EX_LOAD)
+        return;
+    Hoist *h = ir->h;
+    Range r;
+    Expr *size = e->u.buf->size;
+    ir->ok = size && lower_bounds_range(h->m, expand_lets(h, e->args[0]), NULL, true, &r) &&
+             proven(h, ir_binary(h->m, EX_AND, ir_binary(h->m, EX_GE, r.lo, ir_int(h->m, 0)),
+                                 ir_binary(h->m, EX_LT, r.hi, size)));
+}
+
+/* Is every load of e inside its buffer wherever the variables it uses
+ * are bound, so that it may run where the original code would not? */
+static bool loads_in_range(Hoist *h, const Expr *e) {
+    InRange ir = {h, true};
+    ir_visit(e, in_range_fn, &ir);
+    return ir.ok;
 }
 
 /* ---- classifying expressions ---- */
@@ -197,15 +252,16 @@ static void collect_expr(Loop *L, Expr *e, bool uncond, bool loads) {
     ptrmap_put(&L->seen, e, (void *)(seen | now));
     Inv k = classify(L, e);
     if (k != INV_NO && e->dtype == RV_I64 && !cheap(e) && !ptrmap_has(&L->gpu, e) &&
-        (k == INV_PURE ? !loads : uncond)) {
+        (k == INV_PURE ? !loads : uncond || loads_in_range(L->h, e))) {
         if (!ptrmap_has(&L->chosen, e)) {
             ptrmap_put(&L->chosen, e, e);
             vec_push(&L->cands, e);
         }
         return;
     }
+    /* the arms of a select run only when chosen (C's ?:) */
     for (int i = 0; i < e->n; i++)
-        collect_expr(L, e->args[i], uncond, loads);
+        collect_expr(L, e->args[i], uncond && (e->kind != EX_SELECT || i == 0), loads);
 }
 
 static void collect_stmt(Loop *L, Stmt *s, bool uncond) {
@@ -215,7 +271,7 @@ static void collect_stmt(Loop *L, Stmt *s, bool uncond) {
     case ST_FOR:
         if (!gpu_loop(s))
             collect_expr(L, s->u.loop.extent, uncond, false);
-        collect_stmt(L, s->u.loop.body, uncond);
+        collect_stmt(L, s->u.loop.body, uncond && runs(L->h, s->u.loop.extent));
         return;
     case ST_IF:
         collect_expr(L, s->u.if_.cond, uncond, false);
@@ -345,6 +401,10 @@ static int by_height(Loop *L, Expr *a, Expr *b) {
 
 static Stmt *hoist_stmt(Hoist *h, Stmt *s);
 
+static void note_node(const Expr *e, void *ctx) {
+    ptrmap_put(ctx, e, (void *)e);
+}
+
 /* Loop s: its invariants bound outside it, then its body visited. */
 static Stmt *hoist_loop(Hoist *h, Stmt *s) {
     Module *m = h->m;
@@ -355,7 +415,29 @@ static Stmt *hoist_loop(Hoist *h, Stmt *s) {
      * worth sharing with the body */
     if (!gpu_loop(s))
         collect_expr(&L, s->u.loop.extent, true, true);
+    int n_ext = L.cands.len; /* evaluated before the loop anyway */
     collect_stmt(&L, s->u.loop.body, true);
+    /* A load that is neither in the extent nor provably in range relies on
+     * L running: unless it provably does, those lets go under `if extent
+     * > 0` (a GPU-bound loop is not wrapped: such loads stay in it). */
+    PtrMap guarded = {0}, in_ext = {0};
+    bool runs_once = runs(h, s->u.loop.extent);
+    for (int i = 0; i < n_ext && !runs_once; i++)
+        ir_visit(L.cands.data[i], note_node, &in_ext); /* the extent runs them anyway */
+    for (int i = n_ext; i < L.cands.len && !runs_once; i++) {
+        Expr *e = L.cands.data[i];
+        if (classify(&L, e) == INV_LOAD && !ptrmap_has(&in_ext, e) && !loads_in_range(h, e))
+            ptrmap_put(&guarded, e, e);
+    }
+    ptrmap_free(&in_ext);
+    if (guarded.len && gpu_loop(s)) {
+        int k = 0;
+        for (int i = 0; i < L.cands.len; i++)
+            if (!ptrmap_has(&guarded, L.cands.data[i]))
+                L.cands.data[k++] = L.cands.data[i];
+        L.cands.len = k;
+        ptrmap_free(&guarded);
+    }
     int n = L.cands.len;
     Axis **vars = NULL;
     Expr **vals = NULL;
@@ -378,6 +460,7 @@ static Stmt *hoist_loop(Hoist *h, Stmt *s) {
             vals[i] = subst_operands(&x, c[i]);
             vars[i] = lower_loop_var(m, var_name(h, c[i]), NULL);
             ptrmap_put(&to, c[i], vars[i]->var);
+            ptrmap_put(&h->lets, vars[i], expand_lets(h, vals[i]));
             ptrmap_free(&x.memo); /* answers change with each new variable */
         }
         StmtMutator mu = {subst_fe, NULL, m, &x};
@@ -394,8 +477,18 @@ static Stmt *hoist_loop(Hoist *h, Stmt *s) {
     Stmt *r = nb == s->u.loop.body && ext == s->u.loop.extent
                   ? s
                   : lower_for(m, s->u.loop.var, ext, s->u.loop.kind, nb);
+    /* the guarded lets inside the `if`, the others outside it (they never
+     * use a guarded one: they load nothing, or only in range, or are run
+     * by the extent, and so is what they contain) */
     for (int i = n - 1; i >= 0; i--)
-        r = lower_let(m, vars[i], vals[i], r);
+        if (ptrmap_has(&guarded, L.cands.data[i]))
+            r = lower_let(m, vars[i], vals[i], r);
+    if (guarded.len)
+        r = lower_if(m, ir_binary(m, EX_GT, ext, ir_int(m, 0)), r, NULL);
+    for (int i = n - 1; i >= 0; i--)
+        if (!ptrmap_has(&guarded, L.cands.data[i]))
+            r = lower_let(m, vars[i], vals[i], r);
+    ptrmap_free(&guarded);
     ptrmap_free(&to);
     base_free(vars);
     base_free(vals);
@@ -423,6 +516,8 @@ static Stmt *hoist_stmt(Hoist *h, Stmt *s) {
         return lower_if(m, s->u.if_.cond, t, e);
     }
     case ST_LET: {
+        if (ir_is_int(s->u.let.value->dtype))
+            ptrmap_put(&h->lets, s->u.let.var, expand_lets(h, s->u.let.value));
         Stmt *b = hoist_stmt(h, s->u.let.body);
         return b == s->u.let.body ? s : lower_let(m, s->u.let.var, s->u.let.value, b);
     }
@@ -453,6 +548,7 @@ Stmt *lower_hoist(Module *m, Stmt *s) {
     lower_mutate(&mu, s);
     Stmt *r = hoist_stmt(&h, s);
     ptrmap_free(&h.stored);
+    ptrmap_free(&h.lets);
     vec_free(&h.names);
     return r;
 }

@@ -80,8 +80,11 @@ static Expr *var_extent(Simp *S, const Axis *a) {
 }
 
 /* The declared range bound of a UF value: a UF call, or a load from the
- * buffer that holds a UF's values. */
+ * buffer that holds a UF's values, or either widened to i64 (UF arrays
+ * may be stored as i32; the widening keeps the value). */
 static Ufun *uf_of(const Expr *x) {
+    if (x->kind == EX_CAST && x->dtype == RV_I64 && ir_is_int(x->args[0]->dtype))
+        x = x->args[0];
     if (x->kind == EX_UFCALL)
         return x->u.uf;
     if (x->kind == EX_LOAD && x->u.buf->uf)

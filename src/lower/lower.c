@@ -33,6 +33,17 @@
  * scratch arena; the reader's reads of it become loads relative to the
  * origin. Inlined stages were already substituted by the schedule.
  *
+ * Run-time checks. A read in a value the definition computes gets the
+ * condition that its indices lie in the tensor's (or UF's) extents, and an
+ * integer division the condition that its divisor is neither 0 nor -1
+ * under the smallest dividend; a condition the declared ranges do not
+ * already prove becomes `if !ok: fail N` before the use, with the read at
+ * offset 0 or the division by 1 where it fails, so a kernel never reads
+ * out of bounds nor traps. The simplifier drops the checks that the loop
+ * context proves (all of them in the examples). Extents and predicates
+ * the schedule evaluates are not checked here: the host computes the
+ * layouts before any kernel runs, and ravel check proves UF arguments.
+ *
  * Every kernel takes all sizes of the module, then the UF arrays, tensor
  * buffers and AUX arrays it uses, in that order. lower_pipeline then runs
  * the passes (simplify removes the guards it can prove true).
@@ -52,6 +63,10 @@ typedef struct View {
     int ndim;
     Expr *lo[RV_MAX_DIMS];     /* region origin, loop-IR */
     Expr *stride[RV_MAX_DIMS]; /* elements */
+    /* The region is the read window unclipped (local padding): every read
+     * the reader makes is inside it. Otherwise it is clipped to the
+     * tensor, and a read is inside when it is inside the tensor. */
+    bool local_pad;
 } View;
 
 typedef struct LowerCtx {
@@ -66,6 +81,8 @@ typedef struct LowerCtx {
     int nacc;          /* accumulator counter for names */
     int par_depth;     /* parallel loops around the current position */
     PtrMap accs;       /* accumulator buffers wrap_locals declares */
+    Vec(const char *) sites; /* the kernel's run-time checks (Kernel.sites) */
+    bool loop_pad; /* the stage being emitted pads a loop (schedule `pad`) */
     rv_status st;
 } LowerCtx;
 
@@ -83,7 +100,7 @@ static rv_status storage_of_uf(LowerCtx *c, Ufun *f, Storage **out) {
     if (!st) {
         st = arena_alloc(c->m->arena, sizeof(Storage));
         rv_status r =
-            lower_storage_init(c->m, st, f->name, f->nargs, f->args, NULL, uf_dtype(f), BUF_ARG);
+            ir_storage_init(c->m, st, f->name, f->nargs, f->args, NULL, uf_dtype(f), BUF_ARG);
         if (r != RV_OK)
             return r;
         st->buf->uf = f;
@@ -98,7 +115,7 @@ static rv_status storage_of_tensor(LowerCtx *c, Tensor *t, Storage **out) {
     if (!st) {
         st = arena_alloc(c->m->arena, sizeof(Storage));
         rv_status r =
-            lower_storage_init(c->m, st, t->name, t->ndim, t->axes, t->pad, t->dtype, BUF_ARG);
+            ir_storage_init(c->m, st, t->name, t->ndim, t->axes, t->pad, t->dtype, BUF_ARG);
         if (r != RV_OK)
             return r;
         st->buf->tensor = t;
@@ -135,6 +152,11 @@ typedef struct ExprCtx {
     Vec(Stmt *) pre;      /* statements that must run before the expression */
     const PtrMap *preset; /* nodes with a value already (the stage's reduction) */
     rv_status st;
+    /* A value or predicate the definition computes (not an index or
+     * extent the schedule evaluates): reads and divisions that the
+     * simplifier cannot prove safe get a FAIL in pre (check_or_fail); in
+     * every context they get a safe offset or divisor. */
+    bool checked;
 } ExprCtx;
 
 static Expr *lower_expr(ExprCtx *x, Expr *e);
@@ -178,9 +200,18 @@ static Stmt *reduce_update(Module *m, rv_reduce_kind rk, Buffer *acc, Expr *at, 
     Expr *cur = ir_load(m, acc, at);
     if (rk != RV_REDUCE_ARGMAX)
         return lower_store(m, acc, at, reduce_combine(m, rk, cur, v));
-    /* first maximum wins: strictly greater replaces */
+    /* The interpreter's rule: the first value is taken whatever it is (a
+     * row of -inf or INT_MIN has argmax 0, not -1); after it, strictly
+     * greater replaces (the first maximum wins), and a NaN is greater
+     * than everything but an earlier NaN. For floats `!(v <= cur)` is
+     * v > cur or v NaN, and `cur == cur` says no NaN is in yet. */
+    Expr *none_yet = ir_binary(m, EX_LT, ir_load(m, arg, at), ir_int(m, 0));
+    Expr *better = ir_binary(m, EX_GT, v, cur);
+    if (ir_is_float(v->dtype))
+        better = ir_binary(m, EX_AND, ir_binary(m, EX_EQ, cur, cur),
+                           ir_unary(m, EX_NOT, ir_binary(m, EX_LE, v, cur)));
     Stmt *both[2] = {lower_store(m, acc, at, v), lower_store(m, arg, at, index)};
-    return lower_if(m, ir_binary(m, EX_GT, v, cur), lower_seq(m, 2, both), NULL);
+    return lower_if(m, ir_binary(m, EX_OR, none_yet, better), lower_seq(m, 2, both), NULL);
 }
 
 /* Lowers a REDUCE that is not a loop of the stage into an accumulator nest
@@ -205,9 +236,12 @@ static Expr *lower_reduce(ExprCtx *x, Expr *e) {
     Expr *exts[RV_MAX_DIMS];
     for (int i = 0; i < n; i++) {
         Axis *ax = e->u.red.axes[i];
-        ExprCtx ex = {c, {0}, NULL, RV_OK};
+        ExprCtx ex = {c, {0}, NULL, RV_OK, x->checked};
         exts[i] = lower_expr(&ex, ax->extent);
-        vec_free(&ex.pre); /* extents have no reductions */
+        /* extents have no reductions, but may have checks: run them first */
+        for (int k = 0; k < ex.pre.len; k++)
+            vec_push(&x->pre, ex.pre.data[k]);
+        vec_free(&ex.pre);
         if (!exts[i]) {
             x->st = ex.st;
             return NULL;
@@ -215,7 +249,7 @@ static Expr *lower_reduce(ExprCtx *x, Expr *e) {
         vars[i] = lower_loop_var(m, ax->name, exts[i]);
         ptrmap_put(&c->axis_value, ax, vars[i]->var);
     }
-    ExprCtx inner = {c, {0}, x->preset, RV_OK};
+    ExprCtx inner = {c, {0}, x->preset, RV_OK, x->checked};
     Expr *v = lower_expr(&inner, e->args[0]);
     if (inner.st != RV_OK) {
         x->st = inner.st;
@@ -232,6 +266,100 @@ static Expr *lower_reduce(ExprCtx *x, Expr *e) {
         vec_push(&x->pre, lower_store(m, arg, zero, ir_int(m, -1)));
     vec_push(&x->pre, body);
     return arg ? ir_load(m, arg, zero) : ir_load(m, acc, zero);
+}
+
+/* ---- run-time checks ---- */
+
+/* Registers a run-time check of the current kernel; its site number. */
+static int add_site(LowerCtx *c, const char *what, const Expr *e) {
+    char *s = ir_expr_str(e);
+    vec_push(&c->sites, arena_printf(c->m->arena, what, s));
+    base_free(s);
+    return c->sites.len - 1;
+}
+
+/* `ok` as a run-time check: true when the declared ranges and extents
+ * prove it (nothing to emit); else false and, in a checked context, a
+ * FAIL of a new site under !ok is appended to x->pre. (An index or extent
+ * the schedule evaluates has no place for the FAIL: it only gets the safe
+ * offset or divisor, so it cannot fault; the checker proves what it can
+ * of those, and the host evaluates the layouts' extents first.) */
+static bool check_or_fail(ExprCtx *x, Expr **ok, const char *what, const Expr *e) {
+    LowerCtx *c = x->c;
+    Module *m = c->m;
+    int64_t v;
+    *ok = simp(c, *ok);
+    if (ir_is_const_int(*ok, &v) && v)
+        return true;
+    if (!x->checked)
+        return false;
+    int site = add_site(c, what, e);
+    vec_push(&x->pre, lower_if(m, ir_unary(m, EX_NOT, *ok), lower_fail(m, site), NULL));
+    return false;
+}
+
+static Expr *lower_expr_rec(ExprCtx *x, Expr *e, PtrMap *memo);
+
+/* The condition that every index of read or UF call e (tensor-level) lies
+ * in its dimension's extent, in loop IR (idx: the lowered indices). */
+static Expr *in_bounds(ExprCtx *x, Expr *e, Expr *const *idx, PtrMap *memo) {
+    Module *m = x->c->m;
+    Axis *const *axes = e->kind == EX_READ ? e->u.tensor->axes : e->u.uf->args;
+    Expr *ok = NULL;
+    for (int d = 0; d < e->n; d++) {
+        PtrMap outer = {0};
+        for (int i = 0; i < d; i++)
+            ptrmap_put(&outer, axes[i], e->args[i]);
+        Expr *ext = ir_substitute(m, axes[d]->extent, &outer);
+        ptrmap_free(&outer);
+        if (!(ext = lower_expr_rec(x, ext, memo)))
+            return NULL;
+        /* a padded loop reads into storage padding by design (`pad`: every
+         * read along it is of a dimension stored padded for it) */
+        int pad = e->kind == EX_READ ? e->u.tensor->pad[d] : 1;
+        if (x->c->loop_pad && pad > 1)
+            ext = ir_binary(m, EX_MUL,
+                            ir_binary(m, EX_DIV, ir_binary(m, EX_ADD, ext, ir_int(m, pad - 1)),
+                                      ir_int(m, pad)),
+                            ir_int(m, pad));
+        Expr *p = ir_binary(m, EX_AND, ir_binary(m, EX_GE, idx[d], ir_int(m, 0)),
+                            ir_binary(m, EX_LT, idx[d], ext));
+        ok = ok ? ir_binary(m, EX_AND, ok, p) : p;
+    }
+    return ok;
+}
+
+/* The flat offset `off` of read e, checked: where the indices may be out
+ * of range, a FAIL and offset 0 instead (a kernel never reads out of
+ * bounds; the run reports the failure). */
+static Expr *checked_offset(ExprCtx *x, Expr *e, Expr *const *idx, Expr *off, PtrMap *memo) {
+    if (e->n == 0)
+        return off;
+    Expr *ok = in_bounds(x, e, idx, memo);
+    if (!ok)
+        return NULL;
+    if (check_or_fail(x, &ok, e->kind == EX_READ ? "read %s out of bounds"
+                                                 : "ufun application %s outside its domain",
+                      e))
+        return off;
+    return ir_select(x->c->m, ok, off, ir_int(x->c->m, 0));
+}
+
+/* An integer division or remainder whose divisor may be 0 (or -1 with the
+ * dtype's smallest dividend): a FAIL there, and divisor 1 instead. */
+static Expr *checked_div(ExprCtx *x, Expr *e, Expr **args) {
+    Module *m = x->c->m;
+    Expr *a = args[0], *b = args[1];
+    rv_dtype t = e->dtype;
+    Expr *ok = ir_binary(
+        m, EX_AND, ir_binary(m, EX_NE, b, ir_const_int(m, b->dtype, 0)),
+        ir_binary(m, EX_OR, ir_binary(m, EX_NE, b, ir_const_int(m, b->dtype, -1)),
+                  ir_binary(m, EX_NE, a,
+                            ir_const_int(m, a->dtype, t == RV_I32 ? INT32_MIN : INT64_MIN))));
+    if (check_or_fail(x, &ok, "division by zero or integer overflow in %s", e))
+        return ir_rebuild(m, e, args);
+    Expr *safe[2] = {a, ir_select(m, ok, b, ir_const_int(m, b->dtype, 1))};
+    return ir_rebuild(m, e, safe);
 }
 
 /* The flat offset of element idx of a view. */
@@ -277,7 +405,12 @@ static Expr *lower_expr_rec(ExprCtx *x, Expr *e, PtrMap *memo) {
                 return NULL;
         const View *v = e->kind == EX_READ ? ptrmap_get(&c->views, e->u.tensor) : NULL;
         if (v) {
-            r = ir_load(m, v->buf, view_offset(m, v, idx));
+            Expr *off = view_offset(m, v, idx);
+            if (!v->local_pad)
+                off = checked_offset(x, e, idx, off, memo);
+            if (!off)
+                return NULL;
+            r = ir_load(m, v->buf, off);
             break;
         }
         const Stage *ps = e->kind == EX_READ ? sched_stage_of(c->s, e->u.tensor) : NULL;
@@ -300,7 +433,10 @@ static Expr *lower_expr_rec(ExprCtx *x, Expr *e, PtrMap *memo) {
         }
         if (x->st != RV_OK)
             return NULL;
-        r = ir_load(m, st->buf, lower_storage_offset(m, st, idx));
+        Expr *off = checked_offset(x, e, idx, ir_storage_offset(m, st, idx), memo);
+        if (!off)
+            return NULL;
+        r = ir_load(m, st->buf, off);
         if (e->kind == EX_UFCALL)
             r = ir_cast(m, RV_I64, r);
         break;
@@ -314,7 +450,9 @@ static Expr *lower_expr_rec(ExprCtx *x, Expr *e, PtrMap *memo) {
             for (int i = 0; i < e->n; i++)
                 if (!(args[i] = lower_expr_rec(x, e->args[i], memo)))
                     return NULL;
-            r = ir_rebuild(m, e, args);
+            bool div = e->kind == EX_DIV || e->kind == EX_MOD || e->kind == EX_FLOORDIV ||
+                       e->kind == EX_FLOORMOD;
+            r = div && ir_is_int(e->dtype) ? checked_div(x, e, args) : ir_rebuild(m, e, args);
         }
     }
     if (r)
@@ -331,7 +469,7 @@ static Expr *lower_expr(ExprCtx *x, Expr *e) {
 
 /* An index expression (no reductions) in loop IR; NULL with c->st set. */
 static Expr *lower_index(LowerCtx *c, Expr *e) {
-    ExprCtx x = {c, {0}, NULL, RV_OK};
+    ExprCtx x = {c, {0}, NULL, RV_OK, false};
     Expr *r = lower_expr(&x, e);
     RV_ASSERT(x.pre.len == 0 || x.st != RV_OK);
     vec_free(&x.pre);
@@ -350,7 +488,7 @@ static Expr *lower_index_fn(void *ctx, Expr *e) {
 /* Statements computing `value` (with preset nodes) and storing it. */
 static Stmt *element_stmt(LowerCtx *c, Buffer *buf, Expr *offset, Expr *value,
                           const PtrMap *preset) {
-    ExprCtx x = {c, {0}, preset, RV_OK};
+    ExprCtx x = {c, {0}, preset, RV_OK, true};
     Expr *v = lower_expr(&x, value);
     if (x.st != RV_OK) {
         c->st = x.st;
@@ -450,6 +588,7 @@ typedef struct Nest {
 } Nest;
 
 static Expr *iv_extent(LowerCtx *c, Nest *n, const IterVar *v);
+static Expr *iv_extent_over(LowerCtx *c, Nest *n, const IterVar *v, const PtrMap *vary);
 
 /* The loop-IR value of v, or NULL while a leaf it needs is unbound. */
 static Expr *iv_value(LowerCtx *c, Nest *n, const IterVar *v) {
@@ -457,9 +596,11 @@ static Expr *iv_value(LowerCtx *c, Nest *n, const IterVar *v) {
     if (n->value[v->id])
         return n->value[v->id];
     if (v->fused) {
+        /* the extent only once the fused loop is bound: it may mention
+         * axes bound outside that loop */
         Expr *f = iv_value(c, n, v->fused);
-        Expr *eb = iv_extent(c, n, v->fused->fb);
-        if (!f || !eb)
+        Expr *eb = f ? iv_extent(c, n, v->fused->fb) : NULL;
+        if (!eb)
             return NULL;
         return ir_binary(m, v == v->fused->fa ? EX_DIV : EX_MOD, f, eb);
     }
@@ -480,17 +621,22 @@ static Expr *root_axis_value(LowerCtx *c, Nest *n, const IterVar *r) {
     return n->base[r->id] ? ir_binary(c->m, EX_ADD, n->base[r->id], v) : v;
 }
 
-/* Publishes the values of every root whose leaves are bound. */
+/* Publishes the value of root r where n is, or that it has none: a value
+ * left by another copy of the nest (the init nest of an in-place
+ * reduction, a partitioned tail) must not be used where r's loop is not
+ * bound. Returns whether r is bound. */
+static bool bind_root(LowerCtx *c, Nest *n, const IterVar *r) {
+    Expr *v = root_axis_value(c, n, r);
+    ptrmap_put(&c->axis_value, r->axis, v ? simp(c, v) : NULL);
+    return v != NULL;
+}
+
+/* Publishes the values of the roots whose leaves are bound. */
 static void bind_axes(LowerCtx *c, Nest *n) {
     Stage *st = n->st;
-    for (int i = 0; i < st->ivs.len; i++) {
-        IterVar *r = st->ivs.data[i];
-        if (r->rel != IV_ROOT)
-            continue;
-        Expr *v = root_axis_value(c, n, r);
-        if (v)
-            ptrmap_put(&c->axis_value, r->axis, simp(c, v));
-    }
+    for (int i = 0; i < st->ivs.len; i++)
+        if (st->ivs.data[i]->rel == IV_ROOT)
+            bind_root(c, n, st->ivs.data[i]);
 }
 
 static Expr *ceil_div(Module *m, Expr *e, int64_t f) {
@@ -503,53 +649,68 @@ static bool divides(LowerCtx *c, Expr *e, int64_t f) {
     return f == 1 || (ir_is_const_int(r, &v) && v == 0);
 }
 
-static Expr *iv_extent(LowerCtx *c, Nest *n, const IterVar *v) {
+/* The extent of root v (not an attached stage's region) where n is: its
+ * axis's extent over the values of the outer axes it mentions (l <
+ * len[b]). Without a value for one of them, `vary` (bounds inference: the
+ * ranges of the stage's roots outer to v, as infer_region builds them)
+ * relaxes it to its largest value over their ranges, an upper bound of
+ * every extent v takes in the iterations that remain; without `vary` it
+ * has none. */
+static Expr *root_extent(LowerCtx *c, Nest *n, const IterVar *v, const PtrMap *vary) {
+    Module *m = c->m;
+    bool bound = true;
+    for (int i = 0; i < n->st->ivs.len; i++) {
+        IterVar *r = n->st->ivs.data[i];
+        if (r->rel == IV_ROOT && r != v && ir_uses_axis(v->axis->extent, r->axis))
+            bound &= bind_root(c, n, r);
+    }
+    if (!bound && vary) {
+        Range r;
+        return lower_bounds_range(m, v->axis->extent, vary, false, &r) ? lower_index(c, r.hi)
+                                                                        : NULL;
+    }
+    Expr *e = lower_index(c, v->axis->extent);
+    if (!e)
+        return NULL;
+    /* an outer axis past its end in a guarded tile must not index the UF:
+     * the ragged extent is 0 there */
+    Expr *g = NULL;
+    for (int i = 0; i < n->st->ivs.len; i++) {
+        IterVar *w = n->st->ivs.data[i];
+        if (!w->outer || n->state[w->id] != SPLIT_GUARD || w == v)
+            continue;
+        bool outer_axis = false;
+        for (int j = 0; j < n->st->ivs.len; j++) {
+            IterVar *r = n->st->ivs.data[j];
+            if (r->rel == IV_ROOT && r != v && ir_uses_axis(v->axis->extent, r->axis) &&
+                sched_iv_derives_from(w, r))
+                outer_axis = true;
+        }
+        Expr *we, *wv;
+        if (!outer_axis || !(we = iv_extent(c, n, w)) || !(wv = iv_value(c, n, w)))
+            continue;
+        Expr *p = simp(c, ir_binary(m, EX_LT, wv, we));
+        int64_t t;
+        if (!(ir_is_const_int(p, &t) && t))
+            g = g ? ir_binary(m, EX_AND, g, p) : p;
+    }
+    return g ? ir_select(m, g, e, ir_int(m, 0)) : e;
+}
+
+/* The extent of v where n is; `vary` as for root_extent. */
+static Expr *iv_extent_over(LowerCtx *c, Nest *n, const IterVar *v, const PtrMap *vary) {
     Module *m = c->m;
     switch (v->rel) {
     case IV_ROOT: {
         Expr *e = n->root_ext[v->id];
-        if (!e) {
-            /* a ragged extent: bind the (outer) axes it mentions first */
-            for (int i = 0; i < n->st->ivs.len; i++) {
-                IterVar *r = n->st->ivs.data[i];
-                Expr *rv;
-                if (r->rel == IV_ROOT && r != v && ir_uses_axis(v->axis->extent, r->axis) &&
-                    (rv = root_axis_value(c, n, r)))
-                    ptrmap_put(&c->axis_value, r->axis, simp(c, rv));
-            }
-            if (!(e = lower_index(c, v->axis->extent)))
-                return NULL;
-            /* an outer axis past its end in a guarded tile must not index
-             * the UF: the ragged extent is 0 there */
-            Expr *g = NULL;
-            for (int i = 0; i < n->st->ivs.len; i++) {
-                IterVar *w = n->st->ivs.data[i];
-                if (!w->outer || n->state[w->id] != SPLIT_GUARD || w == v)
-                    continue;
-                bool outer_axis = false;
-                for (int j = 0; j < n->st->ivs.len; j++) {
-                    IterVar *r = n->st->ivs.data[j];
-                    if (r->rel == IV_ROOT && r != v && ir_uses_axis(v->axis->extent, r->axis) &&
-                        sched_iv_derives_from(w, r))
-                        outer_axis = true;
-                }
-                Expr *we, *wv;
-                if (!outer_axis || !(we = iv_extent(c, n, w)) || !(wv = iv_value(c, n, w)))
-                    continue;
-                Expr *p = simp(c, ir_binary(m, EX_LT, wv, we));
-                int64_t t;
-                if (!(ir_is_const_int(p, &t) && t))
-                    g = g ? ir_binary(m, EX_AND, g, p) : p;
-            }
-            if (g)
-                e = ir_select(m, g, e, ir_int(m, 0));
-        }
+        if (!e && !(e = root_extent(c, n, v, vary)))
+            return NULL;
         if (v->pad > 1)
             e = ir_binary(m, EX_MUL, ceil_div(m, e, v->pad), ir_int(m, v->pad));
         return simp(c, e);
     }
     case IV_OUTER: {
-        Expr *e = iv_extent(c, n, v->parent);
+        Expr *e = iv_extent_over(c, n, v->parent, vary);
         if (!e)
             return NULL;
         if (n->state[v->parent->id] == SPLIT_FULL)
@@ -559,18 +720,28 @@ static Expr *iv_extent(LowerCtx *c, Nest *n, const IterVar *v) {
     case IV_INNER: {
         if (n->state[v->parent->id] != SPLIT_TAIL)
             return ir_int(m, v->factor);
-        Expr *e = iv_extent(c, n, v->parent), *o = iv_value(c, n, v->parent->outer);
+        Expr *e = iv_extent_over(c, n, v->parent, vary), *o = iv_value(c, n, v->parent->outer);
         if (!e || !o)
             return NULL;
         return simp(c, ir_binary(m, EX_SUB, e, ir_binary(m, EX_MUL, o, ir_int(m, v->factor))));
     }
     case IV_FUSED: {
-        Expr *a = iv_extent(c, n, v->fa), *b = iv_extent(c, n, v->fb);
-        return a && b ? simp(c, ir_binary(m, EX_MUL, a, b)) : NULL;
+        /* an extent below 0 runs no iterations; in a product it must
+         * count as 0, not flip the sign of the other */
+        Expr *a = iv_extent_over(c, n, v->fa, vary), *b = iv_extent_over(c, n, v->fb, vary);
+        if (!a || !b)
+            return NULL;
+        a = ir_binary(m, EX_MAX, a, ir_int(m, 0));
+        b = ir_binary(m, EX_MAX, b, ir_int(m, 0));
+        return simp(c, ir_binary(m, EX_MUL, a, b));
     }
     default:
         RV_UNREACHABLE();
     }
+}
+
+static Expr *iv_extent(LowerCtx *c, Nest *n, const IterVar *v) {
+    return iv_extent_over(c, n, v, NULL);
 }
 
 /* The conjunction of the checks of undecided non-dividing splits
@@ -608,7 +779,7 @@ static Expr *dest_offset(LowerCtx *c, Nest *n) {
         idx[d] = ptrmap_get(&c->axis_value, st->t->axes[d]);
     if (n->dst_view)
         return view_offset(m, n->dst_view, idx);
-    return lower_storage_offset(m, n->dst_storage, idx);
+    return ir_storage_offset(m, n->dst_storage, idx);
 }
 
 static Buffer *dest_buf(Nest *n) {
@@ -633,10 +804,20 @@ static Expr *source_in_bounds(LowerCtx *c, Nest *n) {
     return g ? simp(c, g) : NULL;
 }
 
+/* Does the stage pad one of its loops (its reads may then reach into
+ * storage padding, see in_bounds)? */
+static bool loop_padded(const Stage *st) {
+    for (int i = 0; i < st->ivs.len; i++)
+        if (st->ivs.data[i]->rel == IV_ROOT && st->ivs.data[i]->pad > 1)
+            return true;
+    return false;
+}
+
 /* The innermost statement of a nest. */
 static Stmt *innermost(LowerCtx *c, Nest *n) {
     Module *m = c->m;
     Stage *st = n->st;
+    c->loop_pad = loop_padded(st);
     bind_axes(c, n);
     Buffer *dst = dest_buf(n);
     Expr *off = dest_offset(c, n);
@@ -647,7 +828,7 @@ static Stmt *innermost(LowerCtx *c, Nest *n) {
                        lower_store(m, dst, off, reduce_init(m, R->u.red.rk, R->dtype)));
     case MODE_ACC:
     case MODE_IN_PLACE: {
-        ExprCtx x = {c, {0}, NULL, RV_OK};
+        ExprCtx x = {c, {0}, NULL, RV_OK, true};
         Expr *v = lower_expr(&x, R->args[0]);
         if (x.st != RV_OK) {
             c->st = x.st;
@@ -675,17 +856,20 @@ static Stmt *innermost(LowerCtx *c, Nest *n) {
     }
     Stmt *s;
     if (st->pred) {
-        ExprCtx x = {c, {0}, NULL, RV_OK};
+        ExprCtx x = {c, {0}, NULL, RV_OK, true};
         Expr *p = lower_expr(&x, st->pred);
-        vec_free(&x.pre);
         Stmt *a = p ? element_stmt(c, dst, off, st->body, NULL) : NULL;
         Stmt *b = a ? element_stmt(c, dst, off, st->else_body, NULL) : NULL;
         if (!b) {
             if (c->st == RV_OK)
                 c->st = x.st;
+            vec_free(&x.pre);
             return NULL;
         }
-        s = lower_if(m, p, a, b);
+        /* the predicate's checks, then the branch it chooses */
+        vec_push(&x.pre, lower_if(m, p, a, b));
+        s = lower_seq(m, x.pre.len, x.pre.data);
+        vec_free(&x.pre);
     } else if (st->kind == STAGE_CACHE_READ && st->local_pad) {
         Stmt *a = element_stmt(c, dst, off, st->body, NULL);
         Expr *inb = source_in_bounds(c, n);
@@ -732,6 +916,7 @@ static Stmt *gen_reduction(LowerCtx *c, Nest n, int i) {
     if (!loops)
         return NULL;
     Expr *zero = ir_int(m, 0);
+    c->loop_pad = loop_padded(st);
     bind_axes(c, &n);
     PtrMap preset = {0};
     ptrmap_put(&preset, R, ir_load(m, n.arg ? n.arg : n.acc, zero));
@@ -824,8 +1009,10 @@ static bool sizes_only(const Expr *e) {
 }
 
 /* The range of v's value when leaves bound in n are fixed and the others
- * run over their extents. */
-static bool iv_range(LowerCtx *c, Nest *n, const IterVar *v, bool clip, Range *out) {
+ * run over their extents (relaxed over `vary`, the ranges of the roots
+ * outer to v, where they mention axes not bound here). */
+static bool iv_range(LowerCtx *c, Nest *n, const IterVar *v, bool clip, const PtrMap *vary,
+                     Range *out) {
     Module *m = c->m;
     Expr *val = iv_value(c, n, v);
     if (val) {
@@ -834,13 +1021,14 @@ static bool iv_range(LowerCtx *c, Nest *n, const IterVar *v, bool clip, Range *o
     }
     if (v->outer) {
         Range o, i;
-        if (!iv_range(c, n, v->outer, clip, &o) || !iv_range(c, n, v->inner, clip, &i))
+        if (!iv_range(c, n, v->outer, clip, vary, &o) ||
+            !iv_range(c, n, v->inner, clip, vary, &i))
             return false;
         Expr *f = ir_int(m, v->inner->factor);
         out->lo = simp(c, ir_binary(m, EX_ADD, ir_binary(m, EX_MUL, o.lo, f), i.lo));
         out->hi = ir_binary(m, EX_ADD, ir_binary(m, EX_MUL, o.hi, f), i.hi);
         if (clip && n->state[v->id] == SPLIT_GUARD) {
-            Expr *e = iv_extent(c, n, v);
+            Expr *e = iv_extent_over(c, n, v, vary);
             if (!e)
                 return false;
             out->hi = ir_binary(m, EX_MIN, out->hi, ir_binary(m, EX_SUB, e, ir_int(m, 1)));
@@ -850,7 +1038,7 @@ static bool iv_range(LowerCtx *c, Nest *n, const IterVar *v, bool clip, Range *o
     }
     /* an unbound leaf or fused part: its whole extent (a whole tile, even
      * the last one, for a padded reader) */
-    Expr *e = !clip && v->rel == IV_INNER ? ir_int(m, v->factor) : iv_extent(c, n, v);
+    Expr *e = !clip && v->rel == IV_INNER ? ir_int(m, v->factor) : iv_extent_over(c, n, v, vary);
     if (!e)
         return false;
     out->lo = ir_int(m, 0);
@@ -894,18 +1082,19 @@ static bool reads_region(LowerCtx *c, const Stage *reader, const Stage *p, const
     return ok;
 }
 
-/* The region of p that stage n->st's remaining iterations read, directly
- * or through the one stage computed inside it that reads p. */
-static bool infer_region(LowerCtx *c, Nest *n, Stage *p, bool clip, Range *reg) {
+static bool infer_region(LowerCtx *c, Nest *n, Stage *p, bool clip, Range *reg);
+
+/* The region of p that `reader` reads in the remaining iterations of
+ * n->st: n->st itself, or a stage computed inside it (at a loop of n->st
+ * or, further down, inside another such stage), whose own region here
+ * bounds its axes. */
+static bool reader_region(LowerCtx *c, Nest *n, Stage *reader, Stage *p, bool clip, Range *reg) {
     Module *m = c->m;
     Stage *st = n->st;
-    Stage *reader = sched_reader(c->s, p->t, p);
-    if (!reader)
-        return false;
     if (reader != st) {
         /* p is computed at a loop of st outside its reader: bound the
          * reader's region here, then p's region within it */
-        if (reader->attach != ATTACH_AT || reader->at != st)
+        if (reader->attach != ATTACH_AT)
             return false;
         Range rr[RV_MAX_DIMS];
         if (!infer_region(c, n, reader, clip && !reader->local_pad, rr))
@@ -935,7 +1124,7 @@ static bool infer_region(LowerCtx *c, Nest *n, Stage *p, bool clip, Range *reg) 
         IterVar *r = st->ivs.data[i];
         if (r->rel != IV_ROOT)
             continue;
-        ok = iv_range(c, n, r, clip, &rs[i]);
+        ok = iv_range(c, n, r, clip, &vary, &rs[i]);
         if (ok && n->base[r->id]) {
             rs[i].lo = simp(c, ir_binary(m, EX_ADD, n->base[r->id], rs[i].lo));
             rs[i].hi = simp(c, ir_binary(m, EX_ADD, n->base[r->id], rs[i].hi));
@@ -945,6 +1134,29 @@ static bool infer_region(LowerCtx *c, Nest *n, Stage *p, bool clip, Range *reg) 
     ok = ok && reads_region(c, st, p, &vary, reg);
     ptrmap_free(&vary);
     return ok;
+}
+
+/* The region of p that stage n->st's remaining iterations read: the union
+ * over p's readers (the schedule checker made each n->st or a stage
+ * computed inside it: layernorm's row mean, read by the variance and the
+ * output, both at the row loop). */
+static bool infer_region(LowerCtx *c, Nest *n, Stage *p, bool clip, Range *reg) {
+    Module *m = c->m;
+    bool any = false;
+    for (int k = 0; k < c->s->stages.len; k++) {
+        Stage *r = c->s->stages.data[k];
+        if (r->t == p->t || r->attach == ATTACH_INLINE || !sched_stage_reads_tensor(r, p->t))
+            continue;
+        Range rr[RV_MAX_DIMS];
+        if (!reader_region(c, n, r, p, clip, rr))
+            return false;
+        for (int d = 0; d < p->t->ndim; d++) {
+            reg[d].lo = any ? ir_binary(m, EX_MIN, reg[d].lo, rr[d].lo) : rr[d].lo;
+            reg[d].hi = any ? ir_binary(m, EX_MAX, reg[d].hi, rr[d].hi) : rr[d].hi;
+        }
+        any = true;
+    }
+    return any;
 }
 
 static Stmt *stage_nest(LowerCtx *c, Stage *st, Expr *const *origin, Expr *const *ext,
@@ -1063,9 +1275,12 @@ static Stmt *attach_one(LowerCtx *c, Nest *n, Stage *p, Stmt *rest_placeholder, 
         } else {
             origin[d] = simp(c, ir_binary(m, EX_MAX, lo, ir_int(m, 0)));
             Expr *top = ir_binary(m, EX_MIN, hi, ir_binary(m, EX_SUB, full, ir_int(m, 1)));
-            ext[d] =
-                simp(c, ir_binary(m, EX_ADD, ir_binary(m, EX_SUB, top, origin[d]), ir_int(m, 1)));
+            ext[d] = ir_binary(m, EX_ADD, ir_binary(m, EX_SUB, top, origin[d]), ir_int(m, 1));
         }
+        /* a region the reader reads nothing of (all of it clipped away, or
+         * hi < lo) is empty, not negative: the product of two negative
+         * extents (a fused loop, the tile's size) would be positive */
+        ext[d] = simp(c, ir_binary(m, EX_MAX, ext[d], ir_int(m, 0)));
         Expr *ub = lower_bounds_upper(m, span);
         ub = ub ? simp(c, ub) : NULL;
         if (!ub || !sizes_only(ub)) {
@@ -1119,6 +1334,7 @@ static Stmt *attach_one(LowerCtx *c, Nest *n, Stage *p, Stmt *rest_placeholder, 
                          ? BUF_LOCAL
                          : BUF_GLOBAL;
     v->buf = ir_buffer_new(m, p->name, p->t->dtype, size, scope);
+    v->local_pad = p->local_pad;
     ptrmap_put(&c->views, p->t, v);
     *buf_out = v->buf;
     return stage_nest(c, p, origin, ext, v);
@@ -1198,6 +1414,7 @@ static Stmt *stage_nest(LowerCtx *c, Stage *st, Expr *const *origin, Expr *const
 static void kernel_begin(LowerCtx *c) {
     Module *m = c->m;
     c->params.len = 0;
+    c->sites.len = 0;
     ptrmap_free(&c->used_bufs);
     ptrmap_free(&c->axis_value);
     ptrmap_free(&c->views);
@@ -1265,6 +1482,10 @@ static rv_status lower_stage_kernel(LowerCtx *c, Stage *st, Kernel **out) {
     k->body = body; /* lower_pipeline (pipeline.c) simplifies it */
     k->nparams = c->params.len;
     k->params = arena_memdup(m->arena, c->params.data, sizeof(Param) * (size_t)c->params.len);
+    k->nsites = c->sites.len;
+    k->sites = c->sites.len ? arena_memdup(m->arena, c->sites.data,
+                                           sizeof(const char *) * (size_t)c->sites.len)
+                            : NULL;
     *out = k;
     return RV_OK;
 }
@@ -1292,6 +1513,7 @@ rv_status lower_schedule(Schedule *s, Kernel ***out, int *n) {
             vec_push(&ks, k);
     }
     vec_free(&c.params);
+    vec_free(&c.sites);
     ptrmap_free(&c.used_bufs);
     ptrmap_free(&c.axis_value);
     ptrmap_free(&c.views);

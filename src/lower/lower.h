@@ -16,6 +16,7 @@
 #ifndef RAVEL_LOWER_H
 #define RAVEL_LOWER_H
 
+#include "ir/layout.h"
 #include "sched/sched.h"
 
 typedef enum StmtKind {
@@ -66,6 +67,9 @@ struct Stmt {
             Buffer **args; /* output first, then inputs */
             Tensor *out;   /* for shapes */
         } call;
+        struct {
+            int site; /* index into the kernel's sites */
+        } fail;
     } u;
 };
 
@@ -95,6 +99,13 @@ typedef struct Kernel {
      * allocate them before the prelude runs. NULL when there are none. */
     Stmt *prelude;
     Stmt *body;
+    /* What each run-time check of the body guards (FAIL's site), as the
+     * message of its failure: "read X[i + K] out of bounds", "division by
+     * zero or integer overflow in X[i] / K". Generated code records the
+     * first failing site in the context (ravel_rt.h) and goes on with a
+     * safe value; the host reports the run as failed. */
+    int nsites;
+    const char **sites;
 } Kernel;
 
 /* ---- stmt.c: construction, traversal, printing ---- */
@@ -107,6 +118,7 @@ Stmt *lower_alloc(Module *m, Buffer *b, Stmt *body);
 Stmt *lower_seq(Module *m, int n, Stmt *const *stmts); /* flattens nested SEQs, drops NULLs */
 Stmt *lower_barrier(Module *m);
 Stmt *lower_call(Module *m, const char *kernel, int nargs, Buffer *const *args, Tensor *out);
+Stmt *lower_fail(Module *m, int site);
 /* A fresh loop variable. */
 Axis *lower_loop_var(Module *m, const char *name, Expr *extent);
 /* Generic mutator: applies `fe` to every expression and `fs` (may be NULL)
@@ -205,21 +217,8 @@ Ival lower_ival_of(Simp *S, Expr *e);
 int64_t lower_fdiv(int64_t a, int64_t c); /* floor(a / c), for c > 0 */
 int64_t lower_gcd64(int64_t a, int64_t b);
 
-/* ---- storage.c: flat buffers for (ragged, padded) layouts ---- */
+/* ---- storage.c: the preludes of storage layouts (ir/layout.h) ---- */
 
-typedef struct Storage {
-    Buffer *buf; /* the elements */
-    int ndim;
-    Axis *axes[RV_MAX_DIMS];    /* the layout's axes (a tensor's or UF's) */
-    int pad[RV_MAX_DIMS];       /* storage padding multiple per level */
-    bool variable[RV_MAX_DIMS]; /* the extent mentions an outer axis */
-    Buffer *start[RV_MAX_DIMS]; /* variable levels: row-start AUX array */
-    Expr *numel;                /* elements in storage (may load AUX arrays) */
-} Storage;
-rv_status lower_storage_init(Module *m, Storage *st, const char *name, int ndim, Axis *const *axes,
-                             const int *pad, rv_dtype dtype, BufScope scope);
-/* The flat offset of the element at `idx` (one index per level). */
-Expr *lower_storage_offset(Module *m, const Storage *st, Expr *const *idx);
 /* Turns tensor-level index expressions (UF applications) into loop-IR
  * loads; supplied by lower.c, which owns the UF arrays' storage. */
 typedef Expr *(*LowerExprFn)(void *ctx, Expr *e);

@@ -61,10 +61,17 @@
  * loops and lets, and replaces a loop of extent 1 by its body with the
  * variable set to 0.
  *
+ * Integer values (tensor elements, accumulators) go through the same
+ * rules, but they are not bounded by any extent: a rewrite may not form a
+ * value the original never formed unless the bounds prove it fits the
+ * type (lin_fits). `acc < X[k] - Y[k]` stays as written (acc + Y[k]
+ * overflows at argmax's start), `(x + y) - y` is still x.
+ *
  * Requires: nothing. Guarantees: every expression keeps its value wherever
  * it is evaluated (tests/unit/test_simplify.c checks this on thousands of
  * random expressions and loop nests), assuming, like the generated C, that
- * index arithmetic does not overflow.
+ * the original's index arithmetic does not overflow; no rewrite adds an
+ * intermediate value that is not proved to fit.
  */
 #include <string.h>
 
@@ -275,11 +282,69 @@ const Lin *lower_lin_of(Simp *S, Expr *e) {
     return L;
 }
 
+/* |v| * k, saturating at INT64_MAX. */
+static int64_t mag_mul(int64_t v, int64_t k) {
+    int64_t r;
+    if (v == INT64_MIN || k == INT64_MIN)
+        return INT64_MAX;
+    v = v < 0 ? -v : v;
+    k = k < 0 ? -k : k;
+    return __builtin_mul_overflow(v, k, &r) ? INT64_MAX : r;
+}
+
+/* The largest magnitude term i of L can have in scope (INT64_MAX: not
+ * known to fit). */
+static int64_t term_mag(Simp *S, const Lin *L, int i) {
+    Ival iv = lower_ival_of(S, L->t[i].x);
+    if (!iv.ok)
+        return INT64_MAX;
+    int64_t lo = mag_mul(iv.lo, L->t[i].c), hi = mag_mul(iv.hi, L->t[i].c);
+    return lo > hi ? lo : hi;
+}
+
+/* Can L be written back (lin_to_expr's order) without an intermediate
+ * value outside type t? Moving terms reorders a computation, and the new
+ * partial sums and products are values the original never formed:
+ * `acc < X[k] - Y[k]` as `acc + Y[k] < X[k]` overflows at acc = INT64_MIN.
+ * Index arithmetic ranges over loop extents, sizes and UF ranges and is
+ * proved in range here; tensor values and accumulators are unbounded, so
+ * a rewrite of them is kept only when it adds no intermediate. is_result
+ * says the form's value is the value of the expression it replaces (which
+ * fits, or the program is in error): then a single operation is safe. */
+static bool lin_fits(Simp *S, const Lin *L, rv_dtype t, bool is_result) {
+    int64_t tmax = t == RV_I32 ? INT32_MAX : INT64_MAX;
+    int pieces = L->n + (L->c0 != 0);
+    bool plus = L->c0 > 0; /* is a term written first, not negated? */
+    for (int i = 0; i < L->n; i++)
+        plus |= L->t[i].c > 0;
+    if (pieces == 0 || (pieces == 1 && (L->n == 0 || L->t[0].c == 1 || is_result)))
+        return true;
+    if (pieces == 2 && is_result) { /* one operation, besides products */
+        for (int i = 0; i < L->n; i++) {
+            int64_t c = L->t[i].c;
+            if (c != 1 && !(c == -1 && plus) && term_mag(S, L, i) > tmax)
+                return false;
+        }
+        return true;
+    }
+    /* every partial sum and product is within the sum of magnitudes */
+    int64_t total = L->c0 == INT64_MIN ? INT64_MAX : (L->c0 < 0 ? -L->c0 : L->c0);
+    for (int i = 0; i < L->n && total <= tmax; i++) {
+        int64_t m = term_mag(S, L, i);
+        if (__builtin_add_overflow(total, m, &total))
+            return false;
+    }
+    return total <= tmax;
+}
+
 /* Writes a form back as an expression of type t: positive terms in atom
  * order, then the constant, then the subtracted terms. NULL when a
- * coefficient does not fit the type. */
-static Expr *lin_to_expr(Simp *S, const Lin *L, rv_dtype t) {
+ * coefficient does not fit the type or an intermediate value may not
+ * (lin_fits; is_result as there). */
+static Expr *lin_to_expr(Simp *S, const Lin *L, rv_dtype t, bool is_result) {
     Module *m = S->m;
+    if (!lin_fits(S, L, t, is_result))
+        return NULL;
     if (L->c0 == INT64_MIN || (t == RV_I32 && !fits_i32(L->c0)))
         return NULL;
     for (int i = 0; i < L->n; i++)
@@ -440,7 +505,7 @@ static Expr *simp_cmp(Simp *S, ExprKind k, Expr *a, Expr *b) {
         P->c0 = D->c0;
     else
         N->c0 = -D->c0;
-    Expr *l = lin_to_expr(S, P, a->dtype), *r = lin_to_expr(S, N, a->dtype);
+    Expr *l = lin_to_expr(S, P, a->dtype, false), *r = lin_to_expr(S, N, a->dtype, false);
     return l && r ? ir_binary(m, k, l, r) : ir_binary(m, k, a, b);
 }
 
@@ -496,7 +561,7 @@ static Expr *simp_div_const(Simp *S, ExprKind k, Expr *a, Expr *b, int64_t c) {
             int64_t qc;
             const Lin *rl;
             if (!__builtin_mul_overflow(qlo, c, &qc) && (rl = lower_lin_add_const(S, L, -qc))) {
-                Expr *r = lin_to_expr(S, rl, t);
+                Expr *r = lin_to_expr(S, rl, t, true);
                 if (r)
                     return r;
             }
@@ -537,13 +602,13 @@ static Expr *simp_div_const(Simp *S, ExprKind k, Expr *a, Expr *b, int64_t c) {
             split = false;
     }
     if (split) {
-        Expr *re = lin_to_expr(S, R, t);
+        Expr *re = lin_to_expr(S, R, t, false);
         if (re) {
             Expr *rest = simp_div(S, k, re, b);
             if (!quot)
                 return rest;
             const Lin *sum = lower_lin_comb(S, 1, Q, 1, lower_lin_of(S, rest));
-            Expr *r = sum ? lin_to_expr(S, sum, t) : NULL;
+            Expr *r = sum ? lin_to_expr(S, sum, t, true) : NULL;
             if (r)
                 return r;
         }
@@ -687,7 +752,7 @@ static Expr *expand_product(Simp *S, Expr *a, Expr *b, rv_dtype t) {
         }
     }
     acc = merge_divmod(S, acc);
-    return acc ? lin_to_expr(S, acc, t) : NULL;
+    return acc ? lin_to_expr(S, acc, t, true) : NULL;
 }
 
 /* Rewrites one node whose operands are not yet simplified. */
@@ -727,7 +792,7 @@ static Expr *simp_node(Simp *S, Expr *e) {
             L = lower_lin_comb(S, 1, lower_lin_of(S, a), e->kind == EX_ADD ? 1 : -1,
                                lower_lin_of(S, b));
         L = L ? merge_divmod(S, L) : NULL;
-        Expr *r = L ? lin_to_expr(S, L, e->dtype) : NULL;
+        Expr *r = L ? lin_to_expr(S, L, e->dtype, true) : NULL;
         if (r)
             return r;
         break;
@@ -1030,6 +1095,7 @@ static Stmt *simp_stmt(Simp *S, Stmt *s) {
     }
     case ST_BARRIER:
     case ST_CALL:
+    case ST_FAIL:
         return s;
     default:
         RV_UNREACHABLE();

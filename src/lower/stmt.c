@@ -167,6 +167,13 @@ Stmt *lower_barrier(Module *m) {
     return new_stmt(m, ST_BARRIER);
 }
 
+Stmt *lower_fail(Module *m, int site) {
+    RV_ASSERT(site >= 0);
+    Stmt *s = new_stmt(m, ST_FAIL);
+    s->u.fail.site = site;
+    return s;
+}
+
 Stmt *lower_call(Module *m, const char *kernel, int nargs, Buffer *const *args, Tensor *out) {
     RV_ASSERT(kernel && nargs >= 1 && args);
     for (int i = 0; i < nargs; i++)
@@ -249,6 +256,7 @@ Stmt *lower_mutate(StmtMutator *mu, Stmt *s) {
     }
     case ST_BARRIER:
     case ST_CALL:
+    case ST_FAIL:
         break;
     default:
         RV_UNREACHABLE();
@@ -452,6 +460,9 @@ static void print_stmt(Buf *b, const Stmt *s, int indent, bool tail) {
     }
     case ST_BARRIER:
         buf_puts(b, "barrier\n");
+        break;
+    case ST_FAIL:
+        buf_printf(b, "fail %d\n", s->u.fail.site);
         break;
     case ST_CALL:
         buf_printf(b, "call %s(", s->u.call.kernel);

@@ -202,6 +202,10 @@ static bool check_stmt(Verify *v, const Stmt *s) {
         return true;
     case ST_BARRIER:
         return true;
+    case ST_FAIL:
+        if (s->u.fail.site >= v->k->nsites)
+            return fail(v, "fail names site %d of %d", s->u.fail.site, v->k->nsites);
+        return true;
     default:
         return fail(v, "statement of unknown kind %d", (int)s->kind);
     }

@@ -33,15 +33,13 @@
  *      (ragged: 1-D, packed, no padding), as the interpreter does, so the
  *      two can be compared element by element.
  *
- * STORAGE WITH PADDING. The lowering's storage order (src/lower/storage.c)
- * is the canonical order with each level's extent rounded up to its pad;
- * a variable level's row starts are prefix sums over *storage* prefixes,
- * padded ones included. This file rebuilds that order on the host for
- * padded tensors only, to copy between canonical arrays and storage. A
- * padded dimension with a ragged dimension inside it would need extents at
- * padded (nonexistent) indices; such tensors are rejected as unsupported
- * before anything runs, as they would make the prelude read UF arrays out
- * of bounds.
+ * STORAGE WITH PADDING. The storage order (Storage, src/ir/layout.h) is
+ * the canonical order with each level's extent rounded up to its pad; a
+ * variable level's row starts are prefix sums over *storage* prefixes,
+ * padded ones included. For a padded tensor this file evaluates that
+ * description on the host (ir_storage_eval: the constant levels' padded
+ * extents, and the row-start arrays the preludes filled) and copies
+ * between canonical arrays and storage through it.
  *
  * Buffers given to kernels are 64-byte aligned and never NULL (ravel_rt.h).
  * Counters accumulate per program (rv_program_stats).
@@ -267,15 +265,6 @@ void rv_program_stats(const rv_program *p, rv_program_counters *out) {
 
 /* ---- a run ---- */
 
-/* Where a padded tensor's elements live (see the file comment). */
-typedef struct Store {
-    int ndim;
-    bool variable[RV_MAX_DIMS];
-    int64_t ext[RV_MAX_DIMS];    /* constant levels: padded extent */
-    int64_t *start[RV_MAX_DIMS]; /* variable levels: row starts over storage prefixes */
-    int64_t numel;
-} Store;
-
 typedef enum SlotKind { SLOT_UF, SLOT_AUX, SLOT_TENSOR } SlotKind;
 
 /* One buffer of the run, shared by every kernel naming the same object. */
@@ -287,7 +276,7 @@ typedef struct Slot {
     int64_t nelem;     /* elements in data */
     void *owned;       /* rt_aligned_zalloc'd storage to free, if any */
     rv_array *arr;     /* a computed tensor's array (its storage when unpadded) */
-    Store *store;      /* padded tensors: the storage order */
+    Layout *store;     /* padded tensors: the storage order (ir_storage_eval) */
 } Slot;
 
 typedef struct Run {
@@ -297,6 +286,7 @@ typedef struct Run {
     PtrMap slot_of;  /* Tensor* (tensors) or Buffer* (UF, AUX) -> 1 + slot index */
     int64_t **sizes; /* per kernel: its sizes array */
     void ***bufs;    /* per kernel: its buffers array */
+    bool check_failed; /* a kernel's run-time check failed (see run_failed) */
 } Run;
 
 /* The slot of a tensor, or of a UF or AUX buffer. */
@@ -309,109 +299,36 @@ static Slot *slot_for(Run *r, const Buffer *b) {
     return slot_of(r, b->tensor ? (const void *)b->tensor : (const void *)b);
 }
 
+/* A load on the host: of a UF array (in its canonical layout) or of an
+ * AUX array once allocated (sizes of ragged tensors read row starts). */
+static rv_status host_load(void *ctx, const Buffer *buf, int64_t i, int64_t *out) {
+    Run *r = ctx;
+    if (buf->uf) {
+        const Layout *dom = r->in.ufl[buf->uf->id];
+        if (i < 0 || i >= dom->numel)
+            return base_error(RV_ERR_BOUNDS, "ufun %s: element %lld read outside its %lld values",
+                              buf->uf->name, (long long)i, (long long)dom->numel);
+        *out = r->in.ufv[buf->uf->id][i];
+        return RV_OK;
+    }
+    Slot *s = slot_for(r, buf);
+    if (!s || s->kind != SLOT_AUX || !s->data)
+        return base_error(RV_ERR_UNSUPPORTED, "%s is not available on the host", buf->name);
+    if (i < 0 || i >= s->nelem)
+        return base_error(RV_ERR_BOUNDS,
+                          "aux array %s: element %lld read outside its %lld elements", buf->name,
+                          (long long)i, (long long)s->nelem);
+    *out = ((const int64_t *)s->data)[i];
+    return RV_OK;
+}
+
 /* The value of an integer expression over sizes, UF values and AUX arrays
- * (buffer sizes). */
+ * (buffer sizes, launch extents): ir_eval_index with host_load. */
 static rv_status eval_int(Run *r, const Expr *e, int64_t *out) {
-    int64_t a, b, c;
-    rv_status st;
-    const LayoutEnv *env = &r->in.env;
-    switch (e->kind) {
-    case EX_CONST_INT:
-        *out = e->u.ival;
-        return RV_OK;
-    case EX_SIZE:
-        *out = r->in.sizes[e->u.size->id];
-        return RV_OK;
-    case EX_CAST:
-        if ((st = eval_int(r, e->args[0], &a)) != RV_OK)
-            return st;
-        if (!ir_is_int(e->args[0]->dtype) && e->args[0]->dtype != RV_BOOL)
-            break;
-        *out = ir_int_convert(e->dtype, a);
-        return RV_OK;
-    case EX_NOT:
-        if ((st = eval_int(r, e->args[0], &a)) != RV_OK)
-            return st;
-        *out = !a;
-        return RV_OK;
-    case EX_NEG:
-    case EX_ABS:
-        if ((st = eval_int(r, e->args[0], &a)) != RV_OK)
-            return st;
-        if (e->kind == EX_ABS && a >= 0) {
-            *out = a;
-            return RV_OK;
-        }
-        if (ir_int_arith(EX_SUB, 0, a, out) != IA_OK)
-            return base_error(RV_ERR_BOUNDS, "integer overflow in a buffer size");
-        return RV_OK;
-    case EX_AND:
-    case EX_OR:
-        if ((st = eval_int(r, e->args[0], &a)) != RV_OK ||
-            (st = eval_int(r, e->args[1], &b)) != RV_OK)
-            return st;
-        *out = e->kind == EX_AND ? (a && b) : (a || b);
-        return RV_OK;
-    case EX_SELECT:
-        if ((st = eval_int(r, e->args[0], &c)) != RV_OK ||
-            (st = eval_int(r, e->args[1], &a)) != RV_OK ||
-            (st = eval_int(r, e->args[2], &b)) != RV_OK)
-            return st;
-        *out = c ? a : b;
-        return RV_OK;
-    case EX_UFCALL: {
-        int64_t args[RV_MAX_DIMS];
-        RV_ASSERT(e->n <= RV_MAX_DIMS);
-        for (int i = 0; i < e->n; i++)
-            if ((st = eval_int(r, e->args[i], &args[i])) != RV_OK)
-                return st;
-        return ir_layout_ufun_value(env, e->u.uf, args, out);
-    }
-    case EX_LOAD: {
-        const Buffer *buf = e->u.buf;
-        if ((st = eval_int(r, e->args[0], &a)) != RV_OK)
-            return st;
-        if (buf->uf) {
-            const Layout *dom = r->in.ufl[buf->uf->id];
-            if (a < 0 || a >= dom->numel)
-                return base_error(RV_ERR_BOUNDS,
-                                  "ufun %s: element %lld read outside its %lld "
-                                  "values",
-                                  buf->uf->name, (long long)a, (long long)dom->numel);
-            *out = r->in.ufv[buf->uf->id][a];
-            return RV_OK;
-        }
-        Slot *s = slot_for(r, buf);
-        if (!s || s->kind != SLOT_AUX || !s->data)
-            break;
-        if (a < 0 || a >= s->nelem)
-            return base_error(RV_ERR_BOUNDS,
-                              "aux array %s: element %lld read outside its %lld "
-                              "elements",
-                              buf->name, (long long)a, (long long)s->nelem);
-        *out = ((const int64_t *)s->data)[a];
-        return RV_OK;
-    }
-    default:
-        if (e->n == 2 && ir_is_int(e->args[0]->dtype)) {
-            if ((st = eval_int(r, e->args[0], &a)) != RV_OK ||
-                (st = eval_int(r, e->args[1], &b)) != RV_OK)
-                return st;
-            switch (ir_int_arith(e->kind, a, b, out)) {
-            case IA_OK:
-                return RV_OK;
-            case IA_DIVZERO:
-                return base_error(RV_ERR_BOUNDS, "division by zero in a buffer size");
-            default:
-                return base_error(RV_ERR_BOUNDS, "integer overflow in a buffer size");
-            }
-        }
-        break;
-    }
-    char *s = ir_expr_str(e);
-    st = base_error(RV_ERR_UNSUPPORTED, "cannot evaluate %s on the host (in a buffer size)", s);
-    base_free(s);
-    return st;
+    LayoutEnv env = r->in.env;
+    env.load = host_load;
+    env.load_ctx = r;
+    return ir_eval_index(&env, e, 0, NULL, NULL, out);
 }
 
 /* A buffer's size in elements. */
@@ -428,120 +345,30 @@ static rv_status buffer_size(Run *r, const Buffer *b, int64_t *n) {
     return RV_OK;
 }
 
-static bool is_padded(const Tensor *t) {
-    for (int k = 0; k < t->ndim; k++)
-        if (t->pad[k] > 1)
-            return true;
-    return false;
-}
-
-static int64_t round_up(int64_t v, int p) {
-    return p > 1 ? (v + p - 1) / p * p : v;
-}
-
-static void store_free(Store *s) {
-    if (!s)
-        return;
-    for (int k = 0; k < s->ndim; k++)
-        base_free(s->start[k]);
-    base_free(s);
-}
-
-typedef Vec(int64_t) I64Vec;
-
-/* Visits the storage prefixes of length k under idx in lexicographic
- * order, appending each variable level's padded extent to terms[level]. */
-static rv_status store_walk(Run *r, const Tensor *t, Store *s, int last, int k, int64_t *idx,
-                            I64Vec *terms) {
-    int64_t ext;
-    if (s->variable[k]) {
-        rv_status st = ir_eval_index(&r->in.env, t->axes[k]->extent, k, t->axes, idx, &ext);
-        if (st != RV_OK) {
-            Buf b = {0};
-            ir_layout_format_index(&b, k, idx);
-            st = base_error(RV_ERR_UNSUPPORTED,
-                            "tensor %s: storage padding outside a ragged dimension is not "
-                            "supported: the extent of dimension '%s' at %s cannot be evaluated "
-                            "(%s)",
-                            t->name, t->axes[k]->name, buf_str(&b), rv_last_error());
-            buf_free(&b);
-            return st;
-        }
-        ext = round_up(ext < 0 ? 0 : ext, t->pad[k]);
-        vec_push(&terms[k], ext);
-    } else {
-        ext = s->ext[k];
+/* A padded tensor's storage order, from its Storage and the row-start
+ * arrays the preludes filled. */
+static rv_status store_build(Run *r, const Storage *st, Layout **out) {
+    int64_t *start[RV_MAX_DIMS] = {0};
+    int64_t len[RV_MAX_DIMS] = {0};
+    for (int k = 0; k < st->ndim; k++) {
+        if (!st->variable[k])
+            continue;
+        Slot *s = slot_for(r, st->start[k]);
+        RV_ASSERT(s && s->kind == SLOT_AUX); /* a kernel naming a buffer names its row starts */
+        start[k] = s->data;
+        len[k] = s->nelem;
     }
-    if (k == last)
-        return RV_OK;
-    for (int64_t i = 0; i < ext; i++) {
-        idx[k] = i;
-        rv_status st = store_walk(r, t, s, last, k + 1, idx, terms);
-        if (st != RV_OK)
-            return st;
-    }
-    return RV_OK;
-}
-
-/* Builds the storage order of a padded tensor (storage.c's, on the host). */
-static rv_status store_build(Run *r, const Tensor *t, Store **out) {
-    Store *s = base_xcalloc(1, sizeof *s);
-    s->ndim = t->ndim;
-    int last = -1;
-    rv_status st = RV_OK;
-    for (int k = 0; k < t->ndim && st == RV_OK; k++) {
-        for (int j = 0; j < k; j++)
-            s->variable[k] |= ir_uses_axis(t->axes[k]->extent, t->axes[j]);
-        if (s->variable[k]) {
-            last = k;
-        } else {
-            int64_t e;
-            st = ir_eval_index(&r->in.env, t->axes[k]->extent, 0, NULL, NULL, &e);
-            s->ext[k] = round_up(e < 0 ? 0 : e, t->pad[k]);
-        }
-    }
-    I64Vec terms[RV_MAX_DIMS] = {{0}};
-    int64_t idx[RV_MAX_DIMS] = {0};
-    if (st == RV_OK && last >= 0)
-        st = store_walk(r, t, s, last, 0, idx, terms);
-    /* row starts are exclusive prefix sums; count the elements */
-    int64_t count = 1;
-    for (int k = 0; k < t->ndim && st == RV_OK; k++) {
-        if (s->variable[k]) {
-            RV_ASSERT(terms[k].len == count);
-            s->start[k] = base_xmalloc(sizeof(int64_t) * (size_t)(count + 1));
-            s->start[k][0] = 0;
-            for (int64_t i = 0; i < count; i++)
-                s->start[k][i + 1] = s->start[k][i] + terms[k].data[i];
-            count = s->start[k][count];
-        } else if (__builtin_mul_overflow(count, s->ext[k], &count)) {
-            st = base_error(RV_ERR_SHAPE, "tensor %s: padded storage is too large", t->name);
-        }
-    }
-    for (int k = 0; k < RV_MAX_DIMS; k++)
-        vec_free(&terms[k]);
-    s->numel = count;
-    if (st != RV_OK) {
-        store_free(s);
-        return st;
-    }
-    *out = s;
-    return RV_OK;
-}
-
-static int64_t store_offset(const Store *s, const int64_t *idx) {
-    int64_t rank = 0;
-    for (int k = 0; k < s->ndim; k++)
-        rank = s->variable[k] ? s->start[k][rank] + idx[k] : rank * s->ext[k] + idx[k];
-    return rank;
+    return ir_storage_eval(&r->in.env, st, start, len, out);
 }
 
 /* Copies between a canonical array and padded storage. */
-static void store_copy(const Store *s, const Layout *l, size_t esize, const void *from, void *to,
+static void store_copy(const Layout *s, const Layout *l, size_t esize, const void *from, void *to,
                        bool to_storage) {
     LayoutIter it;
     for (bool ok = ir_layout_iter_begin(l, &it); ok; ok = ir_layout_iter_next(l, &it)) {
-        int64_t c = it.rank[l->ndim], st = store_offset(s, it.idx);
+        int bad_dim;
+        int64_t bad_ext, c = it.rank[l->ndim], st = ir_layout_offset(s, it.idx, &bad_dim, &bad_ext);
+        RV_ASSERT(st >= 0); /* storage extents are padded canonical ones */
         if (to_storage)
             memcpy((char *)to + st * (int64_t)esize, (const char *)from + c * (int64_t)esize,
                    esize);
@@ -556,7 +383,7 @@ static void run_release(Run *r) {
         Slot *s = &r->slots.data[i];
         rt_aligned_free(s->owned);
         rv_array_free(s->arr);
-        store_free(s->store);
+        ir_layout_free(s->store);
     }
     for (int k = 0; r->sizes && k < r->p->n; k++) {
         base_free(r->sizes[k]);
@@ -591,21 +418,21 @@ static void gather_slots(Run *r) {
     }
 }
 
-/* Step 3a: UF arrays in the buffers' integer types, and zeroed AUX arrays. */
+/* Step 3a: UF arrays in the buffers' integer types, and zeroed AUX arrays.
+ * A UF array holds its domain's canonical layout, whose size the runtime
+ * knows; the lowering's size expression of a ragged domain loads the
+ * domain's row starts, which only the preludes fill (check_uf_sizes
+ * compares the two after them). AUX sizes are over sizes alone. */
 static rv_status place_ufs_and_aux(Run *r) {
     for (int i = 0; i < r->slots.len; i++) {
         Slot *s = &r->slots.data[i];
         if (s->kind == SLOT_TENSOR)
             continue;
         rv_status st;
-        if ((st = buffer_size(r, s->buf, &s->nelem)) != RV_OK)
+        if (s->kind == SLOT_UF)
+            s->nelem = r->in.ufl[s->buf->uf->id]->numel;
+        else if ((st = buffer_size(r, s->buf, &s->nelem)) != RV_OK)
             return st;
-        if (s->kind == SLOT_UF && s->nelem != r->in.ufl[s->buf->uf->id]->numel)
-            return base_error(RV_ERR_UNSUPPORTED,
-                              "ufun %s: the compiled code stores %lld values where the runtime "
-                              "has %lld (storage layouts disagree)",
-                              s->buf->uf->name, (long long)s->nelem,
-                              (long long)r->in.ufl[s->buf->uf->id]->numel);
         size_t es = rv_dtype_size(s->buf->dtype);
         RV_ASSERT(s->buf->dtype == RV_I32 || s->buf->dtype == RV_I64);
         if ((uint64_t)s->nelem > SIZE_MAX / es ||
@@ -621,6 +448,26 @@ static rv_status place_ufs_and_aux(Run *r) {
                     ((int64_t *)s->data)[j] = v[j];
             }
         }
+    }
+    return RV_OK;
+}
+
+/* Step 3c: the lowering's size of each UF array, once the preludes have
+ * filled the row starts it may load, against the runtime's. */
+static rv_status check_uf_sizes(Run *r) {
+    for (int i = 0; i < r->slots.len; i++) {
+        Slot *s = &r->slots.data[i];
+        if (s->kind != SLOT_UF)
+            continue;
+        int64_t lowered;
+        rv_status st = buffer_size(r, s->buf, &lowered);
+        if (st != RV_OK)
+            return st;
+        if (lowered != s->nelem)
+            return base_error(RV_ERR_UNSUPPORTED,
+                              "ufun %s: the compiled code stores %lld values where the runtime "
+                              "has %lld (storage layouts disagree)",
+                              s->buf->uf->name, (long long)lowered, (long long)s->nelem);
     }
     return RV_OK;
 }
@@ -680,8 +527,8 @@ static rv_status place_tensors(Run *r) {
         if ((st = buffer_size(r, s->buf, &lowered)) != RV_OK)
             return st;
         int64_t need = l->numel;
-        if (is_padded(t)) {
-            if ((st = store_build(r, t, &s->store)) != RV_OK)
+        if (ir_storage_padded(s->buf->storage)) {
+            if ((st = store_build(r, s->buf->storage, &s->store)) != RV_OK)
                 return st;
             need = s->store->numel;
         }
@@ -868,6 +715,8 @@ static rv_status run_steps(Run *r) {
         if (p->preludes[k] && p->preludes[k](r->sizes[k], (void *const *)r->bufs[k]) != RV_RT_OK)
             return base_error(RV_ERR_BOUNDS, "the prelude of %s failed", p->kernels[k]->name);
     p->stats.prelude_seconds += now_seconds() - t0;
+    if ((st = check_uf_sizes(r)) != RV_OK)
+        return st;
     /* 4. tensors */
     if ((st = place_tensors(r)) != RV_OK)
         return st;
@@ -894,10 +743,31 @@ static rv_status run_steps(Run *r) {
         if (rc != RV_RT_OK)
             return base_error(RV_ERR_BOUNDS, "kernel %s failed (code %d)", p->kernels[k]->name,
                               (int)rc);
+        if (ctx.error) {
+            const Kernel *kn = p->kernels[k];
+            r->check_failed = true;
+            return base_error(RV_ERR_BOUNDS, "kernel %s: %s", kn->name,
+                              ctx.error <= kn->nsites ? kn->sites[ctx.error - 1] : "a check failed");
+        }
     }
     p->stats.kernel_seconds += now_seconds() - t0;
     /* 6. results */
     return store_results(r);
+}
+
+/* A run-time check of compiled code failed (an index out of range, a
+ * division by zero): the interpreter, run on the same arguments, names the
+ * first failing element in the definition's order, with the message it
+ * gives for the program. Its message replaces the kernel's own, which is
+ * kept when the interpreter finds nothing (it evaluates in double and may
+ * not reach the same element). Only failing runs pay for this. */
+static rv_status run_failed(rv_program *p, rv_bindings *b) {
+    char *kernel_msg = base_xstrdup(rv_last_error());
+    rv_status st = rv_interp_run(p->m, b);
+    if (st == RV_OK)
+        st = base_error(RV_ERR_BOUNDS, "%s", kernel_msg);
+    base_free(kernel_msg);
+    return st;
 }
 
 rv_status rv_program_run(rv_program *p, rv_bindings *b) {
@@ -914,6 +784,8 @@ rv_status rv_program_run(rv_program *p, rv_bindings *b) {
     r.in.b = b;
     rv_status st = run_steps(&r);
     run_release(&r);
+    if (r.check_failed)
+        st = run_failed(p, b);
     if (st != RV_OK)
         interp_bindings_clear_outputs(b);
     p->stats.runs++;

@@ -18,7 +18,10 @@
  *                                         tensor storage to a multiple of N
  *
  * Each checks everything it relies on and returns RV_ERR_SCHEDULE with a
- * message located at the step; on error the schedule is unchanged.
+ * message located at the step; on error the schedule is unchanged, except
+ * after the check that follows every step (check_at_loop), where the
+ * caller discards the schedule. sched_check_placements checks the readers
+ * of every placed stage once all blocks are applied.
  */
 #include <string.h>
 
@@ -503,6 +506,7 @@ typedef struct PadCheck {
     const Axis *ax;
     int64_t n;
     const char *bad;
+    bool bad_uf; /* bad names a ufun (it has no storage to pad) */
 } PadCheck;
 
 static int64_t gcd64(int64_t a, int64_t b) {
@@ -523,6 +527,7 @@ static void pad_check_read(const Expr *e, void *ctx) {
             continue;
         if (e->kind == EX_UFCALL) {
             p->bad = e->u.uf->name;
+            p->bad_uf = true;
             return;
         }
         const Tensor *t = e->u.tensor;
@@ -570,10 +575,15 @@ static rv_status prim_pad(Ctx *c) {
                     "dimension %s of %s is stored padded to %d; the loop may only run to a "
                     "multiple of that (use storage_pad(%s, %lld) first)",
                     v->name, st->name, st->t->pad[d], v->name, (long long)n);
-    PadCheck p = {v->axis, n, NULL};
+    PadCheck p = {v->axis, n, NULL, false};
     ir_visit(st->body, pad_check_read, &p);
     ir_visit(st->pred, pad_check_read, &p);
     ir_visit(st->else_body, pad_check_read, &p);
+    if (p.bad_uf)
+        return fail(c, loc,
+                    "the padded iterations of %s would read ufun '%s' outside its domain (it "
+                    "is indexed along %s, and a ufun cannot be padded)",
+                    v->name, p.bad, v->name);
     if (p.bad)
         return fail(c, loc,
                     "the padded iterations of %s would read %s outside its storage (each read "
@@ -665,6 +675,66 @@ static bool read_outside(const Expr *e, const Expr *skip, const Tensor *t) {
     return false;
 }
 
+/* A stage computed at loop v of stage h (NULL: the top of h's nest) runs
+ * in each iteration of v before what follows there: v must stay a loop of
+ * h. Checked after every step (a split, fuse or cache_write of h would
+ * leave the stage nowhere). */
+static rv_status check_at_loop(Ctx *c, const Stage *q) {
+    if (!q->at_iv || leaf_index(q->at, q->at_iv) >= 0)
+        return RV_OK;
+    return fail(c, c->step->loc,
+                "%s is computed at loop %s of %s, which would no longer be a loop; split, fuse "
+                "or cache_write %s before compute_at(%s, ...)",
+                q->name, q->at_iv->name, q->at->name, q->at->name, q->name);
+}
+
+/* ... and over the region its readers read there: every reader must be h
+ * or a stage computed inside h at v or a loop inside it (further down
+ * through other stages computed there). Several readers are fine: the
+ * region is their union (layernorm's row mean, read by the variance and
+ * the output). Checked once every block is applied, so the order of the
+ * compute_at steps does not matter; c->step is q's placement. */
+static rv_status check_readers(Ctx *c, const Stage *q) {
+    SrcLoc loc = c->step->loc;
+    const Stage *h = q->at;
+    int at = q->at_iv ? leaf_index(h, q->at_iv) : -1;
+    for (int i = 0; i < c->s->stages.len; i++) {
+        const Stage *r = c->s->stages.data[i];
+        if (r->t == q->t || r->attach == ATTACH_INLINE || !sched_stage_reads_tensor(r, q->t))
+            continue;
+        const Stage *w = r, *last = NULL;
+        while (w != h && w->attach == ATTACH_AT) {
+            last = w;
+            w = w->at;
+        }
+        if (w != h)
+            return fail(c, loc,
+                        "%s is read by %s, which is not computed inside %s; a stage computed at "
+                        "a loop of %s can only be read there",
+                        q->name, r->name, h->name, h->name);
+        if (last && (last->at_iv ? leaf_index(h, last->at_iv) : -1) < at)
+            return fail(c, loc,
+                        "%s is read by %s, which is computed at %s of %s, outside loop %s where %s "
+                        "is computed",
+                        q->name, r->name, last->at_iv ? last->at_iv->name : "the top", h->name,
+                        q->at_iv->name, q->name);
+    }
+    return RV_OK;
+}
+
+rv_status sched_check_placements(Schedule *s) {
+    for (int i = 0; i < s->stages.len; i++) {
+        Stage *q = s->stages.data[i];
+        if (q->attach != ATTACH_AT)
+            continue;
+        Ctx c = {s, q->at, q->at_step, q->at_src};
+        rv_status r = check_readers(&c, q);
+        if (r != RV_OK)
+            return r;
+    }
+    return RV_OK;
+}
+
 static rv_status prim_compute_at(Ctx *c) {
     rv_status r;
     Stage *p;
@@ -683,27 +753,25 @@ static rv_status prim_compute_at(Ctx *c) {
     } else if ((r = check_placeable(c, p, loc)) != RV_OK) {
         return r;
     }
-    /* its one reader: this stage, or a stage computed inside it */
-    Stage *reader = sched_reader(c->s, p->t, NULL);
-    if (!reader)
+    /* its readers: sched_check_placements, once every block is applied */
+    if (!sched_reader(c->s, p->t, NULL))
         return fail(c, loc, "nothing reads %s", p->name);
-    Stage *o = sched_reader(c->s, p->t, reader);
-    if (o)
-        return fail(c, loc,
-                    "%s is read by %s and %s; it can only be computed inside its one reader",
-                    p->name, reader->name, o->name);
-    Stage *w = reader;
-    while (w != st && w->attach == ATTACH_AT)
-        w = w->at;
-    if (w != st)
-        return fail(c, loc, "%s does not read %s (its reader %s is not computed inside %s)",
-                    st->name, p->name, reader->name, st->name);
     if (is_ragged(p->t))
         return fail(c, loc, "%s is ragged; computing part of it inside a loop is not supported",
                     p->name);
+    /* loop padding runs a root's loop into its padded storage; a stage
+     * computed inside a loop has a buffer for the region read instead
+     * (pad rejects the other order the same way) */
+    for (int i = 0; i < p->ivs.len; i++)
+        if (p->ivs.data[i]->pad > 1)
+            return fail(c, loc,
+                        "%s pads loop %s (pad(%s, %lld)) into storage of its own, which it "
+                        "has not when computed inside %s",
+                        p->name, p->ivs.data[i]->name, p->ivs.data[i]->name,
+                        (long long)p->ivs.data[i]->pad, st->name);
     if (st->attach == ATTACH_INLINE)
         return fail(c, loc, "%s is inlined", st->name);
-    if (v && st->reduce && reader == st && read_outside(st->body, st->reduce, p->t)) {
+    if (v && st->reduce && read_outside(st->body, st->reduce, p->t)) {
         int first = st->leaves.len;
         for (int k = 0; k < st->leaves.len; k++)
             if (st->leaves.data[k]->reduce) {
@@ -719,6 +787,8 @@ static rv_status prim_compute_at(Ctx *c) {
     p->attach = ATTACH_AT;
     p->at = st;
     p->at_iv = v;
+    p->at_step = c->step;
+    p->at_src = c->src;
     return RV_OK;
 }
 
@@ -735,21 +805,20 @@ static Expr *rewrite_reads(Module *m, Expr *e, const Tensor *from, ReadFn fn, vo
     if (done)
         return done;
     Expr *r = e;
-    if (e->n > 0) {
-        Expr *args[RV_MAX_DIMS + 3];
-        RV_ASSERT(e->n <= (int)RV_COUNT(args));
-        bool changed = false;
-        for (int i = 0; i < e->n; i++) {
-            args[i] = rewrite_reads(m, e->args[i], from, fn, ctx, memo);
-            if (!args[i])
-                return NULL;
-            changed |= args[i] != e->args[i];
-        }
-        if (e->kind == EX_READ && e->u.tensor == from)
-            r = fn(ctx, e, args);
-        else if (changed)
-            r = ir_rebuild(m, e, args);
+    Expr *args[RV_MAX_DIMS + 3];
+    RV_ASSERT(e->n <= (int)RV_COUNT(args));
+    bool changed = false;
+    for (int i = 0; i < e->n; i++) {
+        args[i] = rewrite_reads(m, e->args[i], from, fn, ctx, memo);
+        if (!args[i])
+            return NULL;
+        changed |= args[i] != e->args[i];
     }
+    /* a read of a 0-dim tensor (T0[]) has no operands but is rewritten too */
+    if (e->kind == EX_READ && e->u.tensor == from)
+        r = fn(ctx, e, args);
+    else if (changed)
+        r = ir_rebuild(m, e, args);
     if (r)
         ptrmap_put(memo, e, r);
     return r;
@@ -778,13 +847,16 @@ typedef struct InlineCtx {
     Stage *p;
 } InlineCtx;
 
+/* Each inlined copy of p gets reductions of its own: copies sharing a
+ * reduction axis would bind it twice when one is nested in the other
+ * (T0[T0[t]] with T0 an argmax). */
 static Expr *inline_read(void *ctx, Expr *read, Expr *const *idx) {
     (void)read;
     InlineCtx *ic = ctx;
     PtrMap map = {0};
     for (int d = 0; d < ic->p->t->ndim; d++)
         ptrmap_put(&map, ic->p->t->axes[d], idx[d]);
-    Expr *r = ir_substitute(ic->m, ic->p->body, &map);
+    Expr *r = ir_substitute_fresh(ic->m, ic->p->body, &map);
     ptrmap_free(&map);
     return r;
 }
@@ -1075,6 +1147,8 @@ static rv_status prim_cache_read(Ctx *c) {
     if (!rewrite_stage(m, st, x, retarget_read, &rc))
         RV_UNREACHABLE();
     l->attach = ATTACH_AT;
+    l->at_step = c->step;
+    l->at_src = c->src;
     l->at = st;
     insert_before(c->s, l, st);
     return RV_OK;
@@ -1107,6 +1181,40 @@ static Expr *replace_node(Module *m, Expr *e, ReplaceCtx *rc) {
     return r;
 }
 
+typedef struct UfAlong {
+    const Tensor *t;
+    const Expr *found; /* a UF call indexed by an axis of t */
+} UfAlong;
+
+static void uf_along_fn(const Expr *e, void *ctx) {
+    UfAlong *u = ctx;
+    if (u->found || e->kind != EX_UFCALL)
+        return;
+    for (int d = 0; d < u->t->ndim; d++)
+        if (ir_uses_axis(e, u->t->axes[d]))
+            u->found = e;
+}
+
+/* A padded cache_write stage computes whole tiles, past the end of its
+ * tensor: a tensor it reads there can be a zero-padded copy (cache_read
+ * with pad=1), but a UF it indexes by its own axes (in an index or in a
+ * reduction's extent) would be read outside its domain, and a UF cannot
+ * be padded. */
+static rv_status check_padded_ufs(Ctx *c, const Stage *st, const SchedArg *pad) {
+    UfAlong u = {st->t, NULL};
+    ir_visit(st->reduce, uf_along_fn, &u);
+    if (!u.found)
+        return RV_OK;
+    char *s = ir_expr_str(u.found);
+    rv_status r = fail(c, pad->loc,
+                       "with pad=1 the stage computes whole tiles, past the end of %s, where "
+                       "%s would be read outside the domain of ufun '%s' (a ufun cannot be "
+                       "padded)",
+                       st->name, s, u.found->u.uf->name);
+    base_free(s);
+    return r;
+}
+
 static rv_status prim_cache_write(Ctx *c) {
     static const char *const keys[] = {"pad", "align", "layout", NULL};
     rv_status r;
@@ -1131,7 +1239,8 @@ static rv_status prim_cache_write(Ctx *c) {
     bool local_pad = false;
     int64_t align = 1;
     if ((r = check_stage_name(c, name)) != RV_OK ||
-        (r = cache_options(c, &local_pad, &align)) != RV_OK)
+        (r = cache_options(c, &local_pad, &align)) != RV_OK ||
+        (local_pad && (r = check_padded_ufs(c, st, keyword(c->step, "pad"))) != RV_OK))
         return r;
     const char *names[RV_MAX_DIMS];
     for (int d = 0; d < st->t->ndim; d++)
@@ -1162,6 +1271,8 @@ static rv_status prim_cache_write(Ctx *c) {
     sched_stage_init_ivs(c->s, st);
     sched_stage_init_ivs(c->s, l);
     l->attach = ATTACH_AT;
+    l->at_step = c->step;
+    l->at_src = c->src;
     l->at = st;
     insert_before(c->s, l, st);
     return RV_OK;
@@ -1232,6 +1343,10 @@ rv_status sched_step(Schedule *s, Stage *st, const SchedStep *step, const SrcFil
                       "vectorize, unroll, bind, pad, storage_pad, compute_at, compute_inline, "
                       "cache_read, cache_write)",
                       p);
+    /* a step may replace the loop a stage is computed at */
+    for (int i = 0; r == RV_OK && i < s->stages.len; i++)
+        if (s->stages.data[i]->attach == ATTACH_AT)
+            r = check_at_loop(&c, s->stages.data[i]);
     if (r == RV_OK)
         trace_step(&s->trace, step);
     return r;

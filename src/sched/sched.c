@@ -212,8 +212,9 @@ rv_status sched_apply_block(Schedule *s, const SchedBlock *blk) {
 
 rv_status sched_from_module(Module *m, Schedule **out) {
     Schedule *s = sched_new(m);
-    for (int i = 0; i < m->scheds.len; i++) {
-        rv_status r = sched_apply_block(s, &m->scheds.data[i]);
+    for (int i = 0; i <= m->scheds.len; i++) {
+        rv_status r = i < m->scheds.len ? sched_apply_block(s, &m->scheds.data[i])
+                                        : sched_check_placements(s);
         if (r != RV_OK) {
             sched_free(s);
             return r;

@@ -23,9 +23,9 @@
  *
  * Stages and placement. A stage is ATTACH_ROOT (its own kernel),
  * ATTACH_INLINE (its expression substituted into its readers), or
- * ATTACH_AT (computed inside a loop of the one stage that reads it, over
- * the region that loop's iterations read: bounds inference in
- * src/lower/bounds.c). cache_read(X) adds a stage copying X into a local
+ * ATTACH_AT (computed inside a loop of a stage that reads it or hosts its
+ * readers, over the region that loop's iterations read: bounds inference
+ * in src/lower/bounds.c). cache_read(X) adds a stage copying X into a local
  * buffer and makes the reader read the copy; cache_write(Y) moves Y's
  * reduction into a new stage whose result Y's epilogue reads. With local
  * padding (`pad=1`, DietCode section 4.1) a cache stage covers the whole
@@ -117,6 +117,10 @@ struct Stage {
     AttachKind attach;
     Stage *at;      /* ATTACH_AT: the reader */
     IterVar *at_iv; /* ATTACH_AT: its loop; NULL: the top of its nest */
+    /* ATTACH_AT: the step that placed it (compute_at, cache_read or
+     * cache_write), where placement errors are located */
+    const SchedStep *at_step;
+    const SrcFile *at_src;
     bool local_pad; /* compute the whole tile (no clipping to the tensor) */
     int64_t align;  /* local buffer: innermost extent rounded up to this */
     /* local buffer: storage order of the dimensions, outermost first
@@ -170,5 +174,9 @@ void sched_stage_init_ivs(Schedule *s, Stage *st);
 
 /* One step on stage `st`; `src` locates messages (may be NULL). */
 rv_status sched_step(Schedule *s, Stage *st, const SchedStep *step, const SrcFile *src);
+/* Every stage computed at a loop is read only inside that loop (its
+ * readers computed there or deeper); located at the step that placed it.
+ * sched_from_module runs it after the blocks. */
+rv_status sched_check_placements(Schedule *s);
 
 #endif

@@ -252,7 +252,8 @@ int main(int argc, char **argv) {
     ctx.free = counting_free;
     int32_t rc = model_run(&a, own_ctx ? &ctx : NULL);
     if (rc != RV_RT_OK) {
-        fprintf(stderr, "model_run returned %d\n", (int)rc);
+        const char *why = own_ctx ? model_check_message(ctx.error) : NULL;
+        fprintf(stderr, "model_run returned %d%s%s\n", (int)rc, why ? ": " : "", why ? why : "");
         return 1;
     }
     if (own_ctx && n_allocs != n_frees) {

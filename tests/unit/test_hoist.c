@@ -128,6 +128,57 @@ static void test_what_stays(void) {
     rv_module_free(m);
 }
 
+/* A load runs where the original did not only when its index is proven
+ * inside its buffer. f runs past off's domain (a tile past the end); the
+ * region loop e is empty there: off[f] may leave e only under `if extent
+ * > 0`, while off[b] (b < Q, off of size Q + 1) moves out of e and out of
+ * an `if` freely. */
+static void test_speculation(void) {
+    Module *m = rv_module_new();
+    Size *Q = rv_size_new(m, "Q", 1, 4);
+    Expr *q = ir_size(m, Q), *q1 = bin(m, EX_ADD, q, I(m, 1));
+    Buffer *off = ir_buffer_new(m, "off", RV_I32, q1, BUF_ARG);
+    Ufun *f = rv_ufun_begin(m, "off", 1, (const char *const[]){"s"});
+    off->uf = rv_ufun_end(f, (Expr *const[]){q1}, I(m, 0), q);
+    Buffer *Y = ir_buffer_new(m, "Y", RV_F32, q1, BUF_ARG);
+    Axis *t = lower_loop_var(m, "t", I(m, 64));
+    Axis *e = lower_loop_var(m, "e", bin(m, EX_MAX, I(m, 0), bin(m, EX_SUB, q, t->var)));
+    Expr *at = ir_cast(m, RV_I64, ir_load(m, off, t->var));
+    Stmt *s = loop(m, t, LOOP_SERIAL,
+                   loop(m, e, LOOP_SERIAL, lower_store(m, Y, at, ir_float(m, RV_F32, 1))));
+    check_text(lower_hoist(m, s), "for t in 0..64:\n"
+                                  "  if max(0, Q - t) > 0:\n"
+                                  "    let off_t = i64(off[t])\n"
+                                  "    for e in 0..max(0, Q - t):\n"
+                                  "      Y[off_t] = 1.0\n");
+    Axis *b = lower_loop_var(m, "b", q);
+    Axis *j = lower_loop_var(m, "j", bin(m, EX_SUB, q, b->var));
+    Expr *ab = ir_cast(m, RV_I64, ir_load(m, off, b->var));
+    Stmt *in_if = lower_if(m, bin(m, EX_LT, j->var, I(m, 2)),
+                           lower_store(m, Y, ab, ir_float(m, RV_F32, 1)), NULL);
+    s = loop(m, b, LOOP_SERIAL, loop(m, j, LOOP_SERIAL, in_if));
+    check_text(lower_hoist(m, s), "for b in 0..Q:\n"
+                                  "  let off_b = i64(off[b])\n"
+                                  "  for j in 0..Q - b:\n"
+                                  "    if j < 2:\n"
+                                  "      Y[off_b] = 1.0\n");
+    /* the arm of a select is guarded like the branch of an if; what the
+     * extent evaluates moves with it, unguarded */
+    Expr *sel = ir_select(m, bin(m, EX_LT, t->var, q), at, I(m, 0));
+    Axis *k = lower_loop_var(m, "k", bin(m, EX_DIV, bin(m, EX_ADD, sel, I(m, 1)), I(m, 2)));
+    Expr *arm = ir_select(m, bin(m, EX_LT, k->var, I(m, 2)), at, I(m, 0));
+    Stmt *two[2] = {lower_store(m, Y, bin(m, EX_ADD, sel, k->var), ir_float(m, RV_F32, 1)),
+                    lower_store(m, Y, arm, ir_float(m, RV_F32, 2))};
+    s = loop(m, t, LOOP_SERIAL, loop(m, k, LOOP_SERIAL, lower_seq(m, 2, two)));
+    check_text(lower_hoist(m, s), "for t in 0..64:\n"
+                                  "  let t0 = select(t < Q, i64(off[t]), 0)\n"
+                                  "  let t1 = (t0 + 1)/2\n"
+                                  "  for k in 0..t1:\n"
+                                  "    Y[t0 + k] = 1.0\n"
+                                  "    Y[select(k < 2, i64(off[t]), 0)] = 2.0\n");
+    rv_module_free(m);
+}
+
 /* ---- compiled before and after ---- */
 
 static void *scratch_alloc(struct rv_rt_ctx *ctx, size_t n) {
@@ -347,6 +398,7 @@ int main(void) {
     RUN(test_ragged_loads);
     RUN(test_nesting_and_sharing);
     RUN(test_what_stays);
+    RUN(test_speculation);
     RUN(test_jit_same_results);
     RUN(test_verify);
     char cmd[PATH_MAX + 16];

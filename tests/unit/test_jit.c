@@ -499,6 +499,70 @@ static void test_nvrtc(void) {
     CHECK_STR_CONTAINS(rv_last_error(), "NVRTC log");
 }
 
+/* Plain C that GCC 12.2's loop vectorizer miscompiles (the C ravel emitted
+ * for tests/regress/gcc_vectorizer_*.rv, reduced): the JIT's default flags
+ * must compile both right with whatever compiler the tests run. */
+static const char *MISCOMPILED_SRC =
+    "#include <stdint.h>\n"
+    "/* an in-order float sum over reversed loads (GCC PR 110381) */\n"
+    "float reversed_sum(const float *restrict x, int64_t n) {\n"
+    "    float acc = 0.0f;\n"
+    "    for (int64_t i = 0; i < n; i++) {\n"
+    "        const int64_t t = i * 8 + 7;\n"
+    "        for (int64_t k = 0; k < 8; k++)\n"
+    "            acc += x[t - k];\n"
+    "    }\n"
+    "    return acc;\n"
+    "}\n"
+    "/* a padded copy whose condition if-conversion turns into masked loads */\n"
+    "float padded_copy_sum(const float *restrict x, float *restrict q, int64_t L) {\n"
+    "    const int64_t t0 = L * 2;\n"
+    "    for (int64_t a = 0; a < 16 - L; a++) {\n"
+    "        const int64_t t1 = L + a, t2 = a * 2, t3 = t0 + t2;\n"
+    "        for (int64_t b = 0; b < 2; b++) {\n"
+    "            if (8 <= t1 && a < 8)\n"
+    "                q[b + t2] = x[b + t3 - 16];\n"
+    "            else\n"
+    "                q[b + t2] = 0.0f;\n"
+    "        }\n"
+    "    }\n"
+    "    float acc = 0.0f;\n"
+    "    for (int64_t k = 0; k < L; k++)\n"
+    "        acc += q[k * 2 + 16 - t0] + q[15 - k * 2];\n"
+    "    return acc;\n"
+    "}\n";
+
+static void test_known_miscompiles(void) {
+    use_cache("miscompiles");
+    JitLib *lib = NULL;
+    rv_status st = jit_compile(MISCOMPILED_SRC, NULL, &lib);
+    CHECK_EQ_INT(st, RV_OK);
+    if (st != RV_OK) {
+        fprintf(stderr, "%s\n", rv_last_error());
+        return;
+    }
+    float (*rev)(const float *, int64_t) = NULL;
+    float (*pad)(const float *, float *, int64_t) = NULL;
+    void *p = jit_sym(lib, "reversed_sum");
+    memcpy(&rev, &p, sizeof p);
+    p = jit_sym(lib, "padded_copy_sum");
+    memcpy(&pad, &p, sizeof p);
+    CHECK(rev && pad);
+    if (rev && pad) {
+        float x[40], q[32];
+        for (int i = 0; i < 40; i++)
+            x[i] = (float)i;
+        CHECK(rev(x, 3) == 276.0f); /* 0 + 1 + ... + 23; GCC 12.2 -O3: 507 */
+        for (int64_t L = 1; L <= 4; L++) {
+            float want = 0;
+            for (int64_t k = 0; k < L; k++)
+                want += x[k * 2] + x[(L - k - 1) * 2 + 1];
+            CHECK(pad(x, q, L) == want); /* GCC 12.2 -O3: 0 */
+        }
+    }
+    jit_close(lib);
+}
+
 int main(void) {
     const char *tmp = getenv("TMPDIR");
     snprintf(cache_root, sizeof cache_root, "%s/ravel-test-jit-XXXXXX", tmp && *tmp ? tmp : "/tmp");
@@ -517,6 +581,7 @@ int main(void) {
     RUN(test_concurrent_processes);
     RUN(test_concurrent_threads);
     RUN(test_nvrtc);
+    RUN(test_known_miscompiles);
     JitStats s = jit_stats();
     printf("jit: %lld compiles, %lld cache hits, %lld rebuilds, %.2f s compiling\n",
            (long long)s.compiles, (long long)s.cache_hits, (long long)s.rebuilds,

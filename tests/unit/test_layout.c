@@ -23,7 +23,8 @@ typedef struct Fixture {
 static void fx_init(Fixture *fx) {
     memset(fx, 0, sizeof *fx);
     fx->m = rv_module_new();
-    fx->env = (LayoutEnv){fx->m, fx->sizes, fx->uf_vals, fx->uf_dom};
+    fx->env =
+        (LayoutEnv){.m = fx->m, .sizes = fx->sizes, .uf_vals = fx->uf_vals, .uf_dom = fx->uf_dom};
 }
 
 static void fx_free(Fixture *fx) {
@@ -368,6 +369,205 @@ static void test_int_arith(void) {
     CHECK_EQ_INT(ir_int_convert(RV_I32, 4294967297LL), 1);
 }
 
+/* Ranges over axes whose extents may be empty for every binding: an
+ * expression over an axis with no value is EMPTY, not UNKNOWN, so storage
+ * bounds below an empty level are 0 rather than "no bound". */
+static void test_int_range_empty(void) {
+    rv_module *m = rv_module_new();
+    const char *names[3] = {"a", "b", "c"};
+    rv_tensor *X = rv_input_begin(m, "X", RV_F32, 3, names);
+    rv_expr *a = rv_input_var(X, 0), *b = rv_input_var(X, 1);
+    rv_expr *exts[3] = {rv_expr_int(m, 1), a, rv_expr_binop(m, "+", b, rv_expr_int(m, 1))};
+    CHECK(rv_input_end(X, exts, NULL) != NULL);
+    int64_t lo, hi;
+    CHECK(ir_int_range(a, &lo, &hi) == IR_RANGE_KNOWN && lo == 0 && hi == 0);
+    CHECK(ir_int_range(b, &lo, &hi) == IR_RANGE_EMPTY);               /* b < a, a < 1 */
+    CHECK(ir_int_range(exts[2], &lo, &hi) == IR_RANGE_EMPTY);         /* b + 1 */
+    CHECK(ir_int_range(X->axes[2]->var, &lo, &hi) == IR_RANGE_EMPTY); /* c < b + 1 */
+    CHECK(!ir_int_bounds(exts[2], &lo, &hi));
+    /* EMPTY wins over UNKNOWN: b * (a / 2) is never evaluated either */
+    rv_expr *unk = rv_expr_binop(m, "/", a, rv_expr_int(m, 2));
+    CHECK(ir_int_range(unk, &lo, &hi) == IR_RANGE_UNKNOWN);
+    CHECK(ir_int_range(rv_expr_binop(m, "*", b, unk), &lo, &hi) == IR_RANGE_EMPTY);
+    rv_module_free(m);
+}
+
+/* Storage padding outside a ragged level is rejected when the tensor is
+ * built (every client: the checker, the interpreter, the JIT, ravel
+ * build); padding on or inside the ragged level is not. */
+static void test_pad_outside_ragged(void) {
+    rv_module *m = rv_module_new();
+    rv_size *B = rv_size_new(m, "B", 1, 4);
+    rv_ufun *len = ufun1(m, "len", rv_expr_size(m, B), 0, 5);
+    const char *names[3] = {"b", "l", "d"};
+    int pads[3] = {4, 1, 1};
+    for (int padded = 0; padded < 3; padded++) {
+        rv_tensor *X = rv_input_begin(m,
+                                      padded == 0   ? "X"
+                                      : padded == 1 ? "Y"
+                                                    : "Z",
+                                      RV_F32, 3, names);
+        rv_expr *b = rv_input_var(X, 0);
+        rv_expr *exts[3] = {rv_expr_size(m, B), rv_expr_ufcall(m, len, 1, &b), rv_expr_int(m, 3)};
+        for (int k = 0; k < 3; k++)
+            pads[k] = k == padded ? 4 : 1;
+        rv_tensor *r = rv_input_end(X, exts, pads);
+        if (padded == 0) {
+            CHECK(r == NULL);
+            CHECK_STR_CONTAINS(rv_last_error(),
+                               "dimension 'b' of 'X': storage padding outside a ragged dimension "
+                               "is not supported ('l' inside it is ragged)");
+        } else {
+            CHECK(r != NULL);
+        }
+    }
+    rv_module_free(m);
+}
+
+/* ---- the storage order (symbolic) ---- */
+
+/* An independent walk over the storage tuples in lexicographic order (each
+ * level's extent at its prefix, rounded up to its pad): the row starts of
+ * the variable levels, the element count, and the storage offset of every
+ * real tuple in canonical order. */
+typedef struct Walk {
+    const LayoutEnv *env;
+    rv_tensor *t;
+    const Storage *st;
+    int64_t starts[RV_MAX_DIMS][64];
+    int64_t nstart[RV_MAX_DIMS];
+    int64_t count;     /* storage tuples so far */
+    int64_t offs[256]; /* storage offsets of the real tuples */
+    int64_t nreal;
+} Walk;
+
+static void walk(Walk *w, int k, int64_t *idx, bool real) {
+    rv_tensor *t = w->t;
+    if (k == t->ndim) {
+        if (real)
+            w->offs[w->nreal++] = w->count;
+        w->count++;
+        return;
+    }
+    int64_t e = 0;
+    CHECK(ir_eval_index(w->env, t->axes[k]->extent, k, t->axes, idx, &e) == RV_OK);
+    int64_t p = t->pad[k], padded = (e + p - 1) / p * p;
+    bool variable = false;
+    for (int j = 0; j < k; j++)
+        variable |= ir_uses_axis(t->axes[k]->extent, t->axes[j]);
+    if (variable) {
+        int64_t *s = w->starts[k];
+        if (w->nstart[k] == 0)
+            s[w->nstart[k]++] = 0;
+        s[w->nstart[k]] = s[w->nstart[k] - 1] + padded;
+        w->nstart[k]++;
+    }
+    for (idx[k] = 0; idx[k] < padded; idx[k]++)
+        walk(w, k + 1, idx, real && idx[k] < e);
+}
+
+/* Loads of the row-start buffers, from the walk. */
+static rv_status walk_load(void *ctx, const Buffer *b, int64_t i, int64_t *out) {
+    Walk *w = ctx;
+    for (int k = 0; k < w->st->ndim; k++)
+        if (w->st->start[k] == b) {
+            CHECK(i >= 0 && i < w->nstart[k]);
+            *out = i >= 0 && i < w->nstart[k] ? w->starts[k][i] : 0;
+            return RV_OK;
+        }
+    CHECK(!"a load of a buffer that is no row-start array");
+    return RV_ERR_ARG;
+}
+
+/* The value of a storage expression (sizes, UF applications, row-start
+ * loads) with the layout's axes at idx. */
+static int64_t eval_storage_expr(Walk *w, const Expr *e, const int64_t *idx) {
+    LayoutEnv env = *w->env;
+    env.load = walk_load;
+    env.load_ctx = w;
+    int64_t v = -1;
+    CHECK(ir_eval_index(&env, e, w->st->ndim, (Axis *const *)w->st->axes, idx, &v) == RV_OK);
+    return v;
+}
+
+/* Storage with padding on and inside a ragged level, and a dense padded
+ * tensor: ir_storage_offset, numel and ir_storage_eval against the walk. */
+static void test_storage_padded(void) {
+    Fixture fx;
+    fx_init(&fx);
+    rv_module *m = fx.m;
+    rv_size *B = rv_size_new(m, "B", 0, 8);
+    rv_size *N = rv_size_new(m, "N", 0, 8);
+    rv_ufun *len = ufun1(m, "len", rv_expr_size(m, B), 0, 6);
+    const char *names[4] = {"b", "h", "l", "d"};
+    rv_tensor *A = rv_input_begin(m, "A", RV_F32, 4, names);
+    rv_expr *ba[1] = {rv_input_var(A, 0)};
+    rv_expr *exts[4] = {rv_expr_size(m, B), rv_expr_int(m, 3), rv_expr_ufcall(m, len, 1, ba),
+                        rv_expr_size(m, N)};
+    int pads[4] = {1, 1, 4, 2};
+    CHECK(rv_input_end(A, exts, pads) != NULL);
+    rv_dimspec dd[2] = {{"i", rv_expr_size(m, N), 8}, {"j", rv_expr_int(m, 3), 4}};
+    rv_tensor *D = rv_input_new(m, "D", RV_F32, 2, dd);
+    CHECK(D != NULL);
+    int64_t lens[4] = {3, 0, 5, 1};
+    fx.sizes[B->id] = 4;
+    fx.sizes[N->id] = 3;
+    CHECK(fx_bind_ufun(&fx, len, lens) == RV_OK);
+
+    rv_tensor *ts[2] = {A, D};
+    for (int ti = 0; ti < 2; ti++) {
+        rv_tensor *t = ts[ti];
+        Storage st;
+        CHECK(ir_storage_init(m, &st, t->name, t->ndim, t->axes, t->pad, RV_F32, BUF_ARG) == RV_OK);
+        CHECK(st.buf->storage == &st && ir_storage_padded(&st));
+        Walk w = {.env = &fx.env, .t = t, .st = &st};
+        int64_t idx[RV_MAX_DIMS] = {0};
+        walk(&w, 0, idx, true);
+        /* row-start arrays: allocated large enough before the prelude runs */
+        int64_t *starts[RV_MAX_DIMS] = {0};
+        for (int k = 0; k < t->ndim; k++) {
+            CHECK(st.variable[k] == (w.nstart[k] > 0));
+            if (!st.variable[k])
+                continue;
+            CHECK(eval_storage_expr(&w, st.start[k]->size, idx) >= w.nstart[k]);
+            starts[k] = w.starts[k];
+        }
+        CHECK_EQ_INT(eval_storage_expr(&w, st.numel, idx), w.count);
+        Layout *sl, *cl;
+        CHECK(ir_storage_eval(&fx.env, &st, starts, w.nstart, &sl) == RV_OK);
+        CHECK(ir_layout_tensor(&fx.env, "t", t, &cl) == RV_OK);
+        CHECK_EQ_INT(sl->numel, w.count);
+        CHECK_EQ_INT(cl->numel, w.nreal);
+        /* every canonical tuple: the symbolic offset, the evaluated one and
+         * the walk's agree */
+        Expr *vars[RV_MAX_DIMS];
+        for (int k = 0; k < t->ndim; k++)
+            vars[k] = t->axes[k]->var;
+        Expr *off = ir_storage_offset(m, &st, vars);
+        LayoutIter it;
+        for (bool ok = ir_layout_iter_begin(cl, &it); ok; ok = ir_layout_iter_next(cl, &it)) {
+            int64_t want = w.offs[it.rank[t->ndim]];
+            int bad;
+            int64_t ext;
+            CHECK_EQ_INT(ir_layout_offset(sl, it.idx, &bad, &ext), want);
+            CHECK_EQ_INT(eval_storage_expr(&w, off, it.idx), want);
+        }
+        /* a row-start array that is not a prefix sum is refused */
+        if (ti == 0) {
+            int64_t saved = starts[2][1];
+            starts[2][1] = -1;
+            Layout *bad;
+            CHECK(ir_storage_eval(&fx.env, &st, starts, w.nstart, &bad) == RV_ERR_UNSUPPORTED);
+            CHECK(bad == NULL);
+            CHECK_STR_CONTAINS(rv_last_error(), "A_start2 does not hold the prefix sums");
+            starts[2][1] = saved;
+        }
+        ir_layout_free(sl);
+        ir_layout_free(cl);
+    }
+    fx_free(&fx);
+}
+
 int main(void) {
     RUN(test_dense);
     RUN(test_ragged_two_levels);
@@ -376,5 +576,8 @@ int main(void) {
     RUN(test_ragged_ufun_domain);
     RUN(test_errors);
     RUN(test_int_arith);
+    RUN(test_int_range_empty);
+    RUN(test_pad_outside_ragged);
+    RUN(test_storage_padded);
     return harness_report();
 }

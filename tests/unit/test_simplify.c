@@ -145,6 +145,33 @@ static void test_linear(void) {
     env_free(&E);
 }
 
+/* ---- values: no new intermediate that may overflow ---- */
+
+/* Loads of a tensor (Y) are unbounded values, unlike indices: a rewrite
+ * that forms a sum the original never formed could overflow where the
+ * original does not (argmax's `acc < X[k] - Y[k]` at acc = INT64_MIN). */
+static void test_values(void) {
+    Env E;
+    env_init(&E);
+    Expr *acc = ir_load(E.m, E.Y, K(&E, 0)), *x = ir_load(E.m, E.Y, E.k->var),
+         *y = ir_load(E.m, E.Y, add(&E, E.k->var, K(&E, 1)));
+    /* a comparison keeps its sides: no acc + Y[k + 1] */
+    Expr *c = lower_simplify_expr(E.m, bin(&E, EX_GT, sub(&E, x, y), acc));
+    CHECK(c->kind == EX_LT && c->args[0] == acc && c->args[1] == lower_simplify_expr(E.m, sub(&E, x, y)));
+    /* one operation whose value is the original's is fine */
+    CHECK_SIMP(&E, sub(&E, add(&E, x, y), y), "Y[k]");
+    CHECK_SIMP(&E, sub(&E, add(&E, x, K(&E, 2)), K(&E, 3)), "Y[k] - 1");
+    /* x + 2*y - y: the rewrite x + y adds no intermediate beyond the result */
+    CHECK_SIMP(&E, sub(&E, add(&E, x, mul(&E, y, K(&E, 2))), y), "Y[k] + Y[k + 1]");
+    /* three unbounded pieces are not reordered: (x - y) + acc stays */
+    Expr *three = add(&E, sub(&E, x, y), acc);
+    CHECK(lower_simplify_expr(E.m, three) == three);
+    /* ... while bounded index terms still are (k < 5, b < 32) */
+    CHECK_SIMP(&E, add(&E, sub(&E, E.k->var, E.b->var), K(&E, 3)), "k + 3 - b");
+    CHECK_SIMP(&E, bin(&E, EX_LT, E.k->var, sub(&E, E.b->var, K(&E, 2))), "k + 2 < b");
+    env_free(&E);
+}
+
 /* ---- symbolic bounds ---- */
 
 static void test_bounds(void) {
@@ -1014,5 +1041,6 @@ int main(void) {
     RUN(test_random_exprs);
     RUN(test_random_bounds);
     RUN(test_random_stmts);
+    RUN(test_values);
     return harness_report();
 }

@@ -129,7 +129,7 @@ static void test_print(void) {
     Stmt *pre = lower_for(m, b, ir_size(m, T), LOOP_SERIAL, lower_seq(m, 2, seq2));
 
     Param params[3] = {{PARAM_SIZE, T, NULL}, {PARAM_TENSOR, NULL, X}, {PARAM_TENSOR, NULL, Y}};
-    Kernel k = {"dense", m, 3, params, pre, body};
+    Kernel k = {"dense", m, 3, params, pre, body, 0, NULL};
     Buf out = {0};
     lower_print_kernel(&out, &k);
     const char *want = "kernel dense(T: size, X: f32*, Y: f32*)\n"

@@ -581,7 +581,9 @@ static void test_transpose(void) {
 
 /* Stores of every lane to one element that are not lane reductions keep
  * the scalar loop: a plain store (the last lane would win), an update
- * whose accumulator the loop also reads. Also a varying condition. */
+ * whose accumulator the loop also reads, an update of an element an inner
+ * loop changes (an in-place accumulation: for j { for c { Y[c] += ... } }).
+ * Also a varying condition. */
 static Stmt *build_cross(Module *m, Buffer **b, LoopKind kind, int w) {
     Axis *i = lower_loop_var(m, "i", I(m, ROWS)), *j = lower_loop_var(m, "j", I(m, w));
     Expr *at = bin(m, EX_ADD, bin(m, EX_MUL, i->var, I(m, w)), j->var);
@@ -595,8 +597,15 @@ static Stmt *build_cross(Module *m, Buffer **b, LoopKind kind, int w) {
     Expr *at2 = bin(m, EX_ADD, bin(m, EX_MUL, i->var, I(m, w)), j2->var);
     Stmt *cond = lower_if(m, bin(m, EX_GT, ld(m, b[0], at2), F(m, 0)),
                           lower_store(m, b[0], at2, F(m, 0)), NULL);
-    Stmt *all[3] = {loop(m, j, kind, last), loop(m, j3, kind, reread), loop(m, j2, kind, cond)};
-    return loop(m, i, LOOP_SERIAL, lower_seq(m, 3, all));
+    Axis *j4 = lower_loop_var(m, "j", I(m, w)), *c = lower_loop_var(m, "c", I(m, ROWS));
+    Expr *at4 = bin(m, EX_ADD, bin(m, EX_MUL, i->var, I(m, w)), j4->var);
+    Stmt *inner = loop(m, c, LOOP_SERIAL,
+                       lower_store(m, b[1], c->var,
+                                   bin(m, EX_ADD, ld(m, b[1], c->var),
+                                       bin(m, EX_MUL, ld(m, b[0], at4), F(m, 0.25)))));
+    Stmt *all[4] = {loop(m, j, kind, last), loop(m, j3, kind, reread), loop(m, j2, kind, cond),
+                    loop(m, j4, kind, inner)};
+    return loop(m, i, LOOP_SERIAL, lower_seq(m, 4, all));
 }
 
 static void test_fallback(void) {
@@ -607,6 +616,8 @@ static void test_fallback(void) {
     CHECK_STR_CONTAINS(src, "/* not vectorized: the loop reads or writes the buffer every lane "
                             "accumulates into */\n");
     CHECK_STR_CONTAINS(src, "/* not vectorized: an if condition varies across lanes */\n");
+    CHECK_STR_CONTAINS(src, "/* not vectorized: every lane accumulates into an element that an "
+                            "inner loop changes */\n");
     CHECK_STR_CONTAINS(src, "#pragma omp simd\n");
     base_free(src);
 }

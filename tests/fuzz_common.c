@@ -1,0 +1,621 @@
+/*
+ * fuzz_common.c — the pieces the schedule fuzzer (fuzz_sched.c) and the
+ * program fuzzer (fuzz_programs.c) share; the map is in fuzz_common.h.
+ */
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "fuzz_common.h"
+
+/* ---- random numbers: splitmix64 ---- */
+
+uint64_t rng_next(Rng *r) {
+    uint64_t z = (r->s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* Uniform in [0, n). */
+int rng_int(Rng *r, int n) {
+    return n <= 1 ? 0 : (int)(rng_next(r) % (uint64_t)n);
+}
+
+int rng_chance(Rng *r, int percent) {
+    return rng_int(r, 100) < percent;
+}
+
+uint64_t fuzz_hash_str(const char *s) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+    return h;
+}
+
+const char *fuzz_base_name(const char *path) {
+    const char *s = strrchr(path, '/');
+    return s ? s + 1 : path;
+}
+
+/* ---- small helpers ---- */
+
+void fuzz_die(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    exit(2);
+}
+
+char *fuzz_read_text(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        fuzz_die("fuzz: cannot open %s: %s", path, strerror(errno));
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = malloc((size_t)n + 1);
+    if (!s || fread(s, 1, (size_t)n, f) != (size_t)n)
+        fuzz_die("fuzz: cannot read %s", path);
+    s[n] = 0;
+    fclose(f);
+    return s;
+}
+
+int fuzz_is_ident_char(int c) {
+    return isalnum(c) || c == '_';
+}
+
+/* ---- stages and loops, from the comment lines of a trace ---- */
+
+void fuzz_parse_trace(const char *trace, Info *info) {
+    memset(info, 0, sizeof *info);
+    for (const char *p = trace; p && *p;) {
+        const char *eol = strchr(p, '\n');
+        size_t len = eol ? (size_t)(eol - p) : strlen(p);
+        if (len > 8 && strncmp(p, "# stage ", 8) == 0 && info->nstages < MAX_STAGES) {
+            char line[2048];
+            if (len >= sizeof line)
+                len = sizeof line - 1;
+            memcpy(line, p, len);
+            line[len] = 0;
+            StageInfo *s = &info->st[info->nstages++];
+            char *q = line + 8;
+            sscanf(q, "%63[^ (]", s->name);
+            q = strchr(q, '(');
+            if (q) {
+                sscanf(q + 1, "%7[a-z]", s->attach);
+                if (strcmp(s->attach, "at") == 0)
+                    sscanf(q + 4, "%63[^.]", s->at);
+                q = strstr(q, "):");
+            }
+            char *tok = q ? strtok(q + 2, " ") : NULL;
+            for (; tok && s->nloops < MAX_LOOPS; tok = strtok(NULL, " ")) {
+                Loop *l = &s->loops[s->nloops++];
+                size_t k = 0;
+                while (tok[k] && tok[k] != '(' && tok[k] != '[' && k < MAX_NAME - 1)
+                    k++;
+                memcpy(l->name, tok, k);
+                l->name[k] = 0;
+                l->reduce = strstr(tok, "(r)") != NULL;
+                l->kinded = strchr(tok, '[') != NULL;
+            }
+        }
+        p = eol ? eol + 1 : NULL;
+    }
+}
+
+/* ---- programs and their size assignments ---- */
+
+int fuzz_tensor_index(const Program *p, const char *name) {
+    for (int i = 0; i < p->ntensors; i++)
+        if (strcmp(p->tname[i], name) == 0)
+            return i;
+    return -1;
+}
+
+void fuzz_scan_program(Program *p) {
+    for (int i = 0; i < rv_module_num_tensors(p->m) && p->ntensors < MAX_TENSORS; i++) {
+        rv_tensor *t = rv_module_tensor_at(p->m, i);
+        snprintf(p->tname[p->ntensors], MAX_NAME, "%s", rv_tensor_name(t));
+        p->is_input[p->ntensors] = rv_tensor_is_input(t);
+        p->is_output[p->ntensors] = rv_tensor_is_output(p->m, t);
+        p->ntensors++;
+    }
+    for (const char *l = p->text; l && *l;) {
+        const char *eol = strchr(l, '\n');
+        size_t len = eol ? (size_t)(eol - l) : strlen(l);
+        char line[4096];
+        if (len >= sizeof line)
+            len = sizeof line - 1;
+        memcpy(line, l, len);
+        line[len] = 0;
+        char name[MAX_NAME];
+        long long lo, hi;
+        if (sscanf(line, "size %63s in %lld..%lld", name, &lo, &hi) == 3 &&
+            p->nsizes < MAX_SIZES) {
+            snprintf(p->size_name[p->nsizes], MAX_NAME, "%s", name);
+            p->size_lo[p->nsizes] = lo;
+            p->size_hi[p->nsizes] = hi;
+            p->nsizes++;
+        } else if (sscanf(line, "%63[A-Za-z0-9_]", name) == 1 && line[strlen(name)] == '[') {
+            int t = fuzz_tensor_index(p, name);
+            if (t >= 0 && !p->is_input[t]) {
+                /* identifiers after the name that are tensors: reads */
+                for (char *q = line + strlen(name); *q;) {
+                    if (*q == '#')
+                        break;
+                    if (isalpha((unsigned char)*q) || *q == '_') {
+                        const char *start = q;
+                        char id[MAX_NAME];
+                        size_t k = 0;
+                        while (fuzz_is_ident_char((unsigned char)*q) && k < MAX_NAME - 1)
+                            id[k++] = *q++;
+                        id[k] = 0;
+                        while (fuzz_is_ident_char((unsigned char)*q))
+                            q++;
+                        int r = fuzz_tensor_index(p, id);
+                        if (r >= 0 && r != t && p->nreads[t] < MAX_READS) {
+                            int dup = 0;
+                            for (int x = 0; x < p->nreads[t]; x++)
+                                dup |= p->reads[t][x] == r;
+                            if (!dup)
+                                p->reads[t][p->nreads[t]++] = r;
+                        }
+                        /* `(k < 768)`: a constant reduction extent */
+                        const char *lt = q;
+                        while (*lt == ' ')
+                            lt++;
+                        if (*lt == '<' && start > line && start[-1] == '(') {
+                            long long ext;
+                            char close;
+                            if (sscanf(lt + 1, " %lld %c", &ext, &close) == 2 && close == ')')
+                                p->red_factor[t] = fmax(p->red_factor[t], (double)ext);
+                            else
+                                p->red_factor[t] = fmax(p->red_factor[t], 0.5); /* symbolic */
+                        }
+                    } else {
+                        q++;
+                    }
+                }
+            }
+        }
+        l = eol ? eol + 1 : NULL;
+    }
+}
+
+/* The interpreter's work on an assignment: elements computed times the
+ * reduction extent of each definition (symbolic extents count as the
+ * largest size). */
+rv_array *fuzz_copy_array(const rv_array *a) {
+    rv_array *c = rv_array_new(rv_array_dtype(a), rv_array_ndim(a), rv_array_shape(a));
+    memcpy(rv_array_data(c), rv_array_cdata(a),
+           (size_t)rv_array_numel(a) * rv_dtype_size(rv_array_dtype(a)));
+    return c;
+}
+
+int fuzz_same_shape(const rv_array *a, const rv_array *b) {
+    if (rv_array_dtype(a) != rv_array_dtype(b) || rv_array_ndim(a) != rv_array_ndim(b))
+        return 0;
+    for (int d = 0; d < rv_array_ndim(a); d++)
+        if (rv_array_shape(a)[d] != rv_array_shape(b)[d])
+            return 0;
+    return 1;
+}
+
+void fuzz_assign_free(Assign *a) {
+    rv_bindings_free(a->ref);
+    for (int i = 0; i < a->nowned; i++)
+        if (a->owned[i])
+            rv_array_free(a->owned[i]);
+    memset(a, 0, sizeof *a);
+}
+
+/* Draws the arrays of one assignment (rv_bindings_randomize with the
+ * program's data seed) and runs the interpreter. Arrays whose shape does
+ * not change with the sizes are shared with earlier assignments (the same
+ * seed draws the same values), so a 30000 x 512 embedding table exists
+ * once. Returns 0 when the interpreter rejects the assignment. */
+void fuzz_format_sizes(const Program *p, const Assign *a, char *buf, size_t n, const char *pre) {
+    size_t o = 0;
+    buf[0] = 0;
+    for (int s = 0; s < p->nsizes && o < n; s++)
+        o += (size_t)snprintf(buf + o, n - o, "%s%s%s=%lld", s ? " " : "", pre, p->size_name[s],
+                              (long long)a->val[s]);
+}
+
+/* ---- generating one step ---- */
+
+typedef struct Gen {
+    Program *p;
+    Rng r;
+    int counter; /* fresh names */
+    Info info;
+} Gen;
+
+static const int64_t factors[] = {1, 2, 3, 4, 7, 8, 16, 32, 64, 100};
+
+static int64_t pick_factor(Gen *g) {
+    return factors[rng_int(&g->r, (int)(sizeof factors / sizeof factors[0]))];
+}
+
+/* A short stem of a loop name for the names of its parts. */
+static void stem(const char *name, char *out) {
+    size_t k = 0;
+    while (name[k] && isalpha((unsigned char)name[k]) && k < 6)
+        out[k] = name[k], k++;
+    if (k == 0)
+        out[k++] = 'v';
+    out[k] = 0;
+}
+
+static const Loop *pick_loop(Gen *g, const StageInfo *s, int prefer_inner) {
+    if (s->nloops == 0)
+        return NULL;
+    if (prefer_inner && rng_chance(&g->r, 60))
+        return &s->loops[s->nloops - 1 - rng_int(&g->r, s->nloops > 1 ? 2 : 1)];
+    return &s->loops[rng_int(&g->r, s->nloops)];
+}
+
+/* A stage other than `s` to place: stages already attached to s, tensors s
+ * reads, or (sometimes) any stage. */
+static const char *pick_producer(Gen *g, const StageInfo *s) {
+    Program *p = g->p;
+    const char *cands[64];
+    int n = 0;
+    for (int i = 0; i < g->info.nstages; i++)
+        if (strcmp(g->info.st[i].at, s->name) == 0 && strcmp(g->info.st[i].attach, "at") == 0)
+            cands[n++] = g->info.st[i].name;
+    int t = fuzz_tensor_index(p, s->name);
+    for (int k = 0; t >= 0 && k < p->nreads[t] && n < 64; k++)
+        if (!p->is_input[p->reads[t][k]])
+            cands[n++] = p->tname[p->reads[t][k]];
+    if (n == 0 || rng_chance(&g->r, 15)) {
+        const StageInfo *o = &g->info.st[rng_int(&g->r, g->info.nstages)];
+        return o->name;
+    }
+    return cands[rng_int(&g->r, n)];
+}
+
+/* A tensor for cache_read in stage s: what its definition reads, or any. */
+static const char *pick_read(Gen *g, const StageInfo *s) {
+    Program *p = g->p;
+    int t = fuzz_tensor_index(p, s->name);
+    if (t >= 0 && p->nreads[t] > 0 && !rng_chance(&g->r, 15))
+        return p->tname[p->reads[t][rng_int(&g->r, p->nreads[t])]];
+    if (rng_chance(&g->r, 50) || g->info.nstages == 0)
+        return p->tname[rng_int(&g->r, p->ntensors)];
+    return g->info.st[rng_int(&g->r, g->info.nstages)].name;
+}
+
+static void cache_opts(Gen *g, char *buf, size_t n, int allow_align) {
+    size_t o = 0;
+    buf[0] = 0;
+    if (rng_chance(&g->r, 50))
+        o += (size_t)snprintf(buf + o, n - o, ", \"local\"");
+    if (rng_chance(&g->r, 50))
+        o += (size_t)snprintf(buf + o, n - o, ", pad=1");
+    if (allow_align && rng_chance(&g->r, 30)) {
+        static const int al[] = {2, 4, 8, 16};
+        snprintf(buf + o, n - o, ", align=%d", al[rng_int(&g->r, 4)]);
+    }
+}
+
+/* Draws a stage and one step for it; returns 0 if nothing applies. */
+static int gen_step(Gen *g, char *stage, char *step, size_t n) {
+    const StageInfo *ss[MAX_STAGES];
+    int ns = 0;
+    for (int i = 0; i < g->info.nstages; i++)
+        if (strcmp(g->info.st[i].attach, "inline") != 0)
+            ss[ns++] = &g->info.st[i];
+    if (ns == 0)
+        return 0;
+    const StageInfo *s = ss[rng_int(&g->r, ns)];
+    snprintf(stage, MAX_NAME, "%s", s->name);
+    int c = ++g->counter;
+    char a[16], b[16];
+    int w = rng_int(&g->r, 100);
+    const Loop *v = pick_loop(g, s, 0);
+    if (!v && w < 70)
+        w = 70 + rng_int(&g->r, 30);
+    if (w < 20) { /* split */
+        stem(v->name, a);
+        snprintf(step, n, "%so%d, %si%d = split(%s, %lld%s)", a, c, a, c, v->name,
+                 (long long)pick_factor(g), rng_chance(&g->r, 20) ? ", tail=\"guard\"" : "");
+    } else if (w < 27) { /* tile */
+        if (s->nloops < 2)
+            return 0;
+        int i = rng_int(&g->r, s->nloops - 1);
+        int j = rng_chance(&g->r, 70) ? i + 1 : rng_int(&g->r, s->nloops);
+        stem(s->loops[i].name, a);
+        stem(s->loops[j].name, b);
+        snprintf(step, n, "%so%d, %so%d, %si%d, %si%d = tile(%s, %s, %lld, %lld%s)", a, c, b, c, a,
+                 c, b, c, s->loops[i].name, s->loops[j].name, (long long)pick_factor(g),
+                 (long long)pick_factor(g), rng_chance(&g->r, 15) ? ", tail=\"guard\"" : "");
+    } else if (w < 34) { /* fuse */
+        if (s->nloops < 2)
+            return 0;
+        int i = rng_int(&g->r, s->nloops - 1);
+        snprintf(step, n, "f%d = fuse(%s, %s)", c, s->loops[i].name, s->loops[i + 1].name);
+    } else if (w < 44) { /* reorder */
+        if (s->nloops < 2)
+            return 0;
+        int idx[MAX_LOOPS];
+        for (int i = 0; i < s->nloops; i++)
+            idx[i] = i;
+        for (int i = s->nloops - 1; i > 0; i--) {
+            int j = rng_int(&g->r, i + 1), t = idx[i];
+            idx[i] = idx[j];
+            idx[j] = t;
+        }
+        int k = 2 + rng_int(&g->r, s->nloops - 1);
+        size_t o = (size_t)snprintf(step, n, "reorder(");
+        for (int i = 0; i < k; i++)
+            o += (size_t)snprintf(step + o, n - o, "%s%s", i ? ", " : "", s->loops[idx[i]].name);
+        snprintf(step + o, n - o, ")");
+    } else if (w < 50) { /* parallel */
+        snprintf(step, n, "parallel(%s)", pick_loop(g, s, 0)->name);
+    } else if (w < 58) {
+        snprintf(step, n, "vectorize(%s)", pick_loop(g, s, 1)->name);
+    } else if (w < 63) {
+        snprintf(step, n, "unroll(%s)", pick_loop(g, s, 1)->name);
+    } else if (w < 66) {
+        static const int pads[] = {2, 3, 4, 8, 16};
+        snprintf(step, n, "pad(%s, %d)", v->name, pads[rng_int(&g->r, 5)]);
+    } else if (w < 70) {
+        static const int pads[] = {2, 3, 4, 8, 16, 32};
+        snprintf(step, n, "storage_pad(%s, %d)", v->name, pads[rng_int(&g->r, 6)]);
+    } else if (w < 79) { /* cache_read */
+        char opts[64];
+        cache_opts(g, opts, sizeof opts, 1);
+        snprintf(step, n, "Lr%d = cache_read(%s%s)", c, pick_read(g, s), opts);
+    } else if (w < 85) { /* cache_write, mostly of stages with a reduction */
+        int has_reduce = 0;
+        for (int i = 0; i < s->nloops; i++)
+            has_reduce |= s->loops[i].reduce;
+        if (!has_reduce && !rng_chance(&g->r, 10))
+            return 0;
+        char opts[64];
+        cache_opts(g, opts, sizeof opts, 1);
+        snprintf(step, n, "Lw%d = cache_write(%s%s)", c, s->name, opts);
+    } else if (w < 94) { /* compute_at */
+        const char *pr = pick_producer(g, s);
+        if (s->nloops == 0 || rng_chance(&g->r, 20))
+            snprintf(step, n, "compute_at(%s)", pr);
+        else
+            snprintf(step, n, "compute_at(%s, %s)", pr, pick_loop(g, s, 0)->name);
+    } else { /* compute_inline */
+        snprintf(step, n, "compute_inline(%s)", pick_producer(g, s));
+    }
+    return 1;
+}
+
+/* ---- the random schedule ---- */
+
+rv_module *fuzz_rebuild(const Program *p, const Kept *kept, int n) {
+    rv_module *m;
+    if (rv_module_parse(p->path, p->text, &m) != RV_OK)
+        fuzz_die("fuzz: %s: %s", p->path, rv_last_error());
+    for (int i = 0; i < n; i++)
+        if (rv_module_schedule(m, kept[i].stage, kept[i].step) != RV_OK)
+            fuzz_die("fuzz: replaying a kept step failed: %s", rv_last_error());
+    return m;
+}
+
+static int mentions_prim(const char *msg, const char *step) {
+    /* the primitive is the identifier before '(' */
+    const char *paren = strchr(step, '(');
+    const char *q = paren;
+    while (q > step && fuzz_is_ident_char((unsigned char)q[-1]))
+        q--;
+    char prim[64];
+    size_t k = (size_t)(paren - q);
+    if (k >= sizeof prim)
+        k = sizeof prim - 1;
+    memcpy(prim, q, k);
+    prim[k] = 0;
+    strcat(prim, ":");
+    return msg && msg[0] && strstr(msg, prim) != NULL;
+}
+
+
+rv_module *fuzz_build_schedule(Program *p, Rng *r, int max_steps, int verbose, int *nkept,
+                               int *rejected) {
+    Gen g = {p, *r, 0, {0}};
+    Kept kept[64];
+    int n = 0, nrej = 0;
+    int target = 1 + rng_int(&g.r, max_steps);
+    rv_module *m = fuzz_rebuild(p, kept, 0);
+    for (int attempt = 0; attempt < 4 * target && n < target && n < 64; attempt++) {
+        char *tr = rv_module_schedule_trace(m);
+        if (!tr) {
+            printf("BUG: the trace of kept steps fails: %s\n", rv_last_error());
+            rv_module_free(m);
+            return NULL;
+        }
+        fuzz_parse_trace(tr, &g.info);
+        rv_free(tr);
+        Kept k;
+        if (!gen_step(&g, k.stage, k.step, sizeof k.step))
+            continue;
+        if (verbose)
+            printf("try  schedule %s { %s }\n", k.stage, k.step);
+        rv_status st = rv_module_schedule(m, k.stage, k.step);
+        if (st == RV_OK)
+            st = rv_module_check_schedule(m);
+        if (st == RV_OK) {
+            kept[n++] = k;
+            continue;
+        }
+        const char *msg = rv_last_error();
+        if (st != RV_ERR_SCHEDULE || !mentions_prim(msg, k.step)) {
+            printf("BUG: step `schedule %s { %s }` failed with %s (expected RV_ERR_SCHEDULE naming "
+                   "the primitive): %s\n",
+                   k.stage, k.step, rv_status_name(st), msg);
+            printf("=== kept steps before it\n");
+            for (int i = 0; i < n; i++)
+                printf("schedule %s { %s }\n", kept[i].stage, kept[i].step);
+            rv_module_free(m);
+            return NULL;
+        }
+        if (verbose)
+            printf("     rejected: %s\n", msg);
+        nrej++;
+        rv_module_free(m);
+        m = fuzz_rebuild(p, kept, n);
+    }
+    *r = g.r;
+    *nkept = n;
+    *rejected = nrej;
+    return m;
+}
+
+/* ---- comparing with the interpreter ---- */
+
+int fuzz_compare(const char *name, const rv_array *got, const rv_array *want) {
+    int64_t n = rv_array_numel(want);
+    if (!got || rv_array_numel(got) != n) {
+        printf("%s: MISMATCH: element count %lld, expected %lld\n", name,
+               (long long)(got ? rv_array_numel(got) : -1), (long long)n);
+        return 0;
+    }
+    rv_dtype t = rv_array_dtype(want);
+    double tol = t == RV_F32 ? 1e-4 : t == RV_F64 ? 1e-10 : 0.0;
+    double atol = t == RV_F32 ? 1e-4 : 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        double x = rv_array_get_f64(got, i), y = rv_array_get_f64(want, i);
+        int bad = isnan(x) != isnan(y) || (!isnan(x) && fabs(x - y) > tol * (1.0 + fabs(y)) + atol);
+        if (bad) {
+            printf("%s: MISMATCH at flat index %lld of %lld: compiled %.9g, interpreter %.9g\n",
+                   name, (long long)i, (long long)n, x, y);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* Runs the compiled program on assignment a and compares its outputs. */
+int fuzz_check_assign(const Program *p, rv_module *m, rv_program *prog, const Assign *a) {
+    rv_bindings *b = rv_bindings_new(m);
+    for (int s = 0; s < p->nsizes; s++)
+        rv_bindings_set_size(b, p->size_name[s], a->val[s]);
+    for (int i = 0; i < rv_module_num_ufuns(m); i++) {
+        const char *n = rv_ufun_name(rv_module_ufun_at(m, i));
+        rv_bindings_set_array(b, n, rv_bindings_get_array(a->ref, n));
+    }
+    for (int t = 0; t < p->ntensors; t++)
+        if (p->is_input[t])
+            rv_bindings_set_array(b, p->tname[t], rv_bindings_get_array(a->ref, p->tname[t]));
+    int ok = 1;
+    if (rv_program_run(prog, b) != RV_OK) {
+        printf("RUN ERROR: %s\n", rv_last_error());
+        ok = 0;
+    }
+    for (int t = 0; ok && t < p->ntensors; t++)
+        if (p->is_output[t])
+            ok &= fuzz_compare(p->tname[t], rv_bindings_get_array(b, p->tname[t]),
+                          rv_bindings_get_array(a->ref, p->tname[t]));
+    rv_bindings_free(b);
+    return ok;
+}
+
+/* ---- numbered jobs in children ---- */
+
+void fuzz_remove_dir(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    struct dirent *e;
+    char path[4096];
+    while ((e = readdir(d)) != NULL) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        unlink(path);
+    }
+    closedir(d);
+    rmdir(dir);
+}
+
+typedef struct Slot {
+    pid_t pid;
+    FILE *out;
+    long i;
+} Slot;
+
+static char *read_all(FILE *f) {
+    fflush(f);
+    rewind(f);
+    size_t cap = 1 << 16, len = 0, got;
+    char *text = malloc(cap);
+    while ((got = fread(text + len, 1, cap - len - 1, f)) > 0) {
+        len += got;
+        if (cap - len < 4096)
+            text = realloc(text, cap *= 2);
+    }
+    text[len] = 0;
+    return text;
+}
+
+void fuzz_run_children(long n, int jobs, unsigned timeout_s, int (*run)(void *ctx, long i),
+                       void (*done)(void *ctx, long i, int status, const char *output), void *ctx) {
+    Slot slots[64] = {{0}};
+    if (jobs > 64)
+        jobs = 64;
+    long next = 0;
+    int active = 0;
+    while (next < n || active > 0) {
+        if (next < n && active < jobs) {
+            Slot *s = NULL;
+            for (int k = 0; k < jobs && !s; k++)
+                if (!slots[k].pid)
+                    s = &slots[k];
+            s->i = next++;
+            s->out = tmpfile();
+            if (!s->out)
+                fuzz_die("fuzz: tmpfile: %s", strerror(errno));
+            fflush(stdout);
+            fflush(stderr);
+            pid_t pid = fork();
+            if (pid < 0)
+                fuzz_die("fuzz: fork: %s", strerror(errno));
+            if (pid == 0) {
+                int fd = fileno(s->out);
+                dup2(fd, 1);
+                dup2(fd, 2);
+                setvbuf(stdout, NULL, _IONBF, 0);
+                alarm(timeout_s); /* a hang */
+                int code = run(ctx, s->i);
+                fflush(stdout);
+                _exit(code);
+            }
+            s->pid = pid;
+            active++;
+            continue;
+        }
+        int status;
+        pid_t pid = wait(&status);
+        if (pid < 0)
+            fuzz_die("fuzz: wait: %s", strerror(errno));
+        for (int k = 0; k < jobs; k++)
+            if (slots[k].pid == pid) {
+                char *text = read_all(slots[k].out);
+                fclose(slots[k].out);
+                slots[k].pid = 0;
+                active--;
+                done(ctx, slots[k].i, status, text);
+                free(text);
+            }
+    }
+}
