@@ -493,10 +493,10 @@ static Ex reduce(G *g, int from, Ex body) {
     int axes = g->nv - from;
     int w = pick(g, 10);
     int kind = 0; /* sum */
-    if (w >= 6 && has(g, GEN_MINMAX))
-        kind = w < 8 ? 1 : 2;
-    else if (w >= 6 && axes == 1 && has(g, GEN_ARGMAX))
+    if (w >= 8 && axes == 1 && has(g, GEN_ARGMAX))
         kind = 3;
+    else if (w >= 5 && has(g, GEN_MINMAX))
+        kind = w % 2 ? 1 : 2;
     double count = red_count(g, from);
     int empty = 0;
     for (int i = from; i < g->nv; i++)
