@@ -521,8 +521,8 @@ static Ex reduce(G *g, int from, Ex body) {
     else if (empty && (!body.fl || chance(g, 50))) /* no infinities, no integer extremes */
         r = ex(fmt(g, "%s(%s, %s)", kind == 1 ? "max" : "min", kind == 1 ? "-1000" : "1000", s),
                body.fl, body.mag > 1000 ? body.mag : 1000, body.exact);
-    else
-        r = ex(fmt(g, "(%s)", s), body.fl, body.mag, body.exact);
+    else /* may be an infinity: never converted to an integer (exact = 0) */
+        r = ex(fmt(g, "(%s)", s), body.fl, body.mag, body.exact && !empty);
     g->nv = from;
     r = t32(r, body.t32);
     if (r.fl && r.mag > FLOAT_CAP)
