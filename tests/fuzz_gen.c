@@ -280,12 +280,17 @@ static int pad_of(G *g) {
     return has(g, GEN_PAD) && chance(g, 15) ? pads[pick(g, 5)] : 0;
 }
 
-/* Without padragged, a ragged tensor keeps no storage padding. */
+/* Without padragged, a ragged tensor keeps no storage padding; with it, a
+ * dimension keeps its padding unless a ragged one is inside it (which the
+ * language rejects: docs/language.md). */
 static void drop_ragged_pads(G *g, GObj *o) {
-    int ragged = 0;
-    for (int k = 0; k < o->nd; k++)
-        ragged |= o->d[k].e.k == EX_UF || o->d[k].e.k == EX_TRI;
-    for (int k = 0; k < o->nd && ragged && !has(g, GEN_PADRAGGED); k++)
+    int ragged_inside = 0;
+    for (int k = o->nd - 1; k >= 0; k--) {
+        if (ragged_inside)
+            o->d[k].pad = 0;
+        ragged_inside |= o->d[k].e.k == EX_UF || o->d[k].e.k == EX_TRI;
+    }
+    for (int k = 0; k < o->nd && ragged_inside && !has(g, GEN_PADRAGGED); k++)
         o->d[k].pad = 0;
 }
 
