@@ -808,7 +808,7 @@ static Expr *source_in_bounds(LowerCtx *c, Nest *n) {
             ir_binary(m, EX_AND, ir_binary(m, EX_GE, v, ir_int(m, 0)), ir_binary(m, EX_LT, v, e));
         g = g ? ir_binary(m, EX_AND, g, p) : p;
     }
-    return g ? simp(c, g) : NULL;
+    return g ? simp(c, g) : ir_bool(m, true); /* a 0-dim tensor: its one element */
 }
 
 /* Does the stage pad one of its loops (its reads may then reach into
@@ -1104,13 +1104,20 @@ static bool reader_region(LowerCtx *c, Nest *n, Stage *reader, Stage *p, bool cl
         if (reader->attach != ATTACH_AT)
             return false;
         Range rr[RV_MAX_DIMS];
-        if (!infer_region(c, n, reader, clip && !reader->local_pad, rr))
+        /* a region bounds inference cannot tell: attach_one computes the
+         * whole tensor (a padded reader is rejected there) */
+        bool whole = !infer_region(c, n, reader, clip && !reader->local_pad, rr);
+        if (whole && reader->local_pad)
             return false;
         PtrMap vary = {0};
         for (int d = 0; d < reader->t->ndim; d++) {
             Expr *full = lower_index(c, reader->t->axes[d]->extent);
             if (!full)
                 return false;
+            if (whole) {
+                rr[d].lo = ir_int(m, 0);
+                rr[d].hi = ir_binary(m, EX_SUB, full, ir_int(m, 1));
+            }
             rr[d].lo = simp(c, rr[d].lo);
             rr[d].hi = simp(c, rr[d].hi);
             if (clip && !reader->local_pad) {
