@@ -493,10 +493,10 @@ static Ex reduce(G *g, int from, Ex body) {
     int axes = g->nv - from;
     int w = pick(g, 10);
     int kind = 0; /* sum */
-    if (w >= 6 && has(g, GEN_MINMAX))
-        kind = w < 8 ? 1 : 2;
-    else if (w >= 6 && axes == 1 && has(g, GEN_ARGMAX))
+    if (w >= 8 && axes == 1 && has(g, GEN_ARGMAX))
         kind = 3;
+    else if (w >= 5 && has(g, GEN_MINMAX))
+        kind = w % 2 ? 1 : 2;
     double count = red_count(g, from);
     int empty = 0;
     for (int i = from; i < g->nv; i++)
@@ -521,8 +521,8 @@ static Ex reduce(G *g, int from, Ex body) {
     else if (empty && (!body.fl || chance(g, 50))) /* no infinities, no integer extremes */
         r = ex(fmt(g, "%s(%s, %s)", kind == 1 ? "max" : "min", kind == 1 ? "-1000" : "1000", s),
                body.fl, body.mag > 1000 ? body.mag : 1000, body.exact);
-    else
-        r = ex(fmt(g, "(%s)", s), body.fl, body.mag, body.exact);
+    else /* may be an infinity: never converted to an integer (exact = 0) */
+        r = ex(fmt(g, "(%s)", s), body.fl, body.mag, body.exact && !empty);
     g->nv = from;
     r = t32(r, body.t32);
     if (r.fl && r.mag > FLOAT_CAP)

@@ -202,8 +202,8 @@ static bool range_compute(Bounds *b, Expr *e, Range *out) {
         const Ufun *f = e->u.buf->uf;
         if (!f)
             return false;
-        out->lo = ir_cast(m, e->dtype, f->lo);
-        out->hi = ir_cast(m, e->dtype, f->hi);
+        out->lo = ir_cast(m, e->dtype, f->lo_dom);
+        out->hi = ir_cast(m, e->dtype, f->hi_dom);
         return true;
     }
     default:

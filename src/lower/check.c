@@ -12,6 +12,11 @@
  * is not rejected as a schedule when it is compiled. Errors of other kinds
  * (what the compiler does not support yet, such as recursive operations)
  * are left to compilation: the interpreter runs such programs.
+ *
+ * A program without schedule steps is not lowered: the default schedule
+ * (every stage at the top level, loops in definition order) always lowers,
+ * and lowering a big program's every kernel at once would make its memory,
+ * not the source's size, the cost of `ravel check`.
  */
 #include "lower/lower.h"
 
@@ -24,7 +29,8 @@ rv_status rv_module_check_schedule(rv_module *m) {
         return st;
     Kernel **ks = NULL;
     int n = 0;
-    st = lower_schedule(s, &ks, &n);
+    if (s->nsteps > 0)
+        st = lower_schedule(s, &ks, &n);
     base_free(ks);
     sched_free(s);
     return st == RV_ERR_SCHEDULE ? st : RV_OK;

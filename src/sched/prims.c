@@ -225,6 +225,40 @@ static rv_status check_order(Ctx *c, SrcLoc loc) {
     return RV_OK;
 }
 
+/* A stage computed inside st runs before its reader: at the loop where
+ * the reader (or the stage of st that contains it) is computed, or at a
+ * loop around it. */
+static rv_status check_producers_enclose(Ctx *c, SrcLoc loc) {
+    Stage *st = c->st;
+    for (int i = 0; i < c->s->stages.len; i++) {
+        Stage *q = c->s->stages.data[i];
+        if (q->attach != ATTACH_AT || q->at != st)
+            continue;
+        for (int j = 0; j < c->s->stages.len; j++) { /* every reader of q */
+            Stage *w = c->s->stages.data[j];
+            if (w->t == q->t || w->attach == ATTACH_INLINE || !sched_stage_reads_tensor(w, q->t))
+                continue;
+            while (w != st && w->attach == ATTACH_AT && w->at != st)
+                w = w->at;
+            if (w == st || w->attach != ATTACH_AT)
+                continue; /* read by st itself (or not placed in st) */
+            int pq = q->at_iv ? leaf_index(st, q->at_iv) : -1;
+            int pw = w->at_iv ? leaf_index(st, w->at_iv) : -1;
+            if (pq > pw && !w->at_iv)
+                return fail(c, loc,
+                            "%s would be computed at loop %s, after %s reads it (%s is computed at "
+                            "the top of %s)",
+                            q->name, q->at_iv->name, w->name, w->name, st->name);
+            if (pq > pw)
+                return fail(c, loc,
+                            "%s would be computed at loop %s, inside loop %s where %s, which reads "
+                            "it, is computed",
+                            q->name, q->at_iv->name, w->at_iv->name, w->name);
+        }
+    }
+    return RV_OK;
+}
+
 /* ---- loop primitives ---- */
 
 static IterVar *iv_new(Schedule *s, Stage *st, const char *name, IterRel rel, bool reduce) {
@@ -239,6 +273,19 @@ static IterVar *iv_new(Schedule *s, Stage *st, const char *name, IterRel rel, bo
     return v;
 }
 
+/* A stage computed at loop v is placed in v's body; once v is split or
+ * fused it has no body of its own (the stage would never be computed). */
+static rv_status check_no_stage_at(Ctx *c, const IterVar *v, SrcLoc loc) {
+    for (int i = 0; i < c->s->stages.len; i++) {
+        const Stage *p = c->s->stages.data[i];
+        if (p->attach == ATTACH_AT && p->at == c->st && p->at_iv == v)
+            return fail(c, loc,
+                        "%s is computed at loop %s; transform %s before compute_at(%s, ...)",
+                        p->name, v->name, v->name, p->name);
+    }
+    return RV_OK;
+}
+
 static rv_status do_split(Ctx *c, IterVar *v, int64_t f, TailMode tail, const char *on,
                           const char *in, IterVar **po, IterVar **pi) {
     Stage *st = c->st;
@@ -247,6 +294,8 @@ static rv_status do_split(Ctx *c, IterVar *v, int64_t f, TailMode tail, const ch
         return fail(c, loc, "loop %s is already %s; split it before choosing its kind", v->name,
                     sched_loop_kind_name(v->kind));
     rv_status r;
+    if ((r = check_no_stage_at(c, v, loc)) != RV_OK)
+        return r;
     if ((r = check_new_name(c, on, loc)) != RV_OK || (r = check_new_name(c, in, loc)) != RV_OK)
         return r;
     if (strcmp(on, in) == 0)
@@ -319,6 +368,8 @@ static rv_status do_reorder(Ctx *c, IterVar *const *vs, int n, SrcLoc loc) {
     for (int a = 0; a < n; a++)
         st->leaves.data[pos[a]] = vs[a];
     rv_status r = check_order(c, loc);
+    if (r == RV_OK)
+        r = check_producers_enclose(c, loc);
     if (r != RV_OK)
         memcpy(st->leaves.data, saved, sizeof(IterVar *) * (size_t)st->leaves.len);
     base_free(saved);
@@ -380,6 +431,8 @@ static rv_status prim_fuse(Ctx *c) {
         return fail(c, loc, "cannot fuse a reduction loop with a spatial loop");
     if (a->kind != LOOP_SERIAL || b->kind != LOOP_SERIAL)
         return fail(c, loc, "fuse loops before choosing their kinds");
+    if ((r = check_no_stage_at(c, a, loc)) != RV_OK || (r = check_no_stage_at(c, b, loc)) != RV_OK)
+        return r;
     for (int i = 0; i < st->ivs.len; i++) {
         IterVar *rb = st->ivs.data[i];
         if (rb->rel != IV_ROOT || !sched_iv_derives_from(b, rb) || !rb->axis->extent)
@@ -787,13 +840,21 @@ static rv_status prim_compute_at(Ctx *c) {
                         "compute it at a loop outside the reduction loops",
                         p->name, st->name, v->name);
     }
+    AttachKind was = p->attach;
+    Stage *was_at = p->at;
+    IterVar *was_iv = p->at_iv;
     p->attach = ATTACH_AT;
     p->at = st;
     p->at_iv = v;
     p->at_step = c->step;
     p->at_src = c->src;
     p->at_seq = c->s->nsteps;
-    return RV_OK;
+    if ((r = check_producers_enclose(c, loc)) != RV_OK) {
+        p->attach = was;
+        p->at = was_at;
+        p->at_iv = was_iv;
+    }
+    return r;
 }
 
 /* Rewrites reads of tensor `from`: fn builds the replacement of one read
@@ -1202,6 +1263,16 @@ static rv_status prim_cache_write(Ctx *c) {
     if (st->touched)
         return fail(c, loc, "cache_write must come before the loops of %s are transformed",
                     st->name);
+    /* the loops of st are made anew (and its reads move to the new stage,
+     * at the top of the nest) */
+    for (int i = 0; i < c->s->stages.len; i++) {
+        Stage *q = c->s->stages.data[i];
+        if (q->attach == ATTACH_AT && q->at == st && q->at_iv)
+            return fail(c, loc,
+                        "cache_write must come before stages are computed at loops of %s (%s "
+                        "is computed at loop %s)",
+                        st->name, q->name, q->at_iv->name);
+    }
     if (st->attach == ATTACH_INLINE)
         return fail(c, loc, "%s is inlined", st->name);
     if (is_ragged(st->t))
