@@ -1219,6 +1219,7 @@ typedef struct PadReads {
     const Stage *p;
     const PtrMap *vary;
     const char *bad;
+    bool bad_uf; /* bad names a ufun, which no cache_read can pad */
 } PadReads;
 
 static bool provably_lt(LowerCtx *c, Expr *a, Expr *b) {
@@ -1253,8 +1254,10 @@ static void pad_reads_fn(const Expr *e, void *ctx) {
     if (e->kind == EX_UFCALL) {
         /* a UF indexed past the end of the tile would be read out of range */
         for (int d = 0; d < e->n && !pr->bad; d++)
-            if (!index_inside(pr, e->u.uf->args, e->args, d))
+            if (!index_inside(pr, e->u.uf->args, e->args, d)) {
                 pr->bad = e->u.uf->name;
+                pr->bad_uf = true;
+            }
         return;
     }
     if (e->kind != EX_READ)
@@ -1269,7 +1272,7 @@ static void pad_reads_fn(const Expr *e, void *ctx) {
 }
 
 static const char *padded_reads_outside(LowerCtx *c, const Stage *p, Expr *const *origin,
-                                        Expr *const *ext) {
+                                        Expr *const *ext, bool *is_uf) {
     Module *m = c->m;
     PtrMap vary = {0};
     Range rs[RV_MAX_DIMS];
@@ -1279,9 +1282,10 @@ static const char *padded_reads_outside(LowerCtx *c, const Stage *p, Expr *const
             simp(c, ir_binary(m, EX_SUB, ir_binary(m, EX_ADD, origin[d], ext[d]), ir_int(m, 1)));
         ptrmap_put(&vary, p->t->axes[d], &rs[d]);
     }
-    PadReads pr = {c, p, &vary, NULL};
+    PadReads pr = {c, p, &vary, NULL, false};
     ir_visit(p->body, pad_reads_fn, &pr);
     ptrmap_free(&vary);
+    *is_uf = pr.bad_uf;
     return pr.bad;
 }
 
@@ -1353,7 +1357,13 @@ static Stmt *attach_one(LowerCtx *c, Nest *n, Stage *p, Stmt *rest_placeholder, 
         alloc[inner] =
             simp(c, ir_binary(m, EX_MUL, ceil_div(m, alloc[inner], p->align), ir_int(m, p->align)));
     if (p->local_pad && p->kind != STAGE_CACHE_READ) {
-        const char *bad = padded_reads_outside(c, p, origin, ext);
+        bool is_uf;
+        const char *bad = padded_reads_outside(c, p, origin, ext, &is_uf);
+        if (bad && is_uf)
+            return stage_error(c, p,
+                               "%s computes whole tiles (pad=1), which would read ufun '%s' "
+                               "outside its domain (a ufun cannot be padded: drop pad=1)",
+                               p->name, bad);
         if (bad)
             return stage_error(c, p,
                                "%s computes whole tiles (pad=1), which would read %s outside its "

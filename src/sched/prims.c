@@ -1247,40 +1247,6 @@ static Expr *replace_node(Module *m, Expr *e, ReplaceCtx *rc) {
     return r;
 }
 
-typedef struct UfAlong {
-    const Tensor *t;
-    const Expr *found; /* a UF call indexed by an axis of t */
-} UfAlong;
-
-static void uf_along_fn(const Expr *e, void *ctx) {
-    UfAlong *u = ctx;
-    if (u->found || e->kind != EX_UFCALL)
-        return;
-    for (int d = 0; d < u->t->ndim; d++)
-        if (ir_uses_axis(e, u->t->axes[d]))
-            u->found = e;
-}
-
-/* A padded cache_write stage computes whole tiles, past the end of its
- * tensor: a tensor it reads there can be a zero-padded copy (cache_read
- * with pad=1), but a UF it indexes by its own axes (in an index or in a
- * reduction's extent) would be read outside its domain, and a UF cannot
- * be padded. */
-static rv_status check_padded_ufs(Ctx *c, const Stage *st, const SchedArg *pad) {
-    UfAlong u = {st->t, NULL};
-    ir_visit(st->reduce, uf_along_fn, &u);
-    if (!u.found)
-        return RV_OK;
-    char *s = ir_expr_str(u.found);
-    rv_status r = fail(c, pad->loc,
-                       "with pad=1 the stage computes whole tiles, past the end of %s, where "
-                       "%s would be read outside the domain of ufun '%s' (a ufun cannot be "
-                       "padded)",
-                       st->name, s, u.found->u.uf->name);
-    base_free(s);
-    return r;
-}
-
 static rv_status prim_cache_write(Ctx *c) {
     static const char *const keys[] = {"pad", "align", "layout", NULL};
     rv_status r;
@@ -1315,8 +1281,7 @@ static rv_status prim_cache_write(Ctx *c) {
     bool local_pad = false;
     int64_t align = 1;
     if ((r = check_stage_name(c, name)) != RV_OK ||
-        (r = cache_options(c, &local_pad, &align)) != RV_OK ||
-        (local_pad && (r = check_padded_ufs(c, st, keyword(c->step, "pad"))) != RV_OK))
+        (r = cache_options(c, &local_pad, &align)) != RV_OK)
         return r;
     const char *names[RV_MAX_DIMS];
     for (int d = 0; d < st->t->ndim; d++)
