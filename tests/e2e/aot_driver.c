@@ -108,15 +108,30 @@ static int npy_save(const char *path, const char *descr, const void *data, int64
     return fclose(f) == 0 && ok;
 }
 
+/* Element access through memcpy: with --misalign an array of 8-byte
+ * elements may start at an address that is only 4-aligned. */
 static double npy_get(const Npy *a, int64_t i) {
-    if (strcmp(a->descr, "<f4") == 0)
-        return ((const float *)a->data)[i];
-    if (strcmp(a->descr, "<f8") == 0)
-        return ((const double *)a->data)[i];
-    if (strcmp(a->descr, "<i4") == 0)
-        return ((const int32_t *)a->data)[i];
-    if (strcmp(a->descr, "<i8") == 0)
-        return (double)((const int64_t *)a->data)[i];
+    const char *p = a->data;
+    if (strcmp(a->descr, "<f4") == 0) {
+        float v;
+        memcpy(&v, p + i * 4, 4);
+        return v;
+    }
+    if (strcmp(a->descr, "<f8") == 0) {
+        double v;
+        memcpy(&v, p + i * 8, 8);
+        return v;
+    }
+    if (strcmp(a->descr, "<i4") == 0) {
+        int32_t v;
+        memcpy(&v, p + i * 4, 4);
+        return v;
+    }
+    if (strcmp(a->descr, "<i8") == 0) {
+        int64_t v;
+        memcpy(&v, p + i * 8, 8);
+        return (double)v;
+    }
     return NAN;
 }
 
@@ -134,14 +149,19 @@ static const char *dtype_descr(const char *t) {
 }
 
 static void put_elem(void *p, const char *t, int64_t i, double v) {
-    if (strcmp(t, "f32") == 0)
-        ((float *)p)[i] = (float)v;
-    else if (strcmp(t, "f64") == 0)
-        ((double *)p)[i] = v;
-    else if (strcmp(t, "i32") == 0)
-        ((int32_t *)p)[i] = (int32_t)v;
-    else
-        ((int64_t *)p)[i] = (int64_t)v;
+    char *q = p;
+    if (strcmp(t, "f32") == 0) {
+        float x = (float)v;
+        memcpy(q + i * 4, &x, 4);
+    } else if (strcmp(t, "f64") == 0) {
+        memcpy(q + i * 8, &v, 8);
+    } else if (strcmp(t, "i32") == 0) {
+        int32_t x = (int32_t)v;
+        memcpy(q + i * 4, &x, 4);
+    } else {
+        int64_t x = (int64_t)v;
+        memcpy(q + i * 8, &x, 8);
+    }
 }
 
 /* ---- the driver's own context ---- */
