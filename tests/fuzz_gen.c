@@ -280,13 +280,23 @@ static int pad_of(G *g) {
     return has(g, GEN_PAD) && chance(g, 15) ? pads[pick(g, 5)] : 0;
 }
 
-/* Without padragged, a ragged tensor keeps no storage padding. */
+/* Without padragged, a ragged tensor keeps no storage padding. With it,
+ * padding outside a ragged dimension (a dimension with a ragged one inside,
+ * which the checker rejects) is kept only now and then, to test that
+ * rejection. */
 static void drop_ragged_pads(G *g, GObj *o) {
-    int ragged = 0;
-    for (int k = 0; k < o->nd; k++)
-        ragged |= o->d[k].e.k == EX_UF || o->d[k].e.k == EX_TRI;
-    for (int k = 0; k < o->nd && ragged && !has(g, GEN_PADRAGGED); k++)
-        o->d[k].pad = 0;
+    for (int k = 0; k < o->nd; k++) {
+        int ragged_inside = 0, ragged = 0;
+        for (int j = 0; j < o->nd; j++) {
+            int r = o->d[j].e.k == EX_UF || o->d[j].e.k == EX_TRI;
+            ragged |= r;
+            ragged_inside |= j > k && r;
+        }
+        if (ragged && !has(g, GEN_PADRAGGED))
+            o->d[k].pad = 0;
+        else if (ragged_inside && o->d[k].pad && !chance(g, 10))
+            o->d[k].pad = 0;
+    }
 }
 
 static void gen_sizes(G *g) {
