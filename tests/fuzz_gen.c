@@ -503,8 +503,8 @@ static Ex reduce(G *g, int from, Ex body) {
     int axes = g->nv - from;
     int w = pick(g, 10);
     int kind = 0; /* sum */
-    if (w >= 8 && axes == 1 && has(g, GEN_ARGMAX))
-        kind = 3;
+    if (w >= 8 && axes == 1 && has(g, GEN_ARGMAX) && body.exact)
+        kind = 3; /* over inexact floats a near tie may flip it (docs/ir.md) */
     else if (w >= 5 && has(g, GEN_MINMAX))
         kind = w % 2 ? 1 : 2;
     double count = red_count(g, from);
