@@ -154,7 +154,10 @@ void rv_free(void *p);
  * checked now, its steps when the schedule is applied. */
 rv_status rv_module_schedule(rv_module *m, const char *target, const char *steps);
 /* Applies every schedule block to the default schedule and reports the
- * first illegal step (RV_ERR_SCHEDULE, located at the step). */
+ * first illegal step (RV_ERR_SCHEDULE, located at the step). It also lowers
+ * the schedule (no code is generated), so what only bounds inference can
+ * tell (a padded stage whose tiles would read outside a tensor) is
+ * reported here too, located at the step that placed the stage. */
 rv_status rv_module_check_schedule(rv_module *m);
 /* The applied schedule as a replayable trace of steps followed by one
  * comment line per stage (its loops and placement); NULL with the error

@@ -280,13 +280,23 @@ static int pad_of(G *g) {
     return has(g, GEN_PAD) && chance(g, 15) ? pads[pick(g, 5)] : 0;
 }
 
-/* Without padragged, a ragged tensor keeps no storage padding. */
+/* Without padragged, a ragged tensor keeps no storage padding. With it,
+ * padding outside a ragged dimension (a dimension with a ragged one inside,
+ * which the checker rejects) is kept only now and then, to test that
+ * rejection. */
 static void drop_ragged_pads(G *g, GObj *o) {
-    int ragged = 0;
-    for (int k = 0; k < o->nd; k++)
-        ragged |= o->d[k].e.k == EX_UF || o->d[k].e.k == EX_TRI;
-    for (int k = 0; k < o->nd && ragged && !has(g, GEN_PADRAGGED); k++)
-        o->d[k].pad = 0;
+    for (int k = 0; k < o->nd; k++) {
+        int ragged_inside = 0, ragged = 0;
+        for (int j = 0; j < o->nd; j++) {
+            int r = o->d[j].e.k == EX_UF || o->d[j].e.k == EX_TRI;
+            ragged |= r;
+            ragged_inside |= j > k && r;
+        }
+        if (ragged && !has(g, GEN_PADRAGGED))
+            o->d[k].pad = 0;
+        else if (ragged_inside && o->d[k].pad && !chance(g, 10))
+            o->d[k].pad = 0;
+    }
 }
 
 static void gen_sizes(G *g) {
@@ -493,10 +503,10 @@ static Ex reduce(G *g, int from, Ex body) {
     int axes = g->nv - from;
     int w = pick(g, 10);
     int kind = 0; /* sum */
-    if (w >= 6 && has(g, GEN_MINMAX))
-        kind = w < 8 ? 1 : 2;
-    else if (w >= 6 && axes == 1 && has(g, GEN_ARGMAX))
-        kind = 3;
+    if (w >= 8 && axes == 1 && has(g, GEN_ARGMAX) && body.exact)
+        kind = 3; /* over inexact floats a near tie may flip it (docs/ir.md) */
+    else if (w >= 5 && has(g, GEN_MINMAX))
+        kind = w % 2 ? 1 : 2;
     double count = red_count(g, from);
     int empty = 0;
     for (int i = from; i < g->nv; i++)
@@ -521,8 +531,8 @@ static Ex reduce(G *g, int from, Ex body) {
     else if (empty && (!body.fl || chance(g, 50))) /* no infinities, no integer extremes */
         r = ex(fmt(g, "%s(%s, %s)", kind == 1 ? "max" : "min", kind == 1 ? "-1000" : "1000", s),
                body.fl, body.mag > 1000 ? body.mag : 1000, body.exact);
-    else
-        r = ex(fmt(g, "(%s)", s), body.fl, body.mag, body.exact);
+    else /* may be an infinity: never converted to an integer (exact = 0) */
+        r = ex(fmt(g, "(%s)", s), body.fl, body.mag, body.exact && !empty);
     g->nv = from;
     r = t32(r, body.t32);
     if (r.fl && r.mag > FLOAT_CAP)

@@ -318,8 +318,8 @@ static void normalize(const char *msg, char *out, size_t n) {
         out[100] = 0;
 }
 
-static void write_repro(const Totals *t, long i, const char *cls, const char *text,
-                        const char *msg, char *path, size_t n) {
+static void write_repro(long i, const char *cls, const char *text, const char *msg, char *path,
+                        size_t n) {
     path[0] = 0;
     if (!opt_repro_dir)
         return;
@@ -360,7 +360,6 @@ static void write_repro(const Totals *t, long i, const char *cls, const char *te
     fclose(f);
     free(prog);
     free(trace);
-    (void)t;
 }
 
 static void count_sig(Totals *t, const char *cls, const char *msg, int failure, const char *repro) {
@@ -422,7 +421,7 @@ static void finish(void *ctx, long job, int status, const char *text) {
                 snprintf(msg, sizeof msg, "%s", sig);
         }
         char repro[512];
-        write_repro(t, i, cls, text, msg, repro, sizeof repro);
+        write_repro(i, cls, text, msg, repro, sizeof repro);
         count_sig(t, cls, msg, 1, repro);
         printf("FAIL program %ld: %s: %s\n", i, cls, msg);
         printf("  replay: fuzz_programs --seed %llu --features %s --index %ld -v%s%s\n",

@@ -120,6 +120,13 @@ static double assign_work(const Program *p, const Assign *a) {
     return w;
 }
 
+/* Same shape and the same values: what was drawn depends on the sizes
+ * through value ranges too (`ufun col[...] in 0..C - 1`), not only shapes. */
+static int same_array(const rv_array *a, const rv_array *b) {
+    return fuzz_same_shape(a, b) &&
+           memcmp(rv_array_cdata(a), rv_array_cdata(b),
+                  (size_t)rv_array_numel(a) * rv_dtype_size(rv_array_dtype(a))) == 0;
+}
 
 /* Draws the arrays of one assignment (rv_bindings_randomize with the
  * program's data seed) and runs the interpreter. Arrays whose shape does
@@ -160,7 +167,7 @@ static int assign_make(Program *p, Assign *a) {
         const rv_array *use = NULL;
         for (int e = 0; e < p->npool && !use; e++) {
             const rv_array *o = rv_bindings_get_array(p->pool[e].ref, names[i]);
-            if (o && fuzz_same_shape(o, src))
+            if (o && same_array(o, src))
                 use = o;
         }
         if (!use) {

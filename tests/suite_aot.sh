@@ -98,5 +98,21 @@ elif [ $? -eq 1 ] && grep -q "the C compiler failed (exit status 3)" "$log" &&
     fail "build --shared with a failing compiler: exit status or message"
 fi
 
+# run-time checks: a read past the end for some sizes (K > 0) makes _run
+# return RV_RT_ERR_BOUNDS, and NAME_check_message names the read; within
+# range it runs (under SAN=1 the kernels are sanitized, so an unchecked
+# read would be reported)
+d=$tmp/checks
+f=tests/regress/read_offset_size.rv
+if {
+    mkdir -p "$d/ref" "$d/out" &&
+        "$RAVEL" build "$f" -o "$d/model" &&
+        $CC -std=c11 $CFLAGS -I"$d" -o "$d/driver" tests/e2e/aot_driver.c "$d/model.c" -lm &&
+        "$RAVEL" eval "$f" --random 1 --size N=16 --size K=0 --save-inputs --output "$d/ref" &&
+        "$d/driver" "$d/ref" "$d/out" --own-ctx N=16 K=0 &&
+        ! "$d/driver" "$d/ref" "$d/out" --own-ctx N=16 K=3 2>"$d/err.txt" &&
+        grep -q "model_run returned 2: kernel Y: read X\[i + K\] out of bounds" "$d/err.txt"
+} >"$log" 2>&1; then pass; else fail "build $f: run-time check"; fi
+
 echo "aot: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

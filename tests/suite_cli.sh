@@ -46,5 +46,32 @@ for cmd in "run --random 1" emit; do
     fi
 done
 
+# A big program checks in memory proportional to its text, with a small
+# factor (it was 87 bytes per source byte, from whole-program token and AST
+# arrays; its IR is what remains). Not under the sanitizers, which multiply
+# memory; needs GNU time for the peak.
+if [ "${SAN:-0}" != 1 ] && [ -x /usr/bin/time ]; then
+    big=$(mktemp)
+    awk 'BEGIN { print "size N in 1..64"; print "input X : f32[N, 8]"; prev = "X"
+        for (i = 0; i < 24000; i++) {
+            printf "T%d[i < N, j < 8] = X[i, j] * 2.5 + %s[i, %d] - sum(k < 8) X[i, k] * X[i, j]\n", i, prev, i % 8
+            prev = "T" i } }' >"$big"
+    bytes=$(wc -c <"$big")
+    if /usr/bin/time -f "%M" -o "$out.rss" "$RAVEL" check "$big" >"$out" 2>&1; then
+        kb=$(tail -n 1 "$out.rss")
+        if [ $((kb * 1024)) -lt $((bytes * 40)) ]; then
+            passed=$((passed + 1))
+        else
+            echo "FAIL check of a $bytes-byte program took $kb KB (over 40 bytes per byte)"
+            failed=$((failed + 1))
+        fi
+    else
+        echo "FAIL check of a big program"
+        sed 's/^/  got: /' "$out" | head -5
+        failed=$((failed + 1))
+    fi
+    rm -f "$big" "$out.rss"
+fi
+
 echo "cli: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -22,7 +22,8 @@
 #include "jit/jit.h"
 #include "tools.h"
 
-/* The JIT's default flags (jit.c), less -shared, which the call adds. */
+/* The JIT's default flags (jit.c), less -shared, which the call adds, and
+ * the compiler's own (jit_compiler_flags). */
 static const char *const aot_cflags[] = {
     "-O3",           "-march=native", "-std=c11", "-fPIC", "-ffp-contract=fast", "-fno-math-errno",
     "-fopenmp-simd",
@@ -144,6 +145,10 @@ static int compile_shared(const char *dir, const char *name) {
     }
     for (int i = 0; i < RV_COUNT(aot_cflags); i++)
         vec_push(&argv, arena_strdup(ar, aot_cflags[i]));
+    const char *more[4];
+    int nmore = jit_compiler_flags(cc, more, RV_COUNT(more));
+    for (int i = 0; i < nmore; i++)
+        vec_push(&argv, arena_strdup(ar, more[i]));
     vec_push(&argv, arena_strdup(ar, "-shared"));
     vec_push(&argv, arena_printf(ar, "-I%s", dir));
     vec_push(&argv, arena_strdup(ar, "-o"));

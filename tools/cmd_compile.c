@@ -173,6 +173,75 @@ static double tolerance(const Tensor *t) {
     return f32 ? 1e-4 : 1e-10;
 }
 
+/* Does e mention an axis (an extent that varies: a ragged layout)? */
+static bool mentions_axis(const Expr *e) {
+    if (e->kind == EX_VAR)
+        return true;
+    for (int i = 0; i < e->n; i++)
+        if (mentions_axis(e->args[i]))
+            return true;
+    return false;
+}
+
+static bool dense(const Tensor *t) {
+    for (int d = 0; d < t->ndim; d++)
+        if (mentions_axis(t->axes[d]->extent))
+            return false;
+    return true;
+}
+
+/* For `T[i, ...] = argmax(k < E) R[i, ..., k]` with dense T and R: R, whose
+ * row o holds the values T[o] chose among; else NULL. */
+static const Tensor *argmax_of_rows(const Tensor *t) {
+    const Expr *r = t->op && t->op->kind == OP_COMPUTE ? t->op->body : NULL;
+    if (!r || r->kind != EX_REDUCE || r->u.red.rk != RV_REDUCE_ARGMAX || r->u.red.naxes != 1)
+        return NULL;
+    const Expr *rd = r->args[0];
+    if (rd->kind != EX_READ || rd->n != t->ndim + 1 || !dense(t) || !dense(rd->u.tensor) ||
+        !ir_is_float(rd->u.tensor->dtype))
+        return NULL;
+    for (int d = 0; d < t->ndim; d++)
+        if (rd->args[d] != t->axes[d]->var)
+            return NULL;
+    return rd->args[t->ndim] == r->u.red.axes[0]->var ? rd->u.tensor : NULL;
+}
+
+/* An argmax that differs from the interpreter's where the two chosen values
+ * tie within R's tolerance (docs/ir.md) is no error: both are a maximum of
+ * the row up to rounding. Counts the mismatches that are not such ties and
+ * reports the ties. */
+static int compare_argmax(const char *name, const rv_array *got, const rv_array *want,
+                          const Tensor *R, const rv_array *rows) {
+    int64_t n = rv_array_numel(want);
+    if (!got || rv_array_numel(got) != n || !rows || n == 0 || rv_array_numel(rows) % n != 0) {
+        printf("%s: MISMATCH: element count differs\n", name);
+        return 0;
+    }
+    int64_t len = rv_array_numel(rows) / n, ties = 0, bad = -1;
+    double tol = tolerance(R);
+    for (int64_t o = 0; o < n && bad < 0; o++) {
+        int64_t a = (int64_t)rv_array_get_f64(got, o), b = (int64_t)rv_array_get_f64(want, o);
+        if (a == b)
+            continue;
+        double va = a >= 0 && a < len ? rv_array_get_f64(rows, o * len + a) : NAN;
+        double vb = b >= 0 && b < len ? rv_array_get_f64(rows, o * len + b) : NAN;
+        if (!isnan(va) && !isnan(vb) && fabs(va - vb) <= tol * (1.0 + fabs(vb)))
+            ties++;
+        else
+            bad = o;
+    }
+    if (bad >= 0) {
+        printf("%s: %lld elements: MISMATCH\n  first mismatch at flat index %lld: compiled %lld, "
+               "interpreter %lld\n",
+               name, (long long)n, (long long)bad, (long long)rv_array_get_f64(got, bad),
+               (long long)rv_array_get_f64(want, bad));
+        return 0;
+    }
+    printf("%s: %lld elements, %lld argmax ties within tolerance: ok\n", name, (long long)n,
+           (long long)ties);
+    return 1;
+}
+
 /* Max abs and rel error of `got` against `want`; returns 1 when within
  * tol relative to the magnitude (0: exact). */
 static int compare(const char *name, const rv_array *got, const rv_array *want, double tol) {
@@ -260,7 +329,11 @@ int cmd_run(int argc, char **argv) {
         if (!rv_tensor_is_output(m, t))
             continue;
         const char *n = rv_tensor_name(t);
-        if (check)
+        const Tensor *rows = check ? argmax_of_rows(t) : NULL;
+        if (rows)
+            all_match &= compare_argmax(n, rv_bindings_get_array(b, n), rv_bindings_get_array(ref, n),
+                                        rows, rv_bindings_get_array(ref, rows->name));
+        else if (check)
             all_match &= compare(n, rv_bindings_get_array(b, n), rv_bindings_get_array(ref, n),
                                  tolerance(t));
         else

@@ -181,9 +181,11 @@ static void gather(Aot *a) {
         Field fl = {.kind = FK_UFUN, .name = f->name, .dtype = t, .uf = f};
         fl.ufstorage = arena_alloc(a->e.arena, sizeof(Storage));
         if (ir_storage_init(m, fl.ufstorage, f->name, f->nargs, f->args, NULL, t, BUF_ARG) !=
-                RV_OK &&
-            a->st == RV_OK)
-            a->st = base_error_status();
+            RV_OK) {
+            if (a->st == RV_OK)
+                a->st = base_error_status();
+            return; /* cg_c_aot reports it */
+        }
         fl.ufbuf = fl.ufstorage->buf;
         fl.ufbuf->uf = f;
         add_field(a, fl, f);
@@ -542,7 +544,9 @@ static void emit_header(Aot *a, Buf *h, const char *src_name) {
                " *\n"
                " *     cc -std=c11 -O3 -march=native -fopenmp-simd -ffp-contract=fast -c %s.c\n"
                " *\n"
-               " * (the JIT's flags; ravel_rt.h is found next to %s.h, elsewhere add -I).\n"
+               " * (the JIT's flags; ravel_rt.h is found next to %s.h, elsewhere add -I;\n"
+               " * with GCC also -fno-tree-sra -fno-tree-loop-vectorize, as the JIT: GCC 12\n"
+               " * miscompiles some of this code with its loop vectorizer).\n"
                " *\n"
                " * USE. Fill a %s_args with the sizes, the UF arrays and the input and\n"
                " * output arrays, and call %s_run:\n"
@@ -1048,7 +1052,7 @@ rv_status cg_c_aot(Module *m, Kernel *const *ks, int n, const CgUnit *u, const c
     Aot a = {.m = m, .ks = ks, .n = n, .u = u, .name = name};
     cg_emit_init(&a.e, CG_TARGET_C);
     gather(&a);
-    rv_status st = check_supported(&a);
+    rv_status st = a.st != RV_OK ? a.st : check_supported(&a);
     Buf c = {0}, h = {0}, body = {0}, starts = {0};
     if (st == RV_OK) {
         /* the host code first, into body, so the helpers it needs are known */

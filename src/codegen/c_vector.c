@@ -1259,12 +1259,14 @@ static bool analyse(VC *vc, const Stmt *s) {
 
 /* Emits `lanes`-lane vector code for the loop: lane l runs var = base + l,
  * or, with a chunk variable, a loop over `whole` / lanes vectors in which
- * lane l of vector `chunk` runs var = chunk + l. A lane reduction keeps its
+ * lane l of vector `chunk` runs var = chunk + l (`whole` a C expression
+ * in `bound` when it is not a constant). A lane reduction keeps its
  * partial results in a vector declared before the vectors and combined
  * after them. Returns false, emitting nothing, when the body cannot be
  * vectorized. */
 static bool emit_vector_block(CgEmit *e, Module *m, const Stmt *s, int lanes, Expr *base,
-                              Axis *chunk, int64_t whole, int indent, Buf *out, const char **why) {
+                              Axis *chunk, int64_t whole, const char *bound, int indent, Buf *out,
+                              const char **why) {
     VC vc = {.e = e, .m = m, .var = s->u.loop.var, .lanes = lanes, .out = out, .indent = indent};
     if (!analyse(&vc, s)) {
         *why = vc.why;
@@ -1295,9 +1297,13 @@ static bool emit_vector_block(CgEmit *e, Module *m, const Stmt *s, int lanes, Ex
     }
     if (chunk) {
         const char *cv = cg_name(e, chunk, chunk->name);
-        line(&vc, "#pragma GCC unroll %lld\n", (long long)(whole / lanes));
-        line(&vc, "for (int64_t %s = 0; %s < %lld; %s += %d) {\n", cv, cv, (long long)whole, cv,
-             lanes);
+        if (bound) {
+            line(&vc, "for (int64_t %s = 0; %s < %s; %s += %d) {\n", cv, cv, bound, cv, lanes);
+        } else {
+            line(&vc, "#pragma GCC unroll %lld\n", (long long)(whole / lanes));
+            line(&vc, "for (int64_t %s = 0; %s < %lld; %s += %d) {\n", cv, cv, (long long)whole,
+                 cv, lanes);
+        }
         open_block(&vc);
     }
     emit_body(&vc, s->u.loop.body);
@@ -1362,7 +1368,7 @@ int64_t cg_vector_loop(CgEmit *e, Module *m, const Stmt *s, int indent, Buf *out
         buf_indent(&text, 4 * indent);
         buf_printf(&text, "/* vector loop over %s: %d lanes, lane l runs %s = l */\n", var, lanes,
                    var);
-        if (emit_vector_block(e, m, s, lanes, ir_int(m, 0), NULL, 0, indent, &text, why))
+        if (emit_vector_block(e, m, s, lanes, ir_int(m, 0), NULL, 0, NULL, indent, &text, why))
             done = lanes;
     } else {
         Axis *chunk = ir_axis_new(m, arena_printf(e->arena, "%s_v", s->u.loop.var->name), AX_LOOP,
@@ -1373,7 +1379,7 @@ int64_t cg_vector_loop(CgEmit *e, Module *m, const Stmt *s, int indent, Buf *out
                    "/* vector loop over %s: %lld lanes as %lld vectors of %d, lane l of vector "
                    "%s runs %s = %s + l */\n",
                    var, (long long)whole, (long long)(whole / lanes), lanes, cv, var, cv);
-        if (emit_vector_block(e, m, s, lanes, NULL, chunk, whole, indent, &text, why))
+        if (emit_vector_block(e, m, s, lanes, NULL, chunk, whole, NULL, indent, &text, why))
             done = whole;
     }
     /* the rest past the whole vectors: one narrower vector where it fits */
@@ -1384,7 +1390,8 @@ int64_t cg_vector_loop(CgEmit *e, Module *m, const Stmt *s, int indent, Buf *out
         buf_printf(&block, "/* vector loop over %s: %d lanes, lane l runs %s = %lld + l */\n", var,
                    rest, var, (long long)done);
         const char *ignored;
-        if (emit_vector_block(e, m, s, rest, ir_int(m, done), NULL, 0, indent, &block, &ignored)) {
+        if (emit_vector_block(e, m, s, rest, ir_int(m, done), NULL, 0, NULL, indent, &block,
+                              &ignored)) {
             buf_puts(&text, buf_str(&block));
             done += rest;
         }
@@ -1394,4 +1401,48 @@ int64_t cg_vector_loop(CgEmit *e, Module *m, const Stmt *s, int indent, Buf *out
         buf_puts(out, buf_str(&text));
     buf_free(&text);
     return done;
+}
+
+/*
+ * An element-wise serial loop (c.c decides which) that no schedule
+ * vectorized: GCC's own loop vectorizer is off (src/jit/jit.c), so ravel
+ * vectorizes it here, as vectorize() would after a split by NATIVE_LANES:
+ * a loop over whole vectors of NATIVE_LANES lanes up to extent rounded
+ * down, the rest scalar. A constant extent of at most MAX_LANES goes
+ * through cg_vector_loop.
+ */
+const char *cg_vector_map(CgEmit *e, Module *m, const Stmt *s, int indent, Buf *out) {
+    RV_ASSERT(s->kind == ST_FOR && e->target == CG_TARGET_C);
+    Stmt *v = lower_for(m, s->u.loop.var, s->u.loop.extent, LOOP_VECTOR, s->u.loop.body);
+    int64_t w;
+    const char *why;
+    if (ir_is_const_int(s->u.loop.extent, &w) && w <= MAX_LANES) {
+        int64_t done = cg_vector_loop(e, m, v, indent, out, &why);
+        return done ? arena_printf(e->arena, "%lld", (long long)done) : NULL;
+    }
+    Buf ext = {0};
+    if (ir_is_const_int(s->u.loop.extent, &w)) {
+        buf_printf(&ext, "%lld", (long long)(w / NATIVE_LANES * NATIVE_LANES));
+    } else {
+        buf_puts(&ext, "(");
+        cg_expr(e, &ext, s->u.loop.extent);
+        buf_printf(&ext, ") / %d * %d", NATIVE_LANES, NATIVE_LANES);
+    }
+    const char *bound = arena_printf(e->arena, "%s", buf_str(&ext));
+    buf_free(&ext);
+    const char *var = cg_name(e, s->u.loop.var, s->u.loop.var->name);
+    Axis *chunk = ir_axis_new(m, arena_printf(e->arena, "%s_v", s->u.loop.var->name), AX_LOOP,
+                              s->u.loop.extent);
+    const char *cv = cg_name(e, chunk, chunk->name);
+    Buf text = {0};
+    buf_indent(&text, 4 * indent);
+    buf_printf(&text,
+               "/* element-wise loop over %s as vectors of %d: lane l of vector %s runs %s = %s "
+               "+ l */\n",
+               var, NATIVE_LANES, cv, var, cv);
+    bool ok = emit_vector_block(e, m, v, NATIVE_LANES, NULL, chunk, 0, bound, indent, &text, &why);
+    if (ok)
+        buf_puts(out, buf_str(&text));
+    buf_free(&text);
+    return ok ? bound : NULL;
 }

@@ -122,6 +122,12 @@ void cg_extern_define(Buf *b, const char *kernel, rv_dtype dtype);
  * rebuilt in module m (lane 0's index). The vector types and helpers used
  * are recorded in e->vec_use. */
 int64_t cg_vector_loop(CgEmit *e, Module *m, const Stmt *s, int indent, Buf *out, const char **why);
+/* Explicit vector code for a serial loop `s` whose iterations are
+ * independent element-wise stores (c.c's plain_map), appended to `out`:
+ * whole vectors of 16 lanes (or, for a constant extent up to 64, as
+ * cg_vector_loop). Returns the C expression of the first iteration left to
+ * the caller's scalar loop, or NULL when the body does not vectorize. */
+const char *cg_vector_map(CgEmit *e, Module *m, const Stmt *s, int indent, Buf *out);
 /* The definitions of the vector types and helpers recorded in e->vec_use
  * (cg_emit_helpers calls it). */
 void cg_vector_helpers(const CgEmit *e, Buf *b);

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "ir/ir.h"
+#include "ir/layout.h"
 
 // clang-format off
 const ExprInfo ir_expr_info[EX_COUNT] = {
@@ -493,6 +494,68 @@ IrRange ir_int_range(const Expr *e, int64_t *lo, int64_t *hi) {
         if (!ir_is_int(e->dtype) || !ir_is_int(e->args[0]->dtype))
             return IR_RANGE_UNKNOWN;
         return ir_int_range(e->args[0], lo, hi);
+    case EX_NEG:
+    case EX_ABS:
+        if ((ra = ir_int_range(e->args[0], &a0, &a1)) != IR_RANGE_KNOWN)
+            return ra;
+        if (a0 == INT64_MIN)
+            return IR_RANGE_UNKNOWN;
+        if (e->kind == EX_NEG || a1 <= 0) {
+            *lo = -a1;
+            *hi = -a0;
+        } else {
+            *lo = a0 >= 0 ? a0 : 0;
+            *hi = a1 > -a0 ? a1 : -a0;
+        }
+        return IR_RANGE_KNOWN;
+    case EX_SELECT: {
+        int64_t c0, c1;
+        IrRange rc = ir_int_range(e->args[0], &c0, &c1);
+        ra = ir_int_range(e->args[1], &a0, &a1);
+        rb = ir_int_range(e->args[2], &b0, &b1);
+        if (rc == IR_RANGE_EMPTY || ra == IR_RANGE_EMPTY || rb == IR_RANGE_EMPTY)
+            return IR_RANGE_EMPTY;
+        if (ra != IR_RANGE_KNOWN || rb != IR_RANGE_KNOWN)
+            return IR_RANGE_UNKNOWN;
+        *lo = a0 < b0 ? a0 : b0;
+        *hi = a1 > b1 ? a1 : b1;
+        return IR_RANGE_KNOWN;
+    }
+    case EX_DIV:
+    case EX_FLOORDIV:
+    case EX_MOD:
+    case EX_FLOORMOD:
+        /* by a positive divisor only: the quotient is monotone in each
+         * operand there, so its extremes are at the corners */
+        ra = ir_int_range(e->args[0], &a0, &a1);
+        rb = ir_int_range(e->args[1], &b0, &b1);
+        if (ra == IR_RANGE_EMPTY || rb == IR_RANGE_EMPTY)
+            return IR_RANGE_EMPTY;
+        if (ra != IR_RANGE_KNOWN || rb != IR_RANGE_KNOWN || b0 <= 0)
+            return IR_RANGE_UNKNOWN;
+        if (e->kind == EX_FLOORMOD || (e->kind == EX_MOD && a0 >= 0)) {
+            *lo = 0;
+            *hi = a0 >= 0 && a1 < b1 - 1 ? a1 : b1 - 1;
+            return IR_RANGE_KNOWN;
+        }
+        if (e->kind == EX_MOD) {
+            *lo = -(b1 - 1);
+            *hi = a1 > 0 ? b1 - 1 : 0;
+            return IR_RANGE_KNOWN;
+        }
+        {
+            int64_t q[4];
+            ir_int_arith(e->kind, a0, b0, &q[0]);
+            ir_int_arith(e->kind, a0, b1, &q[1]);
+            ir_int_arith(e->kind, a1, b0, &q[2]);
+            ir_int_arith(e->kind, a1, b1, &q[3]);
+            *lo = *hi = q[0];
+            for (int i = 1; i < 4; i++) {
+                *lo = q[i] < *lo ? q[i] : *lo;
+                *hi = q[i] > *hi ? q[i] : *hi;
+            }
+        }
+        return IR_RANGE_KNOWN;
     case EX_ADD:
     case EX_SUB:
     case EX_MUL:
@@ -502,6 +565,12 @@ IrRange ir_int_range(const Expr *e, int64_t *lo, int64_t *hi) {
         rb = ir_int_range(e->args[1], &b0, &b1);
         if (ra == IR_RANGE_EMPTY || rb == IR_RANGE_EMPTY)
             return IR_RANGE_EMPTY;
+        if (e->kind == EX_MIN && (ra == IR_RANGE_KNOWN) != (rb == IR_RANGE_KNOWN)) {
+            /* min(unknown, x) <= x: bounded above (min(len[b] / K, N)) */
+            *lo = INT64_MIN;
+            *hi = ra == IR_RANGE_KNOWN ? a1 : b1;
+            return IR_RANGE_KNOWN;
+        }
         if (ra != IR_RANGE_KNOWN || rb != IR_RANGE_KNOWN)
             return IR_RANGE_UNKNOWN;
         switch (e->kind) {

@@ -330,6 +330,24 @@ rv_status ir_layout_check_pads(const char *name, int ndim, Axis *const *axes, Ex
     return RV_OK;
 }
 
+rv_status ir_layout_check_bounded(const char *what, const char *name, int ndim, Axis *const *axes) {
+    for (int k = 0; k < ndim; k++) {
+        int64_t lo, hi;
+        if (!mentions_axis(axes[k]->extent) ||
+            ir_int_range(axes[k]->extent, &lo, &hi) != IR_RANGE_UNKNOWN)
+            continue;
+        char *e = ir_expr_str(axes[k]->extent);
+        rv_status st = base_error(RV_ERR_TYPE,
+                                  "%s '%s' of '%s': the ragged extent %s has no upper bound over "
+                                  "the declared ranges, so its storage cannot be sized; bound it "
+                                  "(min(..., N)) or declare value ranges for the ufuns it uses",
+                                  what, axes[k]->name, name, e);
+        base_free(e);
+        return st;
+    }
+    return RV_OK;
+}
+
 /* A growable int64 array with an int64 length (prefix-sum arrays can
  * outgrow Vec's int). */
 typedef struct I64Vec {

@@ -97,6 +97,14 @@ void ir_layout_free(Layout *l);
 rv_status ir_layout_check_pads(const char *name, int ndim, Axis *const *axes, Expr *const *exts,
                                const int *pad, int *level);
 
+/* A ragged level's row starts are allocated before they are computed, from
+ * an upper bound of its extent over the declared ranges of sizes and UF
+ * values (Storage below); a level whose extent has none cannot be stored.
+ * Checks the levels of `what` `name` ("dimension", tensor 'T'; "argument",
+ * ufun 'f') with their extents set; RV_ERR_TYPE with a message when one is
+ * unbounded. */
+rv_status ir_layout_check_bounded(const char *what, const char *name, int ndim, Axis *const *axes);
+
 /* Exact int64 evaluation of an index expression; `axes[i]` has value
  * `vals[i]`; loads go through env->load. Errors set the last error without
  * context (callers prefix it): division by zero, overflow, UF outside its

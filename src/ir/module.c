@@ -229,6 +229,8 @@ rv_ufun *rv_ufun_end(rv_ufun *f, rv_expr *const *extents, rv_expr *lo, rv_expr *
             return NULL;
         a->extent = ext;
     }
+    if (ir_layout_check_bounded("argument", f->name, f->nargs, f->args) != RV_OK)
+        return NULL;
     if (!(f->lo = check_range_bound(m, f, lo, "lower")) ||
         !(f->hi = check_range_bound(m, f, hi, "upper")))
         return NULL;
@@ -308,13 +310,15 @@ rv_expr *rv_input_var(rv_tensor *t, int dim) {
     return t && dim >= 0 && dim < t->ndim ? t->axes[dim]->var : NULL;
 }
 
-/* Storage padding outside a ragged dimension (layout.h). */
-static rv_status check_pads(const Tensor *t) {
+/* What a tensor's storage needs (layout.h): bounded ragged extents, no
+ * padding outside a ragged dimension. */
+static rv_status check_storage(const Tensor *t) {
     Expr *exts[RV_MAX_DIMS];
     for (int i = 0; i < t->ndim; i++)
         exts[i] = t->axes[i]->extent;
     int level;
-    return ir_layout_check_pads(t->name, t->ndim, t->axes, exts, t->pad, &level);
+    rv_status st = ir_layout_check_bounded("dimension", t->name, t->ndim, t->axes);
+    return st != RV_OK ? st : ir_layout_check_pads(t->name, t->ndim, t->axes, exts, t->pad, &level);
 }
 
 /* Sets the extents of a tensor's dimensions, checking each uses only outer
@@ -335,7 +339,7 @@ static rv_status set_extents(Module *m, Tensor *t, rv_expr *const *extents, cons
                               a->name, t->name, pad, 1 << 20);
         t->pad[i] = pad;
     }
-    return check_pads(t);
+    return check_storage(t);
 }
 
 rv_tensor *rv_input_end(rv_tensor *t, rv_expr *const *extents, const int *pads) {
@@ -508,7 +512,7 @@ static rv_status finish_axes(Module *m, Tensor *t, Expr *const *bodies, int nbod
             return st;
         a->extent = ext;
     }
-    return check_pads(t);
+    return check_storage(t);
 }
 
 static Expr *apply_dtype(ComputeBuilder *c, Expr *body) {

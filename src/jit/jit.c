@@ -805,6 +805,50 @@ static rv_status compile_in_dir(const char *dir, const char *key, const char *sr
     return st;
 }
 
+/* The compiler-specific flags for the compiler whose `--version` said
+ * ident. */
+static int compiler_flags(const char *ident, const char **flags, int cap) {
+    int n = 0;
+    /* GCC's scalar replacement of aggregates splits a register tile
+     * (`float YL[384]`, indexed by constants only in its unrolled write-back
+     * loop) into pieces that then live in memory inside the k loop: the
+     * accumulators of the micro-kernel spill, at half the speed. Without
+     * SRA, loop-invariant motion keeps the whole tile in registers. Clang
+     * has no such pass (nor the flag). */
+    /* GCC's loop vectorizer stays off too. The hot loops are vectorized by
+     * ravel itself (vector types, lane reductions; element-wise loops no
+     * schedule vectorized by c.c's plain_map), so it gains nothing there
+     * (bench/ drivers: dense, bmm, SGEMM equal within noise), but it
+     * took most of the compile time of the large unrolled kernels (dense
+     * "stream": 7.6 s of CPU at -O3, 1.1 s without), and GCC 12.2
+     * miscompiles correct generated code with it: a float reduction chain
+     * over reversed loads, vectorized in order, counts elements twice (GCC
+     * PR 110381, fixed upstream in 2023; at -O2 too once the loop is
+     * unrolled; tests/regress/gcc_vectorizer_reversed_sum.rv), and an
+     * if-converted copy loop with masked loads writes zeros
+     * (gcc_vectorizer_padded_cache.rv). test_jit compiles both reproducers
+     * with these flags. Clang compiles both right (and lacks the flag). */
+    if (!strstr(ident, "clang")) {
+        if (n < cap)
+            flags[n++] = "-fno-tree-sra";
+        if (n < cap)
+            flags[n++] = "-fno-tree-loop-vectorize";
+    }
+    return n;
+}
+
+int jit_compiler_flags(const char *cc, const char **flags, int cap) {
+    StrVec words = {0};
+    char *ident = NULL;
+    int n = 0;
+    split_words(cc, &words);
+    if (words.len > 0 && compiler_identity(&words, cc, &ident) == RV_OK)
+        n = compiler_flags(ident, flags, cap);
+    base_free(ident);
+    strvec_free(&words);
+    return n;
+}
+
 rv_status jit_compile(const char *c_source, const JitOptions *opt, JitLib **out) {
     if (!out)
         return base_error(RV_ERR_ARG, "jit_compile: out is NULL");
@@ -837,28 +881,10 @@ rv_status jit_compile(const char *c_source, const JitOptions *opt, JitLib **out)
     };
     for (int i = 0; i < RV_COUNT(default_flags); i++)
         strvec_push(&args, default_flags[i]);
-    /* GCC's scalar replacement of aggregates splits a register tile
-     * (`float YL[384]`, indexed by constants only in its unrolled write-back
-     * loop) into pieces that then live in memory inside the k loop: the
-     * accumulators of the micro-kernel spill, at half the speed. Without
-     * SRA, loop-invariant motion keeps the whole tile in registers. Clang
-     * has no such pass (nor the flag). */
-    /* GCC's loop vectorizer stays off too. The hot loops are vectorized by
-     * ravel itself (vector types, lane reductions), so it gains nothing
-     * there (bench/ drivers: dense, bmm, SGEMM equal within noise), but it
-     * took most of the compile time of the large unrolled kernels (dense
-     * "stream": 7.6 s of CPU at -O3, 1.1 s without), and GCC 12.2
-     * miscompiles correct generated code with it: a float reduction chain
-     * over reversed loads, vectorized in order, counts elements twice (GCC
-     * PR 110381, fixed upstream in 2023; at -O2 too once the loop is
-     * unrolled; tests/regress/gcc_vectorizer_reversed_sum.rv), and an
-     * if-converted copy loop with masked loads writes zeros
-     * (gcc_vectorizer_padded_cache.rv). test_jit compiles both reproducers
-     * with these flags. Clang compiles both right (and lacks the flag). */
-    if (!strstr(ident, "clang")) {
-        strvec_push(&args, "-fno-tree-sra");
-        strvec_push(&args, "-fno-tree-loop-vectorize");
-    }
+    const char *cflags[4];
+    int ncflags = compiler_flags(ident, cflags, RV_COUNT(cflags));
+    for (int i = 0; i < ncflags; i++)
+        strvec_push(&args, cflags[i]);
     if (opt->openmp)
         strvec_push(&args, "-fopenmp");
     const char *inc = opt->include_dir && *opt->include_dir ? opt->include_dir : jit_include_dir();

@@ -85,6 +85,13 @@ typedef struct JitStats {
 } JitStats;
 JitStats jit_stats(void);
 
+/* The flags the JIT gives compiler command `cc` beyond the common ones
+ * (-O3 -march=native ...): for GCC -fno-tree-sra and
+ * -fno-tree-loop-vectorize (jit.c says why), none for Clang or a compiler
+ * that does not answer `--version`. Static strings; returns their number
+ * (at most cap). `ravel build --shared` uses them too. */
+int jit_compiler_flags(const char *cc, const char **flags, int cap);
+
 /* The directory passed as -I when JitOptions.include_dir is NULL:
  * $RAVEL_INCLUDE_DIR; else RAVEL_INCLUDE_DIR_DEFAULT if the build defined
  * it; else <repo>/include derived from this file's __FILE__ (or from the

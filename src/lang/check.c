@@ -58,7 +58,11 @@ typedef struct Checker {
     Module *m;
     Arena *arena;     /* Syms of the global table */
     StrMap globals;   /* item name -> Sym* */
-    StrMap items;     /* every definition of the program: name -> its first Item */
+    /* Names used before a definition may take them (see check_late_definition):
+     * schedule targets not defined yet and reduction axis names, each to
+     * the SrcLoc of its first use. */
+    StrMap early_targets;
+    StrMap reduce_names;
     Scope *scope;     /* innermost local scope, NULL at item level */
     Tensor *defining; /* the compute whose body is being checked */
     /* While an extent is checked: the binder it belongs to and the binders
@@ -148,19 +152,13 @@ static bool check_fresh(Checker *c, const char *what, const char *name, SrcLoc l
     return false;
 }
 
-/* Sizes and ufuns print before every tensor (the printer's canonical
- * order), so a reduction axis named like one declared later would shadow
- * it in the printed program: the name is taken for the whole program. */
-static bool check_not_hoisted(Checker *c, const char *name, SrcLoc loc) {
-    const Item *it = strmap_get(&c->items, name);
-    if (!it || (it->kind != IT_SIZE && it->kind != IT_UFUN))
-        return true;
-    error_at(c, loc,
-             "reduction axis '%s' has the name of the %s '%s' declared at %d:%d; sizes and ufuns "
-             "are global to the whole program",
-             name, it->kind == IT_SIZE ? "size" : "ufun", name, it->name_loc.line,
-             it->name_loc.col);
-    return false;
+/* Remembers the first location of each name used before it is defined. */
+static void note_early_use(Checker *c, StrMap *uses, const char *name, SrcLoc loc) {
+    if (strmap_has(uses, name))
+        return;
+    SrcLoc *at = arena_alloc(c->arena, sizeof(SrcLoc));
+    *at = loc;
+    strmap_put(uses, ir_name(c->m, name), at);
 }
 
 static void bind_local(Checker *c, const char *name, Axis *a, SrcLoc loc) {
@@ -507,9 +505,9 @@ static Expr *elab_reduce(Checker *c, const Node *n) {
     }
     for (int i = 0; i < n->nbinds; i++) {
         const Binder *b = &n->binds[i];
-        if (!check_fresh(c, "reduction axis", b->name, b->loc) ||
-            !check_not_hoisted(c, b->name, b->loc))
+        if (!check_fresh(c, "reduction axis", b->name, b->loc))
             goto done;
+        note_early_use(c, &c->reduce_names, b->name, b->loc);
         Expr *ext = elab_binder_extent(c, n->binds, i, n->nbinds);
         if (!ext || !(axes[i] = built(c, rv_reduce_axis_new(c->m, b->name, ext), b->loc)))
             goto done;
@@ -882,20 +880,12 @@ static void copy_schedule(Module *m, const Item *it, Tensor *t, const SrcFile *f
 
 /* Resolves the target of schedule block `it`: a tensor, or a name the
  * module does not know, which may be a stage an earlier block created
- * (`XL = cache_read(X)`; src/sched resolves it and reports typos).
- * `later`: the item defining that name after the block, if any — a block
- * must follow its tensor's definition (the order rule, docs/language.md).
- * Shared by the checker and rv_module_schedule, so a block added through
- * the C API obeys the rules of one written in source. */
-static rv_status schedule_target(Module *m, const SrcFile *src, const Item *it, const Item *later,
-                                 Tensor **out) {
+ * (`XL = cache_read(X)`; src/sched resolves it and reports typos). Shared
+ * by the checker and rv_module_schedule, so a block added through the C
+ * API obeys the rules of one written in source. */
+static rv_status schedule_target(Module *m, const SrcFile *src, const Item *it, Tensor **out) {
     *out = NULL;
     const char *name = it->name;
-    if (later)
-        return base_diag(RV_ERR_TYPE, src, it->name_loc,
-                         "schedule block for '%s' before its definition at %d:%d: a schedule "
-                         "block must follow the definition of its tensor",
-                         name, later->name_loc.line, later->name_loc.col);
     Tensor *t = rv_module_tensor(m, name);
     if (!t && strmap_has(&m->by_name, name))
         return base_diag(RV_ERR_TYPE, src, it->name_loc, "schedule target '%s' is not a tensor",
@@ -911,57 +901,100 @@ static rv_status schedule_target(Module *m, const SrcFile *src, const Item *it, 
 
 static void check_schedule(Checker *c, const Item *it) {
     Tensor *t;
-    const Item *later = NULL;
-    if (!strmap_has(&c->globals, it->name))
-        later = strmap_get(&c->items, it->name);
-    c->st = schedule_target(c->m, c->src, it, later, &t);
+    c->st = schedule_target(c->m, c->src, it, &t);
+    if (c->st != RV_OK)
+        return;
+    if (!t)
+        note_early_use(c, &c->early_targets, it->name, it->name_loc);
+    copy_schedule(c->m, it, t, NULL);
+}
+
+/* Rules about names used before a definition takes them, checked when
+ * the definition comes (so items can be checked one at a time): a
+ * schedule block must follow its tensor's definition (the order rule,
+ * docs/language.md), and a reduction axis may not take the name of a size
+ * or ufun declared later (those print before every tensor, where the axis
+ * would hide them). */
+static bool check_late_definition(Checker *c, const Item *it) {
+    const SrcLoc *at = strmap_get(&c->early_targets, it->name);
+    if (at) {
+        error_at(c, *at,
+                 "schedule block for '%s' before its definition at %d:%d: a schedule block "
+                 "must follow the definition of its tensor",
+                 it->name, it->name_loc.line, it->name_loc.col);
+        return false;
+    }
+    at = strmap_get(&c->reduce_names, it->name);
+    if (at && (it->kind == IT_SIZE || it->kind == IT_UFUN)) {
+        error_at(c, *at,
+                 "reduction axis '%s' has the name of the %s '%s' declared at %d:%d; sizes and "
+                 "ufuns are global to the whole program",
+                 it->name, it->kind == IT_SIZE ? "size" : "ufun", it->name, it->name_loc.line,
+                 it->name_loc.col);
+        return false;
+    }
+    return true;
+}
+
+Checker *lang_checker_new(const SrcFile *src, Module *m) {
+    Checker *c = base_xcalloc(1, sizeof *c);
+    c->src = src;
+    c->m = m;
+    c->arena = arena_new();
+    return c;
+}
+
+rv_status lang_check_item(Checker *c, const Item *it) {
+    if (c->st != RV_OK || (it->kind != IT_SCHEDULE && !check_late_definition(c, it)))
+        return c->st;
+    switch (it->kind) {
+    case IT_SIZE:
+        check_size(c, it);
+        break;
+    case IT_UFUN:
+        check_ufun(c, it);
+        break;
+    case IT_INPUT:
+        check_input(c, it);
+        break;
+    case IT_COMPUTE:
+        check_compute(c, it);
+        break;
+    case IT_EXTERN:
+        check_extern(c, it);
+        break;
+    case IT_SCHEDULE:
+        check_schedule(c, it);
+        break;
+    default:
+        RV_UNREACHABLE();
+    }
+    /* an input's or ufun's extents are set once the whole item is checked */
     if (c->st == RV_OK)
-        copy_schedule(c->m, it, t, NULL);
+        check_postponed_domains(c);
+    return c->st;
+}
+
+rv_status lang_checker_free(Checker *c) {
+    rv_status st = c->st;
+    strmap_free(&c->globals);
+    strmap_free(&c->early_targets);
+    strmap_free(&c->reduce_names);
+    vec_free(&c->uf_nodes);
+    vec_free(&c->uf_calls);
+    vec_free(&c->closed);
+    vec_free(&c->closed_at);
+    ptrmap_free(&c->read_locs);
+    arena_free(c->arena);
+    base_free(c);
+    return st;
 }
 
 rv_status lang_check(const SrcFile *src, const Program *p, Module *m) {
-    Checker c = {0};
-    c.src = src;
-    c.m = m;
-    c.arena = arena_new();
-    /* every definition of the program, for rules about names defined later */
+    Checker *c = lang_checker_new(src, m);
     for (int i = 0; i < p->nitems; i++)
-        if (p->items[i]->kind != IT_SCHEDULE && !strmap_has(&c.items, p->items[i]->name))
-            strmap_put(&c.items, p->items[i]->name, p->items[i]);
-    for (int i = 0; i < p->nitems && c.st == RV_OK; i++) {
-        const Item *it = p->items[i];
-        switch (it->kind) {
-        case IT_SIZE:
-            check_size(&c, it);
-            break;
-        case IT_UFUN:
-            check_ufun(&c, it);
-            break;
-        case IT_INPUT:
-            check_input(&c, it);
-            break;
-        case IT_COMPUTE:
-            check_compute(&c, it);
-            break;
-        case IT_EXTERN:
-            check_extern(&c, it);
-            break;
-        case IT_SCHEDULE:
-            check_schedule(&c, it);
-            break;
-        default:
-            RV_UNREACHABLE();
-        }
-    }
-    strmap_free(&c.globals);
-    strmap_free(&c.items);
-    vec_free(&c.uf_nodes);
-    vec_free(&c.uf_calls);
-    vec_free(&c.closed);
-    vec_free(&c.closed_at);
-    ptrmap_free(&c.read_locs);
-    arena_free(c.arena);
-    return c.st;
+        lang_check_item(c, p->items[i]);
+    return lang_checker_free(c);
 }
 
 /* ---- the public entry points ---- */
@@ -974,18 +1007,30 @@ rv_status lang_parse_text(const char *name, const char *text, size_t len, Module
     src->len = len;
     src->text = arena_memdup(m->arena, text, len + 1);
     m->src = src;
-    Arena *a = arena_new();
-    Token *toks;
-    int ntok;
-    Program *prog = NULL;
-    rv_status st = lang_lex(src, a, &toks, &ntok);
-    if (st == RV_OK) {
-        st = lang_parse(src, toks, a, &prog);
-        base_free(toks); /* before the module is built: memory peaks there */
+    /* Item by item, each lexed as it is parsed: a big program holds its IR
+     * and one item's tokens and AST at a time. The token texts, which
+     * names point to, live on. */
+    Arena *names = arena_new();
+    Lexer *lx = lang_lexer_new(src, names);
+    ItemParser *ip = lang_item_parser_lex(src, lx);
+    Checker *c = lang_checker_new(src, m);
+    rv_status st;
+    for (;;) {
+        Arena *a = arena_new();
+        Item *it;
+        st = lang_parse_item(ip, a, &it);
+        if (st == RV_OK && it)
+            st = lang_check_item(c, it);
+        arena_free(a);
+        if (st != RV_OK || !it)
+            break;
     }
+    rv_status cst = lang_checker_free(c);
     if (st == RV_OK)
-        st = lang_check(src, prog, m);
-    arena_free(a);
+        st = cst;
+    lang_item_parser_free(ip);
+    lang_lexer_free(lx);
+    arena_free(names);
     if (st != RV_OK) {
         rv_module_free(m);
         return st;
@@ -1038,7 +1083,7 @@ rv_status rv_module_schedule(rv_module *m, const char *target, const char *steps
         st = base_error(RV_ERR_SYNTAX, "%s: expected schedule steps only", src->name);
     Tensor *t;
     if (st == RV_OK)
-        st = schedule_target(m, src, prog->items[0], NULL, &t);
+        st = schedule_target(m, src, prog->items[0], &t);
     if (st == RV_OK)
         copy_schedule(m, prog->items[0], t, src);
     arena_free(a);

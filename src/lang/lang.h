@@ -24,11 +24,13 @@
  * (`name < extent`) are one shape wherever they occur, and both the parser
  * and the checker keep a chain of local scopes.
  *
- * Memory: the token array is freed once parsed, before the module is
- * built; token texts (one copy per distinct spelling) and the AST live in
- * an arena owned by the caller (the driver frees it once the module is
- * built); strings in the AST point into that arena. The IR lives in the
- * module's own arena.
+ * Memory: the driver (lang_parse_text) lexes, parses and checks one item
+ * at a time — tokens are lexed into a window as the parser needs them,
+ * and each item's AST lives in an arena freed once the item is checked —
+ * so a big program holds its IR plus one item. Token texts (one copy per
+ * distinct spelling), which AST names point to, live in an arena freed at
+ * the end. The IR lives in the module's own arena. lang_lex and lang_parse
+ * (whole arrays, whole programs) remain for tests and schedule text.
  */
 #ifndef RAVEL_LANG_H
 #define RAVEL_LANG_H
@@ -57,6 +59,15 @@ typedef struct Token {
     };
     SrcLoc loc;
 } Token;
+
+typedef Vec(Token) TokenVec;
+
+/* The lexer as a stream: each call appends the next token to *out (TK_EOF
+ * at the end, again on every later call). Token texts as for lang_lex. */
+typedef struct Lexer Lexer;
+Lexer *lang_lexer_new(const SrcFile *src, Arena *a);
+rv_status lang_lex_next(Lexer *lx, TokenVec *out);
+void lang_lexer_free(Lexer *lx);
 
 /* Splits src into tokens: the array (ending with TK_EOF) is the caller's
  * to base_free once parsed; the token texts, which the AST keeps, are
@@ -178,11 +189,28 @@ typedef struct Program {
  * located "expected X, found Y" diagnostic on malformed input. */
 rv_status lang_parse(const SrcFile *src, const Token *toks, Arena *a, Program **out);
 
+/* The same, one item at a time: the driver checks each item and frees its
+ * AST before the next is parsed, so a big program never holds more than
+ * one item's AST. *out is NULL at the end of the input. */
+typedef struct ItemParser ItemParser;
+ItemParser *lang_item_parser_new(const SrcFile *src, const Token *toks);
+/* Tokens from the lexer, as the parser needs them (the caller frees lx). */
+ItemParser *lang_item_parser_lex(const SrcFile *src, Lexer *lx);
+rv_status lang_parse_item(ItemParser *ip, Arena *a, Item **out);
+void lang_item_parser_free(ItemParser *ip);
+
 /* ---- check.c ---- */
 
 /* Elaborates the program into `m` (names, arities, extents, dtypes, UF
  * domains); RV_ERR_TYPE with a located diagnostic on the first error. */
 rv_status lang_check(const SrcFile *src, const Program *p, Module *m);
+
+/* The same, one item at a time, in program order (the item may be freed
+ * once checked); lang_checker_free returns the final status. */
+typedef struct Checker Checker;
+Checker *lang_checker_new(const SrcFile *src, Module *m);
+rv_status lang_check_item(Checker *c, const Item *it);
+rv_status lang_checker_free(Checker *c);
 /* Lexes, parses and checks text[0..len) into a new module (rv_module_parse
  * without the C string: text[len] must be NUL, and a NUL before it is a
  * located lexical error, not the end of the program). */

@@ -43,15 +43,15 @@ static const char *const puncts[] = {
     "<",  ">",  "!",  "=",  "(",  ")",  "[",  "]", "{", "}", ",", ":",
 };
 
-typedef struct Lexer {
+struct Lexer {
     const SrcFile *src;
     Arena *arena;
     const char *p;          /* current position */
     const char *line_start; /* start of the current line, for columns */
     int line;
-    Vec(Token) toks;
+    TokenVec *toks;   /* where lang_lex_next appends */
     StrMap spellings; /* one copy of each identifier and number in `arena` */
-} Lexer;
+};
 
 static SrcLoc loc_at(const Lexer *lx, const char *p) {
     SrcLoc loc = {lx->src->name, lx->line, (int)(p - lx->line_start) + 1};
@@ -81,7 +81,7 @@ static void push_text(Lexer *lx, TokenKind k, const char *text, const char *star
     t.kind = k;
     t.text = text;
     t.loc = loc_at(lx, start);
-    vec_push(&lx->toks, t);
+    vec_push(lx->toks, t);
 }
 
 /* Appends a token spelled by source[start, end). A big program repeats
@@ -143,7 +143,7 @@ static rv_status lex_number(Lexer *lx) {
     if (is_ident_char(*q))
         return lex_error(lx, start, "malformed number: a letter follows the digits");
     push(lx, is_float ? TK_FLOAT : TK_INT, start, q);
-    Token *t = &vec_last(&lx->toks);
+    Token *t = &vec_last(lx->toks);
     errno = 0;
     if (is_float) {
         t->fval = strtod(t->text, NULL);
@@ -235,39 +235,60 @@ static rv_status lex_punct(Lexer *lx) {
     return base_diag(RV_ERR_SYNTAX, lx->src, loc_at(lx, lx->p), "unknown character 0x%02x", c);
 }
 
+Lexer *lang_lexer_new(const SrcFile *src, Arena *a) {
+    Lexer *lx = base_xcalloc(1, sizeof *lx);
+    lx->src = src;
+    lx->arena = a;
+    lx->p = lx->line_start = src->text;
+    lx->line = 1;
+    if (src->len >= 3 && memcmp(src->text, "\xEF\xBB\xBF", 3) == 0)
+        lx->p = lx->line_start = src->text + 3;
+    return lx;
+}
+
+rv_status lang_lex_next(Lexer *lx, TokenVec *out) {
+    lx->toks = out;
+    skip_space(lx);
+    char c = *lx->p;
+    if (c == '\0' && at_end(lx, lx->p)) {
+        push_text(lx, TK_EOF, "", lx->p);
+        return RV_OK;
+    }
+    if (c == '\0')
+        return nul_error(lx, lx->p);
+    if (isdigit((unsigned char)c))
+        return lex_number(lx);
+    if (c == '"')
+        return lex_string(lx);
+    if (isalpha((unsigned char)c) || c == '_')
+        return lex_word(lx);
+    return lex_punct(lx);
+}
+
+void lang_lexer_free(Lexer *lx) {
+    if (!lx)
+        return;
+    strmap_free(&lx->spellings);
+    base_free(lx);
+}
+
 rv_status lang_lex(const SrcFile *src, Arena *a, Token **out, int *ntok) {
-    Lexer lx = {src, a, src->text, src->text, 1, {0}, {0}};
-    rv_status st = RV_OK;
+    Lexer *lx = lang_lexer_new(src, a);
+    TokenVec toks = {0};
+    rv_status st;
     *out = NULL;
     *ntok = 0;
-    if (src->len >= 3 && memcmp(src->text, "\xEF\xBB\xBF", 3) == 0)
-        lx.p = lx.line_start = src->text + 3;
-    for (;;) {
-        skip_space(&lx);
-        char c = *lx.p;
-        if (c == '\0' && at_end(&lx, lx.p))
-            break;
-        if (c == '\0')
-            st = nul_error(&lx, lx.p);
-        else if (isdigit((unsigned char)c))
-            st = lex_number(&lx);
-        else if (c == '"')
-            st = lex_string(&lx);
-        else if (isalpha((unsigned char)c) || c == '_')
-            st = lex_word(&lx);
-        else
-            st = lex_punct(&lx);
-        if (st != RV_OK) {
-            vec_free(&lx.toks);
-            strmap_free(&lx.spellings);
-            return st;
-        }
+    do
+        st = lang_lex_next(lx, &toks);
+    while (st == RV_OK && vec_last(&toks).kind != TK_EOF);
+    lang_lexer_free(lx);
+    if (st != RV_OK) {
+        vec_free(&toks);
+        return st;
     }
-    push_text(&lx, TK_EOF, "", lx.p);
-    strmap_free(&lx.spellings);
-    *ntok = lx.toks.len;
+    *ntok = toks.len;
     /* handed over, trimmed to size; the caller frees it once parsed */
-    *out = base_xrealloc(lx.toks.data, sizeof(Token) * (size_t)lx.toks.len);
+    *out = base_xrealloc(toks.data, sizeof(Token) * (size_t)toks.len);
     return RV_OK;
 }
 

@@ -32,6 +32,13 @@
 typedef struct Parser {
     const SrcFile *src;
     const Token *tok; /* current token */
+    /* Streaming (lx set): tokens are lexed as the parser needs them into a
+     * window holding the current item's tokens and the lookahead, so a big
+     * program never holds all its tokens. Otherwise tok walks a whole
+     * array. */
+    Lexer *lx;
+    TokenVec win;
+    int pos; /* tok == &win.data[pos] */
     Arena *arena;
     StrMap globals;           /* item names declared so far */
     Vec(const char *) locals; /* visible binders, innermost last */
@@ -61,9 +68,35 @@ static bool failed(const Parser *p) {
     return p->st != RV_OK;
 }
 
+/* The parser looks at most this many tokens past the current one. */
+#define LOOKAHEAD 3
+
+/* Streaming: lexes until LOOKAHEAD tokens follow the current one (or the
+ * end), then re-points tok, as the window may have moved. A lexical error
+ * ends the window with TK_EOF, so parsing unwinds; once parsing failed,
+ * nothing more is lexed (its diagnostic would replace the first one). */
+static void fill(Parser *p) {
+    while (p->win.len - p->pos <= LOOKAHEAD &&
+           (p->win.len == 0 || vec_last(&p->win).kind != TK_EOF)) {
+        rv_status st = p->st == RV_OK ? lang_lex_next(p->lx, &p->win) : p->st;
+        if (st != RV_OK) {
+            p->st = st;
+            Token eof = {.kind = TK_EOF, .text = ""};
+            vec_push(&p->win, eof);
+        }
+    }
+    p->tok = &p->win.data[p->pos];
+}
+
 static void next(Parser *p) {
-    if (p->tok->kind != TK_EOF)
+    if (p->tok->kind == TK_EOF)
+        return;
+    if (!p->lx) {
         p->tok++;
+        return;
+    }
+    p->pos++;
+    fill(p);
 }
 
 /* Consumes the punctuator `s` or reports it missing. */
@@ -324,14 +357,15 @@ static Node *parse_unary(Parser *p) {
 }
 
 static Node *parse_unary_nested(Parser *p) {
-    const Token *t = p->tok;
-    if (is_punct(t, "-") || is_punct(t, "!")) {
+    if (is_punct(p->tok, "-") || is_punct(p->tok, "!")) {
+        SrcLoc loc = p->tok->loc; /* the token may move while the operand is read */
+        ExprKind op = is_punct(p->tok, "-") ? EX_NEG : EX_NOT;
         next(p);
         Node *a = parse_unary(p);
         if (!a)
             return NULL;
-        Node *n = new_node(p, ND_UNARY, t->loc);
-        n->op = is_punct(t, "-") ? EX_NEG : EX_NOT;
+        Node *n = new_node(p, ND_UNARY, loc);
+        n->op = op;
         n->nargs = 1;
         n->args = arena_alloc(p->arena, sizeof(Node *));
         n->args[0] = a;
@@ -462,7 +496,7 @@ static Item *new_item(Parser *p, ItemKind k) {
 
 static void declare(Parser *p, Item *it) {
     if (it->name)
-        strmap_put(&p->globals, it->name, it);
+        strmap_put(&p->globals, it->name, (void *)it->name);
 }
 
 /* A signed integer literal (size ranges). */
@@ -709,23 +743,69 @@ static Item *parse_item(Parser *p) {
     return NULL;
 }
 
-rv_status lang_parse(const SrcFile *src, const Token *toks, Arena *a, Program **out) {
-    Parser p = {src, toks, a, {0}, {0}, 0, RV_OK};
-    Vec(Item *) items = {0};
-    while (p.tok->kind != TK_EOF) {
-        Item *it = parse_item(&p);
-        if (failed(&p))
-            break;
-        if (it->kind != IT_SCHEDULE)
-            declare(&p, it);
-        vec_push(&items, it);
+struct ItemParser {
+    Parser p;
+};
+
+ItemParser *lang_item_parser_new(const SrcFile *src, const Token *toks) {
+    ItemParser *ip = base_xcalloc(1, sizeof *ip);
+    ip->p.src = src;
+    ip->p.tok = toks;
+    return ip;
+}
+
+ItemParser *lang_item_parser_lex(const SrcFile *src, Lexer *lx) {
+    ItemParser *ip = base_xcalloc(1, sizeof *ip);
+    ip->p.src = src;
+    ip->p.lx = lx;
+    fill(&ip->p);
+    return ip;
+}
+
+rv_status lang_parse_item(ItemParser *ip, Arena *a, Item **out) {
+    Parser *p = &ip->p;
+    *out = NULL;
+    if (p->lx) { /* drop the tokens of the items before */
+        p->win.len -= p->pos;
+        memmove(p->win.data, p->win.data + p->pos, sizeof(Token) * (size_t)p->win.len);
+        p->pos = 0;
+        fill(p);
     }
+    if (p->st != RV_OK || p->tok->kind == TK_EOF)
+        return p->st;
+    p->arena = a;
+    Item *it = parse_item(p);
+    p->arena = NULL;
+    if (failed(p))
+        return p->st;
+    /* only has() is asked of the names: the item itself may be freed */
+    if (it->kind != IT_SCHEDULE)
+        declare(p, it);
+    *out = it;
+    return RV_OK;
+}
+
+void lang_item_parser_free(ItemParser *ip) {
+    if (!ip)
+        return;
+    vec_free(&ip->p.locals);
+    vec_free(&ip->p.win);
+    strmap_free(&ip->p.globals);
+    base_free(ip);
+}
+
+rv_status lang_parse(const SrcFile *src, const Token *toks, Arena *a, Program **out) {
+    ItemParser *ip = lang_item_parser_new(src, toks);
+    Vec(Item *) items = {0};
+    Item *it;
+    rv_status st;
+    while ((st = lang_parse_item(ip, a, &it)) == RV_OK && it)
+        vec_push(&items, it);
+    lang_item_parser_free(ip);
     Program *prog = arena_alloc(a, sizeof(Program));
     prog->nitems = items.len;
     prog->items = arena_memdup(a, items.data, sizeof(Item *) * (size_t)items.len);
     vec_free(&items);
-    vec_free(&p.locals);
-    strmap_free(&p.globals);
-    *out = p.st == RV_OK ? prog : NULL;
-    return p.st;
+    *out = st == RV_OK ? prog : NULL;
+    return st;
 }

@@ -11,8 +11,9 @@
  * sizes, which must not depend on loop variables). Fixed values stay
  * symbolic (`io*32`), so the region of a tile is [io*32, io*32 + 31].
  *
- * Requires: integer expressions whose divisions and moduli are by positive
- * constants where a varying operand is involved (others give `false`).
+ * Requires: integer expressions whose divisions are by positive constants
+ * and moduli by positive values where a varying operand is involved
+ * (others give `false`).
  * Guarantees: for every assignment within the ranges, lo <= e <= hi.
  */
 #include "lower/lower.h"
@@ -41,6 +42,11 @@ static bool positive_const(const Expr *e, int64_t *v) {
 static bool nonneg(const Expr *e) {
     int64_t lo, hi;
     return ir_int_bounds(e, &lo, &hi) && lo >= 0;
+}
+
+static bool positive(const Expr *e) {
+    int64_t lo, hi;
+    return ir_int_bounds(e, &lo, &hi) && lo >= 1;
 }
 
 static bool range_var(Bounds *b, Expr *e, Range *out) {
@@ -157,10 +163,21 @@ static bool range_compute(Bounds *b, Expr *e, Range *out) {
             out->lo = out->hi = bin(m, e->kind, x.lo, y.lo);
             return true;
         }
-        if (!is_fixed(&y) || !positive_const(y.lo, &c) || (e->kind == EX_MOD && !nonneg(x.lo)))
+        if (e->kind == EX_MOD && !nonneg(x.lo))
+            return false;
+        if (is_fixed(&y) && positive_const(y.lo, &c)) {
+            out->lo = ir_int(m, 0);
+            out->hi = ir_int(m, c - 1);
+            return true;
+        }
+        /* a divisor known positive (a size in 1..N): below its largest
+         * value, and below x's for x >= 0 */
+        if (!positive(y.lo))
             return false;
         out->lo = ir_int(m, 0);
-        out->hi = ir_int(m, c - 1);
+        out->hi = bin(m, EX_SUB, y.hi, ir_int(m, 1));
+        if (nonneg(x.lo))
+            out->hi = bin(m, EX_MIN, out->hi, x.hi);
         return true;
     case EX_SELECT:
         if (!range_rec(b, e->args[1], &x) || !range_rec(b, e->args[2], &y))
@@ -202,8 +219,8 @@ static bool range_compute(Bounds *b, Expr *e, Range *out) {
         const Ufun *f = e->u.buf->uf;
         if (!f)
             return false;
-        out->lo = ir_cast(m, e->dtype, f->lo);
-        out->hi = ir_cast(m, e->dtype, f->hi);
+        out->lo = ir_cast(m, e->dtype, f->lo_dom);
+        out->hi = ir_cast(m, e->dtype, f->hi_dom);
         return true;
     }
     default:

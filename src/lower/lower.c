@@ -40,9 +40,12 @@
  * already prove becomes `if !ok: fail N` before the use, with the read at
  * offset 0 or the division by 1 where it fails, so a kernel never reads
  * out of bounds nor traps. The simplifier drops the checks that the loop
- * context proves (all of them in the examples). Extents and predicates
- * the schedule evaluates are not checked here: the host computes the
- * layouts before any kernel runs, and ravel check proves UF arguments.
+ * context proves (all of them in the examples). A conditional's predicate
+ * is checked like a value, a nested reduction's extents before their
+ * loops. Indices and extents the schedule itself evaluates (its loops'
+ * bounds, regions, the prelude) get only the safe offset or divisor: the
+ * host computes the layouts before any kernel runs, and ravel check
+ * proves the UF arguments it can.
  *
  * Every kernel takes all sizes of the module, then the UF arrays, tensor
  * buffers and AUX arrays it uses, in that order. lower_pipeline then runs
@@ -55,8 +58,9 @@
 
 /* Bytes a local buffer may take on the stack; larger ones use scratch. */
 #define LOCAL_STACK_BYTES (256 * 1024)
-/* IterVars per stage the nest state tracks. */
-#define MAX_IVS 64
+/* IterVars per stage the nest state tracks (the schedule checker keeps
+ * stages within it). */
+#define MAX_IVS SCHED_MAX_IVS
 
 typedef struct View {
     Buffer *buf;
@@ -234,13 +238,12 @@ static Expr *lower_reduce(ExprCtx *x, Expr *e) {
     int n = e->u.red.naxes;
     Axis *vars[RV_MAX_DIMS];
     Expr *exts[RV_MAX_DIMS];
+    Stmt *checks[RV_MAX_DIMS]; /* extents have no reductions, but may have checks */
     for (int i = 0; i < n; i++) {
         Axis *ax = e->u.red.axes[i];
         ExprCtx ex = {c, {0}, NULL, RV_OK, x->checked};
         exts[i] = lower_expr(&ex, ax->extent);
-        /* extents have no reductions, but may have checks: run them first */
-        for (int k = 0; k < ex.pre.len; k++)
-            vec_push(&x->pre, ex.pre.data[k]);
+        checks[i] = lower_seq(m, ex.pre.len, ex.pre.data);
         vec_free(&ex.pre);
         if (!exts[i]) {
             x->st = ex.st;
@@ -259,8 +262,12 @@ static Expr *lower_reduce(ExprCtx *x, Expr *e) {
     vec_push(&inner.pre, reduce_update(m, rk, acc, zero, arg, vars[0]->var, v));
     Stmt *body = lower_seq(m, inner.pre.len, inner.pre.data);
     vec_free(&inner.pre);
-    for (int i = n - 1; i >= 0; i--)
-        body = lower_for(m, vars[i], exts[i], LOOP_SERIAL, body);
+    /* an extent's checks run right before its loop, inside the loops of
+     * the axes it may use */
+    for (int i = n - 1; i >= 0; i--) {
+        Stmt *both[2] = {checks[i], lower_for(m, vars[i], exts[i], LOOP_SERIAL, body)};
+        body = lower_seq(m, 2, both);
+    }
     vec_push(&x->pre, lower_store(m, acc, zero, reduce_init(m, rk, vt)));
     if (arg)
         vec_push(&x->pre, lower_store(m, arg, zero, ir_int(m, -1)));
@@ -801,7 +808,7 @@ static Expr *source_in_bounds(LowerCtx *c, Nest *n) {
             ir_binary(m, EX_AND, ir_binary(m, EX_GE, v, ir_int(m, 0)), ir_binary(m, EX_LT, v, e));
         g = g ? ir_binary(m, EX_AND, g, p) : p;
     }
-    return g ? simp(c, g) : NULL;
+    return g ? simp(c, g) : ir_bool(m, true); /* a 0-dim tensor: its one element */
 }
 
 /* Does the stage pad one of its loops (its reads may then reach into
@@ -1097,13 +1104,20 @@ static bool reader_region(LowerCtx *c, Nest *n, Stage *reader, Stage *p, bool cl
         if (reader->attach != ATTACH_AT)
             return false;
         Range rr[RV_MAX_DIMS];
-        if (!infer_region(c, n, reader, clip && !reader->local_pad, rr))
+        /* a region bounds inference cannot tell: attach_one computes the
+         * whole tensor (a padded reader is rejected there) */
+        bool whole = !infer_region(c, n, reader, clip && !reader->local_pad, rr);
+        if (whole && reader->local_pad)
             return false;
         PtrMap vary = {0};
         for (int d = 0; d < reader->t->ndim; d++) {
             Expr *full = lower_index(c, reader->t->axes[d]->extent);
             if (!full)
                 return false;
+            if (whole) {
+                rr[d].lo = ir_int(m, 0);
+                rr[d].hi = ir_binary(m, EX_SUB, full, ir_int(m, 1));
+            }
             rr[d].lo = simp(c, rr[d].lo);
             rr[d].hi = simp(c, rr[d].hi);
             if (clip && !reader->local_pad) {
@@ -1162,17 +1176,38 @@ static bool infer_region(LowerCtx *c, Nest *n, Stage *p, bool clip, Range *reg) 
 static Stmt *stage_nest(LowerCtx *c, Stage *st, Expr *const *origin, Expr *const *ext,
                         const View *view);
 
-static Stmt *sched_error(LowerCtx *c, const char *fmt, ...) RV_PRINTF(2, 3);
-static Stmt *sched_error(LowerCtx *c, const char *fmt, ...) {
+/* A schedule error; about stage p computed at a loop (p may be NULL), it
+ * is located at the step that placed p (`ravel check` lowers the schedule
+ * and reports it there: only bounds inference can tell). */
+static Stmt *schedule_verror(LowerCtx *c, const Stage *p, const char *fmt, va_list ap) {
     if (c->st != RV_OK)
         return NULL;
     Buf b = {0};
+    buf_vprintf(&b, fmt, ap);
+    if (p && p->at_step)
+        c->st = base_diag(RV_ERR_SCHEDULE, p->at_src ? p->at_src : c->m->src, p->at_step->loc,
+                          "%s: %s", p->at_step->prim, buf_str(&b));
+    else
+        c->st = base_error(RV_ERR_SCHEDULE, "%s", buf_str(&b));
+    buf_free(&b);
+    return NULL;
+}
+
+static Stmt *sched_error(LowerCtx *c, const char *fmt, ...) RV_PRINTF(2, 3);
+static Stmt *sched_error(LowerCtx *c, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    buf_vprintf(&b, fmt, ap);
+    schedule_verror(c, NULL, fmt, ap);
     va_end(ap);
-    c->st = base_error(RV_ERR_SCHEDULE, "%s", buf_str(&b));
-    buf_free(&b);
+    return NULL;
+}
+
+static Stmt *stage_error(LowerCtx *c, const Stage *p, const char *fmt, ...) RV_PRINTF(3, 4);
+static Stmt *stage_error(LowerCtx *c, const Stage *p, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    schedule_verror(c, p, fmt, ap);
+    va_end(ap);
     return NULL;
 }
 
@@ -1184,6 +1219,7 @@ typedef struct PadReads {
     const Stage *p;
     const PtrMap *vary;
     const char *bad;
+    bool bad_uf; /* bad names a ufun, which no cache_read can pad */
 } PadReads;
 
 static bool provably_lt(LowerCtx *c, Expr *a, Expr *b) {
@@ -1192,21 +1228,36 @@ static bool provably_lt(LowerCtx *c, Expr *a, Expr *b) {
     return ir_is_const_int(t, &v) && v;
 }
 
+/* Is index d of a read of a tensor or UF (its axes, the read's indices)
+ * inside its extent for every element of the tile? An extent over outer
+ * axes (l < len[b]) is taken at the read's outer indices, at its least
+ * over the tile. */
+static bool index_inside(PadReads *pr, Axis *const *axes, Expr *const *args, int d) {
+    Module *m = pr->c->m;
+    if (!axes[d]->extent)
+        return false;
+    PtrMap at = {0};
+    for (int j = 0; j < d; j++)
+        ptrmap_put(&at, axes[j], args[j]);
+    Expr *ext = ir_substitute(m, axes[d]->extent, &at);
+    ptrmap_free(&at);
+    Range r, e;
+    return ext && lower_bounds_range(m, args[d], pr->vary, false, &r) &&
+           lower_bounds_range(m, ext, pr->vary, false, &e) &&
+           provably_lt(pr->c, ir_int(m, -1), r.lo) && provably_lt(pr->c, r.hi, e.lo);
+}
+
 static void pad_reads_fn(const Expr *e, void *ctx) {
     PadReads *pr = ctx;
     if (pr->bad)
         return;
     if (e->kind == EX_UFCALL) {
         /* a UF indexed past the end of the tile would be read out of range */
-        Module *m = pr->c->m;
-        for (int d = 0; d < e->n && !pr->bad; d++) {
-            Range r;
-            Expr *ext = e->u.uf->args[d]->extent;
-            Expr *full = ext ? lower_index(pr->c, ext) : NULL;
-            if (!full || !lower_bounds_range(m, e->args[d], pr->vary, false, &r) ||
-                !provably_lt(pr->c, ir_int(m, -1), r.lo) || !provably_lt(pr->c, r.hi, full))
+        for (int d = 0; d < e->n && !pr->bad; d++)
+            if (!index_inside(pr, e->u.uf->args, e->args, d)) {
                 pr->bad = e->u.uf->name;
-        }
+                pr->bad_uf = true;
+            }
         return;
     }
     if (e->kind != EX_READ)
@@ -1215,19 +1266,13 @@ static void pad_reads_fn(const Expr *e, void *ctx) {
     if (src && src->kind == STAGE_CACHE_READ && src->local_pad && src->attach == ATTACH_AT &&
         src->at == pr->p)
         return;
-    Module *m = pr->c->m;
-    for (int d = 0; d < e->n && !pr->bad; d++) {
-        Range r;
-        Expr *ext = e->u.tensor->axes[d]->extent;
-        Expr *full = ext ? lower_index(pr->c, ext) : NULL;
-        if (!full || !lower_bounds_range(m, e->args[d], pr->vary, false, &r) ||
-            !provably_lt(pr->c, ir_int(m, -1), r.lo) || !provably_lt(pr->c, r.hi, full))
+    for (int d = 0; d < e->n && !pr->bad; d++)
+        if (!index_inside(pr, e->u.tensor->axes, e->args, d))
             pr->bad = e->u.tensor->name;
-    }
 }
 
 static const char *padded_reads_outside(LowerCtx *c, const Stage *p, Expr *const *origin,
-                                        Expr *const *ext) {
+                                        Expr *const *ext, bool *is_uf) {
     Module *m = c->m;
     PtrMap vary = {0};
     Range rs[RV_MAX_DIMS];
@@ -1237,9 +1282,10 @@ static const char *padded_reads_outside(LowerCtx *c, const Stage *p, Expr *const
             simp(c, ir_binary(m, EX_SUB, ir_binary(m, EX_ADD, origin[d], ext[d]), ir_int(m, 1)));
         ptrmap_put(&vary, p->t->axes[d], &rs[d]);
     }
-    PadReads pr = {c, p, &vary, NULL};
+    PadReads pr = {c, p, &vary, NULL, false};
     ir_visit(p->body, pad_reads_fn, &pr);
     ptrmap_free(&vary);
+    *is_uf = pr.bad_uf;
     return pr.bad;
 }
 
@@ -1260,7 +1306,7 @@ static Stmt *attach_one(LowerCtx *c, Nest *n, Stage *p, Stmt *rest_placeholder, 
             return NULL;
         if (!have) {
             if (p->local_pad)
-                return sched_error(c, "cannot bound the tile of %s that %s reads", p->name,
+                return stage_error(c, p, "cannot bound the tile of %s that %s reads", p->name,
                                    n->st->name);
             /* the whole tensor */
             origin[d] = ir_int(m, 0);
@@ -1285,7 +1331,7 @@ static Stmt *attach_one(LowerCtx *c, Nest *n, Stage *p, Stmt *rest_placeholder, 
         ub = ub ? simp(c, ub) : NULL;
         if (!ub || !sizes_only(ub)) {
             if (p->local_pad || !sizes_only(full))
-                return sched_error(c, "cannot bound the tile of %s that %s reads", p->name,
+                return stage_error(c, p, "cannot bound the tile of %s that %s reads", p->name,
                                    n->st->name);
             ub = full;
         } else if (!p->local_pad) {
@@ -1311,9 +1357,15 @@ static Stmt *attach_one(LowerCtx *c, Nest *n, Stage *p, Stmt *rest_placeholder, 
         alloc[inner] =
             simp(c, ir_binary(m, EX_MUL, ceil_div(m, alloc[inner], p->align), ir_int(m, p->align)));
     if (p->local_pad && p->kind != STAGE_CACHE_READ) {
-        const char *bad = padded_reads_outside(c, p, origin, ext);
+        bool is_uf;
+        const char *bad = padded_reads_outside(c, p, origin, ext, &is_uf);
+        if (bad && is_uf)
+            return stage_error(c, p,
+                               "%s computes whole tiles (pad=1), which would read ufun '%s' "
+                               "outside its domain (a ufun cannot be padded: drop pad=1)",
+                               p->name, bad);
         if (bad)
-            return sched_error(c,
+            return stage_error(c, p,
                                "%s computes whole tiles (pad=1), which would read %s outside its "
                                "bounds; add `cache_read(%s, pad=1)` to the schedule of %s and "
                                "compute it at a loop of %s",

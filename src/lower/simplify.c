@@ -292,12 +292,25 @@ static int64_t mag_mul(int64_t v, int64_t k) {
     return __builtin_mul_overflow(v, k, &r) ? INT64_MAX : r;
 }
 
+/* Does e read a tensor element or an accumulator (not a UF or prelude
+ * array, whose values are indices)? */
+static bool reads_values(const Expr *e) {
+    if (e->kind == EX_LOAD && !e->u.buf->uf && e->u.buf->scope != BUF_AUX)
+        return true;
+    for (int i = 0; i < e->n; i++)
+        if (reads_values(e->args[i]))
+            return true;
+    return false;
+}
+
 /* The largest magnitude term i of L can have in scope (INT64_MAX: not
- * known to fit). */
+ * known to fit). An index atom without known bounds (a row start of a
+ * prelude array) counts as 0: index arithmetic is assumed not to overflow,
+ * as everywhere in this pass. */
 static int64_t term_mag(Simp *S, const Lin *L, int i) {
     Ival iv = lower_ival_of(S, L->t[i].x);
     if (!iv.ok)
-        return INT64_MAX;
+        return reads_values(L->t[i].x) ? INT64_MAX : 0;
     int64_t lo = mag_mul(iv.lo, L->t[i].c), hi = mag_mul(iv.hi, L->t[i].c);
     return lo > hi ? lo : hi;
 }
@@ -307,7 +320,8 @@ static int64_t term_mag(Simp *S, const Lin *L, int i) {
  * partial sums and products are values the original never formed:
  * `acc < X[k] - Y[k]` as `acc + Y[k] < X[k]` overflows at acc = INT64_MIN.
  * Index arithmetic ranges over loop extents, sizes and UF ranges and is
- * proved in range here; tensor values and accumulators are unbounded, so
+ * proved in range here (or, for prelude row starts, assumed to be, as in
+ * the rest of the pass); tensor values and accumulators are unbounded, so
  * a rewrite of them is kept only when it adds no intermediate. is_result
  * says the form's value is the value of the expression it replaces (which
  * fits, or the program is in error): then a single operation is safe. */

@@ -1,25 +1,14 @@
 /*
  * api.c — the public entry points of schedules (include/ravel.h).
  *
- * Both build the module's schedule to inspect it and drop it: they run in
- * an IR scope (src/ir/scope.c), so the stages and expressions they build
- * are freed on return and the module is as it was, however often a tuner
- * or a fuzzer asks.
+ * The trace builds the module's schedule to print it and drops it: it
+ * runs in an IR scope (src/ir/scope.c), so the stages and expressions it
+ * builds are freed on return and the module is as it was, however often a
+ * tuner or a fuzzer asks.
  */
 #include "sched/sched.h"
 
-rv_status rv_module_check_schedule(rv_module *m) {
-    if (!m)
-        return base_error(RV_ERR_ARG, "rv_module_check_schedule: module is NULL");
-    IrScope scope;
-    ir_scope_begin(m, &scope);
-    Schedule *s;
-    rv_status st = sched_from_module(m, &s);
-    if (st == RV_OK)
-        sched_free(s);
-    ir_scope_end(&scope);
-    return st;
-}
+/* rv_module_check_schedule: src/lower/check.c (it lowers the schedule) */
 
 char *rv_module_schedule_trace(rv_module *m) {
     if (!m) {

@@ -225,6 +225,40 @@ static rv_status check_order(Ctx *c, SrcLoc loc) {
     return RV_OK;
 }
 
+/* A stage computed inside st runs before its reader: at the loop where
+ * the reader (or the stage of st that contains it) is computed, or at a
+ * loop around it. */
+static rv_status check_producers_enclose(Ctx *c, SrcLoc loc) {
+    Stage *st = c->st;
+    for (int i = 0; i < c->s->stages.len; i++) {
+        Stage *q = c->s->stages.data[i];
+        if (q->attach != ATTACH_AT || q->at != st)
+            continue;
+        for (int j = 0; j < c->s->stages.len; j++) { /* every reader of q */
+            Stage *w = c->s->stages.data[j];
+            if (w->t == q->t || w->attach == ATTACH_INLINE || !sched_stage_reads_tensor(w, q->t))
+                continue;
+            while (w != st && w->attach == ATTACH_AT && w->at != st)
+                w = w->at;
+            if (w == st || w->attach != ATTACH_AT)
+                continue; /* read by st itself (or not placed in st) */
+            int pq = q->at_iv ? leaf_index(st, q->at_iv) : -1;
+            int pw = w->at_iv ? leaf_index(st, w->at_iv) : -1;
+            if (pq > pw && !w->at_iv)
+                return fail(c, loc,
+                            "%s would be computed at loop %s, after %s reads it (%s is computed at "
+                            "the top of %s)",
+                            q->name, q->at_iv->name, w->name, w->name, st->name);
+            if (pq > pw)
+                return fail(c, loc,
+                            "%s would be computed at loop %s, inside loop %s where %s, which reads "
+                            "it, is computed",
+                            q->name, q->at_iv->name, w->at_iv->name, w->name);
+        }
+    }
+    return RV_OK;
+}
+
 /* ---- loop primitives ---- */
 
 static IterVar *iv_new(Schedule *s, Stage *st, const char *name, IterRel rel, bool reduce) {
@@ -239,6 +273,19 @@ static IterVar *iv_new(Schedule *s, Stage *st, const char *name, IterRel rel, bo
     return v;
 }
 
+/* A stage computed at loop v is placed in v's body; once v is split or
+ * fused it has no body of its own (the stage would never be computed). */
+static rv_status check_no_stage_at(Ctx *c, const IterVar *v, SrcLoc loc) {
+    for (int i = 0; i < c->s->stages.len; i++) {
+        const Stage *p = c->s->stages.data[i];
+        if (p->attach == ATTACH_AT && p->at == c->st && p->at_iv == v)
+            return fail(c, loc,
+                        "%s is computed at loop %s; transform %s before compute_at(%s, ...)",
+                        p->name, v->name, v->name, p->name);
+    }
+    return RV_OK;
+}
+
 static rv_status do_split(Ctx *c, IterVar *v, int64_t f, TailMode tail, const char *on,
                           const char *in, IterVar **po, IterVar **pi) {
     Stage *st = c->st;
@@ -247,6 +294,8 @@ static rv_status do_split(Ctx *c, IterVar *v, int64_t f, TailMode tail, const ch
         return fail(c, loc, "loop %s is already %s; split it before choosing its kind", v->name,
                     sched_loop_kind_name(v->kind));
     rv_status r;
+    if ((r = check_no_stage_at(c, v, loc)) != RV_OK)
+        return r;
     if ((r = check_new_name(c, on, loc)) != RV_OK || (r = check_new_name(c, in, loc)) != RV_OK)
         return r;
     if (strcmp(on, in) == 0)
@@ -319,6 +368,8 @@ static rv_status do_reorder(Ctx *c, IterVar *const *vs, int n, SrcLoc loc) {
     for (int a = 0; a < n; a++)
         st->leaves.data[pos[a]] = vs[a];
     rv_status r = check_order(c, loc);
+    if (r == RV_OK)
+        r = check_producers_enclose(c, loc);
     if (r != RV_OK)
         memcpy(st->leaves.data, saved, sizeof(IterVar *) * (size_t)st->leaves.len);
     base_free(saved);
@@ -380,6 +431,8 @@ static rv_status prim_fuse(Ctx *c) {
         return fail(c, loc, "cannot fuse a reduction loop with a spatial loop");
     if (a->kind != LOOP_SERIAL || b->kind != LOOP_SERIAL)
         return fail(c, loc, "fuse loops before choosing their kinds");
+    if ((r = check_no_stage_at(c, a, loc)) != RV_OK || (r = check_no_stage_at(c, b, loc)) != RV_OK)
+        return r;
     for (int i = 0; i < st->ivs.len; i++) {
         IterVar *rb = st->ivs.data[i];
         if (rb->rel != IV_ROOT || !sched_iv_derives_from(b, rb) || !rb->axis->extent)
@@ -693,13 +746,14 @@ static rv_status check_at_loop(Ctx *c, const Stage *q) {
  * through other stages computed there). Several readers are fine: the
  * region is their union (layernorm's row mean, read by the variance and
  * the output). Checked once every block is applied, so the order of the
- * compute_at steps does not matter; c->step is q's placement. */
-static rv_status check_readers(Ctx *c, const Stage *q) {
-    SrcLoc loc = c->step->loc;
+ * compute_at steps does not matter; an error is located at the later of
+ * the two placements in conflict (q's, or that of the reader's stage
+ * computed in h). */
+static rv_status check_readers(Schedule *s, const Stage *q) {
     const Stage *h = q->at;
     int at = q->at_iv ? leaf_index(h, q->at_iv) : -1;
-    for (int i = 0; i < c->s->stages.len; i++) {
-        const Stage *r = c->s->stages.data[i];
+    for (int i = 0; i < s->stages.len; i++) {
+        const Stage *r = s->stages.data[i];
         if (r->t == q->t || r->attach == ATTACH_INLINE || !sched_stage_reads_tensor(r, q->t))
             continue;
         const Stage *w = r, *last = NULL;
@@ -707,13 +761,16 @@ static rv_status check_readers(Ctx *c, const Stage *q) {
             last = w;
             w = w->at;
         }
+        const Stage *by = last && last->at_seq > q->at_seq ? last : q;
+        Ctx c = {s, by->at, by->at_step, by->at_src};
+        SrcLoc loc = by->at_step->loc;
         if (w != h)
-            return fail(c, loc,
+            return fail(&c, loc,
                         "%s is read by %s, which is not computed inside %s; a stage computed at "
                         "a loop of %s can only be read there",
                         q->name, r->name, h->name, h->name);
         if (last && (last->at_iv ? leaf_index(h, last->at_iv) : -1) < at)
-            return fail(c, loc,
+            return fail(&c, loc,
                         "%s is read by %s, which is computed at %s of %s, outside loop %s where %s "
                         "is computed",
                         q->name, r->name, last->at_iv ? last->at_iv->name : "the top", h->name,
@@ -727,8 +784,7 @@ rv_status sched_check_placements(Schedule *s) {
         Stage *q = s->stages.data[i];
         if (q->attach != ATTACH_AT)
             continue;
-        Ctx c = {s, q->at, q->at_step, q->at_src};
-        rv_status r = check_readers(&c, q);
+        rv_status r = check_readers(s, q);
         if (r != RV_OK)
             return r;
     }
@@ -784,12 +840,21 @@ static rv_status prim_compute_at(Ctx *c) {
                         "compute it at a loop outside the reduction loops",
                         p->name, st->name, v->name);
     }
+    AttachKind was = p->attach;
+    Stage *was_at = p->at;
+    IterVar *was_iv = p->at_iv;
     p->attach = ATTACH_AT;
     p->at = st;
     p->at_iv = v;
     p->at_step = c->step;
     p->at_src = c->src;
-    return RV_OK;
+    p->at_seq = c->s->nsteps;
+    if ((r = check_producers_enclose(c, loc)) != RV_OK) {
+        p->attach = was;
+        p->at = was_at;
+        p->at_iv = was_iv;
+    }
+    return r;
 }
 
 /* Rewrites reads of tensor `from`: fn builds the replacement of one read
@@ -1149,6 +1214,7 @@ static rv_status prim_cache_read(Ctx *c) {
     l->attach = ATTACH_AT;
     l->at_step = c->step;
     l->at_src = c->src;
+    l->at_seq = c->s->nsteps;
     l->at = st;
     insert_before(c->s, l, st);
     return RV_OK;
@@ -1181,40 +1247,6 @@ static Expr *replace_node(Module *m, Expr *e, ReplaceCtx *rc) {
     return r;
 }
 
-typedef struct UfAlong {
-    const Tensor *t;
-    const Expr *found; /* a UF call indexed by an axis of t */
-} UfAlong;
-
-static void uf_along_fn(const Expr *e, void *ctx) {
-    UfAlong *u = ctx;
-    if (u->found || e->kind != EX_UFCALL)
-        return;
-    for (int d = 0; d < u->t->ndim; d++)
-        if (ir_uses_axis(e, u->t->axes[d]))
-            u->found = e;
-}
-
-/* A padded cache_write stage computes whole tiles, past the end of its
- * tensor: a tensor it reads there can be a zero-padded copy (cache_read
- * with pad=1), but a UF it indexes by its own axes (in an index or in a
- * reduction's extent) would be read outside its domain, and a UF cannot
- * be padded. */
-static rv_status check_padded_ufs(Ctx *c, const Stage *st, const SchedArg *pad) {
-    UfAlong u = {st->t, NULL};
-    ir_visit(st->reduce, uf_along_fn, &u);
-    if (!u.found)
-        return RV_OK;
-    char *s = ir_expr_str(u.found);
-    rv_status r = fail(c, pad->loc,
-                       "with pad=1 the stage computes whole tiles, past the end of %s, where "
-                       "%s would be read outside the domain of ufun '%s' (a ufun cannot be "
-                       "padded)",
-                       st->name, s, u.found->u.uf->name);
-    base_free(s);
-    return r;
-}
-
 static rv_status prim_cache_write(Ctx *c) {
     static const char *const keys[] = {"pad", "align", "layout", NULL};
     rv_status r;
@@ -1231,6 +1263,16 @@ static rv_status prim_cache_write(Ctx *c) {
     if (st->touched)
         return fail(c, loc, "cache_write must come before the loops of %s are transformed",
                     st->name);
+    /* the loops of st are made anew (and its reads move to the new stage,
+     * at the top of the nest) */
+    for (int i = 0; i < c->s->stages.len; i++) {
+        Stage *q = c->s->stages.data[i];
+        if (q->attach == ATTACH_AT && q->at == st && q->at_iv)
+            return fail(c, loc,
+                        "cache_write must come before stages are computed at loops of %s (%s "
+                        "is computed at loop %s)",
+                        st->name, q->name, q->at_iv->name);
+    }
     if (st->attach == ATTACH_INLINE)
         return fail(c, loc, "%s is inlined", st->name);
     if (is_ragged(st->t))
@@ -1239,8 +1281,7 @@ static rv_status prim_cache_write(Ctx *c) {
     bool local_pad = false;
     int64_t align = 1;
     if ((r = check_stage_name(c, name)) != RV_OK ||
-        (r = cache_options(c, &local_pad, &align)) != RV_OK ||
-        (local_pad && (r = check_padded_ufs(c, st, keyword(c->step, "pad"))) != RV_OK))
+        (r = cache_options(c, &local_pad, &align)) != RV_OK)
         return r;
     const char *names[RV_MAX_DIMS];
     for (int d = 0; d < st->t->ndim; d++)
@@ -1273,6 +1314,7 @@ static rv_status prim_cache_write(Ctx *c) {
     l->attach = ATTACH_AT;
     l->at_step = c->step;
     l->at_src = c->src;
+    l->at_seq = c->s->nsteps;
     l->at = st;
     insert_before(c->s, l, st);
     return RV_OK;
@@ -1343,11 +1385,15 @@ rv_status sched_step(Schedule *s, Stage *st, const SchedStep *step, const SrcFil
                       "vectorize, unroll, bind, pad, storage_pad, compute_at, compute_inline, "
                       "cache_read, cache_write)",
                       p);
+    if (r == RV_OK && st->ivs.len > SCHED_MAX_IVS)
+        r = fail(&c, step->loc, "%s would have more than %d loop variables", st->name,
+                 SCHED_MAX_IVS);
     /* a step may replace the loop a stage is computed at */
     for (int i = 0; r == RV_OK && i < s->stages.len; i++)
         if (s->stages.data[i]->attach == ATTACH_AT)
             r = check_at_loop(&c, s->stages.data[i]);
     if (r == RV_OK)
         trace_step(&s->trace, step);
+    s->nsteps++;
     return r;
 }

@@ -71,6 +71,9 @@ typedef enum TailMode {
 } TailMode;
 
 typedef struct IterVar IterVar;
+/* Iteration variables a stage may have (splits and fuses add them): the
+ * lowering's nest state has room for this many. */
+#define SCHED_MAX_IVS 64
 struct IterVar {
     const char *name;
     IterRel rel;
@@ -118,9 +121,10 @@ struct Stage {
     Stage *at;      /* ATTACH_AT: the reader */
     IterVar *at_iv; /* ATTACH_AT: its loop; NULL: the top of its nest */
     /* ATTACH_AT: the step that placed it (compute_at, cache_read or
-     * cache_write), where placement errors are located */
+     * cache_write), where placement errors are located, and its number */
     const SchedStep *at_step;
     const SrcFile *at_src;
+    int at_seq;
     bool local_pad; /* compute the whole tile (no clipping to the tensor) */
     int64_t align;  /* local buffer: innermost extent rounded up to this */
     /* local buffer: storage order of the dimensions, outermost first
@@ -138,6 +142,7 @@ typedef struct Schedule {
     Vec(Stage *) stages; /* producers before readers */
     StrMap by_name;
     Buf trace; /* the steps applied, as .rv schedule blocks */
+    int nsteps; /* steps applied so far */
 } Schedule;
 
 /* ---- sched.c: stages, the trace and replay ---- */

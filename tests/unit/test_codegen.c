@@ -194,8 +194,10 @@ static void test_elementwise(void) {
     CHECK_STR_CONTAINS(src, "    const int64_t N = sizes[0];\n");
     CHECK_STR_CONTAINS(src, "    const float *restrict X = __builtin_assume_aligned(bufs[0], 64);");
     CHECK_STR_CONTAINS(src, "    float *restrict Y = __builtin_assume_aligned(bufs[1], 64);");
-    CHECK_STR_CONTAINS(
-        src, "    for (int64_t i = 0; i < N; i++) {\n        Y[i] = X[i] * 2.0f + 1.0f;\n");
+    /* element-wise: vectors of 16 lanes by ravel, the rest scalar */
+    CHECK_STR_CONTAINS(src, "    for (int64_t i_v = 0; i_v < (N) / 16 * 16; i_v += 16) {\n");
+    CHECK_STR_CONTAINS(src, "    for (int64_t i = (N) / 16 * 16; i < N; i++) {\n"
+                            "        Y[i] = X[i] * 2.0f + 1.0f;\n");
     if (fn) {
         enum { NN = 1003 };
         float *x = aligned(NN * sizeof(float)), *y = aligned(NN * sizeof(float));
@@ -338,6 +340,70 @@ static void test_vector_safety(void) {
     rv_module_free(m);
 }
 
+/* Serial loops that only map are vectorized by ravel (GCC's loop
+ * vectorizer is off in the JIT); one with a branch, a reduction into a
+ * scalar, or a load of another iteration's element is not. The kernel
+ * runs at an extent that leaves a scalar rest. */
+static void test_map_vectorized(void) {
+    KB kb = {rv_module_new(), {0}};
+    Module *m = kb.m;
+    Size *N = kb_size(&kb, "N", 1, 1000);
+    Expr *n = ir_size(m, N), *zero = I(m, 0);
+    Buffer *X = kb_buf(&kb, PARAM_TENSOR, "X", RV_F32, n);
+    Buffer *Y = kb_buf(&kb, PARAM_TENSOR, "Y", RV_F32, bin(m, EX_ADD, n, I(m, 1)));
+    Buffer *Z = kb_buf(&kb, PARAM_TENSOR, "Z", RV_F32, I(m, 1));
+    Buffer *acc = ir_buffer_new(m, "acc", RV_F32, I(m, 1), BUF_LOCAL);
+    Axis *a = lower_loop_var(m, "a", n), *b = lower_loop_var(m, "b", n),
+         *c = lower_loop_var(m, "c", n), *d = lower_loop_var(m, "d", n);
+    Expr *xa = ld(m, X, a->var);
+    Stmt *map = loop(m, a, LOOP_SERIAL,
+                     seq2(m, lower_store(m, Y, a->var, bin(m, EX_MUL, xa, F(m, 2))),
+                          lower_store(m, Y, a->var, bin(m, EX_ADD, ld(m, Y, a->var), F(m, 1)))));
+    Stmt *branch = loop(m, b, LOOP_SERIAL,
+                        lower_if(m, bin(m, EX_LT, b->var, I(m, 8)),
+                                 lower_store(m, Y, b->var, ld(m, X, b->var)), NULL));
+    Stmt *reduce = lower_alloc(
+        m, acc,
+        seq3(m, lower_store(m, acc, zero, F(m, 0)),
+             loop(m, c, LOOP_SERIAL,
+                  lower_store(m, acc, zero, bin(m, EX_ADD, ld(m, acc, zero), ld(m, X, c->var)))),
+             lower_store(m, Z, zero, ld(m, acc, zero))));
+    Stmt *shift = loop(m, d, LOOP_SERIAL,
+                       lower_store(m, Y, d->var, ld(m, Y, bin(m, EX_ADD, d->var, I(m, 1)))));
+    Stmt *all[4] = {map, branch, reduce, shift};
+    Kernel *k = kb_kernel(&kb, "Y", lower_seq(m, 4, all), NULL);
+    char *src;
+    JitLib *lib;
+    rv_rt_kernel_fn fn = build(k, &src, &lib, NULL);
+    CHECK_STR_CONTAINS(src, "element-wise loop over a as vectors of 16");
+    CHECK_STR_CONTAINS(src, "for (int64_t a = (N) / 16 * 16; a < N; a++) {");
+    CHECK(strstr(src, "loop over b") == NULL);
+    CHECK(strstr(src, "loop over c") == NULL);
+    CHECK(strstr(src, "loop over d") == NULL);
+    if (fn) {
+        enum { NN = 37 };
+        float *xs = aligned(NN * 4), *ys = aligned((NN + 1) * 4), *zs = aligned(4);
+        for (int q = 0; q < NN; q++)
+            xs[q] = (float)q;
+        ys[NN] = 100;
+        int64_t sizes[1] = {NN};
+        void *bufs[3] = {xs, ys, zs};
+        struct rv_rt_ctx ctx = make_ctx(false);
+        CHECK_EQ_INT(fn(sizes, bufs, &ctx), RV_RT_OK);
+        int bad = 0;
+        for (int q = 0; q < NN; q++) /* after the map, the branch, then the shift */
+            bad += ys[q] != (q + 1 < 8 ? (float)(q + 1) : q + 1 < NN ? 2.0f * (q + 1) + 1 : 100);
+        CHECK_EQ_INT(bad, 0);
+        CHECK(zs[0] == (float)(NN * (NN - 1) / 2));
+        free(xs);
+        free(ys);
+        free(zs);
+    }
+    base_free(src);
+    jit_close(lib);
+    rv_module_free(m);
+}
+
 /* for rep < 2: parallel for i < N: let r = (rep * N + i) * M:
  *   tmp = scratch[M]; vector for j < M: tmp[j] = X[i*M + j] * (rep + 1)
  *   for j < M: Y[r + j] = tmp[M - 1 - j]
@@ -379,7 +445,7 @@ static void test_parallel(void) {
     CHECK_STR_CONTAINS(src, "ctx->parallel_for(N, kernel_P_par0, &par0);");
     CHECK_STR_CONTAINS(src, "#pragma omp simd\n");
     CHECK_STR_CONTAINS(src, "float *restrict tmp = ctx->alloc(ctx, (size_t)(M) * sizeof(float));");
-    CHECK_STR_CONTAINS(src, "for (int64_t j_1 = 0; j_1 < M; j_1++) {");
+    CHECK_STR_CONTAINS(src, "for (int64_t j_1 = (M) / 16 * 16; j_1 < M; j_1++) {");
     for (int par = 0; fn && par < 2; par++) {
         enum { NN = 1001, MM = 67 };
         float *xs = aligned(NN * MM * sizeof(float)), *ys = aligned(2 * NN * MM * sizeof(float));
@@ -438,7 +504,8 @@ static void test_ragged(void) {
     CHECK_STR_CONTAINS(src,
                        "    const int64_t *restrict off = __builtin_assume_aligned(bufs[1], 64);");
     CHECK_STR_CONTAINS(src, "        off[b + 1] = off[b] + (int64_t)len[b];");
-    CHECK_STR_CONTAINS(src, "        for (int64_t l = 0; l < (int64_t)len[b]; l++) {");
+    CHECK_STR_CONTAINS(src, "        for (int64_t l = ((int64_t)len[b]) / 16 * 16; l < (int64_t)len[b]; "
+                            "l++) {");
     if (fn && pre) {
         enum { BB = 9 };
         int32_t *lens = aligned(BB * sizeof(int32_t));
@@ -1266,6 +1333,7 @@ int main(void) {
     RUN(test_elementwise);
     RUN(test_reduction);
     RUN(test_vector_safety);
+    RUN(test_map_vectorized);
     RUN(test_parallel);
     RUN(test_ragged);
     RUN(test_int_division);

@@ -385,8 +385,8 @@ static void test_int_range_empty(void) {
     CHECK(ir_int_range(exts[2], &lo, &hi) == IR_RANGE_EMPTY);         /* b + 1 */
     CHECK(ir_int_range(X->axes[2]->var, &lo, &hi) == IR_RANGE_EMPTY); /* c < b + 1 */
     CHECK(!ir_int_bounds(exts[2], &lo, &hi));
-    /* EMPTY wins over UNKNOWN: b * (a / 2) is never evaluated either */
-    rv_expr *unk = rv_expr_binop(m, "/", a, rv_expr_int(m, 2));
+    /* EMPTY wins over UNKNOWN: b * (6 / (a - 1)) is never evaluated either */
+    rv_expr *unk = rv_expr_binop(m, "/", rv_expr_int(m, 6), rv_expr_sub(m, a, rv_expr_int(m, 1)));
     CHECK(ir_int_range(unk, &lo, &hi) == IR_RANGE_UNKNOWN);
     CHECK(ir_int_range(rv_expr_binop(m, "*", b, unk), &lo, &hi) == IR_RANGE_EMPTY);
     rv_module_free(m);
@@ -568,6 +568,58 @@ static void test_storage_padded(void) {
     fx_free(&fx);
 }
 
+/* Ranges through division and remainder by positive divisors, negation,
+ * abs and select, checked against every value the operands take (so a
+ * ragged extent like len[b] / 2 can size its row starts). */
+static void test_int_range_ops(void) {
+    rv_module *m = rv_module_new();
+    rv_size *D = rv_size_new(m, "D", 2, 5);
+    static const char *const ops[] = {"/", "%", "floordiv", "floormod"};
+    for (int a0 = -7; a0 <= 7; a0 += 7)
+        for (int w = 0; w <= 9; w += 3) {
+            int a1 = a0 + w;
+            char name[32];
+            snprintf(name, sizeof name, "A%d_%d", a0 + 7, w);
+            /* sizes are nonnegative: a0 + S with S in 0..w */
+            rv_expr *A =
+                rv_expr_add(m, rv_expr_int(m, a0), rv_expr_size(m, rv_size_new(m, name, 0, w)));
+            for (int o = 0; o < 4; o++) {
+                rv_expr *e = rv_expr_binop(m, ops[o], A, rv_expr_size(m, D));
+                int64_t lo, hi;
+                CHECK(ir_int_range(e, &lo, &hi) == IR_RANGE_KNOWN);
+                for (int64_t a = a0; a <= a1; a++)
+                    for (int64_t d = 2; d <= 5; d++) {
+                        int64_t v;
+                        CHECK(ir_int_arith(e->kind, a, d, &v) == IA_OK);
+                        CHECK(v >= lo && v <= hi);
+                    }
+            }
+            int64_t lo, hi;
+            CHECK(ir_int_range(rv_expr_unop(m, "-", A), &lo, &hi) == IR_RANGE_KNOWN && lo == -a1 &&
+                  hi == -a0);
+            CHECK(ir_int_range(rv_expr_unop(m, "abs", A), &lo, &hi) == IR_RANGE_KNOWN);
+            for (int64_t a = a0; a <= a1; a++)
+                CHECK((a < 0 ? -a : a) >= lo && (a < 0 ? -a : a) <= hi);
+        }
+    int64_t lo, hi;
+    rv_expr *c = rv_expr_binop(m, "<", rv_expr_size(m, D), rv_expr_int(m, 3));
+    CHECK(ir_int_range(rv_expr_select(m, c, rv_expr_int(m, -2), rv_expr_size(m, D)), &lo, &hi) ==
+              IR_RANGE_KNOWN &&
+          lo == -2 && hi == 5);
+    /* min(unknown, x) is bounded above by x */
+    rv_expr *u = rv_expr_binop(m, "/", rv_expr_int(m, 8),
+                               rv_expr_sub(m, rv_expr_size(m, D), rv_expr_int(m, 3)));
+    CHECK(ir_int_range(u, &lo, &hi) == IR_RANGE_UNKNOWN);
+    CHECK(ir_int_range(rv_expr_binop(m, "min", u, rv_expr_int(m, 9)), &lo, &hi) == IR_RANGE_KNOWN &&
+          hi == 9);
+    CHECK(ir_int_range(rv_expr_binop(m, "max", u, rv_expr_int(m, 9)), &lo, &hi) ==
+          IR_RANGE_UNKNOWN);
+    /* a divisor that may be 0 or negative: unknown */
+    rv_expr *z = rv_expr_sub(m, rv_expr_size(m, rv_size_new(m, "Z", 0, 4)), rv_expr_int(m, 1));
+    CHECK(ir_int_range(rv_expr_binop(m, "/", rv_expr_int(m, 8), z), &lo, &hi) == IR_RANGE_UNKNOWN);
+    rv_module_free(m);
+}
+
 int main(void) {
     RUN(test_dense);
     RUN(test_ragged_two_levels);
@@ -577,6 +629,7 @@ int main(void) {
     RUN(test_errors);
     RUN(test_int_arith);
     RUN(test_int_range_empty);
+    RUN(test_int_range_ops);
     RUN(test_pad_outside_ragged);
     RUN(test_storage_padded);
     return harness_report();

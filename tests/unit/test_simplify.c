@@ -166,6 +166,12 @@ static void test_values(void) {
     /* three unbounded pieces are not reordered: (x - y) + acc stays */
     Expr *three = add(&E, sub(&E, x, y), acc);
     CHECK(lower_simplify_expr(E.m, three) == three);
+    /* a prelude array holds indices (row starts): sums of them are still
+     * put in one canonical order, as any index arithmetic */
+    Buffer *starts = ir_buffer_new(E.m, "starts", RV_I64, E.eB, BUF_AUX);
+    Expr *st = ir_load(E.m, starts, E.b->var);
+    CHECK(lower_simplify_expr(E.m, add(&E, add(&E, E.k->var, st), K(&E, 3))) ==
+          lower_simplify_expr(E.m, add(&E, add(&E, st, K(&E, 3)), E.k->var)));
     /* ... while bounded index terms still are (k < 5, b < 32) */
     CHECK_SIMP(&E, add(&E, sub(&E, E.k->var, E.b->var), K(&E, 3)), "k + 3 - b");
     CHECK_SIMP(&E, bin(&E, EX_LT, E.k->var, sub(&E, E.b->var, K(&E, 2))), "k + 2 < b");
