@@ -7,6 +7,32 @@
 
 #include "ravel_rt.h"
 
+typedef int32_t rv_i32x8 __attribute__((vector_size(32)));
+static inline rv_i32x8 rv_load_i32x8(const int32_t *p) {
+    rv_i32x8 v;
+    __builtin_memcpy(&v, p, sizeof v);
+    return v;
+}
+static inline void rv_store_i32x8(int32_t *p, rv_i32x8 v) {
+    __builtin_memcpy(p, &v, sizeof v);
+}
+static inline rv_i32x8 rv_splat_i32x8(int32_t s) {
+    return (rv_i32x8){0} + s;
+}
+
+typedef float rv_f32x8 __attribute__((vector_size(32)));
+static inline rv_f32x8 rv_load_f32x8(const float *p) {
+    rv_f32x8 v;
+    __builtin_memcpy(&v, p, sizeof v);
+    return v;
+}
+static inline void rv_store_f32x8(float *p, rv_f32x8 v) {
+    __builtin_memcpy(p, &v, sizeof v);
+}
+static inline rv_f32x8 rv_splat_f32x8(float s) {
+    return (rv_f32x8){0} + s;
+}
+
 /*
  * Kernel kernel_Y (tensor Y)
  *   sizes[0]  N
@@ -51,7 +77,12 @@ int32_t kernel_G(const int64_t *sizes, void *const *bufs, struct rv_rt_ctx *ctx)
     for (int64_t n = 0; n < N; n++) {
         const int64_t t0 = n * 8;
         const int64_t t1 = (int64_t)left[n] * 8;
-        for (int64_t i = 0; i < 8; i++) {
+        /* vector loop over i: 8 lanes, lane l runs i = l */
+        {
+            const rv_f32x8 S_v = rv_load_f32x8(&S[t1]);
+            rv_store_f32x8(&G[t0], S_v);
+        }
+        for (int64_t i = 8; i < 8; i++) {
             G[i + t0] = S[i + t1];
         }
     }

@@ -78,7 +78,7 @@ static void kernel_Z_par0(void *arg, int64_t begin, int64_t end, int tid) {
             /* not vectorized: its extent is not a constant */
             #pragma omp simd
             for (int64_t li_1 = 0; li_1 < t3; li_1++) {
-                Z[Z_start1_b0 + (li_1 + t2)] = X[X_start1_b0 + (li_1 + t2)] * 2.0f + Y[Y_start1_b0 + (li_1 + t2)];
+                Z[li_1 + Z_start1_b0 + t2] = X[li_1 + X_start1_b0 + t2] * 2.0f + Y[li_1 + Y_start1_b0 + t2];
             }
         }
     }

@@ -16,6 +16,32 @@ static inline int64_t rv_max_i64(int64_t a, int64_t b) {
     return a > b ? a : b;
 }
 
+typedef int32_t rv_i32x16 __attribute__((vector_size(64)));
+static inline rv_i32x16 rv_load_i32x16(const int32_t *p) {
+    rv_i32x16 v;
+    __builtin_memcpy(&v, p, sizeof v);
+    return v;
+}
+static inline void rv_store_i32x16(int32_t *p, rv_i32x16 v) {
+    __builtin_memcpy(p, &v, sizeof v);
+}
+static inline rv_i32x16 rv_splat_i32x16(int32_t s) {
+    return (rv_i32x16){0} + s;
+}
+
+typedef float rv_f32x16 __attribute__((vector_size(64)));
+static inline rv_f32x16 rv_load_f32x16(const float *p) {
+    rv_f32x16 v;
+    __builtin_memcpy(&v, p, sizeof v);
+    return v;
+}
+static inline void rv_store_f32x16(float *p, rv_f32x16 v) {
+    __builtin_memcpy(p, &v, sizeof v);
+}
+static inline rv_f32x16 rv_splat_f32x16(float s) {
+    return (rv_f32x16){0} + s;
+}
+
 /*
  * Kernel kernel_T0 (tensor T0)
  *   sizes[0]  N
@@ -29,7 +55,12 @@ int32_t kernel_T0(const int64_t *sizes, void *const *bufs, struct rv_rt_ctx *ctx
     float *restrict T0 = __builtin_assume_aligned(bufs[1], 64);
     float *restrict AR = ctx->alloc(ctx, (size_t)(rv_max_i64(0, N - 1)) * sizeof(float));
     if (AR) {
-        for (int64_t a = 0; a < rv_max_i64(0, N - 1); a++) {
+        /* element-wise loop over a as vectors of 16: lane l of vector a_v runs a = a_v + l */
+        for (int64_t a_v = 0; a_v < (rv_max_i64(0, N - 1)) / 16 * 16; a_v += 16) {
+            const rv_f32x16 A_v = rv_load_f32x16(&A[a_v]);
+            rv_store_f32x16(&AR[a_v], A_v);
+        }
+        for (int64_t a = (rv_max_i64(0, N - 1)) / 16 * 16; a < rv_max_i64(0, N - 1); a++) {
             AR[a] = A[a];
         }
         for (int64_t j = 0; j < N; j++) {
@@ -56,13 +87,22 @@ int32_t kernel_T3(const int64_t *sizes, void *const *bufs, struct rv_rt_ctx *ctx
     const int64_t P = sizes[1];
     const float *restrict X = __builtin_assume_aligned(bufs[0], 64);
     float *restrict T3 = __builtin_assume_aligned(bufs[1], 64);
-    for (int64_t q = 0; q < P; q++) {
+    /* element-wise loop over q as vectors of 16: lane l of vector q_v runs q = q_v + l */
+    for (int64_t q_v = 0; q_v < (P) / 16 * 16; q_v += 16) {
+        rv_store_f32x16(&T3[q_v], rv_splat_f32x16(INFINITY));
+    }
+    for (int64_t q = (P) / 16 * 16; q < P; q++) {
         T3[q] = INFINITY;
     }
     for (int64_t k2 = 0; k2 < 3; k2++) {
         float *restrict T1 = ctx->alloc(ctx, (size_t)(P) * sizeof(float));
         if (T1) {
-            for (int64_t j = 0; j < P; j++) {
+            /* element-wise loop over j as vectors of 16: lane l of vector j_v runs j = j_v + l */
+            for (int64_t j_v = 0; j_v < (P) / 16 * 16; j_v += 16) {
+                const rv_f32x16 X_v = rv_load_f32x16(&X[j_v]);
+                rv_store_f32x16(&T1[j_v], X_v * 2.0f);
+            }
+            for (int64_t j = (P) / 16 * 16; j < P; j++) {
                 T1[j] = X[j] * 2.0f;
             }
             for (int64_t q_1 = 0; q_1 < P; q_1++) {
