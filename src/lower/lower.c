@@ -1511,9 +1511,13 @@ static rv_status lower_stage_kernel(LowerCtx *c, Stage *st, Kernel **out) {
             use_storage(c, sto, PARAM_TENSOR);
         }
     }
+    /* every failure below sets c->st; one that does not is a bug of the
+     * lowering, not of the user's schedule */
     if (!body)
         return c->st != RV_OK ? c->st
-                              : base_error(RV_ERR_SCHEDULE, "%s: lowering failed", st->name);
+                              : base_error(RV_ERR_UNSUPPORTED,
+                                           "internal error: lowering %s failed without a diagnosis",
+                                           st->name);
     Kernel *k = arena_alloc(m->arena, sizeof(Kernel));
     k->name = st->t->name;
     k->m = m;
