@@ -7,6 +7,47 @@
 
 #include "ravel_rt.h"
 
+typedef int32_t rv_i32x16 __attribute__((vector_size(64)));
+static inline rv_i32x16 rv_load_i32x16(const int32_t *p) {
+    rv_i32x16 v;
+    __builtin_memcpy(&v, p, sizeof v);
+    return v;
+}
+static inline void rv_store_i32x16(int32_t *p, rv_i32x16 v) {
+    __builtin_memcpy(p, &v, sizeof v);
+}
+static inline rv_i32x16 rv_splat_i32x16(int32_t s) {
+    return (rv_i32x16){0} + s;
+}
+
+typedef int64_t rv_i64x16 __attribute__((vector_size(128)));
+static inline rv_i64x16 rv_load_i64x16(const int64_t *p) {
+    rv_i64x16 v;
+    __builtin_memcpy(&v, p, sizeof v);
+    return v;
+}
+static inline void rv_store_i64x16(int64_t *p, rv_i64x16 v) {
+    __builtin_memcpy(p, &v, sizeof v);
+}
+static inline rv_i64x16 rv_splat_i64x16(int64_t s) {
+    return (rv_i64x16){0} + s;
+}
+
+typedef float rv_f32x16 __attribute__((vector_size(64)));
+static inline rv_f32x16 rv_load_f32x16(const float *p) {
+    rv_f32x16 v;
+    __builtin_memcpy(&v, p, sizeof v);
+    return v;
+}
+static inline void rv_store_f32x16(float *p, rv_f32x16 v) {
+    __builtin_memcpy(p, &v, sizeof v);
+}
+static inline rv_f32x16 rv_splat_f32x16(float s) {
+    return (rv_f32x16){0} + s;
+}
+
+static const rv_i64x16 rv_iota_i64x16 = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+
 /*
  * Kernel kernel_T0 (tensor T0)
  *   sizes[0]  N
@@ -21,11 +62,24 @@ int32_t kernel_T0(const int64_t *sizes, void *const *bufs, struct rv_rt_ctx *ctx
     if (XR) {
         for (int64_t i = 0; i < N; i++) {
             const int64_t t0 = N * i;
-            for (int64_t d1 = 0; d1 < N; d1++) {
+            /* element-wise loop over d1 as vectors of 16: lane l of vector d1_v runs d1 = d1_v + l */
+            for (int64_t d1_v = 0; d1_v < (N) / 16 * 16; d1_v += 16) {
+                const rv_f32x16 X_v = rv_load_f32x16(&X[t0 + d1_v]);
+                rv_store_f32x16(&XR[t0 + d1_v], X_v);
+            }
+            for (int64_t d1 = (N) / 16 * 16; d1 < N; d1++) {
                 XR[d1 + t0] = X[d1 + t0];
             }
         }
-        for (int64_t ii = 0; ii < N; ii++) {
+        /* element-wise loop over ii as vectors of 16: lane l of vector ii_v runs ii = ii_v + l */
+        for (int64_t ii_v = 0; ii_v < (N) / 16 * 16; ii_v += 16) {
+            const rv_i64x16 XR_idx = N + N * (ii_v + rv_iota_i64x16) - (ii_v + rv_iota_i64x16) - 1;
+            rv_f32x16 XR_g;
+            for (int lane = 0; lane < 16; lane++)
+                XR_g[lane] = XR[XR_idx[lane]];
+            rv_store_f32x16(&T0[ii_v], XR_g);
+        }
+        for (int64_t ii = (N) / 16 * 16; ii < N; ii++) {
             T0[ii] = XR[N + N * ii - ii - 1];
         }
         ctx->free(ctx, XR);
