@@ -1289,6 +1289,23 @@ static const char *padded_reads_outside(LowerCtx *c, const Stage *p, Expr *const
     return pr.bad;
 }
 
+/* Does every reader of the padded copy p read only inside its tensor? Not
+ * a stage that computes whole tiles (a padded cache_write stage, or one
+ * with a padded loop): its reads past the end of a tile are meant to find
+ * the copy's zeros. The others read what the program reads. */
+static bool copy_read_inside(LowerCtx *c, const Stage *p) {
+    if (p->kind != STAGE_CACHE_READ)
+        return false;
+    for (int k = 0; k < c->s->stages.len; k++) {
+        const Stage *r = c->s->stages.data[k];
+        if (r->t == p->t || r->attach == ATTACH_INLINE || !sched_stage_reads_tensor(r, p->t))
+            continue;
+        if ((r->local_pad && r->kind != STAGE_CACHE_READ) || loop_padded(r))
+            return false;
+    }
+    return true;
+}
+
 /* Stage p computed here, in reader n: its buffer (a view for the reader)
  * and its nest, allocated around `rest`. */
 static Stmt *attach_one(LowerCtx *c, Nest *n, Stage *p, Stmt *rest_placeholder, Buffer **buf_out) {
@@ -1300,14 +1317,22 @@ static Stmt *attach_one(LowerCtx *c, Nest *n, Stage *p, Stmt *rest_placeholder, 
         return NULL;
     int nd = p->t->ndim;
     Expr *origin[RV_MAX_DIMS], *ext[RV_MAX_DIMS], *alloc[RV_MAX_DIMS];
+    /* A padded copy whose readers read only inside the tensor need not
+     * hold more of it than the tensor: where its tile cannot be bounded,
+     * or could be larger than the tensor ever is (a tile of every outer
+     * split, 1000 x 1000 for a 15 x 15 input), it is clamped to the
+     * tensor (`clamped`), and the reads of it are then checked against
+     * the tensor as those of an unpadded copy. */
+    bool inside = p->local_pad && copy_read_inside(c, p), clamped = false;
     for (int d = 0; d < nd; d++) {
         Expr *full = lower_index(c, p->t->axes[d]->extent);
         if (!full)
             return NULL;
         if (!have) {
-            if (p->local_pad)
+            if (p->local_pad && !inside)
                 return stage_error(c, p, "cannot bound the tile of %s that %s reads", p->name,
                                    n->st->name);
+            clamped = p->local_pad;
             /* the whole tensor */
             origin[d] = ir_int(m, 0);
             ext[d] = alloc[d] = full;
@@ -1329,6 +1354,22 @@ static Stmt *attach_one(LowerCtx *c, Nest *n, Stage *p, Stmt *rest_placeholder, 
         ext[d] = simp(c, ir_binary(m, EX_MAX, ext[d], ir_int(m, 0)));
         Expr *ub = lower_bounds_upper(m, span);
         ub = ub ? simp(c, ub) : NULL;
+        Expr *fub = inside ? lower_bounds_upper(m, full) : NULL;
+        fub = fub ? simp(c, fub) : NULL;
+        if (fub && sizes_only(fub) && sizes_only(full) &&
+            (!ub || !sizes_only(ub) || provably_lt(c, fub, ub))) {
+            /* the part of the tile inside the tensor, in a window of at
+             * most the tensor's extent within the tile: the whole tile
+             * where it is no larger than the tensor */
+            Expr *e = simp(c, ir_binary(m, EX_MAX, ir_binary(m, EX_MIN, span, full), ir_int(m, 0)));
+            Expr *last = ir_binary(m, EX_SUB, ir_binary(m, EX_ADD, hi, ir_int(m, 1)), e);
+            origin[d] = simp(
+                c, ir_binary(m, EX_MIN, ir_binary(m, EX_MAX, lo, ir_int(m, 0)), last));
+            ext[d] = e;
+            alloc[d] = simp(c, ir_binary(m, EX_MAX, fub, ir_int(m, 0)));
+            clamped = true;
+            continue;
+        }
         if (!ub || !sizes_only(ub)) {
             if (p->local_pad || !sizes_only(full))
                 return stage_error(c, p, "cannot bound the tile of %s that %s reads", p->name,
@@ -1386,7 +1427,7 @@ static Stmt *attach_one(LowerCtx *c, Nest *n, Stage *p, Stmt *rest_placeholder, 
                          ? BUF_LOCAL
                          : BUF_GLOBAL;
     v->buf = ir_buffer_new(m, p->name, p->t->dtype, size, scope);
-    v->local_pad = p->local_pad;
+    v->local_pad = p->local_pad && !clamped;
     ptrmap_put(&c->views, p->t, v);
     *buf_out = v->buf;
     return stage_nest(c, p, origin, ext, v);
@@ -1511,9 +1552,13 @@ static rv_status lower_stage_kernel(LowerCtx *c, Stage *st, Kernel **out) {
             use_storage(c, sto, PARAM_TENSOR);
         }
     }
+    /* every failure below sets c->st; one that does not is a bug of the
+     * lowering, not of the user's schedule */
     if (!body)
         return c->st != RV_OK ? c->st
-                              : base_error(RV_ERR_SCHEDULE, "%s: lowering failed", st->name);
+                              : base_error(RV_ERR_UNSUPPORTED,
+                                           "internal error: lowering %s failed without a diagnosis",
+                                           st->name);
     Kernel *k = arena_alloc(m->arena, sizeof(Kernel));
     k->name = st->t->name;
     k->m = m;
