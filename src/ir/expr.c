@@ -702,16 +702,15 @@ Expr *ir_read(Module *m, Tensor *t, int n, Expr *const *idx) {
 }
 
 /* A UF argument is provably outside the domain when it is a constant beyond
- * the domain's largest extent, or an axis whose extent exceeds the domain
- * extent for every binding of the sizes. */
-static bool provably_outside(Module *m, Expr *arg, Expr *domain_extent) {
+ * the domain's largest extent. An axis whose extent exceeds the domain is
+ * not judged here: in a branch of a conditional operation the call runs
+ * only where the condition holds (`if i < N then len[i] else 0`), which a
+ * constructor does not see; the language checker judges it under the
+ * branch's guard (lang/check.c, ranges.c) and the run-time checks the rest. */
+static bool provably_outside(Expr *arg, Expr *domain_extent) {
     int64_t v, lo, hi;
     if (ir_is_const_int(arg, &v))
         return v < 0 || (ir_int_bounds(domain_extent, &lo, &hi) && v >= hi);
-    if (arg->kind == EX_VAR && arg->u.axis->extent) {
-        Expr *diff = ir_binary(m, EX_SUB, arg->u.axis->extent, domain_extent);
-        return diff && ir_int_bounds(diff, &lo, &hi) && lo > 0;
-    }
     return false;
 }
 
@@ -731,7 +730,7 @@ Expr *ir_ufcall(Module *m, Ufun *f, int n, Expr *const *args_in) {
         if (!(args[i] = as_index(m, args_in[i], "argument", i)))
             return NULL;
         Expr *dom = f->args[i]->extent;
-        if (dom && provably_outside(m, args[i], dom)) {
+        if (dom && provably_outside(args[i], dom)) {
             char *s = ir_expr_str(args[i]), *d = ir_expr_str(dom);
             base_error(RV_ERR_TYPE, "ufun '%s' used outside its domain: argument %d is %s, "
                        "domain is %s < %s", f->name, i, s, f->args[i]->name, d);

@@ -53,6 +53,13 @@ typedef struct Scope {
     Vec(Sym) syms;
 } Scope;
 
+/* The branch of a conditional operation being checked: its condition
+ * holds (then) or not (else); cond NULL outside one. */
+typedef struct Guard {
+    const Expr *cond;
+    bool holds;
+} Guard;
+
 typedef struct Checker {
     const SrcFile *src;
     Module *m;
@@ -71,9 +78,12 @@ typedef struct Checker {
     const Binder *later;
     int nlater;
     /* UF applications whose argument is an axis with an extent still to be
-     * inferred: their domain is checked once the definition is complete. */
+     * inferred, or that are in a branch of a conditional: their domain is
+     * checked once the definition is complete, under the branch's guard. */
     Vec(const Node *) uf_nodes;
     Vec(Expr *) uf_calls;
+    Vec(Guard) uf_guards;
+    Guard guard;
     /* Reductions whose body ended at the binary operator whose right
      * operand is being checked (`sum(l < L) A[l] - A[l + 1]`), with that
      * operator: a use of their axes there gets a hint. */
@@ -303,10 +313,14 @@ static bool check_const_index(Checker *c, const Node *arg, Expr *idx, Expr *ext,
 }
 
 /* A UF argument that is an axis must not range beyond the domain: an
- * error only when provable (the interpreter checks the rest at run time). */
-static bool check_uf_domain(Checker *c, const Node *arg, Ufun *f, int pos, Expr *a, Expr *dom) {
+ * error only when provable (the interpreter checks the rest at run time),
+ * in a branch of a conditional only where the branch may run there. */
+static bool check_uf_domain(Checker *c, const Node *arg, Ufun *f, int pos, Expr *a, Expr *dom,
+                            Guard g) {
     int64_t d;
     if (a->kind != EX_VAR || !a->u.axis->extent || !dom)
+        return true;
+    if (g.cond && (lang_guard_hides(g.cond, g.holds, a) || lang_guard_hides(g.cond, g.holds, dom)))
         return true;
     Expr *ext = a->u.axis->extent;
     if (ext == dom || !lang_min_difference(ext, dom, &d) || d <= 0)
@@ -357,7 +371,7 @@ static Expr *elab_index(Checker *c, const Node *n) {
         Expr *ext = extent_at(c, axes, i, args);
         if (!check_const_index(c, n->args[i], args[i], ext, t != NULL, i, n->name))
             return NULL;
-        if (f && !check_uf_domain(c, n->args[i], f, i, args[i], ext))
+        if (f && !c->guard.cond && !check_uf_domain(c, n->args[i], f, i, args[i], ext, c->guard))
             return NULL;
     }
     Expr *call = t ? ir_read(c->m, t, n->nargs, args) : ir_ufcall(c->m, f, n->nargs, args);
@@ -368,9 +382,10 @@ static Expr *elab_index(Checker *c, const Node *n) {
     if (t)
         return call;
     for (int i = 0; call && i < n->nargs; i++)
-        if (args[i]->kind == EX_VAR && !args[i]->u.axis->extent) {
+        if (args[i]->kind == EX_VAR && (!args[i]->u.axis->extent || c->guard.cond)) {
             vec_push(&c->uf_nodes, n);
             vec_push(&c->uf_calls, call);
+            vec_push(&c->uf_guards, c->guard);
             break;
         }
     return call;
@@ -384,10 +399,10 @@ static bool check_postponed_domains(Checker *c) {
         Ufun *f = call->u.uf;
         for (int i = 0; i < call->n; i++)
             if (!check_uf_domain(c, n->args[i], f, i, call->args[i],
-                                 extent_at(c, f->args, i, call->args)))
+                                 extent_at(c, f->args, i, call->args), c->uf_guards.data[k]))
                 break;
     }
-    c->uf_nodes.len = c->uf_calls.len = 0;
+    c->uf_nodes.len = c->uf_calls.len = c->uf_guards.len = 0;
     return c->st == RV_OK;
 }
 
@@ -739,8 +754,11 @@ static Tensor *check_body(Checker *c, const Item *it, ComputeBuilder *cb, Tensor
     const Node *n = it->body;
     if (n->kind == ND_IF) {
         Expr *p = elab(c, n->args[0]);
+        c->guard = (Guard){p, true};
         Expr *a = p ? elab(c, n->args[1]) : NULL;
+        c->guard = (Guard){p, false};
         Expr *b = a ? elab(c, n->args[2]) : NULL;
+        c->guard = (Guard){NULL, false};
         if (!b)
             return NULL;
         if (p->dtype != RV_BOOL) {
@@ -982,6 +1000,7 @@ rv_status lang_checker_free(Checker *c) {
     strmap_free(&c->reduce_names);
     vec_free(&c->uf_nodes);
     vec_free(&c->uf_calls);
+    vec_free(&c->uf_guards);
     vec_free(&c->closed);
     vec_free(&c->closed_at);
     ptrmap_free(&c->read_locs);

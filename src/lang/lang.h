@@ -221,6 +221,12 @@ rv_status lang_parse_text(const char *name, const char *text, size_t len, Module
 /* The smallest value of a - b over the declared ranges of the sizes;
  * false when a - b is not linear in sizes. */
 bool lang_min_difference(const Expr *a, const Expr *b, int64_t *out);
+/* May the branch of `if cond` where cond == holds skip every element at
+ * which `e` (an index or extent of a read in that branch) is out of range?
+ * False only when cond == holds at some element for every size value and
+ * that element can be chosen apart from e's axes (ranges.c, "Conditions
+ * narrow"); true when unsure. */
+bool lang_guard_hides(const Expr *cond, bool holds, const Expr *e);
 /* Rejects a read or UF application of compute `t` that is out of range at
  * some element for every value of the sizes (locs: Expr* -> SrcLoc* of
  * the reads, from the checker). */

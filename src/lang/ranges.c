@@ -22,10 +22,16 @@
  * smallest value over the sizes' declared ranges is >= 0 (past the end) or
  * when the largest value of the index's minimum is < 0 (before the start).
  *
- * Conditions narrow: inside a branch of `if P then A else B` a read whose
- * index or extent shares an axis, size or UF with P is not judged (the
- * branch may run only where the read is in range). `select` evaluates both
- * arms, so it does not narrow.
+ * Conditions narrow: a read in a branch of `if P then A else B` is out of
+ * range only where that branch runs. It is judged only when P (or !P in
+ * the else-branch) holds at some element for every size value and that
+ * element can be chosen apart from the read's: the axes P uses and the
+ * axes the read uses, each with the axes their extents use (`j < i + 1`
+ * uses i), are disjoint. Sharing a size is fine (a size is fixed for the
+ * whole run); sharing an axis is not (`if i < 1 then X[j]` with j < i + 1
+ * reads only X[0]), nor a P the checker cannot decide (a UF value, ==):
+ * then the read is not judged. `select` evaluates both arms, so it does
+ * not narrow.
  */
 #include <stdio.h>
 #include <string.h>
@@ -195,6 +201,108 @@ static void rlin_print(Buf *b, const RLin *l) {
                    (unsigned long long)(l->k < 0 ? -(uint64_t)l->k : (uint64_t)l->k));
 }
 
+/* ---- guards ---- */
+
+typedef struct GuardAxes {
+    PtrMap *axes;
+    bool nonempty; /* require every range to be non-empty */
+    bool ok;
+} GuardAxes;
+
+static void guard_axis(const Expr *e, void *ctx) {
+    GuardAxes *g = ctx;
+    if (e->kind != EX_VAR || ptrmap_has(g->axes, e->u.axis))
+        return;
+    const Axis *a = e->u.axis;
+    ptrmap_put(g->axes, a, (void *)a);
+    if (!a->extent || (g->nonempty && !nonempty(a)))
+        g->ok = false;
+    else
+        ir_visit(a->extent, guard_axis, g);
+}
+
+/* Adds to `axes` the axes e uses and those their extents use; false when
+ * one has no extent yet (or, with `need_nonempty`, may have an empty range). */
+static bool guard_axes(const Expr *e, PtrMap *axes, bool need_nonempty) {
+    GuardAxes g = {axes, need_nonempty, true};
+    ir_visit(e, guard_axis, &g);
+    return g.ok;
+}
+
+static bool guard_disjoint(const PtrMap *a, const PtrMap *b) {
+    for (int i = 0; i < a->cap; i++)
+        if (a->keys[i] && ptrmap_has(b, a->keys[i]))
+            return false;
+    return true;
+}
+
+static void guard_merge(PtrMap *into, const PtrMap *from) {
+    for (int i = 0; i < from->cap; i++)
+        if (from->keys[i])
+            ptrmap_put(into, from->keys[i], (void *)from->keys[i]);
+}
+
+/* Is there, for every value of the sizes, an element where lhs OP rhs
+ * holds (lhs - rhs <= -1, <= 0, >= 1 or >= 0)? Exact elimination. */
+static bool guard_cmp_reachable(const Expr *lhs, const Expr *rhs, ExprKind op) {
+    if (op == EX_NE)
+        return guard_cmp_reachable(lhs, rhs, EX_LT) || guard_cmp_reachable(lhs, rhs, EX_GT);
+    if (op != EX_LT && op != EX_LE && op != EX_GT && op != EX_GE)
+        return false;
+    bool below = op == EX_LT || op == EX_LE;
+    RLin d = {.ok = true};
+    rlin_acc(&d, lhs, 1);
+    rlin_acc(&d, rhs, -1);
+    int64_t v;
+    if (!rlin_eliminate(&d, !below) || !rlin_over_sizes(&d, below, &v))
+        return false;
+    return below ? v <= (op == EX_LT ? -1 : 0) : v >= (op == EX_GT ? 1 : 0);
+}
+
+static ExprKind guard_negate(ExprKind op) {
+    switch (op) {
+    case EX_LT: return EX_GE;
+    case EX_LE: return EX_GT;
+    case EX_GT: return EX_LE;
+    case EX_GE: return EX_LT;
+    case EX_EQ: return EX_NE;
+    case EX_NE: return EX_EQ;
+    default: return EX_COUNT;
+    }
+}
+
+/* Does `p == holds` hold at some element for every value of the sizes?
+ * Adds the axes it needs to `axes`; false when unsure. */
+static bool guard_reachable(const Expr *p, bool holds, PtrMap *axes) {
+    if (p->kind == EX_NOT)
+        return guard_reachable(p->args[0], !holds, axes);
+    if (p->kind == EX_AND || p->kind == EX_OR) {
+        PtrMap a = {0}, b = {0};
+        bool ok;
+        if ((p->kind == EX_AND) == holds) /* both, at one element */
+            ok = guard_reachable(p->args[0], holds, &a) && guard_reachable(p->args[1], holds, &b) &&
+                 guard_disjoint(&a, &b);
+        else /* either */
+            ok = guard_reachable(p->args[0], holds, &a) || guard_reachable(p->args[1], holds, &b);
+        guard_merge(axes, &a);
+        guard_merge(axes, &b);
+        ptrmap_free(&a);
+        ptrmap_free(&b);
+        return ok;
+    }
+    ExprKind op = holds ? p->kind : guard_negate(p->kind);
+    return guard_axes(p, axes, true) && guard_cmp_reachable(p->args[0], p->args[1], op);
+}
+
+bool lang_guard_hides(const Expr *cond, bool holds, const Expr *e) {
+    PtrMap ca = {0}, ea = {0};
+    bool hides = !guard_reachable(cond, holds, &ca) || !guard_axes(e, &ea, false) ||
+                 !guard_disjoint(&ca, &ea);
+    ptrmap_free(&ca);
+    ptrmap_free(&ea);
+    return hides;
+}
+
 /* ---- the walk ---- */
 
 typedef struct RangeCk {
@@ -203,44 +311,14 @@ typedef struct RangeCk {
     const Axis *scope[64]; /* the axes in scope: the definition's, enclosing reductions' */
     int nscope;
     const Expr *cond; /* the condition of the branch being walked (NULL: none) */
+    bool holds;       /* the branch: cond holds (then) or not (else) */
     rv_status st;
 } RangeCk;
 
-typedef struct AtomSet {
-    PtrMap seen;
-    bool found;
-    const PtrMap *in;
-} AtomSet;
-
-static void collect_atom(const Expr *e, void *ctx) {
-    AtomSet *a = ctx;
-    const void *key = e->kind == EX_SIZE ? (const void *)e->u.size
-                      : e->kind == EX_VAR ? (const void *)e->u.axis
-                      : e->kind == EX_UFCALL ? (const void *)e->u.uf
-                                             : NULL;
-    if (!key)
-        return;
-    if (a->in)
-        a->found |= ptrmap_has(a->in, key);
-    else
-        ptrmap_put(&a->seen, key, (void *)key);
-}
-
-/* Does e share an axis, size or UF with the current condition? */
-static bool narrowed(const RangeCk *k, const Expr *e) {
-    if (!k->cond)
-        return false;
-    AtomSet cond = {{0}, false, NULL};
-    ir_visit(k->cond, collect_atom, &cond);
-    AtomSet use = {{0}, false, &cond.seen};
-    ir_visit(e, collect_atom, &use);
-    ptrmap_free(&cond.seen);
-    return use.found;
-}
-
 /* Judges index `idx` of read/UF call `e` against extent `ext`. */
 static void check_one(RangeCk *k, const Expr *e, int pos, const Expr *idx, const Expr *ext) {
-    if (!ext || narrowed(k, idx) || narrowed(k, ext))
+    if (!ext || (k->cond && (lang_guard_hides(k->cond, k->holds, idx) ||
+                             lang_guard_hides(k->cond, k->holds, ext))))
         return;
     for (int i = 0; i < k->nscope; i++)
         if (!nonempty(k->scope[i]))
@@ -317,9 +395,10 @@ static void walk(RangeCk *k, Module *m, const Expr *e, PtrMap *seen) {
     k->nscope = n0;
 }
 
-static void walk_in(RangeCk *k, Module *m, const Expr *e, const Expr *cond) {
+static void walk_in(RangeCk *k, Module *m, const Expr *e, const Expr *cond, bool holds) {
     PtrMap seen = {0};
     k->cond = cond;
+    k->holds = holds;
     if (e)
         walk(k, m, e, &seen);
     ptrmap_free(&seen);
@@ -331,16 +410,16 @@ rv_status lang_check_ranges(const SrcFile *src, Module *m, const Tensor *t, cons
         return RV_OK;
     /* each extent of the header sees the axes before it */
     for (int i = 0; i < t->ndim && k.st == RV_OK; i++) {
-        walk_in(&k, m, t->axes[i]->extent, NULL);
+        walk_in(&k, m, t->axes[i]->extent, NULL, true);
         k.scope[k.nscope++] = t->axes[i];
     }
     const Op *op = t->op;
     if (op->kind == OP_COND) {
-        walk_in(&k, m, op->pred, NULL);
-        walk_in(&k, m, op->body, op->pred);
-        walk_in(&k, m, op->else_body, op->pred);
+        walk_in(&k, m, op->pred, NULL, true);
+        walk_in(&k, m, op->body, op->pred, true);
+        walk_in(&k, m, op->else_body, op->pred, false);
     } else {
-        walk_in(&k, m, op->body, NULL);
+        walk_in(&k, m, op->body, NULL, true);
     }
     return k.st;
 }

@@ -670,6 +670,56 @@ static void test_ufun_range_own_args(void) {
     check_error("size N in 1..4\nufun f[n < N] in 0..f[n]", "2:21: error: undefined name 'f'");
 }
 
+/* A read in a branch of `if` is provably out of range only at an element
+ * where the branch runs: a guard sharing an axis with the read (directly
+ * or through an extent) or one the checker cannot decide keeps it from
+ * being judged; an independent guard that holds somewhere does not. */
+static void test_guarded_reads(void) {
+    static const char *const ok[] = {
+        /* the guard names the UF's argument */
+        "size N in 1..4\nufun len[a < N] in 0..3\nT[i < 6] = if i < N then len[i] else 0",
+        /* and in the else-branch */
+        "size N in 1..4\nufun len[a < N] in 0..3\nT[i < 6] = if i >= N then 0 else len[i]",
+        /* ... with an inferred extent (the check is postponed) */
+        "size N in 1..4\nufun len[a < N] in 0..3\ninput Z : f32[6]\n"
+        "T[i] = if i < N then Z[i] * f32(len[i]) else 0.0",
+        /* the guard bounds an axis that the read's axis extent uses */
+        "size L in 1..1\ninput X : f32[L]\nT[i < 6, j < i + 1] = if i < 1 then X[j] else 0.0",
+        /* ... or a reduction's */
+        "size L in 1..1\ninput X : f32[L]\nT[i < 6] = if i < 1 then sum(k < i + 1) X[k] else 0.0",
+        /* a conjunction, a negation, a guard on an expression */
+        "size N in 1..8\ninput X : f32[N]\nT[i < N, j < 3] = if j < 2 && i + j < N then X[i + j] "
+        "else 0.0",
+        "size N in 1..8\ninput X : f32[N]\nT[i < N, j < 3] = if !(i + j >= N) then X[i + j] else "
+        "0.0",
+        /* a guard that may never hold (M = 0): the branch may never run */
+        "size N in 1..4\nsize M in 0..4\ninput X : f32[N]\n"
+        "T[i < N, k < 5] = if k < M then X[i + 1] else 0.0",
+        /* a guard the checker cannot decide (a UF value) */
+        "size N in 1..4\nufun f[a < 5] in 0..1\ninput X : f32[N]\n"
+        "T[i < N, k < 5] = if f[k] == 1 then X[i + 1] else 0.0",
+    };
+    for (int i = 0; i < RV_COUNT(ok); i++) {
+        rv_module *m = parse_ok(ok[i]);
+        if (!m)
+            fprintf(stderr, "    case %d\n", i);
+        rv_module_free(m);
+    }
+    /* an independent guard that holds at some element for every size */
+    check_error("size N in 1..4\ninput X : f32[N]\nT[i < N, k < 5] = if k < 3 then X[i + 1] "
+                "else 0.0",
+                "3:33: error: index i + 1 of 'X' is out of range");
+    check_error("size N in 1..4\ninput X : f32[N]\nT[i < N, k < 5] = if k < 3 then 0.0 "
+                "else X[i + 1]",
+                "3:42: error: index i + 1 of 'X' is out of range");
+    check_error("size N in 1..4\nufun len[a < N] in 0..3\nT[i < 6, k < 2] = if k == 0 || k > 0 "
+                "then len[i] else 0",
+                "3:47: error: ufun 'len' used outside its domain");
+    /* select evaluates both arms: it does not narrow */
+    check_error("size N in 1..4\nufun len[a < N] in 0..3\nT[i < 6] = select(i < N, len[i], 0)",
+                "3:30: error: ufun 'len' used outside its domain");
+}
+
 int main(void) {
     RUN(test_lex_tokens);
     RUN(test_lex_errors);
@@ -691,5 +741,6 @@ int main(void) {
     RUN(test_print_extreme_constants);
     RUN(test_depth_and_nesting);
     RUN(test_ufun_range_own_args);
+    RUN(test_guarded_reads);
     return harness_report();
 }
