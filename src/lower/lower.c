@@ -204,16 +204,28 @@ static Stmt *reduce_update(Module *m, rv_reduce_kind rk, Buffer *acc, Expr *at, 
     Expr *cur = ir_load(m, acc, at);
     if (rk != RV_REDUCE_ARGMAX)
         return lower_store(m, acc, at, reduce_combine(m, rk, cur, v));
-    /* The interpreter's rule: the first value is taken whatever it is (a
-     * row of -inf or INT_MIN has argmax 0, not -1); after it, strictly
-     * greater replaces (the first maximum wins), and a NaN is greater
-     * than everything but an earlier NaN. For floats `!(v <= cur)` is
-     * v > cur or v NaN, and `cur == cur` says no NaN is in yet. */
-    Expr *none_yet = ir_binary(m, EX_LT, ir_load(m, arg, at), ir_int(m, 0));
-    Expr *better = ir_binary(m, EX_GT, v, cur);
-    if (ir_is_float(v->dtype))
-        better = ir_binary(m, EX_AND, ir_binary(m, EX_EQ, cur, cur),
-                           ir_unary(m, EX_NOT, ir_binary(m, EX_LE, v, cur)));
+    /* The interpreter's rule, first maximum wins, with ties broken on the
+     * index (the original axis's value) rather than on which came first,
+     * so that any order of the reduction loops (split, tile, reorder)
+     * gives the same answer: the first value is taken whatever it is (a
+     * row of -inf or INT_MIN has argmax 0, not -1); after it (v, index)
+     * replaces (cur, arg) when v is greater, or equal with a smaller
+     * index; a NaN is greater than everything but a NaN, among NaNs the
+     * smallest index wins. The index compare runs only on ties. */
+    Expr *old = ir_load(m, arg, at);
+    Expr *none_yet = ir_binary(m, EX_LT, old, ir_int(m, 0));
+    Expr *earlier = ir_binary(m, EX_LT, index, old);
+    Expr *tie = ir_binary(m, EX_AND, ir_binary(m, EX_EQ, v, cur), earlier);
+    Expr *greater = ir_binary(m, EX_GT, v, cur);
+    if (ir_is_float(v->dtype)) {
+        /* `!(v <= cur)` is v > cur or either NaN: one compare on the common
+         * path, as many as the loop had before ties looked at the index */
+        Expr *nan_tie =
+            ir_binary(m, EX_AND, ir_binary(m, EX_NE, v, v), earlier); /* both NaN */
+        greater = ir_binary(m, EX_AND, ir_unary(m, EX_NOT, ir_binary(m, EX_LE, v, cur)),
+                            ir_binary(m, EX_OR, ir_binary(m, EX_EQ, cur, cur), nan_tie));
+    }
+    Expr *better = ir_binary(m, EX_OR, greater, tie);
     Stmt *both[2] = {lower_store(m, acc, at, v), lower_store(m, arg, at, index)};
     return lower_if(m, ir_binary(m, EX_OR, none_yet, better), lower_seq(m, 2, both), NULL);
 }

@@ -490,8 +490,8 @@ static bool const_extent(const Stage *st, const IterVar *v, int64_t *n) {
 
 /* True when the stage's reduction may run its lanes as separate partial
  * results combined at the end: sum, max and min, which reassociate (a
- * float sum then rounds in another order); not argmax, whose first
- * maximum depends on the order. */
+ * float sum then rounds in another order); not argmax, whose lanes
+ * would have to combine their indices too. */
 static bool lane_reducible(const Stage *st) {
     return st->reduce && st->reduce->u.red.rk != RV_REDUCE_ARGMAX;
 }
