@@ -978,6 +978,12 @@ static VX vx_node(VC *vc, const Expr *x) {
             v = arena_printf(a, "-%s", wrap(vc, full_vx(vc, l), P_UNARY));
         if (lane_dtype(l->dtype) == t)
             return (VX){v, l->dtype == RV_BOOL ? P_UNARY : P_POSTFIX, true};
+        /* gcc 12 at -O0 with AVX-512 fails on i32 -> f64 of a variable
+         * (internal compiler error: unrecognizable insn, a vec_select of the
+         * upper half of a 16-lane i32 in memory); through i64 it is exact
+         * and at -O1 and above the same instructions */
+        if (lane_dtype(l->dtype) == RV_I32 && t == RV_F64)
+            v = arena_printf(a, "__builtin_convertvector(%s, %s)", v, vt(vc, RV_I64));
         return (VX){arena_printf(a, "__builtin_convertvector(%s, %s)", v, vt(vc, t)), P_POSTFIX,
                     true};
     }

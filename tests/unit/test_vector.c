@@ -91,12 +91,15 @@ static void serial_for(int64_t n, void (*fn)(void *, int64_t, int64_t, int), voi
         fn(closure, 0, n, 0);
 }
 
+/* An -O level that overrides the JIT's own (NULL: keep it). */
+static const char *opt_level;
+
 /* Emits, compiles and loads kernel "K"; *src gets the source. */
 static rv_rt_kernel_fn build(const Kernel *k, char **src, JitLib **lib) {
     *src = cg_c_kernel(k);
     if (getenv("RAVEL_TEST_SHOW"))
         printf("%s\n", *src);
-    const char *flags[] = {KERNEL_FLAGS};
+    const char *flags[] = {KERNEL_FLAGS, opt_level};
     JitOptions opt = {
         .cache_dir = cache_dir, .extra_flags = flags, .n_extra_flags = RV_COUNT(flags)};
     *lib = NULL;
@@ -749,6 +752,34 @@ static void test_accuracy(void) {
     free(x);
 }
 
+/* Y = f64(A) + f64(A * A): i32 -> f64 of a vector variable, which gcc 12
+ * with AVX-512 fails on at -O0 (internal compiler error) when emitted as
+ * one __builtin_convertvector. */
+static Stmt *widen_body(Module *m, Buffer **b, Expr *at, Axis *j) {
+    (void)j;
+    Expr *a = ld(m, b[0], at);
+    Expr *v = bin(m, EX_ADD, ir_cast(m, RV_F64, a), ir_cast(m, RV_F64, bin(m, EX_MUL, a, a)));
+    return lower_store(m, b[1], at, v);
+}
+static Stmt *build_widen(Module *m, Buffer **b, LoopKind k, int w) {
+    return rows(m, k, w, widen_body, b);
+}
+
+static void test_widen_at_O0(void) {
+    static const int ws[] = {1, 8, 16, 32};
+    opt_level = "-O0";
+    for (int wi = 0; wi < RV_COUNT(ws); wi++) {
+        int64_t n = ROWS * ws[wi];
+        Case c = {"i32 to f64 at -O0", 2, {RV_I32, RV_F64}, {n, n}, build_widen, ws[wi], 0, 0, 0};
+        char *src = check_case(&c);
+        if (ws[wi] == 16)
+            CHECK_STR_CONTAINS(
+                src, "__builtin_convertvector(__builtin_convertvector(A_v, rv_i64x16), rv_f64x16)");
+        base_free(src);
+    }
+    opt_level = NULL;
+}
+
 int main(void) {
     snprintf(cache_dir, sizeof cache_dir, "/tmp/ravel-test-vector-XXXXXX");
     if (!mkdtemp(cache_dir)) {
@@ -762,6 +793,7 @@ int main(void) {
     RUN(test_transpose);
     RUN(test_fallback);
     RUN(test_accuracy);
+    RUN(test_widen_at_O0);
     char cmd[PATH_MAX + 16];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", cache_dir);
     if (system(cmd) != 0)
