@@ -1,16 +1,15 @@
 #!/bin/sh
 # A bounded run of the program fuzzer (tests/fuzz_programs.c): 150 random
-# programs (tests/fuzz_gen.c), each compiled at -O0 and compared with the
-# interpreter on five size assignments. It covers the features whose
-# programs pass today (tests/fuzz_gen.h lists them): all but random
-# schedules (sched), which still meet open bugs of issue 17 (late
-# rejections). Widen FEATURES to "all" when they are fixed; `make
-# fuzz-programs` runs the long version over every feature.
+# programs (tests/fuzz_gen.c), each compiled with the JIT's flags and
+# compared with the interpreter on five size assignments, over every
+# feature of the generator (tests/fuzz_gen.h), random schedules included.
+# Narrow it with FUZZ_PROGRAMS_FEATURES (e.g. "all,-sched") to bisect a
+# failure; `make fuzz-programs` runs the long version.
 # Prints "fuzz_programs: N passed, N failed"; a failure prints its replay
 # command and the reproducer's path.
 BUILD=${BUILD:-build}
 FUZZ=$BUILD/fuzz_programs
-FEATURES=${FUZZ_PROGRAMS_FEATURES:-all,-sched}
+FEATURES=${FUZZ_PROGRAMS_FEATURES:-all}
 if [ ! -x "$FUZZ" ]; then
     echo "$FUZZ is missing (make $FUZZ)"
     echo "fuzz_programs: 0 passed, 1 failed"
