@@ -920,8 +920,10 @@ static VX vx_node(VC *vc, const Expr *x) {
     const char *ls, *rs;
     int p;
     switch (x->kind) {
-    case EX_NEG:
-        return (VX){arena_printf(a, "-%s", operand(vc, l, P_UNARY)), P_UNARY, true};
+    case EX_NEG: { /* a space keeps - -x from reading as the decrement --x */
+        const char *o = operand(vc, l, P_UNARY);
+        return (VX){arena_printf(a, o[0] == '-' ? "- %s" : "-%s", o), P_UNARY, true};
+    }
     case EX_NOT:
         return (VX){arena_printf(a, "~%s", operand(vc, l, P_UNARY)), P_UNARY, true};
     case EX_ADD:
