@@ -587,7 +587,7 @@ static rv_status store(const Exec *x, void *data, int64_t off, rv_dtype to, rv_d
         if (vf && !float_to_int(v.f, to, &i))
             return elem_error(x, RV_ERR_BOUNDS, "value %g does not fit in %s", v.f,
                               rv_dtype_name(to));
-        if (to == RV_I32 && (i < INT32_MIN || i > INT32_MAX))
+        if (!ir_dtype_fits(to, i))
             return elem_error(x, RV_ERR_BOUNDS, "value %lld does not fit in i32", (long long)i);
         if (to == RV_I32)
             ((int32_t *)data)[off] = (int32_t)i;

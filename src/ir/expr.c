@@ -27,14 +27,6 @@ const ExprInfo ir_expr_info[EX_COUNT] = {
 };
 // clang-format on
 
-bool ir_is_int(rv_dtype t) {
-    return t == RV_I32 || t == RV_I64;
-}
-
-bool ir_is_float(rv_dtype t) {
-    return t == RV_F32 || t == RV_F64;
-}
-
 bool ir_is_const_int(const Expr *e, int64_t *v) {
     if (!e || e->kind != EX_CONST_INT)
         return false;
@@ -243,10 +235,6 @@ static bool is_const(const Expr *e) {
     return e->kind == EX_CONST_INT || e->kind == EX_CONST_FLOAT;
 }
 
-static bool fits_i32(int64_t v) {
-    return v >= INT32_MIN && v <= INT32_MAX;
-}
-
 /* A constant re-typed to `t` (literal adaptation), exactly. An integer
  * that does not fit an i32 partner is an error rather than a constant
  * outside its dtype, which a cast would print as another value and C
@@ -256,7 +244,7 @@ static Expr *retype_const(Module *m, Expr *e, rv_dtype t) {
         return e;
     if (ir_is_float(t))
         return ir_float(m, t, e->kind == EX_CONST_INT ? (double)e->u.ival : e->u.fval);
-    if (t == RV_I32 && !fits_i32(e->u.ival)) {
+    if (t == RV_I32 && !ir_dtype_fits(RV_I32, e->u.ival)) {
         base_error(RV_ERR_TYPE,
                    "the constant %lld does not fit the i32 it adapts to; cast the i32 operand "
                    "with i64(...) to compute in i64",
@@ -417,7 +405,7 @@ Expr *ir_binary(Module *m, ExprKind k, Expr *a, Expr *b) {
     }
     int64_t x, y, r;
     if (ir_is_const_int(a, &x) && ir_is_const_int(b, &y) && result != RV_BOOL &&
-        fold_int(k, x, y, &r) && (result != RV_I32 || fits_i32(r)))
+        fold_int(k, x, y, &r) && (result != RV_I32 || ir_dtype_fits(RV_I32, r)))
         return ir_const_int(m, result, r);
     Expr *args[2] = {a, b};
     return make0(m, k, result, 2, args);

@@ -29,6 +29,8 @@
 #ifndef RAVEL_IR_H
 #define RAVEL_IR_H
 
+#include <dlpack/dlpack.h>
+
 #include "base/base.h"
 
 typedef struct rv_module Module;
@@ -302,8 +304,6 @@ Expr *ir_substitute(Module *m, Expr *e, const PtrMap *map);
 /* The same, every reduction given new axes: a copy of e that shares no
  * reduction axis with e (inlining one tensor at several reads). */
 Expr *ir_substitute_fresh(Module *m, Expr *e, const PtrMap *map);
-bool ir_is_int(rv_dtype t);
-bool ir_is_float(rv_dtype t);
 bool ir_is_const_int(const Expr *e, int64_t *v);
 /* Interval bounds of an integer expression over the declared ranges of
  * sizes, UF values and axis extents; false when unknown (or empty). */
@@ -394,6 +394,52 @@ Buffer *ir_keep_buffer(IrKeep *k, Buffer *b);
 void ir_print_expr(Buf *b, const Expr *e);
 void ir_print_module(Buf *b, const Module *m);
 char *ir_expr_str(const Expr *e); /* base_free the result */
+
+/* ---- dtype.c: facts about the scalar types ---- */
+
+/* rv_dtype_name and rv_dtype_size are public (ravel.h). */
+bool ir_dtype_valid(rv_dtype t);
+bool ir_is_int(rv_dtype t);   /* i32, i64 */
+bool ir_is_float(rv_dtype t); /* f32, f64 */
+/* The range of an integer dtype, and whether v lies in it. */
+int64_t ir_dtype_min(rv_dtype t);
+int64_t ir_dtype_max(rv_dtype t);
+bool ir_dtype_fits(rv_dtype t, int64_t v);
+/* The DLPack dtype of an rv_dtype (bool: code 6, 8 bits, as DLPack >= 0.8's
+ * kDLBool). */
+DLDataType ir_dtype_to_dl(rv_dtype t);
+
+/* ---- array.c: host arrays ---- */
+
+/* An rv_array is the host-side tensor every layer hands around: dtype,
+ * shape and contiguous row-major data, 64-byte aligned so generated SIMD
+ * code may use aligned loads. It carries a DLTensor describing itself
+ * (data, CPU device, dtype, ndim, shape pointing at the array's own shape,
+ * strides NULL = compact row-major), so a kernel or a foreign framework can
+ * take the array as a DLTensor without building one.
+ *
+ * Ownership: an array owns its data (block) unless it was made from a
+ * DLManagedTensor without copying; then it holds the managed tensor and
+ * calls its deleter when freed. Shapes and dtypes never change after
+ * creation, so the fields below may be read directly within src/. The
+ * accessors and element access are public (ravel.h). */
+#define IR_ARRAY_ALIGN 64 /* bytes; the alignment of every array's data */
+
+struct rv_array {
+    DLTensor dl; /* the DLPack view; dl.data is the data */
+    rv_dtype dtype;
+    int ndim;
+    int64_t shape[RV_MAX_DIMS]; /* dl.shape points here */
+    int64_t numel;              /* product of shape (1 for ndim 0) */
+    size_t nbytes;              /* numel * rv_dtype_size(dtype) */
+    void *block;                /* owned allocation holding the data, or NULL */
+    DLManagedTensor *owner;     /* borrowed from DLPack: deleted on free, or NULL */
+};
+
+/* Fills an array header for ndim/shape without allocating data: checks
+ * the dtype, rank and extents and computes numel and nbytes. RV_ERR_ARG
+ * (with a message) on a bad description, including a size overflow. */
+rv_status ir_array_init(rv_array *a, rv_dtype t, int ndim, const int64_t *shape);
 
 /* ---- verify.c ---- */
 

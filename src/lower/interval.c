@@ -34,10 +34,6 @@ static bool is_int_expr(const Expr *e) {
     return ir_is_int(e->dtype);
 }
 
-static bool fits_i32(int64_t v) {
-    return v >= INT32_MIN && v <= INT32_MAX;
-}
-
 /* floor(a / c) and the matching non-negative remainder, for c > 0. */
 int64_t lower_fdiv(int64_t a, int64_t c) {
     int64_t q = a / c;
@@ -423,7 +419,7 @@ static Ival atom_ival(Simp *S, Expr *x) {
         if (!is_int_expr(x->args[0]))
             return ival_none();
         a = lower_ival_of(S, x->args[0]);
-        if (a.ok && x->dtype == RV_I32 && (!fits_i32(a.lo) || !fits_i32(a.hi)))
+        if (a.ok && x->dtype == RV_I32 && (!ir_dtype_fits(RV_I32, a.lo) || !ir_dtype_fits(RV_I32, a.hi)))
             return ival_make(INT32_MIN, INT32_MAX);
         return a;
     case EX_MUL:

@@ -133,10 +133,6 @@ static bool is_int_expr(const Expr *e) {
     return ir_is_int(e->dtype);
 }
 
-static bool fits_i32(int64_t v) {
-    return v >= INT32_MIN && v <= INT32_MAX;
-}
-
 /* ---- linear forms ---- */
 
 static Lin *lin_new(Simp *S, int n) {
@@ -359,10 +355,10 @@ static Expr *lin_to_expr(Simp *S, const Lin *L, rv_dtype t, bool is_result) {
     Module *m = S->m;
     if (!lin_fits(S, L, t, is_result))
         return NULL;
-    if (L->c0 == INT64_MIN || (t == RV_I32 && !fits_i32(L->c0)))
+    if (L->c0 == INT64_MIN || (t == RV_I32 && !ir_dtype_fits(RV_I32, L->c0)))
         return NULL;
     for (int i = 0; i < L->n; i++)
-        if (L->t[i].c == INT64_MIN || (t == RV_I32 && !fits_i32(L->t[i].c)) ||
+        if (L->t[i].c == INT64_MIN || (t == RV_I32 && !ir_dtype_fits(RV_I32, L->t[i].c)) ||
             L->t[i].x->dtype != t)
             return NULL;
     Expr *acc = NULL;

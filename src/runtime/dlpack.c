@@ -1,13 +1,13 @@
 /*
  * dlpack.c — exchanging arrays with other frameworks through DLPack.
  *
- * Every rv_array already carries a DLTensor describing itself (array.c),
+ * Every rv_array already carries a DLTensor describing itself (src/ir/array.c),
  * so lending an array to a kernel is free. The two managed directions
  * follow the DLPack protocol: the producer hands over a DLManagedTensor and
  * the consumer calls its deleter when done with it.
  *
  * Taking a foreign tensor borrows its memory when the data is aligned the
- * way ravel's kernels assume (RT_ARRAY_ALIGN); otherwise it copies into a
+ * way ravel's kernels assume (IR_ARRAY_ALIGN); otherwise it copies into a
  * fresh array and releases the foreign tensor immediately. ravel arrays are
  * compact row-major CPU arrays, so anything strided or on another device is
  * refused with RV_ERR_ARG rather than silently copied or misread.
@@ -25,7 +25,7 @@ static bool dtype_from_dl(DLDataType dt, rv_dtype *t) {
     if (dt.lanes != 1)
         return false;
     for (int i = 0; i < RV_DTYPE_COUNT; i++) {
-        DLDataType c = rt_dtype_to_dl((rv_dtype)i);
+        DLDataType c = ir_dtype_to_dl((rv_dtype)i);
         if (c.code == dt.code && c.bits == dt.bits) {
             *t = (rv_dtype)i;
             return true;
@@ -76,7 +76,7 @@ rv_status rv_array_from_dlpack(DLManagedTensor *mt, rv_array **out) {
         return base_error(RV_ERR_ARG, "DLPack tensor has %d dimensions but no shape", t->ndim);
 
     rv_array hdr; /* checks the shape; the real header is made below */
-    rv_status st = rt_array_init(&hdr, dtype, t->ndim, t->shape);
+    rv_status st = ir_array_init(&hdr, dtype, t->ndim, t->shape);
     if (st != RV_OK)
         return base_error(st, "DLPack tensor: %s", rv_last_error());
     if (!is_compact(t))
@@ -87,11 +87,11 @@ rv_status rv_array_from_dlpack(DLManagedTensor *mt, rv_array **out) {
                           (long long)hdr.numel);
     char *data = t->data ? (char *)t->data + t->byte_offset : NULL;
     rv_array *a;
-    if (data && (uintptr_t)data % RT_ARRAY_ALIGN == 0) {
+    if (data && (uintptr_t)data % IR_ARRAY_ALIGN == 0) {
         a = base_malloc(sizeof *a);
         if (!a)
             return base_error(RV_ERR_OOM, "rv_array_from_dlpack: out of memory");
-        rt_array_init(a, dtype, t->ndim, t->shape);
+        ir_array_init(a, dtype, t->ndim, t->shape);
         a->dl.data = data;
         a->owner = mt;
         *out = a;

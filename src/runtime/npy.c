@@ -293,7 +293,7 @@ static rv_status load_header(FILE *f, const char *path, int64_t size, rv_array *
                           path);
 
     rv_array hdr;
-    if (rt_array_init(&hdr, dtype, h.ndim, h.shape) != RV_OK)
+    if (ir_array_init(&hdr, dtype, h.ndim, h.shape) != RV_OK)
         return base_error(RV_ERR_IO, "%s: the shape's size overflows", path);
     int64_t have = size - start - (int64_t)hlen;
     if ((uint64_t)have < hdr.nbytes)

@@ -85,7 +85,7 @@ _Static_assert(offsetof(rv_rt_tensor, strides) == offsetof(DLTensor, strides),
                "rv_rt_tensor.strides");
 _Static_assert(offsetof(rv_rt_tensor, byte_offset) == offsetof(DLTensor, byte_offset),
                "rv_rt_tensor.byte_offset");
-_Static_assert(RV_RT_ALIGN == RT_ARRAY_ALIGN, "kernels assume the alignment arrays have");
+_Static_assert(RV_RT_ALIGN == IR_ARRAY_ALIGN, "kernels assume the alignment arrays have");
 
 struct rv_program {
     Module *m;

@@ -1,7 +1,12 @@
 /*
- * array.c — host arrays: creation, element access, dtype facts.
+ * array.c — host arrays: creation and element access.
  *
- * rv_array_new allocates zeroed data aligned to RT_ARRAY_ALIGN (64 bytes,
+ * The array is the value of an IR tensor: the interpreter makes and reads
+ * arrays, the runtime hands them to kernels and to DLPack and NumPy. It sits
+ * in src/ir, below both, so the interpreter does not call into the runtime
+ * (dtype facts, dtype.c, moved with it).
+ *
+ * rv_array_new allocates zeroed data aligned to IR_ARRAY_ALIGN (64 bytes,
  * a cache line and an AVX-512 vector) by over-allocating through the
  * allocation hook and rounding the pointer up. Even an empty array (a zero
  * extent) gets a real, aligned data pointer, so kernels never see NULL.
@@ -15,55 +20,11 @@
  */
 #include <string.h>
 
-#include "runtime/runtime.h"
+#include "ir/ir.h"
 
-// clang-format off
-static const struct { const char *name; size_t size; } dtype_info[RV_DTYPE_COUNT] = {
-    [RV_BOOL] = {"bool", 1},
-    [RV_I32]  = {"i32",  4},
-    [RV_I64]  = {"i64",  8},
-    [RV_F32]  = {"f32",  4},
-    [RV_F64]  = {"f64",  8},
-};
-// clang-format on
-_Static_assert(RV_DTYPE_COUNT == 5, "dtype_info must list every rv_dtype");
-
-static bool dtype_valid(rv_dtype t) {
-    return (int)t >= 0 && t < RV_DTYPE_COUNT;
-}
-
-const char *rv_dtype_name(rv_dtype t) {
-    return dtype_valid(t) ? dtype_info[t].name : "invalid dtype";
-}
-
-size_t rv_dtype_size(rv_dtype t) {
-    return dtype_valid(t) ? dtype_info[t].size : 0;
-}
-
-DLDataType rt_dtype_to_dl(rv_dtype t) {
-    DLDataType dt = {0, 0, 1};
-    switch (t) {
-    case RV_BOOL:
-        dt.code = 6;
-        break; /* kDLBool from DLPack 0.8 on */
-    case RV_I32:
-    case RV_I64:
-        dt.code = kDLInt;
-        break;
-    case RV_F32:
-    case RV_F64:
-        dt.code = kDLFloat;
-        break;
-    default:
-        RV_UNREACHABLE();
-    }
-    dt.bits = (uint8_t)(8 * rv_dtype_size(t));
-    return dt;
-}
-
-rv_status rt_array_init(rv_array *a, rv_dtype t, int ndim, const int64_t *shape) {
+rv_status ir_array_init(rv_array *a, rv_dtype t, int ndim, const int64_t *shape) {
     memset(a, 0, sizeof *a);
-    if (!dtype_valid(t))
+    if (!ir_dtype_valid(t))
         return base_error(RV_ERR_ARG, "array: invalid dtype %d", (int)t);
     if (ndim < 0 || ndim > RV_MAX_DIMS)
         return base_error(RV_ERR_ARG, "array: %d dimensions; between 0 and %d are supported", ndim,
@@ -85,7 +46,7 @@ rv_status rt_array_init(rv_array *a, rv_dtype t, int ndim, const int64_t *shape)
     if (numel == 0)
         overflow = false;
     size_t esize = rv_dtype_size(t);
-    if (overflow || (uint64_t)numel > (SIZE_MAX - RT_ARRAY_ALIGN) / esize)
+    if (overflow || (uint64_t)numel > (SIZE_MAX - IR_ARRAY_ALIGN) / esize)
         return base_error(RV_ERR_ARG, "array: the shape's size overflows");
     a->dtype = t;
     a->ndim = ndim;
@@ -94,7 +55,7 @@ rv_status rt_array_init(rv_array *a, rv_dtype t, int ndim, const int64_t *shape)
     a->dl.device.device_type = kDLCPU;
     a->dl.device.device_id = 0;
     a->dl.ndim = ndim;
-    a->dl.dtype = rt_dtype_to_dl(t);
+    a->dl.dtype = ir_dtype_to_dl(t);
     a->dl.shape = a->shape;
     a->dl.strides = NULL;
     a->dl.byte_offset = 0;
@@ -109,17 +70,17 @@ rv_array *rv_array_new(rv_dtype t, int ndim, const int64_t *shape) {
         base_error(RV_ERR_OOM, "array: out of memory");
         return NULL;
     }
-    if (rt_array_init(a, t, ndim, shape) != RV_OK) {
+    if (ir_array_init(a, t, ndim, shape) != RV_OK) {
         base_free(a);
         return NULL;
     }
-    a->block = base_malloc(a->nbytes + RT_ARRAY_ALIGN - 1 + (a->nbytes == 0));
+    a->block = base_malloc(a->nbytes + IR_ARRAY_ALIGN - 1 + (a->nbytes == 0));
     if (!a->block) {
         base_error(RV_ERR_OOM, "array: out of memory allocating %zu bytes", a->nbytes);
         base_free(a);
         return NULL;
     }
-    uintptr_t p = ((uintptr_t)a->block + RT_ARRAY_ALIGN - 1) & ~(uintptr_t)(RT_ARRAY_ALIGN - 1);
+    uintptr_t p = ((uintptr_t)a->block + IR_ARRAY_ALIGN - 1) & ~(uintptr_t)(IR_ARRAY_ALIGN - 1);
     a->dl.data = (char *)a->block + (p - (uintptr_t)a->block);
     memset(a->dl.data, 0, a->nbytes);
     return a;
