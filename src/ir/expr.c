@@ -731,13 +731,28 @@ Expr *ir_ufcall(Module *m, Ufun *f, int n, Expr *const *args_in) {
     return make(m, EX_UFCALL, RV_I64, n, args, &p);
 }
 
+static const char *const reduce_names[] = {"sum", "max", "min", "argmax"};
+_Static_assert(RV_COUNT(reduce_names) == RV_REDUCE_COUNT, "reduce_names parallels rv_reduce_kind");
+
+const char *ir_reduce_name(rv_reduce_kind rk) {
+    RV_ASSERT((int)rk >= 0 && rk < RV_REDUCE_COUNT);
+    return reduce_names[rk];
+}
+
+bool ir_reduce_kind_of(const char *name, rv_reduce_kind *rk) {
+    for (int i = 0; i < RV_REDUCE_COUNT; i++)
+        if (strcmp(reduce_names[i], name) == 0) {
+            *rk = (rv_reduce_kind)i;
+            return true;
+        }
+    return false;
+}
+
 Expr *ir_reduce(Module *m, rv_reduce_kind rk, int naxes, Axis *const *axes, Expr *body) {
     if (!body)
         return NULL;
-    static const char *const names[] = {"sum", "max", "min", "argmax"};
-    _Static_assert(RV_COUNT(names) == RV_REDUCE_COUNT, "reduce names");
     if (naxes < 1 || naxes > RV_MAX_DIMS) {
-        base_error(RV_ERR_TYPE, "%s needs 1 to %d reduction axes", names[rk], RV_MAX_DIMS);
+        base_error(RV_ERR_TYPE, "%s needs 1 to %d reduction axes", ir_reduce_name(rk), RV_MAX_DIMS);
         return NULL;
     }
     for (int i = 0; i < naxes; i++) {
@@ -753,7 +768,7 @@ Expr *ir_reduce(Module *m, rv_reduce_kind rk, int naxes, Axis *const *axes, Expr
         return NULL;
     }
     if (body->dtype == RV_BOOL) {
-        base_error(RV_ERR_TYPE, "%s needs a numeric body, got bool", names[rk]);
+        base_error(RV_ERR_TYPE, "%s needs a numeric body, got bool", ir_reduce_name(rk));
         return NULL;
     }
     Payload p = {.rk = rk, .naxes = naxes, .axes = axes};

@@ -293,6 +293,10 @@ Expr *ir_cast(Module *m, rv_dtype t, Expr *a);
 Expr *ir_read(Module *m, Tensor *t, int n, Expr *const *idx);
 Expr *ir_ufcall(Module *m, Ufun *f, int n, Expr *const *args);
 Expr *ir_reduce(Module *m, rv_reduce_kind rk, int naxes, Axis *const *axes, Expr *body);
+/* A reduction's source name ("sum", "argmax"), and the kind named `name`
+ * (false when none is). */
+const char *ir_reduce_name(rv_reduce_kind rk);
+bool ir_reduce_kind_of(const char *name, rv_reduce_kind *rk);
 /* Loop IR: an element of buffer `b` at flat index `idx` (i64). */
 Expr *ir_load(Module *m, Buffer *b, Expr *idx);
 Buffer *ir_buffer_new(Module *m, const char *name, rv_dtype t, Expr *size, BufScope scope);

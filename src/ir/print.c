@@ -120,12 +120,6 @@ static void print_args(Buf *b, const Expr *e, int from) {
     }
 }
 
-static const char *reduce_name(rv_reduce_kind rk) {
-    static const char *const names[] = {"sum", "max", "min", "argmax"};
-    _Static_assert(RV_COUNT(names) == RV_REDUCE_COUNT, "reduce names");
-    return names[rk];
-}
-
 /* An axis binder `name < extent` (extent at full precedence). */
 static void print_binder(Buf *b, const Axis *a) {
     buf_printf(b, "%s < ", a->name);
@@ -135,7 +129,7 @@ static void print_binder(Buf *b, const Axis *a) {
 static void print_reduce(Buf *b, const Expr *e, bool tight) {
     if (tight)
         buf_putc(b, '(');
-    buf_printf(b, "%s(", reduce_name(e->u.red.rk));
+    buf_printf(b, "%s(", ir_reduce_name(e->u.red.rk));
     for (int i = 0; i < e->u.red.naxes; i++) {
         if (i)
             buf_puts(b, ", ");

@@ -494,17 +494,8 @@ static Expr *elab_binder_extent(Checker *c, const Binder *b, int i, int n) {
 
 /* sum(k < K, l < L) body */
 static Expr *elab_reduce(Checker *c, const Node *n) {
-    static const struct {
-        const char *name;
-        rv_reduce_kind rk;
-    } kinds[] = {{"sum", RV_REDUCE_SUM},
-                 {"max", RV_REDUCE_MAX},
-                 {"min", RV_REDUCE_MIN},
-                 {"argmax", RV_REDUCE_ARGMAX}};
     rv_reduce_kind rk = RV_REDUCE_SUM;
-    for (int i = 0; i < RV_COUNT(kinds); i++)
-        if (strcmp(kinds[i].name, n->name) == 0)
-            rk = kinds[i].rk;
+    ir_reduce_kind_of(n->name, &rk);
     if (rk == RV_REDUCE_ARGMAX && n->nbinds != 1) {
         error_at(c, n->loc, "argmax reduces over exactly one axis, given %d", n->nbinds);
         return NULL;

@@ -262,10 +262,11 @@ static bool at_reduce(const Parser *p) {
     const Token *t = p->tok;
     if (t->kind != TK_IDENT || !is_punct(&t[1], "("))
         return false;
-    if (strcmp(t->text, "sum") == 0 || strcmp(t->text, "argmax") == 0)
-        return true;
-    if (strcmp(t->text, "max") != 0 && strcmp(t->text, "min") != 0)
+    rv_reduce_kind rk;
+    if (!ir_reduce_kind_of(t->text, &rk))
         return false;
+    if (rk != RV_REDUCE_MAX && rk != RV_REDUCE_MIN) /* max(a, b) is also a call */
+        return true;
     return t[2].kind == TK_IDENT && is_punct(&t[3], "<") && !in_scope(p, t[2].text);
 }
 

@@ -54,9 +54,9 @@ const char *const lower_stmt_name[ST_COUNT] = {
 };
 
 const char *const lower_loop_kind_name[LOOP_COUNT] = {
-    "serial", "parallel", "vector", "unroll",
-    "gpu_block_x", "gpu_block_y", "gpu_block_z",
-    "gpu_thread_x", "gpu_thread_y", "gpu_thread_z",
+#define LOOP(k, sched_name, ir_name) ir_name,
+#include "sched/loops.def"
+#undef LOOP
 };
 // clang-format on
 _Static_assert(RV_COUNT(lower_stmt_name) == ST_COUNT, "lower_stmt_name parallels StmtKind");
@@ -301,9 +301,7 @@ static void print_float(Buf *b, const Expr *e) {
 }
 
 static void print_reduce(Buf *b, const Expr *e) {
-    static const char *const names[] = {"sum", "max", "min", "argmax"};
-    _Static_assert(RV_COUNT(names) == RV_REDUCE_COUNT, "reduce names");
-    buf_printf(b, "%s(", names[e->u.red.rk]);
+    buf_printf(b, "%s(", ir_reduce_name(e->u.red.rk));
     for (int i = 0; i < e->u.red.naxes; i++) {
         const Axis *a = e->u.red.axes[i];
         buf_printf(b, "%s%s < ", i ? ", " : "", a->name);

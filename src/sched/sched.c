@@ -15,8 +15,9 @@
 #include "sched/sched.h"
 
 static const char *const loop_kind_names[LOOP_COUNT] = {
-    "serial",     "parallel",   "vector",      "unroll",      "blockIdx.x",
-    "blockIdx.y", "blockIdx.z", "threadIdx.x", "threadIdx.y", "threadIdx.z",
+#define LOOP(k, sched_name, ir_name) sched_name,
+#include "loops.def"
+#undef LOOP
 };
 
 const char *sched_loop_kind_name(LoopKind k) {

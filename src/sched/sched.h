@@ -42,16 +42,9 @@
 #include "ir/ir.h"
 
 typedef enum LoopKind {
-    LOOP_SERIAL,
-    LOOP_PARALLEL, /* iterations run on the thread pool */
-    LOOP_VECTOR,   /* iterations become SIMD lanes */
-    LOOP_UNROLL,   /* fully unrolled (constant extent) */
-    LOOP_GPU_BLOCK_X,
-    LOOP_GPU_BLOCK_Y,
-    LOOP_GPU_BLOCK_Z,
-    LOOP_GPU_THREAD_X,
-    LOOP_GPU_THREAD_Y,
-    LOOP_GPU_THREAD_Z,
+#define LOOP(k, sched_name, ir_name) LOOP_##k,
+#include "loops.def"
+#undef LOOP
     LOOP_COUNT
 } LoopKind;
 
