@@ -183,20 +183,6 @@ bool cg_is_zero(const Expr *x) {
 
 /* ---- expressions ---- */
 
-/* C precedence levels (higher binds tighter). */
-enum {
-    P_LOWEST = 0,
-    P_COND = 3,    /* ?: */
-    P_OR = 4,      /* || */
-    P_AND = 5,     /* && */
-    P_EQ = 9,      /* == != */
-    P_REL = 10,    /* < <= > >= */
-    P_ADD = 12,    /* + - */
-    P_MUL = 13,    /* * / % */
-    P_UNARY = 15,  /* - ! casts */
-    P_POSTFIX = 16 /* calls, subscripts, names, literals */
-};
-
 /* The dtype suffix of helper names: "f32", "i64", ... */
 static const char *dsuffix(rv_dtype t) {
     return rv_dtype_name(t);
@@ -225,7 +211,7 @@ static bool is_c_int(const Expr *x) {
     }
 }
 
-static int prec_of(const Expr *x) {
+int cg_expr_prec(const Expr *x) {
     switch (x->kind) {
     case EX_CONST_INT:
         return x->u.ival < 0 ? P_UNARY : P_POSTFIX;
@@ -356,12 +342,34 @@ static void infix(CgEmit *e, Buf *b, const Expr *x, const char *op, int pl, int 
 /* The need for an operand of || or && : a nested && under || (or the
  * other way) gets parentheses, a chain of the same operator does not. */
 static int logic_need(const Expr *x, const Expr *child) {
-    return child->kind == x->kind ? prec_of(x) : P_AND + 1;
+    return child->kind == x->kind ? cg_expr_prec(x) : P_AND + 1;
+}
+
+/* A math function: the libm function ops.def names for it, or where it
+ * names none, our own form. */
+static void math_call(CgEmit *e, Buf *b, const Expr *x) {
+    rv_dtype t = x->dtype;
+    switch (x->kind) {
+    case EX_RSQRT:
+        buf_puts(b, t == RV_F32 ? "1.0f / " : "1.0 / ");
+        call1(e, b, libm(e, "sqrt", t), x);
+        return;
+    case EX_SIGMOID:
+        helper_call(e, b, CG_H_SIGMOID, x);
+        return;
+    case EX_GELU:
+        helper_call(e, b, CG_H_GELU, x);
+        return;
+    default:
+        RV_ASSERT(ir_expr_info[x->kind].libm);
+        call1(e, b, libm(e, ir_expr_info[x->kind].libm, t), x);
+        return;
+    }
 }
 
 static void expr_node(CgEmit *e, Buf *b, const Expr *x) {
     rv_dtype t = x->dtype;
-    int p = prec_of(x);
+    int p = cg_expr_prec(x);
     switch (x->kind) {
     case EX_CONST_INT:
         int_literal(e, b, t, x->u.ival);
@@ -389,7 +397,7 @@ static void expr_node(CgEmit *e, Buf *b, const Expr *x) {
         const Expr *a = x->args[0];
         buf_putc(b, '-');
         /* never "--x" or "--1" */
-        bool minus = a->kind == EX_NEG || (prec_of(a) == P_UNARY && a->n == 0);
+        bool minus = a->kind == EX_NEG || (cg_expr_prec(a) == P_UNARY && a->n == 0);
         expr_at(e, b, a, minus ? P_POSTFIX : P_UNARY);
         return;
     }
@@ -453,33 +461,10 @@ static void expr_node(CgEmit *e, Buf *b, const Expr *x) {
             expr_at(e, b, x->args[0], P_UNARY);
         }
         return;
-    case EX_EXP:
-        call1(e, b, libm(e, "exp", t), x);
-        return;
-    case EX_LOG:
-        call1(e, b, libm(e, "log", t), x);
-        return;
-    case EX_SQRT:
-        call1(e, b, libm(e, "sqrt", t), x);
-        return;
-    case EX_RSQRT:
-        buf_puts(b, t == RV_F32 ? "1.0f / " : "1.0 / ");
-        call1(e, b, libm(e, "sqrt", t), x);
-        return;
-    case EX_TANH:
-        call1(e, b, libm(e, "tanh", t), x);
-        return;
-    case EX_ERF:
-        call1(e, b, libm(e, "erf", t), x);
-        return;
-    case EX_SIGMOID:
-        helper_call(e, b, CG_H_SIGMOID, x);
-        return;
-    case EX_GELU:
-        helper_call(e, b, CG_H_GELU, x);
-        return;
-    case EX_POW:
-        call1(e, b, libm(e, "pow", t), x);
+#define MATH(k, text, arity, libm, def) case EX_##k:
+#include "ir/ops.def"
+#undef MATH
+        math_call(e, b, x);
         return;
     case EX_READ:
     case EX_UFCALL:
@@ -493,7 +478,7 @@ static void expr_node(CgEmit *e, Buf *b, const Expr *x) {
 }
 
 static void expr_at(CgEmit *e, Buf *b, const Expr *x, int need) {
-    bool paren = prec_of(x) < need;
+    bool paren = cg_expr_prec(x) < need;
     if (paren)
         buf_putc(b, '(');
     expr_node(e, b, x);

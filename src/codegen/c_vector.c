@@ -711,20 +711,6 @@ const char *cg_vector_use_transpose(CgEmit *e, rv_dtype t, int lanes) {
     return arena_printf(e->arena, "rv_transpose_%sx%d", rv_dtype_name(lane_dtype(t)), lanes);
 }
 
-/* C precedence levels, as in c_expr.c, plus the bitwise operators. */
-enum {
-    P_LOWEST = 0,
-    P_COND = 3,
-    P_BOR = 6,
-    P_BAND = 8,
-    P_EQ = 9,
-    P_REL = 10,
-    P_ADD = 12,
-    P_MUL = 13,
-    P_UNARY = 15,
-    P_POSTFIX = 16
-};
-
 /* C text of a value and its precedence; `vec` when it is a vector (else
  * a scalar, broadcast by the operator using it). */
 typedef struct VX {
@@ -750,25 +736,9 @@ static VX scalar(VC *vc, const Expr *x) {
     case EX_CONST_FLOAT:
         prec = x->u.fval >= 0 ? P_POSTFIX : P_UNARY;
         break;
-    case EX_SIZE:
-    case EX_VAR:
-    case EX_LOAD:
-    case EX_MIN:
-    case EX_MAX:
-    case EX_FLOORDIV:
-    case EX_FLOORMOD:
-    case EX_ABS:
-    case EX_EXP:
-    case EX_LOG:
-    case EX_SQRT:
-    case EX_TANH:
-    case EX_ERF:
-    case EX_SIGMOID:
-    case EX_GELU:
-    case EX_POW:
-        prec = P_POSTFIX;
-        break;
-    default:
+    default: /* a call or a name, or else parenthesized wherever it goes */
+        if (cg_expr_prec(x) == P_POSTFIX)
+            prec = P_POSTFIX;
         break;
     }
     VX r = {arena_printf(vc->e->arena, "%s", buf_str(&b)), prec, false};
@@ -1004,15 +974,10 @@ static VX vx_node(VC *vc, const Expr *x) {
     case EX_ABS:
         return (VX){arena_printf(a, "%s(%s)", helper(vc, VH_ABS, "abs", t), full(vc, l)), P_POSTFIX,
                     true};
-    case EX_EXP:
-    case EX_LOG:
-    case EX_SQRT:
-    case EX_RSQRT:
-    case EX_TANH:
-    case EX_SIGMOID:
-    case EX_ERF:
-    case EX_GELU:
-    case EX_POW: {
+#define MATH(k, text, arity, libm, def) case EX_##k:
+#include "ir/ops.def"
+#undef MATH
+    {
         const char *name = ir_expr_info[x->kind].text;
         ls = full(vc, l);
         rs = r ? full(vc, r) : NULL;

@@ -35,6 +35,23 @@
 
 /* ---- c_expr.c ---- */
 
+/* C precedence levels (higher binds tighter), of the scalar (c_expr.c)
+ * and vector (c_vector.c) printers. */
+enum {
+    P_LOWEST = 0,
+    P_COND = 3,    /* ?: */
+    P_OR = 4,      /* || */
+    P_AND = 5,     /* && */
+    P_BOR = 6,     /* | (vector masks) */
+    P_BAND = 8,    /* & (vector masks) */
+    P_EQ = 9,      /* == != */
+    P_REL = 10,    /* < <= > >= */
+    P_ADD = 12,    /* + - */
+    P_MUL = 13,    /* * / % */
+    P_UNARY = 15,  /* - ! casts */
+    P_POSTFIX = 16 /* calls, subscripts, names, literals */
+};
+
 typedef enum CgTarget {
     CG_TARGET_C,    /* C11 + GNU attributes, host code */
     CG_TARGET_CUDA, /* CUDA C for NVRTC: no headers, device helpers */
@@ -95,6 +112,8 @@ const char *cg_global_with(CgEmit *e, const char *hint, const char *suffix);
 /* Appends expression `x` with the parentheses C needs. Asserts on
  * tensor-level nodes (READ, UFCALL, REDUCE): lowering removes them. */
 void cg_expr(CgEmit *e, Buf *b, const Expr *x);
+/* How tightly cg_expr's text of x binds (a P_ level). */
+int cg_expr_prec(const Expr *x);
 /* `x` as the right operand of a comparison (`i < x`): parenthesized when
  * cg_expr would print a conditional (?:) at its top. */
 void cg_expr_operand(CgEmit *e, Buf *b, const Expr *x);

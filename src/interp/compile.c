@@ -192,15 +192,9 @@ static rv_status emit(Compiler *c, BlockBuild *bb, const Expr *e) {
     case EX_SELECT:
         ins.op = I_SELECT;
         break;
-    case EX_EXP:
-    case EX_LOG:
-    case EX_SQRT:
-    case EX_RSQRT:
-    case EX_TANH:
-    case EX_SIGMOID:
-    case EX_ERF:
-    case EX_GELU:
-    case EX_POW:
+#define MATH(k, text, arity, libm, def) case EX_##k:
+#include "ir/ops.def"
+#undef MATH
         ins.op = I_MATH;
         break;
     case EX_READ:

@@ -103,24 +103,15 @@ static rv_status read_error(const Exec *x, const EvalIns *p, int l) {
     return st;
 }
 
-static double math1(int k, double x) {
+/* A math function of x (and y) by its definition in ops.def. */
+static double math(int k, double x, double y) {
+    (void)y;
     switch (k) {
-    case EX_EXP:
-        return exp(x);
-    case EX_LOG:
-        return log(x);
-    case EX_SQRT:
-        return sqrt(x);
-    case EX_RSQRT:
-        return 1.0 / sqrt(x);
-    case EX_TANH:
-        return tanh(x);
-    case EX_SIGMOID:
-        return 1.0 / (1.0 + exp(-x));
-    case EX_ERF:
-        return erf(x);
-    case EX_GELU:
-        return 0.5 * x * erfc(x * -0.70710678118654752440); /* 1 + erf(x/√2), no cancelling */
+#define MATH(k, text, arity, libm, def)                                                            \
+    case EX_##k:                                                                                   \
+        return def;
+#include "ir/ops.def"
+#undef MATH
     default:
         RV_UNREACHABLE();
     }
@@ -372,12 +363,12 @@ static ALWAYS_INLINE rv_status exec_ins(Exec *x, const EvalIns *p) {
             d[l] = a[l * sa].i ? b[l * sb] : c[l * sc];
         break;
     case I_MATH:
-        if (p->k == EX_POW) {
+        if (ir_expr_info[p->k].arity == 2) {
             for (int l = 0; l < n; l++)
-                d[l].f = pow(a[l * sa].f, b[l * sb].f);
+                d[l].f = math(p->k, a[l * sa].f, b[l * sb].f);
         } else {
             for (int l = 0; l < n; l++)
-                d[l].f = math1(p->k, a[l * sa].f);
+                d[l].f = math(p->k, a[l * sa].f, 0);
         }
         break;
     case I_READ1:

@@ -21,8 +21,10 @@
 
 // clang-format off
 const ExprInfo ir_expr_info[EX_COUNT] = {
-#define EXPR(k, text, arity, prec, flags) {#k, text, arity, PREC_##prec, flags},
+#define EXPR(k, text, arity, prec, flags) {#k, text, arity, PREC_##prec, flags, NULL},
+#define MATH(k, text, arity, libm, def) {#k, text, arity, PREC_ATOM, F_MATH, libm},
 #include "ops.def"
+#undef MATH
 #undef EXPR
 };
 // clang-format on

@@ -82,6 +82,7 @@ typedef struct ExprInfo {
     int arity;        /* -1: variadic */
     Prec prec;        /* PREC_ADD */
     int flags;
+    const char *libm; /* F_MATH: the C function computing it in double, or NULL */
 } ExprInfo;
 extern const ExprInfo ir_expr_info[EX_COUNT];
 

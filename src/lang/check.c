@@ -406,17 +406,13 @@ static bool check_postponed_domains(Checker *c) {
     return c->st == RV_OK;
 }
 
-/* The functions of the language: name, IR kind, number of arguments. */
-static const struct {
-    const char *name;
-    ExprKind kind;
-    int nargs;
-} functions[] = {
-    {"exp", EX_EXP, 1},           {"log", EX_LOG, 1},           {"sqrt", EX_SQRT, 1},
-    {"rsqrt", EX_RSQRT, 1},       {"tanh", EX_TANH, 1},         {"sigmoid", EX_SIGMOID, 1},
-    {"erf", EX_ERF, 1},           {"gelu", EX_GELU, 1},         {"abs", EX_ABS, 1},
-    {"pow", EX_POW, 2},           {"min", EX_MIN, 2},           {"max", EX_MAX, 2},
-    {"floordiv", EX_FLOORDIV, 2}, {"floormod", EX_FLOORMOD, 2}, {"select", EX_SELECT, 3},
+/* The functions of the language: the math functions of ops.def and these
+ * IR kinds, each called by its ops.def name with its arity. */
+static const ExprKind functions[] = {
+#define MATH(k, text, arity, libm, def) EX_##k,
+#include "ir/ops.def"
+#undef MATH
+    EX_ABS, EX_MIN, EX_MAX, EX_FLOORDIV, EX_FLOORMOD, EX_SELECT,
 };
 
 static const struct {
@@ -430,9 +426,9 @@ static Expr *elab_call(Checker *c, const Node *n) {
     ExprKind kind = EX_COUNT;
     int cast = -1;
     for (int i = 0; i < RV_COUNT(functions); i++)
-        if (strcmp(functions[i].name, n->name) == 0) {
-            kind = functions[i].kind;
-            nargs = functions[i].nargs;
+        if (strcmp(ir_expr_info[functions[i]].text, n->name) == 0) {
+            kind = functions[i];
+            nargs = ir_expr_info[kind].arity;
         }
     for (int i = 0; i < RV_COUNT(casts); i++)
         if (strcmp(casts[i].name, n->name) == 0) {
