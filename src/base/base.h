@@ -139,6 +139,8 @@ uint64_t hash_str(const char *s);
 uint64_t hash_combine(uint64_t h, uint64_t v);
 /* Lower-case hex of a 64-bit value into out[17]. */
 void hash_hex(uint64_t h, char out[17]);
+/* The n <= 8 bytes at p as a little-endian integer (missing bytes are 0). */
+uint64_t hash_load_le(const unsigned char *p, size_t n);
 
 /* ---- map.c: open-addressing hash maps ----
  * StrMap: string keys (the map copies nothing: keys must outlive the map,
@@ -214,5 +216,12 @@ rv_status base_diag(rv_status st, const SrcFile *src, SrcLoc loc, const char *fm
 /* Reads a whole file; NUL-terminates. Returns RV_ERR_IO with a message. */
 rv_status base_read_file(const char *path, char **out, size_t *len);
 rv_status base_write_file(const char *path, const void *data, size_t len);
+/* The same for a file written in pieces, one after the other (a header
+ * and a payload) without joining them in memory first. */
+typedef struct FilePiece {
+    const void *data;
+    size_t len;
+} FilePiece;
+rv_status base_write_pieces(const char *path, int n, const FilePiece *pieces);
 
 #endif

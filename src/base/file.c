@@ -53,10 +53,17 @@ rv_status base_read_file(const char *path, char **out, size_t *len) {
 /* Writes the whole file, replacing it; a failed write leaves no partial
  * file behind. */
 rv_status base_write_file(const char *path, const void *data, size_t len) {
+    FilePiece one = {data, len};
+    return base_write_pieces(path, 1, &one);
+}
+
+rv_status base_write_pieces(const char *path, int n, const FilePiece *pieces) {
     FILE *f = fopen(path, "wb");
     if (!f)
         return base_error(RV_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
-    bool ok = len == 0 || fwrite(data, 1, len, f) == len;
+    bool ok = true;
+    for (int i = 0; i < n && ok; i++)
+        ok = pieces[i].len == 0 || fwrite(pieces[i].data, 1, pieces[i].len, f) == pieces[i].len;
     int e = errno;
     if (fclose(f) != 0 && ok) {
         ok = false;

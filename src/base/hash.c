@@ -32,8 +32,7 @@ static uint64_t mix(uint64_t x) {
     return x;
 }
 
-/* Loads up to 8 bytes as a little-endian integer (missing bytes are 0). */
-static uint64_t load_le(const unsigned char *p, size_t n) {
+uint64_t hash_load_le(const unsigned char *p, size_t n) {
     uint64_t w = 0;
     for (size_t i = 0; i < n; i++)
         w |= (uint64_t)p[i] << (8 * i);
@@ -44,12 +43,12 @@ uint64_t hash_bytes(const void *p, size_t n, uint64_t seed) {
     const unsigned char *s = p;
     uint64_t h = seed ^ K3 ^ ((uint64_t)n * K1);
     while (n >= 8) {
-        h = rotl(h ^ (load_le(s, 8) * K2), 31) * K1;
+        h = rotl(h ^ (hash_load_le(s, 8) * K2), 31) * K1;
         s += 8;
         n -= 8;
     }
     if (n)
-        h = rotl(h ^ (load_le(s, n) * K2), 31) * K1;
+        h = rotl(h ^ (hash_load_le(s, n) * K2), 31) * K1;
     return mix(h);
 }
 

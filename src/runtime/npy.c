@@ -228,13 +228,6 @@ static rv_status parse_header(Parser *ps, NpyHeader *h) {
 
 /* ---- loading ---- */
 
-static uint32_t load_le(const unsigned char *p, int n) {
-    uint32_t v = 0;
-    for (int i = 0; i < n; i++)
-        v |= (uint32_t)p[i] << (8 * i);
-    return v;
-}
-
 /* Reads and checks everything before the data: returns the array, zeroed,
  * with *data_off set, or an error. `size` is the file's size. */
 static rv_status load_header(FILE *f, const char *path, int64_t size, rv_array **out,
@@ -254,7 +247,7 @@ static rv_status load_header(FILE *f, const char *path, int64_t size, rv_array *
     int lenbytes = major == 1 ? 2 : 4;
     if (fread(pre + 8, 1, (size_t)lenbytes, f) != (size_t)lenbytes)
         return base_error(RV_ERR_IO, "%s: truncated .npy header (no header length)", path);
-    uint32_t hlen = load_le(pre + 8, lenbytes);
+    uint32_t hlen = (uint32_t)hash_load_le(pre + 8, (size_t)lenbytes);
     int64_t start = 8 + lenbytes;
     if ((int64_t)hlen > size - start)
         return base_error(RV_ERR_IO,
@@ -390,23 +383,8 @@ rv_status rv_npy_save(const char *path, const rv_array *a) {
                           rv_dtype_name(a->dtype));
     Buf head = {0};
     format_header(&head, a, descr);
-    FILE *f = fopen(path, "wb");
-    if (!f) {
-        buf_free(&head);
-        return base_error(RV_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
-    }
-    bool ok = fwrite(head.data, 1, head.len, f) == head.len;
+    FilePiece pieces[2] = {{head.data, head.len}, {a->dl.data, a->nbytes}};
+    rv_status st = base_write_pieces(path, 2, pieces);
     buf_free(&head);
-    if (ok && a->nbytes)
-        ok = fwrite(a->dl.data, 1, a->nbytes, f) == a->nbytes;
-    int e = errno;
-    if (fclose(f) != 0 && ok) {
-        ok = false;
-        e = errno;
-    }
-    if (!ok) {
-        remove(path);
-        return base_error(RV_ERR_IO, "%s: cannot write: %s", path, strerror(e));
-    }
-    return RV_OK;
+    return st;
 }
