@@ -211,6 +211,12 @@ static bool is_c_int(const Expr *x) {
     }
 }
 
+/* The C level of an infix operator's ravel level (ir.h, Prec). */
+static const int c_level[] = {
+    [PREC_OR] = P_OR,   [PREC_AND] = P_AND, [PREC_EQ] = P_EQ,
+    [PREC_REL] = P_REL, [PREC_ADD] = P_ADD, [PREC_MUL] = P_MUL,
+};
+
 int cg_expr_prec(const Expr *x) {
     switch (x->kind) {
     case EX_CONST_INT:
@@ -222,31 +228,13 @@ int cg_expr_prec(const Expr *x) {
         return P_UNARY;
     case EX_CAST:
         return x->dtype == RV_BOOL ? P_EQ : P_UNARY;
-    case EX_ADD:
-    case EX_SUB:
-        return P_ADD;
-    case EX_MUL:
-    case EX_DIV:
-    case EX_MOD:
-        return P_MUL;
     case EX_RSQRT:
         return P_MUL; /* 1 / sqrt(x) */
-    case EX_EQ:
-    case EX_NE:
-        return P_EQ;
-    case EX_LT:
-    case EX_LE:
-    case EX_GT:
-    case EX_GE:
-        return P_REL;
-    case EX_AND:
-        return P_AND;
-    case EX_OR:
-        return P_OR;
     case EX_SELECT:
         return P_COND;
-    default:
-        return P_POSTFIX;
+    default: /* C binds ravel's infix operators as ravel does */
+        return ir_expr_info[x->kind].flags & F_INFIX ? c_level[ir_expr_info[x->kind].prec]
+                                                     : P_POSTFIX;
     }
 }
 
@@ -281,17 +269,8 @@ static void float_literal(CgEmit *e, Buf *b, rv_dtype t, double v) {
             buf_puts(b, f32 ? "INFINITY" : "HUGE_VAL");
         return;
     }
-    char s[64];
-    snprintf(s, sizeof s, f32 ? "%.9g" : "%.17g", v);
-    /* shortest form that reads back the same, for readability */
-    for (int digits = 1; digits < (f32 ? 9 : 17); digits++) {
-        char t2[64];
-        snprintf(t2, sizeof t2, "%.*g", digits, v);
-        if (f32 ? (float)strtod(t2, NULL) == (float)v : strtod(t2, NULL) == v) {
-            memcpy(s, t2, sizeof t2);
-            break;
-        }
-    }
+    char s[32];
+    ir_float_shortest(s, v, t); /* for readability */
     buf_puts(b, s);
     if (!strpbrk(s, ".e"))
         buf_puts(b, ".0");
@@ -412,12 +391,9 @@ static void expr_node(CgEmit *e, Buf *b, const Expr *x) {
     case EX_MOD:
         infix(e, b, x, ir_expr_info[x->kind].text, p, p + 1);
         return;
-    case EX_EQ:
-    case EX_NE:
-    case EX_LT:
-    case EX_LE:
-    case EX_GT:
-    case EX_GE:
+#define CMP(k, text, prec, flags) case EX_##k:
+#include "ir/ops.def"
+#undef CMP
         /* comparisons of comparisons get parentheses */
         infix(e, b, x, ir_expr_info[x->kind].text, P_REL + 1, P_REL + 1);
         return;

@@ -911,12 +911,10 @@ static VX vx_node(VC *vc, const Expr *x) {
         ls = operand(vc, l, p);
         rs = operand(vc, r, p + 1);
         return (VX){arena_printf(a, "%s %s %s", ls, x->kind == EX_AND ? "&" : "|", rs), p, true};
-    case EX_EQ:
-    case EX_NE:
-    case EX_LT:
-    case EX_LE:
-    case EX_GT:
-    case EX_GE: {
+#define CMP(k, text, prec, flags) case EX_##k:
+#include "ir/ops.def"
+#undef CMP
+    {
         ls = operand(vc, l, P_REL + 1);
         rs = operand(vc, r, P_REL + 1);
         const char *c = arena_printf(a, "%s %s %s", ls, ir_expr_info[x->kind].text, rs);

@@ -172,12 +172,9 @@ static rv_status emit(Compiler *c, BlockBuild *bb, const Expr *e) {
     case EX_MAX:
         ins.op = fl ? I_MAX_F : I_MAX_I;
         break;
-    case EX_EQ:
-    case EX_NE:
-    case EX_LT:
-    case EX_LE:
-    case EX_GT:
-    case EX_GE:
+#define CMP(k, text, prec, flags) case EX_##k:
+#include "ir/ops.def"
+#undef CMP
         ins.op = ir_is_float(e->args[0]->dtype) ? I_CMP_F : I_CMP_I;
         break;
     case EX_AND:

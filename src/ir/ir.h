@@ -398,6 +398,9 @@ Buffer *ir_keep_buffer(IrKeep *k, Buffer *b);
 
 void ir_print_expr(Buf *b, const Expr *e);
 void ir_print_module(Buf *b, const Module *m);
+/* The shortest "%g" form of finite v that reads back (strtod, then rounded
+ * to t) as v: the digits every printer of a float constant starts from. */
+void ir_float_shortest(char s[32], double v, rv_dtype t);
 char *ir_expr_str(const Expr *e); /* base_free the result */
 
 /* ---- dtype.c: facts about the scalar types ---- */

@@ -270,14 +270,12 @@ rv_status ir_eval_index(const LayoutEnv *env, const Expr *e, int nax, Axis *cons
     case EX_FLOORMOD:
     case EX_MIN:
     case EX_MAX:
-    case EX_EQ:
-    case EX_NE:
-    case EX_LT:
-    case EX_LE:
-    case EX_GT:
-    case EX_GE:
     case EX_AND:
-    case EX_OR: {
+    case EX_OR:
+#define CMP(k, text, prec, flags) case EX_##k:
+#include "ops.def"
+#undef CMP
+    {
         if (ir_is_float(e->args[0]->dtype) || ir_is_float(e->args[1]->dtype))
             break;
         if ((st = ir_eval_index(env, e->args[0], nax, axes, vals, &a)) != RV_OK ||

@@ -47,8 +47,17 @@
 
 /* ---- constants ---- */
 
-/* The shortest decimal form of v that reads back (strtod, then rounded to
- * the dtype) to the same value, with a '.' or an exponent so the lexer
+void ir_float_shortest(char s[32], double v, rv_dtype t) {
+    RV_ASSERT(isfinite(v));
+    for (int prec = 1; prec <= 17; prec++) {
+        snprintf(s, 32, "%.*g", prec, v);
+        double r = strtod(s, NULL);
+        if (t == RV_F32 ? (float)r == (float)v : r == v)
+            return;
+    }
+}
+
+/* The shortest decimal form of v, with a '.' or an exponent so the lexer
  * reads a float. */
 static void print_float(Buf *b, double v, rv_dtype t) {
     if (isnan(v)) {
@@ -59,13 +68,8 @@ static void print_float(Buf *b, double v, rv_dtype t) {
         buf_puts(b, v > 0 ? "1e999" : "-1e999");
         return;
     }
-    char s[64];
-    for (int prec = 1; prec <= 17; prec++) {
-        snprintf(s, sizeof s, "%.*g", prec, v);
-        double r = strtod(s, NULL);
-        if (t == RV_F32 ? (float)r == (float)v : r == v)
-            break;
-    }
+    char s[32];
+    ir_float_shortest(s, v, t);
     buf_puts(b, s);
     if (!strpbrk(s, ".e"))
         buf_putc(b, '.');

@@ -819,12 +819,9 @@ static Expr *simp_node(Simp *S, Expr *e) {
         if (ints)
             return simp_minmax(S, e->kind, a, b);
         break;
-    case EX_LT:
-    case EX_LE:
-    case EX_GT:
-    case EX_GE:
-    case EX_EQ:
-    case EX_NE:
+#define CMP(k, text, prec, flags) case EX_##k:
+#include "ir/ops.def"
+#undef CMP
         if (ints)
             return simp_cmp(S, e->kind, a, b);
         if (a->kind == EX_CONST_INT && b->kind == EX_CONST_INT) /* bools */
