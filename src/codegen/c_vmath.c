@@ -268,31 +268,20 @@ static const char gelu_f64[] =
     "}\n";
 /* clang-format on */
 
+/* The helper of each math function of ops.def, per float dtype. */
+static const struct {
+    const char *f32, *f64;
+} templates[EX_COUNT] = {
+    [EX_EXP] = {exp_f32, exp_f64},        [EX_LOG] = {log_f32, log_f64},
+    [EX_TANH] = {tanh_f32, tanh_f64},     [EX_SIGMOID] = {sigmoid_f32, sigmoid_f64},
+    [EX_ERF] = {erf_f32, erf_f64},        [EX_GELU] = {gelu_f32, gelu_f64},
+    [EX_SQRT] = {sqrt_lanes, sqrt_lanes}, [EX_RSQRT] = {rsqrt_any, rsqrt_any},
+    [EX_POW] = {pow_lanes, pow_lanes},
+};
+
 const char *cg_vmath_template(ExprKind k, rv_dtype t) {
-    bool f32 = t == RV_F32;
     RV_ASSERT(t == RV_F32 || t == RV_F64);
-    switch (k) {
-    case EX_EXP:
-        return f32 ? exp_f32 : exp_f64;
-    case EX_LOG:
-        return f32 ? log_f32 : log_f64;
-    case EX_TANH:
-        return f32 ? tanh_f32 : tanh_f64;
-    case EX_SIGMOID:
-        return f32 ? sigmoid_f32 : sigmoid_f64;
-    case EX_ERF:
-        return f32 ? erf_f32 : erf_f64;
-    case EX_GELU:
-        return f32 ? gelu_f32 : gelu_f64;
-    case EX_SQRT:
-        return sqrt_lanes;
-    case EX_RSQRT:
-        return rsqrt_any;
-    case EX_POW:
-        return pow_lanes;
-    default:
-        return NULL;
-    }
+    return t == RV_F32 ? templates[k].f32 : templates[k].f64;
 }
 
 int cg_vmath_deps(ExprKind k, rv_dtype t, ExprKind deps[2]) {

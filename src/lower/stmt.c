@@ -42,6 +42,7 @@
  * unambiguous.
  */
 #include <inttypes.h>
+#include <math.h>
 #include <string.h>
 
 #include "lower/lower.h"
@@ -291,10 +292,14 @@ static void print_args(Buf *b, int n, Expr *const *args) {
     }
 }
 
-/* A float literal that reads back as a float: always a '.' or exponent. */
+/* A float literal that reads back as a float: always a '.' or exponent;
+ * inf and nan as C's printf spells them. */
 static void print_float(Buf *b, const Expr *e) {
     char tmp[64];
-    snprintf(tmp, sizeof tmp, e->dtype == RV_F32 ? "%.9g" : "%.17g", e->u.fval);
+    if (isfinite(e->u.fval))
+        ir_float_shortest(tmp, e->u.fval, e->dtype);
+    else
+        snprintf(tmp, sizeof tmp, "%g", e->u.fval);
     buf_puts(b, tmp);
     if (!strpbrk(tmp, ".eEn")) /* "n": inf, nan */
         buf_puts(b, ".0");
