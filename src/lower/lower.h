@@ -217,6 +217,14 @@ Ival lower_ival_of(Simp *S, Expr *e);
 int64_t lower_fdiv(int64_t a, int64_t c); /* floor(a / c), for c > 0 */
 int64_t lower_gcd64(int64_t a, int64_t b);
 
+/* ---- read.c: the loop-IR reader ---- */
+
+/* The kernels of `text`, the form lower_print_kernel prints, after
+ * optional declarations of sizes' ranges and UF, AUX and tensor buffers
+ * (read.c's comment); print(read(text)) == text. A malformed text is
+ * RV_ERR_SYNTAX with "FILE:LINE:COL: error: ...". */
+rv_status lower_read_kernels(Module *m, const char *file, const char *text, Kernel ***out, int *n);
+
 /* ---- storage.c: the preludes of storage layouts (ir/layout.h) ---- */
 
 /* Turns tensor-level index expressions (UF applications) into loop-IR
@@ -284,6 +292,9 @@ typedef Stmt *(*LowerPass)(Module *m, Stmt *s);
  * lower_module and every pass, a pass name (`hoist`, `lower.hoist`) after
  * that pass. docs/pipeline.md describes both. */
 rv_status lower_pipeline(Module *m, Kernel ***out, int *n);
+/* The pass of lower_pipeline's list called `name` (per-pass tests run
+ * one alone); NULL when there is none. */
+LowerPass lower_pass_named(const char *name);
 /* The passes of lower_pipeline on one kernel already lowered. */
 rv_status lower_run_passes(Kernel *k);
 /* Checks the loop-IR invariants of a kernel (verify.c); `after` names the

@@ -31,12 +31,19 @@ typedef struct LowerPassInfo {
 
 /* The passes, in order. */
 static const LowerPassInfo passes[] = {
-    {"simplify", lower_simplify},      /* canonical index arithmetic, proven guards removed */
-    {"forward", lower_forward_copies}, /* whole tiles read a padded copy's source */
+    {"simplify", lower_simplify},            /* canonical index arithmetic, proven guards removed */
+    {"forward", lower_forward_copies},       /* whole tiles read a padded copy's source */
     {"promote", lower_promote_accumulators}, /* in-place accumulations in a local tile */
-    {"hoist", lower_hoist},            /* loop-invariant UF/AUX loads and index arithmetic */
-    {"simplify", lower_simplify},      /* what hoisting exposed */
+    {"hoist", lower_hoist},                  /* loop-invariant UF/AUX loads and index arithmetic */
+    {"simplify", lower_simplify},            /* what hoisting exposed */
 };
+
+LowerPass lower_pass_named(const char *name) {
+    for (int i = 0; i < (int)RV_COUNT(passes); i++)
+        if (strcmp(passes[i].name, name) == 0)
+            return passes[i].run;
+    return NULL;
+}
 
 /* Does RAVEL_DEBUG ask for a dump after `pass`? */
 static bool debug_wants(const char *pass) {
