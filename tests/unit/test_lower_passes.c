@@ -380,6 +380,111 @@ static void test_declarations(void) {
     rv_module_free(m);
 }
 
+/* Every statement kind, loop kind and scope reads back to itself. */
+static void test_every_statement(void) {
+    Module *m = rv_module_new();
+    Kernel **ks;
+    int n;
+    const char *text = "kernel K(N: size, X: f32*, Y: f32*)\n"
+                       "  prelude:\n"
+                       "    allocate P: i64[1] local\n"
+                       "    P[0] = 0\n"
+                       "  gpu_block_x for b in 0..N:\n"
+                       "    gpu_thread_x for t in 0..32:\n"
+                       "      allocate S: f32[32] global:\n"
+                       "        S[t] = X[b*32 + t]\n"
+                       "        barrier\n"
+                       "      unroll for u in 0..2:\n"
+                       "        let v = u + t:\n"
+                       "          if v < 2 && !(N == 1) || false:\n"
+                       "            fail 1\n"
+                       "          else:\n"
+                       "            Y[v] = 0.0\n"
+                       "          if v > 4:\n"
+                       "            nop\n"
+                       "        Y[u] = -X[u]\n"
+                       "      parallel for p in 0..N:\n"
+                       "        vector for q in 0..8:\n"
+                       "          let w = p*8 + q\n"
+                       "          Y[w] = f32(w)\n"
+                       "  call matmul(Y, X, X)\n"
+                       "  fail 0\n";
+    CHECK(round_trip(m, "t.lir", text, &ks, &n));
+    if (n == 1) {
+        CHECK_EQ_INT(ks[0]->nsites, 2);
+        CHECK(ks[0]->prelude != NULL);
+    }
+    rv_module_free(m);
+}
+
+/* Expressions the IR's constructors build, printed, read and printed
+ * again: every operator, with the parentheses precedence asks for, and
+ * literals of every dtype. */
+static void test_every_operator(void) {
+    Module *m = rv_module_new();
+    Size *N = rv_size_new(m, "N", 1, 100);
+    Expr *n = ir_size(m, N);
+    Buffer *F = ir_buffer_new(m, "F", RV_F32, n, BUF_ARG);
+    Buffer *D = ir_buffer_new(m, "D", RV_F64, n, BUF_ARG);
+    Buffer *I = ir_buffer_new(m, "I", RV_I32, n, BUF_ARG);
+    Buffer *L = ir_buffer_new(m, "L", RV_I64, n, BUF_ARG);
+    Axis *i = lower_loop_var(m, "i", n);
+    Expr *x = i->var;
+    Expr *f = ir_load(m, F, x), *d = ir_load(m, D, x), *k = ir_load(m, I, x);
+    Vec(Stmt *) st = {0};
+    for (int kind = 0; kind < EX_COUNT; kind++) {
+        const ExprInfo *info = &ir_expr_info[kind];
+        Expr *e = NULL;
+        if (info->flags & F_MATH)
+            e = info->arity == 1 ? ir_unary(m, (ExprKind)kind, f)
+                                 : ir_binary(m, (ExprKind)kind, f, ir_float(m, RV_F32, 0.5));
+        else if (info->flags & F_CMP)
+            e = ir_select(m, ir_binary(m, (ExprKind)kind, ir_binary(m, EX_SUB, x, n), x),
+                          ir_float(m, RV_F32, 1e-30), ir_float(m, RV_F32, -2.5e30));
+        else if (info->flags & F_LOGIC)
+            e = ir_select(m,
+                          info->arity == 1
+                              ? ir_unary(m, (ExprKind)kind, ir_binary(m, EX_LT, x, n))
+                              : ir_binary(m, (ExprKind)kind, ir_binary(m, EX_LT, x, n),
+                                          ir_binary(m, EX_EQ, k, ir_const_int(m, RV_I32, -3))),
+                          f, ir_float(m, RV_F32, INFINITY));
+        else if (info->flags & F_ARITH) {
+            bool ints = kind == EX_MOD || kind == EX_FLOORDIV || kind == EX_FLOORMOD;
+            Expr *a = ints ? k : d,
+                 *b = ints ? ir_const_int(m, RV_I32, 7) : ir_float(m, RV_F64, -0.25);
+            Expr *r = info->arity == 1 ? ir_unary(m, (ExprKind)kind, a)
+                                       : ir_binary(m, (ExprKind)kind, ir_binary(m, EX_SUB, a, b),
+                                                   ir_binary(m, EX_ADD, b, a));
+            e = ir_cast(m, RV_F32, r);
+        }
+        if (e)
+            vec_push(&st, lower_store(m, F, x, e));
+    }
+    vec_push(&st, lower_store(m, L, x,
+                              ir_binary(m, EX_SUB, ir_int(m, INT64_MIN), ir_cast(m, RV_I64, k))));
+    vec_push(&st, lower_store(m, D, x, ir_float(m, RV_F64, NAN)));
+    Kernel k0 = {.name = "K",
+                 .m = m,
+                 .nparams = 5,
+                 .params = (Param[]){{PARAM_SIZE, N, NULL},
+                                     {PARAM_TENSOR, NULL, F},
+                                     {PARAM_TENSOR, NULL, D},
+                                     {PARAM_TENSOR, NULL, I},
+                                     {PARAM_TENSOR, NULL, L}},
+                 .body = lower_for(m, i, n, LOOP_SERIAL, lower_seq(m, st.len, st.data))};
+    vec_free(&st);
+    CHECK(lower_verify_kernel(&k0, "built") == RV_OK);
+    Buf b = {0};
+    lower_print_kernel(&b, &k0);
+    Module *m2 = rv_module_new();
+    Kernel **ks;
+    int nk;
+    CHECK(round_trip(m2, "built", buf_str(&b), &ks, &nk));
+    rv_module_free(m2);
+    buf_free(&b);
+    rv_module_free(m);
+}
+
 int main(int argc, char **argv) {
     if (argc > 1) {
         for (int i = 1; i < argc; i++)
@@ -388,6 +493,8 @@ int main(int argc, char **argv) {
     }
     RUN(test_reader_errors);
     RUN(test_declarations);
+    RUN(test_every_statement);
+    RUN(test_every_operator);
     RUN(test_round_trip_pipeline_goldens);
     RUN(test_pass_goldens);
     RUN(test_every_pass_has_a_golden);
