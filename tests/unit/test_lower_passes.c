@@ -485,6 +485,52 @@ static void test_every_operator(void) {
     rv_module_free(m);
 }
 
+/* Malformed text never crashes the reader: every prefix of a golden's
+ * input, and the input with each character replaced by one of a few that
+ * break it, reads or is a located syntax error. */
+static void test_reader_never_crashes(void) {
+    char *text = slurp("tests/lower/hoist_ragged_softmax.txt");
+    CHECK(text != NULL);
+    Golden g;
+    if (!text || !split_golden("hoist_ragged_softmax.txt", text, &g)) {
+        base_free(text);
+        return;
+    }
+    size_t n = strlen(g.input);
+    char *t = base_xmalloc(n + 1);
+    int ok = 0, errors = 0, other = 0;
+    for (size_t cut = 0; cut <= n; cut += 3) {
+        static const char subst[] = {'\n', ' ', '(', ']', ':', '-', '9', 'q'};
+        for (int v = -1; v < (int)sizeof subst; v++) {
+            memcpy(t, g.input, n + 1);
+            if (v < 0)
+                t[cut] = '\0';
+            else if (cut < n)
+                t[cut] = subst[v];
+            else
+                continue;
+            Module *m = rv_module_new();
+            Kernel **ks;
+            int nk;
+            rv_status st = lower_read_kernels(m, "t.lir", t, &ks, &nk);
+            if (st == RV_OK)
+                ok++;
+            else if (st == RV_ERR_SYNTAX && strncmp(rv_last_error(), "t.lir:", 6) == 0)
+                errors++;
+            else
+                other++;
+            rv_module_free(m);
+        }
+    }
+    CHECK(ok > 0 && errors > 0);
+    CHECK_EQ_INT(other, 0);
+    base_free(t);
+    base_free(g.pass);
+    base_free(g.input);
+    base_free(g.output);
+    base_free(text);
+}
+
 int main(int argc, char **argv) {
     if (argc > 1) {
         for (int i = 1; i < argc; i++)
@@ -495,6 +541,7 @@ int main(int argc, char **argv) {
     RUN(test_declarations);
     RUN(test_every_statement);
     RUN(test_every_operator);
+    RUN(test_reader_never_crashes);
     RUN(test_round_trip_pipeline_goldens);
     RUN(test_pass_goldens);
     RUN(test_every_pass_has_a_golden);
