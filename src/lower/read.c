@@ -16,6 +16,9 @@
  * for every kernel the printer prints; a malformed text is RV_ERR_SYNTAX
  * with FILE:LINE:COL, never a crash.
  *
+ * What the text never shows is made up plainly: the message of each
+ * check site `fail N` is "check N", a `call` has no tensor for shapes.
+ *
  * Literals carry no dtype in the text: an integer is i64 and a float f64
  * unless an operand or the stored buffer says otherwise, which is what
  * the IR's constructors do with a constant beside a typed operand anyway.
