@@ -144,11 +144,13 @@ demo: deps
 clean:
 	rm -rf build build-asan build-fuzz
 
-# Regenerates the golden files (tests/golden/NAME.lower.txt and NAME.c) after
+# Regenerates the golden files (tests/golden/NAME.lower.txt and NAME.c, and
+# the output sections of the per-pass goldens tests/lower/NAME.txt) after
 # an intended change; tests/suite_golden.sh compares them. Review the diff.
 .PHONY: golden-update
-golden-update: all
+golden-update: all $(BUILD)/tests/test_lower_passes
 	@BUILD=$(BUILD) GOLDEN_UPDATE=1 sh tests/suite_golden.sh
+	@GOLDEN_UPDATE=1 $(BUILD)/tests/test_lower_passes
 
 # Rewrites bench/programs/*.rv, the benchmark kernels' programs as files,
 # from bench/kernel_sources.c; test_kernels checks they match. Review the diff.
