@@ -27,7 +27,7 @@ TOOL_SRC  := $(sort $(wildcard tools/*.c))
 TOOL_OBJ  := $(TOOL_SRC:%.c=$(BUILD)/%.o)
 TEST_SRC  := $(sort $(wildcard tests/unit/test_*.c))
 TEST_BIN  := $(TEST_SRC:tests/unit/%.c=$(BUILD)/tests/%)
-HDRS      := $(wildcard include/*.h src/*/*.h src/*/*.def tests/*.h)
+HDRS      := $(wildcard include/*.h src/*/*.h src/*/*.def)
 
 .PHONY: all test asan-test demo clean format lint fuzz-sched fuzz-programs fuzz-parse bench deps
 
@@ -52,7 +52,7 @@ $(BUILD)/libravel.so: $(LIB_OBJ)
 $(BUILD)/ravel: $(TOOL_OBJ) $(BUILD)/libravel.a
 	$(CC) $(LDFLAGS) -rdynamic -o $@ $(TOOL_OBJ) $(BUILD)/libravel.a $(LDLIBS)
 
-$(BUILD)/tests/%: tests/unit/%.c tests/harness.h $(BUILD)/libravel.a
+$(BUILD)/tests/%: tests/unit/%.c $(wildcard tests/*.h) $(BUILD)/libravel.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itests -rdynamic -o $@ $< $(BUILD)/libravel.a $(LDFLAGS) $(LDLIBS)
 
@@ -144,11 +144,13 @@ demo: deps
 clean:
 	rm -rf build build-asan build-fuzz
 
-# Regenerates the golden files (tests/golden/NAME.lower.txt and NAME.c) after
+# Regenerates the golden files (tests/golden/NAME.lower.txt and NAME.c, and
+# the output sections of the per-pass goldens tests/lower/NAME.txt) after
 # an intended change; tests/suite_golden.sh compares them. Review the diff.
 .PHONY: golden-update
-golden-update: all
+golden-update: all $(BUILD)/tests/test_lower_passes
 	@BUILD=$(BUILD) GOLDEN_UPDATE=1 sh tests/suite_golden.sh
+	@GOLDEN_UPDATE=1 $(BUILD)/tests/test_lower_passes
 
 # Rewrites bench/programs/*.rv, the benchmark kernels' programs as files,
 # from bench/kernel_sources.c; test_kernels checks they match. Review the diff.
