@@ -357,6 +357,10 @@ Expr *ir_infer_extent(Module *m, Expr *body, Axis *a);
 /* The tensors an operation reads (READ targets and EXTERN inputs), in order
  * of first use, without duplicates. */
 int ir_op_inputs(const Op *op, Tensor ***out);
+/* The same over parts: the tensors `extra` (n_extra of them), then the
+ * READ targets of es[0..n_es) (NULL entries skipped), each once, in order
+ * of first use. The caller base_frees *out. */
+int ir_collect_reads(Tensor *const *extra, int n_extra, Expr *const *es, int n_es, Tensor ***out);
 /* Computes that no later operation reads: the program's outputs. */
 bool ir_tensor_is_output(const Module *m, const Tensor *t);
 

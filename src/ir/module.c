@@ -729,20 +729,23 @@ static void inputs_fn(const Expr *e, void *ctx) {
         add_input(ctx, e->u.tensor);
 }
 
-int ir_op_inputs(const Op *op, Tensor ***out) {
+int ir_collect_reads(Tensor *const *extra, int n_extra, Expr *const *es, int n_es, Tensor ***out) {
     InputsCtx c = {{0}};
-    for (int i = 0; op->kind == OP_EXTERN && i < op->nin; i++)
-        add_input(&c, op->inputs[i]);
+    for (int i = 0; i < n_extra; i++)
+        add_input(&c, extra[i]);
     /* ir_visit is post-order; reads in a body are few, order of first
      * completion is deterministic, which is all callers need */
-    if (op->pred)
-        ir_visit(op->pred, inputs_fn, &c);
-    if (op->body)
-        ir_visit(op->body, inputs_fn, &c);
-    if (op->else_body)
-        ir_visit(op->else_body, inputs_fn, &c);
+    for (int i = 0; i < n_es; i++)
+        if (es[i])
+            ir_visit(es[i], inputs_fn, &c);
     *out = c.v.data;
     return c.v.len;
+}
+
+int ir_op_inputs(const Op *op, Tensor ***out) {
+    Expr *es[] = {op->pred, op->body, op->else_body};
+    bool ext = op->kind == OP_EXTERN;
+    return ir_collect_reads(ext ? op->inputs : NULL, ext ? op->nin : 0, es, 3, out);
 }
 
 bool ir_tensor_is_output(const Module *m, const Tensor *t) {

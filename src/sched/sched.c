@@ -138,34 +138,12 @@ Stage *sched_stage_of(const Schedule *s, const Tensor *t) {
 
 /* ---- reads ---- */
 
-typedef struct Reads {
-    Vec(Tensor *) ts;
-} Reads;
-
-static void add_read(Reads *r, Tensor *t) {
-    for (int i = 0; i < r->ts.len; i++)
-        if (r->ts.data[i] == t)
-            return;
-    vec_push(&r->ts, t);
-}
-
-static void collect_read(const Expr *e, void *ctx) {
-    if (e->kind == EX_READ)
-        add_read(ctx, e->u.tensor);
-}
-
 int sched_stage_reads(const Stage *st, Tensor ***out) {
-    Reads r = {{0}};
-    if (st->t->op->kind == OP_EXTERN && st->kind == STAGE_OP) {
-        for (int i = 0; i < st->t->op->nin; i++)
-            add_read(&r, st->t->op->inputs[i]);
-    } else {
-        ir_visit(st->body, collect_read, &r);
-        ir_visit(st->pred, collect_read, &r);
-        ir_visit(st->else_body, collect_read, &r);
-    }
-    *out = r.ts.data;
-    return r.ts.len;
+    const Op *op = st->t->op;
+    if (op->kind == OP_EXTERN && st->kind == STAGE_OP)
+        return ir_collect_reads(op->inputs, op->nin, NULL, 0, out);
+    Expr *es[] = {st->body, st->pred, st->else_body};
+    return ir_collect_reads(NULL, 0, es, 3, out);
 }
 
 /* ---- printing ---- */
