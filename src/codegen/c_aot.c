@@ -130,16 +130,6 @@ static bool is_c_keyword(const char *s) {
     return false;
 }
 
-/* The dtype lowering gives a UF's array when no kernel shows it (lower.c's
- * rule: int32 when the declared range fits). */
-static rv_dtype uf_default_dtype(const Ufun *f) {
-    int64_t a, b, c, d;
-    if (ir_int_bounds(f->lo, &a, &b) && ir_int_bounds(f->hi, &c, &d) && a >= INT32_MIN &&
-        d <= INT32_MAX)
-        return RV_I32;
-    return RV_I64;
-}
-
 static void add_field(Aot *a, Field f, const void *obj) {
     f.cname = is_c_keyword(f.name) ? arena_printf(a->e.arena, "%s_", f.name) : f.name;
     vec_push(&a->fields, f);
@@ -174,7 +164,7 @@ static void gather(Aot *a) {
                   m->sizes.data[i]);
     for (int i = 0; i < m->ufuns.len; i++) {
         Ufun *f = m->ufuns.data[i];
-        rv_dtype t = uf_default_dtype(f);
+        rv_dtype t = ir_ufun_dtype(f); /* lowering's rule, when no kernel shows it */
         for (int j = 0; j < a->slots.len; j++)
             if (a->slots.data[j].kind == AS_UF && a->slots.data[j].buf->uf == f)
                 t = a->slots.data[j].buf->dtype;

@@ -41,20 +41,6 @@ bool ir_is_float(rv_dtype t) {
     return t == RV_F32 || t == RV_F64;
 }
 
-int64_t ir_dtype_min(rv_dtype t) {
-    RV_ASSERT(ir_is_int(t));
-    return t == RV_I32 ? INT32_MIN : INT64_MIN;
-}
-
-int64_t ir_dtype_max(rv_dtype t) {
-    RV_ASSERT(ir_is_int(t));
-    return t == RV_I32 ? INT32_MAX : INT64_MAX;
-}
-
-bool ir_dtype_fits(rv_dtype t, int64_t v) {
-    return v >= ir_dtype_min(t) && v <= ir_dtype_max(t);
-}
-
 DLDataType ir_dtype_to_dl(rv_dtype t) {
     DLDataType dt = {0, 0, 1};
     switch (t) {

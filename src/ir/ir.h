@@ -363,6 +363,9 @@ int ir_op_inputs(const Op *op, Tensor ***out);
 int ir_collect_reads(Tensor *const *extra, int n_extra, Expr *const *es, int n_es, Tensor ***out);
 /* Computes that no later operation reads: the program's outputs. */
 bool ir_tensor_is_output(const Module *m, const Tensor *t);
+/* The dtype of a UF's value array: i32 when the declared value range fits
+ * (half the bytes), else i64. Lowering, the runtime and AOT code agree on it. */
+rv_dtype ir_ufun_dtype(const Ufun *f);
 
 /* ---- scope.c: the IR of one compilation, dropped when it ends ---- */
 
@@ -415,10 +418,17 @@ char *ir_expr_str(const Expr *e); /* base_free the result */
 bool ir_dtype_valid(rv_dtype t);
 bool ir_is_int(rv_dtype t);   /* i32, i64 */
 bool ir_is_float(rv_dtype t); /* f32, f64 */
-/* The range of an integer dtype, and whether v lies in it. */
-int64_t ir_dtype_min(rv_dtype t);
-int64_t ir_dtype_max(rv_dtype t);
-bool ir_dtype_fits(rv_dtype t, int64_t v);
+/* The range of an integer dtype, and whether v lies in it (inline: the
+ * interpreter checks every i32 result). */
+static inline int64_t ir_dtype_min(rv_dtype t) {
+    return t == RV_I32 ? INT32_MIN : INT64_MIN;
+}
+static inline int64_t ir_dtype_max(rv_dtype t) {
+    return t == RV_I32 ? INT32_MAX : INT64_MAX;
+}
+static inline bool ir_dtype_fits(rv_dtype t, int64_t v) {
+    return v >= ir_dtype_min(t) && v <= ir_dtype_max(t);
+}
 /* The DLPack dtype of an rv_dtype (bool: code 6, 8 bits, as DLPack >= 0.8's
  * kDLBool). */
 DLDataType ir_dtype_to_dl(rv_dtype t);

@@ -764,6 +764,14 @@ bool ir_tensor_is_output(const Module *m, const Tensor *t) {
     return true;
 }
 
+rv_dtype ir_ufun_dtype(const Ufun *f) {
+    int64_t a, b, c, d;
+    if (ir_int_bounds(f->lo, &a, &b) && ir_int_bounds(f->hi, &c, &d) &&
+        ir_dtype_fits(RV_I32, a) && ir_dtype_fits(RV_I32, d))
+        return RV_I32;
+    return RV_I64;
+}
+
 /* ---- public expression builders: thin wrappers over expr.c ---- */
 
 rv_expr *rv_expr_int(rv_module *m, int64_t v) {

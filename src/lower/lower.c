@@ -29,21 +29,12 @@
 
 #include "lower/lower.h"
 
-/* UF values fit in int32 when the declared range allows (half the bytes). */
-static rv_dtype uf_dtype(const Ufun *f) {
-    int64_t a, b, c, d;
-    if (ir_int_bounds(f->lo, &a, &b) && ir_int_bounds(f->hi, &c, &d) && a >= INT32_MIN &&
-        d <= INT32_MAX)
-        return RV_I32;
-    return RV_I64;
-}
-
 rv_status lower_storage_of_uf(LowerCtx *c, Ufun *f, Storage **out) {
     Storage *st = ptrmap_get(&c->storage, f);
     if (!st) {
         st = arena_alloc(c->m->arena, sizeof(Storage));
         rv_status r =
-            ir_storage_init(c->m, st, f->name, f->nargs, f->args, NULL, uf_dtype(f), BUF_ARG);
+            ir_storage_init(c->m, st, f->name, f->nargs, f->args, NULL, ir_ufun_dtype(f), BUF_ARG);
         if (r != RV_OK)
             return r;
         st->buf->uf = f;
