@@ -38,12 +38,6 @@ void interp_format_where(Buf *b, const Tensor *t, const int64_t *idx) {
 }
 
 /* The array for a layout: its shape when dense, 1-D when ragged. */
-static rv_array *array_for(rv_dtype t, const Layout *l) {
-    int64_t one[1] = {l->numel};
-    if (l->ragged)
-        return rv_array_new(t, 1, one);
-    return rv_array_new(t, l->ndim, l->ndim ? l->shape : one);
-}
 
 static void format_shape(Buf *b, const rv_array *a) {
     ir_layout_format_index(b, rv_array_ndim(a), rv_array_shape(a));
@@ -189,7 +183,7 @@ static rv_status prepare_ufun(Interp *in, const Ufun *f, const uint64_t *seed) {
     in->ufl[f->id] = dom; /* released with the run */
     const rv_array *a = in->b->uf_arr[f->id];
     if (!a && seed) {
-        rv_array *drawn = array_for(RV_I64, dom);
+        rv_array *drawn = ir_layout_array_new(RV_I64, dom);
         if (!drawn)
             return base_error(RV_ERR_OOM, "ufun %s: cannot allocate %lld values", f->name,
                               (long long)dom->numel);
@@ -217,7 +211,7 @@ static rv_status prepare_ufun(Interp *in, const Ufun *f, const uint64_t *seed) {
 
 /* Draws an input array: floats uniform in [-1, 1), integers in [-8, 8]. */
 static rv_status draw_input(Interp *in, const Tensor *t, const Layout *l, uint64_t seed) {
-    rv_array *a = array_for(t->dtype, l);
+    rv_array *a = ir_layout_array_new(t->dtype, l);
     if (!a)
         return base_error(RV_ERR_OOM, "input %s: cannot allocate %lld elements", t->name,
                           (long long)l->numel);
@@ -319,7 +313,7 @@ static rv_status run_op(Interp *in, const Tensor *t) {
     if ((st = ir_layout_tensor(&in->env, what, t, &l)) != RV_OK)
         return st;
     in->tv[t->id].lay = l;
-    rv_array *a = array_for(t->dtype, l);
+    rv_array *a = ir_layout_array_new(t->dtype, l);
     if (!a)
         return base_error(RV_ERR_OOM, "%s: cannot allocate %lld elements", what,
                           (long long)l->numel);

@@ -489,6 +489,13 @@ rv_status ir_layout_ufun(const LayoutEnv *env, const Ufun *f, Layout **out) {
     return st;
 }
 
+rv_array *ir_layout_array_new(rv_dtype t, const Layout *l) {
+    int64_t one[1] = {l->numel};
+    if (l->ragged)
+        return rv_array_new(t, 1, one);
+    return rv_array_new(t, l->ndim, l->ndim ? l->shape : one);
+}
+
 void ir_layout_free(Layout *l) {
     if (!l)
         return;

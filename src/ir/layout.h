@@ -86,6 +86,10 @@ rv_status ir_layout_eval(const LayoutEnv *env, const char *what, int ndim, Axis 
 rv_status ir_layout_tensor(const LayoutEnv *env, const char *what, const Tensor *t, Layout **out);
 rv_status ir_layout_ufun(const LayoutEnv *env, const Ufun *f, Layout **out);
 void ir_layout_free(Layout *l);
+/* A zeroed host array for a tensor of this layout: its shape, or 1-D of
+ * numel elements when ragged (as users exchange ragged tensors). NULL with
+ * the last error set when out of memory. */
+rv_array *ir_layout_array_new(rv_dtype t, const Layout *l);
 
 /* Storage padding is supported on a level only when no level inside it is
  * ragged: the row starts of a ragged level are sums of its extents over

@@ -552,12 +552,6 @@ static void refresh_bufs(Run *r) {
 }
 
 /* The array the interpreter would make for a layout. */
-static rv_array *array_for(rv_dtype t, const Layout *l) {
-    int64_t one[1] = {l->numel};
-    if (l->ragged)
-        return rv_array_new(t, 1, one);
-    return rv_array_new(t, l->ndim, l->ndim ? l->shape : one);
-}
 
 /* Step 4: every tensor's storage, checked against the lowering's size. */
 static rv_status place_tensors(Run *r) {
@@ -592,7 +586,7 @@ static rv_status place_tensors(Run *r) {
             continue;
         }
         if (!s->store && !input) {
-            if (!(s->arr = array_for(t->dtype, l)))
+            if (!(s->arr = ir_layout_array_new(t->dtype, l)))
                 return base_error(RV_ERR_OOM, "tensor %s: cannot allocate %lld elements", t->name,
                                   (long long)need);
             s->data = rv_array_data(s->arr);
@@ -627,7 +621,7 @@ static rv_status store_results(Run *r) {
                               t->name);
         if (!s->arr) {
             const Layout *l = r->in.tv[t->id].lay;
-            if (!(s->arr = array_for(t->dtype, l)))
+            if (!(s->arr = ir_layout_array_new(t->dtype, l)))
                 return base_error(RV_ERR_OOM, "tensor %s: cannot allocate %lld elements", t->name,
                                   (long long)l->numel);
             store_copy(s->store, l, rv_dtype_size(t->dtype), s->data, rv_array_data(s->arr), false);
