@@ -86,15 +86,10 @@ static bool varies(BlockBuild *bb, const Expr *e) {
 
 static rv_status compile_error(Compiler *c, rv_status st, const char *fmt, ...) RV_PRINTF(3, 4);
 static rv_status compile_error(Compiler *c, rv_status st, const char *fmt, ...) {
-    Buf b = {0};
-    interp_format_where(&b, c->t, NULL);
-    buf_puts(&b, ": ");
     va_list ap;
     va_start(ap, fmt);
-    buf_vprintf(&b, fmt, ap);
+    interp_verror(st, c->t, NULL, NULL, fmt, ap);
     va_end(ap);
-    base_error(st, "%s", buf_str(&b));
-    buf_free(&b);
     return st;
 }
 

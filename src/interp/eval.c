@@ -57,15 +57,10 @@ static Val *lanes(const Exec *x, int slot) {
 /* Sets the last error to "<where>: <message>" for the current element. */
 static rv_status elem_error(const Exec *x, rv_status st, const char *fmt, ...) RV_PRINTF(3, 4);
 static rv_status elem_error(const Exec *x, rv_status st, const char *fmt, ...) {
-    Buf b = {0};
-    interp_format_where(&b, x->t, x->idx);
-    buf_puts(&b, ": ");
     va_list ap;
     va_start(ap, fmt);
-    buf_vprintf(&b, fmt, ap);
+    interp_verror(st, x->t, x->idx, NULL, fmt, ap);
     va_end(ap);
-    base_error(st, "%s", buf_str(&b));
-    buf_free(&b);
     return st;
 }
 

@@ -64,15 +64,10 @@ typedef struct Call {
 
 static rv_status call_error(const Call *c, rv_status st, const char *fmt, ...) RV_PRINTF(3, 4);
 static rv_status call_error(const Call *c, rv_status st, const char *fmt, ...) {
-    Buf b = {0};
-    interp_format_where(&b, c->t, NULL);
-    buf_printf(&b, ": extern %s: ", c->t->op->kernel);
     va_list ap;
     va_start(ap, fmt);
-    buf_vprintf(&b, fmt, ap);
+    interp_verror(st, c->t, NULL, c->t->op->kernel, fmt, ap);
     va_end(ap);
-    base_error(st, "%s", buf_str(&b));
-    buf_free(&b);
     return st;
 }
 

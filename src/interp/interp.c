@@ -29,12 +29,30 @@
 
 #include "interp/interp.h"
 
-void interp_format_where(Buf *b, const Tensor *t, const int64_t *idx) {
+static rv_status unsupported(const Tensor *t, const char *fmt, ...) RV_PRINTF(2, 3);
+static rv_status unsupported(const Tensor *t, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    rv_status st = interp_verror(RV_ERR_UNSUPPORTED, t, NULL, NULL, fmt, ap);
+    va_end(ap);
+    return st;
+}
+
+rv_status interp_verror(rv_status st, const Tensor *t, const int64_t *idx, const char *ext,
+                        const char *fmt, va_list ap) {
+    Buf b = {0};
     if (t->loc.file)
-        buf_printf(b, "%s:%d:%d: ", t->loc.file, t->loc.line, t->loc.col);
-    buf_printf(b, "computing %s", t->name);
+        buf_printf(&b, "%s:%d:%d: ", t->loc.file, t->loc.line, t->loc.col);
+    buf_printf(&b, "computing %s", t->name);
     if (idx && t->ndim > 0)
-        ir_layout_format_index(b, t->ndim, idx);
+        ir_layout_format_index(&b, t->ndim, idx);
+    if (ext)
+        buf_printf(&b, ": extern %s", ext);
+    buf_puts(&b, ": ");
+    buf_vprintf(&b, fmt, ap);
+    base_error(st, "%s", buf_str(&b));
+    buf_free(&b);
+    return st;
 }
 
 /* The array for a layout: its shape when dense, 1-D when ragged. */
@@ -325,15 +343,9 @@ static rv_status run_op(Interp *in, const Tensor *t) {
     case OP_EXTERN:
         st = interp_eval_extern(in, t, a);
         break;
-    default: {
-        Buf b = {0};
-        interp_format_where(&b, t, NULL);
-        st = base_error(RV_ERR_UNSUPPORTED,
-                        "%s: %s operations are not supported by the "
-                        "interpreter yet",
-                        buf_str(&b), ir_op_kind_name[t->op->kind]);
-        buf_free(&b);
-    }
+    default:
+        st = unsupported(t, "%s operations are not supported by the interpreter yet",
+                         ir_op_kind_name[t->op->kind]);
     }
     if (st != RV_OK) {
         rv_array_free(a);

@@ -85,9 +85,12 @@ void interp_bindings_own_ufun(rv_bindings *b, const Ufun *f, rv_array *a);
  * left for the run to check. */
 rv_status interp_prepare(Interp *in, const Module *m, rv_bindings *b, const uint64_t *seed);
 void interp_release(Interp *in);
-/* Formats the location prefix of a tensor's definition ("f.rv:3:1: ") and
- * "computing Y[2, 5]" (idx NULL: "computing Y"). */
-void interp_format_where(Buf *b, const Tensor *t, const int64_t *idx);
+/* Sets the last error to "<where>: <message>" and returns st. <where> is
+ * the location of the tensor's definition ("f.rv:3:1: ") and "computing
+ * Y[2, 5]" (idx NULL: "computing Y"), then "extern K" when calling extern
+ * kernel K (ext non-NULL). */
+rv_status interp_verror(rv_status st, const Tensor *t, const int64_t *idx, const char *ext,
+                        const char *fmt, va_list ap);
 
 /* ---- compile.c: expression DAGs to instruction lists ---- */
 
