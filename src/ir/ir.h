@@ -407,6 +407,11 @@ Buffer *ir_keep_buffer(IrKeep *k, Buffer *b);
 
 void ir_print_expr(Buf *b, const Expr *e);
 void ir_print_module(Buf *b, const Module *m);
+/* A reduction as `sum(k < K, l < L) body`, the extents and the body
+ * printed by `print` at the given level: the form the .rv printer and the
+ * loop-IR printer share (a missing extent prints as `?`). */
+typedef void (*IrPrintFn)(Buf *b, const Expr *e, int minprec);
+void ir_print_reduce(Buf *b, const Expr *e, IrPrintFn print);
 /* The shortest "%g" form of finite v that reads back (strtod, then rounded
  * to t) as v: the digits every printer of a float constant starts from. */
 void ir_float_shortest(char s[32], double v, rv_dtype t);

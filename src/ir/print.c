@@ -130,17 +130,29 @@ static void print_binder(Buf *b, const Axis *a) {
     print_rec(b, a->extent, PREC_NONE, false, NULL);
 }
 
+void ir_print_reduce(Buf *b, const Expr *e, IrPrintFn print) {
+    buf_printf(b, "%s(", ir_reduce_name(e->u.red.rk));
+    for (int i = 0; i < e->u.red.naxes; i++) {
+        const Axis *a = e->u.red.axes[i];
+        buf_printf(b, "%s%s < ", i ? ", " : "", a->name);
+        if (a->extent)
+            print(b, a->extent, PREC_NONE);
+        else
+            buf_puts(b, "?");
+    }
+    buf_puts(b, ") ");
+    print(b, e->args[0], PREC_MUL);
+}
+
+/* print_rec with no context, for ir_print_reduce. */
+static void print_plain(Buf *b, const Expr *e, int minprec) {
+    print_rec(b, e, minprec, false, NULL);
+}
+
 static void print_reduce(Buf *b, const Expr *e, bool tight) {
     if (tight)
         buf_putc(b, '(');
-    buf_printf(b, "%s(", ir_reduce_name(e->u.red.rk));
-    for (int i = 0; i < e->u.red.naxes; i++) {
-        if (i)
-            buf_puts(b, ", ");
-        print_binder(b, e->u.red.axes[i]);
-    }
-    buf_puts(b, ") ");
-    print_rec(b, e->args[0], PREC_MUL, false, NULL);
+    ir_print_reduce(b, e, print_plain);
     if (tight)
         buf_putc(b, ')');
 }

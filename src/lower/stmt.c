@@ -305,20 +305,6 @@ static void print_float(Buf *b, const Expr *e) {
         buf_puts(b, ".0");
 }
 
-static void print_reduce(Buf *b, const Expr *e) {
-    buf_printf(b, "%s(", ir_reduce_name(e->u.red.rk));
-    for (int i = 0; i < e->u.red.naxes; i++) {
-        const Axis *a = e->u.red.axes[i];
-        buf_printf(b, "%s%s < ", i ? ", " : "", a->name);
-        if (a->extent)
-            print_expr(b, a->extent, PREC_NONE);
-        else
-            buf_puts(b, "?");
-    }
-    buf_puts(b, ") ");
-    print_expr(b, e->args[0], PREC_MUL);
-}
-
 /* Prints e, in parentheses when it binds weaker than min_prec. */
 static void print_expr(Buf *b, const Expr *e, int min_prec) {
     if (!e) {
@@ -373,7 +359,7 @@ static void print_expr(Buf *b, const Expr *e, int min_prec) {
         buf_putc(b, ')');
         break;
     case EX_REDUCE:
-        print_reduce(b, e);
+        ir_print_reduce(b, e, print_expr);
         break;
     default:
         if (info->flags & F_INFIX) {
