@@ -468,28 +468,48 @@ void cg_expr(CgEmit *e, Buf *b, const Expr *x) {
 
 /* ---- helpers ---- */
 
-/* Appends `tmpl` with $T (C type), $S (dtype suffix), $F (libm suffix:
- * "f" or "", also the suffix of float literals) and $Q (function
- * qualifiers) replaced. */
-static void put_template(Buf *b, const char *tmpl, rv_dtype t, CgTarget target) {
+void cg_put_template(Buf *b, const char *tmpl, const CgTemplate *v) {
+    rv_dtype t = v->t;
     for (const char *p = tmpl; *p; p++) {
         if (*p != '$') {
             buf_putc(b, *p);
             continue;
         }
         switch (*++p) {
-        case 'T':
+        case 'T': /* the C type */
+        case 'E': /* a vector's element type */
             buf_puts(b, cg_ctype(t));
             break;
-        case 'S':
-            buf_puts(b, dsuffix(t));
+        case 'A': /* an accumulator of t */
+            buf_puts(b, ir_is_float(t) ? cg_ctype(t) : "int64_t");
             break;
-        case 'F':
+        case 'S': /* the suffix of helper names: f32, f32x16 */
+            if (v->lanes)
+                buf_printf(b, "%sx%d", rv_dtype_name(t), v->lanes);
+            else
+                buf_puts(b, dsuffix(t));
+            break;
+        case 'F': /* libm suffix, also of float literals: "f" or "" */
             buf_puts(b, t == RV_F32 ? "f" : "");
             break;
-        case 'Q':
-            buf_puts(b, target == CG_TARGET_CUDA ? "static __device__ __forceinline__"
-                                                 : "static inline");
+        case 'Q': /* function qualifiers */
+            buf_puts(b, v->target == CG_TARGET_CUDA ? "static __device__ __forceinline__"
+                                                    : "static inline");
+            break;
+        case 'V': /* the vector type */
+            buf_printf(b, "rv_%sx%d", rv_dtype_name(t), v->lanes);
+            break;
+        case 'I': /* its comparison-mask type */
+            buf_printf(b, "rv_%sx%d", rv_dtype_name(v->mask), v->lanes);
+            break;
+        case 'N': /* lanes */
+            buf_printf(b, "%d", v->lanes);
+            break;
+        case 'B': /* the vector's bytes */
+            buf_printf(b, "%d", v->lanes * (int)rv_dtype_size(t));
+            break;
+        case 'W': /* the largest value of the mask's lane type, in hex */
+            buf_puts(b, rv_dtype_size(t) == 8 ? "0x7fffffffffffffff" : "0x7fffffff");
             break;
         default:
             RV_UNREACHABLE();
@@ -538,7 +558,7 @@ void cg_emit_helpers(const CgEmit *e, Buf *b) {
                 continue;
             const char *tmpl = ir_is_float((rv_dtype)t) ? float_helpers[h] : int_helpers[h];
             RV_ASSERT(tmpl);
-            put_template(b, tmpl, (rv_dtype)t, e->target);
+            cg_put_template(b, tmpl, &(CgTemplate){.t = (rv_dtype)t, .target = e->target});
             buf_putc(b, '\n');
         }
     }

@@ -95,26 +95,5 @@ bool cg_extern_fn(const char *kernel, rv_dtype t, char name[64]) {
 void cg_extern_define(Buf *b, const char *kernel, rv_dtype t) {
     const char *tmpl = template_of(kernel, t);
     RV_ASSERT(tmpl);
-    for (const char *p = tmpl; *p; p++) {
-        if (*p != '$') {
-            buf_putc(b, *p);
-            continue;
-        }
-        switch (*++p) {
-        case 'T':
-            buf_puts(b, cg_ctype(t));
-            break;
-        case 'A': /* accumulator */
-            buf_puts(b, ir_is_float(t) ? cg_ctype(t) : "int64_t");
-            break;
-        case 'S':
-            buf_puts(b, rv_dtype_name(t));
-            break;
-        case 'F':
-            buf_puts(b, t == RV_F32 ? "f" : "");
-            break;
-        default:
-            RV_UNREACHABLE();
-        }
-    }
+    cg_put_template(b, tmpl, &(CgTemplate){.t = t, .target = CG_TARGET_C});
 }

@@ -174,44 +174,6 @@ static const char *vtype_name(CgEmit *e, rv_dtype t, int lanes) {
     return arena_printf(e->arena, "rv_%sx%d", rv_dtype_name(t), lanes);
 }
 
-/* Appends `tmpl` for the vector type (t, lanes): $V the type, $I its mask
- * type, $S its suffix, $E the element type, $N the lanes, $F the libm
- * suffix ("f" for f32), $Q the qualifiers. */
-static void put_template(Buf *b, const char *tmpl, rv_dtype t, int lanes) {
-    rv_dtype m = mask_dtype(t);
-    for (const char *p = tmpl; *p; p++) {
-        if (*p != '$') {
-            buf_putc(b, *p);
-            continue;
-        }
-        switch (*++p) {
-        case 'V':
-            buf_printf(b, "rv_%sx%d", rv_dtype_name(t), lanes);
-            break;
-        case 'I':
-            buf_printf(b, "rv_%sx%d", rv_dtype_name(m), lanes);
-            break;
-        case 'S':
-            buf_printf(b, "%sx%d", rv_dtype_name(t), lanes);
-            break;
-        case 'E':
-            buf_puts(b, cg_ctype(t));
-            break;
-        case 'N':
-            buf_printf(b, "%d", lanes);
-            break;
-        case 'F':
-            buf_puts(b, t == RV_F32 ? "f" : "");
-            break;
-        case 'Q':
-            buf_puts(b, "static inline");
-            break;
-        default:
-            RV_UNREACHABLE();
-        }
-    }
-}
-
 // clang-format off
 static const char type_tmpl[] =
     "typedef $E $V __attribute__((vector_size($B)));\n"
@@ -257,23 +219,10 @@ static const char *const float_tmpl[VH_COUNT] = {
 };
 // clang-format on
 
-/* put_template plus $B (the type's bytes) and $W (the largest value of
- * the mask's lane type, in hex). */
-static void put_type_template(Buf *b, const char *tmpl, rv_dtype t, int lanes) {
-    Buf tmp = {0};
-    for (const char *p = tmpl; *p; p++) {
-        if (p[0] == '$' && p[1] == 'B') {
-            buf_printf(&tmp, "%d", lanes * (int)rv_dtype_size(t));
-            p++;
-        } else if (p[0] == '$' && p[1] == 'W') {
-            buf_puts(&tmp, rv_dtype_size(t) == 8 ? "0x7fffffffffffffff" : "0x7fffffff");
-            p++;
-        } else {
-            buf_putc(&tmp, *p);
-        }
-    }
-    put_template(b, buf_str(&tmp), t, lanes);
-    buf_free(&tmp);
+/* A helper template for the vector type (t, lanes) (cg_put_template). */
+static void put_template(Buf *b, const char *tmpl, rv_dtype t, int lanes) {
+    CgTemplate v = {.t = t, .lanes = lanes, .mask = mask_dtype(t), .target = CG_TARGET_C};
+    cg_put_template(b, tmpl, &v);
 }
 
 static void emit_iota(Buf *b, rv_dtype t, int lanes) {
@@ -341,7 +290,7 @@ void cg_vector_helpers(const CgEmit *e, Buf *b) {
                     RV_ASSERT(tmpl);
                 }
                 if (tmpl)
-                    put_type_template(b, tmpl, t, lanes);
+                    put_template(b, tmpl, t, lanes);
                 buf_putc(b, '\n');
             }
         }

@@ -117,6 +117,20 @@ int cg_expr_prec(const Expr *x);
 /* `x` as the right operand of a comparison (`i < x`): parenthesized when
  * cg_expr would print a conditional (?:) at its top. */
 void cg_expr_operand(CgEmit *e, Buf *b, const Expr *x);
+/* What a helper template's placeholders stand for: dtype t, and for a
+ * vector helper its lanes (0 for scalar helpers) and mask dtype. */
+typedef struct CgTemplate {
+    rv_dtype t;
+    int lanes;
+    rv_dtype mask;
+    CgTarget target; /* $Q: CUDA device functions */
+} CgTemplate;
+/* Appends `tmpl` with its placeholders replaced: $T the C type, $A an
+ * accumulator's C type, $S the suffix of helper names (f32, f32x16), $F
+ * the libm and float-literal suffix, $Q the function qualifiers; for
+ * vector helpers $V the vector type, $I its mask type, $E the element
+ * type, $N the lanes, $B the bytes, $W the mask lane's largest value. */
+void cg_put_template(Buf *b, const char *tmpl, const CgTemplate *v);
 /* The helper definitions recorded in e->helpers. */
 void cg_emit_helpers(const CgEmit *e, Buf *b);
 /* True when x is the integer constant 0. */
