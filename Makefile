@@ -16,8 +16,10 @@ OPT     ?= -O2
 endif
 
 WARN    = -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wundef
-CFLAGS  += -std=c11 $(OPT) -g $(WARN) -fPIC -D_GNU_SOURCE -Iinclude -Isrc $(SANFLAGS) \
-           -DRAVEL_INCLUDE_DIR_DEFAULT='"$(CURDIR)/include"'
+# -ffile-prefix-map: objects (debug info, __FILE__) name sources relative to
+# the repository, so no build path is baked into what `make install` copies.
+CFLAGS  += -std=c11 $(OPT) -g $(WARN) -fPIC -D_GNU_SOURCE -Iinclude -Isrc -I$(BUILD)/gen $(SANFLAGS) \
+           -ffile-prefix-map=$(CURDIR)=.
 LDLIBS  = -lm -ldl -lpthread
 LDFLAGS += $(SANFLAGS)
 
@@ -40,6 +42,14 @@ deps:
 $(BUILD)/%.o: %.c $(HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
+
+# ravel_rt.h embedded in the library (src/jit/rt_header.c): its bytes as a C
+# initializer list, written with od and sed.
+$(BUILD)/gen/ravel_rt_h.inc: include/ravel_rt.h
+	@mkdir -p $(dir $@)
+	od -An -v -tx1 $< | sed -e 's/ *\([0-9a-f][0-9a-f]\)/0x\1,/g' >$@.tmp && mv $@.tmp $@
+
+$(BUILD)/src/jit/rt_header.o: $(BUILD)/gen/ravel_rt_h.inc
 
 $(BUILD)/libravel.a: $(LIB_OBJ)
 	@rm -f $@
@@ -119,10 +129,9 @@ $(BUILD)/fuzz_parse: tests/fuzz_parse.c $(BUILD)/libravel.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libravel.a $(LDFLAGS) $(LDLIBS)
 
-$(FUZZ_PARSE_DIR)/fuzz_parse: tests/fuzz_parse.c $(LIB_SRC) $(HDRS)
+$(FUZZ_PARSE_DIR)/fuzz_parse: tests/fuzz_parse.c $(LIB_SRC) $(HDRS) $(BUILD)/gen/ravel_rt_h.inc
 	@mkdir -p $(dir $@)
-	clang -std=c11 -O1 -g -D_GNU_SOURCE -Iinclude -Isrc -DRV_LIBFUZZER \
-	  -DRAVEL_INCLUDE_DIR_DEFAULT='"$(CURDIR)/include"' \
+	clang -std=c11 -O1 -g -D_GNU_SOURCE -Iinclude -Isrc -I$(BUILD)/gen -DRV_LIBFUZZER \
 	  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 	  -o $@ tests/fuzz_parse.c $(LIB_SRC) $(LDLIBS)
 
