@@ -48,6 +48,16 @@ all: $(BUILD)/libravel.a $(BUILD)/libravel.so $(BUILD)/ravel
 deps:
 	@sh tools/install-deps.sh
 
+# Without the DLPack header the build would stop at a compiler error deep in
+# src/runtime; say what to install instead (checked before any object).
+.PHONY: check-dlpack
+check-dlpack:
+	@printf '#include <dlpack/dlpack.h>\n' | $(CC) $(CFLAGS) -E -x c - -o /dev/null 2>/dev/null || \
+	  { echo "ravel: the DLPack header <dlpack/dlpack.h> is missing: run 'make deps'" \
+	         "(it installs Debian's libdlpack-dev; tools/install-deps.sh)" >&2; exit 1; }
+
+$(LIB_OBJ) $(TOOL_OBJ): | check-dlpack
+
 $(BUILD)/%.o: %.c $(HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
