@@ -2,6 +2,7 @@
 # and build/ravel; `make test` builds and runs every test; `make demo` runs
 # the main demo. `make SAN=1 test` (or `make asan-test`) builds everything in
 # build-asan/ with AddressSanitizer + UndefinedBehaviorSanitizer.
+# `make install PREFIX=...` and `make uninstall`: see "install" below.
 
 CC      ?= cc
 SAN     ?= 0

@@ -1,7 +1,7 @@
 /*
  * test_jit.c — the JIT: compile and call, the on-disk cache (hits,
  * corruption, concurrent writers, unusable directories), compiler failures,
- * and NVRTC where it is installed.
+ * the embedded ravel_rt.h, and NVRTC where it is installed.
  *
  * Every test points RAVEL_CACHE_DIR at its own directory under a fresh
  * temporary root, so counts of cache entries and of compiles are exact and
