@@ -59,6 +59,19 @@
 extern "C" {
 #endif
 
+/* --------------------------------------------------------------- version */
+
+/* The one place the version is written: the Makefile reads these lines for
+ * the shared library's names (SONAME libravel.so.MAJOR) and ravel.pc.
+ * MAJOR changes when the library's ABI does. */
+#define RV_VERSION_MAJOR 0
+#define RV_VERSION_MINOR 1
+#define RV_VERSION_PATCH 0
+
+/* "MAJOR.MINOR.PATCH" of the library the program runs with, which may be
+ * newer than the RV_VERSION_* it was compiled with. */
+const char *rv_version(void);
+
 /* ---------------------------------------------------------------- status */
 
 typedef enum rv_status {
