@@ -441,7 +441,9 @@ rv_status rv_structs_add_perfect_tree(rv_structs *bs, int height, const int32_t 
 rv_status rv_structs_add_grid(rv_structs *bs, int w, int h, const int32_t *data);
 
 /* Readers. Words are numbered by the batch's vocabulary in order of first
- * appearance (ids stay valid for every later structure of the batch). */
+ * appearance (ids stay valid for every later structure of the batch). A
+ * reader that fails takes back the structures it added (the vocabulary
+ * may keep words it saw); its message starts with "file:line:". */
 int32_t rv_structs_vocab_size(const rv_structs *bs);
 const char *rv_structs_word(const rv_structs *bs, int32_t id); /* NULL if out of range */
 /* A PTB-style s-expression, `(3 (2 It) (4 (2 's) (3 fine)))`: each node is
