@@ -54,6 +54,10 @@ rv_structs *rv_structs_new(rv_struct_kind kind, int max_children, int width) {
     interner_init(&bs->words);
     vec_push(&bs->node_begin, 0);
     vec_push(&bs->child_begin, 0);
+    /* never NULL, so the accessors' pointer arithmetic is defined even for
+     * a batch without edges or data */
+    rec_vec_reserve(&bs->child, 8);
+    rec_vec_reserve(&bs->data, 8);
     return bs;
 }
 
