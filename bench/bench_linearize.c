@@ -41,7 +41,7 @@
 /* One batch as children lists in memory: what a request would carry. */
 typedef struct {
     int count;
-    int32_t *size;                  /* [count] */
+    int32_t *size; /* [count] */
     int32_t **begin, **child, **data;
 } Input;
 

@@ -476,7 +476,8 @@ rv_status rv_structs_read_sst(rv_structs *bs, const char *dir, rv_sst_split spli
  *   - batches are levels across all structures (a node's level is 0 if it
  *     has no children, else 1 + its children's largest: height in a tree,
  *     longest path from a leaf in a DAG), listed in computation order:
- *     batch 0 holds every leaf, batch b the nodes of level b;
+ *     batch 0 holds every leaf (and nothing else), batch b the nodes of
+ *     level b;
  *   - higher levels have lower numbers, so every child is numbered higher
  *     than its parents, internal nodes come before leaves, and a node is a
  *     leaf exactly when n >= first_leaf;

@@ -224,8 +224,8 @@ static rv_status sst_splits(const SstFiles *f, SplitVec *out) {
         long idx, label;
         char tail;
         char buf[64];
-        if (n >= sizeof buf || (memcpy(buf, s, n), buf[n] = 0,
-                                sscanf(buf, "%ld,%ld%c", &idx, &label, &tail) != 2) ||
+        if (n >= sizeof buf ||
+            (memcpy(buf, s, n), buf[n] = 0, sscanf(buf, "%ld,%ld%c", &idx, &label, &tail) != 2) ||
             idx != out->len + 1 || label < 1 || label > 3)
             return base_error(RV_ERR_IO,
                               "%s:%d: expected 'sentence,split' with sentence %d and split 1, 2 "

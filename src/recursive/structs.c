@@ -98,13 +98,25 @@ void rec_truncate(rv_structs *bs, int count) {
     bs->level.len = nodes;
 }
 
-void rv_structs_clear(rv_structs *bs) { rec_truncate(bs, 0); }
+void rv_structs_clear(rv_structs *bs) {
+    rec_truncate(bs, 0);
+}
 
-rv_struct_kind rv_structs_kind(const rv_structs *bs) { return bs->kind; }
-int rv_structs_max_children(const rv_structs *bs) { return bs->max_children; }
-int rv_structs_width(const rv_structs *bs) { return bs->width; }
-int rv_structs_count(const rv_structs *bs) { return bs->root.len; }
-int32_t rv_structs_num_nodes(const rv_structs *bs) { return vec_last(&bs->node_begin); }
+rv_struct_kind rv_structs_kind(const rv_structs *bs) {
+    return bs->kind;
+}
+int rv_structs_max_children(const rv_structs *bs) {
+    return bs->max_children;
+}
+int rv_structs_width(const rv_structs *bs) {
+    return bs->width;
+}
+int rv_structs_count(const rv_structs *bs) {
+    return bs->root.len;
+}
+int32_t rv_structs_num_nodes(const rv_structs *bs) {
+    return vec_last(&bs->node_begin);
+}
 
 int32_t rv_structs_node_begin(const rv_structs *bs, int s) {
     RV_ASSERT(s >= 0 && s <= bs->root.len);
@@ -133,7 +145,9 @@ int32_t rv_structs_root(const rv_structs *bs, int s) {
     return bs->root.data[s];
 }
 
-int32_t rv_structs_vocab_size(const rv_structs *bs) { return bs->word.len; }
+int32_t rv_structs_vocab_size(const rv_structs *bs) {
+    return bs->word.len;
+}
 
 const char *rv_structs_word(const rv_structs *bs, int32_t id) {
     return id >= 0 && id < bs->word.len ? bs->word.data[id] : NULL;
@@ -185,8 +199,8 @@ static rv_status check_children(rv_structs *bs, int s, int32_t n, const int32_t 
         int32_t nc = begin[i + 1] - begin[i];
         if (nc > bs->max_children)
             return base_error(RV_ERR_ARG,
-                              "structure %d: node %d has %d children, more than the %d declared",
-                              s, (int)i, (int)nc, bs->max_children);
+                              "structure %d: node %d has %d children, more than the %d declared", s,
+                              (int)i, (int)nc, bs->max_children);
         for (int32_t k = 0; k < nc; k++) {
             int32_t c = child[begin[i] + k];
             if (c < 0 || c >= n)
@@ -195,8 +209,8 @@ static rv_status check_children(rv_structs *bs, int s, int32_t n, const int32_t 
                                   (int)i, (int)k, (int)c, (int)n - 1);
             if (parent[c] == i)
                 return base_error(RV_ERR_ARG,
-                                  "structure %d: node %d lists node %d twice among its children",
-                                  s, (int)i, (int)c);
+                                  "structure %d: node %d lists node %d twice among its children", s,
+                                  (int)i, (int)c);
             if (parent[c] >= 0 && bs->kind != RV_STRUCT_DAG)
                 return base_error(RV_ERR_ARG,
                                   "structure %d: node %d has two parents (nodes %d and %d); in a "
@@ -440,8 +454,8 @@ rv_status rv_structs_add_perfect_tree(rv_structs *bs, int height, const int32_t 
 rv_status rv_structs_add_grid(rv_structs *bs, int w, int h, const int32_t *data) {
     int s = bs->root.len;
     if (w < 1 || h < 1 || (int64_t)w * h > INT32_MAX / 2)
-        return base_error(RV_ERR_ARG, "structure %d: a %d x %d grid has no nodes or too many", s,
-                          w, h);
+        return base_error(RV_ERR_ARG, "structure %d: a %d x %d grid has no nodes or too many", s, w,
+                          h);
     int32_t n = w * h, *begin, *child;
     scratch_lists(bs, n, 2 * (int64_t)n, &begin, &child);
     begin[0] = 0;

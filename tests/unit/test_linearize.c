@@ -302,9 +302,8 @@ static void test_random_trees(void) {
             for (int z = 0; z < RV_COUNT(sizes); z++) {
                 rv_structs *bs = rv_structs_new(RV_STRUCT_TREE, k, 2);
                 for (int s = 0; s < 1 + (int)rnd(6); s++)
-                    CHECK_EQ_INT(add_random_tree(bs, 1 + (int32_t)rnd((uint32_t)sizes[z]), k,
-                                                 shape),
-                                 RV_OK);
+                    CHECK_EQ_INT(
+                        add_random_tree(bs, 1 + (int32_t)rnd((uint32_t)sizes[z]), k, shape), RV_OK);
                 CHECK_EQ_INT(rv_linearize(bs, &lin), RV_OK);
                 check_linear(bs, &lin);
                 rv_structs_free(bs);
@@ -315,7 +314,7 @@ static void test_random_trees(void) {
 static void test_deep_and_wide(void) {
     rv_structs *bs = rv_structs_new(RV_STRUCT_TREE, 200, 0);
     CHECK_EQ_INT(add_random_tree(bs, 100000, 1, 1), RV_OK); /* a chain: 100000 levels */
-    CHECK_EQ_INT(add_random_tree(bs, 201, 200, 2), RV_OK); /* a star */
+    CHECK_EQ_INT(add_random_tree(bs, 201, 200, 2), RV_OK);  /* a star */
     rv_linear lin = {0};
     CHECK_EQ_INT(rv_linearize(bs, &lin), RV_OK);
     CHECK_EQ_INT(lin.num_batches, 100000);
@@ -379,19 +378,36 @@ static void test_random_dags(void) {
         }
 }
 
-/* Trees, chains, perfect trees, grids and random DAGs in one batch. */
+/* Trees, chains, perfect trees, s-expressions and (in DAG batches) grids
+ * and random DAGs in one batch. */
 static void test_mixed_batches(void) {
-    for (int rep = 0; rep < 10; rep++) {
-        rv_structs *bs = rv_structs_new(RV_STRUCT_DAG, 3, 2);
+    for (int rep = 0; rep < 20; rep++) {
+        bool dag = rep % 2;
+        rv_structs *bs = rv_structs_new(dag ? RV_STRUCT_DAG : RV_STRUCT_TREE, 3, 2);
         for (int s = 0; s < 12; s++) {
             rv_status st = RV_OK;
-            switch (rnd(6)) {
-            case 0: st = add_random_tree(bs, 1 + (int32_t)rnd(60), 3, (int)rnd(3)); break;
-            case 1: st = rv_structs_add_sequence(bs, 1 + (int32_t)rnd(30), NULL); break;
-            case 2: st = rv_structs_add_perfect_tree(bs, (int)rnd(6), NULL); break;
-            case 3: st = rv_structs_add_grid(bs, 1 + (int)rnd(10), 1 + (int)rnd(10), NULL); break;
-            case 4: st = add_random_dag(bs, 1 + (int32_t)rnd(80), 3); break;
-            default: st = rv_structs_add_sexpr(bs, "mixed", "(1 (2 a) (3 (4 b)) (5 c))"); break;
+            uint32_t pick = rnd(6);
+            if (!dag && (pick == 3 || pick == 4))
+                pick = 5;
+            switch (pick) {
+            case 0:
+                st = add_random_tree(bs, 1 + (int32_t)rnd(60), 3, (int)rnd(3));
+                break;
+            case 1:
+                st = rv_structs_add_sequence(bs, 1 + (int32_t)rnd(30), NULL);
+                break;
+            case 2:
+                st = rv_structs_add_perfect_tree(bs, (int)rnd(6), NULL);
+                break;
+            case 3:
+                st = rv_structs_add_grid(bs, 1 + (int)rnd(10), 1 + (int)rnd(10), NULL);
+                break;
+            case 4:
+                st = add_random_dag(bs, 1 + (int32_t)rnd(80), 3);
+                break;
+            default:
+                st = rv_structs_add_sexpr(bs, "mixed", "(1 (2 a) (3 (4 b)) (5 c))");
+                break;
             }
             CHECK_EQ_INT(st, RV_OK);
         }
@@ -625,7 +641,8 @@ static void expect_refused(rv_struct_kind kind, int k, int32_t n, const int32_t 
 
 static void test_error_cycle(void) {
     int32_t begin[4] = {0, 1, 2, 3}, child[3] = {1, 2, 0};
-    expect_refused(RV_STRUCT_DAG, 2, 3, begin, child, "structure 1: cycle through nodes 0 -> 1 -> 2 -> 0");
+    expect_refused(RV_STRUCT_DAG, 2, 3, begin, child,
+                   "structure 1: cycle through nodes 0 -> 1 -> 2 -> 0");
     expect_refused(RV_STRUCT_TREE, 2, 3, begin, child, "structure 1: cycle through nodes");
     int32_t b2[2] = {0, 1}, self[1] = {0};
     expect_refused(RV_STRUCT_DAG, 2, 1, b2, self, "structure 1: cycle through nodes 0 -> 0");
