@@ -70,6 +70,8 @@ static rv_status reserve(rv_linear *out, size_t n, size_t k, size_t w, size_t b,
 }
 
 rv_status rv_linearize(const rv_structs *bs, rv_linear *out) {
+    if (!bs || !out)
+        return base_error(RV_ERR_ARG, "rv_linearize: no batch or no output (NULL)");
     int nstructs = bs->root.len;
     if (nstructs == 0)
         return base_error(RV_ERR_ARG, "rv_linearize: empty batch (no structures to linearize)");

@@ -138,6 +138,8 @@ static rv_status parse_sexpr(rv_structs *bs, Lex *lx, Tree *t) {
 }
 
 rv_status rv_structs_add_sexpr(rv_structs *bs, const char *name, const char *text) {
+    if (!bs || !text)
+        return base_error(RV_ERR_ARG, "%s: no batch or no text (NULL)", __func__);
     Lex lx = {name ? name : "<sexpr>", text, text + strlen(text), text, 1};
     Tree t = {0};
     rv_status st = parse_sexpr(bs, &lx, &t);
@@ -146,6 +148,8 @@ rv_status rv_structs_add_sexpr(rv_structs *bs, const char *name, const char *tex
 }
 
 rv_status rv_structs_read_sexpr_file(rv_structs *bs, const char *path) {
+    if (!bs || !path)
+        return base_error(RV_ERR_ARG, "%s: no batch or no path (NULL)", __func__);
     char *text;
     size_t len;
     rv_status st = base_read_file(path, &text, &len);
@@ -282,6 +286,8 @@ static rv_status sst_sentence(rv_structs *bs, const SstFiles *f, int line, const
 }
 
 rv_status rv_structs_read_sst(rv_structs *bs, const char *dir, rv_sst_split split) {
+    if (!bs || !dir)
+        return base_error(RV_ERR_ARG, "%s: no batch or no dir (NULL)", __func__);
     if ((int)split < RV_SST_ALL || split > RV_SST_DEV)
         return base_error(RV_ERR_ARG, "rv_structs_read_sst: unknown split %d", (int)split);
     SstFiles f = {0};

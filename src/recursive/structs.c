@@ -319,6 +319,8 @@ static rv_status find_root(const rv_structs *bs, int s, int32_t n, int32_t *root
 
 rv_status rv_structs_add_children(rv_structs *bs, int32_t n, const int32_t *child_begin,
                                   const int32_t *child, const int32_t *data) {
+    if (!bs)
+        return base_error(RV_ERR_ARG, "%s: no batch (NULL)", __func__);
     int s = bs->root.len;
     if (n < 1)
         return base_error(RV_ERR_ARG, "structure %d has no nodes (n = %d)", s, (int)n);
@@ -392,6 +394,8 @@ static rv_status scratch_lists(rv_structs *bs, int32_t n, int64_t edges, int32_t
 
 rv_status rv_structs_add_parents(rv_structs *bs, int32_t n, const int32_t *parent,
                                  const int32_t *data) {
+    if (!bs || !parent)
+        return base_error(RV_ERR_ARG, "%s: no batch or no parent array (NULL)", __func__);
     /* Counting sort of the nodes by parent gives the children lists, each
      * in increasing index order. */
     int s = bs->root.len;
@@ -420,6 +424,8 @@ rv_status rv_structs_add_parents(rv_structs *bs, int32_t n, const int32_t *paren
 }
 
 rv_status rv_structs_add_sequence(rv_structs *bs, int32_t n, const int32_t *data) {
+    if (!bs)
+        return base_error(RV_ERR_ARG, "%s: no batch (NULL)", __func__);
     int32_t *begin, *child;
     rv_status st = scratch_lists(bs, n, n, &begin, &child);
     if (st != RV_OK)
@@ -433,6 +439,8 @@ rv_status rv_structs_add_sequence(rv_structs *bs, int32_t n, const int32_t *data
 }
 
 rv_status rv_structs_add_perfect_tree(rv_structs *bs, int height, const int32_t *data) {
+    if (!bs)
+        return base_error(RV_ERR_ARG, "%s: no batch (NULL)", __func__);
     int s = bs->root.len;
     if (height < 0 || height > 29)
         return base_error(RV_ERR_ARG, "structure %d: perfect tree height %d is outside 0..29", s,
@@ -452,6 +460,8 @@ rv_status rv_structs_add_perfect_tree(rv_structs *bs, int height, const int32_t 
 }
 
 rv_status rv_structs_add_grid(rv_structs *bs, int w, int h, const int32_t *data) {
+    if (!bs)
+        return base_error(RV_ERR_ARG, "%s: no batch (NULL)", __func__);
     int s = bs->root.len;
     if (w < 1 || h < 1 || (int64_t)w * h > INT32_MAX / 2)
         return base_error(RV_ERR_ARG, "structure %d: a %d x %d grid has no nodes or too many", s, w,

@@ -747,6 +747,19 @@ static void test_error_empty(void) {
     check_linear(bs, &lin);
     rv_linear_free(&lin);
     rv_structs_free(bs);
+    /* no batch: an error, not a crash */
+    CHECK_EQ_INT(rv_structs_add_sequence(NULL, 3, NULL), RV_ERR_ARG);
+    CHECK_STR_CONTAINS(rv_last_error(), "rv_structs_add_sequence: no batch");
+    CHECK_EQ_INT(rv_structs_add_children(NULL, 1, begin, NULL, NULL), RV_ERR_ARG);
+    CHECK_EQ_INT(rv_structs_add_parents(NULL, 1, begin, NULL), RV_ERR_ARG);
+    CHECK_EQ_INT(rv_structs_add_perfect_tree(NULL, 1, NULL), RV_ERR_ARG);
+    CHECK_EQ_INT(rv_structs_add_grid(NULL, 2, 2, NULL), RV_ERR_ARG);
+    CHECK_EQ_INT(rv_structs_add_sexpr(NULL, "x", "(1 a)"), RV_ERR_ARG);
+    CHECK_EQ_INT(rv_structs_read_sexpr_file(NULL, "x"), RV_ERR_ARG);
+    CHECK_EQ_INT(rv_structs_read_sst(NULL, "x", RV_SST_ALL), RV_ERR_ARG);
+    CHECK_EQ_INT(rv_linearize(NULL, &lin), RV_ERR_ARG);
+    rv_structs_free(NULL);
+    rv_linear_free(NULL);
     /* bad batch arguments */
     CHECK(rv_structs_new(RV_STRUCT_SEQUENCE, 2, 1) == NULL);
     CHECK_STR_CONTAINS(rv_last_error(), "a sequence has K = 1");
