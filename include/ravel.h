@@ -389,7 +389,7 @@ void rv_program_stats(const rv_program *p, rv_program_counters *out);
  * root too, so a disconnected DAG is refused: its parts are separate
  * structures with separate results; add them as such. */
 typedef enum rv_struct_kind {
-    RV_STRUCT_SEQUENCE, /* chains: node t's one child is t-1 (K must be 1) */
+    RV_STRUCT_SEQUENCE, /* chains (K must be 1): at most one child and one parent */
     RV_STRUCT_TREE,     /* every node but the root has exactly one parent */
     RV_STRUCT_DAG,      /* nodes may share children; trees and chains are DAGs too */
     RV_STRUCT_KIND_COUNT
@@ -421,8 +421,9 @@ int32_t rv_structs_root(const rv_structs *bs, int s);
 
 /* Adds a structure of n nodes from children lists in compressed form: node
  * i's children are child[child_begin[i] .. child_begin[i+1]) (child_begin
- * has n+1 entries, child_begin[0] = 0). `data`: n * width integers, row per
- * node, or NULL for -1 everywhere. */
+ * has n+1 entries, child_begin[0] = 0, and `child` child_begin[n]: sizes
+ * no function can check). `data`: n * width integers, row per node, or NULL
+ * for -1 everywhere. */
 rv_status rv_structs_add_children(rv_structs *bs, int32_t n, const int32_t *child_begin,
                                   const int32_t *child, const int32_t *data);
 /* The same from a parent array: parent[i] is node i's parent, -1 for the
