@@ -1,12 +1,8 @@
 /*
- * program.c — compiled programs: a module lowered, emitted as C, compiled
- * and run on the same bindings as the interpreter.
- *
- * rv_program_compile runs the pipeline once: lower_pipeline (one kernel per
- * computed tensor, in definition order), cg_c_module (one translation
- * unit), jit_compile (the system C compiler, through the on-disk cache),
- * and looks up each kernel and prelude. Sizes stay symbolic, so one
- * program serves every binding.
+ * program.c — running compiled programs on the same bindings as the
+ * interpreter. The compile driver (src/driver/compile.c) makes the
+ * program: its kernels' interfaces and loaded functions
+ * (src/runtime/program.h); this file only runs it.
  *
  * rv_program_run does, in order, with nothing computed before everything
  * is checked:
@@ -45,10 +41,9 @@
  * Counters accumulate per program (rv_program_stats).
  *
  * THE CUDA TARGET (rv_compile_options.target = RV_TARGET_CUDA; the
- * functions under "CUDA" below). Compiling also emits each kernel as CUDA
- * C (cg_cuda_kernel, which says how to launch it), compiles it with NVRTC
- * for device 0's architecture and loads it through the driver; the C unit
- * is still built, for its preludes. A run does steps 1-4 and 6 as above,
+ * functions under "CUDA" below). The driver also compiles each kernel as
+ * CUDA C for device 0 and keeps its launch extents; the C unit is still
+ * built, for its preludes. A run does steps 1-4 and 6 as above,
  * on the host; step 5 copies every slot (UF, AUX and tensor storage) to
  * device memory, evaluates each kernel's grid and block extents from the
  * sizes, launches the kernels in order, and copies the computed tensors'
@@ -59,10 +54,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "codegen/codegen.h"
 #include "interp/interp.h"
-#include "jit/jit.h"
-#include "ravel_rt.h"
+#include "runtime/program.h"
 #include "runtime/runtime.h"
 #include "runtime/threadpool.h"
 
@@ -87,24 +80,7 @@ _Static_assert(offsetof(rv_rt_tensor, byte_offset) == offsetof(DLTensor, byte_of
                "rv_rt_tensor.byte_offset");
 _Static_assert(RV_RT_ALIGN == RT_ARRAY_ALIGN, "kernels assume the alignment arrays have");
 
-struct rv_program {
-    Module *m;
-    Arena *arena; /* what runs read of the kernels (keep_kernels) */
-    int ntensors; /* the module's tensor count when compiled */
-    int n;        /* kernels */
-    Kernel **kernels; /* interfaces only: no prelude, no body */
-    CgUnit unit;
-    JitLib *lib;
-    rv_rt_kernel_fn *fns;
-    rv_rt_prelude_fn *preludes; /* NULL entries: no prelude */
-    bool serial;
-    rv_target target;
-    JitCudaKernel **cuda_fns; /* RV_TARGET_CUDA: per kernel */
-    CgLaunch *cuda_launch;    /* RV_TARGET_CUDA: per kernel */
-    rv_program_counters stats;
-};
-
-static double now_seconds(void) {
+double rt_now_seconds(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
@@ -130,176 +106,6 @@ static void host_free(struct rv_rt_ctx *ctx, void *p) {
 static void serial_for(int64_t n, void (*fn)(void *, int64_t, int64_t, int), void *closure) {
     if (n > 0)
         fn(closure, 0, n, 0);
-}
-
-/* ---- compile ---- */
-
-typedef Vec(const char *) StrVec;
-
-/* Appends the words of s (split on spaces) to argv. */
-static void split_flags(const char *s, StrVec *argv, Arena *a) {
-    while (s && *s) {
-        while (*s == ' ')
-            s++;
-        const char *e = s;
-        while (*e && *e != ' ')
-            e++;
-        if (e > s) {
-            const char *w = arena_strndup(a, s, (size_t)(e - s));
-            vec_push(argv, w);
-        }
-        s = e;
-    }
-}
-
-void rv_program_free(rv_program *p) {
-    if (!p)
-        return;
-    jit_close(p->lib);
-    cg_unit_free(&p->unit);
-    base_free(p->kernels);
-    base_free(p->fns);
-    base_free(p->preludes);
-    for (int i = 0; p->cuda_fns && i < p->n; i++)
-        jit_cuda_unload(p->cuda_fns[i]);
-    base_free(p->cuda_fns);
-    base_free(p->cuda_launch);
-    arena_free(p->arena);
-    base_free(p);
-}
-
-/* ---- CUDA: compiling ---- */
-
-/* Every kernel as CUDA C, PTX (NVRTC, for device 0) and a loaded
- * function, with its launch extents. */
-static rv_status cuda_compile(rv_program *p) {
-    char arch[32];
-    rv_status st = jit_cuda_arch(arch);
-    p->cuda_fns = base_xcalloc((size_t)p->n + 1, sizeof *p->cuda_fns);
-    p->cuda_launch = base_xcalloc((size_t)p->n + 1, sizeof *p->cuda_launch);
-    for (int k = 0; st == RV_OK && k < p->n; k++) {
-        char *src = NULL, *sym = NULL, *ptx = NULL;
-        st = cg_cuda_kernel(p->kernels[k], &src, &sym, &p->cuda_launch[k]);
-        if (st == RV_OK)
-            st = jit_nvrtc_compile(src, arch, &ptx);
-        if (st == RV_OK)
-            st = jit_cuda_load(ptx, sym, &p->cuda_fns[k]);
-        base_free(ptx);
-        base_free(sym);
-        base_free(src);
-    }
-    return st;
-}
-
-/* Lowering, C, the JIT and (CUDA) the device kernels, inside the
- * compile scope: p->kernels are the scope's until keep_kernels. */
-static rv_status compile_in_scope(rv_program *p, const rv_compile_options *opt) {
-    rv_status st = lower_pipeline(p->m, &p->kernels, &p->n);
-    if (st != RV_OK)
-        return st;
-    cg_c_module(p->kernels, p->n, &p->unit);
-    p->fns = base_xcalloc((size_t)p->n + 1, sizeof *p->fns);
-    p->preludes = base_xcalloc((size_t)p->n + 1, sizeof *p->preludes);
-    if (p->n == 0)
-        return RV_OK;
-    Arena *a = arena_new();
-    StrVec flags = {0};
-    vec_push(&flags, "-fopenmp-simd");
-    split_flags(opt->cflags, &flags, a);
-    JitOptions jo = {.cc = opt->cc,
-                     .cache_dir = opt->cache_dir,
-                     .extra_flags = flags.data,
-                     .n_extra_flags = flags.len};
-    st = jit_compile(p->unit.source, &jo, &p->lib);
-    vec_free(&flags);
-    arena_free(a);
-    for (int i = 0; st == RV_OK && i < p->n; i++) {
-        p->fns[i] = (rv_rt_kernel_fn)jit_fn(p->lib, p->unit.kernel_syms[i]);
-        if (p->unit.prelude_syms[i])
-            p->preludes[i] = (rv_rt_prelude_fn)jit_fn(p->lib, p->unit.prelude_syms[i]);
-        if (!p->fns[i] || (p->unit.prelude_syms[i] && !p->preludes[i]))
-            st = base_error(RV_ERR_COMPILER, "compiled program lacks %s: %s",
-                            p->unit.kernel_syms[i], rv_last_error());
-    }
-    if (st == RV_OK && p->target == RV_TARGET_CUDA)
-        st = cuda_compile(p);
-    return st;
-}
-
-/* What runs read of the kernels, copied out of the compile scope into the
- * program's arena: each kernel's name, parameters (buffers with their
- * sizes and storage orders) and check sites, and the CUDA launch extents.
- * The loop IR stays behind and is freed with the scope. */
-static void keep_kernels(rv_program *p, const IrScope *scope) {
-    IrKeep keep;
-    ir_keep_init(&keep, scope, p->arena);
-    for (int k = 0; k < p->n; k++) {
-        const Kernel *kn = p->kernels[k];
-        Kernel *c = arena_alloc(p->arena, sizeof *c);
-        c->name = arena_strdup(p->arena, kn->name);
-        c->m = kn->m;
-        c->nparams = kn->nparams;
-        c->params = arena_memdup(p->arena, kn->params, sizeof(Param) * (size_t)kn->nparams);
-        for (int i = 0; i < kn->nparams; i++)
-            c->params[i].buf = ir_keep_buffer(&keep, kn->params[i].buf);
-        c->nsites = kn->nsites;
-        c->sites = arena_alloc(p->arena, sizeof(const char *) * (size_t)(kn->nsites + 1));
-        for (int i = 0; i < kn->nsites; i++)
-            c->sites[i] = arena_strdup(p->arena, kn->sites[i]);
-        p->kernels[k] = c;
-        for (int d = 0; p->cuda_launch && d < 3; d++) {
-            p->cuda_launch[k].grid[d] = ir_keep_expr(&keep, p->cuda_launch[k].grid[d]);
-            p->cuda_launch[k].block[d] = ir_keep_expr(&keep, p->cuda_launch[k].block[d]);
-        }
-    }
-    ir_keep_free(&keep);
-}
-
-/* A compilation runs in its own IR scope (src/ir/scope.c): the schedule's
- * stages, the loop IR, its buffers and expressions are freed when it ends,
- * and the module is as it was before. The program keeps what its runs
- * read (keep_kernels), in its own arena. */
-rv_status rv_program_compile(rv_module *m, const rv_compile_options *opt, rv_program **out) {
-    if (!out)
-        return base_error(RV_ERR_ARG, "rv_program_compile: out is NULL");
-    *out = NULL;
-    if (!m)
-        return base_error(RV_ERR_ARG, "rv_program_compile: no module");
-    rv_compile_options none = {0};
-    if (!opt)
-        opt = &none;
-    if (opt->target != RV_TARGET_CPU && opt->target != RV_TARGET_CUDA)
-        return base_error(RV_ERR_ARG, "rv_program_compile: unknown target %d", (int)opt->target);
-    /* without a driver, say so before any work */
-    if (opt->target == RV_TARGET_CUDA && jit_cuda_init() != RV_OK)
-        return RV_ERR_UNSUPPORTED;
-    double t0 = now_seconds();
-    rv_status st = ir_verify(m);
-    if (st != RV_OK)
-        return st;
-    rv_program *p = base_xcalloc(1, sizeof *p);
-    p->m = m;
-    p->arena = arena_new();
-    p->ntensors = m->tensors.len;
-    p->serial = opt->serial != 0;
-    p->target = opt->target;
-    IrScope scope;
-    ir_scope_begin(m, &scope);
-    st = compile_in_scope(p, opt);
-    if (st == RV_OK)
-        keep_kernels(p, &scope);
-    ir_scope_end(&scope);
-    if (st != RV_OK) {
-        rv_program_free(p);
-        return st;
-    }
-    p->stats.compile_seconds = now_seconds() - t0;
-    *out = p;
-    return RV_OK;
-}
-
-const char *rv_program_source(const rv_program *p) {
-    return p && p->unit.source ? p->unit.source : "";
 }
 
 void rv_program_stats(const rv_program *p, rv_program_counters *out) {
@@ -721,10 +527,10 @@ static rv_status cuda_run_kernels(Run *r) {
         if (st == RV_OK)
             st = jit_cuda_to_device(dev[i], s->data, bytes);
     }
-    double t0 = now_seconds();
+    double t0 = rt_now_seconds();
     for (int k = 0; st == RV_OK && k < p->n; k++)
         st = cuda_launch_kernel(r, k, dev);
-    p->stats.kernel_seconds += now_seconds() - t0;
+    p->stats.kernel_seconds += rt_now_seconds() - t0;
     for (int i = 0; st == RV_OK && i < ns; i++) {
         const Slot *s = &r->slots.data[i];
         if (s->kind == SLOT_TENSOR && s->t->op->kind != OP_INPUT)
@@ -757,11 +563,11 @@ static rv_status run_steps(Run *r) {
     if ((st = place_ufs_and_aux(r)) != RV_OK)
         return st;
     build_args(r);
-    double t0 = now_seconds();
+    double t0 = rt_now_seconds();
     for (int k = 0; k < p->n; k++)
         if (p->preludes[k] && p->preludes[k](r->sizes[k], (void *const *)r->bufs[k]) != RV_RT_OK)
             return base_error(RV_ERR_BOUNDS, "the prelude of %s failed", p->kernels[k]->name);
-    p->stats.prelude_seconds += now_seconds() - t0;
+    p->stats.prelude_seconds += rt_now_seconds() - t0;
     if ((st = check_uf_sizes(r)) != RV_OK)
         return st;
     /* 4. tensors */
@@ -781,7 +587,7 @@ static rv_status run_steps(Run *r) {
                             .alloc = host_alloc,
                             .free = host_free,
                             .host = &host};
-    t0 = now_seconds();
+    t0 = rt_now_seconds();
     for (int k = 0; k < p->n; k++) {
         int32_t rc = p->fns[k](r->sizes[k], (void *const *)r->bufs[k], &ctx);
         p->stats.kernel_calls++;
@@ -797,7 +603,7 @@ static rv_status run_steps(Run *r) {
                               ctx.error <= kn->nsites ? kn->sites[ctx.error - 1] : "a check failed");
         }
     }
-    p->stats.kernel_seconds += now_seconds() - t0;
+    p->stats.kernel_seconds += rt_now_seconds() - t0;
     /* 6. results */
     return store_results(r);
 }
