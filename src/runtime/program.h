@@ -4,8 +4,8 @@
  * (src/runtime/program.c, rv_program_run).
  *
  * The runtime never lowers, generates code or compiles: it takes a program
- * whose kernels' interfaces, loaded functions and host plan are filled in,
- * and executes it on bindings. That keeps the compile driver above the
+ * whose kernels' interfaces, loaded functions and host plans are filled
+ * in, and interprets the plan (src/plan/plan.h) on bindings. That keeps the compile driver above the
  * runtime (DESIGN.md, "driver"), where recursion lowering, batching and
  * tuning join it without going through the runtime.
  */
@@ -14,14 +14,23 @@
 
 #include "codegen/codegen.h"
 #include "jit/jit.h"
+#include "plan/plan.h"
 #include "ravel_rt.h"
 
 struct rv_program {
     Module *m;
     Arena *arena; /* what runs read of the kernels (the driver's copies) */
     int ntensors; /* the module's tensor count when compiled */
-    int n;        /* kernels */
+    int n;        /* kernels, of every variant */
     Kernel **kernels; /* interfaces only: no prelude, no body */
+    /* Variants (plan.h): variant v's kernels are kernels[variant_first[v]
+     * ...], run by plans[v]; the dispatch picks one per run when there
+     * are several. */
+    int nvariants;
+    int *variant_first;
+    Plan *plans;
+    PlanDispatch dispatch;
+    int last_variant; /* the variant the last run ran, -1 before any */
     CgUnit unit;
     JitLib *lib;
     rv_rt_kernel_fn *fns;
