@@ -117,6 +117,16 @@ int64_t rv_array_get_i64(const rv_array *a, int64_t i);
 void rv_array_set_f64(rv_array *a, int64_t i, double v);
 void rv_array_set_i64(rv_array *a, int64_t i, int64_t v);
 
+/* DLPack interchange (dlpack/dlpack.h's DLManagedTensor; src/runtime/
+ * dlpack.c): from_dlpack takes a CPU, compact row-major tensor of another
+ * framework (or the caller's own buffer), borrowing its data when 64-byte
+ * aligned (mt's deleter runs when the array is freed) and copying it
+ * otherwise (the deleter runs at once); on failure (RV_ERR_ARG) the caller
+ * keeps mt. to_dlpack hands an array over (NULL when out of memory). */
+struct DLManagedTensor;
+rv_status rv_array_from_dlpack(struct DLManagedTensor *mt, rv_array **out);
+struct DLManagedTensor *rv_array_to_dlpack(rv_array *a);
+
 /* NumPy .npy files: little-endian f32/f64/i32/i64, C order, version 1-3. */
 rv_status rv_npy_load(const char *path, rv_array **out);
 rv_status rv_npy_save(const char *path, const rv_array *a);
@@ -413,6 +423,7 @@ typedef struct rv_program_counters {
     int64_t runs;
     int64_t kernel_calls;
     double compile_seconds; /* lowering, code generation, C compiler or cache */
+    double cc_seconds;      /* of which the C compiler ran (0: from the JIT's cache) */
     double prelude_seconds; /* filling the aux arrays of ragged layouts */
     double kernel_seconds;
 } rv_program_counters;

@@ -156,7 +156,9 @@ static rv_status compile_in_scope(rv_program *p, const char *const *schedules,
                      .cache_dir = opt->cache_dir,
                      .extra_flags = flags.data,
                      .n_extra_flags = flags.len};
+    double cc0 = jit_stats().compile_seconds;
     st = jit_compile(p->unit.source, &jo, &p->lib);
+    p->stats.cc_seconds = jit_stats().compile_seconds - cc0;
     vec_free(&flags);
     arena_free(a);
     for (int i = 0; st == RV_OK && i < p->n; i++) {
