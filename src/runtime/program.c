@@ -256,9 +256,13 @@ static rv_status check_args(Run *r) {
         const Tensor *t = m->tensors.data[i];
         if (t->op->kind == OP_INPUT)
             continue;
-        char what[300];
-        snprintf(what, sizeof what, "tensor %s", t->name);
-        if ((st = ir_layout_tensor(&r->in.env, what, t, &r->in.tv[t->id].lay)) != RV_OK)
+        /* the name for layout errors, made once per program: formatting it
+         * per run costs more than the small runs' kernels */
+        if (!r->p->what)
+            r->p->what = arena_alloc(r->p->arena, sizeof(char *) * (size_t)(m->tensors.len + 1));
+        if (!r->p->what[i])
+            r->p->what[i] = arena_printf(r->p->arena, "tensor %s", t->name);
+        if ((st = ir_layout_tensor(&r->in.env, r->p->what[i], t, &r->in.tv[t->id].lay)) != RV_OK)
             return st;
     }
     return RV_OK;
@@ -368,6 +372,29 @@ static rv_status place_tensor(Run *r, const PlanSlot *ps, Slot *s) {
     return RV_OK;
 }
 
+/* A kernel's argument arrays: on the stack for the usual few parameters
+ * (a small run's host work is counted in microseconds). */
+#define ARGS_ON_STACK 16
+typedef struct KernelArgs {
+    int64_t *sizes;
+    void **bufs;
+    int64_t sizes_stack[ARGS_ON_STACK];
+    void *bufs_stack[ARGS_ON_STACK];
+} KernelArgs;
+
+static void args_init(KernelArgs *a, int nparams) {
+    bool small = nparams <= ARGS_ON_STACK;
+    a->sizes = small ? a->sizes_stack : base_xcalloc((size_t)nparams, sizeof *a->sizes);
+    a->bufs = small ? a->bufs_stack : base_xcalloc((size_t)nparams, sizeof *a->bufs);
+}
+
+static void args_free(KernelArgs *a) {
+    if (a->sizes != a->sizes_stack)
+        base_free(a->sizes);
+    if (a->bufs != a->bufs_stack)
+        base_free(a->bufs);
+}
+
 /* The argument list of kernel k of the plan: its sizes, and its buffers
  * as the slots hold them now (or their device copies). */
 static void kernel_args(Run *r, int k, int64_t *sizes, void **bufs, JitDevPtr *dev) {
@@ -389,14 +416,13 @@ static void kernel_args(Run *r, int k, int64_t *sizes, void **bufs, JitDevPtr *d
 
 static rv_status run_prelude(Run *r, int k) {
     const Kernel *kn = r->plan->ks[k];
-    int64_t *sizes = base_xcalloc((size_t)kn->nparams + 1, sizeof *sizes);
-    void **bufs = base_xcalloc((size_t)kn->nparams + 1, sizeof *bufs);
-    kernel_args(r, k, sizes, bufs, NULL);
+    KernelArgs a;
+    args_init(&a, kn->nparams);
+    kernel_args(r, k, a.sizes, a.bufs, NULL);
     double t0 = rt_now_seconds();
-    int32_t rc = r->p->preludes[r->first + k](sizes, (void *const *)bufs);
+    int32_t rc = r->p->preludes[r->first + k](a.sizes, (void *const *)a.bufs);
     r->p->stats.prelude_seconds += rt_now_seconds() - t0;
-    base_free(bufs);
-    base_free(sizes);
+    args_free(&a);
     if (rc != RV_RT_OK)
         return base_error(RV_ERR_BOUNDS, "the prelude of %s failed", kn->name);
     return RV_OK;
@@ -407,15 +433,14 @@ static rv_status run_prelude(Run *r, int k) {
 static rv_status call_kernel(Run *r, int k) {
     rv_program *p = r->p;
     const Kernel *kn = r->plan->ks[k];
-    int64_t *sizes = base_xcalloc((size_t)kn->nparams + 1, sizeof *sizes);
-    void **bufs = base_xcalloc((size_t)kn->nparams + 1, sizeof *bufs);
-    kernel_args(r, k, sizes, bufs, NULL);
+    KernelArgs a;
+    args_init(&a, kn->nparams);
+    kernel_args(r, k, a.sizes, a.bufs, NULL);
     double t0 = rt_now_seconds();
-    int32_t rc = p->fns[r->first + k](sizes, (void *const *)bufs, &r->ctx);
+    int32_t rc = p->fns[r->first + k](a.sizes, (void *const *)a.bufs, &r->ctx);
     p->stats.kernel_seconds += rt_now_seconds() - t0;
     p->stats.kernel_calls++;
-    base_free(bufs);
-    base_free(sizes);
+    args_free(&a);
     if (atomic_load(&r->host.failed))
         return base_error(RV_ERR_OOM, "kernel %s: out of scratch memory", kn->name);
     if (rc != RV_RT_OK)

@@ -31,6 +31,7 @@ struct rv_program {
     Plan *plans;
     PlanDispatch dispatch;
     int last_variant; /* the variant the last run ran, -1 before any */
+    const char **what; /* per tensor: "tensor X" for layout errors (the first run's) */
     CgUnit unit;
     JitLib *lib;
     rv_rt_kernel_fn *fns;
