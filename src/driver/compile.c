@@ -94,8 +94,7 @@ typedef Vec(Kernel *) KernelVec;
  * module's own (NULL: the module's own), appending its kernels. The
  * variant's blocks are made in the compile scope and the module's are put
  * back whatever happens. */
-static rv_status lower_variant(Module *m, int v, const char *schedule, KernelVec *all,
-                               int *first) {
+static rv_status lower_variant(Module *m, int v, const char *schedule, KernelVec *all, int *first) {
     SchedBlock *own = m->scheds.data;
     int own_len = m->scheds.len, own_cap = m->scheds.cap;
     rv_status st = RV_OK;
@@ -330,4 +329,3 @@ rv_status rv_program_compile_variants(rv_module *m, int nvariants, const char *c
 const char *rv_program_source(const rv_program *p) {
     return p && p->unit.source ? p->unit.source : "";
 }
-

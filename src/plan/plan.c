@@ -122,11 +122,8 @@ void plan_build(Plan *p, Module *m, Kernel *const *ks, int n, const bool *prelud
          * storage of their own; outputs always do */
         if (!j && !output)
             continue;
-        PlanStep st = {.kind = PLAN_RESULT,
-                       .slot = (int)j - 1,
-                       .kernel = -1,
-                       .t = t,
-                       .output = output};
+        PlanStep st = {
+            .kind = PLAN_RESULT, .slot = (int)j - 1, .kernel = -1, .t = t, .output = output};
         vec_push(&p->steps, st);
     }
     add_step(p, PLAN_RETURN, -1, -1);
@@ -153,8 +150,10 @@ void plan_print(Buf *b, const Plan *p) {
     for (int i = 0; i < p->slots.len; i++) {
         const PlanSlot *s = &p->slots.data[i];
         buf_printf(b, "slot %d: %s %s, buffer %s : %s[", i, slot_kind_name(s->kind),
-                   s->t ? s->t->name : s->buf->uf ? s->buf->uf->name : s->buf->name, s->buf->name,
-                   rv_dtype_name(s->buf->dtype));
+                   s->t         ? s->t->name
+                   : s->buf->uf ? s->buf->uf->name
+                                : s->buf->name,
+                   s->buf->name, rv_dtype_name(s->buf->dtype));
         ir_print_expr(b, s->buf->size);
         buf_puts(b, "]\n");
     }

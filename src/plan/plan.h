@@ -26,9 +26,11 @@
  * of different schedules of the same definitions. Each variant has its
  * own plan (slots, buffers and steps differ with the schedule); a
  * PlanDispatch picks one per call from the sizes, after the arguments are
- * checked. The choice is either a C function (a tuner's generated decision
- * tree, or the user's) or a rule table evaluated here (plan_dispatch_pick),
- * and the AOT output prints the table as the same C function.
+ * checked: the first step (CHECK_ARGS) is the same in every variant and
+ * runs before the dispatch, the chosen variant's other steps after it.
+ * The choice is either a C function (a tuner's generated decision tree,
+ * or the user's) or a rule table evaluated here (plan_dispatch_pick); the
+ * AOT output prints the table as C, or calls the user's NAME_dispatch.
  *
  * RAVEL_DEBUG=plan prints every plan when it is built (stderr).
  */
@@ -45,17 +47,17 @@ typedef struct PlanSlot {
     Tensor *t;   /* TENSOR */
 } PlanSlot;
 
-#define PLAN_STEPS(X)                                                                      \
-    X(CHECK_ARGS, "check arguments")    /* sizes, UF arrays and values, inputs' shapes */  \
-    X(PLACE_UF, "place ufun")           /* slot: the UF's array in the buffer's dtype */   \
-    X(ALLOC_AUX, "allocate aux")        /* slot: zeroed, Buffer.size elements */           \
-    X(PRELUDE, "prelude")               /* kernel: fills its AUX arrays */                 \
-    X(CHECK_UF_SIZE, "check ufun size") /* slot: Buffer.size against the UF's domain */    \
-    X(PLACE_TENSOR, "place tensor")     /* slot: in place, copied, or padded storage */    \
-    X(TO_DEVICE, "copy to device")      /* every slot (RV_TARGET_CUDA) */                  \
-    X(CALL, "call")                     /* kernel */                                       \
-    X(FROM_DEVICE, "copy from device")  /* computed tensors' slots (RV_TARGET_CUDA) */     \
-    X(RESULT, "result")                 /* slot: a computed tensor, canonical; or none */  \
+#define PLAN_STEPS(X)                                                                              \
+    X(CHECK_ARGS, "check arguments")    /* sizes, UF arrays and values, inputs' shapes */          \
+    X(PLACE_UF, "place ufun")           /* slot: the UF's array in the buffer's dtype */           \
+    X(ALLOC_AUX, "allocate aux")        /* slot: zeroed, Buffer.size elements */                   \
+    X(PRELUDE, "prelude")               /* kernel: fills its AUX arrays */                         \
+    X(CHECK_UF_SIZE, "check ufun size") /* slot: Buffer.size against the UF's domain */            \
+    X(PLACE_TENSOR, "place tensor")     /* slot: in place, copied, or padded storage */            \
+    X(TO_DEVICE, "copy to device")      /* every slot (RV_TARGET_CUDA) */                          \
+    X(CALL, "call")                     /* kernel */                                               \
+    X(FROM_DEVICE, "copy from device")  /* computed tensors' slots (RV_TARGET_CUDA) */             \
+    X(RESULT, "result")                 /* slot: a computed tensor, canonical; or none */          \
     X(RETURN, "return")                 /* hand the results over, all at once */
 
 typedef enum PlanStepKind {
@@ -67,10 +69,10 @@ typedef enum PlanStepKind {
 
 typedef struct PlanStep {
     PlanStepKind kind;
-    int slot;     /* PLACE_*, ALLOC_AUX, CHECK_UF_SIZE, RESULT (-1: no storage) */
-    int kernel;   /* PRELUDE, CALL */
-    Tensor *t;    /* RESULT: the computed tensor */
-    bool output;  /* RESULT: a program output (the AOT returns only those) */
+    int slot;    /* PLACE_*, ALLOC_AUX, CHECK_UF_SIZE, RESULT (-1: no storage) */
+    int kernel;  /* PRELUDE, CALL */
+    Tensor *t;   /* RESULT: the computed tensor */
+    bool output; /* RESULT: a program output (the AOT returns only those) */
 } PlanStep;
 
 typedef struct Plan {
@@ -117,8 +119,8 @@ typedef struct PlanDispatch {
     int nvariants;
     PlanDispatchFn fn; /* if set, it decides (a tuner's C dispatcher) */
     void *user;
-    bool c_function;   /* the AOT output calls NAME_dispatch, the user's (ravel build) */
-    int nrules; /* otherwise the rule table */
+    bool c_function; /* the AOT output calls NAME_dispatch, the user's (ravel build) */
+    int nrules;      /* otherwise the rule table */
     PlanRule *rules;
 } PlanDispatch;
 

@@ -636,7 +636,7 @@ static rv_status check_into(Run *r, rv_array *const *outputs, int n) {
     return RV_OK;
 }
 
-/* The sizes of the run, by Size.id, for the dispatch. */
+/* The variant of this run: the dispatch over its sizes (by Size.id). */
 static rv_status pick_variant(Run *r, int *v) {
     rv_program *p = r->p;
     *v = 0;

@@ -5,9 +5,9 @@
  *
  * The runtime never lowers, generates code or compiles: it takes a program
  * whose kernels' interfaces, loaded functions and host plans are filled
- * in, and interprets the plan (src/plan/plan.h) on bindings. That keeps the compile driver above the
- * runtime (DESIGN.md, "driver"), where recursion lowering, batching and
- * tuning join it without going through the runtime.
+ * in, and interprets the plan (src/plan/plan.h) on bindings. That keeps the compile driver above
+ * the runtime (DESIGN.md, "driver"), where recursion lowering, batching and tuning join it without
+ * going through the runtime.
  */
 #ifndef RAVEL_RUNTIME_PROGRAM_H
 #define RAVEL_RUNTIME_PROGRAM_H
@@ -19,9 +19,9 @@
 
 struct rv_program {
     Module *m;
-    Arena *arena; /* what runs read of the kernels (the driver's copies) */
-    int ntensors; /* the module's tensor count when compiled */
-    int n;        /* kernels, of every variant */
+    Arena *arena;     /* what runs read of the kernels (the driver's copies) */
+    int ntensors;     /* the module's tensor count when compiled */
+    int n;            /* kernels, of every variant */
     Kernel **kernels; /* interfaces only: no prelude, no body */
     /* Variants (plan.h): variant v's kernels are kernels[variant_first[v]
      * ...], run by plans[v]; the dispatch picks one per run when there
@@ -30,7 +30,7 @@ struct rv_program {
     int *variant_first;
     Plan *plans;
     PlanDispatch dispatch;
-    int last_variant; /* the variant the last run ran, -1 before any */
+    int last_variant;  /* the variant the last run ran, -1 before any */
     const char **what; /* per tensor: "tensor X" for layout errors (the first run's) */
     CgUnit unit;
     JitLib *lib;

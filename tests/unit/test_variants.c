@@ -16,15 +16,14 @@
 static char cache_dir[64];
 
 /* tests/variants/row_softmax.rv and its two .sched files */
-static const char *const program =
-    "size B in 1..64\n"
-    "ufun len[b < B] in 1..40\n"
-    "input S : f32[b < B, j < len[b]]\n"
-    "M[b] = max(j < len[b]) S[b, j]\n"
-    "E[b, j] = exp(S[b, j] - M[b])\n"
-    "Z[b] = sum(j < len[b]) E[b, j]\n"
-    "P[b, j pad 8] = E[b, j] / Z[b]\n"
-    "schedule P { parallel(b) }\n";
+static const char *const program = "size B in 1..64\n"
+                                   "ufun len[b < B] in 1..40\n"
+                                   "input S : f32[b < B, j < len[b]]\n"
+                                   "M[b] = max(j < len[b]) S[b, j]\n"
+                                   "E[b, j] = exp(S[b, j] - M[b])\n"
+                                   "Z[b] = sum(j < len[b]) E[b, j]\n"
+                                   "P[b, j pad 8] = E[b, j] / Z[b]\n"
+                                   "schedule P { parallel(b) }\n";
 
 static const char *const schedules[2] = {
     "schedule P { jo, jv = split(j, 4) }\n",
