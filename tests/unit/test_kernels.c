@@ -318,6 +318,12 @@ static void test_sources(void) {
     CHECK_EQ_INT(rk_variant_rule(RK_BMM_NT, 1, RK_DOT_MAX_N, 64), RK_VARIANT_DOT);
     CHECK_EQ_INT(rk_variant_rule(RK_BMM_NT, 1, RK_DOT_MAX_N + 1, 64), RK_VARIANT_BCAST);
     CHECK_EQ_INT(rk_variant_rule(RK_BMM_NN, 8, 64, 8), RK_VARIANT_4ROWS);
+    /* the programs' dispatch: the rule's schedule, as the program's variant */
+    RkDispatch d = {RK_DENSE, 768, 768, {0, -1, 1}};
+    int64_t rows[1] = {1};
+    CHECK_EQ_INT(rk_dispatch(rows, &d), 0); /* stream */
+    rows[0] = 128;
+    CHECK_EQ_INT(rk_dispatch(rows, &d), 1); /* kblock */
     CHECK_EQ_INT(rk_variant_rule(RK_BMM_NN, 5, 64, 5), RK_VARIANT_6ROWS);
     CHECK_EQ_INT(rk_variant_rule(RK_BMM_NN, 24, 64, 24), RK_VARIANT_6ROWS);
     CHECK(rk_source(RK_DENSE, 0, 64, 32, RK_VARIANT_PACKED, buf, sizeof buf));
