@@ -21,8 +21,6 @@ CFLAGS  += -std=c11 $(OPT) -g $(WARN) -fPIC -D_GNU_SOURCE -Iinclude -Isrc $(SANF
 LDLIBS  = -lm -ldl -lpthread
 LDFLAGS += $(SANFLAGS)
 
-# One folder per layer (DESIGN.md), each using only the ones before it:
-# base ir interp lang sched lower plan codegen jit runtime driver.
 LIB_SRC   := $(sort $(wildcard src/*/*.c))
 LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/%.o)
 TOOL_SRC  := $(sort $(wildcard tools/*.c))
