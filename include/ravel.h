@@ -130,6 +130,16 @@ int64_t rv_array_get_i64(const rv_array *a, int64_t i);
 void rv_array_set_f64(rv_array *a, int64_t i, double v);
 void rv_array_set_i64(rv_array *a, int64_t i, int64_t v);
 
+/* DLPack interchange (dlpack/dlpack.h's DLManagedTensor; src/runtime/
+ * dlpack.c): from_dlpack takes a CPU, compact row-major tensor of another
+ * framework (or the caller's own buffer), borrowing its data when 64-byte
+ * aligned (mt's deleter runs when the array is freed) and copying it
+ * otherwise (the deleter runs at once); on failure (RV_ERR_ARG) the caller
+ * keeps mt. to_dlpack hands an array over (NULL when out of memory). */
+struct DLManagedTensor;
+rv_status rv_array_from_dlpack(struct DLManagedTensor *mt, rv_array **out);
+struct DLManagedTensor *rv_array_to_dlpack(rv_array *a);
+
 /* NumPy .npy files: little-endian f32/f64/i32/i64, C order, version 1-3. */
 rv_status rv_npy_load(const char *path, rv_array **out);
 rv_status rv_npy_save(const char *path, const rv_array *a);
@@ -356,6 +366,67 @@ typedef struct rv_compile_options {
  * fails (the message has its output). */
 rv_status rv_program_compile(rv_module *m, const rv_compile_options *opt, rv_program **out);
 rv_status rv_program_run(rv_program *p, rv_bindings *b);
+/* As rv_program_run, but the program's outputs (rv_tensor_is_output, in
+ * definition order; noutputs of them) are computed into the caller's
+ * arrays, which the bindings then do not hold: no allocation or copy for
+ * them (a padded output is still unpacked into its array). Each array has
+ * the output's dtype and element count (a ragged output: 1-D, packed), or
+ * the run fails (RV_ERR_ARG) before any kernel. For callers that reuse
+ * their buffers (serving, benchmarks); wrap foreign memory with
+ * rv_array_from_dlpack. */
+rv_status rv_program_run_into(rv_program *p, rv_bindings *b, rv_array *const *outputs,
+                              int noutputs);
+
+/* ---- variants: several schedules of one module, one picked per run ----
+ *
+ * A program may hold several compiled variants of a module's definitions,
+ * each with its own schedule (a tile for small sizes, another for large
+ * ones), and a dispatch that picks one per run from the sizes, after the
+ * arguments are checked. Every variant computes the same results; only
+ * speed differs. The dispatch is either a C function (a tuner's decision
+ * tree, or the user's) or a table of rules:
+ *
+ *     const char *sched[2] = {"schedule Y { vectorize(i) }",
+ *                             "schedule Y { io, ii = split(i, 64) parallel(io) vectorize(ii) }"};
+ *     rv_dispatch_rule big = {1, {{"N", 4096, 1000000}}, 1};   // N in 4096..1e6: variant 1
+ *     rv_dispatch d = {.nrules = 1, .rules = &big};            // otherwise variant 0
+ *     rv_program_compile_variants(m, 2, sched, &d, NULL, &p);
+ */
+
+/* The variant for a run; sizes[i] is the value of rv_module_size_at(m, i).
+ * An answer outside 0..nvariants-1 fails the run (RV_ERR_ARG). */
+typedef int (*rv_dispatch_fn)(const int64_t *sizes, void *user);
+
+#define RV_DISPATCH_MAX_CONDS 4
+/* A rule holds when every named size lies in its inclusive [lo, hi]. */
+typedef struct rv_dispatch_rule {
+    int nconds;
+    struct {
+        const char *size;
+        int64_t lo, hi;
+    } conds[RV_DISPATCH_MAX_CONDS];
+    int variant;
+} rv_dispatch_rule;
+
+/* fn, if set, decides; otherwise the first rule that holds, in order, and
+ * variant 0 when none does. A NULL dispatch always picks variant 0. */
+typedef struct rv_dispatch {
+    rv_dispatch_fn fn;
+    void *user;
+    int nrules;
+    const rv_dispatch_rule *rules;
+} rv_dispatch;
+
+/* Compiles nvariants variants of m: variant i with the schedule blocks of
+ * schedules[i] (`.rv` text: `schedule Y { ... }` blocks, any number, in
+ * place of the module's own blocks; NULL: the module's own). Errors as
+ * rv_program_compile's, located in "<variant i>"; RV_ERR_ARG for a rule
+ * naming an unknown size or variant. */
+rv_status rv_program_compile_variants(rv_module *m, int nvariants, const char *const *schedules,
+                                      const rv_dispatch *dispatch, const rv_compile_options *opt,
+                                      rv_program **out);
+/* The variant the last rv_program_run ran (-1 before any). */
+int rv_program_last_variant(const rv_program *p);
 /* The generated C translation unit ("" if none). */
 const char *rv_program_source(const rv_program *p);
 void rv_program_free(rv_program *p);
@@ -365,6 +436,7 @@ typedef struct rv_program_counters {
     int64_t runs;
     int64_t kernel_calls;
     double compile_seconds; /* lowering, code generation, C compiler or cache */
+    double cc_seconds;      /* of which the C compiler ran (0: from the JIT's cache) */
     double prelude_seconds; /* filling the aux arrays of ragged layouts */
     double kernel_seconds;
 } rv_program_counters;
