@@ -1,0 +1,170 @@
+#!/usr/bin/env python3
+"""bench/trees/bench.py — the baselines of the recursive-model benchmark
+(MODELS.md): PyTorch eager per node, PyTorch batched level by level by hand,
+DyNet with autobatching. Run it with the venv of setup.sh:
+
+  bench/trees/.venv/bin/python bench/trees/bench.py [--models treelstm,gru]
+      [--hidden 256] [--batch 1,10] [--threads 1,2]
+      [--baselines pytorch_eager,pytorch_batched,dynet_autobatch]
+      [--min-time S] [--max-runs N] [--weights DIR] [--check-only] [--quick]
+
+First, per (model, hidden), a cross-check on the fixed small batch
+(trees_data.small_batch): every baseline against the float64 NumPy oracle,
+one line {"bench": "trees_check", ..., "max_abs_err": {...}}; a baseline off
+by more than 1e-4 stops the run. Then one line per (model, hidden, batch,
+threads, baseline):
+
+  {"bench": "trees", "config": {"model", "hidden", "batch", "threads",
+   "workload", "nodes_per_batch"}, "baseline", "median_ms", "min_ms",
+   "max_ms", "runs", "ravel_ms": null, "ratio": null,
+   + pytorch_batched: "linearize_ms" (host-side level numbering, not in median_ms)
+   + dynet_autobatch: "graph_ms", "forward_ms" (medians of the two parts;
+     median_ms is the median of their per-call sum)}
+
+Every call takes the next batch of the workload (cycling), so a line's
+median is over different batches of the split, the same sequence for every
+baseline. Warm-up: the first 3 calls are not counted. Runs: until --min-time
+seconds and at least 10 calls, at most --max-runs.
+"""
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+os.environ.setdefault("OMP_NUM_THREADS", "2")  # torch sets its own count per line
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+import trees_data as td  # noqa: E402
+import trees_ref as tr  # noqa: E402
+import trees_torch as tt  # noqa: E402
+
+BASELINES = ["pytorch_eager", "pytorch_batched", "dynet_autobatch"]
+WORKLOAD = {"treefc": "perfect-h7", "dagrnn": "grid-10x10", "lstm": "sst-test-seq", "gru": "sst-test-seq"}
+TOL = 1e-4
+
+
+def time_calls(fn, n_items, min_time, max_runs, warmup=3):
+    """fn(i) -> dict of named seconds (its parts) for item i mod n_items; the list of results."""
+    for i in range(warmup):
+        fn(i % n_items)
+    res, t_end, i = [], time.perf_counter() + min_time, warmup
+    while len(res) < max_runs and (len(res) < 10 or time.perf_counter() < t_end):
+        res.append(fn(i % n_items))
+        i += 1
+    return res
+
+
+def med_ms(xs):
+    return round(statistics.median(xs) * 1e3, 4)
+
+
+def cross_check(model, H, W, P, dm, baselines):
+    sb = td.small_batch(model)
+    ref = tr.reference(model, W, sb)
+    got = {}
+    if "pytorch_eager" in baselines:
+        got["pytorch_eager"] = {k: v.numpy() for k, v in tt.eager_stack(tt.eager(model, P, sb), sb).items()}
+    if "pytorch_batched" in baselines:
+        lin = tt.Linearized(sb)
+        got["pytorch_batched"] = {k: v.numpy() for k, v in lin.unpermute(tt.batched(model, P, lin)).items()}
+    if dm is not None:
+        import trees_dynet
+        outs, f = dm.graph(sb)
+        trees_dynet.forward(f)
+        got["dynet_autobatch"] = trees_dynet.stack(outs, sb)
+    err = {b: max(float(np.abs(g[k] - ref[k]).max()) for k in ref) for b, g in got.items()}
+    names = list(got)
+    pair = {"%s~%s" % (a, b): max(float(np.abs(got[a][k] - got[b][k]).max()) for k in ref)
+            for i, a in enumerate(names) for b in names[i + 1:]}
+    print(json.dumps({"bench": "trees_check", "model": model, "hidden": H,
+                      "nodes": int(sum(s.n for s in sb)), "max_abs_err": err, "pairwise": pair}), flush=True)
+    bad = {b: e for b, e in err.items() if not e <= TOL}
+    if bad:
+        sys.exit("bench.py: %s H=%d disagrees with the reference: %s" % (model, H, bad))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--models", default=",".join(tr.MODELS))
+    ap.add_argument("--hidden", default="", help="hidden sizes (default: both of each model)")
+    ap.add_argument("--batch", default="1,10")
+    ap.add_argument("--threads", default="1,2")
+    ap.add_argument("--baselines", default=",".join(BASELINES))
+    ap.add_argument("--min-time", type=float, default=1.0)
+    ap.add_argument("--max-runs", type=int, default=2000)
+    ap.add_argument("--weights", default="", help="load weights from DIR/<model>_h<H>/ (default: draw seed 0)")
+    ap.add_argument("--split", default="test")
+    ap.add_argument("--check-only", action="store_true")
+    ap.add_argument("--quick", action="store_true", help="min-time 0.1, max 20 runs")
+    a = ap.parse_args()
+    if a.quick:
+        a.min_time, a.max_runs = 0.1, 20
+    baselines = a.baselines.split(",")
+    for b in baselines:
+        if b not in BASELINES:
+            sys.exit("bench.py: unknown baseline " + b)
+    dyn = None
+    if "dynet_autobatch" in baselines:
+        import trees_dynet as dyn
+    for model in a.models.split(","):
+        hs = [int(h) for h in a.hidden.split(",")] if a.hidden else tr.HIDDEN[model]
+        for H in hs:
+            W = tr.load_weights(a.weights, model, H) if a.weights else tr.weights(model, H)
+            P = tt.torch_params(model, W)
+            dm = dyn.DyModel(model, W) if dyn else None
+            torch.set_num_threads(1)
+            cross_check(model, H, W, P, dm, baselines)
+            if a.check_only:
+                continue
+            for B in [int(b) for b in a.batch.split(",")]:
+                batches = td.workload(model, B, split=a.split)
+                t0 = time.perf_counter()
+                lins = [tt.Linearized(bt) for bt in batches]
+                lin_ms = round((time.perf_counter() - t0) / len(batches) * 1e3, 4)
+                cfg0 = {"model": model, "hidden": H, "batch": B, "workload": WORKLOAD.get(model, "sst-" + a.split),
+                        "nodes_per_batch": round(sum(s.n for bt in batches for s in bt) / len(batches), 2)}
+                for T in [int(t) for t in a.threads.split(",")]:
+                    torch.set_num_threads(T)
+                    for b in baselines:
+                        extra = {}
+                        if b == "pytorch_eager":
+                            def fn(i):
+                                t = time.perf_counter()
+                                tt.eager(model, P, batches[i])
+                                return {"total": time.perf_counter() - t}
+                        elif b == "pytorch_batched":
+                            extra["linearize_ms"] = lin_ms
+
+                            def fn(i):
+                                t = time.perf_counter()
+                                tt.batched(model, P, lins[i])
+                                return {"total": time.perf_counter() - t}
+                        else:
+                            def fn(i):
+                                t = time.perf_counter()
+                                _, f = dm.graph(batches[i])
+                                t1 = time.perf_counter()
+                                dyn.forward(f)
+                                t2 = time.perf_counter()
+                                return {"total": t2 - t, "graph": t1 - t, "forward": t2 - t1}
+                        res = time_calls(fn, len(batches), a.min_time, a.max_runs)
+                        tot = [r["total"] for r in res]
+                        if b == "dynet_autobatch":
+                            extra["graph_ms"] = med_ms([r["graph"] for r in res])
+                            extra["forward_ms"] = med_ms([r["forward"] for r in res])
+                        line = {"bench": "trees", "config": dict(cfg0, threads=T), "baseline": b,
+                                "median_ms": med_ms(tot), "min_ms": round(min(tot) * 1e3, 4),
+                                "max_ms": round(max(tot) * 1e3, 4), "runs": len(res),
+                                "ravel_ms": None, "ratio": None}
+                        line.update(extra)
+                        print(json.dumps(line), flush=True)
+
+
+if __name__ == "__main__":
+    main()
