@@ -16,7 +16,7 @@ threads, baseline):
 
   {"bench": "trees", "config": {"model", "hidden", "batch", "threads",
    "workload", "nodes_per_batch"}, "baseline", "median_ms", "min_ms",
-   "max_ms", "runs", "ravel_ms": null, "ratio": null,
+   "max_ms", "runs", "ravel_ms": null, "ratio": null, "loadavg" (1-minute, after the line),
    + pytorch_batched: "linearize_ms" (host-side level numbering, not in median_ms)
    + dynet_autobatch: "graph_ms", "forward_ms" (medians of the two parts;
      median_ms is the median of their per-call sum)}
@@ -35,8 +35,12 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-os.environ.setdefault("OMP_NUM_THREADS", "2")  # torch sets its own count per line
-
+sys.path.insert(1, os.path.dirname(HERE))
+# bench/torch_bench.py's environment fix-up (GOMP_SPINCOUNT=1000: without it
+# libgomp's idle workers spin ~16 ms after every parallel op, and per-node
+# ops with 2 threads on this shared 2-core machine wait out whole scheduler
+# slices: TreeFC eager 3 ms -> 43 ms) re-executes this script once on import.
+import torch_bench  # noqa: E402
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
@@ -112,6 +116,9 @@ def main():
     dyn = None
     if "dynet_autobatch" in baselines:
         import trees_dynet as dyn
+    print(json.dumps({"bench": "trees_env", "torch": torch.__version__, "numpy": np.__version__,
+                      "dynet": "dynet38" if dyn else None, "cpus": os.cpu_count(),
+                      "loadavg": os.getloadavg(), "min_time": a.min_time, "max_runs": a.max_runs}), flush=True)
     for model in a.models.split(","):
         hs = [int(h) for h in a.hidden.split(",")] if a.hidden else tr.HIDDEN[model]
         for H in hs:
@@ -130,7 +137,7 @@ def main():
                 cfg0 = {"model": model, "hidden": H, "batch": B, "workload": WORKLOAD.get(model, "sst-" + a.split),
                         "nodes_per_batch": round(sum(s.n for bt in batches for s in bt) / len(batches), 2)}
                 for T in [int(t) for t in a.threads.split(",")]:
-                    torch.set_num_threads(T)
+                    torch_bench.set_threads(T)
                     for b in baselines:
                         extra = {}
                         if b == "pytorch_eager":
@@ -161,7 +168,7 @@ def main():
                         line = {"bench": "trees", "config": dict(cfg0, threads=T), "baseline": b,
                                 "median_ms": med_ms(tot), "min_ms": round(min(tot) * 1e3, 4),
                                 "max_ms": round(max(tot) * 1e3, 4), "runs": len(res),
-                                "ravel_ms": None, "ratio": None}
+                                "ravel_ms": None, "ratio": None, "loadavg": round(os.getloadavg()[0], 2)}
                         line.update(extra)
                         print(json.dumps(line), flush=True)
 
