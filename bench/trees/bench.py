@@ -21,10 +21,14 @@ threads, baseline):
    + dynet_autobatch: "graph_ms", "forward_ms" (medians of the two parts;
      median_ms is the median of their per-call sum)}
 
-Every call takes the next batch of the workload (cycling), so a line's
+The baselines of one (model, hidden, batch, threads) are timed together,
+their calls interleaved (time_sides: bench/timing.c's method), so load from
+other processes hits all of them alike: compare ratios within a run. A
+baseline's j-th call takes batch j of the workload (cycling), so a line's
 median is over different batches of the split, the same sequence for every
-baseline. Warm-up: the first 3 calls are not counted. Runs: until --min-time
-seconds and at least 10 calls, at most --max-runs.
+baseline. Warm-up: 3 calls per baseline, not counted, the last two
+estimating its cost; runs: --min-time seconds' worth, at least 10, at most
+--max-runs.
 """
 import argparse
 import json
@@ -53,15 +57,25 @@ WORKLOAD = {"treefc": "perfect-h7", "dagrnn": "grid-10x10", "lstm": "sst-test-se
 TOL = 1e-4
 
 
-def time_calls(fn, n_items, min_time, max_runs, warmup=3):
-    """fn(i) -> dict of named seconds (its parts) for item i mod n_items; the list of results."""
-    for i in range(warmup):
-        fn(i % n_items)
-    res, t_end, i = [], time.perf_counter() + min_time, warmup
-    while len(res) < max_runs and (len(res) < 10 or time.perf_counter() < t_end):
-        res.append(fn(i % n_items))
-        i += 1
-    return res
+def time_sides(fns, n_items, min_time, max_runs, warmup=3):
+    """bench/timing.c's method, in Python: fns[k](i) runs side k on item i (mod
+    n_items) and returns its named parts in seconds ("total" at least). Each side
+    is warmed up (warmup calls; the last ones estimate its cost, which sets its
+    run count: min_time worth, >= 10, <= max_runs); then the calls are
+    interleaved, the next one always going to the side that has done the
+    smallest fraction of its runs, so load from other processes hits all sides
+    alike. Side k's j-th timed call takes item j (mod n_items): every side sees
+    the same sequence of batches. Returns one list of results per side."""
+    runs = []
+    for fn in fns:
+        est = min([fn(i % n_items)["total"] for i in range(warmup)][1:] or [0])
+        runs.append(max(10, min(max_runs, int(min_time / est) if est > 0 else max_runs)))
+    res = [[] for _ in fns]
+    while True:
+        k = min(range(len(fns)), key=lambda k: len(res[k]) / runs[k])
+        if len(res[k]) >= runs[k]:
+            return res
+        res[k].append(fns[k](len(res[k]) % n_items))
 
 
 def med_ms(xs):
@@ -138,38 +152,40 @@ def main():
                         "nodes_per_batch": round(sum(s.n for bt in batches for s in bt) / len(batches), 2)}
                 for T in [int(t) for t in a.threads.split(",")]:
                     torch_bench.set_threads(T)
-                    for b in baselines:
-                        extra = {}
-                        if b == "pytorch_eager":
-                            def fn(i):
-                                t = time.perf_counter()
-                                tt.eager(model, P, batches[i])
-                                return {"total": time.perf_counter() - t}
-                        elif b == "pytorch_batched":
-                            extra["linearize_ms"] = lin_ms
-
-                            def fn(i):
-                                t = time.perf_counter()
-                                tt.batched(model, P, lins[i])
-                                return {"total": time.perf_counter() - t}
-                        else:
-                            def fn(i):
-                                t = time.perf_counter()
-                                _, f = dm.graph(batches[i])
-                                t1 = time.perf_counter()
-                                dyn.forward(f)
-                                t2 = time.perf_counter()
-                                return {"total": t2 - t, "graph": t1 - t, "forward": t2 - t1}
-                        res = time_calls(fn, len(batches), a.min_time, a.max_runs)
+                    fns = {}
+                    if "pytorch_eager" in baselines:
+                        def eager_call(i):
+                            t = time.perf_counter()
+                            tt.eager(model, P, batches[i])
+                            return {"total": time.perf_counter() - t}
+                        fns["pytorch_eager"] = eager_call
+                    if "pytorch_batched" in baselines:
+                        def batched_call(i):
+                            t = time.perf_counter()
+                            tt.batched(model, P, lins[i])
+                            return {"total": time.perf_counter() - t}
+                        fns["pytorch_batched"] = batched_call
+                    if dm is not None:
+                        def dynet_call(i):
+                            t = time.perf_counter()
+                            _, f = dm.graph(batches[i])
+                            t1 = time.perf_counter()
+                            dyn.forward(f)
+                            t2 = time.perf_counter()
+                            return {"total": t2 - t, "graph": t1 - t, "forward": t2 - t1}
+                        fns["dynet_autobatch"] = dynet_call
+                    allres = time_sides(list(fns.values()), len(batches), a.min_time, a.max_runs)
+                    for b, res in zip(fns, allres):
                         tot = [r["total"] for r in res]
-                        if b == "dynet_autobatch":
-                            extra["graph_ms"] = med_ms([r["graph"] for r in res])
-                            extra["forward_ms"] = med_ms([r["forward"] for r in res])
                         line = {"bench": "trees", "config": dict(cfg0, threads=T), "baseline": b,
                                 "median_ms": med_ms(tot), "min_ms": round(min(tot) * 1e3, 4),
                                 "max_ms": round(max(tot) * 1e3, 4), "runs": len(res),
                                 "ravel_ms": None, "ratio": None, "loadavg": round(os.getloadavg()[0], 2)}
-                        line.update(extra)
+                        if b == "pytorch_batched":
+                            line["linearize_ms"] = lin_ms
+                        if b == "dynet_autobatch":
+                            line["graph_ms"] = med_ms([r["graph"] for r in res])
+                            line["forward_ms"] = med_ms([r["forward"] for r in res])
                         print(json.dumps(line), flush=True)
 
 
