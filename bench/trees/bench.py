@@ -17,6 +17,8 @@ threads, baseline):
   {"bench": "trees", "config": {"model", "hidden", "batch", "threads",
    "workload", "nodes_per_batch"}, "baseline", "median_ms", "min_ms",
    "max_ms", "runs", "ravel_ms": null, "ratio": null, "loadavg" (1-minute, after the line),
+   "gflops" (median over the calls of the call's batch's matrix FLOPs,
+   trees_ref.flops, over its time: divide by bench/'s peak line),
    + pytorch_batched: "linearize_ms" (host-side level numbering, not in median_ms)
    + dynet_autobatch: "graph_ms", "forward_ms" (medians of the two parts;
      median_ms is the median of their per-call sum)}
@@ -150,6 +152,7 @@ def main():
                 lin_ms = round((time.perf_counter() - t0) / len(batches) * 1e3, 4)
                 cfg0 = {"model": model, "hidden": H, "batch": B, "workload": WORKLOAD.get(model, "sst-" + a.split),
                         "nodes_per_batch": round(sum(s.n for bt in batches for s in bt) / len(batches), 2)}
+                fl = [tr.flops(model, H, bt) for bt in batches]
                 for T in [int(t) for t in a.threads.split(",")]:
                     torch_bench.set_threads(T)
                     fns = {}
@@ -181,6 +184,9 @@ def main():
                                 "median_ms": med_ms(tot), "min_ms": round(min(tot) * 1e3, 4),
                                 "max_ms": round(max(tot) * 1e3, 4), "runs": len(res),
                                 "ravel_ms": None, "ratio": None, "loadavg": round(os.getloadavg()[0], 2)}
+                        # GFLOP/s of each call's own batch, median over the calls
+                        line["gflops"] = round(statistics.median(
+                            fl[j % len(batches)] / r["total"] * 1e-9 for j, r in enumerate(res)), 3)
                         if b == "pytorch_batched":
                             line["linearize_ms"] = lin_ms
                         if b == "dynet_autobatch":

@@ -2,8 +2,8 @@
 
 A structure is a `Struct`: `n` nodes numbered 0..n-1, `children[v]` (a list
 of node ids, in order: left before right), `word[v]` (vocabulary id, -1 for
-no word) and `roots`. Children always come before no particular order in the
-numbering; levels are computed, not assumed.
+no word) and `roots`. The numbering need not put children first: levels and
+a children-first order are computed (`levels`, `topo_order`), not assumed.
 
 Workloads (MODELS.md, "Inputs"):
   sst_trees(split)          SST parse trees (STree.txt/SOStr.txt/datasetSplit.txt)

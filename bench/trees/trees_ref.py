@@ -189,3 +189,31 @@ def struct_arrays(structs):
     return {"offsets": off, "word": word, "nchild": nchild,
             "child_begin": np.concatenate([[0], np.cumsum(nchild)]).astype(np.int64),
             "child": np.array(child, np.int64), "root": np.array(root, np.int64)}
+
+
+def flops(model, H, structs):
+    """Useful FLOPs of a call: the matrix products only (2 per multiply-add, as
+    Cortex's Fig. 14 counts them), the products a node needs given its
+    inputs: W·x only where a node has a word, U·h only where it has children
+    (a zero state is not multiplied). Element-wise work is not counted, so
+    TreeRNN (no matrix) is 0."""
+    total = 0
+    for s in structs:
+        for v in range(s.n):
+            k = len(s.children[v])
+            x = s.word[v] >= 0
+            if model == "treefc":
+                total += 4 * H * H if k else 0
+            elif model == "treelstm":
+                total += (6 * H * H if x else 0) + ((6 * H * H + k * 2 * H * H) if k else 0)
+            elif model == "treegru":
+                total += (4 * H * H if x else 0) + ((4 * H * H + k * 2 * H * H) if k else 0)
+            elif model == "mvrnn":
+                total += (8 * H * H + 4 * H ** 3) if k else 0
+            elif model == "dagrnn":
+                total += 2 * H * H + (2 * H * H if k else 0)
+            elif model == "lstm":
+                total += 8 * H * H + (8 * H * H if k else 0)
+            elif model == "gru":
+                total += 6 * H * H + (6 * H * H if k else 0)
+    return total
