@@ -10,7 +10,8 @@
 # DyNet's PyPI wheel (dynet38 2.1.x) is built for CPython <= 3.11 only, so
 # the venv needs a 3.11 (or older) interpreter. PyTorch comes from PyTorch's
 # CPU index when it is reachable (no CUDA libraries: ~200 MB instead of
-# ~2 GB) and from PyPI otherwise. Idempotent.
+# ~5 GB) and from PyPI otherwise (the CUDA build; it runs on the CPU just
+# the same). Idempotent.
 set -eu
 
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -25,7 +26,8 @@ P="$VENV/bin/python"
 
 "$P" -c "import numpy" 2>/dev/null || "$P" -m pip install -q numpy
 if ! "$P" -c "import torch" 2>/dev/null; then
-    "$P" -m pip install -q torch --index-url https://download.pytorch.org/whl/cpu ||
+    # One short try at the CPU index (unreachable from some sandboxes).
+    "$P" -m pip install -q --timeout 15 --retries 1 torch --index-url https://download.pytorch.org/whl/cpu ||
         "$P" -m pip install -q torch
 fi
 "$P" -c "import dynet" 2>/dev/null || "$P" -m pip install -q dynet38
