@@ -429,6 +429,10 @@ rv_status rv_program_compile_variants(rv_module *m, int nvariants, const char *c
 int rv_program_last_variant(const rv_program *p);
 /* The generated C translation unit ("" if none). */
 const char *rv_program_source(const rv_program *p);
+/* The C that rv_program_compile would compile for m (CPU), without
+ * running the compiler: what `ravel emit` prints. Free *source with
+ * rv_free; NULL on an error, which rv_last_error() locates. */
+rv_status rv_program_emit(rv_module *m, char **source);
 void rv_program_free(rv_program *p);
 
 /* Counters accumulated over a program's life. */

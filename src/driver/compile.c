@@ -326,6 +326,33 @@ rv_status rv_program_compile_variants(rv_module *m, int nvariants, const char *c
                            out);
 }
 
+rv_status rv_program_emit(rv_module *m, char **source) {
+    if (!source)
+        return base_error(RV_ERR_ARG, "rv_program_emit: source is NULL");
+    *source = NULL;
+    if (!m)
+        return base_error(RV_ERR_ARG, "rv_program_emit: no module");
+    rv_status st = ir_verify(m);
+    if (st != RV_OK)
+        return st;
+    /* the lowering and the C unit, in a scope: the module is left as it was */
+    IrScope scope;
+    ir_scope_begin(m, &scope);
+    Kernel **ks = NULL;
+    int n = 0, first = 0;
+    st = driver_lower_variants(m, 1, NULL, &ks, &n, &first);
+    if (st == RV_OK) {
+        CgUnit unit = {0};
+        cg_c_module(ks, n, &unit);
+        *source = unit.source;
+        unit.source = NULL;
+        cg_unit_free(&unit);
+    }
+    base_free(ks);
+    ir_scope_end(&scope);
+    return st;
+}
+
 const char *rv_program_source(const rv_program *p) {
     return p && p->unit.source ? p->unit.source : "";
 }
