@@ -253,7 +253,7 @@ static int padded_rows(int m, int mr) {
     return (m + mr - 1) / mr * mr;
 }
 
-int rk_variant_for(RavelKernelKind kind, int m, int n, int k) {
+int rk_variant_rule(RavelKernelKind kind, int m, int n, int k) {
     if (kind == RK_BMM_NT)
         return n <= RK_DOT_MAX_N ? RK_VARIANT_DOT : RK_VARIANT_BCAST;
     if (kind == RK_BMM_NN)
@@ -267,6 +267,11 @@ int rk_variant_for(RavelKernelKind kind, int m, int n, int k) {
     /* packed streams its 64 x K panel of W from L2 once per 6-row tile */
     int kblock_max_m = k > RK_DEEP_K ? RK_KBLOCK_DEEP_MAX_M : RK_KBLOCK_MAX_M;
     return m <= kblock_max_m ? RK_VARIANT_KBLOCK : RK_VARIANT_PACKED;
+}
+
+int rk_dispatch(const int64_t *sizes, void *dispatch) {
+    const RkDispatch *d = dispatch;
+    return d->program_variant[rk_variant_rule(d->kind, (int)sizes[0], d->n, d->k)];
 }
 
 const char *rk_variant_name(RavelKernelKind kind, int variant) {

@@ -40,6 +40,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "ravel_kernels.h"
 
@@ -58,8 +59,23 @@ enum { RK_VARIANT_6ROWS, RK_VARIANT_4ROWS };                      /* bmm NN */
 
 /* How many schedules `kind` has (dense 3, SGEMM 1, bmm 2). */
 int rk_variant_count(RavelKernelKind kind);
-/* The schedule the benchmark runs for M rows, N columns and depth K. */
-int rk_variant_for(RavelKernelKind kind, int m, int n, int k);
+/* The benchmark's rule: the schedule for M rows, N columns and depth K
+ * (what a tuner's decision tree will give). ravel_kernels.c does not call
+ * it per run: the compiled program does, through rk_dispatch. */
+int rk_variant_rule(RavelKernelKind kind, int m, int n, int k);
+
+/* A program's dispatch among the variants of one shape (the user pointer
+ * of its rv_dispatch): the rule's kind, N and K, and where each schedule
+ * variant is among the program's variants (-1: not compiled, no M picks
+ * it). */
+typedef struct RkDispatch {
+    RavelKernelKind kind;
+    int n, k;
+    int program_variant[3];
+} RkDispatch;
+/* rv_dispatch_fn: the program's variant for M = sizes[0] rows (the
+ * programs' one size), by rk_variant_rule. */
+int rk_dispatch(const int64_t *sizes, void *dispatch);
 /* "stream", "packed", "kblock", ..., or the single schedule's name
  * ("bcast6x64"). */
 const char *rk_variant_name(RavelKernelKind kind, int variant);

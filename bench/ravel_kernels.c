@@ -1,101 +1,59 @@
 /*
- * bench/ravel_kernels.c — ravel's kernels for the benchmark drivers.
+ * bench/ravel_kernels.c — ravel's kernels for the benchmark drivers,
+ * through ravel's public API only (ravel.h).
  *
- * For each request, the .rv program of the workload (kernel_sources.c:
- * the definition with M symbolic, N, K and the batch literal, and its
- * schedule) is compiled once, outside the timed region, the way
- * rv_program_compile does it: parse, lower (lower_pipeline), emit C
- * (cg_c_module), JIT (jit_compile, through the on-disk cache), look up each
- * kernel (jit_fn). The timed run() then calls the kernel symbols directly,
- * as an AOT user would: a sizes array, the caller's own buffers (row-major
- * float32, 64-byte aligned by bench_alloc) and an rv_rt_ctx whose
- * parallel_for runs on a thread pool of exactly `threads` threads
- * (threads == 1: every chunk on the caller). There is no per-call copy,
- * check or allocation, unlike rv_program_run.
+ * For each request, the .rv programs of the workload (kernel_sources.c:
+ * the definition with M symbolic, N, K and the batch literal, and one
+ * schedule per variant) become one program, compiled once, outside the
+ * timed region: rv_program_compile_variants with every variant some M can
+ * pick (the schedule blocks of each variant's text) and a dispatch,
+ * rk_dispatch, which the program calls on every run to pick the variant
+ * for that run's M (kernel_sources.h: the rule per T). The timed run() is
+ * rv_program_run_into: the program checks the sizes and arrays (the
+ * interpreter's checks), picks the variant, and its kernels compute Y
+ * straight into the caller's buffer; X, W and bias are the caller's
+ * buffers too (row-major float32, 64-byte aligned by bench_alloc, so
+ * rv_array_from_dlpack borrows them), wrapped again only when a pointer
+ * or M changes. No copy, and no allocation but the kernels' scratch.
  *
- * THE RULE PER T. Some kinds have two schedules (kernel_sources.h); both
- * are compiled by ravel_kernel_for and cached for the process, and run()
- * picks one by M, N and K with rk_variant_for, so run() never compiles. A
- * schedule that fails to compile makes ravel_kernel_for print
- * rv_last_error() and answer NULL: never a fake.
+ * Threads: threads == 1 compiles a serial program (every chunk on the
+ * caller); threads > 1 runs on ravel's thread pool, whose size is
+ * RAVEL_NUM_THREADS or the machine's cores (a mismatch is reported).
  *
- * RAVEL_BENCH_VARIANT=NAME (stream, packed, dot, bcast6x64, ...) forces
- * the variant of that name where the kind has one (to verify each on the
- * drivers' small shapes).
+ * A program that fails to compile makes ravel_kernel_for print
+ * rv_last_error() and answer NULL: never a fake. RAVEL_BENCH_VARIANT=NAME
+ * (stream, packed, dot, bcast6x64, ...) compiles only the variant of that
+ * name where the kind has one (to verify each on the drivers' small
+ * shapes); RAVEL_BENCH_SHOW prints the generated C; RAVEL_BENCH_CFLAGS
+ * adds C compiler flags.
  */
 #include "ravel_kernels.h"
 
 #include "kernel_sources.h"
 
-#include <stdatomic.h>
+#include <dlpack/dlpack.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
-#include "codegen/codegen.h"
-#include "ir/ir.h"
-#include "jit/jit.h"
-#include "lower/lower.h"
 #include "ravel.h"
-#include "ravel_rt.h"
-#include "runtime/runtime.h"
-#include "runtime/threadpool.h"
 
-enum { ROLE_A, ROLE_B, ROLE_BIAS, ROLE_C, ROLE_COUNT };
-#define MAX_KERNELS 4
-#define MAX_PARAMS 8
+#define MAX_VARIANTS 3
 
-/* One compiled program: its kernels and how their parameters map. */
+/* One compiled program: the module its variants were parsed from (it
+ * outlives the program), the program and its dispatch. */
 typedef struct Compiled {
-    int kind, batch, n, k, variant;
+    int kind, batch, n, k, forced, serial;
     rv_module *m;
-    Kernel **ks;
-    int nk;
-    CgUnit unit;
-    JitLib *lib;
+    rv_program *p;
+    RkDispatch dispatch;
+    char desc[64]; /* the variants, "stream|kblock|packed" */
     double compile_seconds; /* the C compiler's time (0: a JIT cache hit) */
-    rv_rt_kernel_fn fns[MAX_KERNELS];
-    int nsizes[MAX_KERNELS];         /* every size param is M */
-    int nbufs[MAX_KERNELS];
-    int role[MAX_KERNELS][MAX_PARAMS]; /* buffer i -> ROLE_* */
     struct Compiled *next;
 } Compiled;
 
 static Compiled *g_cache; /* process lifetime */
-
-/* ---- the context: a pool of exactly `threads` threads ---- */
-
-static ThreadPool *g_pools[257];
-static ThreadPool *g_cur_pool; /* set by run() before calling the kernels */
-
-static void pool_for(int64_t n, void (*fn)(void *, int64_t, int64_t, int), void *closure) {
-    tp_parallel_for(g_cur_pool, n, fn, closure);
-}
-
-static void serial_for(int64_t n, void (*fn)(void *, int64_t, int64_t, int), void *closure) {
-    if (n > 0)
-        fn(closure, 0, n, 0);
-}
-
-typedef struct Host {
-    atomic_int failed;
-} Host;
-
-/* The runtime's scratch allocator (src/runtime/scratch.c), as
- * rv_program_run uses it. */
-static void *host_alloc(struct rv_rt_ctx *ctx, size_t n) {
-    void *p = rt_scratch_alloc(n);
-    if (!p)
-        atomic_store(&((Host *)ctx->host)->failed, 1);
-    return p;
-}
-
-static void host_free(struct rv_rt_ctx *ctx, void *p) {
-    (void)ctx;
-    rt_scratch_free(p);
-}
-
-/* ---- compile ---- */
 
 static const char *kind_name(int kind) {
     static const char *const names[RK_COUNT] = {"dense", "dense_bias_gelu", "bmm_nt", "bmm_nn",
@@ -103,201 +61,214 @@ static const char *kind_name(int kind) {
     return kind >= 0 && kind < RK_COUNT ? names[kind] : "?";
 }
 
-static int role_of(const char *tensor) {
-    static const char *const names[ROLE_COUNT] = {"X", "W", "bias", "Y"};
-    for (int r = 0; r < ROLE_COUNT; r++)
-        if (!strcmp(tensor, names[r]))
-            return r;
-    return -1;
+/* ---- compile ---- */
+
+/* The schedule blocks of a program's text: everything from its first
+ * `schedule` block on (kernel_sources.c writes definitions first). */
+static const char *schedule_part(const char *text) {
+    const char *s = strstr(text, "\nschedule ");
+    return s ? s + 1 : "";
 }
 
-static void compiled_free(Compiled *c) {
-    if (!c)
-        return;
-    jit_close(c->lib);
-    cg_unit_free(&c->unit);
-    base_free(c->ks);
-    rv_module_free(c->m);
-    free(c);
-}
-
-static Compiled *compile_variant(int kind, int batch, int n, int k, int variant) {
+/* The program of variants `reachable` of one shape: the definitions and
+ * variant 0's schedule parsed into the module, each variant's schedule
+ * blocks given to rv_program_compile_variants. */
+static Compiled *compile_program(int kind, int batch, int n, int k, int forced, int serial,
+                                 const bool *reachable) {
     for (Compiled *c = g_cache; c; c = c->next)
         if (c->kind == kind && c->batch == batch && c->n == n && c->k == k &&
-            c->variant == variant)
+            c->forced == forced && c->serial == serial)
             return c;
-    static char text[16384];
-    if (!rk_source(kind, batch, n, k, variant, text, sizeof text)) {
-        fprintf(stderr, "ravel_kernels: no source for %s (n %d, k %d, variant %d)\n",
-                kind_name(kind), n, k, variant);
-        return NULL;
+    static char text[MAX_VARIANTS][16384];
+    const char *scheds[MAX_VARIANTS];
+    Compiled *c = calloc(1, sizeof *c);
+    c->kind = kind, c->batch = batch, c->n = n, c->k = k, c->forced = forced, c->serial = serial;
+    c->dispatch = (RkDispatch){.kind = kind, .n = n, .k = k, .program_variant = {-1, -1, -1}};
+    int nv = 0;
+    for (int v = 0; v < rk_variant_count(kind); v++) {
+        if (!reachable[v])
+            continue;
+        if (!rk_source(kind, batch, n, k, v, text[nv], sizeof text[nv])) {
+            fprintf(stderr, "ravel_kernels: no source for %s (n %d, k %d, variant %d)\n",
+                    kind_name(kind), n, k, v);
+            free(c);
+            return NULL;
+        }
+        scheds[nv] = schedule_part(text[nv]);
+        c->dispatch.program_variant[v] = nv++;
+        snprintf(c->desc + strlen(c->desc), sizeof c->desc - strlen(c->desc), "%s%s",
+                 *c->desc ? "|" : "", rk_variant_name(kind, v));
     }
     char name[96];
-    snprintf(name, sizeof name, "%s_b%d_n%d_k%d_v%d.rv", kind_name(kind), batch, n, k, variant);
-    Compiled *c = calloc(1, sizeof *c);
-    c->kind = kind, c->batch = batch, c->n = n, c->k = k, c->variant = variant;
-    const char *stage = "parse";
-    rv_status st = rv_module_parse(name, text, &c->m);
-    if (st == RV_OK && (stage = "verify", st = ir_verify(c->m)) == RV_OK &&
-        (stage = "lower", st = lower_pipeline(c->m, &c->ks, &c->nk)) == RV_OK) {
-        if (c->nk < 1 || c->nk > MAX_KERNELS) {
-            fprintf(stderr, "ravel_kernels: %s: %d kernels (want 1..%d)\n", name, c->nk,
-                    MAX_KERNELS);
-            goto fail;
-        }
-        cg_c_module(c->ks, c->nk, &c->unit);
-        /* RAVEL_BENCH_CFLAGS: more C compiler flags (one word each), to
-         * compare flag sets with the same driver */
-        const char *flags[16] = {"-fopenmp-simd"};
-        int nflags = 1;
-        static char extra[512];
-        const char *env = getenv("RAVEL_BENCH_CFLAGS");
-        snprintf(extra, sizeof extra, "%s", env ? env : "");
-        for (char *save, *w = strtok_r(extra, " ", &save); w && nflags < 16;
-             w = strtok_r(NULL, " ", &save))
-            flags[nflags++] = w;
-        JitOptions jo = {.extra_flags = flags, .n_extra_flags = nflags};
-        stage = "jit";
-        double before = jit_stats().compile_seconds;
-        st = jit_compile(c->unit.source, &jo, &c->lib);
-        c->compile_seconds = jit_stats().compile_seconds - before;
-    }
+    snprintf(name, sizeof name, "%s_b%d_n%d_k%d.rv", kind_name(kind), batch, n, k);
+    rv_compile_options opt = {.serial = serial, .cflags = getenv("RAVEL_BENCH_CFLAGS")};
+    rv_dispatch d = {.fn = rk_dispatch, .user = &c->dispatch};
+    rv_status st = rv_module_parse(name, text[0], &c->m);
+    if (st == RV_OK)
+        st = rv_program_compile_variants(c->m, nv, scheds, forced >= 0 ? NULL : &d, &opt, &c->p);
     if (st != RV_OK) {
-        fprintf(stderr, "ravel_kernels: %s: %s failed: %s\n--- source ---\n%s", name, stage,
-                rv_last_error(), text);
-        goto fail;
+        fprintf(stderr, "ravel_kernels: %s (%s): %s\n--- source of the first ---\n%s", name,
+                c->desc, rv_last_error(), text[0]);
+        rv_module_free(c->m);
+        free(c);
+        return NULL;
     }
-    for (int i = 0; i < c->nk; i++) {
-        const Kernel *kn = c->ks[i];
-        c->fns[i] = (rv_rt_kernel_fn)jit_fn(c->lib, c->unit.kernel_syms[i]);
-        if (!c->fns[i] || kn->prelude || c->unit.prelude_syms[i]) {
-            fprintf(stderr, "ravel_kernels: %s: kernel %s %s\n", name, c->unit.kernel_syms[i],
-                    c->fns[i] ? "has a prelude (unexpected)" : "missing");
-            goto fail;
-        }
-        if (kn->nparams > MAX_PARAMS) {
-            fprintf(stderr, "ravel_kernels: %s: %d params\n", name, kn->nparams);
-            goto fail;
-        }
-        for (int p = 0; p < kn->nparams; p++) {
-            const Param *pa = &kn->params[p];
-            if (pa->kind == PARAM_SIZE) {
-                if (strcmp(pa->size->name, "M") != 0) {
-                    fprintf(stderr, "ravel_kernels: %s: unexpected size param %s\n", name,
-                            pa->size->name);
-                    goto fail;
-                }
-                c->nsizes[i]++;
-                continue;
-            }
-            int r = pa->kind == PARAM_TENSOR && pa->buf->tensor ? role_of(pa->buf->tensor->name)
-                                                                : -1;
-            if (r < 0) {
-                fprintf(stderr,
-                        "ravel_kernels: %s: kernel %s has a %s parameter %s (AUX/UF/temporary "
-                        "buffers are not supported here)\n",
-                        name, c->unit.kernel_syms[i],
-                        pa->kind == PARAM_AUX  ? "AUX"
-                        : pa->kind == PARAM_UF ? "UF"
-                                               : "tensor",
-                        pa->buf->name);
-                goto fail;
-            }
-            c->role[i][c->nbufs[i]++] = r;
-        }
-    }
+    rv_program_counters pc;
+    rv_program_stats(c->p, &pc);
+    c->compile_seconds = pc.cc_seconds;
     if (getenv("RAVEL_BENCH_SHOW"))
-        fprintf(stderr, "--- %s ---\n%s\n", name, c->unit.source);
+        fprintf(stderr, "--- %s ---\n%s\n", name, rv_program_source(c->p));
     c->next = g_cache;
     g_cache = c;
     return c;
-fail:
-    compiled_free(c);
-    return NULL;
+}
+
+/* ---- the caller's buffers as arrays ---- */
+
+/* A DLPack tensor over the caller's float32 buffer: rv_array_from_dlpack
+ * borrows aligned data, and its deleter frees only this wrapper. */
+typedef struct Wrap {
+    DLManagedTensor mt;
+    int64_t shape[3];
+} Wrap;
+
+static void wrap_delete(DLManagedTensor *mt) {
+    free(mt->manager_ctx);
+}
+
+static rv_array *wrap(const float *data, int ndim, const int64_t *shape) {
+    Wrap *w = calloc(1, sizeof *w);
+    memcpy(w->shape, shape, sizeof(int64_t) * (size_t)ndim);
+    w->mt.dl_tensor = (DLTensor){.data = (void *)data,
+                                 .device = {kDLCPU, 0},
+                                 .ndim = ndim,
+                                 .dtype = {kDLFloat, 32, 1},
+                                 .shape = w->shape};
+    w->mt.manager_ctx = w;
+    w->mt.deleter = wrap_delete;
+    rv_array *a = NULL;
+    if (rv_array_from_dlpack(&w->mt, &a) != RV_OK) {
+        free(w);
+        return NULL;
+    }
+    return a;
+}
+
+enum { ROLE_X, ROLE_W, ROLE_BIAS, ROLE_Y, ROLE_COUNT };
+
+/* Each buffer's shape (ravel_kernels.h): batched kinds have the batch
+ * first; W is [N, K] for dense and NT, [K, N] for NN and SGEMM. */
+static int role_shape(int kind, int role, int batch, int m, int n, int k, int64_t *shape) {
+    int nd = 0;
+    if (batch && role != ROLE_BIAS)
+        shape[nd++] = batch;
+    bool wt = kind == RK_DENSE || kind == RK_DENSE_BIAS_GELU || kind == RK_BMM_NT;
+    int64_t dims[ROLE_COUNT][2] = {{m, k}, {wt ? n : k, wt ? k : n}, {n, 0}, {m, n}};
+    shape[nd++] = dims[role][0];
+    if (role != ROLE_BIAS)
+        shape[nd++] = dims[role][1];
+    return nd;
 }
 
 /* ---- the kernel ---- */
 
 typedef struct State {
-    Compiled *v[3]; /* by variant (kernel_sources.h) */
-    int kind, n, k;
-    int forced; /* the variant RAVEL_BENCH_VARIANT names, or -1 */
-    int threads;
-    Host host;
-    struct rv_rt_ctx ctx;
+    Compiled *c;
+    rv_bindings *b;
+    const void *ptr[ROLE_COUNT]; /* what the arrays wrap */
+    int m;
+    rv_array *arr[ROLE_COUNT];
 } State;
 
-static void ravel_run(void *state, const RavelKernelArgs *args) {
-    State *s = state;
-    const Compiled *c = s->v[s->forced >= 0 ? s->forced : rk_variant_for(s->kind, args->m, s->n, s->k)];
-    const void *ptr[ROLE_COUNT] = {args->a, args->b, args->bias, args->c};
-    int64_t sizes[MAX_PARAMS];
-    void *bufs[MAX_PARAMS];
-    g_cur_pool = s->threads > 1 ? g_pools[s->threads] : NULL;
-    for (int i = 0; i < c->nk; i++) {
-        for (int j = 0; j < c->nsizes[i]; j++)
-            sizes[j] = args->m;
-        for (int j = 0; j < c->nbufs[i]; j++)
-            bufs[j] = (void *)ptr[c->role[i][j]];
-        c->fns[i](sizes, bufs, &s->ctx);
+static void release_arrays(State *s) {
+    for (int r = 0; r < ROLE_COUNT; r++) {
+        rv_array_free(s->arr[r]);
+        s->arr[r] = NULL;
+        s->ptr[r] = NULL;
     }
 }
 
+/* The arrays of this call's buffers, bound (again only when a buffer or
+ * M changed). false with a message when one cannot be wrapped. */
+static bool bind(State *s, const RavelKernelArgs *args) {
+    const void *ptr[ROLE_COUNT] = {args->a, args->b, args->bias, args->c};
+    const char *name[ROLE_COUNT] = {"X", "W", "bias", "Y"};
+    if (s->m == args->m && !memcmp(ptr, s->ptr, sizeof ptr))
+        return true;
+    release_arrays(s);
+    const Compiled *c = s->c;
+    for (int r = 0; r < ROLE_COUNT; r++) {
+        if (!ptr[r])
+            continue;
+        int64_t shape[3];
+        int nd = role_shape(c->kind, r, c->batch, args->m, c->n, c->k, shape);
+        if (!(s->arr[r] = wrap(ptr[r], nd, shape)) ||
+            (r != ROLE_Y && rv_bindings_set_array(s->b, name[r], s->arr[r]) != RV_OK)) {
+            fprintf(stderr, "ravel_kernels: %s: %s\n", name[r], rv_last_error());
+            release_arrays(s);
+            return false;
+        }
+        s->ptr[r] = ptr[r];
+    }
+    s->m = args->m;
+    return rv_bindings_set_size(s->b, "M", args->m) == RV_OK;
+}
+
+static void ravel_run(void *state, const RavelKernelArgs *args) {
+    State *s = state;
+    if (!bind(s, args) ||
+        rv_program_run_into(s->c->p, s->b, &s->arr[ROLE_Y], 1) != RV_OK)
+        fprintf(stderr, "ravel_kernels: run: %s\n", rv_last_error());
+}
+
 static void ravel_state_free(void *state) {
-    free(state); /* the compiled programs and pools live for the process */
+    State *s = state;
+    release_arrays(s);
+    rv_bindings_free(s->b);
+    free(s); /* the compiled programs live for the process */
+}
+
+/* The threads ravel's pool runs parallel loops on (src/runtime/threadpool.c). */
+static int pool_threads(void) {
+    const char *env = getenv("RAVEL_NUM_THREADS");
+    if (env && atoi(env) > 0)
+        return atoi(env);
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
 }
 
 RavelKernel *ravel_kernel_for(const RavelKernelShape *shape) {
     if (!shape || shape->kind < 0 || shape->kind >= RK_COUNT || shape->threads < 1 ||
         shape->threads > 256)
         return NULL;
-    State *s = calloc(1, sizeof *s);
-    s->threads = shape->threads;
-    int kind = shape->kind, batch = shape->batch, n = shape->n, k = shape->k;
+    int kind = shape->kind, batch = kind == RK_SGEMM ? 0 : shape->batch, n = shape->n,
+        k = shape->k;
     const char *force = getenv("RAVEL_BENCH_VARIANT");
-    int count = rk_variant_count(kind);
-    s->kind = kind, s->n = n, s->k = k, s->forced = -1;
+    int count = rk_variant_count(kind), forced = -1;
     for (int v = 0; force && v < count; v++)
         if (strcmp(force, rk_variant_name(kind, v)) == 0)
-            s->forced = v;
+            forced = v;
     /* compile the variants some M can pick (NT's depends on N alone) */
-    bool reachable[3] = {false, false, false};
-    for (int m = 1; m <= RK_MAX_M && s->forced < 0; m++)
-        reachable[rk_variant_for(kind, m, n, k)] = true;
-    if (s->forced >= 0)
-        reachable[s->forced] = true;
-    char desc[64] = "";
-    double compile_seconds = 0;
-    for (int v = 0; v < count; v++) {
-        if (!reachable[v])
-            continue;
-        s->v[v] = compile_variant(kind, kind == RK_SGEMM ? 0 : batch, n, k, v);
-        if (!s->v[v]) {
-            free(s);
-            return NULL;
-        }
-        compile_seconds += s->v[v]->compile_seconds;
-        snprintf(desc + strlen(desc), sizeof desc - strlen(desc), "%s%s", *desc ? "|" : "",
-                 rk_variant_name(kind, v));
-    }
-    if (s->threads > 1 && !g_pools[s->threads]) {
-        g_pools[s->threads] = tp_new(s->threads);
-        if (tp_num_threads(g_pools[s->threads]) != s->threads)
-            fprintf(stderr, "ravel_kernels: asked for %d threads, the pool has %d\n", s->threads,
-                    tp_num_threads(g_pools[s->threads]));
-    }
-    s->ctx = (struct rv_rt_ctx){.abi_version = RV_RT_ABI_VERSION,
-                                .num_threads = s->threads > 1 ? tp_num_threads(g_pools[s->threads])
-                                                              : 1,
-                                .parallel_for = s->threads > 1 ? pool_for : serial_for,
-                                .alloc = host_alloc,
-                                .free = host_free,
-                                .host = &s->host};
+    bool reachable[MAX_VARIANTS] = {false, false, false};
+    for (int m = 1; m <= RK_MAX_M && forced < 0; m++)
+        reachable[rk_variant_rule(kind, m, n, k)] = true;
+    if (forced >= 0)
+        reachable[forced] = true;
+    if (shape->threads > 1 && pool_threads() != shape->threads)
+        fprintf(stderr, "ravel_kernels: asked for %d threads, ravel's pool has %d "
+                        "(RAVEL_NUM_THREADS)\n",
+                shape->threads, pool_threads());
+    Compiled *c = compile_program(kind, batch, n, k, forced, shape->threads == 1, reachable);
+    if (!c)
+        return NULL;
+    State *s = calloc(1, sizeof *s);
+    s->c = c;
+    s->b = rv_bindings_new(c->m);
     RavelKernel *rk = calloc(1, sizeof *rk);
-    static char names[RK_COUNT][64];
-    snprintf(names[kind], sizeof names[kind], "%s:%s", kind_name(kind), desc);
+    static char names[RK_COUNT][96];
+    snprintf(names[kind], sizeof names[kind], "%s:%s", kind_name(kind), c->desc);
     rk->name = names[kind];
-    rk->compile_seconds = compile_seconds;
+    rk->compile_seconds = c->compile_seconds;
     rk->state = s;
     rk->run = ravel_run;
     rk->free = ravel_state_free;

@@ -68,6 +68,20 @@ static const char *harness_current = "";
             fprintf(stderr, "FAIL %s\n", #fn);                                                     \
     } while (0)
 
+/* Checks that tensor `name` has the same elements in two bindings (the
+ * interpreter's and a compiled program's), within tol each. */
+#define CHECK_SAME_TENSOR(want, got, name, tol)                                                    \
+    do {                                                                                           \
+        const rv_array *hx_ = rv_bindings_get_array(want, name);                                   \
+        const rv_array *hy_ = rv_bindings_get_array(got, name);                                    \
+        CHECK(hx_ && hy_ && rv_array_numel(hx_) == rv_array_numel(hy_));                           \
+        int64_t hbad_ = 0;                                                                         \
+        for (int64_t hi_ = 0; hx_ && hy_ && hi_ < rv_array_numel(hx_) && hi_ < rv_array_numel(hy_); \
+             hi_++)                                                                                \
+            hbad_ += fabs(rv_array_get_f64(hx_, hi_) - rv_array_get_f64(hy_, hi_)) > (tol);        \
+        CHECK_EQ_INT(hbad_, 0);                                                                    \
+    } while (0)
+
 static inline int harness_report_named(const char *suite) {
     printf("%s: %d passed, %d failed\n", suite, harness_passed, harness_failed);
     return harness_failed ? 1 : 0;

@@ -114,5 +114,53 @@ if {
         grep -q "model_run returned 2: kernel Y: read X\[i + K\] out of bounds" "$d/err.txt"
 } >"$log" 2>&1; then pass; else fail "build $f: run-time check"; fi
 
+# variants (tests/variants/): two schedules of one program in one library,
+# NAME_run picking one per call, by a rule table (B >= 16: variant 1) and by
+# the user's NAME_dispatch (--dispatch extern); each checked against the
+# interpreter on both sides of the threshold, aligned and misaligned
+d=$tmp/variants
+f=tests/variants/row_softmax.rv
+variants="--variant tests/variants/row_softmax_small.sched --variant tests/variants/row_softmax_large.sched"
+variant_runs() {
+    for B in 15 16; do
+        rm -rf "$d/ref" "$d/out" && mkdir -p "$d/ref" "$d/out" &&
+            "$RAVEL" eval "$f" --random 1 --size B=$B --save-inputs --output "$d/ref" >/dev/null &&
+            "$d/driver" "$d/ref" "$d/out" B=$B 2>>"$d/err.txt" &&
+            "$d/driver" "$d/ref" "$d/out" --misalign --own-ctx B=$B 2>>"$d/err.txt" || return 1
+    done
+}
+# shellcheck disable=SC2086
+if {
+    mkdir -p "$d" &&
+        "$RAVEL" build "$f" -o "$d/model" $variants --dispatch B=16..64:1 &&
+        grep -q "(B >= 16LL && B <= 64LL)" "$d/model.c" &&
+        grep -q "model_run_v1(rv_args" "$d/model.c" &&
+        $CC -std=c11 $CFLAGS -I"$d" -o "$d/driver" tests/e2e/aot_driver.c "$d/model.c" -lm &&
+        variant_runs
+} >"$log" 2>&1; then pass; else fail "build $f: variants by rules"; fi
+# shellcheck disable=SC2086
+if {
+    rm -f "$d/err.txt" &&
+        "$RAVEL" build "$f" -o "$d/model" $variants --dispatch extern &&
+        grep -q "int model_dispatch(const int64_t \*sizes, void \*user);" "$d/model.h" &&
+        $CC -std=c11 $CFLAGS -I"$d" -o "$d/driver" tests/e2e/aot_driver.c "$d/model.c" \
+            tests/variants/dispatch.c -lm &&
+        variant_runs &&
+        test "$(grep -c 'dispatch: variant 0' "$d/err.txt")" -eq 2 &&
+        test "$(grep -c 'dispatch: variant 1' "$d/err.txt")" -eq 2
+} >"$log" 2>&1; then pass; else fail "build $f: variants by NAME_dispatch"; fi
+# a dispatch without variants, or a malformed rule, is a usage error
+if "$RAVEL" build "$f" -o "$d/model" --dispatch B=1..2:1 >"$log" 2>&1; then
+    fail "build --dispatch without variants succeeded"
+elif [ $? -eq 2 ] && grep -q "needs two --variant files" "$log"; then pass; else
+    fail "build --dispatch without variants: exit status or message"
+fi
+# shellcheck disable=SC2086
+if "$RAVEL" build "$f" -o "$d/model" $variants --dispatch B=16:1 >"$log" 2>&1; then
+    fail "build --dispatch B=16:1 succeeded"
+elif [ $? -eq 2 ] && grep -q "expected SIZE=LO..HI" "$log"; then pass; else
+    fail "build --dispatch B=16:1: exit status or message"
+fi
+
 echo "aot: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

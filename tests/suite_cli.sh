@@ -73,5 +73,9 @@ if [ "${SAN:-0}" != 1 ] && [ -x /usr/bin/time ]; then
     rm -f "$big" "$out.rss"
 fi
 
+# `emit` prints the C without compiling it: a compiler that always fails
+# (and an empty cache) does not stop it.
+expect_status 0 "int32_t kernel_Y(" env RAVEL_CC=false RAVEL_CACHE_DIR="$(mktemp -d)" "$RAVEL" emit $ex
+
 echo "cli: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -10,6 +10,14 @@
  * else cc) and the JIT's flags (src/jit/jit.c), so the library is as fast
  * as what `ravel run` loads (and, with -march=native, as unportable).
  *
+ * VARIANTS. `--variant FILE` (repeatable) makes FILE's schedule blocks one
+ * variant (in order: variant 0, 1, ...; in place of the module's own
+ * blocks), and NAME_run picks one per call after checking the arguments:
+ * `--dispatch SIZE=LO..HI[,SIZE=LO..HI]:V` (repeatable) is a rule of the
+ * table (the first rule whose sizes all lie in their ranges gives the
+ * variant, else variant 0), `--dispatch extern` makes NAME_run call
+ * NAME_dispatch(sizes, NULL), which the user (or a tuner) defines.
+ *
  * NAME may carry a directory (out/model -> out/model.c, out/libmodel.so);
  * the directory must exist. Its last component, made a C identifier, is
  * the prefix of every exported symbol.
@@ -19,6 +27,7 @@
 #include <string.h>
 
 #include "codegen/codegen.h"
+#include "driver/driver.h"
 #include "jit/jit.h"
 #include "tools.h"
 
@@ -29,12 +38,46 @@ static const char *const aot_cflags[] = {
     "-fopenmp-simd",
 };
 
+#define MAX_VARIANTS 16
+
 typedef struct BuildArgs {
     const char *file;
     const char *out;
     const char *target;
     int shared;
+    int nvariants;
+    const char *variant[MAX_VARIANTS]; /* --variant FILE */
+    int nrules;
+    rv_dispatch_rule rule[MAX_VARIANTS * 4]; /* --dispatch RULE */
+    int dispatch_extern;                     /* --dispatch extern */
 } BuildArgs;
+
+/* "SIZE=LO..HI[,SIZE=LO..HI]:V" into r; the size names point into s. */
+static int parse_rule(char *s, rv_dispatch_rule *r) {
+    memset(r, 0, sizeof *r);
+    char *colon = strrchr(s, ':'), *end;
+    if (!colon)
+        return 0;
+    *colon = 0;
+    r->variant = (int)strtol(colon + 1, &end, 10);
+    if (end == colon + 1 || *end)
+        return 0;
+    for (char *save, *c = strtok_r(s, ",", &save); c; c = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(c, '='), *dots = eq ? strstr(eq, "..") : NULL;
+        if (!eq || !dots || r->nconds == RV_DISPATCH_MAX_CONDS)
+            return 0;
+        *eq = 0;
+        r->conds[r->nconds].size = c;
+        r->conds[r->nconds].lo = strtoll(eq + 1, &end, 10);
+        if (end != dots)
+            return 0;
+        r->conds[r->nconds].hi = strtoll(dots + 2, &end, 10);
+        if (end == dots + 2 || *end)
+            return 0;
+        r->nconds++;
+    }
+    return 1;
+}
 
 static int parse(int argc, char **argv, BuildArgs *a) {
     memset(a, 0, sizeof *a);
@@ -48,6 +91,23 @@ static int parse(int argc, char **argv, BuildArgs *a) {
             a->out = argv[++i];
         } else if (strcmp(argv[i], "--shared") == 0) {
             a->shared = 1;
+        } else if (strcmp(argv[i], "--variant") == 0 && i + 1 < argc) {
+            if (a->nvariants == MAX_VARIANTS) {
+                fprintf(stderr, "ravel build: more than %d variants\n", MAX_VARIANTS);
+                return 0;
+            }
+            a->variant[a->nvariants++] = argv[++i];
+        } else if (strcmp(argv[i], "--dispatch") == 0 && i + 1 < argc) {
+            i++;
+            if (strcmp(argv[i], "extern") == 0) {
+                a->dispatch_extern = 1;
+            } else if (a->nrules == RV_COUNT(a->rule) || !parse_rule(argv[i], &a->rule[a->nrules++])) {
+                fprintf(stderr,
+                        "ravel build: --dispatch %s: expected SIZE=LO..HI[,SIZE=LO..HI]:VARIANT "
+                        "or extern\n",
+                        argv[i]);
+                return 0;
+            }
         } else if (strcmp(argv[i], "--target") == 0 && i + 1 < argc) {
             a->target = argv[++i];
         } else if (strncmp(argv[i], "--target=", 9) == 0) {
@@ -71,6 +131,10 @@ static int parse(int argc, char **argv, BuildArgs *a) {
     if (a->out[n - 1] == '/' || strcmp(a->out + (n > 1 ? n - 2 : 0), "/.") == 0 ||
         strcmp(a->out, ".") == 0) {
         fprintf(stderr, "ravel build: -o %s names a directory; give DIR/NAME\n", a->out);
+        return 0;
+    }
+    if ((a->nrules || a->dispatch_extern) && a->nvariants < 2) {
+        fprintf(stderr, "ravel build: --dispatch needs two --variant files or more\n");
         return 0;
     }
     if (strcmp(a->target, "c") != 0) {
@@ -97,22 +161,29 @@ static void split_out(const char *out, Buf *dir, Buf *name) {
         buf_putc(name, isalnum((unsigned char)base[i]) ? base[i] : '_');
 }
 
-static int write_text(const char *dir, const char *file, const char *text) {
+static int write_bytes(const char *dir, const char *file, const char *data, size_t len) {
     Buf p = {0};
     buf_printf(&p, "%s/%s", dir, file);
-    rv_status st = base_write_file(buf_str(&p), text, strlen(text));
+    rv_status st = base_write_file(buf_str(&p), data, len);
     if (st != RV_OK)
         tool_print_error(NULL);
     buf_free(&p);
     return st == RV_OK;
 }
 
-/* Copies ravel_rt.h from the JIT's include directory to dir. */
+static int write_text(const char *dir, const char *file, const char *text) {
+    return write_bytes(dir, file, text, strlen(text));
+}
+
+/* Writes ravel_rt.h to dir: the header embedded in the library (the one
+ * the generated code was made for), or $RAVEL_INCLUDE_DIR's when a
+ * developer overrides it, as the JIT does. */
 static int copy_rt_header(const char *dir) {
-    const char *inc = jit_include_dir();
+    const char *inc = jit_include_override();
     if (!inc) {
-        fprintf(stderr, "error: cannot find ravel_rt.h (set RAVEL_INCLUDE_DIR)\n");
-        return 0;
+        size_t len;
+        const char *hdr = jit_rt_header(&len);
+        return write_bytes(dir, "ravel_rt.h", hdr, len);
     }
     Buf p = {0};
     buf_printf(&p, "%s/ravel_rt.h", inc);
@@ -124,7 +195,7 @@ static int copy_rt_header(const char *dir) {
         tool_print_error(NULL);
         return 0;
     }
-    int ok = write_text(dir, "ravel_rt.h", text);
+    int ok = write_bytes(dir, "ravel_rt.h", text, len);
     base_free(text);
     return ok;
 }
@@ -192,17 +263,31 @@ int cmd_build(int argc, char **argv) {
     split_out(a.out, &dir, &name);
     const char *src_name = strrchr(a.file, '/') ? strrchr(a.file, '/') + 1 : a.file;
     Kernel **ks = NULL;
-    int n = 0;
+    int n = 0, nv = a.nvariants ? a.nvariants : 1, first[MAX_VARIANTS] = {0};
+    char *text[MAX_VARIANTS] = {0};
     CgUnit unit = {0};
     CgAot aot = {0};
+    PlanDispatch pd = {0};
     int ok = 0;
     rv_status st = ir_verify(m);
+    for (int v = 0; st == RV_OK && v < a.nvariants; v++) {
+        size_t len;
+        st = base_read_file(a.variant[v], &text[v], &len);
+    }
+    rv_dispatch d = {.nrules = a.nrules, .rules = a.rule};
     if (st == RV_OK)
-        st = lower_pipeline(m, &ks, &n);
+        st = driver_dispatch(m, nv, &d, &pd);
+    pd.c_function = a.dispatch_extern;
+    if (st == RV_OK)
+        st = driver_lower_variants(m, nv, a.nvariants ? (const char *const *)text : NULL, &ks, &n,
+                                   first);
     if (st == RV_OK) {
         cg_c_module(ks, n, &unit);
-        st = cg_c_aot(m, ks, n, &unit, buf_str(&name), src_name, &aot);
+        st = cg_c_aot(m, ks, n, nv, first, &pd, &unit, buf_str(&name), src_name, &aot);
     }
+    for (int v = 0; v < a.nvariants; v++)
+        base_free(text[v]);
+    base_free(pd.rules);
     if (st != RV_OK) {
         tool_print_error(NULL);
     } else {

@@ -74,12 +74,16 @@ int cmd_emit(int argc, char **argv) {
         rv_module_free(m);
         return r;
     }
-    rv_program *p = compile(m, RV_TARGET_CPU);
-    if (p)
-        fputs(rv_program_source(p), stdout);
-    rv_program_free(p);
+    /* code generation only: printing the C needs no compiler run */
+    char *source = NULL;
+    if (rv_program_emit(m, &source) != RV_OK)
+        tool_print_error(NULL);
+    else
+        fputs(source, stdout);
+    int ok = source != NULL;
+    rv_free(source);
     rv_module_free(m);
-    return p ? 0 : 1;
+    return ok ? 0 : 1;
 }
 
 /* Binds `from`'s array `n` (an input or a UF) in `to`; 0 with a message

@@ -23,12 +23,17 @@ static const ToolCommand commands[] = {
      "ravel run FILE.rv [--size NAME=V]... [--input NAME=FILE.npy]... [--random SEED] [--check]",
      cmd_run},
     {"build", "compile ahead of time to a standalone C library (NAME.c, NAME.h)",
-     "ravel build FILE.rv -o NAME [--shared] [--target c]\n\n"
+     "ravel build FILE.rv -o NAME [--shared] [--target c] [--variant FILE]...\n"
+     "            [--dispatch SIZE=LO..HI[,SIZE=LO..HI]:V | --dispatch extern]...\n\n"
      "Writes NAME.c and NAME.h, and copies ravel_rt.h next to them: the kernels\n"
      "of `ravel emit` plus NAME_run(&args, ctx), which runs them on plain C arrays\n"
      "(the API is documented at the top of NAME.h). They need only libc and libm.\n"
      "--shared also compiles libNAME.so with $RAVEL_CC (default cc) and the JIT's\n"
-     "flags (-O3 -march=native ...). NAME may have a directory part, which must exist.",
+     "flags (-O3 -march=native ...). NAME may have a directory part, which must exist.\n"
+     "Each --variant FILE (schedule blocks) is one variant of the kernels, in place\n"
+     "of the file's own schedule; NAME_run picks one per call by the --dispatch\n"
+     "rules (the first whose sizes lie in their ranges; else variant 0), or by\n"
+     "NAME_dispatch(sizes, NULL) of yours with --dispatch extern.",
      cmd_build},
     {"bench", "run a benchmark driver of bench/ (ravel bench list)",
      "ravel bench NAME [ARGS...]\n\n"
@@ -44,7 +49,8 @@ static void usage(FILE *f) {
                "usage: ravel COMMAND [ARGS]\n\ncommands:\n");
     for (int i = 0; i < (int)(sizeof commands / sizeof commands[0]); i++)
         fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
-    fprintf(f, "\n'ravel help COMMAND' or 'ravel COMMAND --help' describes one command.\n");
+    fprintf(f, "\n'ravel help COMMAND' or 'ravel COMMAND --help' describes one command;\n"
+               "'ravel --version' prints the version.\n");
 }
 
 static const ToolCommand *find(const char *name) {
@@ -64,6 +70,10 @@ int main(int argc, char **argv) {
     if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
         usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;
+    }
+    if (strcmp(argv[1], "--version") == 0) {
+        printf("ravel %s\n", rv_version());
+        return 0;
     }
     if (strcmp(argv[1], "help") == 0) {
         if (argc > 2 && find(argv[2])) {

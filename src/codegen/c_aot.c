@@ -2,23 +2,24 @@
  * c_aot.c — ahead-of-time output: the translation unit of cg_c_module
  * wrapped into a standalone C library with a header (`ravel build`).
  *
- * The JIT path (src/runtime/program.c) keeps the host-side work — checking
- * arguments, allocating the AUX arrays, running the preludes, placing
- * tensors in padded storage, calling the kernels — in ravel's runtime. An
- * AOT build cannot: its output needs only ravel_rt.h, libc and libm. So
- * this file writes that host side as C, next to the kernels:
+ * The JIT path (src/runtime/program.c) interprets the program's host
+ * plan (src/plan/plan.h: check the arguments, place UF arrays, allocate
+ * AUX arrays and run the preludes, place the tensors, call the kernels,
+ * return the results) inside ravel's runtime. An AOT build cannot: its
+ * output needs only ravel_rt.h, libc and libm. So this file prints the
+ * same plan, step by step, as C next to the kernels:
  *
- *   NAME_run(args, ctx)    does what rv_program_run does, in the same
- *                          order: checks sizes and UF values against their
- *                          declared ranges, gathers one buffer per UF, AUX
- *                          array and tensor (shared by every kernel naming
- *                          it), allocates the AUX arrays and runs every
- *                          prelude, evaluates each tensor buffer's size,
- *                          places the tensors (an unpadded user array is
- *                          used in place when 64-byte aligned, otherwise
- *                          copied; a padded one is packed into zeroed
- *                          storage and unpacked after), calls the kernels in
- *                          order and frees what it allocated;
+ *   NAME_run(args, ctx)    the plan's steps in order (emit_step): checks
+ *                          sizes and UF values against their declared
+ *                          ranges, takes one buffer per plan slot (UF
+ *                          array, AUX array, tensor), allocates the AUX
+ *                          arrays and runs every prelude, evaluates each
+ *                          tensor buffer's size, places the tensors (an
+ *                          unpadded user array is used in place when
+ *                          64-byte aligned, otherwise copied; a padded one
+ *                          is packed into zeroed storage and unpacked
+ *                          after), calls the kernels in order and frees
+ *                          what it allocated;
  *   NAME_numel_X(args)     the elements of X's canonical array (ragged
  *                          tensors: packed, no padding) — the array
  *                          `ravel eval` writes and rv_program_run returns;
@@ -52,6 +53,7 @@
 #include <string.h>
 
 #include "codegen/codegen.h"
+#include "plan/plan.h"
 
 typedef enum FieldKind { FK_SIZE, FK_UFUN, FK_INPUT, FK_OUTPUT, FK_COUNT } FieldKind;
 
@@ -70,12 +72,10 @@ typedef struct Field {
     Storage *ufstorage; /* UFUN: its layout (canonical: a UF is never padded) */
 } Field;
 
-typedef enum AotSlotKind { AS_UF, AS_AUX, AS_TENSOR } AotSlotKind;
-
-/* One buffer of a run, shared by every kernel naming the same object (as
- * program.c's Slot). */
+/* One slot of the host plan (src/plan/plan.h), same index, with the
+ * field that holds its UF, input or output. */
 typedef struct AotSlot {
-    AotSlotKind kind;
+    PlanSlotKind kind;
     Buffer *buf;
     Tensor *t;
     int field; /* index in fields of its UF / input / output, or -1 */
@@ -89,8 +89,13 @@ typedef struct Aot {
     const char *name; /* the prefix */
     CgEmit e;
     Vec(Field) fields;
-    Vec(AotSlot) slots;
-    PtrMap slot_of;  /* Tensor* or Buffer* -> 1 + slot index */
+    int nvariants;            /* ks[variant_first[v]...] are variant v's kernels */
+    const int *variant_first;
+    const PlanDispatch *dispatch;
+    int v;               /* the variant being printed */
+    const char *vsym;    /* its suffix of NAME_run_vN, NAME_pack_X_vN, ... */
+    Plan plan;           /* its host steps */
+    Vec(AotSlot) slots;  /* per plan slot */
     PtrMap field_of; /* Size*, Ufun*, Tensor* -> 1 + field index */
     PtrMap starts;   /* Ufun* whose row starts the current host function holds */
     PtrMap starts_used; /* Field* of the UFs whose NAME_starts_F is called */
@@ -103,9 +108,8 @@ static Field *field_of(Aot *a, const void *obj) {
 }
 
 static AotSlot *slot_of(Aot *a, const Buffer *b) {
-    const void *key = b->tensor ? (const void *)b->tensor : (const void *)b;
-    intptr_t i = (intptr_t)ptrmap_get(&a->slot_of, key);
-    return i ? &a->slots.data[i - 1] : NULL;
+    const PlanSlot *s = plan_slot_for(&a->plan, b);
+    return s ? &a->slots.data[plan_slot_index(&a->plan, s)] : NULL;
 }
 
 static int slot_index(Aot *a, const AotSlot *s) {
@@ -136,24 +140,35 @@ static void add_field(Aot *a, Field f, const void *obj) {
     ptrmap_put(&a->field_of, obj, (void *)(intptr_t)a->fields.len);
 }
 
-/* Slots as program.c gathers them, then one field per size, UF, input
- * and output. */
-static void gather(Aot *a) {
-    for (int k = 0; k < a->n; k++) {
-        const Kernel *kn = a->ks[k];
-        for (int i = 0; i < kn->nparams; i++) {
-            const Param *pa = &kn->params[i];
-            if (pa->kind == PARAM_SIZE || slot_of(a, pa->buf))
-                continue;
-            AotSlot s = {.buf = pa->buf, .t = pa->buf->tensor, .field = -1};
-            s.kind = pa->kind == PARAM_UF ? AS_UF : pa->kind == PARAM_AUX ? AS_AUX : AS_TENSOR;
-            RV_ASSERT(s.kind != AS_UF || pa->buf->uf);
-            RV_ASSERT(s.kind != AS_TENSOR || s.t);
-            vec_push(&a->slots, s);
-            const void *key = s.t ? (const void *)s.t : (const void *)pa->buf;
-            ptrmap_put(&a->slot_of, key, (void *)(intptr_t)a->slots.len);
-        }
+/* Variant v's plan and its slots, each with the field of its UF, input
+ * or output. */
+static void take_variant(Aot *a, int v) {
+    int first = a->variant_first[v];
+    int n = (v + 1 < a->nvariants ? a->variant_first[v + 1] : a->n) - first;
+    bool *prelude = base_xcalloc((size_t)n + 1, sizeof *prelude);
+    for (int k = 0; k < n; k++)
+        prelude[k] = a->u->prelude_syms[first + k] != NULL;
+    plan_free(&a->plan);
+    plan_build(&a->plan, a->m, a->ks + first, n, prelude, false);
+    base_free(prelude);
+    a->v = v;
+    a->vsym = arena_printf(a->e.arena, "_v%d", v);
+    a->slots.len = 0;
+    for (int i = 0; i < a->plan.slots.len; i++) {
+        const PlanSlot *ps = &a->plan.slots.data[i];
+        AotSlot s = {.kind = ps->kind, .buf = ps->buf, .t = ps->t, .field = -1};
+        Field *f = s.kind == PLAN_SLOT_AUX ? NULL
+                   : field_of(a, s.kind == PLAN_SLOT_UF ? (const void *)s.buf->uf
+                                                        : (const void *)s.t);
+        if (f)
+            s.field = (int)(f - a->fields.data);
+        vec_push(&a->slots, s);
     }
+}
+
+/* One field per size, UF, input and output (a UF's dtype: its buffer's
+ * in the kernels). */
+static void gather(Aot *a) {
     Module *m = a->m;
     for (int i = 0; i < m->sizes.len; i++)
         add_field(a,
@@ -165,9 +180,10 @@ static void gather(Aot *a) {
     for (int i = 0; i < m->ufuns.len; i++) {
         Ufun *f = m->ufuns.data[i];
         rv_dtype t = ir_ufun_dtype(f); /* lowering's rule, when no kernel shows it */
-        for (int j = 0; j < a->slots.len; j++)
-            if (a->slots.data[j].kind == AS_UF && a->slots.data[j].buf->uf == f)
-                t = a->slots.data[j].buf->dtype;
+        for (int k = 0; k < a->n; k++)
+            for (int j = 0; j < a->ks[k]->nparams; j++)
+                if (a->ks[k]->params[j].kind == PARAM_UF && a->ks[k]->params[j].buf->uf == f)
+                    t = a->ks[k]->params[j].buf->dtype;
         Field fl = {.kind = FK_UFUN, .name = f->name, .dtype = t, .uf = f};
         fl.ufstorage = arena_alloc(a->e.arena, sizeof(Storage));
         if (ir_storage_init(m, fl.ufstorage, f->name, f->nargs, f->args, NULL, t, BUF_ARG) !=
@@ -189,14 +205,6 @@ static void gather(Aot *a) {
         Tensor *t = m->tensors.data[i];
         if (ir_tensor_is_output(m, t))
             add_field(a, (Field){.kind = FK_OUTPUT, .name = t->name, .dtype = t->dtype, .t = t}, t);
-    }
-    for (int j = 0; j < a->slots.len; j++) {
-        AotSlot *s = &a->slots.data[j];
-        if (s->kind == AS_AUX)
-            continue;
-        Field *f = field_of(a, s->kind == AS_UF ? (const void *)s->buf->uf : (const void *)s->t);
-        if (f)
-            s->field = (int)(f - a->fields.data);
     }
 }
 
@@ -451,9 +459,9 @@ static void emit_copy(Aot *a, Buf *b, const AotSlot *s, bool pack) {
     const Storage *st = s->buf->storage;
     const char *ct = cg_ctype(t->dtype);
     buf_printf(b,
-               "static int %s_%s_%s(const %s_args *rv_args, void *const *rv_slot, const %s "
+               "static int %s_%s_%s%s(const %s_args *rv_args, void *const *rv_slot, const %s "
                "*rv_from, %s *rv_to) {\n",
-               a->name, pack ? "pack" : "unpack", t->name, a->name, ct, ct);
+               a->name, pack ? "pack" : "unpack", t->name, a->vsym, a->name, ct, ct);
     begin_host_fn(a, b);
     buf_puts(b, "    (void)rv_slot;\n");
     FieldVec ufs = {0};
@@ -635,6 +643,12 @@ static void emit_header(Aot *a, Buf *h, const char *src_name) {
                " * the arguments were rejected before any kernel ran). */\n"
                "const char *%s_check_message(int32_t error);\n\n",
                N, N, N);
+    if (a->dispatch->fn || a->dispatch->c_function)
+        buf_printf(h,
+                   "/* Yours to define (a tuner's decision tree): the variant %s_run runs,\n"
+                   " * 0..%d, for the sizes in declaration order (user is NULL). */\n"
+                   "int %s_dispatch(const int64_t *sizes, void *user);\n\n",
+                   N, a->nvariants - 1, N);
     buf_puts(h, "/* Elements of each array, from the sizes and UF arrays in args. */\n");
     for (int i = 0; i < a->fields.len; i++)
         if (a->fields.data[i].kind != FK_SIZE)
@@ -762,7 +776,7 @@ static void check_load(const Expr *e, void *ctx) {
     LoadCheck *c = ctx;
     if (e->kind == EX_LOAD && !c->bad) {
         AotSlot *s = slot_of(c->a, e->u.buf);
-        if (!s || s->kind == AS_TENSOR || s->buf != e->u.buf)
+        if (!s || s->kind == PLAN_SLOT_TENSOR || s->buf != e->u.buf)
             c->bad = e->u.buf;
     }
 }
@@ -811,7 +825,7 @@ static void emit_call(Aot *a, Buf *b, int k, bool prelude) {
             first += a->ks[i]->nsites;
         buf_printf(b,
                    "        rv_rc = %s_%s(rv_sz, rv_bf, rv_ctx);\n"
-                   "        if (rv_failed)\n            rv_rc = RV_RT_ERR_OOM;\n"
+                   "        if (*rv_failed)\n            rv_rc = RV_RT_ERR_OOM;\n"
                    "        if (rv_rc == RV_RT_OK && rv_ctx->error) {\n"
                    "            rv_ctx->error += %d;\n"
                    "            rv_rc = RV_RT_ERR_BOUNDS;\n        }\n"
@@ -854,9 +868,9 @@ static void emit_place_tensor(Aot *a, Buf *b, const AotSlot *s) {
                    i, i, N, ct);
         if (f->kind == FK_INPUT)
             buf_printf(b,
-                       "    if (%s_pack_%s(rv_args, rv_slot, %s, rv_slot[%d])) {\n"
+                       "    if (%s_pack_%s%s(rv_args, rv_slot, %s, rv_slot[%d])) {\n"
                        "        " OOM_EXIT "    }\n",
-                       N, s->t->name, arr, i);
+                       N, s->t->name, a->vsym, arr, i);
         return;
     }
     buf_printf(b, "    if (%s_aligned(%s)) {\n        rv_slot[%d] = (void *)%s;\n    } else {\n", N,
@@ -873,22 +887,10 @@ static void emit_place_tensor(Aot *a, Buf *b, const AotSlot *s) {
     buf_puts(b, "    }\n");
 }
 
-static void emit_run(Aot *a, Buf *b) {
+/* CHECK_ARGS: sizes and UF values within their declared ranges. */
+static void emit_check_args(Aot *a, Buf *b) {
     const char *N = a->name;
-    int ns = a->slots.len;
-    buf_printf(b, "int32_t %s_run(const %s_args *rv_args, struct rv_rt_ctx *rv_ctx) {\n", N, N);
-    begin_host_fn(a, b);
-    buf_printf(b,
-               "    int rv_failed = 0;\n"
-               "    struct rv_rt_ctx rv_serial;\n"
-               "    if (!rv_ctx) {\n"
-               "        rv_serial = %s_default_ctx();\n"
-               "        rv_serial.host = &rv_failed;\n"
-               "        rv_ctx = &rv_serial;\n"
-               "    }\n",
-               N);
-    /* 1. sizes and UF values in their declared ranges */
-    buf_puts(b, "    /* 1. sizes and UF values within their declared ranges */\n");
+    buf_puts(b, "    /* sizes and UF values within their declared ranges */\n");
     for (int i = 0; i < a->fields.len; i++) {
         Field *f = &a->fields.data[i];
         if (f->kind != FK_SIZE)
@@ -917,86 +919,147 @@ static void emit_run(Aot *a, Buf *b) {
                    "                return RV_RT_ERR_BOUNDS;\n    }\n",
                    v, v);
     }
-    /* 2. slots */
+}
+
+/* PLACE_UF: the user's array in place when aligned, else a copy. */
+static void emit_place_uf(Aot *a, Buf *b, int i) {
+    const char *N = a->name;
+    AotSlot *s = &a->slots.data[i];
+    Field *f = &a->fields.data[s->field];
+    const char *ct = cg_ctype(s->buf->dtype);
+    if (s->buf->dtype != f->dtype && a->st == RV_OK)
+        a->st = base_error(RV_ERR_UNSUPPORTED, "ufun %s: kernels disagree on its dtype", f->name);
+    buf_printf(b, "    /* ufun %s */\n    rv_n = %s_numel_%s(rv_args);\n    rv_nel[%d] = rv_n;\n",
+               f->name, N, f->name, i);
     buf_printf(b,
-               "    /* 2. one buffer per UF array, AUX array and tensor */\n"
+               "    if (%s_aligned(rv_args->%s)) {\n        rv_slot[%d] = (void *)rv_args->%s;\n",
+               N, f->cname, i, f->cname);
+    buf_printf(b,
+               "    } else {\n"
+               "        if (!(rv_own[%d] = rv_slot[%d] = %s_zalloc(rv_ctx, rv_n, sizeof(%s)))) {\n"
+               "            rv_rc = RV_RT_ERR_OOM;\n            goto rv_done;\n        }\n"
+               "        if (rv_n > 0)\n"
+               "            memcpy(rv_slot[%d], rv_args->%s, (size_t)rv_n * sizeof(%s));\n"
+               "    }\n",
+               i, i, N, ct, i, f->cname, ct);
+    buf_printf(b, "    const %s *%s = rv_slot[%d];\n    (void)%s;\n", ct,
+               cg_name(&a->e, s->buf, s->buf->name), i, cg_name(&a->e, s->buf, s->buf->name));
+}
+
+/* ALLOC_AUX: zeroed, its size over sizes only. */
+static void emit_alloc_aux(Aot *a, Buf *b, int i) {
+    AotSlot *s = &a->slots.data[i];
+    const char *ct = cg_ctype(s->buf->dtype);
+    emit_slot_size(a, b, s);
+    buf_printf(b,
+               "    rv_nel[%d] = rv_n;\n"
+               "    if (!(rv_own[%d] = rv_slot[%d] = %s_zalloc(rv_ctx, rv_n, sizeof(%s)))) {\n"
+               "        " OOM_EXIT "    }\n",
+               i, i, i, a->name, ct);
+    const char *v = cg_name(&a->e, s->buf, s->buf->name);
+    buf_printf(b, "    const %s *%s = rv_slot[%d];\n    (void)%s;\n", ct, v, i, v);
+}
+
+/* CHECK_UF_SIZE: the kernels' size of a UF array (a ragged domain's loads
+ * the row starts the preludes filled) against the user's. */
+static void emit_check_uf_size(Aot *a, Buf *b, int i) {
+    AotSlot *s = &a->slots.data[i];
+    buf_printf(b, "    /* ufun %s: the kernels' size of its array */\n", s->buf->uf->name);
+    emit_slot_size(a, b, s);
+    buf_printf(b,
+               "    if (rv_n != rv_nel[%d]) {\n"
+               "        rv_rc = RV_RT_ERR_BOUNDS;\n        goto rv_done;\n    }\n",
+               i);
+}
+
+/* RESULT: an output computed elsewhere than in the user's array is
+ * copied (or unpacked from padded storage) into it; intermediates stay. */
+static void emit_result(Aot *a, Buf *b, const PlanStep *step) {
+    const char *N = a->name;
+    if (!step->output)
+        return;
+    if (step->slot < 0) {
+        if (a->st == RV_OK)
+            a->st = base_error(RV_ERR_UNSUPPORTED, "tensor %s: no compiled kernel stores it",
+                               step->t->name);
+        return;
+    }
+    int i = step->slot;
+    AotSlot *s = &a->slots.data[i];
+    const char *cn = a->fields.data[s->field].cname;
+    if (ir_storage_padded(s->buf->storage))
+        buf_printf(b,
+                   "    if (%s_unpack_%s%s(rv_args, rv_slot, rv_slot[%d], rv_args->%s))\n"
+                   "        rv_rc = RV_RT_ERR_OOM;\n",
+                   N, s->t->name, a->vsym, i, cn);
+    else
+        buf_printf(b,
+                   "    if (rv_slot[%d] != (void *)rv_args->%s && rv_nel[%d] > 0)\n"
+                   "        memcpy(rv_args->%s, rv_slot[%d], (size_t)rv_nel[%d] * sizeof(%s));\n",
+                   i, cn, i, cn, i, i, cg_ctype(s->t->dtype));
+}
+
+/* One step of the plan as C. */
+static void emit_step(Aot *a, Buf *b, const PlanStep *step) {
+    if (step->kind != PLAN_CHECK_ARGS)
+        buf_printf(b, "    /* plan: %s */\n", plan_step_name(step->kind));
+    switch (step->kind) {
+    case PLAN_CHECK_ARGS:
+        emit_check_args(a, b);
+        return;
+    case PLAN_PLACE_UF:
+        emit_place_uf(a, b, step->slot);
+        return;
+    case PLAN_ALLOC_AUX:
+        emit_alloc_aux(a, b, step->slot);
+        return;
+    case PLAN_PRELUDE:
+        emit_call(a, b, a->variant_first[a->v] + step->kernel, true);
+        return;
+    case PLAN_CHECK_UF_SIZE:
+        emit_check_uf_size(a, b, step->slot);
+        return;
+    case PLAN_PLACE_TENSOR:
+        emit_place_tensor(a, b, &a->slots.data[step->slot]);
+        return;
+    case PLAN_CALL:
+        emit_call(a, b, a->variant_first[a->v] + step->kernel, false);
+        return;
+    case PLAN_RESULT:
+        emit_result(a, b, step);
+        return;
+    case PLAN_RETURN: /* the results are in the user's arrays */
+        return;
+    case PLAN_TO_DEVICE:
+    case PLAN_FROM_DEVICE:
+    case PLAN_STEP_COUNT:
+        break;
+    }
+    RV_UNREACHABLE(); /* ravel build targets the CPU */
+}
+
+/* NAME_run_vN: variant N's plan after the argument checks. Every
+ * slot's storage is freed at rv_done, where a failed step jumps.
+ * *rv_failed: the default context ran out of memory. */
+static void emit_run_variant(Aot *a, Buf *b) {
+    const char *N = a->name;
+    int ns = a->slots.len;
+    buf_printf(b,
+               "static int32_t %s_run%s(const %s_args *rv_args, struct rv_rt_ctx *rv_ctx,\n"
+               "                        const int *rv_failed) {\n",
+               N, a->vsym, N);
+    begin_host_fn(a, b);
+    buf_printf(b,
+               "    /* one buffer per plan slot: UF arrays, AUX arrays, tensors */\n"
                "    void *rv_slot[%d] = {0};\n    void *rv_own[%d] = {0};\n"
                "    int64_t rv_nel[%d] = {0};\n    int64_t rv_n = 0;\n"
-               "    int32_t rv_rc = RV_RT_OK;\n",
+               "    int32_t rv_rc = RV_RT_OK;\n"
+               "    rv_ctx->error = 0;\n",
                ns + 1, ns + 1, ns + 1);
-    for (int i = 0; i < ns; i++) {
-        AotSlot *s = &a->slots.data[i];
-        if (s->kind != AS_UF)
-            continue;
-        Field *f = &a->fields.data[s->field];
-        const char *ct = cg_ctype(s->buf->dtype);
-        if (s->buf->dtype != f->dtype && a->st == RV_OK)
-            a->st =
-                base_error(RV_ERR_UNSUPPORTED, "ufun %s: kernels disagree on its dtype", f->name);
-        buf_printf(b, "    /* ufun %s */\n    rv_n = %s_numel_%s(rv_args);\n", f->name, N, f->name);
-        buf_printf(
-            b, "    if (%s_aligned(rv_args->%s)) {\n        rv_slot[%d] = (void *)rv_args->%s;\n",
-            N, f->cname, i, f->cname);
-        buf_printf(
-            b,
-            "    } else {\n"
-            "        if (!(rv_own[%d] = rv_slot[%d] = %s_zalloc(rv_ctx, rv_n, sizeof(%s)))) {\n"
-            "            rv_rc = RV_RT_ERR_OOM;\n            goto rv_done;\n        }\n"
-            "        if (rv_n > 0)\n"
-            "            memcpy(rv_slot[%d], rv_args->%s, (size_t)rv_n * sizeof(%s));\n"
-            "    }\n",
-            i, i, N, ct, i, f->cname, ct);
-        buf_printf(b, "    const %s *%s = rv_slot[%d];\n    (void)%s;\n", ct,
-                   cg_name(&a->e, s->buf, s->buf->name), i, cg_name(&a->e, s->buf, s->buf->name));
-    }
-    /* 3. AUX arrays and preludes */
-    buf_puts(b, "    /* 3. AUX arrays (sizes depend on sizes only), filled by the preludes */\n");
-    for (int i = 0; i < ns; i++) {
-        AotSlot *s = &a->slots.data[i];
-        if (s->kind != AS_AUX)
-            continue;
-        const char *ct = cg_ctype(s->buf->dtype);
-        emit_slot_size(a, b, s);
-        buf_printf(b,
-                   "    rv_nel[%d] = rv_n;\n"
-                   "    if (!(rv_own[%d] = rv_slot[%d] = %s_zalloc(rv_ctx, rv_n, sizeof(%s)))) {\n"
-                   "        " OOM_EXIT "    }\n",
-                   i, i, i, N, ct);
-        const char *v = cg_name(&a->e, s->buf, s->buf->name);
-        buf_printf(b, "    const %s *%s = rv_slot[%d];\n    (void)%s;\n", ct, v, i, v);
-    }
-    for (int k = 0; k < a->n; k++)
-        if (a->u->prelude_syms[k])
-            emit_call(a, b, k, true);
-    /* 4. tensors */
-    buf_puts(b, "    /* 4. tensors: user arrays in place, or copies and padded storage */\n");
-    for (int i = 0; i < ns; i++)
-        if (a->slots.data[i].kind == AS_TENSOR)
-            emit_place_tensor(a, b, &a->slots.data[i]);
-    /* 5. kernels */
-    buf_puts(b, "    /* 5. the kernels, in definition order; a failed check stops the run */\n"
-                "    rv_ctx->error = 0;\n");
-    for (int k = 0; k < a->n; k++)
-        emit_call(a, b, k, false);
-    /* 6. outputs not computed in place */
-    buf_puts(b, "    /* 6. outputs computed elsewhere than in the user's array */\n");
-    for (int i = 0; i < ns; i++) {
-        AotSlot *s = &a->slots.data[i];
-        if (s->kind != AS_TENSOR || s->field < 0 || a->fields.data[s->field].kind != FK_OUTPUT)
-            continue;
-        const char *cn = a->fields.data[s->field].cname;
-        if (ir_storage_padded(s->buf->storage))
-            buf_printf(b,
-                       "    if (%s_unpack_%s(rv_args, rv_slot, rv_slot[%d], rv_args->%s))\n"
-                       "        rv_rc = RV_RT_ERR_OOM;\n",
-                       N, s->t->name, i, cn);
-        else
-            buf_printf(
-                b,
-                "    if (rv_slot[%d] != (void *)rv_args->%s && rv_nel[%d] > 0)\n"
-                "        memcpy(rv_args->%s, rv_slot[%d], (size_t)rv_nel[%d] * sizeof(%s));\n",
-                i, cn, i, cn, i, i, cg_ctype(s->t->dtype));
-    }
+    const Plan *p = &a->plan;
+    RV_ASSERT(p->steps.len > 0 && p->steps.data[0].kind == PLAN_CHECK_ARGS);
+    for (int i = 1; i < p->steps.len; i++)
+        emit_step(a, b, &p->steps.data[i]);
     buf_printf(b,
                "rv_done:\n"
                "    for (int rv_i = 0; rv_i < %d; rv_i++)\n"
@@ -1004,6 +1067,61 @@ static void emit_run(Aot *a, Buf *b) {
                "    (void)rv_n;\n    (void)rv_nel;\n"
                "    return rv_rc;\n}\n\n",
                ns + 1);
+}
+
+/* The dispatch as C, into rv_v: the user's NAME_dispatch over the sizes
+ * in module order, or the rule table (first match, else variant 0). */
+static void emit_dispatch(Aot *a, Buf *b) {
+    const PlanDispatch *d = a->dispatch;
+    const Module *m = a->m;
+    buf_puts(b, "    /* dispatch: the variant for these sizes */\n    int rv_v = 0;\n");
+    bool fn = d->fn || d->c_function;
+    if (fn) {
+        buf_puts(b, "    {\n        const int64_t rv_sizes[] = {");
+        for (int i = 0; i < m->sizes.len; i++)
+            buf_printf(b, "%s%s", i ? ", " : "", cg_name(&a->e, m->sizes.data[i], m->sizes.data[i]->name));
+        buf_printf(b, "%s};\n        rv_v = %s_dispatch(rv_sizes, NULL);\n    }\n",
+                   m->sizes.len ? "" : "0", a->name);
+    }
+    for (int r = 0; !fn && r < d->nrules; r++) {
+        const PlanRule *rule = &d->rules[r];
+        buf_printf(b, "    %sif (", r ? "else " : "");
+        for (int i = 0; i < rule->nsizes; i++) {
+            const char *v = cg_name(&a->e, rule->size[i], rule->size[i]->name);
+            buf_printf(b, "%s(%s >= %lldLL && %s <= %lldLL)", i ? " && " : "", v,
+                       (long long)rule->lo[i], v, (long long)rule->hi[i]);
+        }
+        buf_printf(b, "%s)\n        rv_v = %d;\n", rule->nsizes ? "" : "1", rule->variant);
+    }
+}
+
+/* NAME_run: the plan's first step (the argument checks), the dispatch
+ * among variants, and the chosen variant's remaining steps. */
+static void emit_run(Aot *a, Buf *b) {
+    const char *N = a->name;
+    buf_printf(b, "int32_t %s_run(const %s_args *rv_args, struct rv_rt_ctx *rv_ctx) {\n", N, N);
+    begin_host_fn(a, b);
+    buf_printf(b,
+               "    int rv_failed = 0;\n"
+               "    struct rv_rt_ctx rv_serial;\n"
+               "    if (!rv_ctx) {\n"
+               "        rv_serial = %s_default_ctx();\n"
+               "        rv_serial.host = &rv_failed;\n"
+               "        rv_ctx = &rv_serial;\n"
+               "    }\n",
+               N);
+    emit_step(a, b, &a->plan.steps.data[0]);
+    if (a->nvariants == 1) {
+        buf_printf(b, "    return %s_run_v0(rv_args, rv_ctx, &rv_failed);\n}\n\n", N);
+        return;
+    }
+    emit_dispatch(a, b);
+    buf_puts(b, "    switch (rv_v) {\n");
+    for (int v = 0; v < a->nvariants; v++)
+        buf_printf(b, "    case %d:\n        return %s_run_v%d(rv_args, rv_ctx, &rv_failed);\n", v,
+                   N, v);
+    buf_puts(b, "    default:\n        return RV_RT_ERR_BOUNDS; /* a dispatch outside the "
+                "variants */\n    }\n}\n\n");
 }
 
 static void emit_fields_table(Aot *a, Buf *b) {
@@ -1023,26 +1141,23 @@ static void emit_fields_table(Aot *a, Buf *b) {
     buf_printf(b, "};\nconst int %s_num_fields = %d;\n", N, a->fields.len);
 }
 
-/* Checks what the generated host code cannot do, before writing it. */
-static rv_status check_supported(Aot *a) {
-    for (int i = 0; i < a->fields.len; i++) {
-        Field *f = &a->fields.data[i];
-        if (f->kind != FK_OUTPUT)
-            continue;
-        if (!ptrmap_has(&a->slot_of, f->t))
-            return base_error(RV_ERR_UNSUPPORTED, "tensor %s: no compiled kernel stores it",
-                              f->name);
-    }
-    return RV_OK;
-}
-
-rv_status cg_c_aot(Module *m, Kernel *const *ks, int n, const CgUnit *u, const char *name,
+rv_status cg_c_aot(Module *m, Kernel *const *ks, int n, int nvariants, const int *variant_first,
+                   const PlanDispatch *dispatch, const CgUnit *u, const char *name,
                    const char *src_name, CgAot *out) {
     memset(out, 0, sizeof *out);
-    Aot a = {.m = m, .ks = ks, .n = n, .u = u, .name = name};
+    static const int one_first[1] = {0};
+    static const PlanDispatch one = {.nvariants = 1};
+    Aot a = {.m = m,
+             .ks = ks,
+             .n = n,
+             .nvariants = nvariants > 0 ? nvariants : 1,
+             .variant_first = nvariants > 0 ? variant_first : one_first,
+             .dispatch = nvariants > 1 ? dispatch : &one,
+             .u = u,
+             .name = name};
     cg_emit_init(&a.e, CG_TARGET_C);
     gather(&a);
-    rv_status st = a.st != RV_OK ? a.st : check_supported(&a);
+    rv_status st = a.st;
     Buf c = {0}, h = {0}, body = {0}, starts = {0};
     if (st == RV_OK) {
         /* the host code first, into body, so the helpers it needs are known */
@@ -1053,10 +1168,15 @@ rv_status cg_c_aot(Module *m, Kernel *const *ks, int n, const CgUnit *u, const c
             else if (a.fields.data[i].kind != FK_SIZE)
                 emit_numel(&a, &body, a.fields.data[i].name, a.fields.data[i].t->ndim,
                            a.fields.data[i].t->axes);
-        for (int i = 0; i < a.slots.len; i++) {
-            const AotSlot *s = &a.slots.data[i];
-            if (s->kind == AS_TENSOR && s->field >= 0 && ir_storage_padded(s->buf->storage))
-                emit_copy(&a, &body, s, a.fields.data[s->field].kind == FK_INPUT);
+        for (int v = 0; v < a.nvariants; v++) {
+            take_variant(&a, v);
+            for (int i = 0; i < a.slots.len; i++) {
+                const AotSlot *s = &a.slots.data[i];
+                if (s->kind == PLAN_SLOT_TENSOR && s->field >= 0 &&
+                    ir_storage_padded(s->buf->storage))
+                    emit_copy(&a, &body, s, a.fields.data[s->field].kind == FK_INPUT);
+            }
+            emit_run_variant(&a, &body);
         }
         emit_run(&a, &body);
         emit_check_messages(&a, &body);
@@ -1098,7 +1218,7 @@ rv_status cg_c_aot(Module *m, Kernel *const *ks, int n, const CgUnit *u, const c
     cg_emit_free(&a.e);
     vec_free(&a.fields);
     vec_free(&a.slots);
-    ptrmap_free(&a.slot_of);
+    plan_free(&a.plan);
     ptrmap_free(&a.field_of);
     ptrmap_free(&a.starts);
     ptrmap_free(&a.starts_used);

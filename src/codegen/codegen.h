@@ -32,6 +32,7 @@
 #define RAVEL_CODEGEN_H
 
 #include "lower/lower.h"
+#include "plan/plan.h"
 
 /* ---- c_expr.c ---- */
 
@@ -228,11 +229,15 @@ typedef struct CgAot {
 /* Wraps unit `u` (cg_c_module over ks[0..n), the module's kernels from
  * lower_module) into NAME.c and NAME.h: kernels renamed NAME_kernel_X, and
  * NAME_run, NAME_numel_X, NAME_default_ctx and NAME_fields, which do on
- * their own what rv_program_run does (see c_aot.c). `name` must be a C
- * identifier; `src_name` names the source file in comments.
+ * their own what rv_program_run does (see c_aot.c). The kernels may be
+ * nvariants variants (ks[variant_first[v]...]: one schedule each) among
+ * which `dispatch` picks per run; nvariants 0 or 1: one, no dispatch.
+ * `name` must be a C identifier; `src_name` names the source file in
+ * comments.
  * RV_ERR_UNSUPPORTED (with a message) for layouts the host code cannot
  * walk yet. */
-rv_status cg_c_aot(Module *m, Kernel *const *ks, int n, const CgUnit *u, const char *name,
+rv_status cg_c_aot(Module *m, Kernel *const *ks, int n, int nvariants, const int *variant_first,
+                   const PlanDispatch *dispatch, const CgUnit *u, const char *name,
                    const char *src_name, CgAot *out);
 void cg_aot_free(CgAot *a);
 

@@ -1068,14 +1068,10 @@ rv_status rv_module_load(const char *path, rv_module **out) {
     return st;
 }
 
-rv_status rv_module_schedule(rv_module *m, const char *target, const char *steps) {
-    if (!m || !target || !steps)
-        return base_error(RV_ERR_ARG, "rv_module_schedule: NULL argument");
-    SrcFile *src = arena_alloc(m->arena, sizeof(SrcFile));
-    src->name = arena_printf(m->arena, "<schedule of %s>", target);
-    char *text = arena_printf(m->arena, "schedule %s {\n%s\n}\n", target, steps);
-    src->text = text;
-    src->len = strlen(text);
+/* Appends the schedule blocks of src's text to m; with `one`, the text
+ * must be a single block. The text lives in m's arena, as the blocks'
+ * locations point into it. */
+static rv_status parse_schedule_blocks(Module *m, SrcFile *src, bool one) {
     Arena *a = arena_new();
     Token *toks;
     int ntok;
@@ -1085,13 +1081,37 @@ rv_status rv_module_schedule(rv_module *m, const char *target, const char *steps
         st = lang_parse(src, toks, a, &prog);
         base_free(toks);
     }
-    if (st == RV_OK && (prog->nitems != 1 || prog->items[0]->kind != IT_SCHEDULE))
+    if (st == RV_OK && one && prog->nitems != 1)
         st = base_error(RV_ERR_SYNTAX, "%s: expected schedule steps only", src->name);
-    Tensor *t;
-    if (st == RV_OK)
-        st = schedule_target(m, src, prog->items[0], &t);
-    if (st == RV_OK)
-        copy_schedule(m, prog->items[0], t, src);
+    for (int i = 0; st == RV_OK && i < prog->nitems; i++)
+        if (prog->items[i]->kind != IT_SCHEDULE)
+            st = base_error(RV_ERR_SYNTAX, "%s: expected schedule %s only", src->name,
+                            one ? "steps" : "blocks");
+    for (int i = 0; st == RV_OK && i < prog->nitems; i++) {
+        Tensor *t;
+        st = schedule_target(m, src, prog->items[i], &t);
+        if (st == RV_OK)
+            copy_schedule(m, prog->items[i], t, src);
+    }
     arena_free(a);
     return st;
+}
+
+rv_status rv_module_schedule(rv_module *m, const char *target, const char *steps) {
+    if (!m || !target || !steps)
+        return base_error(RV_ERR_ARG, "rv_module_schedule: NULL argument");
+    SrcFile *src = arena_alloc(m->arena, sizeof(SrcFile));
+    src->name = arena_printf(m->arena, "<schedule of %s>", target);
+    char *text = arena_printf(m->arena, "schedule %s {\n%s\n}\n", target, steps);
+    src->text = text;
+    src->len = strlen(text);
+    return parse_schedule_blocks(m, src, true);
+}
+
+rv_status lang_parse_schedules(Module *m, const char *name, const char *text) {
+    SrcFile *src = arena_alloc(m->arena, sizeof(SrcFile));
+    src->name = arena_strdup(m->arena, name);
+    src->text = arena_strdup(m->arena, text);
+    src->len = strlen(text);
+    return parse_schedule_blocks(m, src, false);
 }

@@ -215,6 +215,11 @@ rv_status lang_checker_free(Checker *c);
  * without the C string: text[len] must be NUL, and a NUL before it is a
  * located lexical error, not the end of the program). */
 rv_status lang_parse_text(const char *name, const char *text, size_t len, Module **out);
+/* Appends the schedule blocks of `text` (`schedule Y { ... }`, any number,
+ * nothing else), named `name` in messages, to m's schedule: a variant's
+ * schedule (the compile driver). Syntax and targets are checked now, the
+ * steps when the schedule is applied. */
+rv_status lang_parse_schedules(Module *m, const char *name, const char *text);
 
 /* ---- ranges.c: reads provably out of range ---- */
 

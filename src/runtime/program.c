@@ -1,37 +1,27 @@
 /*
- * program.c — compiled programs: a module lowered, emitted as C, compiled
- * and run on the same bindings as the interpreter.
+ * program.c — running compiled programs on the same bindings as the
+ * interpreter. The compile driver (src/driver/compile.c) makes the
+ * program: its kernels' interfaces and loaded functions
+ * (src/runtime/program.h); this file only runs it.
  *
- * rv_program_compile runs the pipeline once: lower_pipeline (one kernel per
- * computed tensor, in definition order), cg_c_module (one translation
- * unit), jit_compile (the system C compiler, through the on-disk cache),
- * and looks up each kernel and prelude. Sizes stay symbolic, so one
- * program serves every binding.
- *
- * rv_program_run does, in order, with nothing computed before everything
- * is checked:
- *
- *   1. check the arguments exactly as the interpreter does (interp_prepare:
- *      sizes bound and in range, UF arrays shaped by their domains with
- *      values in their declared ranges, inputs with the right dtype and
- *      (possibly ragged) shape), and evaluate every computed tensor's
- *      layout (a negative extent is an error here, not a crash later);
- *   2. gather the buffers the kernels take: one per UF (converted to the
- *      buffer's integer type), per AUX array and per tensor, shared by all
- *      kernels that name the same object;
- *   3. allocate the AUX arrays (their sizes depend on sizes and UFs only)
- *      and run every prelude, which fills them;
- *   4. evaluate each tensor buffer's size (it may load AUX arrays: the size
- *      of a ragged tensor is a row-start array's last entry) and compare it
- *      with the storage the runtime expects, then place the tensors: an
- *      unpadded tensor's storage *is* its canonical array, so inputs are
- *      passed in place and results computed straight into the arrays handed
- *      back; a padded one lives in a zeroed buffer and is copied in or out;
- *   5. call the kernels in order, with an rv_rt_ctx holding the thread
- *      pool's parallel-for and a scratch allocator;
- *   6. store every computed tensor in the bindings, in canonical layout
- *      (ragged: 1-D, packed, no padding), as the interpreter does, so the
- *      two can be compared element by element.
+ * rv_program_run interprets the program's host plan (src/plan/plan.h,
+ * whose plan.c says the order of the steps): this file gives each step
+ * its meaning on bindings. CHECK_ARGS checks them exactly as the
+ * interpreter does (interp_prepare) and evaluates every computed tensor's
+ * layout; PLACE_UF converts a UF array to its buffer's integer type;
+ * ALLOC_AUX and PRELUDE make the AUX arrays; PLACE_TENSOR evaluates the
+ * buffer's size (it may load AUX arrays: a ragged tensor's size is a
+ * row-start array's last entry), compares it with the storage the runtime
+ * expects and places the tensor: an unpadded tensor's storage *is* its
+ * canonical array, so inputs are passed in place and results computed
+ * straight into the arrays handed back; a padded one lives in a zeroed
+ * buffer and is copied in or out. CALL runs a kernel with an rv_rt_ctx
+ * holding the thread pool's parallel-for and a scratch allocator; RESULT
+ * makes every computed tensor's canonical array (ragged: 1-D, packed, no
+ * padding), as the interpreter does, so the two compare element by
+ * element, and RETURN hands them to the bindings. A program with several
+ * variants checks the arguments, asks the dispatch for a variant from the
+ * sizes, and runs that variant's plan.
  *
  * STORAGE WITH PADDING. The storage order (Storage, src/ir/layout.h) is
  * the canonical order with each level's extent rounded up to its pad; a
@@ -45,24 +35,21 @@
  * Counters accumulate per program (rv_program_stats).
  *
  * THE CUDA TARGET (rv_compile_options.target = RV_TARGET_CUDA; the
- * functions under "CUDA" below). Compiling also emits each kernel as CUDA
- * C (cg_cuda_kernel, which says how to launch it), compiles it with NVRTC
- * for device 0's architecture and loads it through the driver; the C unit
- * is still built, for its preludes. A run does steps 1-4 and 6 as above,
- * on the host; step 5 copies every slot (UF, AUX and tensor storage) to
- * device memory, evaluates each kernel's grid and block extents from the
- * sizes, launches the kernels in order, and copies the computed tensors'
- * storage back before step 6.
+ * functions under "CUDA" below). The driver also compiles each kernel as
+ * CUDA C for device 0 and keeps its launch extents; the C unit is still
+ * built, for its preludes. The plan has TO_DEVICE before the calls (every
+ * slot, UF, AUX and tensor storage, copied to device memory) and
+ * FROM_DEVICE after them (the computed tensors' storage copied back); a
+ * CALL evaluates the kernel's grid and block extents from the sizes and
+ * launches it.
  */
 #include <stdatomic.h>
 #include <stddef.h>
 #include <string.h>
 #include <time.h>
 
-#include "codegen/codegen.h"
 #include "interp/interp.h"
-#include "jit/jit.h"
-#include "ravel_rt.h"
+#include "runtime/program.h"
 #include "runtime/runtime.h"
 #include "runtime/threadpool.h"
 
@@ -87,24 +74,7 @@ _Static_assert(offsetof(rv_rt_tensor, byte_offset) == offsetof(DLTensor, byte_of
                "rv_rt_tensor.byte_offset");
 _Static_assert(RV_RT_ALIGN == IR_ARRAY_ALIGN, "kernels assume the alignment arrays have");
 
-struct rv_program {
-    Module *m;
-    Arena *arena; /* what runs read of the kernels (keep_kernels) */
-    int ntensors; /* the module's tensor count when compiled */
-    int n;        /* kernels */
-    Kernel **kernels; /* interfaces only: no prelude, no body */
-    CgUnit unit;
-    JitLib *lib;
-    rv_rt_kernel_fn *fns;
-    rv_rt_prelude_fn *preludes; /* NULL entries: no prelude */
-    bool serial;
-    rv_target target;
-    JitCudaKernel **cuda_fns; /* RV_TARGET_CUDA: per kernel */
-    CgLaunch *cuda_launch;    /* RV_TARGET_CUDA: per kernel */
-    rv_program_counters stats;
-};
-
-static double now_seconds(void) {
+double rt_now_seconds(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
@@ -132,174 +102,8 @@ static void serial_for(int64_t n, void (*fn)(void *, int64_t, int64_t, int), voi
         fn(closure, 0, n, 0);
 }
 
-/* ---- compile ---- */
-
-typedef Vec(const char *) StrVec;
-
-/* Appends the words of s (split on spaces) to argv. */
-static void split_flags(const char *s, StrVec *argv, Arena *a) {
-    while (s && *s) {
-        while (*s == ' ')
-            s++;
-        const char *e = s;
-        while (*e && *e != ' ')
-            e++;
-        if (e > s) {
-            const char *w = arena_strndup(a, s, (size_t)(e - s));
-            vec_push(argv, w);
-        }
-        s = e;
-    }
-}
-
-void rv_program_free(rv_program *p) {
-    if (!p)
-        return;
-    jit_close(p->lib);
-    cg_unit_free(&p->unit);
-    base_free(p->kernels);
-    base_free(p->fns);
-    base_free(p->preludes);
-    for (int i = 0; p->cuda_fns && i < p->n; i++)
-        jit_cuda_unload(p->cuda_fns[i]);
-    base_free(p->cuda_fns);
-    base_free(p->cuda_launch);
-    arena_free(p->arena);
-    base_free(p);
-}
-
-/* ---- CUDA: compiling ---- */
-
-/* Every kernel as CUDA C, PTX (NVRTC, for device 0) and a loaded
- * function, with its launch extents. */
-static rv_status cuda_compile(rv_program *p) {
-    char arch[32];
-    rv_status st = jit_cuda_arch(arch);
-    p->cuda_fns = base_xcalloc((size_t)p->n + 1, sizeof *p->cuda_fns);
-    p->cuda_launch = base_xcalloc((size_t)p->n + 1, sizeof *p->cuda_launch);
-    for (int k = 0; st == RV_OK && k < p->n; k++) {
-        char *src = NULL, *sym = NULL, *ptx = NULL;
-        st = cg_cuda_kernel(p->kernels[k], &src, &sym, &p->cuda_launch[k]);
-        if (st == RV_OK)
-            st = jit_nvrtc_compile(src, arch, &ptx);
-        if (st == RV_OK)
-            st = jit_cuda_load(ptx, sym, &p->cuda_fns[k]);
-        base_free(ptx);
-        base_free(sym);
-        base_free(src);
-    }
-    return st;
-}
-
-/* Lowering, C, the JIT and (CUDA) the device kernels, inside the
- * compile scope: p->kernels are the scope's until keep_kernels. */
-static rv_status compile_in_scope(rv_program *p, const rv_compile_options *opt) {
-    rv_status st = lower_pipeline(p->m, &p->kernels, &p->n);
-    if (st != RV_OK)
-        return st;
-    cg_c_module(p->kernels, p->n, &p->unit);
-    p->fns = base_xcalloc((size_t)p->n + 1, sizeof *p->fns);
-    p->preludes = base_xcalloc((size_t)p->n + 1, sizeof *p->preludes);
-    if (p->n == 0)
-        return RV_OK;
-    Arena *a = arena_new();
-    StrVec flags = {0};
-    vec_push(&flags, "-fopenmp-simd");
-    split_flags(opt->cflags, &flags, a);
-    JitOptions jo = {.cc = opt->cc,
-                     .cache_dir = opt->cache_dir,
-                     .extra_flags = flags.data,
-                     .n_extra_flags = flags.len};
-    st = jit_compile(p->unit.source, &jo, &p->lib);
-    vec_free(&flags);
-    arena_free(a);
-    for (int i = 0; st == RV_OK && i < p->n; i++) {
-        p->fns[i] = (rv_rt_kernel_fn)jit_fn(p->lib, p->unit.kernel_syms[i]);
-        if (p->unit.prelude_syms[i])
-            p->preludes[i] = (rv_rt_prelude_fn)jit_fn(p->lib, p->unit.prelude_syms[i]);
-        if (!p->fns[i] || (p->unit.prelude_syms[i] && !p->preludes[i]))
-            st = base_error(RV_ERR_COMPILER, "compiled program lacks %s: %s",
-                            p->unit.kernel_syms[i], rv_last_error());
-    }
-    if (st == RV_OK && p->target == RV_TARGET_CUDA)
-        st = cuda_compile(p);
-    return st;
-}
-
-/* What runs read of the kernels, copied out of the compile scope into the
- * program's arena: each kernel's name, parameters (buffers with their
- * sizes and storage orders) and check sites, and the CUDA launch extents.
- * The loop IR stays behind and is freed with the scope. */
-static void keep_kernels(rv_program *p, const IrScope *scope) {
-    IrKeep keep;
-    ir_keep_init(&keep, scope, p->arena);
-    for (int k = 0; k < p->n; k++) {
-        const Kernel *kn = p->kernels[k];
-        Kernel *c = arena_alloc(p->arena, sizeof *c);
-        c->name = arena_strdup(p->arena, kn->name);
-        c->m = kn->m;
-        c->nparams = kn->nparams;
-        c->params = arena_memdup(p->arena, kn->params, sizeof(Param) * (size_t)kn->nparams);
-        for (int i = 0; i < kn->nparams; i++)
-            c->params[i].buf = ir_keep_buffer(&keep, kn->params[i].buf);
-        c->nsites = kn->nsites;
-        c->sites = arena_alloc(p->arena, sizeof(const char *) * (size_t)(kn->nsites + 1));
-        for (int i = 0; i < kn->nsites; i++)
-            c->sites[i] = arena_strdup(p->arena, kn->sites[i]);
-        p->kernels[k] = c;
-        for (int d = 0; p->cuda_launch && d < 3; d++) {
-            p->cuda_launch[k].grid[d] = ir_keep_expr(&keep, p->cuda_launch[k].grid[d]);
-            p->cuda_launch[k].block[d] = ir_keep_expr(&keep, p->cuda_launch[k].block[d]);
-        }
-    }
-    ir_keep_free(&keep);
-}
-
-/* A compilation runs in its own IR scope (src/ir/scope.c): the schedule's
- * stages, the loop IR, its buffers and expressions are freed when it ends,
- * and the module is as it was before. The program keeps what its runs
- * read (keep_kernels), in its own arena. */
-rv_status rv_program_compile(rv_module *m, const rv_compile_options *opt, rv_program **out) {
-    if (!out)
-        return base_error(RV_ERR_ARG, "rv_program_compile: out is NULL");
-    *out = NULL;
-    if (!m)
-        return base_error(RV_ERR_ARG, "rv_program_compile: no module");
-    rv_compile_options none = {0};
-    if (!opt)
-        opt = &none;
-    if (opt->target != RV_TARGET_CPU && opt->target != RV_TARGET_CUDA)
-        return base_error(RV_ERR_ARG, "rv_program_compile: unknown target %d", (int)opt->target);
-    /* without a driver, say so before any work */
-    if (opt->target == RV_TARGET_CUDA && jit_cuda_init() != RV_OK)
-        return RV_ERR_UNSUPPORTED;
-    double t0 = now_seconds();
-    rv_status st = ir_verify(m);
-    if (st != RV_OK)
-        return st;
-    rv_program *p = base_xcalloc(1, sizeof *p);
-    p->m = m;
-    p->arena = arena_new();
-    p->ntensors = m->tensors.len;
-    p->serial = opt->serial != 0;
-    p->target = opt->target;
-    IrScope scope;
-    ir_scope_begin(m, &scope);
-    st = compile_in_scope(p, opt);
-    if (st == RV_OK)
-        keep_kernels(p, &scope);
-    ir_scope_end(&scope);
-    if (st != RV_OK) {
-        rv_program_free(p);
-        return st;
-    }
-    p->stats.compile_seconds = now_seconds() - t0;
-    *out = p;
-    return RV_OK;
-}
-
-const char *rv_program_source(const rv_program *p) {
-    return p && p->unit.source ? p->unit.source : "";
+int rv_program_last_variant(const rv_program *p) {
+    return p ? p->last_variant : -1;
 }
 
 void rv_program_stats(const rv_program *p, rv_program_counters *out) {
@@ -310,40 +114,34 @@ void rv_program_stats(const rv_program *p, rv_program_counters *out) {
         *out = p->stats;
 }
 
-/* ---- a run ---- */
+/* ---- a run: the host plan interpreted ---- */
 
-typedef enum SlotKind { SLOT_UF, SLOT_AUX, SLOT_TENSOR } SlotKind;
-
-/* One buffer of the run, shared by every kernel naming the same object. */
+/* What the run holds for one slot of the plan. */
 typedef struct Slot {
-    SlotKind kind;
-    const Buffer *buf; /* the first buffer seen for it */
-    const Tensor *t;   /* TENSOR */
-    void *data;        /* what kernels get */
-    int64_t nelem;     /* elements in data */
-    void *owned;       /* rt_aligned_zalloc'd storage to free, if any */
-    rv_array *arr;     /* a computed tensor's array (its storage when unpadded) */
-    Layout *store;     /* padded tensors: the storage order (ir_storage_eval) */
+    void *data;    /* what kernels get */
+    int64_t nelem; /* elements in data */
+    void *owned;   /* rt_aligned_zalloc'd storage to free, if any */
+    rv_array *arr; /* a computed tensor's array (its storage when unpadded) */
+    Layout *store; /* padded tensors: the storage order (ir_storage_eval) */
 } Slot;
 
 typedef struct Run {
     rv_program *p;
+    const Plan *plan; /* the variant's */
+    int first;        /* its first kernel in p->kernels */
     Interp in;
-    Vec(Slot) slots;
-    PtrMap slot_of;  /* Tensor* (tensors) or Buffer* (UF, AUX) -> 1 + slot index */
-    int64_t **sizes; /* per kernel: its sizes array */
-    void ***bufs;    /* per kernel: its buffers array */
+    Slot *slots;       /* per plan slot */
+    JitDevPtr *dev;    /* RV_TARGET_CUDA: per plan slot, between TO_DEVICE and FROM_DEVICE */
+    Host host;         /* the CPU kernels' context */
+    rv_array **into;   /* rv_program_run_into: per tensor id, the caller's output array or NULL */
+    struct rv_rt_ctx ctx;
     bool check_failed; /* a kernel's run-time check failed (see run_failed) */
 } Run;
 
-/* The slot of a tensor, or of a UF or AUX buffer. */
-static Slot *slot_of(Run *r, const void *key) {
-    intptr_t i = (intptr_t)ptrmap_get(&r->slot_of, key);
-    return i ? &r->slots.data[i - 1] : NULL;
-}
-
+/* The run's state of a kernel's buffer. */
 static Slot *slot_for(Run *r, const Buffer *b) {
-    return slot_of(r, b->tensor ? (const void *)b->tensor : (const void *)b);
+    const PlanSlot *s = plan_slot_for(r->plan, b);
+    return s ? &r->slots[plan_slot_index(r->plan, s)] : NULL;
 }
 
 /* A load on the host: of a UF array (in its canonical layout) or of an
@@ -358,8 +156,9 @@ static rv_status host_load(void *ctx, const Buffer *buf, int64_t i, int64_t *out
         *out = r->in.ufv[buf->uf->id][i];
         return RV_OK;
     }
+    const PlanSlot *ps = plan_slot_for(r->plan, buf);
     Slot *s = slot_for(r, buf);
-    if (!s || s->kind != SLOT_AUX || !s->data)
+    if (!s || ps->kind != PLAN_SLOT_AUX || !s->data)
         return base_error(RV_ERR_UNSUPPORTED, "%s is not available on the host", buf->name);
     if (i < 0 || i >= s->nelem)
         return base_error(RV_ERR_BOUNDS,
@@ -401,7 +200,8 @@ static rv_status store_build(Run *r, const Storage *st, Layout **out) {
         if (!st->variable[k])
             continue;
         Slot *s = slot_for(r, st->start[k]);
-        RV_ASSERT(s && s->kind == SLOT_AUX); /* a kernel naming a buffer names its row starts */
+        /* a kernel naming a buffer names its row starts */
+        RV_ASSERT(s && plan_slot_for(r->plan, st->start[k])->kind == PLAN_SLOT_AUX);
         start[k] = s->data;
         len[k] = s->nelem;
     }
@@ -425,220 +225,259 @@ static void store_copy(const Layout *s, const Layout *l, size_t esize, const voi
     }
 }
 
+static void free_device(Run *r) {
+    for (int i = 0; r->dev && i < r->plan->slots.len; i++)
+        jit_cuda_free(r->dev[i]);
+    base_free(r->dev);
+    r->dev = NULL;
+}
+
 static void run_release(Run *r) {
-    for (int i = 0; i < r->slots.len; i++) {
-        Slot *s = &r->slots.data[i];
+    free_device(r);
+    for (int i = 0; r->slots && i < r->plan->slots.len; i++) {
+        Slot *s = &r->slots[i];
         rt_aligned_free(s->owned);
         rv_array_free(s->arr);
         ir_layout_free(s->store);
     }
-    for (int k = 0; r->sizes && k < r->p->n; k++) {
-        base_free(r->sizes[k]);
-        base_free(r->bufs[k]);
-    }
-    base_free(r->sizes);
-    base_free(r->bufs);
-    vec_free(&r->slots);
-    ptrmap_free(&r->slot_of);
+    base_free(r->slots);
     interp_release(&r->in);
 }
 
-/* Step 2: one slot per distinct UF, AUX array and tensor. */
-static void gather_slots(Run *r) {
-    rv_program *p = r->p;
-    for (int k = 0; k < p->n; k++) {
-        const Kernel *kn = p->kernels[k];
-        for (int i = 0; i < kn->nparams; i++) {
-            const Param *pa = &kn->params[i];
-            if (pa->kind == PARAM_SIZE || slot_for(r, pa->buf))
-                continue;
-            Slot s = {.buf = pa->buf, .t = pa->buf->tensor};
-            s.kind = pa->kind == PARAM_UF    ? SLOT_UF
-                     : pa->kind == PARAM_AUX ? SLOT_AUX
-                                             : SLOT_TENSOR;
-            RV_ASSERT(s.kind != SLOT_UF || pa->buf->uf);
-            RV_ASSERT(s.kind != SLOT_TENSOR || s.t);
-            vec_push(&r->slots, s);
-            const void *key = s.t ? (const void *)s.t : (const void *)pa->buf;
-            ptrmap_put(&r->slot_of, key, (void *)(intptr_t)r->slots.len);
-        }
-    }
-}
-
-/* Step 3a: UF arrays in the buffers' integer types, and zeroed AUX arrays.
- * A UF array holds its domain's canonical layout, whose size the runtime
- * knows; the lowering's size expression of a ragged domain loads the
- * domain's row starts, which only the preludes fill (check_uf_sizes
- * compares the two after them). AUX sizes are over sizes alone. */
-static rv_status place_ufs_and_aux(Run *r) {
-    for (int i = 0; i < r->slots.len; i++) {
-        Slot *s = &r->slots.data[i];
-        if (s->kind == SLOT_TENSOR)
+/* CHECK_ARGS: the arguments exactly as the interpreter checks them, and
+ * every computed tensor's layout (a negative extent is an error here,
+ * not a crash later). */
+static rv_status check_args(Run *r) {
+    const Module *m = r->p->m;
+    rv_status st;
+    if ((st = interp_prepare(&r->in, m, r->in.b, NULL)) != RV_OK)
+        return st;
+    for (int i = 0; i < m->tensors.len; i++) {
+        const Tensor *t = m->tensors.data[i];
+        if (t->op->kind == OP_INPUT)
             continue;
-        rv_status st;
-        if (s->kind == SLOT_UF)
-            s->nelem = r->in.ufl[s->buf->uf->id]->numel;
-        else if ((st = buffer_size(r, s->buf, &s->nelem)) != RV_OK)
+        /* the name for layout errors, made once per program: formatting it
+         * per run costs more than the small runs' kernels */
+        if (!r->p->what)
+            r->p->what = arena_alloc(r->p->arena, sizeof(char *) * (size_t)(m->tensors.len + 1));
+        if (!r->p->what[i])
+            r->p->what[i] = arena_printf(r->p->arena, "tensor %s", t->name);
+        if ((st = ir_layout_tensor(&r->in.env, r->p->what[i], t, &r->in.tv[t->id].lay)) != RV_OK)
             return st;
-        size_t es = rv_dtype_size(s->buf->dtype);
-        RV_ASSERT(s->buf->dtype == RV_I32 || s->buf->dtype == RV_I64);
-        if ((uint64_t)s->nelem > SIZE_MAX / es ||
-            !(s->owned = s->data = rt_aligned_zalloc((size_t)s->nelem * es)))
-            return base_error(RV_ERR_OOM, "buffer %s: cannot allocate %lld elements", s->buf->name,
-                              (long long)s->nelem);
-        if (s->kind == SLOT_UF) {
-            const int64_t *v = r->in.ufv[s->buf->uf->id];
-            for (int64_t j = 0; j < s->nelem; j++) {
-                if (s->buf->dtype == RV_I32)
-                    ((int32_t *)s->data)[j] = (int32_t)v[j];
-                else
-                    ((int64_t *)s->data)[j] = v[j];
-            }
-        }
     }
     return RV_OK;
 }
 
-/* Step 3c: the lowering's size of each UF array, once the preludes have
- * filled the row starts it may load, against the runtime's. */
-static rv_status check_uf_sizes(Run *r) {
-    for (int i = 0; i < r->slots.len; i++) {
-        Slot *s = &r->slots.data[i];
-        if (s->kind != SLOT_UF)
-            continue;
-        int64_t lowered;
-        rv_status st = buffer_size(r, s->buf, &lowered);
-        if (st != RV_OK)
-            return st;
-        if (lowered != s->nelem)
-            return base_error(RV_ERR_UNSUPPORTED,
-                              "ufun %s: the compiled code stores %lld values where the runtime "
-                              "has %lld (storage layouts disagree)",
-                              s->buf->uf->name, (long long)lowered, (long long)s->nelem);
-    }
-    return RV_OK;
-}
-
-/* The sizes and buffers arrays of every kernel (tensor entries are filled
- * in once the tensors are placed). */
-static void build_args(Run *r) {
-    rv_program *p = r->p;
-    r->sizes = base_xcalloc((size_t)p->n + 1, sizeof *r->sizes);
-    r->bufs = base_xcalloc((size_t)p->n + 1, sizeof *r->bufs);
-    for (int k = 0; k < p->n; k++) {
-        const Kernel *kn = p->kernels[k];
-        r->sizes[k] = base_xcalloc((size_t)kn->nparams + 1, sizeof(int64_t));
-        r->bufs[k] = base_xcalloc((size_t)kn->nparams + 1, sizeof(void *));
-        int ns = 0, nb = 0;
-        for (int i = 0; i < kn->nparams; i++) {
-            const Param *pa = &kn->params[i];
-            if (pa->kind == PARAM_SIZE)
-                r->sizes[k][ns++] = r->in.sizes[pa->size->id];
+/* PLACE_UF and ALLOC_AUX: a UF array in the buffer's integer type (its
+ * domain's canonical layout, whose size the runtime knows), or a zeroed
+ * AUX array (its size is over sizes alone). */
+static rv_status place_uf_or_aux(Run *r, const PlanSlot *ps, Slot *s) {
+    rv_status st;
+    if (ps->kind == PLAN_SLOT_UF)
+        s->nelem = r->in.ufl[ps->buf->uf->id]->numel;
+    else if ((st = buffer_size(r, ps->buf, &s->nelem)) != RV_OK)
+        return st;
+    size_t es = rv_dtype_size(ps->buf->dtype);
+    RV_ASSERT(ps->buf->dtype == RV_I32 || ps->buf->dtype == RV_I64);
+    if ((uint64_t)s->nelem > SIZE_MAX / es ||
+        !(s->owned = s->data = rt_aligned_zalloc((size_t)s->nelem * es)))
+        return base_error(RV_ERR_OOM, "buffer %s: cannot allocate %lld elements", ps->buf->name,
+                          (long long)s->nelem);
+    if (ps->kind == PLAN_SLOT_UF) {
+        const int64_t *v = r->in.ufv[ps->buf->uf->id];
+        for (int64_t j = 0; j < s->nelem; j++) {
+            if (ps->buf->dtype == RV_I32)
+                ((int32_t *)s->data)[j] = (int32_t)v[j];
             else
-                r->bufs[k][nb++] = slot_for(r, pa->buf)->data;
+                ((int64_t *)s->data)[j] = v[j];
         }
     }
+    return RV_OK;
 }
 
-static void refresh_bufs(Run *r) {
-    rv_program *p = r->p;
-    for (int k = 0; k < p->n; k++) {
-        const Kernel *kn = p->kernels[k];
-        int nb = 0;
-        for (int i = 0; i < kn->nparams; i++)
-            if (kn->params[i].kind != PARAM_SIZE)
-                r->bufs[k][nb++] = slot_for(r, kn->params[i].buf)->data;
-    }
+/* CHECK_UF_SIZE: the lowering's size of a UF array, once the preludes
+ * have filled the row starts it may load, against the runtime's. */
+static rv_status check_uf_size(Run *r, const PlanSlot *ps, const Slot *s) {
+    int64_t lowered;
+    rv_status st = buffer_size(r, ps->buf, &lowered);
+    if (st != RV_OK)
+        return st;
+    if (lowered != s->nelem)
+        return base_error(RV_ERR_UNSUPPORTED,
+                          "ufun %s: the compiled code stores %lld values where the runtime "
+                          "has %lld (storage layouts disagree)",
+                          ps->buf->uf->name, (long long)lowered, (long long)s->nelem);
+    return RV_OK;
 }
 
-/* The array the interpreter would make for a layout. */
-
-/* Step 4: every tensor's storage, checked against the lowering's size. */
-static rv_status place_tensors(Run *r) {
-    for (int i = 0; i < r->slots.len; i++) {
-        Slot *s = &r->slots.data[i];
-        if (s->kind != SLOT_TENSOR)
-            continue;
-        const Tensor *t = s->t;
-        const TensorVal *tv = &r->in.tv[t->id];
-        const Layout *l = tv->lay;
-        RV_ASSERT(l);
-        rv_status st;
-        int64_t lowered;
-        if ((st = buffer_size(r, s->buf, &lowered)) != RV_OK)
+/* PLACE_TENSOR: a tensor's storage, checked against the lowering's size.
+ * An unpadded tensor's storage *is* its canonical array, so inputs are
+ * passed in place and results computed straight into the arrays handed
+ * back; a padded one lives in a zeroed buffer and is copied in or out. */
+static rv_status place_tensor(Run *r, const PlanSlot *ps, Slot *s) {
+    const Tensor *t = ps->t;
+    const TensorVal *tv = &r->in.tv[t->id];
+    const Layout *l = tv->lay;
+    RV_ASSERT(l);
+    rv_status st;
+    int64_t lowered;
+    if ((st = buffer_size(r, ps->buf, &lowered)) != RV_OK)
+        return st;
+    int64_t need = l->numel;
+    if (ir_storage_padded(ps->buf->storage)) {
+        if ((st = store_build(r, ps->buf->storage, &s->store)) != RV_OK)
             return st;
-        int64_t need = l->numel;
-        if (ir_storage_padded(s->buf->storage)) {
-            if ((st = store_build(r, s->buf->storage, &s->store)) != RV_OK)
-                return st;
-            need = s->store->numel;
-        }
-        if (lowered != need)
-            return base_error(RV_ERR_UNSUPPORTED,
-                              "tensor %s: the compiled code stores %lld elements where the "
-                              "runtime expects %lld (storage layouts disagree)",
-                              t->name, (long long)lowered, (long long)need);
-        s->nelem = need;
-        size_t es = rv_dtype_size(t->dtype);
-        bool input = t->op->kind == OP_INPUT;
-        if (!s->store && input && ((uintptr_t)tv->data % RV_RT_ALIGN) == 0) {
-            s->data = (void *)tv->data; /* kernels never store to inputs */
-            continue;
-        }
-        if (!s->store && !input) {
-            if (!(s->arr = ir_layout_array_new(t->dtype, l)))
-                return base_error(RV_ERR_OOM, "tensor %s: cannot allocate %lld elements", t->name,
-                                  (long long)need);
-            s->data = rv_array_data(s->arr);
-            continue;
-        }
-        if ((uint64_t)need > SIZE_MAX / es ||
-            !(s->owned = s->data = rt_aligned_zalloc((size_t)need * es)))
+        need = s->store->numel;
+    }
+    if (lowered != need)
+        return base_error(RV_ERR_UNSUPPORTED,
+                          "tensor %s: the compiled code stores %lld elements where the "
+                          "runtime expects %lld (storage layouts disagree)",
+                          t->name, (long long)lowered, (long long)need);
+    s->nelem = need;
+    size_t es = rv_dtype_size(t->dtype);
+    bool input = t->op->kind == OP_INPUT;
+    if (!s->store && input && ((uintptr_t)tv->data % RV_RT_ALIGN) == 0) {
+        s->data = (void *)tv->data; /* kernels never store to inputs */
+        return RV_OK;
+    }
+    rv_array *into = r->into ? r->into[t->id] : NULL;
+    if (into && !s->store) {
+        s->data = rv_array_data(into); /* the kernels compute in place */
+        return RV_OK;
+    }
+    if (!s->store && !input) {
+        if (!(s->arr = ir_layout_array_new(t->dtype, l)))
             return base_error(RV_ERR_OOM, "tensor %s: cannot allocate %lld elements", t->name,
                               (long long)need);
-        if (input && s->store)
-            store_copy(s->store, l, es, tv->data, s->data, true);
-        else if (input)
-            memcpy(s->data, tv->data, (size_t)need * es);
+        s->data = rv_array_data(s->arr);
+        return RV_OK;
+    }
+    if ((uint64_t)need > SIZE_MAX / es ||
+        !(s->owned = s->data = rt_aligned_zalloc((size_t)need * es)))
+        return base_error(RV_ERR_OOM, "tensor %s: cannot allocate %lld elements", t->name,
+                          (long long)need);
+    if (input && s->store)
+        store_copy(s->store, l, es, tv->data, s->data, true);
+    else if (input)
+        memcpy(s->data, tv->data, (size_t)need * es);
+    return RV_OK;
+}
+
+/* A kernel's argument arrays: on the stack for the usual few parameters
+ * (a small run's host work is counted in microseconds). */
+#define ARGS_ON_STACK 16
+typedef struct KernelArgs {
+    int64_t *sizes;
+    void **bufs;
+    int64_t sizes_stack[ARGS_ON_STACK];
+    void *bufs_stack[ARGS_ON_STACK];
+} KernelArgs;
+
+static void args_init(KernelArgs *a, int nparams) {
+    bool small = nparams <= ARGS_ON_STACK;
+    a->sizes = small ? a->sizes_stack : base_xcalloc((size_t)nparams, sizeof *a->sizes);
+    a->bufs = small ? a->bufs_stack : base_xcalloc((size_t)nparams, sizeof *a->bufs);
+}
+
+static void args_free(KernelArgs *a) {
+    if (a->sizes != a->sizes_stack)
+        base_free(a->sizes);
+    if (a->bufs != a->bufs_stack)
+        base_free(a->bufs);
+}
+
+/* The argument list of kernel k of the plan: its sizes, and its buffers
+ * as the slots hold them now (or their device copies). */
+static void kernel_args(Run *r, int k, int64_t *sizes, void **bufs, JitDevPtr *dev) {
+    const Kernel *kn = r->plan->ks[k];
+    int ns = 0, nb = 0;
+    for (int i = 0; i < kn->nparams; i++) {
+        const Param *pa = &kn->params[i];
+        if (pa->kind == PARAM_SIZE) {
+            sizes[ns++] = r->in.sizes[pa->size->id];
+        } else {
+            int slot = plan_slot_index(r->plan, plan_slot_for(r->plan, pa->buf));
+            if (dev)
+                dev[nb++] = r->dev[slot];
+            else
+                bufs[nb++] = r->slots[slot].data;
+        }
+    }
+}
+
+static rv_status run_prelude(Run *r, int k) {
+    const Kernel *kn = r->plan->ks[k];
+    KernelArgs a;
+    args_init(&a, kn->nparams);
+    kernel_args(r, k, a.sizes, a.bufs, NULL);
+    double t0 = rt_now_seconds();
+    int32_t rc = r->p->preludes[r->first + k](a.sizes, (void *const *)a.bufs);
+    r->p->stats.prelude_seconds += rt_now_seconds() - t0;
+    args_free(&a);
+    if (rc != RV_RT_OK)
+        return base_error(RV_ERR_BOUNDS, "the prelude of %s failed", kn->name);
+    return RV_OK;
+}
+
+/* CALL on the CPU: the kernel with the run's rv_rt_ctx (the thread pool's
+ * parallel-for and a scratch allocator). */
+static rv_status call_kernel(Run *r, int k) {
+    rv_program *p = r->p;
+    const Kernel *kn = r->plan->ks[k];
+    KernelArgs a;
+    args_init(&a, kn->nparams);
+    kernel_args(r, k, a.sizes, a.bufs, NULL);
+    double t0 = rt_now_seconds();
+    int32_t rc = p->fns[r->first + k](a.sizes, (void *const *)a.bufs, &r->ctx);
+    p->stats.kernel_seconds += rt_now_seconds() - t0;
+    p->stats.kernel_calls++;
+    args_free(&a);
+    if (atomic_load(&r->host.failed))
+        return base_error(RV_ERR_OOM, "kernel %s: out of scratch memory", kn->name);
+    if (rc != RV_RT_OK)
+        return base_error(RV_ERR_BOUNDS, "kernel %s failed (code %d)", kn->name, (int)rc);
+    if (r->ctx.error) {
+        r->check_failed = true;
+        return base_error(RV_ERR_BOUNDS, "kernel %s: %s", kn->name,
+                          r->ctx.error <= kn->nsites ? kn->sites[r->ctx.error - 1]
+                                                     : "a check failed");
     }
     return RV_OK;
 }
 
-/* Step 6: computed tensors into the bindings, canonical. */
-static rv_status store_results(Run *r) {
-    const Module *m = r->p->m;
-    for (int i = 0; i < m->tensors.len; i++) {
-        const Tensor *t = m->tensors.data[i];
-        if (t->op->kind == OP_INPUT)
-            continue;
-        Slot *s = slot_of(r, t);
-        /* intermediates computed inside another kernel or inlined have no
-         * storage of their own; outputs always do */
-        if (!s && !ir_tensor_is_output(m, t))
-            continue;
-        if (!s)
-            return base_error(RV_ERR_UNSUPPORTED, "tensor %s: no compiled kernel stores it",
-                              t->name);
-        if (!s->arr) {
-            const Layout *l = r->in.tv[t->id].lay;
-            if (!(s->arr = ir_layout_array_new(t->dtype, l)))
-                return base_error(RV_ERR_OOM, "tensor %s: cannot allocate %lld elements", t->name,
-                                  (long long)l->numel);
-            store_copy(s->store, l, rv_dtype_size(t->dtype), s->data, rv_array_data(s->arr), false);
-        }
+/* RESULT: a computed tensor in canonical layout, as the interpreter
+ * makes it (ragged: 1-D, packed, no padding), so the two can be compared
+ * element by element. */
+static rv_status result(Run *r, const PlanStep *step) {
+    const Tensor *t = step->t;
+    if (step->slot < 0)
+        return base_error(RV_ERR_UNSUPPORTED, "tensor %s: no compiled kernel stores it", t->name);
+    Slot *s = &r->slots[step->slot];
+    rv_array *into = r->into ? r->into[t->id] : NULL;
+    if (s->arr || (into && !s->store))
+        return RV_OK;
+    const Layout *l = r->in.tv[t->id].lay;
+    if (into) {
+        store_copy(s->store, l, rv_dtype_size(t->dtype), s->data, rv_array_data(into), false);
+        return RV_OK;
     }
-    /* hand the arrays over only once all exist */
-    for (int i = 0; i < m->tensors.len; i++) {
-        const Tensor *t = m->tensors.data[i];
-        if (t->op->kind == OP_INPUT)
-            continue;
-        Slot *s = slot_of(r, t);
-        if (!s)
-            continue;
-        interp_bindings_own_tensor(r->in.b, t, s->arr);
-        s->arr = NULL;
-    }
+    if (!(s->arr = ir_layout_array_new(t->dtype, l)))
+        return base_error(RV_ERR_OOM, "tensor %s: cannot allocate %lld elements", t->name,
+                          (long long)l->numel);
+    store_copy(s->store, l, rv_dtype_size(t->dtype), s->data, rv_array_data(s->arr), false);
     return RV_OK;
+}
+
+/* RETURN: the computed tensors into the bindings, only once all exist. */
+static void hand_over(Run *r) {
+    for (int i = 0; i < r->plan->steps.len; i++) {
+        const PlanStep *step = &r->plan->steps.data[i];
+        if (step->kind != PLAN_RESULT || step->slot < 0 || (r->into && r->into[step->t->id]))
+            continue;
+        interp_bindings_own_tensor(r->in.b, step->t, r->slots[step->slot].arr);
+        r->slots[step->slot].arr = NULL;
+    }
 }
 
 /* ---- CUDA: running ---- */
@@ -646,10 +485,10 @@ static rv_status store_results(Run *r) {
 /* One kernel's launch: grid and block extents from the sizes (at least 1
  * each: bound loops guard their own extents), checked against CUDA's
  * limits; the arguments by value, buffers as the slots' device pointers. */
-static rv_status cuda_launch_kernel(Run *r, int k, const JitDevPtr *dev) {
+static rv_status cuda_launch_kernel(Run *r, int k) {
     rv_program *p = r->p;
-    const Kernel *kn = p->kernels[k];
-    const CgLaunch *l = &p->cuda_launch[k];
+    const Kernel *kn = r->plan->ks[k];
+    const CgLaunch *l = &p->cuda_launch[r->first + k];
     static const int64_t limit[6] = {2147483647, 65535, 65535, 1024, 1024, 64};
     int64_t ext[6];
     unsigned grid[3], block[3];
@@ -677,123 +516,154 @@ static rv_status cuda_launch_kernel(Run *r, int k, const JitDevPtr *dev) {
         block[d] = (unsigned)ext[3 + d];
     }
     /* cuLaunchKernel takes a pointer to each argument's value */
-    int64_t *vals = base_xcalloc((size_t)kn->nparams + 1, sizeof *vals);
+    int64_t *sizes = base_xcalloc((size_t)kn->nparams + 1, sizeof *sizes);
     JitDevPtr *ptrs = base_xcalloc((size_t)kn->nparams + 1, sizeof *ptrs);
     void **args = base_xcalloc((size_t)kn->nparams + 1, sizeof *args);
-    for (int i = 0; i < kn->nparams; i++) {
-        const Param *pa = &kn->params[i];
-        if (pa->kind == PARAM_SIZE) {
-            vals[i] = r->in.sizes[pa->size->id];
-            args[i] = &vals[i];
-        } else {
-            ptrs[i] = dev[slot_for(r, pa->buf) - r->slots.data];
-            args[i] = &ptrs[i];
-        }
-    }
-    st = jit_cuda_launch(p->cuda_fns[k], grid, block, args);
+    kernel_args(r, k, sizes, NULL, ptrs);
+    for (int i = 0, ns = 0, nb = 0; i < kn->nparams; i++)
+        args[i] = kn->params[i].kind == PARAM_SIZE ? (void *)&sizes[ns++] : (void *)&ptrs[nb++];
+    double t0 = rt_now_seconds();
+    st = jit_cuda_launch(p->cuda_fns[r->first + k], grid, block, args);
+    p->stats.kernel_seconds += rt_now_seconds() - t0;
     if (st != RV_OK)
         st = base_error(st, "kernel %s: %s", kn->name, rv_last_error());
     p->stats.kernel_calls++;
     base_free(args);
     base_free(ptrs);
-    base_free(vals);
+    base_free(sizes);
     return st;
 }
 
-/* Step 5 on the device: every slot copied to device memory, the kernels
- * launched in order, the computed tensors' storage copied back to the
- * host buffers step 6 reads. Device memory lives for this call only. */
-static rv_status cuda_run_kernels(Run *r) {
-    rv_program *p = r->p;
-    int ns = r->slots.len;
-    JitDevPtr *dev = base_xcalloc((size_t)ns + 1, sizeof *dev);
+/* TO_DEVICE: every slot copied to device memory, which lives for this
+ * call only. */
+static rv_status to_device(Run *r) {
+    int ns = r->plan->slots.len;
+    r->dev = base_xcalloc((size_t)ns + 1, sizeof *r->dev);
     rv_status st = RV_OK;
     for (int i = 0; st == RV_OK && i < ns; i++) {
-        const Slot *s = &r->slots.data[i];
-        size_t bytes = (size_t)s->nelem * rv_dtype_size(s->buf->dtype);
-        st = jit_cuda_alloc(bytes, &dev[i]);
+        const Slot *s = &r->slots[i];
+        size_t bytes = (size_t)s->nelem * rv_dtype_size(r->plan->slots.data[i].buf->dtype);
+        st = jit_cuda_alloc(bytes, &r->dev[i]);
         if (st == RV_OK)
-            st = jit_cuda_to_device(dev[i], s->data, bytes);
+            st = jit_cuda_to_device(r->dev[i], s->data, bytes);
     }
-    double t0 = now_seconds();
-    for (int k = 0; st == RV_OK && k < p->n; k++)
-        st = cuda_launch_kernel(r, k, dev);
-    p->stats.kernel_seconds += now_seconds() - t0;
-    for (int i = 0; st == RV_OK && i < ns; i++) {
-        const Slot *s = &r->slots.data[i];
-        if (s->kind == SLOT_TENSOR && s->t->op->kind != OP_INPUT)
-            st = jit_cuda_to_host(s->data, dev[i], (size_t)s->nelem * rv_dtype_size(s->buf->dtype));
-    }
-    for (int i = 0; i < ns; i++)
-        jit_cuda_free(dev[i]);
-    base_free(dev);
     return st;
 }
 
-static rv_status run_steps(Run *r) {
-    rv_program *p = r->p;
-    const Module *m = p->m;
-    rv_status st;
-    /* 1. arguments and layouts */
-    if ((st = interp_prepare(&r->in, m, r->in.b, NULL)) != RV_OK)
-        return st;
+/* FROM_DEVICE: the computed tensors' storage back to the host buffers
+ * RESULT reads. */
+static rv_status from_device(Run *r) {
+    rv_status st = RV_OK;
+    for (int i = 0; st == RV_OK && i < r->plan->slots.len; i++) {
+        const PlanSlot *ps = &r->plan->slots.data[i];
+        if (ps->kind == PLAN_SLOT_TENSOR && ps->t->op->kind != OP_INPUT)
+            st = jit_cuda_to_host(r->slots[i].data, r->dev[i],
+                                  (size_t)r->slots[i].nelem * rv_dtype_size(ps->buf->dtype));
+    }
+    free_device(r);
+    return st;
+}
+
+/* One step of the plan. */
+static rv_status run_step(Run *r, const PlanStep *step) {
+    const PlanSlot *ps = step->slot >= 0 ? &r->plan->slots.data[step->slot] : NULL;
+    Slot *s = step->slot >= 0 ? &r->slots[step->slot] : NULL;
+    switch (step->kind) {
+    case PLAN_CHECK_ARGS:
+        return check_args(r);
+    case PLAN_PLACE_UF:
+    case PLAN_ALLOC_AUX:
+        return place_uf_or_aux(r, ps, s);
+    case PLAN_PRELUDE:
+        return run_prelude(r, step->kernel);
+    case PLAN_CHECK_UF_SIZE:
+        return check_uf_size(r, ps, s);
+    case PLAN_PLACE_TENSOR:
+        return place_tensor(r, ps, s);
+    case PLAN_TO_DEVICE:
+        return to_device(r);
+    case PLAN_CALL:
+        return r->p->target == RV_TARGET_CUDA ? cuda_launch_kernel(r, step->kernel)
+                                              : call_kernel(r, step->kernel);
+    case PLAN_FROM_DEVICE:
+        return from_device(r);
+    case PLAN_RESULT:
+        return result(r, step);
+    case PLAN_RETURN:
+        hand_over(r);
+        return RV_OK;
+    case PLAN_STEP_COUNT:
+        break;
+    }
+    RV_UNREACHABLE();
+}
+
+/* The caller's arrays of rv_program_run_into, by tensor id, once the
+ * arguments are checked: each output's dtype and element count as the
+ * interpreter would make its array. */
+static rv_status check_into(Run *r, rv_array *const *outputs, int n) {
+    const Module *m = r->p->m;
+    int k = 0;
     for (int i = 0; i < m->tensors.len; i++) {
         const Tensor *t = m->tensors.data[i];
-        if (t->op->kind == OP_INPUT)
+        if (!ir_tensor_is_output(m, t))
             continue;
-        char what[300];
-        snprintf(what, sizeof what, "tensor %s", t->name);
-        if ((st = ir_layout_tensor(&r->in.env, what, t, &r->in.tv[t->id].lay)) != RV_OK)
-            return st;
+        if (k >= n)
+            return base_error(RV_ERR_ARG, "rv_program_run_into: %d output arrays for more outputs",
+                              n);
+        rv_array *a = outputs[k++];
+        const Layout *l = r->in.tv[t->id].lay;
+        if (!a || rv_array_dtype(a) != t->dtype || rv_array_numel(a) != l->numel)
+            return base_error(RV_ERR_ARG,
+                              "rv_program_run_into: output %s needs %lld elements of %s, the "
+                              "array has %lld of %s",
+                              t->name, (long long)l->numel, rv_dtype_name(t->dtype),
+                              a ? (long long)rv_array_numel(a) : 0LL,
+                              a ? rv_dtype_name(rv_array_dtype(a)) : "nothing");
+        r->into[t->id] = a;
     }
-    /* 2, 3. buffers, AUX arrays, preludes */
-    gather_slots(r);
-    if ((st = place_ufs_and_aux(r)) != RV_OK)
-        return st;
-    build_args(r);
-    double t0 = now_seconds();
-    for (int k = 0; k < p->n; k++)
-        if (p->preludes[k] && p->preludes[k](r->sizes[k], (void *const *)r->bufs[k]) != RV_RT_OK)
-            return base_error(RV_ERR_BOUNDS, "the prelude of %s failed", p->kernels[k]->name);
-    p->stats.prelude_seconds += now_seconds() - t0;
-    if ((st = check_uf_sizes(r)) != RV_OK)
-        return st;
-    /* 4. tensors */
-    if ((st = place_tensors(r)) != RV_OK)
-        return st;
-    refresh_bufs(r);
-    /* 5. kernels */
-    if (p->target == RV_TARGET_CUDA) {
-        if ((st = cuda_run_kernels(r)) != RV_OK)
-            return st;
-        return store_results(r);
+    if (k != n)
+        return base_error(RV_ERR_ARG, "rv_program_run_into: %d output arrays for %d outputs", n,
+                          k);
+    return RV_OK;
+}
+
+/* The variant of this run: the dispatch over its sizes (by Size.id). */
+static rv_status pick_variant(Run *r, int *v) {
+    rv_program *p = r->p;
+    *v = 0;
+    if (p->nvariants < 2)
+        return RV_OK;
+    return plan_dispatch_pick(&p->dispatch, r->in.sizes, v);
+}
+
+/* The plan's steps in order; with variants, the first step (CHECK_ARGS,
+ * the same in every variant) runs before the dispatch picks the variant
+ * whose remaining steps run (plan.h). */
+static rv_status run_steps(Run *r, rv_array *const *outputs, int noutputs) {
+    rv_program *p = r->p;
+    r->plan = &p->plans[0];
+    rv_status st = run_step(r, &r->plan->steps.data[0]);
+    if (st == RV_OK && r->into)
+        st = check_into(r, outputs, noutputs);
+    int v;
+    if (st == RV_OK && (st = pick_variant(r, &v)) == RV_OK) {
+        r->plan = &p->plans[v];
+        r->first = p->variant_first[v];
+        p->last_variant = v;
     }
-    Host host = {0};
-    struct rv_rt_ctx ctx = {.abi_version = RV_RT_ABI_VERSION,
-                            .num_threads = p->serial ? 1 : tp_num_threads(tp_default()),
-                            .parallel_for = p->serial ? serial_for : ravel_rt_parallel_for,
-                            .alloc = host_alloc,
-                            .free = host_free,
-                            .host = &host};
-    t0 = now_seconds();
-    for (int k = 0; k < p->n; k++) {
-        int32_t rc = p->fns[k](r->sizes[k], (void *const *)r->bufs[k], &ctx);
-        p->stats.kernel_calls++;
-        if (atomic_load(&host.failed))
-            return base_error(RV_ERR_OOM, "kernel %s: out of scratch memory", p->kernels[k]->name);
-        if (rc != RV_RT_OK)
-            return base_error(RV_ERR_BOUNDS, "kernel %s failed (code %d)", p->kernels[k]->name,
-                              (int)rc);
-        if (ctx.error) {
-            const Kernel *kn = p->kernels[k];
-            r->check_failed = true;
-            return base_error(RV_ERR_BOUNDS, "kernel %s: %s", kn->name,
-                              ctx.error <= kn->nsites ? kn->sites[ctx.error - 1] : "a check failed");
-        }
-    }
-    p->stats.kernel_seconds += now_seconds() - t0;
-    /* 6. results */
-    return store_results(r);
+    if (st != RV_OK)
+        return st;
+    r->slots = base_xcalloc((size_t)r->plan->slots.len + 1, sizeof *r->slots);
+    r->ctx = (struct rv_rt_ctx){.abi_version = RV_RT_ABI_VERSION,
+                                .num_threads = p->serial ? 1 : tp_num_threads(tp_default()),
+                                .parallel_for = p->serial ? serial_for : ravel_rt_parallel_for,
+                                .alloc = host_alloc,
+                                .free = host_free,
+                                .host = &r->host};
+    for (int i = 1; st == RV_OK && i < r->plan->steps.len; i++)
+        st = run_step(r, &r->plan->steps.data[i]);
+    return st;
 }
 
 /* A run-time check of compiled code failed (an index out of range, a
@@ -811,24 +681,40 @@ static rv_status run_failed(rv_program *p, rv_bindings *b) {
     return st;
 }
 
-rv_status rv_program_run(rv_program *p, rv_bindings *b) {
+static rv_status run_program(const char *fn, rv_program *p, rv_bindings *b,
+                             rv_array *const *outputs, int noutputs) {
     if (!p || !b)
-        return base_error(RV_ERR_ARG, "rv_program_run: no program or bindings");
+        return base_error(RV_ERR_ARG, "%s: no program or bindings", fn);
     if (b->m != p->m)
-        return base_error(RV_ERR_ARG, "rv_program_run: the bindings belong to another module");
+        return base_error(RV_ERR_ARG, "%s: the bindings belong to another module", fn);
     if (p->m->tensors.len != p->ntensors)
-        return base_error(RV_ERR_ARG, "rv_program_run: the module gained tensors after it was "
-                                      "compiled; compile it again");
+        return base_error(RV_ERR_ARG, "%s: the module gained tensors after it was "
+                                      "compiled; compile it again", fn);
     interp_bindings_sync(b);
     interp_bindings_clear_outputs(b);
     Run r = {.p = p};
     r.in.b = b;
-    rv_status st = run_steps(&r);
+    if (outputs)
+        r.into = base_xcalloc((size_t)p->ntensors + 1, sizeof *r.into);
+    rv_status st = run_steps(&r, outputs, noutputs);
     run_release(&r);
     if (r.check_failed)
         st = run_failed(p, b);
     if (st != RV_OK)
         interp_bindings_clear_outputs(b);
+    base_free(r.into);
     p->stats.runs++;
     return st;
+}
+
+rv_status rv_program_run(rv_program *p, rv_bindings *b) {
+    return run_program("rv_program_run", p, b, NULL, 0);
+}
+
+rv_status rv_program_run_into(rv_program *p, rv_bindings *b, rv_array *const *outputs,
+                              int noutputs) {
+    if (!outputs && noutputs)
+        return base_error(RV_ERR_ARG, "rv_program_run_into: no output arrays");
+    static rv_array *const none[1] = {NULL};
+    return run_program("rv_program_run_into", p, b, outputs ? outputs : none, noutputs);
 }

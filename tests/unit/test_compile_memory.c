@@ -63,12 +63,7 @@ static void check_run(rv_module *m, rv_program *p, uint64_t seed) {
     CHECK_EQ_INT(st, RV_OK);
     if (st != RV_OK)
         fprintf(stderr, "    %s\n", rv_last_error());
-    const rv_array *x = rv_bindings_get_array(b1, "P"), *y = rv_bindings_get_array(b2, "P");
-    CHECK(x && y && rv_array_numel(x) == rv_array_numel(y));
-    int bad = 0;
-    for (int64_t i = 0; x && y && i < rv_array_numel(x) && i < rv_array_numel(y); i++)
-        bad += fabs(rv_array_get_f64(x, i) - rv_array_get_f64(y, i)) > 1e-5;
-    CHECK_EQ_INT(bad, 0);
+    CHECK_SAME_TENSOR(b1, b2, "P", 1e-5);
     rv_bindings_free(b1);
     rv_bindings_free(b2);
 }

@@ -8,7 +8,7 @@
  * same inputs, so what is timed is known to compute the right thing.
  *
  * Covered: every kind, the three schedules of the dense kinds (each named
- * explicitly, not only the one rk_variant_for picks), N and K that are and
+ * explicitly, not only the one rk_variant_rule picks), N and K that are and
  * are not multiples of the tiles (16x24 for stream, 16x8 for stream
  * when K * 4 is a multiple of 4 KiB, 6x64 packed and
  * kblock, k blocks of RK_KBLOCK_K, 6 x
@@ -299,27 +299,33 @@ static void test_sgemm(void) {
  * for the text are refused. */
 static void test_sources(void) {
     char buf[4096], tiny[16];
-    CHECK_EQ_INT(rk_variant_for(RK_DENSE, 1, 768, 768), RK_VARIANT_STREAM);
-    CHECK_EQ_INT(rk_variant_for(RK_DENSE, 80, 768, 768), RK_VARIANT_STREAM);
-    CHECK_EQ_INT(rk_variant_for(RK_DENSE, 128, 768, 768), RK_VARIANT_KBLOCK);
-    CHECK_EQ_INT(rk_variant_for(RK_DENSE_BIAS_GELU, RK_KBLOCK_MAX_M, 2304, 768), RK_VARIANT_KBLOCK);
-    CHECK_EQ_INT(rk_variant_for(RK_DENSE_BIAS_GELU, RK_KBLOCK_MAX_M + 1, 2304, 768),
+    CHECK_EQ_INT(rk_variant_rule(RK_DENSE, 1, 768, 768), RK_VARIANT_STREAM);
+    CHECK_EQ_INT(rk_variant_rule(RK_DENSE, 80, 768, 768), RK_VARIANT_STREAM);
+    CHECK_EQ_INT(rk_variant_rule(RK_DENSE, 128, 768, 768), RK_VARIANT_KBLOCK);
+    CHECK_EQ_INT(rk_variant_rule(RK_DENSE_BIAS_GELU, RK_KBLOCK_MAX_M, 2304, 768), RK_VARIANT_KBLOCK);
+    CHECK_EQ_INT(rk_variant_rule(RK_DENSE_BIAS_GELU, RK_KBLOCK_MAX_M + 1, 2304, 768),
                  RK_VARIANT_PACKED);
-    CHECK_EQ_INT(rk_variant_for(RK_DENSE, RK_STREAM_MAX_M, 768, 64), RK_VARIANT_STREAM);
-    CHECK_EQ_INT(rk_variant_for(RK_DENSE, RK_STREAM_MAX_M + 1, 768, 64), RK_VARIANT_PACKED);
-    CHECK_EQ_INT(rk_variant_for(RK_DENSE, 16, 768, 3072), RK_VARIANT_STREAM);
-    CHECK_EQ_INT(rk_variant_for(RK_DENSE, RK_STREAM_MIN_M, 768, 3072), RK_VARIANT_STREAM);
-    CHECK_EQ_INT(rk_variant_for(RK_DENSE, RK_STREAM_MIN_M + 1, 768, 3072), RK_VARIANT_KBLOCK);
-    CHECK_EQ_INT(rk_variant_for(RK_DENSE, RK_KBLOCK_DEEP_MAX_M, 768, 3072), RK_VARIANT_KBLOCK);
-    CHECK_EQ_INT(rk_variant_for(RK_DENSE, RK_KBLOCK_DEEP_MAX_M + 1, 768, 3072), RK_VARIANT_PACKED);
-    CHECK_EQ_INT(rk_variant_for(RK_DENSE, 300, 768, RK_DEEP_K), RK_VARIANT_PACKED);
-    CHECK_EQ_INT(rk_variant_for(RK_SGEMM, 4096, 4096, 4096), 0);
-    CHECK_EQ_INT(rk_variant_for(RK_BMM_NT, 4096, 1, 64), RK_VARIANT_DOT);
-    CHECK_EQ_INT(rk_variant_for(RK_BMM_NT, 1, RK_DOT_MAX_N, 64), RK_VARIANT_DOT);
-    CHECK_EQ_INT(rk_variant_for(RK_BMM_NT, 1, RK_DOT_MAX_N + 1, 64), RK_VARIANT_BCAST);
-    CHECK_EQ_INT(rk_variant_for(RK_BMM_NN, 8, 64, 8), RK_VARIANT_4ROWS);
-    CHECK_EQ_INT(rk_variant_for(RK_BMM_NN, 5, 64, 5), RK_VARIANT_6ROWS);
-    CHECK_EQ_INT(rk_variant_for(RK_BMM_NN, 24, 64, 24), RK_VARIANT_6ROWS);
+    CHECK_EQ_INT(rk_variant_rule(RK_DENSE, RK_STREAM_MAX_M, 768, 64), RK_VARIANT_STREAM);
+    CHECK_EQ_INT(rk_variant_rule(RK_DENSE, RK_STREAM_MAX_M + 1, 768, 64), RK_VARIANT_PACKED);
+    CHECK_EQ_INT(rk_variant_rule(RK_DENSE, 16, 768, 3072), RK_VARIANT_STREAM);
+    CHECK_EQ_INT(rk_variant_rule(RK_DENSE, RK_STREAM_MIN_M, 768, 3072), RK_VARIANT_STREAM);
+    CHECK_EQ_INT(rk_variant_rule(RK_DENSE, RK_STREAM_MIN_M + 1, 768, 3072), RK_VARIANT_KBLOCK);
+    CHECK_EQ_INT(rk_variant_rule(RK_DENSE, RK_KBLOCK_DEEP_MAX_M, 768, 3072), RK_VARIANT_KBLOCK);
+    CHECK_EQ_INT(rk_variant_rule(RK_DENSE, RK_KBLOCK_DEEP_MAX_M + 1, 768, 3072), RK_VARIANT_PACKED);
+    CHECK_EQ_INT(rk_variant_rule(RK_DENSE, 300, 768, RK_DEEP_K), RK_VARIANT_PACKED);
+    CHECK_EQ_INT(rk_variant_rule(RK_SGEMM, 4096, 4096, 4096), 0);
+    CHECK_EQ_INT(rk_variant_rule(RK_BMM_NT, 4096, 1, 64), RK_VARIANT_DOT);
+    CHECK_EQ_INT(rk_variant_rule(RK_BMM_NT, 1, RK_DOT_MAX_N, 64), RK_VARIANT_DOT);
+    CHECK_EQ_INT(rk_variant_rule(RK_BMM_NT, 1, RK_DOT_MAX_N + 1, 64), RK_VARIANT_BCAST);
+    CHECK_EQ_INT(rk_variant_rule(RK_BMM_NN, 8, 64, 8), RK_VARIANT_4ROWS);
+    /* the programs' dispatch: the rule's schedule, as the program's variant */
+    RkDispatch d = {RK_DENSE, 768, 768, {0, -1, 1}};
+    int64_t rows[1] = {1};
+    CHECK_EQ_INT(rk_dispatch(rows, &d), 0); /* stream */
+    rows[0] = 128;
+    CHECK_EQ_INT(rk_dispatch(rows, &d), 1); /* kblock */
+    CHECK_EQ_INT(rk_variant_rule(RK_BMM_NN, 5, 64, 5), RK_VARIANT_6ROWS);
+    CHECK_EQ_INT(rk_variant_rule(RK_BMM_NN, 24, 64, 24), RK_VARIANT_6ROWS);
     CHECK(rk_source(RK_DENSE, 0, 64, 32, RK_VARIANT_PACKED, buf, sizeof buf));
     CHECK_STR_CONTAINS(buf, "size M in 1..4096");
     CHECK(!rk_source(RK_DENSE, 0, 64, 32, 3, buf, sizeof buf));

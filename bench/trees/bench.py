@@ -1,0 +1,199 @@
+#!/usr/bin/env python3
+"""bench/trees/bench.py — the baselines of the recursive-model benchmark
+(MODELS.md): PyTorch eager per node, PyTorch batched level by level by hand,
+DyNet with autobatching. Run it with the venv of setup.sh:
+
+  bench/trees/.venv/bin/python bench/trees/bench.py [--models treelstm,gru]
+      [--hidden 256] [--batch 1,10] [--threads 1,2]
+      [--baselines pytorch_eager,pytorch_batched,dynet_autobatch]
+      [--min-time S] [--max-runs N] [--weights DIR] [--check-only] [--quick]
+
+First, per (model, hidden), a cross-check on the fixed small batch
+(trees_data.small_batch): every baseline against the float64 NumPy oracle,
+one line {"bench": "trees_check", ..., "max_abs_err": {...}}; a baseline off
+by more than 1e-4 stops the run. Then one line per (model, hidden, batch,
+threads, baseline):
+
+  {"bench": "trees", "config": {"model", "hidden", "batch", "threads",
+   "workload", "nodes_per_batch"}, "baseline", "median_ms", "min_ms",
+   "max_ms", "runs", "ravel_ms": null, "ratio": null, "loadavg" (1-minute, after the line),
+   "gflops" (median over the calls of the call's batch's matrix FLOPs,
+   trees_ref.flops, over its time: divide by bench/'s peak line),
+   + pytorch_batched: "linearize_ms" (host-side level numbering, not in median_ms)
+   + dynet_autobatch: "graph_ms", "forward_ms" (medians of the two parts;
+     median_ms is the median of their per-call sum)}
+
+The baselines of one (model, hidden, batch, threads) are timed together,
+their calls interleaved (time_sides: bench/timing.c's method), so load from
+other processes hits all of them alike: compare ratios within a run. A
+baseline's j-th call takes batch j of the workload (cycling), so a line's
+median is over different batches of the split, the same sequence for every
+baseline. Warm-up: 3 calls per baseline, not counted, the last two
+estimating its cost; runs: --min-time seconds' worth, at least 10, at most
+--max-runs.
+"""
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(1, os.path.dirname(HERE))
+# bench/torch_bench.py's environment fix-up (GOMP_SPINCOUNT=1000: without it
+# libgomp's idle workers spin ~16 ms after every parallel op, and per-node
+# ops with 2 threads on this shared 2-core machine wait out whole scheduler
+# slices: TreeFC eager 3 ms -> 43 ms) re-executes this script once on import.
+import torch_bench  # noqa: E402
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+import trees_data as td  # noqa: E402
+import trees_ref as tr  # noqa: E402
+import trees_torch as tt  # noqa: E402
+
+BASELINES = ["pytorch_eager", "pytorch_batched", "dynet_autobatch"]
+WORKLOAD = {"treefc": "perfect-h7", "dagrnn": "grid-10x10", "lstm": "sst-test-seq", "gru": "sst-test-seq"}
+TOL = 1e-4
+
+
+def time_sides(fns, n_items, min_time, max_runs, warmup=3):
+    """bench/timing.c's method, in Python: fns[k](i) runs side k on item i (mod
+    n_items) and returns its named parts in seconds ("total" at least). Each side
+    is warmed up (warmup calls; the last ones estimate its cost, which sets its
+    run count: min_time worth, >= 10, <= max_runs); then the calls are
+    interleaved, the next one always going to the side that has done the
+    smallest fraction of its runs, so load from other processes hits all sides
+    alike. Side k's j-th timed call takes item j (mod n_items): every side sees
+    the same sequence of batches. Returns one list of results per side."""
+    runs = []
+    for fn in fns:
+        est = min([fn(i % n_items)["total"] for i in range(warmup)][1:] or [0])
+        runs.append(max(10, min(max_runs, int(min_time / est) if est > 0 else max_runs)))
+    res = [[] for _ in fns]
+    while True:
+        k = min(range(len(fns)), key=lambda k: len(res[k]) / runs[k])
+        if len(res[k]) >= runs[k]:
+            return res
+        res[k].append(fns[k](len(res[k]) % n_items))
+
+
+def med_ms(xs):
+    return round(statistics.median(xs) * 1e3, 4)
+
+
+def cross_check(model, H, W, P, dm, baselines):
+    sb = td.small_batch(model)
+    ref = tr.reference(model, W, sb)
+    got = {}
+    if "pytorch_eager" in baselines:
+        got["pytorch_eager"] = {k: v.numpy() for k, v in tt.eager_stack(tt.eager(model, P, sb), sb).items()}
+    if "pytorch_batched" in baselines:
+        lin = tt.Linearized(sb)
+        got["pytorch_batched"] = {k: v.numpy() for k, v in lin.unpermute(tt.batched(model, P, lin)).items()}
+    if dm is not None:
+        import trees_dynet
+        outs, f = dm.graph(sb)
+        trees_dynet.forward(f)
+        got["dynet_autobatch"] = trees_dynet.stack(outs, sb)
+    err = {b: max(float(np.abs(g[k] - ref[k]).max()) for k in ref) for b, g in got.items()}
+    names = list(got)
+    pair = {"%s~%s" % (a, b): max(float(np.abs(got[a][k] - got[b][k]).max()) for k in ref)
+            for i, a in enumerate(names) for b in names[i + 1:]}
+    print(json.dumps({"bench": "trees_check", "model": model, "hidden": H,
+                      "nodes": int(sum(s.n for s in sb)), "max_abs_err": err, "pairwise": pair}), flush=True)
+    bad = {b: e for b, e in err.items() if not e <= TOL}
+    if bad:
+        sys.exit("bench.py: %s H=%d disagrees with the reference: %s" % (model, H, bad))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--models", default=",".join(tr.MODELS))
+    ap.add_argument("--hidden", default="", help="hidden sizes (default: both of each model)")
+    ap.add_argument("--batch", default="1,10")
+    ap.add_argument("--threads", default="1,2")
+    ap.add_argument("--baselines", default=",".join(BASELINES))
+    ap.add_argument("--min-time", type=float, default=1.0)
+    ap.add_argument("--max-runs", type=int, default=2000)
+    ap.add_argument("--weights", default="", help="load weights from DIR/<model>_h<H>/ (default: draw seed 0)")
+    ap.add_argument("--split", default="test")
+    ap.add_argument("--check-only", action="store_true")
+    ap.add_argument("--quick", action="store_true", help="min-time 0.1, max 20 runs")
+    a = ap.parse_args()
+    if a.quick:
+        a.min_time, a.max_runs = 0.1, 20
+    baselines = a.baselines.split(",")
+    for b in baselines:
+        if b not in BASELINES:
+            sys.exit("bench.py: unknown baseline " + b)
+    dyn = None
+    if "dynet_autobatch" in baselines:
+        import trees_dynet as dyn
+    print(json.dumps({"bench": "trees_env", "torch": torch.__version__, "numpy": np.__version__,
+                      "dynet": "dynet38" if dyn else None, "cpus": os.cpu_count(),
+                      "loadavg": os.getloadavg(), "min_time": a.min_time, "max_runs": a.max_runs}), flush=True)
+    for model in a.models.split(","):
+        hs = [int(h) for h in a.hidden.split(",")] if a.hidden else tr.HIDDEN[model]
+        for H in hs:
+            W = tr.load_weights(a.weights, model, H) if a.weights else tr.weights(model, H)
+            P = tt.torch_params(model, W)
+            dm = dyn.DyModel(model, W) if dyn else None
+            torch.set_num_threads(1)
+            cross_check(model, H, W, P, dm, baselines)
+            if a.check_only:
+                continue
+            for B in [int(b) for b in a.batch.split(",")]:
+                batches = td.workload(model, B, split=a.split)
+                t0 = time.perf_counter()
+                lins = [tt.Linearized(bt) for bt in batches]
+                lin_ms = round((time.perf_counter() - t0) / len(batches) * 1e3, 4)
+                cfg0 = {"model": model, "hidden": H, "batch": B, "workload": WORKLOAD.get(model, "sst-" + a.split),
+                        "nodes_per_batch": round(sum(s.n for bt in batches for s in bt) / len(batches), 2)}
+                fl = [tr.flops(model, H, bt) for bt in batches]
+                for T in [int(t) for t in a.threads.split(",")]:
+                    torch_bench.set_threads(T)
+                    fns = {}
+                    if "pytorch_eager" in baselines:
+                        def eager_call(i):
+                            t = time.perf_counter()
+                            tt.eager(model, P, batches[i])
+                            return {"total": time.perf_counter() - t}
+                        fns["pytorch_eager"] = eager_call
+                    if "pytorch_batched" in baselines:
+                        def batched_call(i):
+                            t = time.perf_counter()
+                            tt.batched(model, P, lins[i])
+                            return {"total": time.perf_counter() - t}
+                        fns["pytorch_batched"] = batched_call
+                    if dm is not None:
+                        def dynet_call(i):
+                            t = time.perf_counter()
+                            _, f = dm.graph(batches[i])
+                            t1 = time.perf_counter()
+                            dyn.forward(f)
+                            t2 = time.perf_counter()
+                            return {"total": t2 - t, "graph": t1 - t, "forward": t2 - t1}
+                        fns["dynet_autobatch"] = dynet_call
+                    allres = time_sides(list(fns.values()), len(batches), a.min_time, a.max_runs)
+                    for b, res in zip(fns, allres):
+                        tot = [r["total"] for r in res]
+                        line = {"bench": "trees", "config": dict(cfg0, threads=T), "baseline": b,
+                                "median_ms": med_ms(tot), "min_ms": round(min(tot) * 1e3, 4),
+                                "max_ms": round(max(tot) * 1e3, 4), "runs": len(res),
+                                "ravel_ms": None, "ratio": None, "loadavg": round(os.getloadavg()[0], 2)}
+                        # GFLOP/s of each call's own batch, median over the calls
+                        line["gflops"] = round(statistics.median(
+                            fl[j % len(batches)] / r["total"] * 1e-9 for j, r in enumerate(res)), 3)
+                        if b == "pytorch_batched":
+                            line["linearize_ms"] = lin_ms
+                        if b == "dynet_autobatch":
+                            line["graph_ms"] = med_ms([r["graph"] for r in res])
+                            line["forward_ms"] = med_ms([r["forward"] for r in res])
+                        print(json.dumps(line), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,358 @@
+/*
+ * compile.c — the compile driver: a module checked (ir_verify), lowered
+ * (lower_pipeline: one kernel per computed tensor, in definition order),
+ * emitted as one C translation unit (cg_c_module), compiled by the system
+ * C compiler through the JIT's on-disk cache (jit_compile) and, for
+ * RV_TARGET_CUDA, each kernel as CUDA C through NVRTC; the result is an
+ * rv_program the runtime runs (src/runtime/program.c).
+ *
+ * WHY A LAYER OF ITS OWN. The driver sits above the runtime (DESIGN.md,
+ * "driver"): it uses every layer below it, and the runtime uses none of
+ * the lowering, code generation or compiling. Recursion lowering, batching
+ * analyses and tuning records join here, between the checks and the
+ * lowering, without the runtime calling back up into them; a tuner that
+ * compiles thousands of candidates calls this file, not the runtime.
+ *
+ * Sizes stay symbolic, so one program serves every binding. A compilation
+ * runs in its own IR scope (src/ir/scope.c): the schedule's stages, the
+ * loop IR, its buffers and expressions are freed when it ends, and the
+ * module is as it was before; the program keeps what its runs read
+ * (keep_kernels), in its own arena.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "driver/driver.h"
+#include "lang/lang.h"
+#include "runtime/program.h"
+
+typedef Vec(const char *) StrVec;
+
+/* Appends the words of s (split on spaces) to argv. */
+static void split_flags(const char *s, StrVec *argv, Arena *a) {
+    while (s && *s) {
+        while (*s == ' ')
+            s++;
+        const char *e = s;
+        while (*e && *e != ' ')
+            e++;
+        if (e > s) {
+            const char *w = arena_strndup(a, s, (size_t)(e - s));
+            vec_push(argv, w);
+        }
+        s = e;
+    }
+}
+
+void rv_program_free(rv_program *p) {
+    if (!p)
+        return;
+    jit_close(p->lib);
+    cg_unit_free(&p->unit);
+    base_free(p->kernels);
+    base_free(p->fns);
+    base_free(p->preludes);
+    for (int i = 0; p->cuda_fns && i < p->n; i++)
+        jit_cuda_unload(p->cuda_fns[i]);
+    base_free(p->cuda_fns);
+    base_free(p->cuda_launch);
+    for (int v = 0; p->plans && v < p->nvariants; v++)
+        plan_free(&p->plans[v]);
+    base_free(p->plans);
+    base_free(p->variant_first);
+    base_free(p->dispatch.rules);
+    arena_free(p->arena);
+    base_free(p);
+}
+
+/* ---- CUDA: compiling ---- */
+
+/* Every kernel as CUDA C, PTX (NVRTC, for device 0) and a loaded
+ * function, with its launch extents. */
+static rv_status cuda_compile(rv_program *p) {
+    char arch[32];
+    rv_status st = jit_cuda_arch(arch);
+    p->cuda_fns = base_xcalloc((size_t)p->n + 1, sizeof *p->cuda_fns);
+    p->cuda_launch = base_xcalloc((size_t)p->n + 1, sizeof *p->cuda_launch);
+    for (int k = 0; st == RV_OK && k < p->n; k++) {
+        char *src = NULL, *sym = NULL, *ptx = NULL;
+        st = cg_cuda_kernel(p->kernels[k], &src, &sym, &p->cuda_launch[k]);
+        if (st == RV_OK)
+            st = jit_nvrtc_compile(src, arch, &ptx);
+        if (st == RV_OK)
+            st = jit_cuda_load(ptx, sym, &p->cuda_fns[k]);
+        base_free(ptx);
+        base_free(sym);
+        base_free(src);
+    }
+    return st;
+}
+
+typedef Vec(Kernel *) KernelVec;
+
+/* Lowers variant v with the schedule blocks of `schedule` in place of the
+ * module's own (NULL: the module's own), appending its kernels. The
+ * variant's blocks are made in the compile scope and the module's are put
+ * back whatever happens. */
+static rv_status lower_variant(Module *m, int v, const char *schedule, KernelVec *all, int *first) {
+    SchedBlock *own = m->scheds.data;
+    int own_len = m->scheds.len, own_cap = m->scheds.cap;
+    rv_status st = RV_OK;
+    if (schedule) {
+        memset(&m->scheds, 0, sizeof m->scheds);
+        char name[32];
+        snprintf(name, sizeof name, "<variant %d>", v);
+        st = lang_parse_schedules(m, name, schedule);
+    }
+    Kernel **ks = NULL;
+    int n = 0;
+    if (st == RV_OK)
+        st = lower_pipeline(m, &ks, &n);
+    if (schedule) {
+        vec_free(&m->scheds);
+        m->scheds.data = own;
+        m->scheds.len = own_len;
+        m->scheds.cap = own_cap;
+    }
+    first[v] = all->len;
+    for (int i = 0; i < n; i++)
+        vec_push(all, ks[i]);
+    base_free(ks);
+    return st;
+}
+
+rv_status driver_lower_variants(Module *m, int nvariants, const char *const *schedules,
+                                Kernel ***ks, int *n, int *first) {
+    KernelVec all = {0};
+    rv_status st = RV_OK;
+    for (int v = 0; st == RV_OK && v < nvariants; v++)
+        st = lower_variant(m, v, schedules ? schedules[v] : NULL, &all, first);
+    *ks = all.data;
+    *n = all.len;
+    return st;
+}
+
+/* Lowering (every variant: one kernel list, one C unit, whose code
+ * generator names a variant's kernel_Y apart from another's), C, the JIT
+ * and (CUDA) the device kernels, inside the compile scope: p->kernels are
+ * the scope's until keep_kernels. */
+static rv_status compile_in_scope(rv_program *p, const char *const *schedules,
+                                  const rv_compile_options *opt) {
+    rv_status st =
+        driver_lower_variants(p->m, p->nvariants, schedules, &p->kernels, &p->n, p->variant_first);
+    if (st != RV_OK)
+        return st;
+    cg_c_module(p->kernels, p->n, &p->unit);
+    p->fns = base_xcalloc((size_t)p->n + 1, sizeof *p->fns);
+    p->preludes = base_xcalloc((size_t)p->n + 1, sizeof *p->preludes);
+    if (p->n == 0)
+        return RV_OK;
+    Arena *a = arena_new();
+    StrVec flags = {0};
+    vec_push(&flags, "-fopenmp-simd");
+    split_flags(opt->cflags, &flags, a);
+    JitOptions jo = {.cc = opt->cc,
+                     .cache_dir = opt->cache_dir,
+                     .extra_flags = flags.data,
+                     .n_extra_flags = flags.len};
+    double cc0 = jit_stats().compile_seconds;
+    st = jit_compile(p->unit.source, &jo, &p->lib);
+    p->stats.cc_seconds = jit_stats().compile_seconds - cc0;
+    vec_free(&flags);
+    arena_free(a);
+    for (int i = 0; st == RV_OK && i < p->n; i++) {
+        p->fns[i] = (rv_rt_kernel_fn)jit_fn(p->lib, p->unit.kernel_syms[i]);
+        if (p->unit.prelude_syms[i])
+            p->preludes[i] = (rv_rt_prelude_fn)jit_fn(p->lib, p->unit.prelude_syms[i]);
+        if (!p->fns[i] || (p->unit.prelude_syms[i] && !p->preludes[i]))
+            st = base_error(RV_ERR_COMPILER, "compiled program lacks %s: %s",
+                            p->unit.kernel_syms[i], rv_last_error());
+    }
+    if (st == RV_OK && p->target == RV_TARGET_CUDA)
+        st = cuda_compile(p);
+    return st;
+}
+
+/* What runs read of the kernels, copied out of the compile scope into the
+ * program's arena: each kernel's name, parameters (buffers with their
+ * sizes and storage orders) and check sites, and the CUDA launch extents.
+ * The loop IR stays behind and is freed with the scope. */
+static void keep_kernels(rv_program *p, const IrScope *scope) {
+    IrKeep keep;
+    ir_keep_init(&keep, scope, p->arena);
+    for (int k = 0; k < p->n; k++) {
+        const Kernel *kn = p->kernels[k];
+        Kernel *c = arena_alloc(p->arena, sizeof *c);
+        c->name = arena_strdup(p->arena, kn->name);
+        c->m = kn->m;
+        c->nparams = kn->nparams;
+        c->params = arena_memdup(p->arena, kn->params, sizeof(Param) * (size_t)kn->nparams);
+        for (int i = 0; i < kn->nparams; i++)
+            c->params[i].buf = ir_keep_buffer(&keep, kn->params[i].buf);
+        c->nsites = kn->nsites;
+        c->sites = arena_alloc(p->arena, sizeof(const char *) * (size_t)(kn->nsites + 1));
+        for (int i = 0; i < kn->nsites; i++)
+            c->sites[i] = arena_strdup(p->arena, kn->sites[i]);
+        p->kernels[k] = c;
+        for (int d = 0; p->cuda_launch && d < 3; d++) {
+            p->cuda_launch[k].grid[d] = ir_keep_expr(&keep, p->cuda_launch[k].grid[d]);
+            p->cuda_launch[k].block[d] = ir_keep_expr(&keep, p->cuda_launch[k].block[d]);
+        }
+    }
+    ir_keep_free(&keep);
+}
+
+/* The host plan of each variant, over the kept kernels (a kernel has a
+ * prelude when the JIT found one). */
+static void build_plans(rv_program *p) {
+    p->plans = base_xcalloc((size_t)p->nvariants, sizeof *p->plans);
+    bool *prelude = base_xcalloc((size_t)p->n + 1, sizeof *prelude);
+    for (int k = 0; k < p->n; k++)
+        prelude[k] = p->preludes[k] != NULL;
+    for (int v = 0; v < p->nvariants; v++) {
+        int first = p->variant_first[v];
+        int end = v + 1 < p->nvariants ? p->variant_first[v + 1] : p->n;
+        plan_build(&p->plans[v], p->m, p->kernels + first, end - first, prelude + first,
+                   p->target == RV_TARGET_CUDA);
+    }
+    base_free(prelude);
+    if (p->nvariants > 1 && plan_debug()) {
+        Buf b = {0};
+        plan_dispatch_print(&b, &p->dispatch);
+        fputs(buf_str(&b), stderr);
+        buf_free(&b);
+    }
+}
+
+rv_status driver_dispatch(Module *m, int nvariants, const rv_dispatch *d, PlanDispatch *pd) {
+    memset(pd, 0, sizeof *pd);
+    pd->nvariants = nvariants;
+    if (!d)
+        return RV_OK;
+    pd->fn = d->fn;
+    pd->user = d->user;
+    if (d->fn || d->nrules <= 0)
+        return RV_OK;
+    if (!d->rules)
+        return base_error(RV_ERR_ARG, "rv_program_compile_variants: %d rules and no table",
+                          d->nrules);
+    pd->rules = base_xcalloc((size_t)d->nrules, sizeof *pd->rules);
+    pd->nrules = d->nrules;
+    for (int r = 0; r < d->nrules; r++) {
+        const rv_dispatch_rule *in = &d->rules[r];
+        PlanRule *out = &pd->rules[r];
+        if (in->variant < 0 || in->variant >= nvariants)
+            return base_error(RV_ERR_ARG, "dispatch rule %d: variant %d of %d", r, in->variant,
+                              nvariants);
+        if (in->nconds < 0 || in->nconds > RV_DISPATCH_MAX_CONDS)
+            return base_error(RV_ERR_ARG, "dispatch rule %d: %d conditions (at most %d)", r,
+                              in->nconds, RV_DISPATCH_MAX_CONDS);
+        out->variant = in->variant;
+        out->nsizes = in->nconds;
+        for (int i = 0; i < in->nconds; i++) {
+            const char *name = in->conds[i].size;
+            if (!name || !(out->size[i] = rv_module_size(m, name)))
+                return base_error(RV_ERR_ARG, "dispatch rule %d: no size named '%s'", r,
+                                  name ? name : "(null)");
+            out->lo[i] = in->conds[i].lo;
+            out->hi[i] = in->conds[i].hi;
+        }
+    }
+    return RV_OK;
+}
+
+/* A compilation runs in its own IR scope (src/ir/scope.c): the schedule's
+ * stages, the loop IR, its buffers and expressions are freed when it ends,
+ * and the module is as it was before. The program keeps what its runs
+ * read (keep_kernels), in its own arena. */
+static rv_status compile_program(const char *fn, rv_module *m, int nvariants,
+                                 const char *const *schedules, const rv_dispatch *d,
+                                 const rv_compile_options *opt, rv_program **out) {
+    if (!out)
+        return base_error(RV_ERR_ARG, "%s: out is NULL", fn);
+    *out = NULL;
+    if (!m)
+        return base_error(RV_ERR_ARG, "%s: no module", fn);
+    if (nvariants < 1)
+        return base_error(RV_ERR_ARG, "%s: %d variants", fn, nvariants);
+    rv_compile_options none = {0};
+    if (!opt)
+        opt = &none;
+    if (opt->target != RV_TARGET_CPU && opt->target != RV_TARGET_CUDA)
+        return base_error(RV_ERR_ARG, "%s: unknown target %d", fn, (int)opt->target);
+    /* without a driver, say so before any work */
+    if (opt->target == RV_TARGET_CUDA && jit_cuda_init() != RV_OK)
+        return RV_ERR_UNSUPPORTED;
+    double t0 = rt_now_seconds();
+    rv_status st = ir_verify(m);
+    if (st != RV_OK)
+        return st;
+    rv_program *p = base_xcalloc(1, sizeof *p);
+    p->m = m;
+    p->arena = arena_new();
+    p->ntensors = m->tensors.len;
+    p->serial = opt->serial != 0;
+    p->target = opt->target;
+    p->nvariants = nvariants;
+    p->variant_first = base_xcalloc((size_t)nvariants + 1, sizeof *p->variant_first);
+    p->last_variant = -1;
+    st = driver_dispatch(m, nvariants, d, &p->dispatch);
+    if (st == RV_OK) {
+        IrScope scope;
+        ir_scope_begin(m, &scope);
+        st = compile_in_scope(p, schedules, opt);
+        if (st == RV_OK)
+            keep_kernels(p, &scope);
+        ir_scope_end(&scope);
+    }
+    if (st != RV_OK) {
+        rv_program_free(p);
+        return st;
+    }
+    build_plans(p);
+    p->stats.compile_seconds = rt_now_seconds() - t0;
+    *out = p;
+    return RV_OK;
+}
+
+rv_status rv_program_compile(rv_module *m, const rv_compile_options *opt, rv_program **out) {
+    return compile_program("rv_program_compile", m, 1, NULL, NULL, opt, out);
+}
+
+rv_status rv_program_compile_variants(rv_module *m, int nvariants, const char *const *schedules,
+                                      const rv_dispatch *dispatch, const rv_compile_options *opt,
+                                      rv_program **out) {
+    return compile_program("rv_program_compile_variants", m, nvariants, schedules, dispatch, opt,
+                           out);
+}
+
+rv_status rv_program_emit(rv_module *m, char **source) {
+    if (!source)
+        return base_error(RV_ERR_ARG, "rv_program_emit: source is NULL");
+    *source = NULL;
+    if (!m)
+        return base_error(RV_ERR_ARG, "rv_program_emit: no module");
+    rv_status st = ir_verify(m);
+    if (st != RV_OK)
+        return st;
+    /* the lowering and the C unit, in a scope: the module is left as it was */
+    IrScope scope;
+    ir_scope_begin(m, &scope);
+    Kernel **ks = NULL;
+    int n = 0, first = 0;
+    st = driver_lower_variants(m, 1, NULL, &ks, &n, &first);
+    if (st == RV_OK) {
+        CgUnit unit = {0};
+        cg_c_module(ks, n, &unit);
+        *source = unit.source;
+        unit.source = NULL;
+        cg_unit_free(&unit);
+    }
+    base_free(ks);
+    ir_scope_end(&scope);
+    return st;
+}
+
+const char *rv_program_source(const rv_program *p) {
+    return p && p->unit.source ? p->unit.source : "";
+}

@@ -1,0 +1,49 @@
+/*
+ * program.h — what a compiled program holds, between the layer that makes
+ * it (the compile driver, src/driver/compile.c) and the one that runs it
+ * (src/runtime/program.c, rv_program_run).
+ *
+ * The runtime never lowers, generates code or compiles: it takes a program
+ * whose kernels' interfaces, loaded functions and host plans are filled
+ * in, and interprets the plan (src/plan/plan.h) on bindings. That keeps the compile driver above
+ * the runtime (DESIGN.md, "driver"), where recursion lowering, batching and tuning join it without
+ * going through the runtime.
+ */
+#ifndef RAVEL_RUNTIME_PROGRAM_H
+#define RAVEL_RUNTIME_PROGRAM_H
+
+#include "codegen/codegen.h"
+#include "jit/jit.h"
+#include "plan/plan.h"
+#include "ravel_rt.h"
+
+struct rv_program {
+    Module *m;
+    Arena *arena;     /* what runs read of the kernels (the driver's copies) */
+    int ntensors;     /* the module's tensor count when compiled */
+    int n;            /* kernels, of every variant */
+    Kernel **kernels; /* interfaces only: no prelude, no body */
+    /* Variants (plan.h): variant v's kernels are kernels[variant_first[v]
+     * ...], run by plans[v]; the dispatch picks one per run when there
+     * are several. */
+    int nvariants;
+    int *variant_first;
+    Plan *plans;
+    PlanDispatch dispatch;
+    int last_variant;  /* the variant the last run ran, -1 before any */
+    const char **what; /* per tensor: "tensor X" for layout errors (the first run's) */
+    CgUnit unit;
+    JitLib *lib;
+    rv_rt_kernel_fn *fns;
+    rv_rt_prelude_fn *preludes; /* NULL entries: no prelude */
+    bool serial;
+    rv_target target;
+    JitCudaKernel **cuda_fns; /* RV_TARGET_CUDA: per kernel */
+    CgLaunch *cuda_launch;    /* RV_TARGET_CUDA: per kernel */
+    rv_program_counters stats;
+};
+
+/* Seconds on a monotonic clock (the program's counters). */
+double rt_now_seconds(void);
+
+#endif
