@@ -9,7 +9,7 @@
  * out-of-range elements of a cached input are zero). The buffer lives on
  * the stack when small and constant, else in the per-call scratch arena;
  * the reader's reads of it become loads relative to the origin (a RegionView,
- * flatten.c). A tile that cannot be bounded, or a padded stage that would
+ * expr.c). A tile that cannot be bounded, or a padded stage that would
  * read outside a tensor, is a schedule error located at the placing step.
  * Inlined stages were already substituted by the schedule.
  */

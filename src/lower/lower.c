@@ -14,8 +14,10 @@
  *                 the region bounds.c infers, the stage's nest into it
  *     bounds.c    region inference: what the remaining iterations read
  *     reduce.c    reduction placement: accumulators, in-place init nests
- *     flatten.c   tensor reads become loads at flat storage offsets
- *     rtcheck.c   run-time checks: `if !ok: fail N`, safe offsets/divisors
+ *     expr.c      tensor-level expressions into loop IR: reads in values
+ *                 stay multi-dimensional accesses X{i, j} for the checks
+ *                 and flatten passes, the schedule's indices and extents
+ *                 are flattened with safe offsets and divisors (rtcheck.c)
  *     storage.c   the prelude filling the AUX arrays of ragged layouts
  *
  * They run interleaved, in one walk over each stage's nest: each needs
@@ -124,6 +126,7 @@ static void kernel_begin(LowerCtx *c) {
     Module *m = c->m;
     c->params.len = 0;
     c->sites.len = 0;
+    c->check_src.len = 0;
     ptrmap_free(&c->used_bufs);
     ptrmap_free(&c->axis_value);
     ptrmap_free(&c->views);
@@ -199,6 +202,10 @@ static rv_status lower_stage_kernel(LowerCtx *c, Stage *st, Kernel **out) {
     k->sites = c->sites.len ? arena_memdup(m->arena, c->sites.data,
                                            sizeof(const char *) * (size_t)c->sites.len)
                             : NULL;
+    k->ncheck_src = c->check_src.len;
+    k->check_src = c->check_src.len ? arena_memdup(m->arena, c->check_src.data,
+                                                   sizeof(CheckSrc) * (size_t)c->check_src.len)
+                                    : NULL;
     *out = k;
     return RV_OK;
 }
@@ -227,6 +234,7 @@ rv_status lower_schedule(Schedule *s, Kernel ***out, int *n) {
     }
     vec_free(&c.params);
     vec_free(&c.sites);
+    vec_free(&c.check_src);
     ptrmap_free(&c.used_bufs);
     ptrmap_free(&c.axis_value);
     ptrmap_free(&c.views);

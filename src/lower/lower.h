@@ -106,7 +106,24 @@ typedef struct Kernel {
      * safe value; the host reports the run as failed. */
     int nsites;
     const char **sites;
+    /* Until the checks pass: what each access and integer division of a
+     * value that expr.c left for it stands for (rtcheck.c). */
+    int ncheck_src;
+    struct CheckSrc *check_src;
+    /* The flatten pass has run: the body holds no multi-dimensional
+     * access (READ or UF application, flatten.c). */
+    bool flat;
 } Kernel;
+
+/* An access or integer division in a value (expr.c), left for the checks
+ * pass: the tensor-level expression its site's message shows, and
+ * whether its stage pads a loop (its reads of padded dimensions may reach
+ * their padded extent, by design of `pad`). */
+typedef struct CheckSrc {
+    const Expr *node; /* loop IR */
+    const Expr *src;  /* tensor-level */
+    bool loop_pad;
+} CheckSrc;
 
 /* ---- stmt.c: construction, traversal, printing ---- */
 
@@ -289,20 +306,22 @@ typedef struct LowerCtx {
     int par_depth;           /* parallel loops around the current position */
     PtrMap accs;             /* accumulator buffers lower_wrap_locals declares */
     Vec(const char *) sites; /* the kernel's run-time checks (Kernel.sites) */
+    Vec(CheckSrc) check_src; /* Kernel.check_src */
     bool loop_pad;           /* the stage being emitted pads a loop (schedule `pad`) */
     rv_status st;
 } LowerCtx;
 
-/* An expression being lowered (flatten.c) and what it needs first. */
+/* An expression being lowered (expr.c) and what it needs first. */
 typedef struct ExprCtx {
     LowerCtx *c;
     Vec(Stmt *) pre;      /* statements that must run before the expression */
     const PtrMap *preset; /* nodes with a value already (the stage's reduction) */
     rv_status st;
     /* A value or predicate the definition computes (not an index or
-     * extent the schedule evaluates): reads and divisions that the
-     * simplifier cannot prove safe get a FAIL in pre (check_or_fail); in
-     * every context they get a safe offset or divisor. */
+     * extent the schedule evaluates): its reads of storage and its integer
+     * divisions are left for the checks pass (Kernel.check_src), a view's
+     * read gets its FAIL in pre here (check_or_fail); elsewhere reads and
+     * divisions get only a safe offset or divisor. */
     bool checked;
 } ExprCtx;
 
@@ -349,7 +368,7 @@ Expr *lower_ctx_simp(LowerCtx *c, Expr *e);
 Stmt *lower_sched_error(LowerCtx *c, const char *fmt, ...) RV_PRINTF(2, 3);
 Stmt *lower_stage_error(LowerCtx *c, const Stage *p, const char *fmt, ...) RV_PRINTF(3, 4);
 
-/* flatten.c */
+/* expr.c */
 /* The flat offset of element idx of a view. */
 Expr *lower_view_offset(Module *m, const RegionView *v, Expr *const *idx);
 /* e in loop IR (memo: Expr -> lowered, within one expression); NULL
@@ -362,10 +381,17 @@ Expr *lower_index(LowerCtx *c, Expr *e);
 Stmt *lower_element_stmt(LowerCtx *c, Buffer *buf, Expr *offset, Expr *value, const PtrMap *preset);
 
 /* rtcheck.c */
-/* The flat offset `off` of read e, checked: where the indices may be out
- * of range, a FAIL and offset 0 instead (a kernel never reads out of
- * bounds; the run reports the failure). */
-Expr *lower_checked_offset(ExprCtx *x, Expr *e, Expr *const *idx, Expr *off, PtrMap *memo);
+/* The condition under which read or UF application e (tensor-level; idx:
+ * its lowered indices) may use its indices: *guard NULL when the declared
+ * ranges prove them in range; else, in a checked context, a FAIL under
+ * its negation is in x->pre, and the caller reads the origin (offset 0)
+ * where it fails (a kernel never reads out of bounds; the run reports the
+ * failure). False with x->st set when lowering an extent failed. */
+bool lower_read_guard(ExprCtx *x, Expr *e, Expr *const *idx, PtrMap *memo, Expr **guard);
+/* An integer division or remainder (what may trap: a check's site). */
+bool lower_is_int_div(const Expr *e);
+/* The checks pass over kernel k's body (rtcheck.c states its contract). */
+rv_status lower_checks(Kernel *k);
 /* An integer division or remainder whose divisor may be 0 (or -1 with the
  * dtype's smallest dividend): a FAIL there, and divisor 1 instead. */
 Expr *lower_checked_div(ExprCtx *x, Expr *e, Expr **args);
@@ -425,6 +451,27 @@ bool lower_infer_region(LowerCtx *c, StageNest *n, Stage *p, bool clip, Range *r
  * each in its buffer, around the nest from leaf i inward. */
 Stmt *lower_emit_attached(LowerCtx *c, StageNest *n, const IterVar *at, int i);
 
+/* ---- flatten.c: multi-dimensional accesses -> flat storage offsets ---- */
+
+/* The load of an element of storage st at offset `off` (ir_storage_offset)
+ * or, where guard (non-NULL) fails, at the origin; a UF's value widened
+ * to i64. */
+Expr *lower_access_load(Module *m, const Storage *st, Expr *guard, Expr *off);
+/* The flatten pass over kernel k's body (flatten.c states its contract);
+ * sets k->flat. */
+rv_status lower_flatten(Kernel *k);
+/* Flattening one expression: the storage of each tensor and UF that is a
+ * parameter of k (lower_flat_init), then e with its accesses flattened
+ * (memo: Expr -> flattened); NULL when an access's storage is unknown
+ * or the IR rejects a rebuilt access. */
+typedef struct FlatCtx {
+    Module *m;
+    PtrMap storage; /* Tensor* or Ufun* -> const Storage* */
+} FlatCtx;
+void lower_flat_init(FlatCtx *F, const Kernel *k);
+void lower_flat_free(FlatCtx *F);
+Expr *lower_flat_expr(FlatCtx *F, Expr *e, PtrMap *memo);
+
 /* ---- forward.c: reads of a local copy of a window read the source ---- */
 
 /* An allocation of a local array whose body starts with a guard-free copy
@@ -448,8 +495,9 @@ Stmt *lower_promote_accumulators(Module *m, Stmt *s);
  * file's comment says; returns the same pointer when nothing changed and
  * NULL when no statement remains. */
 typedef Stmt *(*LowerPass)(Module *m, Stmt *s);
-/* lower_module, then every kernel body through the passes, in order:
+/* lower_module, then every kernel through the passes, in order:
  *
+ *     flatten    flatten.c: multi-dimensional accesses -> flat storage offsets
  *     simplify   simplify.c: canonical index arithmetic, proven guards go
  *     forward    forward.c: reads of a local copy of a window read the source
  *     promote    promote.c: an accumulation repeated by a loop runs in a local tile
@@ -462,9 +510,11 @@ typedef Stmt *(*LowerPass)(Module *m, Stmt *s);
  * lower_module and every pass, a pass name (`hoist`, `lower.hoist`) after
  * that pass. docs/pipeline.md describes both. */
 rv_status lower_pipeline(Module *m, Kernel ***out, int *n);
-/* The pass of lower_pipeline's list called `name` (per-pass tests run
- * one alone); NULL when there is none. */
-LowerPass lower_pass_named(const char *name);
+/* Is there a pass called `name` in lower_pipeline's list? */
+bool lower_has_pass(const char *name);
+/* Runs the pass of lower_pipeline's list called `name` on k alone
+ * (per-pass tests); RV_ERR_ARG when there is none. */
+rv_status lower_run_pass(Kernel *k, const char *name);
 /* The passes of lower_pipeline on one kernel already lowered. */
 rv_status lower_run_passes(Kernel *k);
 /* Checks the loop-IR invariants of a kernel (verify.c); `after` names the

@@ -14,11 +14,16 @@
  *     attach    attach.c: computed-at stages in buffers for their regions
  *     bounds    bounds.c: region inference for computed-at stages
  *     reduce    reduce.c: accumulators, in-place init nests
- *     flatten   flatten.c: tensor reads -> loads at flat storage offsets
- *     rtcheck   rtcheck.c: `if !ok: fail N`, safe offsets and divisors
- *     storage   storage.c: the prelude filling ragged layouts' AUX arrays Each pass is one file and one function
- * `Stmt *pass(Module *, Stmt *)` that returns the same pointer when it
- * changes nothing (QBE's main.c:func(), Halide's Lower.cpp).
+ *     expr      expr.c: tensor-level expressions -> loop IR, reads in
+ *               values as multi-dimensional accesses X{i, j}; what the
+ *               schedule evaluates flat, with safe offsets (rtcheck.c)
+ *     storage   storage.c: the prelude filling ragged layouts' AUX arrays
+ *
+ * Each pass is one file and one function `Stmt *pass(Module *, Stmt *)`
+ * that returns the same pointer when it changes nothing (QBE's
+ * main.c:func(), Halide's Lower.cpp), or `rv_status pass(Kernel *)` when
+ * it needs the kernel (checks: its sites; flatten: its parameters'
+ * storage orders).
  *
  * After lower_module and after every pass, the loop-IR verifier
  * (verify.c) checks the kernel; a violation is reported as an internal
@@ -39,23 +44,40 @@
 
 typedef struct LowerPassInfo {
     const char *name;
-    LowerPass run;
+    LowerPass run;                       /* a pass over the body, or */
+    rv_status (*run_kernel)(Kernel *k); /* one over the kernel (its parameters) */
 } LowerPassInfo;
 
 /* The passes, in order. */
 static const LowerPassInfo passes[] = {
-    {"simplify", lower_simplify},            /* canonical index arithmetic, proven guards removed */
-    {"forward", lower_forward_copies},       /* whole tiles read a padded copy's source */
-    {"promote", lower_promote_accumulators}, /* in-place accumulations in a local tile */
-    {"hoist", lower_hoist},                  /* loop-invariant UF/AUX loads and index arithmetic */
-    {"simplify", lower_simplify},            /* what hoisting exposed */
+    {"checks", NULL, lower_checks},                /* `if !ok: fail N`, safe indices and divisors */
+    {"flatten", NULL, lower_flatten},              /* multi-dim accesses -> flat offsets */
+    {"simplify", lower_simplify, NULL},            /* canonical index arithmetic, proven guards removed */
+    {"forward", lower_forward_copies, NULL},       /* whole tiles read a padded copy's source */
+    {"promote", lower_promote_accumulators, NULL}, /* in-place accumulations in a local tile */
+    {"hoist", lower_hoist, NULL},                  /* loop-invariant UF/AUX loads and index arithmetic */
+    {"simplify", lower_simplify, NULL},            /* what hoisting exposed */
 };
 
-LowerPass lower_pass_named(const char *name) {
+static rv_status run_pass(const LowerPassInfo *p, Kernel *k) {
+    if (p->run_kernel)
+        return p->run_kernel(k);
+    k->body = p->run(k->m, k->body);
+    return RV_OK;
+}
+
+bool lower_has_pass(const char *name) {
     for (int i = 0; i < (int)RV_COUNT(passes); i++)
         if (strcmp(passes[i].name, name) == 0)
-            return passes[i].run;
-    return NULL;
+            return true;
+    return false;
+}
+
+rv_status lower_run_pass(Kernel *k, const char *name) {
+    for (int i = 0; i < (int)RV_COUNT(passes); i++)
+        if (strcmp(passes[i].name, name) == 0)
+            return run_pass(&passes[i], k);
+    return base_error(RV_ERR_ARG, "no lowering pass named '%s'", name);
 }
 
 /* Does RAVEL_DEBUG ask for a dump after `pass`? */
@@ -90,7 +112,8 @@ rv_status lower_run_passes(Kernel *k) {
     debug_dump(k, "lower");
     rv_status st = lower_verify_kernel(k, "lower");
     for (int i = 0; st == RV_OK && i < (int)RV_COUNT(passes); i++) {
-        k->body = passes[i].run(k->m, k->body);
+        if ((st = run_pass(&passes[i], k)) != RV_OK)
+            break;
         debug_dump(k, passes[i].name);
         st = lower_verify_kernel(k, passes[i].name);
     }

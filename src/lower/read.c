@@ -10,6 +10,9 @@
  *     uf len: i32[B] in 0..9       a UF array: its domain and value range
  *     aux off: i64[B + 1]          a prelude (AUX) array and its size
  *     buffer A: f32[N*N]           a tensor buffer's size
+ *     tensor X: f32[b < B, l < len{b} pad 4]
+ *                                  a tensor and its storage order (buffer
+ *                                  X, row starts X_startK), for accesses
  *
  * A kernel parameter that is not declared is a size over 0..INT64_MAX or
  * a tensor buffer of unknown size. Guarantees: print(read(text)) == text
@@ -57,6 +60,7 @@ typedef struct Reader {
     StrMap decl_bufs; /* declared buffers by name */
     Kernel *k;
     int max_site;
+    bool saw_access; /* the kernel has a multi-dimensional access */
 } Reader;
 
 static Line *line(Reader *R) {
@@ -283,6 +287,41 @@ static bool call_args(Reader *R, int n, Expr **args, rv_dtype hint) {
 }
 
 /* A name: a literal word, a cast, a call, a load or a variable. */
+/* `X{i, j}`: a multi-dimensional access of a declared tensor or UF (in a
+ * declaration's extent, a UF application); the cursor is at '{'. The
+ * name is the module's (a golden's output is read after its input). */
+static Expr *parse_access(Reader *R, const char *name, const char *at) {
+    Module *m = R->m;
+    Ufun *f = rv_module_ufun(m, name);
+    Tensor *t = rv_module_tensor(m, name);
+    if (!f && !t) {
+        fail_at(R, at, "'%s' is neither a declared tensor nor a uf", name);
+        return NULL;
+    }
+    R->p++;
+    Expr *args[RV_MAX_DIMS];
+    int n = 0;
+    if (!accept(R, "}")) {
+        do {
+            if (n == RV_MAX_DIMS) {
+                fail_at(R, R->p, "too many indices");
+                return NULL;
+            }
+            if (!(args[n++] = parse_expr(R, PREC_OR, RV_I64)))
+                return NULL;
+        } while (accept(R, ","));
+        if (!expect(R, "}"))
+            return NULL;
+    }
+    Expr *r = f ? ir_ufcall(m, f, n, args) : ir_read(m, t, n, args);
+    if (!r) {
+        fail_at(R, at, "ill-typed access of '%s': %s", name, rv_last_error());
+        return NULL;
+    }
+    R->saw_access = true;
+    return r;
+}
+
 static Expr *parse_name(Reader *R, rv_dtype hint) {
     Module *m = R->m;
     const char *at = R->p;
@@ -316,6 +355,8 @@ static Expr *parse_name(Reader *R, rv_dtype hint) {
         return r;
     }
     Named *nm = lookup(R, s);
+    if (R->p < line(R)->end && *R->p == '{')
+        return parse_access(R, s, at);
     if (R->p < line(R)->end && *R->p == '[') {
         if (!nm || !nm->buf) {
             fail_at(R, at, "undefined buffer '%s'", s);
@@ -726,8 +767,10 @@ static bool parse_buffer_decl(Reader *R, const char *what) {
     Expr *size = ext[0];
     for (int i = 1; i < n; i++)
         size = ir_binary(m, EX_MUL, size, ext[i]);
-    Buffer *b = ir_buffer_new(m, name, t, size, what[0] == 'a' ? BUF_AUX : BUF_ARG);
-    if (what[0] == 'u') {
+    Buffer *b = NULL;
+    if (what[0] != 'u')
+        b = ir_buffer_new(m, name, t, size, what[0] == 'a' ? BUF_AUX : BUF_ARG);
+    else {
         if (!expect(R, "in"))
             return false;
         Expr *lo = decl_expr(R);
@@ -740,16 +783,109 @@ static bool parse_buffer_decl(Reader *R, const char *what) {
         for (int i = 0; i < n; i++)
             args[i] = arena_printf(m->arena, "%s_a%d", name, i);
         Ufun *f = rv_ufun_begin(m, name, n, args);
-        b->uf = f ? rv_ufun_end(f, ext, lo, hi) : NULL;
-        if (!b->uf) {
+        f = f ? rv_ufun_end(f, ext, lo, hi) : NULL;
+        /* its storage order, for accesses f{...} (flatten.c) */
+        Storage *st = arena_alloc(m->arena, sizeof(Storage));
+        if (!f || ir_storage_init(m, st, name, n, f->args, NULL, t, BUF_ARG) != RV_OK) {
             fail_at(R, line(R)->text, "%s", rv_last_error());
             return false;
         }
+        b = st->buf;
+        b->uf = f;
     }
     if (!expect_end(R))
         return false;
     strmap_put(&R->decl_bufs, name, b);
     bind_buf(R, name, b); /* later declarations may load from it */
+    return true;
+}
+
+/* The names of a declared tensor's dimensions, `b` and `l` of
+ * `[b < B, l < len{b}]` (the cursor after '['): the tensor must exist
+ * before its extents, which mention them, are read. */
+static int dim_names(Reader *R, const char **names) {
+    int n = 0, depth = 0;
+    bool head = true;
+    for (const char *p = R->p; p < line(R)->end && depth >= 0; p++) {
+        if (head && is_ident_start(*p)) {
+            if (n == RV_MAX_DIMS)
+                return -1;
+            const char *e = p;
+            while (e < line(R)->end && is_ident_char(*e))
+                e++;
+            names[n++] = arena_strndup(R->m->arena, p, (size_t)(e - p));
+            head = false;
+        }
+        if (*p == '(' || *p == '[' || *p == '{')
+            depth++;
+        else if (*p == ')' || *p == ']' || *p == '}')
+            depth--;
+        else if (*p == ',' && depth == 0)
+            head = true;
+    }
+    return n;
+}
+
+/* `tensor NAME: DTYPE[AXIS < EXT [pad N], ...]`: an input tensor and its
+ * storage order (ir_storage_init: buffer NAME, row starts NAME_startK). */
+static bool parse_tensor_decl(Reader *R) {
+    Module *m = R->m;
+    const char *at = (skip_space(R), R->p);
+    const char *name = expect_ident(R, "a tensor name");
+    if (!name || !expect(R, ":"))
+        return false;
+    rv_dtype dt = expect_dtype(R);
+    if (dt == NO_DTYPE || !expect(R, "["))
+        return false;
+    const char *names[RV_MAX_DIMS];
+    int n = dim_names(R, names);
+    if (n <= 0) {
+        fail_at(R, R->p, n < 0 ? "too many dimensions" : "expected a dimension");
+        return false;
+    }
+    Tensor *t = rv_input_begin(m, name, dt, n, names);
+    if (!t) {
+        fail_at(R, at, "%s", rv_last_error());
+        return false;
+    }
+    Expr *ext[RV_MAX_DIMS];
+    int pad[RV_MAX_DIMS];
+    int outer = R->scope.len;
+    for (int d = 0; d < n; d++) {
+        if (d && !expect(R, ","))
+            return false;
+        if (!expect_ident(R, "a dimension name") || !expect(R, "<"))
+            return false;
+        if (!(ext[d] = decl_expr(R)))
+            return false;
+        pad[d] = 1;
+        if (accept(R, "pad")) {
+            skip_space(R);
+            char *stop;
+            long v = strtol(R->p, &stop, 10);
+            if (stop == R->p || v < 1 || v > INT32_MAX) {
+                fail_at(R, R->p, "expected a padding multiple");
+                return false;
+            }
+            pad[d] = (int)v;
+            R->p = stop;
+        }
+        bind_var(R, t->axes[d]); /* later extents may mention it */
+    }
+    R->scope.len = outer;
+    if (!expect(R, "]") || !expect_end(R))
+        return false;
+    Storage *st = arena_alloc(m->arena, sizeof(Storage));
+    if (!rv_input_end(t, ext, pad) ||
+        ir_storage_init(m, st, name, n, t->axes, t->pad, dt, BUF_ARG) != RV_OK) {
+        fail_at(R, at, "%s", rv_last_error());
+        return false;
+    }
+    st->buf->tensor = t;
+    strmap_put(&R->decl_bufs, st->buf->name, st->buf);
+    for (int d = 0; d < n; d++)
+        if (st->start[d])
+            strmap_put(&R->decl_bufs, st->start[d]->name, st->start[d]);
     return true;
 }
 
@@ -773,8 +909,11 @@ static bool parse_decls(Reader *R) {
                    (strcmp(w, "uf") == 0 || strcmp(w, "aux") == 0 || strcmp(w, "buffer") == 0)) {
             if (!parse_buffer_decl(R, w))
                 return false;
+        } else if (w && strcmp(w, "tensor") == 0) {
+            if (!parse_tensor_decl(R))
+                return false;
         } else {
-            fail_at(R, at, "expected a declaration (size, uf, aux, buffer) or 'kernel'");
+            fail_at(R, at, "expected a declaration (size, uf, aux, buffer, tensor) or 'kernel'");
             return false;
         }
         R->cur++;
@@ -824,6 +963,36 @@ static bool parse_param(Reader *R, ParamVec *params) {
     return true;
 }
 
+typedef struct Sites {
+    PtrMap seen;
+    Vec(CheckSrc) v;
+} Sites;
+
+static Expr *collect_site(StmtMutator *mu, Expr *e) {
+    Sites *S = mu->ctx;
+    if (ptrmap_has(&S->seen, e))
+        return e;
+    ptrmap_put(&S->seen, e, e);
+    for (int i = 0; i < e->n; i++)
+        collect_site(mu, e->args[i]);
+    if (e->kind == EX_READ || e->kind == EX_UFCALL || lower_is_int_div(e))
+        vec_push(&S->v, ((CheckSrc){e, e, false}));
+    return e;
+}
+
+/* Before the checks pass, every access and integer division of the text
+ * is a value's (Kernel.check_src), its own message. */
+static void name_checks(Reader *R, Kernel *k) {
+    Sites S = {0};
+    StmtMutator mu = {collect_site, NULL, R->m, &S};
+    lower_mutate(&mu, k->body);
+    k->ncheck_src = S.v.len;
+    k->check_src = S.v.len ? arena_memdup(R->m->arena, S.v.data, sizeof(CheckSrc) * (size_t)S.v.len)
+                           : NULL;
+    ptrmap_free(&S.seen);
+    vec_free(&S.v);
+}
+
 static Kernel *parse_kernel(Reader *R) {
     Module *m = R->m;
     R->p = line(R)->text;
@@ -861,9 +1030,12 @@ static Kernel *parse_kernel(Reader *R) {
             k->prelude = parse_block(R, 4);
         }
     }
+    R->saw_access = false;
     k->body = parse_block(R, 2);
     if (R->failed)
         return NULL;
+    k->flat = !R->saw_access;
+    name_checks(R, k);
     k->nsites = R->max_site + 1;
     k->sites = arena_alloc(m->arena, sizeof(char *) * (size_t)(k->nsites ? k->nsites : 1));
     for (int i = 0; i < k->nsites; i++)

@@ -11,7 +11,7 @@
  * one expression) become accumulator nests where their value is needed.
  *
  * Takes the nest at its outermost reduction leaf (nest.c) or a REDUCE
- * node in a value (flatten.c). Gives the accumulator or in-place nests,
+ * node in a value (expr.c). Gives the accumulator or in-place nests,
  * every accumulator declared by an allocation around its uses, and the
  * interpreter's combination order and rules (argmax: first maximum, ties
  * on the index, NaN the largest).

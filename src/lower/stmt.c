@@ -339,14 +339,11 @@ static void print_expr(Buf *b, const Expr *e, int min_prec) {
         print_expr(b, e->args[0], PREC_ATOM);
         break;
     case EX_READ:
-        buf_printf(b, "%s[", e->u.tensor->name);
-        print_args(b, e->n, e->args);
-        buf_putc(b, ']');
-        break;
     case EX_UFCALL:
-        buf_printf(b, "%s[", e->u.uf->name);
+        /* a multi-dimensional access (flatten.c): X{i, j}, never X[off] */
+        buf_printf(b, "%s{", e->kind == EX_READ ? e->u.tensor->name : e->u.uf->name);
         print_args(b, e->n, e->args);
-        buf_putc(b, ']');
+        buf_putc(b, '}');
         break;
     case EX_LOAD:
         buf_printf(b, "%s[", e->u.buf->name);

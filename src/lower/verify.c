@@ -14,7 +14,10 @@
  *     arrays before the body runs, and passes such as hoisting rely on it);
  *   - loop extents and load/store indices are i64, conditions are bool,
  *     and a stored value has its buffer's dtype;
- *   - no tensor-level node (READ, UFCALL, REDUCE) remains.
+ *   - no reduction remains; a multi-dimensional access (READ or UFCALL
+ *     with loop-IR indices, i64) only in the body before the flatten pass
+ *     (Kernel.flat), and its tensor or UF (the buffer flatten loads) is
+ *     then a parameter.
  *
  * A violation is an internal error, reported as RV_ERR_UNSUPPORTED with
  * "internal error after pass X: kernel K: ..." and the offending statement,
@@ -77,9 +80,18 @@ static bool check_node(Verify *v, const Expr *e) {
                         rv_dtype_name(e->args[0]->dtype));
         return true;
     case EX_READ:
-        return fail(v, "tensor read of '%s' left in the loop IR", e->u.tensor->name);
-    case EX_UFCALL:
-        return fail(v, "UF application '%s[...]' left in the loop IR", e->u.uf->name);
+    case EX_UFCALL: {
+        const char *name = e->kind == EX_READ ? e->u.tensor->name : e->u.uf->name;
+        if (v->k->flat || v->prelude)
+            return fail(v, "multi-dimensional access %s{...} left after pass flatten", name);
+        for (int i = 0; i < e->n; i++)
+            if (e->args[i]->dtype != RV_I64)
+                return fail(v, "index %d of an access of '%s' is %s, not i64", i, name,
+                            rv_dtype_name(e->args[i]->dtype));
+        if (!ptrmap_has(&v->params, e->kind == EX_READ ? (void *)e->u.tensor : (void *)e->u.uf))
+            return fail(v, "access of '%s', whose storage is not a parameter of the kernel", name);
+        return true;
+    }
     case EX_REDUCE:
         return fail(v, "reduction left in the loop IR");
     default:
@@ -226,6 +238,10 @@ rv_status lower_verify_kernel(const Kernel *k, const char *after) {
             ptrmap_put(&v.params, p->size, (void *)p->size);
         else
             ptrmap_put(&v.params, p->buf, (void *)p->buf);
+        /* the storage a multi-dimensional access of it loads */
+        if (p->buf && p->buf->storage && (p->buf->tensor || p->buf->uf))
+            ptrmap_put(&v.params, p->buf->tensor ? (void *)p->buf->tensor : (void *)p->buf->uf,
+                       (void *)p->buf);
     }
     bool pre = check_part(&v, k->prelude, true);
     bool ok = pre && check_part(&v, k->body, false);

@@ -1103,7 +1103,7 @@ static const Expr *stmt_tensor_level(const Stmt *s) {
 static bool lowering_complete(rv_module *m, const char *name) {
     Kernel **ks;
     int n;
-    if (lower_module(m, &ks, &n) != RV_OK)
+    if (lower_pipeline(m, &ks, &n) != RV_OK)
         return true; /* rv_program_compile reports it */
     const Expr *bad = NULL;
     const char *where = "";

@@ -379,7 +379,11 @@ static void test_verify(void) {
     Expr *uf = ir_ufcall(m, len->uf, 1, (Expr *const[]){I(m, 0)});
     bad.body = lower_store(m, Y, ir_cast(m, RV_I64, uf), ir_float(m, RV_F32, 1));
     CHECK_EQ_INT(lower_verify_kernel(&bad, "x"), RV_ERR_UNSUPPORTED);
-    CHECK_STR_CONTAINS(rv_last_error(), "UF application 'len[...]' left in the loop IR");
+    CHECK_STR_CONTAINS(rv_last_error(), "access of 'len', whose storage is not a parameter");
+    bad.flat = true;
+    CHECK_EQ_INT(lower_verify_kernel(&bad, "x"), RV_ERR_UNSUPPORTED);
+    CHECK_STR_CONTAINS(rv_last_error(), "multi-dimensional access len{...} left after pass flatten");
+    bad.flat = false;
     /* a loop rebinding its own variable */
     Axis *i = lower_loop_var(m, "i", I(m, 2));
     bad.body = loop(m, i, LOOP_SERIAL,

@@ -129,14 +129,14 @@ static void test_print(void) {
     Stmt *pre = lower_for(m, b, ir_size(m, T), LOOP_SERIAL, lower_seq(m, 2, seq2));
 
     Param params[3] = {{PARAM_SIZE, T, NULL}, {PARAM_TENSOR, NULL, X}, {PARAM_TENSOR, NULL, Y}};
-    Kernel k = {"dense", m, 3, params, pre, body, 0, NULL};
+    Kernel k = {.name = "dense", .m = m, .nparams = 3, .params = params, .prelude = pre, .body = body};
     Buf out = {0};
     lower_print_kernel(&out, &k);
     const char *want = "kernel dense(T: size, X: f32*, Y: f32*)\n"
                        "  prelude:\n"
                        "    for b in 0..T:\n"
                        "      let l = len[b] - (b - 1):\n"
-                       "        Y[-(l - -2)] = f32(min(l, len[b]))\n"
+                       "        Y[-(l - -2)] = f32(min(l, len{b}))\n"
                        "      call gemm(Y, X)\n"
                        "  parallel for i in 0..16*T:\n"
                        "    allocate acc: f32[4] local\n"
