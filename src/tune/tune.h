@@ -1,0 +1,70 @@
+/*
+ * tune.h — the auto-scheduler's layer (DESIGN.md "tune", issue 15): the
+ * foundations a shape-generic tuner in the manner of DietCode stands on.
+ * It sits above lowering and uses only base/ so far.
+ *
+ *   hw.c      the machine: vector ISA and width, vector registers, cache
+ *             sizes, core counts, read from cpuid and sysfs
+ *   dtree.c   the dispatcher: a CART decision tree over the size variables
+ *             choosing a kernel variant per shape, evaluable in process
+ *             and emitted as C
+ *   records.c tuning records: one measured candidate per JSON line
+ *   xgb.c     the learned part of the cost model (f_MK) through XGBoost's
+ *             C API, loaded with dlopen so the dependency stays optional
+ *
+ * docs/tuning.md describes each piece and why it is built this way.
+ */
+#ifndef RAVEL_TUNE_H
+#define RAVEL_TUNE_H
+
+#include "base/base.h"
+
+/* ---- hw.c: hardware facts ---- */
+
+/* Where a fact came from; TUNE_SRC_NONE means it could not be read and the
+ * value is the stated fallback (TuneHw.notes says which and why). */
+typedef enum TuneSource {
+    TUNE_SRC_NONE,   /* unknown: the value is a fallback */
+    TUNE_SRC_CPUID,  /* the cpuid instruction */
+    TUNE_SRC_SYSFS,  /* /sys/devices/system/cpu */
+    TUNE_SRC_OS,     /* sysconf */
+    TUNE_SRC_COUNT
+} TuneSource;
+
+typedef enum TuneIsa {
+    TUNE_ISA_UNKNOWN, /* not an x86-64 we can query: scalar code only */
+    TUNE_ISA_SSE2,    /* 16-byte vectors, 16 registers */
+    TUNE_ISA_AVX,     /* 32-byte float vectors without FMA/AVX2 */
+    TUNE_ISA_AVX2,    /* 32-byte vectors with FMA, 16 registers */
+    TUNE_ISA_AVX512,  /* 64-byte vectors, 32 registers */
+    TUNE_ISA_COUNT
+} TuneIsa;
+
+typedef struct TuneHw {
+    TuneIsa isa;
+    bool fma, amx_tile, amx_bf16, amx_int8; /* usable: cpuid and enabled by the OS */
+    int vector_bytes;  /* widest usable vector register, bytes */
+    int vector_regs;   /* architectural vector registers of that width */
+    TuneSource isa_src;
+    int64_t l1d_bytes, l2_bytes, l3_bytes; /* per instance; 0 when unknown */
+    TuneSource cache_src;
+    int line_bytes; /* L1d cache line; 64 when unknown */
+    int logical_cores, physical_cores;
+    TuneSource logical_src, physical_src;
+    char notes[512]; /* what was unknown and which fallback was used; "" when all known */
+} TuneHw;
+
+/* Reads the facts of the machine this process runs on. Never fails: what
+ * cannot be read gets a fallback, marked TUNE_SRC_NONE and explained in
+ * notes. Cached after the first call. */
+const TuneHw *tune_hw(void);
+/* The same, with the sysfs tree rooted at `sysfs_cpu` (normally
+ * "/sys/devices/system/cpu") and, when use_cpuid is false, without cpuid:
+ * for tests of the parsers and of the fallbacks. */
+void tune_hw_probe(const char *sysfs_cpu, bool use_cpuid, TuneHw *out);
+/* Human-readable, one fact per line (what `ravel tune --hw` prints). */
+void tune_hw_format(const TuneHw *hw, Buf *out);
+const char *tune_isa_name(TuneIsa isa);
+const char *tune_source_name(TuneSource src);
+
+#endif
