@@ -67,4 +67,43 @@ void tune_hw_format(const TuneHw *hw, Buf *out);
 const char *tune_isa_name(TuneIsa isa);
 const char *tune_source_name(TuneSource src);
 
+/* ---- dtree.c: the dispatcher, a decision tree over the size variables ---- */
+
+/* A node tests `sizes[var] <= thresh` and goes to `left` when true, else to
+ * `right`; a leaf (var < 0) answers `label`, a kernel variant. */
+typedef struct DTreeNode {
+    int var;        /* size variable tested; -1 for a leaf */
+    int64_t thresh; /* left when sizes[var] <= thresh */
+    int left, right;
+    int label;      /* leaves: the chosen variant */
+} DTreeNode;
+
+typedef struct DTree {
+    DTreeNode *nodes; /* nodes[0] is the root */
+    int len, cap;
+    int nvars;
+} DTree;
+
+/* Trains a CART classifier: n shapes of nvars sizes each (row-major in
+ * `sizes`), the best variant of each in `labels` (>= 0), each shape's
+ * frequency in `weights` (> 0; NULL: all 1). Splits minimize the weighted
+ * Gini impurity; a node is split until its shapes agree on the label, no
+ * threshold separates them (identical shapes with different labels: the
+ * weighted majority wins) or it is `max_depth` deep (0: unlimited). So with
+ * depth to spare, every training shape gets its own label back.
+ * RV_ERR_ARG for bad arguments. */
+rv_status tune_dtree_train(const int64_t *sizes, const int *labels, const double *weights, int n,
+                           int nvars, int max_depth, DTree *out);
+/* The variant for one shape: the same answer as the emitted C. */
+int tune_dtree_eval(const DTree *t, const int64_t *sizes);
+int tune_dtree_depth(const DTree *t);
+int tune_dtree_leaves(const DTree *t);
+/* Appends the C function `int NAME_dispatch(const int64_t *sizes)` (needs
+ * <stdint.h>): nested ifs, each with a comment naming its size variable
+ * (var_names[i]; NULL: "sizes[i]"), each return with the variant's name
+ * (label_names[label]; NULL: none). */
+void tune_dtree_emit_c(const DTree *t, const char *name, const char *const *var_names,
+                       const char *const *label_names, Buf *out);
+void tune_dtree_free(DTree *t);
+
 #endif
