@@ -106,4 +106,59 @@ void tune_dtree_emit_c(const DTree *t, const char *name, const char *const *var_
                        const char *const *label_names, Buf *out);
 void tune_dtree_free(DTree *t);
 
+/* ---- records.c: tuning records, one measured candidate per JSON line ---- */
+
+typedef enum TuneStatus {
+    TUNE_STATUS_OK,     /* ran and matched the interpreter: `seconds` is its time */
+    TUNE_STATUS_WRONG,  /* ran but its result differed: a bug, never a candidate */
+    TUNE_STATUS_FAILED, /* did not compile or crashed */
+    TUNE_STATUS_COUNT
+} TuneStatus;
+
+/* One measurement of one schedule (trace) of one program on one shape. */
+typedef struct TuneRecord {
+    const char *program; /* hash of the program's text */
+    const char *machine; /* the machine class it was measured on */
+    const char *trace;   /* the schedule trace, replayable text */
+    int nsizes;
+    const char **size_names; /* the shape: size variable = value, sorted by name */
+    int64_t *size_values;
+    double seconds;
+    TuneStatus status;
+    int line; /* 1-based line of the file it was read from; 0 when added */
+} TuneRecord;
+
+typedef struct TuneRecords {
+    Arena *arena; /* every string and array of the records */
+    TuneRecord *data;
+    int len, cap;
+    StrMap index; /* (program, shape, trace) key -> index + 1 of its latest record */
+    Buf warnings; /* what loading skipped, one line each; for the caller to print */
+} TuneRecords;
+
+const char *tune_status_name(TuneStatus st);
+void tune_records_init(TuneRecords *rs);
+void tune_records_free(TuneRecords *rs);
+/* Reads a records file into rs (initialized). A file that does not exist
+ * holds no records. A torn last line (no newline and not JSON: a write cut
+ * short) is skipped with a line in rs->warnings; any other bad line is
+ * RV_ERR_IO "PATH:LINE: ...". */
+rv_status tune_records_load(const char *path, TuneRecords *rs);
+/* The same over text in memory; `name` is the file name in messages. */
+rv_status tune_records_parse(const char *name, const char *text, size_t len, TuneRecords *rs);
+/* Copies r into rs (the shape is sorted by name); a record with the same
+ * (program, shape, trace) as an earlier one replaces it for lookup. */
+void tune_records_add(TuneRecords *rs, const TuneRecord *r);
+/* The latest record of (program, shape, trace), the shape in any order;
+ * NULL when none. */
+const TuneRecord *tune_records_find(const TuneRecords *rs, const char *program,
+                                    const char *const *size_names, const int64_t *size_values,
+                                    int nsizes, const char *trace);
+/* r as one line of JSON, without the newline (caller frees with base_free). */
+char *tune_record_to_json(const TuneRecord *r);
+/* Appends r as one line with a single write (O_APPEND), so concurrent
+ * writers do not interleave and a crash leaves at most one torn last line;
+ * a torn last line left by an earlier crash is cut off first. */
+rv_status tune_record_append(const char *path, const TuneRecord *r);
+
 #endif
