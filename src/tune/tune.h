@@ -161,4 +161,42 @@ char *tune_record_to_json(const TuneRecord *r);
  * a torn last line left by an earlier crash is cut off first. */
 rv_status tune_record_append(const char *path, const TuneRecord *r);
 
+/* ---- xgb.c: the learned cost model f_MK through XGBoost's C API ---- */
+
+/* Gradient-boosted regression trees. XGBoost (libxgboost.so, Debian
+ * libxgboost-dev) is loaded with dlopen on first use: without it every
+ * function here fails with RV_ERR_UNSUPPORTED and a message naming the
+ * package, and the rest of ravel is unaffected. $RAVEL_XGBOOST names the
+ * library to load instead of the usual names. */
+typedef struct XgbParams {
+    int rounds;            /* boosting rounds; 0: 100 */
+    int max_depth;         /* of each tree; 0: 6 */
+    double eta;            /* learning rate; 0: 0.3 */
+    const char *objective; /* NULL: "reg:squarederror"; "rank:pairwise" ranks within groups */
+    int nthread;           /* 0: XGBoost's default (all cores) */
+    int seed;
+} XgbParams;
+
+typedef struct XgbModel XgbModel;
+
+/* RV_OK when XGBoost can be loaded; else RV_ERR_UNSUPPORTED with the message
+ * tuning shows ("... install libxgboost-dev ..."). */
+rv_status tune_xgb_available(void);
+/* "1.7.4": the loaded library's version; NULL when it is not loaded. */
+const char *tune_xgb_version(void);
+rv_status tune_xgb_new(const XgbParams *p, XgbModel **out);
+/* Fits a fresh model to nrows rows of ncols features (row-major `x`) and
+ * their targets `y` (e.g. log throughput). For a rank objective, `groups`
+ * holds the sizes of ngroups consecutive groups of rows (e.g. the
+ * candidates measured on one shape); else NULL and 0. */
+rv_status tune_xgb_train(XgbModel *m, const float *x, int nrows, int ncols, const float *y,
+                         const unsigned *groups, int ngroups);
+/* One prediction per row into out[nrows]. RV_ERR_ARG before training. */
+rv_status tune_xgb_predict(XgbModel *m, const float *x, int nrows, int ncols, float *out);
+/* The model as a file (XGBoost's JSON format with a .json name, else its
+ * binary format); load makes a model that predicts as the saved one did. */
+rv_status tune_xgb_save(XgbModel *m, const char *path);
+rv_status tune_xgb_load(const char *path, XgbModel **out);
+void tune_xgb_free(XgbModel *m);
+
 #endif
