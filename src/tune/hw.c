@@ -79,6 +79,19 @@ static bool probe_isa_cpuid(TuneHw *hw) {
     hw->amx_bf16 = hw->amx_tile && (r7[3] >> 22 & 1);
     hw->amx_int8 = hw->amx_tile && (r7[3] >> 25 & 1);
     hw->isa_src = TUNE_SRC_CPUID;
+    /* The brand string: 48 bytes in leaves 0x80000002..4. */
+    unsigned r[4];
+    if (cpuid(0x80000000, 0, r) && r[0] >= 0x80000004) {
+        char brand[49] = {0};
+        for (unsigned i = 0; i < 3; i++) {
+            cpuid(0x80000002 + i, 0, r);
+            memcpy(brand + 16 * i, r, 16);
+        }
+        const char *b = brand;
+        while (*b == ' ')
+            b++;
+        snprintf(hw->cpu_name, sizeof hw->cpu_name, "%s", b);
+    }
     return true;
 }
 
@@ -321,7 +334,15 @@ static void format_bytes(Buf *out, int64_t n) {
         buf_printf(out, "%lld B", (long long)n);
 }
 
+void tune_hw_machine_id(const TuneHw *hw, Buf *out) {
+    buf_printf(out, "%s; %s%s; L1d %lldK L2 %lldK L3 %lldK; %d cores",
+               hw->cpu_name[0] ? hw->cpu_name : "unknown CPU", tune_isa_name(hw->isa),
+               hw->amx_tile ? "+AMX" : "", (long long)(hw->l1d_bytes >> 10),
+               (long long)(hw->l2_bytes >> 10), (long long)(hw->l3_bytes >> 10), hw->physical_cores);
+}
+
 void tune_hw_format(const TuneHw *hw, Buf *out) {
+    buf_printf(out, "CPU:              %s\n", hw->cpu_name[0] ? hw->cpu_name : "unknown");
     buf_printf(out, "vector ISA:       %s", tune_isa_name(hw->isa));
     if (hw->fma)
         buf_puts(out, " +FMA");

@@ -51,6 +51,7 @@ typedef struct TuneHw {
     int line_bytes; /* L1d cache line; 64 when unknown */
     int logical_cores, physical_cores;
     TuneSource logical_src, physical_src;
+    char cpu_name[64]; /* cpuid's brand string; "" when unknown */
     char notes[512]; /* what was unknown and which fallback was used; "" when all known */
 } TuneHw;
 
@@ -62,6 +63,10 @@ const TuneHw *tune_hw(void);
  * "/sys/devices/system/cpu") and, when use_cpuid is false, without cpuid:
  * for tests of the parsers and of the fallbacks. */
 void tune_hw_probe(const char *sysfs_cpu, bool use_cpuid, TuneHw *out);
+/* The machine class tuning records are keyed by: the CPU's name (cpuid's
+ * brand string) and the facts a measured time depends on, one line, e.g.
+ * "Intel(R) Xeon(R) Processor; AVX-512+AMX; L1d 48K L2 2048K L3 491520K; 2 cores". */
+void tune_hw_machine_id(const TuneHw *hw, Buf *out);
 /* Human-readable, one fact per line (what `ravel tune --hw` prints). */
 void tune_hw_format(const TuneHw *hw, Buf *out);
 const char *tune_isa_name(TuneIsa isa);

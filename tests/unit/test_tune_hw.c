@@ -130,6 +130,15 @@ static void test_this_machine(void) {
     CHECK_STR_CONTAINS(buf_str(&b), "physical cores:");
     printf("%s", buf_str(&b));
     buf_free(&b);
+    tune_hw_machine_id(hw, &b);
+    printf("machine id: %s\n", buf_str(&b));
+    CHECK(strchr(buf_str(&b), '\n') == NULL);
+    CHECK_STR_CONTAINS(buf_str(&b), tune_isa_name(hw->isa));
+#if defined(__x86_64__)
+    CHECK(hw->cpu_name[0] != 0);
+    CHECK_STR_CONTAINS(buf_str(&b), hw->cpu_name);
+#endif
+    buf_free(&b);
 }
 
 int main(void) {
