@@ -102,7 +102,9 @@ static bool best_split(Trainer *tr, const int *idx, int n, int *var, int64_t *th
             if (imp < best - 1e-9 * total) {
                 best = imp;
                 *var = v;
-                *thresh = a + (b - a) / 2; /* a <= thresh < b, without overflow */
+                /* a <= thresh < b; the difference in unsigned arithmetic
+                 * cannot overflow. */
+                *thresh = a + (int64_t)(((uint64_t)b - (uint64_t)a) / 2);
                 found = true;
             }
         }

@@ -8,11 +8,12 @@
  *    "shape":{"K":768,"T":16},"seconds":1.25e-05,"status":"ok"}
  *
  * The file is append-only: each record is written with one write() on an
- * O_APPEND descriptor, so concurrent writers do not interleave and a crash
- * leaves at most one torn last line, which the reader skips with a warning
- * and the next append cuts off. Any other bad line is an error naming the
- * line: records are data a tuner trusts, and a silently dropped or
- * misread one would make it re-measure or, worse, pick a wrong kernel.
+ * O_APPEND descriptor under an exclusive flock, so concurrent writers do
+ * not interleave and a crash leaves at most one torn last line, which the
+ * reader skips with a warning and the next append cuts off. Any other bad
+ * line is an error naming the line: records are data a tuner trusts, and a
+ * silently dropped or misread one would make it re-measure or, worse, pick
+ * a wrong kernel.
  *
  * Parsing and printing go through cJSON (Debian libcjson-dev), a small,
  * well-kept JSON library, rather than a JSON parser of our own.
@@ -24,6 +25,7 @@
 #include <fcntl.h>
 #include <math.h>
 #include <stdlib.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -318,6 +320,13 @@ rv_status tune_record_append(const char *path, const TuneRecord *r) {
     int fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
     if (fd < 0)
         return base_error(RV_ERR_IO, "%s: cannot open for appending: %s", path, strerror(errno));
+    /* Tuners appending to one file take turns, so none mistakes another's
+     * write in progress for a torn line and cuts it. */
+    if (flock(fd, LOCK_EX) != 0) {
+        rv_status st = base_error(RV_ERR_IO, "%s: cannot lock: %s", path, strerror(errno));
+        close(fd);
+        return st;
+    }
     rv_status st = repair_tail(fd, path);
     if (st == RV_OK) {
         Buf b = {0};

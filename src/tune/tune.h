@@ -161,8 +161,8 @@ const TuneRecord *tune_records_find(const TuneRecords *rs, const char *program,
                                     int nsizes, const char *trace);
 /* r as one line of JSON, without the newline (caller frees with base_free). */
 char *tune_record_to_json(const TuneRecord *r);
-/* Appends r as one line with a single write (O_APPEND), so concurrent
- * writers do not interleave and a crash leaves at most one torn last line;
+/* Appends r as one line with a single write (O_APPEND, under flock), so
+ * concurrent writers do not interleave and a crash leaves at most one torn last line;
  * a torn last line left by an earlier crash is cut off first. */
 rv_status tune_record_append(const char *path, const TuneRecord *r);
 

@@ -113,6 +113,23 @@ static void test_depth_and_weights(void) {
     tune_dtree_free(&t);
 }
 
+/* Thresholds between extreme and negative values neither overflow nor
+ * misplace a shape. */
+static void test_extreme_values(void) {
+    int64_t sizes[] = {INT64_MIN, -3, -1, 0, INT64_MAX};
+    int labels[] = {0, 1, 0, 1, 0};
+    DTree t;
+    CHECK_EQ_INT(tune_dtree_train(sizes, labels, NULL, 5, 1, 0, &t), RV_OK);
+    for (int i = 0; i < 5; i++)
+        CHECK_EQ_INT(tune_dtree_eval(&t, &sizes[i]), labels[i]);
+    tune_dtree_free(&t);
+    int64_t ends[] = {INT64_MAX, INT64_MIN};
+    CHECK_EQ_INT(tune_dtree_train(ends, labels, NULL, 2, 1, 0, &t), RV_OK);
+    CHECK_EQ_INT(tune_dtree_eval(&t, &ends[0]), 0);
+    CHECK_EQ_INT(tune_dtree_eval(&t, &ends[1]), 1);
+    tune_dtree_free(&t);
+}
+
 static void test_bad_arguments(void) {
     int64_t sizes[] = {1, 2};
     int labels[] = {0, -1};
@@ -191,6 +208,7 @@ int main(void) {
     RUN(test_reproduces_labels);
     RUN(test_conflicting_labels);
     RUN(test_depth_and_weights);
+    RUN(test_extreme_values);
     RUN(test_bad_arguments);
     RUN(test_emitted_c_matches);
     return harness_report();

@@ -2,6 +2,7 @@
  * written by appends and read back, lookup by (program, shape, trace), a
  * torn last line skipped with a warning and cut by the next append, and
  * corrupt lines as errors naming the line. */
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -153,6 +154,43 @@ static void test_torn_last_line(void) {
     tune_records_free(&rs);
 }
 
+/* Tuners appending to one file at once: every record arrives whole. */
+static void test_concurrent_appends(void) {
+    enum { WRITERS = 4, EACH = 50 };
+    const char *path = tmp_path("shared.jsonl");
+    pid_t pids[WRITERS];
+    for (int w = 0; w < WRITERS; w++) {
+        pids[w] = fork();
+        if (pids[w] == 0) {
+            int bad = 0;
+            for (int i = 0; i < EACH; i++) {
+                TuneRecord r = record(w * EACH + i, trace_a, 1e-6 * i, TUNE_STATUS_OK);
+                bad += tune_record_append(path, &r) != RV_OK;
+            }
+            _exit(bad != 0);
+        }
+    }
+    for (int w = 0; w < WRITERS; w++) {
+        int status = 1;
+        CHECK(pids[w] > 0 && waitpid(pids[w], &status, 0) == pids[w]);
+        CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    }
+    TuneRecords rs;
+    tune_records_init(&rs);
+    CHECK_EQ_INT(tune_records_load(path, &rs), RV_OK);
+    CHECK_EQ_INT(rs.len, WRITERS * EACH);
+    CHECK_EQ_INT(rs.warnings.len, 0);
+    int64_t kt[] = {768, 0};
+    const char *names_kt[] = {"K", "T"};
+    int found = 0;
+    for (int i = 0; i < WRITERS * EACH; i++) {
+        kt[1] = i;
+        found += tune_records_find(&rs, "3fa9c0de12345678", names_kt, kt, 2, trace_a) != NULL;
+    }
+    CHECK_EQ_INT(found, WRITERS * EACH);
+    tune_records_free(&rs);
+}
+
 /* Every corrupt line other than a torn last one is an error naming it. */
 static void expect_corrupt(const char *line2, const char *message) {
     const char *path = tmp_path("bad.jsonl");
@@ -202,6 +240,7 @@ int main(void) {
     RUN(test_missing_file);
     RUN(test_torn_last_line);
     RUN(test_corrupt_lines);
+    RUN(test_concurrent_appends);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     CHECK_EQ_INT(system(cmd), 0);
