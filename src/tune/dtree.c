@@ -41,7 +41,9 @@ static int cmp_sample(const void *a, const void *b) {
     return x->i - y->i;
 }
 
-static double weight_of(const Trainer *tr, int i) { return tr->weights ? tr->weights[i] : 1.0; }
+static double weight_of(const Trainer *tr, int i) {
+    return tr->weights ? tr->weights[i] : 1.0;
+}
 
 static int new_node(DTree *t) {
     if (t->len == t->cap) {
@@ -75,7 +77,8 @@ static bool best_split(Trainer *tr, const int *idx, int n, int *var, int64_t *th
     bool found = false;
     for (int v = 0; v < tr->nvars; v++) {
         for (int k = 0; k < n; k++)
-            tr->sorted[k] = (Sample){tr->sizes[(size_t)idx[k] * (size_t)tr->nvars + (size_t)v], idx[k]};
+            tr->sorted[k] =
+                (Sample){tr->sizes[(size_t)idx[k] * (size_t)tr->nvars + (size_t)v], idx[k]};
         qsort(tr->sorted, (size_t)n, sizeof *tr->sorted, cmp_sample);
         memset(tr->left, 0, sizeof *tr->left * (size_t)tr->nlabels);
         memset(tr->right, 0, sizeof *tr->right * (size_t)tr->nlabels);
@@ -119,7 +122,8 @@ static int build(Trainer *tr, int *idx, int n, int depth) {
         pure = tr->labels[idx[k]] == tr->labels[idx[0]];
     int var = -1;
     int64_t thresh = 0;
-    if (pure || (tr->max_depth > 0 && depth >= tr->max_depth) || !best_split(tr, idx, n, &var, &thresh)) {
+    if (pure || (tr->max_depth > 0 && depth >= tr->max_depth) ||
+        !best_split(tr, idx, n, &var, &thresh)) {
         tr->t->nodes[node].label = majority(tr, idx, n);
         return node;
     }
@@ -155,13 +159,16 @@ rv_status tune_dtree_train(const int64_t *sizes, const int *labels, const double
                            int nvars, int max_depth, DTree *out) {
     memset(out, 0, sizeof *out);
     if (n <= 0 || nvars <= 0 || max_depth < 0)
-        return base_error(RV_ERR_ARG, "decision tree: need at least one shape and one size variable");
+        return base_error(RV_ERR_ARG,
+                          "decision tree: need at least one shape and one size variable");
     int nlabels = 0;
     for (int i = 0; i < n; i++) {
         if (labels[i] < 0)
-            return base_error(RV_ERR_ARG, "decision tree: shape %d has a negative label %d", i, labels[i]);
+            return base_error(RV_ERR_ARG, "decision tree: shape %d has a negative label %d", i,
+                              labels[i]);
         if (weights && !(weights[i] > 0 && isfinite(weights[i])))
-            return base_error(RV_ERR_ARG, "decision tree: shape %d has weight %g (must be > 0)", i, weights[i]);
+            return base_error(RV_ERR_ARG, "decision tree: shape %d has weight %g (must be > 0)", i,
+                              weights[i]);
         if (labels[i] + 1 > nlabels)
             nlabels = labels[i] + 1;
     }
@@ -196,7 +203,9 @@ static int depth_of(const DTree *t, int k) {
     return 1 + (l > r ? l : r);
 }
 
-int tune_dtree_depth(const DTree *t) { return t->len ? depth_of(t, 0) : 0; }
+int tune_dtree_depth(const DTree *t) {
+    return t->len ? depth_of(t, 0) : 0;
+}
 
 int tune_dtree_leaves(const DTree *t) {
     int n = 0;
@@ -238,8 +247,10 @@ static void emit_node(const DTree *t, int k, const char *const *var_names,
 
 void tune_dtree_emit_c(const DTree *t, const char *name, const char *const *var_names,
                        const char *const *label_names, Buf *out) {
-    buf_printf(out, "/* %s_dispatch: the kernel variant for a shape, chosen by a decision tree\n"
-                    " * over (", name);
+    buf_printf(out,
+               "/* %s_dispatch: the kernel variant for a shape, chosen by a decision tree\n"
+               " * over (",
+               name);
     for (int v = 0; v < t->nvars; v++) {
         if (v)
             buf_puts(out, ", ");

@@ -32,8 +32,12 @@ _Static_assert(sizeof isa_names / sizeof isa_names[0] == TUNE_ISA_COUNT, "isa_na
 static const char *const source_names[] = {"fallback", "cpuid", "sysfs", "sysconf"};
 _Static_assert(sizeof source_names / sizeof source_names[0] == TUNE_SRC_COUNT, "source_names");
 
-const char *tune_isa_name(TuneIsa isa) { return isa_names[isa]; }
-const char *tune_source_name(TuneSource src) { return source_names[src]; }
+const char *tune_isa_name(TuneIsa isa) {
+    return isa_names[isa];
+}
+const char *tune_source_name(TuneSource src) {
+    return source_names[src];
+}
 
 static void note(TuneHw *hw, const char *msg) {
     size_t n = strlen(hw->notes);
@@ -63,7 +67,8 @@ static bool probe_isa_cpuid(TuneHw *hw) {
     bool fma = r1[2] >> 12 & 1;
     cpuid(7, 0, r7);
     uint64_t x = osxsave ? xcr0() : 0;
-    bool os_avx = (x & 0x6) == 0x6, os_avx512 = (x & 0xe6) == 0xe6, os_amx = (x & 0x60000) == 0x60000;
+    bool os_avx = (x & 0x6) == 0x6, os_avx512 = (x & 0xe6) == 0xe6,
+         os_amx = (x & 0x60000) == 0x60000;
     bool avx2 = r7[1] >> 5 & 1, avx512f = r7[1] >> 16 & 1;
     hw->isa = TUNE_ISA_UNKNOWN;
     if (sse2)
@@ -171,11 +176,16 @@ static int64_t parse_size(const char *s) {
     if (errno || end == s || v < 0)
         return -1;
     switch (*end) {
-    case 0: return v;
-    case 'K': return v << 10;
-    case 'M': return v << 20;
-    case 'G': return v << 30;
-    default: return -1;
+    case 0:
+        return v;
+    case 'K':
+        return v << 10;
+    case 'M':
+        return v << 20;
+    case 'G':
+        return v << 30;
+    default:
+        return -1;
     }
 }
 
@@ -220,7 +230,9 @@ static void probe_cores_sysfs(const char *root, TuneHw *hw) {
     DIR *d = opendir(root);
     if (!d)
         return;
-    struct { long pkg, core; } *seen = NULL;
+    struct {
+        long pkg, core;
+    } *seen = NULL;
     int nseen = 0, cap = 0, logical = 0;
     struct dirent *e;
     while ((e = readdir(d))) {
@@ -283,11 +295,23 @@ void tune_hw_probe(const char *sysfs_cpu, bool use_cpuid, TuneHw *hw) {
                                  : "vector ISA unknown (not x86-64): assuming scalar code");
     }
     switch (hw->isa) {
-    case TUNE_ISA_AVX512: hw->vector_bytes = 64, hw->vector_regs = 32; break;
+    case TUNE_ISA_AVX512:
+        hw->vector_bytes = 64;
+        hw->vector_regs = 32;
+        break;
     case TUNE_ISA_AVX2:
-    case TUNE_ISA_AVX: hw->vector_bytes = 32, hw->vector_regs = 16; break;
-    case TUNE_ISA_SSE2: hw->vector_bytes = 16, hw->vector_regs = 16; break;
-    default: hw->vector_bytes = 0, hw->vector_regs = 0; break;
+    case TUNE_ISA_AVX:
+        hw->vector_bytes = 32;
+        hw->vector_regs = 16;
+        break;
+    case TUNE_ISA_SSE2:
+        hw->vector_bytes = 16;
+        hw->vector_regs = 16;
+        break;
+    default:
+        hw->vector_bytes = 0;
+        hw->vector_regs = 0;
+        break;
     }
     if (!caches) {
         /* Fallbacks small enough that tiles sized for them fit any real
@@ -316,7 +340,9 @@ void tune_hw_probe(const char *sysfs_cpu, bool use_cpuid, TuneHw *hw) {
 
 static TuneHw hw_cached;
 static pthread_once_t hw_once = PTHREAD_ONCE_INIT;
-static void hw_init(void) { tune_hw_probe("/sys/devices/system/cpu", true, &hw_cached); }
+static void hw_init(void) {
+    tune_hw_probe("/sys/devices/system/cpu", true, &hw_cached);
+}
 
 const TuneHw *tune_hw(void) {
     pthread_once(&hw_once, hw_init);
@@ -338,7 +364,8 @@ void tune_hw_machine_id(const TuneHw *hw, Buf *out) {
     buf_printf(out, "%s; %s%s; L1d %lldK L2 %lldK L3 %lldK; %d cores",
                hw->cpu_name[0] ? hw->cpu_name : "unknown CPU", tune_isa_name(hw->isa),
                hw->amx_tile ? "+AMX" : "", (long long)(hw->l1d_bytes >> 10),
-               (long long)(hw->l2_bytes >> 10), (long long)(hw->l3_bytes >> 10), hw->physical_cores);
+               (long long)(hw->l2_bytes >> 10), (long long)(hw->l3_bytes >> 10),
+               hw->physical_cores);
 }
 
 void tune_hw_format(const TuneHw *hw, Buf *out) {
@@ -347,9 +374,11 @@ void tune_hw_format(const TuneHw *hw, Buf *out) {
     if (hw->fma)
         buf_puts(out, " +FMA");
     if (hw->amx_tile)
-        buf_printf(out, " +AMX (tile%s%s)", hw->amx_bf16 ? ", bf16" : "", hw->amx_int8 ? ", int8" : "");
+        buf_printf(out, " +AMX (tile%s%s)", hw->amx_bf16 ? ", bf16" : "",
+                   hw->amx_int8 ? ", int8" : "");
     buf_printf(out, "  [%s]\n", tune_source_name(hw->isa_src));
-    buf_printf(out, "vector width:     %d bytes (%d floats)\n", hw->vector_bytes, hw->vector_bytes / 4);
+    buf_printf(out, "vector width:     %d bytes (%d floats)\n", hw->vector_bytes,
+               hw->vector_bytes / 4);
     buf_printf(out, "vector registers: %d\n", hw->vector_regs);
     buf_puts(out, "L1d cache:        ");
     format_bytes(out, hw->l1d_bytes);
@@ -360,7 +389,8 @@ void tune_hw_format(const TuneHw *hw, Buf *out) {
     format_bytes(out, hw->l3_bytes);
     buf_printf(out, "\nphysical cores:   %d  [%s]\n", hw->physical_cores,
                tune_source_name(hw->physical_src));
-    buf_printf(out, "logical cores:    %d  [%s]\n", hw->logical_cores, tune_source_name(hw->logical_src));
+    buf_printf(out, "logical cores:    %d  [%s]\n", hw->logical_cores,
+               tune_source_name(hw->logical_src));
     if (hw->notes[0])
         buf_printf(out, "note: %s\n", hw->notes);
 }

@@ -34,7 +34,9 @@ enum { RECORD_VERSION = 1 };
 static const char *const status_names[] = {"ok", "wrong", "failed"};
 _Static_assert(sizeof status_names / sizeof status_names[0] == TUNE_STATUS_COUNT, "status_names");
 
-const char *tune_status_name(TuneStatus st) { return status_names[st]; }
+const char *tune_status_name(TuneStatus st) {
+    return status_names[st];
+}
 
 void tune_records_init(TuneRecords *rs) {
     memset(rs, 0, sizeof *rs);
@@ -61,7 +63,9 @@ static int cmp_pair(const void *a, const void *b) {
 }
 
 /* Length-prefixed parts, so no trace text can make two keys collide. */
-static void key_part(Buf *b, const char *s) { buf_printf(b, "%zu:%s", strlen(s), s); }
+static void key_part(Buf *b, const char *s) {
+    buf_printf(b, "%zu:%s", strlen(s), s);
+}
 
 /* The shape sorted by name into `pairs` (n entries). */
 static void sort_shape(SizePair *pairs, const char *const *names, const int64_t *values, int n) {
@@ -192,7 +196,8 @@ static bool parse_line(TuneRecords *rs, const char *text, int line, const char *
         *why = "\"trace\" is missing or not a string";
     else if (!cJSON_IsObject(shape))
         *why = "\"shape\" is missing or not an object of size = integer";
-    else if (!cJSON_IsNumber(seconds) || !(seconds->valuedouble >= 0) || !isfinite(seconds->valuedouble))
+    else if (!cJSON_IsNumber(seconds) || !(seconds->valuedouble >= 0) ||
+             !isfinite(seconds->valuedouble))
         *why = "\"seconds\" is missing or not a finite number >= 0";
     else if (!status)
         *why = "\"status\" is missing or not a string";
@@ -255,7 +260,8 @@ rv_status tune_records_parse(const char *name, const char *text, size_t len, Tun
             else
                 parse_line(rs, buf_str(&line), lineno, &why);
             if (why == not_json && !nl)
-                buf_printf(&rs->warnings, "%s:%d: skipped a torn last line (no newline: a write cut short)\n",
+                buf_printf(&rs->warnings,
+                           "%s:%d: skipped a torn last line (no newline: a write cut short)\n",
                            name, lineno);
             else if (why)
                 st = base_error(RV_ERR_IO, "%s:%d: corrupt tuning record: %s", name, lineno, why);

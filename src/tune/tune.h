@@ -24,10 +24,10 @@
 /* Where a fact came from; TUNE_SRC_NONE means it could not be read and the
  * value is the stated fallback (TuneHw.notes says which and why). */
 typedef enum TuneSource {
-    TUNE_SRC_NONE,   /* unknown: the value is a fallback */
-    TUNE_SRC_CPUID,  /* the cpuid instruction */
-    TUNE_SRC_SYSFS,  /* /sys/devices/system/cpu */
-    TUNE_SRC_OS,     /* sysconf */
+    TUNE_SRC_NONE,  /* unknown: the value is a fallback */
+    TUNE_SRC_CPUID, /* the cpuid instruction */
+    TUNE_SRC_SYSFS, /* /sys/devices/system/cpu */
+    TUNE_SRC_OS,    /* sysconf */
     TUNE_SRC_COUNT
 } TuneSource;
 
@@ -43,8 +43,8 @@ typedef enum TuneIsa {
 typedef struct TuneHw {
     TuneIsa isa;
     bool fma, amx_tile, amx_bf16, amx_int8; /* usable: cpuid and enabled by the OS */
-    int vector_bytes;  /* widest usable vector register, bytes */
-    int vector_regs;   /* architectural vector registers of that width */
+    int vector_bytes;                       /* widest usable vector register, bytes */
+    int vector_regs;                        /* architectural vector registers of that width */
     TuneSource isa_src;
     int64_t l1d_bytes, l2_bytes, l3_bytes; /* per instance; 0 when unknown */
     TuneSource cache_src;
@@ -52,7 +52,7 @@ typedef struct TuneHw {
     int logical_cores, physical_cores;
     TuneSource logical_src, physical_src;
     char cpu_name[64]; /* cpuid's brand string; "" when unknown */
-    char notes[512]; /* what was unknown and which fallback was used; "" when all known */
+    char notes[512];   /* what was unknown and which fallback was used; "" when all known */
 } TuneHw;
 
 /* Reads the facts of the machine this process runs on. Never fails: what
@@ -80,7 +80,7 @@ typedef struct DTreeNode {
     int var;        /* size variable tested; -1 for a leaf */
     int64_t thresh; /* left when sizes[var] <= thresh */
     int left, right;
-    int label;      /* leaves: the chosen variant */
+    int label; /* leaves: the chosen variant */
 } DTreeNode;
 
 typedef struct DTree {

@@ -47,7 +47,7 @@ static struct {
 static pthread_mutex_t xgb_lock = PTHREAD_MUTEX_INITIALIZER;
 
 #define XGB_MISSING_HINT                                                                           \
-    "tuning needs XGBoost for its cost model: install the Debian package libxgboost-dev "         \
+    "tuning needs XGBoost for its cost model: install the Debian package libxgboost-dev "          \
     "(`make deps` does), or set RAVEL_XGBOOST to the path of libxgboost.so"
 
 /* Loads the library and its symbols; a failure is not cached, so a later
@@ -58,7 +58,8 @@ static rv_status load_locked(void) {
     const char *env = getenv("RAVEL_XGBOOST");
     /* libxgboost.so.0 is the runtime package's name; libxgboost.so the
      * development symlink (and what other distributions install). */
-    const char *names[] = {env && env[0] ? env : "libxgboost.so.0", env && env[0] ? NULL : "libxgboost.so"};
+    const char *names[] = {env && env[0] ? env : "libxgboost.so.0",
+                           env && env[0] ? NULL : "libxgboost.so"};
     void *lib = NULL;
     const char *why = "";
     for (int i = 0; i < 2 && !lib && names[i]; i++) {
@@ -67,16 +68,27 @@ static rv_status load_locked(void) {
             why = dlerror();
     }
     if (!lib)
-        return base_error(RV_ERR_UNSUPPORTED, "%s (dlopen %s: %s)", XGB_MISSING_HINT, names[0], why);
+        return base_error(RV_ERR_UNSUPPORTED, "%s (dlopen %s: %s)", XGB_MISSING_HINT, names[0],
+                          why);
     struct {
         const char *name;
         void **slot;
     } syms[] = {
 #define SYM(f) {"XG" #f, (void **)&xgb.f}
-        {"XGBoostVersion", (void **)&xgb.Version}, {"XGBGetLastError", (void **)&xgb.GetLastError},
-        SYM(DMatrixCreateFromMat), SYM(DMatrixSetFloatInfo), SYM(DMatrixSetUIntInfo), SYM(DMatrixFree),
-        SYM(BoosterCreate), SYM(BoosterFree), SYM(BoosterSetParam), SYM(BoosterUpdateOneIter),
-        SYM(BoosterPredict), SYM(BoosterSaveModel), SYM(BoosterLoadModel), SYM(BoosterGetNumFeature),
+        {"XGBoostVersion", (void **)&xgb.Version},
+        {"XGBGetLastError", (void **)&xgb.GetLastError},
+        SYM(DMatrixCreateFromMat),
+        SYM(DMatrixSetFloatInfo),
+        SYM(DMatrixSetUIntInfo),
+        SYM(DMatrixFree),
+        SYM(BoosterCreate),
+        SYM(BoosterFree),
+        SYM(BoosterSetParam),
+        SYM(BoosterUpdateOneIter),
+        SYM(BoosterPredict),
+        SYM(BoosterSaveModel),
+        SYM(BoosterLoadModel),
+        SYM(BoosterGetNumFeature),
 #undef SYM
     };
     for (int i = 0; i < RV_COUNT(syms); i++) {
@@ -101,7 +113,9 @@ rv_status tune_xgb_available(void) {
     return st;
 }
 
-const char *tune_xgb_version(void) { return xgb.lib ? xgb.version : NULL; }
+const char *tune_xgb_version(void) {
+    return xgb.lib ? xgb.version : NULL;
+}
 
 /* XGBoost's own message for a failed call. */
 static rv_status xgb_error(const char *what) {
@@ -140,8 +154,12 @@ static rv_status set_params(XgbModel *m, XgbHandle b) {
     snprintf(eta, sizeof eta, "%.17g", m->p.eta);
     snprintf(nthread, sizeof nthread, "%d", m->p.nthread);
     snprintf(seed, sizeof seed, "%d", m->p.seed);
-    const char *kv[][2] = {{"objective", m->p.objective}, {"max_depth", depth}, {"eta", eta},
-                           {"seed", seed}, {"verbosity", "0"}, {"nthread", m->p.nthread > 0 ? nthread : NULL}};
+    const char *kv[][2] = {{"objective", m->p.objective},
+                           {"max_depth", depth},
+                           {"eta", eta},
+                           {"seed", seed},
+                           {"verbosity", "0"},
+                           {"nthread", m->p.nthread > 0 ? nthread : NULL}};
     for (int i = 0; i < RV_COUNT(kv); i++)
         if (kv[i][1] && xgb.BoosterSetParam(b, kv[i][0], kv[i][1]) != 0)
             return xgb_error(kv[i][0]);
@@ -150,8 +168,9 @@ static rv_status set_params(XgbModel *m, XgbHandle b) {
 
 static rv_status make_matrix(const float *x, int nrows, int ncols, XgbHandle *out) {
     if (nrows <= 0 || ncols <= 0)
-        return base_error(RV_ERR_ARG, "xgboost: need at least one row and one feature (got %d x %d)",
-                          nrows, ncols);
+        return base_error(RV_ERR_ARG,
+                          "xgboost: need at least one row and one feature (got %d x %d)", nrows,
+                          ncols);
     /* NaN marks a missing feature, as in XGBoost's own interfaces. */
     if (xgb.DMatrixCreateFromMat(x, (XgbUlong)nrows, (XgbUlong)ncols, NAN, out) != 0)
         return xgb_error("creating the feature matrix");
@@ -204,7 +223,8 @@ rv_status tune_xgb_predict(XgbModel *m, const float *x, int nrows, int ncols, fl
     if (xgb.BoosterPredict(m->booster, d, 0, 0, 0, &len, &res) != 0)
         st = xgb_error("predicting");
     else if (len != (XgbUlong)nrows)
-        st = base_error(RV_ERR_ARG, "xgboost: %llu predictions for %d rows", (unsigned long long)len, nrows);
+        st = base_error(RV_ERR_ARG, "xgboost: %llu predictions for %d rows",
+                        (unsigned long long)len, nrows);
     else
         memcpy(out, res, sizeof *out * (size_t)nrows);
     xgb.DMatrixFree(d);
@@ -215,7 +235,8 @@ rv_status tune_xgb_save(XgbModel *m, const char *path) {
     if (!m->booster)
         return base_error(RV_ERR_ARG, "xgboost: save before the model was trained");
     if (xgb.BoosterSaveModel(m->booster, path) != 0)
-        return base_error(RV_ERR_IO, "%s: cannot save the cost model: %s", path, xgb.GetLastError());
+        return base_error(RV_ERR_IO, "%s: cannot save the cost model: %s", path,
+                          xgb.GetLastError());
     return RV_OK;
 }
 

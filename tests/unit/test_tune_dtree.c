@@ -12,7 +12,9 @@
 
 typedef int (*DispatchFn)(const int64_t *);
 
-static int bert_label(int64_t t) { return t <= 16 ? 0 : t <= 64 ? 1 : 2; }
+static int bert_label(int64_t t) {
+    return t <= 16 ? 0 : t <= 64 ? 1 : 2;
+}
 
 /* One variable, three intervals: three leaves, depth 2, readable C. */
 static void test_intervals(void) {
@@ -180,20 +182,23 @@ static void test_emitted_c_matches(void) {
         volatile int sink = 0;
         double t0 = now_s();
         for (int r = 0; r < REPS; r++) {
-            s[0] = 1 + r % 64, s[1] = 8 * (1 + (r >> 6) % 16);
+            s[0] = 1 + r % 64;
+            s[1] = 8 * (1 + (r >> 6) % 16);
             sink += fn(s);
         }
         double t1 = now_s();
         for (int r = 0; r < REPS; r++) {
-            s[0] = 1 + r % 64, s[1] = 8 * (1 + (r >> 6) % 16);
+            s[0] = 1 + r % 64;
+            s[1] = 8 * (1 + (r >> 6) % 16);
             sink += tune_dtree_eval(&t, s);
         }
         double t2 = now_s();
         (void)sink;
-        printf("dispatch over %d shapes agrees; tree of %d leaves, depth %d: emitted C %.1f ns/call, "
-               "tune_dtree_eval %.1f ns/call\n",
-               shapes, tune_dtree_leaves(&t), tune_dtree_depth(&t), 1e9 * (t1 - t0) / REPS,
-               1e9 * (t2 - t1) / REPS);
+        printf(
+            "dispatch over %d shapes agrees; tree of %d leaves, depth %d: emitted C %.1f ns/call, "
+            "tune_dtree_eval %.1f ns/call\n",
+            shapes, tune_dtree_leaves(&t), tune_dtree_depth(&t), 1e9 * (t1 - t0) / REPS,
+            1e9 * (t2 - t1) / REPS);
     }
     jit_close(lib);
     buf_free(&b);

@@ -106,11 +106,19 @@ static void test_this_machine(void) {
     CHECK(hw->logical_cores >= 1);
     CHECK(hw->physical_cores >= 1 && hw->physical_cores <= hw->logical_cores);
     switch (hw->isa) {
-    case TUNE_ISA_AVX512: CHECK(hw->vector_bytes == 64 && hw->vector_regs == 32); break;
+    case TUNE_ISA_AVX512:
+        CHECK(hw->vector_bytes == 64 && hw->vector_regs == 32);
+        break;
     case TUNE_ISA_AVX2:
-    case TUNE_ISA_AVX: CHECK(hw->vector_bytes == 32 && hw->vector_regs == 16); break;
-    case TUNE_ISA_SSE2: CHECK(hw->vector_bytes == 16 && hw->vector_regs == 16); break;
-    default: CHECK(hw->vector_bytes == 0); break;
+    case TUNE_ISA_AVX:
+        CHECK(hw->vector_bytes == 32 && hw->vector_regs == 16);
+        break;
+    case TUNE_ISA_SSE2:
+        CHECK(hw->vector_bytes == 16 && hw->vector_regs == 16);
+        break;
+    default:
+        CHECK(hw->vector_bytes == 0);
+        break;
     }
 #if defined(__x86_64__)
     CHECK(hw->isa >= TUNE_ISA_SSE2);

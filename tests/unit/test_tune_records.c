@@ -53,8 +53,9 @@ static const char *trace_b = "parallel i";
 
 static void test_round_trip(void) {
     const char *path = tmp_path("round.jsonl");
-    TuneRecord rs_in[] = {record(1, trace_a, 1.5e-5, TUNE_STATUS_OK), record(16, trace_a, 2.25e-4, TUNE_STATUS_OK),
-                          record(16, trace_b, 0, TUNE_STATUS_WRONG), record(128, trace_b, 0, TUNE_STATUS_FAILED)};
+    TuneRecord rs_in[] = {
+        record(1, trace_a, 1.5e-5, TUNE_STATUS_OK), record(16, trace_a, 2.25e-4, TUNE_STATUS_OK),
+        record(16, trace_b, 0, TUNE_STATUS_WRONG), record(128, trace_b, 0, TUNE_STATUS_FAILED)};
     for (int i = 0; i < RV_COUNT(rs_in); i++)
         CHECK_EQ_INT(tune_record_append(path, &rs_in[i]), RV_OK);
     TuneRecords rs;
@@ -120,7 +121,8 @@ static void test_missing_file(void) {
  * cut off by the next append, which leaves a clean file. */
 static void test_torn_last_line(void) {
     const char *path = tmp_path("torn.jsonl");
-    TuneRecord a = record(1, trace_a, 1e-5, TUNE_STATUS_OK), b = record(2, trace_a, 2e-5, TUNE_STATUS_OK);
+    TuneRecord a = record(1, trace_a, 1e-5, TUNE_STATUS_OK),
+               b = record(2, trace_a, 2e-5, TUNE_STATUS_OK);
     CHECK_EQ_INT(tune_record_append(path, &a), RV_OK);
     CHECK_EQ_INT(tune_record_append(path, &b), RV_OK);
     append_text(path, "{\"version\":1,\"program\":\"3fa9c0de1234");
@@ -217,10 +219,14 @@ static void test_corrupt_lines(void) {
     expect_corrupt("{\"version\":2,\"program\":\"ab\"}", "\"version\" is missing or not 1");
     expect_corrupt("{\"version\":1,\"program\":\"\"}", "\"program\" is missing");
     expect_corrupt("{\"version\":1,\"program\":\"ab\",\"machine\":\"m\"}", "\"trace\" is missing");
-    expect_corrupt(GOOD_START "\"shape\":[1],\"seconds\":1,\"status\":\"ok\"}", "\"shape\" is missing");
-    expect_corrupt(GOOD_START "\"shape\":{\"T\":1.5},\"seconds\":1,\"status\":\"ok\"}", "\"shape\" has a size that is not an integer");
-    expect_corrupt(GOOD_START "\"shape\":{\"T\":1,\"T\":2},\"seconds\":1,\"status\":\"ok\"}", "\"shape\" names a size twice");
-    expect_corrupt(GOOD_START "\"shape\":{\"T\":1},\"seconds\":-1,\"status\":\"ok\"}", "\"seconds\"");
+    expect_corrupt(GOOD_START "\"shape\":[1],\"seconds\":1,\"status\":\"ok\"}",
+                   "\"shape\" is missing");
+    expect_corrupt(GOOD_START "\"shape\":{\"T\":1.5},\"seconds\":1,\"status\":\"ok\"}",
+                   "\"shape\" has a size that is not an integer");
+    expect_corrupt(GOOD_START "\"shape\":{\"T\":1,\"T\":2},\"seconds\":1,\"status\":\"ok\"}",
+                   "\"shape\" names a size twice");
+    expect_corrupt(GOOD_START "\"shape\":{\"T\":1},\"seconds\":-1,\"status\":\"ok\"}",
+                   "\"seconds\"");
     expect_corrupt(GOOD_START "\"shape\":{\"T\":1},\"seconds\":1,\"status\":\"fast\"}",
                    "\"status\" is not one of ok, wrong, failed");
     expect_corrupt(GOOD_START "\"shape\":{\"T\":1},\"seconds\":1}", "\"status\" is missing");

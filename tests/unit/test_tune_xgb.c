@@ -17,7 +17,9 @@ static float uniform(void) {
 }
 
 /* The function to learn: smooth, with a square and an interaction. */
-static float target(const float *x) { return 3 * x[0] + x[1] * x[1] - 2 * x[0] * x[2]; }
+static float target(const float *x) {
+    return 3 * x[0] + x[1] * x[1] - 2 * x[0] * x[2];
+}
 
 static void sample(float *x, float *y, int n) {
     for (int i = 0; i < n; i++) {
@@ -66,8 +68,8 @@ static void test_learns_function(void) {
     /* The target spans [0, 4] (standard deviation about 0.73): an error
      * under 0.15 means the trees found the shape of the function (XGBoost
      * 1.7.4 gets 0.088; the margin is for other versions). */
-    printf("xgboost %s: held-out RMSE %.4f, R^2 %.4f (%d training points)\n", tune_xgb_version(), rmse,
-           r2, NTRAIN);
+    printf("xgboost %s: held-out RMSE %.4f, R^2 %.4f (%d training points)\n", tune_xgb_version(),
+           rmse, r2, NTRAIN);
     CHECK(rmse < 0.15);
     CHECK(r2 > 0.97);
     CHECK_EQ_INT(tune_xgb_predict(m, tx, NTEST, NF + 1, pred), RV_ERR_ARG);
@@ -102,7 +104,8 @@ static void test_ranks_in_groups(void) {
     sample(tx, ty, PER);
     for (int g = 0; g < GROUPS; g++)
         groups[g] = PER;
-    XgbParams p = {.rounds = 100, .max_depth = 4, .eta = 0.1, .objective = "rank:pairwise", .nthread = 1};
+    XgbParams p = {
+        .rounds = 100, .max_depth = 4, .eta = 0.1, .objective = "rank:pairwise", .nthread = 1};
     XgbModel *m = NULL;
     CHECK_EQ_INT(tune_xgb_new(&p, &m), RV_OK);
     if (!m)
