@@ -17,6 +17,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -332,6 +333,13 @@ void tune_hw_probe(const char *sysfs_cpu, bool use_cpuid, TuneHw *hw) {
         if (n <= 0)
             note(hw, "logical core count unknown: assuming 1");
     }
+    /* A container or taskset may allow fewer CPUs than the machine has:
+     * parallel candidates are sized for these. */
+    cpu_set_t set;
+    hw->usable_cores = hw->logical_cores;
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0 &&
+        CPU_COUNT(&set) < hw->logical_cores)
+        hw->usable_cores = CPU_COUNT(&set);
     if (hw->physical_src == TUNE_SRC_NONE) {
         hw->physical_cores = hw->logical_cores;
         note(hw, "physical core count unknown (no sysfs topology): assuming one per logical core");
@@ -391,6 +399,7 @@ void tune_hw_format(const TuneHw *hw, Buf *out) {
                tune_source_name(hw->physical_src));
     buf_printf(out, "logical cores:    %d  [%s]\n", hw->logical_cores,
                tune_source_name(hw->logical_src));
+    buf_printf(out, "usable cores:     %d  [affinity]\n", hw->usable_cores);
     if (hw->notes[0])
         buf_printf(out, "note: %s\n", hw->notes);
 }

@@ -51,6 +51,7 @@ typedef struct TuneHw {
     int line_bytes; /* L1d cache line; 64 when unknown */
     int logical_cores, physical_cores;
     TuneSource logical_src, physical_src;
+    int usable_cores;  /* logical cores this process may run on (affinity, cpusets) */
     char cpu_name[64]; /* cpuid's brand string; "" when unknown */
     char notes[512];   /* what was unknown and which fallback was used; "" when all known */
 } TuneHw;

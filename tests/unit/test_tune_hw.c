@@ -105,6 +105,7 @@ static void test_this_machine(void) {
     CHECK(hw->l2_bytes >= hw->l1d_bytes);
     CHECK(hw->logical_cores >= 1);
     CHECK(hw->physical_cores >= 1 && hw->physical_cores <= hw->logical_cores);
+    CHECK(hw->usable_cores >= 1 && hw->usable_cores <= hw->logical_cores);
     switch (hw->isa) {
     case TUNE_ISA_AVX512:
         CHECK(hw->vector_bytes == 64 && hw->vector_regs == 32);
