@@ -244,3 +244,6 @@ BENCH_BUILD = $(BUILD)/bench
 include bench/Makefile.inc
 
 bench: bench-run
+
+# The tuner's records (src/tune/records.c) are JSON lines read and written with cJSON.
+LDLIBS += -lcjson

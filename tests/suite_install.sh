@@ -119,7 +119,7 @@ export PKG_CONFIG_PATH
 # shellcheck disable=SC2046,SC2086
 check "build against the installed shared library" \
     cc -std=c11 $SANFLAGS -o "$tmp/app" "$tmp/app.c" $(pkg-config --cflags --libs ravel)
-# --static adds Libs.private (-lm -ldl -lpthread); -l:libravel.a picks the
+# --static adds Libs.private (-lm -ldl -lpthread -lcjson); -l:libravel.a picks the
 # archive where -lravel would pick the shared library beside it.
 # shellcheck disable=SC2046,SC2086
 check "build against the installed static library" \

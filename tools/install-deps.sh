@@ -2,6 +2,9 @@
 # Installs the Debian packages ravel needs to build and test, if missing.
 # Library: libdlpack-dev (the DLPack header for tensor interchange).
 # Tests: pkg-config (tests/suite_install.sh builds against an installed ravel).
+# Tuner (src/tune, docs/tuning.md): libcjson-dev (its records are JSON
+# lines) and libxgboost-dev (its learned cost model; loaded with dlopen, so
+# only tuning needs it).
 # The system C compiler (gcc) and make are the base and already present on
 # the machines we build on; the JIT uses `cc` at run time.
 # `install-deps.sh clang` also installs clang, which only `make fuzz-parse`
@@ -12,6 +15,8 @@ if [ "$1" = clang ]; then
     command -v clang >/dev/null 2>&1 || need="$need clang"
 fi
 [ -f /usr/include/dlpack/dlpack.h ] || need="$need libdlpack-dev"
+[ -f /usr/include/cjson/cJSON.h ] || need="$need libcjson-dev"
+[ -f /usr/include/xgboost/c_api.h ] || need="$need libxgboost-dev"
 command -v cc >/dev/null 2>&1 || need="$need gcc"
 command -v python3 >/dev/null 2>&1 || need="$need python3"
 command -v pkg-config >/dev/null 2>&1 || need="$need pkg-config"

@@ -1,0 +1,208 @@
+/*
+ * tune.h — the auto-scheduler's layer (DESIGN.md "tune", issue 15): the
+ * foundations a shape-generic tuner in the manner of DietCode stands on.
+ * It sits above lowering and uses only base/ so far.
+ *
+ *   hw.c      the machine: vector ISA and width, vector registers, cache
+ *             sizes, core counts, read from cpuid and sysfs
+ *   dtree.c   the dispatcher: a CART decision tree over the size variables
+ *             choosing a kernel variant per shape, evaluable in process
+ *             and emitted as C
+ *   records.c tuning records: one measured candidate per JSON line
+ *   xgb.c     the learned part of the cost model (f_MK) through XGBoost's
+ *             C API, loaded with dlopen so the dependency stays optional
+ *
+ * docs/tuning.md describes each piece and why it is built this way.
+ */
+#ifndef RAVEL_TUNE_H
+#define RAVEL_TUNE_H
+
+#include "base/base.h"
+
+/* ---- hw.c: hardware facts ---- */
+
+/* Where a fact came from; TUNE_SRC_NONE means it could not be read and the
+ * value is the stated fallback (TuneHw.notes says which and why). */
+typedef enum TuneSource {
+    TUNE_SRC_NONE,  /* unknown: the value is a fallback */
+    TUNE_SRC_CPUID, /* the cpuid instruction */
+    TUNE_SRC_SYSFS, /* /sys/devices/system/cpu */
+    TUNE_SRC_OS,    /* sysconf */
+    TUNE_SRC_COUNT
+} TuneSource;
+
+typedef enum TuneIsa {
+    TUNE_ISA_UNKNOWN, /* not an x86-64 we can query: scalar code only */
+    TUNE_ISA_SSE2,    /* 16-byte vectors, 16 registers */
+    TUNE_ISA_AVX,     /* 32-byte float vectors without FMA/AVX2 */
+    TUNE_ISA_AVX2,    /* 32-byte vectors with FMA, 16 registers */
+    TUNE_ISA_AVX512,  /* 64-byte vectors, 32 registers */
+    TUNE_ISA_COUNT
+} TuneIsa;
+
+typedef struct TuneHw {
+    TuneIsa isa;
+    bool fma, amx_tile, amx_bf16, amx_int8; /* usable: cpuid and enabled by the OS */
+    int vector_bytes;                       /* widest usable vector register, bytes */
+    int vector_regs;                        /* architectural vector registers of that width */
+    TuneSource isa_src;
+    int64_t l1d_bytes, l2_bytes, l3_bytes; /* per instance; 0 when unknown */
+    TuneSource cache_src;
+    int line_bytes; /* L1d cache line; 64 when unknown */
+    int logical_cores, physical_cores;
+    TuneSource logical_src, physical_src;
+    int usable_cores;  /* logical cores this process may run on (affinity, cpusets) */
+    char cpu_name[64]; /* cpuid's brand string; "" when unknown */
+    char notes[512];   /* what was unknown and which fallback was used; "" when all known */
+} TuneHw;
+
+/* Reads the facts of the machine this process runs on. Never fails: what
+ * cannot be read gets a fallback, marked TUNE_SRC_NONE and explained in
+ * notes. Cached after the first call. */
+const TuneHw *tune_hw(void);
+/* The same, with the sysfs tree rooted at `sysfs_cpu` (normally
+ * "/sys/devices/system/cpu") and, when use_cpuid is false, without cpuid:
+ * for tests of the parsers and of the fallbacks. */
+void tune_hw_probe(const char *sysfs_cpu, bool use_cpuid, TuneHw *out);
+/* The machine class tuning records are keyed by: the CPU's name (cpuid's
+ * brand string) and the facts a measured time depends on, one line, e.g.
+ * "Intel(R) Xeon(R) Processor; AVX-512+AMX; L1d 48K L2 2048K L3 491520K; 2 cores". */
+void tune_hw_machine_id(const TuneHw *hw, Buf *out);
+/* Human-readable, one fact per line (what `ravel tune --hw` prints). */
+void tune_hw_format(const TuneHw *hw, Buf *out);
+const char *tune_isa_name(TuneIsa isa);
+const char *tune_source_name(TuneSource src);
+
+/* ---- dtree.c: the dispatcher, a decision tree over the size variables ---- */
+
+/* A node tests `sizes[var] <= thresh` and goes to `left` when true, else to
+ * `right`; a leaf (var < 0) answers `label`, a kernel variant. */
+typedef struct DTreeNode {
+    int var;        /* size variable tested; -1 for a leaf */
+    int64_t thresh; /* left when sizes[var] <= thresh */
+    int left, right;
+    int label; /* leaves: the chosen variant */
+} DTreeNode;
+
+typedef struct DTree {
+    DTreeNode *nodes; /* nodes[0] is the root */
+    int len, cap;
+    int nvars;
+} DTree;
+
+/* Trains a CART classifier: n shapes of nvars sizes each (row-major in
+ * `sizes`), the best variant of each in `labels` (>= 0), each shape's
+ * frequency in `weights` (> 0; NULL: all 1). Splits minimize the weighted
+ * Gini impurity; a node is split until its shapes agree on the label, no
+ * threshold separates them (identical shapes with different labels: the
+ * weighted majority wins) or it is `max_depth` deep (0: unlimited). So with
+ * depth to spare, every training shape gets its own label back.
+ * RV_ERR_ARG for bad arguments. */
+rv_status tune_dtree_train(const int64_t *sizes, const int *labels, const double *weights, int n,
+                           int nvars, int max_depth, DTree *out);
+/* The variant for one shape: the same answer as the emitted C. */
+int tune_dtree_eval(const DTree *t, const int64_t *sizes);
+int tune_dtree_depth(const DTree *t);
+int tune_dtree_leaves(const DTree *t);
+/* Appends the C function `int NAME_dispatch(const int64_t *sizes)` (needs
+ * <stdint.h>): nested ifs, each with a comment naming its size variable
+ * (var_names[i]; NULL: "sizes[i]"), each return with the variant's name
+ * (label_names[label]; NULL: none). */
+void tune_dtree_emit_c(const DTree *t, const char *name, const char *const *var_names,
+                       const char *const *label_names, Buf *out);
+void tune_dtree_free(DTree *t);
+
+/* ---- records.c: tuning records, one measured candidate per JSON line ---- */
+
+typedef enum TuneStatus {
+    TUNE_STATUS_OK,     /* ran and matched the interpreter: `seconds` is its time */
+    TUNE_STATUS_WRONG,  /* ran but its result differed: a bug, never a candidate */
+    TUNE_STATUS_FAILED, /* did not compile or crashed */
+    TUNE_STATUS_COUNT
+} TuneStatus;
+
+/* One measurement of one schedule (trace) of one program on one shape. */
+typedef struct TuneRecord {
+    const char *program; /* hash of the program's text */
+    const char *machine; /* the machine class it was measured on */
+    const char *trace;   /* the schedule trace, replayable text */
+    int nsizes;
+    const char **size_names; /* the shape: size variable = value, sorted by name */
+    int64_t *size_values;
+    double seconds;
+    TuneStatus status;
+    int line; /* 1-based line of the file it was read from; 0 when added */
+} TuneRecord;
+
+typedef struct TuneRecords {
+    Arena *arena; /* every string and array of the records */
+    TuneRecord *data;
+    int len, cap;
+    StrMap index; /* (program, shape, trace) key -> index + 1 of its latest record */
+    Buf warnings; /* what loading skipped, one line each; for the caller to print */
+} TuneRecords;
+
+const char *tune_status_name(TuneStatus st);
+void tune_records_init(TuneRecords *rs);
+void tune_records_free(TuneRecords *rs);
+/* Reads a records file into rs (initialized). A file that does not exist
+ * holds no records. A torn last line (no newline and not JSON: a write cut
+ * short) is skipped with a line in rs->warnings; any other bad line is
+ * RV_ERR_IO "PATH:LINE: ...". */
+rv_status tune_records_load(const char *path, TuneRecords *rs);
+/* The same over text in memory; `name` is the file name in messages. */
+rv_status tune_records_parse(const char *name, const char *text, size_t len, TuneRecords *rs);
+/* Copies r into rs (the shape is sorted by name); a record with the same
+ * (program, shape, trace) as an earlier one replaces it for lookup. */
+void tune_records_add(TuneRecords *rs, const TuneRecord *r);
+/* The latest record of (program, shape, trace), the shape in any order;
+ * NULL when none. */
+const TuneRecord *tune_records_find(const TuneRecords *rs, const char *program,
+                                    const char *const *size_names, const int64_t *size_values,
+                                    int nsizes, const char *trace);
+/* r as one line of JSON, without the newline (caller frees with base_free). */
+char *tune_record_to_json(const TuneRecord *r);
+/* Appends r as one line with a single write (O_APPEND, under flock), so
+ * concurrent writers do not interleave and a crash leaves at most one torn last line;
+ * a torn last line left by an earlier crash is cut off first. */
+rv_status tune_record_append(const char *path, const TuneRecord *r);
+
+/* ---- xgb.c: the learned cost model f_MK through XGBoost's C API ---- */
+
+/* Gradient-boosted regression trees. XGBoost (libxgboost.so, Debian
+ * libxgboost-dev) is loaded with dlopen on first use: without it every
+ * function here fails with RV_ERR_UNSUPPORTED and a message naming the
+ * package, and the rest of ravel is unaffected. $RAVEL_XGBOOST names the
+ * library to load instead of the usual names. */
+typedef struct XgbParams {
+    int rounds;            /* boosting rounds; 0: 100 */
+    int max_depth;         /* of each tree; 0: 6 */
+    double eta;            /* learning rate; 0: 0.3 */
+    const char *objective; /* NULL: "reg:squarederror"; "rank:pairwise" ranks within groups */
+    int nthread;           /* 0: XGBoost's default (all cores) */
+    int seed;
+} XgbParams;
+
+typedef struct XgbModel XgbModel;
+
+/* RV_OK when XGBoost can be loaded; else RV_ERR_UNSUPPORTED with the message
+ * tuning shows ("... install libxgboost-dev ..."). */
+rv_status tune_xgb_available(void);
+/* "1.7.4": the loaded library's version; NULL when it is not loaded. */
+const char *tune_xgb_version(void);
+rv_status tune_xgb_new(const XgbParams *p, XgbModel **out);
+/* Fits a fresh model to nrows rows of ncols features (row-major `x`) and
+ * their targets `y` (e.g. log throughput). For a rank objective, `groups`
+ * holds the sizes of ngroups consecutive groups of rows (e.g. the
+ * candidates measured on one shape); else NULL and 0. */
+rv_status tune_xgb_train(XgbModel *m, const float *x, int nrows, int ncols, const float *y,
+                         const unsigned *groups, int ngroups);
+/* One prediction per row into out[nrows]. RV_ERR_ARG before training. */
+rv_status tune_xgb_predict(XgbModel *m, const float *x, int nrows, int ncols, float *out);
+/* The model as a file (XGBoost's JSON format with a .json name, else its
+ * binary format); load makes a model that predicts as the saved one did. */
+rv_status tune_xgb_save(XgbModel *m, const char *path);
+rv_status tune_xgb_load(const char *path, XgbModel **out);
+void tune_xgb_free(XgbModel *m);
+
+#endif
