@@ -175,6 +175,57 @@ const char *sched_loop_kind_name(LoopKind k);
 Stage *sched_stage_add(Schedule *s, const char *name, StageKind k, Tensor *t);
 void sched_stage_init_ivs(Schedule *s, Stage *st);
 
+/* ---- primtab.c: the table of primitives (prims.def) ---- */
+
+/* PRIM_LOOPS: the stage must have loops of its own. */
+enum { PRIM_LOOPS = 1 };
+
+typedef struct SchedPrim {
+    const char *name;
+    const char *results; /* the names it gives, "o, i"; "" none */
+    const char *params;  /* positional arguments, "v:loop, [scope:str]" */
+    const char *keys;    /* keyword arguments, "pad:int, align:int" */
+    unsigned flags;
+    const char *doc;
+} SchedPrim;
+
+typedef enum SchedParamKind {
+    PK_LOOP,   /* a loop of the scheduled stage */
+    PK_STAGE,  /* a stage's name */
+    PK_TENSOR, /* a tensor's name */
+    PK_INT,
+    PK_STR,
+    PK_COUNT
+} SchedParamKind;
+
+/* One entry of a row's params or keys. */
+#define SCHED_MAX_PARAMS 8
+typedef struct SchedParam {
+    char name[16];
+    SchedParamKind kind;
+    bool optional, repeated;
+} SchedParam;
+
+extern const SchedPrim sched_prims[]; /* in prims.def order */
+extern const int sched_nprims;
+const SchedPrim *sched_prim_find(const char *name);
+int sched_prim_params(const char *sig, SchedParam *out, int max);
+/* Checks a step's shape against its row: positional count and kinds, the
+ * number of names it gives, keywords known, once, of their kind. Errors
+ * are RV_ERR_SCHEDULE located at the step or the argument. `stage` names
+ * the scheduled stage in messages. */
+rv_status sched_prim_check(const SchedPrim *p, const SchedStep *step, const SrcFile *src,
+                           const char *stage);
+/* RV_ERR_SCHEDULE located at loc: "PRIM: MESSAGE". */
+rv_status sched_step_vfail(const SchedStep *step, const SrcFile *src, SrcLoc loc, const char *fmt,
+                           va_list ap);
+/* The error for a step naming no primitive: the known ones, a near name. */
+rv_status sched_prim_unknown(const SchedStep *step, const SrcFile *src);
+/* "o, i = split(v, F [, tail=\"...\"])" */
+void sched_prim_usage(Buf *b, const SchedPrim *p);
+/* Every primitive's usage, argument kinds and doc (`ravel help schedules`). */
+void sched_prims_help(Buf *b);
+
 /* ---- prims.c: the primitives ---- */
 
 /* One step on stage `st`; `src` locates messages (may be NULL). */
