@@ -104,6 +104,22 @@ typedef enum AttachKind {
     ATTACH_COUNT
 } AttachKind;
 
+/* Annotations that later layers put on a stage: recursion (Cortex) and
+ * batching (ACROBAT). Typed slots that the schedule carries and prints;
+ * nothing acts on them yet. */
+typedef enum StageNoteKind {
+    NOTE_DYNAMIC_BATCH, /* Cortex: instances of a recursive stage batched per level; payload: max batch (0: any) */
+    NOTE_SPECIALIZE,    /* Cortex: a recursive stage specialized (leaf / internal nodes); payload: which case */
+    NOTE_BATCH,         /* ACROBAT: calls batched across instances; payload: the batching group */
+    NOTE_COUNT
+} StageNoteKind;
+
+typedef struct StageNote {
+    StageNoteKind kind;
+    int64_t payload;
+} StageNote;
+#define SCHED_MAX_NOTES 4
+
 typedef struct Stage Stage;
 struct Stage {
     const char *name;
@@ -135,6 +151,8 @@ struct Stage {
     bool touched;   /* a loop primitive has run (cache_write must come first) */
     SrcLoc loc;     /* where it was created (cache stages) */
     int id;
+    StageNote notes[SCHED_MAX_NOTES]; /* at most one of each kind */
+    int nnotes;
 };
 
 typedef struct Schedule {
@@ -170,6 +188,9 @@ bool sched_iv_derives_from(const IterVar *v, const IterVar *root);
 /* The stage whose tensor is t, or NULL. */
 Stage *sched_stage_of(const Schedule *s, const Tensor *t);
 const char *sched_loop_kind_name(LoopKind k);
+const char *sched_note_kind_name(StageNoteKind k); /* "dynamic_batch", ... */
+/* Sets the stage's note of kind k (replacing one of that kind). */
+void sched_stage_note(Stage *st, StageNoteKind k, int64_t payload);
 /* For the primitives: a new root-attached stage (appended), and the root
  * IterVars of a stage from its tensor's axes and reduction. */
 Stage *sched_stage_add(Schedule *s, const char *name, StageKind k, Tensor *t);

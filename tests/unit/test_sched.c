@@ -1,12 +1,21 @@
 /*
  * test_sched.c — schedules: the table of primitives (src/sched/prims.def:
  * every row parses, uniform shape errors, the unknown-primitive list) and
- * the structured query of stages and loops (rv_module_schedule_info).
+ * the notes a stage carries.
  */
 #include <string.h>
 
 #include "harness.h"
 #include "sched/sched.h"
+
+#define CHECK_STR_EQ(got, want)                                                                    \
+    do {                                                                                           \
+        const char *hg_ = (got), *hw_ = (want);                                                    \
+        int ok_ = hg_ && strcmp(hg_, hw_) == 0;                                                    \
+        CHECK(ok_ && "strings equal");                                                             \
+        if (!ok_)                                                                                  \
+            fprintf(stderr, "    %s = \"%s\", expected \"%s\"\n", #got, hg_ ? hg_ : "(null)", hw_);  \
+    } while (0)
 
 static rv_module *parse_ok(const char *text) {
     rv_module *m = NULL;
@@ -101,8 +110,30 @@ static void test_shape_errors(void) {
     CHECK(apply("C", "io, ii = split(i, 4, tail=\"guard\")  reorder(k, io)") == RV_OK);
 }
 
+/* Notes (recursion and batching annotations) are printed with the stage;
+ * setting a kind again replaces its payload. */
+static void test_stage_notes(void) {
+    rv_module *m = parse_ok(gemm);
+    if (!m)
+        return;
+    Schedule *s;
+    CHECK(sched_from_module(m, &s) == RV_OK);
+    Stage *c = sched_stage(s, "C");
+    sched_stage_note(c, NOTE_DYNAMIC_BATCH, 8);
+    sched_stage_note(c, NOTE_BATCH, 2);
+    sched_stage_note(c, NOTE_DYNAMIC_BATCH, 16);
+    CHECK_EQ_INT(c->nnotes, 2);
+    Buf b = {0};
+    sched_print_stage(&b, c);
+    CHECK_STR_CONTAINS(buf_str(&b), "stage C (root, dynamic_batch=16, batch=2): i j k(r)");
+    buf_free(&b);
+    sched_free(s);
+    rv_module_free(m);
+}
+
 int main(void) {
     RUN(test_table_rows);
     RUN(test_shape_errors);
+    RUN(test_stage_notes);
     return harness_report();
 }
