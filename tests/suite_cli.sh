@@ -73,5 +73,10 @@ if [ "${SAN:-0}" != 1 ] && [ -x /usr/bin/time ]; then
     rm -f "$big" "$out.rss"
 fi
 
+# `ravel help schedules` shows every row of the table of primitives.
+for prim in $(sed -n 's/^PRIM(\([a-z_]*\),.*/\1/p' src/sched/prims.def); do
+    expect_status 0 " $prim(" "$RAVEL" help schedules
+done
+
 echo "cli: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
