@@ -105,8 +105,9 @@ typedef enum AttachKind {
 } AttachKind;
 
 /* Annotations that later layers put on a stage: recursion (Cortex) and
- * batching (ACROBAT). Typed slots that the schedule carries and prints;
- * nothing acts on them yet. */
+ * batching (ACROBAT). Typed slots that the schedule carries and prints and
+ * the query reports; nothing acts on them yet. The kinds are the public
+ * rv_stage_note_kind (include/ravel.h), in the same order. */
 typedef enum StageNoteKind {
     NOTE_DYNAMIC_BATCH, /* Cortex: instances of a recursive stage batched per level; payload: max batch (0: any) */
     NOTE_SPECIALIZE,    /* Cortex: a recursive stage specialized (leaf / internal nodes); payload: which case */
@@ -195,6 +196,11 @@ void sched_stage_note(Stage *st, StageNoteKind k, int64_t payload);
  * IterVars of a stage from its tensor's axes and reduction. */
 Stage *sched_stage_add(Schedule *s, const char *name, StageKind k, Tensor *t);
 void sched_stage_init_ivs(Schedule *s, Stage *st);
+
+/* ---- query.c: the schedule as data (rv_module_schedule_info) ---- */
+
+/* A snapshot of s that owns its strings (rv_schedule_info_free). */
+rv_schedule_info *sched_query(const Schedule *s);
 
 /* ---- primtab.c: the table of primitives (prims.def) ---- */
 
