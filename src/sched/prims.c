@@ -4,21 +4,8 @@
  * shape against its row before the handler runs; the handler checks
  * values and legality).
  *
- *   o, i = split(v, F [, tail="guard"])  v = o*F + i, any F >= 1
- *   f = fuse(a, b)                        adjacent loops a, b (a outside)
- *   reorder(a, b, ...)                    these loops, in this order, in
- *                                         the places they occupy
- *   xo, yo, xi, yi = tile(x, y, FX, FY)   split both, then reorder
- *   parallel(v)  vectorize(v)  unroll(v)  bind(v, "blockIdx.x")
- *   compute_at(P, v)                      compute stage P inside loop v of
- *                                         this stage (omit v: at the top)
- *   compute_inline(P)                     substitute P into its readers
- *   L = cache_read(X [, "local"] [, pad=1] [, align=N])
- *   L = cache_write(Y [, "local"] [, pad=1] [, align=N])
- *   pad(v, N)                             iterate v to a multiple of N,
- *                                         into storage padded for it
- *   storage_pad(d, N)                     pad dimension d of this stage's
- *                                         tensor storage to a multiple of N
+ * `ravel help schedules` lists them with their arguments; docs/schedules.md
+ * describes them in full.
  *
  * Each checks everything it relies on and returns RV_ERR_SCHEDULE with a
  * message located at the step; on error the schedule is unchanged, except
