@@ -382,9 +382,9 @@ typedef enum rv_stage_attach {
 
 typedef enum rv_loop_kind {
     RV_LOOP_SERIAL,
-    RV_LOOP_PARALLEL, /* parallel(v) */
-    RV_LOOP_VECTOR,   /* vectorize(v) */
-    RV_LOOP_UNROLL,   /* unroll(v) */
+    RV_LOOP_PARALLEL,    /* parallel(v) */
+    RV_LOOP_VECTOR,      /* vectorize(v) */
+    RV_LOOP_UNROLL,      /* unroll(v) */
     RV_LOOP_GPU_BLOCK_X, /* bind(v, "blockIdx.x"), ... */
     RV_LOOP_GPU_BLOCK_Y,
     RV_LOOP_GPU_BLOCK_Z,

@@ -328,9 +328,9 @@ rv_status sched_prim_unknown(const SchedStep *step, const SrcFile *src) {
         cands[i] = sched_prims[i].name;
     }
     near_name(&hint, step->prim, cands, sched_nprims);
-    rv_status r = base_diag(RV_ERR_SCHEDULE, src, step->loc,
-                            "unknown schedule primitive '%s'%s (known: %s)", step->prim,
-                            buf_str(&hint), buf_str(&names));
+    rv_status r =
+        base_diag(RV_ERR_SCHEDULE, src, step->loc, "unknown schedule primitive '%s'%s (known: %s)",
+                  step->prim, buf_str(&hint), buf_str(&names));
     buf_free(&hint);
     buf_free(&names);
     return r;

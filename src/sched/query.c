@@ -56,9 +56,9 @@ static Expr *iv_extent(Module *m, const IterVar *v) {
     case IV_ROOT:
         if (!v->axis->extent)
             return NULL;
-        return v->pad > 1 ? ir_binary(m, EX_MUL, ceil_div(m, v->axis->extent, v->pad),
-                                      ir_int(m, v->pad))
-                          : v->axis->extent;
+        return v->pad > 1
+                   ? ir_binary(m, EX_MUL, ceil_div(m, v->axis->extent, v->pad), ir_int(m, v->pad))
+                   : v->axis->extent;
     case IV_OUTER:
         return ceil_div(m, iv_extent(m, v->parent), v->factor);
     case IV_INNER:

@@ -109,12 +109,14 @@ typedef enum AttachKind {
  * the query reports; nothing acts on them yet. The kinds are the public
  * rv_stage_note_kind (include/ravel.h), in the same order. */
 typedef enum StageNoteKind {
-    NOTE_DYNAMIC_BATCH, /* Cortex: instances of a recursive stage batched per level; payload: max batch (0: any) */
-    NOTE_SPECIALIZE,    /* Cortex: a recursive stage specialized (leaf / internal nodes); payload: which case */
-    NOTE_BATCH,         /* ACROBAT: calls batched across instances; payload: the batching group */
+    NOTE_DYNAMIC_BATCH, /* Cortex: a recursive stage's instances batched per level */
+    NOTE_SPECIALIZE,    /* Cortex: a recursive stage specialized per case (leaf, internal) */
+    NOTE_BATCH,         /* ACROBAT: calls batched across instances */
     NOTE_COUNT
 } StageNoteKind;
 
+/* payload: DYNAMIC_BATCH the largest batch (0: any), SPECIALIZE which
+ * case, BATCH the batching group (docs/schedules.md) */
 typedef struct StageNote {
     StageNoteKind kind;
     int64_t payload;

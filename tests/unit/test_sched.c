@@ -15,7 +15,8 @@
         int ok_ = hg_ && strcmp(hg_, hw_) == 0;                                                    \
         CHECK(ok_ && "strings equal");                                                             \
         if (!ok_)                                                                                  \
-            fprintf(stderr, "    %s = \"%s\", expected \"%s\"\n", #got, hg_ ? hg_ : "(null)", hw_);  \
+            fprintf(stderr, "    %s = \"%s\", expected \"%s\"\n", #got, hg_ ? hg_ : "(null)",      \
+                    hw_);                                                                          \
     } while (0)
 
 static rv_module *parse_ok(const char *text) {
@@ -88,18 +89,24 @@ static void test_shape_errors(void) {
         {"io, ii = split(i, 2, 3)", "split: takes 2 arguments, got 3"},
         {"io = split(i, 2)", "split: names 2 results, got 1 (usage: o, i = split("},
         {"f = parallel(i)", "parallel: gives no names; write it without `... =`"},
-        {"io, ii = split(i, \"4\")", "2:19: error: split: argument 2 (F) must be an integer, not a string"},
-        {"io, ii = split(4, 4)", "2:16: error: split: argument 1 (v) must be a loop of C, not an integer"},
+        {"io, ii = split(i, \"4\")",
+         "2:19: error: split: argument 2 (F) must be an integer, not a string"},
+        {"io, ii = split(4, 4)",
+         "2:16: error: split: argument 1 (v) must be a loop of C, not an integer"},
         {"io, ii = split(i, 4, tail=1)", "split: tail= must be a quoted string, not an integer"},
-        {"io, ii = split(i, 4, tial=\"guard\")", "split: unknown keyword argument 'tial'; did you mean 'tail'? (usage: "},
+        {"io, ii = split(i, 4, tial=\"guard\")",
+         "split: unknown keyword argument 'tial'; did you mean 'tail'? (usage: "},
         {"io, ii = split(i, 4, tail=\"guard\", tail=\"guard\")", "keyword 'tail' given twice"},
-        {"L = cache_read(A, zz=1)", "cache_read: unknown keyword argument 'zz' (usage: L = cache_read("},
+        {"L = cache_read(A, zz=1)",
+         "cache_read: unknown keyword argument 'zz' (usage: L = cache_read("},
         {"reorder()", "reorder: takes at least 1 argument, got 0 (usage: reorder(v, ...))"},
         {"reorder(i, 3)", "reorder: argument 2 (v) must be a loop of C, not an integer"},
         {"compute_at(C, i, j)", "compute_at: takes 1 to 2 arguments, got 3"},
         {"L = cache_read(\"A\")", "cache_read: argument 1 (X) must be the name of a tensor"},
-        {"L = cache_write(C, local)", "cache_write: argument 2 (scope) must be a quoted string, not a name"},
-        {"spilt(i, 2)", "unknown schedule primitive 'spilt'; did you mean 'split'? (known: split, fuse,"},
+        {"L = cache_write(C, local)",
+         "cache_write: argument 2 (scope) must be a quoted string, not a name"},
+        {"spilt(i, 2)",
+         "unknown schedule primitive 'spilt'; did you mean 'split'? (known: split, fuse,"},
         {"frobnicate(i)", "unknown schedule primitive 'frobnicate' (known: split"},
     };
     for (int i = 0; i < RV_COUNT(cases); i++) {
@@ -213,10 +220,11 @@ static void test_query_steps(void) {
 /* Inlined stages have no loops; pad(v, N) shows in the extent; ragged
  * extents print over their outer axis. */
 static void test_query_inline_pad_ragged(void) {
-    rv_module *m = parse_ok("size B in 1..8\nufun len[b < B] in 0..16\ninput X : f32[B, 16]\n"
-                            "T[b < B, l < len[b]] = X[b, l] * 2\nY[b < B, l < len[b]] = T[b, l] + 1\n"
-                            "input Z : f32[B]\nP[b < B] = Z[b] * 2\nQ[b < B] = P[b] + 1\n"
-                            "R[b < B] = f32(b) * 2\n");
+    rv_module *m =
+        parse_ok("size B in 1..8\nufun len[b < B] in 0..16\ninput X : f32[B, 16]\n"
+                 "T[b < B, l < len[b]] = X[b, l] * 2\nY[b < B, l < len[b]] = T[b, l] + 1\n"
+                 "input Z : f32[B]\nP[b < B] = Z[b] * 2\nQ[b < B] = P[b] + 1\n"
+                 "R[b < B] = f32(b) * 2\n");
     if (!m)
         return;
     CHECK(rv_module_schedule(m, "Q", "compute_inline(P)") == RV_OK);
