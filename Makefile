@@ -2,6 +2,7 @@
 # and build/ravel; `make test` builds and runs every test; `make demo` runs
 # the main demo. `make SAN=1 test` (or `make asan-test`) builds everything in
 # build-asan/ with AddressSanitizer + UndefinedBehaviorSanitizer.
+# `make install PREFIX=...` and `make uninstall`: see "install" below.
 
 CC      ?= cc
 SAN     ?= 0
@@ -16,10 +17,21 @@ OPT     ?= -O2
 endif
 
 WARN    = -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wundef
-CFLAGS  += -std=c11 $(OPT) -g $(WARN) -fPIC -D_GNU_SOURCE -Iinclude -Isrc $(SANFLAGS) \
-           -DRAVEL_INCLUDE_DIR_DEFAULT='"$(CURDIR)/include"'
+# -ffile-prefix-map: objects (debug info, __FILE__) name sources relative to
+# the repository, so no build path is baked into what `make install` copies.
+CFLAGS  += -std=c11 $(OPT) -g $(WARN) -fPIC -D_GNU_SOURCE -Iinclude -Isrc -I$(BUILD)/gen $(SANFLAGS) \
+           -ffile-prefix-map=$(CURDIR)=.
 LDLIBS  = -lm -ldl -lpthread
 LDFLAGS += $(SANFLAGS)
+
+# The version, read from include/ravel.h's RV_VERSION_* lines (the one place
+# it is written). The shared library is libravel.so.MAJOR.MINOR.PATCH with
+# SONAME libravel.so.MAJOR; libravel.so links to it.
+rv_version_part = $(shell sed -n 's/^[#]define RV_VERSION_$(1) *\([0-9][0-9]*\).*/\1/p' include/ravel.h)
+VERSION_MAJOR  := $(call rv_version_part,MAJOR)
+VERSION        := $(VERSION_MAJOR).$(call rv_version_part,MINOR).$(call rv_version_part,PATCH)
+SO_NAME        := libravel.so.$(VERSION_MAJOR)
+SO_FILE        := libravel.so.$(VERSION)
 
 LIB_SRC   := $(sort $(wildcard src/*/*.c))
 LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/%.o)
@@ -27,7 +39,7 @@ TOOL_SRC  := $(sort $(wildcard tools/*.c))
 TOOL_OBJ  := $(TOOL_SRC:%.c=$(BUILD)/%.o)
 TEST_SRC  := $(sort $(wildcard tests/unit/test_*.c))
 TEST_BIN  := $(TEST_SRC:tests/unit/%.c=$(BUILD)/tests/%)
-HDRS      := $(wildcard include/*.h src/*/*.h src/*/*.def tests/*.h)
+HDRS      := $(wildcard include/*.h src/*/*.h src/*/*.def)
 
 .PHONY: all test asan-test demo clean format lint fuzz-sched fuzz-programs fuzz-parse bench deps
 
@@ -37,22 +49,46 @@ all: $(BUILD)/libravel.a $(BUILD)/libravel.so $(BUILD)/ravel
 deps:
 	@sh tools/install-deps.sh
 
+# Without the DLPack header the build would stop at a compiler error deep in
+# src/runtime; say what to install instead (checked before any object).
+.PHONY: check-dlpack
+check-dlpack:
+	@printf '#include <dlpack/dlpack.h>\n' | $(CC) $(CFLAGS) -E -x c - -o /dev/null 2>/dev/null || \
+	  { echo "ravel: the DLPack header <dlpack/dlpack.h> is missing: run 'make deps'" \
+	         "(it installs Debian's libdlpack-dev; tools/install-deps.sh)" >&2; exit 1; }
+
+$(LIB_OBJ) $(TOOL_OBJ): | check-dlpack
+
 $(BUILD)/%.o: %.c $(HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
+
+# ravel_rt.h embedded in the library (src/jit/rt_header.c): its bytes as a C
+# initializer list, written with od and sed.
+$(BUILD)/gen/ravel_rt_h.inc: include/ravel_rt.h
+	@mkdir -p $(dir $@)
+	od -An -v -tx1 $< | sed -e 's/ *\([0-9a-f][0-9a-f]\)/0x\1,/g' >$@.tmp && mv $@.tmp $@
+
+$(BUILD)/src/jit/rt_header.o: $(BUILD)/gen/ravel_rt_h.inc
 
 $(BUILD)/libravel.a: $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/libravel.so: $(LIB_OBJ)
-	$(CC) -shared $(LDFLAGS) -o $@ $^ $(LDLIBS)
+# src/libravel.map exports the public API only (it says which names and why).
+$(BUILD)/$(SO_FILE): $(LIB_OBJ) src/libravel.map
+	$(CC) -shared $(LDFLAGS) -Wl,-soname,$(SO_NAME) -Wl,--version-script,src/libravel.map \
+	  -o $@ $(LIB_OBJ) $(LDLIBS)
+
+$(BUILD)/libravel.so: $(BUILD)/$(SO_FILE)
+	ln -sf $(SO_FILE) $(BUILD)/$(SO_NAME)
+	ln -sf $(SO_NAME) $@
 
 # -rdynamic: JIT-compiled kernels resolve ravel_rt_* runtime symbols from the host.
 $(BUILD)/ravel: $(TOOL_OBJ) $(BUILD)/libravel.a
 	$(CC) $(LDFLAGS) -rdynamic -o $@ $(TOOL_OBJ) $(BUILD)/libravel.a $(LDLIBS)
 
-$(BUILD)/tests/%: tests/unit/%.c tests/harness.h $(BUILD)/libravel.a
+$(BUILD)/tests/%: tests/unit/%.c $(wildcard tests/*.h) $(BUILD)/libravel.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itests -rdynamic -o $@ $< $(BUILD)/libravel.a $(LDFLAGS) $(LDLIBS)
 
@@ -119,10 +155,9 @@ $(BUILD)/fuzz_parse: tests/fuzz_parse.c $(BUILD)/libravel.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libravel.a $(LDFLAGS) $(LDLIBS)
 
-$(FUZZ_PARSE_DIR)/fuzz_parse: tests/fuzz_parse.c $(LIB_SRC) $(HDRS)
+$(FUZZ_PARSE_DIR)/fuzz_parse: tests/fuzz_parse.c $(LIB_SRC) $(HDRS) $(BUILD)/gen/ravel_rt_h.inc
 	@mkdir -p $(dir $@)
-	clang -std=c11 -O1 -g -D_GNU_SOURCE -Iinclude -Isrc -DRV_LIBFUZZER \
-	  -DRAVEL_INCLUDE_DIR_DEFAULT='"$(CURDIR)/include"' \
+	clang -std=c11 -O1 -g -D_GNU_SOURCE -Iinclude -Isrc -I$(BUILD)/gen -DRV_LIBFUZZER \
 	  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 	  -o $@ tests/fuzz_parse.c $(LIB_SRC) $(LDLIBS)
 
@@ -144,11 +179,13 @@ demo: deps
 clean:
 	rm -rf build build-asan build-fuzz
 
-# Regenerates the golden files (tests/golden/NAME.lower.txt and NAME.c) after
+# Regenerates the golden files (tests/golden/NAME.lower.txt and NAME.c, and
+# the output sections of the per-pass goldens tests/lower/NAME.txt) after
 # an intended change; tests/suite_golden.sh compares them. Review the diff.
 .PHONY: golden-update
-golden-update: all
+golden-update: all $(BUILD)/tests/test_lower_passes
 	@BUILD=$(BUILD) GOLDEN_UPDATE=1 sh tests/suite_golden.sh
+	@GOLDEN_UPDATE=1 $(BUILD)/tests/test_lower_passes
 
 # Rewrites bench/programs/*.rv, the benchmark kernels' programs as files,
 # from bench/kernel_sources.c; test_kernels checks they match. Review the diff.
@@ -162,6 +199,45 @@ format:
 lint:
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
 	  --std=c11 --inline-suppr --suppress=missingIncludeSystem -Iinclude -Isrc src tools
+
+# ---- install ----
+# `make install` copies what `make` built (it compiles nothing new): the
+# headers, libravel.a, the shared library and its links, the ravel command,
+# ravel.pc for pkg-config and the ravel(1) man page. PREFIX (default
+# /usr/local) is where they will be used; DESTDIR, when set, stages them
+# under another root (packaging). `make uninstall` removes exactly those
+# files and leaves the directories.
+PREFIX       ?= /usr/local
+BINDIR       ?= $(PREFIX)/bin
+LIBDIR       ?= $(PREFIX)/lib
+INCLUDEDIR   ?= $(PREFIX)/include
+MANDIR       ?= $(PREFIX)/share/man
+PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
+INSTALLED    := $(BINDIR)/ravel $(INCLUDEDIR)/ravel.h $(INCLUDEDIR)/ravel_rt.h $(LIBDIR)/libravel.a \
+                $(LIBDIR)/$(SO_FILE) $(LIBDIR)/$(SO_NAME) $(LIBDIR)/libravel.so \
+                $(PKGCONFIGDIR)/ravel.pc $(MANDIR)/man1/ravel.1
+
+# The man page is made from the command's own help (tools/ravel-man.sh).
+$(BUILD)/ravel.1: $(BUILD)/ravel tools/ravel-man.sh README.md
+	sh tools/ravel-man.sh $(BUILD)/ravel README.md >$@.tmp && mv $@.tmp $@
+
+.PHONY: install uninstall
+install: $(BUILD)/libravel.a $(BUILD)/libravel.so $(BUILD)/ravel $(BUILD)/ravel.1
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(LIBDIR) \
+	  $(DESTDIR)$(PKGCONFIGDIR) $(DESTDIR)$(MANDIR)/man1
+	install -m 755 $(BUILD)/ravel $(DESTDIR)$(BINDIR)/ravel
+	install -m 644 include/ravel.h include/ravel_rt.h $(DESTDIR)$(INCLUDEDIR)
+	install -m 644 $(BUILD)/libravel.a $(DESTDIR)$(LIBDIR)/libravel.a
+	install -m 755 $(BUILD)/$(SO_FILE) $(DESTDIR)$(LIBDIR)/$(SO_FILE)
+	ln -sf $(SO_FILE) $(DESTDIR)$(LIBDIR)/$(SO_NAME)
+	ln -sf $(SO_NAME) $(DESTDIR)$(LIBDIR)/libravel.so
+	sed -e 's|@PREFIX@|$(PREFIX)|; s|@LIBDIR@|$(LIBDIR)|; s|@INCLUDEDIR@|$(INCLUDEDIR)|' \
+	  -e 's|@VERSION@|$(VERSION)|' tools/ravel.pc.in >$(DESTDIR)$(PKGCONFIGDIR)/ravel.pc
+	chmod 644 $(DESTDIR)$(PKGCONFIGDIR)/ravel.pc
+	install -m 644 $(BUILD)/ravel.1 $(DESTDIR)$(MANDIR)/man1/ravel.1
+
+uninstall:
+	rm -f $(addprefix $(DESTDIR),$(INSTALLED))
 
 # Benchmarks (never part of make test): bench/README.md
 BENCH_BUILD = $(BUILD)/bench

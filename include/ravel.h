@@ -59,6 +59,19 @@
 extern "C" {
 #endif
 
+/* --------------------------------------------------------------- version */
+
+/* The one place the version is written: the Makefile reads these lines for
+ * the shared library's names (SONAME libravel.so.MAJOR) and ravel.pc.
+ * MAJOR changes when the library's ABI does. */
+#define RV_VERSION_MAJOR 0
+#define RV_VERSION_MINOR 1
+#define RV_VERSION_PATCH 0
+
+/* "MAJOR.MINOR.PATCH" of the library the program runs with, which may be
+ * newer than the RV_VERSION_* it was compiled with. */
+const char *rv_version(void);
+
 /* ---------------------------------------------------------------- status */
 
 typedef enum rv_status {
@@ -356,6 +369,163 @@ typedef struct rv_program_counters {
     double kernel_seconds;
 } rv_program_counters;
 void rv_program_stats(const rv_program *p, rv_program_counters *out);
+
+/* ------------------------------------------- recursive data structures */
+
+/* Recursive models (TreeLSTM, DAG-RNN, ...) read pointer-linked inputs:
+ * sequences, trees with at most K children and DAGs. A *batch* of such
+ * structures is built here, checked as each structure is added, and then
+ * *linearized* (Cortex §4.2, appendix B) into the integer arrays the
+ * compiled kernels read (docs/recursion.md, "Structures and the linearizer"):
+ *
+ *     rv_structs *bs = rv_structs_new(RV_STRUCT_TREE, 2, 1); // binary, 1 int per node
+ *     if (rv_structs_read_sst(bs, "data/sst", RV_SST_TEST) != RV_OK) ...rv_last_error()...
+ *     rv_linear lin = {0};                 // buffers grow once, reused by every call
+ *     if (rv_linearize(bs, &lin) != RV_OK) ...
+ *     // lin.batch_begin[b], lin.batch_length[b], lin.child[n * K + k], lin.first_leaf, ...
+ *     rv_linear_free(&lin);
+ *     rv_structs_free(bs);
+ *
+ * Nodes are numbered 0..n-1 within a structure; a node's *children* are the
+ * nodes computed before it (a tree's children, a sequence's previous
+ * element, a DAG node's predecessors) and its *parents* the nodes that read
+ * it. The *root* is the one node no other node lists as a child: the
+ * structure's result. Children keep their order (left before right).
+ *
+ * Every structure is checked when it is added; a bad one is refused with
+ * RV_ERR_ARG (RV_ERR_SYNTAX / RV_ERR_IO from the readers) and a message that
+ * names the structure (its index in the batch) and the node, and the batch
+ * is left as it was. Refused: a node with more than K children, a child
+ * index outside 0..n-1, a node listed twice among one node's children, a
+ * cycle (named by its nodes), in a tree or sequence a node with two
+ * parents, and a structure with no root or with several. A DAG has one
+ * root too, so a disconnected DAG is refused: its parts are separate
+ * structures with separate results; add them as such. */
+typedef enum rv_struct_kind {
+    RV_STRUCT_SEQUENCE, /* chains (K must be 1): at most one child and one parent */
+    RV_STRUCT_TREE,     /* every node but the root has exactly one parent */
+    RV_STRUCT_DAG,      /* nodes may share children; trees and chains are DAGs too */
+    RV_STRUCT_KIND_COUNT
+} rv_struct_kind;
+
+typedef struct rv_structs rv_structs;
+
+/* An empty batch of structures of `kind` whose nodes have at most
+ * `max_children` (K >= 1) children and `width` (>= 0) integers of data each
+ * (e.g. a word id). NULL with the error on bad arguments. */
+rv_structs *rv_structs_new(rv_struct_kind kind, int max_children, int width);
+void rv_structs_free(rv_structs *bs);
+/* Drops every structure (keeps the vocabulary and the buffers). */
+void rv_structs_clear(rv_structs *bs);
+rv_struct_kind rv_structs_kind(const rv_structs *bs);
+int rv_structs_max_children(const rv_structs *bs);
+int rv_structs_width(const rv_structs *bs);
+int rv_structs_count(const rv_structs *bs);
+/* Nodes of all structures; structure s's node i is node
+ * rv_structs_node_begin(bs, s) + i of the batch. */
+int32_t rv_structs_num_nodes(const rv_structs *bs);
+int32_t rv_structs_node_begin(const rv_structs *bs, int s);
+int32_t rv_structs_size(const rv_structs *bs, int s);
+/* Node i of structure s: its children (a pointer to nchild structure-local
+ * indices), its data (`width` integers) and its root. */
+int rv_structs_children(const rv_structs *bs, int s, int32_t i, const int32_t **child);
+const int32_t *rv_structs_data(const rv_structs *bs, int s, int32_t i);
+int32_t rv_structs_root(const rv_structs *bs, int s);
+
+/* Adds a structure of n nodes from children lists in compressed form: node
+ * i's children are child[child_begin[i] .. child_begin[i+1]) (child_begin
+ * has n+1 entries, child_begin[0] = 0, and `child` child_begin[n]: sizes
+ * no function can check). `data`: n * width integers, row per node, or NULL
+ * for -1 everywhere. */
+rv_status rv_structs_add_children(rv_structs *bs, int32_t n, const int32_t *child_begin,
+                                  const int32_t *child, const int32_t *data);
+/* The same from a parent array: parent[i] is node i's parent, -1 for the
+ * root; a node's children are in increasing index order. */
+rv_status rv_structs_add_parents(rv_structs *bs, int32_t n, const int32_t *parent,
+                                 const int32_t *data);
+/* A sequence of n nodes: node t's child is t-1, the root is n-1. */
+rv_status rv_structs_add_sequence(rv_structs *bs, int32_t n, const int32_t *data);
+/* A perfect binary tree of height h (2^(h+1) - 1 nodes, h + 1 levels; a
+ * single node has height 0) in heap order: node i's children are 2i+1 and
+ * 2i+2, the root is 0. Needs K >= 2. */
+rv_status rv_structs_add_perfect_tree(rv_structs *bs, int height, const int32_t *data);
+/* The w x h grid DAG of Cortex's DAG-RNN: node (i, j), index i*h + j, has
+ * the children (i-1, j) and (i, j-1) where they exist, in that order; the
+ * root is (w-1, h-1). Needs a DAG batch with K >= 2 (unless w or h is 1). */
+rv_status rv_structs_add_grid(rv_structs *bs, int w, int h, const int32_t *data);
+
+/* Readers. Words are numbered by the batch's vocabulary in order of first
+ * appearance (ids stay valid for every later structure of the batch). A
+ * reader that fails takes back the structures it added (the vocabulary
+ * may keep words it saw); its message starts with "file:line:". */
+int32_t rv_structs_vocab_size(const rv_structs *bs);
+const char *rv_structs_word(const rv_structs *bs, int32_t id); /* NULL if out of range */
+/* A PTB-style s-expression, `(3 (2 It) (4 (2 's) (3 fine)))`: each node is
+ * `(LABEL WORD)` (a leaf) or `(LABEL TREE...)`; LABEL an integer. Nodes are
+ * numbered in preorder (the root is 0). Data column 0 is the word id (-1
+ * for internal nodes), column 1 (where width >= 2) the label. `name`
+ * prefixes errors: "name:LINE:COL: ...". */
+rv_status rv_structs_add_sexpr(rv_structs *bs, const char *name, const char *text);
+/* Every non-blank line of a file as one s-expression. */
+rv_status rv_structs_read_sexpr_file(rv_structs *bs, const char *path);
+/* The Stanford Sentiment Treebank in `dir` (STree.txt: a tree per line as
+ * 1-based parent pointers, 0 for the root, leaves first in sentence order;
+ * SOStr.txt: the sentence's tokens separated by '|'; datasetSplit.txt), the
+ * sentences of one split (RV_SST_ALL: every one) in file order. Node i is
+ * STree's node i+1: tokens are 0..T-1, with their word id in data column 0,
+ * internal nodes -1. The vocabulary reads every sentence of the file, so
+ * ids do not depend on the split. */
+typedef enum rv_sst_split {
+    RV_SST_ALL = 0,
+    RV_SST_TRAIN = 1,
+    RV_SST_TEST = 2,
+    RV_SST_DEV = 3
+} rv_sst_split;
+rv_status rv_structs_read_sst(rv_structs *bs, const char *dir, rv_sst_split split);
+
+/* A linearized batch: the arrays ("UFs") a recursive kernel reads. N nodes
+ * of all B structures, renumbered (Cortex appendix B) so that
+ *   - nodes of one dynamic batch are consecutive: batch b is
+ *     batch_begin[b] .. batch_begin[b] + batch_length[b] - 1;
+ *   - batches are levels across all structures (a node's level is 0 if it
+ *     has no children, else 1 + its children's largest: height in a tree,
+ *     longest path from a leaf in a DAG), listed in computation order:
+ *     batch 0 holds every leaf (and nothing else), batch b the nodes of
+ *     level b;
+ *   - higher levels have lower numbers, so every child is numbered higher
+ *     than its parents, internal nodes come before leaves, and a node is a
+ *     leaf exactly when n >= first_leaf;
+ *   - within a batch, nodes keep the order (structure, node index).
+ * child[n * K + k] (k < nchild[n]) is the new number of n's k-th child;
+ * slots k >= nchild[n] hold n itself, a valid index so a read that is
+ * evaluated and then discarded stays in bounds, never a value to use.
+ * data[n * width + c] is the data of node n. root[s] is the new number of
+ * structure s's root. node_of[n] is the batch node (rv_structs_node_begin
+ * + index) that n came from, linear_of its inverse: results computed for
+ * new number n belong to batch node node_of[n].
+ *
+ * Start from a zeroed rv_linear; each rv_linearize reuses its buffers and
+ * grows them only when a batch is larger than any before. */
+typedef struct rv_linear {
+    int32_t num_nodes;   /* N */
+    int32_t num_structs; /* B */
+    int32_t max_children, width;
+    int32_t first_leaf;  /* leaves are first_leaf .. N-1 */
+    int32_t num_batches; /* levels: 1 + the largest level */
+    int32_t *batch_begin, *batch_length; /* [num_batches] */
+    int32_t *child;                      /* [N * max_children] */
+    int32_t *nchild;                     /* [N] */
+    int32_t *data;                       /* [N * width] */
+    int32_t *root;                       /* [B] */
+    int32_t *node_of, *linear_of;        /* [N] each: new -> batch node, and back */
+    /* private: buffer capacities */
+    size_t cap_nodes, cap_child, cap_data, cap_batches, cap_structs;
+} rv_linear;
+
+/* RV_ERR_ARG for an empty batch; RV_ERR_OOM if a buffer cannot grow (the
+ * rv_linear is then empty but can be used again or freed). */
+rv_status rv_linearize(const rv_structs *bs, rv_linear *out);
+void rv_linear_free(rv_linear *lin);
 
 /* -------------------------------------------------- the schedule as data
  *

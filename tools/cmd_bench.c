@@ -57,18 +57,14 @@ static int bench_dir(char *out, size_t n) {
     return snprintf(out, n, "%s/bench", dir) < (int)n;
 }
 
-/* The source tree's bench/ (for torch_bench.py): the sibling of the
- * include directory the build recorded. */
+/* The source tree's bench/ (for torch_bench.py): the build directory's
+ * sibling, found from the executable rather than a path recorded at build
+ * time, so a moved tree works and an installed ravel holds no build path. */
 static int source_bench_dir(char *out, size_t n) {
-#ifdef RAVEL_INCLUDE_DIR_DEFAULT
-    const char *inc = RAVEL_INCLUDE_DIR_DEFAULT;
-    size_t len = strlen(inc);
-    if (len >= 8 && strcmp(inc + len - 8, "/include") == 0)
-        len -= 8;
-    return snprintf(out, n, "%.*s/bench", (int)len, inc) < (int)n;
-#else
-    return snprintf(out, n, "bench") < (int)n;
-#endif
+    char dir[PATH_MAX];
+    if (!exe_dir(dir, sizeof dir))
+        return 0;
+    return snprintf(out, n, "%s/../bench", dir) < (int)n;
 }
 
 static int locate(const Bench *b, char *path, size_t n) {

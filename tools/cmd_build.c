@@ -97,22 +97,29 @@ static void split_out(const char *out, Buf *dir, Buf *name) {
         buf_putc(name, isalnum((unsigned char)base[i]) ? base[i] : '_');
 }
 
-static int write_text(const char *dir, const char *file, const char *text) {
+static int write_bytes(const char *dir, const char *file, const char *data, size_t len) {
     Buf p = {0};
     buf_printf(&p, "%s/%s", dir, file);
-    rv_status st = base_write_file(buf_str(&p), text, strlen(text));
+    rv_status st = base_write_file(buf_str(&p), data, len);
     if (st != RV_OK)
         tool_print_error(NULL);
     buf_free(&p);
     return st == RV_OK;
 }
 
-/* Copies ravel_rt.h from the JIT's include directory to dir. */
+static int write_text(const char *dir, const char *file, const char *text) {
+    return write_bytes(dir, file, text, strlen(text));
+}
+
+/* Writes ravel_rt.h to dir: the header embedded in the library (the one
+ * the generated code was made for), or $RAVEL_INCLUDE_DIR's when a
+ * developer overrides it, as the JIT does. */
 static int copy_rt_header(const char *dir) {
-    const char *inc = jit_include_dir();
+    const char *inc = jit_include_override();
     if (!inc) {
-        fprintf(stderr, "error: cannot find ravel_rt.h (set RAVEL_INCLUDE_DIR)\n");
-        return 0;
+        size_t len;
+        const char *hdr = jit_rt_header(&len);
+        return write_bytes(dir, "ravel_rt.h", hdr, len);
     }
     Buf p = {0};
     buf_printf(&p, "%s/ravel_rt.h", inc);
@@ -124,7 +131,7 @@ static int copy_rt_header(const char *dir) {
         tool_print_error(NULL);
         return 0;
     }
-    int ok = write_text(dir, "ravel_rt.h", text);
+    int ok = write_bytes(dir, "ravel_rt.h", text, len);
     base_free(text);
     return ok;
 }

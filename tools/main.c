@@ -46,7 +46,8 @@ static void usage(FILE *f) {
     for (int i = 0; i < (int)(sizeof commands / sizeof commands[0]); i++)
         fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
     fprintf(f, "\n'ravel help COMMAND' or 'ravel COMMAND --help' describes one command;\n"
-               "'ravel help schedules' lists the schedule primitives.\n");
+               "'ravel help schedules' lists the schedule primitives;\n"
+               "'ravel --version' prints the version.\n");
 }
 
 /* `ravel help schedules`: made from the table of primitives (prims.def). */
@@ -74,6 +75,10 @@ int main(int argc, char **argv) {
     if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
         usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;
+    }
+    if (strcmp(argv[1], "--version") == 0) {
+        printf("ravel %s\n", rv_version());
+        return 0;
     }
     if (strcmp(argv[1], "help") == 0) {
         if (argc > 2 && strcmp(argv[2], "schedules") == 0) {

@@ -77,6 +77,12 @@ static rv_status node_error(const Exec *x, const Expr *e, const char *what) {
     return st;
 }
 
+/* An i32 operation overflows when its exact result does not fit i32, as
+ * an i64 one does at int64: compiled code computes i32 in 32 bits. */
+static inline bool fits_i32(int64_t v) {
+    return v >= INT32_MIN && v <= INT32_MAX;
+}
+
 static rv_status arith_error(const Exec *x, const EvalIns *p, IntArith r) {
     return node_error(x, p->e, r == IA_DIVZERO ? "division by zero" : "integer overflow");
 }
@@ -291,7 +297,7 @@ static ALWAYS_INLINE rv_status exec_ins(Exec *x, const EvalIns *p) {
             int64_t v = a[l * sa].i;
             if (p->op == I_ABS_I && v >= 0)
                 d[l].i = v;
-            else if (v == INT64_MIN)
+            else if (v == INT64_MIN || (p->e->dtype == RV_I32 && !fits_i32(-v)))
                 return arith_error(x, p, IA_OVERFLOW);
             else
                 d[l].i = -v;
@@ -312,6 +318,10 @@ static ALWAYS_INLINE rv_status exec_ins(Exec *x, const EvalIns *p) {
         for (int l = 0; l < n; l++)
             if ((r = ir_int_arith((ExprKind)p->k, a[l * sa].i, b[l * sb].i, &d[l].i)) != IA_OK)
                 return arith_error(x, p, r);
+        if (p->e->dtype == RV_I32)
+            for (int l = 0; l < n; l++)
+                if (!fits_i32(d[l].i))
+                    return arith_error(x, p, IA_OVERFLOW);
         break;
     case I_ADD_F:
         for (int l = 0; l < n; l++)
@@ -423,7 +433,8 @@ static inline rv_status combine(const Exec *x, RedRun *rr, Val v, int64_t at) {
     case RV_REDUCE_SUM:
         if (rr->fl)
             rr->acc.f += v.f;
-        else if (ir_int_arith(EX_ADD, rr->acc.i, v.i, &rr->acc.i) != IA_OK)
+        else if (ir_int_arith(EX_ADD, rr->acc.i, v.i, &rr->acc.i) != IA_OK ||
+                 (rr->r->dt == RV_I32 && !fits_i32(rr->acc.i)))
             return elem_error(x, RV_ERR_BOUNDS, "integer overflow in a sum");
         break;
     case RV_REDUCE_MAX:

@@ -945,6 +945,22 @@ bool ir_uses_axis(const Expr *e, const Axis *a) {
     return u.found;
 }
 
+/* A variable depends on a when it is a or its extent does (extents only use
+ * outer axes, so the recursion ends). */
+static void depends_fn(const Expr *e, void *ctx) {
+    UsesCtx *u = ctx;
+    if (u->found || e->kind != EX_VAR)
+        return;
+    const Axis *v = e->u.axis;
+    u->found = v == u->a || (v->extent && ir_depends_on_axis(v->extent, u->a));
+}
+
+bool ir_depends_on_axis(const Expr *e, const Axis *a) {
+    UsesCtx u = {a, false};
+    ir_visit(e, depends_fn, &u);
+    return u.found;
+}
+
 Expr *ir_linear_coeff(Module *m, Expr *x, const Axis *a) {
     if (!ir_uses_axis(x, a))
         return ir_int(m, 0);

@@ -319,6 +319,8 @@ IrRange ir_int_range(const Expr *e, int64_t *lo, int64_t *hi);
 Expr *ir_bound_over_axes(Module *m, Expr *e, Axis *const *axes, int n, bool upper);
 /* True when `e` mentions axis `a` (memoized per call; cheap on DAGs). */
 bool ir_uses_axis(const Expr *e, const Axis *a);
+/* Uses a, or an axis whose extent depends on a (`k < i + 1` depends on i). */
+bool ir_depends_on_axis(const Expr *e, const Axis *a);
 /* The coefficient of axis a in the integer expression x when x is
  * coeff * a plus terms free of a, coeff free of a too (unsimplified; 0
  * when x does not mention a); NULL when x is not of that form (a under a

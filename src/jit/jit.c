@@ -7,7 +7,8 @@
  *
  *   key    128 bits (32 hex digits) of hash over a format version, the
  *          compiler's identity (first line of `cc --version`, asked once
- *          per process and compiler), every argument given to it, the
+ *          per process and compiler), every argument given to it (but
+ *          the -I of the embedded header, named after its hash), the
  *          contents of ravel_rt.h (generated code includes it, so a changed
  *          header must not reuse stale objects), the host CPU when a flag
  *          says -march=native (a cache on a shared home directory must not
@@ -33,6 +34,12 @@
  * equivalent files; the last one wins and both load a good entry. A
  * temporary left behind by a crash is removed by a later compile once it is
  * a day old.
+ *
+ * ravel_rt.h comes from the library itself (rt_header.c): before compiling,
+ * it is written to <cache dir>/rt-<hash>/ravel_rt.h (content-addressed,
+ * atomically) and that directory is passed as -I, so an installed or moved
+ * ravel needs no source tree. An include directory given by the caller or
+ * $RAVEL_INCLUDE_DIR replaces it.
  *
  * When no cache directory can be created or written, a private directory in
  * $TMPDIR is used for the life of the process (removed at exit), so the JIT
@@ -213,72 +220,9 @@ static void read_cpu_signature(void) {
 
 /* ---------------------------------------------------------- include dir */
 
-static pthread_once_t include_once = PTHREAD_ONCE_INIT;
-static char default_include[PATH_MAX];
-
-static bool has_ravel_headers(const char *dir) {
-    char p[PATH_MAX];
-    snprintf(p, sizeof p, "%s/ravel_rt.h", dir);
-    if (access(p, R_OK) == 0)
-        return true;
-    snprintf(p, sizeof p, "%s/ravel.h", dir);
-    return access(p, R_OK) == 0;
-}
-
-/* Takes dir as the default include directory if it holds ravel's headers. */
-static bool try_include_dir(const char *dir) {
-    char real[PATH_MAX];
-    if (!has_ravel_headers(dir) || !realpath(dir, real))
-        return false;
-    snprintf(default_include, sizeof default_include, "%s", real);
-    return true;
-}
-
-/* The build-time default for the -I directory. The Makefile does not pass
- * RAVEL_INCLUDE_DIR_DEFAULT yet.
- * TODO(build): add -DRAVEL_INCLUDE_DIR_DEFAULT='"$(CURDIR)/include"' to the
- * Makefile's CFLAGS (and an install-time path once there is `make install`);
- * until then the repo root is derived from __FILE__, which make gives as
- * "src/jit/jit.c" relative to the repo root, so that guess works when the
- * process runs from the repo root, and the executable's location (build/ravel,
- * build/tests/test_x) covers the other cases. */
-static void find_default_include(void) {
-#ifdef RAVEL_INCLUDE_DIR_DEFAULT
-    if (try_include_dir(RAVEL_INCLUDE_DIR_DEFAULT))
-        return;
-#endif
-    const char *file = __FILE__;
-    const char *tail = strstr(file, "src/jit/jit.c");
-    if (tail) {
-        char dir[PATH_MAX];
-        snprintf(dir, sizeof dir, "%.*sinclude", (int)(tail - file), file);
-        if (try_include_dir(dir))
-            return;
-    }
-    char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n <= 0)
-        return;
-    exe[n] = '\0';
-    char *slash = strrchr(exe, '/');
-    if (!slash)
-        return;
-    *slash = '\0';
-    const char *ups[] = {"/../include", "/../../include", "/../../../include"};
-    for (int i = 0; i < RV_COUNT(ups); i++) {
-        char dir[PATH_MAX + 32];
-        snprintf(dir, sizeof dir, "%s%s", exe, ups[i]);
-        if (strlen(dir) < PATH_MAX && try_include_dir(dir))
-            return;
-    }
-}
-
-const char *jit_include_dir(void) {
+const char *jit_include_override(void) {
     const char *env = getenv("RAVEL_INCLUDE_DIR");
-    if (env && *env)
-        return env;
-    pthread_once(&include_once, find_default_include);
-    return default_include[0] ? default_include : NULL;
+    return env && *env ? env : NULL;
 }
 
 /* ------------------------------------------------------------ cache dir */
@@ -453,7 +397,8 @@ static int read_whole(const char *path, unsigned char **data, size_t *len) {
 }
 
 /* key[33] := hex of two 64-bit hashes over everything that decides the
- * object's bytes (see the file comment). */
+ * object's bytes (see the file comment). include_dir: where ravel_rt.h is
+ * read from; NULL for the embedded header. */
 static void compute_key(const char *src, const StrVec *args, const char *ident,
                         const char *include_dir, char key[33]) {
     Buf b = {0};
@@ -467,17 +412,22 @@ static void compute_key(const char *src, const StrVec *args, const char *ident,
         pthread_once(&cpu_once, read_cpu_signature);
         buf_printf(&b, "%s\n", cpu_signature);
     }
+    char hex[17];
     if (include_dir) {
         char p[PATH_MAX];
         snprintf(p, sizeof p, "%s/ravel_rt.h", include_dir);
         unsigned char *hdr;
         size_t n;
         if (read_whole(p, &hdr, &n) == 0) {
-            char hex[17];
             hash_hex(hash_bytes(hdr, n, 0), hex);
             buf_printf(&b, "ravel_rt.h=%s\n", hex);
             base_free(hdr);
         }
+    } else {
+        size_t n;
+        const char *hdr = jit_rt_header(&n);
+        hash_hex(hash_bytes(hdr, n, 0), hex);
+        buf_printf(&b, "ravel_rt.h=%s\n", hex);
     }
     size_t srclen = strlen(src);
     uint64_t h1 =
@@ -623,36 +573,102 @@ static int make_temp(const char *dir, const char *suffix, char **path) {
     return mkstemps(*path, (int)strlen(suffix));
 }
 
+/* Writes len bytes of data to fd; 0 or an errno value. */
+static int write_all(int fd, const char *data, size_t len) {
+    size_t done = 0;
+    while (done < len) {
+        ssize_t k = write(fd, data + done, len - done);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            return k < 0 ? errno : EIO;
+        done += (size_t)k;
+    }
+    return 0;
+}
+
+/* Makes sure <dir>/rt-<hash>/ravel_rt.h holds the embedded header and sets
+ * *inc (caller frees) to that directory, for -I. The name carries the hash
+ * of the bytes, so libraries of different versions sharing a cache each
+ * find their own header and a stale one is never reused; the file is
+ * written under a temporary name in dir and renamed into place, so a
+ * concurrent compile never reads a partial header. */
+static rv_status write_rt_header(const char *dir, char **inc) {
+    size_t len;
+    const char *hdr = jit_rt_header(&len);
+    char hex[17];
+    hash_hex(hash_bytes(hdr, len, 0), hex);
+    Buf b = {0};
+    buf_printf(&b, "%s/rt-%s", dir, hex);
+    *inc = buf_take(&b);
+    buf_printf(&b, "%s/ravel_rt.h", *inc);
+    char *path = buf_take(&b);
+
+    unsigned char *have;
+    size_t n;
+    rv_status st = RV_OK;
+    if (read_whole(path, &have, &n) == 0) {
+        bool same = n == len && memcmp(have, hdr, len) == 0;
+        base_free(have);
+        if (same)
+            goto done;
+    }
+    int err = 0;
+    if (mkdir(*inc, 0755) != 0 && errno != EEXIST)
+        err = errno;
+    char *tmp = NULL;
+    int fd = err ? -1 : make_temp(dir, ".h", &tmp);
+    if (!err && fd < 0)
+        err = errno;
+    if (fd >= 0) {
+        err = write_all(fd, hdr, len);
+        if (close(fd) != 0 && !err)
+            err = errno;
+        if (!err && rename(tmp, path) != 0)
+            err = errno;
+        if (err)
+            unlink(tmp);
+    }
+    base_free(tmp);
+    if (err)
+        st = base_error(RV_ERR_IO, "jit: cannot write ravel_rt.h to %s: %s", *inc, strerror(err));
+done:
+    base_free(path);
+    if (st != RV_OK) {
+        base_free(*inc);
+        *inc = NULL;
+    }
+    return st;
+}
+
 /* Compiles src with args into <dir>/<key>.so. RV_ERR_IO means the directory
  * could not take temporaries (the caller may retry elsewhere);
  * RV_ERR_COMPILER is the compiler's failure, with its log. */
 static rv_status build_entry(const char *dir, const char *key, const char *src, const StrVec *args,
-                             const char *final_path, double *seconds) {
+                             bool embedded_header, const char *final_path, double *seconds) {
     *seconds = 0;
     remove_stale_temps(dir);
-    char *c_path = NULL, *so_path = NULL;
+    char *c_path = NULL, *so_path = NULL, *inc = NULL;
+    if (embedded_header) {
+        rv_status st = write_rt_header(dir, &inc);
+        if (st != RV_OK)
+            return st;
+    }
     int fd = make_temp(dir, ".c", &c_path);
     if (fd < 0) {
         rv_status st = base_error(RV_ERR_IO, "jit: cannot create a temporary file in %s: %s", dir,
                                   strerror(errno));
         base_free(c_path);
+        base_free(inc);
         return st;
     }
-    size_t len = strlen(src), done = 0;
-    while (done < len) {
-        ssize_t k = write(fd, src + done, len - done);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0)
-            break;
-        done += (size_t)k;
-    }
-    int werr = errno;
+    int werr = write_all(fd, src, strlen(src));
     close(fd);
-    if (done < len) {
+    if (werr) {
         unlink(c_path);
         rv_status st = base_error(RV_ERR_IO, "jit: cannot write %s: %s", c_path, strerror(werr));
         base_free(c_path);
+        base_free(inc);
         return st;
     }
     fd = make_temp(dir, ".so", &so_path);
@@ -662,14 +678,22 @@ static rv_status build_entry(const char *dir, const char *key, const char *src, 
         unlink(c_path);
         base_free(c_path);
         base_free(so_path);
+        base_free(inc);
         return st;
     }
     close(fd);
 
-    char **argv = base_xcalloc((size_t)args->len + 5, sizeof(char *));
+    char **argv = base_xcalloc((size_t)args->len + 6, sizeof(char *));
     int argc = 0;
     for (int i = 0; i < args->len; i++)
         argv[argc++] = args->data[i];
+    char *inc_flag = NULL;
+    if (inc) {
+        Buf b = {0};
+        buf_printf(&b, "-I%s", inc);
+        inc_flag = buf_take(&b);
+        argv[argc++] = inc_flag;
+    }
     argv[argc++] = "-o";
     argv[argc++] = so_path;
     argv[argc++] = c_path;
@@ -684,6 +708,8 @@ static rv_status build_entry(const char *dir, const char *key, const char *src, 
     rv_status st = jit_run(argv, &log, &code);
     *seconds = now_seconds() - t0;
     base_free(argv);
+    base_free(inc_flag);
+    base_free(inc);
     if (st != RV_OK) {
         char *why = base_xstrdup(rv_last_error());
         st = base_error(RV_ERR_COMPILER, "C compiler could not be started: %s\n  command: %s", why,
@@ -734,7 +760,7 @@ static void split_words(const char *s, StrVec *out) {
  * entry) when needed. Retries a few times when a concurrent process removes
  * the entry between our rename and our dlopen. */
 static rv_status compile_in_dir(const char *dir, const char *key, const char *src,
-                                const StrVec *args, JitLib **out) {
+                                const StrVec *args, bool embedded_header, JitLib **out) {
     Buf pb = {0};
     buf_printf(&pb, "%s/%s.so", dir, key);
     char *path = buf_take(&pb);
@@ -779,7 +805,7 @@ static rv_status compile_in_dir(const char *dir, const char *key, const char *sr
         base_free(err);
 
         double seconds;
-        st = build_entry(dir, key, src, args, path, &seconds);
+        st = build_entry(dir, key, src, args, embedded_header, path, &seconds);
         if (st != RV_OK) {
             stats_add(0, 0, 0, seconds);
             break;
@@ -887,7 +913,8 @@ rv_status jit_compile(const char *c_source, const JitOptions *opt, JitLib **out)
         strvec_push(&args, cflags[i]);
     if (opt->openmp)
         strvec_push(&args, "-fopenmp");
-    const char *inc = opt->include_dir && *opt->include_dir ? opt->include_dir : jit_include_dir();
+    const char *inc =
+        opt->include_dir && *opt->include_dir ? opt->include_dir : jit_include_override();
     if (inc) {
         Buf b = {0};
         buf_printf(&b, "-I%s", inc);
@@ -904,7 +931,7 @@ rv_status jit_compile(const char *c_source, const JitOptions *opt, JitLib **out)
     bool is_private;
     if ((st = resolve_cache_dir(opt, &dir, &is_private)) != RV_OK)
         goto done;
-    st = compile_in_dir(dir, key, c_source, &args, out);
+    st = compile_in_dir(dir, key, c_source, &args, !inc, out);
     if (st == RV_ERR_IO && !is_private) {
         /* The directory looked writable but would not take our files
          * (full disk, read-only mount): go on without it. */
@@ -913,7 +940,7 @@ rv_status jit_compile(const char *c_source, const JitOptions *opt, JitLib **out)
         base_free(dir);
         dir = NULL;
         if ((st = get_private_dir(&dir)) == RV_OK)
-            st = compile_in_dir(dir, key, c_source, &args, out);
+            st = compile_in_dir(dir, key, c_source, &args, !inc, out);
     }
 done:
     strvec_free(&args);

@@ -20,7 +20,9 @@
  * Environment:
  *   RAVEL_CC           compiler command (default "cc"); split on spaces,
  *                      so "ccache gcc" works
- *   RAVEL_INCLUDE_DIR  directory holding ravel_rt.h (see jit_include_dir)
+ *   RAVEL_INCLUDE_DIR  directory holding the ravel_rt.h to compile against,
+ *                      instead of the copy embedded in the library (for
+ *                      developers changing the header; see rt_header.c)
  *   RAVEL_CACHE_DIR    cache directory (else $XDG_CACHE_HOME/ravel, else
  *                      ~/.cache/ravel; a private temp dir if none is usable)
  *   RAVEL_NVRTC        path of libnvrtc.so, tried before the usual names
@@ -40,7 +42,9 @@
 /* Every field may be zero/NULL; jit_compile(src, NULL, &lib) uses defaults. */
 typedef struct JitOptions {
     const char *cc;          /* compiler command; NULL: $RAVEL_CC, else "cc" */
-    const char *include_dir; /* -I for ravel_rt.h; NULL: jit_include_dir() */
+    /* -I for ravel_rt.h; NULL: jit_include_override(), else the embedded
+     * header, written to <cache dir>/rt-<its hash>/ravel_rt.h */
+    const char *include_dir;
     const char *cache_dir;   /* NULL: jit_cache_dir() resolution (see above) */
     /* Flags appended after the defaults (so "-O0 -g" overrides -O3), e.g.
      * "-fsanitize=address,undefined" or "-DNAME=1". Part of the cache key. */
@@ -92,12 +96,15 @@ JitStats jit_stats(void);
  * (at most cap). `ravel build --shared` uses them too. */
 int jit_compiler_flags(const char *cc, const char **flags, int cap);
 
-/* The directory passed as -I when JitOptions.include_dir is NULL:
- * $RAVEL_INCLUDE_DIR; else RAVEL_INCLUDE_DIR_DEFAULT if the build defined
- * it; else <repo>/include derived from this file's __FILE__ (or from the
- * executable's location: build/ravel, build/tests/x) when that directory
- * holds ravel_rt.h or ravel.h; else NULL (no -I flag). */
-const char *jit_include_dir(void);
+/* $RAVEL_INCLUDE_DIR when set and not empty, else NULL: the directory
+ * whose ravel_rt.h replaces the embedded one. */
+const char *jit_include_override(void);
+
+/* ---- rt_header.c: ravel_rt.h, embedded at build time ---- */
+
+/* The bytes of the ravel_rt.h the library was built with (not
+ * NUL-terminated), and their number. */
+const char *jit_rt_header(size_t *len);
 
 /* ---- spawn.c: running a program with its output captured ---- */
 

@@ -15,6 +15,16 @@
  * and moduli by positive values where a varying operand is involved
  * (others give `false`).
  * Guarantees: for every assignment within the ranges, lo <= e <= hi.
+ *
+ * Region inference (lower_infer_region, for attach.c): the region of a
+ * stage p computed at a loop that the remaining iterations of the nest
+ * there read, per dimension [lo, hi]. The nest's bound leaves are fixed,
+ * its unbound ones range over their extents (a guarded split clipped to
+ * its root's extent when `clip`), and every read of p in each reader is
+ * bounded: the union over p's readers, the nest's stage itself or a stage
+ * computed inside it (whose own region here bounds its axes). False when
+ * a read cannot be bounded; attach.c then takes the whole tensor or
+ * rejects the schedule.
  */
 #include "lower/lower.h"
 
@@ -260,4 +270,163 @@ Expr *lower_bounds_upper(Module *m, Expr *e) {
     if (!lower_bounds_range(m, e, NULL, true, &r))
         return NULL;
     return r.hi;
+}
+
+/* ---- region inference for stages computed at a loop ---- */
+
+/* The range of v's value when leaves bound in n are fixed and the others
+ * run over their extents (relaxed over `vary`, the ranges of the roots
+ * outer to v, where they mention axes not bound here). */
+static bool iv_range(LowerCtx *c, StageNest *n, const IterVar *v, bool clip, const PtrMap *vary,
+                     Range *out) {
+    Module *m = c->m;
+    Expr *val = lower_iv_value(c, n, v);
+    if (val) {
+        out->lo = out->hi = lower_ctx_simp(c, val);
+        return true;
+    }
+    if (v->outer) {
+        Range o, i;
+        if (!iv_range(c, n, v->outer, clip, vary, &o) || !iv_range(c, n, v->inner, clip, vary, &i))
+            return false;
+        Expr *f = ir_int(m, v->inner->factor);
+        out->lo = lower_ctx_simp(c, ir_binary(m, EX_ADD, ir_binary(m, EX_MUL, o.lo, f), i.lo));
+        out->hi = ir_binary(m, EX_ADD, ir_binary(m, EX_MUL, o.hi, f), i.hi);
+        if (clip && n->state[v->id] == SPLIT_GUARD) {
+            Expr *e = lower_iv_extent_over(c, n, v, vary);
+            if (!e)
+                return false;
+            out->hi = ir_binary(m, EX_MIN, out->hi, ir_binary(m, EX_SUB, e, ir_int(m, 1)));
+        }
+        out->hi = lower_ctx_simp(c, out->hi);
+        return true;
+    }
+    /* an unbound leaf or fused part: its whole extent (a whole tile, even
+     * the last one, for a padded reader) */
+    Expr *e =
+        !clip && v->rel == IV_INNER ? ir_int(m, v->factor) : lower_iv_extent_over(c, n, v, vary);
+    if (!e)
+        return false;
+    out->lo = ir_int(m, 0);
+    out->hi = lower_ctx_simp(c, ir_binary(m, EX_SUB, e, ir_int(m, 1)));
+    return true;
+}
+
+typedef struct ReadIdx {
+    const Tensor *t;
+    Vec(Expr *) reads; /* READ nodes of t */
+} ReadIdx;
+
+static void find_reads(const Expr *e, void *ctx) {
+    ReadIdx *r = ctx;
+    if (e->kind == EX_READ && e->u.tensor == r->t)
+        vec_push(&r->reads, (Expr *)e);
+}
+
+/* The union over the reads of p in stage `reader` of their index ranges
+ * when the reader's axes range as `vary` says. */
+static bool reads_region(LowerCtx *c, const Stage *reader, const Stage *p, const PtrMap *vary,
+                         Range *reg) {
+    Module *m = c->m;
+    ReadIdx ri = {p->t, {0}};
+    ir_visit(reader->body, find_reads, &ri);
+    ir_visit(reader->pred, find_reads, &ri);
+    ir_visit(reader->else_body, find_reads, &ri);
+    bool ok = ri.reads.len > 0;
+    for (int d = 0; d < p->t->ndim && ok; d++) {
+        reg[d].lo = reg[d].hi = NULL;
+        for (int k = 0; k < ri.reads.len && ok; k++) {
+            Range r;
+            ok = lower_bounds_range(m, ri.reads.data[k]->args[d], vary, false, &r);
+            if (!ok)
+                break;
+            reg[d].lo = reg[d].lo ? ir_binary(m, EX_MIN, reg[d].lo, r.lo) : r.lo;
+            reg[d].hi = reg[d].hi ? ir_binary(m, EX_MAX, reg[d].hi, r.hi) : r.hi;
+        }
+    }
+    vec_free(&ri.reads);
+    return ok;
+}
+
+/* The region of p that `reader` reads in the remaining iterations of
+ * n->st: n->st itself, or a stage computed inside it (at a loop of n->st
+ * or, further down, inside another such stage), whose own region here
+ * bounds its axes. */
+static bool reader_region(LowerCtx *c, StageNest *n, Stage *reader, Stage *p, bool clip,
+                          Range *reg) {
+    Module *m = c->m;
+    Stage *st = n->st;
+    if (reader != st) {
+        /* p is computed at a loop of st outside its reader: bound the
+         * reader's region here, then p's region within it */
+        if (reader->attach != ATTACH_AT)
+            return false;
+        Range rr[RV_MAX_DIMS];
+        /* a region bounds inference cannot tell: attach.c computes the
+         * whole tensor (a padded reader is rejected there) */
+        bool whole = !lower_infer_region(c, n, reader, clip && !reader->local_pad, rr);
+        if (whole && reader->local_pad)
+            return false;
+        PtrMap vary = {0};
+        for (int d = 0; d < reader->t->ndim; d++) {
+            Expr *full = lower_index(c, reader->t->axes[d]->extent);
+            if (!full)
+                return false;
+            if (whole) {
+                rr[d].lo = ir_int(m, 0);
+                rr[d].hi = ir_binary(m, EX_SUB, full, ir_int(m, 1));
+            }
+            rr[d].lo = lower_ctx_simp(c, rr[d].lo);
+            rr[d].hi = lower_ctx_simp(c, rr[d].hi);
+            if (clip && !reader->local_pad) {
+                rr[d].lo = lower_ctx_simp(c, ir_binary(m, EX_MAX, rr[d].lo, ir_int(m, 0)));
+                rr[d].hi = lower_ctx_simp(
+                    c, ir_binary(m, EX_MIN, rr[d].hi, ir_binary(m, EX_SUB, full, ir_int(m, 1))));
+            }
+            ptrmap_put(&vary, reader->t->axes[d], &rr[d]);
+        }
+        bool ok = reads_region(c, reader, p, &vary, reg);
+        ptrmap_free(&vary);
+        return ok;
+    }
+    PtrMap vary = {0};
+    Range *rs = arena_alloc(m->arena, sizeof(Range) * (size_t)(st->ivs.len + 1));
+    bool ok = true;
+    for (int i = 0; i < st->ivs.len && ok; i++) {
+        IterVar *r = st->ivs.data[i];
+        if (r->rel != IV_ROOT)
+            continue;
+        ok = iv_range(c, n, r, clip, &vary, &rs[i]);
+        if (ok && n->base[r->id]) {
+            rs[i].lo = lower_ctx_simp(c, ir_binary(m, EX_ADD, n->base[r->id], rs[i].lo));
+            rs[i].hi = lower_ctx_simp(c, ir_binary(m, EX_ADD, n->base[r->id], rs[i].hi));
+        }
+        ptrmap_put(&vary, r->axis, &rs[i]);
+    }
+    ok = ok && reads_region(c, st, p, &vary, reg);
+    ptrmap_free(&vary);
+    return ok;
+}
+
+/* The region of p that stage n->st's remaining iterations read: the union
+ * over p's readers (the schedule checker made each n->st or a stage
+ * computed inside it: layernorm's row mean, read by the variance and the
+ * output, both at the row loop). */
+bool lower_infer_region(LowerCtx *c, StageNest *n, Stage *p, bool clip, Range *reg) {
+    Module *m = c->m;
+    bool any = false;
+    for (int k = 0; k < c->s->stages.len; k++) {
+        Stage *r = c->s->stages.data[k];
+        if (r->t == p->t || r->attach == ATTACH_INLINE || !sched_stage_reads_tensor(r, p->t))
+            continue;
+        Range rr[RV_MAX_DIMS];
+        if (!reader_region(c, n, r, p, clip, rr))
+            return false;
+        for (int d = 0; d < p->t->ndim; d++) {
+            reg[d].lo = any ? ir_binary(m, EX_MIN, reg[d].lo, rr[d].lo) : rr[d].lo;
+            reg[d].hi = any ? ir_binary(m, EX_MAX, reg[d].hi, rr[d].hi) : rr[d].hi;
+        }
+        any = true;
+    }
+    return any;
 }

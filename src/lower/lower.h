@@ -217,6 +217,14 @@ Ival lower_ival_of(Simp *S, Expr *e);
 int64_t lower_fdiv(int64_t a, int64_t c); /* floor(a / c), for c > 0 */
 int64_t lower_gcd64(int64_t a, int64_t b);
 
+/* ---- read.c: the loop-IR reader ---- */
+
+/* The kernels of `text`, the form lower_print_kernel prints, after
+ * optional declarations of sizes' ranges and UF, AUX and tensor buffers
+ * (read.c's comment); print(read(text)) == text. A malformed text is
+ * RV_ERR_SYNTAX with "FILE:LINE:COL: error: ...". */
+rv_status lower_read_kernels(Module *m, const char *file, const char *text, Kernel ***out, int *n);
+
 /* ---- storage.c: the preludes of storage layouts (ir/layout.h) ---- */
 
 /* Turns tensor-level index expressions (UF applications) into loop-IR
@@ -246,6 +254,176 @@ Expr *lower_bounds_upper(Module *m, Expr *e);
 rv_status lower_module(Module *m, Kernel ***out, int *n);
 /* The same for a schedule built by the caller. */
 rv_status lower_schedule(Schedule *s, Kernel ***out, int *n);
+
+/* ---- the steps of lower_schedule: their shared state ---- */
+
+/* IterVars per stage the nest state tracks (the schedule checker keeps
+ * stages within it). */
+#define MAX_IVS SCHED_MAX_IVS
+
+/* A buffer holding a region of a tensor (a stage computed at a loop,
+ * attach.c): element idx is at sum((idx[d] - lo[d]) * stride[d]). */
+typedef struct RegionView {
+    Buffer *buf;
+    int ndim;
+    Expr *lo[RV_MAX_DIMS];     /* region origin, loop-IR */
+    Expr *stride[RV_MAX_DIMS]; /* elements */
+    /* The region is the read window unclipped (local padding): every read
+     * the reader makes is inside it. Otherwise it is clipped to the
+     * tensor, and a read is inside when it is inside the tensor. */
+    bool local_pad;
+} RegionView;
+
+/* The state of lower_schedule: the whole schedule, and the kernel being
+ * built. */
+typedef struct LowerCtx {
+    Module *m;
+    Schedule *s;
+    PtrMap storage; /* Tensor* or Ufun* -> Storage* */
+    PtrMap views;   /* Tensor* of an attached stage -> RegionView* */
+    /* per kernel */
+    Vec(Param) params;
+    PtrMap used_bufs;        /* Buffer* already a parameter */
+    PtrMap axis_value;       /* IR axis -> its value (loop-IR expression) */
+    int nacc;                /* accumulator counter for names */
+    int par_depth;           /* parallel loops around the current position */
+    PtrMap accs;             /* accumulator buffers lower_wrap_locals declares */
+    Vec(const char *) sites; /* the kernel's run-time checks (Kernel.sites) */
+    bool loop_pad;           /* the stage being emitted pads a loop (schedule `pad`) */
+    rv_status st;
+} LowerCtx;
+
+/* An expression being lowered (flatten.c) and what it needs first. */
+typedef struct ExprCtx {
+    LowerCtx *c;
+    Vec(Stmt *) pre;      /* statements that must run before the expression */
+    const PtrMap *preset; /* nodes with a value already (the stage's reduction) */
+    rv_status st;
+    /* A value or predicate the definition computes (not an index or
+     * extent the schedule evaluates): reads and divisions that the
+     * simplifier cannot prove safe get a FAIL in pre (check_or_fail); in
+     * every context they get a safe offset or divisor. */
+    bool checked;
+} ExprCtx;
+
+typedef enum SplitState {
+    SPLIT_GUARD, /* undecided: guard the body with value < extent */
+    SPLIT_FULL,  /* within the full tiles: no check */
+    SPLIT_TAIL,  /* the last tile: inner extent E - o*f */
+} SplitState;
+
+typedef enum NestMode {
+    MODE_TOP,      /* loops before the reduction */
+    MODE_ACC,      /* reduction loops updating a local accumulator */
+    MODE_IN_PLACE, /* reduction and spatial loops updating the destination */
+    MODE_INIT,     /* spatial loops initialising the destination */
+} NestMode;
+
+/* The state of one stage's nest while it is generated. Passed by value
+ * into each copy of a partitioned loop, so each copy has its own. */
+typedef struct StageNest {
+    Stage *st;
+    Expr *base[MAX_IVS];     /* ROOT: origin of the region (attached stages) */
+    Expr *root_ext[MAX_IVS]; /* ROOT: extent, once known */
+    Expr *value[MAX_IVS];    /* leaves: bound value */
+    SplitState state[MAX_IVS];
+    int first_red; /* index of the outermost reduction leaf, or nleaves */
+    bool in_place;
+    NestMode mode;
+    /* destination: a tensor's storage or a view */
+    const Storage *dst_storage;
+    const RegionView *dst_view;
+    Buffer *acc, *arg; /* MODE_ACC */
+} StageNest;
+
+/* lower.c */
+/* The storage (order, buffer, AUX arrays) of a UF or tensor, made once. */
+rv_status lower_storage_of_uf(LowerCtx *c, Ufun *f, Storage **out);
+rv_status lower_storage_of_tensor(LowerCtx *c, Tensor *t, Storage **out);
+/* Registers a storage's buffers as parameters of the current kernel. */
+void lower_use_storage(LowerCtx *c, const Storage *st, ParamKind k);
+/* lower_simplify_expr, NULL for NULL. */
+Expr *lower_ctx_simp(LowerCtx *c, Expr *e);
+/* A schedule error (NULL, c->st set); about stage p it is located at the
+ * step that placed p. */
+Stmt *lower_sched_error(LowerCtx *c, const char *fmt, ...) RV_PRINTF(2, 3);
+Stmt *lower_stage_error(LowerCtx *c, const Stage *p, const char *fmt, ...) RV_PRINTF(3, 4);
+
+/* flatten.c */
+/* The flat offset of element idx of a view. */
+Expr *lower_view_offset(Module *m, const RegionView *v, Expr *const *idx);
+/* e in loop IR (memo: Expr -> lowered, within one expression); NULL
+ * with x->st set. */
+Expr *lower_expr_rec(ExprCtx *x, Expr *e, PtrMap *memo);
+Expr *lower_expr(ExprCtx *x, Expr *e);
+/* An index expression (no reductions) in loop IR; NULL with c->st set. */
+Expr *lower_index(LowerCtx *c, Expr *e);
+/* Statements computing `value` (with preset nodes) and storing it. */
+Stmt *lower_element_stmt(LowerCtx *c, Buffer *buf, Expr *offset, Expr *value, const PtrMap *preset);
+
+/* rtcheck.c */
+/* The flat offset `off` of read e, checked: where the indices may be out
+ * of range, a FAIL and offset 0 instead (a kernel never reads out of
+ * bounds; the run reports the failure). */
+Expr *lower_checked_offset(ExprCtx *x, Expr *e, Expr *const *idx, Expr *off, PtrMap *memo);
+/* An integer division or remainder whose divisor may be 0 (or -1 with the
+ * dtype's smallest dividend): a FAIL there, and divisor 1 instead. */
+Expr *lower_checked_div(ExprCtx *x, Expr *e, Expr **args);
+
+/* reduce.c */
+/* The identity of a reduction in the accumulator's dtype. */
+Expr *lower_reduce_init(Module *m, rv_reduce_kind rk, rv_dtype t);
+/* The update of an accumulator (and argmax's index) by value v. */
+Stmt *lower_reduce_update(Module *m, rv_reduce_kind rk, Buffer *acc, Expr *at, Buffer *arg,
+                          Expr *index, Expr *v);
+/* Lowers a REDUCE that is not a loop of the stage into an accumulator nest
+ * appended to x->pre; returns the load of the result. */
+Expr *lower_nested_reduce(ExprCtx *x, Expr *e);
+/* s in allocations of the accumulators it stores to that no ALLOC
+ * declares yet. */
+Stmt *lower_wrap_locals(LowerCtx *c, Stmt *s);
+/* The reduction starts at leaf i: an accumulator or an in-place init. */
+Stmt *lower_gen_reduction(LowerCtx *c, StageNest n, int i);
+
+/* nest.c */
+/* The loop-IR value of v, or NULL while a leaf it needs is unbound. */
+Expr *lower_iv_value(LowerCtx *c, StageNest *n, const IterVar *v);
+/* Publishes the values of the roots whose leaves are bound. */
+void lower_bind_axes(LowerCtx *c, StageNest *n);
+Expr *lower_ceil_div(Module *m, Expr *e, int64_t f); /* (e + f - 1)/f */
+/* The extent of v where n is. Without a value for an outer axis its
+ * extent depends on, `vary` (bounds inference: ranges of the roots outer
+ * to v) relaxes it to its largest value there; NULL: none. */
+Expr *lower_iv_extent_over(LowerCtx *c, StageNest *n, const IterVar *v, const PtrMap *vary);
+/* The conjunction of the checks of undecided non-dividing splits
+ * (spatial ones, reduction ones, or both), or NULL when none is needed. */
+Expr *lower_guards(LowerCtx *c, StageNest *n, bool spatial, bool reduce);
+Stmt *lower_guarded(LowerCtx *c, Expr *g, Stmt *s); /* if g: s (s when g is NULL) */
+/* The destination offset of the current element. */
+Expr *lower_dest_offset(LowerCtx *c, StageNest *n);
+Buffer *lower_dest_buf(StageNest *n); /* the buffer the nest stores to */
+/* Does the stage pad one of its loops (its reads may then reach into
+ * storage padding, rtcheck.c)? */
+bool lower_loop_padded(const Stage *st);
+/* The nest from leaf i inward (stages attached at leaf i - 1 placed
+ * first: lower_emit_attached). */
+Stmt *lower_gen(LowerCtx *c, StageNest n, int i);
+/* The nest of stage st: over its whole tensor (origin NULL), or over a
+ * region of it into a view. */
+Stmt *lower_stage_nest(LowerCtx *c, Stage *st, Expr *const *origin, Expr *const *ext,
+                       const RegionView *view);
+
+/* bounds.c */
+/* The region of p that stage n->st's remaining iterations read: the union
+ * over p's readers (the schedule checker made each n->st or a stage
+ * computed inside it: layernorm's row mean, read by the variance and the
+ * output, both at the row loop). */
+bool lower_infer_region(LowerCtx *c, StageNest *n, Stage *p, bool clip, Range *reg);
+
+/* attach.c */
+/* The stages computed at loop `at` of n (NULL: at the top of the nest),
+ * each in its buffer, around the nest from leaf i inward. */
+Stmt *lower_emit_attached(LowerCtx *c, StageNest *n, const IterVar *at, int i);
 
 /* ---- forward.c: reads of a local copy of a window read the source ---- */
 
@@ -284,6 +462,9 @@ typedef Stmt *(*LowerPass)(Module *m, Stmt *s);
  * lower_module and every pass, a pass name (`hoist`, `lower.hoist`) after
  * that pass. docs/pipeline.md describes both. */
 rv_status lower_pipeline(Module *m, Kernel ***out, int *n);
+/* The pass of lower_pipeline's list called `name` (per-pass tests run
+ * one alone); NULL when there is none. */
+LowerPass lower_pass_named(const char *name);
 /* The passes of lower_pipeline on one kernel already lowered. */
 rv_status lower_run_passes(Kernel *k);
 /* Checks the loop-IR invariants of a kernel (verify.c); `after` names the

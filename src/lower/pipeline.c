@@ -4,7 +4,19 @@
  * lower_pipeline is what every client of the lowering calls (compiled
  * programs, `ravel emit`, `ravel build`): lower_module turns the module's
  * schedule into kernels, then each kernel body goes through the flat list
- * of passes below, in order. Each pass is one file and one function
+ * of passes below, in order.
+ *
+ * lower_module's steps, one file each (its comment states its contract),
+ * run interleaved in one walk over each stage's nest (docs/pipeline.md
+ * says why they are not yet separate passes):
+ *
+ *     nest      nest.c: loop nests, tails of splits partitioned
+ *     attach    attach.c: computed-at stages in buffers for their regions
+ *     bounds    bounds.c: region inference for computed-at stages
+ *     reduce    reduce.c: accumulators, in-place init nests
+ *     flatten   flatten.c: tensor reads -> loads at flat storage offsets
+ *     rtcheck   rtcheck.c: `if !ok: fail N`, safe offsets and divisors
+ *     storage   storage.c: the prelude filling ragged layouts' AUX arrays Each pass is one file and one function
  * `Stmt *pass(Module *, Stmt *)` that returns the same pointer when it
  * changes nothing (QBE's main.c:func(), Halide's Lower.cpp).
  *
@@ -17,7 +29,8 @@
  * of names, where `lower` (or `all`) dumps the kernel after lower_module
  * and after every pass, and a pass name (`hoist`, or `lower.hoist`) the
  * kernel after each run of that pass. Each dump starts with a header line
- * `== KERNEL after PASS ==`.
+ * `== KERNEL after PASS ==`; read.c reads the kernel text back, so a pass
+ * can be tested alone on it (tests/lower, test_lower_passes.c).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -31,12 +44,19 @@ typedef struct LowerPassInfo {
 
 /* The passes, in order. */
 static const LowerPassInfo passes[] = {
-    {"simplify", lower_simplify},      /* canonical index arithmetic, proven guards removed */
-    {"forward", lower_forward_copies}, /* whole tiles read a padded copy's source */
+    {"simplify", lower_simplify},            /* canonical index arithmetic, proven guards removed */
+    {"forward", lower_forward_copies},       /* whole tiles read a padded copy's source */
     {"promote", lower_promote_accumulators}, /* in-place accumulations in a local tile */
-    {"hoist", lower_hoist},            /* loop-invariant UF/AUX loads and index arithmetic */
-    {"simplify", lower_simplify},      /* what hoisting exposed */
+    {"hoist", lower_hoist},                  /* loop-invariant UF/AUX loads and index arithmetic */
+    {"simplify", lower_simplify},            /* what hoisting exposed */
 };
+
+LowerPass lower_pass_named(const char *name) {
+    for (int i = 0; i < (int)RV_COUNT(passes); i++)
+        if (strcmp(passes[i].name, name) == 0)
+            return passes[i].run;
+    return NULL;
+}
 
 /* Does RAVEL_DEBUG ask for a dump after `pass`? */
 static bool debug_wants(const char *pass) {

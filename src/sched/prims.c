@@ -531,7 +531,8 @@ static void pad_check_read(const Expr *e, void *ctx) {
     if (p->bad || (e->kind != EX_READ && e->kind != EX_UFCALL))
         return;
     for (int d = 0; d < e->n; d++) {
-        if (!ir_uses_axis(e->args[d], p->ax))
+        /* a reduction over k < i + 1 reads along i too */
+        if (!ir_depends_on_axis(e->args[d], p->ax))
             continue;
         if (e->kind == EX_UFCALL) {
             p->bad = e->u.uf->name;

@@ -1194,6 +1194,44 @@ static void test_integer_overflow(void) {
     rv_module_free(m);
 }
 
+/* An i32 operation overflows at int32, as compiled code computes it in 32
+ * bits: X[i]^3 with X[1] = 2000 (8e9 fits int64, not int32), and a sum
+ * whose running total passes INT32_MAX. */
+static void check_i32_overflow(bool sum, int32_t x1, const char *msg) {
+    rv_module *m = rv_module_new();
+    rv_tensor *X = input(m, "X", RV_I32, 1, I(m, 2), NULL);
+    rv_tensor *Y;
+    if (sum) {
+        rv_axis *k = rv_reduce_axis_new(m, "k", I(m, 2));
+        rv_compute *c = rv_compute_begin(m, "total", 0, NULL, NULL);
+        Y = rv_compute_end(c, rv_expr_reduce(m, RV_REDUCE_SUM, 1, &k,
+                                             read1(m, X, rv_expr_axis(m, k))));
+    } else {
+        rv_compute *c = begin1(m, "cube", NULL);
+        rv_compute_set_dtype(c, RV_I64);
+        rv_expr *x = read1(m, X, rv_compute_var(c, 0));
+        Y = rv_compute_end(c, rv_expr_cast(m, RV_I64, bin(m, "*", bin(m, "*", x, x), x)));
+    }
+    CHECK(Y != NULL);
+    rv_bindings *b = rv_bindings_new(m);
+    int64_t s1[1] = {2};
+    rv_array *xa = rv_array_new(RV_I32, 1, s1);
+    int32_t *xv = rv_array_data(xa);
+    xv[0] = 3;
+    xv[1] = x1;
+    rv_bindings_set_array(b, "X", xa);
+    CHECK(rv_interp_run(m, b) == RV_ERR_BOUNDS);
+    CHECK_STR_CONTAINS(rv_last_error(), msg);
+    rv_bindings_free(b);
+    rv_array_free(xa);
+    rv_module_free(m);
+}
+
+static void test_i32_overflow(void) {
+    check_i32_overflow(false, 2000, "computing cube[1]: integer overflow in");
+    check_i32_overflow(true, INT32_MAX - 2, "integer overflow in a sum");
+}
+
 /* ------------------------------------------------- f32 rounding of results */
 
 /* Intermediates are computed in double; only stored results are rounded.
@@ -1577,6 +1615,7 @@ int main(void) {
     RUN(test_scalar_output);
     RUN(test_integer_ops);
     RUN(test_integer_overflow);
+    RUN(test_i32_overflow);
     RUN(test_f32_rounding);
     RUN(test_error_sizes);
     RUN(test_error_arrays);

@@ -1,7 +1,7 @@
 /*
  * test_jit.c — the JIT: compile and call, the on-disk cache (hits,
  * corruption, concurrent writers, unusable directories), compiler failures,
- * and NVRTC where it is installed.
+ * the embedded ravel_rt.h, and NVRTC where it is installed.
  *
  * Every test points RAVEL_CACHE_DIR at its own directory under a fresh
  * temporary root, so counts of cache entries and of compiles are exact and
@@ -83,8 +83,8 @@ typedef int (*IntFn0)(void);
 typedef int (*IntFn1)(int);
 typedef long (*LongFn)(long);
 
-static const char *ADD_SRC = "#include \"ravel.h\" /* found through the default -I */\n"
-                             "int add(int a, int b) { return a + b + RV_MAX_DIMS - 8; }\n";
+static const char *ADD_SRC = "#include \"ravel_rt.h\" /* the embedded copy, by default */\n"
+                             "int add(int a, int b) { return a + b + RV_RT_ALIGN - 64; }\n";
 
 static void test_compile_and_call(void) {
     const char *dir = use_cache("basic");
@@ -338,7 +338,7 @@ static void test_flags_and_options(void) {
     rv_status st = jit_compile(ADD_SRC, &oi, &a);
     CHECK_EQ_INT(st, RV_ERR_COMPILER);
     CHECK_STR_CONTAINS(rv_last_error(), "-I/nonexistent-include");
-    CHECK_STR_CONTAINS(rv_last_error(), "ravel.h");
+    CHECK_STR_CONTAINS(rv_last_error(), "ravel_rt.h");
 
     /* OpenMP, when the compiler has it. */
     const char *omp_src = "long tri(long n) {\n"
@@ -563,6 +563,78 @@ static void test_known_miscompiles(void) {
     jit_close(lib);
 }
 
+/* The embedded ravel_rt.h: written into the cache directory (the same bytes
+ * as include/ravel_rt.h), rewritten when the file there was changed, and
+ * replaced by $RAVEL_INCLUDE_DIR's, whose contents are part of the key. */
+static void test_embedded_header(void) {
+    const char *dir = use_cache("header");
+    unsetenv("RAVEL_INCLUDE_DIR");
+    JitLib *lib = NULL;
+    CHECK_EQ_INT(jit_compile(ADD_SRC, NULL, &lib), RV_OK);
+    char k0[33] = "";
+    if (lib)
+        snprintf(k0, sizeof k0, "%s", jit_lib_key(lib));
+    jit_close(lib);
+
+    size_t len;
+    const char *hdr = jit_rt_header(&len);
+    char *src = NULL;
+    size_t src_len = 0;
+    CHECK_EQ_INT(base_read_file("include/ravel_rt.h", &src, &src_len), RV_OK);
+    CHECK(src && src_len == len && memcmp(src, hdr, len) == 0);
+    base_free(src);
+
+    CHECK_EQ_INT(count_files(dir, "rt-", ""), 1);
+    char path[PATH_MAX + 300] = "";
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    while (d && (e = readdir(d)))
+        if (strncmp(e->d_name, "rt-", 3) == 0)
+            snprintf(path, sizeof path, "%s/%s/ravel_rt.h", dir, e->d_name);
+    if (d)
+        closedir(d);
+    char *written = NULL;
+    size_t written_len = 0;
+    CHECK_EQ_INT(base_read_file(path, &written, &written_len), RV_OK);
+    CHECK(written && written_len == len && memcmp(written, hdr, len) == 0);
+    base_free(written);
+
+    /* A header changed in the cache is put back before the next compile. */
+    const char *broken = "#error not ravel's header\n";
+    CHECK_EQ_INT(base_write_file(path, broken, strlen(broken)), RV_OK);
+    const char *src2 = "#include \"ravel_rt.h\"\nint two(void) { return RV_RT_OK + 2; }\n";
+    CHECK_EQ_INT(jit_compile(src2, NULL, &lib), RV_OK);
+    if (lib)
+        CHECK_EQ_INT(((IntFn0)jit_fn(lib, "two"))(), 2);
+    jit_close(lib);
+
+    /* $RAVEL_INCLUDE_DIR overrides it; a change of its header changes the key. */
+    char inc[PATH_MAX + 16], hpath[PATH_MAX + 32];
+    snprintf(inc, sizeof inc, "%s/include", cache_root);
+    snprintf(hpath, sizeof hpath, "%s/ravel_rt.h", inc);
+    CHECK_EQ_INT(mkdir(inc, 0755), 0);
+    CHECK_EQ_INT(base_write_file(hpath, hdr, len), RV_OK);
+    setenv("RAVEL_INCLUDE_DIR", inc, 1);
+    char k1[33] = "", k2[33] = "";
+    CHECK_EQ_INT(jit_compile(ADD_SRC, NULL, &lib), RV_OK);
+    if (lib)
+        snprintf(k1, sizeof k1, "%s", jit_lib_key(lib));
+    jit_close(lib);
+    Buf changed = {0};
+    buf_printf(&changed, "%.*s\n#define RV_TEST_CHANGED 1\n", (int)len, hdr);
+    CHECK_EQ_INT(base_write_file(hpath, changed.data, changed.len), RV_OK);
+    buf_free(&changed);
+    JitStats s0 = jit_stats();
+    CHECK_EQ_INT(jit_compile(ADD_SRC, NULL, &lib), RV_OK);
+    CHECK_EQ_INT(jit_stats().compiles - s0.compiles, 1);
+    if (lib)
+        snprintf(k2, sizeof k2, "%s", jit_lib_key(lib));
+    jit_close(lib);
+    unsetenv("RAVEL_INCLUDE_DIR");
+    CHECK(k0[0] && k1[0] && k2[0]);
+    CHECK(strcmp(k0, k1) != 0 && strcmp(k1, k2) != 0 && strcmp(k0, k2) != 0);
+}
+
 int main(void) {
     const char *tmp = getenv("TMPDIR");
     snprintf(cache_root, sizeof cache_root, "%s/ravel-test-jit-XXXXXX", tmp && *tmp ? tmp : "/tmp");
@@ -582,6 +654,7 @@ int main(void) {
     RUN(test_concurrent_threads);
     RUN(test_nvrtc);
     RUN(test_known_miscompiles);
+    RUN(test_embedded_header);
     JitStats s = jit_stats();
     printf("jit: %lld compiles, %lld cache hits, %lld rebuilds, %.2f s compiling\n",
            (long long)s.compiles, (long long)s.cache_hits, (long long)s.rebuilds,

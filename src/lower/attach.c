@@ -1,0 +1,293 @@
+/*
+ * attach.c — placement of the stages computed at a loop of their reader.
+ *
+ * Takes a reader's nest at the loop a stage is computed at. Gives, around
+ * the rest of the reader's body, an allocation of a buffer for the region
+ * of the stage that the reader's remaining iterations read (bounds.c),
+ * and the stage's nest over that region (nest.c). Per dimension: origin
+ * and extent, clipped to the tensor unless the stage pads locally (then
+ * out-of-range elements of a cached input are zero). The buffer lives on
+ * the stack when small and constant, else in the per-call scratch arena;
+ * the reader's reads of it become loads relative to the origin (a RegionView,
+ * flatten.c). A tile that cannot be bounded, or a padded stage that would
+ * read outside a tensor, is a schedule error located at the placing step.
+ * Inlined stages were already substituted by the schedule.
+ */
+#include "lower/lower.h"
+
+/* Bytes a local buffer may take on the stack; larger ones use scratch. */
+#define LOCAL_STACK_BYTES (256 * 1024)
+
+static void no_loops_fn(const Expr *e, void *ctx) {
+    if ((e->kind == EX_VAR && e->u.axis->kind != AX_LOOP) || e->kind == EX_LOAD ||
+        (e->kind == EX_VAR && e->u.axis->kind == AX_LOOP))
+        *(bool *)ctx = false;
+}
+
+/* True when e is over sizes and constants only. */
+static bool sizes_only(const Expr *e) {
+    bool ok = true;
+    ir_visit(e, no_loops_fn, &ok);
+    return ok;
+}
+
+/* A padded stage computes whole tiles: each read it makes must stay inside
+ * the tensor read for every element of the tile, either because it reads
+ * a padded copy made inside it, or because bounds prove the index inside. */
+typedef struct PadReads {
+    LowerCtx *c;
+    const Stage *p;
+    const PtrMap *vary;
+    const char *bad;
+    bool bad_uf; /* bad names a ufun, which no cache_read can pad */
+} PadReads;
+
+static bool provably_lt(LowerCtx *c, Expr *a, Expr *b) {
+    int64_t v;
+    Expr *t = lower_ctx_simp(c, ir_binary(c->m, EX_LT, a, b));
+    return ir_is_const_int(t, &v) && v;
+}
+
+/* Is index d of a read of a tensor or UF (its axes, the read's indices)
+ * inside its extent for every element of the tile? An extent over outer
+ * axes (l < len[b]) is taken at the read's outer indices, at its least
+ * over the tile. */
+static bool index_inside(PadReads *pr, Axis *const *axes, Expr *const *args, int d) {
+    Module *m = pr->c->m;
+    if (!axes[d]->extent)
+        return false;
+    PtrMap at = {0};
+    for (int j = 0; j < d; j++)
+        ptrmap_put(&at, axes[j], args[j]);
+    Expr *ext = ir_substitute(m, axes[d]->extent, &at);
+    ptrmap_free(&at);
+    Range r, e;
+    return ext && lower_bounds_range(m, args[d], pr->vary, false, &r) &&
+           lower_bounds_range(m, ext, pr->vary, false, &e) &&
+           provably_lt(pr->c, ir_int(m, -1), r.lo) && provably_lt(pr->c, r.hi, e.lo);
+}
+
+static void pad_reads_fn(const Expr *e, void *ctx) {
+    PadReads *pr = ctx;
+    if (pr->bad)
+        return;
+    if (e->kind == EX_UFCALL) {
+        /* a UF indexed past the end of the tile would be read out of range */
+        for (int d = 0; d < e->n && !pr->bad; d++)
+            if (!index_inside(pr, e->u.uf->args, e->args, d)) {
+                pr->bad = e->u.uf->name;
+                pr->bad_uf = true;
+            }
+        return;
+    }
+    if (e->kind != EX_READ)
+        return;
+    const Stage *src = sched_stage_of(pr->c->s, e->u.tensor);
+    if (src && src->kind == STAGE_CACHE_READ && src->local_pad && src->attach == ATTACH_AT &&
+        src->at == pr->p)
+        return;
+    for (int d = 0; d < e->n && !pr->bad; d++)
+        if (!index_inside(pr, e->u.tensor->axes, e->args, d))
+            pr->bad = e->u.tensor->name;
+}
+
+static const char *padded_reads_outside(LowerCtx *c, const Stage *p, Expr *const *origin,
+                                        Expr *const *ext, bool *is_uf) {
+    Module *m = c->m;
+    PtrMap vary = {0};
+    Range rs[RV_MAX_DIMS];
+    for (int d = 0; d < p->t->ndim; d++) {
+        rs[d].lo = origin[d];
+        rs[d].hi = lower_ctx_simp(
+            c, ir_binary(m, EX_SUB, ir_binary(m, EX_ADD, origin[d], ext[d]), ir_int(m, 1)));
+        ptrmap_put(&vary, p->t->axes[d], &rs[d]);
+    }
+    PadReads pr = {c, p, &vary, NULL, false};
+    ir_visit(p->body, pad_reads_fn, &pr);
+    ptrmap_free(&vary);
+    *is_uf = pr.bad_uf;
+    return pr.bad;
+}
+
+/* Does every reader of the padded copy p read only inside its tensor? Not
+ * a stage that computes whole tiles (a padded cache_write stage, or one
+ * with a padded loop): its reads past the end of a tile are meant to find
+ * the copy's zeros. The others read what the program reads. */
+static bool copy_read_inside(LowerCtx *c, const Stage *p) {
+    if (p->kind != STAGE_CACHE_READ)
+        return false;
+    for (int k = 0; k < c->s->stages.len; k++) {
+        const Stage *r = c->s->stages.data[k];
+        if (r->t == p->t || r->attach == ATTACH_INLINE || !sched_stage_reads_tensor(r, p->t))
+            continue;
+        if ((r->local_pad && r->kind != STAGE_CACHE_READ) || lower_loop_padded(r))
+            return false;
+    }
+    return true;
+}
+
+/* Stage p computed here, in reader n: its buffer (a view for the reader)
+ * and its nest, allocated around `rest`. */
+static Stmt *attach_one(LowerCtx *c, StageNest *n, Stage *p, Stmt *rest_placeholder,
+                        Buffer **buf_out) {
+    (void)rest_placeholder;
+    Module *m = c->m;
+    Range reg[RV_MAX_DIMS];
+    bool have = lower_infer_region(c, n, p, !p->local_pad, reg);
+    if (c->st != RV_OK)
+        return NULL;
+    int nd = p->t->ndim;
+    Expr *origin[RV_MAX_DIMS], *ext[RV_MAX_DIMS], *alloc[RV_MAX_DIMS];
+    /* A padded copy whose readers read only inside the tensor need not
+     * hold more of it than the tensor: where its tile cannot be bounded,
+     * or could be larger than the tensor ever is (a tile of every outer
+     * split, 1000 x 1000 for a 15 x 15 input), it is clamped to the
+     * tensor (`clamped`), and the reads of it are then checked against
+     * the tensor as those of an unpadded copy. */
+    bool inside = p->local_pad && copy_read_inside(c, p), clamped = false;
+    for (int d = 0; d < nd; d++) {
+        Expr *full = lower_index(c, p->t->axes[d]->extent);
+        if (!full)
+            return NULL;
+        if (!have) {
+            if (p->local_pad && !inside)
+                return lower_stage_error(c, p, "cannot bound the tile of %s that %s reads", p->name,
+                                         n->st->name);
+            clamped = p->local_pad;
+            /* the whole tensor */
+            origin[d] = ir_int(m, 0);
+            ext[d] = alloc[d] = full;
+            continue;
+        }
+        Expr *lo = lower_ctx_simp(c, reg[d].lo), *hi = lower_ctx_simp(c, reg[d].hi);
+        Expr *span =
+            lower_ctx_simp(c, ir_binary(m, EX_ADD, ir_binary(m, EX_SUB, hi, lo), ir_int(m, 1)));
+        if (p->local_pad) {
+            origin[d] = lo;
+            ext[d] = span;
+        } else {
+            origin[d] = lower_ctx_simp(c, ir_binary(m, EX_MAX, lo, ir_int(m, 0)));
+            Expr *top = ir_binary(m, EX_MIN, hi, ir_binary(m, EX_SUB, full, ir_int(m, 1)));
+            ext[d] = ir_binary(m, EX_ADD, ir_binary(m, EX_SUB, top, origin[d]), ir_int(m, 1));
+        }
+        /* a region the reader reads nothing of (all of it clipped away, or
+         * hi < lo) is empty, not negative: the product of two negative
+         * extents (a fused loop, the tile's size) would be positive */
+        ext[d] = lower_ctx_simp(c, ir_binary(m, EX_MAX, ext[d], ir_int(m, 0)));
+        Expr *ub = lower_bounds_upper(m, span);
+        ub = ub ? lower_ctx_simp(c, ub) : NULL;
+        Expr *fub = inside ? lower_bounds_upper(m, full) : NULL;
+        fub = fub ? lower_ctx_simp(c, fub) : NULL;
+        if (fub && sizes_only(fub) && sizes_only(full) &&
+            (!ub || !sizes_only(ub) || provably_lt(c, fub, ub))) {
+            /* the part of the tile inside the tensor, in a window of at
+             * most the tensor's extent within the tile: the whole tile
+             * where it is no larger than the tensor */
+            Expr *e = lower_ctx_simp(
+                c, ir_binary(m, EX_MAX, ir_binary(m, EX_MIN, span, full), ir_int(m, 0)));
+            Expr *last = ir_binary(m, EX_SUB, ir_binary(m, EX_ADD, hi, ir_int(m, 1)), e);
+            origin[d] = lower_ctx_simp(
+                c, ir_binary(m, EX_MIN, ir_binary(m, EX_MAX, lo, ir_int(m, 0)), last));
+            ext[d] = e;
+            alloc[d] = lower_ctx_simp(c, ir_binary(m, EX_MAX, fub, ir_int(m, 0)));
+            clamped = true;
+            continue;
+        }
+        if (!ub || !sizes_only(ub)) {
+            if (p->local_pad || !sizes_only(full))
+                return lower_stage_error(c, p, "cannot bound the tile of %s that %s reads", p->name,
+                                         n->st->name);
+            ub = full;
+        } else if (!p->local_pad) {
+            int64_t a, b;
+            if (ir_is_const_int(ub, &a) && ir_is_const_int(full, &b) && b < a)
+                ub = full;
+        }
+        alloc[d] = lower_ctx_simp(c, ir_binary(m, EX_MAX, ub, ir_int(m, 0)));
+    }
+    /* region bounds may hold UF applications: make them loop IR (i64) */
+    for (int d = 0; d < nd; d++) {
+        origin[d] = lower_index(c, origin[d]);
+        ext[d] = lower_index(c, ext[d]);
+        alloc[d] = lower_index(c, alloc[d]);
+        if (!origin[d] || !ext[d] || !alloc[d])
+            return NULL;
+        origin[d] = lower_ctx_simp(c, ir_cast(m, RV_I64, origin[d]));
+        ext[d] = lower_ctx_simp(c, ir_cast(m, RV_I64, ext[d]));
+        alloc[d] = lower_ctx_simp(c, ir_cast(m, RV_I64, alloc[d]));
+    }
+    int inner = nd ? p->order[nd - 1] : 0; /* the innermost dimension in storage */
+    if (nd && p->align > 1)
+        alloc[inner] =
+            lower_ctx_simp(c, ir_binary(m, EX_MUL, lower_ceil_div(m, alloc[inner], p->align),
+                                        ir_int(m, p->align)));
+    if (p->local_pad && p->kind != STAGE_CACHE_READ) {
+        bool is_uf;
+        const char *bad = padded_reads_outside(c, p, origin, ext, &is_uf);
+        if (bad && is_uf)
+            return lower_stage_error(c, p,
+                                     "%s computes whole tiles (pad=1), which would read ufun '%s' "
+                                     "outside its domain (a ufun cannot be padded: drop pad=1)",
+                                     p->name, bad);
+        if (bad)
+            return lower_stage_error(
+                c, p,
+                "%s computes whole tiles (pad=1), which would read %s outside its "
+                "bounds; add `cache_read(%s, pad=1)` to the schedule of %s and "
+                "compute it at a loop of %s",
+                p->name, bad, bad, p->name, p->name);
+    }
+    RegionView *v = arena_alloc(m->arena, sizeof(RegionView));
+    v->ndim = nd;
+    Expr *size = ir_int(m, 1);
+    for (int k = nd - 1; k >= 0; k--) {
+        int d = p->order[k]; /* storage order, innermost last */
+        v->lo[d] = origin[d];
+        v->stride[d] = size;
+        size = lower_ctx_simp(c, ir_binary(m, EX_MUL, size, alloc[d]));
+    }
+    int64_t elems;
+    BufScope scope = ir_is_const_int(size, &elems) &&
+                             elems * (int64_t)rv_dtype_size(p->t->dtype) <= LOCAL_STACK_BYTES
+                         ? BUF_LOCAL
+                         : BUF_GLOBAL;
+    v->buf = ir_buffer_new(m, p->name, p->t->dtype, size, scope);
+    v->local_pad = p->local_pad && !clamped;
+    ptrmap_put(&c->views, p->t, v);
+    *buf_out = v->buf;
+    return lower_stage_nest(c, p, origin, ext, v);
+}
+
+Stmt *lower_emit_attached(LowerCtx *c, StageNest *n, const IterVar *at, int i) {
+    Module *m = c->m;
+    if (c->st != RV_OK)
+        return NULL;
+    if (n->mode == MODE_INIT) /* producers are computed for the update nest only */
+        return lower_gen(c, *n, i);
+    lower_bind_axes(c, n);
+    Vec(Stmt *) nests = {0};
+    Vec(Buffer *) bufs = {0};
+    for (int k = 0; k < c->s->stages.len; k++) {
+        Stage *p = c->s->stages.data[k];
+        if (p->attach != ATTACH_AT || p->at != n->st || p->at_iv != at)
+            continue;
+        Buffer *b = NULL;
+        Stmt *s = attach_one(c, n, p, NULL, &b);
+        if (!s) {
+            vec_free(&nests);
+            vec_free(&bufs);
+            return NULL;
+        }
+        vec_push(&nests, s);
+        vec_push(&bufs, b);
+        lower_bind_axes(c, n); /* the producer's nest rebinds nothing of ours, but be sure */
+    }
+    Stmt *rest = lower_gen(c, *n, i);
+    for (int k = nests.len - 1; rest && k >= 0; k--) {
+        Stmt *both[2] = {nests.data[k], rest};
+        rest = lower_alloc(m, bufs.data[k], lower_seq(m, 2, both));
+    }
+    vec_free(&nests);
+    vec_free(&bufs);
+    return rest;
+}

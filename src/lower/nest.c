@@ -1,0 +1,418 @@
+/*
+ * nest.c — the loop nest of one stage: its leaves as loops (split, fused,
+ * reordered, with their kinds), whose innermost body stores one element.
+ *
+ * Takes a stage of the schedule and where its nest goes (the whole tensor,
+ * or a region of it into a view, attach.c). Gives its loop IR. Values flow
+ * up the IterVar tree (a split variable is outer*factor + inner, a fused
+ * part is fused / E or fused % E) and extents flow down (ceil(E/f) outer,
+ * f inner), staying symbolic: sizes and UF values are parameters, so one
+ * kernel serves every size. Ragged extents (`l < len[b]`) are lowered
+ * once the loops they depend on are bound.
+ *
+ * Tails of non-dividing splits: with TAIL_PARTITION (the default) the
+ * outer loop of a split whose inner loop is a leaf below it runs over the
+ * full tiles with no checks, followed by one guarded copy of the nest for
+ * the last, partial tile (inner extent E - o*f); otherwise the innermost
+ * statement is guarded by `o*f + i < E`. Each copy carries its own nest
+ * state (StageNest, by value), so the stages computed inside it get their own
+ * regions: constant-size tiles in the full copy, the clipped last tile in
+ * the other.
+ */
+#include <string.h>
+
+#include "lower/lower.h"
+
+static Expr *iv_extent(LowerCtx *c, StageNest *n, const IterVar *v);
+
+/* The loop-IR value of v, or NULL while a leaf it needs is unbound. */
+Expr *lower_iv_value(LowerCtx *c, StageNest *n, const IterVar *v) {
+    Module *m = c->m;
+    if (n->value[v->id])
+        return n->value[v->id];
+    if (v->fused) {
+        /* the extent only once the fused loop is bound: it may mention
+         * axes bound outside that loop */
+        Expr *f = lower_iv_value(c, n, v->fused);
+        Expr *eb = f ? iv_extent(c, n, v->fused->fb) : NULL;
+        if (!eb)
+            return NULL;
+        return ir_binary(m, v == v->fused->fa ? EX_DIV : EX_MOD, f, eb);
+    }
+    if (v->outer) {
+        Expr *o = lower_iv_value(c, n, v->outer), *i = lower_iv_value(c, n, v->inner);
+        if (!o || !i)
+            return NULL;
+        return ir_binary(m, EX_ADD, ir_binary(m, EX_MUL, o, ir_int(m, v->inner->factor)), i);
+    }
+    return NULL;
+}
+
+/* The IR axis value of a root: origin + its IterVar value. */
+static Expr *root_axis_value(LowerCtx *c, StageNest *n, const IterVar *r) {
+    Expr *v = lower_iv_value(c, n, r);
+    if (!v)
+        return NULL;
+    return n->base[r->id] ? ir_binary(c->m, EX_ADD, n->base[r->id], v) : v;
+}
+
+/* Publishes the value of root r where n is, or that it has none: a value
+ * left by another copy of the nest (the init nest of an in-place
+ * reduction, a partitioned tail) must not be used where r's loop is not
+ * bound. Returns whether r is bound. */
+static bool bind_root(LowerCtx *c, StageNest *n, const IterVar *r) {
+    Expr *v = root_axis_value(c, n, r);
+    ptrmap_put(&c->axis_value, r->axis, v ? lower_ctx_simp(c, v) : NULL);
+    return v != NULL;
+}
+
+/* Publishes the values of the roots whose leaves are bound. */
+void lower_bind_axes(LowerCtx *c, StageNest *n) {
+    Stage *st = n->st;
+    for (int i = 0; i < st->ivs.len; i++)
+        if (st->ivs.data[i]->rel == IV_ROOT)
+            bind_root(c, n, st->ivs.data[i]);
+}
+
+Expr *lower_ceil_div(Module *m, Expr *e, int64_t f) {
+    return ir_binary(m, EX_DIV, ir_binary(m, EX_ADD, e, ir_int(m, f - 1)), ir_int(m, f));
+}
+
+static bool divides(LowerCtx *c, Expr *e, int64_t f) {
+    int64_t v;
+    Expr *r = lower_ctx_simp(c, ir_binary(c->m, EX_MOD, e, ir_int(c->m, f)));
+    return f == 1 || (ir_is_const_int(r, &v) && v == 0);
+}
+
+/* The extent of root v (not an attached stage's region) where n is: its
+ * axis's extent over the values of the outer axes it mentions (l <
+ * len[b]). Without a value for one of them, `vary` (bounds inference: the
+ * ranges of the stage's roots outer to v, as lower_infer_region builds them)
+ * relaxes it to its largest value over their ranges, an upper bound of
+ * every extent v takes in the iterations that remain; without `vary` it
+ * has none. */
+static Expr *root_extent(LowerCtx *c, StageNest *n, const IterVar *v, const PtrMap *vary) {
+    Module *m = c->m;
+    bool bound = true;
+    for (int i = 0; i < n->st->ivs.len; i++) {
+        IterVar *r = n->st->ivs.data[i];
+        if (r->rel == IV_ROOT && r != v && ir_uses_axis(v->axis->extent, r->axis))
+            bound &= bind_root(c, n, r);
+    }
+    if (!bound && vary) {
+        Range r;
+        return lower_bounds_range(m, v->axis->extent, vary, false, &r) ? lower_index(c, r.hi)
+                                                                       : NULL;
+    }
+    Expr *e = lower_index(c, v->axis->extent);
+    if (!e)
+        return NULL;
+    /* an outer axis past its end in a guarded tile must not index the UF:
+     * the ragged extent is 0 there */
+    Expr *g = NULL;
+    for (int i = 0; i < n->st->ivs.len; i++) {
+        IterVar *w = n->st->ivs.data[i];
+        if (!w->outer || n->state[w->id] != SPLIT_GUARD || w == v)
+            continue;
+        bool outer_axis = false;
+        for (int j = 0; j < n->st->ivs.len; j++) {
+            IterVar *r = n->st->ivs.data[j];
+            if (r->rel == IV_ROOT && r != v && ir_uses_axis(v->axis->extent, r->axis) &&
+                sched_iv_derives_from(w, r))
+                outer_axis = true;
+        }
+        Expr *we, *wv;
+        if (!outer_axis || !(we = iv_extent(c, n, w)) || !(wv = lower_iv_value(c, n, w)))
+            continue;
+        Expr *p = lower_ctx_simp(c, ir_binary(m, EX_LT, wv, we));
+        int64_t t;
+        if (!(ir_is_const_int(p, &t) && t))
+            g = g ? ir_binary(m, EX_AND, g, p) : p;
+    }
+    return g ? ir_select(m, g, e, ir_int(m, 0)) : e;
+}
+
+/* The extent of v where n is; `vary` as for root_extent. */
+Expr *lower_iv_extent_over(LowerCtx *c, StageNest *n, const IterVar *v, const PtrMap *vary) {
+    Module *m = c->m;
+    switch (v->rel) {
+    case IV_ROOT: {
+        Expr *e = n->root_ext[v->id];
+        if (!e && !(e = root_extent(c, n, v, vary)))
+            return NULL;
+        if (v->pad > 1)
+            e = ir_binary(m, EX_MUL, lower_ceil_div(m, e, v->pad), ir_int(m, v->pad));
+        return lower_ctx_simp(c, e);
+    }
+    case IV_OUTER: {
+        Expr *e = lower_iv_extent_over(c, n, v->parent, vary);
+        if (!e)
+            return NULL;
+        if (n->state[v->parent->id] == SPLIT_FULL)
+            return lower_ctx_simp(c, ir_binary(m, EX_DIV, e, ir_int(m, v->factor)));
+        return lower_ctx_simp(c, lower_ceil_div(m, e, v->factor));
+    }
+    case IV_INNER: {
+        if (n->state[v->parent->id] != SPLIT_TAIL)
+            return ir_int(m, v->factor);
+        Expr *e = lower_iv_extent_over(c, n, v->parent, vary),
+             *o = lower_iv_value(c, n, v->parent->outer);
+        if (!e || !o)
+            return NULL;
+        return lower_ctx_simp(
+            c, ir_binary(m, EX_SUB, e, ir_binary(m, EX_MUL, o, ir_int(m, v->factor))));
+    }
+    case IV_FUSED: {
+        /* an extent below 0 runs no iterations; in a product it must
+         * count as 0, not flip the sign of the other */
+        Expr *a = lower_iv_extent_over(c, n, v->fa, vary),
+             *b = lower_iv_extent_over(c, n, v->fb, vary);
+        if (!a || !b)
+            return NULL;
+        a = ir_binary(m, EX_MAX, a, ir_int(m, 0));
+        b = ir_binary(m, EX_MAX, b, ir_int(m, 0));
+        return lower_ctx_simp(c, ir_binary(m, EX_MUL, a, b));
+    }
+    default:
+        RV_UNREACHABLE();
+    }
+}
+
+static Expr *iv_extent(LowerCtx *c, StageNest *n, const IterVar *v) {
+    return lower_iv_extent_over(c, n, v, NULL);
+}
+
+/* The conjunction of the checks of undecided non-dividing splits
+ * (spatial ones, reduction ones, or both), or NULL when none is needed. */
+Expr *lower_guards(LowerCtx *c, StageNest *n, bool spatial, bool reduce) {
+    Module *m = c->m;
+    Expr *g = NULL;
+    Stage *st = n->st;
+    for (int i = 0; i < st->ivs.len; i++) {
+        IterVar *v = st->ivs.data[i];
+        if (!v->outer || n->state[v->id] != SPLIT_GUARD || (v->reduce ? !reduce : !spatial))
+            continue;
+        Expr *e = iv_extent(c, n, v), *val = lower_iv_value(c, n, v);
+        if (!e || !val || divides(c, e, v->inner->factor))
+            continue;
+        Expr *p = lower_ctx_simp(c, ir_binary(m, EX_LT, val, e));
+        int64_t t;
+        if (ir_is_const_int(p, &t) && t)
+            continue;
+        g = g ? ir_binary(m, EX_AND, g, p) : p;
+    }
+    return g;
+}
+
+Stmt *lower_guarded(LowerCtx *c, Expr *g, Stmt *s) {
+    return g && s ? lower_if(c->m, g, s, NULL) : s;
+}
+
+/* The destination offset of the current element. */
+Expr *lower_dest_offset(LowerCtx *c, StageNest *n) {
+    Module *m = c->m;
+    Stage *st = n->st;
+    Expr *idx[RV_MAX_DIMS];
+    for (int d = 0; d < st->t->ndim; d++)
+        idx[d] = ptrmap_get(&c->axis_value, st->t->axes[d]);
+    if (n->dst_view)
+        return lower_view_offset(m, n->dst_view, idx);
+    return ir_storage_offset(m, n->dst_storage, idx);
+}
+
+Buffer *lower_dest_buf(StageNest *n) {
+    return n->dst_view ? n->dst_view->buf : n->dst_storage->buf;
+}
+
+/* True when every index of the current element is inside the tensor
+ * (local padding of a cache_read: outside it the copy holds zero). */
+static Expr *source_in_bounds(LowerCtx *c, StageNest *n) {
+    Module *m = c->m;
+    Stage *st = n->st;
+    Expr *g = NULL;
+    for (int d = 0; d < st->t->ndim; d++) {
+        Expr *v = ptrmap_get(&c->axis_value, st->t->axes[d]);
+        Expr *e = lower_index(c, st->source->axes[d]->extent);
+        if (!e)
+            return NULL;
+        Expr *p =
+            ir_binary(m, EX_AND, ir_binary(m, EX_GE, v, ir_int(m, 0)), ir_binary(m, EX_LT, v, e));
+        g = g ? ir_binary(m, EX_AND, g, p) : p;
+    }
+    return g ? lower_ctx_simp(c, g) : ir_bool(m, true); /* a 0-dim tensor: its one element */
+}
+
+/* Does the stage pad one of its loops (its reads may then reach into
+ * storage padding, rtcheck.c)? */
+bool lower_loop_padded(const Stage *st) {
+    for (int i = 0; i < st->ivs.len; i++)
+        if (st->ivs.data[i]->rel == IV_ROOT && st->ivs.data[i]->pad > 1)
+            return true;
+    return false;
+}
+
+/* The innermost statement of a nest. */
+static Stmt *innermost(LowerCtx *c, StageNest *n) {
+    Module *m = c->m;
+    Stage *st = n->st;
+    c->loop_pad = lower_loop_padded(st);
+    lower_bind_axes(c, n);
+    Buffer *dst = lower_dest_buf(n);
+    Expr *off = lower_dest_offset(c, n);
+    const Expr *R = st->reduce;
+    switch (n->mode) {
+    case MODE_INIT:
+        return lower_guarded(c, lower_guards(c, n, true, false),
+                             lower_store(m, dst, off, lower_reduce_init(m, R->u.red.rk, R->dtype)));
+    case MODE_ACC:
+    case MODE_IN_PLACE: {
+        ExprCtx x = {c, {0}, NULL, RV_OK, true};
+        Expr *v = lower_expr(&x, R->args[0]);
+        if (x.st != RV_OK) {
+            c->st = x.st;
+            vec_free(&x.pre);
+            return NULL;
+        }
+        Expr *zero = ir_int(m, 0);
+        if (n->mode == MODE_ACC) {
+            Expr *first = ptrmap_get(&c->axis_value, R->u.red.axes[0]);
+            vec_push(&x.pre, lower_reduce_update(m, R->u.red.rk, n->acc, zero, n->arg, first, v));
+        } else {
+            vec_push(&x.pre, lower_reduce_update(m, R->u.red.rk, dst, off, NULL, NULL, v));
+        }
+        Stmt *s = lower_seq(m, x.pre.len, x.pre.data);
+        vec_free(&x.pre);
+        /* ACC: the spatial checks wrap the whole reduction already */
+        /* IN_PLACE: declare the accumulators of nested reductions here (ACC:
+         * lower_gen_reduction declares them with its own) */
+        if (n->mode == MODE_IN_PLACE)
+            s = lower_wrap_locals(c, s);
+        return lower_guarded(c, lower_guards(c, n, n->mode == MODE_IN_PLACE, true), s);
+    }
+    case MODE_TOP:
+        break;
+    }
+    Stmt *s;
+    if (st->pred) {
+        ExprCtx x = {c, {0}, NULL, RV_OK, true};
+        Expr *p = lower_expr(&x, st->pred);
+        Stmt *a = p ? lower_element_stmt(c, dst, off, st->body, NULL) : NULL;
+        Stmt *b = a ? lower_element_stmt(c, dst, off, st->else_body, NULL) : NULL;
+        if (!b) {
+            if (c->st == RV_OK)
+                c->st = x.st;
+            vec_free(&x.pre);
+            return NULL;
+        }
+        /* the predicate's checks, then the branch it chooses */
+        vec_push(&x.pre, lower_if(m, p, a, b));
+        s = lower_seq(m, x.pre.len, x.pre.data);
+        vec_free(&x.pre);
+    } else if (st->kind == STAGE_CACHE_READ && st->local_pad) {
+        Stmt *a = lower_element_stmt(c, dst, off, st->body, NULL);
+        Expr *inb = source_in_bounds(c, n);
+        if (!a || !inb)
+            return NULL;
+        s = lower_if(m, inb, a, lower_store(m, dst, off, ir_cast(m, st->t->dtype, ir_int(m, 0))));
+    } else {
+        if (!(s = lower_element_stmt(c, dst, off, st->body, NULL)))
+            return NULL;
+    }
+    return lower_guarded(c, lower_guards(c, n, true, true), lower_wrap_locals(c, s));
+}
+
+/* A leaf loop whose variable is `var` over `ext`, around the rest. */
+static Stmt *gen_loop(LowerCtx *c, StageNest n, int i, Expr *ext) {
+    Module *m = c->m;
+    IterVar *v = n.st->leaves.data[i];
+    LoopKind k = v->kind;
+    if (k == LOOP_PARALLEL && c->par_depth > 0)
+        k = LOOP_SERIAL; /* a parallel loop inside another runs serially */
+    Axis *var = lower_loop_var(m, v->name, ext);
+    n.value[v->id] = var->var;
+    c->par_depth += k == LOOP_PARALLEL;
+    Stmt *body = lower_emit_attached(c, &n, v, i + 1);
+    c->par_depth -= k == LOOP_PARALLEL;
+    if (!body)
+        return NULL;
+    return lower_for(m, var, ext, k, body);
+}
+
+Stmt *lower_gen(LowerCtx *c, StageNest n, int i) {
+    Module *m = c->m;
+    Stage *st = n.st;
+    if (c->st != RV_OK)
+        return NULL;
+    if (n.mode == MODE_TOP && st->reduce && i == n.first_red)
+        return lower_gen_reduction(c, n, i);
+    if (i == st->leaves.len)
+        return innermost(c, &n);
+    IterVar *v = st->leaves.data[i];
+    if (n.mode == MODE_INIT && v->reduce)
+        return lower_gen(c, n, i + 1);
+    /* partition a non-dividing split at its outer loop */
+    IterVar *p = v->rel == IV_OUTER ? v->parent : NULL;
+    int64_t pf = p ? v->factor : 0;
+    if (p && n.mode != MODE_INIT && p->tail == TAIL_PARTITION && n.state[p->id] == SPLIT_GUARD) {
+        int j;
+        for (j = i + 1; j < st->leaves.len && st->leaves.data[j] != p->inner; j++)
+            ;
+        Expr *e = iv_extent(c, &n, p);
+        if (!e)
+            return NULL;
+        if (j < st->leaves.len && !divides(c, e, pf)) {
+            StageNest full = n, tail = n;
+            full.state[p->id] = SPLIT_FULL;
+            Stmt *a = gen_loop(c, full, i, iv_extent(c, &full, v));
+            tail.state[p->id] = SPLIT_TAIL;
+            Expr *last = lower_ctx_simp(c, ir_binary(m, EX_DIV, e, ir_int(m, pf)));
+            tail.value[v->id] = last;
+            Stmt *b = lower_emit_attached(c, &tail, v, i + 1);
+            if (!a || !b)
+                return NULL;
+            Expr *has_tail = lower_ctx_simp(
+                c, ir_binary(m, EX_GT, ir_binary(m, EX_MOD, e, ir_int(m, pf)), ir_int(m, 0)));
+            Stmt *both[2] = {a, lower_if(m, has_tail, b, NULL)};
+            return lower_seq(m, 2, both);
+        }
+    }
+    Expr *ext = iv_extent(c, &n, v);
+    if (!ext)
+        return NULL;
+    return gen_loop(c, n, i, ext);
+}
+
+/* The nest of stage st: over its whole tensor (origin NULL), or over a
+ * region of it into a view. */
+Stmt *lower_stage_nest(LowerCtx *c, Stage *st, Expr *const *origin, Expr *const *ext,
+                       const RegionView *view) {
+    if (st->ivs.len > MAX_IVS)
+        return lower_sched_error(c, "%s has more than %d loops", st->name, MAX_IVS);
+    StageNest n;
+    memset(&n, 0, sizeof n);
+    n.st = st;
+    n.mode = MODE_TOP;
+    n.dst_view = view;
+    if (!view) {
+        Storage *sto;
+        if ((c->st = lower_storage_of_tensor(c, st->t, &sto)) != RV_OK)
+            return NULL;
+        n.dst_storage = sto;
+    }
+    for (int i = 0; i < st->ivs.len; i++) {
+        IterVar *r = st->ivs.data[i];
+        if (r->rel == IV_ROOT && !r->reduce && origin) {
+            n.base[r->id] = origin[r->axis->pos];
+            n.root_ext[r->id] = ext[r->axis->pos];
+        }
+    }
+    n.first_red = st->leaves.len;
+    for (int i = 0; i < st->leaves.len; i++)
+        if (st->leaves.data[i]->reduce) {
+            n.first_red = i;
+            break;
+        }
+    for (int i = n.first_red; i < st->leaves.len; i++)
+        n.in_place |= !st->leaves.data[i]->reduce;
+    return lower_emit_attached(c, &n, NULL, 0);
+}

@@ -1,0 +1,146 @@
+/*
+ * linearize.c — a batch of structures to the arrays recursive kernels read
+ * (Cortex §4.2 and appendix B).
+ *
+ * The numbering. A node's level is 0 for a leaf and 1 + the largest level
+ * of its children otherwise (a tree's height, a DAG's longest path from a
+ * leaf); every node's children have lower levels, so the nodes of one level,
+ * across all B structures, can be computed together once the levels below
+ * are done: they are one dynamic batch. Appendix B numbers the nodes so that
+ * the nodes of a batch are consecutive and higher than their parents. We
+ * give the highest level the lowest numbers:
+ *
+ *     numbers:  0 ............................................. N-1
+ *               [ level L ][ level L-1 ] ... [ level 1 ][ level 0 = leaves ]
+ *     batches:   b = L       b = L-1            b = 1      b = 0
+ *
+ * so batch b (computation order, leaves first) is level b and starts at
+ * batch_begin[b] = (nodes of levels > b); every child's number is higher
+ * than its parent's; all leaves are numbered after all internal nodes, so
+ * `n >= first_leaf` is the whole leaf test (one comparison, no load); and a
+ * kernel walks b = 0, 1, ... with a parallel loop over batch_begin[b] ..
+ * batch_begin[b] + batch_length[b] - 1 and one barrier per batch. Within a
+ * batch, nodes keep the order (structure, node index): deterministic, and
+ * a structure's nodes of one level stay together.
+ *
+ * The cost. Levels were computed when each structure was checked
+ * (structs.c), with the number of nodes per level, so the batch offsets are
+ * a prefix sum over levels, and the rest is two passes over the nodes: the
+ * first hands out numbers level by level (a counting sort, stable, so the
+ * within-batch order falls out) and permutes the data; the second renumbers
+ * the children, which needs every child's new number, hence the second
+ * pass. The output buffers belong to the caller's rv_linear and only grow,
+ * so a server linearizing one request after another allocates nothing once
+ * it has seen its largest batch.
+ */
+#include <stdlib.h>
+
+#include "recursive/recursive.h"
+
+/* Grows the arrays *ps[0..np) that share the capacity *cap to hold n int32
+ * each; false when out of memory. */
+static bool grow(int32_t **const *ps, int np, size_t *cap, size_t n) {
+    if (n <= *cap)
+        return true;
+    size_t c = n > 2 * *cap ? n : 2 * *cap;
+    for (int i = 0; i < np; i++) {
+        int32_t *q = base_realloc(*ps[i], c * sizeof(int32_t));
+        if (!q)
+            return false;
+        *ps[i] = q;
+    }
+    *cap = c;
+    return true;
+}
+
+/* Makes room for n nodes with k children and w data each, b structures
+ * and l levels. On failure frees everything: a half-grown rv_linear would
+ * lie about its capacities. */
+static rv_status reserve(rv_linear *out, size_t n, size_t k, size_t w, size_t b, size_t l) {
+    int32_t **const nodes[] = {&out->nchild, &out->node_of, &out->linear_of};
+    int32_t **const child[] = {&out->child}, **const data[] = {&out->data};
+    int32_t **const roots[] = {&out->root};
+    int32_t **const batches[] = {&out->batch_begin, &out->batch_length};
+    if (grow(nodes, 3, &out->cap_nodes, n) && grow(child, 1, &out->cap_child, n * k) &&
+        grow(data, 1, &out->cap_data, n * w) && grow(roots, 1, &out->cap_structs, b) &&
+        grow(batches, 2, &out->cap_batches, l))
+        return RV_OK;
+    rv_linear_free(out);
+    return base_error(RV_ERR_OOM, "rv_linearize: out of memory for %zu nodes", n);
+}
+
+rv_status rv_linearize(const rv_structs *bs, rv_linear *out) {
+    if (!bs || !out)
+        return base_error(RV_ERR_ARG, "rv_linearize: no batch or no output (NULL)");
+    int nstructs = bs->root.len;
+    if (nstructs == 0)
+        return base_error(RV_ERR_ARG, "rv_linearize: empty batch (no structures to linearize)");
+    int32_t n = rv_structs_num_nodes(bs), nlevels = bs->level_count.len;
+    size_t k = (size_t)bs->max_children, w = (size_t)bs->width;
+    rv_status st = reserve(out, (size_t)n, k, w, (size_t)nstructs, (size_t)nlevels);
+    if (st != RV_OK)
+        return st;
+    out->num_nodes = n;
+    out->num_structs = nstructs;
+    out->max_children = (int32_t)k;
+    out->width = (int32_t)w;
+    out->num_batches = nlevels;
+
+    /* Batch offsets: the highest level first. batch_length doubles as the
+     * cursor of the counting sort and is restored after it. */
+    int32_t *begin = out->batch_begin, *cursor = out->batch_length;
+    int32_t next = 0;
+    for (int32_t l = nlevels - 1; l >= 0; l--) {
+        begin[l] = next;
+        cursor[l] = next;
+        next += bs->level_count.data[l];
+    }
+    RV_ASSERT(next == n);
+    out->first_leaf = begin[0];
+
+    /* Pass 1: numbers, in (structure, node) order within each level. */
+    const int32_t *level = bs->level.data, *in_data = bs->data.data;
+    int32_t *node_of = out->node_of, *linear_of = out->linear_of, *data = out->data;
+    for (int32_t g = 0; g < n; g++) {
+        int32_t v = cursor[level[g]]++;
+        node_of[v] = g;
+        linear_of[g] = v;
+        for (size_t c = 0; c < w; c++)
+            data[(size_t)v * w + c] = in_data[(size_t)g * w + c];
+    }
+    for (int32_t l = 0; l < nlevels; l++)
+        out->batch_length[l] = cursor[l] - begin[l];
+
+    /* Pass 2: children, renumbered; pad slots hold the node itself. */
+    const int32_t *cb = bs->child_begin.data, *in_child = bs->child.data;
+    int32_t *child = out->child, *nchild = out->nchild;
+    for (int s = 0; s < nstructs; s++) {
+        int32_t g0 = bs->node_begin.data[s], g1 = bs->node_begin.data[s + 1];
+        const int32_t *local_to_linear = linear_of + g0;
+        for (int32_t g = g0; g < g1; g++) {
+            int32_t v = linear_of[g], nc = cb[g + 1] - cb[g];
+            int32_t *row = child + (size_t)v * k;
+            for (int32_t j = 0; j < nc; j++)
+                row[j] = local_to_linear[in_child[cb[g] + j]];
+            for (size_t j = (size_t)nc; j < k; j++)
+                row[j] = v;
+            nchild[v] = nc;
+        }
+        out->root[s] = local_to_linear[bs->root.data[s]];
+    }
+    return RV_OK;
+}
+
+void rv_linear_free(rv_linear *lin) {
+    if (!lin)
+        return;
+    base_free(lin->batch_begin);
+    base_free(lin->batch_length);
+    base_free(lin->child);
+    base_free(lin->nchild);
+    base_free(lin->data);
+    base_free(lin->root);
+    base_free(lin->node_of);
+    base_free(lin->linear_of);
+    memset(lin, 0, sizeof *lin);
+}

@@ -1,0 +1,482 @@
+/*
+ * structs.c — batches of pointer-linked structures, checked on the way in.
+ *
+ * A recursive kernel trusts the arrays it reads: a child index out of range
+ * is an out-of-bounds read, a cycle a read of a state never computed, a
+ * second parent in a tree a state counted twice. So every structure is
+ * checked completely when it is added, and refused with a message naming
+ * the structure (its index in the batch) and the offending node; the batch
+ * is left exactly as it was. The checks are one pass over the children
+ * lists (ranges, K, duplicates, parents) and one iterative depth-first
+ * traversal (cycles); the traversal's postorder also gives every node its
+ * level (0 for a leaf, else 1 + the largest level of its children), which
+ * is all the linearizer needs (linearize.c).
+ *
+ * Every structure has exactly one root: the node no other node lists as a
+ * child, whose state is the structure's result. A DAG with several roots is
+ * refused like a forest: each part has its own result, so each part is its
+ * own structure. That covers disconnected DAGs (every part has a root).
+ *
+ * All structures share one array of nodes ("batch nodes", in structure
+ * order) and one compressed array of children (structure-local indices),
+ * so adding a structure appends to a few arrays and allocates nothing once
+ * they have grown; the scratch arrays of the checks are kept for the same
+ * reason (a server builds a batch per request).
+ */
+#include <limits.h>
+#include <stdlib.h>
+
+#include "recursive/recursive.h"
+
+rv_structs *rv_structs_new(rv_struct_kind kind, int max_children, int width) {
+    if ((int)kind < 0 || kind >= RV_STRUCT_KIND_COUNT) {
+        base_error(RV_ERR_ARG, "rv_structs_new: unknown structure kind %d", (int)kind);
+        return NULL;
+    }
+    if (max_children < 1 || max_children > 1 << 16) {
+        base_error(RV_ERR_ARG, "rv_structs_new: the number of children K = %d is outside 1..65536",
+                   max_children);
+        return NULL;
+    }
+    if (kind == RV_STRUCT_SEQUENCE && max_children != 1) {
+        base_error(RV_ERR_ARG, "rv_structs_new: a sequence has K = 1 child per node, not %d",
+                   max_children);
+        return NULL;
+    }
+    if (width < 0 || width > 1 << 16) {
+        base_error(RV_ERR_ARG, "rv_structs_new: the data width %d is outside 0..65536", width);
+        return NULL;
+    }
+    rv_structs *bs = base_xcalloc(1, sizeof *bs);
+    bs->kind = kind;
+    bs->max_children = max_children;
+    bs->width = width;
+    interner_init(&bs->words);
+    vec_push(&bs->node_begin, 0);
+    vec_push(&bs->child_begin, 0);
+    /* never NULL, so the accessors' pointer arithmetic is defined even for
+     * a batch without edges or data */
+    rec_vec_reserve(&bs->child, 8);
+    rec_vec_reserve(&bs->data, 8);
+    return bs;
+}
+
+void rv_structs_free(rv_structs *bs) {
+    if (!bs)
+        return;
+    vec_free(&bs->node_begin);
+    vec_free(&bs->root);
+    vec_free(&bs->child_begin);
+    vec_free(&bs->child);
+    vec_free(&bs->data);
+    vec_free(&bs->level);
+    vec_free(&bs->level_count);
+    interner_free(&bs->words);
+    strmap_free(&bs->word_id);
+    vec_free(&bs->word);
+    vec_free(&bs->parent);
+    vec_free(&bs->stack_node);
+    vec_free(&bs->stack_next);
+    vec_free(&bs->tmp_begin);
+    vec_free(&bs->tmp_child);
+    vec_free(&bs->state);
+    base_free(bs);
+}
+
+void rec_truncate(rv_structs *bs, int count) {
+    RV_ASSERT(count >= 0 && count <= bs->root.len);
+    int32_t nodes = bs->node_begin.data[count];
+    for (int32_t g = nodes; g < bs->level.len; g++)
+        bs->level_count.data[bs->level.data[g]]--;
+    while (bs->level_count.len && vec_last(&bs->level_count) == 0)
+        bs->level_count.len--;
+    bs->node_begin.len = count + 1;
+    bs->root.len = count;
+    bs->child_begin.len = nodes + 1;
+    bs->child.len = bs->child_begin.data[nodes];
+    bs->data.len = nodes * bs->width;
+    bs->level.len = nodes;
+}
+
+void rv_structs_clear(rv_structs *bs) {
+    rec_truncate(bs, 0);
+}
+
+rv_struct_kind rv_structs_kind(const rv_structs *bs) {
+    return bs->kind;
+}
+int rv_structs_max_children(const rv_structs *bs) {
+    return bs->max_children;
+}
+int rv_structs_width(const rv_structs *bs) {
+    return bs->width;
+}
+int rv_structs_count(const rv_structs *bs) {
+    return bs->root.len;
+}
+int32_t rv_structs_num_nodes(const rv_structs *bs) {
+    return vec_last(&bs->node_begin);
+}
+
+int32_t rv_structs_node_begin(const rv_structs *bs, int s) {
+    RV_ASSERT(s >= 0 && s <= bs->root.len);
+    return bs->node_begin.data[s];
+}
+
+int32_t rv_structs_size(const rv_structs *bs, int s) {
+    RV_ASSERT(s >= 0 && s < bs->root.len);
+    return bs->node_begin.data[s + 1] - bs->node_begin.data[s];
+}
+
+int rv_structs_children(const rv_structs *bs, int s, int32_t i, const int32_t **child) {
+    RV_ASSERT(i >= 0 && i < rv_structs_size(bs, s));
+    int32_t g = bs->node_begin.data[s] + i;
+    *child = bs->child.data + bs->child_begin.data[g];
+    return bs->child_begin.data[g + 1] - bs->child_begin.data[g];
+}
+
+const int32_t *rv_structs_data(const rv_structs *bs, int s, int32_t i) {
+    RV_ASSERT(i >= 0 && i < rv_structs_size(bs, s));
+    return bs->data.data + (size_t)(bs->node_begin.data[s] + i) * (size_t)bs->width;
+}
+
+int32_t rv_structs_root(const rv_structs *bs, int s) {
+    RV_ASSERT(s >= 0 && s < bs->root.len);
+    return bs->root.data[s];
+}
+
+int32_t rv_structs_vocab_size(const rv_structs *bs) {
+    return bs->word.len;
+}
+
+const char *rv_structs_word(const rv_structs *bs, int32_t id) {
+    return id >= 0 && id < bs->word.len ? bs->word.data[id] : NULL;
+}
+
+int32_t rec_word_id(rv_structs *bs, const char *s, size_t n) {
+    const char *w = intern_n(&bs->words, s, n);
+    intptr_t id = (intptr_t)strmap_get(&bs->word_id, w);
+    if (id)
+        return (int32_t)(id - 1);
+    vec_push(&bs->word, w);
+    strmap_put(&bs->word_id, w, (void *)(intptr_t)bs->word.len);
+    return bs->word.len - 1;
+}
+
+/* A cycle found by the traversal: the nodes on the stack from `c` up to
+ * the top, then `c` again ("3 -> 7 -> 3"), at most 8 of them. */
+static rv_status cycle_error(const rv_structs *bs, int s, int32_t c) {
+    int depth = bs->stack_node.len, from = depth - 1;
+    while (from > 0 && bs->stack_node.data[from] != c)
+        from--;
+    Buf b = {0};
+    for (int i = from; i < depth; i++) {
+        if (i - from == 8) {
+            buf_puts(&b, "... -> ");
+            break;
+        }
+        buf_printf(&b, "%d -> ", (int)bs->stack_node.data[i]);
+    }
+    buf_printf(&b, "%d", (int)c);
+    rv_status st = base_error(RV_ERR_ARG, "structure %d: cycle through nodes %s", s, buf_str(&b));
+    buf_free(&b);
+    return st;
+}
+
+/* The per-node checks: child ranges, K, duplicates and (trees) second
+ * parents. Fills bs->parent (a parent of each node, -1 for none). */
+static rv_status check_children(rv_structs *bs, int s, int32_t n, const int32_t *begin,
+                                const int32_t *child) {
+    int32_t *parent = bs->parent.data;
+    for (int32_t i = 0; i < n; i++)
+        parent[i] = -1;
+    for (int32_t i = 0; i < n; i++) {
+        if (begin[i + 1] < begin[i])
+            return base_error(RV_ERR_ARG,
+                              "structure %d: node %d: its children list ends (%d) before it "
+                              "begins (%d)",
+                              s, (int)i, (int)begin[i + 1], (int)begin[i]);
+        int32_t nc = begin[i + 1] - begin[i];
+        if (nc > bs->max_children)
+            return base_error(RV_ERR_ARG,
+                              "structure %d: node %d has %d children, more than the %d declared", s,
+                              (int)i, (int)nc, bs->max_children);
+        for (int32_t k = 0; k < nc; k++) {
+            int32_t c = child[begin[i] + k];
+            if (c < 0 || c >= n)
+                return base_error(RV_ERR_ARG,
+                                  "structure %d: node %d: child %d is node %d, outside 0..%d", s,
+                                  (int)i, (int)k, (int)c, (int)n - 1);
+            if (parent[c] == i)
+                return base_error(RV_ERR_ARG,
+                                  "structure %d: node %d lists node %d twice among its children", s,
+                                  (int)i, (int)c);
+            if (parent[c] >= 0 && bs->kind != RV_STRUCT_DAG)
+                return base_error(RV_ERR_ARG,
+                                  "structure %d: node %d has two parents (nodes %d and %d); in a "
+                                  "%s every node but the root has one",
+                                  s, (int)c, (int)parent[c], (int)i,
+                                  bs->kind == RV_STRUCT_TREE ? "tree" : "sequence");
+            parent[c] = i;
+        }
+    }
+    return RV_OK;
+}
+
+/* The level of node v from its children's (0 without children). */
+static int32_t node_level(int32_t v, const int32_t *begin, const int32_t *child,
+                          const int32_t *level) {
+    int32_t lv = 0;
+    for (int32_t e = begin[v]; e < begin[v + 1]; e++)
+        if (level[child[e]] + 1 > lv)
+            lv = level[child[e]] + 1;
+    return lv;
+}
+
+/* Levels, and the proof there is no cycle. Most inputs list nodes in a
+ * topological order (SST and grids: children before parents; heap-ordered
+ * trees: parents first), and then one loop in that order does both: every
+ * edge goes the same way, so there is no cycle. Anything else gets an
+ * iterative depth-first traversal from every node not yet visited: a child
+ * found on the stack closes a cycle; a node leaving the stack has all its
+ * children done and gets its level. `level` has n entries. */
+static rv_status compute_levels(rv_structs *bs, int s, int32_t n, const int32_t *begin,
+                                const int32_t *child, int32_t *level) {
+    bool down = true, up = true; /* every child below / above its parent */
+    for (int32_t v = 0; v < n && (down || up); v++)
+        for (int32_t e = begin[v]; e < begin[v + 1]; e++) {
+            down &= child[e] < v;
+            up &= child[e] > v;
+        }
+    if (down) {
+        for (int32_t v = 0; v < n; v++)
+            level[v] = node_level(v, begin, child, level);
+        return RV_OK;
+    }
+    if (up) {
+        for (int32_t v = n - 1; v >= 0; v--)
+            level[v] = node_level(v, begin, child, level);
+        return RV_OK;
+    }
+    enum { NEW, ON_STACK, DONE };
+    uint8_t *state = bs->state.data;
+    memset(state, NEW, (size_t)n);
+    for (int32_t r = 0; r < n; r++) {
+        if (state[r] != NEW)
+            continue;
+        bs->stack_node.len = bs->stack_next.len = 0;
+        vec_push(&bs->stack_node, r);
+        vec_push(&bs->stack_next, begin[r]);
+        state[r] = ON_STACK;
+        while (bs->stack_node.len) {
+            int top = bs->stack_node.len - 1;
+            int32_t v = bs->stack_node.data[top], e = bs->stack_next.data[top];
+            if (e < begin[v + 1]) {
+                int32_t c = child[e];
+                bs->stack_next.data[top] = e + 1;
+                if (state[c] == ON_STACK)
+                    return cycle_error(bs, s, c);
+                if (state[c] == NEW) {
+                    state[c] = ON_STACK;
+                    vec_push(&bs->stack_node, c);
+                    vec_push(&bs->stack_next, begin[c]);
+                }
+                continue;
+            }
+            level[v] = node_level(v, begin, child, level);
+            state[v] = DONE;
+            bs->stack_node.len--;
+            bs->stack_next.len--;
+        }
+    }
+    return RV_OK;
+}
+
+/* The single node without a parent, or an error for none or several. */
+static rv_status find_root(const rv_structs *bs, int s, int32_t n, int32_t *root) {
+    int32_t first = -1;
+    for (int32_t i = 0; i < n; i++) {
+        if (bs->parent.data[i] >= 0)
+            continue;
+        if (first >= 0)
+            return base_error(RV_ERR_ARG,
+                              "structure %d has several roots (nodes %d and %d have no parent); "
+                              "a %s has one root%s",
+                              s, (int)first, (int)i,
+                              bs->kind == RV_STRUCT_DAG    ? "DAG"
+                              : bs->kind == RV_STRUCT_TREE ? "tree"
+                                                           : "sequence",
+                              bs->kind == RV_STRUCT_DAG ? " (add each part of a disconnected or "
+                                                          "multi-output DAG as its own structure)"
+                                                        : "");
+        first = i;
+    }
+    if (first < 0) /* every node has a parent: the traversal found the cycle already */
+        return base_error(RV_ERR_ARG, "structure %d has no root (every node has a parent)", s);
+    *root = first;
+    return RV_OK;
+}
+
+rv_status rv_structs_add_children(rv_structs *bs, int32_t n, const int32_t *child_begin,
+                                  const int32_t *child, const int32_t *data) {
+    if (!bs)
+        return base_error(RV_ERR_ARG, "%s: no batch (NULL)", __func__);
+    int s = bs->root.len;
+    if (n < 1)
+        return base_error(RV_ERR_ARG, "structure %d has no nodes (n = %d)", s, (int)n);
+    if (!child_begin || (!child && child_begin[n] > 0))
+        return base_error(RV_ERR_ARG, "structure %d: no children arrays given", s);
+    if (child_begin[0] != 0)
+        return base_error(RV_ERR_ARG, "structure %d: child_begin[0] is %d, not 0", s,
+                          (int)child_begin[0]);
+    int32_t nodes = rv_structs_num_nodes(bs);
+    if (n > INT32_MAX - 1 - nodes || child_begin[n] > INT32_MAX - bs->child.len ||
+        (int64_t)(nodes + n) * bs->max_children > INT32_MAX ||
+        (int64_t)(nodes + n) * bs->width > INT32_MAX)
+        return base_error(RV_ERR_ARG,
+                          "structure %d: %d nodes would make the batch too large (its arrays "
+                          "are indexed by int32)",
+                          s, (int)n);
+    rec_vec_reserve(&bs->parent, n);
+    rec_vec_reserve(&bs->state, n);
+    rec_vec_reserve(&bs->level, nodes + n);
+    rv_status st = check_children(bs, s, n, child_begin, child);
+    if (st == RV_OK)
+        st = compute_levels(bs, s, n, child_begin, child, bs->level.data + nodes);
+    int32_t root = -1;
+    if (st == RV_OK)
+        st = find_root(bs, s, n, &root);
+    if (st != RV_OK)
+        return st;
+
+    /* Accepted: append. */
+    bs->level.len = nodes + n;
+    int32_t e0 = bs->child.len;
+    for (int32_t i = 0; i < n; i++) {
+        vec_push(&bs->child_begin, e0 + child_begin[i + 1]);
+        int32_t lv = bs->level.data[nodes + i];
+        while (bs->level_count.len <= lv)
+            vec_push(&bs->level_count, 0);
+        bs->level_count.data[lv]++;
+    }
+    rec_vec_reserve(&bs->child, e0 + child_begin[n]);
+    if (child_begin[n] > 0)
+        memcpy(bs->child.data + e0, child, sizeof(int32_t) * (size_t)child_begin[n]);
+    bs->child.len = e0 + child_begin[n];
+    size_t w = (size_t)bs->width, d0 = (size_t)bs->data.len;
+    rec_vec_reserve(&bs->data, (int)(d0 + (size_t)n * w));
+    if (data) {
+        if (w)
+            memcpy(bs->data.data + d0, data, sizeof(int32_t) * (size_t)n * w);
+    } else {
+        for (size_t j = 0; j < (size_t)n * w; j++)
+            bs->data.data[d0 + j] = -1;
+    }
+    bs->data.len = (int)(d0 + (size_t)n * w);
+    vec_push(&bs->node_begin, nodes + n);
+    vec_push(&bs->root, root);
+    return RV_OK;
+}
+
+/* Scratch children lists for a structure of n nodes and `edges` children,
+ * built by the generators below and handed to rv_structs_add_children
+ * (which checks them like any other). */
+static rv_status scratch_lists(rv_structs *bs, int32_t n, int64_t edges, int32_t **begin,
+                               int32_t **child) {
+    if (n < 1)
+        return base_error(RV_ERR_ARG, "structure %d has no nodes (n = %d)", bs->root.len, (int)n);
+    rec_vec_reserve(&bs->tmp_begin, n + 1);
+    rec_vec_reserve(&bs->tmp_child, (int)(edges + 1));
+    *begin = bs->tmp_begin.data;
+    *child = bs->tmp_child.data;
+    return RV_OK;
+}
+
+rv_status rv_structs_add_parents(rv_structs *bs, int32_t n, const int32_t *parent,
+                                 const int32_t *data) {
+    if (!bs || !parent)
+        return base_error(RV_ERR_ARG, "%s: no batch or no parent array (NULL)", __func__);
+    /* Counting sort of the nodes by parent gives the children lists, each
+     * in increasing index order. */
+    int s = bs->root.len;
+    int32_t *begin, *child;
+    rv_status st = scratch_lists(bs, n, n, &begin, &child);
+    if (st != RV_OK)
+        return st;
+    memset(begin, 0, sizeof(int32_t) * (size_t)(n + 1));
+    for (int32_t i = 0; i < n; i++) {
+        if (parent[i] < -1 || parent[i] >= n)
+            return base_error(RV_ERR_ARG,
+                              "structure %d: node %d: parent %d is outside 0..%d (-1 for the root)",
+                              s, (int)i, (int)parent[i], (int)n - 1);
+        if (parent[i] >= 0)
+            begin[parent[i] + 1]++;
+    }
+    for (int32_t i = 0; i < n; i++)
+        begin[i + 1] += begin[i];
+    for (int32_t i = 0; i < n; i++)
+        if (parent[i] >= 0)
+            child[begin[parent[i]]++] = i;
+    for (int32_t i = n; i > 0; i--) /* undo the cursor advance: begin[i] = old begin[i] */
+        begin[i] = begin[i - 1];
+    begin[0] = 0;
+    return rv_structs_add_children(bs, n, begin, child, data);
+}
+
+rv_status rv_structs_add_sequence(rv_structs *bs, int32_t n, const int32_t *data) {
+    if (!bs)
+        return base_error(RV_ERR_ARG, "%s: no batch (NULL)", __func__);
+    int32_t *begin, *child;
+    rv_status st = scratch_lists(bs, n, n, &begin, &child);
+    if (st != RV_OK)
+        return st;
+    begin[0] = begin[1] = 0;
+    for (int32_t t = 1; t < n; t++) {
+        child[t - 1] = t - 1;
+        begin[t + 1] = t;
+    }
+    return rv_structs_add_children(bs, n, begin, child, data);
+}
+
+rv_status rv_structs_add_perfect_tree(rv_structs *bs, int height, const int32_t *data) {
+    if (!bs)
+        return base_error(RV_ERR_ARG, "%s: no batch (NULL)", __func__);
+    int s = bs->root.len;
+    if (height < 0 || height > 29)
+        return base_error(RV_ERR_ARG, "structure %d: perfect tree height %d is outside 0..29", s,
+                          height);
+    int32_t n = (int32_t)((1L << (height + 1)) - 1), inner = (n - 1) / 2, *begin, *child;
+    scratch_lists(bs, n, n, &begin, &child);
+    begin[0] = 0;
+    for (int32_t i = 0; i < n; i++) {
+        int32_t nc = i < inner ? 2 : 0;
+        if (nc) {
+            child[begin[i]] = 2 * i + 1;
+            child[begin[i] + 1] = 2 * i + 2;
+        }
+        begin[i + 1] = begin[i] + nc;
+    }
+    return rv_structs_add_children(bs, n, begin, child, data);
+}
+
+rv_status rv_structs_add_grid(rv_structs *bs, int w, int h, const int32_t *data) {
+    if (!bs)
+        return base_error(RV_ERR_ARG, "%s: no batch (NULL)", __func__);
+    int s = bs->root.len;
+    if (w < 1 || h < 1 || (int64_t)w * h > INT32_MAX / 2)
+        return base_error(RV_ERR_ARG, "structure %d: a %d x %d grid has no nodes or too many", s, w,
+                          h);
+    int32_t n = w * h, *begin, *child;
+    scratch_lists(bs, n, 2 * (int64_t)n, &begin, &child);
+    begin[0] = 0;
+    for (int32_t i = 0; i < w; i++)
+        for (int32_t j = 0; j < h; j++) {
+            int32_t v = i * h + j, e = begin[v];
+            if (i > 0)
+                child[e++] = (i - 1) * h + j;
+            if (j > 0)
+                child[e++] = i * h + j - 1;
+            begin[v + 1] = e;
+        }
+    return rv_structs_add_children(bs, n, begin, child, data);
+}

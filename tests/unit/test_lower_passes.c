@@ -1,0 +1,549 @@
+/*
+ * test_lower_passes.c — per-pass golden tests of the loop-IR passes and
+ * the loop-IR reader (src/lower/read.c).
+ *
+ * Each tests/lower/NAME.txt holds one pass's name, its input loop IR and
+ * the expected output (docs/pipeline.md, "Per-pass golden tests"):
+ *
+ *     # what it shows (comment lines at the top)
+ *     pass: hoist
+ *     --- input
+ *     size B in 1..100            (declarations the text form lacks)
+ *     kernel P(B: size, ...)
+ *       ...
+ *     --- output
+ *     kernel P(B: size, ...)
+ *       ...
+ *
+ * The named pass alone runs on the input's kernels; the verifier checks
+ * input and output; the printed result must equal the expected text.
+ * Input and output must each read back to themselves (print(read(t)) ==
+ * t), as must every pipeline output in tests/golden (NAME.lower.txt). The
+ * reader's errors on malformed text are checked with their line:col.
+ *
+ * With file arguments, only round-trips those files (loop IR as `ravel
+ * emit F --target lower` prints it), for checking the reader on dumps.
+ */
+#include <dirent.h>
+
+#include "harness.h"
+#include "lower/lower.h"
+
+static char *slurp(const char *path) {
+    char *text;
+    size_t len;
+    if (base_read_file(path, &text, &len) != RV_OK) {
+        fprintf(stderr, "%s\n", rv_last_error());
+        return NULL;
+    }
+    return text;
+}
+
+/* The kernels of `text` printed back, blank lines dropped (the printer's
+ * callers separate kernels as they like). */
+static void drop_blank_lines(Buf *b, const char *text) {
+    for (const char *p = text; *p;) {
+        const char *e = strchr(p, '\n');
+        size_t n = e ? (size_t)(e - p + 1) : strlen(p);
+        if (strspn(p, " ") < n && p[strspn(p, " ")] != '\n')
+            buf_printf(b, "%.*s", (int)n, p);
+        p += n;
+    }
+}
+
+static void print_kernels(Buf *b, Kernel *const *ks, int n) {
+    for (int i = 0; i < n; i++)
+        lower_print_kernel(b, ks[i]);
+}
+
+/* The text after the declarations: the kernels as printed. */
+static const char *kernels_part(const char *text) {
+    const char *p = text;
+    while (*p && strncmp(p, "kernel ", 7) != 0) {
+        const char *e = strchr(p, '\n');
+        p = e ? e + 1 : p + strlen(p);
+    }
+    return p;
+}
+
+/* Reads `text` (named `file`) into m and checks it prints back. */
+static bool round_trip(Module *m, const char *file, const char *text, Kernel ***ks, int *n) {
+    if (lower_read_kernels(m, file, text, ks, n) != RV_OK) {
+        fprintf(stderr, "%s\n", rv_last_error());
+        CHECK(!"reads");
+        return false;
+    }
+    Buf want = {0}, got = {0}, printed = {0};
+    drop_blank_lines(&want, kernels_part(text));
+    print_kernels(&printed, *ks, *n);
+    drop_blank_lines(&got, buf_str(&printed));
+    bool same = strcmp(buf_str(&want), buf_str(&got)) == 0;
+    CHECK(same && "print(read(text)) == text");
+    if (!same)
+        fprintf(stderr, "%s: read back as\n%s\n", file, buf_str(&got));
+    buf_free(&want);
+    buf_free(&got);
+    buf_free(&printed);
+    return same;
+}
+
+/* ---- golden files of tests/golden: whole-pipeline outputs ---- */
+
+static void round_trip_file(const char *path) {
+    char *text = slurp(path);
+    CHECK(text != NULL);
+    if (!text)
+        return;
+    Module *m = rv_module_new();
+    Kernel **ks;
+    int n;
+    if (round_trip(m, path, text, &ks, &n))
+        for (int i = 0; i < n; i++)
+            CHECK(lower_verify_kernel(ks[i], "read") == RV_OK);
+    rv_module_free(m);
+    base_free(text);
+}
+
+static int by_name(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Paths of the files in dir whose names end in suffix, sorted;
+ * NULL-terminated. */
+static char **list_dir(const char *dir, const char *suffix) {
+    DIR *d = opendir(dir);
+    if (!d)
+        return NULL;
+    Vec(char *) v = {0};
+    size_t sl = strlen(suffix);
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        size_t n = strlen(e->d_name);
+        if (n > sl && strcmp(e->d_name + n - sl, suffix) == 0) {
+            char *p = base_xmalloc(strlen(dir) + n + 2);
+            sprintf(p, "%s/%s", dir, e->d_name);
+            vec_push(&v, p);
+        }
+    }
+    closedir(d);
+    qsort(v.data, (size_t)v.len, sizeof(char *), by_name);
+    vec_push(&v, NULL);
+    return v.data;
+}
+
+static void free_list(char **l) {
+    for (char **p = l; p && *p; p++)
+        base_free(*p);
+    base_free(l);
+}
+
+static void test_round_trip_pipeline_goldens(void) {
+    char **files = list_dir("tests/golden", ".lower.txt");
+    CHECK(files && files[0]);
+    for (char **p = files; p && *p; p++)
+        round_trip_file(*p);
+    free_list(files);
+}
+
+/* ---- per-pass goldens of tests/lower ---- */
+
+typedef struct Golden {
+    char *pass;     /* the pass's name */
+    char *input;    /* declarations and kernels */
+    char *output;   /* kernels */
+    int input_line; /* where the input starts in the file, for messages */
+} Golden;
+
+/* The text of `s` up to `end`, as a fresh string. */
+static char *dup_range(const char *s, const char *end) {
+    char *r = base_xmalloc((size_t)(end - s) + 1);
+    memcpy(r, s, (size_t)(end - s));
+    r[end - s] = '\0';
+    return r;
+}
+
+static bool split_golden(const char *path, const char *text, Golden *g) {
+    memset(g, 0, sizeof *g);
+    const char *p = text;
+    while (*p == '#') { /* comment lines */
+        const char *e = strchr(p, '\n');
+        p = e ? e + 1 : p + strlen(p);
+    }
+    const char *in = strstr(p, "\n--- input\n"), *out = strstr(p, "\n--- output\n");
+    if (strncmp(p, "pass: ", 6) != 0 || !in || !out || out < in) {
+        fprintf(stderr, "%s: expected 'pass: NAME', '--- input' and '--- output' lines\n", path);
+        return false;
+    }
+    g->pass = dup_range(p + 6, strchr(p, '\n'));
+    g->input = dup_range(in + 11, out + 1);
+    g->output = dup_range(out + 12, out + 12 + strlen(out + 12));
+    return true;
+}
+
+/* GOLDEN_UPDATE=1 (`make golden-update`): the file with its output
+ * section replaced by what the pass gives now. Review the diff. */
+static bool write_output(const char *path, const char *text, const char *out) {
+    const char *sep = strstr(text, "\n--- output\n");
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return false;
+    fprintf(f, "%.*s%s", (int)(sep + 12 - text), text, out);
+    fprintf(stderr, "%s: output updated\n", path);
+    return fclose(f) == 0;
+}
+
+static void run_golden(const char *path) {
+    char *text = slurp(path);
+    CHECK(text != NULL);
+    Golden g;
+    if (!text || !split_golden(path, text, &g)) {
+        CHECK(!"a golden file");
+        base_free(text);
+        return;
+    }
+    LowerPass pass = lower_pass_named(g.pass);
+    CHECK(pass != NULL);
+    if (!pass)
+        fprintf(stderr, "%s: no pass named '%s'\n", path, g.pass);
+    Module *m = rv_module_new();
+    Kernel **ks, **want;
+    int n, nwant;
+    /* an empty output section is written by GOLDEN_UPDATE */
+    bool fresh = getenv("GOLDEN_UPDATE") && !strstr(g.output, "kernel ");
+    if (pass && round_trip(m, path, g.input, &ks, &n) &&
+        (fresh || round_trip(m, path, g.output, &want, &nwant))) {
+        Buf got = {0}, exp = {0}, printed = {0};
+        for (int i = 0; i < n; i++) {
+            CHECK(lower_verify_kernel(ks[i], "read") == RV_OK);
+            Stmt *before = ks[i]->body;
+            ks[i]->body = pass(m, ks[i]->body);
+            CHECK(lower_verify_kernel(ks[i], g.pass) == RV_OK);
+            /* a pass that changes nothing returns the same pointer */
+            (void)before;
+        }
+        print_kernels(&printed, ks, n);
+        drop_blank_lines(&got, buf_str(&printed));
+        drop_blank_lines(&exp, kernels_part(g.output));
+        bool same = strcmp(buf_str(&got), buf_str(&exp)) == 0;
+        if (!same && getenv("GOLDEN_UPDATE"))
+            same = write_output(path, text, buf_str(&got));
+        CHECK(same && "the pass's output is the golden output");
+        if (!same)
+            fprintf(stderr, "%s: pass %s gave\n%s\nexpected\n%s\n", path, g.pass, buf_str(&got),
+                    buf_str(&exp));
+        buf_free(&got);
+        buf_free(&exp);
+        buf_free(&printed);
+    }
+    rv_module_free(m);
+    base_free(g.pass);
+    base_free(g.input);
+    base_free(g.output);
+    base_free(text);
+}
+
+static void test_pass_goldens(void) {
+    char **files = list_dir("tests/lower", ".txt");
+    CHECK(files && files[0]);
+    for (char **p = files; p && *p; p++)
+        run_golden(*p);
+    free_list(files);
+}
+
+/* Every pass of the pipeline has at least one golden. */
+static void test_every_pass_has_a_golden(void) {
+    static const char *const names[] = {"simplify", "forward", "promote", "hoist"};
+    char **files = list_dir("tests/lower", ".txt");
+    for (int i = 0; i < (int)RV_COUNT(names); i++) {
+        CHECK(lower_pass_named(names[i]) != NULL);
+        bool found = false;
+        for (char **p = files; p && *p && !found; p++) {
+            char *text = slurp(*p);
+            Golden g;
+            if (text && split_golden(*p, text, &g)) {
+                found = strcmp(g.pass, names[i]) == 0;
+                base_free(g.pass);
+                base_free(g.input);
+                base_free(g.output);
+            }
+            base_free(text);
+        }
+        CHECK(found);
+        if (!found)
+            fprintf(stderr, "    no golden in tests/lower for pass %s\n", names[i]);
+    }
+    CHECK(lower_pass_named("nonesuch") == NULL);
+    free_list(files);
+}
+
+/* ---- the reader's errors ---- */
+
+static void check_error(const char *text, const char *want) {
+    Module *m = rv_module_new();
+    Kernel **ks;
+    int n;
+    rv_status st = lower_read_kernels(m, "t.lir", text, &ks, &n);
+    CHECK(st == RV_ERR_SYNTAX);
+    if (st == RV_ERR_SYNTAX)
+        CHECK_STR_CONTAINS(rv_last_error(), want);
+    rv_module_free(m);
+}
+
+static void test_reader_errors(void) {
+    check_error("", "t.lir:1:1: error: expected 'kernel'");
+    check_error("kernel K(N: size, Y: f32*)\n"
+                "  for i in 0..N:\n"
+                "    Y[i] = Z[i]\n",
+                "t.lir:3:12: error: undefined buffer 'Z'");
+    check_error("kernel K(N: size, Y: f32*)\n"
+                "  for i in 0..N:\n"
+                "    Y[j] = 1.0\n",
+                "t.lir:3:7: error: undefined name 'j'");
+    check_error("kernel K(N: size, Y: f32*)\n"
+                "  for i in 0..N\n"
+                "    Y[i] = 1.0\n",
+                "t.lir:2:16: error: expected ':'");
+    check_error("kernel K(N: size, Y: f32*)\n"
+                "  for i in 0..N:\n"
+                "      Y[i] = 1.0\n",
+                "t.lir:3:7: error: unexpected indentation (expected 4 spaces)");
+    check_error("kernel K(N: size, Y: f32*)\n"
+                "  for i in 0..N:\n"
+                "  Y[0] = 1.0\n",
+                "t.lir:3:3: error: expected a block indented by 4");
+    check_error("kernel K(N: size, Y: f32*)\n"
+                "  Y[0] = (1.0 + \n",
+                "t.lir:2:17: error: expected an expression");
+    check_error("kernel K(N: size, Y: f32*)\n"
+                "  Y[0] = 1.0 +* 2.0\n",
+                "t.lir:2:15: error: expected an expression, found '*'");
+    check_error("kernel K(N: size, Y: i32*)\n"
+                "  Y[0] = 1.5\n",
+                "t.lir:2:10: error: storing f64 into i32 buffer 'Y'");
+    check_error("kernel K(N: size, Y: f32*)\n"
+                "  Y[1.5] = 1.0\n",
+                "t.lir:2:5: error: a store index must be i64, got f64");
+    check_error("kernel K(N: size, Y: f16*)\n", "t.lir:1:22: error: unknown dtype 'f16'");
+    check_error("kernel K(N: size, Y: f32*)\n"
+                "  allocate T: f32[4] shared\n"
+                "  Y[0] = T[0]\n",
+                "t.lir:2:22: error: unknown scope 'shared' (global or local)");
+    check_error("kernel K(N: size, Y: f32*)\n"
+                "  Y[0] = frob(1.0)\n",
+                "t.lir:2:10: error: unknown function 'frob'");
+    check_error("kernel K(N: size, Y: f32*)\n"
+                "  else:\n"
+                "    Y[0] = 1.0\n",
+                "t.lir:2:3: error: 'else' without an 'if'");
+    check_error("kernel K(N: size, Y: f32*)\n"
+                "  Y[0] = 1.0 1.0\n",
+                "t.lir:2:14: error: unexpected '1'");
+    check_error("size N in 5..1\n"
+                "kernel K(N: size, Y: f32*)\n"
+                "  Y[0] = 1.0\n",
+                "t.lir:1:1: error: size 'N' has an empty range 5..1");
+    check_error("frob N\n",
+                "t.lir:1:1: error: expected a declaration (size, uf, aux, buffer) or 'kernel'");
+    check_error("uf len: i32[B] in 0..9\n", "t.lir:1:13: error: undefined name 'B'");
+    check_error("kernel K(N: size, Y: f32*)\n"
+                "  if N:\n"
+                "    Y[0] = 1.0\n",
+                "t.lir:2:6: error: an if condition must be bool, got i64");
+}
+
+/* Declarations give what the text does not show: UF and AUX buffers
+ * become UF and AUX parameters, sizes keep their ranges. */
+static void test_declarations(void) {
+    Module *m = rv_module_new();
+    Kernel **ks;
+    int n;
+    const char *text = "size B in 1..100\n"
+                       "uf len: i32[B] in 0..9\n"
+                       "aux off: i64[B + 1]\n"
+                       "buffer A: f32[off[B]]\n"
+                       "kernel P(B: size, len: i32*, off: i64*, A: f32*)\n"
+                       "  for b in 0..B:\n"
+                       "    for l in 0..i64(len[b]):\n"
+                       "      A[off[b] + l] = A[off[b] + l]*2.0\n";
+    CHECK(round_trip(m, "t.lir", text, &ks, &n));
+    CHECK_EQ_INT(n, 1);
+    if (n == 1) {
+        Kernel *k = ks[0];
+        CHECK_EQ_INT(k->nparams, 4);
+        CHECK(k->params[0].kind == PARAM_SIZE && k->params[0].size->lo == 1 &&
+              k->params[0].size->hi == 100);
+        CHECK(k->params[1].kind == PARAM_UF && k->params[1].buf->uf);
+        CHECK(k->params[2].kind == PARAM_AUX && k->params[2].buf->scope == BUF_AUX);
+        CHECK(k->params[3].kind == PARAM_TENSOR && k->params[3].buf->size);
+        CHECK(lower_verify_kernel(k, "read") == RV_OK);
+    }
+    rv_module_free(m);
+}
+
+/* Every statement kind, loop kind and scope reads back to itself. */
+static void test_every_statement(void) {
+    Module *m = rv_module_new();
+    Kernel **ks;
+    int n;
+    const char *text = "kernel K(N: size, X: f32*, Y: f32*)\n"
+                       "  prelude:\n"
+                       "    allocate P: i64[1] local\n"
+                       "    P[0] = 0\n"
+                       "  gpu_block_x for b in 0..N:\n"
+                       "    gpu_thread_x for t in 0..32:\n"
+                       "      allocate S: f32[32] global:\n"
+                       "        S[t] = X[b*32 + t]\n"
+                       "        barrier\n"
+                       "      unroll for u in 0..2:\n"
+                       "        let v = u + t:\n"
+                       "          if v < 2 && !(N == 1) || false:\n"
+                       "            fail 1\n"
+                       "          else:\n"
+                       "            Y[v] = 0.0\n"
+                       "          if v > 4:\n"
+                       "            nop\n"
+                       "        Y[u] = -X[u]\n"
+                       "      parallel for p in 0..N:\n"
+                       "        vector for q in 0..8:\n"
+                       "          let w = p*8 + q\n"
+                       "          Y[w] = f32(w)\n"
+                       "  call matmul(Y, X, X)\n"
+                       "  fail 0\n";
+    CHECK(round_trip(m, "t.lir", text, &ks, &n));
+    if (n == 1) {
+        CHECK_EQ_INT(ks[0]->nsites, 2);
+        CHECK(ks[0]->prelude != NULL);
+    }
+    rv_module_free(m);
+}
+
+/* Expressions the IR's constructors build, printed, read and printed
+ * again: every operator, with the parentheses precedence asks for, and
+ * literals of every dtype. */
+static void test_every_operator(void) {
+    Module *m = rv_module_new();
+    Size *N = rv_size_new(m, "N", 1, 100);
+    Expr *n = ir_size(m, N);
+    Buffer *F = ir_buffer_new(m, "F", RV_F32, n, BUF_ARG);
+    Buffer *D = ir_buffer_new(m, "D", RV_F64, n, BUF_ARG);
+    Buffer *I = ir_buffer_new(m, "I", RV_I32, n, BUF_ARG);
+    Buffer *L = ir_buffer_new(m, "L", RV_I64, n, BUF_ARG);
+    Axis *i = lower_loop_var(m, "i", n);
+    Expr *x = i->var;
+    Expr *f = ir_load(m, F, x), *d = ir_load(m, D, x), *k = ir_load(m, I, x);
+    Vec(Stmt *) st = {0};
+    for (int kind = 0; kind < EX_COUNT; kind++) {
+        const ExprInfo *info = &ir_expr_info[kind];
+        Expr *e = NULL;
+        if (info->flags & F_MATH)
+            e = info->arity == 1 ? ir_unary(m, (ExprKind)kind, f)
+                                 : ir_binary(m, (ExprKind)kind, f, ir_float(m, RV_F32, 0.5));
+        else if (info->flags & F_CMP)
+            e = ir_select(m, ir_binary(m, (ExprKind)kind, ir_binary(m, EX_SUB, x, n), x),
+                          ir_float(m, RV_F32, 1e-30), ir_float(m, RV_F32, -2.5e30));
+        else if (info->flags & F_LOGIC)
+            e = ir_select(m,
+                          info->arity == 1
+                              ? ir_unary(m, (ExprKind)kind, ir_binary(m, EX_LT, x, n))
+                              : ir_binary(m, (ExprKind)kind, ir_binary(m, EX_LT, x, n),
+                                          ir_binary(m, EX_EQ, k, ir_const_int(m, RV_I32, -3))),
+                          f, ir_float(m, RV_F32, INFINITY));
+        else if (info->flags & F_ARITH) {
+            bool ints = kind == EX_MOD || kind == EX_FLOORDIV || kind == EX_FLOORMOD;
+            Expr *a = ints ? k : d,
+                 *b = ints ? ir_const_int(m, RV_I32, 7) : ir_float(m, RV_F64, -0.25);
+            Expr *r = info->arity == 1 ? ir_unary(m, (ExprKind)kind, a)
+                                       : ir_binary(m, (ExprKind)kind, ir_binary(m, EX_SUB, a, b),
+                                                   ir_binary(m, EX_ADD, b, a));
+            e = ir_cast(m, RV_F32, r);
+        }
+        if (e)
+            vec_push(&st, lower_store(m, F, x, e));
+    }
+    vec_push(&st, lower_store(m, L, x,
+                              ir_binary(m, EX_SUB, ir_int(m, INT64_MIN), ir_cast(m, RV_I64, k))));
+    vec_push(&st, lower_store(m, D, x, ir_float(m, RV_F64, NAN)));
+    Kernel k0 = {.name = "K",
+                 .m = m,
+                 .nparams = 5,
+                 .params = (Param[]){{PARAM_SIZE, N, NULL},
+                                     {PARAM_TENSOR, NULL, F},
+                                     {PARAM_TENSOR, NULL, D},
+                                     {PARAM_TENSOR, NULL, I},
+                                     {PARAM_TENSOR, NULL, L}},
+                 .body = lower_for(m, i, n, LOOP_SERIAL, lower_seq(m, st.len, st.data))};
+    vec_free(&st);
+    CHECK(lower_verify_kernel(&k0, "built") == RV_OK);
+    Buf b = {0};
+    lower_print_kernel(&b, &k0);
+    Module *m2 = rv_module_new();
+    Kernel **ks;
+    int nk;
+    CHECK(round_trip(m2, "built", buf_str(&b), &ks, &nk));
+    rv_module_free(m2);
+    buf_free(&b);
+    rv_module_free(m);
+}
+
+/* Malformed text never crashes the reader: every prefix of a golden's
+ * input, and the input with each character replaced by one of a few that
+ * break it, reads or is a located syntax error. */
+static void test_reader_never_crashes(void) {
+    char *text = slurp("tests/lower/hoist_ragged_softmax.txt");
+    CHECK(text != NULL);
+    Golden g;
+    if (!text || !split_golden("hoist_ragged_softmax.txt", text, &g)) {
+        base_free(text);
+        return;
+    }
+    size_t n = strlen(g.input);
+    char *t = base_xmalloc(n + 1);
+    int ok = 0, errors = 0, other = 0;
+    for (size_t cut = 0; cut <= n; cut += 3) {
+        static const char subst[] = {'\n', ' ', '(', ']', ':', '-', '9', 'q'};
+        for (int v = -1; v < (int)sizeof subst; v++) {
+            memcpy(t, g.input, n + 1);
+            if (v < 0)
+                t[cut] = '\0';
+            else if (cut < n)
+                t[cut] = subst[v];
+            else
+                continue;
+            Module *m = rv_module_new();
+            Kernel **ks;
+            int nk;
+            rv_status st = lower_read_kernels(m, "t.lir", t, &ks, &nk);
+            if (st == RV_OK)
+                ok++;
+            else if (st == RV_ERR_SYNTAX && strncmp(rv_last_error(), "t.lir:", 6) == 0)
+                errors++;
+            else
+                other++;
+            rv_module_free(m);
+        }
+    }
+    CHECK(ok > 0 && errors > 0);
+    CHECK_EQ_INT(other, 0);
+    base_free(t);
+    base_free(g.pass);
+    base_free(g.input);
+    base_free(g.output);
+    base_free(text);
+}
+
+int main(int argc, char **argv) {
+    if (argc > 1) {
+        for (int i = 1; i < argc; i++)
+            round_trip_file(argv[i]);
+        return harness_report();
+    }
+    RUN(test_reader_errors);
+    RUN(test_declarations);
+    RUN(test_every_statement);
+    RUN(test_every_operator);
+    RUN(test_reader_never_crashes);
+    RUN(test_round_trip_pipeline_goldens);
+    RUN(test_pass_goldens);
+    RUN(test_every_pass_has_a_golden);
+    return harness_report();
+}
