@@ -603,6 +603,105 @@ typedef struct rv_linear {
 rv_status rv_linearize(const rv_structs *bs, rv_linear *out);
 void rv_linear_free(rv_linear *lin);
 
+/* -------------------------------------------------- the schedule as data
+ *
+ * rv_module_schedule_info applies the module's schedule blocks to the
+ * default schedule, as rv_module_schedule_trace does, and returns its
+ * stages and their loops as plain data that the snapshot owns (the module
+ * is unchanged; free it with rv_schedule_info_free). NULL with the last
+ * error set when a step is illegal. A tool or tuner that chooses the next
+ * step from the current loops reads this, not the trace's comments.
+ * docs/schedules.md describes the fields. */
+typedef enum rv_stage_kind {
+    RV_STAGE_TENSOR,      /* a tensor of the module */
+    RV_STAGE_CACHE_READ,  /* L = cache_read(X): a local copy of X */
+    RV_STAGE_CACHE_WRITE, /* L = cache_write(Y): Y's reduction, moved */
+    RV_STAGE_KIND_COUNT
+} rv_stage_kind;
+
+typedef enum rv_stage_attach {
+    RV_ATTACH_ROOT,   /* its own kernel */
+    RV_ATTACH_AT,     /* computed inside a loop (or at the top) of another stage's nest */
+    RV_ATTACH_INLINE, /* substituted into its readers (no loops) */
+    RV_ATTACH_COUNT
+} rv_stage_attach;
+
+typedef enum rv_loop_kind {
+    RV_LOOP_SERIAL,
+    RV_LOOP_PARALLEL,    /* parallel(v) */
+    RV_LOOP_VECTOR,      /* vectorize(v) */
+    RV_LOOP_UNROLL,      /* unroll(v) */
+    RV_LOOP_GPU_BLOCK_X, /* bind(v, "blockIdx.x"), ... */
+    RV_LOOP_GPU_BLOCK_Y,
+    RV_LOOP_GPU_BLOCK_Z,
+    RV_LOOP_GPU_THREAD_X,
+    RV_LOOP_GPU_THREAD_Y,
+    RV_LOOP_GPU_THREAD_Z,
+    RV_LOOP_KIND_COUNT
+} rv_loop_kind;
+
+typedef enum rv_loop_origin {
+    RV_LOOP_AXIS,  /* an axis of the stage (spatial, or of its reduction) */
+    RV_LOOP_OUTER, /* o of `o, i = split(parent, factor)` */
+    RV_LOOP_INNER, /* i of it (extent factor) */
+    RV_LOOP_FUSED, /* f of `f = fuse(fused_outer, fused_inner)` */
+    RV_LOOP_ORIGIN_COUNT
+} rv_loop_origin;
+
+/* Annotations for recursion and batching (reserved: carried and printed,
+ * not acted on yet). */
+typedef enum rv_stage_note_kind {
+    RV_NOTE_DYNAMIC_BATCH, /* Cortex: a recursive stage's instances batched per level */
+    RV_NOTE_SPECIALIZE,    /* Cortex: a recursive stage specialized per case */
+    RV_NOTE_BATCH,         /* ACROBAT: calls batched across instances */
+    RV_NOTE_KIND_COUNT
+} rv_stage_note_kind;
+
+typedef struct rv_stage_note {
+    rv_stage_note_kind kind;
+    int64_t payload;
+} rv_stage_note;
+
+typedef struct rv_loop_info {
+    const char *name;
+    rv_loop_kind kind;
+    const char *kind_name; /* "serial", "parallel", "vector", "unroll", "blockIdx.x", ... */
+    /* The trip count as a printed expression over sizes (and UFs and outer
+     * axes for ragged loops): "M", "(N + 31) / 32", "32", "len[b]". For a
+     * stage computed at a loop, or a cache stage, the loops run over the
+     * region its readers need, which lowering infers: at most this. */
+    const char *extent;
+    int reduce; /* a loop of the stage's reduction */
+    rv_loop_origin origin;
+    const char *parent;      /* OUTER, INNER: the loop split (maybe no longer a loop) */
+    int64_t factor;          /* OUTER, INNER: the split's factor */
+    const char *fused_outer; /* FUSED: the two loops fused */
+    const char *fused_inner;
+    int64_t pad; /* AXIS: the multiple of pad(v, N); 1 without */
+} rv_loop_info;
+
+typedef struct rv_stage_info {
+    const char *name;
+    rv_stage_kind kind;
+    rv_stage_attach attach;
+    const char *at_stage; /* AT: the stage in whose nest it is computed */
+    const char *at_loop;  /* AT: that stage's loop; NULL: the top of its nest */
+    const char *source;   /* CACHE_READ: the tensor copied; else NULL */
+    int padded;           /* a cache stage with local padding (pad=1) */
+    int nloops;
+    const rv_loop_info *loops; /* outermost first */
+    int nnotes;
+    const rv_stage_note *notes;
+} rv_stage_info;
+
+typedef struct rv_schedule_info rv_schedule_info;
+rv_schedule_info *rv_module_schedule_info(rv_module *m);
+int rv_schedule_info_num_stages(const rv_schedule_info *s);
+/* Producers before their readers (the order of the trace's stages). */
+const rv_stage_info *rv_schedule_info_stage(const rv_schedule_info *s, int i);
+const rv_stage_info *rv_schedule_info_find(const rv_schedule_info *s, const char *name);
+void rv_schedule_info_free(rv_schedule_info *s);
+
 #ifdef __cplusplus
 }
 #endif

@@ -77,43 +77,29 @@ int fuzz_is_ident_char(int c) {
     return isalnum(c) || c == '_';
 }
 
-/* ---- stages and loops, from the comment lines of a trace ---- */
+/* ---- stages and loops, from rv_module_schedule_info ---- */
 
-void fuzz_parse_trace(const char *trace, Info *info) {
+int fuzz_schedule_info(rv_module *m, Info *info) {
     memset(info, 0, sizeof *info);
-    for (const char *p = trace; p && *p;) {
-        const char *eol = strchr(p, '\n');
-        size_t len = eol ? (size_t)(eol - p) : strlen(p);
-        if (len > 8 && strncmp(p, "# stage ", 8) == 0 && info->nstages < MAX_STAGES) {
-            char line[2048];
-            if (len >= sizeof line)
-                len = sizeof line - 1;
-            memcpy(line, p, len);
-            line[len] = 0;
-            StageInfo *s = &info->st[info->nstages++];
-            char *q = line + 8;
-            sscanf(q, "%63[^ (]", s->name);
-            q = strchr(q, '(');
-            if (q) {
-                sscanf(q + 1, "%7[a-z]", s->attach);
-                if (strcmp(s->attach, "at") == 0)
-                    sscanf(q + 4, "%63[^.]", s->at);
-                q = strstr(q, "):");
-            }
-            char *tok = q ? strtok(q + 2, " ") : NULL;
-            for (; tok && s->nloops < MAX_LOOPS; tok = strtok(NULL, " ")) {
-                Loop *l = &s->loops[s->nloops++];
-                size_t k = 0;
-                while (tok[k] && tok[k] != '(' && tok[k] != '[' && k < MAX_NAME - 1)
-                    k++;
-                memcpy(l->name, tok, k);
-                l->name[k] = 0;
-                l->reduce = strstr(tok, "(r)") != NULL;
-                l->kinded = strchr(tok, '[') != NULL;
-            }
+    rv_schedule_info *si = rv_module_schedule_info(m);
+    if (!si)
+        return 0;
+    for (int i = 0; i < rv_schedule_info_num_stages(si) && info->nstages < MAX_STAGES; i++) {
+        const rv_stage_info *q = rv_schedule_info_stage(si, i);
+        StageInfo *s = &info->st[info->nstages++];
+        snprintf(s->name, MAX_NAME, "%s", q->name);
+        s->attach = q->attach;
+        if (q->attach == RV_ATTACH_AT)
+            snprintf(s->at, MAX_NAME, "%s", q->at_stage);
+        for (int k = 0; k < q->nloops && s->nloops < MAX_LOOPS; k++) {
+            Loop *l = &s->loops[s->nloops++];
+            snprintf(l->name, MAX_NAME, "%s", q->loops[k].name);
+            l->reduce = q->loops[k].reduce;
+            l->kind = q->loops[k].kind;
         }
-        p = eol ? eol + 1 : NULL;
     }
+    rv_schedule_info_free(si);
+    return 1;
 }
 
 /* ---- programs and their size assignments ---- */
@@ -275,7 +261,7 @@ static const char *pick_producer(Gen *g, const StageInfo *s) {
     const char *cands[64];
     int n = 0;
     for (int i = 0; i < g->info.nstages; i++)
-        if (strcmp(g->info.st[i].at, s->name) == 0 && strcmp(g->info.st[i].attach, "at") == 0)
+        if (g->info.st[i].attach == RV_ATTACH_AT && strcmp(g->info.st[i].at, s->name) == 0)
             cands[n++] = g->info.st[i].name;
     int t = fuzz_tensor_index(p, s->name);
     for (int k = 0; t >= 0 && k < p->nreads[t] && n < 64; k++)
@@ -317,7 +303,7 @@ static int gen_step(Gen *g, char *stage, char *step, size_t n) {
     const StageInfo *ss[MAX_STAGES];
     int ns = 0;
     for (int i = 0; i < g->info.nstages; i++)
-        if (strcmp(g->info.st[i].attach, "inline") != 0)
+        if (g->info.st[i].attach != RV_ATTACH_INLINE)
             ss[ns++] = &g->info.st[i];
     if (ns == 0)
         return 0;
@@ -439,14 +425,11 @@ rv_module *fuzz_build_schedule(Program *p, Rng *r, int max_steps, int verbose, i
     int target = 1 + rng_int(&g.r, max_steps);
     rv_module *m = fuzz_rebuild(p, kept, 0);
     for (int attempt = 0; attempt < 4 * target && n < target && n < 64; attempt++) {
-        char *tr = rv_module_schedule_trace(m);
-        if (!tr) {
-            printf("BUG: the trace of kept steps fails: %s\n", rv_last_error());
+        if (!fuzz_schedule_info(m, &g.info)) {
+            printf("BUG: the schedule of kept steps fails: %s\n", rv_last_error());
             rv_module_free(m);
             return NULL;
         }
-        fuzz_parse_trace(tr, &g.info);
-        rv_free(tr);
         Kept k;
         if (!gen_step(&g, k.stage, k.step, sizeof k.step))
             continue;

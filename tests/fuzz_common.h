@@ -6,8 +6,8 @@
  *
  * The map of tests/fuzz_common.c:
  *   - a seeded random generator (splitmix64) and small helpers;
- *   - the stages and loops of a schedule, read from the `# stage` comment
- *     lines of rv_module_schedule_trace;
+ *   - the stages and loops of a schedule, copied from
+ *     rv_module_schedule_info;
  *   - a program: its sizes with their ranges, its tensors and what each
  *     definition reads (scanned from the source and the module), and size
  *     assignments with the interpreter's results;
@@ -44,7 +44,7 @@ char *fuzz_read_text(const char *path);
 int fuzz_is_ident_char(int c);
 void fuzz_remove_dir(const char *dir); /* a flat directory and its files */
 
-/* ---- stages and loops, from the comment lines of a trace ---- */
+/* ---- stages and loops, from rv_module_schedule_info ---- */
 
 #define MAX_NAME 64
 #define MAX_LOOPS 32
@@ -53,13 +53,13 @@ void fuzz_remove_dir(const char *dir); /* a flat directory and its files */
 typedef struct Loop {
     char name[MAX_NAME];
     int reduce;
-    int kinded; /* parallel, vector, unroll, ... */
+    rv_loop_kind kind;
 } Loop;
 
 typedef struct StageInfo {
     char name[MAX_NAME];
-    char attach[8]; /* root, at, inline */
-    char at[MAX_NAME];
+    rv_stage_attach attach;
+    char at[MAX_NAME]; /* RV_ATTACH_AT: the stage it is computed in */
     int nloops;
     Loop loops[MAX_LOOPS];
 } StageInfo;
@@ -69,8 +69,10 @@ typedef struct Info {
     StageInfo st[MAX_STAGES];
 } Info;
 
-/* Parses `# stage NAME (root|at X.v|inline[, padded]): i j k(r)[vector] ...`. */
-void fuzz_parse_trace(const char *trace, Info *info);
+/* The stages and loops of m's schedule (the first MAX_STAGES stages, the
+ * first MAX_LOOPS loops of each); 0 with the last error set when a step
+ * of it is illegal. */
+int fuzz_schedule_info(rv_module *m, Info *info);
 
 /* ---- programs and their size assignments ---- */
 

@@ -8,8 +8,7 @@
  * For every program (the .rv files of examples/ and tests/fuzz/, or the one given
  * with --example) the fuzzer drops the program's own `schedule` blocks and
  * builds schedules one step at a time: it reads the current stages and
- * their loops from rv_module_schedule_trace (the `# stage NAME (...): i j
- * k(r)` lines), draws a primitive and its arguments (split with awkward
+ * their loops from rv_module_schedule_info, draws a primitive and its arguments (split with awkward
  * factors, tile, fuse, reorder, parallel, vectorize, unroll, pad,
  * storage_pad, cache_read, cache_write, compute_at, compute_inline), and
  * applies it with rv_module_schedule. A step the scheduler rejects must

@@ -77,5 +77,15 @@ fi
 # (and an empty cache) does not stop it.
 expect_status 0 "int32_t kernel_Y(" env RAVEL_CC=false RAVEL_CACHE_DIR="$(mktemp -d)" "$RAVEL" emit $ex
 
+# `ravel help schedules` shows every row of the table of primitives, and
+# docs/schedules.md's table of primitives has a line for each.
+for prim in $(sed -n 's/^PRIM(\([a-z_]*\),.*/\1/p' src/sched/prims.def); do
+    expect_status 0 " $prim(" "$RAVEL" help schedules
+    if ! grep -q "^| \`[^|]*\b$prim(" docs/schedules.md; then
+        echo "FAIL docs/schedules.md does not describe the primitive $prim"
+        failed=$((failed + 1))
+    fi
+done
+
 echo "cli: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "sched/sched.h"
 #include "tools.h"
 
 static const ToolCommand commands[] = {
@@ -50,7 +51,16 @@ static void usage(FILE *f) {
     for (int i = 0; i < (int)(sizeof commands / sizeof commands[0]); i++)
         fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
     fprintf(f, "\n'ravel help COMMAND' or 'ravel COMMAND --help' describes one command;\n"
+               "'ravel help schedules' lists the schedule primitives;\n"
                "'ravel --version' prints the version.\n");
+}
+
+/* `ravel help schedules`: made from the table of primitives (prims.def). */
+static void schedules_help(FILE *f) {
+    Buf b = {0};
+    sched_prims_help(&b);
+    fputs(buf_str(&b), f);
+    buf_free(&b);
 }
 
 static const ToolCommand *find(const char *name) {
@@ -76,6 +86,10 @@ int main(int argc, char **argv) {
         return 0;
     }
     if (strcmp(argv[1], "help") == 0) {
+        if (argc > 2 && strcmp(argv[2], "schedules") == 0) {
+            schedules_help(stdout);
+            return 0;
+        }
         if (argc > 2 && find(argv[2])) {
             tool_command_help(stdout, argv[2]);
             return 0;

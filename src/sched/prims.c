@@ -1,21 +1,11 @@
 /*
- * prims.c — the schedule primitives.
+ * prims.c — the schedule primitives: one handler per row of prims.def,
+ * which declares each primitive's arguments (primtab.c checks a step's
+ * shape against its row before the handler runs; the handler checks
+ * values and legality).
  *
- *   o, i = split(v, F [, tail="guard"])  v = o*F + i, any F >= 1
- *   f = fuse(a, b)                        adjacent loops a, b (a outside)
- *   reorder(a, b, ...)                    these loops, in this order, in
- *                                         the places they occupy
- *   xo, yo, xi, yi = tile(x, y, FX, FY)   split both, then reorder
- *   parallel(v)  vectorize(v)  unroll(v)  bind(v, "blockIdx.x")
- *   compute_at(P, v)                      compute stage P inside loop v of
- *                                         this stage (omit v: at the top)
- *   compute_inline(P)                     substitute P into its readers
- *   L = cache_read(X [, "local"] [, pad=1] [, align=N])
- *   L = cache_write(Y [, "local"] [, pad=1] [, align=N])
- *   pad(v, N)                             iterate v to a multiple of N,
- *                                         into storage padded for it
- *   storage_pad(d, N)                     pad dimension d of this stage's
- *                                         tensor storage to a multiple of N
+ * `ravel help schedules` lists them with their arguments; docs/schedules.md
+ * describes them in full.
  *
  * Each checks everything it relies on and returns RV_ERR_SCHEDULE with a
  * message located at the step; on error the schedule is unchanged, except
@@ -36,13 +26,10 @@ typedef struct Ctx {
 
 static rv_status fail(Ctx *c, SrcLoc loc, const char *fmt, ...) RV_PRINTF(3, 4);
 static rv_status fail(Ctx *c, SrcLoc loc, const char *fmt, ...) {
-    Buf b = {0};
     va_list ap;
     va_start(ap, fmt);
-    buf_vprintf(&b, fmt, ap);
+    rv_status r = sched_step_vfail(c->step, c->src, loc, fmt, ap);
     va_end(ap);
-    rv_status r = base_diag(RV_ERR_SCHEDULE, c->src, loc, "%s: %s", c->step->prim, buf_str(&b));
-    buf_free(&b);
     return r;
 }
 
@@ -69,43 +56,10 @@ static const SchedArg *keyword(const SchedStep *p, const char *key) {
     return NULL;
 }
 
-/* Checks the shape of a call: positional count in [lo, hi], names out. */
-static rv_status check_arity(Ctx *c, int lo, int hi, int nout, const char *const *keys) {
-    const SchedStep *p = c->step;
-    int n = npositional(p);
-    if (n < lo || n > hi) {
-        if (lo == hi)
-            return fail(c, p->loc, "takes %d argument%s, got %d", lo, lo == 1 ? "" : "s", n);
-        return fail(c, p->loc, "takes %d to %d arguments, got %d", lo, hi, n);
-    }
-    if (p->nout != nout) {
-        if (nout == 0)
-            return fail(c, p->loc, "gives no names; write it without `... =`");
-        return fail(c, p->loc, "names %d result%s (`%s = ...`), got %d", nout, nout == 1 ? "" : "s",
-                    nout == 1   ? "x"
-                    : nout == 2 ? "o, i"
-                                : "a, b, c, d",
-                    p->nout);
-    }
-    for (int i = 0; i < p->nargs; i++) {
-        if (!p->args[i].key)
-            continue;
-        bool known = false;
-        for (int k = 0; keys && keys[k]; k++)
-            known |= strcmp(keys[k], p->args[i].key) == 0;
-        if (!known)
-            return fail(c, p->args[i].loc, "unknown keyword argument '%s'", p->args[i].key);
-        for (int j = 0; j < i; j++)
-            if (p->args[j].key && strcmp(p->args[j].key, p->args[i].key) == 0)
-                return fail(c, p->args[i].loc, "keyword '%s' given twice", p->args[i].key);
-    }
-    return RV_OK;
-}
-
+/* The argument kinds match the row of prims.def (sched_prim_check); the
+ * helpers below check values. */
 static rv_status arg_int(Ctx *c, const SchedArg *a, int64_t lo, int64_t hi, const char *what,
                          int64_t *out) {
-    if (a->kind != SA_INT)
-        return fail(c, a->loc, "%s must be an integer", what);
     if (a->i < lo || a->i > hi)
         return fail(c, a->loc, "%s must be in %lld..%lld, got %lld", what, (long long)lo,
                     (long long)hi, (long long)a->i);
@@ -136,8 +90,6 @@ static IterVar *iv_named(const Stage *st, const char *name) {
 
 /* The leaf named by argument `a`. */
 static rv_status arg_leaf(Ctx *c, const SchedArg *a, IterVar **out) {
-    if (a->kind != SA_IDENT)
-        return fail(c, a->loc, "expected a loop of %s", c->st->name);
     IterVar *v = iv_named(c->st, a->s);
     if (!v || leaf_index(c->st, v) < 0) {
         Buf b = {0};
@@ -323,22 +275,20 @@ static rv_status split_args(Ctx *c, int first, int64_t *f, TailMode *tail) {
     *tail = TAIL_PARTITION;
     const SchedArg *t = keyword(c->step, "tail");
     if (t) {
-        if (t->kind == SA_STRING && strcmp(t->s, "guard") == 0)
+        if (strcmp(t->s, "guard") == 0)
             *tail = TAIL_GUARD;
-        else if (!(t->kind == SA_STRING && strcmp(t->s, "partition") == 0))
+        else if (strcmp(t->s, "partition") != 0)
             return fail(c, t->loc, "tail must be \"partition\" or \"guard\"");
     }
     return RV_OK;
 }
 
 static rv_status prim_split(Ctx *c) {
-    static const char *const keys[] = {"tail", NULL};
     rv_status r;
     IterVar *v, *o, *i;
     int64_t f;
     TailMode tail;
-    if ((r = check_arity(c, 2, 2, 2, keys)) != RV_OK ||
-        (r = arg_leaf(c, positional(c->step, 0), &v)) != RV_OK ||
+    if ((r = arg_leaf(c, positional(c->step, 0), &v)) != RV_OK ||
         (r = split_args(c, 1, &f, &tail)) != RV_OK)
         return r;
     return do_split(c, v, f, tail, c->step->outs[0], c->step->outs[1], &o, &i);
@@ -380,8 +330,8 @@ static rv_status do_reorder(Ctx *c, IterVar *const *vs, int n, SrcLoc loc) {
 static rv_status prim_reorder(Ctx *c) {
     int n = npositional(c->step);
     rv_status r;
-    if ((r = check_arity(c, 1, 64, 0, NULL)) != RV_OK)
-        return r;
+    if (n > 64)
+        return fail(c, c->step->loc, "too many loops");
     IterVar *vs[64];
     for (int a = 0; a < n; a++)
         if ((r = arg_leaf(c, positional(c->step, a), &vs[a])) != RV_OK)
@@ -390,13 +340,11 @@ static rv_status prim_reorder(Ctx *c) {
 }
 
 static rv_status prim_tile(Ctx *c) {
-    static const char *const keys[] = {"tail", NULL};
     rv_status r;
     IterVar *x, *y, *p[4];
     int64_t fx, fy;
     TailMode tx, ty;
-    if ((r = check_arity(c, 4, 4, 4, keys)) != RV_OK ||
-        (r = arg_leaf(c, positional(c->step, 0), &x)) != RV_OK ||
+    if ((r = arg_leaf(c, positional(c->step, 0), &x)) != RV_OK ||
         (r = arg_leaf(c, positional(c->step, 1), &y)) != RV_OK ||
         (r = split_args(c, 2, &fx, &tx)) != RV_OK || (r = split_args(c, 3, &fy, &ty)) != RV_OK)
         return r;
@@ -417,8 +365,7 @@ static rv_status prim_tile(Ctx *c) {
 static rv_status prim_fuse(Ctx *c) {
     rv_status r;
     IterVar *a, *b;
-    if ((r = check_arity(c, 2, 2, 1, NULL)) != RV_OK ||
-        (r = arg_leaf(c, positional(c->step, 0), &a)) != RV_OK ||
+    if ((r = arg_leaf(c, positional(c->step, 0), &a)) != RV_OK ||
         (r = arg_leaf(c, positional(c->step, 1), &b)) != RV_OK)
         return r;
     Stage *st = c->st;
@@ -530,23 +477,31 @@ static rv_status set_kind(Ctx *c, IterVar *v, LoopKind k) {
 }
 
 static rv_status prim_kind(Ctx *c, LoopKind k) {
-    rv_status r;
     IterVar *v;
-    if ((r = check_arity(c, 1, 1, 0, NULL)) != RV_OK ||
-        (r = arg_leaf(c, positional(c->step, 0), &v)) != RV_OK)
-        return r;
-    return set_kind(c, v, k);
+    rv_status r = arg_leaf(c, positional(c->step, 0), &v);
+    return r != RV_OK ? r : set_kind(c, v, k);
+}
+
+static rv_status prim_parallel(Ctx *c) {
+    return prim_kind(c, LOOP_PARALLEL);
+}
+
+static rv_status prim_vectorize(Ctx *c) {
+    return prim_kind(c, LOOP_VECTOR);
+}
+
+static rv_status prim_unroll(Ctx *c) {
+    return prim_kind(c, LOOP_UNROLL);
 }
 
 static rv_status prim_bind(Ctx *c) {
     rv_status r;
     IterVar *v;
-    if ((r = check_arity(c, 2, 2, 0, NULL)) != RV_OK ||
-        (r = arg_leaf(c, positional(c->step, 0), &v)) != RV_OK)
+    if ((r = arg_leaf(c, positional(c->step, 0), &v)) != RV_OK)
         return r;
     const SchedArg *a = positional(c->step, 1);
     for (int k = LOOP_GPU_BLOCK_X; k <= LOOP_GPU_THREAD_Z; k++)
-        if (a->kind == SA_STRING && strcmp(a->s, sched_loop_kind_name((LoopKind)k)) == 0)
+        if (strcmp(a->s, sched_loop_kind_name((LoopKind)k)) == 0)
             return set_kind(c, v, (LoopKind)k);
     return fail(c, a->loc,
                 "expected \"blockIdx.x\", \"blockIdx.y\", \"blockIdx.z\", \"threadIdx.x\", "
@@ -595,9 +550,8 @@ static void pad_check_read(const Expr *e, void *ctx) {
 
 /* pad(v, N) and storage_pad(v, N): a leaf and a multiple. */
 static rv_status pad_args(Ctx *c, IterVar **v, int64_t *n) {
-    rv_status r;
-    if ((r = check_arity(c, 2, 2, 0, NULL)) != RV_OK ||
-        (r = arg_leaf(c, positional(c->step, 0), v)) != RV_OK)
+    rv_status r = arg_leaf(c, positional(c->step, 0), v);
+    if (r != RV_OK)
         return r;
     return arg_int(c, positional(c->step, 1), 1, 1 << 20, "the multiple", n);
 }
@@ -680,8 +634,6 @@ static rv_status prim_storage_pad(Ctx *c) {
 /* ---- stages: placement ---- */
 
 static rv_status arg_stage(Ctx *c, const SchedArg *a, Stage **out) {
-    if (a->kind != SA_IDENT)
-        return fail(c, a->loc, "expected the name of a stage");
     Stage *p = sched_stage(c->s, a->s);
     if (!p) {
         const Tensor *t = strmap_get(&c->s->m->by_name, a->s);
@@ -794,10 +746,9 @@ rv_status sched_check_placements(Schedule *s) {
 
 static rv_status prim_compute_at(Ctx *c) {
     rv_status r;
-    Stage *p;
+    Stage *p = NULL;
     IterVar *v = NULL;
-    if ((r = check_arity(c, 1, 2, 0, NULL)) != RV_OK ||
-        (r = arg_stage(c, positional(c->step, 0), &p)) != RV_OK)
+    if ((r = arg_stage(c, positional(c->step, 0), &p)) != RV_OK)
         return r;
     if (npositional(c->step) == 2 && (r = arg_leaf(c, positional(c->step, 1), &v)) != RV_OK)
         return r;
@@ -952,9 +903,8 @@ static bool reduce_extent_uses_axes(const Stage *p) {
 
 static rv_status prim_compute_inline(Ctx *c) {
     rv_status r;
-    Stage *p;
-    if ((r = check_arity(c, 1, 1, 0, NULL)) != RV_OK ||
-        (r = arg_stage(c, positional(c->step, 0), &p)) != RV_OK)
+    Stage *p = NULL;
+    if ((r = arg_stage(c, positional(c->step, 0), &p)) != RV_OK)
         return r;
     SrcLoc loc = c->step->loc;
     if (p->kind == STAGE_OP && p->t->op->kind == OP_COND)
@@ -1003,12 +953,12 @@ static rv_status cache_options(Ctx *c, bool *local_pad, int64_t *align) {
     const SchedStep *p = c->step;
     if (npositional(p) == 2) {
         const SchedArg *a = positional(p, 1);
-        if (a->kind != SA_STRING || (strcmp(a->s, "local") != 0 && strcmp(a->s, "global") != 0))
+        if (strcmp(a->s, "local") != 0 && strcmp(a->s, "global") != 0)
             return fail(c, a->loc, "the scope must be \"local\" or \"global\"");
     }
     const SchedArg *pad = keyword(p, "pad");
     if (pad) {
-        int64_t v;
+        int64_t v = 0;
         rv_status r = arg_int(c, pad, 0, 1, "pad", &v);
         if (r != RV_OK)
             return r;
@@ -1029,8 +979,6 @@ static rv_status cache_layout(Ctx *c, const char *name, const char *const *names
     const SchedArg *a = keyword(c->step, "layout");
     if (!a)
         return RV_OK;
-    if (a->kind != SA_STRING)
-        return fail(c, a->loc, "layout is a string of dimension names, e.g. \"k, j\"");
     int n = 0;
     bool used[RV_MAX_DIMS] = {0};
     const char *p = a->s;
@@ -1156,16 +1104,11 @@ static void cache_axis_names(Module *m, const Stage *st, const Tensor *x, const 
 }
 
 static rv_status prim_cache_read(Ctx *c) {
-    static const char *const keys[] = {"pad", "align", "layout", NULL};
     rv_status r;
-    if ((r = check_arity(c, 1, 2, 1, keys)) != RV_OK)
-        return r;
     const SchedArg *a = positional(c->step, 0);
     SrcLoc loc = c->step->loc;
     Stage *st = c->st;
     Module *m = c->s->m;
-    if (a->kind != SA_IDENT)
-        return fail(c, a->loc, "expected the name of a tensor %s reads", st->name);
     Stage *xs = sched_stage(c->s, a->s);
     Tensor *x = xs ? xs->t : strmap_get(&m->by_name, a->s);
     if (!x || (!xs && (!sched_stage_of(c->s, x) && x->op == NULL)))
@@ -1249,15 +1192,12 @@ static Expr *replace_node(Module *m, Expr *e, ReplaceCtx *rc) {
 }
 
 static rv_status prim_cache_write(Ctx *c) {
-    static const char *const keys[] = {"pad", "align", "layout", NULL};
     rv_status r;
-    if ((r = check_arity(c, 1, 2, 1, keys)) != RV_OK)
-        return r;
     const SchedArg *a = positional(c->step, 0);
     SrcLoc loc = c->step->loc;
     Stage *st = c->st;
     Module *m = c->s->m;
-    if (a->kind != SA_IDENT || strcmp(a->s, st->name) != 0)
+    if (strcmp(a->s, st->name) != 0)
         return fail(c, a->loc, "in the schedule of %s, write cache_write(%s)", st->name, st->name);
     if (st->kind != STAGE_OP || st->t->op->kind != OP_COMPUTE || !st->reduce)
         return fail(c, loc, "%s has no reduction of its own to move into a cache stage", st->name);
@@ -1345,47 +1285,25 @@ static void trace_step(Buf *b, const SchedStep *p) {
     buf_puts(b, ")\n");
 }
 
+/* The handlers in the order of prims.def's rows. */
+typedef rv_status (*PrimFn)(Ctx *c);
+static const PrimFn handlers[] = {
+#define PRIM(name, handler, results, params, keys, flags, doc) handler,
+#include "sched/prims.def"
+#undef PRIM
+};
+
 rv_status sched_step(Schedule *s, Stage *st, const SchedStep *step, const SrcFile *src) {
     Ctx c = {s, st, step, src};
-    const char *p = step->prim;
+    const SchedPrim *prim = sched_prim_find(step->prim);
     rv_status r;
-    bool loops = strcmp(p, "compute_at") != 0 && strcmp(p, "compute_inline") != 0;
-    if (loops && !stage_has_loops(&c, step->loc, &r))
-        return r;
-    if (strcmp(p, "split") == 0)
-        r = prim_split(&c);
-    else if (strcmp(p, "fuse") == 0)
-        r = prim_fuse(&c);
-    else if (strcmp(p, "reorder") == 0)
-        r = prim_reorder(&c);
-    else if (strcmp(p, "tile") == 0)
-        r = prim_tile(&c);
-    else if (strcmp(p, "parallel") == 0)
-        r = prim_kind(&c, LOOP_PARALLEL);
-    else if (strcmp(p, "vectorize") == 0)
-        r = prim_kind(&c, LOOP_VECTOR);
-    else if (strcmp(p, "unroll") == 0)
-        r = prim_kind(&c, LOOP_UNROLL);
-    else if (strcmp(p, "bind") == 0)
-        r = prim_bind(&c);
-    else if (strcmp(p, "pad") == 0)
-        r = prim_pad(&c);
-    else if (strcmp(p, "storage_pad") == 0)
-        r = prim_storage_pad(&c);
-    else if (strcmp(p, "compute_at") == 0)
-        r = prim_compute_at(&c);
-    else if (strcmp(p, "compute_inline") == 0)
-        r = prim_compute_inline(&c);
-    else if (strcmp(p, "cache_read") == 0)
-        r = prim_cache_read(&c);
-    else if (strcmp(p, "cache_write") == 0)
-        r = prim_cache_write(&c);
-    else
-        r = base_diag(RV_ERR_SCHEDULE, src, step->loc,
-                      "unknown schedule primitive '%s' (split, fuse, reorder, tile, parallel, "
-                      "vectorize, unroll, bind, pad, storage_pad, compute_at, compute_inline, "
-                      "cache_read, cache_write)",
-                      p);
+    if (!prim) {
+        r = sched_prim_unknown(step, src);
+    } else if (!(prim->flags & PRIM_LOOPS) || stage_has_loops(&c, step->loc, &r)) {
+        r = sched_prim_check(prim, step, src, st->name);
+        if (r == RV_OK)
+            r = handlers[prim - sched_prims](&c);
+    }
     if (r == RV_OK && st->ivs.len > SCHED_MAX_IVS)
         r = fail(&c, step->loc, "%s would have more than %d loop variables", st->name,
                  SCHED_MAX_IVS);

@@ -24,6 +24,24 @@ const char *sched_loop_kind_name(LoopKind k) {
     return k >= 0 && k < LOOP_COUNT ? loop_kind_names[k] : "?";
 }
 
+static const char *const note_kind_names[NOTE_COUNT] = {"dynamic_batch", "specialize", "batch"};
+
+const char *sched_note_kind_name(StageNoteKind k) {
+    return k >= 0 && k < NOTE_COUNT ? note_kind_names[k] : "?";
+}
+
+void sched_stage_note(Stage *st, StageNoteKind k, int64_t payload) {
+    RV_ASSERT(k >= 0 && k < NOTE_COUNT);
+    int i = 0;
+    while (i < st->nnotes && st->notes[i].kind != k)
+        i++;
+    _Static_assert(SCHED_MAX_NOTES >= NOTE_COUNT, "room for one note of each kind");
+    st->notes[i].kind = k;
+    st->notes[i].payload = payload;
+    if (i == st->nnotes)
+        st->nnotes++;
+}
+
 /* ---- the outermost reduction of a body ---- */
 
 typedef struct Outer {
@@ -155,6 +173,9 @@ void sched_print_stage(Buf *b, const Stage *st) {
         buf_printf(b, " %s.%s", st->at->name, st->at_iv ? st->at_iv->name : "top");
     if (st->local_pad)
         buf_puts(b, ", padded");
+    for (int i = 0; i < st->nnotes; i++)
+        buf_printf(b, ", %s=%lld", sched_note_kind_name(st->notes[i].kind),
+                   (long long)st->notes[i].payload);
     buf_puts(b, "):");
     for (int i = 0; i < st->leaves.len; i++) {
         const IterVar *v = st->leaves.data[i];

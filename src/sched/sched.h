@@ -97,6 +97,25 @@ typedef enum AttachKind {
     ATTACH_COUNT
 } AttachKind;
 
+/* Annotations that later layers put on a stage: recursion (Cortex) and
+ * batching (ACROBAT). Typed slots that the schedule carries and prints and
+ * the query reports; nothing acts on them yet. The kinds are the public
+ * rv_stage_note_kind (include/ravel.h), in the same order. */
+typedef enum StageNoteKind {
+    NOTE_DYNAMIC_BATCH, /* Cortex: a recursive stage's instances batched per level */
+    NOTE_SPECIALIZE,    /* Cortex: a recursive stage specialized per case (leaf, internal) */
+    NOTE_BATCH,         /* ACROBAT: calls batched across instances */
+    NOTE_COUNT
+} StageNoteKind;
+
+/* payload: DYNAMIC_BATCH the largest batch (0: any), SPECIALIZE which
+ * case, BATCH the batching group (docs/schedules.md) */
+typedef struct StageNote {
+    StageNoteKind kind;
+    int64_t payload;
+} StageNote;
+#define SCHED_MAX_NOTES 4
+
 typedef struct Stage Stage;
 struct Stage {
     const char *name;
@@ -128,6 +147,8 @@ struct Stage {
     bool touched;   /* a loop primitive has run (cache_write must come first) */
     SrcLoc loc;     /* where it was created (cache stages) */
     int id;
+    StageNote notes[SCHED_MAX_NOTES]; /* at most one of each kind */
+    int nnotes;
 };
 
 typedef struct Schedule {
@@ -163,10 +184,69 @@ bool sched_iv_derives_from(const IterVar *v, const IterVar *root);
 /* The stage whose tensor is t, or NULL. */
 Stage *sched_stage_of(const Schedule *s, const Tensor *t);
 const char *sched_loop_kind_name(LoopKind k);
+const char *sched_note_kind_name(StageNoteKind k); /* "dynamic_batch", ... */
+/* Sets the stage's note of kind k (replacing one of that kind). */
+void sched_stage_note(Stage *st, StageNoteKind k, int64_t payload);
 /* For the primitives: a new root-attached stage (appended), and the root
  * IterVars of a stage from its tensor's axes and reduction. */
 Stage *sched_stage_add(Schedule *s, const char *name, StageKind k, Tensor *t);
 void sched_stage_init_ivs(Schedule *s, Stage *st);
+
+/* ---- query.c: the schedule as data (rv_module_schedule_info) ---- */
+
+/* A snapshot of s that owns its strings (rv_schedule_info_free). */
+rv_schedule_info *sched_query(const Schedule *s);
+
+/* ---- primtab.c: the table of primitives (prims.def) ---- */
+
+/* PRIM_LOOPS: the stage must have loops of its own. */
+enum { PRIM_LOOPS = 1 };
+
+typedef struct SchedPrim {
+    const char *name;
+    const char *results; /* the names it gives, "o, i"; "" none */
+    const char *params;  /* positional arguments, "v:loop, [scope:str]" */
+    const char *keys;    /* keyword arguments, "pad:int, align:int" */
+    unsigned flags;
+    const char *doc;
+} SchedPrim;
+
+typedef enum SchedParamKind {
+    PK_LOOP,   /* a loop of the scheduled stage */
+    PK_STAGE,  /* a stage's name */
+    PK_TENSOR, /* a tensor's name */
+    PK_INT,
+    PK_STR,
+    PK_COUNT
+} SchedParamKind;
+
+/* One entry of a row's params or keys. */
+#define SCHED_MAX_PARAMS 8
+typedef struct SchedParam {
+    char name[16];
+    SchedParamKind kind;
+    bool optional, repeated;
+} SchedParam;
+
+extern const SchedPrim sched_prims[]; /* in prims.def order */
+extern const int sched_nprims;
+const SchedPrim *sched_prim_find(const char *name);
+int sched_prim_params(const char *sig, SchedParam *out, int max);
+/* Checks a step's shape against its row: positional count and kinds, the
+ * number of names it gives, keywords known, once, of their kind. Errors
+ * are RV_ERR_SCHEDULE located at the step or the argument. `stage` names
+ * the scheduled stage in messages. */
+rv_status sched_prim_check(const SchedPrim *p, const SchedStep *step, const SrcFile *src,
+                           const char *stage);
+/* RV_ERR_SCHEDULE located at loc: "PRIM: MESSAGE". */
+rv_status sched_step_vfail(const SchedStep *step, const SrcFile *src, SrcLoc loc, const char *fmt,
+                           va_list ap);
+/* The error for a step naming no primitive: the known ones, a near name. */
+rv_status sched_prim_unknown(const SchedStep *step, const SrcFile *src);
+/* "o, i = split(v, F [, tail=\"...\"])" */
+void sched_prim_usage(Buf *b, const SchedPrim *p);
+/* Every primitive's usage, argument kinds and doc (`ravel help schedules`). */
+void sched_prims_help(Buf *b);
 
 /* ---- prims.c: the primitives ---- */
 

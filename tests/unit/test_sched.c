@@ -1,0 +1,285 @@
+/*
+ * test_sched.c — schedules: the table of primitives (src/sched/prims.def:
+ * every row parses, uniform shape errors, the unknown-primitive list) and
+ * the structured query of stages and loops (rv_module_schedule_info) and
+ * the notes a stage carries.
+ */
+#include <string.h>
+
+#include "harness.h"
+#include "sched/sched.h"
+
+#define CHECK_STR_EQ(got, want)                                                                    \
+    do {                                                                                           \
+        const char *hg_ = (got), *hw_ = (want);                                                    \
+        int ok_ = hg_ && strcmp(hg_, hw_) == 0;                                                    \
+        CHECK(ok_ && "strings equal");                                                             \
+        if (!ok_)                                                                                  \
+            fprintf(stderr, "    %s = \"%s\", expected \"%s\"\n", #got, hg_ ? hg_ : "(null)",      \
+                    hw_);                                                                          \
+    } while (0)
+
+static rv_module *parse_ok(const char *text) {
+    rv_module *m = NULL;
+    rv_status st = rv_module_parse("t.rv", text, &m);
+    CHECK(st == RV_OK);
+    if (st != RV_OK)
+        fprintf(stderr, "%s\n", rv_last_error());
+    return m;
+}
+
+static const char *const gemm = "size M in 1..64\nsize N in 1..64\nsize K in 1..64\n"
+                                "input A : f32[M, K]\ninput B : f32[K, N]\n"
+                                "C[i < M, j < N] = sum(k < K) A[i, k] * B[k, j]\n";
+
+/* Applies `steps` to stage `target` of a fresh GEMM; the check's status. */
+static rv_status apply(const char *target, const char *steps) {
+    rv_module *m = parse_ok(gemm);
+    if (!m)
+        return RV_ERR_ARG;
+    rv_status st = rv_module_schedule(m, target, steps);
+    if (st == RV_OK)
+        st = rv_module_check_schedule(m);
+    rv_module_free(m);
+    return st;
+}
+
+/* Every row's params and keys parse, name kinds the checker knows, and put
+ * optional parameters after the required ones; the help lists each row. */
+static void test_table_rows(void) {
+    Buf help = {0};
+    sched_prims_help(&help);
+    CHECK(sched_nprims >= 14);
+    for (int i = 0; i < sched_nprims; i++) {
+        const SchedPrim *p = &sched_prims[i];
+        SchedParam ps[SCHED_MAX_PARAMS];
+        int n = sched_prim_params(p->params, ps, SCHED_MAX_PARAMS);
+        bool opt = false;
+        for (int k = 0; k < n; k++) {
+            CHECK(ps[k].kind < PK_COUNT);
+            CHECK(!opt || ps[k].optional); /* no required one after an optional one */
+            CHECK(!ps[k].repeated || k == n - 1);
+            opt |= ps[k].optional;
+        }
+        int nk = sched_prim_params(p->keys, ps, SCHED_MAX_PARAMS);
+        for (int k = 0; k < nk; k++)
+            CHECK(!ps[k].repeated);
+        CHECK(sched_prim_find(p->name) == p);
+        Buf u = {0};
+        sched_prim_usage(&u, p);
+        CHECK(strstr(buf_str(&help), buf_str(&u)) != NULL);
+        CHECK(strstr(buf_str(&help), p->doc) != NULL);
+        buf_free(&u);
+    }
+    CHECK(sched_prim_find("spilt") == NULL);
+    Buf u = {0};
+    sched_prim_usage(&u, sched_prim_find("cache_read"));
+    CHECK_STR_CONTAINS(buf_str(&u), "L = cache_read(X [, \"scope\"] [, pad=N] [, align=N]");
+    buf_free(&u);
+    buf_free(&help);
+}
+
+/* A call of the wrong shape gets one message, the same for every
+ * primitive, located at the step or at the argument. */
+static void test_shape_errors(void) {
+    static const struct {
+        const char *steps, *want;
+    } cases[] = {
+        {"io = split(i)", "2:6: error: split: takes 2 arguments, got 1 (usage: o, i = split(v, F"},
+        {"io, ii = split(i, 2, 3)", "split: takes 2 arguments, got 3"},
+        {"io = split(i, 2)", "split: names 2 results, got 1 (usage: o, i = split("},
+        {"f = parallel(i)", "parallel: gives no names; write it without `... =`"},
+        {"io, ii = split(i, \"4\")",
+         "2:19: error: split: argument 2 (F) must be an integer, not a string"},
+        {"io, ii = split(4, 4)",
+         "2:16: error: split: argument 1 (v) must be a loop of C, not an integer"},
+        {"io, ii = split(i, 4, tail=1)", "split: tail= must be a quoted string, not an integer"},
+        {"io, ii = split(i, 4, tial=\"guard\")",
+         "split: unknown keyword argument 'tial'; did you mean 'tail'? (usage: "},
+        {"io, ii = split(i, 4, tail=\"guard\", tail=\"guard\")", "keyword 'tail' given twice"},
+        {"L = cache_read(A, zz=1)",
+         "cache_read: unknown keyword argument 'zz' (usage: L = cache_read("},
+        {"reorder()", "reorder: takes at least 1 argument, got 0 (usage: reorder(v, ...))"},
+        {"reorder(i, 3)", "reorder: argument 2 (v) must be a loop of C, not an integer"},
+        {"compute_at(C, i, j)", "compute_at: takes 1 to 2 arguments, got 3"},
+        {"L = cache_read(\"A\")", "cache_read: argument 1 (X) must be the name of a tensor"},
+        {"L = cache_write(C, local)",
+         "cache_write: argument 2 (scope) must be a quoted string, not a name"},
+        {"spilt(i, 2)",
+         "unknown schedule primitive 'spilt'; did you mean 'split'? (known: split, fuse,"},
+        {"frobnicate(i)", "unknown schedule primitive 'frobnicate' (known: split"},
+    };
+    for (int i = 0; i < RV_COUNT(cases); i++) {
+        CHECK(apply("C", cases[i].steps) == RV_ERR_SCHEDULE);
+        CHECK_STR_CONTAINS(rv_last_error(), cases[i].want);
+    }
+    /* values stay the handlers' */
+    CHECK(apply("C", "io, ii = split(i, 0)") == RV_ERR_SCHEDULE);
+    CHECK_STR_CONTAINS(rv_last_error(), "split: the factor must be in 1..");
+    CHECK(apply("C", "io, ii = split(i, 4, tail=\"guard\")  reorder(k, io)") == RV_OK);
+}
+
+/* ---- the query ---- */
+
+static const rv_loop_info *loop_at(const rv_stage_info *st, int k) {
+    return st && k < st->nloops ? &st->loops[k] : NULL;
+}
+
+/* The default schedule: one root stage per tensor, its axes then its
+ * reduction's, serial. */
+static void test_query_default(void) {
+    rv_module *m = parse_ok(gemm);
+    if (!m)
+        return;
+    rv_schedule_info *q = rv_module_schedule_info(m);
+    CHECK(q != NULL);
+    CHECK_EQ_INT(rv_schedule_info_num_stages(q), 1);
+    const rv_stage_info *c = rv_schedule_info_find(q, "C");
+    CHECK(c && c == rv_schedule_info_stage(q, 0));
+    CHECK(rv_schedule_info_find(q, "A") == NULL); /* inputs are no stages */
+    if (c) {
+        CHECK(c->kind == RV_STAGE_TENSOR && c->attach == RV_ATTACH_ROOT && !c->at_stage);
+        CHECK_EQ_INT(c->nloops, 3);
+        const char *names[] = {"i", "j", "k"}, *ext[] = {"M", "N", "K"};
+        for (int k = 0; k < 3 && k < c->nloops; k++) {
+            CHECK_STR_EQ(c->loops[k].name, names[k]);
+            CHECK_STR_EQ(c->loops[k].extent, ext[k]);
+            CHECK(c->loops[k].kind == RV_LOOP_SERIAL);
+            CHECK_STR_EQ(c->loops[k].kind_name, "serial");
+            CHECK(c->loops[k].origin == RV_LOOP_AXIS && c->loops[k].pad == 1);
+            CHECK_EQ_INT(c->loops[k].reduce, k == 2);
+        }
+        CHECK_EQ_INT(c->nnotes, 0);
+    }
+    CHECK(rv_schedule_info_stage(q, 1) == NULL && rv_schedule_info_stage(q, -1) == NULL);
+    rv_schedule_info_free(q);
+    rv_module_free(m);
+}
+
+/* Splits, fuses, kinds, cache stages and placement, as the trace says. */
+static void test_query_steps(void) {
+    rv_module *m = parse_ok(gemm);
+    if (!m)
+        return;
+    CHECK(rv_module_schedule(m, "C",
+                             "CL = cache_write(C, \"local\", pad=1)\n"
+                             "io, ii = split(i, 32)  jo, ji = split(j, 8)\n"
+                             "reorder(io, jo, ii, ji)  f = fuse(io, jo)  parallel(f)\n"
+                             "compute_at(CL, f)  vectorize(ji)") == RV_OK);
+    CHECK(rv_module_schedule(m, "CL", "ko, ki = split(k, 4)  unroll(ki)") == RV_OK);
+    rv_schedule_info *q = rv_module_schedule_info(m);
+    CHECK(q != NULL);
+    const rv_stage_info *c = rv_schedule_info_find(q, "C"), *cl = rv_schedule_info_find(q, "CL");
+    CHECK(c && cl);
+    if (!c || !cl) {
+        rv_schedule_info_free(q);
+        rv_module_free(m);
+        return;
+    }
+    /* the cache stage comes before its reader */
+    CHECK(rv_schedule_info_stage(q, 0) == cl && rv_schedule_info_stage(q, 1) == c);
+    CHECK(cl->kind == RV_STAGE_CACHE_WRITE && cl->attach == RV_ATTACH_AT && cl->padded);
+    CHECK_STR_EQ(cl->at_stage, "C");
+    CHECK_STR_EQ(cl->at_loop, "f");
+    CHECK_EQ_INT(c->nloops, 3);
+    const rv_loop_info *f = loop_at(c, 0), *ii = loop_at(c, 1), *ji = loop_at(c, 2);
+    if (f && ii && ji) {
+        CHECK_STR_EQ(f->name, "f");
+        CHECK(f->origin == RV_LOOP_FUSED && f->kind == RV_LOOP_PARALLEL);
+        CHECK_STR_EQ(f->fused_outer, "io");
+        CHECK_STR_EQ(f->fused_inner, "jo");
+        CHECK_STR_EQ(f->extent, "(M + 31) / 32 * ((N + 7) / 8)");
+        CHECK(ii->origin == RV_LOOP_INNER && ii->factor == 32 && !ii->reduce);
+        CHECK_STR_EQ(ii->parent, "i");
+        CHECK_STR_EQ(ii->extent, "32");
+        CHECK(ji->kind == RV_LOOP_VECTOR);
+        CHECK_STR_EQ(ji->kind_name, "vector");
+    }
+    /* CL: its axes (named like C's), then k split */
+    CHECK_EQ_INT(cl->nloops, 4);
+    const rv_loop_info *ko = loop_at(cl, 2), *ki = loop_at(cl, 3);
+    if (ko && ki) {
+        CHECK(ko->origin == RV_LOOP_OUTER && ko->reduce && ko->factor == 4);
+        CHECK_STR_EQ(ko->parent, "k");
+        CHECK_STR_EQ(ko->extent, "(K + 3) / 4");
+        CHECK(ki->kind == RV_LOOP_UNROLL && ki->reduce);
+    }
+    rv_schedule_info_free(q);
+    /* the module is unchanged: the same query again */
+    q = rv_module_schedule_info(m);
+    CHECK(q && rv_schedule_info_num_stages(q) == 2);
+    rv_schedule_info_free(q);
+    /* an illegal step: NULL and the located error */
+    CHECK(rv_module_schedule(m, "C", "parallel(ii)") == RV_OK);
+    CHECK(rv_module_schedule_info(m) == NULL);
+    CHECK_STR_CONTAINS(rv_last_error(), "parallel: C already has a parallel loop (f)");
+    rv_module_free(m);
+    CHECK(rv_module_schedule_info(NULL) == NULL);
+}
+
+/* Inlined stages have no loops; pad(v, N) shows in the extent; ragged
+ * extents print over their outer axis. */
+static void test_query_inline_pad_ragged(void) {
+    rv_module *m =
+        parse_ok("size B in 1..8\nufun len[b < B] in 0..16\ninput X : f32[B, 16]\n"
+                 "T[b < B, l < len[b]] = X[b, l] * 2\nY[b < B, l < len[b]] = T[b, l] + 1\n"
+                 "input Z : f32[B]\nP[b < B] = Z[b] * 2\nQ[b < B] = P[b] + 1\n"
+                 "R[b < B] = f32(b) * 2\n");
+    if (!m)
+        return;
+    CHECK(rv_module_schedule(m, "Q", "compute_inline(P)") == RV_OK);
+    CHECK(rv_module_schedule(m, "R", "storage_pad(b, 4)  pad(b, 4)") == RV_OK);
+    rv_schedule_info *q = rv_module_schedule_info(m);
+    CHECK(q != NULL);
+    const rv_stage_info *p = rv_schedule_info_find(q, "P"), *r = rv_schedule_info_find(q, "R"),
+                        *y = rv_schedule_info_find(q, "Y");
+    CHECK(p && p->attach == RV_ATTACH_INLINE && p->nloops == 0);
+    const rv_loop_info *b = loop_at(r, 0);
+    CHECK(b && b->pad == 4);
+    if (b)
+        CHECK_STR_EQ(b->extent, "(B + 3) / 4 * 4");
+    const rv_loop_info *l = loop_at(y, 1);
+    if (l)
+        CHECK_STR_EQ(l->extent, "len[b]");
+    rv_schedule_info_free(q);
+    rv_module_free(m);
+}
+
+/* Notes (recursion and batching annotations) are carried to the query and
+ * printed with the stage; setting a kind again replaces its payload. */
+static void test_stage_notes(void) {
+    rv_module *m = parse_ok(gemm);
+    if (!m)
+        return;
+    Schedule *s;
+    CHECK(sched_from_module(m, &s) == RV_OK);
+    Stage *c = sched_stage(s, "C");
+    sched_stage_note(c, NOTE_DYNAMIC_BATCH, 8);
+    sched_stage_note(c, NOTE_BATCH, 2);
+    sched_stage_note(c, NOTE_DYNAMIC_BATCH, 16);
+    CHECK_EQ_INT(c->nnotes, 2);
+    Buf b = {0};
+    sched_print_stage(&b, c);
+    CHECK_STR_CONTAINS(buf_str(&b), "stage C (root, dynamic_batch=16, batch=2): i j k(r)");
+    buf_free(&b);
+    rv_schedule_info *q = sched_query(s);
+    const rv_stage_info *qc = rv_schedule_info_find(q, "C");
+    CHECK(qc && qc->nnotes == 2);
+    if (qc && qc->nnotes == 2) {
+        CHECK(qc->notes[0].kind == RV_NOTE_DYNAMIC_BATCH && qc->notes[0].payload == 16);
+        CHECK(qc->notes[1].kind == RV_NOTE_BATCH && qc->notes[1].payload == 2);
+    }
+    rv_schedule_info_free(q);
+    sched_free(s);
+    rv_module_free(m);
+}
+
+int main(void) {
+    RUN(test_table_rows);
+    RUN(test_shape_errors);
+    RUN(test_query_default);
+    RUN(test_query_steps);
+    RUN(test_query_inline_pad_ragged);
+    RUN(test_stage_notes);
+    return harness_report();
+}
