@@ -570,8 +570,11 @@ static void emit_pragmas(CK *c, CFn *f, const Stmt *s) {
     case LOOP_UNROLL:
         if (!ir_is_const_int(s->u.loop.extent, &n))
             line(f, "/* unroll: the extent is not a constant */\n");
+        else if (n > SCHED_MAX_UNROLL)
+            line(f, "/* unroll: the extent %lld is over %d; left rolled */\n", (long long)n,
+                 SCHED_MAX_UNROLL);
         else if (n > 1)
-            line(f, "#pragma GCC unroll %lld\n", (long long)(n < 65534 ? n : 65534));
+            line(f, "#pragma GCC unroll %lld\n", (long long)n);
         break;
     case LOOP_GPU_BLOCK_X:
     case LOOP_GPU_BLOCK_Y:

@@ -1074,8 +1074,8 @@ static void emit_loop(VC *vc, const Stmt *s) {
     const char *n = cg_name(vc->e, s->u.loop.var, s->u.loop.var->name);
     int64_t ext;
     bool is_const = ir_is_const_int(s->u.loop.extent, &ext);
-    if (s->u.loop.kind == LOOP_UNROLL && is_const && ext > 1)
-        line(vc, "#pragma GCC unroll %lld\n", (long long)(ext < 65534 ? ext : 65534));
+    if (s->u.loop.kind == LOOP_UNROLL && is_const && ext > 1 && ext <= SCHED_MAX_UNROLL)
+        line(vc, "#pragma GCC unroll %lld\n", (long long)ext);
     if (s->u.loop.kind == LOOP_VECTOR)
         line(vc, "/* inner vector loop: serial inside the vector loop around it */\n");
     line(vc, "for (int64_t %s = 0; %s < (%s); %s++) {\n", n, n, scalar(vc, s->u.loop.extent).text,

@@ -457,9 +457,9 @@ static rv_status set_kind(Ctx *c, IterVar *v, LoopKind k) {
         if (!cst && st->kind == STAGE_OP)
             return fail(c, loc, "the extent of %s is not a constant; split it by a constant first",
                         v->name);
-        if (cst && (n < 1 || n > 64))
-            return fail(c, loc, "the extent of %s is %lld; at most 64 (split it first)", v->name,
-                        (long long)n);
+        if (cst && (n < 1 || n > SCHED_MAX_UNROLL))
+            return fail(c, loc, "the extent of %s is %lld; at most %d (split it first)", v->name,
+                        (long long)n, SCHED_MAX_UNROLL);
     }
     if (k == LOOP_PARALLEL)
         for (int i = 0; i < st->leaves.len; i++)

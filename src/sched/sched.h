@@ -67,6 +67,9 @@ typedef struct IterVar IterVar;
 /* Iteration variables a stage may have (splits and fuses add them): the
  * lowering's nest state has room for this many. */
 #define SCHED_MAX_IVS 64
+/* The largest extent vectorize and unroll take; the code generators unroll
+ * no further (a cache stage's region extent is known only when lowered). */
+#define SCHED_MAX_UNROLL 64
 struct IterVar {
     const char *name;
     IterRel rel;
