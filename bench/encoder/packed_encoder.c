@@ -440,7 +440,7 @@ int main(int argc, char **argv) {
                 BenchSide side = {.fn = pe_layer, .ctx = pb};
                 bench_sides(&o, &side, 1);
                 double fl = pe_flops(&w, len, (int)nb);
-                printf("{\"bench\": \"encoder\", \"config\": \"%s\", \"dataset\": \"%s\", \"batch\": %ld, "
+                printf("{\"bench\": \"encoder\", \"layer\": \"%s\", \"dataset\": \"%s\", \"batch\": %ld, "
                        "\"tokens\": %d, \"max_len\": %d, \"hidden\": %d, \"threads\": %d, "
                        "\"baseline\": \"packed_c\", \"median_ms\": %.4f, \"min_ms\": %.4f, "
                        "\"max_ms\": %.4f, \"runs\": %d, \"useful_gflops\": %.2f}\n",
