@@ -386,7 +386,7 @@ static void pe_usage(void) {
     fprintf(stderr,
             "usage: packed_encoder [--config cora512|bert768] [--data DIR] [--ref DIR]\n"
             "         [--datasets a,b] [--batch 32,64,128] [--threads 1,2]\n"
-            "         [--min-time S] [--max-runs N] [--check]\n");
+            "         [--min-time S] [--min-runs N] [--max-runs N] [--check]\n");
     exit(2);
 }
 
@@ -409,6 +409,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--batch")) batches = v;
         else if (!strcmp(a, "--threads")) threads = v;
         else if (!strcmp(a, "--min-time")) o.min_time_s = atof(v);
+        else if (!strcmp(a, "--min-runs")) o.min_runs = atoi(v);
         else if (!strcmp(a, "--max-runs")) o.max_runs = atoi(v);
         else pe_usage();
         i++;

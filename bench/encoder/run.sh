@@ -6,7 +6,7 @@
 #   sh bench/encoder/run.sh                       # all 8 datasets × 32,64,128 × 1,2 threads
 #   sh bench/encoder/run.sh --check               # every baseline vs ref/y.npy, no timing
 #   DATASETS=mnli,cola BATCH=32 THREADS=1 sh bench/encoder/run.sh
-#   LAYER=bert768 MIN_TIME=0.5 sh bench/encoder/run.sh
+#   LAYER=bert768 MIN_TIME=0.5 MIN_RUNS=3 sh bench/encoder/run.sh
 #
 # Needs bench/setup.sh (OpenBLAS) and bench/encoder/setup.sh (the venv).
 set -eu
@@ -18,6 +18,7 @@ DATASETS=${DATASETS:-race,wiki512,squadv2,wiki128,mnli,xnli,mrpc,cola}
 BATCH=${BATCH:-32,64,128}
 THREADS=${THREADS:-1,2}
 MIN_TIME=${MIN_TIME:-0.2}
+MIN_RUNS=${MIN_RUNS:-5}
 
 make -s -f bench/Makefile.inc bench-encoder BENCH_BUILD="$BUILD"
 [ -e bench/encoder/out/weights/bert768/ln2_b.npy ] || "$PY" bench/encoder/gen.py
@@ -32,9 +33,9 @@ out=bench/encoder/out/results-$(date -u +%Y%m%d-%H%M%S).jsonl
 log=${out%.jsonl}.log
 for ds in $(echo "$DATASETS" | tr , ' '); do
     "$BUILD/packed_encoder" --config "$LAYER" --datasets "$ds" --batch "$BATCH" \
-        --threads "$THREADS" --min-time "$MIN_TIME" >>"$out" 2>>"$log"
+        --threads "$THREADS" --min-time "$MIN_TIME" --min-runs "$MIN_RUNS" >>"$out" 2>>"$log"
     "$PY" bench/encoder/torch_encoder.py --layer "$LAYER" --datasets "$ds" --batch "$BATCH" \
-        --threads "$THREADS" --min-time "$MIN_TIME" >>"$out" 2>>"$log"
+        --threads "$THREADS" --min-time "$MIN_TIME" --min-runs "$MIN_RUNS" >>"$out" 2>>"$log"
 done
 echo "run.sh: $out"
 "$PY" bench/encoder/summarize.py "$out"

@@ -26,6 +26,7 @@ end with the same values at the real tokens (--check).
 
 Usage: torch_encoder.py [--layer cora512] [--datasets a,b] [--batch 32,64,128]
                         [--threads 1,2] [--baselines a,b] [--min-time S]
+                        [--min-runs N] [--max-runs N]
                         [--check]
 Run with the venv of bench/encoder/setup.sh (PyPI's torch 2.x).
 """
@@ -80,7 +81,9 @@ def sdpa_layer(cfg, w, x, attn_mask=None):
     jagged nested tensor [B, j, H]."""
     h, nh, d = cfg["hidden"], cfg["heads"], cfg["head_dim"]
     qkv = F.linear(x, w["w_qkv"], w["b_qkv"])
-    q, k, v = (t.unflatten(-1, (nh, d)).transpose(1, 2) for t in qkv.split(h, dim=-1))
+    # jagged SDPA (math backend on CPU) wants q, k, v contiguous as [B, j, heads, 64]
+    split = [t.contiguous() if x.is_nested else t for t in qkv.split(h, dim=-1)]
+    q, k, v = (t.unflatten(-1, (nh, d)).transpose(1, 2) for t in split)
     a = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask).transpose(1, 2).flatten(-2)
     y1 = F.layer_norm(x + F.linear(a, w["w_o"], w["b_o"]), (h,), w["ln1_g"], w["ln1_b"], ed.LN_EPS)
     f = F.linear(F.gelu(F.linear(y1, w["w_ff1"], w["b_ff1"])), w["w_ff2"], w["b_ff2"])
@@ -137,6 +140,7 @@ def main():
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--baselines", default=",".join(BASELINES))
     ap.add_argument("--min-time", type=float, default=0.2)
+    ap.add_argument("--min-runs", type=int, default=5)
     ap.add_argument("--max-runs", type=int, default=10000)
     ap.add_argument("--check", action="store_true")
     a = ap.parse_args()
@@ -145,7 +149,7 @@ def main():
     layer = torch_layer(cfg, w)
     encoder = torch.nn.TransformerEncoder(layer, 1, enable_nested_tensor=True).eval()
     names = a.baselines.split(",")
-    print("torch_encoder: torch %s, %s" % (torch.__version__, torch.__config__.parallel_info().splitlines()[0]),
+    print("torch_encoder: torch %s, MKL %s, oneDNN %s" % (torch.__version__, torch.backends.mkl.is_available(), torch.backends.mkldnn.is_available()),
           file=sys.stderr)
     with torch.inference_mode():
         if a.check:
@@ -171,7 +175,7 @@ def main():
                 for th in [int(t) for t in a.threads.split(",")]:
                     tb.set_threads(th)
                     for name in names:
-                        s = tb.time_calls(fns[name], a.min_time, min_runs=5, max_runs=a.max_runs)
+                        s = tb.time_calls(fns[name], a.min_time, min_runs=a.min_runs, max_runs=a.max_runs)
                         print(json.dumps({
                             "bench": "encoder", "layer": a.layer, "dataset": ds, "batch": len(lens),
                             "tokens": int(lens.sum()), "max_len": int(lens.max()),
