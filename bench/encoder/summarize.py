@@ -5,7 +5,9 @@ the fastest padded and nested PyTorch variant, and the time ravel must reach
 for issue 14's targets (2.5× faster than nested and 4× than padded on the
 short datasets mnli, xnli, mrpc, cola; 1.1× the packed C baseline).
 
-Usage: summarize.py [results.jsonl]   (default: newest bench/encoder/out/results-*.jsonl)
+Usage: summarize.py [--min] [results.jsonl]   (default: newest bench/encoder/out/results-*.jsonl)
+  --min   tables of min_ms instead of median_ms (on a loaded machine the
+          minimum is the better estimate of each system's own speed)
 """
 import glob
 import json
@@ -18,8 +20,11 @@ COLS = ["packed_c", "torch_padded", "torch_padded_sdpa", "torch_nested", "torch_
 
 
 def main():
-    if len(sys.argv) > 1:
-        path = sys.argv[1]
+    args = sys.argv[1:]
+    stat = "min_ms" if "--min" in args else "median_ms"
+    args = [a for a in args if a != "--min"]
+    if args:
+        path = args[0]
     else:
         here = os.path.dirname(os.path.abspath(__file__))
         path = max(glob.glob(os.path.join(here, "out", "results-*.jsonl")), key=os.path.getmtime)
@@ -27,10 +32,11 @@ def main():
     for line in open(path):
         r = json.loads(line)
         key = (r["layer"], r["threads"], r["dataset"], r["batch"])
-        rows.setdefault(key, {})[r["baseline"]] = r["median_ms"]
+        rows.setdefault(key, {})[r["baseline"]] = r[stat]
     for layer in sorted({k[0] for k in rows}):
         for th in sorted({k[1] for k in rows if k[0] == layer}):
-            print("\n### %s, %d thread%s (median ms per layer)\n" % (layer, th, "" if th == 1 else "s"))
+            print("\n### %s, %d thread%s (%s ms per layer)\n"
+                  % (layer, th, "" if th == 1 else "s", stat.split("_")[0]))
             print("| dataset | batch | " + " | ".join(COLS) + " | ravel target |")
             print("|---" * (len(COLS) + 3) + "|")
             keys = sorted((k for k in rows if k[0] == layer and k[1] == th),
