@@ -130,6 +130,19 @@ int64_t rv_array_get_i64(const rv_array *a, int64_t i);
 void rv_array_set_f64(rv_array *a, int64_t i, double v);
 void rv_array_set_i64(rv_array *a, int64_t i, int64_t v);
 
+/* The alignment of every array's data in bytes (a cache line and an
+ * AVX-512 vector): kernels assume it. */
+#define RV_ARRAY_ALIGN 64
+
+/* Wraps the caller's buffer without a copy: data holds the compact
+ * row-major (C order, no strides, no gaps) elements of shape and must be
+ * RV_ARRAY_ALIGN-byte aligned and not NULL (RV_ERR_ARG otherwise, as for
+ * a bad dtype or shape). The caller keeps the buffer: it must outlive the
+ * array, and rv_array_free releases only the array's header. Use it for
+ * inputs (rv_bindings_set_array borrows arrays, so nothing is copied) and
+ * for rv_program_run_into's outputs. */
+rv_status rv_array_wrap(rv_dtype t, int ndim, const int64_t *shape, void *data, rv_array **out);
+
 /* DLPack interchange (dlpack/dlpack.h's DLManagedTensor; src/runtime/
  * dlpack.c): from_dlpack takes a CPU, compact row-major tensor of another
  * framework (or the caller's own buffer), borrowing its data when 64-byte
@@ -370,10 +383,11 @@ rv_status rv_program_run(rv_program *p, rv_bindings *b);
  * definition order; noutputs of them) are computed into the caller's
  * arrays, which the bindings then do not hold: no allocation or copy for
  * them (a padded output is still unpacked into its array). Each array has
- * the output's dtype and element count (a ragged output: 1-D, packed), or
- * the run fails (RV_ERR_ARG) before any kernel. For callers that reuse
+ * the output's dtype and shape (a ragged output: 1-D, its elements packed)
+ * and RV_ARRAY_ALIGN-aligned data, or the run fails (RV_ERR_ARG, the
+ * message naming the output) before any kernel. For callers that reuse
  * their buffers (serving, benchmarks); wrap foreign memory with
- * rv_array_from_dlpack. */
+ * rv_array_wrap or rv_array_from_dlpack. */
 rv_status rv_program_run_into(rv_program *p, rv_bindings *b, rv_array *const *outputs,
                               int noutputs);
 

@@ -22,6 +22,8 @@
 
 #include "ir/ir.h"
 
+_Static_assert(RV_ARRAY_ALIGN == IR_ARRAY_ALIGN, "ravel.h states the arrays' alignment");
+
 rv_status ir_array_init(rv_array *a, rv_dtype t, int ndim, const int64_t *shape) {
     memset(a, 0, sizeof *a);
     if (!ir_dtype_valid(t))
@@ -84,6 +86,33 @@ rv_array *rv_array_new(rv_dtype t, int ndim, const int64_t *shape) {
     a->dl.data = (char *)a->block + (p - (uintptr_t)a->block);
     memset(a->dl.data, 0, a->nbytes);
     return a;
+}
+
+/* The caller keeps the data: block and owner stay NULL, so rv_array_free
+ * releases the header only. Alignment is checked here, not in every
+ * kernel, because kernels assume it (ravel_rt.h). */
+rv_status rv_array_wrap(rv_dtype t, int ndim, const int64_t *shape, void *data, rv_array **out) {
+    if (!out)
+        return base_error(RV_ERR_ARG, "rv_array_wrap: out is NULL");
+    *out = NULL;
+    if (!data)
+        return base_error(RV_ERR_ARG, "rv_array_wrap: the data pointer is NULL");
+    if ((uintptr_t)data % IR_ARRAY_ALIGN != 0)
+        return base_error(RV_ERR_ARG,
+                          "rv_array_wrap: the data at %p is not %d-byte aligned (copy it into "
+                          "an rv_array_new array, or allocate it with aligned_alloc)",
+                          data, IR_ARRAY_ALIGN);
+    rv_array *a = base_malloc(sizeof *a);
+    if (!a)
+        return base_error(RV_ERR_OOM, "rv_array_wrap: out of memory");
+    rv_status st = ir_array_init(a, t, ndim, shape);
+    if (st != RV_OK) {
+        base_free(a);
+        return base_error(st, "rv_array_wrap: %s", rv_last_error());
+    }
+    a->dl.data = data;
+    *out = a;
+    return RV_OK;
 }
 
 void rv_array_free(rv_array *a) {

@@ -45,6 +45,7 @@
  */
 #include <stdatomic.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 
@@ -598,6 +599,47 @@ static rv_status run_step(Run *r, const PlanStep *step) {
     RV_UNREACHABLE();
 }
 
+/* "[2, 3]" into buf (at least RV_MAX_DIMS * 22 + 3 bytes). */
+static const char *shape_str(char *buf, int ndim, const int64_t *shape) {
+    int n = sprintf(buf, "[");
+    for (int d = 0; d < ndim; d++)
+        n += sprintf(buf + n, "%s%lld", d ? ", " : "", (long long)shape[d]);
+    sprintf(buf + n, "]");
+    return buf;
+}
+
+/* Whether the caller's array a can receive output t of layout l: the
+ * array the interpreter would make (ir_layout_array_new: a ragged tensor
+ * 1-D and packed) in dtype and shape, and data aligned as kernels assume,
+ * since an unpadded output is computed in place. */
+static rv_status into_fits(const Tensor *t, const Layout *l, const rv_array *a) {
+    if (!a)
+        return base_error(RV_ERR_ARG, "rv_program_run_into: output %s: the array is NULL",
+                          t->name);
+    if (rv_array_dtype(a) != t->dtype)
+        return base_error(RV_ERR_ARG, "rv_program_run_into: output %s is %s, the array is %s",
+                          t->name, rv_dtype_name(t->dtype), rv_dtype_name(rv_array_dtype(a)));
+    int64_t one[1] = {l->numel};
+    int ndim = l->ragged ? 1 : l->ndim;
+    const int64_t *shape = l->ragged ? one : l->shape;
+    bool same = rv_array_ndim(a) == ndim;
+    for (int d = 0; same && d < ndim; d++)
+        same = rv_array_shape(a)[d] == shape[d];
+    char want[RV_MAX_DIMS * 22 + 3], got[RV_MAX_DIMS * 22 + 3];
+    if (!same)
+        return base_error(RV_ERR_ARG,
+                          "rv_program_run_into: output %s needs shape %s%s, the array has %s",
+                          t->name, shape_str(want, ndim, shape),
+                          l->ragged ? " (ragged: its elements packed)" : "",
+                          shape_str(got, rv_array_ndim(a), rv_array_shape(a)));
+    if ((uintptr_t)rv_array_cdata(a) % IR_ARRAY_ALIGN != 0)
+        return base_error(RV_ERR_ARG,
+                          "rv_program_run_into: output %s: the array's data at %p is not "
+                          "%d-byte aligned",
+                          t->name, rv_array_cdata(a), IR_ARRAY_ALIGN);
+    return RV_OK;
+}
+
 /* The caller's arrays of rv_program_run_into, by tensor id, once the
  * arguments are checked: each output's dtype and element count as the
  * interpreter would make its array. */
@@ -612,14 +654,9 @@ static rv_status check_into(Run *r, rv_array *const *outputs, int n) {
             return base_error(RV_ERR_ARG, "rv_program_run_into: %d output arrays for more outputs",
                               n);
         rv_array *a = outputs[k++];
-        const Layout *l = r->in.tv[t->id].lay;
-        if (!a || rv_array_dtype(a) != t->dtype || rv_array_numel(a) != l->numel)
-            return base_error(RV_ERR_ARG,
-                              "rv_program_run_into: output %s needs %lld elements of %s, the "
-                              "array has %lld of %s",
-                              t->name, (long long)l->numel, rv_dtype_name(t->dtype),
-                              a ? (long long)rv_array_numel(a) : 0LL,
-                              a ? rv_dtype_name(rv_array_dtype(a)) : "nothing");
+        rv_status st = into_fits(t, r->in.tv[t->id].lay, a);
+        if (st != RV_OK)
+            return st;
         r->into[t->id] = a;
     }
     if (k != n)
