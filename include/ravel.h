@@ -371,6 +371,13 @@ typedef struct rv_compile_options {
     const char *cache_dir; /* NULL: $RAVEL_CACHE_DIR, else ~/.cache/ravel */
     int serial;            /* nonzero: parallel loops run on the calling thread */
     rv_target target;      /* RV_TARGET_CPU (0) or RV_TARGET_CUDA */
+    /* Threads of the CPU kernels' parallel loops, counting the caller:
+     * 0, the process's shared pool ($RAVEL_NUM_THREADS, else the CPUs
+     * this process may run on); 1, the calling thread only (as serial);
+     * N > 1, a pool of N owned by the program, started by the compile and
+     * stopped by rv_program_free, so programs of different sizes may run
+     * side by side. Negative: RV_ERR_ARG. */
+    int threads;
 } rv_compile_options;
 
 /* RV_ERR_UNSUPPORTED for what the lowering or code generator cannot do yet,

@@ -25,6 +25,7 @@
 #include "driver/driver.h"
 #include "lang/lang.h"
 #include "runtime/program.h"
+#include "runtime/threadpool.h"
 
 typedef Vec(const char *) StrVec;
 
@@ -61,6 +62,7 @@ void rv_program_free(rv_program *p) {
     base_free(p->plans);
     base_free(p->variant_first);
     base_free(p->dispatch.rules);
+    tp_free(p->pool);
     arena_free(p->arena);
     base_free(p);
 }
@@ -261,6 +263,15 @@ rv_status driver_dispatch(Module *m, int nvariants, const rv_dispatch *d, PlanDi
     return RV_OK;
 }
 
+/* The names layout errors give computed tensors, made here rather than
+ * by the first run, which may be on several threads at once. */
+static void name_tensors(rv_program *p) {
+    const Module *m = p->m;
+    p->what = arena_alloc(p->arena, sizeof(char *) * (size_t)(m->tensors.len + 1));
+    for (int i = 0; i < m->tensors.len; i++)
+        p->what[i] = arena_printf(p->arena, "tensor %s", m->tensors.data[i]->name);
+}
+
 /* A compilation runs in its own IR scope (src/ir/scope.c): the schedule's
  * stages, the loop IR, its buffers and expressions are freed when it ends,
  * and the module is as it was before. The program keeps what its runs
@@ -283,6 +294,9 @@ static rv_status compile_program(const char *fn, rv_module *m, int nvariants,
     /* without a driver, say so before any work */
     if (opt->target == RV_TARGET_CUDA && jit_cuda_init() != RV_OK)
         return RV_ERR_UNSUPPORTED;
+    if (opt->threads < 0)
+        return base_error(RV_ERR_ARG, "%s: %d threads (0 means the shared pool)", fn,
+                          opt->threads);
     double t0 = rt_now_seconds();
     rv_status st = ir_verify(m);
     if (st != RV_OK)
@@ -291,7 +305,7 @@ static rv_status compile_program(const char *fn, rv_module *m, int nvariants,
     p->m = m;
     p->arena = arena_new();
     p->ntensors = m->tensors.len;
-    p->serial = opt->serial != 0;
+    p->serial = opt->serial != 0 || opt->threads == 1;
     p->target = opt->target;
     p->nvariants = nvariants;
     p->variant_first = base_xcalloc((size_t)nvariants + 1, sizeof *p->variant_first);
@@ -310,6 +324,9 @@ static rv_status compile_program(const char *fn, rv_module *m, int nvariants,
         return st;
     }
     build_plans(p);
+    name_tensors(p);
+    if (opt->threads > 1 && !p->serial)
+        p->pool = tp_new(opt->threads);
     p->stats.compile_seconds = rt_now_seconds() - t0;
     *out = p;
     return RV_OK;

@@ -693,13 +693,17 @@ static rv_status run_steps(Run *r, rv_array *const *outputs, int noutputs) {
         return st;
     r->slots = base_xcalloc((size_t)r->plan->slots.len + 1, sizeof *r->slots);
     r->ctx = (struct rv_rt_ctx){.abi_version = RV_RT_ABI_VERSION,
-                                .num_threads = p->serial ? 1 : tp_num_threads(tp_default()),
+                                .num_threads = p->serial ? 1
+                                                         : tp_num_threads(p->pool ? p->pool
+                                                                                  : tp_default()),
                                 .parallel_for = p->serial ? serial_for : ravel_rt_parallel_for,
                                 .alloc = host_alloc,
                                 .free = host_free,
                                 .host = &r->host};
+    ThreadPool *caller_pool = tp_use(p->pool);
     for (int i = 1; st == RV_OK && i < r->plan->steps.len; i++)
         st = run_step(r, &r->plan->steps.data[i]);
+    tp_use(caller_pool);
     return st;
 }
 

@@ -16,6 +16,7 @@
 #include "jit/jit.h"
 #include "plan/plan.h"
 #include "ravel_rt.h"
+#include "runtime/threadpool.h"
 
 struct rv_program {
     Module *m;
@@ -37,6 +38,7 @@ struct rv_program {
     rv_rt_kernel_fn *fns;
     rv_rt_prelude_fn *preludes; /* NULL entries: no prelude */
     bool serial;
+    ThreadPool *pool; /* rv_compile_options.threads > 1: the program's own; else NULL */
     rv_target target;
     JitCudaKernel **cuda_fns; /* RV_TARGET_CUDA: per kernel */
     CgLaunch *cuda_launch;    /* RV_TARGET_CUDA: per kernel */

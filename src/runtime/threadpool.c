@@ -400,6 +400,14 @@ ThreadPool *tp_default(void) {
     return p;
 }
 
+static _Thread_local ThreadPool *tp_current; /* tp_use's; NULL: the default pool */
+
+ThreadPool *tp_use(ThreadPool *pool) {
+    ThreadPool *old = tp_current;
+    tp_current = pool;
+    return old;
+}
+
 void ravel_rt_parallel_for(int64_t n, void (*fn)(void *, int64_t, int64_t, int), void *ctx) {
-    tp_parallel_for(NULL, n, fn, ctx);
+    tp_parallel_for(tp_current, n, fn, ctx);
 }

@@ -52,6 +52,13 @@ int tp_default_threads(void);
  * tp_parallel_for on the default pool. The runtime stores it in
  * rv_rt_ctx.parallel_for; code that calls it by name resolves it from the
  * host process at dlopen, so that host must export its symbols (-rdynamic). */
+/* The pool ravel_rt_parallel_for uses on the calling thread (NULL:
+ * tp_default()); returns the one it replaces. A program with a pool of its
+ * own (rv_compile_options.threads) makes it current around its kernels:
+ * the ABI's parallel_for takes no pool, and a thread-local lets programs
+ * of different pool sizes run at once on different threads. */
+ThreadPool *tp_use(ThreadPool *pool);
+
 void ravel_rt_parallel_for(int64_t n, void (*fn)(void *, int64_t, int64_t, int), void *ctx);
 
 #endif

@@ -11,6 +11,7 @@
 
 #include "harness.h"
 #include "ir/ir.h"
+#include "runtime/program.h"
 
 static char cache_dir[64];
 
@@ -23,6 +24,19 @@ static rv_module *parse(void) {
     rv_module *m = NULL;
     CHECK_EQ_INT(rv_module_parse("serving.rv", program, &m), RV_OK);
     return m;
+}
+
+/* Bindings for N rows drawn from seed: *want run by the interpreter, *got
+ * with the same inputs for the program. */
+static void bind_pair(rv_module *m, int64_t n, uint64_t seed, rv_bindings **want,
+                      rv_bindings **got) {
+    *want = rv_bindings_new(m);
+    *got = rv_bindings_new(m);
+    CHECK_EQ_INT(rv_bindings_set_size(*want, "N", n), RV_OK);
+    CHECK_EQ_INT(rv_bindings_set_size(*got, "N", n), RV_OK);
+    CHECK_EQ_INT(rv_bindings_randomize(*want, seed), RV_OK);
+    CHECK_EQ_INT(rv_bindings_randomize(*got, seed), RV_OK);
+    CHECK_EQ_INT(rv_interp_run(m, *want), RV_OK);
 }
 
 static void test_wrap(void) {
@@ -60,12 +74,8 @@ static void test_run_into_checks(void) {
         rv_module_free(m);
         return;
     }
-    rv_bindings *want = rv_bindings_new(m), *got = rv_bindings_new(m);
-    CHECK_EQ_INT(rv_bindings_set_size(want, "N", 5), RV_OK);
-    CHECK_EQ_INT(rv_bindings_set_size(got, "N", 5), RV_OK);
-    CHECK_EQ_INT(rv_bindings_randomize(want, 3), RV_OK);
-    CHECK_EQ_INT(rv_bindings_randomize(got, 3), RV_OK);
-    CHECK_EQ_INT(rv_interp_run(m, want), RV_OK);
+    rv_bindings *want, *got;
+    bind_pair(m, 5, 3, &want, &got);
     float *buf = aligned_alloc(RV_ARRAY_ALIGN, 5 * 16 * sizeof(float) + RV_ARRAY_ALIGN);
     int64_t shape[2] = {5, 16};
     rv_array *out = NULL;
@@ -112,9 +122,39 @@ static void test_run_into_checks(void) {
     rv_module_free(m);
 }
 
+/* threads: 1 runs serially, N > 1 on the program's own pool of N, and
+ * both compute the interpreter's Y; a negative count is refused. */
+static void test_threads(void) {
+    rv_module *m = parse();
+    if (!m)
+        return;
+    rv_compile_options opt = {.cache_dir = cache_dir, .threads = -2};
+    rv_program *p = NULL;
+    CHECK_EQ_INT(rv_program_compile(m, &opt, &p), RV_ERR_ARG);
+    CHECK_STR_CONTAINS(rv_last_error(), "-2 threads");
+    const int counts[3] = {1, 3, 0};
+    for (int c = 0; c < 3; c++) {
+        opt.threads = counts[c];
+        CHECK_EQ_INT(rv_program_compile(m, &opt, &p), RV_OK);
+        if (!p)
+            continue;
+        CHECK_EQ_INT(p->serial, counts[c] == 1);
+        CHECK_EQ_INT(p->pool ? tp_num_threads(p->pool) : 0, counts[c] > 1 ? counts[c] : 0);
+        rv_bindings *want, *got;
+        bind_pair(m, 37, 9, &want, &got);
+        CHECK_EQ_INT(rv_program_run(p, got), RV_OK);
+        CHECK_SAME_TENSOR(want, got, "Y", 0);
+        rv_bindings_free(want);
+        rv_bindings_free(got);
+        rv_program_free(p);
+    }
+    rv_module_free(m);
+}
+
 int main(void) {
     snprintf(cache_dir, sizeof cache_dir, "/tmp/ravel-test-serving-%d", (int)getpid());
     RUN(test_wrap);
     RUN(test_run_into_checks);
+    RUN(test_threads);
     return harness_report();
 }

@@ -411,6 +411,29 @@ static void test_jit_calls_runtime(void) {
     rmdir(dir);
 }
 
+/* tp_use: ravel_rt_parallel_for (what kernels call) runs on the pool made
+ * current on this thread, whatever the default pool's size, until the
+ * previous one is restored. */
+static void record_tid(void *ctx, int64_t begin, int64_t end, int tid) {
+    atomic_int *seen = ctx;
+    for (int64_t i = begin; i < end; i++)
+        atomic_fetch_or(&seen[i], 1 << tid);
+}
+
+static void test_use(void) {
+    int want = tp_num_threads(tp_default()) + 2;
+    ThreadPool *pool = tp_new(want);
+    atomic_int seen[64] = {0};
+    ThreadPool *old = tp_use(pool);
+    CHECK(old == NULL);
+    ravel_rt_parallel_for(want, record_tid, seen);
+    CHECK(tp_use(old) == pool);
+    /* one index per chunk: index t ran as chunk t, the last one included */
+    for (int i = 0; i < want && i < 31; i++)
+        CHECK_EQ_INT(atomic_load(&seen[i]), 1 << i);
+    tp_free(pool);
+}
+
 int main(void) {
     RUN(test_ranges);
     RUN(test_nested);
@@ -418,5 +441,6 @@ int main(void) {
     RUN(test_default_and_fork);
     RUN(test_dispatch_latency);
     RUN(test_jit_calls_runtime);
+    RUN(test_use);
     return harness_report();
 }
