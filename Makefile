@@ -2,6 +2,8 @@
 # and build/ravel; `make test` builds and runs every test; `make demo` runs
 # the main demo. `make SAN=1 test` (or `make asan-test`) builds everything in
 # build-asan/ with AddressSanitizer + UndefinedBehaviorSanitizer.
+# `make tsan-test` runs the tests of concurrent use (one program from many
+# threads, the thread pool) built in build-tsan/ with ThreadSanitizer.
 # `make install PREFIX=...` and `make uninstall`: see "install" below.
 
 CC      ?= cc
@@ -9,6 +11,10 @@ SAN     ?= 0
 ifeq ($(SAN),1)
 BUILD   ?= build-asan
 SANFLAGS = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+OPT     ?= -O1
+else ifeq ($(SAN),thread)
+BUILD   ?= build-tsan
+SANFLAGS = -fsanitize=thread -fno-omit-frame-pointer
 OPT     ?= -O1
 else
 BUILD   ?= build
@@ -41,7 +47,7 @@ TEST_SRC  := $(sort $(wildcard tests/unit/test_*.c))
 TEST_BIN  := $(TEST_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 HDRS      := $(wildcard include/*.h src/*/*.h src/*/*.def)
 
-.PHONY: all test asan-test demo clean format lint fuzz-sched fuzz-programs fuzz-parse bench deps
+.PHONY: all test asan-test tsan-test demo clean format lint fuzz-sched fuzz-programs fuzz-parse bench deps
 
 all: $(BUILD)/libravel.a $(BUILD)/libravel.so $(BUILD)/ravel
 
@@ -172,12 +178,19 @@ fuzz-parse:
 asan-test:
 	$(MAKE) SAN=1 test
 
+# Not part of `make test`: ThreadSanitizer slows the pool's spinning down a
+# lot, so only the suites that exercise concurrency run under it.
+TSAN_TESTS = test_thread_safety test_threadpool
+tsan-test: deps
+	@$(MAKE) --no-print-directory SAN=thread $(TSAN_TESTS:%=build-tsan/tests/%)
+	@for t in $(TSAN_TESTS); do TSAN_OPTIONS="halt_on_error=1 die_after_fork=0" build-tsan/tests/$$t || exit 1; done
+
 demo: deps
 	@$(MAKE) --no-print-directory all
 	@sh tools/demo.sh $(BUILD)
 
 clean:
-	rm -rf build build-asan build-fuzz
+	rm -rf build build-asan build-tsan build-fuzz
 
 # Regenerates the golden files (tests/golden/NAME.lower.txt and NAME.c, and
 # the output sections of the per-pass goldens tests/lower/NAME.txt) after

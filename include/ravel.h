@@ -344,8 +344,8 @@ rv_status rv_interp_run(const rv_module *m, rv_bindings *b);
  *     rv_program_free(p);
  *
  * The module must not gain tensors while a program compiled from it is in
- * use, must outlive it, and a program runs on one thread at a time (its
- * kernels use the thread pool). Compiling leaves the module as it was: the
+ * use and must outlive it; one program may run on many threads at once
+ * (see "Thread safety" below). Compiling leaves the module as it was: the
  * lowering's IR is freed when the compile ends and a program holds only
  * what its runs need, so one process may compile a module any number of
  * times (a tuner's candidates) in bounded memory. */
@@ -397,6 +397,30 @@ rv_status rv_program_run(rv_program *p, rv_bindings *b);
  * rv_array_wrap or rv_array_from_dlpack. */
 rv_status rv_program_run_into(rv_program *p, rv_bindings *b, rv_array *const *outputs,
                               int noutputs);
+
+/* Thread safety (tests/unit/test_thread_safety.c, also under
+ * ThreadSanitizer: `make tsan-test`).
+ *
+ * May run at once, on any threads:
+ *   - rv_program_run and rv_program_run_into on one program, each call
+ *     with bindings of its own (a run writes its outputs into them) and
+ *     output arrays of its own; input and UF arrays may be shared, since
+ *     runs only read them. Every run gives the result it gives alone, bit
+ *     for bit. The calls share the program's pool (or the process's) and
+ *     take turns on it, loop by loop; with .threads = 1 they do not
+ *     share one.
+ *   - rv_program_stats and rv_program_last_variant (the variant of a run
+ *     that has picked one most recently) alongside those runs;
+ *   - parsing, building, compiling and running different modules;
+ *   - rv_last_error, which is per thread.
+ *
+ * Must not overlap anything else on the same object:
+ *   - rv_program_free with a run of that program;
+ *   - changing a module (adding tensors, schedules, parsing into it) or
+ *     compiling it with a run of a program compiled from it, or with
+ *     another compile of it (a compile works in the module's IR scope);
+ *   - two uses of one rv_bindings (each run changes its outputs);
+ *   - rv_array_free of an array a run reads or writes. */
 
 /* ---- variants: several schedules of one module, one picked per run ----
  *

@@ -63,6 +63,7 @@ void rv_program_free(rv_program *p) {
     base_free(p->variant_first);
     base_free(p->dispatch.rules);
     tp_free(p->pool);
+    pthread_mutex_destroy(&p->stats_mu);
     arena_free(p->arena);
     base_free(p);
 }
@@ -310,6 +311,7 @@ static rv_status compile_program(const char *fn, rv_module *m, int nvariants,
     p->nvariants = nvariants;
     p->variant_first = base_xcalloc((size_t)nvariants + 1, sizeof *p->variant_first);
     p->last_variant = -1;
+    pthread_mutex_init(&p->stats_mu, NULL);
     st = driver_dispatch(m, nvariants, d, &p->dispatch);
     if (st == RV_OK) {
         IrScope scope;

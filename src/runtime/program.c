@@ -43,6 +43,7 @@
  * CALL evaluates the kernel's grid and block extents from the sizes and
  * launches it.
  */
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -111,8 +112,22 @@ void rv_program_stats(const rv_program *p, rv_program_counters *out) {
     if (!out)
         return;
     memset(out, 0, sizeof *out);
-    if (p)
-        *out = p->stats;
+    if (!p)
+        return;
+    pthread_mutex_lock(&((rv_program *)p)->stats_mu);
+    *out = p->stats;
+    pthread_mutex_unlock(&((rv_program *)p)->stats_mu);
+}
+
+/* A run's counters into the program's: runs on several threads at once
+ * count separately and add up here. */
+static void add_counters(rv_program *p, const rv_program_counters *run) {
+    pthread_mutex_lock(&p->stats_mu);
+    p->stats.runs++;
+    p->stats.kernel_calls += run->kernel_calls;
+    p->stats.prelude_seconds += run->prelude_seconds;
+    p->stats.kernel_seconds += run->kernel_seconds;
+    pthread_mutex_unlock(&p->stats_mu);
 }
 
 /* ---- a run: the host plan interpreted ---- */
@@ -136,6 +151,7 @@ typedef struct Run {
     Host host;         /* the CPU kernels' context */
     rv_array **into;   /* rv_program_run_into: per tensor id, the caller's output array or NULL */
     struct rv_rt_ctx ctx;
+    rv_program_counters stats; /* this run's, added to the program's when it ends */
     bool check_failed; /* a kernel's run-time check failed (see run_failed) */
 } Run;
 
@@ -414,7 +430,7 @@ static rv_status run_prelude(Run *r, int k) {
     kernel_args(r, k, a.sizes, a.bufs, NULL);
     double t0 = rt_now_seconds();
     int32_t rc = r->p->preludes[r->first + k](a.sizes, (void *const *)a.bufs);
-    r->p->stats.prelude_seconds += rt_now_seconds() - t0;
+    r->stats.prelude_seconds += rt_now_seconds() - t0;
     args_free(&a);
     if (rc != RV_RT_OK)
         return base_error(RV_ERR_BOUNDS, "the prelude of %s failed", kn->name);
@@ -431,8 +447,8 @@ static rv_status call_kernel(Run *r, int k) {
     kernel_args(r, k, a.sizes, a.bufs, NULL);
     double t0 = rt_now_seconds();
     int32_t rc = p->fns[r->first + k](a.sizes, (void *const *)a.bufs, &r->ctx);
-    p->stats.kernel_seconds += rt_now_seconds() - t0;
-    p->stats.kernel_calls++;
+    r->stats.kernel_seconds += rt_now_seconds() - t0;
+    r->stats.kernel_calls++;
     args_free(&a);
     if (atomic_load(&r->host.failed))
         return base_error(RV_ERR_OOM, "kernel %s: out of scratch memory", kn->name);
@@ -525,10 +541,10 @@ static rv_status cuda_launch_kernel(Run *r, int k) {
         args[i] = kn->params[i].kind == PARAM_SIZE ? (void *)&sizes[ns++] : (void *)&ptrs[nb++];
     double t0 = rt_now_seconds();
     st = jit_cuda_launch(p->cuda_fns[r->first + k], grid, block, args);
-    p->stats.kernel_seconds += rt_now_seconds() - t0;
+    r->stats.kernel_seconds += rt_now_seconds() - t0;
     if (st != RV_OK)
         st = base_error(st, "kernel %s: %s", kn->name, rv_last_error());
-    p->stats.kernel_calls++;
+    r->stats.kernel_calls++;
     base_free(args);
     base_free(ptrs);
     base_free(sizes);
@@ -744,7 +760,7 @@ static rv_status run_program(const char *fn, rv_program *p, rv_bindings *b,
     if (st != RV_OK)
         interp_bindings_clear_outputs(b);
     base_free(r.into);
-    p->stats.runs++;
+    add_counters(p, &r.stats);
     return st;
 }
 

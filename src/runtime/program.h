@@ -12,6 +12,8 @@
 #ifndef RAVEL_RUNTIME_PROGRAM_H
 #define RAVEL_RUNTIME_PROGRAM_H
 
+#include <pthread.h>
+
 #include "codegen/codegen.h"
 #include "jit/jit.h"
 #include "plan/plan.h"
@@ -31,7 +33,7 @@ struct rv_program {
     int *variant_first;
     Plan *plans;
     PlanDispatch dispatch;
-    int last_variant;  /* the variant the last run ran, -1 before any */
+    _Atomic int last_variant; /* the variant the last run ran, -1 before any */
     const char **what; /* per tensor: "tensor X" for layout errors (the first run's) */
     CgUnit unit;
     JitLib *lib;
@@ -43,6 +45,7 @@ struct rv_program {
     JitCudaKernel **cuda_fns; /* RV_TARGET_CUDA: per kernel */
     CgLaunch *cuda_launch;    /* RV_TARGET_CUDA: per kernel */
     rv_program_counters stats;
+    pthread_mutex_t stats_mu; /* guards stats: runs on several threads add to it */
 };
 
 /* Seconds on a monotonic clock (the program's counters). */
