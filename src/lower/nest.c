@@ -380,9 +380,11 @@ static bool has_alloc(const Stmt *s) {
  * or NULL where the walk must partition it itself: a stage computed
  * inside the nest (its region follows the split's state), an extent of
  * another axis that depends on p's axis (ragged: it is clipped to 0 past
- * the end in the guarded tile), a split of a split or of a fused loop, an
- * init nest, or buffers allocated inside the loop (accumulators: each
- * copy needs its own, named in the walk's order). */
+ * the end in the guarded tile), a split of a split or of a fused loop, a
+ * loop inside an in-place reduction's loops (its init nest is generated
+ * apart), or buffers allocated inside the loop (accumulators: each copy
+ * needs its own, named in the walk's order). The walk's trial generation
+ * is undone (counters) where the pass would not find the guard. */
 static Stmt *guarded_for_pass(LowerCtx *c, StageNest n, int i, const IterVar *p) {
     Stage *st = n.st;
     if (p->rel != IV_ROOT || (n.mode != MODE_TOP && n.mode != MODE_ACC) || hosts_stages(c, st))
@@ -392,7 +394,7 @@ static Stmt *guarded_for_pass(LowerCtx *c, StageNest n, int i, const IterVar *p)
         if (r->rel == IV_ROOT && r != p && ir_uses_axis(r->axis->extent, p->axis))
             return NULL;
     }
-    if (n.mode == MODE_TOP && st->reduce && n.first_red > i)
+    if (n.mode == MODE_TOP && st->reduce && n.first_red > i && !n.in_place)
         return NULL; /* the accumulator inside the loop */
     /* a trial: the walk's counters are restored where it is not taken */
     int nacc = c->nacc, nsites = c->sites.len, nsrc = c->check_src.len;
