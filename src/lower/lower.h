@@ -39,6 +39,9 @@ struct Stmt {
             Expr *extent;
             LoopKind kind;
             Stmt *body;
+            /* the outer loop of a non-dividing split, its body guarded by
+             * `var*f + i < E`: the partition pass splits its last tile off */
+            bool partition;
         } loop;
         struct {
             Expr *cond;
@@ -155,6 +158,11 @@ Expr *lower_rewrite_loads(Module *m, Expr *e, LoadRewrite fn, void *ctx, PtrMap 
 /* Text form for dumps and golden tests. */
 void lower_print_stmt(Buf *b, const Stmt *s, int indent);
 void lower_print_kernel(Buf *b, const Kernel *k);
+
+/* ---- partition.c: the last tile of a marked split split off ---- */
+Stmt *lower_partition(Module *m, Stmt *s);
+/* Does the pass find the guard of loop's split (nest.c marks it only then)? */
+bool lower_partition_applies(Stmt *loop);
 
 /* ---- simplify.c: canonical index arithmetic, the simplifier ---- */
 

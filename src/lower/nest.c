@@ -10,14 +10,17 @@
  * kernel serves every size. Ragged extents (`l < len[b]`) are lowered
  * once the loops they depend on are bound.
  *
- * Tails of non-dividing splits: with TAIL_PARTITION (the default) the
- * outer loop of a split whose inner loop is a leaf below it runs over the
- * full tiles with no checks, followed by one guarded copy of the nest for
- * the last, partial tile (inner extent E - o*f); otherwise the innermost
- * statement is guarded by `o*f + i < E`. Each copy carries its own nest
- * state (StageNest, by value), so the stages computed inside it get their own
- * regions: constant-size tiles in the full copy, the clipped last tile in
- * the other.
+ * Tails of non-dividing splits: the innermost statement is guarded by
+ * `o*f + i < E`. With TAIL_PARTITION (the default), for a split whose
+ * inner loop is a leaf below its outer one, the outer loop is marked for
+ * the partition pass (partition.c), which makes the full tiles and the
+ * last one of it (guarded_for_pass says where); where the pass cannot (a
+ * stage computed inside the nest) the walk partitions here: the outer
+ * loop runs over the full tiles with no checks, followed by one copy of
+ * the nest for the last, partial tile (inner extent E - o*f). Each copy
+ * carries its own nest state (StageNest, by value), so the stages
+ * computed inside it get their own regions: constant-size tiles in the
+ * full copy, the clipped last tile in the other.
  */
 #include <string.h>
 
@@ -338,6 +341,74 @@ static Stmt *gen_loop(LowerCtx *c, StageNest n, int i, Expr *ext) {
     return lower_for(m, var, ext, k, body);
 }
 
+/* Does a stage compute at a loop of st? Its region would depend on the
+ * state of st's splits, which only the walk knows. */
+static bool hosts_stages(LowerCtx *c, const Stage *st) {
+    for (int k = 0; k < c->s->stages.len; k++) {
+        Stage *p = c->s->stages.data[k];
+        if (p->attach == ATTACH_AT && p->at == st && p->at_iv)
+            return true;
+    }
+    return false;
+}
+
+static bool has_alloc(const Stmt *s) {
+    if (!s)
+        return false;
+    switch (s->kind) {
+    case ST_FOR:
+        return has_alloc(s->u.loop.body);
+    case ST_IF:
+        return has_alloc(s->u.if_.then_s) || has_alloc(s->u.if_.else_s);
+    case ST_LET:
+        return has_alloc(s->u.let.body);
+    case ST_SEQ:
+        for (int k = 0; k < s->u.seq.n; k++)
+            if (has_alloc(s->u.seq.stmts[k]))
+                return true;
+        return false;
+    case ST_ALLOC:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* The outer loop of split p's non-dividing split at leaf i, guarded
+ * (`o*f + i < E` in the innermost statement) and marked for the partition
+ * pass (partition.c), which makes the full tiles and the last tile of it;
+ * or NULL where the walk must partition it itself: a stage computed
+ * inside the nest (its region follows the split's state), an extent of
+ * another axis that depends on p's axis (ragged: it is clipped to 0 past
+ * the end in the guarded tile), a split of a split or of a fused loop, a
+ * loop inside an in-place reduction's loops (its init nest is generated
+ * apart), or buffers allocated inside the loop (accumulators: each copy
+ * needs its own, named in the walk's order). The walk's trial generation
+ * is undone (counters) where the pass would not find the guard. */
+static Stmt *guarded_for_pass(LowerCtx *c, StageNest n, int i, const IterVar *p) {
+    Stage *st = n.st;
+    if (p->rel != IV_ROOT || (n.mode != MODE_TOP && n.mode != MODE_ACC) || hosts_stages(c, st))
+        return NULL;
+    for (int k = 0; k < st->ivs.len; k++) {
+        IterVar *r = st->ivs.data[k];
+        if (r->rel == IV_ROOT && r != p && ir_uses_axis(r->axis->extent, p->axis))
+            return NULL;
+    }
+    if (n.mode == MODE_TOP && st->reduce && n.first_red > i && !n.in_place)
+        return NULL; /* the accumulator inside the loop */
+    /* a trial: the walk's counters are restored where it is not taken */
+    int nacc = c->nacc, nsites = c->sites.len, nsrc = c->check_src.len;
+    Stmt *s = gen_loop(c, n, i, iv_extent(c, &n, st->leaves.data[i]));
+    if (!s || has_alloc(s) || !lower_partition_applies(s)) {
+        c->nacc = nacc;
+        c->sites.len = nsites;
+        c->check_src.len = nsrc;
+        return NULL;
+    }
+    s->u.loop.partition = true;
+    return s;
+}
+
 Stmt *lower_gen(LowerCtx *c, StageNest n, int i) {
     Module *m = c->m;
     Stage *st = n.st;
@@ -361,6 +432,9 @@ Stmt *lower_gen(LowerCtx *c, StageNest n, int i) {
         if (!e)
             return NULL;
         if (j < st->leaves.len && !divides(c, e, pf)) {
+            Stmt *g = guarded_for_pass(c, n, i, p);
+            if (g || c->st != RV_OK)
+                return g;
             StageNest full = n, tail = n;
             full.state[p->id] = SPLIT_FULL;
             Stmt *a = gen_loop(c, full, i, iv_extent(c, &full, v));

@@ -10,7 +10,9 @@
  * run interleaved in one walk over each stage's nest (docs/pipeline.md
  * says why they are not yet separate passes):
  *
- *     nest      nest.c: loop nests, tails of splits partitioned
+ *     nest      nest.c: loop nests, tails of splits guarded and marked
+ *               for the partition pass (or partitioned, with stages
+ *               computed inside)
  *     attach    attach.c: computed-at stages in buffers for their regions
  *     bounds    bounds.c: region inference for computed-at stages
  *     reduce    reduce.c: accumulators, in-place init nests
@@ -50,6 +52,7 @@ typedef struct LowerPassInfo {
 
 /* The passes, in order. */
 static const LowerPassInfo passes[] = {
+    {"partition", lower_partition, NULL},          /* full tiles without guards, the last tile */
     {"checks", NULL, lower_checks},                /* `if !ok: fail N`, safe indices and divisors */
     {"flatten", NULL, lower_flatten},              /* multi-dim accesses -> flat offsets */
     {"simplify", lower_simplify, NULL},            /* canonical index arithmetic, proven guards removed */

@@ -480,7 +480,7 @@ static Stmt *nested_block(Reader *R, int indent, bool *ok) {
     return s;
 }
 
-static Stmt *parse_for(Reader *R, LoopKind kind, int indent, bool *ok) {
+static Stmt *parse_for(Reader *R, LoopKind kind, bool partition, int indent, bool *ok) {
     Module *m = R->m;
     *ok = false;
     const char *name = expect_ident(R, "a loop variable");
@@ -493,7 +493,23 @@ static Stmt *parse_for(Reader *R, LoopKind kind, int indent, bool *ok) {
     bind_var(R, var);
     Stmt *body = nested_block(R, indent, ok);
     R->scope.len--;
-    return *ok ? lower_for(m, var, ext, kind, body) : NULL;
+    if (!*ok)
+        return NULL;
+    Stmt *s = lower_for(m, var, ext, kind, body);
+    s->u.loop.partition = partition;
+    return s;
+}
+
+/* `[KIND] [partition] for ...` after KIND (LOOP_SERIAL: none) was read;
+ * `w` the next word. */
+static Stmt *parse_loop(Reader *R, LoopKind kind, const char *w, int indent, bool *ok) {
+    bool partition = w && strcmp(w, "partition") == 0;
+    if (partition)
+        w = ident(R);
+    if (w && strcmp(w, "for") == 0)
+        return parse_for(R, kind, partition, indent, ok);
+    fail_at(R, R->p, "expected 'for'");
+    return NULL;
 }
 
 static Stmt *parse_if(Reader *R, int indent, bool *ok) {
@@ -638,14 +654,10 @@ static Stmt *parse_stmt(Reader *R, int indent, bool *ok) {
     if (w) {
         for (int k = 0; k < LOOP_COUNT; k++)
             if (strcmp(w, lower_loop_kind_name[k]) == 0 && k != LOOP_SERIAL) {
-                const char *f = ident(R);
-                if (f && strcmp(f, "for") == 0)
-                    return parse_for(R, (LoopKind)k, indent, ok);
-                fail_at(R, R->p, "expected 'for' after '%s'", w);
-                return NULL;
+                return parse_loop(R, (LoopKind)k, ident(R), indent, ok);
             }
-        if (strcmp(w, "for") == 0)
-            return parse_for(R, LOOP_SERIAL, indent, ok);
+        if (strcmp(w, "for") == 0 || strcmp(w, "partition") == 0)
+            return parse_loop(R, LOOP_SERIAL, w, indent, ok);
         if (strcmp(w, "if") == 0)
             return parse_if(R, indent, ok);
         if (strcmp(w, "let") == 0)
@@ -987,8 +999,8 @@ static void name_checks(Reader *R, Kernel *k) {
     StmtMutator mu = {collect_site, NULL, R->m, &S};
     lower_mutate(&mu, k->body);
     k->ncheck_src = S.v.len;
-    k->check_src = S.v.len ? arena_memdup(R->m->arena, S.v.data, sizeof(CheckSrc) * (size_t)S.v.len)
-                           : NULL;
+    k->check_src =
+        S.v.len ? arena_memdup(R->m->arena, S.v.data, sizeof(CheckSrc) * (size_t)S.v.len) : NULL;
     ptrmap_free(&S.seen);
     vec_free(&S.v);
 }

@@ -408,6 +408,8 @@ static void print_stmt(Buf *b, const Stmt *s, int indent, bool tail) {
     case ST_FOR:
         if (s->u.loop.kind != LOOP_SERIAL)
             buf_printf(b, "%s ", lower_loop_kind_name[s->u.loop.kind]);
+        if (s->u.loop.partition)
+            buf_puts(b, "partition ");
         buf_printf(b, "for %s in 0..", s->u.loop.var->name);
         print_expr(b, s->u.loop.extent, PREC_NONE);
         buf_puts(b, ":\n");
