@@ -9,6 +9,8 @@
 
 #include <dlpack/dlpack.h>
 
+#include <stdio.h>
+
 #include "ir/ir.h"
 
 /* ---- scratch.c ---- */
@@ -41,5 +43,32 @@ DLManagedTensor *rv_array_to_dlpack(rv_array *a);
 
 /* ---- npy.c ---- */
 /* rv_npy_load and rv_npy_save are public (ravel.h). */
+
+/* ---- weights.c, safetensors.c: weights files ---- */
+
+/* One tensor of a weights file: where its raw little-endian data lies.
+ * A dtype the library cannot hold is kept (dtype RV_DTYPE_COUNT, the
+ * file's name for it in `dtype_name`) so that only loading it fails. */
+typedef struct WeightEntry {
+    char *name;
+    char dtype_name[16];
+    rv_dtype dtype;
+    int ndim;
+    int64_t shape[RV_MAX_DIMS];
+    int64_t offset; /* from the start of the file */
+    int64_t nbytes;
+} WeightEntry;
+
+struct rv_weights {
+    char *path;
+    FILE *f;
+    int64_t size;             /* the file's */
+    Vec(WeightEntry) entries; /* sorted by name once indexed */
+};
+
+/* Fill w->entries from the safetensors file w->f, checking the header,
+ * every tensor's dtype, shape and data range, and that the ranges tile
+ * the data exactly. */
+rv_status rt_safetensors_index(rv_weights *w);
 
 #endif

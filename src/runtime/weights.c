@@ -1,0 +1,161 @@
+/*
+ * weights.c — weights files: open, list, load by name, bind to a module.
+ *
+ * Opening a file reads and checks its whole index (safetensors.c) but no
+ * tensor data; loading reads one tensor's bytes into a new array. The data
+ * is read with stdio, not mapped: an rv_array owns aligned memory
+ * (IR_ARRAY_ALIGN) that the file's offsets need not respect, so a copy is
+ * made either way, and a read of a file truncated after it was opened is
+ * an error message where a mapping would be SIGBUS.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "interp/interp.h"
+#include "runtime/runtime.h"
+
+static int by_name(const void *x, const void *y) {
+    return strcmp(((const WeightEntry *)x)->name, ((const WeightEntry *)y)->name);
+}
+
+void rv_weights_close(rv_weights *w) {
+    if (!w)
+        return;
+    for (int i = 0; i < w->entries.len; i++)
+        base_free(w->entries.data[i].name);
+    vec_free(&w->entries);
+    if (w->f)
+        fclose(w->f);
+    base_free(w->path);
+    base_free(w);
+}
+
+rv_status rv_weights_open(const char *path, rv_weights **out) {
+    if (!out)
+        return base_error(RV_ERR_ARG, "rv_weights_open: out is NULL");
+    *out = NULL;
+    if (!path)
+        return base_error(RV_ERR_ARG, "rv_weights_open: path is NULL");
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return base_error(RV_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    rv_weights *w = base_xcalloc(1, sizeof *w);
+    w->path = base_xstrdup(path);
+    w->f = f;
+    rv_status st = RV_OK;
+    if (fseeko(f, 0, SEEK_END) != 0 || (w->size = ftello(f)) < 0 || fseeko(f, 0, SEEK_SET) != 0)
+        st = base_error(RV_ERR_IO, "%s: cannot determine the file size: %s", path, strerror(errno));
+    if (st == RV_OK)
+        st = rt_safetensors_index(w);
+    if (st == RV_OK) {
+        qsort(w->entries.data, (size_t)w->entries.len, sizeof *w->entries.data, by_name);
+        for (int i = 1; i < w->entries.len; i++)
+            if (strcmp(w->entries.data[i - 1].name, w->entries.data[i].name) == 0) {
+                st = base_error(RV_ERR_IO, "%s: tensor '%s' appears twice", path,
+                                w->entries.data[i].name);
+                break;
+            }
+    }
+    if (st != RV_OK) {
+        rv_weights_close(w);
+        return st;
+    }
+    *out = w;
+    return RV_OK;
+}
+
+int rv_weights_count(const rv_weights *w) {
+    return w ? w->entries.len : 0;
+}
+
+const char *rv_weights_name(const rv_weights *w, int i) {
+    return w && i >= 0 && i < w->entries.len ? w->entries.data[i].name : NULL;
+}
+
+static const WeightEntry *find_entry(const rv_weights *w, const char *name) {
+    WeightEntry key = {.name = (char *)name};
+    return bsearch(&key, w->entries.data, (size_t)w->entries.len, sizeof key, by_name);
+}
+
+rv_status rv_weights_load(rv_weights *w, const char *name, rv_array **out) {
+    if (!out)
+        return base_error(RV_ERR_ARG, "rv_weights_load: out is NULL");
+    *out = NULL;
+    if (!w || !name)
+        return base_error(RV_ERR_ARG, "rv_weights_load: no weights or name");
+    const WeightEntry *e = find_entry(w, name);
+    if (!e)
+        return base_error(RV_ERR_ARG, "%s: no tensor named '%s'", w->path, name);
+    if (e->dtype == RV_DTYPE_COUNT)
+        return base_error(RV_ERR_UNSUPPORTED,
+                          "%s: tensor '%s' has dtype %s; only F32, F64, I32 and I64 are supported",
+                          w->path, name, e->dtype_name);
+    rv_array *a = rv_array_new(e->dtype, e->ndim, e->shape);
+    if (!a)
+        return base_error(base_error_status(), "%s: tensor '%s': %s", w->path, name,
+                          rv_last_error());
+    if (e->nbytes && (fseeko(w->f, e->offset, SEEK_SET) != 0 ||
+                      fread(a->dl.data, 1, (size_t)e->nbytes, w->f) != (size_t)e->nbytes)) {
+        rv_array_free(a);
+        return base_error(RV_ERR_IO, "%s: tensor '%s': cannot read %lld bytes at offset %lld",
+                          w->path, name, (long long)e->nbytes, (long long)e->offset);
+    }
+    *out = a;
+    return RV_OK;
+}
+
+/* ---- binding to a module ---- */
+
+/* The declared dtype of the input or ufun `name` (RV_DTYPE_COUNT for a
+ * ufun: i32 and i64 are both accepted); false if the module has none.
+ * Shapes depend on the sizes and are checked when a run starts, as for any
+ * bound array. */
+static bool declared(const rv_module *m, const char *name, rv_dtype *dt) {
+    if (rv_module_ufun(m, name)) {
+        *dt = RV_DTYPE_COUNT;
+        return true;
+    }
+    const rv_tensor *t = rv_module_tensor(m, name);
+    if (!t || t->op->kind != OP_INPUT)
+        return false;
+    *dt = t->dtype;
+    return true;
+}
+
+rv_status rv_bindings_load_weights(rv_bindings *b, const char *path) {
+    if (!b || !path)
+        return base_error(RV_ERR_ARG, "rv_bindings_load_weights: no bindings or path");
+    rv_weights *w;
+    rv_status st = rv_weights_open(path, &w);
+    if (st != RV_OK)
+        return st;
+    int bound = 0;
+    for (int i = 0; i < w->entries.len && st == RV_OK; i++) {
+        const WeightEntry *e = &w->entries.data[i];
+        rv_dtype dt;
+        if (!declared(b->m, e->name, &dt))
+            continue;
+        if (dt != RV_DTYPE_COUNT && e->dtype != dt) {
+            st = base_error(RV_ERR_SHAPE, "%s: input %s is declared %s but the file's tensor is %s",
+                            path, e->name, rv_dtype_name(dt),
+                            e->dtype == RV_DTYPE_COUNT ? e->dtype_name : rv_dtype_name(e->dtype));
+            break;
+        }
+        rv_array *a;
+        if ((st = rv_weights_load(w, e->name, &a)) != RV_OK)
+            break;
+        if ((st = interp_bindings_adopt_array(b, e->name, a)) != RV_OK) {
+            rv_array_free(a);
+            st = base_error(st, "%s: %s", path, rv_last_error());
+            break;
+        }
+        bound++;
+    }
+    if (st == RV_OK && !bound)
+        st = base_error(RV_ERR_ARG,
+                        "%s: none of its %d tensors is named after an input or ufun of the program",
+                        path, w->entries.len);
+    rv_weights_close(w);
+    return st;
+}

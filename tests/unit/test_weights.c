@@ -1,0 +1,298 @@
+/*
+ * test_weights.c — unit tests for weights files (src/runtime/weights.c,
+ * safetensors.c): listing and loading every supported dtype, unsupported
+ * dtypes, one test per kind of corrupt header, the file cut at every byte,
+ * and binding a file's tensors to a module's inputs.
+ *
+ * The files are written byte by byte here (an 8-byte length, the JSON, the
+ * data), so the tests need neither Python nor the safetensors package.
+ */
+#include <unistd.h>
+
+#include "harness.h"
+#include "runtime/runtime.h"
+
+static char tmpdir[64];
+
+static const char *tmp_path(const char *name) {
+    static char path[128];
+    snprintf(path, sizeof path, "%s/%s", tmpdir, name);
+    return path;
+}
+
+/* A safetensors file: header `json`, then `ndata` bytes of `data`. */
+static const char *write_st(const char *json, const void *data, size_t ndata) {
+    const char *path = tmp_path("w.safetensors");
+    FILE *f = fopen(path, "wb");
+    uint64_t n = strlen(json);
+    unsigned char len8[8];
+    for (int i = 0; i < 8; i++)
+        len8[i] = (unsigned char)(n >> (8 * i));
+    if (!f || fwrite(len8, 1, 8, f) != 8 || fwrite(json, 1, n, f) != n ||
+        (ndata && fwrite(data, 1, ndata, f) != ndata))
+        fprintf(stderr, "cannot write %s\n", path);
+    if (f)
+        fclose(f);
+    return path;
+}
+
+/* W: f32[2, 3] = 0..5 / 2, idx: i64[2] = {-1, 1 << 40}, s: f64[] = 2.5,
+ * h: F16[1], n: i32[0]; the JSON lists them out of offset order. */
+static const char valid_json[] =
+    "{\"idx\": {\"dtype\": \"I64\", \"shape\": [2], \"data_offsets\": [24, 40]},"
+    " \"W\": {\"dtype\": \"F32\", \"shape\": [2, 3], \"data_offsets\": [0, 24]},"
+    " \"__metadata__\": {\"format\": \"pt\"},"
+    " \"s\": {\"dtype\": \"F64\", \"shape\": [], \"data_offsets\": [40, 48]},"
+    " \"n\": {\"dtype\": \"I32\", \"shape\": [0], \"data_offsets\": [48, 48]},"
+    " \"h\": {\"dtype\": \"F16\", \"shape\": [1], \"data_offsets\": [48, 50]}}    ";
+
+static size_t valid_data(unsigned char *buf) {
+    float w[6];
+    for (int i = 0; i < 6; i++)
+        w[i] = (float)i / 2;
+    int64_t idx[2] = {-1, (int64_t)1 << 40};
+    double s = 2.5;
+    memcpy(buf, w, 24);
+    memcpy(buf + 24, idx, 16);
+    memcpy(buf + 40, &s, 8);
+    buf[48] = 0x00;
+    buf[49] = 0x3c; /* 1.0 in F16 */
+    return 50;
+}
+
+static void test_st_load(void) {
+    unsigned char data[64];
+    size_t nd = valid_data(data);
+    const char *path = write_st(valid_json, data, nd);
+    rv_weights *w = NULL;
+    CHECK(rv_weights_open(path, &w) == RV_OK);
+    if (!w)
+        return;
+    CHECK_EQ_INT(rv_weights_count(w), 5);
+    const char *names[] = {"W", "h", "idx", "n", "s"};
+    for (int i = 0; i < 5; i++)
+        CHECK(strcmp(rv_weights_name(w, i), names[i]) == 0);
+    CHECK(rv_weights_name(w, 5) == NULL);
+
+    rv_array *a = NULL;
+    CHECK(rv_weights_load(w, "W", &a) == RV_OK);
+    CHECK(a && rv_array_dtype(a) == RV_F32 && rv_array_ndim(a) == 2);
+    CHECK(a && rv_array_shape(a)[0] == 2 && rv_array_shape(a)[1] == 3);
+    for (int i = 0; a && i < 6; i++)
+        CHECK(rv_array_get_f64(a, i) == i / 2.0);
+    rv_array_free(a);
+    CHECK(rv_weights_load(w, "idx", &a) == RV_OK);
+    CHECK(a && rv_array_dtype(a) == RV_I64 && rv_array_get_i64(a, 0) == -1 &&
+          rv_array_get_i64(a, 1) == (int64_t)1 << 40);
+    rv_array_free(a);
+    CHECK(rv_weights_load(w, "s", &a) == RV_OK);
+    CHECK(a && rv_array_ndim(a) == 0 && rv_array_get_f64(a, 0) == 2.5);
+    rv_array_free(a);
+    CHECK(rv_weights_load(w, "n", &a) == RV_OK);
+    CHECK(a && rv_array_dtype(a) == RV_I32 && rv_array_numel(a) == 0);
+    rv_array_free(a);
+
+    CHECK(rv_weights_load(w, "h", &a) == RV_ERR_UNSUPPORTED && !a);
+    CHECK_STR_CONTAINS(rv_last_error(), "tensor 'h' has dtype F16");
+    CHECK(rv_weights_load(w, "missing", &a) == RV_ERR_ARG && !a);
+    CHECK_STR_CONTAINS(rv_last_error(), "no tensor named 'missing'");
+    rv_weights_close(w);
+}
+
+/* Each header must be refused with a message containing `want` (and the
+ * file's path). */
+static void expect_corrupt(const char *json, size_t ndata, const char *want) {
+    unsigned char data[256] = {0};
+    const char *path = write_st(json, data, ndata);
+    rv_weights *w = (rv_weights *)1;
+    rv_status st = rv_weights_open(path, &w);
+    CHECK(st == RV_ERR_IO && w == NULL);
+    CHECK_STR_CONTAINS(rv_last_error(), path);
+    CHECK_STR_CONTAINS(rv_last_error(), want);
+}
+
+#define T1(dt, shape, off)                                                                         \
+    "{\"t\": {\"dtype\": \"" dt "\", \"shape\": " shape ", \"data_offsets\": " off "}}"
+
+static void test_st_corrupt(void) {
+    expect_corrupt("{\"t\": ", 0, "not valid JSON");
+    expect_corrupt("{} x", 0, "unexpected bytes after");
+    expect_corrupt("[1, 2]", 0, "not a JSON object");
+    expect_corrupt("", 0, "header is empty");
+    expect_corrupt("{\"t\": 3}", 0, "tensor 't': its description is not a JSON object");
+    expect_corrupt(T1("F32", "[2]", "[0, 4]"), 4,
+                   "tensor 't': data_offsets [0, 4] hold 4 bytes but F32");
+    expect_corrupt(T1("F32", "[1]", "[4, 0]"), 4, "tensor 't': data_offsets [4, 0] end before");
+    expect_corrupt(T1("F32", "[1]", "[0, 4]"), 2,
+                   "tensor 't': data_offsets [0, 4] run past the end");
+    expect_corrupt(T1("F32", "[1]", "[0]"), 4, "'data_offsets' is not a list of two");
+    expect_corrupt(T1("F32", "[1]", "[0, -4]"), 4, "'data_offsets' is not a list of two");
+    expect_corrupt(T1("F32", "[-1]", "[0, 4]"), 4, "dimension 0 of 'shape' is not a non-negative");
+    expect_corrupt(T1("F32", "[1.5]", "[0, 4]"), 4, "dimension 0 of 'shape'");
+    expect_corrupt(T1("F32", "3", "[0, 4]"), 4, "'shape' is not a list");
+    expect_corrupt(T1("F32", "[1,1,1,1,1,1,1,1,1]", "[0, 4]"), 4, "tensor 't' has 9 dimensions");
+    expect_corrupt(T1("F32", "[4294967296, 4294967296]", "[0, 4]"), 4,
+                   "the shape's size overflows");
+    expect_corrupt(T1("Q7", "[1]", "[0, 4]"), 4, "tensor 't': unknown dtype 'Q7'");
+    expect_corrupt(T1("F32", "[1]", "[0, 4]"), 8, "4 bytes of trailing garbage");
+    expect_corrupt("{\"t\": {\"shape\": [1], \"data_offsets\": [0, 4]}}", 4,
+                   "tensor 't': no 'dtype'");
+    expect_corrupt("{\"t\": {\"dtype\": 1, \"shape\": [1], \"data_offsets\": [0, 4]}}", 4,
+                   "'dtype' is not a string");
+    expect_corrupt("{\"t\": {\"dtype\": \"F32\", \"data_offsets\": [0, 4]}}", 4, "no 'shape'");
+    expect_corrupt("{\"t\": {\"dtype\": \"F32\", \"shape\": [1]}}", 4, "no 'data_offsets'");
+    expect_corrupt("{\"t\": {\"dtype\": \"F32\", \"dtype\": \"F32\", \"shape\": [1], "
+                   "\"data_offsets\": [0, 4]}}",
+                   4, "key 'dtype' appears twice");
+    expect_corrupt("{\"t\": {\"dtype\": \"F32\", \"shape\": [1], \"data_offsets\": [0, 4], "
+                   "\"x\": 1}}",
+                   4, "tensor 't': unknown key 'x'");
+    expect_corrupt("{\"a\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [0, 8]},"
+                   " \"b\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [4, 12]}}",
+                   12, "tensors 'a' and 'b' overlap");
+    expect_corrupt("{\"a\": {\"dtype\": \"F32\", \"shape\": [1], \"data_offsets\": [0, 4]},"
+                   " \"b\": {\"dtype\": \"F32\", \"shape\": [1], \"data_offsets\": [8, 12]}}",
+                   12, "4 unused bytes before the data of tensor 'b'");
+    expect_corrupt("{\"a\": {\"dtype\": \"F32\", \"shape\": [1], \"data_offsets\": [0, 4]},"
+                   " \"a\": {\"dtype\": \"F32\", \"shape\": [1], \"data_offsets\": [4, 8]}}",
+                   8, "tensor 'a' appears twice");
+    expect_corrupt("{\"__metadata__\": {\"k\": 1}}", 0, "'__metadata__' entry 'k' is not a string");
+    expect_corrupt("{\"__metadata__\": []}", 0, "'__metadata__' is not a JSON object");
+
+    /* a header length beyond the file, and files too short for one */
+    const char *path = tmp_path("w.safetensors");
+    FILE *f = fopen(path, "wb");
+    fwrite("\xff\x00\x00\x00\x00\x00\x00\x00{}", 1, 10, f);
+    fclose(f);
+    rv_weights *w;
+    CHECK(rv_weights_open(path, &w) == RV_ERR_IO);
+    CHECK_STR_CONTAINS(rv_last_error(), "header length 255 exceeds the 2 bytes");
+    f = fopen(path, "wb");
+    fwrite("\x02\x00\x00", 1, 3, f);
+    fclose(f);
+    CHECK(rv_weights_open(path, &w) == RV_ERR_IO);
+    CHECK_STR_CONTAINS(rv_last_error(), "too short for the header length");
+    CHECK(rv_weights_open(tmp_path("absent"), &w) == RV_ERR_IO);
+    CHECK_STR_CONTAINS(rv_last_error(), "cannot open");
+    /* an empty file set is valid */
+    write_st("{}", NULL, 0);
+    CHECK(rv_weights_open(path, &w) == RV_OK && rv_weights_count(w) == 0);
+    rv_weights_close(w);
+}
+
+/* The valid file cut at every length, and with every byte of the header
+ * flipped: always an error or a consistent index, never a crash (the ASan
+ * build runs this). */
+static void test_st_truncated(void) {
+    unsigned char data[64];
+    size_t nd = valid_data(data);
+    size_t nj = strlen(valid_json);
+    size_t total = 8 + nj + nd;
+    unsigned char *file = base_xmalloc(total);
+    for (int i = 0; i < 8; i++)
+        file[i] = (unsigned char)((uint64_t)nj >> (8 * i));
+    memcpy(file + 8, valid_json, nj);
+    memcpy(file + 8 + nj, data, nd);
+    const char *path = tmp_path("cut.safetensors");
+    for (size_t cut = 0; cut < total; cut++) {
+        FILE *f = fopen(path, "wb");
+        if (cut)
+            fwrite(file, 1, cut, f);
+        fclose(f);
+        rv_weights *w = (rv_weights *)1;
+        CHECK(rv_weights_open(path, &w) == RV_ERR_IO && !w);
+    }
+    for (size_t i = 0; i < 8 + nj; i++) {
+        unsigned char saved = file[i];
+        file[i] ^= 0x5a;
+        FILE *f = fopen(path, "wb");
+        fwrite(file, 1, total, f);
+        fclose(f);
+        rv_weights *w = NULL;
+        if (rv_weights_open(path, &w) == RV_OK) {
+            for (int k = 0; k < rv_weights_count(w); k++) {
+                rv_array *a = NULL;
+                rv_weights_load(w, rv_weights_name(w, k), &a);
+                rv_array_free(a);
+            }
+            rv_weights_close(w);
+        }
+        file[i] = saved;
+    }
+    base_free(file);
+}
+
+static const char module_src[] = "size T in 1..4\n"
+                                 "ufun len[b < T] in 0..3\n"
+                                 "input X : f32[T, 3]\n"
+                                 "input W : f32[2, 3]\n"
+                                 "Y[t, j] = sum(k < 3) X[t, k] * W[j, k]\n";
+
+static void test_bind_weights(void) {
+    rv_module *m = NULL;
+    CHECK(rv_module_parse("w.rv", module_src, &m) == RV_OK);
+    if (!m) {
+        fprintf(stderr, "%s\n", rv_last_error());
+        return;
+    }
+    float w[6] = {1, 2, 3, 4, 5, 6};
+    const char *path =
+        write_st("{\"W\": {\"dtype\": \"F32\", \"shape\": [2, 3], \"data_offsets\": [0, 24]},"
+                 " \"other\": {\"dtype\": \"F16\", \"shape\": [2], \"data_offsets\": [24, 28]}}",
+                 w, 28);
+    rv_bindings *b = rv_bindings_new(m);
+    CHECK(rv_bindings_load_weights(b, path) == RV_OK);
+    const rv_array *a = rv_bindings_get_array(b, "W");
+    CHECK(a && rv_array_get_f64(a, 5) == 6);
+    CHECK(rv_bindings_get_array(b, "X") == NULL);
+    /* the file's W is owned by the bindings; a second load replaces it */
+    CHECK(rv_bindings_load_weights(b, path) == RV_OK);
+    CHECK(rv_bindings_set_size(b, "T", 2) == RV_OK);
+    CHECK(rv_bindings_randomize(b, 1) == RV_OK);
+    CHECK(rv_interp_run(m, b) == RV_OK);
+    rv_bindings_free(b);
+
+    /* a dtype that disagrees with the declaration names the input */
+    path =
+        write_st("{\"W\": {\"dtype\": \"F64\", \"shape\": [2], \"data_offsets\": [0, 16]}}", w, 16);
+    b = rv_bindings_new(m);
+    CHECK(rv_bindings_load_weights(b, path) == RV_ERR_SHAPE);
+    CHECK_STR_CONTAINS(rv_last_error(), "input W is declared f32 but the file's tensor is f64");
+    /* so does a ufun array of a float dtype */
+    path =
+        write_st("{\"len\": {\"dtype\": \"F32\", \"shape\": [1], \"data_offsets\": [0, 4]}}", w, 4);
+    CHECK(rv_bindings_load_weights(b, path) == RV_ERR_SHAPE);
+    CHECK_STR_CONTAINS(rv_last_error(), "ufun len");
+    /* a shape that disagrees is found when the run starts */
+    path = write_st("{\"W\": {\"dtype\": \"F32\", \"shape\": [3, 2], \"data_offsets\": [0, 24]}}",
+                    w, 24);
+    CHECK(rv_bindings_load_weights(b, path) == RV_OK);
+    CHECK(rv_bindings_set_size(b, "T", 1) == RV_OK);
+    CHECK(rv_bindings_randomize(b, 1) == RV_OK);
+    CHECK(rv_interp_run(m, b) == RV_ERR_SHAPE);
+    CHECK_STR_CONTAINS(rv_last_error(), "W");
+    /* a file that matches nothing */
+    path =
+        write_st("{\"Q\": {\"dtype\": \"F32\", \"shape\": [1], \"data_offsets\": [0, 4]}}", w, 4);
+    CHECK(rv_bindings_load_weights(b, path) == RV_ERR_ARG);
+    CHECK_STR_CONTAINS(rv_last_error(), "none of its 1 tensors is named after an input");
+    rv_bindings_free(b);
+    rv_module_free(m);
+}
+
+int main(void) {
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/ravel_test_weights_XXXXXX");
+    if (!mkdtemp(tmpdir)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    RUN(test_st_load);
+    RUN(test_st_corrupt);
+    RUN(test_st_truncated);
+    RUN(test_bind_weights);
+    static const char *const files[] = {"w.safetensors", "cut.safetensors"};
+    for (int i = 0; i < 2; i++)
+        unlink(tmp_path(files[i]));
+    rmdir(tmpdir);
+    return harness_report();
+}
