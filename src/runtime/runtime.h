@@ -44,6 +44,13 @@ DLManagedTensor *rv_array_to_dlpack(rv_array *a);
 /* ---- npy.c ---- */
 /* rv_npy_load and rv_npy_save are public (ravel.h). */
 
+/* Reads and checks a .npy preamble and header from f's position, where
+ * `size` bytes of the file (or archive member) begin: fills hdr (dtype,
+ * shape, nbytes; no data) and the data's offset from that position, having
+ * checked that at least hdr->nbytes bytes follow. Errors name `path`. */
+rv_status rt_npy_read_header(FILE *f, const char *path, int64_t size, rv_array *hdr,
+                             int64_t *data_off);
+
 /* ---- weights.c, safetensors.c: weights files ---- */
 
 /* One tensor of a weights file: where its raw little-endian data lies.
@@ -57,6 +64,9 @@ typedef struct WeightEntry {
     int64_t shape[RV_MAX_DIMS];
     int64_t offset; /* from the start of the file */
     int64_t nbytes;
+    /* an .npz member: its bytes (the .npy file) and their CRC-32 */
+    int64_t member, member_len; /* member_len 0: not a member */
+    uint32_t crc;
 } WeightEntry;
 
 struct rv_weights {
@@ -70,5 +80,10 @@ struct rv_weights {
  * every tensor's dtype, shape and data range, and that the ranges tile
  * the data exactly. */
 rv_status rt_safetensors_index(rv_weights *w);
+/* The same for an .npz archive (a zip of .npy files; stored members only):
+ * checks the zip's directories and each member's .npy header. */
+rv_status rt_npz_index(rv_weights *w);
+/* The CRC-32 of zip (ISO 3309) of n bytes, continuing from crc (0 first). */
+uint32_t rt_crc32(uint32_t crc, const void *p, size_t n);
 
 #endif

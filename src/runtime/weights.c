@@ -1,12 +1,11 @@
 /*
  * weights.c — weights files: open, list, load by name, bind to a module.
  *
- * Opening a file reads and checks its whole index (safetensors.c) but no
- * tensor data; loading reads one tensor's bytes into a new array. The data
- * is read with stdio, not mapped: an rv_array owns aligned memory
- * (IR_ARRAY_ALIGN) that the file's offsets need not respect, so a copy is
- * made either way, and a read of a file truncated after it was opened is
- * an error message where a mapping would be SIGBUS.
+ * Opening a file reads and checks its whole index (safetensors.c, npz.c:
+ * told apart by the zip signature) but no tensor data; loading reads one tensor's bytes into a new
+ * array. The data is read with stdio, not mapped: an rv_array owns aligned memory (IR_ARRAY_ALIGN)
+ * that the file's offsets need not respect, so a copy is made either way, and a read of a file
+ * truncated after it was opened is an error message where a mapping would be SIGBUS.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -46,8 +45,15 @@ rv_status rv_weights_open(const char *path, rv_weights **out) {
     rv_status st = RV_OK;
     if (fseeko(f, 0, SEEK_END) != 0 || (w->size = ftello(f)) < 0 || fseeko(f, 0, SEEK_SET) != 0)
         st = base_error(RV_ERR_IO, "%s: cannot determine the file size: %s", path, strerror(errno));
-    if (st == RV_OK)
-        st = rt_safetensors_index(w);
+    unsigned char magic[4] = {0};
+    if (st == RV_OK) {
+        /* a zip starts with a local header, or an empty one with its end record */
+        bool zip = fread(magic, 1, 4, f) == 4 && magic[0] == 'P' && magic[1] == 'K' &&
+                   ((magic[2] == 3 && magic[3] == 4) || (magic[2] == 5 && magic[3] == 6));
+        st = fseeko(f, 0, SEEK_SET) != 0 ? base_error(RV_ERR_IO, "%s: cannot seek", path)
+             : zip                       ? rt_npz_index(w)
+                                         : rt_safetensors_index(w);
+    }
     if (st == RV_OK) {
         qsort(w->entries.data, (size_t)w->entries.len, sizeof *w->entries.data, by_name);
         for (int i = 1; i < w->entries.len; i++)
@@ -71,6 +77,34 @@ int rv_weights_count(const rv_weights *w) {
 
 const char *rv_weights_name(const rv_weights *w, int i) {
     return w && i >= 0 && i < w->entries.len ? w->entries.data[i].name : NULL;
+}
+
+/* Reads the rest of an .npz member around the data just read and checks
+ * the whole member's CRC-32. */
+static rv_status check_crc(rv_weights *w, const WeightEntry *e, const void *data) {
+    unsigned char chunk[4096];
+    uint32_t crc = 0;
+    int64_t pieces[2][2] = {{e->member, e->offset},
+                            {e->offset + e->nbytes, e->member + e->member_len}};
+    for (int k = 0; k < 2; k++) {
+        if (k == 1)
+            crc = rt_crc32(crc, data, (size_t)e->nbytes);
+        for (int64_t at = pieces[k][0]; at < pieces[k][1];) {
+            size_t n = (size_t)(pieces[k][1] - at < (int64_t)sizeof chunk ? pieces[k][1] - at
+                                                                          : (int64_t)sizeof chunk);
+            if (fseeko(w->f, at, SEEK_SET) != 0 || fread(chunk, 1, n, w->f) != n)
+                return base_error(RV_ERR_IO, "%s: tensor '%s': cannot read its member", w->path,
+                                  e->name);
+            crc = rt_crc32(crc, chunk, n);
+            at += (int64_t)n;
+        }
+    }
+    if (crc != e->crc)
+        return base_error(RV_ERR_IO,
+                          "%s: tensor '%s': CRC-32 mismatch (0x%08x, the zip says 0x%08x): the "
+                          "file is corrupt",
+                          w->path, e->name, crc, e->crc);
+    return RV_OK;
 }
 
 static const WeightEntry *find_entry(const rv_weights *w, const char *name) {
@@ -100,6 +134,11 @@ rv_status rv_weights_load(rv_weights *w, const char *name, rv_array **out) {
         rv_array_free(a);
         return base_error(RV_ERR_IO, "%s: tensor '%s': cannot read %lld bytes at offset %lld",
                           w->path, name, (long long)e->nbytes, (long long)e->offset);
+    }
+    rv_status st = e->member_len ? check_crc(w, e, a->dl.data) : RV_OK;
+    if (st != RV_OK) {
+        rv_array_free(a);
+        return st;
     }
     *out = a;
     return RV_OK;

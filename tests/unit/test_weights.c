@@ -222,6 +222,220 @@ static void test_st_truncated(void) {
     base_free(file);
 }
 
+/* ---- .npz ---- */
+
+typedef struct Zip {
+    unsigned char b[8192];
+    size_t n;
+    unsigned char cd[2048];
+    size_t ncd;
+    int members;
+} Zip;
+
+static void put(unsigned char *b, size_t *n, uint64_t v, int bytes) {
+    for (int i = 0; i < bytes; i++)
+        b[(*n)++] = (unsigned char)(v >> (8 * i));
+}
+
+/* Appends member `name` holding `len` bytes, as np.savez writes it: stored,
+ * sizes 0xffffffff in the local header with the real ones in a zip64 extra
+ * field. `method` 8 only labels it deflated. */
+static void zip_add(Zip *z, const char *name, const void *data, size_t len, int method) {
+    size_t nl = strlen(name), off = z->n;
+    uint32_t crc = rt_crc32(0, data, len);
+    put(z->b, &z->n, 0x04034b50, 4);
+    put(z->b, &z->n, 45, 2);
+    put(z->b, &z->n, 0, 2);
+    put(z->b, &z->n, (uint64_t)method, 2);
+    put(z->b, &z->n, 0, 4); /* time, date */
+    put(z->b, &z->n, crc, 4);
+    put(z->b, &z->n, 0xffffffff, 4);
+    put(z->b, &z->n, 0xffffffff, 4);
+    put(z->b, &z->n, nl, 2);
+    put(z->b, &z->n, 20, 2);
+    memcpy(z->b + z->n, name, nl);
+    z->n += nl;
+    put(z->b, &z->n, 1, 2);
+    put(z->b, &z->n, 16, 2);
+    put(z->b, &z->n, len, 8);
+    put(z->b, &z->n, len, 8);
+    memcpy(z->b + z->n, data, len);
+    z->n += len;
+
+    put(z->cd, &z->ncd, 0x02014b50, 4);
+    put(z->cd, &z->ncd, 45, 2);
+    put(z->cd, &z->ncd, 45, 2);
+    put(z->cd, &z->ncd, 0, 2);
+    put(z->cd, &z->ncd, (uint64_t)method, 2);
+    put(z->cd, &z->ncd, 0, 4);
+    put(z->cd, &z->ncd, crc, 4);
+    put(z->cd, &z->ncd, len, 4);
+    put(z->cd, &z->ncd, len, 4);
+    put(z->cd, &z->ncd, nl, 2);
+    put(z->cd, &z->ncd, 0, 2); /* extra */
+    put(z->cd, &z->ncd, 0, 2); /* comment */
+    put(z->cd, &z->ncd, 0, 2); /* disk */
+    put(z->cd, &z->ncd, 0, 2);
+    put(z->cd, &z->ncd, 0x80, 4);
+    put(z->cd, &z->ncd, off, 4);
+    memcpy(z->cd + z->ncd, name, nl);
+    z->ncd += nl;
+    z->members++;
+}
+
+/* Appends the central directory and end record; returns the length. */
+static size_t zip_finish(Zip *z) {
+    size_t cd_off = z->n;
+    memcpy(z->b + z->n, z->cd, z->ncd);
+    z->n += z->ncd;
+    put(z->b, &z->n, 0x06054b50, 4);
+    put(z->b, &z->n, 0, 4);
+    put(z->b, &z->n, (uint64_t)z->members, 2);
+    put(z->b, &z->n, (uint64_t)z->members, 2);
+    put(z->b, &z->n, z->ncd, 4);
+    put(z->b, &z->n, cd_off, 4);
+    put(z->b, &z->n, 0, 2);
+    return z->n;
+}
+
+/* The bytes of `a` as a .npy file (rv_npy_save's), into buf. */
+static size_t npy_bytes(const rv_array *a, unsigned char *buf, size_t cap) {
+    const char *path = tmp_path("a.npy");
+    CHECK(rv_npy_save(path, a) == RV_OK);
+    FILE *f = fopen(path, "rb");
+    size_t n = f ? fread(buf, 1, cap, f) : 0;
+    if (f)
+        fclose(f);
+    return n;
+}
+
+static const char *write_file(const char *name, const void *data, size_t n) {
+    const char *path = tmp_path(name);
+    FILE *f = fopen(path, "wb");
+    if (!f || fwrite(data, 1, n, f) != n)
+        fprintf(stderr, "cannot write %s\n", path);
+    if (f)
+        fclose(f);
+    return path;
+}
+
+/* W: f32[2, 3] = 0..5, idx: i64[2] = {7, -7}. */
+static size_t valid_npz(Zip *z) {
+    memset(z, 0, sizeof *z);
+    int64_t ws[2] = {2, 3}, is[1] = {2};
+    rv_array *w = rv_array_new(RV_F32, 2, ws), *idx = rv_array_new(RV_I64, 1, is);
+    for (int i = 0; i < 6; i++)
+        rv_array_set_f64(w, i, i);
+    rv_array_set_i64(idx, 0, 7);
+    rv_array_set_i64(idx, 1, -7);
+    unsigned char npy[512];
+    size_t n = npy_bytes(w, npy, sizeof npy);
+    zip_add(z, "W.npy", npy, n, 0);
+    n = npy_bytes(idx, npy, sizeof npy);
+    zip_add(z, "idx.npy", npy, n, 0);
+    rv_array_free(w);
+    rv_array_free(idx);
+    return zip_finish(z);
+}
+
+static void test_npz_load(void) {
+    static Zip z;
+    size_t n = valid_npz(&z);
+    const char *path = write_file("w.npz", z.b, n);
+    rv_weights *w = NULL;
+    CHECK(rv_weights_open(path, &w) == RV_OK);
+    if (!w) {
+        fprintf(stderr, "%s\n", rv_last_error());
+        return;
+    }
+    CHECK_EQ_INT(rv_weights_count(w), 2);
+    CHECK(strcmp(rv_weights_name(w, 0), "W") == 0 && strcmp(rv_weights_name(w, 1), "idx") == 0);
+    rv_array *a = NULL;
+    CHECK(rv_weights_load(w, "W", &a) == RV_OK);
+    CHECK(a && rv_array_ndim(a) == 2 && rv_array_shape(a)[1] == 3 && rv_array_get_f64(a, 5) == 5);
+    rv_array_free(a);
+    CHECK(rv_weights_load(w, "idx", &a) == RV_OK);
+    CHECK(a && rv_array_get_i64(a, 1) == -7);
+    rv_array_free(a);
+    rv_weights_close(w);
+
+    /* a flipped data byte is found by the CRC when the tensor is loaded */
+    z.b[n - z.ncd - 22 - 1] ^= 1;
+    path = write_file("w.npz", z.b, n);
+    CHECK(rv_weights_open(path, &w) == RV_OK);
+    CHECK(w && rv_weights_load(w, "idx", &a) == RV_ERR_IO && !a);
+    CHECK_STR_CONTAINS(rv_last_error(), "tensor 'idx': CRC-32 mismatch");
+    CHECK(w && rv_weights_load(w, "W", &a) == RV_OK);
+    rv_array_free(a);
+    rv_weights_close(w);
+}
+
+static void expect_npz_error(const Zip *z, size_t n, rv_status want_st, const char *want) {
+    const char *path = write_file("bad.npz", z->b, n);
+    rv_weights *w = (rv_weights *)1;
+    CHECK(rv_weights_open(path, &w) == want_st && !w);
+    CHECK_STR_CONTAINS(rv_last_error(), path);
+    CHECK_STR_CONTAINS(rv_last_error(), want);
+}
+
+static void test_npz_corrupt(void) {
+    static Zip z;
+    unsigned char npy[512];
+    int64_t s1[1] = {1};
+    rv_array *one = rv_array_new(RV_F32, 1, s1);
+    size_t nn = npy_bytes(one, npy, sizeof npy);
+    rv_array_free(one);
+
+    memset(&z, 0, sizeof z);
+    zip_add(&z, "W.npy", npy, nn, 8);
+    expect_npz_error(&z, zip_finish(&z), RV_ERR_UNSUPPORTED, "np.savez_compressed");
+    memset(&z, 0, sizeof z);
+    zip_add(&z, "W.txt", npy, nn, 0);
+    expect_npz_error(&z, zip_finish(&z), RV_ERR_IO, "member 'W.txt' is not a .npy file");
+    memset(&z, 0, sizeof z);
+    zip_add(&z, "W.npy", npy, nn - 2, 0);
+    expect_npz_error(&z, zip_finish(&z), RV_ERR_IO, "W.npy: data is truncated");
+    memset(&z, 0, sizeof z);
+    zip_add(&z, "W.npy", "not npy at all", 14, 0);
+    expect_npz_error(&z, zip_finish(&z), RV_ERR_IO, "W.npy: not a .npy file");
+    /* two central entries for one local header */
+    memset(&z, 0, sizeof z);
+    zip_add(&z, "W.npy", npy, nn, 0);
+    memcpy(z.cd + z.ncd, z.cd, z.ncd);
+    z.ncd *= 2;
+    z.members = 2;
+    expect_npz_error(&z, zip_finish(&z), RV_ERR_IO, "members 'W' and 'W' overlap");
+    /* the end record's directory offset off by one */
+    size_t n = valid_npz(&z);
+    z.b[n - 6]++;
+    expect_npz_error(&z, n, RV_ERR_IO, "does not end where its end record starts");
+    /* garbage after the end record */
+    n = valid_npz(&z);
+    expect_npz_error(&z, n + 3, RV_ERR_IO, "no end of central directory record");
+
+    /* cut at every byte; every byte flipped: errors, never a crash */
+    n = valid_npz(&z);
+    for (size_t cut = 0; cut < n; cut++) {
+        const char *path = write_file("cut.npz", z.b, cut);
+        rv_weights *w = (rv_weights *)1;
+        CHECK(rv_weights_open(path, &w) != RV_OK && !w);
+    }
+    for (size_t i = 0; i < n; i++) {
+        z.b[i] ^= 0xa5;
+        const char *path = write_file("cut.npz", z.b, n);
+        rv_weights *w = NULL;
+        if (rv_weights_open(path, &w) == RV_OK) {
+            for (int k = 0; k < rv_weights_count(w); k++) {
+                rv_array *a = NULL;
+                rv_weights_load(w, rv_weights_name(w, k), &a);
+                rv_array_free(a);
+            }
+            rv_weights_close(w);
+        }
+        z.b[i] ^= 0xa5;
+    }
+}
+
 static const char module_src[] = "size T in 1..4\n"
                                  "ufun len[b < T] in 0..3\n"
                                  "input X : f32[T, 3]\n"
@@ -277,6 +491,19 @@ static void test_bind_weights(void) {
     CHECK(rv_bindings_load_weights(b, path) == RV_ERR_ARG);
     CHECK_STR_CONTAINS(rv_last_error(), "none of its 1 tensors is named after an input");
     rv_bindings_free(b);
+
+    /* an .npz binds alike; its i64 'idx' is named after nothing */
+    static Zip z;
+    size_t n = valid_npz(&z);
+    path = write_file("w.npz", z.b, n);
+    b = rv_bindings_new(m);
+    CHECK(rv_bindings_load_weights(b, path) == RV_OK);
+    a = rv_bindings_get_array(b, "W");
+    CHECK(a && rv_array_get_f64(a, 4) == 4);
+    CHECK(rv_bindings_set_size(b, "T", 2) == RV_OK);
+    CHECK(rv_bindings_randomize(b, 1) == RV_OK);
+    CHECK(rv_interp_run(m, b) == RV_OK);
+    rv_bindings_free(b);
     rv_module_free(m);
 }
 
@@ -289,9 +516,12 @@ int main(void) {
     RUN(test_st_load);
     RUN(test_st_corrupt);
     RUN(test_st_truncated);
+    RUN(test_npz_load);
+    RUN(test_npz_corrupt);
     RUN(test_bind_weights);
-    static const char *const files[] = {"w.safetensors", "cut.safetensors"};
-    for (int i = 0; i < 2; i++)
+    static const char *const files[] = {"w.safetensors", "cut.safetensors", "a.npy",
+                                        "w.npz",         "bad.npz",         "cut.npz"};
+    for (int i = 0; i < 6; i++)
         unlink(tmp_path(files[i]));
     rmdir(tmpdir);
     return harness_report();
