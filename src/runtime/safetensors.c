@@ -148,7 +148,8 @@ static int by_offset(const void *x, const void *y) {
 /* The ranges, sorted by offset, must follow each other without overlap or
  * hole and end at the end of the file. */
 static rv_status check_tiling(rv_weights *w, int64_t data_start) {
-    qsort(w->entries.data, (size_t)w->entries.len, sizeof *w->entries.data, by_offset);
+    if (w->entries.len) /* qsort's base must not be NULL */
+        qsort(w->entries.data, (size_t)w->entries.len, sizeof *w->entries.data, by_offset);
     int64_t at = data_start;
     const char *prev = NULL;
     for (int i = 0; i < w->entries.len; i++) {

@@ -54,7 +54,7 @@ rv_status rv_weights_open(const char *path, rv_weights **out) {
              : zip                       ? rt_npz_index(w)
                                          : rt_safetensors_index(w);
     }
-    if (st == RV_OK) {
+    if (st == RV_OK && w->entries.len) {
         qsort(w->entries.data, (size_t)w->entries.len, sizeof *w->entries.data, by_name);
         for (int i = 1; i < w->entries.len; i++)
             if (strcmp(w->entries.data[i - 1].name, w->entries.data[i].name) == 0) {
@@ -109,6 +109,8 @@ static rv_status check_crc(rv_weights *w, const WeightEntry *e, const void *data
 
 static const WeightEntry *find_entry(const rv_weights *w, const char *name) {
     WeightEntry key = {.name = (char *)name};
+    if (!w->entries.len)
+        return NULL;
     return bsearch(&key, w->entries.data, (size_t)w->entries.len, sizeof key, by_name);
 }
 

@@ -449,7 +449,7 @@ static void test_bind_weights(void) {
         fprintf(stderr, "%s\n", rv_last_error());
         return;
     }
-    float w[6] = {1, 2, 3, 4, 5, 6};
+    float w[8] = {1, 2, 3, 4, 5, 6};
     const char *path =
         write_st("{\"W\": {\"dtype\": \"F32\", \"shape\": [2, 3], \"data_offsets\": [0, 24]},"
                  " \"other\": {\"dtype\": \"F16\", \"shape\": [2], \"data_offsets\": [24, 28]}}",
