@@ -324,10 +324,10 @@ const rv_array *rv_bindings_get_array(const rv_bindings *b, const char *name);
 rv_status rv_bindings_randomize(rv_bindings *b, uint64_t seed);
 /* Binds every tensor of the weights file at `path` whose name is an input
  * or ufun of the module (the bindings own these arrays); other tensors are
- * ignored, and inputs the file lacks stay unbound. A dtype that disagrees
- * with the declaration is RV_ERR_SHAPE naming the input (shapes, which
- * depend on the sizes, are checked when the run starts); a file matching
- * no input at all is RV_ERR_ARG. */
+ * ignored, and inputs the file lacks stay unbound. A dtype, rank or
+ * constant extent that disagrees with the declaration is RV_ERR_SHAPE
+ * naming the input (extents of sizes, and ragged shapes, are checked when
+ * the run starts); a file matching no input at all is RV_ERR_ARG. */
 rv_status rv_bindings_load_weights(rv_bindings *b, const char *path);
 /* Evaluates every compute in definition order (double precision), storing
  * the results (owned by the bindings) under the tensors' names. Checks UF

@@ -148,20 +148,56 @@ rv_status rv_weights_load(rv_weights *w, const char *name, rv_array **out) {
 
 /* ---- binding to a module ---- */
 
-/* The declared dtype of the input or ufun `name` (RV_DTYPE_COUNT for a
- * ufun: i32 and i64 are both accepted); false if the module has none.
- * Shapes depend on the sizes and are checked when a run starts, as for any
- * bound array. */
-static bool declared(const rv_module *m, const char *name, rv_dtype *dt) {
-    if (rv_module_ufun(m, name)) {
-        *dt = RV_DTYPE_COUNT;
+/* Does e mention an axis variable (a ragged extent)? */
+static bool mentions_axis(const Expr *e) {
+    if (e->kind == EX_VAR)
         return true;
+    for (int i = 0; i < e->n; i++)
+        if (mentions_axis(e->args[i]))
+            return true;
+    return false;
+}
+
+/* Checks a file's tensor against the input or ufun `name` of the module:
+ * the dtype, and for a dense input the rank and every constant extent
+ * (extents of sizes and ragged shapes are checked when a run starts, as
+ * for any bound array). *found: whether the module has such an input. */
+static rv_status check_declared(const rv_module *m, const char *path, const WeightEntry *e,
+                                bool *found) {
+    const char *got = e->dtype == RV_DTYPE_COUNT ? e->dtype_name : rv_dtype_name(e->dtype);
+    *found = true;
+    if (rv_module_ufun(m, e->name)) {
+        if (e->dtype != RV_I32 && e->dtype != RV_I64)
+            return base_error(RV_ERR_SHAPE,
+                              "%s: ufun %s needs an i32 or i64 array, the file's is %s", path,
+                              e->name, got);
+        return RV_OK;
     }
-    const rv_tensor *t = rv_module_tensor(m, name);
-    if (!t || t->op->kind != OP_INPUT)
-        return false;
-    *dt = t->dtype;
-    return true;
+    const rv_tensor *t = rv_module_tensor(m, e->name);
+    if (!t || t->op->kind != OP_INPUT) {
+        *found = false;
+        return RV_OK;
+    }
+    if (e->dtype != t->dtype)
+        return base_error(RV_ERR_SHAPE, "%s: input %s is declared %s but the file's tensor is %s",
+                          path, e->name, rv_dtype_name(t->dtype), got);
+    for (int d = 0; d < t->ndim; d++)
+        if (mentions_axis(t->axes[d]->extent))
+            return RV_OK;
+    if (e->ndim != t->ndim)
+        return base_error(
+            RV_ERR_SHAPE,
+            "%s: input %s is declared with %d dimensions but the file's tensor has %d", path,
+            e->name, t->ndim, e->ndim);
+    for (int d = 0; d < t->ndim; d++) {
+        const Expr *x = t->axes[d]->extent;
+        if (x->kind == EX_CONST_INT && x->u.ival != e->shape[d])
+            return base_error(RV_ERR_SHAPE,
+                              "%s: input %s is declared with extent %lld in dimension %d but the "
+                              "file's tensor has %lld",
+                              path, e->name, (long long)x->u.ival, d, (long long)e->shape[d]);
+    }
+    return RV_OK;
 }
 
 rv_status rv_bindings_load_weights(rv_bindings *b, const char *path) {
@@ -174,15 +210,11 @@ rv_status rv_bindings_load_weights(rv_bindings *b, const char *path) {
     int bound = 0;
     for (int i = 0; i < w->entries.len && st == RV_OK; i++) {
         const WeightEntry *e = &w->entries.data[i];
-        rv_dtype dt;
-        if (!declared(b->m, e->name, &dt))
-            continue;
-        if (dt != RV_DTYPE_COUNT && e->dtype != dt) {
-            st = base_error(RV_ERR_SHAPE, "%s: input %s is declared %s but the file's tensor is %s",
-                            path, e->name, rv_dtype_name(dt),
-                            e->dtype == RV_DTYPE_COUNT ? e->dtype_name : rv_dtype_name(e->dtype));
+        bool found;
+        if ((st = check_declared(b->m, path, e, &found)) != RV_OK)
             break;
-        }
+        if (!found)
+            continue;
         rv_array *a;
         if ((st = rv_weights_load(w, e->name, &a)) != RV_OK)
             break;

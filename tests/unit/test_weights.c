@@ -477,14 +477,26 @@ static void test_bind_weights(void) {
         write_st("{\"len\": {\"dtype\": \"F32\", \"shape\": [1], \"data_offsets\": [0, 4]}}", w, 4);
     CHECK(rv_bindings_load_weights(b, path) == RV_ERR_SHAPE);
     CHECK_STR_CONTAINS(rv_last_error(), "ufun len");
-    /* a shape that disagrees is found when the run starts */
+    /* a rank or constant extent that disagrees, when the file is bound */
     path = write_st("{\"W\": {\"dtype\": \"F32\", \"shape\": [3, 2], \"data_offsets\": [0, 24]}}",
+                    w, 24);
+    CHECK(rv_bindings_load_weights(b, path) == RV_ERR_SHAPE);
+    CHECK_STR_CONTAINS(
+        rv_last_error(),
+        "input W is declared with extent 2 in dimension 0 but the file's tensor has 3");
+    path =
+        write_st("{\"W\": {\"dtype\": \"F32\", \"shape\": [6], \"data_offsets\": [0, 24]}}", w, 24);
+    CHECK(rv_bindings_load_weights(b, path) == RV_ERR_SHAPE);
+    CHECK_STR_CONTAINS(rv_last_error(),
+                       "input W is declared with 2 dimensions but the file's tensor has 1");
+    /* an extent of a size, when the run starts */
+    path = write_st("{\"X\": {\"dtype\": \"F32\", \"shape\": [2, 3], \"data_offsets\": [0, 24]}}",
                     w, 24);
     CHECK(rv_bindings_load_weights(b, path) == RV_OK);
     CHECK(rv_bindings_set_size(b, "T", 1) == RV_OK);
     CHECK(rv_bindings_randomize(b, 1) == RV_OK);
     CHECK(rv_interp_run(m, b) == RV_ERR_SHAPE);
-    CHECK_STR_CONTAINS(rv_last_error(), "W");
+    CHECK_STR_CONTAINS(rv_last_error(), "expected shape [1, 3]");
     /* a file that matches nothing */
     path =
         write_st("{\"Q\": {\"dtype\": \"F32\", \"shape\": [1], \"data_offsets\": [0, 4]}}", w, 4);
