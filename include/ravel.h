@@ -144,9 +144,10 @@ struct DLManagedTensor *rv_array_to_dlpack(rv_array *a);
 rv_status rv_npy_load(const char *path, rv_array **out);
 rv_status rv_npy_save(const char *path, const rv_array *a);
 
-/* Weights files: safetensors (f32/f64/i32/i64 tensors) and .npz archives of
- * .npy files written by np.savez (stored, not compressed). The file is
- * checked whole when opened; every corruption is RV_ERR_IO naming the file
+/* Weights files: safetensors (F32/F64/I32/I64 tensors; F16 and BF16 are
+ * widened to f32, exactly; other dtypes are RV_ERR_UNSUPPORTED naming the
+ * tensor when it is loaded) and .npz archives of .npy files written by
+ * np.savez (stored, not compressed). The file is checked whole when opened; every corruption is RV_ERR_IO naming the file
  * and, where there is one, the tensor. Tensors are read on demand. */
 typedef struct rv_weights rv_weights;
 rv_status rv_weights_open(const char *path, rv_weights **out);

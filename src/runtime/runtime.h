@@ -53,6 +53,9 @@ rv_status rt_npy_read_header(FILE *f, const char *path, int64_t size, rv_array *
 
 /* ---- weights.c, safetensors.c: weights files ---- */
 
+/* How a tensor's elements are read: as they are, or widened to f32. */
+typedef enum WeightWiden { WIDEN_NONE, WIDEN_F16, WIDEN_BF16 } WeightWiden;
+
 /* One tensor of a weights file: where its raw little-endian data lies.
  * A dtype the library cannot hold is kept (dtype RV_DTYPE_COUNT, the
  * file's name for it in `dtype_name`) so that only loading it fails. */
@@ -62,8 +65,9 @@ typedef struct WeightEntry {
     rv_dtype dtype;
     int ndim;
     int64_t shape[RV_MAX_DIMS];
-    int64_t offset; /* from the start of the file */
-    int64_t nbytes;
+    WeightWiden widen; /* dtype is then RV_F32, the file's elements 2 bytes */
+    int64_t offset;    /* from the start of the file */
+    int64_t nbytes;    /* in the file */
     /* an .npz member: its bytes (the .npy file) and their CRC-32 */
     int64_t member, member_len; /* member_len 0: not a member */
     uint32_t crc;

@@ -27,14 +27,19 @@
 #define ST_MAX_HEADER (100 << 20) /* the reference implementation's limit */
 
 /* Every dtype the format names, with its element size; those the library
- * holds map to an rv_dtype, the others are RV_DTYPE_COUNT. */
+ * holds map to an rv_dtype, the others are RV_DTYPE_COUNT. F16 and BF16,
+ * the usual dtypes of published checkpoints, are widened to f32 on load
+ * (exactly: every half and bfloat16 value is an f32 value). */
 // clang-format off
-static const struct { const char *name; int size; rv_dtype dtype; } st_dtypes[] = {
-    {"F32", 4, RV_F32}, {"F64", 8, RV_F64}, {"I32", 4, RV_I32}, {"I64", 8, RV_I64},
-    {"F16", 2, RV_DTYPE_COUNT}, {"BF16", 2, RV_DTYPE_COUNT}, {"F8_E4M3", 1, RV_DTYPE_COUNT},
-    {"F8_E5M2", 1, RV_DTYPE_COUNT}, {"I8", 1, RV_DTYPE_COUNT}, {"U8", 1, RV_DTYPE_COUNT},
-    {"I16", 2, RV_DTYPE_COUNT}, {"U16", 2, RV_DTYPE_COUNT}, {"U32", 4, RV_DTYPE_COUNT},
-    {"U64", 8, RV_DTYPE_COUNT}, {"BOOL", 1, RV_DTYPE_COUNT},
+static const struct { const char *name; int size; rv_dtype dtype; WeightWiden widen; } st_dtypes[] = {
+    {"F32", 4, RV_F32, WIDEN_NONE}, {"F64", 8, RV_F64, WIDEN_NONE},
+    {"I32", 4, RV_I32, WIDEN_NONE}, {"I64", 8, RV_I64, WIDEN_NONE},
+    {"F16", 2, RV_F32, WIDEN_F16}, {"BF16", 2, RV_F32, WIDEN_BF16},
+    {"F8_E4M3", 1, RV_DTYPE_COUNT, WIDEN_NONE}, {"F8_E5M2", 1, RV_DTYPE_COUNT, WIDEN_NONE},
+    {"I8", 1, RV_DTYPE_COUNT, WIDEN_NONE}, {"U8", 1, RV_DTYPE_COUNT, WIDEN_NONE},
+    {"I16", 2, RV_DTYPE_COUNT, WIDEN_NONE}, {"U16", 2, RV_DTYPE_COUNT, WIDEN_NONE},
+    {"U32", 4, RV_DTYPE_COUNT, WIDEN_NONE}, {"U64", 8, RV_DTYPE_COUNT, WIDEN_NONE},
+    {"BOOL", 1, RV_DTYPE_COUNT, WIDEN_NONE},
 };
 // clang-format on
 
@@ -80,6 +85,7 @@ static rv_status parse_entry(const char *path, const cJSON *j, int64_t data_size
         if (strcmp(dt->valuestring, st_dtypes[i].name) == 0) {
             esize = st_dtypes[i].size;
             e->dtype = st_dtypes[i].dtype;
+            e->widen = st_dtypes[i].widen;
             snprintf(e->dtype_name, sizeof e->dtype_name, "%s", st_dtypes[i].name);
         }
     if (!esize)

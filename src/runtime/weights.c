@@ -8,6 +8,7 @@
  * truncated after it was opened is an error message where a mapping would be SIGBUS.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -107,6 +108,40 @@ static rv_status check_crc(rv_weights *w, const WeightEntry *e, const void *data
     return RV_OK;
 }
 
+/* IEEE half to single, exactly (subnormals, infinities and NaNs too). */
+static float half_to_float(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
+    uint32_t bits;
+    if (exp == 0) {
+        float f = ldexpf((float)mant, -24);
+        return sign ? -f : f;
+    }
+    if (exp == 31)
+        bits = sign | 0x7f800000u | mant << 13;
+    else
+        bits = sign | (exp + 112) << 23 | mant << 13;
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+/* Widens the n 2-byte elements at the start of data to f32 in place,
+ * from the last, so each is read before its slot is written. */
+static void widen(void *data, int64_t n, WeightWiden how) {
+    unsigned char *p = data;
+    for (int64_t i = n - 1; i >= 0; i--) {
+        uint16_t h = (uint16_t)(p[2 * i] | p[2 * i + 1] << 8);
+        float f;
+        if (how == WIDEN_F16) {
+            f = half_to_float(h);
+        } else {
+            uint32_t bits = (uint32_t)h << 16;
+            memcpy(&f, &bits, 4);
+        }
+        memcpy(p + 4 * i, &f, 4);
+    }
+}
+
 static const WeightEntry *find_entry(const rv_weights *w, const char *name) {
     WeightEntry key = {.name = (char *)name};
     if (!w->entries.len)
@@ -125,7 +160,8 @@ rv_status rv_weights_load(rv_weights *w, const char *name, rv_array **out) {
         return base_error(RV_ERR_ARG, "%s: no tensor named '%s'", w->path, name);
     if (e->dtype == RV_DTYPE_COUNT)
         return base_error(RV_ERR_UNSUPPORTED,
-                          "%s: tensor '%s' has dtype %s; only F32, F64, I32 and I64 are supported",
+                          "%s: tensor '%s' has dtype %s; only F32, F64, I32, I64, F16 and BF16 "
+                          "(read as f32) are supported",
                           w->path, name, e->dtype_name);
     rv_array *a = rv_array_new(e->dtype, e->ndim, e->shape);
     if (!a)
@@ -138,6 +174,8 @@ rv_status rv_weights_load(rv_weights *w, const char *name, rv_array **out) {
                           w->path, name, (long long)e->nbytes, (long long)e->offset);
     }
     rv_status st = e->member_len ? check_crc(w, e, a->dl.data) : RV_OK;
+    if (e->widen)
+        widen(a->dl.data, rv_array_numel(a), e->widen);
     if (st != RV_OK) {
         rv_array_free(a);
         return st;
@@ -164,7 +202,8 @@ static bool mentions_axis(const Expr *e) {
  * for any bound array). *found: whether the module has such an input. */
 static rv_status check_declared(const rv_module *m, const char *path, const WeightEntry *e,
                                 bool *found) {
-    const char *got = e->dtype == RV_DTYPE_COUNT ? e->dtype_name : rv_dtype_name(e->dtype);
+    const char *got =
+        e->dtype == RV_DTYPE_COUNT || e->widen ? e->dtype_name : rv_dtype_name(e->dtype);
     *found = true;
     if (rv_module_ufun(m, e->name)) {
         if (e->dtype != RV_I32 && e->dtype != RV_I64)

@@ -7,6 +7,7 @@
  * The files are written byte by byte here (an 8-byte length, the JSON, the
  * data), so the tests need neither Python nor the safetensors package.
  */
+#include <math.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -37,14 +38,14 @@ static const char *write_st(const char *json, const void *data, size_t ndata) {
 }
 
 /* W: f32[2, 3] = 0..5 / 2, idx: i64[2] = {-1, 1 << 40}, s: f64[] = 2.5,
- * h: F16[1], n: i32[0]; the JSON lists them out of offset order. */
+ * h: i8[2], n: i32[0]; the JSON lists them out of offset order. */
 static const char valid_json[] =
     "{\"idx\": {\"dtype\": \"I64\", \"shape\": [2], \"data_offsets\": [24, 40]},"
     " \"W\": {\"dtype\": \"F32\", \"shape\": [2, 3], \"data_offsets\": [0, 24]},"
     " \"__metadata__\": {\"format\": \"pt\"},"
     " \"s\": {\"dtype\": \"F64\", \"shape\": [], \"data_offsets\": [40, 48]},"
     " \"n\": {\"dtype\": \"I32\", \"shape\": [0], \"data_offsets\": [48, 48]},"
-    " \"h\": {\"dtype\": \"F16\", \"shape\": [1], \"data_offsets\": [48, 50]}}    ";
+    " \"h\": {\"dtype\": \"I8\", \"shape\": [2], \"data_offsets\": [48, 50]}}    ";
 
 static size_t valid_data(unsigned char *buf) {
     float w[6];
@@ -55,8 +56,8 @@ static size_t valid_data(unsigned char *buf) {
     memcpy(buf, w, 24);
     memcpy(buf + 24, idx, 16);
     memcpy(buf + 40, &s, 8);
-    buf[48] = 0x00;
-    buf[49] = 0x3c; /* 1.0 in F16 */
+    buf[48] = 1;
+    buf[49] = 0xff;
     return 50;
 }
 
@@ -93,9 +94,49 @@ static void test_st_load(void) {
     rv_array_free(a);
 
     CHECK(rv_weights_load(w, "h", &a) == RV_ERR_UNSUPPORTED && !a);
-    CHECK_STR_CONTAINS(rv_last_error(), "tensor 'h' has dtype F16");
+    CHECK_STR_CONTAINS(rv_last_error(), "tensor 'h' has dtype I8");
     CHECK(rv_weights_load(w, "missing", &a) == RV_ERR_ARG && !a);
     CHECK_STR_CONTAINS(rv_last_error(), "no tensor named 'missing'");
+    rv_weights_close(w);
+}
+
+/* F16 and BF16 are widened to f32 exactly: normal, subnormal, zero,
+ * infinite and NaN values. */
+static void test_st_widen(void) {
+    static const uint16_t f16[] = {0x3c00, 0xc000, 0x0001, 0x8000, 0x7c00, 0x7e00, 0x7bff, 0x03ff};
+    static const uint16_t bf16[] = {0x3f80, 0xc049, 0x0001, 0xff80};
+    unsigned char data[24];
+    for (int i = 0; i < 8; i++) {
+        data[2 * i] = (unsigned char)f16[i];
+        data[2 * i + 1] = (unsigned char)(f16[i] >> 8);
+    }
+    for (int i = 0; i < 4; i++) {
+        data[16 + 2 * i] = (unsigned char)bf16[i];
+        data[16 + 2 * i + 1] = (unsigned char)(bf16[i] >> 8);
+    }
+    const char *path =
+        write_st("{\"h\": {\"dtype\": \"F16\", \"shape\": [2, 4], \"data_offsets\": [0, 16]},"
+                 " \"b\": {\"dtype\": \"BF16\", \"shape\": [4], \"data_offsets\": [16, 24]}}",
+                 data, 24);
+    rv_weights *w = NULL;
+    CHECK(rv_weights_open(path, &w) == RV_OK);
+    rv_array *a = NULL;
+    CHECK(w && rv_weights_load(w, "h", &a) == RV_OK);
+    CHECK(a && rv_array_dtype(a) == RV_F32 && rv_array_ndim(a) == 2 && rv_array_shape(a)[1] == 4);
+    if (a) {
+        const float *f = rv_array_cdata(a);
+        CHECK(f[0] == 1.0f && f[1] == -2.0f && f[2] == ldexpf(1, -24) && f[3] == 0 &&
+              signbit(f[3]) && isinf(f[4]) && f[4] > 0 && isnan(f[5]) && f[6] == 65504.0f &&
+              f[7] == ldexpf(1023, -24));
+    }
+    rv_array_free(a);
+    CHECK(w && rv_weights_load(w, "b", &a) == RV_OK);
+    if (a) {
+        const float *f = rv_array_cdata(a);
+        CHECK(f[0] == 1.0f && f[1] == -3.140625f && f[2] == ldexpf(1, -133) && isinf(f[3]) &&
+              f[3] < 0);
+    }
+    rv_array_free(a);
     rv_weights_close(w);
 }
 
@@ -526,6 +567,7 @@ int main(void) {
         return 1;
     }
     RUN(test_st_load);
+    RUN(test_st_widen);
     RUN(test_st_corrupt);
     RUN(test_st_truncated);
     RUN(test_npz_load);
