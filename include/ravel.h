@@ -157,6 +157,20 @@ struct DLManagedTensor *rv_array_to_dlpack(rv_array *a);
 rv_status rv_npy_load(const char *path, rv_array **out);
 rv_status rv_npy_save(const char *path, const rv_array *a);
 
+/* Weights files: safetensors (F32/F64/I32/I64 tensors; F16 and BF16 are
+ * widened to f32, exactly; other dtypes are RV_ERR_UNSUPPORTED naming the
+ * tensor when it is loaded) and .npz archives of .npy files written by
+ * np.savez (stored, not compressed). The file is checked whole when opened; every corruption is RV_ERR_IO naming the file
+ * and, where there is one, the tensor. Tensors are read on demand. */
+typedef struct rv_weights rv_weights;
+rv_status rv_weights_open(const char *path, rv_weights **out);
+void rv_weights_close(rv_weights *w);
+int rv_weights_count(const rv_weights *w);
+/* The i-th tensor's name, in name order; NULL out of range. */
+const char *rv_weights_name(const rv_weights *w, int i);
+/* A new array (the caller frees it) holding the tensor called `name`. */
+rv_status rv_weights_load(rv_weights *w, const char *name, rv_array **out);
+
 /* ------------------------------------------------------------------- IR */
 
 typedef struct rv_module rv_module;
@@ -322,6 +336,13 @@ const rv_array *rv_bindings_get_array(const rv_bindings *b, const char *name);
 /* Draws every size, UF array and input not yet bound, within its declared
  * range, reproducibly from `seed`. */
 rv_status rv_bindings_randomize(rv_bindings *b, uint64_t seed);
+/* Binds every tensor of the weights file at `path` whose name is an input
+ * or ufun of the module (the bindings own these arrays); other tensors are
+ * ignored, and inputs the file lacks stay unbound. A dtype, rank or
+ * constant extent that disagrees with the declaration is RV_ERR_SHAPE
+ * naming the input (extents of sizes, and ragged shapes, are checked when
+ * the run starts); a file matching no input at all is RV_ERR_ARG. */
+rv_status rv_bindings_load_weights(rv_bindings *b, const char *path);
 /* Evaluates every compute in definition order (double precision), storing
  * the results (owned by the bindings) under the tensors' names. Checks UF
  * values against their ranges, indices against extents, and array shapes

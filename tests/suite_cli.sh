@@ -87,5 +87,31 @@ for prim in $(sed -n 's/^PRIM(\([a-z_]*\),.*/\1/p' src/sched/prims.def); do
     fi
 done
 
+# --weights binds the inputs named in a safetensors file (written here byte
+# by byte: the 8-byte header length, the JSON, two f32s 1 and 2); --input
+# overrides one of them; a missing file, a dtype mismatch and a corrupt
+# file are errors naming the file and the input.
+wd=$(mktemp -d)
+printf 'input W : f32[2]\nY[i] = W[i] * 2.0\n' >"$wd/p.rv"
+write_st() { # FILE JSON DATA(printf escapes)
+    printf "$(printf '\\%03o' ${#2})\0\0\0\0\0\0\0" >"$1"
+    printf '%s' "$2" >>"$1"
+    printf "$3" >>"$1"
+}
+write_st "$wd/w.safetensors" '{"W":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}}' '\0\0\200\77\0\0\0\100'
+expect_status 0 "Y: f32[2]" "$RAVEL" eval "$wd/p.rv" --weights "$wd/w.safetensors"
+expect_status 0 "Y: 2 elements, max abs error 0" "$RAVEL" run "$wd/p.rv" --weights "$wd/w.safetensors" --check
+"$RAVEL" eval "$wd/p.rv" --weights "$wd/w.safetensors" --output "$wd/out" >/dev/null 2>&1
+if ! od -An -tx1 "$wd/out/Y.npy" | tr -d ' \n' | grep -q '0000004000008040$'; then
+    echo "FAIL eval --weights: Y.npy does not hold 2, 4"
+    failed=$((failed + 1))
+fi
+expect_status 1 "error: --weights $wd/nope: cannot open" "$RAVEL" run "$wd/p.rv" --weights "$wd/nope"
+write_st "$wd/d.safetensors" '{"W":{"dtype":"I32","shape":[2],"data_offsets":[0,8]}}' '\0\0\0\0\0\0\0\0'
+expect_status 1 "input W is declared f32 but the file's tensor is i32" "$RAVEL" eval "$wd/p.rv" --weights "$wd/d.safetensors"
+write_st "$wd/c.safetensors" '{"W":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}}' '\0\0'
+expect_status 1 "tensor 'W': data_offsets [0, 8] run past the end" "$RAVEL" eval "$wd/p.rv" --weights "$wd/c.safetensors"
+rm -rf "$wd"
+
 echo "cli: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -67,6 +67,13 @@ int tool_parse_args(const char *cmd, int argc, char **argv, ToolArgs *a) {
                 return 0;
             }
             a->inputs[a->ninputs++] = v;
+        } else if ((v = opt_value("--weights", argc, argv, &i))) {
+            if (a->nweights == (int)(sizeof a->weights / sizeof *a->weights)) {
+                fprintf(stderr, "ravel %s: at most %d --weights files\n", cmd,
+                        (int)(sizeof a->weights / sizeof *a->weights));
+                return 0;
+            }
+            a->weights[a->nweights++] = v;
         } else if ((v = opt_value("--random", argc, argv, &i))) {
             if (!parse_unsigned(v, &a->seed)) {
                 fprintf(stderr, "ravel %s: --random expects a non-negative integer seed, got '%s'\n",
@@ -140,6 +147,11 @@ int tool_bind(const ToolArgs *a, rv_module *m, rv_bindings *b) {
             return 0;
         }
     }
+    for (int i = 0; i < a->nweights; i++)
+        if (rv_bindings_load_weights(b, a->weights[i]) != RV_OK) {
+            fprintf(stderr, "error: --weights %s\n", rv_last_error());
+            return 0;
+        }
     for (int i = 0; i < a->ninputs; i++) {
         const char *path = split_eq(a->inputs[i], name, sizeof name);
         if (!rv_module_tensor(m, name) && !rv_module_ufun(m, name)) {

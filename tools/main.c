@@ -17,11 +17,12 @@ static const ToolCommand commands[] = {
      cmd_print},
     {"eval", "run the reference interpreter",
      "ravel eval FILE.rv [--size NAME=V]... [--input NAME=FILE.npy]... [--random SEED]\n"
-     "           [--output DIR] [--save-inputs]",
+     "           [--weights FILE.safetensors|FILE.npz]... [--output DIR] [--save-inputs]",
      cmd_eval},
     {"emit", "print the C code generated for a .rv file", "ravel emit FILE.rv", cmd_emit},
     {"run", "compile and run; --check compares every output with the interpreter",
-     "ravel run FILE.rv [--size NAME=V]... [--input NAME=FILE.npy]... [--random SEED] [--check]",
+     "ravel run FILE.rv [--size NAME=V]... [--input NAME=FILE.npy]... [--random SEED] [--check]\n"
+     "          [--weights FILE.safetensors|FILE.npz]...",
      cmd_run},
     {"build", "compile ahead of time to a standalone C library (NAME.c, NAME.h)",
      "ravel build FILE.rv -o NAME [--shared] [--target c] [--variant FILE]...\n"

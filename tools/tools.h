@@ -41,6 +41,8 @@ typedef struct ToolArgs {
     int nsizes; /* NAME=V */
     const char *inputs[64];
     int ninputs; /* NAME=FILE.npy */
+    const char *weights[8];
+    int nweights; /* safetensors or .npz files */
     int has_seed;
     unsigned long long seed;
     const char *output;
@@ -48,7 +50,8 @@ typedef struct ToolArgs {
 } ToolArgs;
 /* Parses the options of `cmd`; prints a usage error and returns 0 on failure. */
 int tool_parse_args(const char *cmd, int argc, char **argv, ToolArgs *a);
-/* Binds --size and --input values (and --random draws) into b. */
+/* Binds --size, --weights and --input values (and --random draws) into b;
+ * an --input overrides a tensor of the same name in a --weights file. */
 int tool_bind(const ToolArgs *a, rv_module *m, rv_bindings *b);
 /* Prints the last error on stderr as "error: CONTEXT: MESSAGE" (CONTEXT may
  * be NULL), or as it is when it is already a diagnostic that says

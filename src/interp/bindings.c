@@ -165,6 +165,18 @@ rv_status rv_bindings_set_array(rv_bindings *b, const char *name, const rv_array
     return base_error(RV_ERR_ARG, "the program has no input or ufun named '%s'", name);
 }
 
+rv_status interp_bindings_adopt_array(rv_bindings *b, const char *name, rv_array *a) {
+    rv_status st = rv_bindings_set_array(b, name, a);
+    if (st != RV_OK)
+        return st;
+    const Ufun *f = find_ufun(b->m, name);
+    if (f)
+        interp_bindings_own_ufun(b, f, a);
+    else
+        interp_bindings_own_tensor(b, find_tensor(b->m, name), a);
+    return RV_OK;
+}
+
 int rv_bindings_has(const rv_bindings *b, const char *name) {
     return b && name &&
            (rv_bindings_get_array(b, name) != NULL || rv_bindings_get_size(b, name) >= 0);

@@ -76,6 +76,9 @@ void interp_bindings_clear_outputs(rv_bindings *b);
 /* Binds an owned array to a tensor or UF, replacing what was there. */
 void interp_bindings_own_tensor(rv_bindings *b, const Tensor *t, rv_array *a);
 void interp_bindings_own_ufun(rv_bindings *b, const Ufun *f, rv_array *a);
+/* rv_bindings_set_array, but the bindings own `a` on success (the caller
+ * still does on failure). */
+rv_status interp_bindings_adopt_array(rv_bindings *b, const char *name, rv_array *a);
 
 /* ---- interp.c ---- */
 

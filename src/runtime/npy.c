@@ -228,9 +228,7 @@ static rv_status parse_header(Parser *ps, NpyHeader *h) {
 
 /* ---- loading ---- */
 
-/* Reads and checks everything before the data: returns the array, zeroed,
- * with *data_off set, or an error. `size` is the file's size. */
-static rv_status load_header(FILE *f, const char *path, int64_t size, rv_array **out,
+rv_status rt_npy_read_header(FILE *f, const char *path, int64_t size, rv_array *hdr,
                              int64_t *data_off) {
     unsigned char pre[12];
     size_t got = fread(pre, 1, 8, f);
@@ -285,19 +283,14 @@ static rv_status load_header(FILE *f, const char *path, int64_t size, rv_array *
                           "np.ascontiguousarray(a))",
                           path);
 
-    rv_array hdr;
-    if (ir_array_init(&hdr, dtype, h.ndim, h.shape) != RV_OK)
+    if (ir_array_init(hdr, dtype, h.ndim, h.shape) != RV_OK)
         return base_error(RV_ERR_IO, "%s: the shape's size overflows", path);
     int64_t have = size - start - (int64_t)hlen;
-    if ((uint64_t)have < hdr.nbytes)
+    if ((uint64_t)have < hdr->nbytes)
         return base_error(RV_ERR_IO,
                           "%s: data is truncated: the shape needs %zu bytes but only %lld follow "
                           "the header",
-                          path, hdr.nbytes, (long long)have);
-    rv_array *a = rv_array_new(dtype, h.ndim, h.shape);
-    if (!a)
-        return base_error(base_error_status(), "%s: %s", path, rv_last_error());
-    *out = a;
+                          path, hdr->nbytes, (long long)have);
     *data_off = start + hlen;
     return RV_OK;
 }
@@ -327,9 +320,11 @@ rv_status rv_npy_load(const char *path, rv_array **out) {
         fclose(f);
         return base_error(RV_ERR_IO, "%s: cannot determine the file size: %s", path, strerror(e));
     }
-    rv_array *a = NULL;
+    rv_array hdr, *a = NULL;
     int64_t off = 0;
-    rv_status st = load_header(f, path, size, &a, &off);
+    rv_status st = rt_npy_read_header(f, path, size, &hdr, &off);
+    if (st == RV_OK && !(a = rv_array_new(hdr.dtype, hdr.ndim, hdr.shape)))
+        st = base_error(base_error_status(), "%s: %s", path, rv_last_error());
     if (st == RV_OK && a->nbytes && fread(a->dl.data, 1, a->nbytes, f) != a->nbytes) {
         st = base_error(RV_ERR_IO, "%s: cannot read %zu bytes of data at offset %lld", path,
                         a->nbytes, (long long)off);

@@ -9,6 +9,8 @@
 
 #include <dlpack/dlpack.h>
 
+#include <stdio.h>
+
 #include "ir/ir.h"
 
 /* ---- scratch.c ---- */
@@ -41,5 +43,51 @@ DLManagedTensor *rv_array_to_dlpack(rv_array *a);
 
 /* ---- npy.c ---- */
 /* rv_npy_load and rv_npy_save are public (ravel.h). */
+
+/* Reads and checks a .npy preamble and header from f's position, where
+ * `size` bytes of the file (or archive member) begin: fills hdr (dtype,
+ * shape, nbytes; no data) and the data's offset from that position, having
+ * checked that at least hdr->nbytes bytes follow. Errors name `path`. */
+rv_status rt_npy_read_header(FILE *f, const char *path, int64_t size, rv_array *hdr,
+                             int64_t *data_off);
+
+/* ---- weights.c, safetensors.c: weights files ---- */
+
+/* How a tensor's elements are read: as they are, or widened to f32. */
+typedef enum WeightWiden { WIDEN_NONE, WIDEN_F16, WIDEN_BF16 } WeightWiden;
+
+/* One tensor of a weights file: where its raw little-endian data lies.
+ * A dtype the library cannot hold is kept (dtype RV_DTYPE_COUNT, the
+ * file's name for it in `dtype_name`) so that only loading it fails. */
+typedef struct WeightEntry {
+    char *name;
+    char dtype_name[16];
+    rv_dtype dtype;
+    int ndim;
+    int64_t shape[RV_MAX_DIMS];
+    WeightWiden widen; /* dtype is then RV_F32, the file's elements 2 bytes */
+    int64_t offset;    /* from the start of the file */
+    int64_t nbytes;    /* in the file */
+    /* an .npz member: its bytes (the .npy file) and their CRC-32 */
+    int64_t member, member_len; /* member_len 0: not a member */
+    uint32_t crc;
+} WeightEntry;
+
+struct rv_weights {
+    char *path;
+    FILE *f;
+    int64_t size;             /* the file's */
+    Vec(WeightEntry) entries; /* sorted by name once indexed */
+};
+
+/* Fill w->entries from the safetensors file w->f, checking the header,
+ * every tensor's dtype, shape and data range, and that the ranges tile
+ * the data exactly. */
+rv_status rt_safetensors_index(rv_weights *w);
+/* The same for an .npz archive (a zip of .npy files; stored members only):
+ * checks the zip's directories and each member's .npy header. */
+rv_status rt_npz_index(rv_weights *w);
+/* The CRC-32 of zip (ISO 3309) of n bytes, continuing from crc (0 first). */
+uint32_t rt_crc32(uint32_t crc, const void *p, size_t n);
 
 #endif
