@@ -3,14 +3,15 @@
  * call on tiny programs, whose kernels take a fraction of a microsecond:
  * what a caller serving a small model pays per call beyond the kernels.
  *
- *     bench_overhead [--calls N] [--reps R]
+ *     bench_overhead [--calls N] [--reps R] [--only NAME]
  *
  * Per program: R repetitions of N calls each (10000 x 31 by default),
  * timed as a batch; the median over repetitions of (batch time / N) is
  * ns_per_call, and kernel_ns the kernels' share (rv_program_stats'
  * kernel_seconds over the same calls, clock reads included). The programs
  * are interleaved repetition by repetition, so the noise of a shared
- * machine hits them alike. One JSON object per line.
+ * machine hits them alike. One JSON object per line. --only NAME runs
+ * one program (for a profiler).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
@@ -91,19 +92,26 @@ static void prepare(Prog *g) {
 
 int main(int argc, char **argv) {
     int calls = 10000, reps = 31;
+    const char *only = NULL;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--calls"))
             calls = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--reps"))
             reps = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--only"))
+            only = argv[i + 1];
     }
-    for (int i = 0; i < NPROGS; i++) {
+    int n = 0;
+    for (int i = 0; i < NPROGS; i++)
+        if (!only || !strcmp(progs[i].name, only))
+            progs[n++] = progs[i];
+    for (int i = 0; i < n; i++) {
         prepare(&progs[i]);
         progs[i].batch_ns = calloc((size_t)reps, sizeof(double));
         progs[i].kernel_ns = calloc((size_t)reps, sizeof(double));
     }
     for (int r = -1; r < reps; r++) { /* r = -1: warm-up */
-        for (int i = 0; i < NPROGS; i++) {
+        for (int i = 0; i < n; i++) {
             Prog *g = &progs[i];
             rv_program_counters c0, c1;
             rv_program_stats(g->p, &c0);
@@ -119,7 +127,7 @@ int main(int argc, char **argv) {
             }
         }
     }
-    for (int i = 0; i < NPROGS; i++) {
+    for (int i = 0; i < n; i++) {
         Prog *g = &progs[i];
         printf("{\"bench\": \"overhead\", \"program\": \"%s\", \"ns_per_call\": %.1f, "
                "\"kernel_ns\": %.1f, \"calls\": %d, \"reps\": %d}\n",
