@@ -125,6 +125,7 @@ typedef struct Slot {
     Layout *store; /* padded tensors: the storage order (ir_storage_eval) */
 } Slot;
 
+#define RUN_ON_STACK 8
 typedef struct Run {
     rv_program *p;
     const Plan *plan; /* the variant's */
@@ -136,6 +137,10 @@ typedef struct Run {
     rv_array **into;   /* rv_program_run_into: per tensor id, the caller's output array or NULL */
     struct rv_rt_ctx ctx;
     bool check_failed; /* a kernel's run-time check failed (see run_failed) */
+    /* slots and into of a small program: a small run's host work is
+     * counted in nanoseconds, an allocation in tens of them */
+    Slot slots_stack[RUN_ON_STACK];
+    rv_array *into_stack[RUN_ON_STACK];
 } Run;
 
 /* The run's state of a kernel's buffer. */
@@ -240,7 +245,8 @@ static void run_release(Run *r) {
         rv_array_free(s->arr);
         ir_layout_free(s->store);
     }
-    base_free(r->slots);
+    if (r->slots != r->slots_stack)
+        base_free(r->slots);
     interp_release(&r->in);
 }
 
@@ -397,7 +403,7 @@ static void kernel_args(Run *r, int k, int64_t *sizes, void **bufs, JitDevPtr *d
         if (pa->kind == PARAM_SIZE) {
             sizes[ns++] = r->in.sizes[pa->size->id];
         } else {
-            int slot = plan_slot_index(r->plan, plan_slot_for(r->plan, pa->buf));
+            int slot = plan_arg_slot(r->plan, k, i);
             if (dev)
                 dev[nb++] = r->dev[slot];
             else
@@ -654,7 +660,9 @@ static rv_status run_steps(Run *r, rv_array *const *outputs, int noutputs) {
     }
     if (st != RV_OK)
         return st;
-    r->slots = base_xcalloc((size_t)r->plan->slots.len + 1, sizeof *r->slots);
+    r->slots = r->plan->slots.len <= RUN_ON_STACK
+                   ? r->slots_stack
+                   : base_xcalloc((size_t)r->plan->slots.len + 1, sizeof *r->slots);
     r->ctx = (struct rv_rt_ctx){.abi_version = RV_RT_ABI_VERSION,
                                 .num_threads = p->serial ? 1 : tp_num_threads(tp_default()),
                                 .parallel_for = p->serial ? serial_for : ravel_rt_parallel_for,
@@ -695,14 +703,17 @@ static rv_status run_program(const char *fn, rv_program *p, rv_bindings *b,
     Run r = {.p = p};
     r.in.b = b;
     if (outputs)
-        r.into = base_xcalloc((size_t)p->ntensors + 1, sizeof *r.into);
+        r.into = p->ntensors <= RUN_ON_STACK
+                     ? r.into_stack
+                     : base_xcalloc((size_t)p->ntensors + 1, sizeof *r.into);
     rv_status st = run_steps(&r, outputs, noutputs);
     run_release(&r);
     if (r.check_failed)
         st = run_failed(p, b);
     if (st != RV_OK)
         interp_bindings_clear_outputs(b);
-    base_free(r.into);
+    if (r.into != r.into_stack)
+        base_free(r.into);
     p->stats.runs++;
     return st;
 }
