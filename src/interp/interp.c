@@ -196,8 +196,10 @@ static rv_status fill_or_check_ufun(Interp *in, const Ufun *f, const Layout *dom
 
 static rv_status prepare_ufun(Interp *in, const Ufun *f, const uint64_t *seed) {
     rv_status st;
-    char what[300];
-    snprintf(what, sizeof what, "ufun %s", f->name);
+    char buf[300];
+    const char *what = in->names ? in->names->ufun[f->id] : buf;
+    if (!in->names)
+        snprintf(buf, sizeof buf, "ufun %s", f->name);
     if (!f->complete)
         return base_error(RV_ERR_TYPE, "%s: its definition is incomplete", what);
     Layout *dom; /* ir_layout_ufun, with the name made above */
@@ -264,8 +266,10 @@ static rv_status draw_input(Interp *in, const Tensor *t, const Layout *l, uint64
 
 static rv_status prepare_input(Interp *in, const Tensor *t, const uint64_t *seed) {
     rv_status st;
-    char what[300];
-    snprintf(what, sizeof what, "input %s", t->name);
+    char buf[300];
+    const char *what = in->names ? in->names->tensor[t->id] : buf;
+    if (!in->names)
+        snprintf(buf, sizeof buf, "input %s", t->name);
     if (!t->complete)
         return base_error(RV_ERR_TYPE, "%s: its definition is incomplete", what);
     const rv_array *a = in->b->t_arr[t->id];
@@ -290,9 +294,11 @@ static rv_status prepare_input(Interp *in, const Tensor *t, const uint64_t *seed
     return RV_OK;
 }
 
-rv_status interp_prepare(Interp *in, const Module *m, rv_bindings *b, const uint64_t *seed) {
+rv_status interp_prepare(Interp *in, const Module *m, rv_bindings *b, const uint64_t *seed,
+                         const InterpNames *names) {
     memset(in, 0, sizeof *in);
     in->m = m;
+    in->names = names;
     in->b = b;
     interp_bindings_sync(b);
     /* the four tables in one block (a compiled run prepares per call) */
@@ -378,7 +384,7 @@ rv_status rv_interp_run(const rv_module *m, rv_bindings *b) {
     interp_bindings_sync(b);
     interp_bindings_clear_outputs(b);
     Interp in;
-    st = interp_prepare(&in, m, b, NULL);
+    st = interp_prepare(&in, m, b, NULL, NULL);
     for (int i = 0; st == RV_OK && i < m->tensors.len; i++)
         if (m->tensors.data[i]->op->kind != OP_INPUT)
             st = run_op(&in, m->tensors.data[i]);

@@ -250,25 +250,40 @@ static void run_release(Run *r) {
     interp_release(&r->in);
 }
 
+/* The program's InterpNames, made by its first run (a program runs on
+ * one thread at a time, ravel.h). */
+static const InterpNames *program_names(rv_program *p) {
+    const Module *m = p->m;
+    if (p->names.tensor)
+        return &p->names;
+    const char **t = arena_alloc(p->arena, sizeof(char *) * (size_t)(m->tensors.len + 1));
+    const char **f = arena_alloc(p->arena, sizeof(char *) * (size_t)(m->ufuns.len + 1));
+    for (int i = 0; i < m->tensors.len; i++) {
+        const Tensor *x = m->tensors.data[i];
+        t[x->id] = arena_printf(p->arena, "%s %s", x->op->kind == OP_INPUT ? "input" : "tensor",
+                                x->name);
+    }
+    for (int i = 0; i < m->ufuns.len; i++)
+        f[m->ufuns.data[i]->id] = arena_printf(p->arena, "ufun %s", m->ufuns.data[i]->name);
+    p->names = (InterpNames){.tensor = t, .ufun = f};
+    return &p->names;
+}
+
 /* CHECK_ARGS: the arguments exactly as the interpreter checks them, and
  * every computed tensor's layout (a negative extent is an error here,
  * not a crash later). */
 static rv_status check_args(Run *r) {
     const Module *m = r->p->m;
+    const InterpNames *names = program_names(r->p);
     rv_status st;
-    if ((st = interp_prepare(&r->in, m, r->in.b, NULL)) != RV_OK)
+    if ((st = interp_prepare(&r->in, m, r->in.b, NULL, names)) != RV_OK)
         return st;
     for (int i = 0; i < m->tensors.len; i++) {
         const Tensor *t = m->tensors.data[i];
         if (t->op->kind == OP_INPUT)
             continue;
-        /* the name for layout errors, made once per program: formatting it
-         * per run costs more than the small runs' kernels */
-        if (!r->p->what)
-            r->p->what = arena_alloc(r->p->arena, sizeof(char *) * (size_t)(m->tensors.len + 1));
-        if (!r->p->what[i])
-            r->p->what[i] = arena_printf(r->p->arena, "tensor %s", t->name);
-        if ((st = ir_layout_tensor(&r->in.env, r->p->what[i], t, &r->in.tv[t->id].lay)) != RV_OK)
+        if ((st = ir_layout_tensor(&r->in.env, names->tensor[t->id], t, &r->in.tv[t->id].lay)) !=
+            RV_OK)
             return st;
     }
     return RV_OK;

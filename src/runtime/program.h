@@ -13,6 +13,7 @@
 #define RAVEL_RUNTIME_PROGRAM_H
 
 #include "codegen/codegen.h"
+#include "interp/interp.h"
 #include "jit/jit.h"
 #include "plan/plan.h"
 #include "ravel_rt.h"
@@ -31,7 +32,10 @@ struct rv_program {
     Plan *plans;
     PlanDispatch dispatch;
     int last_variant;  /* the variant the last run ran, -1 before any */
-    const char **what; /* per tensor: "tensor X" for layout errors (the first run's) */
+    /* the names errors give tensors ("input X", "tensor X") and UFs ("ufun
+     * f"), made by the first run: formatting them per run costs more than
+     * the small runs' kernels */
+    InterpNames names;
     CgUnit unit;
     JitLib *lib;
     rv_rt_kernel_fn *fns;
