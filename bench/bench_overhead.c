@@ -3,7 +3,7 @@
  * call on tiny programs, whose kernels take a fraction of a microsecond:
  * what a caller serving a small model pays per call beyond the kernels.
  *
- *     bench_overhead [--calls N] [--reps R] [--only NAME]
+ *     bench_overhead [--calls N] [--reps R] [--only NAME] [FILE.rv]...
  *
  * Per program: R repetitions of N calls each (10000 x 31 by default),
  * timed as a batch; the median over repetitions of (batch time / N) is
@@ -11,7 +11,9 @@
  * kernel_seconds over the same calls, clock reads included). The programs
  * are interleaved repetition by repetition, so the noise of a shared
  * machine hits them alike. One JSON object per line. --only NAME runs
- * one program (for a profiler).
+ * one program (for a profiler). Each FILE.rv is timed too, its size M (if
+ * any) bound to 1 and everything else drawn (bench/programs/: the
+ * benchmarks' schedules at one row).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
@@ -32,7 +34,8 @@ typedef struct Prog {
     double *kernel_ns;  /* per repetition: kernel ns per call */
 } Prog;
 
-static Prog progs[] = {
+#define MAX_PROGS 16
+static Prog progs[MAX_PROGS] = {
     {"dense_1x64",
      "size M in 1..64\n"
      "input X : f32[M, 64]\n"
@@ -50,7 +53,7 @@ static Prog progs[] = {
      "Y[b < N, l < len[b]] = X[b, l] + 1.0\n",
      0, 0, 0, 0, 0, 0},
 };
-#define NPROGS ((int)(sizeof progs / sizeof progs[0]))
+static int nprogs = 3; /* the built-in ones above, then the files */
 
 static void die(const char *what, const char *name) {
     fprintf(stderr, "bench_overhead: %s: %s: %s\n", name, what, rv_last_error());
@@ -70,13 +73,12 @@ static double median(double *v, int n) {
 static void prepare(Prog *g) {
     rv_compile_options opt = {0};
     opt.serial = 1;
-    if (rv_module_parse(g->name, g->src, &g->m) != RV_OK)
+    if ((g->src ? rv_module_parse(g->name, g->src, &g->m) : rv_module_load(g->name, &g->m)) !=
+        RV_OK)
         die("parse", g->name);
     g->b = rv_bindings_new(g->m);
-    if (strstr(g->src, "size M"))
-        rv_bindings_set_size(g->b, "M", 1);
-    if (strstr(g->src, "size N"))
-        rv_bindings_set_size(g->b, "N", 4);
+    rv_bindings_set_size(g->b, "M", 1); /* where there is one */
+    rv_bindings_set_size(g->b, "N", 4);
     if (rv_bindings_randomize(g->b, 1) != RV_OK)
         die("randomize", g->name);
     if (rv_program_compile(g->m, &opt, &g->p) != RV_OK)
@@ -93,7 +95,13 @@ static void prepare(Prog *g) {
 int main(int argc, char **argv) {
     int calls = 10000, reps = 31;
     const char *only = NULL;
-    for (int i = 1; i + 1 < argc; i += 2) {
+    for (int i = 1; i < argc; i += 2) {
+        if (strncmp(argv[i], "--", 2) != 0 && nprogs < MAX_PROGS) {
+            progs[nprogs++].name = argv[i--];
+            continue;
+        }
+        if (i + 1 >= argc)
+            break;
         if (!strcmp(argv[i], "--calls"))
             calls = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--reps"))
@@ -102,7 +110,7 @@ int main(int argc, char **argv) {
             only = argv[i + 1];
     }
     int n = 0;
-    for (int i = 0; i < NPROGS; i++)
+    for (int i = 0; i < nprogs; i++)
         if (!only || !strcmp(progs[i].name, only))
             progs[n++] = progs[i];
     for (int i = 0; i < n; i++) {
