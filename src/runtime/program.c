@@ -290,7 +290,8 @@ static rv_status check_args(Run *r) {
 }
 
 /* PLACE_UF and ALLOC_AUX: a UF array in the buffer's integer type (its
- * domain's canonical layout, whose size the runtime knows), or a zeroed
+ * domain's canonical layout, whose size the runtime knows; the caller's
+ * array in place when it has that type), or a zeroed
  * AUX array (its size is over sizes alone). */
 static rv_status place_uf_or_aux(Run *r, const PlanSlot *ps, Slot *s) {
     rv_status st;
@@ -300,6 +301,17 @@ static rv_status place_uf_or_aux(Run *r, const PlanSlot *ps, Slot *s) {
         return st;
     size_t es = rv_dtype_size(ps->buf->dtype);
     RV_ASSERT(ps->buf->dtype == RV_I32 || ps->buf->dtype == RV_I64);
+    if (ps->kind == PLAN_SLOT_UF) {
+        /* the caller's array itself when it already is the buffer (its
+         * dtype, aligned; canonical, as interp_prepare checked), as inputs
+         * are: kernels never store to UFs */
+        const rv_array *a = r->in.b->uf_arr[ps->buf->uf->id];
+        const void *data = rv_array_cdata(a);
+        if (rv_array_dtype(a) == ps->buf->dtype && data && (uintptr_t)data % RV_RT_ALIGN == 0) {
+            s->data = (void *)data;
+            return RV_OK;
+        }
+    }
     if ((uint64_t)s->nelem > SIZE_MAX / es ||
         !(s->owned = s->data = rt_aligned_zalloc((size_t)s->nelem * es)))
         return base_error(RV_ERR_OOM, "buffer %s: cannot allocate %lld elements", ps->buf->name,
