@@ -65,8 +65,9 @@ static void *alloc_hook(void *p, size_t n, bool free_it) {
     if (!nb)
         return NULL;
     memcpy(nb, &n, sizeof n);
-    atomic_fetch_add(&live_bytes, n);
-    atomic_fetch_sub(&live_bytes, old);
+    /* one atomic operation, not two (n - old wraps when the block shrinks;
+     * unsigned atomics wrap too): compiled runs allocate per call */
+    atomic_fetch_add(&live_bytes, n - old);
     return nb + ALLOC_HEADER;
 }
 

@@ -264,15 +264,6 @@ rv_status driver_dispatch(Module *m, int nvariants, const rv_dispatch *d, PlanDi
     return RV_OK;
 }
 
-/* The names layout errors give computed tensors, made here rather than
- * by the first run, which may be on several threads at once. */
-static void name_tensors(rv_program *p) {
-    const Module *m = p->m;
-    p->what = arena_alloc(p->arena, sizeof(char *) * (size_t)(m->tensors.len + 1));
-    for (int i = 0; i < m->tensors.len; i++)
-        p->what[i] = arena_printf(p->arena, "tensor %s", m->tensors.data[i]->name);
-}
-
 /* A compilation runs in its own IR scope (src/ir/scope.c): the schedule's
  * stages, the loop IR, its buffers and expressions are freed when it ends,
  * and the module is as it was before. The program keeps what its runs
@@ -326,7 +317,7 @@ static rv_status compile_program(const char *fn, rv_module *m, int nvariants,
         return st;
     }
     build_plans(p);
-    name_tensors(p);
+    rt_program_name_objects(p); /* before any run: runs may overlap */
     if (opt->threads > 1 && !p->serial)
         p->pool = tp_new(opt->threads);
     p->stats.compile_seconds = rt_now_seconds() - t0;

@@ -205,7 +205,7 @@ rv_status rv_bindings_randomize(rv_bindings *b, uint64_t seed) {
     if (!b)
         return base_error(RV_ERR_ARG, "rv_bindings_randomize: no bindings");
     Interp in;
-    rv_status st = interp_prepare(&in, b->m, b, &seed);
+    rv_status st = interp_prepare(&in, b->m, b, &seed, NULL);
     interp_release(&in);
     return st;
 }

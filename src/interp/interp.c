@@ -124,8 +124,13 @@ static rv_status prepare_sizes(Interp *in, const uint64_t *seed) {
     return RV_OK;
 }
 
-/* Does f's value range use its arguments (so it differs per element)? */
+/* Does f's value range use its arguments (so it differs per element)?
+ * Constant bounds, the usual case, are answered without walking them: a
+ * walk allocates, and every compiled run checks every UF. */
 static bool range_per_element(const Ufun *f) {
+    int64_t c;
+    if (ir_is_const_int(f->lo, &c) && ir_is_const_int(f->hi, &c))
+        return false;
     for (int i = 0; i < f->nargs; i++)
         if (ir_uses_axis(f->lo, f->args[i]) || ir_uses_axis(f->hi, f->args[i]))
             return true;
@@ -191,12 +196,14 @@ static rv_status fill_or_check_ufun(Interp *in, const Ufun *f, const Layout *dom
 
 static rv_status prepare_ufun(Interp *in, const Ufun *f, const uint64_t *seed) {
     rv_status st;
-    char what[300];
-    snprintf(what, sizeof what, "ufun %s", f->name);
+    char buf[300];
+    const char *what = in->names ? in->names->ufun[f->id] : buf;
+    if (!in->names)
+        snprintf(buf, sizeof buf, "ufun %s", f->name);
     if (!f->complete)
         return base_error(RV_ERR_TYPE, "%s: its definition is incomplete", what);
-    Layout *dom;
-    if ((st = ir_layout_ufun(&in->env, f, &dom)) != RV_OK)
+    Layout *dom; /* ir_layout_ufun, with the name made above */
+    if ((st = ir_layout_eval(&in->env, what, f->nargs, f->args, &dom)) != RV_OK)
         return st;
     in->ufl[f->id] = dom; /* released with the run */
     const rv_array *a = in->b->uf_arr[f->id];
@@ -259,8 +266,10 @@ static rv_status draw_input(Interp *in, const Tensor *t, const Layout *l, uint64
 
 static rv_status prepare_input(Interp *in, const Tensor *t, const uint64_t *seed) {
     rv_status st;
-    char what[300];
-    snprintf(what, sizeof what, "input %s", t->name);
+    char buf[300];
+    const char *what = in->names ? in->names->tensor[t->id] : buf;
+    if (!in->names)
+        snprintf(buf, sizeof buf, "input %s", t->name);
     if (!t->complete)
         return base_error(RV_ERR_TYPE, "%s: its definition is incomplete", what);
     const rv_array *a = in->b->t_arr[t->id];
@@ -285,15 +294,24 @@ static rv_status prepare_input(Interp *in, const Tensor *t, const uint64_t *seed
     return RV_OK;
 }
 
-rv_status interp_prepare(Interp *in, const Module *m, rv_bindings *b, const uint64_t *seed) {
+rv_status interp_prepare(Interp *in, const Module *m, rv_bindings *b, const uint64_t *seed,
+                         const InterpNames *names) {
     memset(in, 0, sizeof *in);
     in->m = m;
+    in->names = names;
     in->b = b;
     interp_bindings_sync(b);
-    in->sizes = base_xcalloc((size_t)m->sizes.len + 1, sizeof *in->sizes);
-    in->ufv = base_xcalloc((size_t)m->ufuns.len + 1, sizeof *in->ufv);
-    in->ufl = base_xcalloc((size_t)m->ufuns.len + 1, sizeof *in->ufl);
-    in->tv = base_xcalloc((size_t)m->tensors.len + 1, sizeof *in->tv);
+    /* the four tables in one block (a compiled run prepares per call) */
+    size_t ns = (size_t)m->sizes.len + 1, nu = (size_t)m->ufuns.len + 1;
+    size_t nt = (size_t)m->tensors.len + 1;
+    _Static_assert(_Alignof(TensorVal) <= _Alignof(max_align_t), "table alignment");
+    size_t tv_at = ns * sizeof *in->sizes + nu * (sizeof *in->ufv + sizeof *in->ufl);
+    tv_at = (tv_at + _Alignof(TensorVal) - 1) / _Alignof(TensorVal) * _Alignof(TensorVal);
+    char *block = base_xcalloc(1, tv_at + nt * sizeof *in->tv);
+    in->sizes = (int64_t *)block;
+    in->ufv = (int64_t **)(block + ns * sizeof *in->sizes);
+    in->ufl = (Layout **)(block + ns * sizeof *in->sizes + nu * sizeof *in->ufv);
+    in->tv = (TensorVal *)(block + tv_at);
     in->env = (LayoutEnv){.m = m, .sizes = in->sizes, .uf_vals = in->ufv, .uf_dom = in->ufl};
     rv_status st = prepare_sizes(in, seed);
     for (int i = 0; st == RV_OK && i < m->ufuns.len; i++)
@@ -311,10 +329,7 @@ void interp_release(Interp *in) {
     }
     for (int i = 0; in->tv && i < in->m->tensors.len; i++)
         ir_layout_free(in->tv[i].lay);
-    base_free(in->sizes);
-    base_free(in->ufv);
-    base_free(in->ufl);
-    base_free(in->tv);
+    base_free(in->sizes); /* the block of all four tables */
     memset(in, 0, sizeof *in);
 }
 
@@ -369,7 +384,7 @@ rv_status rv_interp_run(const rv_module *m, rv_bindings *b) {
     interp_bindings_sync(b);
     interp_bindings_clear_outputs(b);
     Interp in;
-    st = interp_prepare(&in, m, b, NULL);
+    st = interp_prepare(&in, m, b, NULL, NULL);
     for (int i = 0; st == RV_OK && i < m->tensors.len; i++)
         if (m->tensors.data[i]->op->kind != OP_INPUT)
             st = run_op(&in, m->tensors.data[i]);

@@ -56,6 +56,14 @@ typedef struct TensorVal {
     Layout *lay;
 } TensorVal;
 
+/* The names errors give the arguments, made once by a caller that
+ * prepares many runs (a compiled program): "input X" by tensor id, "ufun
+ * f" by ufun id. Without them each run formats its own. */
+typedef struct InterpNames {
+    const char *const *tensor;
+    const char *const *ufun;
+} InterpNames;
+
 /* The state of one run (or of drawing random arguments). */
 typedef struct Interp {
     const Module *m;
@@ -65,6 +73,7 @@ typedef struct Interp {
     int64_t **ufv;  /* by ufun id: values in domain order, as int64 */
     Layout **ufl;   /* by ufun id: domain layouts */
     TensorVal *tv;  /* by tensor id; data is NULL until computed */
+    const InterpNames *names; /* NULL: formatted per run */
 } Interp;
 
 /* ---- bindings.c ---- */
@@ -85,8 +94,10 @@ rv_status interp_bindings_adopt_array(rv_bindings *b, const char *name, rv_array
 /* Checks sizes, UF arrays and input arrays against the module and fills
  * `in`. With a non-NULL seed, first draws whatever is unbound (sizes, UF
  * arrays, inputs) and stores it in the bindings; bound inputs are then
- * left for the run to check. */
-rv_status interp_prepare(Interp *in, const Module *m, rv_bindings *b, const uint64_t *seed);
+ * left for the run to check. names: NULL, or the arguments' names for
+ * errors (InterpNames). */
+rv_status interp_prepare(Interp *in, const Module *m, rv_bindings *b, const uint64_t *seed,
+                         const InterpNames *names);
 void interp_release(Interp *in);
 /* Sets the last error to "<where>: <message>" and returns st. <where> is
  * the location of the tensor's definition ("f.rv:3:1: ") and "computing

@@ -73,6 +73,19 @@ static void gather_slots(Plan *p) {
     }
 }
 
+/* Every kernel parameter's slot, by kernel and parameter (Plan.arg_slot). */
+static void gather_arg_slots(Plan *p) {
+    for (int k = 0; k < p->nk; k++) {
+        const Kernel *kn = p->ks[k];
+        vec_push(&p->arg_at, p->arg_slot.len);
+        for (int i = 0; i < kn->nparams; i++) {
+            const Param *pa = &kn->params[i];
+            int slot = pa->kind == PARAM_SIZE ? -1 : plan_slot_index(p, plan_slot_for(p, pa->buf));
+            vec_push(&p->arg_slot, slot);
+        }
+    }
+}
+
 static void add_slot_steps(Plan *p, PlanSlotKind kind, PlanStepKind step) {
     for (int i = 0; i < p->slots.len; i++)
         if (p->slots.data[i].kind == kind)
@@ -98,6 +111,7 @@ void plan_build(Plan *p, Module *m, Kernel *const *ks, int n, const bool *prelud
     p->ks = ks;
     p->nk = n;
     gather_slots(p);
+    gather_arg_slots(p);
     add_step(p, PLAN_CHECK_ARGS, -1, -1);
     add_slot_steps(p, PLAN_SLOT_UF, PLAN_PLACE_UF);
     add_slot_steps(p, PLAN_SLOT_AUX, PLAN_ALLOC_AUX);
@@ -138,6 +152,8 @@ void plan_build(Plan *p, Module *m, Kernel *const *ks, int n, const bool *prelud
 void plan_free(Plan *p) {
     vec_free(&p->slots);
     vec_free(&p->steps);
+    vec_free(&p->arg_slot);
+    vec_free(&p->arg_at);
     ptrmap_free(&p->slot_of);
 }
 

@@ -82,6 +82,11 @@ typedef struct Plan {
     Vec(PlanSlot) slots;
     Vec(PlanStep) steps;
     PtrMap slot_of; /* Tensor* (tensors) or Buffer* (UF, AUX) -> 1 + slot index */
+    /* kernel k's parameter i is slot arg_slot.data[arg_at.data[k] + i]
+     * (-1: a size): plan_slot_for's answers, kept for the executor, which
+     * lists every call's arguments */
+    Vec(int) arg_slot;
+    Vec(int) arg_at;
 } Plan;
 
 /* The plan of kernels ks[0..n) of m, in order; prelude[k]: kernel k has a
@@ -92,6 +97,10 @@ void plan_free(Plan *p);
 /* The slot of a kernel's buffer (by its tensor, else by the buffer). */
 PlanSlot *plan_slot_for(const Plan *p, const Buffer *b);
 int plan_slot_index(const Plan *p, const PlanSlot *s);
+/* The slot index of kernel k's parameter i (-1: a size parameter). */
+static inline int plan_arg_slot(const Plan *p, int k, int i) {
+    return p->arg_slot.data[p->arg_at.data[k] + i];
+}
 /* A step's name ("place tensor"). */
 const char *plan_step_name(PlanStepKind k);
 /* Does RAVEL_DEBUG ask for plans ("plan" or "all")? */

@@ -141,6 +141,7 @@ typedef struct Slot {
     Layout *store; /* padded tensors: the storage order (ir_storage_eval) */
 } Slot;
 
+#define RUN_ON_STACK 8
 typedef struct Run {
     rv_program *p;
     const Plan *plan; /* the variant's */
@@ -153,6 +154,10 @@ typedef struct Run {
     struct rv_rt_ctx ctx;
     rv_program_counters stats; /* this run's, added to the program's when it ends */
     bool check_failed; /* a kernel's run-time check failed (see run_failed) */
+    /* slots and into of a small program: a small run's host work is
+     * counted in nanoseconds, an allocation in tens of them */
+    Slot slots_stack[RUN_ON_STACK];
+    rv_array *into_stack[RUN_ON_STACK];
 } Run;
 
 /* The run's state of a kernel's buffer. */
@@ -257,8 +262,27 @@ static void run_release(Run *r) {
         rv_array_free(s->arr);
         ir_layout_free(s->store);
     }
-    base_free(r->slots);
+    if (r->slots != r->slots_stack)
+        base_free(r->slots);
     interp_release(&r->in);
+}
+
+void rt_program_name_objects(rv_program *p) {
+    const Module *m = p->m;
+    const char **t = arena_alloc(p->arena, sizeof(char *) * (size_t)(m->tensors.len + 1));
+    const char **f = arena_alloc(p->arena, sizeof(char *) * (size_t)(m->ufuns.len + 1));
+    for (int i = 0; i < m->tensors.len; i++) {
+        const Tensor *x = m->tensors.data[i];
+        t[x->id] = arena_printf(p->arena, "%s %s", x->op->kind == OP_INPUT ? "input" : "tensor",
+                                x->name);
+    }
+    for (int i = 0; i < m->ufuns.len; i++)
+        f[m->ufuns.data[i]->id] = arena_printf(p->arena, "ufun %s", m->ufuns.data[i]->name);
+    p->names = (InterpNames){.tensor = t, .ufun = f};
+}
+
+static const InterpNames *program_names(const rv_program *p) {
+    return &p->names;
 }
 
 /* CHECK_ARGS: the arguments exactly as the interpreter checks them, and
@@ -266,27 +290,24 @@ static void run_release(Run *r) {
  * not a crash later). */
 static rv_status check_args(Run *r) {
     const Module *m = r->p->m;
+    const InterpNames *names = program_names(r->p);
     rv_status st;
-    if ((st = interp_prepare(&r->in, m, r->in.b, NULL)) != RV_OK)
+    if ((st = interp_prepare(&r->in, m, r->in.b, NULL, names)) != RV_OK)
         return st;
     for (int i = 0; i < m->tensors.len; i++) {
         const Tensor *t = m->tensors.data[i];
         if (t->op->kind == OP_INPUT)
             continue;
-        /* the name for layout errors, made once per program: formatting it
-         * per run costs more than the small runs' kernels */
-        if (!r->p->what)
-            r->p->what = arena_alloc(r->p->arena, sizeof(char *) * (size_t)(m->tensors.len + 1));
-        if (!r->p->what[i])
-            r->p->what[i] = arena_printf(r->p->arena, "tensor %s", t->name);
-        if ((st = ir_layout_tensor(&r->in.env, r->p->what[i], t, &r->in.tv[t->id].lay)) != RV_OK)
+        if ((st = ir_layout_tensor(&r->in.env, names->tensor[t->id], t, &r->in.tv[t->id].lay)) !=
+            RV_OK)
             return st;
     }
     return RV_OK;
 }
 
 /* PLACE_UF and ALLOC_AUX: a UF array in the buffer's integer type (its
- * domain's canonical layout, whose size the runtime knows), or a zeroed
+ * domain's canonical layout, whose size the runtime knows; the caller's
+ * array in place when it has that type), or a zeroed
  * AUX array (its size is over sizes alone). */
 static rv_status place_uf_or_aux(Run *r, const PlanSlot *ps, Slot *s) {
     rv_status st;
@@ -296,6 +317,17 @@ static rv_status place_uf_or_aux(Run *r, const PlanSlot *ps, Slot *s) {
         return st;
     size_t es = rv_dtype_size(ps->buf->dtype);
     RV_ASSERT(ps->buf->dtype == RV_I32 || ps->buf->dtype == RV_I64);
+    if (ps->kind == PLAN_SLOT_UF) {
+        /* the caller's array itself when it already is the buffer (its
+         * dtype, aligned; canonical, as interp_prepare checked), as inputs
+         * are: kernels never store to UFs */
+        const rv_array *a = r->in.b->uf_arr[ps->buf->uf->id];
+        const void *data = rv_array_cdata(a);
+        if (rv_array_dtype(a) == ps->buf->dtype && data && (uintptr_t)data % RV_RT_ALIGN == 0) {
+            s->data = (void *)data;
+            return RV_OK;
+        }
+    }
     if ((uint64_t)s->nelem > SIZE_MAX / es ||
         !(s->owned = s->data = rt_aligned_zalloc((size_t)s->nelem * es)))
         return base_error(RV_ERR_OOM, "buffer %s: cannot allocate %lld elements", ps->buf->name,
@@ -414,7 +446,7 @@ static void kernel_args(Run *r, int k, int64_t *sizes, void **bufs, JitDevPtr *d
         if (pa->kind == PARAM_SIZE) {
             sizes[ns++] = r->in.sizes[pa->size->id];
         } else {
-            int slot = plan_slot_index(r->plan, plan_slot_for(r->plan, pa->buf));
+            int slot = plan_arg_slot(r->plan, k, i);
             if (dev)
                 dev[nb++] = r->dev[slot];
             else
@@ -707,7 +739,9 @@ static rv_status run_steps(Run *r, rv_array *const *outputs, int noutputs) {
     }
     if (st != RV_OK)
         return st;
-    r->slots = base_xcalloc((size_t)r->plan->slots.len + 1, sizeof *r->slots);
+    r->slots = r->plan->slots.len <= RUN_ON_STACK
+                   ? r->slots_stack
+                   : base_xcalloc((size_t)r->plan->slots.len + 1, sizeof *r->slots);
     r->ctx = (struct rv_rt_ctx){.abi_version = RV_RT_ABI_VERSION,
                                 .num_threads = p->serial ? 1
                                                          : tp_num_threads(p->pool ? p->pool
@@ -752,14 +786,17 @@ static rv_status run_program(const char *fn, rv_program *p, rv_bindings *b,
     Run r = {.p = p};
     r.in.b = b;
     if (outputs)
-        r.into = base_xcalloc((size_t)p->ntensors + 1, sizeof *r.into);
+        r.into = p->ntensors <= RUN_ON_STACK
+                     ? r.into_stack
+                     : base_xcalloc((size_t)p->ntensors + 1, sizeof *r.into);
     rv_status st = run_steps(&r, outputs, noutputs);
     run_release(&r);
     if (r.check_failed)
         st = run_failed(p, b);
     if (st != RV_OK)
         interp_bindings_clear_outputs(b);
-    base_free(r.into);
+    if (r.into != r.into_stack)
+        base_free(r.into);
     add_counters(p, &r.stats);
     return st;
 }

@@ -15,6 +15,7 @@
 #include <pthread.h>
 
 #include "codegen/codegen.h"
+#include "interp/interp.h"
 #include "jit/jit.h"
 #include "plan/plan.h"
 #include "ravel_rt.h"
@@ -34,7 +35,11 @@ struct rv_program {
     Plan *plans;
     PlanDispatch dispatch;
     _Atomic int last_variant; /* the variant the last run ran, -1 before any */
-    const char **what; /* per tensor: "tensor X" for layout errors (the first run's) */
+    /* the names errors give tensors ("input X", "tensor X") and UFs ("ufun
+     * f"), made by the compile (rt_program_name_objects): formatting them
+     * per run costs more than the small runs' kernels, and runs may
+     * overlap */
+    InterpNames names;
     CgUnit unit;
     JitLib *lib;
     rv_rt_kernel_fn *fns;
@@ -50,5 +55,7 @@ struct rv_program {
 
 /* Seconds on a monotonic clock (the program's counters). */
 double rt_now_seconds(void);
+/* Makes p->names (the compile calls it once, before any run). */
+void rt_program_name_objects(rv_program *p);
 
 #endif

@@ -1324,6 +1324,66 @@ static void test_program_errors(void) {
     rv_module_free(m);
 }
 
+/* Runs after the first reuse what the first made (the arguments' names, the
+ * plan's slots) and pass a UF array in place when its dtype is the
+ * buffer's: every check still applies on every run, with the same
+ * messages, and both UF dtypes compute the same result. */
+static void test_program_repeated_checks(void) {
+    rv_module *m = NULL;
+    CHECK_EQ_INT(rv_module_parse("r.rv",
+                                 "size B in 1..8\n"
+                                 "ufun len[b < B] in 0..5\n"
+                                 "input A : f32[b < B, l < len[b]]\n"
+                                 "O[b, l < len[b]] = A[b, l] + 1\n",
+                                 &m),
+                 RV_OK);
+    if (!lowering_complete(m, "r.rv")) {
+        rv_module_free(m);
+        return;
+    }
+    rv_compile_options opt = {.cache_dir = cache_dir, .cflags = PROGRAM_CFLAGS, .serial = 1};
+    rv_program *p = NULL;
+    CHECK_EQ_INT(rv_program_compile(m, &opt, &p), RV_OK);
+    if (!p) {
+        rv_module_free(m);
+        return;
+    }
+    rv_bindings *b = rv_bindings_new(m);
+    rv_bindings_set_size(b, "B", 2);
+    int64_t two[1] = {2}, five[1] = {5};
+    rv_array *len32 = rv_array_new(RV_I32, 1, two), *len64 = rv_array_new(RV_I64, 1, two);
+    rv_array *a = rv_array_new(RV_F32, 1, five);
+    for (int i = 0; i < 5; i++)
+        rv_array_set_f64(a, i, i);
+    rv_bindings_set_array(b, "A", a);
+    for (int round = 0; round < 3; round++) {
+        for (int w = 0; w < 2; w++) {
+            rv_array *len = w ? len64 : len32;
+            rv_bindings_set_array(b, "len", len);
+            rv_array_set_i64(len, 0, 2);
+            rv_array_set_i64(len, 1, 3);
+            CHECK_EQ_INT(rv_program_run(p, b), RV_OK);
+            const rv_array *o = rv_bindings_get_array(b, "O");
+            CHECK(o && rv_array_numel(o) == 5);
+            for (int i = 0; o && i < 5; i++)
+                CHECK_EQ_INT(rv_array_get_f64(o, i), i + 1);
+            rv_array_set_i64(len, 1, 6); /* outside 0..5 */
+            CHECK_EQ_INT(rv_program_run(p, b), RV_ERR_BOUNDS);
+            CHECK_STR_CONTAINS(rv_last_error(), "ufun len: len[1] = 6 outside declared range 0..5");
+            rv_array_set_i64(len, 1, 4); /* A has 5 elements, len needs 6 */
+            CHECK_EQ_INT(rv_program_run(p, b), RV_ERR_SHAPE);
+            CHECK_STR_CONTAINS(rv_last_error(), "input A: ragged layout needs 6 elements");
+            CHECK(rv_bindings_get_array(b, "O") == NULL);
+        }
+    }
+    rv_bindings_free(b);
+    rv_array_free(len32);
+    rv_array_free(len64);
+    rv_array_free(a);
+    rv_program_free(p);
+    rv_module_free(m);
+}
+
 int main(void) {
     snprintf(cache_dir, sizeof cache_dir, "/tmp/ravel-test-codegen-XXXXXX");
     if (!mkdtemp(cache_dir)) {
@@ -1344,6 +1404,7 @@ int main(void) {
     RUN(test_program_dense);
     RUN(test_program_ragged);
     RUN(test_program_errors);
+    RUN(test_program_repeated_checks);
     char cmd[PATH_MAX + 16];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", cache_dir);
     if (system(cmd) != 0)
