@@ -45,7 +45,7 @@ TOOL_SRC  := $(sort $(wildcard tools/*.c))
 TOOL_OBJ  := $(TOOL_SRC:%.c=$(BUILD)/%.o)
 TEST_SRC  := $(sort $(wildcard tests/unit/test_*.c))
 TEST_BIN  := $(TEST_SRC:tests/unit/%.c=$(BUILD)/tests/%)
-HDRS      := $(wildcard include/*.h src/*/*.h src/*/*.def)
+HDRS      := $(wildcard include/*.h src/*/*.h src/*/*.def tools/*.h)
 
 .PHONY: all test asan-test tsan-test demo clean format lint fuzz-sched fuzz-programs fuzz-parse bench deps
 
