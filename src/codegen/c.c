@@ -84,6 +84,7 @@ typedef struct CK {
     PtrMap written;  /* Buffer* stored to in the function being emitted */
     PtrMap let_type; /* Axis* bound by a LET to a non-i64 value -> dtype + 1 */
     int npar;        /* outlined functions so far */
+    int64_t unrolled; /* the product of the unroll factors of the loops around (0: none) */
 } CK;
 
 static void emit_stmt(CK *c, CFn *f, const Stmt *s);
@@ -557,8 +558,14 @@ static bool plain_map(CK *c, const Stmt *body, const Axis *var) {
     return ml.ok;
 }
 
-static void emit_pragmas(CK *c, CFn *f, const Stmt *s) {
-    int64_t n;
+/* The most copies of a body that nested unrolled loops may make; an inner
+ * unroll that would pass it stays rolled (64 x 32 copies of an inlined
+ * reduction kept gcc busy for minutes). */
+#define UNROLL_PRODUCT_MAX 512
+
+/* Writes the loop's pragmas; returns its unroll factor (1 if not unrolled). */
+static int64_t emit_pragmas(CK *c, CFn *f, const Stmt *s) {
+    int64_t n, outer = c->unrolled ? c->unrolled : 1;
     switch (s->u.loop.kind) {
     case LOOP_VECTOR:
         if (updates_across(c, s->u.loop.body, s->u.loop.var))
@@ -573,8 +580,13 @@ static void emit_pragmas(CK *c, CFn *f, const Stmt *s) {
         else if (n > SCHED_MAX_UNROLL)
             line(f, "/* unroll: the extent %lld is over %d; left rolled */\n", (long long)n,
                  SCHED_MAX_UNROLL);
-        else if (n > 1)
+        else if (n > 1 && outer * n > UNROLL_PRODUCT_MAX)
+            line(f, "/* unroll: inside unrolled loops it would make %lld copies; left rolled */\n",
+                 (long long)(outer * n));
+        else if (n > 1) {
             line(f, "#pragma GCC unroll %lld\n", (long long)n);
+            return n;
+        }
         break;
     case LOOP_GPU_BLOCK_X:
     case LOOP_GPU_BLOCK_Y:
@@ -587,6 +599,7 @@ static void emit_pragmas(CK *c, CFn *f, const Stmt *s) {
     default:
         break;
     }
+    return 1;
 }
 
 static void emit_for_header(CK *c, CFn *f, const char *var, const char *from, const Expr *ext) {
@@ -774,14 +787,17 @@ static void emit_for(CK *c, CFn *f, const Stmt *s) {
         if (rest)
             from = rest;
     }
-    if (strcmp(from, "0") == 0)
-        emit_pragmas(c, f, s);
+    int64_t factor = strcmp(from, "0") == 0 ? emit_pragmas(c, f, s) : 1;
+    int64_t around = c->unrolled;
+    if (factor > 1)
+        c->unrolled = (around ? around : 1) * factor;
     emit_for_header(c, f, var, from, s->u.loop.extent);
     open_block(f);
     declare(f, var);
     emit_body(c, f, s->u.loop.body);
     close_block(f);
     line(f, "}\n");
+    c->unrolled = around;
 }
 
 static void emit_if(CK *c, CFn *f, const Stmt *s) {
