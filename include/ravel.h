@@ -269,6 +269,64 @@ void rv_compute_set_pad(rv_compute *c, int i, int pad);
 rv_tensor *rv_extern_new(rv_module *m, const char *name, const char *kernel, int nin,
                          rv_tensor *const *inputs, rv_dtype t, int ndim, const rv_dimspec *dims);
 
+/* ---- recursion (Cortex; docs/recursion.md)
+ *
+ * A structure declares the pointer-linked inputs a recursion runs over:
+ * the nodes of a batch of sequences, trees or DAGs, numbered 0..N-1 by the
+ * linearizer (N a size), and the UFs that describe them:
+ *     child[n < N, k < nchild[n]] in 0..N - 1   n's k-th child
+ *     nchild[n < N] in 0..K                      its number of children
+ *     root[s < B] in 0..N - 1                    structure s's root (optional)
+ *     word[n < N] in lo..hi                      a column of per-node data
+ * (`structure T : tree(N, 2) { children child, nchild  roots root[s < B]
+ * data word in 0..9999 }` in the language). A recursion group defines
+ * tensors over the structure's nodes that read themselves and each other
+ * at children (`h[child[n, k], i]`) or, for members defined earlier in the
+ * group, at the same node (`hs[n, i]`). rv_recurse_end checks the
+ * properties that make static lowering sound (Cortex §2, P.1-P.3).
+ * Structures are bound at run time from a linearized batch
+ * (rv_bindings_set_linear), which also binds the dynamic batches the
+ * compiled loops follow. */
+/* The kinds of structure (the runtime batches below use them too). */
+typedef enum rv_struct_kind {
+    RV_STRUCT_SEQUENCE, /* chains (K must be 1): at most one child and one parent */
+    RV_STRUCT_TREE,     /* every node but the root has exactly one parent */
+    RV_STRUCT_DAG,      /* nodes may share children; trees and chains are DAGs too */
+    RV_STRUCT_KIND_COUNT
+} rv_struct_kind;
+typedef struct rv_structure rv_structure;
+typedef struct rv_recurse rv_recurse;
+
+/* A structure over the nodes `nodes` (a size) with at most max_children
+ * children per node (1 for RV_STRUCT_SEQUENCE), declaring the UFs `child`
+ * and `nchild`. */
+rv_structure *rv_structure_new(rv_module *m, const char *name, rv_struct_kind kind,
+                               rv_size *nodes, int max_children, const char *child,
+                               const char *nchild);
+/* Declares the UF `root[s < count]` of the structures' roots. */
+rv_ufun *rv_structure_set_roots(rv_structure *s, const char *root, rv_size *count);
+/* Declares a data column `name[n < N] in lo..hi` (lo, hi over sizes); the
+ * columns are the linearized batch's data columns, in order. */
+rv_ufun *rv_structure_add_data(rv_structure *s, const char *name, rv_expr *lo, rv_expr *hi);
+rv_structure *rv_module_structure(const rv_module *m, const char *name);
+
+/* A recursion group over structure s. Declare every member first (so
+ * bodies can read members defined later), then define each, then end. */
+rv_recurse *rv_recurse_begin(rv_module *m, const char *name, rv_structure *s);
+/* A member `name[n, a1 < e1, ...]` of dtype t: axis 0 is the node axis
+ * (its extent is the structure's size; extents[0] is ignored), the others
+ * need explicit extents that do not use the node axis. Build its body
+ * with rv_compute_var as for a compute. */
+rv_compute *rv_recurse_add(rv_recurse *r, const char *name, rv_dtype t, int ndim,
+                           const char *const *axis_names, rv_expr *const *extents);
+/* Defines a member: its body, or with pred non-NULL a conditional body
+ * (`if pred then body else else_body`, pred over indices, sizes and UFs).
+ * The body is converted to the member's dtype. */
+rv_tensor *rv_recurse_define(rv_compute *c, rv_expr *pred, rv_expr *body, rv_expr *else_body);
+/* Checks that every member is defined and reads members only as the
+ * properties allow; RV_ERR_TYPE with a message naming the read otherwise. */
+rv_status rv_recurse_end(rv_recurse *r);
+
 rv_tensor *rv_module_tensor(const rv_module *m, const char *name);
 /* Tensors in definition order (inputs and operations). */
 int rv_module_num_tensors(const rv_module *m);
@@ -543,12 +601,7 @@ void rv_program_stats(const rv_program *p, rv_program_counters *out);
  * parents, and a structure with no root or with several. A DAG has one
  * root too, so a disconnected DAG is refused: its parts are separate
  * structures with separate results; add them as such. */
-typedef enum rv_struct_kind {
-    RV_STRUCT_SEQUENCE, /* chains (K must be 1): at most one child and one parent */
-    RV_STRUCT_TREE,     /* every node but the root has exactly one parent */
-    RV_STRUCT_DAG,      /* nodes may share children; trees and chains are DAGs too */
-    RV_STRUCT_KIND_COUNT
-} rv_struct_kind;
+/* rv_struct_kind (sequence, tree, DAG) is declared with the structures above. */
 
 typedef struct rv_structs rv_structs;
 

@@ -41,6 +41,8 @@ typedef struct rv_axis Axis;
 typedef struct rv_dim Dim;
 typedef struct rv_tensor Tensor;
 typedef struct rv_compute ComputeBuilder;
+typedef struct rv_structure Structure;
+typedef struct rv_recurse Recurse;
 typedef struct Op Op;
 typedef struct Buffer Buffer;
 typedef struct Storage Storage; /* layout.h */
@@ -141,7 +143,8 @@ typedef enum OpKind {
     OP_COMPUTE, /* one expression per output element (may contain REDUCE) */
     OP_COND,    /* if pred then body else else_body, lazily (Cortex's if_then_else) */
     OP_EXTERN,  /* a call to a registered library kernel */
-    OP_RECURSE, /* reserved for recursion over a linearized structure (Cortex) */
+    OP_RECURSE, /* a member of a recursion group: like COMPUTE (COND when pred is set),
+                 * over a structure's nodes, reading members at children (recurse.c) */
     OP_COUNT
 } OpKind;
 extern const char *const ir_op_kind_name[OP_COUNT];
@@ -155,6 +158,7 @@ struct Op {
     const char *kernel; /* EXTERN: registered kernel name */
     int nin;            /* EXTERN: tensor arguments */
     Tensor **inputs;
+    Recurse *rec;       /* RECURSE: the group */
 };
 
 struct rv_tensor {
@@ -168,6 +172,51 @@ struct rv_tensor {
     bool complete; /* definition finished */
     Module *module;
     int id;        /* index in m->tensors */
+};
+
+/* A structure the recursion runs over (Cortex §2, §4.2): the N nodes of
+ * a batch of sequences, trees or DAGs as numbered by the linearizer, and
+ * the UFs describing them. The language's
+ *     structure T : tree(N, 2) { children child, nchild
+ *                                roots root[s < B]  data word in 0..9999 }
+ * declares child[n < N, k < nchild[n]] in 0..N - 1, nchild[n < N] in 0..K,
+ * root[s < B] in 0..N - 1 and word[n < N] in 0..9999. The dynamic batches
+ * (levels) of the linearized batch are hidden sizes and UFs with reserved
+ * names, bound with the others from an rv_linear, which lowering reads:
+ * batch b (b = 0: the leaves) is the nodes batch_begin[b] ..
+ * batch_begin[b] + batch_length[b] - 1, and every child of a node of
+ * batch b lies in an earlier batch, numbered above the batch's nodes. */
+struct rv_structure {
+    const char *name;
+    rv_struct_kind kind;
+    int max_children; /* K (1 for a sequence) */
+    Size *nodes;      /* N */
+    Ufun *child, *nchild;
+    Ufun *root;  /* NULL when not declared */
+    Size *count; /* B, with root */
+    int ndata;
+    Ufun **data; /* [ndata]: the data columns, in order */
+    Size *nbatch;                    /* _T_nbatch in 1..N */
+    Ufun *batch_begin, *batch_length; /* [b < _T_nbatch] */
+    SrcLoc loc;
+    Module *module;
+    int id; /* index in m->structures */
+};
+
+/* A recursion group (`recurse R over T { defs }`): tensors defined over
+ * T's nodes (axis 0 of each, extent T->nodes) by bodies that read members
+ * only at the same node (members defined earlier in the group) or at a
+ * child (`h[child[n, e], ...]`), so the group is computed node by node,
+ * children first: the interpreter does that naively, lowering level by
+ * level (Cortex A.4). recurse.c states and checks the rules. */
+struct rv_recurse {
+    const char *name;
+    Structure *st;
+    Vec(Tensor *) members; /* in definition order */
+    SrcLoc loc;
+    bool complete; /* rv_recurse_end has run */
+    Module *module;
+    int id; /* index in m->recurses */
 };
 
 /* The extern kernels the IR knows (the interpreter holds their reference
@@ -269,6 +318,8 @@ struct rv_module {
     Vec(Size *) sizes;
     Vec(Ufun *) ufuns;
     Vec(Tensor *) tensors; /* definition order: inputs and operations */
+    Vec(Structure *) structures;
+    Vec(Recurse *) recurses; /* definition order; members are in tensors too */
     Vec(Dim *) dims;
     Vec(SchedBlock) scheds;
     StrMap by_name; /* size, ufun and tensor names -> object (one namespace) */
@@ -345,6 +396,8 @@ typedef enum NameKind {
     NAME_TENSOR, /* Tensor* */
     NAME_SIZE,   /* Size* */
     NAME_UFUN,   /* Ufun* */
+    NAME_STRUCT, /* Structure* */
+    NAME_RECURSE, /* Recurse* */
     NAME_COUNT
 } NameKind;
 /* Registers an object name in the module's single namespace; RV_ERR_TYPE
@@ -366,6 +419,36 @@ bool ir_tensor_is_output(const Module *m, const Tensor *t);
 /* The dtype of a UF's value array: i32 when the declared value range fits
  * (half the bytes), else i64. Lowering, the runtime and AOT code agree on it. */
 rv_dtype ir_ufun_dtype(const Ufun *f);
+
+/* The builder of a compute definition (rv_compute_begin .. _end) or of a
+ * recursion group's member (rv_recurse_add .. rv_recurse_define). */
+struct rv_compute {
+    Module *m;
+    Tensor *t;
+    bool has_dtype;
+    rv_dtype dtype;
+};
+
+/* ---- recurse.c: structures and recursion groups ---- */
+
+/* Why a read `rd` (an EX_READ of a member of r) inside the body of member
+ * `reader` (NULL: a tensor outside the group) breaks the recursion rules,
+ * or NULL when it is allowed. Inside the group a member is read at
+ * index 0 either at the reader's node axis itself (then the member must
+ * be defined before the reader: same-node reads are acyclic) or at
+ * `child[n, e]` of the group's structure (P.2: recursive reads only at
+ * children, which also keeps siblings independent, P.3); no index of such
+ * a read may read a tensor (P.1: the structure alone decides what is
+ * read). Reads from outside the group are unrestricted. The front end
+ * calls it at each read to locate the message; rv_recurse_end calls it on
+ * every read. */
+const char *ir_recurse_read_error(const Recurse *r, const Tensor *reader, const Expr *rd);
+/* The group of t when t is a member, else NULL. */
+static inline Recurse *ir_tensor_recurse(const Tensor *t) {
+    return t->op && t->op->kind == OP_RECURSE ? t->op->rec : NULL;
+}
+/* Is e (an index) `child[n, ...]` of structure st with n the given axis? */
+bool ir_is_child_of(const Structure *st, const Expr *e, const Axis *n);
 
 /* ---- scope.c: the IR of one compilation, dropped when it ends ---- */
 

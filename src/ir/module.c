@@ -21,12 +21,6 @@
 
 const char *const ir_op_kind_name[OP_COUNT] = {"input", "compute", "cond", "extern", "recurse"};
 
-struct rv_compute {
-    Module *m;
-    Tensor *t;
-    bool has_dtype;
-    rv_dtype dtype;
-};
 
 rv_module *rv_module_new(void) {
     Module *m = base_xcalloc(1, sizeof(Module));
@@ -42,6 +36,10 @@ void rv_module_free(rv_module *m) {
     vec_free(&m->sizes);
     vec_free(&m->ufuns);
     vec_free(&m->tensors);
+    for (int i = 0; i < m->recurses.len; i++)
+        vec_free(&m->recurses.data[i]->members);
+    vec_free(&m->structures);
+    vec_free(&m->recurses);
     vec_free(&m->dims);
     vec_free(&m->scheds);
     strmap_free(&m->by_name);
@@ -478,7 +476,7 @@ static void body_check_fn(const Expr *e, void *ctx) {
 static rv_status check_body(Tensor *t, Expr *body, const char *what, bool allow_bool) {
     BodyCheck bc = {t, NULL, false, false, false};
     ir_visit(body, body_check_fn, &bc);
-    if (bc.self_read)
+    if (bc.self_read && t->op->kind != OP_RECURSE)
         return base_error(RV_ERR_TYPE,
                           "'%s' reads itself; recursion needs a recursive operation", t->name);
     if (bc.foreign)
@@ -579,6 +577,60 @@ rv_tensor *rv_compute_end_cond(rv_compute *c, rv_expr *pred, rv_expr *then_body,
     t->op->body = then_body;
     t->op->else_body = else_body;
     t->dtype = then_body->dtype;
+    t->complete = true;
+    return t;
+}
+
+/* ---- members of recursion groups (recurse.c declares them) ---- */
+
+rv_tensor *rv_recurse_define(rv_compute *c, rv_expr *pred, rv_expr *body, rv_expr *else_body) {
+    if (!c || !body || (pred && !else_body))
+        return NULL;
+    Tensor *t = c->t;
+    if (t->op->kind != OP_RECURSE || t->complete) {
+        base_error(RV_ERR_TYPE, "'%s' is not a member of a recursion group awaiting its body",
+                   t->name);
+        return NULL;
+    }
+    if (pred) {
+        if (pred->dtype != RV_BOOL) {
+            base_error(RV_ERR_TYPE, "the condition of '%s' must be a bool, got %s", t->name,
+                       rv_dtype_name(pred->dtype));
+            return NULL;
+        }
+        PredCheck pc = {false};
+        ir_visit(pred, pred_check_fn, &pc);
+        if (pc.bad) {
+            base_error(RV_ERR_TYPE,
+                       "the condition of '%s' may use only indices, sizes and ufuns (no tensor "
+                       "reads): what a recursion computes must depend only on the structure",
+                       t->name);
+            return NULL;
+        }
+    }
+    /* the extents were given (rv_recurse_add); check them like inferred ones */
+    Expr *bodies[3] = {body, else_body, pred};
+    if (finish_axes(c->m, t, bodies, 3) != RV_OK ||
+        check_body(t, body, pred ? "then-branch" : "body", false) != RV_OK ||
+        (pred && (check_body(t, else_body, "else-branch", false) != RV_OK ||
+                  check_body(t, pred, "condition", true) != RV_OK)))
+        return NULL;
+    for (int i = 1; i < t->ndim; i++)
+        if (ir_uses_axis(t->axes[i]->extent, t->axes[0])) {
+            base_error(RV_ERR_TYPE,
+                       "the extent of axis '%s' of '%s' uses the node axis '%s': a recursive "
+                       "tensor has the same shape at every node",
+                       t->axes[i]->name, t->name, t->axes[0]->name);
+            return NULL;
+        }
+    /* the member's dtype was declared, since bodies read it before it is defined */
+    body = ir_cast(c->m, t->dtype, body);
+    else_body = pred ? ir_cast(c->m, t->dtype, else_body) : NULL;
+    if (!body || (pred && !else_body))
+        return NULL;
+    t->op->body = body;
+    t->op->pred = pred;
+    t->op->else_body = else_body;
     t->complete = true;
     return t;
 }
@@ -844,7 +896,8 @@ rv_expr *rv_expr_cast(rv_module *m, rv_dtype t, rv_expr *a) {
 }
 
 rv_expr *rv_expr_read(rv_module *m, rv_tensor *t, int n, rv_expr *const *idx) {
-    if (t && !t->complete) {
+    /* members of a recursion group are read before they are defined */
+    if (t && !t->complete && t->op->kind != OP_RECURSE) {
         base_error(RV_ERR_TYPE, "'%s' is read before its definition is complete", t->name);
         return NULL;
     }

@@ -145,8 +145,15 @@ static rv_status check_expr(Verifier *v, const Expr *e) {
     }
     case EX_READ: {
         const Tensor *r = e->u.tensor;
-        if (r->id >= v->t->id)
+        Recurse *g = ir_tensor_recurse(v->t);
+        if (g && ir_tensor_recurse(r) == g) {
+            /* within a group: the recursion rules instead of definition order */
+            const char *msg = ir_recurse_read_error(g, v->t, e);
+            if (msg)
+                return fail(v, e, "%s", msg);
+        } else if (r->id >= v->t->id) {
             return fail(v, e, "reads '%s', which is not defined before it", r->name);
+        }
         if (e->n != r->ndim)
             return fail(v, e, "reads '%s' with %d indices, it has %d dimensions", r->name, e->n,
                         r->ndim);
@@ -234,8 +241,45 @@ static rv_status check_op(Verifier *v, const Tensor *t) {
         const char *msg = k->check((Op *)op);
         return msg ? fail(v, NULL, "extern %s: %s", op->kernel, msg) : RV_OK;
     }
-    case OP_RECURSE:
-        return fail(v, NULL, "recursive operations are not supported yet");
+    case OP_RECURSE: {
+        const Recurse *g = op->rec;
+        if (!g || !g->complete || !g->st)
+            return fail(v, NULL, "a recursion member outside a complete group");
+        bool found = false;
+        for (int i = 0; i < g->members.len; i++)
+            found = found || g->members.data[i] == t;
+        if (!found)
+            return fail(v, NULL, "not listed among the members of recursion '%s'", g->name);
+        if (t->ndim < 1 || t->axes[0]->extent != ir_size(g->module, g->st->nodes))
+            return fail(v, NULL, "axis 0 of a member of '%s' must range over the nodes of '%s'",
+                        g->name, g->st->name);
+        for (int i = 1; i < t->ndim; i++)
+            if (ir_uses_axis(t->axes[i]->extent, t->axes[0]))
+                return fail(v, NULL, "the extent of '%s' uses the node axis", t->axes[i]->name);
+        if (op->pred) {
+            if (op->pred->dtype != RV_BOOL || !op->else_body)
+                return fail(v, NULL, "a conditional member needs a bool condition and two branches");
+            v->where = "condition";
+            if ((st = check_expr(v, op->pred)) != RV_OK)
+                return st;
+            v->where = "else-branch";
+            if ((st = check_expr(v, op->else_body)) != RV_OK)
+                return st;
+            if (op->else_body->dtype != t->dtype)
+                return fail(v, op->else_body, "else-branch dtype differs from the tensor's");
+        } else if (op->else_body) {
+            return fail(v, NULL, "an else-branch without a condition");
+        }
+        if (!op->body)
+            return fail(v, NULL, "has no body");
+        v->where = op->pred ? "then-branch" : "body";
+        if ((st = check_expr(v, op->body)) != RV_OK)
+            return st;
+        if (op->body->dtype != t->dtype)
+            return fail(v, op->body, "body dtype %s differs from the tensor's %s",
+                        rv_dtype_name(op->body->dtype), rv_dtype_name(t->dtype));
+        return RV_OK;
+    }
     default:
         RV_UNREACHABLE();
     }
