@@ -775,6 +775,30 @@ static bool check_inferable(Checker *c, const Item *it, Tensor *t, Expr *const *
     return check_pads(c, it->name, it->binds, it->nbinds, t->axes, exts);
 }
 
+typedef struct FindUse {
+    bool ufs;        /* ufun applications count too */
+    const Expr *use; /* the first tensor read (or ufun application) */
+} FindUse;
+
+static void find_use_fn(const Expr *e, void *ctx) {
+    FindUse *f = ctx;
+    if (!f->use && (e->kind == EX_READ || (f->ufs && e->kind == EX_UFCALL)))
+        f->use = e;
+}
+
+static const Expr *first_use(const Expr *e, bool ufs) {
+    FindUse f = {ufs, NULL};
+    ir_visit(e, find_use_fn, &f);
+    return f.use;
+}
+
+/* Where the first tensor read of e was written (`otherwise` if none). */
+static SrcLoc first_read_loc(const Checker *c, const Expr *e, SrcLoc otherwise) {
+    const Expr *rd = first_use(e, false);
+    const SrcLoc *at = rd ? ptrmap_get(&c->read_locs, rd) : NULL;
+    return at ? *at : otherwise;
+}
+
 /* The body of a compute: an expression, or `if p then a else b` at the
  * top (a conditional operation). */
 static Tensor *check_body(Checker *c, const Item *it, ComputeBuilder *cb, Tensor *t) {
@@ -796,8 +820,8 @@ static Tensor *check_body(Checker *c, const Item *it, ComputeBuilder *cb, Tensor
         Expr *bodies[3] = {a, b, p};
         if (!check_inferable(c, it, t, bodies, 3))
             return NULL;
-        if (t->op->kind == OP_RECURSE)
-            return built(c, rv_recurse_define(cb, p, a, b), n->loc);
+        if (t->op->kind == OP_RECURSE) /* a refused condition is located at its read */
+            return built(c, rv_recurse_define(cb, p, a, b), first_read_loc(c, p, n->loc));
         return built(c, rv_compute_end_cond(cb, p, a, b), n->loc);
     }
     Expr *body = elab(c, n);
@@ -944,16 +968,6 @@ static Size *structure_size(Checker *c, const Item *it, const Node *n, const cha
     return NULL;
 }
 
-typedef struct FindUse {
-    const Expr *use; /* the first tensor read or ufun application */
-} FindUse;
-
-static void find_use_fn(const Expr *e, void *ctx) {
-    FindUse *f = ctx;
-    if ((e->kind == EX_READ || e->kind == EX_UFCALL) && !f->use)
-        f->use = e;
-}
-
 /* A bound of a data column's range: over sizes only, since the structure
  * prints before every ufun and tensor (and the linearizer checks data
  * against it before anything is computed). */
@@ -961,15 +975,13 @@ static Expr *data_bound(Checker *c, const DataCol *d, const Node *n) {
     Expr *e = elab_extent(c, n);
     if (!e)
         return NULL;
-    FindUse f = {NULL};
-    ir_visit(e, find_use_fn, &f);
-    if (f.use) {
-        bool read = f.use->kind == EX_READ;
+    const Expr *use = first_use(e, true);
+    if (use) {
+        bool read = use->kind == EX_READ;
         error_at(c, n->loc,
                  "the range of data column '%s' uses the %s '%s': a structure's data ranges "
                  "use only sizes and constants",
-                 d->name, read ? "tensor" : "ufun",
-                 read ? f.use->u.tensor->name : f.use->u.uf->name);
+                 d->name, read ? "tensor" : "ufun", read ? use->u.tensor->name : use->u.uf->name);
         return NULL;
     }
     return e;

@@ -6,7 +6,8 @@
  *   lex.c    text -> tokens (a flat array ending in TK_EOF), each with its
  *            file:line:col; comments and white space are dropped.
  *   parse.c  tokens -> AST: a Program is a list of Items (size, ufun,
- *            input, compute, extern, schedule), expressions are Nodes.
+ *            input, compute, extern, structure, recurse, schedule),
+ *            expressions are Nodes.
  *            Recursive descent with precedence climbing for operators.
  *   check.c  AST -> IR: resolves names through a scope chain, reports
  *            user errors at the offending node, and builds the module
