@@ -20,6 +20,8 @@
  *                 evaluated per element
  *   extern_ref.c  reference implementations of the extern kernels
  *   random.c      the reproducible generator behind rv_bindings_randomize
+ *   layout_api.c  rv_bindings_layout: a tensor's canonical layout (ragged
+ *                 row starts) under bound sizes and UFs, for callers
  */
 #ifndef RAVEL_INTERP_H
 #define RAVEL_INTERP_H
@@ -98,6 +100,10 @@ rv_status interp_bindings_adopt_array(rv_bindings *b, const char *name, rv_array
  * errors (InterpNames). */
 rv_status interp_prepare(Interp *in, const Module *m, rv_bindings *b, const uint64_t *seed,
                          const InterpNames *names);
+/* The first half of interp_prepare: sizes and UFs only, so the extents of
+ * every layout can be evaluated in in->env (rv_bindings_layout). */
+rv_status interp_prepare_env(Interp *in, const Module *m, rv_bindings *b, const uint64_t *seed,
+                             const InterpNames *names);
 void interp_release(Interp *in);
 /* Sets the last error to "<where>: <message>" and returns st. <where> is
  * the location of the tensor's definition ("f.rv:3:1: ") and "computing

@@ -1,0 +1,187 @@
+"""Libraries built ahead of time (``ravel build --shared``), called through
+their ``NAME_fields`` table.
+
+``ravel build m.rv -o dir/NAME --shared`` writes libNAME.so exporting
+``NAME_run(args, ctx)``, a ``NAME_args`` struct of sizes and array
+pointers, and ``NAME_fields[NAME_num_fields]``, one entry per member: its
+.rv name, kind (size, ufun, input, output), dtype, offset in NAME_args and
+element-count function (src/codegen/c_aot.c). Nothing else about the model
+is needed: this module fills a NAME_args from keyword arguments by that
+table, allocates the outputs with NAME_numel_X and calls NAME_run.
+"""
+
+import ctypes
+import os
+import re
+
+import numpy as np
+
+from . import _arrays, errors
+
+__all__ = ["Library", "load_library"]
+
+_KINDS = ("size", "ufun", "input", "output")
+_RV_RT_ERRORS = {1: errors.OutOfMemoryError, 2: errors.BoundsError}
+
+
+class _Field(ctypes.Structure):
+    # NAME_field, as c_aot.c declares it in NAME.h
+    _fields_ = [
+        ("name", ctypes.c_char_p),
+        ("kind", ctypes.c_int),
+        ("dtype", ctypes.c_char_p),
+        ("offset", ctypes.c_size_t),
+        ("numel", ctypes.c_void_p),
+    ]
+
+
+_NUMEL = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p)
+_NP_DTYPES = {"i32": np.int32, "i64": np.int64, "f32": np.float32, "f64": np.float64}
+
+
+class Field:
+    """One member of NAME_args: name, kind ("size", "ufun", "input",
+    "output"), NumPy dtype, offset, and its element count function."""
+
+    def __init__(self, raw):
+        self.name = raw.name.decode()
+        self.kind = _KINDS[raw.kind] if 0 <= raw.kind < len(_KINDS) else str(raw.kind)
+        self.dtype = np.dtype(_NP_DTYPES[raw.dtype.decode()])
+        self.offset = raw.offset
+        self._numel = _NUMEL(raw.numel) if raw.numel else None
+
+    def numel(self, args):
+        return self._numel(ctypes.addressof(args)) if self._numel else None
+
+    def __repr__(self):
+        return "Field(%r, %s, %s)" % (self.name, self.kind, self.dtype)
+
+
+def load_library(path, name=None, module=None):
+    """Opens an AOT library built by ``ravel build --shared``.
+
+    name: the NAME its symbols start with (default: from the file name,
+    libNAME.so). module: the :class:`ravel.Module` it was built from,
+    optional: with it, outputs have their shapes (and ragged ones are
+    :class:`ravel.Ragged`); without it they are flat arrays in canonical
+    order, as ``NAME_run`` writes them.
+    """
+    return Library(path, name, module)
+
+
+class Library:
+    """An AOT-compiled model; call it like a :class:`ravel.Program`."""
+
+    def __init__(self, path, name=None, module=None):
+        if name is None:
+            m = re.match(r"(?:lib)?(.+?)\.(?:so|dylib)(?:\..*)?$", os.path.basename(path))
+            if not m:
+                raise errors.ArgumentError("load_library: cannot tell NAME from %r; pass name="
+                                           % path)
+            name = m.group(1)
+        try:
+            self._dll = ctypes.CDLL(os.path.abspath(path))
+        except OSError as e:
+            raise errors.FileError("load_library: %s" % e) from None
+        self.name = name
+        self.module = module
+        try:
+            count = ctypes.c_int.in_dll(self._dll, name + "_num_fields").value
+            table = (_Field * count).in_dll(self._dll, name + "_fields")
+            self._run = getattr(self._dll, name + "_run")
+        except (ValueError, AttributeError):
+            raise errors.ArgumentError(
+                "load_library: %s has no %s_fields/%s_run: not a library of `ravel build "
+                "--shared`, or built under another NAME" % (path, name, name)) from None
+        self._run.restype = ctypes.c_int32
+        self._run.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+        self._message = getattr(self._dll, name + "_check_message", None)
+        if self._message:
+            self._message.restype = ctypes.c_char_p
+            self._message.argtypes = [ctypes.c_int32]
+        self.fields = [Field(table[i]) for i in range(count)]
+        # every member is 8 bytes (int64_t or a pointer)
+        self._args_size = max([f.offset + 8 for f in self.fields] + [8])
+
+    def __repr__(self):
+        return "<ravel.Library %s: %s>" % (self.name, ", ".join(
+            "%s %s" % (f.kind, f.name) for f in self.fields))
+
+    def __call__(self, weights=None, **args):
+        if weights is not None:
+            from .weights import load_weights
+            loaded = load_weights(weights) if not isinstance(weights, dict) else weights
+            names = {f.name for f in self.fields}
+            args = dict({k: v for k, v in loaded.items() if k in names}, **args)
+        known = {f.name: f for f in self.fields}
+        for key in args:
+            if key not in known or known[key].kind == "output":
+                import difflib
+                close = difflib.get_close_matches(key, [f.name for f in self.fields
+                                                        if f.kind != "output"], n=1)
+                raise errors.ArgumentError("%s has no size, ufun or input named '%s'%s" % (
+                    self.name, key, " (did you mean '%s'?)" % close[0] if close else ""))
+        buf = (ctypes.c_byte * self._args_size)()
+        keep = []
+        # sizes, then UF arrays: the element counts of arrays depend on them
+        for kind in ("size", "ufun", "input", "output"):
+            for f in self.fields:
+                if f.kind != kind:
+                    continue
+                if kind == "size":
+                    if f.name not in args:
+                        raise errors.ArgumentError("%s: size %s is not given" % (self.name, f.name))
+                    ctypes.c_int64.from_buffer(buf, f.offset).value = int(args[f.name])
+                    continue
+                n = f.numel(buf)
+                if n is not None and n < 0:
+                    raise errors.BoundsError("%s: the element count of %s cannot be computed "
+                                             "(UF values out of range?)" % (self.name, f.name))
+                if kind == "output":
+                    a = _arrays.aligned_empty(n, f.dtype)
+                else:
+                    if f.name not in args:
+                        raise errors.ArgumentError("%s: %s %s is not given" % (self.name, kind,
+                                                                               f.name))
+                    a = self._flat(f, args[f.name], n)
+                keep.append((f, a))
+                ctypes.c_void_p.from_buffer(buf, f.offset).value = a.ctypes.data if a.size else None
+        rc = self._run(ctypes.addressof(buf), None)
+        if rc != 0:
+            msg = self._message(rc) if self._message else None
+            text = msg.decode() if msg else (
+                "a size or UF value is outside its declared range" if rc == 2 else "error %d" % rc)
+            raise _RV_RT_ERRORS.get(rc, errors.Error)("%s_run: %s" % (self.name, text))
+        return {f.name: self._result(f, a, args) for f, a in keep if f.kind == "output"}
+
+    def _flat(self, f, value, n):
+        from .ragged import Ragged, flatten_rows
+        if isinstance(value, Ragged):
+            value = value.values
+        elif isinstance(value, (list, tuple)) and f.kind == "input":
+            try:
+                value = np.asarray(value, dtype=f.dtype)
+            except ValueError:
+                value = flatten_rows(value, f.dtype)
+        elif not isinstance(value, np.ndarray) and hasattr(value, "__dlpack__"):
+            value = np.from_dlpack(value)
+        a = np.asarray(value)
+        if f.kind == "ufun" and a.dtype != f.dtype and a.dtype.kind in "iu":
+            a = a.astype(f.dtype)
+        if a.dtype != f.dtype:
+            raise errors.ShapeError("%s %s: expected a %s array, got %s" % (
+                f.kind, f.name, f.dtype, a.dtype))
+        if a.size != n:
+            raise errors.ShapeError("%s %s: expected %d elements, got %d (shape %s)" % (
+                f.kind, f.name, n, a.size, a.shape))
+        return _arrays.as_aligned(a.reshape(-1))
+
+    def _result(self, f, a, args):
+        if self.module is None:
+            return a
+        from ._bindings import Bindings
+        from .ragged import Ragged
+        b = Bindings(self.module).bind({k: v for k, v in args.items()
+                                        if self.module._kind_of(k) in ("size", "ufun")})
+        lay = b.layout(f.name)
+        return Ragged(a, lay) if lay.ragged else a.reshape(lay.extents)
