@@ -9,7 +9,6 @@ bindings alive (their ``base``), so nothing is copied out either.
 """
 
 import ctypes
-import difflib
 
 import numpy as np
 
@@ -38,10 +37,13 @@ class Bindings:
     # ---- binding
 
     def bind(self, args, weights=None):
-        """Binds ``weights`` (a file, or a mapping of arrays) and then the
-        keyword arguments ``args``, which override the file's tensors."""
+        """Binds ``weights`` (a safetensors or .npz file, or a dict of
+        arrays: the inputs and ufuns among its tensors) and then the keyword
+        arguments ``args``, which override the weights."""
         if isinstance(weights, dict):
-            args = dict(weights, **args)
+            # as from a file: tensors that are no input or ufun are ignored
+            args = dict({k: v for k, v in weights.items()
+                         if self.module._kind_of(k) in ("input", "ufun")}, **args)
         elif weights is not None:
             errors.check(lib.rv_bindings_load_weights(self.ptr, _path(weights)))
         m = self.module
@@ -150,17 +152,21 @@ def _what(m, name):
 
 def _unknown(m, name):
     names = m.sizes + m.ufuns + list(m.inputs)
-    close = difflib.get_close_matches(name, names, n=1)
-    hint = " (did you mean '%s'?)" % close[0] if close else ""
+    hint = errors.did_you_mean(name, names)
     return "the program has no size, ufun or input named '%s'%s; its arguments are: %s" % (
         name, hint, ", ".join(names) or "none")
 
 
 def _index_array(name, value):
     """A UF array: integer (i32 or i64) values, lists taken as i64."""
+    if isinstance(value, Ragged):
+        return value.values
     if isinstance(value, np.ndarray) or hasattr(value, "__dlpack__"):
         return value
-    a = np.asarray(value)
+    try:
+        a = np.asarray(value)
+    except ValueError:  # rows of a ragged domain
+        return flatten_rows(value, np.int64)
     if a.dtype.kind not in "iu":
         raise errors.ArgumentError("ufun %s: expected integers, got %s values" % (name, a.dtype))
     return a.astype(np.int64)

@@ -116,11 +116,10 @@ class Library:
         known = {f.name: f for f in self.fields}
         for key in args:
             if key not in known or known[key].kind == "output":
-                import difflib
-                close = difflib.get_close_matches(key, [f.name for f in self.fields
-                                                        if f.kind != "output"], n=1)
+                hint = errors.did_you_mean(key, [f.name for f in self.fields
+                                                 if f.kind != "output"])
                 raise errors.ArgumentError("%s has no size, ufun or input named '%s'%s" % (
-                    self.name, key, " (did you mean '%s'?)" % close[0] if close else ""))
+                    self.name, key, hint))
         buf = (ctypes.c_byte * self._args_size)()
         keep = []
         # sizes, then UF arrays: the element counts of arrays depend on them

@@ -139,6 +139,15 @@ _BY_STATUS = [
 ]
 
 
+def did_you_mean(name, names):
+    """" (did you mean 'X'?)" for the closest of ``names`` (case counts
+    least), or ""."""
+    import difflib
+    lower = {n.lower(): n for n in names}
+    close = difflib.get_close_matches(name.lower(), list(lower), n=1)
+    return " (did you mean '%s'?)" % lower[close[0]] if close else ""
+
+
 def last_error():
     """The message of the last failure on this thread ("" if none)."""
     return lib.rv_last_error().decode("utf-8", "replace")
@@ -146,9 +155,10 @@ def last_error():
 
 def error_for(status, message=None):
     """The exception for rv_status ``status`` with ravel's last message."""
-    cls = _BY_STATUS[status] if 0 < status < len(_BY_STATUS) else Error
-    name = lib.rv_status_name(status).decode()
-    return cls(message if message is not None else last_error(), name)
+    message = message if message is not None else last_error()
+    if 0 < status < len(_BY_STATUS):
+        return _BY_STATUS[status](message)
+    return Error(message, "status %d (%s)" % (status, lib.rv_status_name(status).decode()))
 
 
 def check(status):
