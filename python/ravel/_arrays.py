@@ -100,9 +100,8 @@ def wrap_numpy(a, what):
     if a.ndim > 8:
         raise errors.ArgumentError("%s: %d dimensions, ravel arrays have at most 8" % (what, a.ndim))
     out = ctypes.c_void_p()
-    # a 0-element array may sit at any address; rv_array_wrap wants a pointer
-    data = a.ctypes.data or None
-    errors.check(lib.rv_array_wrap(t, a.ndim, _shape_arg(a.shape), data, ctypes.byref(out)))
+    errors.check(lib.rv_array_wrap(t, a.ndim, _shape_arg(a.shape), a.ctypes.data,
+                                   ctypes.byref(out)))
     return Borrowed(out.value, a)
 
 

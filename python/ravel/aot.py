@@ -17,6 +17,7 @@ import re
 import numpy as np
 
 from . import _arrays, errors
+from ._elf import symbol_sizes
 
 __all__ = ["Library", "load_library"]
 
@@ -87,7 +88,7 @@ class Library:
         self.module = module
         try:
             count = ctypes.c_int.in_dll(self._dll, name + "_num_fields").value
-            table = (_Field * count).in_dll(self._dll, name + "_fields")
+            table = _Field.in_dll(self._dll, name + "_fields")
             self._run = getattr(self._dll, name + "_run")
         except (ValueError, AttributeError):
             raise errors.ArgumentError(
@@ -99,15 +100,23 @@ class Library:
         if self._message:
             self._message.restype = ctypes.c_char_p
             self._message.argtypes = [ctypes.c_int32]
-        self.fields = [Field(table[i]) for i in range(count)]
-        # every member is 8 bytes (int64_t or a pointer)
+        # NAME_field may have grown members after the ones read here: its
+        # true size is the table's symbol size over its count
+        sizes = symbol_sizes(os.path.abspath(path), [name + "_fields"])
+        stride = sizes.get(name + "_fields", 0) // max(count, 1)
+        if stride < ctypes.sizeof(_Field):
+            stride = ctypes.sizeof(_Field)
+        base = ctypes.addressof(table)
+        self.fields = [Field(_Field.from_address(base + i * stride)) for i in range(count)]
+        # NAME_args: every member is 8 bytes (int64_t or a pointer)
         self._args_size = max([f.offset + 8 for f in self.fields] + [8])
 
     def __repr__(self):
         return "<ravel.Library %s: %s>" % (self.name, ", ".join(
             "%s %s" % (f.kind, f.name) for f in self.fields))
 
-    def __call__(self, weights=None, **args):
+    def __call__(self, args=None, /, *, weights=None, **kwargs):
+        args = dict(args or {}, **kwargs)
         if weights is not None:
             from .weights import load_weights
             loaded = load_weights(weights) if not isinstance(weights, dict) else weights
@@ -151,16 +160,30 @@ class Library:
             text = msg.decode() if msg else (
                 "a size or UF value is outside its declared range" if rc == 2 else "error %d" % rc)
             raise _RV_RT_ERRORS.get(rc, errors.Error)("%s_run: %s" % (self.name, text))
-        return {f.name: self._result(f, a, args) for f, a in keep if f.kind == "output"}
+        outs = [(f, a) for f, a in keep if f.kind == "output"]
+        if self.module is None:
+            return {f.name: a for f, a in outs}
+        # shapes from the module's layouts under the same sizes and UFs
+        from ._bindings import Bindings
+        from .ragged import Ragged
+        b = Bindings(self.module).bind({k: v for k, v in args.items()
+                                        if self.module._kind_of(k) in ("size", "ufun")})
+        res = {}
+        for f, a in outs:
+            lay = b.layout(f.name)
+            res[f.name] = Ragged(a, lay) if lay.ragged else a.reshape(lay.extents)
+        return res
 
     def _flat(self, f, value, n):
+        """The argument of field f as a flat, aligned array of n elements in
+        its dtype (UF values of another integer width are converted)."""
         from .ragged import Ragged, flatten_rows
         if isinstance(value, Ragged):
             value = value.values
-        elif isinstance(value, (list, tuple)) and f.kind == "input":
+        elif isinstance(value, (list, tuple)):
             try:
                 value = np.asarray(value, dtype=f.dtype)
-            except ValueError:
+            except ValueError:  # rows of different lengths
                 value = flatten_rows(value, f.dtype)
         elif not isinstance(value, np.ndarray) and hasattr(value, "__dlpack__"):
             value = np.from_dlpack(value)
@@ -174,13 +197,3 @@ class Library:
             raise errors.ShapeError("%s %s: expected %d elements, got %d (shape %s)" % (
                 f.kind, f.name, n, a.size, a.shape))
         return _arrays.as_aligned(a.reshape(-1))
-
-    def _result(self, f, a, args):
-        if self.module is None:
-            return a
-        from ._bindings import Bindings
-        from .ragged import Ragged
-        b = Bindings(self.module).bind({k: v for k, v in args.items()
-                                        if self.module._kind_of(k) in ("size", "ufun")})
-        lay = b.layout(f.name)
-        return Ragged(a, lay) if lay.ragged else a.reshape(lay.extents)

@@ -59,6 +59,11 @@ class ParseError(Error, SyntaxError):
 
     status = "RV_ERR_SYNTAX"
 
+    def __init__(self, message, status=None):
+        Error.__init__(self, message, status)
+        # what tracebacks and IDEs read from a SyntaxError
+        self.msg, self.filename, self.lineno, self.offset = message, self.file, self.line, self.col
+
     def __str__(self):
         return self.message
 

@@ -156,12 +156,12 @@ class Module:
         errors.check(lib.rv_program_compile(self._ptr, ctypes.byref(opt), ctypes.byref(out)))
         return Program(self, out.value, threads)
 
-    def run_interp(self, weights=None, **args):
+    def run_interp(self, args=None, /, *, weights=None, **kwargs):
         """Runs the reference interpreter and returns the outputs by name.
 
         Arguments as for calling a :class:`Program`.
         """
-        b = Bindings(self).bind(args, weights)
+        b = Bindings(self).bind(_merge(args, kwargs), weights)
         errors.check(lib.rv_interp_run(self._ptr, b.ptr))
         return _outputs(self, b)
 
@@ -185,6 +185,16 @@ class Module:
         return Bindings(self).bind(args).layout(name)
 
 
+def _merge(args, kwargs):
+    """The arguments of a call: a mapping given first (for names that are
+    not Python identifiers, or are ``weights`` or ``out``), then keywords."""
+    if args is None:
+        return kwargs
+    merged = dict(args)
+    merged.update(kwargs)
+    return merged
+
+
 def _outputs(m, b):
     return {name: b.array(name, info.ndim) for name, info in m.outputs.items()}
 
@@ -194,6 +204,8 @@ class Program:
 
         prog(X=x, W=w, T=16)  ->  {"Y": array}
 
+    The arguments may also come as a dict, first (``prog(args)``), which
+    is how an input named ``weights`` or ``out`` is passed.
     Sizes are integers; UF arrays integer arrays (or lists); inputs NumPy
     arrays, ``__dlpack__`` tensors (PyTorch's, ...), or for a ragged input
     a :class:`ravel.Ragged` or a list of rows. ``weights`` binds the inputs
@@ -216,7 +228,8 @@ class Program:
             lib.rv_program_free(self._ptr)
             self._ptr = None
 
-    def __call__(self, weights=None, out=None, **args):
+    def __call__(self, args=None, /, *, weights=None, out=None, **kwargs):
+        args = _merge(args, kwargs)
         b = Bindings(self.module).bind(args, weights)
         if out is None:
             errors.check(lib.rv_program_run(self._ptr, b.ptr))

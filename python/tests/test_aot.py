@@ -66,3 +66,45 @@ def test_errors(ragged_lib):
         lib(B=1, len=[600], A=np.zeros(600, np.float32))
     with pytest.raises(ravel.FileError):
         ravel.load_library("/nonexistent/libx.so")
+
+
+# A library whose NAME_field has grown members after the five read today
+# (shapes, as a later `ravel build` may add): the table is walked by its
+# symbol's size, so the fields still come out right.
+GROWN = r"""
+#include <stddef.h>
+#include <stdint.h>
+typedef struct g_args { int64_t N; const float *X; float *Y; } g_args;
+typedef struct g_field {
+    const char *name; int kind; const char *dtype; size_t offset;
+    int64_t (*numel)(const g_args *);
+    int ndim; const char *shape; int64_t more[3];
+} g_field;
+int64_t g_numel_X(const g_args *a) { return a->N * 2; }
+int32_t g_run(const g_args *a, void *ctx) {
+    (void)ctx;
+    if (a->N < 1) return 2;
+    for (int64_t i = 0; i < a->N * 2; i++) a->Y[i] = 3 * a->X[i];
+    return 0;
+}
+const g_field g_fields[] = {
+    {"N", 0, "i64", offsetof(g_args, N), NULL, 0, "", {0}},
+    {"X", 2, "f32", offsetof(g_args, X), g_numel_X, 2, "N, 2", {0}},
+    {"Y", 3, "f32", offsetof(g_args, Y), g_numel_X, 2, "N, 2", {0}},
+};
+const int g_num_fields = 3;
+"""
+
+
+def test_grown_field_table(tmp_path):
+    src = tmp_path / "g.c"
+    src.write_text(GROWN)
+    so = tmp_path / "libg.so"
+    subprocess.run(["cc", "-shared", "-fPIC", "-o", str(so), str(src)], check=True)
+    lib = ravel.load_library(so)
+    assert [(f.name, f.kind) for f in lib.fields] == [("N", "size"), ("X", "input"),
+                                                        ("Y", "output")]
+    x = np.arange(6, dtype=np.float32)
+    np.testing.assert_array_equal(lib(N=3, X=x)["Y"], 3 * x)
+    with pytest.raises(ravel.BoundsError, match="g_run"):
+        lib(N=0, X=np.zeros(0, np.float32))

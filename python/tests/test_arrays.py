@@ -158,3 +158,12 @@ def test_one_program_from_many_threads(prog):
     for t in ts:
         t.join()
     assert not bad
+
+
+def test_arguments_as_a_dict():
+    m = ravel.parse("size N in 1..8\ninput out : f32[N]\ninput weights : f32[N]\n"
+                    "Y[i] = out[i] + weights[i]\n")
+    one = np.ones(3, np.float32)
+    for run in (m.compile(), m.run_interp):
+        y = run({"out": one, "weights": 2 * one}, N=3)["Y"]
+        np.testing.assert_array_equal(y, 3 * one)
