@@ -68,3 +68,20 @@ def test_torch_in_and_out(prog):
     assert torch.equal(t, 2 * x)
     with pytest.raises(ravel.ShapeError):
         prog(X=x.double(), N=4)
+
+
+def test_torch_zero_copy_strided_and_ufuns(prog):
+    torch = pytest.importorskip("torch")
+    from ravel import _arrays
+    from ravel._lib import lib
+    x = torch.arange(12, dtype=torch.float32).reshape(4, 3)
+    b = _arrays.from_dlpack(x, "X")
+    assert lib.rv_array_data(b.ptr) == x.data_ptr()  # torch's CPU memory is 64-byte aligned
+    b.close()
+    xt = torch.arange(12, dtype=torch.float32).reshape(3, 4).t()  # strided: copied
+    assert torch.equal(torch.from_dlpack(prog(X=xt, N=4)["Y"]), 2 * xt)
+    from conftest import REPO
+    rag = ravel.load(REPO / "examples" / "ragged_elementwise.rv").compile()
+    O = rag(B=2, len=torch.tensor([2, 3], dtype=torch.int32), A=torch.ones(5))["O"]
+    assert torch.equal(torch.from_dlpack(O.values), torch.full((5,), 2.0))
+    assert [len(r) for r in O] == [2, 3]

@@ -28,3 +28,10 @@ def test_tutorial(monkeypatch, capsys):
             exec(compile(code, "README.md", "exec"), ns)
     out = capsys.readouterr().out
     assert "bad.rv 3" in out and "Ragged(float32[b < 3, l < *], 7 values)" in out
+
+
+def test_package_docstring():
+    import doctest
+    import ravel
+    result = doctest.testmod(ravel)
+    assert result.attempted >= 3 and result.failed == 0
