@@ -108,3 +108,10 @@ def test_grown_field_table(tmp_path):
     np.testing.assert_array_equal(lib(N=3, X=x)["Y"], 3 * x)
     with pytest.raises(ravel.BoundsError, match="g_run"):
         lib(N=0, X=np.zeros(0, np.float32))
+
+
+def test_weights(ragged_lib, tmp_path):
+    path = tmp_path / "w.npz"
+    np.savez(path, A=np.arange(3, dtype=np.float32), unrelated=np.zeros(2))
+    out = ravel.load_library(ragged_lib)(B=2, len=[1, 2], weights=path)["O"]
+    np.testing.assert_array_equal(out, [0, 2, 4])

@@ -58,3 +58,49 @@ def test_emit_and_source():
     m = ravel.parse("size N in 1..64\ninput X : f32[N]\nY[i] = 2 * X[i]\n")
     assert "kernel_Y" in m.emit()
     assert "kernel_Y" in m.compile().source
+
+
+def test_compiler_error(tmp_path):
+    m = ravel.parse("size N in 1..64\ninput X : f32[N]\nY[i] = 3 * X[i]\n")
+    with pytest.raises(ravel.CompilerError) as e:
+        m.compile(cc="false", cache_dir=str(tmp_path))  # a fresh cache: the compiler runs
+    assert isinstance(e.value, RuntimeError) and e.value.status == "RV_ERR_COMPILER"
+
+
+def test_cuda_without_a_driver_is_unsupported():
+    m = ravel.parse("size N in 1..64\ninput X : f32[N]\nY[i] = X[i]\n"
+                    "schedule Y { bind(i, \"threadIdx.x\") }\n")
+    try:
+        m.compile(target="cuda")
+    except ravel.UnsupportedError as e:
+        assert isinstance(e, NotImplementedError)
+    else:
+        pytest.skip("this machine has a CUDA driver and device")
+    with pytest.raises(ravel.ArgumentError, match="unknown target"):
+        m.compile(target="tpu")
+
+
+def run_python(code, **env):
+    import os
+    import subprocess
+    import sys
+    full = dict(os.environ)
+    full.pop("RAVEL_LIBRARY", None)
+    full.update(env)
+    return subprocess.run([sys.executable, "-c", code], env=full, capture_output=True, text=True)
+
+
+def test_library_not_found():
+    r = run_python("import ravel", RAVEL_LIBRARY="/nonexistent/libravel.so.0")
+    assert r.returncode != 0 and "ImportError" in r.stderr
+    assert "RAVEL_LIBRARY=/nonexistent/libravel.so.0 could not be loaded" in r.stderr
+
+
+def test_library_of_the_source_tree():
+    from conftest import REPO
+    lib = REPO / "build" / "libravel.so.0"
+    if not lib.exists() or "libasan" in __import__("os").environ.get("LD_PRELOAD", ""):
+        pytest.skip("no plain build/ in this tree")
+    r = run_python("import ravel; print(ravel.library_path)", PYTHONPATH=str(REPO / "python"))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip().endswith("build/libravel.so.0")
