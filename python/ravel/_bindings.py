@@ -9,6 +9,7 @@ bindings alive (their ``base``), so nothing is copied out either.
 """
 
 import ctypes
+import os
 
 import numpy as np
 
@@ -88,9 +89,7 @@ class Bindings:
             return False  # sizes or UFs missing: the run will say which
 
     def set_size(self, name, value):
-        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-            raise errors.ArgumentError("size %s: expected an integer, got %r" % (name, value))
-        errors.check(lib.rv_bindings_set_size(self.ptr, name.encode(), int(value)))
+        errors.check(lib.rv_bindings_set_size(self.ptr, name.encode(), size_value(name, value)))
 
     def _set_array(self, name, value):
         if isinstance(value, _arrays.Borrowed):
@@ -141,8 +140,14 @@ class Bindings:
         return a
 
 
+def size_value(name, value):
+    """A size's value: an integer (not a bool, not a float)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise errors.ArgumentError("size %s: expected an integer, got %r" % (name, value))
+    return int(value)
+
+
 def _path(p):
-    import os
     return os.fsencode(p)
 
 

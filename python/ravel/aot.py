@@ -17,7 +17,10 @@ import re
 import numpy as np
 
 from . import _arrays, errors
+from ._bindings import Bindings, size_value
 from ._elf import symbol_sizes
+from .ragged import Ragged, flatten_rows
+from .weights import load_weights
 
 __all__ = ["Library", "load_library"]
 
@@ -102,14 +105,21 @@ class Library:
             self._message.argtypes = [ctypes.c_int32]
         # NAME_field may have grown members after the ones read here: its
         # true size is the table's symbol size over its count
-        sizes = symbol_sizes(os.path.abspath(path), [name + "_fields"])
+        sizes = symbol_sizes(os.path.abspath(path), [name + "_fields", name + "_args_size"])
         stride = sizes.get(name + "_fields", 0) // max(count, 1)
         if stride < ctypes.sizeof(_Field):
             stride = ctypes.sizeof(_Field)
         base = ctypes.addressof(table)
         self.fields = [Field(_Field.from_address(base + i * stride)) for i in range(count)]
-        # NAME_args: every member is 8 bytes (int64_t or a pointer)
-        self._args_size = max([f.offset + 8 for f in self.fields] + [8])
+        # NAME_args: at least up to its last field (each 8 bytes, an int64_t
+        # or a pointer), or NAME_args_size where the library exports it; the
+        # bytes past that are zero, for members added that no field names
+        end = max([f.offset + 8 for f in self.fields] + [8])
+        width = sizes.get(name + "_args_size")
+        if width in (4, 8):
+            ctype = ctypes.c_uint32 if width == 4 else ctypes.c_uint64
+            end = max(end, ctype.in_dll(self._dll, name + "_args_size").value)
+        self._args_size = end + 64
 
     def __repr__(self):
         return "<ravel.Library %s: %s>" % (self.name, ", ".join(
@@ -118,7 +128,6 @@ class Library:
     def __call__(self, args=None, /, *, weights=None, **kwargs):
         args = dict(args or {}, **kwargs)
         if weights is not None:
-            from .weights import load_weights
             loaded = load_weights(weights) if not isinstance(weights, dict) else weights
             names = {f.name for f in self.fields}
             args = dict({k: v for k, v in loaded.items() if k in names}, **args)
@@ -139,7 +148,8 @@ class Library:
                 if kind == "size":
                     if f.name not in args:
                         raise errors.ArgumentError("%s: size %s is not given" % (self.name, f.name))
-                    ctypes.c_int64.from_buffer(buf, f.offset).value = int(args[f.name])
+                    ctypes.c_int64.from_buffer(buf, f.offset).value = size_value(f.name,
+                                                                                args[f.name])
                     continue
                 n = f.numel(buf)
                 if n is not None and n < 0:
@@ -164,8 +174,6 @@ class Library:
         if self.module is None:
             return {f.name: a for f, a in outs}
         # shapes from the module's layouts under the same sizes and UFs
-        from ._bindings import Bindings
-        from .ragged import Ragged
         b = Bindings(self.module).bind({k: v for k, v in args.items()
                                         if self.module._kind_of(k) in ("size", "ufun")})
         res = {}
@@ -177,7 +185,6 @@ class Library:
     def _flat(self, f, value, n):
         """The argument of field f as a flat, aligned array of n elements in
         its dtype (UF values of another integer width are converted)."""
-        from .ragged import Ragged, flatten_rows
         if isinstance(value, Ragged):
             value = value.values
         elif isinstance(value, (list, tuple)):

@@ -8,6 +8,7 @@ also derives from the built-in exception a Python caller would expect
 ``IndexError``, ...), so ``except ValueError`` works as it does elsewhere.
 """
 
+import difflib
 import re
 
 from ._lib import lib
@@ -147,7 +148,6 @@ _BY_STATUS = [
 def did_you_mean(name, names):
     """" (did you mean 'X'?)" for the closest of ``names`` (case counts
     least), or ""."""
-    import difflib
     lower = {n.lower(): n for n in names}
     close = difflib.get_close_matches(name.lower(), list(lower), n=1)
     return " (did you mean '%s'?)" % lower[close[0]] if close else ""

@@ -1,7 +1,6 @@
 """python/README.md's tutorial, run: its ```sh and ```python blocks in order
 from the repository's root, the Python ones in one namespace."""
 
-import os
 import re
 import subprocess
 
