@@ -8,6 +8,13 @@ pointers, and ``NAME_fields[NAME_num_fields]``, one entry per member: its
 element-count function (src/codegen/c_aot.c). Nothing else about the model
 is needed: this module fills a NAME_args from keyword arguments by that
 table, allocates the outputs with NAME_numel_X and calls NAME_run.
+
+Libraries of a newer ``ravel build`` say more, and what they say is used
+when it is there: ``NAME_field_infos`` (each field's rank, a function
+filling its shape, its declaration, a size's range) shapes the outputs and
+checks the inputs' shapes, ``NAME_args_size`` sizes NAME_args,
+``NAME_last_error()`` names the field a failed run rejected, and
+``NAME_set_num_threads`` sizes the pool of a ``--threads`` build.
 """
 
 import ctypes
@@ -39,38 +46,74 @@ class _Field(ctypes.Structure):
     ]
 
 
+class _FieldInfo(ctypes.Structure):
+    # NAME_field_info, where the library has one (NAME_field_infos)
+    _fields_ = [
+        ("ndim", ctypes.c_int),
+        ("shape", ctypes.c_void_p),
+        ("decl", ctypes.c_char_p),
+        ("lo", ctypes.c_int64),
+        ("hi", ctypes.c_int64),
+    ]
+
+
 _NUMEL = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p)
+_SHAPE = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(ctypes.c_int64))
 _NP_DTYPES = {"i32": np.int32, "i64": np.int64, "f32": np.float32, "f64": np.float64}
 
 
 class Field:
     """One member of NAME_args: name, kind ("size", "ufun", "input",
-    "output"), NumPy dtype, offset, and its element count function."""
+    "output"), NumPy dtype, offset and element count function; from a
+    library with NAME_field_infos also ``decl`` (the declaration), ``ndim``
+    (1 for a ragged array), ``range`` (a size's (lo, hi)) and a shape
+    function (else these are None)."""
 
-    def __init__(self, raw):
+    def __init__(self, raw, info=None):
         self.name = raw.name.decode()
         self.kind = _KINDS[raw.kind] if 0 <= raw.kind < len(_KINDS) else str(raw.kind)
         self.dtype = np.dtype(_NP_DTYPES[raw.dtype.decode()])
         self.offset = raw.offset
         self._numel = _NUMEL(raw.numel) if raw.numel else None
+        self.decl = info.decl.decode() if info is not None and info.decl else None
+        self.ndim = info.ndim if info is not None else None
+        self.range = (info.lo, info.hi) if info is not None and self.kind == "size" else None
+        self._shape = _SHAPE(info.shape) if info is not None and info.shape else None
 
     def numel(self, args):
         return self._numel(ctypes.addressof(args)) if self._numel else None
+
+    def shape(self, args):
+        """The array's shape under the sizes and UF arrays in args (None
+        without NAME_field_infos; raises BoundsError for bad UF values)."""
+        if not self._shape:
+            return None
+        dims = (ctypes.c_int64 * 8)()
+        nd = self._shape(ctypes.addressof(args), dims)
+        if nd < 0:
+            raise errors.BoundsError("the shape of %s cannot be computed (UF values out of "
+                                     "range?)" % self.name)
+        return tuple(dims[k] for k in range(nd))
 
     def __repr__(self):
         return "Field(%r, %s, %s)" % (self.name, self.kind, self.dtype)
 
 
-def load_library(path, name=None, module=None):
+def load_library(path, name=None, module=None, threads=None):
     """Opens an AOT library built by ``ravel build --shared``.
 
     name: the NAME its symbols start with (default: from the file name,
     libNAME.so). module: the :class:`ravel.Module` it was built from,
-    optional: with it, outputs have their shapes (and ragged ones are
-    :class:`ravel.Ragged`); without it they are flat arrays in canonical
-    order, as ``NAME_run`` writes them.
+    optional: with it, outputs have their shapes and ragged ones are
+    :class:`ravel.Ragged`; without it, outputs have the shapes the library
+    describes (NAME_field_infos), else they are flat arrays in canonical
+    order, as ``NAME_run`` writes them. threads: the threads of a library
+    built with ``ravel build --threads`` (:meth:`Library.set_num_threads`).
     """
-    return Library(path, name, module)
+    lib = Library(path, name, module)
+    if threads is not None:
+        lib.set_num_threads(threads)
+    return lib
 
 
 class Library:
@@ -99,18 +142,22 @@ class Library:
                 "--shared`, or built under another NAME" % (path, name, name)) from None
         self._run.restype = ctypes.c_int32
         self._run.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
-        self._message = getattr(self._dll, name + "_check_message", None)
-        if self._message:
-            self._message.restype = ctypes.c_char_p
-            self._message.argtypes = [ctypes.c_int32]
+        self._message = self._optional("_check_message", ctypes.c_char_p, [ctypes.c_int32])
+        self._last_error = self._optional("_last_error", ctypes.c_char_p, [])
+        self._set_threads = self._optional("_set_num_threads", ctypes.c_int32, [ctypes.c_int32])
+        self._get_threads = self._optional("_num_threads", ctypes.c_int32, [])
         # NAME_field may have grown members after the ones read here: its
-        # true size is the table's symbol size over its count
-        sizes = symbol_sizes(os.path.abspath(path), [name + "_fields", name + "_args_size"])
-        stride = sizes.get(name + "_fields", 0) // max(count, 1)
-        if stride < ctypes.sizeof(_Field):
-            stride = ctypes.sizeof(_Field)
-        base = ctypes.addressof(table)
-        self.fields = [Field(_Field.from_address(base + i * stride)) for i in range(count)]
+        # true size is the table's symbol size over its count (the same for
+        # NAME_field_infos)
+        sizes = symbol_sizes(os.path.abspath(path),
+                             [name + "_fields", name + "_field_infos", name + "_args_size"])
+        raws = _table(table, _Field, sizes.get(name + "_fields"), count)
+        try:
+            first = _FieldInfo.in_dll(self._dll, name + "_field_infos")
+            infos = _table(first, _FieldInfo, sizes.get(name + "_field_infos"), count)
+        except ValueError:  # an older library
+            infos = [None] * count
+        self.fields = [Field(r, i) for r, i in zip(raws, infos)]
         # NAME_args: at least up to its last field (each 8 bytes, an int64_t
         # or a pointer), or NAME_args_size where the library exports it; the
         # bytes past that are zero, for members added that no field names
@@ -120,6 +167,28 @@ class Library:
             ctype = ctypes.c_uint32 if width == 4 else ctypes.c_uint64
             end = max(end, ctype.in_dll(self._dll, name + "_args_size").value)
         self._args_size = end + 64
+
+    def _optional(self, suffix, restype, argtypes):
+        f = getattr(self._dll, self.name + suffix, None)
+        if f is not None:
+            f.restype, f.argtypes = restype, argtypes
+        return f
+
+    @property
+    def num_threads(self):
+        """The threads NAME_run's parallel loops use (1: a serial build)."""
+        return self._get_threads() if self._get_threads else 1
+
+    def set_num_threads(self, n):
+        """Sets the threads of a ``ravel build --threads`` library's pool (0:
+        ``$RAVEL_NUM_THREADS``, else every CPU); returns the count now used,
+        1 for a serial build. For the whole process: the pool is the
+        library's."""
+        if not isinstance(n, int) or n < 0:
+            raise errors.ArgumentError("threads must be a non-negative integer, got %r" % (n,))
+        if not self._set_threads:
+            return 1
+        return self._set_threads(n)
 
     def __repr__(self):
         return "<ravel.Library %s: %s>" % (self.name, ", ".join(
@@ -155,36 +224,43 @@ class Library:
                 if n is not None and n < 0:
                     raise errors.BoundsError("%s: the element count of %s cannot be computed "
                                              "(UF values out of range?)" % (self.name, f.name))
+                shape = f.shape(buf)
                 if kind == "output":
-                    a = _arrays.aligned_empty(n, f.dtype)
+                    a = _arrays.aligned_empty(shape if shape is not None else n, f.dtype)
                 else:
                     if f.name not in args:
                         raise errors.ArgumentError("%s: %s %s is not given" % (self.name, kind,
                                                                                f.name))
-                    a = self._flat(f, args[f.name], n)
+                    a = self._flat(f, args[f.name], n, shape)
                 keep.append((f, a))
                 ctypes.c_void_p.from_buffer(buf, f.offset).value = a.ctypes.data if a.size else None
         rc = self._run(ctypes.addressof(buf), None)
         if rc != 0:
-            msg = self._message(rc) if self._message else None
+            msg = self._last_error() if self._last_error else None
+            if not msg and self._message:
+                msg = self._message(rc)
             text = msg.decode() if msg else (
                 "a size or UF value is outside its declared range" if rc == 2 else "error %d" % rc)
             raise _RV_RT_ERRORS.get(rc, errors.Error)("%s_run: %s" % (self.name, text))
         outs = [(f, a) for f, a in keep if f.kind == "output"]
         if self.module is None:
             return {f.name: a for f, a in outs}
+        # the module's layouts: ragged outputs become Ragged
         # shapes from the module's layouts under the same sizes and UFs
         b = Bindings(self.module).bind({k: v for k, v in args.items()
                                         if self.module._kind_of(k) in ("size", "ufun")})
         res = {}
         for f, a in outs:
             lay = b.layout(f.name)
+            a = a.reshape(-1)
             res[f.name] = Ragged(a, lay) if lay.ragged else a.reshape(lay.extents)
         return res
 
-    def _flat(self, f, value, n):
+    def _flat(self, f, value, n, shape=None):
         """The argument of field f as a flat, aligned array of n elements in
-        its dtype (UF values of another integer width are converted)."""
+        its dtype (UF values of another integer width are converted), of
+        the given shape where the library says it and the array has that
+        rank."""
         if isinstance(value, Ragged):
             value = value.values
         elif isinstance(value, (list, tuple)):
@@ -200,7 +276,20 @@ class Library:
         if a.dtype != f.dtype:
             raise errors.ShapeError("%s %s: expected a %s array, got %s" % (
                 f.kind, f.name, f.dtype, a.dtype))
+        if shape is not None and a.ndim == len(shape) and a.shape != shape:
+            raise errors.ShapeError("%s %s: expected shape %s, got %s" % (
+                f.kind, f.name, shape, a.shape))
         if a.size != n:
             raise errors.ShapeError("%s %s: expected %d elements, got %d (shape %s)" % (
                 f.kind, f.name, n, a.size, a.shape))
         return _arrays.as_aligned(a.reshape(-1))
+
+
+def _table(first, cls, symbol_size, count):
+    """The count entries of an array of cls structs starting at ``first``,
+    whose real entry size (the symbol's size over count) may be larger
+    than cls: a newer library's structs with members appended."""
+    stride = (symbol_size or 0) // max(count, 1)
+    stride = max(stride, ctypes.sizeof(cls))
+    base = ctypes.addressof(first)
+    return [cls.from_address(base + i * stride) for i in range(count)]

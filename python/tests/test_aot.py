@@ -115,3 +115,65 @@ def test_weights(ragged_lib, tmp_path):
     np.savez(path, A=np.arange(3, dtype=np.float32), unrelated=np.zeros(2))
     out = ravel.load_library(ragged_lib)(B=2, len=[1, 2], weights=path)["O"]
     np.testing.assert_array_equal(out, [0, 2, 4])
+
+
+# A library with what a newer `ravel build` adds beside NAME_fields:
+# NAME_field_infos (rank, shape function, declaration, size range),
+# NAME_args_size, NAME_last_error naming the field, NAME_set_num_threads.
+NEWER = r"""
+#include <stddef.h>
+#include <stdint.h>
+typedef struct n_args { int64_t N; const float *X; float *Y; int64_t hidden; } n_args;
+typedef struct n_field {
+    const char *name; int kind; const char *dtype; size_t offset;
+    int64_t (*numel)(const n_args *);
+} n_field;
+typedef struct n_field_info {
+    int ndim; int (*shape)(const n_args *, int64_t *); const char *decl; int64_t lo, hi;
+} n_field_info;
+static const char *err = "";
+static int threads = 1;
+int64_t n_numel_X(const n_args *a) { return a->N * 2; }
+static int n_shape_X(const n_args *a, int64_t *d) { d[0] = a->N; d[1] = 2; return 2; }
+int32_t n_run(const n_args *a, void *ctx) {
+    (void)ctx;
+    if (a->hidden != 0) { err = "hidden member not zero"; return 2; }
+    if (a->N > 4) { err = "size N = 5 is outside its declared range 1..4"; return 2; }
+    for (int64_t i = 0; i < a->N * 2; i++) a->Y[i] = a->X[i] + 1;
+    err = "";
+    return 0;
+}
+const char *n_last_error(void) { return err; }
+int32_t n_set_num_threads(int32_t n) { threads = n ? n : 3; return threads; }
+int32_t n_num_threads(void) { return threads; }
+const n_field n_fields[] = {
+    {"N", 0, "i64", offsetof(n_args, N), NULL},
+    {"X", 2, "f32", offsetof(n_args, X), n_numel_X},
+    {"Y", 3, "f32", offsetof(n_args, Y), n_numel_X},
+};
+const int n_num_fields = 3;
+const n_field_info n_field_infos[] = {
+    {0, NULL, "size N in 1..4", 1, 4},
+    {2, n_shape_X, "X : f32[N, 2]", 0, 0},
+    {2, n_shape_X, "Y[i, j] = X[i, j] + 1", 0, 0},
+};
+const size_t n_args_size = sizeof(n_args);
+"""
+
+
+def test_newer_library_tables(tmp_path):
+    src = tmp_path / "n.c"
+    src.write_text(NEWER)
+    so = tmp_path / "libn.so"
+    subprocess.run(["cc", "-shared", "-fPIC", "-o", str(so), str(src)], check=True)
+    lib = ravel.load_library(so, threads=2)
+    assert lib.num_threads == 2 and lib.set_num_threads(0) == 3
+    assert lib.fields[0].range == (1, 4) and lib.fields[1].decl == "X : f32[N, 2]"
+    x = np.arange(6, dtype=np.float32).reshape(3, 2)
+    y = lib(N=3, X=x)["Y"]
+    assert y.shape == (3, 2)  # shaped by NAME_field_infos, without the module
+    np.testing.assert_array_equal(y, x + 1)
+    with pytest.raises(ravel.ShapeError, match=r"input X: expected shape \(3, 2\), got \(2, 3\)"):
+        lib(N=3, X=x.reshape(2, 3))
+    with pytest.raises(ravel.BoundsError, match="n_run: size N = 5 is outside"):
+        lib(N=5, X=np.zeros((5, 2), np.float32))
