@@ -14,7 +14,7 @@ import os
 import numpy as np
 
 from . import _arrays, errors
-from ._lib import lib
+from ._lib import has, lib
 from .ragged import Layout, Ragged, flatten_rows
 
 
@@ -66,6 +66,9 @@ class Bindings:
         for name, value in args.items():
             if kinds[name] == "input":
                 self._set_array(name, self._input_array(name, value))
+        if has("rv_bindings_infer_sizes"):
+            # sizes the arrays' shapes determine need not be given
+            errors.check(lib.rv_bindings_infer_sizes(self.ptr))
         return self
 
     def _input_array(self, name, value):

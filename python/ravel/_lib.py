@@ -15,7 +15,7 @@ import ctypes
 import ctypes.util
 import os
 
-__all__ = ["lib", "library_path"]
+__all__ = ["has", "lib", "library_path"]
 
 SONAME = "libravel.so.0"
 
@@ -164,7 +164,27 @@ _PROTOTYPES = [
     ("rv_program_stats", None, [c_void_p, ctypes.POINTER(ProgramCounters)]),
 ]
 
+# functions of newer libraries, used when the loaded one has them
+_OPTIONAL = [
+    ("rv_bindings_infer_sizes", c_int, [c_void_p]),
+]
+
 for _name, _res, _args in _PROTOTYPES:
     _f = getattr(lib, _name)
     _f.restype = _res
     _f.argtypes = _args
+
+_present = set()
+for _name, _res, _args in _OPTIONAL:
+    try:
+        _f = getattr(lib, _name)
+    except AttributeError:
+        continue
+    _f.restype = _res
+    _f.argtypes = _args
+    _present.add(_name)
+
+
+def has(name):
+    """Whether the loaded library has optional function ``name``."""
+    return name in _present

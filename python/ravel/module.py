@@ -206,7 +206,9 @@ class Program:
 
     The arguments may also come as a dict, first (``prog(args)``), which
     is how an input named ``weights`` or ``out`` is passed.
-    Sizes are integers; UF arrays integer arrays (or lists); inputs NumPy
+    Sizes are integers (those the arrays' shapes determine may be left
+    out where libravel infers them: rv_bindings_infer_sizes); UF arrays
+    integer arrays (or lists); inputs NumPy
     arrays, ``__dlpack__`` tensors (PyTorch's, ...), or for a ragged input
     a :class:`ravel.Ragged` or a list of rows. ``weights`` binds the inputs
     of a safetensors or .npz file by name first (or a dict of arrays).

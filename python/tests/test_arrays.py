@@ -112,7 +112,7 @@ def test_unknown_name_suggests(prog):
 def test_missing_and_out_of_range_size(prog):
     x, w = data()
     with pytest.raises(ravel.ArgumentError, match="size T is not bound"):
-        prog(X=x, W=w)
+        prog(W=w)  # (X's shape would determine T)
     with pytest.raises(ravel.BoundsError, match="outside declared range 1..64"):
         prog(X=x, W=w, T=65)
     with pytest.raises(ravel.ArgumentError, match="expected an integer"):
@@ -167,3 +167,13 @@ def test_arguments_as_a_dict():
     for run in (m.compile(), m.run_interp):
         y = run({"out": one, "weights": 2 * one}, N=3)["Y"]
         np.testing.assert_array_equal(y, 3 * one)
+
+
+def test_sizes_inferred_from_shapes(prog):
+    from ravel._lib import has
+    if not has("rv_bindings_infer_sizes"):
+        pytest.skip("this libravel does not infer sizes")
+    x, w = data(T=7)
+    np.testing.assert_array_equal(prog(X=x, W=w)["Y"], prog(X=x, W=w, T=7)["Y"])
+    with pytest.raises(ravel.ShapeError):
+        prog(X=x, W=w, T=6)  # contradicts X
