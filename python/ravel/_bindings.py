@@ -25,7 +25,7 @@ class Bindings:
         self.module = module  # the module outlives the bindings
         self.ptr = lib.rv_bindings_new(module._ptr)
         if not self.ptr:
-            raise errors.error_for(6)
+            raise errors.ArgumentError(errors.last_error())
         self._borrowed = []
 
     def __del__(self):
@@ -83,7 +83,10 @@ class Bindings:
         dtype = self.module._dtype_of(name)
         if isinstance(value, (list, tuple)) and self._is_ragged(name):
             return flatten_rows(value, dtype)
-        return np.asarray(value, dtype=dtype)
+        try:
+            return np.asarray(value, dtype=dtype)
+        except ValueError:  # rows of different lengths whose layout is not known yet
+            return flatten_rows(value, dtype)
 
     def _is_ragged(self, name):
         try:

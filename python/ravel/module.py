@@ -43,6 +43,10 @@ class Module:
     its source as ravel prints it. Compile it with :meth:`compile`, or run
     the reference interpreter (double precision, the oracle of every
     compiled kernel) with :meth:`run_interp`.
+
+    Threads: programs of a module may run at once, but compiling the
+    module or adding schedules to it must not overlap a run of its
+    programs (include/ravel.h, "Thread safety").
     """
 
     def __init__(self, ptr):
