@@ -33,6 +33,11 @@ _I32 = np.int32
 
 def _i32(name, a, n=None):
     """``a`` as a C-contiguous int32 array (checked to fit), of length n when given."""
+    if isinstance(a, np.ndarray) and a.dtype == _I32 and a.flags.c_contiguous:
+        arr = a.reshape(-1)  # the fast path: a server's arrays, as they are
+        if n is not None and arr.size != n:
+            raise errors.ArgumentError("%s: expected %d values, got %d" % (name, n, arr.size))
+        return arr
     arr = np.asarray(a)
     if arr.size and arr.dtype.kind not in "iu":
         raise errors.ArgumentError("%s: expected integers, got %s values" % (name, arr.dtype))
@@ -45,7 +50,8 @@ def _i32(name, a, n=None):
 
 
 def _ptr(a):
-    return a.ctypes.data_as(ctypes.POINTER(ctypes.c_int32)) if a is not None else None
+    """The address of an int32 array (the C functions take int32_t *), None for NULL."""
+    return a.ctypes.data if a is not None else None
 
 
 class Structs:
@@ -117,6 +123,39 @@ class Structs:
                                        % (begin[n], flat.size))
         errors.check(lib.rv_structs_add_children(self._ptr, n, _ptr(begin), _ptr(flat),
                                                  _ptr(self._data(n, data))))
+        return self
+
+    def add_many(self, sizes, child_begin, child, data=None):
+        """Several structures from one set of arrays, as a server receives a
+        batch: structure j has ``sizes[j]`` nodes; ``child_begin`` holds each
+        structure's ``sizes[j] + 1`` offsets (starting at 0) one structure
+        after the other, ``child`` their children (structure-local indices)
+        likewise, ``data`` the nodes' rows. Each structure is checked as by
+        :meth:`add_children`; on an error the structures before the bad one
+        stay added (the message names the bad one's index in the batch)."""
+        sizes = [int(n) for n in sizes]
+        total = sum(sizes)
+        begin = _i32("child_begin", child_begin, total + len(sizes))
+        flat = _i32("child", child)
+        rows = self._data(total, data)
+        b0, c0 = begin.ctypes.data, flat.ctypes.data
+        d0 = rows.ctypes.data if rows is not None else None
+        node = edge = 0
+        for j, n in enumerate(sizes):
+            if n < 1:
+                raise errors.ArgumentError("structure %d has no nodes (n = %d)" % (len(self), n))
+            nb = int(begin[node + j + n])
+            if edge + nb > flat.size:
+                raise errors.ArgumentError("child: %d values, structures 0..%d need %d"
+                                           % (flat.size, j, edge + nb))
+            errors.check(lib.rv_structs_add_children(
+                self._ptr, n, b0 + 4 * (node + j), c0 + 4 * edge,
+                d0 + 4 * self.width * node if d0 is not None else None))
+            node += n
+            edge += nb
+        if edge != flat.size:
+            raise errors.ArgumentError("child: %d values, the structures have %d children"
+                                       % (flat.size, edge))
         return self
 
     def add_parents(self, parent, data=None):

@@ -169,3 +169,24 @@ def test_compiled_with_a_linearized_batch():
         pytest.skip("compiled recursion is not in this build: %s" % e)
     got = prog(T=lin, Emb=emb)
     assert np.abs(got["h"] - want["h"]).max() < 1e-5
+
+
+def test_add_many_is_add_children_one_by_one():
+    rows = [[[1, 2], [], []], [[]], [[1], [2], []]]
+    words = [[-1, 4, 5], [6], [-1, -1, 7]]
+    one = ravel.Structs("tree", 2, 1)
+    for r, w in zip(rows, words):
+        one.add_children(r, data=w)
+    begin = np.concatenate([np.cumsum([0] + [len(c) for c in r]) for r in rows]).astype(np.int32)
+    child = np.array([c for r in rows for cs in r for c in cs], np.int32)
+    many = ravel.Structs("tree", 2, 1).add_many([3, 1, 3], begin, child,
+                                                np.array(sum(words, []), np.int32))
+    a, b = one.linearize(), many.linearize()
+    for f in ("child", "nchild", "data", "root", "batch_begin", "batch_length", "node_of"):
+        assert (getattr(a, f) == getattr(b, f)).all(), f
+    bad = ravel.Structs("tree", 2, 1)
+    with pytest.raises(ravel.ArgumentError, match="structure 1"):
+        bad.add_many([1, 3], [0, 0, 0, 1, 2, 3], [1, 2, 0])  # a cycle in the second
+    assert len(bad) == 1  # the first stays
+    with pytest.raises(ravel.ArgumentError, match="child"):
+        ravel.Structs("tree", 2, 1).add_many([3], [0, 2, 2, 2], [1, 2, 0])  # one child too many
