@@ -134,3 +134,23 @@ def test_compiled_matches_the_interpreter(runs, model, H):
     comp = {STATES.get(model, {"h": "h"})[k]: lin.to_batch(v) for k, v in out.items()}
     assert_states_close(comp, {k: v.astype(np.float64) for k, v in got.items()},
                         "%s_h%d compiled vs interpreter" % (model, H))
+
+
+def test_sst_reader_gives_the_benchmark_trees():
+    """ravel's SST reader (rv_structs_read_sst) and trees_data read the same
+    trees: the same nodes, children left before right (the order MV-RNN and
+    TreeFC depend on) and tokens at the same nodes (word ids differ: ravel
+    numbers words by first appearance, trees_data by frequency)."""
+    bs = ravel.Structs("tree", 2, 1).read_sst(SST_DIR, "test")
+    ref = td.sst_trees("test")
+    assert len(bs) == len(ref)
+    vocab = {i: w for w, i in td.vocabulary().items()}
+    for s, t in enumerate(ref):
+        assert bs.size(s) == t.n and bs.root(s) == t.roots[0]
+        for v in range(t.n):
+            assert bs.children(s, v) == t.children[v], (s, v)
+        for v in (0, t.n - 1):
+            w = bs.data(s, v)[0]
+            assert (w >= 0) == (t.word[v] >= 0)
+            if w >= 0 and t.word[v] > 0:  # (id 0: <unk>, none in SST)
+                assert bs.word(w) == vocab[int(t.word[v])]
