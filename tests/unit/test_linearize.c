@@ -570,6 +570,17 @@ static void write_sst(const char *dir, const char *tree, const char *tokens, con
     CHECK_EQ_INT(base_write_file(p, split, strlen(split)), RV_OK);
 }
 
+/* Removes write_sst's files and dir. */
+static void remove_sst(const char *dir) {
+    char p[256];
+    const char *names[] = {"STree.txt", "SOStr.txt", "datasetSplit.txt"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(p, sizeof p, "%s/%s", dir, names[i]);
+        unlink(p);
+    }
+    rmdir(dir);
+}
+
 static void expect_sst(const char *dir, const char *tree, const char *tokens, const char *split,
                        rv_status want, const char *msg) {
     write_sst(dir, tree, tokens, split);
@@ -609,13 +620,7 @@ static void test_sst_errors(void) {
     CHECK_EQ_INT(rv_structs_read_sst(bs, "/nonexistent", RV_SST_TEST), RV_ERR_IO);
     CHECK_EQ_INT(rv_structs_read_sst(bs, dir, (rv_sst_split)7), RV_ERR_ARG);
     rv_structs_free(bs);
-    char p[256];
-    const char *names[] = {"STree.txt", "SOStr.txt", "datasetSplit.txt"};
-    for (int i = 0; i < 3; i++) {
-        snprintf(p, sizeof p, "%s/%s", dir, names[i]);
-        unlink(p);
-    }
-    rmdir(dir);
+    remove_sst(dir);
 }
 
 /* ---- refusals: one test per kind of bad structure ---- */
@@ -806,13 +811,7 @@ static void test_sst_child_order(void) {
     CHECK_EQ_INT(ch[0], 5); /* (a b) */
     CHECK_EQ_INT(ch[1], 4); /* (c d) */
     rv_structs_free(bs);
-    char p[256];
-    const char *names[] = {"STree.txt", "SOStr.txt", "datasetSplit.txt"};
-    for (int i = 0; i < 3; i++) {
-        snprintf(p, sizeof p, "%s/%s", dir, names[i]);
-        unlink(p);
-    }
-    rmdir(dir);
+    remove_sst(dir);
 }
 
 int main(void) {
