@@ -22,7 +22,16 @@ static const ToolCommand commands[] = {
     {"emit", "print the C code generated for a .rv file", "ravel emit FILE.rv", cmd_emit},
     {"run", "compile and run; --check compares every output with the interpreter",
      "ravel run FILE.rv [--size NAME=V]... [--input NAME=FILE.npy]... [--random SEED] [--check]\n"
-     "          [--weights FILE.safetensors|FILE.npz]...",
+     "          [--weights FILE.safetensors|FILE.npz]... [--output DIR] [--save-inputs]\n"
+     "          [--time] [--repeat N] [--threads N] [--target cpu|cuda]\n\n"
+     "Sizes that the shapes of --input (and --weights) arrays determine need no\n"
+     "--size: X : f32[16*T, 768] given a 48 x 768 array sets T = 3.\n"
+     "--output DIR writes each output to DIR/NAME.npy (with --save-inputs also\n"
+     "the inputs and UF arrays), as eval does. --time runs the compiled program\n"
+     "10 more times after the first (--repeat N: N times) and prints one line:\n"
+     "the compile time, then the median, min and max of the runs in ms.\n"
+     "--threads N: the threads of parallel loops (0 or absent: $RAVEL_NUM_THREADS,\n"
+     "else every CPU; 1: serial).",
      cmd_run},
     {"build", "compile ahead of time to a standalone C library (NAME.c, NAME.h)",
      "ravel build FILE.rv -o NAME [--shared] [--target c] [--variant FILE]...\n"
@@ -65,7 +74,7 @@ static void schedules_help(FILE *f) {
 }
 
 static const ToolCommand *find(const char *name) {
-    for (int i = 0; i < (int)(sizeof commands / sizeof commands[0]); i++)
+    for (int i = 0; i < RV_COUNT(commands); i++)
         if (strcmp(commands[i].name, name) == 0)
             return &commands[i];
     return NULL;
@@ -100,7 +109,14 @@ int main(int argc, char **argv) {
     }
     const ToolCommand *c = find(argv[1]);
     if (!c) {
-        fprintf(stderr, "ravel: unknown command '%s'\n\n", argv[1]);
+        const char *names[RV_COUNT(commands)];
+        for (int i = 0; i < RV_COUNT(commands); i++)
+            names[i] = commands[i].name;
+        const char *near = base_near_name(argv[1], names, RV_COUNT(commands));
+        if (near)
+            fprintf(stderr, "ravel: unknown command '%s'; did you mean '%s'?\n\n", argv[1], near);
+        else
+            fprintf(stderr, "ravel: unknown command '%s'\n\n", argv[1]);
         usage(stderr);
         return 2;
     }
