@@ -34,13 +34,20 @@ static const ToolCommand commands[] = {
      "else every CPU; 1: serial).",
      cmd_run},
     {"build", "compile ahead of time to a standalone C library (NAME.c, NAME.h)",
-     "ravel build FILE.rv -o NAME [--shared] [--target c] [--variant FILE]...\n"
+     "ravel build FILE.rv -o NAME [--shared] [--march CPU] [--threads N] [--target c]\n"
+     "            [--variant FILE]...\n"
      "            [--dispatch SIZE=LO..HI[,SIZE=LO..HI]:V | --dispatch extern]...\n\n"
      "Writes NAME.c and NAME.h, and copies ravel_rt.h next to them: the kernels\n"
      "of `ravel emit` plus NAME_run(&args, ctx), which runs them on plain C arrays\n"
-     "(the API is documented at the top of NAME.h). They need only libc and libm.\n"
+     "(the API is documented at the top of NAME.h; NAME_fields and\n"
+     "NAME_field_infos describe the arguments, NAME_last_error() why a run failed).\n"
+     "They need only libc and libm. --threads N embeds ravel's thread pool, so\n"
+     "NAME_run(&args, NULL) runs parallel loops on N threads (0: every CPU;\n"
+     "NAME_set_num_threads changes it; needs -pthread); the default, 1, is serial.\n"
      "--shared also compiles libNAME.so with $RAVEL_CC (default cc) and the JIT's\n"
-     "flags (-O3 -march=native ...). NAME may have a directory part, which must exist.\n"
+     "flags (-O3 ...) for the compiler's default, portable target CPU, or for\n"
+     "--march CPU (native, x86-64-v3, ...: -march=CPU; native only runs on CPUs\n"
+     "like this one). NAME may have a directory part, which must exist.\n"
      "Each --variant FILE (schedule blocks) is one variant of the kernels, in place\n"
      "of the file's own schedule; NAME_run picks one per call by the --dispatch\n"
      "rules (the first whose sizes lie in their ranges; else variant 0), or by\n"
