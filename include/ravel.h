@@ -343,7 +343,9 @@ rv_status rv_bindings_randomize(rv_bindings *b, uint64_t seed);
  * naming the argument and dimension when no integer fits, or the extent
  * contradicts a size given or inferred from another array; RV_ERR_BOUNDS
  * when the value is outside the size's range. Other extents (UFs, ragged
- * rows) determine nothing here: the run checks them. */
+ * rows) determine nothing here: the run checks them. rv_interp_run,
+ * rv_program_run and rv_bindings_randomize call it when a size is unbound,
+ * so a caller may simply leave such sizes out. */
 rv_status rv_bindings_infer_sizes(rv_bindings *b);
 /* Binds every tensor of the weights file at `path` whose name is an input
  * or ufun of the module (the bindings own these arrays); other tensors are

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "base/base.h"
+#include "interp/interp.h"
 #include "tools.h"
 
 /* Returns the value of `--opt VALUE` or `--opt=VALUE`, advancing *i. */
@@ -259,8 +260,9 @@ int tool_bind(const ToolArgs *a, rv_module *m, rv_bindings *b) {
             fprintf(stderr, "error: --input %s: %s\n", name, rv_last_error());
             return 0;
         }
-        /* the bindings borrow arrays; these live until the process exits */
-        if (rv_bindings_set_array(b, name, arr) != RV_OK) {
+        /* the bindings own it (a --weights array of the same name is replaced) */
+        if (interp_bindings_adopt_array(b, name, arr) != RV_OK) {
+            rv_array_free(arr);
             tool_print_error(NULL);
             return 0;
         }

@@ -1670,6 +1670,28 @@ static void test_infer_sizes(void) {
     CHECK_STR_CONTAINS(rv_last_error(), "B = 2 was inferred from ufun len, dimension 0");
     rv_bindings_free(b);
 
+    /* a run infers what is left unbound: X alone sets T, and Y is computed */
+    b = rv_bindings_new(m);
+    CHECK(rv_bindings_set_size(b, "B", 1) == RV_OK);
+    CHECK(rv_bindings_set_size(b, "H", 1) == RV_OK);
+    int64_t s31[2] = {3, 1}, s1[1] = {1};
+    rv_array *z31 = rv_array_new(RV_F32, 2, s31), *len1 = rv_array_new(RV_I64, 1, s1);
+    CHECK(rv_bindings_set_array(b, "X", x49) == RV_OK);
+    CHECK(rv_bindings_set_array(b, "Z", z31) == RV_OK);
+    CHECK(rv_bindings_set_array(b, "len", len1) == RV_OK);
+    CHECK(rv_interp_run(m, b) == RV_OK);
+    CHECK_EQ_INT(rv_bindings_get_size(b, "T"), 3);
+    CHECK(rv_bindings_get_array(b, "Y") != NULL);
+    rv_bindings_free(b);
+    /* and reports a shape that fits no T */
+    b = rv_bindings_new(m);
+    CHECK(rv_bindings_set_array(b, "X", x50) == RV_OK);
+    CHECK(rv_interp_run(m, b) == RV_ERR_SHAPE);
+    CHECK_STR_CONTAINS(rv_last_error(), "input X: dimension 0 has 50 elements");
+    rv_bindings_free(b);
+    rv_array_free(z31);
+    rv_array_free(len1);
+
     /* nothing bound: nothing to do */
     b = rv_bindings_new(m);
     CHECK(rv_bindings_infer_sizes(b) == RV_OK);
