@@ -154,6 +154,7 @@ expect_status 1 "its extent 16 * T is 32: T = 2 was given" \
 
 # "did you mean" for commands, options and the program's names.
 expect_status 2 "unknown command 'rnu'; did you mean 'run'?" "$RAVEL" rnu "$rd/p.rv"
+expect_status 2 "unknown command 'biuld'; did you mean 'build'?" "$RAVEL" help biuld
 expect_status 2 "unknown option '--rpeat'; did you mean '--repeat'?" "$RAVEL" run "$rd/p.rv" --rpeat 3
 expect_status 2 "unknown option '--ouput'; did you mean '--output'?" "$RAVEL" eval "$rd/p.rv" --ouput=d
 expect_status 1 "no size 't'; did you mean 'T'?" "$RAVEL" run "$rd/p.rv" --size t=2

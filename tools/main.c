@@ -93,6 +93,19 @@ void tool_command_help(FILE *f, const char *name) {
         fprintf(f, "usage: %s\n\n%s\n", c->usage, c->summary);
 }
 
+/* "ravel: unknown command 'X'", with a did-you-mean, then the usage. */
+static void unknown_command(const char *name) {
+    const char *names[RV_COUNT(commands)];
+    for (int i = 0; i < RV_COUNT(commands); i++)
+        names[i] = commands[i].name;
+    const char *near = base_near_name(name, names, RV_COUNT(commands));
+    if (near)
+        fprintf(stderr, "ravel: unknown command '%s'; did you mean '%s'?\n\n", name, near);
+    else
+        fprintf(stderr, "ravel: unknown command '%s'\n\n", name);
+    usage(stderr);
+}
+
 int main(int argc, char **argv) {
     if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
         usage(argc < 2 ? stderr : stdout);
@@ -111,20 +124,16 @@ int main(int argc, char **argv) {
             tool_command_help(stdout, argv[2]);
             return 0;
         }
+        if (argc > 2) {
+            unknown_command(argv[2]);
+            return 2;
+        }
         usage(stdout);
-        return argc > 2 ? 2 : 0;
+        return 0;
     }
     const ToolCommand *c = find(argv[1]);
     if (!c) {
-        const char *names[RV_COUNT(commands)];
-        for (int i = 0; i < RV_COUNT(commands); i++)
-            names[i] = commands[i].name;
-        const char *near = base_near_name(argv[1], names, RV_COUNT(commands));
-        if (near)
-            fprintf(stderr, "ravel: unknown command '%s'; did you mean '%s'?\n\n", argv[1], near);
-        else
-            fprintf(stderr, "ravel: unknown command '%s'\n\n", argv[1]);
-        usage(stderr);
+        unknown_command(argv[1]);
         return 2;
     }
     /* bench passes its arguments to a driver, which has its own --help */

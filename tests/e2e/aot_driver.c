@@ -195,6 +195,20 @@ static void counting_free(struct rv_rt_ctx *ctx, void *p) {
     free(p);
 }
 
+/* The threads of this process (Linux: /proc/self/status), 0 if unknown:
+ * a pool of N threads must have started N - 1 workers. */
+static int process_threads(void) {
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    int n = 0;
+    while (f && fgets(line, sizeof line, f))
+        if (strncmp(line, "Threads:", 8) == 0)
+            n = atoi(line + 8);
+    if (f)
+        fclose(f);
+    return n;
+}
+
 /* ---- main ---- */
 
 /* An array of n elements of es bytes, 64-byte aligned or one element off
@@ -248,6 +262,11 @@ int main(int argc, char **argv) {
             }
             if (model_num_threads() != got) {
                 fprintf(stderr, "model_num_threads() is %d, not %d\n", model_num_threads(), got);
+                return 1;
+            }
+            if (got > 1 && process_threads() < got) {
+                fprintf(stderr, "model_set_num_threads(%d): the process has %d threads\n", want,
+                        process_threads());
                 return 1;
             }
         }
