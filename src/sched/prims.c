@@ -1127,8 +1127,18 @@ static rv_status prim_cache_read(Ctx *c) {
     Module *m = c->s->m;
     Stage *xs = sched_stage(c->s, a->s);
     Tensor *x = xs ? xs->t : strmap_get(&m->by_name, a->s);
-    if (!x || (!xs && (!sched_stage_of(c->s, x) && x->op == NULL)))
-        return fail(c, a->loc, "no tensor named '%s'", a->s);
+    if (!x || (!xs && (!sched_stage_of(c->s, x) && x->op == NULL))) {
+        Vec(const char *) read = {0}; /* the tensors the stage reads: the likely ones */
+        for (int i = 0; i < m->tensors.len; i++)
+            if (sched_stage_reads_tensor(st, m->tensors.data[i]))
+                vec_push(&read, m->tensors.data[i]->name);
+        Buf hint = {0};
+        base_near_hint(&hint, a->s, read.data, read.len);
+        vec_free(&read);
+        r = fail(c, a->loc, "no tensor named '%s'%s", a->s, buf_str(&hint));
+        buf_free(&hint);
+        return r;
+    }
     /* by_name also holds sizes and UFs: make sure it is a tensor */
     bool is_tensor = xs != NULL;
     for (int i = 0; !is_tensor && i < m->tensors.len; i++)
