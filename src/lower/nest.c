@@ -60,9 +60,8 @@ static Expr *root_axis_value(LowerCtx *c, StageNest *n, const IterVar *r) {
 }
 
 /* Publishes the value of root r where n is, or that it has none: a value
- * left by another copy of the nest (the init nest of an in-place
- * reduction, a partitioned tail) must not be used where r's loop is not
- * bound. Returns whether r is bound. */
+ * left by another copy of the nest (a partitioned tail) must not be used
+ * where r's loop is not bound. Returns whether r is bound. */
 static bool bind_root(LowerCtx *c, StageNest *n, const IterVar *r) {
     Expr *v = root_axis_value(c, n, r);
     ptrmap_put(&c->axis_value, r->axis, v ? lower_ctx_simp(c, v) : NULL);
@@ -264,9 +263,6 @@ static Stmt *innermost(LowerCtx *c, StageNest *n) {
     Expr *off = lower_dest_offset(c, n);
     const Expr *R = st->reduce;
     switch (n->mode) {
-    case MODE_INIT:
-        return lower_guarded(c, lower_guards(c, n, true, false),
-                             lower_store(m, dst, off, lower_reduce_init(m, R->u.red.rk, R->dtype)));
     case MODE_ACC:
     case MODE_IN_PLACE: {
         ExprCtx x = {c, {0}, NULL, RV_OK, true};
@@ -369,6 +365,8 @@ static bool has_alloc(const Stmt *s) {
         return false;
     case ST_ALLOC:
         return true;
+    case ST_REDUCE:
+        return has_alloc(s->u.reduce.body);
     default:
         return false;
     }
@@ -381,9 +379,10 @@ static bool has_alloc(const Stmt *s) {
  * inside the nest (its region follows the split's state), an extent of
  * another axis that depends on p's axis (ragged: it is clipped to 0 past
  * the end in the guarded tile), a split of a split or of a fused loop, a
- * loop inside an in-place reduction's loops (its init nest is generated
- * apart), or buffers allocated inside the loop (accumulators: each copy
- * needs its own, named in the walk's order). The walk's trial generation
+ * loop inside an in-place reduction's loops (the reduce pass, place.c,
+ * makes its init nest from the walk's copies), or buffers allocated
+ * inside the loop (accumulators: each copy needs its own, named in the
+ * walk's order). The walk's trial generation
  * is undone (counters) where the pass would not find the guard. */
 static Stmt *guarded_for_pass(LowerCtx *c, StageNest n, int i, const IterVar *p) {
     Stage *st = n.st;
@@ -419,12 +418,10 @@ Stmt *lower_gen(LowerCtx *c, StageNest n, int i) {
     if (i == st->leaves.len)
         return innermost(c, &n);
     IterVar *v = st->leaves.data[i];
-    if (n.mode == MODE_INIT && v->reduce)
-        return lower_gen(c, n, i + 1);
     /* partition a non-dividing split at its outer loop */
     IterVar *p = v->rel == IV_OUTER ? v->parent : NULL;
     int64_t pf = p ? v->factor : 0;
-    if (p && n.mode != MODE_INIT && p->tail == TAIL_PARTITION && n.state[p->id] == SPLIT_GUARD) {
+    if (p && p->tail == TAIL_PARTITION && n.state[p->id] == SPLIT_GUARD) {
         int j;
         for (j = i + 1; j < st->leaves.len && st->leaves.data[j] != p->inner; j++)
             ;

@@ -78,6 +78,8 @@ static Expr *find_guard(Stmt *s, const Axis *o, const Axis **inner, int64_t *f) 
         return find_guard(s->u.let.body, o, inner, f);
     case ST_ALLOC:
         return find_guard(s->u.alloc.body, o, inner, f);
+    case ST_REDUCE: /* (nest.c's trial, before the reduce pass) */
+        return find_guard(s->u.reduce.body, o, inner, f);
     case ST_SEQ:
         for (int k = 0; k < s->u.seq.n; k++) {
             Expr *c = find_guard(s->u.seq.stmts[k], o, inner, f);

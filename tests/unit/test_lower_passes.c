@@ -249,7 +249,8 @@ static void test_pass_goldens(void) {
 
 /* Every pass of the pipeline has at least one golden. */
 static void test_every_pass_has_a_golden(void) {
-    static const char *const names[] = {"checks", "flatten", "simplify", "forward", "promote", "hoist"};
+    static const char *const names[] = {"checks",  "flatten", "simplify", "forward",
+                                        "promote", "hoist",   "reduce",   "partition"};
     char **files = list_dir("tests/lower", ".txt");
     for (int i = 0; i < (int)RV_COUNT(names); i++) {
         CHECK(lower_has_pass(names[i]));
@@ -339,13 +340,27 @@ static void test_reader_errors(void) {
                 "kernel K(N: size, Y: f32*)\n"
                 "  Y[0] = 1.0\n",
                 "t.lir:1:1: error: size 'N' has an empty range 5..1");
-    check_error("frob N\n",
-                "t.lir:1:1: error: expected a declaration (size, uf, aux, buffer, tensor) or 'kernel'");
+    check_error(
+        "frob N\n",
+        "t.lir:1:1: error: expected a declaration (size, uf, aux, buffer, tensor) or 'kernel'");
     check_error("uf len: i32[B] in 0..9\n", "t.lir:1:13: error: undefined name 'B'");
     check_error("kernel K(N: size, Y: f32*)\n"
                 "  if N:\n"
                 "    Y[0] = 1.0\n",
                 "t.lir:2:6: error: an if condition must be bool, got i64");
+    /* reductions before the reduce pass */
+    check_error("kernel K(N: size, Y: f32*)\n"
+                "  reduce prod into Y:\n"
+                "    Y[0] = Y[0]*2.0\n",
+                "t.lir:2:10: error: unknown reduction 'prod' (sum, max, min, argmax)");
+    check_error("kernel K(N: size, Y: f32*)\n"
+                "  reduce argmax into Y:\n"
+                "    Y[0] = 1.0\n",
+                "t.lir:2:23: error: argmax needs an index buffer: ', ARG'");
+    check_error("kernel K(N: size, Y: f32*)\n"
+                "  reduce sum into Y, Z:\n"
+                "    Y[0] = 1.0\n",
+                "t.lir:2:22: error: undefined buffer 'Z'");
     /* multi-dimensional accesses and the tensors they name */
     check_error("kernel K(Y: f32*)\n"
                 "  Y[0] = Q{0}\n",
