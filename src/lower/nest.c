@@ -377,21 +377,28 @@ static bool has_alloc(const Stmt *s) {
  * pass (partition.c), which makes the full tiles and the last tile of it;
  * or NULL where the walk must partition it itself: a stage computed
  * inside the nest (its region follows the split's state), an extent of
- * another axis that depends on p's axis (ragged: it is clipped to 0 past
- * the end in the guarded tile), a split of a split or of a fused loop, a
- * loop inside an in-place reduction's loops (the reduce pass, place.c,
- * makes its init nest from the walk's copies), or buffers allocated
- * inside the loop (accumulators: each copy needs its own, named in the
- * walk's order). The walk's trial generation
- * is undone (counters) where the pass would not find the guard. */
+ * another axis that depends on an axis p derives from (ragged: it is
+ * clipped to 0 past the end in the guarded tile), a loop inside an
+ * in-place reduction's loops (the reduce pass, place.c, makes its init
+ * nest from the walk's copies), or buffers allocated inside the loop
+ * (accumulators: each copy needs its own, named in the walk's order). A
+ * split of a split or of a fused loop is the pass's too: its guard is
+ * `o*f + i < E` over the split's own extent like a root's. The walk's
+ * trial generation is undone (counters) where the pass would not find
+ * the guard. */
 static Stmt *guarded_for_pass(LowerCtx *c, StageNest n, int i, const IterVar *p) {
     Stage *st = n.st;
-    if (p->rel != IV_ROOT || (n.mode != MODE_TOP && n.mode != MODE_ACC) || hosts_stages(c, st))
+    if ((n.mode != MODE_TOP && n.mode != MODE_ACC) || hosts_stages(c, st))
         return NULL;
     for (int k = 0; k < st->ivs.len; k++) {
-        IterVar *r = st->ivs.data[k];
-        if (r->rel == IV_ROOT && r != p && ir_uses_axis(r->axis->extent, p->axis))
-            return NULL;
+        IterVar *q = st->ivs.data[k];
+        if (q->rel != IV_ROOT || !sched_iv_derives_from(p, q))
+            continue;
+        for (int j = 0; j < st->ivs.len; j++) {
+            IterVar *r = st->ivs.data[j];
+            if (r->rel == IV_ROOT && r != q && ir_uses_axis(r->axis->extent, q->axis))
+                return NULL;
+        }
     }
     if (n.mode == MODE_TOP && st->reduce && n.first_red > i && !n.in_place)
         return NULL; /* the accumulator inside the loop */

@@ -61,6 +61,7 @@ typedef struct Reader {
     Kernel *k;
     int max_site;
     bool saw_access; /* the kernel has a multi-dimensional access */
+    bool saw_reduce; /* or a reduction: flatten has not run yet either */
 } Reader;
 
 static Line *line(Reader *R) {
@@ -623,6 +624,7 @@ static Stmt *parse_reduce(Reader *R, int indent, bool *ok) {
                                        : "only argmax takes an index buffer");
         return NULL;
     }
+    R->saw_reduce = true;
     Stmt *body = nested_block(R, indent, ok);
     return *ok ? lower_reduce(R->m, rk, buf, arg, body) : NULL;
 }
@@ -1080,11 +1082,11 @@ static Kernel *parse_kernel(Reader *R) {
             k->prelude = parse_block(R, 4);
         }
     }
-    R->saw_access = false;
+    R->saw_access = R->saw_reduce = false;
     k->body = parse_block(R, 2);
     if (R->failed)
         return NULL;
-    k->flat = !R->saw_access;
+    k->flat = !R->saw_access && !R->saw_reduce;
     name_checks(R, k);
     k->nsites = R->max_site + 1;
     k->sites = arena_alloc(m->arena, sizeof(char *) * (size_t)(k->nsites ? k->nsites : 1));

@@ -557,6 +557,33 @@ static void test_reader_never_crashes(void) {
     base_free(text);
 }
 
+/* A reduction the reduce pass has not initialised is loop IR until
+ * flatten, an internal error after it (the verifier). */
+static void test_reduce_verified(void) {
+    Module *m = rv_module_new();
+    Kernel **ks;
+    int n;
+    const char *text = "kernel K(N: size, X: f32*, Y: f32*)\n"
+                       "  allocate acc0: f32[1] local\n"
+                       "  reduce sum into acc0:\n"
+                       "    for k in 0..N:\n"
+                       "      acc0[0] = acc0[0] + X[k]\n"
+                       "  Y[0] = acc0[0]\n";
+    CHECK(round_trip(m, "t.lir", text, &ks, &n));
+    if (n == 1) {
+        CHECK(!ks[0]->flat); /* flatten runs after reduce */
+        CHECK_EQ_INT(lower_verify_kernel(ks[0], "lower"), RV_OK);
+        ks[0]->flat = true;
+        CHECK_EQ_INT(lower_verify_kernel(ks[0], "flatten"), RV_ERR_UNSUPPORTED);
+        CHECK_STR_CONTAINS(rv_last_error(), "a reduction into 'acc0' is left uninitialised");
+        ks[0]->flat = false;
+        CHECK_EQ_INT(lower_run_pass(ks[0], "reduce"), RV_OK);
+        ks[0]->flat = true;
+        CHECK_EQ_INT(lower_verify_kernel(ks[0], "reduce"), RV_OK);
+    }
+    rv_module_free(m);
+}
+
 int main(int argc, char **argv) {
     if (argc > 1) {
         for (int i = 1; i < argc; i++)
@@ -571,5 +598,6 @@ int main(int argc, char **argv) {
     RUN(test_round_trip_pipeline_goldens);
     RUN(test_pass_goldens);
     RUN(test_every_pass_has_a_golden);
+    RUN(test_reduce_verified);
     return harness_report();
 }
