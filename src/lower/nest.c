@@ -378,17 +378,17 @@ static bool has_alloc(const Stmt *s) {
  * or NULL where the walk must partition it itself: a stage computed
  * inside the nest (its region follows the split's state), an extent of
  * another axis that depends on an axis p derives from (ragged: it is
- * clipped to 0 past the end in the guarded tile), a loop inside an
- * in-place reduction's loops (the reduce pass, place.c, makes its init
- * nest from the walk's copies), or buffers allocated inside the loop
- * (accumulators: each copy needs its own, named in the walk's order). A
- * split of a split or of a fused loop is the pass's too: its guard is
- * `o*f + i < E` over the split's own extent like a root's. The walk's
+ * clipped to 0 past the end in the guarded tile), or buffers allocated
+ * inside the loop (accumulators: each copy needs its own, named in the
+ * walk's order). A split of a split or of a fused loop is the pass's too:
+ * its guard is `o*f + i < E` over the split's own extent like a root's;
+ * so is one inside an in-place reduction's loops (the reduce pass, which
+ * runs first, gives its init nest the same marked loop). The walk's
  * trial generation is undone (counters) where the pass would not find
  * the guard. */
 static Stmt *guarded_for_pass(LowerCtx *c, StageNest n, int i, const IterVar *p) {
     Stage *st = n.st;
-    if ((n.mode != MODE_TOP && n.mode != MODE_ACC) || hosts_stages(c, st))
+    if (hosts_stages(c, st))
         return NULL;
     for (int k = 0; k < st->ivs.len; k++) {
         IterVar *q = st->ivs.data[k];

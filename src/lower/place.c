@@ -22,7 +22,8 @@
  *     body                           set to RK's identity (A to -1)
  *
  * where `init` is body restricted to the elements: the loops whose
- * variables index the updates (with fresh variables), the `if`s around
+ * variables index the updates (with fresh variables, marked for the
+ * partition pass where the update's loop is), the `if`s around
  * them with only the conjuncts over those variables (and the loops
  * outside), each update (a store to B or A, or argmax's `if` over B) its
  * identity store; reduction loops, their guards, the checks and nested
@@ -188,7 +189,11 @@ static Stmt *restrict_to(Place *p, const Stmt *s) {
         Axis *var = lower_loop_var(m, s->u.loop.var->name, ext);
         ptrmap_put(&p->fresh, s->u.loop.var, var->var);
         Stmt *body = restrict_to(p, s->u.loop.body);
-        return body ? lower_for(m, var, ext, s->u.loop.kind, body) : NULL;
+        if (!body)
+            return NULL;
+        Stmt *r = lower_for(m, var, ext, s->u.loop.kind, body);
+        r->u.loop.partition = s->u.loop.partition; /* partitioned as the updates are */
+        return r;
     }
     case ST_IF: {
         /* a condition over B or A: argmax's update (`if none yet or
