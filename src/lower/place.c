@@ -162,9 +162,9 @@ static bool same(Module *m, const Stmt *a, const Stmt *b, PtrMap *ren) {
 #undef SAME_EXPR
 }
 
-/* Does init a (run before b) make init b redundant: b is a, or a under a
- * condition (the copies of a partitioned reduction loop, the full tiles
- * and the last one, have one init between them)? */
+/* Does init a make init b redundant: b is a, or a under a condition (the
+ * copies of a partitioned reduction loop, the full tiles and the last
+ * one, have one init between them)? */
 static bool covers(Module *m, const Stmt *a, const Stmt *b) {
     PtrMap ren = {0};
     bool r = same(m, a, b, &ren);
@@ -174,6 +174,27 @@ static bool covers(Module *m, const Stmt *a, const Stmt *b) {
         ptrmap_free(&ren);
     }
     return r;
+}
+
+/* The inits kids[0..n) (NULLs: none) in one statement, without those
+ * another covers (inits commute). Reuses kids. */
+static Stmt *join(Module *m, Stmt **kids, int n) {
+    int kept = 0;
+    for (int k = 0; k < n; k++) {
+        Stmt *r = kids[k];
+        for (int j = 0; r && j < kept; j++)
+            if (covers(m, kids[j], r))
+                r = NULL;
+        if (!r)
+            continue;
+        int still = 0;
+        for (int j = 0; j < kept; j++)
+            if (!covers(m, r, kids[j]))
+                kids[still++] = kids[j];
+        kept = still;
+        kids[kept++] = r;
+    }
+    return lower_seq(m, kept, kids);
 }
 
 /* s restricted to the elements the updates store (NULL: nothing). */
@@ -204,11 +225,13 @@ static Stmt *restrict_to(Place *p, const Stmt *s) {
         if (!t && !e)
             return NULL;
         Expr *cond = keep_conjuncts(p, s->u.if_.cond);
-        if (!cond) { /* a guard of the reduction loops only */
-            Stmt *both[2] = {t, e};
-            return lower_seq(m, 2, both);
-        }
-        return lower_if(m, sub(p, cond), t, e);
+        if (cond == s->u.if_.cond)
+            return lower_if(m, sub(p, cond), t, e);
+        /* a condition over the reduction loops (their guard): the then
+         * branch's elements where the rest holds; an else branch's may be
+         * updated wherever the whole does not hold, so all of them */
+        Stmt *both[2] = {cond && t ? lower_if(m, sub(p, cond), t, NULL) : t, e};
+        return join(m, both, 2);
     }
     case ST_LET: {
         Stmt *body = restrict_to(p, s->u.let.body);
@@ -226,16 +249,9 @@ static Stmt *restrict_to(Place *p, const Stmt *s) {
         return restrict_to(p, s->u.alloc.body);
     case ST_SEQ: {
         Stmt **kids = base_xmalloc(sizeof(Stmt *) * (size_t)s->u.seq.n);
-        int n = 0;
-        for (int k = 0; k < s->u.seq.n; k++) {
-            Stmt *r = restrict_to(p, s->u.seq.stmts[k]);
-            for (int j = 0; r && j < n; j++)
-                if (covers(m, kids[j], r))
-                    r = NULL;
-            if (r)
-                kids[n++] = r;
-        }
-        Stmt *r = lower_seq(m, n, kids);
+        for (int k = 0; k < s->u.seq.n; k++)
+            kids[k] = restrict_to(p, s->u.seq.stmts[k]);
+        Stmt *r = join(m, kids, s->u.seq.n);
         base_free(kids);
         return r;
     }
