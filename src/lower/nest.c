@@ -372,34 +372,24 @@ static bool has_alloc(const Stmt *s) {
     }
 }
 
-/* The outer loop of split p's non-dividing split at leaf i, guarded
- * (`o*f + i < E` in the innermost statement) and marked for the partition
- * pass (partition.c), which makes the full tiles and the last tile of it;
- * or NULL where the walk must partition it itself: a stage computed
- * inside the nest (its region follows the split's state), an extent of
- * another axis that depends on an axis p derives from (ragged: it is
- * clipped to 0 past the end in the guarded tile), or buffers allocated
+/* The outer loop of the non-dividing split at leaf i, guarded (`o*f + i
+ * < E` in the innermost statement) and marked for the partition pass
+ * (partition.c), which makes the full tiles and the last tile of it; or
+ * NULL where the walk must partition it itself: a stage computed inside
+ * the nest (its region follows the split's state), or buffers allocated
  * inside the loop (accumulators: each copy needs its own, named in the
  * walk's order). A split of a split or of a fused loop is the pass's too:
  * its guard is `o*f + i < E` over the split's own extent like a root's;
  * so is one inside an in-place reduction's loops (the reduce pass, which
- * runs first, gives its init nest the same marked loop). The walk's
- * trial generation is undone (counters) where the pass would not find
- * the guard. */
-static Stmt *guarded_for_pass(LowerCtx *c, StageNest n, int i, const IterVar *p) {
+ * runs first, gives its init nest the same marked loop), and one whose
+ * axis another extent depends on (a ragged `l < len[b]` is
+ * `select(o*f + i < E, len[...], 0)` in the guarded tile: the pass takes
+ * the conjunct as true there too). The walk's trial generation is undone
+ * (counters) where the pass would not find the guard. */
+static Stmt *guarded_for_pass(LowerCtx *c, StageNest n, int i) {
     Stage *st = n.st;
     if (hosts_stages(c, st))
         return NULL;
-    for (int k = 0; k < st->ivs.len; k++) {
-        IterVar *q = st->ivs.data[k];
-        if (q->rel != IV_ROOT || !sched_iv_derives_from(p, q))
-            continue;
-        for (int j = 0; j < st->ivs.len; j++) {
-            IterVar *r = st->ivs.data[j];
-            if (r->rel == IV_ROOT && r != q && ir_uses_axis(r->axis->extent, q->axis))
-                return NULL;
-        }
-    }
     if (n.mode == MODE_TOP && st->reduce && n.first_red > i && !n.in_place)
         return NULL; /* the accumulator inside the loop */
     /* a trial: the walk's counters are restored where it is not taken */
@@ -436,7 +426,7 @@ Stmt *lower_gen(LowerCtx *c, StageNest n, int i) {
         if (!e)
             return NULL;
         if (j < st->leaves.len && !divides(c, e, pf)) {
-            Stmt *g = guarded_for_pass(c, n, i, p);
+            Stmt *g = guarded_for_pass(c, n, i);
             if (g || c->st != RV_OK)
                 return g;
             StageNest full = n, tail = n;
