@@ -15,7 +15,8 @@
  * inner loop is a leaf below its outer one, the outer loop is marked for
  * the partition pass (partition.c), which makes the full tiles and the
  * last one of it (guarded_for_pass says where); where the pass cannot (a
- * stage computed inside the nest) the walk partitions here: the outer
+ * stage computed inside the nest, an accumulator allocated inside the
+ * split's loops) the walk partitions here: the outer
  * loop runs over the full tiles with no checks, followed by one copy of
  * the nest for the last, partial tile (inner extent E - o*f). Each copy
  * carries its own nest state (StageNest, by value), so the stages

@@ -12,7 +12,7 @@
  *
  *     nest      nest.c: loop nests, tails of splits guarded and marked
  *               for the partition pass (or partitioned, with stages
- *               computed inside)
+ *               computed or accumulators allocated inside)
  *     attach    attach.c: computed-at stages in buffers for their regions
  *     bounds    bounds.c: region inference for computed-at stages
  *     reduce    reduce.c: reductions' updates, in a local accumulator or
