@@ -680,6 +680,7 @@ static rv_status setup(Tuner *t, const char *program_text) {
     st = tune_space_build(t->m, t->hw, &t->sp);
     if (st != RV_OK)
         return st;
+    t->lanes = t->hw->vector_bytes > 0 ? t->hw->vector_bytes / (int)t->sp.stage.dsize : 1;
     const TuneOptions *o = t->o;
     if (o->shapes && o->nshapes > 0) {
         t->ns = o->nshapes;
@@ -731,7 +732,6 @@ rv_status tune_run(rv_module *m, const char *program_text, const TuneOptions *op
     if (opt->threads > 0 && opt->threads < t.cores)
         t.cores = opt->threads;
     rv_status st = setup(&t, program_text);
-    t.lanes = t.hw->vector_bytes > 0 ? t.hw->vector_bytes / (int)t.sp.stage.dsize : 1;
     int trials = opt->trials > 0 ? opt->trials : 64;
     int batch = opt->batch > 0 ? opt->batch : 8;
     if (batch > 64)

@@ -128,7 +128,9 @@ rv_status tune_space_analyze(rv_module *m, TuneStage *out) {
 
 /* Knobs by template (TuneCand.p):
  *   dot:    none
- *   tile:   mr, nv, pack (B copied k-major per panel), pad (local padding)
+ *   tile:   mr, nv, pack (B copied k-major per panel), pad (local padding),
+ *           wide (the tile is copied out to Y as one vector loop of nr
+ *           lanes, else as nv unrolled vectors)
  *   kblock: mr, nv, kc
  *   stream: nj (columns of the Y^T tile), ku (k unrolled) */
 
@@ -150,20 +152,23 @@ static void sched_dot(Buf *b, const TuneStage *s) {
 }
 
 static void sched_tile(Buf *b, const TuneStage *s, int lanes, const int *p) {
-    int mr = p[0], nr = p[1] * lanes, pack = p[2], pad = p[3];
+    int mr = p[0], nr = p[1] * lanes, pack = p[2], pad = p[3], wide = p[4];
     buf_printf(b, "schedule %s {\n    %sL = cache_write(%s%s)\n", s->name, s->name, s->name,
                pad ? ", pad=1" : "");
     buf_printf(b, "    jo, ji = split(%s, %d)\n    io, ii = split(%s, %d)\n    reorder(", s->j, nr,
                s->i, mr);
     outer_axes(b, s);
     buf_printf(b, "jo, io, ii, ji)\n    parallel(%s)\n", parallel_axis(s, "jo"));
-    if (nr > lanes)
+    if (!wide)
         buf_printf(b, "    jw, jl = split(ji, %d)\n    unroll(jw)\n    vectorize(jl)\n", lanes);
     else
         buf_printf(b, "    vectorize(ji)\n");
     buf_printf(b, "    compute_at(%sL, io)\n}\nschedule %sL {\n", s->name, s->name);
-    if (pack)
-        buf_printf(b, "    %sL = cache_read(%s, layout=\"%s, %s\")\n", s->b, s->b, s->k, s->j);
+    if (pack) {
+        buf_printf(b, "    %sL = cache_read(%s, layout=\"", s->b, s->b);
+        outer_axes(b, s);
+        buf_printf(b, "%s, %s\")\n", s->k, s->j);
+    }
     if (pad)
         buf_printf(b, "    %sL = cache_read(%s, pad=1)\n    compute_at(%sL)\n", s->a, s->a, s->a);
     if (nr > lanes)
@@ -225,7 +230,7 @@ static void sched_stream(Buf *b, const TuneStage *s, int lanes, const int *p) {
 
 static const char *const tmpl_name[TUNE_T_COUNT] = {"dot", "tile", "kblock", "stream"};
 static const char *const knob_name[TUNE_T_COUNT][TUNE_NPARAMS] = {
-    {NULL}, {"mr", "nv", "pack", "pad"}, {"mr", "nv", "kc"}, {"nj", "ku"}};
+    {NULL}, {"mr", "nv", "pack", "pad", "wide"}, {"mr", "nv", "kc"}, {"nj", "ku"}};
 
 void tune_cand_describe(const TuneCand *c, Buf *out) {
     buf_printf(out, "%s", tmpl_name[c->tmpl]);
@@ -306,10 +311,11 @@ rv_status tune_space_build(rv_module *m, const TuneHw *hw, TuneSpace *out) {
             if (mr * nv + nv + 1 > regs)
                 continue;
             for (int pack = 0; pack <= 1; pack++)
-                for (int pad = 0; pad <= 1; pad++) {
-                    int q[TUNE_NPARAMS] = {mr, nv, pack, pad};
-                    try_add(m, out, TUNE_T_TILE, q, lanes);
-                }
+                for (int pad = 0; pad <= 1; pad++)
+                    for (int wide = 0; wide <= (nv > 1); wide++) {
+                        int q[TUNE_NPARAMS] = {mr, nv, pack, pad, nv > 1 ? wide : 1};
+                        try_add(m, out, TUNE_T_TILE, q, lanes);
+                    }
             /* k blocks: a block of the packed panel (kc x nr) within a
              * quarter of L2, dividing k, several per k */
             for (int kc = 4 * lanes; s->k_extent > 0 && kc < s->k_extent; kc *= 2) {

@@ -243,7 +243,7 @@ typedef enum TuneTemplate {
     TUNE_T_COUNT
 } TuneTemplate;
 
-enum { TUNE_NPARAMS = 4 };
+enum { TUNE_NPARAMS = 5 };
 
 /* One micro-kernel: its template and knobs, and its schedule text (the
  * blocks that replace the program's own). */
