@@ -554,7 +554,7 @@ static rv_status resume(Tuner *t) {
 
 /* ---- progress ---- */
 
-static void progress(Tuner *t, int round, int trials) {
+static void progress(Tuner *t, int round, int trials, const Pair *pairs, int npairs) {
     if (t->o->quiet)
         return;
     int done = t->res->measured + t->res->reused;
@@ -573,6 +573,24 @@ static void progress(Tuner *t, int round, int trials) {
     if (n)
         fprintf(stderr, ", best GFLOP/s: min %.2f, geomean %.2f", lo, exp(logsum / n));
     fprintf(stderr, ", %.0fs elapsed, ETA %.0fs\n", el, eta > 0 ? eta : 0);
+    /* the shapes of this round and their best so far */
+    Buf b = {0};
+    for (int j = 0; j < npairs; j++) {
+        int s = pairs[j].s;
+        bool first = true;
+        for (int q = 0; q < j; q++)
+            first &= pairs[q].s != s;
+        if (!first)
+            continue;
+        buf_puts(&b, b.len ? ", " : "        ");
+        for (int i = 0; i < rv_module_num_sizes(t->m); i++)
+            buf_printf(&b, "%s%s=%lld", i ? "," : "", size_name(t, i),
+                       (long long)t->shapes[s].v[i]);
+        buf_printf(&b, ": %.2f GFLOP/s", t->best[s]);
+    }
+    if (b.len)
+        fprintf(stderr, "%s\n", buf_str(&b));
+    buf_free(&b);
 }
 
 /* ---- the dispatcher ---- */
@@ -746,7 +764,14 @@ rv_status tune_run(rv_module *m, const char *program_text, const TuneOptions *op
         st = train(&t);
     }
     Pair pairs[64];
-    for (int round = 1; st == RV_OK && out->measured + out->reused < trials; round++) {
+    if (st == RV_OK && opt->replay && out->reused == 0)
+        st = base_error(RV_ERR_ARG,
+                        "%s has no tuning records of this program (%s) on this machine class "
+                        "(%s): run `ravel tune` with --records first",
+                        opt->records ? opt->records : "(no records file)", t.program,
+                        buf_str(&t.machine));
+    for (int round = 1; st == RV_OK && !opt->replay && out->measured + out->reused < trials;
+         round++) {
         if ((st = predict(&t)) != RV_OK)
             break;
         int want = trials - out->measured - out->reused;
@@ -757,7 +782,7 @@ rv_status tune_run(rv_module *m, const char *program_text, const TuneOptions *op
         if ((st = train(&t)) != RV_OK || (st = predict(&t)) != RV_OK)
             break;
         evolve(&t, popsize);
-        progress(&t, round, trials);
+        progress(&t, round, trials, pairs, n);
     }
     if (st == RV_OK) {
         /* the dispatcher ranks every verified candidate */

@@ -359,6 +359,7 @@ typedef struct TuneOptions {
     const TuneShape *shapes; /* the shapes to tune for (NULL: sampled from the ranges) */
     int nshapes;
     bool quiet;             /* no progress on stderr */
+    bool replay;            /* measure nothing: the records decide (ravel build --records) */
 } TuneOptions;
 
 /* What a tuning run found. */

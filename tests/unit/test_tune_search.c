@@ -133,9 +133,24 @@ static void test_tiny_tuning(void) {
     CHECK_EQ_INT(tune_run(m, tiny, &o, &r), RV_OK);
     CHECK_EQ_INT(r.reused, 8);
     CHECK_EQ_INT(r.measured, 3);
+    char *last = r.variant_sched[0];
+    r.variant_sched[0] = NULL;
     tune_result_free(&r);
     CHECK_EQ_INT(count_records(&unique), 11);
     CHECK(unique);
+
+    /* replay (ravel build --records): the records decide, nothing is
+     * measured, the same kernels come out */
+    o.replay = true;
+    CHECK_EQ_INT(tune_run(m, tiny, &o, &r), RV_OK);
+    CHECK_EQ_INT(r.measured, 0);
+    CHECK(r.nvariants >= 1 && strcmp(r.variant_sched[0], last) == 0);
+    tune_result_free(&r);
+    base_free(last);
+    /* another program has no records here: said so */
+    CHECK_EQ_INT(tune_run(m, "another program", &o, &r), RV_ERR_ARG);
+    CHECK_STR_CONTAINS(rv_last_error(), "no tuning records of this program");
+    CHECK_EQ_INT(count_records(&unique), 11);
     rv_module_free(m);
 }
 
