@@ -66,15 +66,27 @@ static bool arrays_match(const rv_array *got, const rv_array *want) {
     return true;
 }
 
+rv_status tune_reference(rv_module *m, const TuneShape *shape, uint64_t seed, rv_bindings **out) {
+    *out = rv_bindings_new(m);
+    rv_status st = bind_shape(*out, m, shape, seed);
+    if (st == RV_OK)
+        st = rv_interp_run(m, *out);
+    if (st != RV_OK) {
+        rv_bindings_free(*out);
+        *out = NULL;
+    }
+    return st;
+}
+
 rv_status tune_batch_check(TuneBatch *bt, int v, rv_module *m, const TuneShape *shape,
-                           uint64_t seed, bool *ok) {
+                           uint64_t seed, const rv_bindings *ref, bool *ok) {
     *ok = false;
-    rv_bindings *b = rv_bindings_new(m), *ref = rv_bindings_new(m);
+    rv_bindings *b = rv_bindings_new(m), *own = NULL;
     rv_status st = bind_shape(b, m, shape, seed);
-    if (st == RV_OK)
-        st = bind_shape(ref, m, shape, seed);
-    if (st == RV_OK)
-        st = rv_interp_run(m, ref);
+    if (st == RV_OK && !ref)
+        st = tune_reference(m, shape, seed, &own);
+    if (own)
+        ref = own;
     *bt->pick = v;
     if (st == RV_OK)
         st = rv_program_run(bt->prog, b);
@@ -88,7 +100,7 @@ rv_status tune_batch_check(TuneBatch *bt, int v, rv_module *m, const TuneShape *
                 *ok = false;
         }
     }
-    rv_bindings_free(ref);
+    rv_bindings_free(own);
     rv_bindings_free(b);
     return st;
 }

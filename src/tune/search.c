@@ -67,6 +67,7 @@ typedef struct Tuner {
     double *meas;      /* [c * ns + s]: GFLOP/s measured; 0 not measured, -1 failed */
     double *best;      /* per shape: the best measured GFLOP/s */
     float *pred;       /* [c * ns + s]: predicted GFLOP/s (valid when trained) */
+    rv_bindings **refs; /* per shape: the interpreter's results, once computed */
     XgbModel *xgb;
     bool trained;
     double occ_a, occ_b;
@@ -101,11 +102,11 @@ static void default_shapes(Tuner *t) {
     int nsz = rv_module_num_sizes(t->m);
     int64_t vals[8][256];
     int nv[8] = {0};
-    int per = nsz <= 1 ? 256 : nsz == 2 ? 22 : 8;
+    int per = nsz <= 1 ? 64 : nsz == 2 ? 22 : 8, all = nsz <= 1 ? 256 : per;
     for (int i = 0; i < nsz; i++) {
         const rv_size *sz = rv_module_size_at(t->m, i);
         int64_t lo = sz->lo, hi = sz->hi;
-        if (hi - lo + 1 <= per) {
+        if (hi - lo + 1 <= all) {
             for (int64_t v = lo; v <= hi; v++)
                 vals[i][nv[i]++] = v;
             continue;
@@ -399,15 +400,43 @@ static void record(Tuner *t, int c, int s, double seconds, TuneStatus st) {
         fprintf(stderr, "ravel tune: warning: %s\n", rv_last_error());
 }
 
-/* Two shapes to check a candidate at: every size at its smallest, and
- * the rows (i's size) a few past it, so a partial tile runs too. */
-static void check_shapes(const Tuner *t, TuneShape out[2]) {
-    int nsz = rv_module_num_sizes(t->m);
-    for (int i = 0; i < nsz; i++) {
-        const rv_size *sz = rv_module_size_at(t->m, i);
-        out[0].v[i] = sz->lo;
-        out[1].v[i] = sz->lo + 6 <= sz->hi ? sz->lo + 6 : sz->hi;
-    }
+/* Whether c's tiles leave a partial tile at shape s. */
+static bool partial_tile(const Tuner *t, int c, int s) {
+    double batch, rows, cols, red;
+    tune_stage_extents(&t->sp.stage, &t->shapes[s], &batch, &rows, &cols, &red);
+    const TuneCand *x = &t->sp.cands[c];
+    return fmod(rows, x->tile_i) != 0 || fmod(cols, x->tile_j) != 0;
+}
+
+/* The shapes to check candidate c at (indices into t->shapes): the
+ * smallest of the range, and the smallest whose tiles differ from it in
+ * leaving a partial tile (else the next smallest): small, so the
+ * interpreter is quick, and with both kinds of tile where the range has
+ * them. Returns how many (1 or 2). */
+static int check_shapes(const Tuner *t, int c, int out[2]) {
+    int first = 0;
+    for (int s = 1; s < t->ns; s++)
+        if (t->gflop[s] < t->gflop[first])
+            first = s;
+    out[0] = first;
+    bool part = partial_tile(t, c, first);
+    int next = -1;
+    for (int pass = 0; pass < 2 && next < 0; pass++)
+        for (int s = 0; s < t->ns; s++)
+            if (s != first && (pass == 1 || partial_tile(t, c, s) != part) &&
+                (next < 0 || t->gflop[s] < t->gflop[next]))
+                next = s;
+    if (next < 0)
+        return 1;
+    out[1] = next;
+    return 2;
+}
+
+/* The interpreter's results at shape s, computed once per shape. */
+static const rv_bindings *reference(Tuner *t, int s) {
+    if (!t->refs[s] && tune_reference(t->m, &t->shapes[s], 7, &t->refs[s]) != RV_OK)
+        fprintf(stderr, "ravel tune: the interpreter failed: %s\n", rv_last_error());
+    return t->refs[s];
 }
 
 static void mark_failed(Tuner *t, int c, const Pair *pairs, int n, TuneStatus st) {
@@ -424,11 +453,12 @@ static void mark_failed(Tuner *t, int c, const Pair *pairs, int n, TuneStatus st
  * pairs of the round. */
 static void measure_cand(Tuner *t, TuneBatch *bt, int v, int c, const Pair *pairs, int n) {
     if (t->ok[c] == 0) {
-        TuneShape cs[2];
-        check_shapes(t, cs);
+        int cs[2], ncs = check_shapes(t, c, cs);
         bool good = true;
-        for (int q = 0; q < 2 && good; q++) {
-            rv_status st = tune_batch_check(bt, v, t->m, &cs[q], 7 + (uint64_t)q, &good);
+        for (int q = 0; q < ncs && good; q++) {
+            const rv_bindings *ref = reference(t, cs[q]);
+            rv_status st = ref ? tune_batch_check(bt, v, t->m, &t->shapes[cs[q]], 7, ref, &good)
+                               : RV_ERR_ARG;
             if (st != RV_OK) {
                 fprintf(stderr, "ravel tune: candidate failed to run: %s\n", rv_last_error());
                 good = false;
@@ -682,6 +712,9 @@ static void tuner_free(Tuner *t) {
     base_free(t->best);
     base_free(t->pred);
     base_free(t->pop);
+    for (int s = 0; t->refs && s < t->ns; s++)
+        rv_bindings_free(t->refs[s]);
+    base_free(t->refs);
     tune_xgb_free(t->xgb);
     buf_free(&t->machine);
     strmap_free(&t->by_sched);
@@ -700,15 +733,29 @@ static rv_status setup(Tuner *t, const char *program_text) {
         return st;
     t->lanes = t->hw->vector_bytes > 0 ? t->hw->vector_bytes / (int)t->sp.stage.dsize : 1;
     const TuneOptions *o = t->o;
+    default_shapes(t);
     if (o->shapes && o->nshapes > 0) {
-        t->ns = o->nshapes;
-        t->shapes = base_xmalloc(sizeof *t->shapes * (size_t)t->ns);
-        memcpy(t->shapes, o->shapes, sizeof *t->shapes * (size_t)t->ns);
-        t->w = base_xcalloc((size_t)t->ns, sizeof *t->w);
+        /* the workload's shapes weigh their frequency; the rest of the
+         * range stays, at a hundredth of the rarest, so the dispatcher is
+         * trained over the whole range while the effort follows the
+         * workload */
+        double rare = 1e300;
+        for (int q = 0; q < o->nshapes; q++) {
+            double wq = o->weights ? o->weights[q] : 1;
+            rare = wq < rare ? wq : rare;
+        }
         for (int s = 0; s < t->ns; s++)
-            t->w[s] = o->weights ? o->weights[s] : 1;
-    } else {
-        default_shapes(t);
+            t->w[s] = rare / 100;
+        t->shapes = base_xrealloc(t->shapes, sizeof *t->shapes * (size_t)(t->ns + o->nshapes));
+        t->w = base_xrealloc(t->w, sizeof *t->w * (size_t)(t->ns + o->nshapes));
+        for (int q = 0; q < o->nshapes; q++) {
+            int s = find_shape(t, o->shapes[q].v);
+            if (s < 0) {
+                s = t->ns++;
+                t->shapes[s] = o->shapes[q];
+            }
+            t->w[s] = o->weights ? o->weights[q] : 1;
+        }
     }
     size_t cs = (size_t)t->sp.len * (size_t)t->ns;
     t->feat = base_xcalloc(cs * TUNE_NFEAT, sizeof *t->feat);
@@ -718,6 +765,7 @@ static rv_status setup(Tuner *t, const char *program_text) {
     t->pred = base_xcalloc(cs, sizeof *t->pred);
     t->best = base_xcalloc((size_t)t->ns, sizeof *t->best);
     t->gflop = base_xcalloc((size_t)t->ns, sizeof *t->gflop);
+    t->refs = base_xcalloc((size_t)t->ns, sizeof *t->refs);
     for (int s = 0; s < t->ns; s++) {
         double batch, rows, cols, red;
         tune_stage_extents(&t->sp.stage, &t->shapes[s], &batch, &rows, &cols, &red);

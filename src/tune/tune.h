@@ -1,7 +1,7 @@
 /*
  * tune.h — the auto-scheduler's layer (DESIGN.md "tune", issue 15): the
- * foundations a shape-generic tuner in the manner of DietCode stands on.
- * It sits above lowering and uses only base/ so far.
+ * shape-generic tuner in the manner of DietCode (`ravel tune`). It sits
+ * above lowering and the compile driver.
  *
  *   hw.c      the machine: vector ISA and width, vector registers, cache
  *             sizes, core counts, read from cpuid and sysfs
@@ -334,11 +334,16 @@ typedef struct TuneBatch {
 rv_status tune_batch_compile(rv_module *m, int n, const char *const *scheds, int threads,
                              TuneBatch *out);
 void tune_batch_free(TuneBatch *b);
-/* Runs variant v at `shape` on random inputs (seeded) and compares every
- * output with the interpreter's (f32: 1e-4 relative to the magnitude);
- * *ok says whether they matched. An error is a failed run. */
+/* The interpreter's results at `shape` on random inputs (seeded): the
+ * reference candidates are checked against (free with rv_bindings_free). */
+rv_status tune_reference(rv_module *m, const TuneShape *shape, uint64_t seed, rv_bindings **out);
+/* Runs variant v at `shape` on the random inputs of `seed` and compares
+ * every output with the interpreter's (f32: 1e-4 relative to the
+ * magnitude): `ref` from tune_reference at the same shape and seed, or
+ * NULL to compute it here. *ok says whether they matched. An error is a
+ * failed run. */
 rv_status tune_batch_check(TuneBatch *b, int v, rv_module *m, const TuneShape *shape,
-                           uint64_t seed, bool *ok);
+                           uint64_t seed, const rv_bindings *ref, bool *ok);
 /* The median time of `repeats` runs of variant v at `shape` (after a warm
  * run; more runs while their total stays under min_seconds, up to 4x). */
 rv_status tune_batch_time(TuneBatch *b, int v, rv_module *m, const TuneShape *shape, int repeats,
@@ -355,8 +360,11 @@ typedef struct TuneOptions {
     int repeats;            /* timed runs per measurement; 0: 5 */
     uint64_t seed;
     const char *records;    /* records file (NULL: none, nothing resumes) */
-    const double *weights;  /* frequency of each shape of `shapes` (NULL: uniform) */
-    const TuneShape *shapes; /* the shapes to tune for (NULL: sampled from the ranges) */
+    /* The workload: shapes and their frequencies (NULL weights: 1 each).
+     * They are tuned for with their weight, the rest of the range (every
+     * point up to 256, else sampled) at a hundredth of the rarest. */
+    const double *weights;
+    const TuneShape *shapes;
     int nshapes;
     bool quiet;             /* no progress on stderr */
     bool replay;            /* measure nothing: the records decide (ravel build --records) */
