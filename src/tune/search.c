@@ -20,13 +20,13 @@
  * ROUNDS. Each round picks a few shapes by expected gain: a shape's
  * weight (its frequency in --shapes, else 1) times how much the model's
  * best candidate there would improve on the best measured (an unmeasured
- * shape gains most; before any model, the shapes furthest from every
- * measured one). On each picked shape it measures the population's best
+ * shape gains most, the furthest from every measured one first; before
+ * any model, the furthest). On each picked shape it measures the population's best
  * predicted candidates not yet measured there, plus one drawn at random
  * from the whole space (exploration), compiled together as the variants
  * of one program (measure.c). A candidate is checked against the
  * interpreter before its first timing, at the range's smallest shape and
- * at one whose rows leave a partial tile; a wrong one is reported and
+ * the smallest that differs from it in leaving a partial tile; a wrong one is reported and
  * never chosen. Then the model is refitted and the population evolves:
  * the better half by predicted throughput over all shapes (weighted) stays,
  * and mutations of it (one knob changed: space.c's neighbours) and random
@@ -302,16 +302,21 @@ static void evolve(Tuner *t, int size) {
 
 /* ---- choosing what to measure ---- */
 
+/* How far shape s lies from every shape measured or picked this round
+ * (in the order of the shapes: the range's order), ns when none is. */
+static double distance(const Tuner *t, int s, const bool *used) {
+    double near = (double)t->ns;
+    for (int q = 0; q < t->ns; q++)
+        if ((t->best[q] > 0 || used[q]) && fabs((double)(q - s)) < near)
+            near = fabs((double)(q - s));
+    return near;
+}
+
 /* A shape's expected gain (weighted). */
 static double gain(Tuner *t, int s, const bool *used) {
-    if (!t->trained) {
-        /* no model yet: spread the measurements over the range */
-        double near = 1e30;
-        for (int q = 0; q < t->ns; q++)
-            if ((t->best[q] > 0 || used[q]) && fabs((double)(q - s)) < near)
-                near = fabs((double)(q - s));
-        return t->w[s] * (near > 1e29 ? (double)t->ns : near);
-    }
+    /* no model yet: spread the measurements over the range */
+    if (!t->trained)
+        return t->w[s] * distance(t, s, used);
     double top = 0;
     for (int i = 0; i < t->npop; i++) {
         int c = t->pop[i];
@@ -320,7 +325,9 @@ static double gain(Tuner *t, int s, const bool *used) {
     }
     if (top == 0)
         return 0;
-    return t->w[s] * (t->best[s] > 0 ? top / t->best[s] : 1e3);
+    /* an unmeasured shape gains most, and more the further it lies from
+     * the measured ones (what the model knows least) */
+    return t->w[s] * (t->best[s] > 0 ? top / t->best[s] : 1e3 + distance(t, s, used));
 }
 
 typedef struct Pair {
