@@ -78,6 +78,15 @@ else
         "$RAVEL" tune "$wd/tiny.rv" --trials 4 --shapes "$wd/shapes.txt" --records "$wd/r.jsonl"
     expect_status 0 "wrote" "$RAVEL" build "$wd/tiny.rv" --records "$wd/r.jsonl" -o "$wd/b"
     expect_status 0 "" ${CC:-cc} -std=c11 -c "$wd/b.c" -o "$wd/b.o"
+    # the written variants and dispatch, as OUT.rv's comment says to build them
+    set -- "$wd"/t.v*.sched
+    if [ $# -gt 1 ]; then
+        vs=""
+        for f in "$@"; do vs="$vs --variant $f"; done
+        expect_status 0 "wrote" "$RAVEL" build "$wd/t.rv" -o "$wd/t" $vs --dispatch extern
+        expect_status 0 "" ${CC:-cc} -std=c11 -shared -fPIC -Wl,--no-undefined -o "$wd/libt.so" \
+            "$wd/t.c" "$wd/t_dispatch.c" -lm
+    fi
 fi
 
 echo "tune: $passed passed, $failed failed"

@@ -13,6 +13,7 @@
  *                    --dispatch extern`), also listed in OUT.rv.
  * Progress (trials, best GFLOP/s over the shapes, ETA) goes to stderr.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -196,12 +197,16 @@ static int write_outputs(const TuneArgs *a, rv_module *m, const TuneResult *r) {
     m->scheds.len = saved;
     const char *base = strrchr(a->out, '/');
     base = base ? base + 1 : a->out;
-    Buf disp = {0}, rv = {0}, path = {0};
-    tune_result_dispatch_c(r, m, "tuned", &disp);
+    /* the C names: `ravel build -o NAME` makes NAME a C identifier alike */
+    Buf id = {0}, tree = {0}, disp = {0}, rv = {0}, path = {0};
+    for (const char *p = base; *p; p++)
+        buf_putc(&id, isalnum((unsigned char)*p) ? *p : '_');
+    buf_printf(&tree, "%s_tree", buf_str(&id));
+    tune_result_dispatch_c(r, m, buf_str(&tree), &disp);
     buf_printf(&disp, "\n/* the dispatch `ravel build --dispatch extern` calls */\n"
                       "int %s_dispatch(const int64_t *sizes, void *user) {\n"
-                      "    (void)user;\n    return tuned_dispatch(sizes);\n}\n",
-               base);
+                      "    (void)user;\n    return %s_dispatch(sizes);\n}\n",
+               buf_str(&id), buf_str(&tree));
     buf_printf(&rv, "# %s.rv — %s tuned by `ravel tune` (docs/tuning.md): %d kernel variant(s)\n"
                     "# chosen over %d shapes, dispatched by a decision tree over the sizes.\n"
                     "# This file runs as is with variant 0. All variants:\n"
@@ -241,6 +246,8 @@ static int write_outputs(const TuneArgs *a, rv_module *m, const TuneResult *r) {
     buf_free(&path);
     buf_free(&rv);
     buf_free(&disp);
+    buf_free(&tree);
+    buf_free(&id);
     rv_free(defs);
     return ok;
 }
