@@ -19,9 +19,10 @@
  *
  * ROUNDS. Each round picks a few shapes by expected gain: a shape's
  * weight (its frequency in --shapes, else 1) times how much the model's
- * best candidate there would improve on the best measured (an unmeasured
- * shape gains most, the furthest from every measured one first; before
- * any model, the furthest). On each picked shape it measures the population's best
+ * best candidate there would improve on what the dispatcher has for it
+ * (the verified candidates), plus a bonus for a shape with no
+ * measurement, growing with its distance from the measured ones; before
+ * any model, the furthest shapes. On each picked shape it measures the population's best
  * predicted candidates not yet measured there, plus one drawn at random
  * from the whole space (exploration), compiled together as the variants
  * of one program (measure.c). A candidate is checked against the
@@ -223,14 +224,23 @@ static rv_status train(Tuner *t) {
     return st;
 }
 
-/* Predicted GFLOP/s of the population's candidates at every shape. */
+static bool in_pop(const Tuner *t, int c) {
+    for (int i = 0; i < t->npop; i++)
+        if (t->pop[i] == c)
+            return true;
+    return false;
+}
+
+/* Predicted GFLOP/s at every shape of the population's candidates and of
+ * the verified ones (what the dispatcher could choose today). */
 static rv_status predict(Tuner *t) {
     if (!t->trained)
         return RV_OK;
     float *out = base_xcalloc((size_t)t->ns, sizeof *out);
     rv_status st = RV_OK;
-    for (int i = 0; st == RV_OK && i < t->npop; i++) {
-        int c = t->pop[i];
+    for (int c = 0; st == RV_OK && c < t->sp.len; c++) {
+        if (t->ok[c] <= 0 && !in_pop(t, c))
+            continue;
         feat_of(t, c, 0);
         st = tune_xgb_predict(t->xgb, &t->feat[(size_t)c * t->ns * TUNE_NFEAT], t->ns, TUNE_NFEAT,
                               out);
@@ -246,13 +256,6 @@ static rv_status predict(Tuner *t) {
 static double score(const Tuner *t, int c, int s) {
     double g = t->meas[c * t->ns + s];
     return g > 0 ? g : g < 0 ? 0 : t->trained ? t->pred[c * t->ns + s] : 0;
-}
-
-static bool in_pop(const Tuner *t, int c) {
-    for (int i = 0; i < t->npop; i++)
-        if (t->pop[i] == c)
-            return true;
-    return false;
 }
 
 /* Keeps the better half of the population by weighted predicted
@@ -312,12 +315,20 @@ static double distance(const Tuner *t, int s, const bool *used) {
     return near;
 }
 
-/* A shape's expected gain (weighted). */
+/* A shape's expected gain (weighted): how much the population's best
+ * unmeasured candidate there is predicted to improve on what the
+ * dispatcher has for it today (the verified candidates, measured there or
+ * predicted), plus, for a shape with no measurement yet, a bonus that
+ * grows with its distance from the measured ones (what the model knows
+ * least). */
 static double gain(Tuner *t, int s, const bool *used) {
     /* no model yet: spread the measurements over the range */
     if (!t->trained)
         return t->w[s] * distance(t, s, used);
-    double top = 0;
+    double top = 0, cur = t->best[s];
+    for (int c = 0; c < t->sp.len; c++)
+        if (t->ok[c] > 0 && score(t, c, s) > cur)
+            cur = score(t, c, s);
     for (int i = 0; i < t->npop; i++) {
         int c = t->pop[i];
         if (t->ok[c] >= 0 && t->meas[c * t->ns + s] == 0 && t->pred[c * t->ns + s] > top)
@@ -325,9 +336,10 @@ static double gain(Tuner *t, int s, const bool *used) {
     }
     if (top == 0)
         return 0;
-    /* an unmeasured shape gains most, and more the further it lies from
-     * the measured ones (what the model knows least) */
-    return t->w[s] * (t->best[s] > 0 ? top / t->best[s] : 1e3 + distance(t, s, used));
+    double g = cur > 0 ? top / cur - 1 : 1e3;
+    if (t->best[s] == 0)
+        g += distance(t, s, used) / t->ns;
+    return t->w[s] * (g > 0 ? g : 0);
 }
 
 typedef struct Pair {
