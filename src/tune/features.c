@@ -21,13 +21,14 @@
 #include "lower/lower.h"
 #include "tune/tune.h"
 
-static const char *const feat_names[TUNE_NFEAT] = {
+static const char *const feat_names[TUNE_F_COUNT] = {
     "log_stores", "log_flops",  "log_bytes", "intensity", "vector",     "vec_frac",
     "unroll",     "reg_tile",   "log_scratch", "log_tasks", "occupancy", "loops",
     "depth",      "checks",     "log_inner", "log_outputs"};
+_Static_assert(sizeof feat_names / sizeof feat_names[0] == TUNE_F_COUNT, "a name per feature");
 
 const char *tune_feature_name(int f) {
-    return f >= 0 && f < TUNE_NFEAT ? feat_names[f] : "?";
+    return f >= 0 && f < TUNE_F_COUNT ? feat_names[f] : "?";
 }
 
 /* ---- integer expressions at a shape ---- */
@@ -267,7 +268,7 @@ rv_status tune_features(rv_module *m, const char *sched, const TuneShape *shapes
     rv_status st = driver_lower_variants(m, 1, &sched, &ks, &n, &first);
     for (int s = 0; st == RV_OK && feat && s < nshapes; s++)
         features_at(ks, n, &shapes[s], lanes, cores, output_elements(m, &shapes[s]),
-                    &feat[(size_t)s * TUNE_NFEAT]);
+                    &feat[(size_t)s * TUNE_F_COUNT]);
     base_free(ks);
     ir_scope_end(&scope);
     return st;

@@ -61,7 +61,7 @@ typedef struct Tuner {
     TuneShape *shapes;
     double *w;
     int ns;
-    float *feat;       /* [c][s][TUNE_NFEAT] */
+    float *feat;       /* [c][s][TUNE_F_COUNT] */
     bool *has_feat;    /* per candidate */
     double *gflop;     /* useful GFLOP per shape */
     signed char *ok;   /* per candidate: 1 verified, -1 wrong or failed, 0 not yet */
@@ -149,13 +149,13 @@ static int find_shape(const Tuner *t, const int64_t *v) {
 
 static const float *feat_of(Tuner *t, int c, int s) {
     if (!t->has_feat[c]) {
-        float *f = &t->feat[(size_t)c * t->ns * TUNE_NFEAT];
+        float *f = &t->feat[(size_t)c * t->ns * TUNE_F_COUNT];
         if (tune_features(t->m, t->sp.cands[c].sched, t->shapes, t->ns, t->lanes, t->cores, f) !=
             RV_OK)
             t->ok[c] = -1; /* space.c lowered it already: not expected */
         t->has_feat[c] = true;
     }
-    return &t->feat[((size_t)c * t->ns + s) * TUNE_NFEAT];
+    return &t->feat[((size_t)c * t->ns + s) * TUNE_F_COUNT];
 }
 
 /* Useful over padded work of c's tile at s. */
@@ -180,7 +180,7 @@ static rv_status train(Tuner *t) {
         n += t->meas[i] > 0;
     if (n < 4)
         return RV_OK;
-    float *x = base_xcalloc((size_t)n * TUNE_NFEAT, sizeof *x), *y = base_xcalloc((size_t)n, 4);
+    float *x = base_xcalloc((size_t)n * TUNE_F_COUNT, sizeof *x), *y = base_xcalloc((size_t)n, 4);
     float *p = base_xcalloc((size_t)n, sizeof *p);
     int *cs = base_xcalloc((size_t)n * 2, sizeof *cs), k = 0;
     for (int c = 0; c < t->sp.len; c++)
@@ -188,15 +188,15 @@ static rv_status train(Tuner *t) {
             double g = t->meas[c * t->ns + s];
             if (g <= 0)
                 continue;
-            memcpy(&x[(size_t)k * TUNE_NFEAT], feat_of(t, c, s), sizeof(float) * TUNE_NFEAT);
+            memcpy(&x[(size_t)k * TUNE_F_COUNT], feat_of(t, c, s), sizeof(float) * TUNE_F_COUNT);
             y[k] = (float)log(g / (f_occ(t, c, s) * f_pad(t, c, s)));
             cs[2 * k] = c;
             cs[2 * k + 1] = s;
             k++;
         }
-    rv_status st = tune_xgb_train(t->xgb, x, n, TUNE_NFEAT, y, NULL, 0);
+    rv_status st = tune_xgb_train(t->xgb, x, n, TUNE_F_COUNT, y, NULL, 0);
     if (st == RV_OK)
-        st = tune_xgb_predict(t->xgb, x, n, TUNE_NFEAT, p);
+        st = tune_xgb_predict(t->xgb, x, n, TUNE_F_COUNT, p);
     if (st == RV_OK) {
         /* least squares of g / (f_MK f_pad) on the occupancy */
         double sx = 0, sy = 0, sxx = 0, sxy = 0;
@@ -242,7 +242,7 @@ static rv_status predict(Tuner *t) {
         if (t->ok[c] <= 0 && !in_pop(t, c))
             continue;
         feat_of(t, c, 0);
-        st = tune_xgb_predict(t->xgb, &t->feat[(size_t)c * t->ns * TUNE_NFEAT], t->ns, TUNE_NFEAT,
+        st = tune_xgb_predict(t->xgb, &t->feat[(size_t)c * t->ns * TUNE_F_COUNT], t->ns, TUNE_F_COUNT,
                               out);
         for (int s = 0; st == RV_OK && s < t->ns; s++)
             t->pred[c * t->ns + s] = (float)(exp(out[s]) * f_occ(t, c, s) * f_pad(t, c, s));
@@ -777,7 +777,7 @@ static rv_status setup(Tuner *t, const char *program_text) {
         }
     }
     size_t cs = (size_t)t->sp.len * (size_t)t->ns;
-    t->feat = base_xcalloc(cs * TUNE_NFEAT, sizeof *t->feat);
+    t->feat = base_xcalloc(cs * TUNE_F_COUNT, sizeof *t->feat);
     t->has_feat = base_xcalloc((size_t)t->sp.len, sizeof *t->has_feat);
     t->ok = base_xcalloc((size_t)t->sp.len, 1);
     t->meas = base_xcalloc(cs, sizeof *t->meas);

@@ -231,6 +231,8 @@ static void sched_stream(Buf *b, const TuneStage *s, int lanes, const int *p) {
 static const char *const tmpl_name[TUNE_T_COUNT] = {"dot", "tile", "kblock", "stream"};
 static const char *const knob_name[TUNE_T_COUNT][TUNE_NPARAMS] = {
     {NULL}, {"mr", "nv", "pack", "pad", "wide"}, {"mr", "nv", "kc"}, {"nj", "ku"}};
+_Static_assert(sizeof tmpl_name / sizeof tmpl_name[0] == TUNE_T_COUNT, "a name per template");
+_Static_assert(sizeof knob_name / sizeof knob_name[0] == TUNE_T_COUNT, "knobs per template");
 
 void tune_cand_describe(const TuneCand *c, Buf *out) {
     buf_printf(out, "%s", tmpl_name[c->tmpl]);

@@ -296,7 +296,7 @@ enum {
     TUNE_F_CHECKS,       /* conditions evaluated per store */
     TUNE_F_LOG_INNER,    /* log2 of the innermost loops' mean extent */
     TUNE_F_LOG_OUTPUTS,  /* log2 of the shape's output elements */
-    TUNE_NFEAT
+    TUNE_F_COUNT
 };
 
 /* A point of the size range: one value per size of the module, in
@@ -306,8 +306,8 @@ typedef struct TuneShape {
 } TuneShape;
 
 /* Lowers m with the schedule blocks `sched` (in place of its own) and
- * writes TUNE_NFEAT features of the loop IR at each of the nshapes shapes
- * into feat[s * TUNE_NFEAT + f] (feat may be NULL: only the check).
+ * writes TUNE_F_COUNT features of the loop IR at each of the nshapes shapes
+ * into feat[s * TUNE_F_COUNT + f] (feat may be NULL: only the check).
  * `lanes` is the machine's vector width in elements and `cores` its
  * cores. An illegal schedule is the checker's error (RV_ERR_SCHEDULE ...). */
 rv_status tune_features(rv_module *m, const char *sched, const TuneShape *shapes, int nshapes,

@@ -114,7 +114,7 @@ static void test_hand_written_in_space(void) {
         if (c < 0)
             printf("%s: no candidate '%s'\n", cases[i].file, cases[i].knobs);
         CHECK(c >= 0);
-        float own[3 * TUNE_NFEAT], cand[3 * TUNE_NFEAT];
+        float own[3 * TUNE_F_COUNT], cand[3 * TUNE_F_COUNT];
         CHECK_EQ_INT(tune_features(m, NULL, sh, 3, 16, 2, own), RV_OK);
         if (c >= 0) {
             CHECK_EQ_INT(tune_features(m, sp.cands[c].sched, sh, 3, 16, 2, cand), RV_OK);
@@ -213,10 +213,10 @@ static void test_features(void) {
                  RV_OK);
     const char *sched = "schedule Y {\n    reorder(i, k, j)\n    parallel(i)\n    vectorize(j)\n}\n";
     TuneShape sh[3] = {{{3}}, {{4}}, {{8}}};
-    float f[3 * TUNE_NFEAT];
+    float f[3 * TUNE_F_COUNT];
     CHECK_EQ_INT(tune_features(m, sched, sh, 3, 16, 2, f), RV_OK);
     for (int s = 0; s < 3; s++) {
-        const float *x = &f[s * TUNE_NFEAT];
+        const float *x = &f[s * TUNE_F_COUNT];
         double M = (double)sh[s].v[0];
         CHECK_NEAR(x[TUNE_F_VECTOR], 32, 0);
         CHECK_NEAR(x[TUNE_F_LOG_TASKS], log2(1 + M), 1e-5);
@@ -229,8 +229,8 @@ static void test_features(void) {
         CHECK(x[TUNE_F_LOOPS] >= 3 && x[TUNE_F_DEPTH] >= 3);
     }
     /* work doubles with M */
-    CHECK_NEAR(exp2(f[2 * TUNE_NFEAT + TUNE_F_LOG_FLOPS]) - 1,
-               2 * (exp2(f[1 * TUNE_NFEAT + TUNE_F_LOG_FLOPS]) - 1), 1e-2);
+    CHECK_NEAR(exp2(f[2 * TUNE_F_COUNT + TUNE_F_LOG_FLOPS]) - 1,
+               2 * (exp2(f[1 * TUNE_F_COUNT + TUNE_F_LOG_FLOPS]) - 1), 1e-2);
     /* an illegal schedule is the checker's error */
     CHECK_EQ_INT(tune_features(m, "schedule Y { vectorize(q) }", sh, 1, 16, 2, f),
                  RV_ERR_SCHEDULE);
