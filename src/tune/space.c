@@ -128,7 +128,8 @@ rv_status tune_space_analyze(rv_module *m, TuneStage *out) {
 
 /* Knobs by template (TuneCand.p):
  *   dot:    none
- *   tile:   mr, nv, pack (B copied k-major per panel), pad (local padding),
+ *   tile:   mr, nv, pack (B copied k-major per panel: 1 row by row, 2 in
+ *           lanes x lanes blocks stored as vectors), pad (local padding),
  *           wide (the tile is copied out to Y as one vector loop of nr
  *           lanes, else as nv unrolled vectors)
  *   kblock: mr, nv, kc
@@ -177,12 +178,19 @@ static void sched_tile(Buf *b, const TuneStage *s, int lanes, const int *p) {
     else
         buf_printf(b, "    reorder(%s, %s, %s)\n", s->k, s->i, s->j);
     buf_printf(b, "    unroll(%s)\n    vectorize(%s)\n}\n", s->i, nr > lanes ? "jv" : s->j);
-    if (pack) {
+    if (pack == 1) {
         /* a blocked transpose: lanes values of k of one row, then the next */
         buf_printf(b, "schedule %sL {\n    ko, ki = split(%s, %d)\n    reorder(ko, %s, ki)\n"
-                      "    unroll(ki)\n}\nschedule %s {\n    compute_at(%sL, jo)\n}\n",
-                   s->b, s->k, lanes, s->j, s->name, s->b);
+                      "    unroll(ki)\n}\n",
+                   s->b, s->k, lanes, s->j);
+    } else if (pack == 2) {
+        /* a lanes x lanes blocked transpose, stored a vector at a time */
+        buf_printf(b, "schedule %sL {\n    ko, ki = split(%s, %d)\n    jo, jl = split(%s, %d)\n"
+                      "    reorder(ko, jo, ki, jl)\n    unroll(ki)\n    vectorize(jl)\n}\n",
+                   s->b, s->k, lanes, s->j, lanes);
     }
+    if (pack)
+        buf_printf(b, "schedule %s {\n    compute_at(%sL, jo)\n}\n", s->name, s->b);
 }
 
 static void sched_kblock(Buf *b, const TuneStage *s, int lanes, const int *p) {
@@ -312,7 +320,7 @@ rv_status tune_space_build(rv_module *m, const TuneHw *hw, TuneSpace *out) {
             /* mr * nv accumulators, nv vectors of B and one broadcast of A */
             if (mr * nv + nv + 1 > regs)
                 continue;
-            for (int pack = 0; pack <= 1; pack++)
+            for (int pack = 0; pack <= 2; pack++)
                 for (int pad = 0; pad <= 1; pad++)
                     for (int wide = 0; wide <= (nv > 1); wide++) {
                         int q[TUNE_NPARAMS] = {mr, nv, pack, pad, nv > 1 ? wide : 1};

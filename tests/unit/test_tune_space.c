@@ -98,6 +98,7 @@ static void test_hand_written_in_space(void) {
         {"dense_stream.rv", "stream nj=24 ku=8"},
         {"bmm_nt_dot.rv", "dot"},
         {"bmm_nn_bcast4x64.rv", "tile mr=4 nv=4 pack=0 pad=1 wide=1"},
+        {"bmm_nt_bcast6x64_wt.rv", "tile mr=6 nv=4 pack=2 pad=1 wide=1"},
         {"sgemm.rv", "tile mr=6 nv=4 pack=0 pad=0 wide=1"},
     };
     TuneShape sh[3] = {{{1}}, {{7}}, {{100}}};
