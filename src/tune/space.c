@@ -250,10 +250,31 @@ void tune_cand_describe(const TuneCand *c, Buf *out) {
 
 /* ---- the space ---- */
 
+/* The program's own schedule blocks except those of the tuned stage and
+ * of the stages they create (cache_read / cache_write outputs), as text. */
+static char *other_blocks(rv_module *m, const TuneStage *s) {
+    Buf b = {0};
+    StrMap tuned = {0};
+    strmap_put(&tuned, s->name, (void *)1);
+    for (int i = 0; i < m->scheds.len; i++) {
+        const SchedBlock *blk = &m->scheds.data[i];
+        if (!strmap_has(&tuned, blk->name)) {
+            ir_print_schedule(&b, blk);
+            continue;
+        }
+        for (int j = 0; j < blk->nsteps; j++)
+            for (int o = 0; o < blk->steps[j].nout; o++)
+                strmap_put(&tuned, blk->steps[j].outs[o], (void *)1);
+    }
+    strmap_free(&tuned);
+    return buf_take(&b);
+}
+
 /* Adds the candidate if the checker and lowering accept it. */
 static void try_add(rv_module *m, TuneSpace *sp, TuneTemplate t, const int *p, int lanes) {
     const TuneStage *s = &sp->stage;
     Buf b = {0};
+    buf_puts(&b, sp->keep ? sp->keep : "");
     TuneCand c = {.tmpl = t};
     memcpy(c.p, p, sizeof c.p);
     switch (t) {
@@ -301,6 +322,7 @@ rv_status tune_space_build(rv_module *m, const TuneHw *hw, TuneSpace *out) {
     if (st != RV_OK)
         return st;
     const TuneStage *s = &out->stage;
+    out->keep = other_blocks(m, s);
     int lanes = hw->vector_bytes > 0 ? hw->vector_bytes / (int)s->dsize : 1;
     if (lanes < 1)
         lanes = 1;
@@ -377,5 +399,6 @@ void tune_space_free(TuneSpace *s) {
     for (int i = 0; i < s->len; i++)
         base_free(s->cands[i].sched);
     base_free(s->cands);
+    base_free(s->keep);
     memset(s, 0, sizeof *s);
 }

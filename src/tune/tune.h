@@ -256,6 +256,7 @@ typedef struct TuneCand {
 
 typedef struct TuneSpace {
     TuneStage stage;
+    char *keep; /* the program's own blocks for the other stages, kept in every candidate */
     TuneCand *cands;
     int len, cap;
     int rejected; /* candidates the schedule checker refused */
@@ -268,7 +269,10 @@ rv_status tune_space_analyze(rv_module *m, TuneStage *out);
 /* Every candidate for m's tunable stage on the machine `hw`: knobs sized
  * from the vector width, registers, caches and cores; each candidate is
  * lowered, and those the schedule checker or lowering refuse are dropped
- * (counted in `rejected`), never kept. */
+ * (counted in `rejected`), never kept. A candidate's text starts with the
+ * program's own blocks for the other stages (those not of the tuned
+ * tensor or of the stages its blocks create), so tuning one stage keeps
+ * the schedule of the rest. */
 rv_status tune_space_build(rv_module *m, const TuneHw *hw, TuneSpace *out);
 /* The knobs of c as one line, e.g. "tile mr=6 nv=4 pack=1 pad=0". */
 void tune_cand_describe(const TuneCand *c, Buf *out);

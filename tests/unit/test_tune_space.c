@@ -131,8 +131,10 @@ static void test_hand_written_in_space(void) {
 }
 
 /* Every candidate, written into the program as text, passes `ravel
- * check`'s schedule checker; what the checker refuses never enters. */
-static void check_all(const char *name, const char *program, const TuneHw *hw, int *rejected) {
+ * check`'s schedule checker; what the checker refuses never enters.
+ * `defs` is `program` without its schedule blocks. */
+static void check_all(const char *name, const char *program, const char *defs, const TuneHw *hw,
+                      int *rejected) {
     rv_module *m = NULL;
     CHECK_EQ_INT(rv_module_parse(name, program, &m), RV_OK);
     TuneSpace sp;
@@ -140,7 +142,7 @@ static void check_all(const char *name, const char *program, const TuneHw *hw, i
     CHECK(sp.len > 0);
     for (int i = 0; i < sp.len; i++) {
         Buf b = {0};
-        buf_printf(&b, "%s%s", program, sp.cands[i].sched);
+        buf_printf(&b, "%s%s", defs, sp.cands[i].sched);
         rv_module *x = NULL;
         CHECK_EQ_INT(rv_module_parse(name, buf_str(&b), &x), RV_OK);
         rv_status st = x ? rv_module_check_schedule(x) : RV_ERR_ARG;
@@ -166,14 +168,42 @@ static void check_all(const char *name, const char *program, const TuneHw *hw, i
 
 static void test_candidates_pass_checker(void) {
     int rejected = 0;
-    check_all("dense.rv", small_dense, &avx512, &rejected);
+    check_all("dense.rv", small_dense, small_dense, &avx512, &rejected);
     /* a narrow bmm NT (N = 8 < 16 lanes): wide tiles and packings that the
      * checker refuses are dropped, not kept */
-    check_all("bmm.rv",
-              "size M in 1..20\ninput X : f32[4, M, 16]\ninput W : f32[4, 8, 16]\n"
-              "Y[b, i, j] = sum(k < 16) X[b, i, k] * W[b, j, k]\n",
-              &avx512, &rejected);
+    const char *bmm = "size M in 1..20\ninput X : f32[4, M, 16]\ninput W : f32[4, 8, 16]\n"
+                      "Y[b, i, j] = sum(k < 16) X[b, i, k] * W[b, j, k]\n";
+    check_all("bmm.rv", bmm, bmm, &avx512, &rejected);
     CHECK(rejected > 0);
+}
+
+/* Tuning the last contraction keeps the program's schedule of the others:
+ * every candidate starts with it (and passes the checker with it). */
+static void test_other_stages_kept(void) {
+    const char *defs = "size M in 1..20\ninput X : f32[M, 16]\ninput W : f32[32, 16]\n"
+                       "input V : f32[16, 32]\n"
+                       "Y[i, j] = sum(k < 16) X[i, k] * W[j, k]\n"
+                       "Z[i, n] = sum(j < 32) Y[i, j] * V[n, j]\n";
+    Buf two = {0};
+    buf_printf(&two, "%s%s", defs,
+               "schedule Y {\n    parallel(i)\n}\n"
+               "schedule Z {\n    ZL = cache_write(Z)\n    compute_at(ZL, i)\n}\n"
+               "schedule ZL {\n    vectorize(n)\n}\n");
+    rv_module *m = NULL;
+    CHECK_EQ_INT(rv_module_parse("two.rv", buf_str(&two), &m), RV_OK);
+    TuneSpace sp;
+    CHECK_EQ_INT(tune_space_build(m, &avx512, &sp), RV_OK);
+    CHECK(strcmp(sp.stage.name, "Z") == 0);
+    CHECK(sp.len > 0);
+    for (int i = 0; i < sp.len; i++) {
+        CHECK(strncmp(sp.cands[i].sched, "schedule Y {\n    parallel(i)\n}\n", 30) == 0);
+        CHECK(strstr(sp.cands[i].sched, "schedule ZL {\n    vectorize(n)") == NULL);
+    }
+    tune_space_free(&sp);
+    rv_module_free(m);
+    int rejected = 0;
+    check_all("two.rv", buf_str(&two), defs, &avx512, &rejected);
+    buf_free(&two);
 }
 
 /* The knobs follow the machine: tiles in whole vectors of its width, and
@@ -242,6 +272,7 @@ int main(void) {
     RUN(test_analyze);
     RUN(test_hand_written_in_space);
     RUN(test_candidates_pass_checker);
+    RUN(test_other_stages_kept);
     RUN(test_space_from_hw);
     RUN(test_features);
     return harness_report();
