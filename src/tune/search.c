@@ -474,24 +474,27 @@ static void measure_cand(Tuner *t, TuneBatch *bt, int v, int c, const Pair *pair
     if (t->ok[c] == 0) {
         int cs[2], ncs = check_shapes(t, c, cs);
         bool good = true;
-        for (int q = 0; q < ncs && good; q++) {
+        rv_status st = RV_OK;
+        for (int q = 0; q < ncs && good && st == RV_OK; q++) {
             const rv_bindings *ref = reference(t, cs[q]);
-            rv_status st = ref ? tune_batch_check(bt, v, t->m, &t->shapes[cs[q]], 7, ref, &good)
-                               : RV_ERR_ARG;
-            if (st != RV_OK) {
-                fprintf(stderr, "ravel tune: candidate failed to run: %s\n", rv_last_error());
-                good = false;
-            }
+            st = ref ? tune_batch_check(bt, v, t->m, &t->shapes[cs[q]], 7, ref, &good)
+                     : RV_ERR_ARG;
         }
-        if (!good) {
+        if (st != RV_OK || !good) {
+            /* a legal schedule computes what the interpreter does: either
+             * is a bug in ravel, reported with the schedule */
             Buf d = {0};
             tune_cand_describe(&t->sp.cands[c], &d);
-            fprintf(stderr,
-                    "ravel tune: BUG: candidate '%s' differs from the interpreter; its schedule:\n%s",
-                    buf_str(&d), t->sp.cands[c].sched);
+            if (st != RV_OK)
+                fprintf(stderr, "ravel tune: BUG: candidate '%s' failed to run: %s; its schedule:\n%s",
+                        buf_str(&d), rv_last_error(), t->sp.cands[c].sched);
+            else
+                fprintf(stderr,
+                        "ravel tune: BUG: candidate '%s' differs from the interpreter; its schedule:\n%s",
+                        buf_str(&d), t->sp.cands[c].sched);
             buf_free(&d);
-            t->res->wrong++;
-            mark_failed(t, c, pairs, n, TUNE_STATUS_WRONG);
+            t->res->wrong += st == RV_OK;
+            mark_failed(t, c, pairs, n, st == RV_OK ? TUNE_STATUS_WRONG : TUNE_STATUS_FAILED);
             return;
         }
         t->ok[c] = 1;
