@@ -27,6 +27,11 @@
  * variant, else variant 0), `--dispatch extern` makes NAME_run call
  * NAME_dispatch(sizes, NULL), which the user (or a tuner) defines.
  *
+ * TUNED. `--records FILE` builds what `ravel tune FILE.rv --records FILE`
+ * found, measuring nothing (src/tune, docs/tuning.md): the variants the
+ * records' shapes voted for, and their decision tree emitted into NAME.c
+ * as NAME_dispatch.
+ *
  * NAME may carry a directory (out/model -> out/model.c, out/libmodel.so);
  * the directory must exist. Its last component, made a C identifier, is
  * the prefix of every exported symbol.
@@ -39,6 +44,7 @@
 #include "driver/driver.h"
 #include "jit/jit.h"
 #include "tools.h"
+#include "tune/tune.h"
 
 /* The JIT's default flags (jit.c) less -march=native, which --march
  * replaces, and less -shared, which the call adds; then the compiler's own
@@ -61,6 +67,7 @@ typedef struct BuildArgs {
     int dispatch_extern;                     /* --dispatch extern */
     int threads;       /* --threads N: NAME_run's pool (1: serial, 0: every CPU) */
     const char *march; /* --march CPU for --shared; NULL: the compiler's default */
+    const char *records;                     /* --records FILE */
 } BuildArgs;
 
 /* "SIZE=LO..HI[,SIZE=LO..HI]:V" into r; the size names point into s. */
@@ -140,6 +147,8 @@ static int parse(int argc, char **argv, BuildArgs *a) {
                 fprintf(stderr, "ravel build: --march '%s' is not a CPU name\n", a->march);
                 return 0;
             }
+        } else if (strcmp(argv[i], "--records") == 0 && i + 1 < argc) {
+            a->records = argv[++i];
         } else if (strcmp(argv[i], "--target") == 0 && i + 1 < argc) {
             a->target = argv[++i];
         } else if (strncmp(argv[i], "--target=", 9) == 0) {
@@ -165,6 +174,11 @@ static int parse(int argc, char **argv, BuildArgs *a) {
     if (a->out[n - 1] == '/' || strcmp(a->out + (n > 1 ? n - 2 : 0), "/.") == 0 ||
         strcmp(a->out, ".") == 0) {
         fprintf(stderr, "ravel build: -o %s names a directory; give DIR/NAME\n", a->out);
+        return 0;
+    }
+    if (a->records && (a->nvariants || a->nrules || a->dispatch_extern)) {
+        fprintf(stderr, "ravel build: --records makes the variants and the dispatch; "
+                        "no --variant or --dispatch with it\n");
         return 0;
     }
     if ((a->nrules || a->dispatch_extern) && a->nvariants < 2) {
@@ -286,6 +300,41 @@ static int compile_shared(const BuildArgs *a, const char *dir, const char *name)
     return ok;
 }
 
+/* --records: the tuned variants' schedules into text[] (a->nvariants of
+ * them) and their dispatch as C into disp, from the records alone. */
+static rv_status tuned(BuildArgs *a, rv_module *m, const char *name, char **text, Buf *disp) {
+    char *src = NULL;
+    size_t len;
+    rv_status st = base_read_file(a->file, &src, &len);
+    TuneOptions o = {.records = a->records, .replay = true, .quiet = true};
+    TuneResult r = {0};
+    if (st == RV_OK)
+        st = tune_run(m, src, &o, &r);
+    base_free(src);
+    if (st != RV_OK)
+        return st;
+    if (r.nvariants > MAX_VARIANTS)
+        r.nvariants = MAX_VARIANTS; /* tune_run keeps at most 4 by default */
+    for (int v = 0; v < r.nvariants; v++) {
+        text[v] = r.variant_sched[v];
+        r.variant_sched[v] = NULL;
+    }
+    a->nvariants = r.nvariants;
+    if (r.nvariants > 1) {
+        a->dispatch_extern = 1;
+        Buf fn = {0};
+        buf_printf(&fn, "%s_tree", name);
+        buf_printf(disp, "\n/* The dispatch `ravel tune` trained (--records %s). */\n", a->records);
+        tune_result_dispatch_c(&r, m, buf_str(&fn), disp);
+        buf_printf(disp, "\nint %s_dispatch(const int64_t *sizes, void *user) {\n"
+                         "    (void)user;\n    return %s_tree_dispatch(sizes);\n}\n",
+                   name, name);
+        buf_free(&fn);
+    }
+    tune_result_free(&r);
+    return RV_OK;
+}
+
 int cmd_build(int argc, char **argv) {
     BuildArgs a;
     if (!parse(argc, argv, &a)) {
@@ -307,8 +356,13 @@ int cmd_build(int argc, char **argv) {
     CgAot aot = {0};
     PlanDispatch pd = {0};
     int ok = 0;
+    Buf disp = {0};
     rv_status st = ir_verify(m);
-    for (int v = 0; st == RV_OK && v < a.nvariants; v++) {
+    if (st == RV_OK && a.records) {
+        st = tuned(&a, m, buf_str(&name), text, &disp);
+        nv = a.nvariants ? a.nvariants : 1;
+    }
+    for (int v = 0; st == RV_OK && !a.records && v < a.nvariants; v++) {
         size_t len;
         st = base_read_file(a.variant[v], &text[v], &len);
     }
@@ -333,17 +387,21 @@ int cmd_build(int argc, char **argv) {
         Buf cfile = {0}, hfile = {0};
         buf_printf(&cfile, "%s.c", buf_str(&name));
         buf_printf(&hfile, "%s.h", buf_str(&name));
-        ok = write_text(buf_str(&dir), buf_str(&cfile), aot.source) &&
+        Buf c = {0};
+        buf_printf(&c, "%s%s", aot.source, buf_str(&disp));
+        ok = write_text(buf_str(&dir), buf_str(&cfile), buf_str(&c)) &&
              write_text(buf_str(&dir), buf_str(&hfile), aot.header) &&
              copy_rt_header(buf_str(&dir));
         if (ok)
             printf("wrote %s/%s, %s/%s, %s/ravel_rt.h\n", buf_str(&dir), buf_str(&cfile),
                    buf_str(&dir), buf_str(&hfile), buf_str(&dir));
+        buf_free(&c);
         buf_free(&cfile);
         buf_free(&hfile);
         if (ok && a.shared)
             ok = compile_shared(&a, buf_str(&dir), buf_str(&name));
     }
+    buf_free(&disp);
     cg_aot_free(&aot);
     cg_unit_free(&unit);
     base_free(ks);

@@ -60,6 +60,17 @@ static const ToolCommand commands[] = {
      "benchmarks and where their drivers are. RAVEL_BENCH_DIR overrides where\n"
      "the drivers are looked for.",
      cmd_bench},
+    {"tune", "auto-schedule a program's contraction for every shape of its size range",
+     "ravel tune FILE.rv [--trials N] [--shapes FILE] [--records FILE] [-o OUT]\n"
+     "           [--batch N] [--variants N] [--threads N] [--seed S] [--quiet] [--hw]\n\n"
+     "Searches micro-kernel schedules of the program's contraction (dense, batch_matmul)\n"
+     "jointly for every shape of its size range (DietCode): N measurements in all\n"
+     "(default 64), chosen by a cost model learned with XGBoost. --shapes FILE gives\n"
+     "the shapes and their frequencies (one per line: the size values, then an\n"
+     "optional weight). --records FILE keeps every measurement (JSON lines) and\n"
+     "resumes from it. -o OUT writes OUT.rv (the tuned program), OUT.vN.sched (each\n"
+     "variant) and OUT_dispatch.c (the decision tree). --hw prints the machine's facts.",
+     cmd_tune},
 };
 
 static void usage(FILE *f) {

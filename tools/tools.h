@@ -31,6 +31,9 @@ int cmd_run(int argc, char **argv);
 /* cmd_build.c */
 int cmd_build(int argc, char **argv);
 
+/* cmd_tune.c */
+int cmd_tune(int argc, char **argv);
+
 /* cmd_bench.c */
 int cmd_bench(int argc, char **argv);
 
