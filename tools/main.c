@@ -36,7 +36,8 @@ static const ToolCommand commands[] = {
     {"build", "compile ahead of time to a standalone C library (NAME.c, NAME.h)",
      "ravel build FILE.rv -o NAME [--shared] [--march CPU] [--threads N] [--target c]\n"
      "            [--variant FILE]...\n"
-     "            [--dispatch SIZE=LO..HI[,SIZE=LO..HI]:V | --dispatch extern]...\n\n"
+     "            [--dispatch SIZE=LO..HI[,SIZE=LO..HI]:V | --dispatch extern]...\n"
+     "            [--records FILE]\n\n"
      "Writes NAME.c and NAME.h, and copies ravel_rt.h next to them: the kernels\n"
      "of `ravel emit` plus NAME_run(&args, ctx), which runs them on plain C arrays\n"
      "(the API is documented at the top of NAME.h; NAME_fields and\n"
@@ -51,7 +52,10 @@ static const ToolCommand commands[] = {
      "Each --variant FILE (schedule blocks) is one variant of the kernels, in place\n"
      "of the file's own schedule; NAME_run picks one per call by the --dispatch\n"
      "rules (the first whose sizes lie in their ranges; else variant 0), or by\n"
-     "NAME_dispatch(sizes, NULL) of yours with --dispatch extern.",
+     "NAME_dispatch(sizes, NULL) of yours with --dispatch extern.\n"
+     "--records FILE builds what `ravel tune FILE.rv --records FILE` found, without\n"
+     "measuring: the recorded kernels as variants, chosen by the tuner's decision\n"
+     "tree (NAME_dispatch).",
      cmd_build},
     {"bench", "run a benchmark driver of bench/ (ravel bench list)",
      "ravel bench NAME [ARGS...]\n\n"
