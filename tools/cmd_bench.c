@@ -18,6 +18,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/base.h"
+#include "jit/jit.h"
 #include "tools.h"
 
 typedef struct Bench {
@@ -27,7 +29,7 @@ typedef struct Bench {
     /* NULL: a driver; else the Python that runs the script: absolute, or
      * relative to the source tree's bench/ (a virtual environment) */
     const char *python;
-    const char *setup; /* how to make that Python, when it is missing */
+    const char *setup; /* how to make that Python with torch, when it is missing */
 } Bench;
 
 static const Bench benches[] = {
@@ -39,10 +41,11 @@ static const Bench benches[] = {
     {"time", "time_rv", "kernel time of .rv programs, interleaved (FILE.rv... --size N=V)", NULL,
      NULL},
     {"torch", "torch_bench.py", "the PyTorch baselines (bench/torch_bench.py)", "/usr/bin/python3",
-     NULL},
+     "`sh bench/setup.sh` (it installs python3-torch)"},
     {"trees", "trees/bench.py",
      "recursive models (bench/trees/MODELS.md) on SST: ravel vs DyNet autobatch, PyTorch",
-     "trees/.venv/bin/python", "sh bench/trees/setup.sh"},
+     "trees/.venv/bin/python",
+     "`sh bench/trees/setup.sh` (it makes bench/trees/.venv with PyTorch and DyNet)"},
 };
 
 /* The directory of the running executable (the build directory). */
@@ -136,6 +139,26 @@ static int list(void) {
     return 0;
 }
 
+/* Can the benchmark's Python import torch? Asked before running its
+ * script, whose ImportError traceback would not say how to install it;
+ * find_spec does not import torch, so the check costs a Python start only.
+ * A missing Python (the trees venv not made yet) fails the same way. */
+static int have_torch(const char *python, const char *setup) {
+    char *argv[] = {(char *)python, "-c",
+                    "import importlib.util, sys; "
+                    "sys.exit(importlib.util.find_spec('torch') is None)",
+                    NULL};
+    char *log = NULL;
+    int code = 0;
+    rv_status st = access(python, X_OK) == 0 ? jit_run(argv, &log, &code) : RV_ERR_IO;
+    base_free(log);
+    if (st != RV_OK || code != 0) {
+        fprintf(stderr, "error: the benchmark needs %s with torch: run %s\n", python, setup);
+        return 0;
+    }
+    return 1;
+}
+
 int cmd_bench(int argc, char **argv) {
     if (argc < 1) {
         tool_command_help(stderr, "bench");
@@ -175,12 +198,8 @@ int cmd_bench(int argc, char **argv) {
             fprintf(stderr, "error: cannot locate the benchmark's Python\n");
             return 1;
         }
-        if (access(python, X_OK) != 0) {
-            fprintf(stderr, "error: %s is missing: run `%s` first (it makes the virtual "
-                            "environment with the baselines)\n",
-                    python, b->setup ? b->setup : "make deps");
+        if (!have_torch(python, b->setup))
             return 1;
-        }
         export_build();
     }
     /* argv[0] of the driver is its path; the rest pass through */

@@ -7,8 +7,17 @@
  * the top of NAME.h) and copies ravel_rt.h next to them, so the directory
  * compiles on its own: `cc -c NAME.c` needs no -I and no ravel library.
  * --shared also compiles libNAME.so with the system C compiler ($RAVEL_CC,
- * else cc) and the JIT's flags (src/jit/jit.c), so the library is as fast
- * as what `ravel run` loads (and, with -march=native, as unportable).
+ * else cc) and the JIT's flags (src/jit/jit.c) but for the target CPU:
+ * the JIT compiles for the machine it runs on (-march=native), a library
+ * is often shipped elsewhere, so it gets the compiler's default target
+ * (runs on every CPU of the architecture) unless --march CPU says
+ * otherwise (native, x86-64-v3, ...: passed as -march=CPU).
+ *
+ * THREADS. --threads N embeds the runtime's thread pool in NAME.c
+ * (src/codegen/c_aot_pool.c), so NAME_run(args, NULL) runs parallel loops
+ * on N threads (0: $RAVEL_NUM_THREADS, else every CPU; NAME_set_num_threads
+ * changes it) and the library needs pthreads (-pthread). The default, 1,
+ * keeps NAME.c serial and dependent on libc and libm only.
  *
  * VARIANTS. `--variant FILE` (repeatable) makes FILE's schedule blocks one
  * variant (in order: variant 0, 1, ...; in place of the module's own
@@ -17,6 +26,11 @@
  * table (the first rule whose sizes all lie in their ranges gives the
  * variant, else variant 0), `--dispatch extern` makes NAME_run call
  * NAME_dispatch(sizes, NULL), which the user (or a tuner) defines.
+ *
+ * TUNED. `--records FILE` builds what `ravel tune FILE.rv --records FILE`
+ * found, measuring nothing (src/tune, docs/tuning.md): the variants the
+ * records' shapes voted for, and their decision tree emitted into NAME.c
+ * as NAME_dispatch.
  *
  * NAME may carry a directory (out/model -> out/model.c, out/libmodel.so);
  * the directory must exist. Its last component, made a C identifier, is
@@ -30,12 +44,13 @@
 #include "driver/driver.h"
 #include "jit/jit.h"
 #include "tools.h"
+#include "tune/tune.h"
 
-/* The JIT's default flags (jit.c), less -shared, which the call adds, and
- * the compiler's own (jit_compiler_flags). */
+/* The JIT's default flags (jit.c) less -march=native, which --march
+ * replaces, and less -shared, which the call adds; then the compiler's own
+ * (jit_compiler_flags). */
 static const char *const aot_cflags[] = {
-    "-O3",           "-march=native", "-std=c11", "-fPIC", "-ffp-contract=fast", "-fno-math-errno",
-    "-fopenmp-simd",
+    "-O3", "-std=c11", "-fPIC", "-ffp-contract=fast", "-fno-math-errno", "-fopenmp-simd",
 };
 
 #define MAX_VARIANTS 16
@@ -50,6 +65,9 @@ typedef struct BuildArgs {
     int nrules;
     rv_dispatch_rule rule[MAX_VARIANTS * 4]; /* --dispatch RULE */
     int dispatch_extern;                     /* --dispatch extern */
+    int threads;       /* --threads N: NAME_run's pool (1: serial, 0: every CPU) */
+    const char *march; /* --march CPU for --shared; NULL: the compiler's default */
+    const char *records;                     /* --records FILE */
 } BuildArgs;
 
 /* "SIZE=LO..HI[,SIZE=LO..HI]:V" into r; the size names point into s. */
@@ -82,6 +100,7 @@ static int parse_rule(char *s, rv_dispatch_rule *r) {
 static int parse(int argc, char **argv, BuildArgs *a) {
     memset(a, 0, sizeof *a);
     a->target = "c";
+    a->threads = 1;
     for (int i = 0; i < argc; i++) {
         if (strcmp(argv[i], "-o") == 0 || strcmp(argv[i], "--output") == 0) {
             if (i + 1 >= argc) {
@@ -108,12 +127,36 @@ static int parse(int argc, char **argv, BuildArgs *a) {
                         argv[i]);
                 return 0;
             }
+        } else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
+            char *end;
+            long v = strtol(argv[++i], &end, 10);
+            if (!isdigit((unsigned char)argv[i][0]) || *end || v > 4096) {
+                fprintf(stderr,
+                        "ravel build: --threads expects 0..4096 (1: serial, 0: every CPU), "
+                        "got '%s'\n",
+                        argv[i]);
+                return 0;
+            }
+            a->threads = (int)v;
+        } else if (strcmp(argv[i], "--march") == 0 && i + 1 < argc) {
+            a->march = argv[++i];
+            /* one word for the compiler's command line: x86-64-v3, native, ... */
+            if (!*a->march || strspn(a->march, "abcdefghijklmnopqrstuvwxyz"
+                                               "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.+") !=
+                                  strlen(a->march)) {
+                fprintf(stderr, "ravel build: --march '%s' is not a CPU name\n", a->march);
+                return 0;
+            }
+        } else if (strcmp(argv[i], "--records") == 0 && i + 1 < argc) {
+            a->records = argv[++i];
         } else if (strcmp(argv[i], "--target") == 0 && i + 1 < argc) {
             a->target = argv[++i];
         } else if (strncmp(argv[i], "--target=", 9) == 0) {
             a->target = argv[i] + 9;
         } else if (argv[i][0] == '-') {
-            fprintf(stderr, "ravel build: unknown option '%s'\n", argv[i]);
+            static const char *const options[] = {"-o",        "--output",  "--shared", "--variant",
+                                                  "--dispatch", "--threads", "--march",  "--target"};
+            tool_unknown("build", "option", argv[i], options, RV_COUNT(options));
             return 0;
         } else if (a->file) {
             fprintf(stderr, "ravel build: more than one input file ('%s' and '%s')\n", a->file,
@@ -131,6 +174,11 @@ static int parse(int argc, char **argv, BuildArgs *a) {
     if (a->out[n - 1] == '/' || strcmp(a->out + (n > 1 ? n - 2 : 0), "/.") == 0 ||
         strcmp(a->out, ".") == 0) {
         fprintf(stderr, "ravel build: -o %s names a directory; give DIR/NAME\n", a->out);
+        return 0;
+    }
+    if (a->records && (a->nvariants || a->nrules || a->dispatch_extern)) {
+        fprintf(stderr, "ravel build: --records makes the variants and the dispatch; "
+                        "no --variant or --dispatch with it\n");
         return 0;
     }
     if ((a->nrules || a->dispatch_extern) && a->nvariants < 2) {
@@ -200,8 +248,8 @@ static int copy_rt_header(const char *dir) {
     return ok;
 }
 
-/* cc <flags> -shared -I dir -o dir/libNAME.so dir/NAME.c -lm */
-static int compile_shared(const char *dir, const char *name) {
+/* cc <flags> [-march=CPU] [-pthread] -shared -I dir -o dir/libNAME.so dir/NAME.c -lm */
+static int compile_shared(const BuildArgs *a, const char *dir, const char *name) {
     const char *cc = getenv("RAVEL_CC");
     if (!cc || !*cc)
         cc = "cc";
@@ -220,6 +268,10 @@ static int compile_shared(const char *dir, const char *name) {
     int nmore = jit_compiler_flags(cc, more, RV_COUNT(more));
     for (int i = 0; i < nmore; i++)
         vec_push(&argv, arena_strdup(ar, more[i]));
+    if (a->march)
+        vec_push(&argv, arena_printf(ar, "-march=%s", a->march));
+    if (a->threads != 1)
+        vec_push(&argv, arena_strdup(ar, "-pthread"));
     vec_push(&argv, arena_strdup(ar, "-shared"));
     vec_push(&argv, arena_printf(ar, "-I%s", dir));
     vec_push(&argv, arena_strdup(ar, "-o"));
@@ -248,6 +300,41 @@ static int compile_shared(const char *dir, const char *name) {
     return ok;
 }
 
+/* --records: the tuned variants' schedules into text[] (a->nvariants of
+ * them) and their dispatch as C into disp, from the records alone. */
+static rv_status tuned(BuildArgs *a, rv_module *m, const char *name, char **text, Buf *disp) {
+    char *src = NULL;
+    size_t len;
+    rv_status st = base_read_file(a->file, &src, &len);
+    TuneOptions o = {.records = a->records, .replay = true, .quiet = true};
+    TuneResult r = {0};
+    if (st == RV_OK)
+        st = tune_run(m, src, &o, &r);
+    base_free(src);
+    if (st != RV_OK)
+        return st;
+    if (r.nvariants > MAX_VARIANTS)
+        r.nvariants = MAX_VARIANTS; /* tune_run keeps at most 4 by default */
+    for (int v = 0; v < r.nvariants; v++) {
+        text[v] = r.variant_sched[v];
+        r.variant_sched[v] = NULL;
+    }
+    a->nvariants = r.nvariants;
+    if (r.nvariants > 1) {
+        a->dispatch_extern = 1;
+        Buf fn = {0};
+        buf_printf(&fn, "%s_tree", name);
+        buf_printf(disp, "\n/* The dispatch `ravel tune` trained (--records %s). */\n", a->records);
+        tune_result_dispatch_c(&r, m, buf_str(&fn), disp);
+        buf_printf(disp, "\nint %s_dispatch(const int64_t *sizes, void *user) {\n"
+                         "    (void)user;\n    return %s_tree_dispatch(sizes);\n}\n",
+                   name, name);
+        buf_free(&fn);
+    }
+    tune_result_free(&r);
+    return RV_OK;
+}
+
 int cmd_build(int argc, char **argv) {
     BuildArgs a;
     if (!parse(argc, argv, &a)) {
@@ -269,8 +356,13 @@ int cmd_build(int argc, char **argv) {
     CgAot aot = {0};
     PlanDispatch pd = {0};
     int ok = 0;
+    Buf disp = {0};
     rv_status st = ir_verify(m);
-    for (int v = 0; st == RV_OK && v < a.nvariants; v++) {
+    if (st == RV_OK && a.records) {
+        st = tuned(&a, m, buf_str(&name), text, &disp);
+        nv = a.nvariants ? a.nvariants : 1;
+    }
+    for (int v = 0; st == RV_OK && !a.records && v < a.nvariants; v++) {
         size_t len;
         st = base_read_file(a.variant[v], &text[v], &len);
     }
@@ -283,7 +375,8 @@ int cmd_build(int argc, char **argv) {
                                    first);
     if (st == RV_OK) {
         cg_c_module(ks, n, &unit);
-        st = cg_c_aot(m, ks, n, nv, first, &pd, &unit, buf_str(&name), src_name, &aot);
+        st = cg_c_aot(m, ks, n, nv, first, &pd, &unit, buf_str(&name), src_name, a.threads,
+                      &aot);
     }
     for (int v = 0; v < a.nvariants; v++)
         base_free(text[v]);
@@ -294,17 +387,21 @@ int cmd_build(int argc, char **argv) {
         Buf cfile = {0}, hfile = {0};
         buf_printf(&cfile, "%s.c", buf_str(&name));
         buf_printf(&hfile, "%s.h", buf_str(&name));
-        ok = write_text(buf_str(&dir), buf_str(&cfile), aot.source) &&
+        Buf c = {0};
+        buf_printf(&c, "%s%s", aot.source, buf_str(&disp));
+        ok = write_text(buf_str(&dir), buf_str(&cfile), buf_str(&c)) &&
              write_text(buf_str(&dir), buf_str(&hfile), aot.header) &&
              copy_rt_header(buf_str(&dir));
         if (ok)
             printf("wrote %s/%s, %s/%s, %s/ravel_rt.h\n", buf_str(&dir), buf_str(&cfile),
                    buf_str(&dir), buf_str(&hfile), buf_str(&dir));
+        buf_free(&c);
         buf_free(&cfile);
         buf_free(&hfile);
         if (ok && a.shared)
-            ok = compile_shared(buf_str(&dir), buf_str(&name));
+            ok = compile_shared(&a, buf_str(&dir), buf_str(&name));
     }
+    buf_free(&disp);
     cg_aot_free(&aot);
     cg_unit_free(&unit);
     base_free(ks);

@@ -22,20 +22,40 @@ static const ToolCommand commands[] = {
     {"emit", "print the C code generated for a .rv file", "ravel emit FILE.rv", cmd_emit},
     {"run", "compile and run; --check compares every output with the interpreter",
      "ravel run FILE.rv [--size NAME=V]... [--input NAME=FILE.npy]... [--random SEED] [--check]\n"
-     "          [--weights FILE.safetensors|FILE.npz]...",
+     "          [--weights FILE.safetensors|FILE.npz]... [--output DIR] [--save-inputs]\n"
+     "          [--time] [--repeat N] [--threads N] [--target cpu|cuda]\n\n"
+     "Sizes that the shapes of --input (and --weights) arrays determine need no\n"
+     "--size: X : f32[16*T, 768] given a 48 x 768 array sets T = 3.\n"
+     "--output DIR writes each output to DIR/NAME.npy (with --save-inputs also\n"
+     "the inputs and UF arrays), as eval does. --time runs the compiled program\n"
+     "10 more times after the first (--repeat N: N times) and prints one line:\n"
+     "the compile time, then the median, min and max of the runs in ms.\n"
+     "--threads N: the threads of parallel loops (0 or absent: $RAVEL_NUM_THREADS,\n"
+     "else every CPU; 1: serial).",
      cmd_run},
     {"build", "compile ahead of time to a standalone C library (NAME.c, NAME.h)",
-     "ravel build FILE.rv -o NAME [--shared] [--target c] [--variant FILE]...\n"
-     "            [--dispatch SIZE=LO..HI[,SIZE=LO..HI]:V | --dispatch extern]...\n\n"
+     "ravel build FILE.rv -o NAME [--shared] [--march CPU] [--threads N] [--target c]\n"
+     "            [--variant FILE]...\n"
+     "            [--dispatch SIZE=LO..HI[,SIZE=LO..HI]:V | --dispatch extern]...\n"
+     "            [--records FILE]\n\n"
      "Writes NAME.c and NAME.h, and copies ravel_rt.h next to them: the kernels\n"
      "of `ravel emit` plus NAME_run(&args, ctx), which runs them on plain C arrays\n"
-     "(the API is documented at the top of NAME.h). They need only libc and libm.\n"
+     "(the API is documented at the top of NAME.h; NAME_fields and\n"
+     "NAME_field_infos describe the arguments, NAME_last_error() why a run failed).\n"
+     "They need only libc and libm. --threads N embeds ravel's thread pool, so\n"
+     "NAME_run(&args, NULL) runs parallel loops on N threads (0: every CPU;\n"
+     "NAME_set_num_threads changes it; needs -pthread); the default, 1, is serial.\n"
      "--shared also compiles libNAME.so with $RAVEL_CC (default cc) and the JIT's\n"
-     "flags (-O3 -march=native ...). NAME may have a directory part, which must exist.\n"
+     "flags (-O3 ...) for the compiler's default, portable target CPU, or for\n"
+     "--march CPU (native, x86-64-v3, ...: -march=CPU; native only runs on CPUs\n"
+     "like this one). NAME may have a directory part, which must exist.\n"
      "Each --variant FILE (schedule blocks) is one variant of the kernels, in place\n"
      "of the file's own schedule; NAME_run picks one per call by the --dispatch\n"
      "rules (the first whose sizes lie in their ranges; else variant 0), or by\n"
-     "NAME_dispatch(sizes, NULL) of yours with --dispatch extern.",
+     "NAME_dispatch(sizes, NULL) of yours with --dispatch extern.\n"
+     "--records FILE builds what `ravel tune FILE.rv --records FILE` found, without\n"
+     "measuring: the recorded kernels as variants, chosen by the tuner's decision\n"
+     "tree (NAME_dispatch).",
      cmd_build},
     {"bench", "run a benchmark driver of bench/ (ravel bench list)",
      "ravel bench NAME [ARGS...]\n\n"
@@ -46,6 +66,17 @@ static const ToolCommand commands[] = {
      "source tree's bench/; `trees` (the recursive models against DyNet and\n"
      "PyTorch, bench/trees/bench.py) needs the venv of `sh bench/trees/setup.sh`.",
      cmd_bench},
+    {"tune", "auto-schedule a program's contraction for every shape of its size range",
+     "ravel tune FILE.rv [--trials N] [--shapes FILE] [--records FILE] [-o OUT]\n"
+     "           [--batch N] [--variants N] [--threads N] [--seed S] [--quiet] [--hw]\n\n"
+     "Searches micro-kernel schedules of the program's contraction (dense, batch_matmul)\n"
+     "jointly for every shape of its size range (DietCode): N measurements in all\n"
+     "(default 64), chosen by a cost model learned with XGBoost. --shapes FILE gives\n"
+     "the shapes and their frequencies (one per line: the size values, then an\n"
+     "optional weight). --records FILE keeps every measurement (JSON lines) and\n"
+     "resumes from it. -o OUT writes OUT.rv (the tuned program), OUT.vN.sched (each\n"
+     "variant) and OUT_dispatch.c (the decision tree). --hw prints the machine's facts.",
+     cmd_tune},
 };
 
 static void usage(FILE *f) {
@@ -67,7 +98,7 @@ static void schedules_help(FILE *f) {
 }
 
 static const ToolCommand *find(const char *name) {
-    for (int i = 0; i < (int)(sizeof commands / sizeof commands[0]); i++)
+    for (int i = 0; i < RV_COUNT(commands); i++)
         if (strcmp(commands[i].name, name) == 0)
             return &commands[i];
     return NULL;
@@ -77,6 +108,19 @@ void tool_command_help(FILE *f, const char *name) {
     const ToolCommand *c = find(name);
     if (c)
         fprintf(f, "usage: %s\n\n%s\n", c->usage, c->summary);
+}
+
+/* "ravel: unknown command 'X'", with a did-you-mean, then the usage. */
+static void unknown_command(const char *name) {
+    const char *names[RV_COUNT(commands)];
+    for (int i = 0; i < RV_COUNT(commands); i++)
+        names[i] = commands[i].name;
+    const char *near = base_near_name(name, names, RV_COUNT(commands));
+    if (near)
+        fprintf(stderr, "ravel: unknown command '%s'; did you mean '%s'?\n\n", name, near);
+    else
+        fprintf(stderr, "ravel: unknown command '%s'\n\n", name);
+    usage(stderr);
 }
 
 int main(int argc, char **argv) {
@@ -97,13 +141,16 @@ int main(int argc, char **argv) {
             tool_command_help(stdout, argv[2]);
             return 0;
         }
+        if (argc > 2) {
+            unknown_command(argv[2]);
+            return 2;
+        }
         usage(stdout);
-        return argc > 2 ? 2 : 0;
+        return 0;
     }
     const ToolCommand *c = find(argv[1]);
     if (!c) {
-        fprintf(stderr, "ravel: unknown command '%s'\n\n", argv[1]);
-        usage(stderr);
+        unknown_command(argv[1]);
         return 2;
     }
     /* bench passes its arguments to a driver, which has its own --help */

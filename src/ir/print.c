@@ -548,7 +548,7 @@ static void print_sched_arg(Buf *b, const SchedArg *a) {
     }
 }
 
-static void print_schedule(Buf *b, const SchedBlock *blk) {
+void ir_print_schedule(Buf *b, const SchedBlock *blk) {
     buf_printf(b, "schedule %s {\n", blk->name);
     for (int i = 0; i < blk->nsteps; i++) {
         const SchedStep *s = &blk->steps[i];
@@ -620,7 +620,7 @@ void ir_print_module(Buf *b, const Module *m) {
     }
     for (int i = 0; i < m->scheds.len; i++) {
         buf_putc(b, '\n');
-        print_schedule(b, &m->scheds.data[i]);
+        ir_print_schedule(b, &m->scheds.data[i]);
     }
 }
 

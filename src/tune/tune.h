@@ -1,7 +1,7 @@
 /*
  * tune.h — the auto-scheduler's layer (DESIGN.md "tune", issue 15): the
- * foundations a shape-generic tuner in the manner of DietCode stands on.
- * It sits above lowering and uses only base/ so far.
+ * shape-generic tuner in the manner of DietCode (`ravel tune`). It sits
+ * above lowering and the compile driver.
  *
  *   hw.c      the machine: vector ISA and width, vector registers, cache
  *             sizes, core counts, read from cpuid and sysfs
@@ -11,6 +11,14 @@
  *   records.c tuning records: one measured candidate per JSON line
  *   xgb.c     the learned part of the cost model (f_MK) through XGBoost's
  *             C API, loaded with dlopen so the dependency stays optional
+ *   space.c   the search space: micro-kernel schedules of a program's
+ *             tunable stage, sized from hw.c, filtered by the checker
+ *   features.c what the cost model sees of a candidate: its loop IR's
+ *             loops, vector widths, bytes and flops, at a shape
+ *   measure.c candidates compiled in batches, checked against the
+ *             interpreter, timed at a shape
+ *   search.c  the joint search over every shape of the range (DietCode):
+ *             cost model, rounds, evolution, records, the dispatcher
  *
  * docs/tuning.md describes each piece and why it is built this way.
  */
@@ -18,6 +26,7 @@
 #define RAVEL_TUNE_H
 
 #include "base/base.h"
+#include "ravel.h"
 
 /* ---- hw.c: hardware facts ---- */
 
@@ -204,5 +213,190 @@ rv_status tune_xgb_predict(XgbModel *m, const float *x, int nrows, int ncols, fl
 rv_status tune_xgb_save(XgbModel *m, const char *path);
 rv_status tune_xgb_load(const char *path, XgbModel **out);
 void tune_xgb_free(XgbModel *m);
+
+/* ---- space.c: the search space of micro-kernels ---- */
+
+/* The stage a tuner schedules: a computed tensor Y[b.., i, j] = f(sum(k)
+ * A[.., i, .., k ..] * B[.., j, .., k ..]) (dense, batch_matmul, with any
+ * epilogue), found by tune_space_analyze. Axis and tensor names are the
+ * program's, so candidates are `.rv` schedule text. */
+typedef struct TuneStage {
+    const char *name;           /* Y */
+    int nbatch;                 /* output axes before i */
+    const char *batch[4];       /* their names */
+    const char *i, *j, *k;      /* the row, column and reduction axes */
+    const char *a, *b;          /* the operand indexed by i (A) and by j (B) */
+    bool b_k_inner;             /* B's last index is k (W[j, k]: NT) */
+    bool a_k_inner;             /* A's last index is k */
+    int64_t n_extent, k_extent; /* j's and k's extents when constant, else 0 */
+    size_t dsize;               /* element bytes */
+    rv_tensor *y;               /* the stage's tensor */
+    rv_expr *k_expr;            /* k's extent */
+} TuneStage;
+
+/* Candidate templates: each a family of micro-kernels with integer knobs. */
+typedef enum TuneTemplate {
+    TUNE_T_DOT,    /* outputs as vector dot products over k (no copies) */
+    TUNE_T_TILE,   /* an mr x nr register tile of Y, k outside it, B packed k-major */
+    TUNE_T_KBLOCK, /* a panel of Y accumulated per block of kc values of k */
+    TUNE_T_STREAM, /* a tile of Y^T: i in the vector lanes, A copied k-major */
+    TUNE_T_COUNT
+} TuneTemplate;
+
+enum { TUNE_NPARAMS = 5 };
+
+/* One micro-kernel: its template and knobs, and its schedule text (the
+ * blocks that replace the program's own). */
+typedef struct TuneCand {
+    TuneTemplate tmpl;
+    int p[TUNE_NPARAMS]; /* knobs, by template (space.c) */
+    char *sched;         /* `schedule Y { ... }` blocks */
+    int tile_i, tile_j;  /* the rows and columns one tile covers (f_pad) */
+} TuneCand;
+
+typedef struct TuneSpace {
+    TuneStage stage;
+    char *keep; /* the program's own blocks for the other stages, kept in every candidate */
+    TuneCand *cands;
+    int len, cap;
+    int rejected; /* candidates the schedule checker refused */
+} TuneSpace;
+
+/* Finds the tunable stage of m (the last computed tensor with a sum
+ * reduction over products of two tensors); RV_ERR_UNSUPPORTED naming why
+ * when there is none. */
+rv_status tune_space_analyze(rv_module *m, TuneStage *out);
+/* Every candidate for m's tunable stage on the machine `hw`: knobs sized
+ * from the vector width, registers, caches and cores; each candidate is
+ * lowered, and those the schedule checker or lowering refuse are dropped
+ * (counted in `rejected`), never kept. A candidate's text starts with the
+ * program's own blocks for the other stages (those not of the tuned
+ * tensor or of the stages its blocks create), so tuning one stage keeps
+ * the schedule of the rest. */
+rv_status tune_space_build(rv_module *m, const TuneHw *hw, TuneSpace *out);
+/* The knobs of c as one line, e.g. "tile mr=6 nv=4 pack=1 pad=0". */
+void tune_cand_describe(const TuneCand *c, Buf *out);
+/* The index of a candidate differing from c in one knob, chosen by `r`;
+ * -1 when c has no neighbour. */
+int tune_space_neighbour(const TuneSpace *s, int c, uint64_t r);
+void tune_space_free(TuneSpace *s);
+
+/* ---- features.c: what the cost model sees of a candidate ---- */
+
+enum {
+    TUNE_F_LOG_STORES,   /* log2 of stores executed (a vector store counts once) */
+    TUNE_F_LOG_FLOPS,    /* log2 of arithmetic operations executed, per lane */
+    TUNE_F_LOG_BYTES,    /* log2 of bytes loaded from memory (not from registers) */
+    TUNE_F_INTENSITY,    /* flops per byte loaded from memory */
+    TUNE_F_VECTOR,       /* widest vector loop (lanes) */
+    TUNE_F_VEC_FRAC,     /* fraction of stores executed in vector loops */
+    TUNE_F_UNROLL,       /* largest product of nested unrolled loops' extents */
+    TUNE_F_REG_TILE,     /* elements of the largest local (register) buffer */
+    TUNE_F_LOG_SCRATCH,  /* log2 of bytes of scratch buffers */
+    TUNE_F_LOG_TASKS,    /* log2 of the outermost parallel loops' iterations */
+    TUNE_F_OCCUPANCY,    /* tasks / (cores * ceil(tasks / cores)) */
+    TUNE_F_LOOPS,        /* loops in the kernels */
+    TUNE_F_DEPTH,        /* deepest loop nest */
+    TUNE_F_CHECKS,       /* conditions evaluated per store */
+    TUNE_F_LOG_INNER,    /* log2 of the innermost loops' mean extent */
+    TUNE_F_LOG_OUTPUTS,  /* log2 of the shape's output elements */
+    TUNE_F_COUNT
+};
+
+/* A point of the size range: one value per size of the module, in
+ * rv_module_size_at order. */
+typedef struct TuneShape {
+    int64_t v[8];
+} TuneShape;
+
+/* Lowers m with the schedule blocks `sched` (in place of its own) and
+ * writes TUNE_F_COUNT features of the loop IR at each of the nshapes shapes
+ * into feat[s * TUNE_F_COUNT + f] (feat may be NULL: only the check).
+ * `lanes` is the machine's vector width in elements and `cores` its
+ * cores. An illegal schedule is the checker's error (RV_ERR_SCHEDULE ...). */
+rv_status tune_features(rv_module *m, const char *sched, const TuneShape *shapes, int nshapes,
+                        int lanes, int cores, float *feat);
+const char *tune_feature_name(int f);
+/* The stage's extents at a shape: batch (the product of the batch axes),
+ * rows (i), columns (j) and reduction (k); what f_pad and the useful
+ * flops (2 * batch * rows * cols * red) are computed from. */
+void tune_stage_extents(const TuneStage *s, const TuneShape *sh, double *batch, double *rows,
+                        double *cols, double *red);
+
+/* ---- measure.c: compile, check, time ---- */
+
+/* A batch of candidates compiled into one program (one C translation unit),
+ * one variant each; tune_batch_time runs variant v. */
+typedef struct TuneBatch {
+    rv_program *prog;
+    int n;
+    int *pick; /* the variant the dispatch returns (the program's user data) */
+} TuneBatch;
+
+/* Compiles n schedules as the variants of one program (threads: as
+ * rv_compile_options.threads). */
+rv_status tune_batch_compile(rv_module *m, int n, const char *const *scheds, int threads,
+                             TuneBatch *out);
+void tune_batch_free(TuneBatch *b);
+/* The interpreter's results at `shape` on random inputs (seeded): the
+ * reference candidates are checked against (free with rv_bindings_free). */
+rv_status tune_reference(rv_module *m, const TuneShape *shape, uint64_t seed, rv_bindings **out);
+/* Runs variant v at `shape` on the random inputs of `seed` and compares
+ * every output with the interpreter's (f32: 1e-4 relative to the
+ * magnitude): `ref` from tune_reference at the same shape and seed, or
+ * NULL to compute it here. *ok says whether they matched. An error is a
+ * failed run. */
+rv_status tune_batch_check(TuneBatch *b, int v, rv_module *m, const TuneShape *shape,
+                           uint64_t seed, const rv_bindings *ref, bool *ok);
+/* The median time of `repeats` runs of variant v at `shape` (after a warm
+ * run; more runs while their total stays under min_seconds, up to 4x). */
+rv_status tune_batch_time(TuneBatch *b, int v, rv_module *m, const TuneShape *shape, int repeats,
+                          double min_seconds, double *seconds);
+
+/* ---- search.c: the joint search and the dispatcher ---- */
+
+typedef struct TuneOptions {
+    int trials;             /* measurements (candidate x shape) in all; 0: 64 */
+    int batch;              /* candidates compiled per program; 0: 8 */
+    int shapes_per_round;   /* shapes measured per round; 0: 2 */
+    int max_variants;       /* kernels in the dispatched program; 0: 4 */
+    int threads;            /* of the measured kernels (0: the shared pool) */
+    int repeats;            /* timed runs per measurement; 0: 5 */
+    uint64_t seed;
+    const char *records;    /* records file (NULL: none, nothing resumes) */
+    /* The workload: shapes and their frequencies (NULL weights: 1 each).
+     * They are tuned for with their weight, the rest of the range (every
+     * point up to 256, else sampled) at a hundredth of the rarest. */
+    const double *weights;
+    const TuneShape *shapes;
+    int nshapes;
+    bool quiet;             /* no progress on stderr */
+    bool replay;            /* measure nothing: the records decide (ravel build --records) */
+} TuneOptions;
+
+/* What a tuning run found. */
+typedef struct TuneResult {
+    int nvariants;
+    char **variant_sched;  /* each variant's schedule blocks */
+    char **variant_desc;   /* its knobs, one line */
+    DTree tree;            /* the dispatcher over the sizes */
+    TuneShape *shapes;     /* the shapes tuned for */
+    int nshapes;
+    int *shape_variant;    /* the variant each shape voted for (after merging) */
+    double *shape_gflops;  /* its best measured or predicted GFLOP/s */
+    int measured;          /* measurements made by this run */
+    int reused;            /* measurements read from the records */
+    int wrong;             /* candidates that differed from the interpreter */
+    double compile_seconds, measure_seconds, total_seconds;
+} TuneResult;
+
+/* Tunes m's tunable stage jointly over its size range (XGBoost must be
+ * available: RV_ERR_UNSUPPORTED otherwise). `program_text` is what records
+ * are keyed by. */
+rv_status tune_run(rv_module *m, const char *program_text, const TuneOptions *opt,
+                   TuneResult *out);
+/* The dispatcher as C (`int NAME_dispatch(const int64_t *sizes)`). */
+void tune_result_dispatch_c(const TuneResult *r, rv_module *m, const char *name, Buf *out);
+void tune_result_free(TuneResult *r);
 
 #endif

@@ -1,0 +1,138 @@
+/*
+ * measure.c — measuring candidates on the real machine (issue 15): a
+ * batch of candidates compiled as the variants of one program (one C
+ * translation unit, one run of the C compiler for all of them, since the
+ * compiler's start-up and the JIT's cache are per unit), each checked
+ * against the interpreter and timed at a shape.
+ *
+ * The dispatch of a batch is a C function returning the variant in the
+ * batch's `pick`, so the tuner chooses which candidate a run executes;
+ * the runs of a batch never overlap.
+ *
+ * A candidate whose results differ from the interpreter's is a bug in
+ * ravel (every legal schedule computes the same values), reported by the
+ * caller and never a candidate; the tolerance is the one `ravel run
+ * --check` uses (docs/ir.md, "Evaluation semantics").
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/program.h"
+#include "tune/tune.h"
+
+static int pick_variant(const int64_t *sizes, void *user) {
+    (void)sizes;
+    return *(const int *)user;
+}
+
+rv_status tune_batch_compile(rv_module *m, int n, const char *const *scheds, int threads,
+                             TuneBatch *out) {
+    memset(out, 0, sizeof *out);
+    out->pick = base_xcalloc(1, sizeof *out->pick);
+    out->n = n;
+    rv_dispatch d = {.fn = pick_variant, .user = out->pick};
+    rv_compile_options o = {.threads = threads};
+    rv_status st = rv_program_compile_variants(m, n, scheds, &d, &o, &out->prog);
+    if (st != RV_OK)
+        tune_batch_free(out);
+    return st;
+}
+
+void tune_batch_free(TuneBatch *b) {
+    rv_program_free(b->prog);
+    base_free(b->pick);
+    memset(b, 0, sizeof *b);
+}
+
+static rv_status bind_shape(rv_bindings *b, rv_module *m, const TuneShape *sh, uint64_t seed) {
+    rv_status st = RV_OK;
+    for (int i = 0; st == RV_OK && i < rv_module_num_sizes(m); i++)
+        st = rv_bindings_set_size(b, rv_size_name(rv_module_size_at(m, i)), sh->v[i]);
+    return st == RV_OK ? rv_bindings_randomize(b, seed) : st;
+}
+
+/* Every element within f32's tolerance of the reference (1e-4 relative
+ * to the magnitude; f64 outputs of f64 work 1e-10). */
+static bool arrays_match(const rv_array *got, const rv_array *want) {
+    if (!got || !want || rv_array_numel(got) != rv_array_numel(want))
+        return false;
+    double tol = rv_array_dtype(want) == RV_F64 ? 1e-10 : 1e-4;
+    for (int64_t i = 0; i < rv_array_numel(want); i++) {
+        double a = rv_array_get_f64(got, i), b = rv_array_get_f64(want, i);
+        if (isnan(a) != isnan(b) || (!isnan(a) && fabs(a - b) > tol * (1.0 + fabs(b))))
+            return false;
+    }
+    return true;
+}
+
+rv_status tune_reference(rv_module *m, const TuneShape *shape, uint64_t seed, rv_bindings **out) {
+    *out = rv_bindings_new(m);
+    rv_status st = bind_shape(*out, m, shape, seed);
+    if (st == RV_OK)
+        st = rv_interp_run(m, *out);
+    if (st != RV_OK) {
+        rv_bindings_free(*out);
+        *out = NULL;
+    }
+    return st;
+}
+
+rv_status tune_batch_check(TuneBatch *bt, int v, rv_module *m, const TuneShape *shape,
+                           uint64_t seed, const rv_bindings *ref, bool *ok) {
+    *ok = false;
+    rv_bindings *b = rv_bindings_new(m), *own = NULL;
+    rv_status st = bind_shape(b, m, shape, seed);
+    if (st == RV_OK && !ref)
+        st = tune_reference(m, shape, seed, &own);
+    if (own)
+        ref = own;
+    *bt->pick = v;
+    if (st == RV_OK)
+        st = rv_program_run(bt->prog, b);
+    if (st == RV_OK) {
+        *ok = true;
+        for (int t = 0; t < rv_module_num_tensors(m); t++) {
+            rv_tensor *x = rv_module_tensor_at(m, t);
+            const char *n = rv_tensor_name(x);
+            if (rv_tensor_is_output(m, x) &&
+                !arrays_match(rv_bindings_get_array(b, n), rv_bindings_get_array(ref, n)))
+                *ok = false;
+        }
+    }
+    rv_bindings_free(own);
+    rv_bindings_free(b);
+    return st;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+rv_status tune_batch_time(TuneBatch *bt, int v, rv_module *m, const TuneShape *shape, int repeats,
+                          double min_seconds, double *seconds) {
+    *seconds = 0;
+    if (repeats < 1)
+        repeats = 1;
+    rv_bindings *b = rv_bindings_new(m);
+    rv_status st = bind_shape(b, m, shape, 1);
+    *bt->pick = v;
+    if (st == RV_OK)
+        st = rv_program_run(bt->prog, b); /* warm: caches, pages, the pool */
+    int cap = 4 * repeats, n = 0;
+    double *t = base_xcalloc((size_t)cap, sizeof *t), total = 0;
+    while (st == RV_OK && n < cap && (n < repeats || total < min_seconds)) {
+        double t0 = rt_now_seconds();
+        st = rv_program_run(bt->prog, b);
+        t[n] = rt_now_seconds() - t0;
+        total += t[n++];
+    }
+    if (st == RV_OK) {
+        qsort(t, (size_t)n, sizeof *t, cmp_double);
+        *seconds = t[n / 2];
+    }
+    base_free(t);
+    rv_bindings_free(b);
+    return st;
+}

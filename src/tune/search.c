@@ -1,0 +1,894 @@
+/*
+ * search.c — the joint search of `ravel tune` (issue 15; DietCode,
+ * Zheng et al., MLSys 2022, §4): one search over the micro-kernels of
+ * space.c for every shape of the size range at once, a cost model learned
+ * from all shapes' measurements, and a dispatcher over the sizes.
+ *
+ * THE COST MODEL (DietCode Eq. 3). The throughput of candidate c at shape
+ * s is predicted as
+ *
+ *     f_MK(features(c, s)) * f_occ(c, s) * f_pad(c, s)
+ *
+ * f_MK is learned with XGBoost (xgb.c) from the loop-IR features
+ * (features.c), as log GFLOP/s with f_occ and f_pad divided out; f_pad is
+ * the useful over the padded work of c's tile at s (analytic); f_occ is a
+ * linear function a * occupancy + b of the core occupancy (tasks over
+ * cores times waves, a feature), its coefficients fitted by least squares
+ * to the measurements with f_MK and f_pad divided out. Neither part needs
+ * the other to be right first: each fit uses the other's latest estimate.
+ *
+ * ROUNDS. Each round picks a few shapes by expected gain: a shape's
+ * weight (its frequency in --shapes, else 1) times how much the model's
+ * best candidate there would improve on what the dispatcher has for it
+ * (the verified candidates), plus a bonus for a shape with no
+ * measurement, growing with its distance from the measured ones; before
+ * any model, the furthest shapes. On each picked shape it measures the population's best
+ * predicted candidates not yet measured there, plus one drawn at random
+ * from the whole space (exploration), compiled together as the variants
+ * of one program (measure.c). A candidate is checked against the
+ * interpreter before its first timing, at the range's smallest shape and
+ * the smallest that differs from it in leaving a partial tile; a wrong one is reported and
+ * never chosen. Then the model is refitted and the population evolves:
+ * the better half by predicted throughput over all shapes (weighted) stays,
+ * and mutations of it (one knob changed: space.c's neighbours) and random
+ * candidates fill the rest.
+ *
+ * RECORDS. Every measurement is appended to the records file as it is
+ * made (records.c) and a run starts by reading it: measurements of this
+ * program on this machine class are taken as made, so a resumed run
+ * measures nothing twice, and the trial budget counts them.
+ *
+ * THE DISPATCHER. Each shape votes for the verified candidate with the
+ * best throughput there (measured where it was measured, else
+ * predicted); the votes are merged to at most max_variants kernels (those
+ * with the most weight of shapes; the other shapes take their best among
+ * them) and a decision tree (dtree.c) over the sizes learns the map.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ir/ir.h"
+#include "runtime/program.h"
+#include "tune/tune.h"
+
+typedef struct Tuner {
+    rv_module *m;
+    const TuneOptions *o;
+    const TuneHw *hw;
+    int lanes, cores;
+    TuneSpace sp;
+    TuneShape *shapes;
+    double *w;
+    int ns;
+    float *feat;       /* [c][s][TUNE_F_COUNT] */
+    bool *has_feat;    /* per candidate */
+    double *gflop;     /* useful GFLOP per shape */
+    signed char *ok;   /* per candidate: 1 verified, -1 wrong or failed, 0 not yet */
+    double *meas;      /* [c * ns + s]: GFLOP/s measured; 0 not measured, -1 failed */
+    double *best;      /* per shape: the best measured GFLOP/s */
+    float *pred;       /* [c * ns + s]: predicted GFLOP/s (valid when trained) */
+    rv_bindings **refs; /* per shape: the interpreter's results, once computed */
+    XgbModel *xgb;
+    bool trained;
+    double occ_a, occ_b;
+    int *pop;          /* the population: candidate indices */
+    int npop;
+    uint64_t rng;
+    /* records */
+    char program[17];
+    Buf machine;
+    StrMap by_sched;   /* schedule text -> candidate index + 1 */
+    TuneResult *res;
+    double t0;
+} Tuner;
+
+static uint64_t next_rand(Tuner *t) {
+    t->rng ^= t->rng << 13;
+    t->rng ^= t->rng >> 7;
+    t->rng ^= t->rng << 17;
+    return t->rng;
+}
+
+/* ---- shapes ---- */
+
+static const char *size_name(const Tuner *t, int i) {
+    return rv_size_name(rv_module_size_at(t->m, i));
+}
+
+/* The shapes of the range when the caller gives none: every point when
+ * there are at most 256, else up to 64 per size spread geometrically
+ * (small sizes differ most), in a product capped at 512 points. */
+static void default_shapes(Tuner *t) {
+    int nsz = rv_module_num_sizes(t->m);
+    int64_t vals[8][256];
+    int nv[8] = {0};
+    int per = nsz <= 1 ? 64 : nsz == 2 ? 22 : 8, all = nsz <= 1 ? 256 : per;
+    for (int i = 0; i < nsz; i++) {
+        const rv_size *sz = rv_module_size_at(t->m, i);
+        int64_t lo = sz->lo, hi = sz->hi;
+        if (hi - lo + 1 <= all) {
+            for (int64_t v = lo; v <= hi; v++)
+                vals[i][nv[i]++] = v;
+            continue;
+        }
+        double r = pow((double)(hi - lo + 1), 1.0 / (per - 1));
+        for (int q = 0; q < per; q++) {
+            int64_t v = lo + (int64_t)llround(pow(r, q)) - 1;
+            if (q == per - 1 || v > hi)
+                v = hi;
+            if (nv[i] == 0 || v > vals[i][nv[i] - 1])
+                vals[i][nv[i]++] = v;
+        }
+    }
+    int n = 1;
+    for (int i = 0; i < nsz; i++)
+        n *= nv[i];
+    t->ns = n;
+    t->shapes = base_xcalloc((size_t)n, sizeof *t->shapes);
+    t->w = base_xcalloc((size_t)n, sizeof *t->w);
+    for (int s = 0; s < n; s++) {
+        int rest = s;
+        for (int i = nsz - 1; i >= 0; i--) {
+            t->shapes[s].v[i] = vals[i][rest % nv[i]];
+            rest /= nv[i];
+        }
+        t->w[s] = 1;
+    }
+}
+
+static int find_shape(const Tuner *t, const int64_t *v) {
+    int nsz = rv_module_num_sizes(t->m);
+    for (int s = 0; s < t->ns; s++)
+        if (memcmp(t->shapes[s].v, v, sizeof(int64_t) * (size_t)nsz) == 0)
+            return s;
+    return -1;
+}
+
+/* ---- the cost model ---- */
+
+static const float *feat_of(Tuner *t, int c, int s) {
+    if (!t->has_feat[c]) {
+        float *f = &t->feat[(size_t)c * t->ns * TUNE_F_COUNT];
+        if (tune_features(t->m, t->sp.cands[c].sched, t->shapes, t->ns, t->lanes, t->cores, f) !=
+            RV_OK)
+            t->ok[c] = -1; /* space.c lowered it already: not expected */
+        t->has_feat[c] = true;
+    }
+    return &t->feat[((size_t)c * t->ns + s) * TUNE_F_COUNT];
+}
+
+/* Useful over padded work of c's tile at s. */
+static double f_pad(const Tuner *t, int c, int s) {
+    double batch, rows, cols, red;
+    tune_stage_extents(&t->sp.stage, &t->shapes[s], &batch, &rows, &cols, &red);
+    const TuneCand *x = &t->sp.cands[c];
+    double ti = x->tile_i, tj = x->tile_j;
+    return rows / (ceil(rows / ti) * ti) * (cols / (ceil(cols / tj) * tj));
+}
+
+static double f_occ(Tuner *t, int c, int s) {
+    double v = t->occ_a * feat_of(t, c, s)[TUNE_F_OCCUPANCY] + t->occ_b;
+    return v < 0.05 ? 0.05 : v;
+}
+
+/* Fits f_MK to every measurement, then f_occ's line to what f_MK and
+ * f_pad leave. */
+static rv_status train(Tuner *t) {
+    int n = 0;
+    for (int i = 0; i < t->sp.len * t->ns; i++)
+        n += t->meas[i] > 0;
+    if (n < 4)
+        return RV_OK;
+    float *x = base_xcalloc((size_t)n * TUNE_F_COUNT, sizeof *x), *y = base_xcalloc((size_t)n, 4);
+    float *p = base_xcalloc((size_t)n, sizeof *p);
+    int *cs = base_xcalloc((size_t)n * 2, sizeof *cs), k = 0;
+    for (int c = 0; c < t->sp.len; c++)
+        for (int s = 0; s < t->ns; s++) {
+            double g = t->meas[c * t->ns + s];
+            if (g <= 0)
+                continue;
+            memcpy(&x[(size_t)k * TUNE_F_COUNT], feat_of(t, c, s), sizeof(float) * TUNE_F_COUNT);
+            y[k] = (float)log(g / (f_occ(t, c, s) * f_pad(t, c, s)));
+            cs[2 * k] = c;
+            cs[2 * k + 1] = s;
+            k++;
+        }
+    rv_status st = tune_xgb_train(t->xgb, x, n, TUNE_F_COUNT, y, NULL, 0);
+    if (st == RV_OK)
+        st = tune_xgb_predict(t->xgb, x, n, TUNE_F_COUNT, p);
+    if (st == RV_OK) {
+        /* least squares of g / (f_MK f_pad) on the occupancy */
+        double sx = 0, sy = 0, sxx = 0, sxy = 0;
+        for (int i = 0; i < n; i++) {
+            int c = cs[2 * i], s = cs[2 * i + 1];
+            double o = feat_of(t, c, s)[TUNE_F_OCCUPANCY];
+            double r = t->meas[c * t->ns + s] / (exp(p[i]) * f_pad(t, c, s));
+            sx += o, sy += r, sxx += o * o, sxy += o * r;
+        }
+        double det = n * sxx - sx * sx;
+        if (det > 1e-9 * n * n) {
+            double a = (n * sxy - sx * sy) / det, b = (sy - a * sx) / n;
+            if (a > 0 && a + b > 0.1) {
+                /* f_MK absorbs the scale: keep f_occ(1) near 1 */
+                t->occ_a = a / (a + b);
+                t->occ_b = b / (a + b);
+            }
+        }
+        t->trained = true;
+    }
+    base_free(cs);
+    base_free(p);
+    base_free(y);
+    base_free(x);
+    return st;
+}
+
+static bool in_pop(const Tuner *t, int c) {
+    for (int i = 0; i < t->npop; i++)
+        if (t->pop[i] == c)
+            return true;
+    return false;
+}
+
+/* Predicted GFLOP/s at every shape of the population's candidates and of
+ * the verified ones (what the dispatcher could choose today). */
+static rv_status predict(Tuner *t) {
+    if (!t->trained)
+        return RV_OK;
+    float *out = base_xcalloc((size_t)t->ns, sizeof *out);
+    rv_status st = RV_OK;
+    for (int c = 0; st == RV_OK && c < t->sp.len; c++) {
+        if (t->ok[c] <= 0 && !in_pop(t, c))
+            continue;
+        feat_of(t, c, 0);
+        st = tune_xgb_predict(t->xgb, &t->feat[(size_t)c * t->ns * TUNE_F_COUNT], t->ns, TUNE_F_COUNT,
+                              out);
+        for (int s = 0; st == RV_OK && s < t->ns; s++)
+            t->pred[c * t->ns + s] = (float)(exp(out[s]) * f_occ(t, c, s) * f_pad(t, c, s));
+    }
+    base_free(out);
+    return st;
+}
+
+/* A candidate's throughput at s as the dispatcher and the population see
+ * it: measured where it was, else predicted (0 before any model). */
+static double score(const Tuner *t, int c, int s) {
+    double g = t->meas[c * t->ns + s];
+    return g > 0 ? g : g < 0 ? 0 : t->trained ? t->pred[c * t->ns + s] : 0;
+}
+
+/* Keeps the better half of the population by weighted predicted
+ * throughput (relative to each shape's best), fills the rest with
+ * mutations of the kept and random candidates. */
+static void evolve(Tuner *t, int size) {
+    double *fit = base_xcalloc((size_t)t->npop, sizeof *fit);
+    for (int i = 0; i < t->npop; i++) {
+        int c = t->pop[i];
+        if (t->ok[c] < 0) {
+            fit[i] = -1;
+            continue;
+        }
+        for (int s = 0; s < t->ns; s++) {
+            double top = t->best[s];
+            for (int j = 0; j < t->npop; j++)
+                if (score(t, t->pop[j], s) > top)
+                    top = score(t, t->pop[j], s);
+            fit[i] += t->w[s] * (top > 0 ? score(t, c, s) / top : 0);
+        }
+    }
+    /* sort the population by fitness, best first (insertion: it is small) */
+    for (int i = 1; i < t->npop; i++)
+        for (int j = i; j > 0 && fit[j] > fit[j - 1]; j--) {
+            double f = fit[j];
+            fit[j] = fit[j - 1];
+            fit[j - 1] = f;
+            int c = t->pop[j];
+            t->pop[j] = t->pop[j - 1];
+            t->pop[j - 1] = c;
+        }
+    int keep = (t->npop + 1) / 2;
+    while (keep > 0 && fit[keep - 1] < 0)
+        keep--;
+    t->npop = keep;
+    for (int tries = 0; t->npop < size && tries < 8 * size; tries++) {
+        int c;
+        if (keep > 0 && tries % 3 != 2)
+            c = tune_space_neighbour(&t->sp, t->pop[next_rand(t) % (uint64_t)keep], next_rand(t));
+        else
+            c = (int)(next_rand(t) % (uint64_t)t->sp.len);
+        if (c >= 0 && t->ok[c] >= 0 && !in_pop(t, c))
+            t->pop[t->npop++] = c;
+    }
+    base_free(fit);
+}
+
+/* ---- choosing what to measure ---- */
+
+/* How far shape s lies from every shape measured or picked this round
+ * (in the order of the shapes: the range's order), ns when none is. */
+static double distance(const Tuner *t, int s, const bool *used) {
+    double near = (double)t->ns;
+    for (int q = 0; q < t->ns; q++)
+        if ((t->best[q] > 0 || used[q]) && fabs((double)(q - s)) < near)
+            near = fabs((double)(q - s));
+    return near;
+}
+
+/* A shape's expected gain (weighted): how much the population's best
+ * unmeasured candidate there is predicted to improve on what the
+ * dispatcher has for it today (the verified candidates, measured there or
+ * predicted), plus, for a shape with no measurement yet, a bonus that
+ * grows with its distance from the measured ones (what the model knows
+ * least). */
+static double gain(Tuner *t, int s, const bool *used) {
+    /* no model yet: spread the measurements over the range */
+    if (!t->trained)
+        return t->w[s] * distance(t, s, used);
+    double top = 0, cur = t->best[s];
+    for (int c = 0; c < t->sp.len; c++)
+        if (t->ok[c] > 0 && score(t, c, s) > cur)
+            cur = score(t, c, s);
+    for (int i = 0; i < t->npop; i++) {
+        int c = t->pop[i];
+        if (t->ok[c] >= 0 && t->meas[c * t->ns + s] == 0 && t->pred[c * t->ns + s] > top)
+            top = t->pred[c * t->ns + s];
+    }
+    if (top == 0)
+        return 0;
+    double g = cur > 0 ? top / cur - 1 : 1e3;
+    if (t->best[s] == 0)
+        g += distance(t, s, used) / t->ns;
+    return t->w[s] * (g > 0 ? g : 0);
+}
+
+typedef struct Pair {
+    int c, s;
+} Pair;
+
+/* The round's measurements: up to `want` pairs over the shapes of most gain. */
+static int choose(Tuner *t, Pair *out, int want) {
+    int nsh = t->o->shapes_per_round > 0 ? t->o->shapes_per_round : 2;
+    bool *used = base_xcalloc((size_t)t->ns, sizeof *used);
+    int n = 0;
+    for (int k = 0; k < nsh && n < want; k++) {
+        int s = -1;
+        double g = 0;
+        for (int q = 0; q < t->ns; q++) {
+            double x = used[q] ? 0 : gain(t, q, used);
+            if (x > g)
+                g = x, s = q;
+        }
+        if (s < 0)
+            break;
+        used[s] = true;
+        int per = (want - n) / (nsh - k);
+        if (per < 1)
+            per = 1;
+        /* the population's best predicted (any order before a model) */
+        for (int m = 0; m < per - 1 || (m < per && t->sp.len <= t->npop); m++) {
+            int pick = -1;
+            double top = -1;
+            for (int i = 0; i < t->npop; i++) {
+                int c = t->pop[i];
+                bool taken = false;
+                for (int j = 0; j < n; j++)
+                    taken |= out[j].c == c && out[j].s == s;
+                double v = t->trained ? t->pred[c * t->ns + s] : (double)(next_rand(t) % 1000);
+                if (!taken && t->ok[c] >= 0 && t->meas[c * t->ns + s] == 0 && v > top)
+                    top = v, pick = c;
+            }
+            if (pick < 0)
+                break;
+            out[n++] = (Pair){pick, s};
+        }
+        /* one from anywhere in the space */
+        for (int tries = 0; tries < 16 && n < want; tries++) {
+            int c = (int)(next_rand(t) % (uint64_t)t->sp.len);
+            bool taken = false;
+            for (int j = 0; j < n; j++)
+                taken |= out[j].c == c && out[j].s == s;
+            if (!taken && t->ok[c] >= 0 && t->meas[c * t->ns + s] == 0) {
+                out[n++] = (Pair){c, s};
+                break;
+            }
+        }
+    }
+    base_free(used);
+    return n;
+}
+
+/* ---- measuring ---- */
+
+static void record(Tuner *t, int c, int s, double seconds, TuneStatus st) {
+    if (!t->o->records)
+        return;
+    int nsz = rv_module_num_sizes(t->m);
+    const char *names[8];
+    for (int i = 0; i < nsz; i++)
+        names[i] = size_name(t, i);
+    TuneRecord r = {.program = t->program,
+                    .machine = buf_str(&t->machine),
+                    .trace = t->sp.cands[c].sched,
+                    .nsizes = nsz,
+                    .size_names = names,
+                    .size_values = t->shapes[s].v,
+                    .seconds = seconds,
+                    .status = st};
+    if (tune_record_append(t->o->records, &r) != RV_OK)
+        fprintf(stderr, "ravel tune: warning: %s\n", rv_last_error());
+}
+
+/* Whether c's tiles leave a partial tile at shape s. */
+static bool partial_tile(const Tuner *t, int c, int s) {
+    double batch, rows, cols, red;
+    tune_stage_extents(&t->sp.stage, &t->shapes[s], &batch, &rows, &cols, &red);
+    const TuneCand *x = &t->sp.cands[c];
+    return fmod(rows, x->tile_i) != 0 || fmod(cols, x->tile_j) != 0;
+}
+
+/* The shapes to check candidate c at (indices into t->shapes): the
+ * smallest of the range, and the smallest whose tiles differ from it in
+ * leaving a partial tile (else the next smallest): small, so the
+ * interpreter is quick, and with both kinds of tile where the range has
+ * them. Returns how many (1 or 2). */
+static int check_shapes(const Tuner *t, int c, int out[2]) {
+    int first = 0;
+    for (int s = 1; s < t->ns; s++)
+        if (t->gflop[s] < t->gflop[first])
+            first = s;
+    out[0] = first;
+    bool part = partial_tile(t, c, first);
+    int next = -1;
+    for (int pass = 0; pass < 2 && next < 0; pass++)
+        for (int s = 0; s < t->ns; s++)
+            if (s != first && (pass == 1 || partial_tile(t, c, s) != part) &&
+                (next < 0 || t->gflop[s] < t->gflop[next]))
+                next = s;
+    if (next < 0)
+        return 1;
+    out[1] = next;
+    return 2;
+}
+
+/* The interpreter's results at shape s, computed once per shape. */
+static const rv_bindings *reference(Tuner *t, int s) {
+    if (!t->refs[s] && tune_reference(t->m, &t->shapes[s], 7, &t->refs[s]) != RV_OK)
+        fprintf(stderr, "ravel tune: the interpreter failed: %s\n", rv_last_error());
+    return t->refs[s];
+}
+
+static void mark_failed(Tuner *t, int c, const Pair *pairs, int n, TuneStatus st) {
+    t->ok[c] = -1;
+    for (int j = 0; j < n; j++)
+        if (pairs[j].c == c) {
+            t->meas[c * t->ns + pairs[j].s] = -1;
+            t->res->measured++;
+            record(t, c, pairs[j].s, 0, st);
+        }
+}
+
+/* Checks (first time) and times candidate `c` (variant v of bt) on its
+ * pairs of the round. */
+static void measure_cand(Tuner *t, TuneBatch *bt, int v, int c, const Pair *pairs, int n) {
+    if (t->ok[c] == 0) {
+        int cs[2], ncs = check_shapes(t, c, cs);
+        bool good = true;
+        rv_status st = RV_OK;
+        for (int q = 0; q < ncs && good && st == RV_OK; q++) {
+            const rv_bindings *ref = reference(t, cs[q]);
+            st = ref ? tune_batch_check(bt, v, t->m, &t->shapes[cs[q]], 7, ref, &good)
+                     : RV_ERR_ARG;
+        }
+        if (st != RV_OK || !good) {
+            /* a legal schedule computes what the interpreter does: either
+             * is a bug in ravel, reported with the schedule */
+            Buf d = {0};
+            tune_cand_describe(&t->sp.cands[c], &d);
+            if (st != RV_OK)
+                fprintf(stderr, "ravel tune: BUG: candidate '%s' failed to run: %s; its schedule:\n%s",
+                        buf_str(&d), rv_last_error(), t->sp.cands[c].sched);
+            else
+                fprintf(stderr,
+                        "ravel tune: BUG: candidate '%s' differs from the interpreter; its schedule:\n%s",
+                        buf_str(&d), t->sp.cands[c].sched);
+            buf_free(&d);
+            t->res->wrong += st == RV_OK;
+            mark_failed(t, c, pairs, n, st == RV_OK ? TUNE_STATUS_WRONG : TUNE_STATUS_FAILED);
+            return;
+        }
+        t->ok[c] = 1;
+    }
+    int reps = t->o->repeats > 0 ? t->o->repeats : 5;
+    for (int j = 0; j < n; j++) {
+        if (pairs[j].c != c)
+            continue;
+        int s = pairs[j].s;
+        double sec = 0;
+        rv_status st = tune_batch_time(bt, v, t->m, &t->shapes[s], reps, 0.02, &sec);
+        t->res->measured++;
+        if (st != RV_OK || sec <= 0) {
+            t->meas[c * t->ns + s] = -1;
+            record(t, c, s, 0, TUNE_STATUS_FAILED);
+            continue;
+        }
+        double g = t->gflop[s] / sec;
+        t->meas[c * t->ns + s] = g;
+        if (g > t->best[s])
+            t->best[s] = g;
+        record(t, c, s, sec, TUNE_STATUS_OK);
+    }
+}
+
+static void measure(Tuner *t, const Pair *pairs, int n) {
+    int cands[64], nc = 0;
+    for (int j = 0; j < n; j++) {
+        bool seen = false;
+        for (int q = 0; q < nc; q++)
+            seen |= cands[q] == pairs[j].c;
+        if (!seen && nc < 64)
+            cands[nc++] = pairs[j].c;
+    }
+    const char *sch[64];
+    for (int q = 0; q < nc; q++)
+        sch[q] = t->sp.cands[cands[q]].sched;
+    double t0 = rt_now_seconds();
+    TuneBatch bt;
+    rv_status st = tune_batch_compile(t->m, nc, sch, t->o->threads, &bt);
+    if (st == RV_OK) {
+        t->res->compile_seconds += rt_now_seconds() - t0;
+        double t1 = rt_now_seconds();
+        for (int q = 0; q < nc; q++)
+            measure_cand(t, &bt, q, cands[q], pairs, n);
+        tune_batch_free(&bt);
+        t->res->measure_seconds += rt_now_seconds() - t1;
+        return;
+    }
+    /* one of them does not compile: compile each alone to find it */
+    for (int q = 0; q < nc; q++) {
+        double t2 = rt_now_seconds();
+        st = tune_batch_compile(t->m, 1, &sch[q], t->o->threads, &bt);
+        t->res->compile_seconds += rt_now_seconds() - t2;
+        if (st != RV_OK) {
+            fprintf(stderr, "ravel tune: candidate does not compile: %s\n", rv_last_error());
+            mark_failed(t, cands[q], pairs, n, TUNE_STATUS_FAILED);
+            continue;
+        }
+        double t1 = rt_now_seconds();
+        measure_cand(t, &bt, 0, cands[q], pairs, n);
+        tune_batch_free(&bt);
+        t->res->measure_seconds += rt_now_seconds() - t1;
+    }
+}
+
+/* ---- records: resuming ---- */
+
+static rv_status resume(Tuner *t) {
+    if (!t->o->records)
+        return RV_OK;
+    TuneRecords rs;
+    tune_records_init(&rs);
+    rv_status st = tune_records_load(t->o->records, &rs);
+    if (st == RV_OK && rs.warnings.len && !t->o->quiet)
+        fprintf(stderr, "ravel tune: %s", buf_str(&rs.warnings));
+    int nsz = rv_module_num_sizes(t->m);
+    for (int i = 0; st == RV_OK && i < rs.len; i++) {
+        const TuneRecord *r = &rs.data[i];
+        if (strcmp(r->program, t->program) != 0 || strcmp(r->machine, buf_str(&t->machine)) != 0 ||
+            r->nsizes != nsz)
+            continue;
+        intptr_t c = (intptr_t)strmap_get(&t->by_sched, r->trace) - 1;
+        /* the shape in the module's order (records sort it by name) */
+        int64_t v[8];
+        int found = 0;
+        for (int q = 0; q < nsz; q++)
+            for (int p = 0; p < nsz; p++)
+                if (strcmp(r->size_names[p], size_name(t, q)) == 0)
+                    v[q] = r->size_values[p], found++;
+        int s = found == nsz ? find_shape(t, v) : -1;
+        if (c < 0 || s < 0)
+            continue;
+        if (r->status == TUNE_STATUS_OK && r->seconds > 0) {
+            double g = t->gflop[s] / r->seconds;
+            t->meas[c * t->ns + s] = g;
+            t->ok[c] = t->ok[c] < 0 ? -1 : 1;
+            if (g > t->best[s])
+                t->best[s] = g;
+        } else {
+            t->meas[c * t->ns + s] = -1;
+            t->ok[c] = -1;
+        }
+        t->res->reused++;
+    }
+    tune_records_free(&rs);
+    return st;
+}
+
+/* ---- progress ---- */
+
+static void progress(Tuner *t, int round, int trials, const Pair *pairs, int npairs) {
+    if (t->o->quiet)
+        return;
+    int done = t->res->measured + t->res->reused;
+    double el = rt_now_seconds() - t->t0;
+    double eta = t->res->measured > 0 ? el / t->res->measured * (trials - done) : 0;
+    double lo = 1e30, logsum = 0;
+    int n = 0;
+    for (int s = 0; s < t->ns; s++)
+        if (t->best[s] > 0) {
+            lo = t->best[s] < lo ? t->best[s] : lo;
+            logsum += log(t->best[s]);
+            n++;
+        }
+    fprintf(stderr, "[tune] round %d: %d/%d trials, %d of %d shapes measured", round, done, trials,
+            n, t->ns);
+    if (n)
+        fprintf(stderr, ", best GFLOP/s: min %.2f, geomean %.2f", lo, exp(logsum / n));
+    fprintf(stderr, ", %.0fs elapsed, ETA %.0fs\n", el, eta > 0 ? eta : 0);
+    /* the shapes of this round and their best so far */
+    Buf b = {0};
+    for (int j = 0; j < npairs; j++) {
+        int s = pairs[j].s;
+        bool first = true;
+        for (int q = 0; q < j; q++)
+            first &= pairs[q].s != s;
+        if (!first)
+            continue;
+        buf_puts(&b, b.len ? ", " : "        ");
+        for (int i = 0; i < rv_module_num_sizes(t->m); i++)
+            buf_printf(&b, "%s%s=%lld", i ? "," : "", size_name(t, i),
+                       (long long)t->shapes[s].v[i]);
+        buf_printf(&b, ": %.2f GFLOP/s", t->best[s]);
+    }
+    if (b.len)
+        fprintf(stderr, "%s\n", buf_str(&b));
+    buf_free(&b);
+}
+
+/* ---- the dispatcher ---- */
+
+static rv_status dispatcher(Tuner *t) {
+    TuneResult *r = t->res;
+    int *vote = base_xcalloc((size_t)t->ns, sizeof *vote);
+    for (int s = 0; s < t->ns; s++) {
+        vote[s] = -1;
+        double top = 0;
+        for (int c = 0; c < t->sp.len; c++)
+            if (t->ok[c] > 0 && score(t, c, s) > top)
+                top = score(t, c, s), vote[s] = c;
+        if (vote[s] < 0) {
+            /* a verified candidate not measured here, before a model */
+            for (int c = 0; c < t->sp.len && vote[s] < 0; c++)
+                if (t->ok[c] > 0)
+                    vote[s] = c;
+        }
+        if (vote[s] < 0) {
+            base_free(vote);
+            return base_error(RV_ERR_ARG,
+                              "ravel tune: no candidate was measured correct: raise --trials");
+        }
+    }
+    /* merge: the kernels the most weight of shapes voted for */
+    int maxv = t->o->max_variants > 0 ? t->o->max_variants : 4;
+    double *wsum = base_xcalloc((size_t)t->sp.len, sizeof *wsum);
+    for (int s = 0; s < t->ns; s++)
+        wsum[vote[s]] += t->w[s];
+    int kept[16], nk = 0;
+    while (nk < maxv && nk < 16) {
+        int b = -1;
+        for (int c = 0; c < t->sp.len; c++)
+            if (wsum[c] > 0 && (b < 0 || wsum[c] > wsum[b]))
+                b = c;
+        if (b < 0)
+            break;
+        kept[nk++] = b;
+        wsum[b] = 0;
+    }
+    r->nshapes = t->ns;
+    r->shapes = base_xcalloc((size_t)t->ns, sizeof *r->shapes);
+    r->shape_variant = base_xcalloc((size_t)t->ns, sizeof *r->shape_variant);
+    r->shape_gflops = base_xcalloc((size_t)t->ns, sizeof *r->shape_gflops);
+    int64_t *sizes = base_xcalloc((size_t)t->ns * 8, sizeof *sizes);
+    int nsz = rv_module_num_sizes(t->m);
+    for (int s = 0; s < t->ns; s++) {
+        int b = 0;
+        for (int k = 1; k < nk; k++)
+            if (score(t, kept[k], s) > score(t, kept[b], s))
+                b = k;
+        r->shapes[s] = t->shapes[s];
+        r->shape_variant[s] = b;
+        r->shape_gflops[s] = score(t, kept[b], s);
+        memcpy(&sizes[(size_t)s * nsz], t->shapes[s].v, sizeof(int64_t) * (size_t)nsz);
+    }
+    r->nvariants = nk;
+    r->variant_sched = base_xcalloc((size_t)nk, sizeof(char *));
+    r->variant_desc = base_xcalloc((size_t)nk, sizeof(char *));
+    for (int k = 0; k < nk; k++) {
+        const char *sc = t->sp.cands[kept[k]].sched;
+        r->variant_sched[k] = base_xmalloc(strlen(sc) + 1);
+        strcpy(r->variant_sched[k], sc);
+        Buf d = {0};
+        tune_cand_describe(&t->sp.cands[kept[k]], &d);
+        r->variant_desc[k] = base_xmalloc(d.len + 1);
+        memcpy(r->variant_desc[k], buf_str(&d), d.len + 1);
+        buf_free(&d);
+    }
+    rv_status st = tune_dtree_train(sizes, r->shape_variant, t->w, t->ns, nsz, 0, &r->tree);
+    base_free(sizes);
+    base_free(wsum);
+    base_free(vote);
+    return st;
+}
+
+/* ---- the run ---- */
+
+static void tuner_free(Tuner *t) {
+    tune_space_free(&t->sp);
+    base_free(t->shapes);
+    base_free(t->w);
+    base_free(t->feat);
+    base_free(t->has_feat);
+    base_free(t->gflop);
+    base_free(t->ok);
+    base_free(t->meas);
+    base_free(t->best);
+    base_free(t->pred);
+    base_free(t->pop);
+    for (int s = 0; t->refs && s < t->ns; s++)
+        rv_bindings_free(t->refs[s]);
+    base_free(t->refs);
+    tune_xgb_free(t->xgb);
+    buf_free(&t->machine);
+    strmap_free(&t->by_sched);
+}
+
+static rv_status setup(Tuner *t, const char *program_text) {
+    rv_status st = tune_xgb_available();
+    if (st != RV_OK)
+        return st;
+    if (rv_module_num_sizes(t->m) < 1 || rv_module_num_sizes(t->m) > 8)
+        return base_error(RV_ERR_UNSUPPORTED,
+                          "ravel tune: the program has %d size variables (1 to 8 are tuned)",
+                          rv_module_num_sizes(t->m));
+    st = tune_space_build(t->m, t->hw, &t->sp);
+    if (st != RV_OK)
+        return st;
+    t->lanes = t->hw->vector_bytes > 0 ? t->hw->vector_bytes / (int)t->sp.stage.dsize : 1;
+    const TuneOptions *o = t->o;
+    default_shapes(t);
+    if (o->shapes && o->nshapes > 0) {
+        /* the workload's shapes weigh their frequency; the rest of the
+         * range stays, at a hundredth of the rarest, so the dispatcher is
+         * trained over the whole range while the effort follows the
+         * workload */
+        double rare = 1e300;
+        for (int q = 0; q < o->nshapes; q++) {
+            double wq = o->weights ? o->weights[q] : 1;
+            rare = wq < rare ? wq : rare;
+        }
+        for (int s = 0; s < t->ns; s++)
+            t->w[s] = rare / 100;
+        t->shapes = base_xrealloc(t->shapes, sizeof *t->shapes * (size_t)(t->ns + o->nshapes));
+        t->w = base_xrealloc(t->w, sizeof *t->w * (size_t)(t->ns + o->nshapes));
+        for (int q = 0; q < o->nshapes; q++) {
+            int s = find_shape(t, o->shapes[q].v);
+            if (s < 0) {
+                s = t->ns++;
+                t->shapes[s] = o->shapes[q];
+            }
+            t->w[s] = o->weights ? o->weights[q] : 1;
+        }
+    }
+    size_t cs = (size_t)t->sp.len * (size_t)t->ns;
+    t->feat = base_xcalloc(cs * TUNE_F_COUNT, sizeof *t->feat);
+    t->has_feat = base_xcalloc((size_t)t->sp.len, sizeof *t->has_feat);
+    t->ok = base_xcalloc((size_t)t->sp.len, 1);
+    t->meas = base_xcalloc(cs, sizeof *t->meas);
+    t->pred = base_xcalloc(cs, sizeof *t->pred);
+    t->best = base_xcalloc((size_t)t->ns, sizeof *t->best);
+    t->gflop = base_xcalloc((size_t)t->ns, sizeof *t->gflop);
+    t->refs = base_xcalloc((size_t)t->ns, sizeof *t->refs);
+    for (int s = 0; s < t->ns; s++) {
+        double batch, rows, cols, red;
+        tune_stage_extents(&t->sp.stage, &t->shapes[s], &batch, &rows, &cols, &red);
+        t->gflop[s] = 2e-9 * batch * rows * cols * red;
+    }
+    for (int c = 0; c < t->sp.len; c++)
+        strmap_put(&t->by_sched, t->sp.cands[c].sched, (void *)(intptr_t)(c + 1));
+    char hex[17];
+    hash_hex(hash_str(program_text), hex);
+    memcpy(t->program, hex, sizeof hex);
+    tune_hw_machine_id(t->hw, &t->machine);
+    XgbParams xp = {.rounds = 60, .max_depth = 5, .eta = 0.2, .nthread = 1, .seed = (int)o->seed};
+    st = tune_xgb_new(&xp, &t->xgb);
+    if (st != RV_OK)
+        return st;
+    t->occ_a = 1;
+    t->occ_b = 0;
+    t->rng = o->seed * 0x9E3779B97F4A7C15ull + 0x2545F4914F6CDD1Dull;
+    if (!t->rng)
+        t->rng = 1;
+    t->pop = base_xcalloc((size_t)t->sp.len, sizeof *t->pop);
+    return resume(t);
+}
+
+rv_status tune_run(rv_module *m, const char *program_text, const TuneOptions *opt,
+                   TuneResult *out) {
+    memset(out, 0, sizeof *out);
+    Tuner t = {.m = m, .o = opt, .hw = tune_hw(), .res = out, .t0 = rt_now_seconds()};
+    t.cores = t.hw->usable_cores > 0 ? t.hw->usable_cores : 1;
+    if (opt->threads > 0 && opt->threads < t.cores)
+        t.cores = opt->threads;
+    rv_status st = setup(&t, program_text);
+    int trials = opt->trials > 0 ? opt->trials : 64;
+    int batch = opt->batch > 0 ? opt->batch : 8;
+    if (batch > 64)
+        batch = 64;
+    int popsize = t.sp.len < 32 ? t.sp.len : 32;
+    if (st == RV_OK) {
+        if (!opt->quiet)
+            fprintf(stderr, "[tune] %s: %d candidates (%d refused by the checker), %d shapes, "
+                            "%d trials (%d from the records)\n",
+                    t.sp.stage.name, t.sp.len, t.sp.rejected, t.ns, trials, out->reused);
+        evolve(&t, popsize);
+        st = train(&t);
+    }
+    Pair pairs[64];
+    if (st == RV_OK && opt->replay && out->reused == 0)
+        st = base_error(RV_ERR_ARG,
+                        "%s has no tuning records of this program (%s) on this machine class "
+                        "(%s): run `ravel tune` with --records first",
+                        opt->records ? opt->records : "(no records file)", t.program,
+                        buf_str(&t.machine));
+    for (int round = 1; st == RV_OK && !opt->replay && out->measured + out->reused < trials;
+         round++) {
+        if ((st = predict(&t)) != RV_OK)
+            break;
+        int want = trials - out->measured - out->reused;
+        int n = choose(&t, pairs, want < batch ? want : batch);
+        if (n == 0)
+            break; /* every candidate of the population measured everywhere */
+        measure(&t, pairs, n);
+        if ((st = train(&t)) != RV_OK || (st = predict(&t)) != RV_OK)
+            break;
+        evolve(&t, popsize);
+        progress(&t, round, trials, pairs, n);
+    }
+    if (st == RV_OK) {
+        /* the dispatcher ranks every verified candidate */
+        t.npop = 0;
+        for (int c = 0; c < t.sp.len; c++)
+            if (t.ok[c] > 0)
+                t.pop[t.npop++] = c;
+        st = predict(&t);
+    }
+    if (st == RV_OK)
+        st = dispatcher(&t);
+    out->total_seconds = rt_now_seconds() - t.t0;
+    tuner_free(&t);
+    if (st != RV_OK)
+        tune_result_free(out);
+    return st;
+}
+
+void tune_result_dispatch_c(const TuneResult *r, rv_module *m, const char *name, Buf *out) {
+    const char *vars[8];
+    int n = rv_module_num_sizes(m);
+    for (int i = 0; i < n && i < 8; i++)
+        vars[i] = rv_size_name(rv_module_size_at(m, i));
+    tune_dtree_emit_c(&r->tree, name, vars, (const char *const *)r->variant_desc, out);
+}
+
+void tune_result_free(TuneResult *r) {
+    for (int k = 0; k < r->nvariants; k++) {
+        base_free(r->variant_sched[k]);
+        base_free(r->variant_desc[k]);
+    }
+    base_free(r->variant_sched);
+    base_free(r->variant_desc);
+    tune_dtree_free(&r->tree);
+    base_free(r->shapes);
+    base_free(r->shape_variant);
+    base_free(r->shape_gflops);
+    memset(r, 0, sizeof *r);
+}

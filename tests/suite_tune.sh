@@ -1,0 +1,93 @@
+#!/bin/sh
+# suite_tune.sh — `ravel tune` and `ravel build --records` on the command
+# line (tools/cmd_tune.c, docs/tuning.md): usage errors, located errors in
+# a --shapes file, a program with nothing to tune, and a tiny tuning run
+# whose outputs run (OUT.rv checked against the interpreter) and build
+# (NAME.c with the tree as NAME_dispatch). Nothing depends on timings.
+# Without XGBoost the tuning run is skipped (its error is checked). The
+# last line is "tune: N passed, M failed".
+BUILD=${BUILD:-build}
+RAVEL="$BUILD/ravel"
+export RAVEL_CACHE_DIR=${RAVEL_CACHE_DIR:-$(mktemp -d)}
+passed=0
+failed=0
+out=$(mktemp)
+wd=$(mktemp -d)
+trap 'rm -rf "$out" "$wd"' EXIT
+
+# expect_status STATUS PATTERN COMMAND...: the exit status is STATUS and
+# the output (stdout and stderr) contains the fixed string PATTERN.
+expect_status() {
+    want=$1 pattern=$2
+    shift 2
+    "$@" >"$out" 2>&1
+    rc=$?
+    if [ "$rc" -eq "$want" ] && grep -qF -- "$pattern" "$out"; then
+        passed=$((passed + 1))
+    else
+        echo "FAIL $* (exit status $rc, expected $want and '$pattern')"
+        sed 's/^/  got: /' "$out"
+        failed=$((failed + 1))
+    fi
+}
+
+cat >"$wd/tiny.rv" <<'EOF'
+size M in 1..6
+input X : f32[M, 16]
+input W : f32[32, 16]
+Y[i, j] = sum(k < 16) X[i, k] * W[j, k]
+EOF
+
+expect_status 0 "vector width:" "$RAVEL" tune --hw
+expect_status 2 "ravel tune: bad option --trials x" "$RAVEL" tune "$wd/tiny.rv" --trials x
+expect_status 2 "no .rv file" "$RAVEL" tune --trials 4
+expect_status 1 "nothing to tune" "$RAVEL" tune examples/softmax.rv --trials 4
+printf '2 5\n# a comment\n\n9\n' >"$wd/shapes.txt"
+expect_status 1 "$wd/shapes.txt:4: error: M = 9 is outside its range 1..6" \
+    "$RAVEL" tune "$wd/tiny.rv" --shapes "$wd/shapes.txt"
+printf '2 5 7\n' >"$wd/bad.txt"
+expect_status 1 "$wd/bad.txt:1: error: expected 1 size value(s) and an optional weight" \
+    "$RAVEL" tune "$wd/tiny.rv" --shapes "$wd/bad.txt"
+expect_status 1 "has no tuning records of this program" \
+    "$RAVEL" build "$wd/tiny.rv" --records "$wd/none.jsonl" -o "$wd/none"
+expect_status 2 "no --variant or --dispatch with it" \
+    "$RAVEL" build "$wd/tiny.rv" --records "$wd/none.jsonl" --variant x -o "$wd/none"
+
+if RAVEL_XGBOOST=/nonexistent/libxgboost.so "$RAVEL" tune "$wd/tiny.rv" >"$out" 2>&1; then
+    echo "FAIL ravel tune without XGBoost succeeded"
+    failed=$((failed + 1))
+elif grep -qF "install the Debian package libxgboost-dev" "$out"; then
+    passed=$((passed + 1))
+else
+    echo "FAIL ravel tune without XGBoost: no message naming the package"
+    sed 's/^/  got: /' "$out"
+    failed=$((failed + 1))
+fi
+
+printf '1\n4 3\n' >"$wd/shapes.txt"
+"$RAVEL" tune "$wd/tiny.rv" --trials 4 --batch 2 --threads 1 --shapes "$wd/shapes.txt" \
+    --records "$wd/r.jsonl" -o "$wd/t" >"$wd/log" 2>&1
+rc=$?
+if [ $rc -ne 0 ] && grep -qF "libxgboost-dev" "$wd/log"; then
+    echo "skipped the tuning run: XGBoost is not installed"
+else
+    expect_status 0 "4 measurements (0 from the records)" cat "$wd/log"
+    expect_status 0 "Y: 64 elements" "$RAVEL" run "$wd/t.rv" --size M=2 --random 1 --check
+    expect_status 0 "int t_dispatch(const int64_t *sizes, void *user)" cat "$wd/t_dispatch.c"
+    expect_status 0 "4 measurements (4 from the records)" \
+        "$RAVEL" tune "$wd/tiny.rv" --trials 4 --shapes "$wd/shapes.txt" --records "$wd/r.jsonl"
+    expect_status 0 "wrote" "$RAVEL" build "$wd/tiny.rv" --records "$wd/r.jsonl" -o "$wd/b"
+    expect_status 0 "" ${CC:-cc} -std=c11 -c "$wd/b.c" -o "$wd/b.o"
+    # the written variants and dispatch, as OUT.rv's comment says to build them
+    set -- "$wd"/t.v*.sched
+    if [ $# -gt 1 ]; then
+        vs=""
+        for f in "$@"; do vs="$vs --variant $f"; done
+        expect_status 0 "wrote" "$RAVEL" build "$wd/t.rv" -o "$wd/t" $vs --dispatch extern
+        expect_status 0 "" ${CC:-cc} -std=c11 -shared -fPIC -Wl,--no-undefined -o "$wd/libt.so" \
+            "$wd/t.c" "$wd/t_dispatch.c" -lm
+    fi
+fi
+
+echo "tune: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,175 @@
+/* test_tune_search.c — a tiny tuning run end to end (src/tune/search.c,
+ * measure.c): a few trials on a tiny dense operator over a small size
+ * range. Every kernel the dispatcher chose matches the interpreter at
+ * every shape of the range, the dispatcher covers the whole range, and a
+ * resumed run measures nothing twice. Without XGBoost, tuning fails with
+ * the message naming the package (and the rest is skipped). Nothing here
+ * depends on which candidate is faster: timings on a shared machine are
+ * noise. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "tune/tune.h"
+
+static const char *tiny = "size M in 1..9\n"
+                          "input X : f32[M, 16]\n"
+                          "input W : f32[32, 16]\n"
+                          "input bias : f32[32]\n"
+                          "Y[i, j] = gelu(sum(k < 16) X[i, k] * W[j, k] + bias[j])\n";
+
+static char dir[] = "/tmp/ravel_test_tune_XXXXXX";
+static char records[128];
+
+static TuneOptions options(int trials) {
+    TuneOptions o = {.trials = trials,
+                     .batch = 4,
+                     .threads = 1,
+                     .repeats = 1,
+                     .seed = 3,
+                     .records = records,
+                     .quiet = true};
+    return o;
+}
+
+static void test_missing_xgboost(void) {
+    setenv("RAVEL_XGBOOST", "/nonexistent/libxgboost.so", 1);
+    rv_module *m = NULL;
+    CHECK_EQ_INT(rv_module_parse("tiny.rv", tiny, &m), RV_OK);
+    TuneOptions o = options(4);
+    o.records = NULL;
+    TuneResult r;
+    CHECK_EQ_INT(tune_run(m, tiny, &o, &r), RV_ERR_UNSUPPORTED);
+    CHECK_STR_CONTAINS(rv_last_error(), "libxgboost-dev");
+    rv_module_free(m);
+    unsetenv("RAVEL_XGBOOST");
+}
+
+static int tree_dispatch(const int64_t *sizes, void *user) {
+    return tune_dtree_eval(user, sizes);
+}
+
+/* Each record's (trace, shape) once. */
+static int count_records(bool *unique) {
+    TuneRecords rs;
+    tune_records_init(&rs);
+    CHECK_EQ_INT(tune_records_load(records, &rs), RV_OK);
+    *unique = true;
+    for (int i = 0; i < rs.len; i++)
+        for (int j = 0; j < i; j++)
+            if (strcmp(rs.data[i].trace, rs.data[j].trace) == 0 &&
+                rs.data[i].size_values[0] == rs.data[j].size_values[0])
+                *unique = false;
+    int n = rs.len;
+    tune_records_free(&rs);
+    return n;
+}
+
+static void test_tiny_tuning(void) {
+    rv_module *m = NULL;
+    CHECK_EQ_INT(rv_module_parse("tiny.rv", tiny, &m), RV_OK);
+    TuneOptions o = options(8);
+    TuneResult r;
+    CHECK_EQ_INT(tune_run(m, tiny, &o, &r), RV_OK);
+    if (r.nvariants == 0) {
+        printf("tuning failed: %s\n", rv_last_error());
+        rv_module_free(m);
+        return;
+    }
+    CHECK_EQ_INT(r.measured, 8);
+    CHECK_EQ_INT(r.reused, 0);
+    CHECK_EQ_INT(r.wrong, 0);
+    /* the whole range, each shape to a variant, as the tree says */
+    CHECK_EQ_INT(r.nshapes, 9);
+    CHECK(r.nvariants >= 1 && r.nvariants <= 4);
+    for (int s = 0; s < r.nshapes; s++) {
+        CHECK_EQ_INT((int)r.shapes[s].v[0], s + 1);
+        int v = tune_dtree_eval(&r.tree, r.shapes[s].v);
+        CHECK(v >= 0 && v < r.nvariants);
+        CHECK_EQ_INT(v, r.shape_variant[s]);
+    }
+    /* the tuned program: its variants behind the tree, against the
+     * interpreter at every shape */
+    rv_dispatch d = {.fn = tree_dispatch, .user = &r.tree};
+    rv_compile_options co = {.threads = 1};
+    rv_program *p = NULL;
+    CHECK_EQ_INT(rv_program_compile_variants(m, r.nvariants, (const char *const *)r.variant_sched,
+                                             &d, &co, &p),
+                 RV_OK);
+    for (int64_t M = 1; p && M <= 9; M++) {
+        rv_bindings *want = rv_bindings_new(m), *got = rv_bindings_new(m);
+        CHECK_EQ_INT(rv_bindings_set_size(want, "M", M), RV_OK);
+        CHECK_EQ_INT(rv_bindings_set_size(got, "M", M), RV_OK);
+        CHECK_EQ_INT(rv_bindings_randomize(want, (uint64_t)M), RV_OK);
+        CHECK_EQ_INT(rv_bindings_randomize(got, (uint64_t)M), RV_OK);
+        CHECK_EQ_INT(rv_interp_run(m, want), RV_OK);
+        CHECK_EQ_INT(rv_program_run(p, got), RV_OK);
+        CHECK_EQ_INT(rv_program_last_variant(p), r.shape_variant[M - 1]);
+        CHECK_SAME_TENSOR(want, got, "Y", 1e-4);
+        rv_bindings_free(got);
+        rv_bindings_free(want);
+    }
+    rv_program_free(p);
+    Buf c = {0};
+    tune_result_dispatch_c(&r, m, "tiny", &c);
+    CHECK_STR_CONTAINS(buf_str(&c), "int tiny_dispatch(const int64_t *sizes)");
+    buf_free(&c);
+    tune_result_free(&r);
+    bool unique;
+    CHECK_EQ_INT(count_records(&unique), 8);
+    CHECK(unique);
+
+    /* resumed with the same budget: every trial is in the records */
+    CHECK_EQ_INT(tune_run(m, tiny, &o, &r), RV_OK);
+    CHECK_EQ_INT(r.measured, 0);
+    CHECK_EQ_INT(r.reused, 8);
+    tune_result_free(&r);
+    CHECK_EQ_INT(count_records(&unique), 8);
+
+    /* a larger budget measures only what is new */
+    o.trials = 11;
+    CHECK_EQ_INT(tune_run(m, tiny, &o, &r), RV_OK);
+    CHECK_EQ_INT(r.reused, 8);
+    CHECK_EQ_INT(r.measured, 3);
+    char *last = r.variant_sched[0];
+    r.variant_sched[0] = NULL;
+    tune_result_free(&r);
+    CHECK_EQ_INT(count_records(&unique), 11);
+    CHECK(unique);
+
+    /* replay (ravel build --records): the records decide, nothing is
+     * measured, the same kernels come out */
+    o.replay = true;
+    CHECK_EQ_INT(tune_run(m, tiny, &o, &r), RV_OK);
+    CHECK_EQ_INT(r.measured, 0);
+    CHECK(r.nvariants >= 1 && strcmp(r.variant_sched[0], last) == 0);
+    tune_result_free(&r);
+    base_free(last);
+    /* another program has no records here: said so */
+    CHECK_EQ_INT(tune_run(m, "another program", &o, &r), RV_ERR_ARG);
+    CHECK_STR_CONTAINS(rv_last_error(), "no tuning records of this program");
+    CHECK_EQ_INT(count_records(&unique), 11);
+    rv_module_free(m);
+}
+
+int main(void) {
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(records, sizeof records, "%s/records.jsonl", dir);
+    const char *user = getenv("RAVEL_XGBOOST");
+    char *saved = user ? strdup(user) : NULL;
+    RUN(test_missing_xgboost);
+    if (saved)
+        setenv("RAVEL_XGBOOST", saved, 1);
+    free(saved);
+    if (tune_xgb_available() != RV_OK) {
+        printf("skipped: XGBoost is not installed: %s\n", rv_last_error());
+        return harness_report_named("tests/unit/test_tune_search.c(SKIPPED:no-libxgboost-dev)");
+    }
+    RUN(test_tiny_tuning);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    CHECK_EQ_INT(system(cmd), 0);
+    return harness_report();
+}
