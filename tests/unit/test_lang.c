@@ -766,11 +766,12 @@ static void test_recurse_parse(void) {
     rv_free(s);
     rv_module_free(m);
     /* sequences and DAGs; no roots, no data */
-    m = parse_ok("size N in 1..8\nstructure S : sequence(N) { children p, np }\n"
-                 "structure D : dag(N, 2) { children c, nc }\n"
-                 "ufun f[n < N] in 0..np[n]\n"
-                 "recurse R over S { x[n, j < 2] = sum(k < np[n]) x[p[n, k], j] + f32(f[n]) }\n"
-                 "recurse Q over D { y[n pad 4, j < 8 pad 8] : f64 = sum(k < nc[n]) y[c[n, k], j] }\n");
+    m = parse_ok(
+        "size N in 1..8\nstructure S : sequence(N) { children p, np }\n"
+        "structure D : dag(N, 2) { children c, nc }\n"
+        "ufun f[n < N] in 0..np[n]\n"
+        "recurse R over S { x[n, j < 2] = sum(k < np[n]) x[p[n, k], j] + f32(f[n]) }\n"
+        "recurse Q over D { y[n pad 4, j < 8 pad 8] : f64 = sum(k < nc[n]) y[c[n, k], j] }\n");
     if (!m)
         return;
     s = print_stable(m);
