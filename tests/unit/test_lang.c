@@ -845,6 +845,9 @@ static void test_recurse_errors(void) {
          "must follow the definition of its recursion group"},
         {"Z[i] = sum(child2 < 2) X[0, i]\nstructure U : tree(N, 2) { children child2, nc }",
          "reduction axis 'child2' has the name of the ufun"},
+        {"recurse R over T { h[n] = 1.", "expected a definition or '}', found end of input"},
+        {"recurse R T { h[n] = 1. }", "expected 'over', found 'T'"},
+        {"structure U : tree(N, 2) { children c }", "expected ',', found '}'"},
     };
     for (int i = 0; i < RV_COUNT(cases); i++) {
         char *text = base_xstrdup(pre);
