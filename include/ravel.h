@@ -394,6 +394,31 @@ const rv_array *rv_bindings_get_array(const rv_bindings *b, const char *name);
 /* Draws every size, UF array and input not yet bound, within its declared
  * range, reproducibly from `seed`. */
 rv_status rv_bindings_randomize(rv_bindings *b, uint64_t seed);
+/* Binds structure `structure`'s arrays from a linearized batch (rv_linear,
+ * below; the bindings own copies): its size N (the batch's nodes), B when
+ * it declares roots (the batch's structures), nchild, child (the rows
+ * child[n, k < nchild[n]] packed one after the other: a ragged UF's
+ * layout), root, data column c from lin->data[n * width + c], and the
+ * hidden dynamic batches (_T_nbatch, _T_batch_begin, _T_batch_length).
+ * RV_ERR_ARG naming the structure when the batch allows more children
+ * per node than the structure declares (K), has fewer data integers per
+ * node than it declares columns, or, for a tree or sequence structure,
+ * has a node with two parents (a DAG batch binds only to a dag structure;
+ * chains bind to trees and DAGs, trees to DAGs); RV_ERR_BOUNDS when N or
+ * B falls outside its declared range. Nothing is bound on failure. */
+typedef struct rv_linear rv_linear; /* defined with the linearizer below */
+rv_status rv_bindings_set_linear(rv_bindings *b, const char *structure, const rv_linear *lin);
+/* Binds every unbound size that the shapes of the bound input and UF arrays
+ * determine: a dimension whose extent is a*S + c in one unknown size S
+ * (sizes already bound count as constants) gives S = (n - c) / a, so
+ * binding X : f32[16*T, 768] to a 48 x 768 array sets T = 3. RV_ERR_SHAPE
+ * naming the argument and dimension when no integer fits, or the extent
+ * contradicts a size given or inferred from another array; RV_ERR_BOUNDS
+ * when the value is outside the size's range. Other extents (UFs, ragged
+ * rows) determine nothing here: the run checks them. rv_interp_run,
+ * rv_program_run and rv_bindings_randomize call it when a size is unbound,
+ * so a caller may simply leave such sizes out. */
+rv_status rv_bindings_infer_sizes(rv_bindings *b);
 /* Binds every tensor of the weights file at `path` whose name is an input
  * or ufun of the module (the bindings own these arrays); other tensors are
  * ignored, and inputs the file lacks stay unbound. A dtype, rank or
@@ -401,6 +426,26 @@ rv_status rv_bindings_randomize(rv_bindings *b, uint64_t seed);
  * naming the input (extents of sizes, and ragged shapes, are checked when
  * the run starts); a file matching no input at all is RV_ERR_ARG. */
 rv_status rv_bindings_load_weights(rv_bindings *b, const char *path);
+/* The canonical layout (docs/ir.md, "Ragged layouts and storage") of the
+ * tensor or UF domain `name` under the sizes and UF arrays bound in b,
+ * which are checked as a run checks them (inputs need not be bound): how
+ * the 1-D array of a ragged tensor divides into rows. Level k (0 <= k <
+ * ndim) has rv_layout_count(l, k) valid index prefixes of length k (1 for
+ * k = 0; rv_layout_count(l, ndim) is the number of elements). A level whose
+ * extent is the same for every prefix has it as rv_layout_extent and no
+ * starts; a ragged level has extent -1 and count(l, k) + 1 row starts
+ * (CSR offsets): prefix r's children are the prefixes starts[r] ..
+ * starts[r + 1] - 1 of length k + 1, all in lexicographic order. The
+ * layout is a snapshot: free it with rv_layout_free. */
+typedef struct rv_layout rv_layout;
+rv_status rv_bindings_layout(rv_bindings *b, const char *name, rv_layout **out);
+int rv_layout_ndim(const rv_layout *l);
+/* The name of dimension k ("b", "l", ...); NULL out of range. */
+const char *rv_layout_dim_name(const rv_layout *l, int k);
+int64_t rv_layout_count(const rv_layout *l, int k);
+int64_t rv_layout_extent(const rv_layout *l, int k);
+const int64_t *rv_layout_starts(const rv_layout *l, int k);
+void rv_layout_free(rv_layout *l);
 /* Evaluates every compute in definition order (double precision), storing
  * the results (owned by the bindings) under the tensors' names. Checks UF
  * values against their ranges, indices against extents, and array shapes

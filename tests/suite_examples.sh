@@ -14,7 +14,7 @@ for f in examples/*.rv; do
     else
         echo "FAIL check $f"; cat "$out/err"; failed=$((failed + 1))
     fi
-    # recursion: evaluated once the interpreter runs recursion groups
+    # recursion: evaluated once --random binds valid batches of structures
     grep -q '^recurse ' "$f" && continue
     for seed in 1 2 3; do
         if "$RAVEL" eval "$f" --random $seed --output "$out/$name.$seed" >"$out/log" 2>&1 &&
