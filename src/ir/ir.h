@@ -450,6 +450,9 @@ static inline Recurse *ir_tensor_recurse(const Tensor *t) {
 }
 /* Is e (an index) `child[n, ...]` of structure st with n the given axis? */
 bool ir_is_child_of(const Structure *st, const Expr *e, const Axis *n);
+/* The first tensor read in e (with ufs, or ufun application), pre-order;
+ * NULL if there is none. */
+const Expr *ir_first_read(const Expr *e, bool ufs);
 
 /* ---- scope.c: the IR of one compilation, dropped when it ends ---- */
 
