@@ -315,10 +315,26 @@ typedef struct ReadCheck {
     const char *msg;
 } ReadCheck;
 
+const char *ir_recurse_extent_error(const Recurse *r, const Expr *red) {
+    for (int i = 0; i < red->u.red.naxes; i++) {
+        const Axis *a = red->u.red.axes[i];
+        const Expr *rd = a->extent ? ir_first_read(a->extent, false) : NULL;
+        if (rd)
+            return arena_printf(r->module->arena,
+                                "the extent of reduction axis '%s' reads the tensor '%s': in "
+                                "recursion '%s' how much is computed must depend on the "
+                                "structure only, not on computed values (Cortex P.1)",
+                                a->name, rd->u.tensor->name, r->name);
+    }
+    return NULL;
+}
+
 static void read_check_fn(const Expr *e, void *ctx) {
     ReadCheck *c = ctx;
     if (e->kind == EX_READ && !c->msg)
         c->msg = ir_recurse_read_error(c->r, c->reader, e);
+    if (e->kind == EX_REDUCE && !c->msg)
+        c->msg = ir_recurse_extent_error(c->r, e);
 }
 
 rv_status rv_recurse_end(rv_recurse *r) {
