@@ -1031,6 +1031,16 @@ static void emit_step(Aot *a, Buf *b, const PlanStep *step) {
     case PLAN_RETURN: /* the results are in the user's arrays */
         return;
     case PLAN_TO_DEVICE:
+    case PLAN_CHECK_STRUCT:
+        /* the AOT output has no copy of the numbering check
+         * (runtime/numbering.c) yet: refused, never run unchecked */
+        if (a->st == RV_OK)
+            a->st = base_error(RV_ERR_UNSUPPORTED,
+                               "recursion %s: ahead-of-time builds of recursions are not "
+                               "supported yet (the check of the structure's numbering runs in "
+                               "the runtime only)",
+                               a->ks[a->variant_first[a->v] + step->kernel]->rec->name);
+        return;
     case PLAN_FROM_DEVICE:
     case PLAN_STEP_COUNT:
         break;

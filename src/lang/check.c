@@ -892,6 +892,10 @@ static rv_status schedule_target(Module *m, const SrcFile *src, const Item *it, 
     *out = NULL;
     const char *name = it->name;
     Tensor *t = rv_module_tensor(m, name);
+    /* a recursion group's block (src/sched resolves it by name) */
+    void *obj = strmap_get(&m->by_name, name);
+    if (obj && (uintptr_t)ptrmap_get(&m->kind_of, obj) == (uintptr_t)NAME_RECURSE + 1)
+        return RV_OK;
     if (!t && strmap_has(&m->by_name, name))
         return base_diag(RV_ERR_TYPE, src, it->name_loc, "schedule target '%s' is not a tensor",
                          name);

@@ -116,6 +116,9 @@ typedef struct Kernel {
     /* The flatten pass has run: the body holds no multi-dimensional
      * access (READ or UF application, flatten.c). */
     bool flat;
+    /* A recursion group's kernel (recurse.c): the host plan checks its
+     * structure's numbering before any kernel runs. NULL otherwise. */
+    const Recurse *rec;
 } Kernel;
 
 /* An access or integer division in a value (expr.c), left for the checks
@@ -443,9 +446,16 @@ bool lower_loop_padded(const Stage *st);
  * first: lower_emit_attached). */
 Stmt *lower_gen(LowerCtx *c, StageNest n, int i);
 /* The nest of stage st: over its whole tensor (origin NULL), or over a
- * region of it into a view. */
+ * region of it into a view; an axis whose origin is NULL is over its
+ * whole extent (a recursion's member: only its node axis is set). */
 Stmt *lower_stage_nest(LowerCtx *c, Stage *st, Expr *const *origin, Expr *const *ext,
                        const RegionView *view);
+
+/* recurse.c */
+/* The body of recursion group g's kernel: its members' nests inside the
+ * loop over nodes or dynamic batches its schedule asks for; the members'
+ * tensors become parameters. */
+Stmt *lower_recurse(LowerCtx *c, Recurse *g);
 
 /* bounds.c */
 /* The region of p that stage n->st's remaining iterations read: the union

@@ -457,7 +457,8 @@ Stmt *lower_gen(LowerCtx *c, StageNest n, int i) {
 }
 
 /* The nest of stage st: over its whole tensor (origin NULL), or over a
- * region of it into a view. */
+ * region of it into a view; an axis whose origin is NULL is over its
+ * whole extent (a recursion's member: only its node axis is set). */
 Stmt *lower_stage_nest(LowerCtx *c, Stage *st, Expr *const *origin, Expr *const *ext,
                        const RegionView *view) {
     if (st->ivs.len > MAX_IVS)
@@ -475,7 +476,7 @@ Stmt *lower_stage_nest(LowerCtx *c, Stage *st, Expr *const *origin, Expr *const 
     }
     for (int i = 0; i < st->ivs.len; i++) {
         IterVar *r = st->ivs.data[i];
-        if (r->rel == IV_ROOT && !r->reduce && origin) {
+        if (r->rel == IV_ROOT && !r->reduce && origin && origin[r->axis->pos]) {
             n.base[r->id] = origin[r->axis->pos];
             n.root_ext[r->id] = ext[r->axis->pos];
         }
