@@ -251,6 +251,7 @@ rv_status lower_schedule(Schedule *s, Kernel ***out, int *n) {
     ptrmap_free(&c.views);
     ptrmap_free(&c.storage);
     ptrmap_free(&c.accs);
+    ptrmap_free(&c.hoisted);
     if (st != RV_OK) {
         vec_free(&ks);
         return st;

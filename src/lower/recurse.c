@@ -22,7 +22,11 @@
  * with its node axis fixed to the node (or batch) range: its other loops
  * keep their schedule, and stages computed at its loops (attach.c) are
  * computed per node or per batch. A member computed inside another member
- * (compute_at) is emitted there, not here. The members' tensors are
+ * (compute_at) is emitted there, not here. A stage computed at the top
+ * of a member's nest that reads nothing of the group (a cache_read of a
+ * weight) is computed once, above the loop over nodes or batches
+ * (hoist_invariant): packed once per call, not per node or level. The
+ * members' tensors are
  * parameters of the kernel: the plan gives the ones that are not outputs
  * per-call storage of N rows, like every intermediate tensor.
  *
@@ -285,7 +289,62 @@ static Stmt *batch_loop(LowerCtx *c, Recurse *g, Expr *count, Expr *first, int s
     return body ? lower_for(m, b, count, LOOP_SERIAL, body) : NULL;
 }
 
-Stmt *lower_recurse(LowerCtx *c, Recurse *g) {
+/* ---- stages computed once per call ---- */
+
+/* Does stage p, or a stage computed inside it, read a member of g? */
+static bool reads_group(const Schedule *s, const Stage *p, const Recurse *g) {
+    for (int i = 0; i < g->members.len; i++)
+        if (sched_stage_reads_tensor(p, g->members.data[i]))
+            return true;
+    for (int k = 0; k < s->stages.len; k++) {
+        const Stage *q = s->stages.data[k];
+        if (q->attach == ATTACH_AT && q->at == p && reads_group(s, q, g))
+            return true;
+    }
+    return false;
+}
+
+/* The stages computed at the top of a member's nest that read nothing of
+ * the group (a cache_read of a weight, packed) are computed once, above
+ * the loop over nodes or batches, over the region every node reads:
+ * the same values as per node, packed once per call instead of once per
+ * node or level. Each gets its buffer around `body`, which make() builds
+ * once they are placed (c->hoisted: the members' nests skip them). */
+static Stmt *hoist_invariant(LowerCtx *c, Recurse *g, Stmt *(*make)(LowerCtx *, Recurse *)) {
+    Module *m = c->m;
+    Vec(Stmt *) nests = {0};
+    Vec(Buffer *) bufs = {0};
+    bool ok = true;
+    for (int k = 0; k < c->s->stages.len && ok; k++) {
+        Stage *p = c->s->stages.data[k];
+        if (p->attach != ATTACH_AT || p->at_iv || sched_stage_group(p) ||
+            sched_stage_group(p->at) != g || p->at->attach != ATTACH_ROOT ||
+            reads_group(c->s, p, g))
+            continue;
+        StageNest n;
+        Buffer *b = NULL;
+        Stmt *s = NULL;
+        if ((ok = lower_nest_init(c, &n, p->at, NULL, NULL, NULL))) {
+            lower_bind_axes(c, &n); /* no loop is bound above the group's */
+            ok = (s = lower_attach_one(c, &n, p, &b)) != NULL;
+        }
+        if (ok) {
+            ptrmap_put(&c->hoisted, p, p);
+            vec_push(&nests, s);
+            vec_push(&bufs, b);
+        }
+    }
+    Stmt *body = ok ? make(c, g) : NULL;
+    for (int k = nests.len - 1; body && k >= 0; k--) {
+        Stmt *both[2] = {nests.data[k], body};
+        body = lower_alloc(m, bufs.data[k], lower_seq(m, 2, both));
+    }
+    vec_free(&nests);
+    vec_free(&bufs);
+    return body;
+}
+
+static Stmt *group_loops(LowerCtx *c, Recurse *g) {
     Module *m = c->m;
     const Structure *T = g->st;
     bool dyn = sched_group_has(c->s, g, NOTE_DYNAMIC_BATCH);
@@ -310,4 +369,8 @@ Stmt *lower_recurse(LowerCtx *c, Recurse *g) {
         return NULL;
     Stmt *both[2] = {leaves, internal};
     return lower_seq(m, 2, both);
+}
+
+Stmt *lower_recurse(LowerCtx *c, Recurse *g) {
+    return hoist_invariant(c, g, group_loops);
 }

@@ -12,7 +12,8 @@
  * over the dynamic batches), so the rules below keep each member's node
  * loop where that loop can bind it: outermost, one loop, serial unless the
  * nodes of one iteration are independent (dynamic_batch), and a member
- * computed only within its group. They are checked after every step, so
+ * computed only within its group, inside another member only when it is
+ * read at its own node alone (a local buffer holds one node's values). They are checked after every step, so
  * an error is located at the step that breaks one.
  */
 #include "sched/sched.h"
@@ -66,6 +67,41 @@ static const IterVar *node_root(const Stage *st) {
     return NULL;
 }
 
+/* A stage of g (a member, or a stage computed inside one) that reads t at
+ * a node other than its own (`t[child[n, k], ...]`), or NULL. */
+typedef struct ChildRead {
+    const Tensor *t;
+    const Axis *n; /* the reader's node axis */
+    bool found;
+} ChildRead;
+
+static void child_read_fn(const Expr *e, void *ctx) {
+    ChildRead *c = ctx;
+    if (e->kind != EX_READ || e->u.tensor != c->t)
+        return;
+    const Expr *i0 = e->args[0];
+    while (i0->kind == EX_CAST)
+        i0 = i0->args[0];
+    if (!(i0->kind == EX_VAR && i0->u.axis == c->n))
+        c->found = true;
+}
+
+static const Stage *reads_at_child(const Schedule *s, const Recurse *g, const Tensor *t) {
+    for (int i = 0; i < s->stages.len; i++) {
+        const Stage *r = s->stages.data[i];
+        if (sched_stage_group(r) != g)
+            continue;
+        ChildRead c = {t, r->t->axes[0], false};
+        Expr *es[] = {r->body, r->pred, r->else_body};
+        for (int j = 0; j < 3; j++)
+            if (es[j])
+                ir_visit(es[j], child_read_fn, &c);
+        if (c.found)
+            return r;
+    }
+    return NULL;
+}
+
 static rv_status check_member(Schedule *s, Stage *st, Recurse *g, const SchedStep *step,
                               const SrcFile *src) {
     if (st->attach == ATTACH_INLINE)
@@ -78,6 +114,13 @@ static rv_status check_member(Schedule *s, Stage *st, Recurse *g, const SchedSte
                     "%s is a member of recursion %s: it can be computed only inside another "
                     "member of %s (the group's loop over nodes encloses them all), not inside %s",
                     st->name, g->name, g->name, st->at->name);
+    const Stage *by = st->attach == ATTACH_AT ? reads_at_child(s, g, st->t) : NULL;
+    if (by)
+        return fail(step, src,
+                    "%s is read at the children of a node (by %s): computed inside another "
+                    "member it would hold one node's values only; a member read at children "
+                    "stays at the level of recursion %s",
+                    st->name, by->name, g->name);
     const IterVar *n = node_root(st);
     RV_ASSERT(n);
     if (!st->leaves.len || st->leaves.data[0] != n)

@@ -535,6 +535,32 @@ static void test_plan_checks_numbering(void) {
                          "structure T: batch 1 begins at node 1, not 2");
 }
 
+/* A weight packed by a member's cache_read is packed once per call,
+ * above the loop over batches, not once per level; a member computed at
+ * another member's node loop stays inside it. */
+static void test_hoisted_weights(void) {
+    Model md = tree_lstm();
+    CHECK_EQ_INT(rv_module_schedule(md.m, "R", "dynamic_batch()"), RV_OK);
+    CHECK_EQ_INT(rv_module_schedule(md.m, "iou", "compute_at(hs, n)\nUL = cache_read(U)"), RV_OK);
+    Kernel **ks = NULL;
+    int n = 0;
+    CHECK_EQ_INT(lower_module(md.m, &ks, &n), RV_OK);
+    for (int k = 0; k < n; k++) {
+        if (strcmp(ks[k]->name, "R") != 0)
+            continue;
+        Buf b = {0};
+        lower_print_kernel(&b, ks[k]);
+        const char *txt = buf_str(&b), *ul = strstr(txt, "allocate UL"),
+                   *loop = strstr(txt, "for b in"), *hs = strstr(txt, "allocate hs");
+        CHECK(ul && loop && hs && ul < loop && loop < hs);
+        if (!(ul && loop && hs && ul < loop && loop < hs))
+            fprintf(stderr, "%s\n", txt);
+        buf_free(&b);
+    }
+    base_free(ks);
+    rv_module_free(md.m);
+}
+
 /* The group's kernel through the CUDA back end: CUDA C, and PTX where
  * NVRTC is present (every loop serial in the thread: binds are refused). */
 static void test_cuda_source(void) {
@@ -608,6 +634,9 @@ static void test_refused_schedules(void) {
     expect_refused(tree_lstm, "Out", "specialize()",
                    "specialize schedules a recursion group; Out "
                    "is not one");
+    /* c is read at children (by c): inside h it would hold one node */
+    expect_refused(tree_lstm, "h", "compute_at(c, n)",
+                   "compute_at: c is read at the children of a node (by c)");
     /* no barrier between batches or members on a GPU yet */
     expect_refused(tree_rnn, "h", "bind(i, \"threadIdx.x\")",
                    "bind: loop i of h cannot be bound to threadIdx.x");
@@ -626,6 +655,7 @@ int main(void) {
     RUN(test_refused_schedules);
     RUN(test_plan_checks_numbering);
     RUN(test_cuda_source);
+    RUN(test_hoisted_weights);
     char cmd[PATH_MAX + 16];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", cache_dir);
     if (system(cmd) != 0)
