@@ -394,6 +394,20 @@ const rv_array *rv_bindings_get_array(const rv_bindings *b, const char *name);
 /* Draws every size, UF array and input not yet bound, within its declared
  * range, reproducibly from `seed`. */
 rv_status rv_bindings_randomize(rv_bindings *b, uint64_t seed);
+/* Binds structure `structure`'s arrays from a linearized batch (rv_linear,
+ * below; the bindings own copies): its size N (the batch's nodes), B when
+ * it declares roots (the batch's structures), nchild, child (the rows
+ * child[n, k < nchild[n]] packed one after the other: a ragged UF's
+ * layout), root, data column c from lin->data[n * width + c], and the
+ * hidden dynamic batches (_T_nbatch, _T_batch_begin, _T_batch_length).
+ * RV_ERR_ARG naming the structure when the batch allows more children
+ * per node than the structure declares (K), has fewer data integers per
+ * node than it declares columns, or, for a tree or sequence structure,
+ * has a node with two parents (a DAG batch binds only to a dag structure;
+ * chains bind to trees and DAGs, trees to DAGs); RV_ERR_BOUNDS when N or
+ * B falls outside its declared range. Nothing is bound on failure. */
+typedef struct rv_linear rv_linear; /* defined with the linearizer below */
+rv_status rv_bindings_set_linear(rv_bindings *b, const char *structure, const rv_linear *lin);
 /* Binds every tensor of the weights file at `path` whose name is an input
  * or ufun of the module (the bindings own these arrays); other tensors are
  * ignored, and inputs the file lacks stay unbound. A dtype, rank or

@@ -209,3 +209,159 @@ rv_status rv_bindings_randomize(rv_bindings *b, uint64_t seed) {
     interp_release(&in);
     return st;
 }
+
+/* ---- structures bound from a linearized batch ---- */
+
+/* A new owned array of n integers in f's array dtype (i32 when its range
+ * fits, as compiled code keeps it: the array then passes in place). */
+static rv_array *uf_array(const Ufun *f, int64_t n) {
+    return rv_array_new(ir_ufun_dtype(f), 1, &n);
+}
+
+static void uf_array_set(rv_array *a, int64_t i, int64_t v) {
+    if (rv_array_dtype(a) == RV_I32)
+        ((int32_t *)rv_array_data(a))[i] = (int32_t)v;
+    else
+        ((int64_t *)rv_array_data(a))[i] = v;
+}
+
+static rv_status size_in_range(const Structure *st, const Size *s, int64_t v, const char *what) {
+    if (v >= s->lo && v <= s->hi)
+        return RV_OK;
+    return base_error(RV_ERR_BOUNDS,
+                      "structure %s: the batch has %lld %s, outside the declared range %lld..%lld "
+                      "of %s",
+                      st->name, (long long)v, what, (long long)s->lo, (long long)s->hi, s->name);
+}
+
+/* Checks the batch's arrays against each other and against the structure
+ * (its K, its data columns, its kind); sets *nedges to the number of child
+ * entries. parents: scratch of N counts. */
+static rv_status check_linear(const Structure *st, const rv_linear *lin, bool with_data,
+                              int32_t *parents, int64_t *nedges) {
+    const char *T = st->name;
+    int32_t N = lin->num_nodes, K = lin->max_children;
+    if (N < 1 || lin->num_batches < 1 || K < 1 || lin->width < 0 || lin->num_structs < 1 ||
+        !lin->nchild || !lin->child || !lin->batch_begin || !lin->batch_length || !lin->root ||
+        (lin->width > 0 && !lin->data))
+        return base_error(RV_ERR_ARG,
+                          "structure %s: the batch is empty or not linearized (rv_linearize "
+                          "fills an rv_linear)",
+                          T);
+    if (K > st->max_children)
+        return base_error(RV_ERR_ARG,
+                          "structure %s: the batch allows %d children per node, but %s declares "
+                          "at most %d",
+                          T, K, T, st->max_children);
+    if (with_data && lin->width < st->ndata)
+        return base_error(RV_ERR_ARG,
+                          "structure %s declares %d data column%s, but the batch has %d integer%s "
+                          "per node",
+                          T, st->ndata, st->ndata == 1 ? "" : "s", lin->width,
+                          lin->width == 1 ? "" : "s");
+    rv_status s;
+    if ((s = size_in_range(st, st->nodes, N, "nodes")) != RV_OK ||
+        (st->root && (s = size_in_range(st, st->count, lin->num_structs, "structures")) != RV_OK))
+        return s;
+    /* A sequence or tree structure promises one parent per node (lowering
+     * may compute a child inside its parent); a DAG structure takes any
+     * batch, and a tree or DAG structure takes chains. */
+    memset(parents, 0xff, sizeof(int32_t) * (size_t)N);
+    int64_t e = 0;
+    for (int32_t n = 0; n < N; n++) {
+        int32_t nc = lin->nchild[n];
+        if (nc < 0 || nc > K)
+            return base_error(RV_ERR_ARG, "structure %s: node %d of the batch has %d children (0..%d)",
+                              T, n, nc, K);
+        for (int32_t k = 0; k < nc; k++) {
+            int32_t c = lin->child[(int64_t)n * K + k];
+            if (c < 0 || c >= N)
+                return base_error(RV_ERR_ARG,
+                                  "structure %s: child %d of node %d of the batch is %d, outside "
+                                  "0..%d",
+                                  T, k, n, c, N - 1);
+            if (st->kind != RV_STRUCT_DAG && parents[c] >= 0)
+                return base_error(RV_ERR_ARG,
+                                  "structure %s is a %s, but node %d of the batch has two parents "
+                                  "(%d and %d); bind a DAG batch to a dag structure",
+                                  T, st->kind == RV_STRUCT_TREE ? "tree" : "sequence", c,
+                                  parents[c], n);
+            parents[c] = n;
+        }
+        e += nc;
+    }
+    *nedges = e;
+    return RV_OK;
+}
+
+rv_status interp_bindings_set_linear(rv_bindings *b, const Structure *st, const rv_linear *lin,
+                                     bool with_data) {
+    interp_bindings_sync(b);
+    int32_t N = lin->num_nodes, K = lin->max_children, NB = lin->num_batches;
+    int64_t nedges = 0;
+    int32_t *parents = base_xmalloc(sizeof(int32_t) * (size_t)(N > 0 ? N : 1));
+    rv_status s = check_linear(st, lin, with_data, parents, &nedges);
+    base_free(parents);
+    if (s != RV_OK)
+        return s;
+    /* every array first, so a failure binds nothing */
+    enum { NCHILD, CHILD, ROOT, BEGIN, LENGTH, NFIXED };
+    int narr = NFIXED + (with_data ? st->ndata : 0);
+    const Ufun **uf = base_xcalloc((size_t)narr, sizeof *uf);
+    rv_array **arr = base_xcalloc((size_t)narr, sizeof *arr);
+    int64_t *len = base_xcalloc((size_t)narr, sizeof *len);
+    uf[NCHILD] = st->nchild, len[NCHILD] = N;
+    uf[CHILD] = st->child, len[CHILD] = nedges;
+    uf[ROOT] = st->root, len[ROOT] = lin->num_structs;
+    uf[BEGIN] = st->batch_begin, len[BEGIN] = NB;
+    uf[LENGTH] = st->batch_length, len[LENGTH] = NB;
+    for (int c = 0; c < narr - NFIXED; c++)
+        uf[NFIXED + c] = st->data[c], len[NFIXED + c] = N;
+    for (int i = 0; i < narr; i++)
+        if (uf[i] && !(arr[i] = uf_array(uf[i], len[i]))) {
+            s = base_error(RV_ERR_OOM, "structure %s: cannot allocate %lld values for %s",
+                           st->name, (long long)len[i], uf[i]->name);
+            for (int j = 0; j < i; j++)
+                rv_array_free(arr[j]);
+            goto done;
+        }
+    /* child[n, k < nchild[n]]: ragged, its rows packed (docs/ir.md) */
+    int64_t e = 0;
+    for (int32_t n = 0; n < N; n++) {
+        uf_array_set(arr[NCHILD], n, lin->nchild[n]);
+        for (int32_t k = 0; k < lin->nchild[n]; k++)
+            uf_array_set(arr[CHILD], e++, lin->child[(int64_t)n * K + k]);
+        for (int c = 0; c < narr - NFIXED; c++)
+            uf_array_set(arr[NFIXED + c], n, lin->data[(int64_t)n * lin->width + c]);
+    }
+    for (int32_t i = 0; st->root && i < lin->num_structs; i++)
+        uf_array_set(arr[ROOT], i, lin->root[i]);
+    for (int32_t i = 0; i < NB; i++) {
+        uf_array_set(arr[BEGIN], i, lin->batch_begin[i]);
+        uf_array_set(arr[LENGTH], i, lin->batch_length[i]);
+    }
+    for (int i = 0; i < narr; i++)
+        if (uf[i])
+            interp_bindings_own_ufun(b, uf[i], arr[i]);
+    const Size *sz[] = {st->nodes, st->nbatch, st->root ? st->count : NULL};
+    int64_t v[] = {N, NB, lin->num_structs};
+    for (int i = 0; i < 3; i++)
+        if (sz[i]) {
+            b->size_val[sz[i]->id] = v[i];
+            b->size_set[sz[i]->id] = true;
+        }
+done:
+    base_free(uf);
+    base_free(arr);
+    base_free(len);
+    return s;
+}
+
+rv_status rv_bindings_set_linear(rv_bindings *b, const char *structure, const rv_linear *lin) {
+    if (!b || !structure || !lin)
+        return base_error(RV_ERR_ARG, "rv_bindings_set_linear: no bindings, structure or batch");
+    const Structure *st = rv_module_structure(b->m, structure);
+    if (!st)
+        return base_error(RV_ERR_ARG, "the program has no structure named '%s'", structure);
+    return interp_bindings_set_linear(b, st, lin, true);
+}

@@ -88,6 +88,11 @@ void interp_bindings_own_ufun(rv_bindings *b, const Ufun *f, rv_array *a);
 /* rv_bindings_set_array, but the bindings own `a` on success (the caller
  * still does on failure). */
 rv_status interp_bindings_adopt_array(rv_bindings *b, const char *name, rv_array *a);
+/* rv_bindings_set_linear for structure st; without data (with_data
+ * false) the data columns stay as they are (random bindings draw them as
+ * any UF). */
+rv_status interp_bindings_set_linear(rv_bindings *b, const Structure *st, const rv_linear *lin,
+                                     bool with_data);
 
 /* ---- interp.c ---- */
 
