@@ -19,6 +19,8 @@
  *                 and flatten passes, the schedule's indices and extents
  *                 are flattened with safe offsets and divisors (rtcheck.c)
  *     storage.c   the prelude filling the AUX arrays of ragged layouts
+ *     recurse.c   a recursion group: one kernel, its members' nests in a
+ *                 loop over nodes or dynamic batches
  *
  * They run interleaved, in one walk over each stage's nest: each needs
  * the values the walk has bound at its point (docs/pipeline.md says why

@@ -4,7 +4,8 @@
  * TreeLSTM built with the C API, compiled under the default, dynamic_batch
  * and specialize schedules (with member schedules on top), run on
  * linearized batches of random structures (1 node, chains, perfect trees,
- * 10x10 grid DAGs, and batches mixing them), and compared with a
+ * 10x10 grid DAGs, and batches mixing them) bound by
+ * rv_bindings_set_linear, and compared with a
  * memoized node-by-node evaluation written here in C (children first,
  * independent of the numbering); the schedule rules' located errors.
  */
@@ -15,6 +16,7 @@
 #include "codegen/codegen.h"
 #include "harness.h"
 #include "jit/jit.h"
+#include "lang/lang.h"
 
 static char cache_dir[PATH_MAX];
 
@@ -252,27 +254,6 @@ static void bind(Run *r, const char *name, rv_array *a) {
     CHECK_EQ_INT(rv_bindings_set_array(r->b, name, a), RV_OK);
 }
 
-/* The structure's UFs from the linearized batch, by hand: child packed
- * (row n holds its nchild[n] children), the hidden batches. */
-static void bind_linear(Run *r, const rv_linear *lin) {
-    int32_t N = lin->num_nodes;
-    int32_t *packed = malloc(sizeof(int32_t) * (size_t)N * K + 1);
-    int64_t np = 0;
-    for (int32_t n = 0; n < N; n++)
-        for (int k = 0; k < lin->nchild[n]; k++)
-            packed[np++] = lin->child[n * lin->max_children + k];
-    rv_bindings_set_size(r->b, "N", N);
-    rv_bindings_set_size(r->b, "B", lin->num_structs);
-    rv_bindings_set_size(r->b, "_T_nbatch", lin->num_batches);
-    bind(r, "child", arr_i32(np, packed));
-    bind(r, "nchild", arr_i32(N, lin->nchild));
-    bind(r, "root", arr_i32(lin->num_structs, lin->root));
-    bind(r, "word", arr_i32(N, lin->data));
-    bind(r, "_T_batch_begin", arr_i32(lin->num_batches, lin->batch_begin));
-    bind(r, "_T_batch_length", arr_i32(lin->num_batches, lin->batch_length));
-    free(packed);
-}
-
 static void run_free(Run *r) {
     for (int i = 0; i < r->narrs; i++)
         rv_array_free(r->arrs[i]);
@@ -361,7 +342,7 @@ static void check_run(const Model *md, rv_program *p, int kinds_mask, int count,
     for (int s = 0; s < count; s++)
         add_structure(bs, kinds[s % nk], &rng);
     CHECK_EQ_INT(rv_linearize(bs, &r.lin), RV_OK);
-    bind_linear(&r, &r.lin);
+    CHECK_EQ_INT(rv_bindings_set_linear(r.b, "T", &r.lin), RV_OK);
     Ref R = {md, &r.lin, {0}, NULL, NULL, NULL};
     if (!md->lstm) {
         bind(&r, "Emb", arr_f32(V, H, seed + 1));
@@ -373,8 +354,7 @@ static void check_run(const Model *md, rv_program *p, int kinds_mask, int count,
         bind(&r, "XF", arr_f32(V, H, seed + 4));
     }
     for (int i = 0; i < r.narrs; i++)
-        if (rv_array_dtype(r.arrs[i]) == RV_F32)
-            R.w[i - 6] = rv_array_data(r.arrs[i]);
+        R.w[i] = rv_array_data(r.arrs[i]);
     int32_t N = r.lin.num_nodes;
     R.h = calloc((size_t)N * H, sizeof(double));
     R.c = calloc((size_t)N * H, sizeof(double));
@@ -481,6 +461,29 @@ static void test_tree_lstm_schedules(void) {
                          "parallel(n)\nunroll(i)",
                          NULL};
     check_schedule(tree_lstm, all);
+    /* non-dividing splits (partitioned and guarded tails) in members */
+    const char *tails[] = {"R", "dynamic_batch()", "iou", "io, ii = split(i, 5)", "c",
+                           "co, ci = split(i, 3, tail=\"guard\")\nparallel(n)", NULL};
+    check_schedule(tree_lstm, tails);
+}
+
+/* The group's block replays from the trace, and its notes are on every
+ * member's stage. */
+static void test_trace(void) {
+    Model md = tree_lstm();
+    CHECK_EQ_INT(rv_module_schedule(md.m, "R", "dynamic_batch()\nspecialize()"), RV_OK);
+    char *trace = rv_module_schedule_trace(md.m);
+    CHECK_STR_CONTAINS(trace, "schedule R {\n    dynamic_batch()\n    specialize()\n}");
+    CHECK_STR_CONTAINS(trace, "# stage hs (root, dynamic_batch=0, specialize=0): n i k(r)");
+    CHECK_STR_CONTAINS(trace, "# stage h (root, dynamic_batch=0, specialize=0): n i");
+    Model again = tree_lstm();
+    CHECK_EQ_INT(lang_parse_schedules(again.m, "trace", trace), RV_OK);
+    char *trace2 = rv_module_schedule_trace(again.m);
+    CHECK(trace && trace2 && strcmp(trace, trace2) == 0);
+    rv_free(trace);
+    rv_free(trace2);
+    rv_module_free(md.m);
+    rv_module_free(again.m);
 }
 
 /* Arrays bound by hand that break the numbering the loops rely on: the
@@ -604,7 +607,7 @@ static void expect_refused(Model (*make)(void), const char *target, const char *
     CHECK_EQ_INT(rv_module_schedule(md.m, target, steps), RV_OK);
     char *trace = rv_module_schedule_trace(md.m);
     CHECK(trace == NULL);
-    free(trace);
+    rv_free(trace);
     CHECK_STR_CONTAINS(rv_last_error(), msg);
     rv_module_free(md.m);
 }
@@ -656,6 +659,7 @@ int main(void) {
     RUN(test_plan_checks_numbering);
     RUN(test_cuda_source);
     RUN(test_hoisted_weights);
+    RUN(test_trace);
     char cmd[PATH_MAX + 16];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", cache_dir);
     if (system(cmd) != 0)
