@@ -465,6 +465,9 @@ static void test_tree_lstm_schedules(void) {
     const char *tails[] = {"R", "dynamic_batch()", "iou", "io, ii = split(i, 5)", "c",
                            "co, ci = split(i, 3, tail=\"guard\")\nparallel(n)", NULL};
     check_schedule(tree_lstm, tails);
+    /* hs's reduction in a cache stage at the top of its nest, per node */
+    const char *cw[] = {"R", "specialize()", "hs", "HL = cache_write(hs)\nunroll(i)", NULL};
+    check_schedule(tree_lstm, cw);
 }
 
 /* The group's block replays from the trace, and its notes are on every
@@ -600,6 +603,43 @@ static void test_cuda_source(void) {
     rv_module_free(md.m);
 }
 
+/* The AOT output checks the numbering too: the check as C, which the
+ * system compiler accepts. */
+static void test_aot_check(void) {
+    Model md = tree_rnn();
+    CHECK_EQ_INT(rv_module_schedule(md.m, "R", "dynamic_batch()"), RV_OK);
+    Kernel **ks = NULL;
+    int n = 0;
+    CHECK_EQ_INT(lower_pipeline(md.m, &ks, &n), RV_OK);
+    CgUnit unit = {0};
+    CgAot aot = {0};
+    PlanDispatch pd = {0};
+    int first[] = {0};
+    cg_c_module(ks, n, &unit);
+    rv_status st = cg_c_aot(md.m, ks, n, 1, first, &pd, &unit, "rnn", "test", &aot);
+    CHECK_EQ_INT(st, RV_OK);
+    if (st == RV_OK) {
+        CHECK_STR_CONTAINS(aot.source, "/* structure T, as recursion R numbers it */");
+        CHECK_STR_CONTAINS(aot.source, "rv_ch[rv_at] <= rv_n || rv_ch[rv_at] < rv_bb[rv_b]");
+        char path[PATH_MAX + 32], cmd[3 * PATH_MAX];
+        snprintf(path, sizeof path, "%s/rnn.c", cache_dir);
+        FILE *f = fopen(path, "w");
+        fputs(aot.source, f);
+        fclose(f);
+        snprintf(path, sizeof path, "%s/rnn.h", cache_dir);
+        f = fopen(path, "w");
+        fputs(aot.header, f);
+        fclose(f);
+        snprintf(cmd, sizeof cmd, "cc -std=c11 -fsyntax-only -Wall -Werror -Iinclude -I'%s' '%s/rnn.c'",
+                 cache_dir, cache_dir);
+        CHECK_EQ_INT(system(cmd), 0);
+    }
+    cg_aot_free(&aot);
+    cg_unit_free(&unit);
+    base_free(ks);
+    rv_module_free(md.m);
+}
+
 /* A schedule the rules refuse, with a message located at its step. */
 static void expect_refused(Model (*make)(void), const char *target, const char *steps,
                            const char *msg) {
@@ -660,6 +700,7 @@ int main(void) {
     RUN(test_cuda_source);
     RUN(test_hoisted_weights);
     RUN(test_trace);
+    RUN(test_aot_check);
     char cmd[PATH_MAX + 16];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", cache_dir);
     if (system(cmd) != 0)
