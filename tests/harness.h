@@ -82,6 +82,27 @@ static const char *harness_current = "";
         CHECK_EQ_INT(hbad_, 0);                                                                    \
     } while (0)
 
+/* The SST directory (tests that read the Stanford Sentiment Treebank):
+ * $RAVEL_SST_DIR, else the project's shared data; NULL when absent (the
+ * test is then skipped). */
+static inline const char *harness_sst_dir(void) {
+    const char *d = getenv("RAVEL_SST_DIR");
+    if (d)
+        return d;
+    static const char *const candidates[] = {"../shared/data/sst", "../../shared/data/sst",
+                                             "/work/shared/data/sst"};
+    for (size_t i = 0; i < sizeof candidates / sizeof candidates[0]; i++) {
+        char p[512];
+        snprintf(p, sizeof p, "%s/STree.txt", candidates[i]);
+        FILE *f = fopen(p, "r");
+        if (f) {
+            fclose(f);
+            return candidates[i];
+        }
+    }
+    return NULL;
+}
+
 static inline int harness_report_named(const char *suite) {
     printf("%s: %d passed, %d failed\n", suite, harness_passed, harness_failed);
     return harness_failed ? 1 : 0;

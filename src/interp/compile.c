@@ -341,7 +341,7 @@ rv_status interp_compile(Interp *in, const Tensor *t, EvalProgram *p) {
     for (int k = 0; k < t->ndim; k++)
         p->out_slot[k] = slot(&c, t->axes[k]->var);
     rv_status st = compile_block(&c, op->body, NULL, NULL, &p->then_, &p->then_slot, NULL);
-    if (st == RV_OK && op->kind == OP_COND) {
+    if (st == RV_OK && op->pred) { /* OP_COND, or a conditional OP_RECURSE */
         st = compile_block(&c, op->pred, NULL, NULL, &p->pred, &p->pred_slot, NULL);
         if (st == RV_OK)
             st = compile_block(&c, op->else_body, NULL, NULL, &p->else_, &p->else_slot, NULL);

@@ -8,8 +8,10 @@
  * explicit cast to f32); integers are exact int64, with C's truncating `/`
  * and `%`, and division by zero or int64 overflow is an error naming the
  * element, never undefined behaviour. Every operand is evaluated (SELECT,
- * && and || are strict); only OP_COND chooses, per element, which branch
- * to evaluate, so each branch may read what is valid under its condition.
+ * && and || are strict); only OP_COND (and OP_RECURSE with a condition)
+ * chooses, per element, which branch to evaluate, so each branch may read
+ * what is valid under its condition. interp_op_elem evaluates one element:
+ * interp_eval_op's loop, and recurse.c's node by node.
  *
  * Reductions loop over their axes in lexicographic order; an axis extent
  * may depend on outer axes (sum(k < i + 1)) and a negative extent is an
@@ -594,39 +596,57 @@ static rv_status store(const Exec *x, void *data, int64_t off, rv_dtype to, rv_d
     }
 }
 
+rv_status interp_op_begin(Interp *in, const Tensor *t, EvalOp *o) {
+    o->in = in;
+    o->t = t;
+    rv_status st = interp_compile(in, t, &o->p);
+    o->slots = base_xcalloc((size_t)o->p.nslots * LANES + 1, sizeof(Val));
+    for (int k = 0; k < o->p.nslots; k++)
+        o->slots[(size_t)k * LANES] = o->p.init[k];
+    return st;
+}
+
+rv_status interp_op_elem(EvalOp *o, const int64_t *idx, void *data, int64_t off) {
+    const EvalProgram *p = &o->p;
+    const Op *op = o->t->op;
+    Val *slots = o->slots;
+    Exec x = {o->in, slots, 1, o->t, idx};
+    for (int k = 0; k < o->t->ndim; k++)
+        slots[(size_t)p->out_slot[k] * LANES].i = idx[k];
+    const EvalBlock *blk = &p->then_;
+    int root = p->then_slot;
+    const Expr *body = op->body;
+    rv_status st;
+    if (op->pred) {
+        if ((st = exec_block(&x, &p->pred)) != RV_OK)
+            return st;
+        if (!slots[(size_t)p->pred_slot * LANES].i) {
+            blk = &p->else_;
+            root = p->else_slot;
+            body = op->else_body;
+        }
+    }
+    if ((st = exec_block(&x, blk)) != RV_OK)
+        return st;
+    return store(&x, data, off, o->t->dtype, body->dtype, slots[(size_t)root * LANES]);
+}
+
+void interp_op_end(EvalOp *o) {
+    base_free(o->slots);
+    interp_program_free(&o->p);
+    o->slots = NULL;
+}
+
 rv_status interp_eval_op(Interp *in, const Tensor *t, rv_array *out) {
-    const Op *op = t->op;
     const Layout *l = in->tv[t->id].lay;
-    EvalProgram p;
-    rv_status st = interp_compile(in, t, &p);
-    Val *slots = base_xcalloc((size_t)p.nslots * LANES + 1, sizeof(Val));
-    for (int k = 0; k < p.nslots; k++)
-        slots[(size_t)k * LANES] = p.init[k];
+    EvalOp o;
+    rv_status st = interp_op_begin(in, t, &o);
     LayoutIter it;
-    Exec x = {in, slots, 1, t, it.idx};
     void *data = rv_array_data(out);
     for (bool ok = st == RV_OK && ir_layout_iter_begin(l, &it); ok;
-         ok = ir_layout_iter_next(l, &it)) {
-        for (int k = 0; k < t->ndim; k++)
-            slots[(size_t)p.out_slot[k] * LANES].i = it.idx[k];
-        const EvalBlock *blk = &p.then_;
-        int root = p.then_slot;
-        const Expr *body = op->body;
-        if (op->kind == OP_COND) {
-            if ((st = exec_block(&x, &p.pred)) != RV_OK)
-                break;
-            if (!slots[(size_t)p.pred_slot * LANES].i) {
-                blk = &p.else_;
-                root = p.else_slot;
-                body = op->else_body;
-            }
-        }
-        if ((st = exec_block(&x, blk)) != RV_OK ||
-            (st = store(&x, data, it.rank[l->ndim], t->dtype, body->dtype,
-                        slots[(size_t)root * LANES])) != RV_OK)
+         ok = ir_layout_iter_next(l, &it))
+        if ((st = interp_op_elem(&o, it.idx, data, it.rank[l->ndim])) != RV_OK)
             break;
-    }
-    base_free(slots);
-    interp_program_free(&p);
+    interp_op_end(&o);
     return st;
 }

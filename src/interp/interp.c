@@ -14,7 +14,8 @@
  *
  * Evaluation then computes each operation's layout, allocates its result
  * in the tensor's dtype (dense: its shape; ragged: 1-D in canonical order)
- * and hands it to eval.c (compute, cond) or extern_ref.c (extern). Results
+ * and hands it to eval.c (compute, cond) or extern_ref.c (extern); a
+ * recursion group goes to recurse.c as a whole, at its first member. Results
  * are stored in the bindings as they are made, so later operations read
  * the rounded values compiled code would read. A failed run leaves no
  * results behind.
@@ -294,8 +295,8 @@ static rv_status prepare_input(Interp *in, const Tensor *t, const uint64_t *seed
     return RV_OK;
 }
 
-rv_status interp_prepare(Interp *in, const Module *m, rv_bindings *b, const uint64_t *seed,
-                         const InterpNames *names) {
+rv_status interp_prepare_env(Interp *in, const Module *m, rv_bindings *b, const uint64_t *seed,
+                             const InterpNames *names) {
     memset(in, 0, sizeof *in);
     in->m = m;
     in->names = names;
@@ -316,6 +317,12 @@ rv_status interp_prepare(Interp *in, const Module *m, rv_bindings *b, const uint
     rv_status st = prepare_sizes(in, seed);
     for (int i = 0; st == RV_OK && i < m->ufuns.len; i++)
         st = prepare_ufun(in, m->ufuns.data[i], seed);
+    return st;
+}
+
+rv_status interp_prepare(Interp *in, const Module *m, rv_bindings *b, const uint64_t *seed,
+                         const InterpNames *names) {
+    rv_status st = interp_prepare_env(in, m, b, seed, names);
     for (int i = 0; st == RV_OK && i < m->tensors.len; i++)
         if (m->tensors.data[i]->op->kind == OP_INPUT)
             st = prepare_input(in, m->tensors.data[i], seed);
@@ -335,21 +342,36 @@ void interp_release(Interp *in) {
 
 /* ---- evaluation ---- */
 
-/* Computes one operation's result and stores it in the bindings. */
-static rv_status run_op(Interp *in, const Tensor *t) {
+rv_status interp_result_new(Interp *in, const Tensor *t, rv_array **out) {
     rv_status st;
     char what[300];
     snprintf(what, sizeof what, "tensor %s", t->name);
+    *out = NULL;
     if (!t->complete)
         return base_error(RV_ERR_TYPE, "%s: its definition is incomplete", what);
     Layout *l;
     if ((st = ir_layout_tensor(&in->env, what, t, &l)) != RV_OK)
         return st;
     in->tv[t->id].lay = l;
-    rv_array *a = ir_layout_array_new(t->dtype, l);
-    if (!a)
+    if (!(*out = ir_layout_array_new(t->dtype, l)))
         return base_error(RV_ERR_OOM, "%s: cannot allocate %lld elements", what,
                           (long long)l->numel);
+    return RV_OK;
+}
+
+void interp_result_store(Interp *in, const Tensor *t, rv_array *a) {
+    interp_bindings_own_tensor(in->b, t, a);
+    in->tv[t->id].arr = a;
+    in->tv[t->id].data = rv_array_cdata(a);
+    in->tv[t->id].dtype = t->dtype;
+}
+
+/* Computes one operation's result and stores it in the bindings. */
+static rv_status run_op(Interp *in, const Tensor *t) {
+    rv_array *a;
+    rv_status st = interp_result_new(in, t, &a);
+    if (st != RV_OK)
+        return st;
     switch (t->op->kind) {
     case OP_COMPUTE:
     case OP_COND:
@@ -366,11 +388,23 @@ static rv_status run_op(Interp *in, const Tensor *t) {
         rv_array_free(a);
         return st;
     }
-    interp_bindings_own_tensor(in->b, t, a);
-    in->tv[t->id].arr = a;
-    in->tv[t->id].data = rv_array_cdata(a);
-    in->tv[t->id].dtype = t->dtype;
+    interp_result_store(in, t, a);
     return RV_OK;
+}
+
+/* Runs the operation defining t, or for a member of a recursion group the
+ * whole group at its first member (the members need each other's values;
+ * they are consecutive in definition order, and the later ones then have
+ * their results already). */
+static rv_status run_tensor(Interp *in, const Tensor *t) {
+    const Recurse *r = ir_tensor_recurse(t);
+    if (!r)
+        return run_op(in, t);
+    if (r->members.data[0] != t) {
+        RV_ASSERT(in->tv[t->id].data); /* members are in m->tensors in group order */
+        return RV_OK;
+    }
+    return interp_eval_recurse(in, r);
 }
 
 rv_status rv_interp_run(const rv_module *m, rv_bindings *b) {
@@ -387,7 +421,7 @@ rv_status rv_interp_run(const rv_module *m, rv_bindings *b) {
     st = interp_prepare(&in, m, b, NULL, NULL);
     for (int i = 0; st == RV_OK && i < m->tensors.len; i++)
         if (m->tensors.data[i]->op->kind != OP_INPUT)
-            st = run_op(&in, m->tensors.data[i]);
+            st = run_tensor(&in, m->tensors.data[i]);
     interp_release(&in);
     if (st != RV_OK)
         interp_bindings_clear_outputs(b);

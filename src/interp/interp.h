@@ -18,8 +18,11 @@
  *   compile.c     expression DAGs compiled to flat instruction lists
  *   eval.c        compute and cond operations: the instruction lists
  *                 evaluated per element
+ *   recurse.c     recursion groups: node by node, children first
  *   extern_ref.c  reference implementations of the extern kernels
  *   random.c      the reproducible generator behind rv_bindings_randomize
+ *   layout_api.c  rv_bindings_layout: a tensor's canonical layout (ragged
+ *                 row starts) under bound sizes and UFs, for callers
  */
 #ifndef RAVEL_INTERP_H
 #define RAVEL_INTERP_H
@@ -103,7 +106,17 @@ rv_status interp_bindings_set_linear(rv_bindings *b, const Structure *st, const 
  * errors (InterpNames). */
 rv_status interp_prepare(Interp *in, const Module *m, rv_bindings *b, const uint64_t *seed,
                          const InterpNames *names);
+/* The first half of interp_prepare: sizes and UFs only, so the extents of
+ * every layout can be evaluated in in->env (rv_bindings_layout). */
+rv_status interp_prepare_env(Interp *in, const Module *m, rv_bindings *b, const uint64_t *seed,
+                             const InterpNames *names);
 void interp_release(Interp *in);
+/* A computed tensor's result: its layout evaluated (in->tv[t->id].lay)
+ * and a zeroed array of its dtype; then, once computed (or, for a
+ * recursion group's members, before: they read each other), stored in the
+ * bindings and made readable (in->tv[t->id].data). */
+rv_status interp_result_new(Interp *in, const Tensor *t, rv_array **out);
+void interp_result_store(Interp *in, const Tensor *t, rv_array *a);
 /* Sets the last error to "<where>: <message>" and returns st. <where> is
  * the location of the tensor's definition ("f.rv:3:1: ") and "computing
  * Y[2, 5]" (idx NULL: "computing Y"), then "extern K" when calling extern
@@ -225,6 +238,28 @@ void interp_program_free(EvalProgram *p);
 /* Evaluates a COMPUTE or COND operation into `out` (allocated with the
  * tensor's dtype and layout, in canonical order). */
 rv_status interp_eval_op(Interp *in, const Tensor *t, rv_array *out);
+
+/* The same one element at a time, in any order (recurse.c evaluates a
+ * group's members node by node): begin compiles the operation (COMPUTE,
+ * COND or RECURSE; the tensors it reads must have data, though not yet
+ * their values), elem evaluates the element at idx and stores it at
+ * data[off] in the tensor's dtype, end frees. End after a failed begin. */
+typedef struct EvalOp {
+    Interp *in;
+    const Tensor *t;
+    EvalProgram p;
+    Val *slots;
+} EvalOp;
+rv_status interp_op_begin(Interp *in, const Tensor *t, EvalOp *o);
+rv_status interp_op_elem(EvalOp *o, const int64_t *idx, void *data, int64_t off);
+void interp_op_end(EvalOp *o);
+
+/* ---- recurse.c ---- */
+
+/* Evaluates recursion group r: every member at every node of its
+ * structure, each node after its children, members in group order at a
+ * node. Errors name the node of a cycle. */
+rv_status interp_eval_recurse(Interp *in, const Recurse *r);
 
 /* ---- extern_ref.c ---- */
 

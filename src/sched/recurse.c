@@ -22,13 +22,6 @@ Recurse *sched_stage_group(const Stage *st) {
     return st && st->kind == STAGE_OP ? ir_tensor_recurse(st->t) : NULL;
 }
 
-Recurse *sched_group_named(const Schedule *s, const char *name) {
-    for (int i = 0; i < s->m->recurses.len; i++)
-        if (strcmp(s->m->recurses.data[i]->name, name) == 0)
-            return s->m->recurses.data[i];
-    return NULL;
-}
-
 static bool has_note(const Stage *st, StageNoteKind k) {
     for (int i = 0; i < st->nnotes; i++)
         if (st->notes[i].kind == k)

@@ -204,10 +204,9 @@ static rv_status apply_group_block(Schedule *s, Recurse *g, const SchedBlock *bl
 }
 
 rv_status sched_apply_block(Schedule *s, const SchedBlock *blk) {
+    if (blk->group)
+        return apply_group_block(s, blk->group, blk);
     Stage *st = sched_stage(s, blk->name);
-    Recurse *g = st ? NULL : sched_group_named(s, blk->name);
-    if (g)
-        return apply_group_block(s, g, blk);
     if (!st) {
         Buf names = {0};
         for (int i = 0; i < s->stages.len; i++)

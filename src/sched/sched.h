@@ -282,7 +282,5 @@ void sched_group_note(Schedule *s, Recurse *r, StageNoteKind k);
  * the group's loop over nodes or batches encloses it); and it is serial
  * unless the group has dynamic_batch (nodes depend on their children). */
 rv_status sched_check_recursion(Schedule *s, const SchedStep *step, const SrcFile *src);
-/* The recursion group called `name`, or NULL. */
-Recurse *sched_group_named(const Schedule *s, const char *name);
 
 #endif

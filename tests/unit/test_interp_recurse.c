@@ -7,13 +7,27 @@
  * back and through a plain compute over the structure's UFs; the refusal
  * of a batch that does not fit the structure (K, data width, kind, N's
  * range), binding nothing.
+ *
+ * Recursion: a TreeRNN (one member, a sum over children with a weight per
+ * child position) and a child-sum TreeLSTM (five members reading each
+ * other at children and, earlier ones, at the node itself), built through
+ * the C API, against a hand-written evaluation of the same equations in
+ * an order of its own (Kahn's, leaves first), on hand-made and random
+ * structures: one node, two nodes, deep chains, perfect trees, random
+ * trees with labels shuffled, 10x10 grid DAGs, SST sentences, batches
+ * mixing them; the same batch renumbered at random (children no longer
+ * numbered above parents) gives the same values bit for bit. Errors: a
+ * cycle in raw-bound arrays, a self-loop, a child out of range.
  */
+#include <stdbool.h>
+
 #include "harness.h"
 
 /* ---- a module with a binary tree structure ---- */
 
 /* N in 1..nmax, B in 1..100, structure T : tree(N, K) { children child,
- * nchild  roots root[s < B]  data word in -1..99 } (-1: no word) */
+ * nchild  roots root[s < B]  data word in wlo..vocab - 1 } (fix_new:
+ * -1..99, -1 for no word) */
 typedef struct Fix {
     rv_module *m;
     rv_structure *st;
@@ -21,7 +35,7 @@ typedef struct Fix {
     rv_ufun *child, *nchild, *word, *root;
 } Fix;
 
-static Fix fix_new(rv_struct_kind kind, int K, int64_t nmax) {
+static Fix fix_new_words(rv_struct_kind kind, int K, int64_t nmax, int64_t wlo, int64_t vocab) {
     Fix f = {0};
     f.m = rv_module_new();
     f.N = rv_size_new(f.m, "N", 1, nmax);
@@ -29,11 +43,15 @@ static Fix fix_new(rv_struct_kind kind, int K, int64_t nmax) {
     f.st = rv_structure_new(f.m, "T", kind, f.N, K, "child", "nchild");
     CHECK(f.st != NULL);
     f.root = rv_structure_set_roots(f.st, "root", f.B);
-    f.word = rv_structure_add_data(f.st, "word", rv_expr_int(f.m, -1), rv_expr_int(f.m, 99));
+    f.word = rv_structure_add_data(f.st, "word", rv_expr_int(f.m, wlo), rv_expr_int(f.m, vocab - 1));
     CHECK(f.root && f.word);
     f.child = rv_module_ufun(f.m, "child");
     f.nchild = rv_module_ufun(f.m, "nchild");
     return f;
+}
+
+static Fix fix_new(rv_struct_kind kind, int K, int64_t nmax) {
+    return fix_new_words(kind, K, nmax, -1, 100);
 }
 
 /* Element i of an integer array, as int64. */
@@ -207,10 +225,670 @@ static void test_set_linear_kinds(void) {
     }
 }
 
+/* ---- recursion: the models ---- */
+
+enum { V = 25000 }; /* words: SST's vocabulary fits */
+
+/* Small deterministic generators: shapes, and weights (restarted for each
+ * model, so runs on one batch numbered two ways get the same weights). */
+static uint64_t rng = 0x2545f4914f6cdd1du, wrng;
+static uint32_t xorshift(uint64_t *st, uint32_t n) {
+    *st ^= *st << 13;
+    *st ^= *st >> 7;
+    *st ^= *st << 17;
+    return n ? (uint32_t)(*st % n) : 0;
+}
+static uint32_t rnd(uint32_t n) {
+    return xorshift(&rng, n);
+}
+static float rnd_weight(void) {
+    return ((float)xorshift(&wrng, 1u << 20) / (float)(1u << 20) - 0.5f) * 0.8f;
+}
+
+/* An input of the given shape with random weights, bound to b and kept in
+ * the model (the reference reads the same floats). */
+typedef struct Weights {
+    rv_array *arr[8];
+    int n;
+} Weights;
+
+static const float *weights(Weights *w, rv_bindings *b, const char *name, int64_t rows,
+                            int64_t cols) {
+    int64_t shape[] = {rows, cols};
+    rv_array *a = rv_array_new(RV_F32, cols ? 2 : 1, shape);
+    float *d = rv_array_data(a);
+    for (int64_t i = 0; i < rows * (cols ? cols : 1); i++)
+        d[i] = rnd_weight();
+    CHECK_EQ_INT(rv_bindings_set_array(b, name, a), RV_OK);
+    w->arr[w->n++] = a;
+    return d;
+}
+
+static void weights_free(Weights *w) {
+    for (int i = 0; i < w->n; i++)
+        rv_array_free(w->arr[i]);
+    w->n = 0;
+}
+
+static rv_expr *rd(rv_module *m, rv_tensor *t, rv_expr *a, rv_expr *b) {
+    rv_expr *idx[] = {a, b};
+    return rv_expr_read(m, t, b ? 2 : 1, idx);
+}
+
+static rv_expr *call(rv_module *m, rv_ufun *f, rv_expr *a, rv_expr *b) {
+    rv_expr *args[] = {a, b};
+    return rv_expr_ufcall(m, f, b ? 2 : 1, args);
+}
+
+static rv_tensor *input(rv_module *m, const char *name, int64_t rows, int64_t cols) {
+    rv_dimspec d[] = {{NULL, rv_expr_int(m, rows), 1}, {NULL, rv_expr_int(m, cols), 1}};
+    return rv_input_new(m, name, RV_F32, cols ? 2 : 1, d);
+}
+
+/* Out[s, i < H] = h[root[s], i] */
+static void define_out(Fix *f, rv_tensor *h, int H) {
+    const char *ax[] = {"s", "i"};
+    rv_expr *ext[] = {rv_expr_size(f->m, f->B), rv_expr_int(f->m, H)};
+    rv_compute *c = rv_compute_begin(f->m, "Out", 2, ax, ext);
+    rv_expr *s = rv_compute_var(c, 0), *i = rv_compute_var(c, 1);
+    CHECK(rv_compute_end(c, rd(f->m, h, call(f->m, f->root, s, NULL), i)) != NULL);
+}
+
+/* TreeRNN over T (any K):
+ *   h[n, i < H] = if nchild[n] == 0 then Emb[word[n], i]
+ *                 else tanh(sum(k < nchild[n], j < H) W[i, k * H + j] * h[child[n, k], j]
+ *                           + bias[i]) */
+static void build_tree_rnn(Fix *f, int H) {
+    rv_module *m = f->m;
+    rv_tensor *emb = input(m, "Emb", V, H);
+    rv_tensor *W = input(m, "W", H, (int64_t)H * 8);
+    rv_tensor *bias = input(m, "bias", H, 0);
+    rv_recurse *r = rv_recurse_begin(m, "R", f->st);
+    const char *ax[] = {"n", "i"};
+    rv_expr *ext[] = {NULL, rv_expr_int(m, H)};
+    rv_compute *c = rv_recurse_add(r, "h", RV_F32, 2, ax, ext);
+    rv_tensor *h = rv_module_tensor(m, "h");
+    rv_expr *n = rv_compute_var(c, 0), *i = rv_compute_var(c, 1);
+    rv_expr *nc = call(m, f->nchild, n, NULL);
+    rv_axis *red[] = {rv_reduce_axis_new(m, "k", nc), rv_reduce_axis_new(m, "j", rv_expr_int(m, H))};
+    rv_expr *k = rv_expr_axis(m, red[0]), *j = rv_expr_axis(m, red[1]);
+    rv_expr *col = rv_expr_add(m, rv_expr_mul(m, k, rv_expr_int(m, H)), j);
+    rv_expr *prod = rv_expr_mul(m, rd(m, W, i, col), rd(m, h, call(m, f->child, n, k), j));
+    rv_expr *rec = rv_expr_unop(
+        m, "tanh", rv_expr_add(m, rv_expr_reduce(m, RV_REDUCE_SUM, 2, red, prod), rd(m, bias, i, NULL)));
+    rv_expr *leaf = rd(m, emb, call(m, f->word, n, NULL), i);
+    rv_expr *isleaf = rv_expr_binop(m, "==", nc, rv_expr_int(m, 0));
+    CHECK(rv_recurse_define(c, isleaf, leaf, rec) != NULL);
+    CHECK_EQ_INT(rv_recurse_end(r), RV_OK);
+    define_out(f, h, H);
+    CHECK_EQ_INT(rv_module_verify(m), RV_OK);
+}
+
+/* Child-sum TreeLSTM (Tai et al. 2015) over T, leaves' inputs from Emb,
+ * internal nodes' (word -1) zero:
+ *   X[n, j < H]      = if word[n] >= 0 then Emb[word[n], j] else 0
+ *   recurse R over T {
+ *     hs[n, i < H]   = sum(k < nchild[n]) h[child[n, k], i]
+ *     iou[n, g < 3H] = sum(j < H) Wiou[g, j] * X[n, j] + sum(j < H) Uiou[g, j] * hs[n, j]
+ *                      + biou[g]
+ *     fc[n, i < H]   = sum(k < nchild[n]) sigmoid(sum(j < H) Wf[i, j] * X[n, j]
+ *                          + sum(j < H) Uf[i, j] * h[child[n, k], j] + bf[i]) * c[child[n, k], i]
+ *     c[n, i < H]    = sigmoid(iou[n, i]) * tanh(iou[n, 2H + i]) + fc[n, i]
+ *     h[n, i < H]    = sigmoid(iou[n, H + i]) * tanh(c[n, i])
+ *   } */
+static void build_tree_lstm(Fix *f, int H) {
+    rv_module *m = f->m;
+    rv_tensor *emb = input(m, "Emb", V, H);
+    rv_tensor *Wiou = input(m, "Wiou", 3 * H, H), *Uiou = input(m, "Uiou", 3 * H, H);
+    rv_tensor *biou = input(m, "biou", 3 * H, 0);
+    rv_tensor *Wf = input(m, "Wf", H, H), *Uf = input(m, "Uf", H, H), *bf = input(m, "bf", H, 0);
+    rv_expr *Hx = rv_expr_int(m, H);
+
+    const char *ax[] = {"n", "i"};
+    rv_expr *xext[] = {rv_expr_size(m, f->N), Hx};
+    rv_compute *xc = rv_compute_begin(m, "X", 2, ax, xext);
+    rv_expr *n = rv_compute_var(xc, 0), *i = rv_compute_var(xc, 1);
+    rv_expr *w = call(m, f->word, n, NULL);
+    CHECK(rv_compute_end_cond(xc, rv_expr_binop(m, ">=", w, rv_expr_int(m, 0)), rd(m, emb, w, i),
+                              rv_expr_float(m, RV_F32, 0.0)) != NULL);
+    rv_tensor *X = rv_module_tensor(m, "X");
+
+    rv_recurse *r = rv_recurse_begin(m, "R", f->st);
+    rv_expr *ext[] = {NULL, Hx};
+    rv_expr *ext3[] = {NULL, rv_expr_int(m, 3 * H)};
+    const char *gax[] = {"n", "g"};
+    rv_compute *hs = rv_recurse_add(r, "hs", RV_F32, 2, ax, ext);
+    rv_compute *iou = rv_recurse_add(r, "iou", RV_F32, 2, gax, ext3);
+    rv_compute *fc = rv_recurse_add(r, "fc", RV_F32, 2, ax, ext);
+    rv_compute *cc = rv_recurse_add(r, "c", RV_F32, 2, ax, ext);
+    rv_compute *hc = rv_recurse_add(r, "h", RV_F32, 2, ax, ext);
+    rv_tensor *tiou = rv_module_tensor(m, "iou"), *tfc = rv_module_tensor(m, "fc");
+    rv_tensor *tc = rv_module_tensor(m, "c"), *th = rv_module_tensor(m, "h");
+    rv_tensor *ths = rv_module_tensor(m, "hs");
+
+    /* hs */
+    n = rv_compute_var(hs, 0), i = rv_compute_var(hs, 1);
+    rv_axis *k = rv_reduce_axis_new(m, "k", call(m, f->nchild, n, NULL));
+    rv_expr *kv = rv_expr_axis(m, k);
+    CHECK(rv_recurse_define(hs, NULL,
+                            rv_expr_reduce(m, RV_REDUCE_SUM, 1, &k,
+                                           rd(m, th, call(m, f->child, n, kv), i)),
+                            NULL) != NULL);
+    /* iou */
+    n = rv_compute_var(iou, 0);
+    rv_expr *g = rv_compute_var(iou, 1);
+    rv_axis *j1 = rv_reduce_axis_new(m, "j", Hx), *j2 = rv_reduce_axis_new(m, "j", Hx);
+    rv_expr *j1v = rv_expr_axis(m, j1), *j2v = rv_expr_axis(m, j2);
+    rv_expr *sx = rv_expr_reduce(m, RV_REDUCE_SUM, 1, &j1,
+                                 rv_expr_mul(m, rd(m, Wiou, g, j1v), rd(m, X, n, j1v)));
+    rv_expr *sh = rv_expr_reduce(m, RV_REDUCE_SUM, 1, &j2,
+                                 rv_expr_mul(m, rd(m, Uiou, g, j2v), rd(m, ths, n, j2v)));
+    CHECK(rv_recurse_define(iou, NULL, rv_expr_add(m, rv_expr_add(m, sx, sh), rd(m, biou, g, NULL)),
+                            NULL) != NULL);
+    /* fc */
+    n = rv_compute_var(fc, 0), i = rv_compute_var(fc, 1);
+    k = rv_reduce_axis_new(m, "k", call(m, f->nchild, n, NULL));
+    kv = rv_expr_axis(m, k);
+    rv_expr *ch = call(m, f->child, n, kv);
+    j1 = rv_reduce_axis_new(m, "j", Hx), j2 = rv_reduce_axis_new(m, "j", Hx);
+    j1v = rv_expr_axis(m, j1), j2v = rv_expr_axis(m, j2);
+    sx = rv_expr_reduce(m, RV_REDUCE_SUM, 1, &j1, rv_expr_mul(m, rd(m, Wf, i, j1v), rd(m, X, n, j1v)));
+    sh = rv_expr_reduce(m, RV_REDUCE_SUM, 1, &j2, rv_expr_mul(m, rd(m, Uf, i, j2v), rd(m, th, ch, j2v)));
+    rv_expr *gate = rv_expr_unop(m, "sigmoid", rv_expr_add(m, rv_expr_add(m, sx, sh), rd(m, bf, i, NULL)));
+    CHECK(rv_recurse_define(fc, NULL,
+                            rv_expr_reduce(m, RV_REDUCE_SUM, 1, &k,
+                                           rv_expr_mul(m, gate, rd(m, tc, ch, i))),
+                            NULL) != NULL);
+    /* c */
+    n = rv_compute_var(cc, 0), i = rv_compute_var(cc, 1);
+    rv_expr *ig = rv_expr_unop(m, "sigmoid", rd(m, tiou, n, i));
+    rv_expr *ug = rv_expr_unop(m, "tanh", rd(m, tiou, n, rv_expr_add(m, i, rv_expr_int(m, 2 * H))));
+    CHECK(rv_recurse_define(cc, NULL, rv_expr_add(m, rv_expr_mul(m, ig, ug), rd(m, tfc, n, i)),
+                            NULL) != NULL);
+    /* h */
+    n = rv_compute_var(hc, 0), i = rv_compute_var(hc, 1);
+    rv_expr *og = rv_expr_unop(m, "sigmoid", rd(m, tiou, n, rv_expr_add(m, i, Hx)));
+    CHECK(rv_recurse_define(hc, NULL, rv_expr_mul(m, og, rv_expr_unop(m, "tanh", rd(m, tc, n, i))),
+                            NULL) != NULL);
+    CHECK_EQ_INT(rv_recurse_end(r), RV_OK);
+    define_out(f, th, H);
+    CHECK_EQ_INT(rv_module_verify(m), RV_OK);
+}
+
+/* ---- the reference: the same equations by hand ---- */
+
+static double sigmoid(double x) {
+    return 1.0 / (1.0 + exp(-x));
+}
+
+/* The nodes of lin children first, by Kahn's algorithm over the edges
+ * (not the numbering); false if some node is never ready (a cycle). */
+static bool kahn_order(const rv_linear *lin, int32_t *order) {
+    int32_t N = lin->num_nodes, K = lin->max_children;
+    int32_t *pending = calloc((size_t)N, sizeof(int32_t));
+    int32_t *pbegin = calloc((size_t)N + 1, sizeof(int32_t));
+    int32_t *parents = malloc(sizeof(int32_t) * ((size_t)N * K + 1));
+    for (int32_t n = 0; n < N; n++) {
+        pending[n] = lin->nchild[n];
+        for (int k = 0; k < lin->nchild[n]; k++)
+            pbegin[lin->child[n * K + k] + 1]++;
+    }
+    for (int32_t n = 0; n < N; n++)
+        pbegin[n + 1] += pbegin[n];
+    int32_t *fill = malloc(sizeof(int32_t) * ((size_t)N + 1));
+    memcpy(fill, pbegin, sizeof(int32_t) * ((size_t)N + 1));
+    for (int32_t n = 0; n < N; n++)
+        for (int k = 0; k < lin->nchild[n]; k++)
+            parents[fill[lin->child[n * K + k]]++] = n;
+    int32_t head = 0, tail = 0;
+    for (int32_t n = 0; n < N; n++)
+        if (pending[n] == 0)
+            order[tail++] = n;
+    while (head < tail) {
+        int32_t c = order[head++];
+        for (int32_t p = pbegin[c]; p < pbegin[c + 1]; p++)
+            if (--pending[parents[p]] == 0)
+                order[tail++] = parents[p];
+    }
+    free(pending);
+    free(pbegin);
+    free(parents);
+    free(fill);
+    return tail == N;
+}
+
+typedef struct Ref {
+    float *h; /* [N * H]: the reference's h */
+} Ref;
+
+static float *ref_tree_rnn(const rv_linear *lin, int H, const float *emb, const float *W,
+                           const float *bias) {
+    int32_t N = lin->num_nodes, K = lin->max_children;
+    float *h = calloc((size_t)N * H, sizeof(float));
+    int32_t *order = malloc(sizeof(int32_t) * (size_t)N);
+    CHECK(kahn_order(lin, order));
+    for (int32_t o = 0; o < N; o++) {
+        int32_t n = order[o];
+        for (int i = 0; i < H; i++) {
+            if (lin->nchild[n] == 0) {
+                h[n * H + i] = emb[lin->data[n * lin->width] * H + i];
+                continue;
+            }
+            double acc = 0;
+            for (int k = 0; k < lin->nchild[n]; k++)
+                for (int j = 0; j < H; j++)
+                    acc += (double)W[i * 8 * H + k * H + j] * h[lin->child[n * K + k] * H + j];
+            h[n * H + i] = (float)tanh(acc + bias[i]);
+        }
+    }
+    free(order);
+    return h;
+}
+
+typedef struct LstmW {
+    const float *emb, *Wiou, *Uiou, *biou, *Wf, *Uf, *bf;
+} LstmW;
+
+static float *ref_tree_lstm(const rv_linear *lin, int H, const LstmW *w) {
+    int32_t N = lin->num_nodes, K = lin->max_children;
+    float *h = calloc((size_t)N * H, sizeof(float)), *c = calloc((size_t)N * H, sizeof(float));
+    float *x = calloc((size_t)H, sizeof(float)), *hs = calloc((size_t)H, sizeof(float));
+    float *iou = calloc((size_t)3 * H, sizeof(float)), *fc = calloc((size_t)H, sizeof(float));
+    int32_t *order = malloc(sizeof(int32_t) * (size_t)N);
+    CHECK(kahn_order(lin, order));
+    for (int32_t o = 0; o < N; o++) {
+        int32_t n = order[o], word = lin->data[n * lin->width];
+        const int32_t *ch = &lin->child[n * K];
+        for (int j = 0; j < H; j++)
+            x[j] = word >= 0 ? w->emb[word * H + j] : 0.0f;
+        for (int i = 0; i < H; i++) {
+            double s = 0;
+            for (int k = 0; k < lin->nchild[n]; k++)
+                s += h[ch[k] * H + i];
+            hs[i] = (float)s;
+        }
+        for (int g = 0; g < 3 * H; g++) {
+            double sx = 0, sh = 0;
+            for (int j = 0; j < H; j++)
+                sx += (double)w->Wiou[g * H + j] * x[j];
+            for (int j = 0; j < H; j++)
+                sh += (double)w->Uiou[g * H + j] * hs[j];
+            iou[g] = (float)(sx + sh + w->biou[g]);
+        }
+        for (int i = 0; i < H; i++) {
+            double s = 0;
+            for (int k = 0; k < lin->nchild[n]; k++) {
+                double sx = 0, sh = 0;
+                for (int j = 0; j < H; j++)
+                    sx += (double)w->Wf[i * H + j] * x[j];
+                for (int j = 0; j < H; j++)
+                    sh += (double)w->Uf[i * H + j] * h[ch[k] * H + j];
+                s += sigmoid(sx + sh + w->bf[i]) * c[ch[k] * H + i];
+            }
+            fc[i] = (float)s;
+        }
+        for (int i = 0; i < H; i++)
+            c[n * H + i] = (float)(sigmoid(iou[i]) * tanh(iou[2 * H + i]) + fc[i]);
+        for (int i = 0; i < H; i++)
+            h[n * H + i] = (float)(sigmoid(iou[H + i]) * tanh(c[n * H + i]));
+    }
+    free(order);
+    free(c);
+    free(x);
+    free(hs);
+    free(iou);
+    free(fc);
+    return h;
+}
+
+/* ---- running a model on a batch ---- */
+
+typedef enum Model { TREE_RNN, TREE_LSTM } Model;
+
+/* Interpreter vs reference on batch bs (data column 0: word ids, -1 only
+ * where the model reads no word); returns the interpreter's h (malloc'd
+ * copy) so callers can compare runs. */
+static float *check_model(Model model, rv_struct_kind kind, int K, int H, const rv_linear *lin) {
+    Fix f = fix_new_words(kind, K, 200000, -1, V);
+    if (model == TREE_RNN)
+        build_tree_rnn(&f, H);
+    else
+        build_tree_lstm(&f, H);
+    rv_bindings *b = rv_bindings_new(f.m);
+    Weights w = {0};
+    float *ref = NULL;
+    wrng = 0x9e3779b97f4a7c15u;
+    if (model == TREE_RNN) {
+        const float *emb = weights(&w, b, "Emb", V, H);
+        const float *W = weights(&w, b, "W", H, (int64_t)H * 8);
+        const float *bias = weights(&w, b, "bias", H, 0);
+        ref = ref_tree_rnn(lin, H, emb, W, bias);
+    } else {
+        LstmW lw;
+        lw.emb = weights(&w, b, "Emb", V, H);
+        lw.Wiou = weights(&w, b, "Wiou", 3 * H, H);
+        lw.Uiou = weights(&w, b, "Uiou", 3 * H, H);
+        lw.biou = weights(&w, b, "biou", 3 * H, 0);
+        lw.Wf = weights(&w, b, "Wf", H, H);
+        lw.Uf = weights(&w, b, "Uf", H, H);
+        lw.bf = weights(&w, b, "bf", H, 0);
+        ref = ref_tree_lstm(lin, H, &lw);
+    }
+    CHECK_EQ_INT(rv_bindings_set_linear(b, "T", lin), RV_OK);
+    rv_status st = rv_interp_run(f.m, b);
+    CHECK_EQ_INT(st, RV_OK);
+    if (st != RV_OK)
+        fprintf(stderr, "    %s\n", rv_last_error());
+    const rv_array *h = rv_bindings_get_array(b, "h"), *out = rv_bindings_get_array(b, "Out");
+    float *got = NULL;
+    if (h && out) {
+        int32_t N = lin->num_nodes;
+        const float *hv = rv_array_cdata(h), *ov = rv_array_cdata(out);
+        int64_t bad = 0;
+        for (int64_t e = 0; e < (int64_t)N * H; e++)
+            bad += !(fabs(hv[e] - ref[e]) <= 1e-5 * (1 + fabs(ref[e])));
+        CHECK_EQ_INT(bad, 0);
+        for (int32_t s = 0; s < lin->num_structs; s++)
+            for (int i = 0; i < H; i++)
+                CHECK(ov[s * H + i] == hv[lin->root[s] * H + i]);
+        got = malloc(sizeof(float) * (size_t)N * H);
+        memcpy(got, hv, sizeof(float) * (size_t)N * H);
+    }
+    free(ref);
+    rv_bindings_free(b);
+    weights_free(&w);
+    rv_module_free(f.m);
+    return got;
+}
+
+/* Both models on bs, then on bs renumbered at random (linearized arrays
+ * permuted: children anywhere relative to their parents), which must give
+ * the same values node for node, bit for bit. */
+static void check_batch(rv_structs *bs, rv_struct_kind kind, int K, int H) {
+    rv_linear lin = {0};
+    CHECK_EQ_INT(rv_linearize(bs, &lin), RV_OK);
+    int32_t N = lin.num_nodes, W = lin.width;
+    /* the permuted copy: node v becomes perm[v] */
+    int32_t *perm = malloc(sizeof(int32_t) * (size_t)N);
+    for (int32_t v = 0; v < N; v++)
+        perm[v] = v;
+    for (int32_t v = N - 1; v > 0; v--) {
+        int32_t u = (int32_t)rnd((uint32_t)v + 1), t = perm[v];
+        perm[v] = perm[u];
+        perm[u] = t;
+    }
+    rv_linear pl = lin;
+    pl.child = malloc(sizeof(int32_t) * (size_t)N * K);
+    pl.nchild = malloc(sizeof(int32_t) * (size_t)N);
+    pl.data = malloc(sizeof(int32_t) * ((size_t)N * W + 1));
+    pl.root = malloc(sizeof(int32_t) * (size_t)lin.num_structs);
+    pl.max_children = K;
+    for (int32_t v = 0; v < N; v++) {
+        int32_t p = perm[v];
+        pl.nchild[p] = lin.nchild[v];
+        for (int k = 0; k < K; k++)
+            pl.child[p * K + k] = k < lin.nchild[v] ? perm[lin.child[v * lin.max_children + k]] : p;
+        memcpy(&pl.data[p * W], &lin.data[v * W], sizeof(int32_t) * (size_t)W);
+    }
+    for (int32_t s = 0; s < lin.num_structs; s++)
+        pl.root[s] = perm[lin.root[s]];
+    for (int model = TREE_RNN; model <= TREE_LSTM; model++) {
+        float *a = check_model(model, kind, K, H, &lin);
+        float *b = check_model(model, kind, K, H, &pl);
+        int64_t bad = 0;
+        for (int32_t v = 0; a && b && v < N; v++)
+            bad += memcmp(&a[v * H], &b[perm[v] * H], sizeof(float) * (size_t)H) != 0;
+        CHECK(a && b);
+        CHECK_EQ_INT(bad, 0);
+        free(a);
+        free(b);
+    }
+    free(pl.child);
+    free(pl.nchild);
+    free(pl.data);
+    free(pl.root);
+    free(perm);
+    rv_linear_free(&lin);
+}
+
+/* Random words for n nodes (width 1). */
+static int32_t *words(int32_t n) {
+    int32_t *d = malloc(sizeof(int32_t) * (size_t)(n ? n : 1));
+    for (int32_t i = 0; i < n; i++)
+        d[i] = (int32_t)rnd(50);
+    return d;
+}
+
+/* A random tree of n nodes, at most K children each, shapes from chains
+ * to bushy, nodes labelled in a random order; added to bs. */
+static void add_random_tree(rv_structs *bs, int32_t n, int K) {
+    int32_t *label = malloc(sizeof(int32_t) * (size_t)n), *parent = malloc(sizeof(int32_t) * (size_t)n);
+    int32_t *nkids = calloc((size_t)n, sizeof(int32_t));
+    for (int32_t i = 0; i < n; i++)
+        label[i] = i;
+    for (int32_t i = n - 1; i > 0; i--) {
+        int32_t u = (int32_t)rnd((uint32_t)i + 1), t = label[i];
+        label[i] = label[u];
+        label[u] = t;
+    }
+    uint32_t spread = 1 + rnd(8); /* small: deep, large: bushy */
+    parent[label[0]] = -1;
+    for (int32_t i = 1; i < n; i++) {
+        int32_t p = i - 1 - (int32_t)rnd(spread < (uint32_t)i ? spread : (uint32_t)i);
+        if (nkids[p] >= K) /* full: the first node with room */
+            for (p = 0; nkids[p] >= K; p++)
+                ;
+        nkids[p]++;
+        parent[label[i]] = label[p];
+    }
+    int32_t *d = words(n);
+    CHECK_EQ_INT(rv_structs_add_parents(bs, n, parent, d), RV_OK);
+    free(d);
+    free(label);
+    free(parent);
+    free(nkids);
+}
+
+enum { H_SMALL = 5 };
+
+static void test_small_shapes(void) {
+    int32_t one[] = {3}, two_begin[] = {0, 1, 1}, two_child[] = {1}, two_data[] = {4, 7};
+    /* one node */
+    rv_structs *bs = rv_structs_new(RV_STRUCT_TREE, 2, 1);
+    CHECK_EQ_INT(rv_structs_add_sequence(bs, 1, one), RV_OK);
+    check_batch(bs, RV_STRUCT_TREE, 2, H_SMALL);
+    /* two nodes */
+    rv_structs_clear(bs);
+    CHECK_EQ_INT(rv_structs_add_children(bs, 2, two_begin, two_child, two_data), RV_OK);
+    check_batch(bs, RV_STRUCT_TREE, 2, H_SMALL);
+    /* several single nodes and pairs in one batch */
+    for (int i = 0; i < 3; i++) {
+        CHECK_EQ_INT(rv_structs_add_sequence(bs, 1, one), RV_OK);
+        CHECK_EQ_INT(rv_structs_add_children(bs, 2, two_begin, two_child, two_data), RV_OK);
+    }
+    check_batch(bs, RV_STRUCT_TREE, 2, H_SMALL);
+    rv_structs_free(bs);
+}
+
+/* Sequences: a recursion over chains (K = 1), the longest 3,000 nodes
+ * deep (the interpreter walks without C recursion). */
+static void test_chains(void) {
+    rv_structs *bs = rv_structs_new(RV_STRUCT_SEQUENCE, 1, 1);
+    int32_t lens[] = {3000, 1, 17, 2, 40};
+    for (int i = 0; i < 5; i++) {
+        int32_t *d = words(lens[i]);
+        CHECK_EQ_INT(rv_structs_add_sequence(bs, lens[i], d), RV_OK);
+        free(d);
+    }
+    check_batch(bs, RV_STRUCT_SEQUENCE, 1, 3);
+    rv_structs_free(bs);
+}
+
+static void test_trees(void) {
+    rv_structs *bs = rv_structs_new(RV_STRUCT_TREE, 2, 1);
+    int32_t *d = words(127);
+    CHECK_EQ_INT(rv_structs_add_perfect_tree(bs, 6, d), RV_OK);
+    check_batch(bs, RV_STRUCT_TREE, 2, H_SMALL);
+    /* random binary trees, and a batch mixing them with the perfect one */
+    rv_structs_clear(bs);
+    for (int i = 0; i < 12; i++)
+        add_random_tree(bs, 1 + (int32_t)rnd(60), 2);
+    check_batch(bs, RV_STRUCT_TREE, 2, H_SMALL);
+    CHECK_EQ_INT(rv_structs_add_perfect_tree(bs, 4, d), RV_OK);
+    CHECK_EQ_INT(rv_structs_add_sequence(bs, 30, d), RV_OK);
+    check_batch(bs, RV_STRUCT_TREE, 2, H_SMALL);
+    rv_structs_free(bs);
+    /* wide: up to 6 children a node */
+    bs = rv_structs_new(RV_STRUCT_TREE, 6, 1);
+    for (int i = 0; i < 8; i++)
+        add_random_tree(bs, 1 + (int32_t)rnd(50), 6);
+    check_batch(bs, RV_STRUCT_TREE, 6, H_SMALL);
+    rv_structs_free(bs);
+    free(d);
+}
+
+static void test_grid_dags(void) {
+    rv_structs *bs = rv_structs_new(RV_STRUCT_DAG, 2, 1);
+    int32_t *d = words(100);
+    CHECK_EQ_INT(rv_structs_add_grid(bs, 10, 10, d), RV_OK);
+    check_batch(bs, RV_STRUCT_DAG, 2, H_SMALL);
+    CHECK_EQ_INT(rv_structs_add_grid(bs, 3, 7, d), RV_OK);
+    CHECK_EQ_INT(rv_structs_add_grid(bs, 1, 1, d), RV_OK);
+    check_batch(bs, RV_STRUCT_DAG, 2, H_SMALL);
+    rv_structs_free(bs);
+    free(d);
+}
+
+/* The first sentences of SST's test split, alone and with a chain and a
+ * perfect tree. */
+static void test_sst(void) {
+    const char *dir = harness_sst_dir();
+    if (!dir) {
+        printf("test_sst: skipped (no SST data; set RAVEL_SST_DIR)\n");
+        return;
+    }
+    rv_structs *all = rv_structs_new(RV_STRUCT_TREE, 2, 1);
+    CHECK_EQ_INT(rv_structs_read_sst(all, dir, RV_SST_TEST), RV_OK);
+    CHECK(rv_structs_vocab_size(all) < V);
+    rv_structs *bs = rv_structs_new(RV_STRUCT_TREE, 2, 1);
+    for (int s = 0; s < 25 && s < rv_structs_count(all); s++) {
+        int32_t n = rv_structs_size(all, s);
+        int32_t *begin = malloc(sizeof(int32_t) * ((size_t)n + 1)), *child = malloc(sizeof(int32_t) * 2 * (size_t)n);
+        int32_t *data = malloc(sizeof(int32_t) * (size_t)n);
+        begin[0] = 0;
+        for (int32_t i = 0; i < n; i++) {
+            const int32_t *c;
+            int nc = rv_structs_children(all, s, i, &c);
+            memcpy(&child[begin[i]], c, sizeof(int32_t) * (size_t)nc);
+            begin[i + 1] = begin[i] + nc;
+            data[i] = rv_structs_data(all, s, i)[0];
+        }
+        CHECK_EQ_INT(rv_structs_add_children(bs, n, begin, child, data), RV_OK);
+        free(begin);
+        free(child);
+        free(data);
+    }
+    check_batch(bs, RV_STRUCT_TREE, 2, 6);
+    int32_t *d = words(63);
+    CHECK_EQ_INT(rv_structs_add_sequence(bs, 20, d), RV_OK);
+    CHECK_EQ_INT(rv_structs_add_perfect_tree(bs, 5, d), RV_OK);
+    check_batch(bs, RV_STRUCT_TREE, 2, 6);
+    free(d);
+    rv_structs_free(bs);
+    rv_structs_free(all);
+}
+
+/* ---- errors in raw-bound arrays ---- */
+
+/* A TreeRNN over 8 nodes bound array by array: child rows as given
+ * (nchild[n] entries each), one dynamic batch; the run must fail with msg. */
+static void expect_run_error(const int32_t *nchild, const int32_t *child, int64_t nedges,
+                             const char *msg) {
+    Fix f = fix_new(RV_STRUCT_DAG, 2, 100);
+    build_tree_rnn(&f, 2);
+    rv_bindings *b = rv_bindings_new(f.m);
+    CHECK_EQ_INT(rv_bindings_randomize(b, 1), RV_OK); /* weights; then the structure by hand */
+    int64_t n8 = 8, one = 1;
+    rv_array *nc = rv_array_new(RV_I32, 1, &n8), *ch = rv_array_new(RV_I32, 1, &nedges);
+    rv_array *wd = rv_array_new(RV_I32, 1, &n8), *rt = rv_array_new(RV_I32, 1, &one);
+    rv_array *bb = rv_array_new(RV_I32, 1, &one), *bl = rv_array_new(RV_I32, 1, &one);
+    memcpy(rv_array_data(nc), nchild, sizeof(int32_t) * 8);
+    memcpy(rv_array_data(ch), child, sizeof(int32_t) * (size_t)nedges);
+    ((int32_t *)rv_array_data(bl))[0] = 8;
+    CHECK_EQ_INT(rv_bindings_set_size(b, "N", 8), RV_OK);
+    CHECK_EQ_INT(rv_bindings_set_size(b, "B", 1), RV_OK);
+    CHECK_EQ_INT(rv_bindings_set_size(b, "_T_nbatch", 1), RV_OK);
+    const char *names[] = {"nchild", "child", "word", "root", "_T_batch_begin", "_T_batch_length"};
+    rv_array *arrs[] = {nc, ch, wd, rt, bb, bl};
+    for (int i = 0; i < 6; i++)
+        CHECK_EQ_INT(rv_bindings_set_array(b, names[i], arrs[i]), RV_OK);
+    CHECK(rv_interp_run(f.m, b) != RV_OK);
+    CHECK_STR_CONTAINS(rv_last_error(), msg);
+    CHECK(rv_bindings_get_array(b, "h") == NULL); /* a failed run leaves no results */
+    rv_bindings_free(b);
+    for (int i = 0; i < 6; i++)
+        rv_array_free(arrs[i]);
+    rv_module_free(f.m);
+}
+
+static void test_raw_errors(void) {
+    /* 5 -> 7 -> 5 (7's other child 6 is a leaf), 0 -> 1 -> 2 fine */
+    int32_t nc[] = {1, 1, 0, 0, 0, 1, 0, 2}, ch[] = {1, 2, 7, 6, 5};
+    expect_run_error(nc, ch, 5,
+                     "recursion R over T: node 5 depends on itself through its children "
+                     "(child[5, 0] = 7, child[7, 1] = 5)");
+    /* a node its own child */
+    int32_t nc2[] = {0, 0, 2, 0, 0, 0, 0, 0}, ch2[] = {1, 2};
+    expect_run_error(nc2, ch2, 2,
+                     "node 2 depends on itself through its children (child[2, 1] = 2)");
+    /* the walk enters the cycle from outside it: 0 -> 1 -> 2 -> 3 -> 1 */
+    int32_t nc3[] = {1, 1, 1, 1, 0, 0, 0, 0}, ch3[] = {1, 2, 3, 1};
+    expect_run_error(nc3, ch3, 4,
+                     "node 1 depends on itself through its children (child[1, 0] = 2, "
+                     "child[2, 0] = 3, child[3, 0] = 1)");
+    /* a child out of range: the UF's declared range */
+    int32_t nc4[] = {1, 0, 0, 0, 0, 0, 0, 0}, ch4[] = {8};
+    expect_run_error(nc4, ch4, 1, "ufun child: child[0, 0] = 8 outside declared range 0..7");
+}
+
+/* A cycle through a long chain is printed with its first links only. */
+static void test_long_cycle(void) {
+    Fix f = fix_new(RV_STRUCT_TREE, 1, 100000);
+    build_tree_rnn(&f, 2);
+    int32_t N = 50000;
+    rv_linear lin = {0};
+    rv_structs *bs = rv_structs_new(RV_STRUCT_TREE, 1, 1);
+    int32_t *d = words(N);
+    CHECK_EQ_INT(rv_structs_add_sequence(bs, N, d), RV_OK);
+    CHECK_EQ_INT(rv_linearize(bs, &lin), RV_OK);
+    rv_bindings *b = rv_bindings_new(f.m);
+    CHECK_EQ_INT(rv_bindings_randomize(b, 1), RV_OK);
+    /* the leaf (last) gets the root (node 0) as its child */
+    lin.nchild[N - 1] = 1;
+    lin.child[N - 1] = 0;
+    CHECK_EQ_INT(rv_bindings_set_linear(b, "T", &lin), RV_OK);
+    CHECK(rv_interp_run(f.m, b) != RV_OK);
+    CHECK_STR_CONTAINS(rv_last_error(), "node 0 depends on itself through its children "
+                                        "(child[0, 0] = 1, child[1, 0] = 2, ");
+    CHECK_STR_CONTAINS(rv_last_error(), ", ... 49991 more, child[49999, 0] = 0)");
+    rv_bindings_free(b);
+    rv_linear_free(&lin);
+    rv_structs_free(bs);
+    free(d);
+    rv_module_free(f.m);
+}
+
 int main(void) {
     RUN(test_set_linear_arrays);
     RUN(test_set_linear_read_by_compute);
     RUN(test_set_linear_errors);
     RUN(test_set_linear_kinds);
+    RUN(test_small_shapes);
+    RUN(test_chains);
+    RUN(test_trees);
+    RUN(test_grid_dags);
+    RUN(test_sst);
+    RUN(test_raw_errors);
+    RUN(test_long_cycle);
     return harness_report();
 }

@@ -508,24 +508,8 @@ static void test_sexpr_file(void) {
     rv_structs_free(bs);
 }
 
-/* The SST directory: $RAVEL_SST_DIR, else the project's shared data. */
-static const char *sst_dir(void) {
-    const char *d = getenv("RAVEL_SST_DIR");
-    if (d)
-        return d;
-    static const char *const candidates[] = {"../shared/data/sst", "../../shared/data/sst",
-                                             "/work/shared/data/sst"};
-    for (int i = 0; i < RV_COUNT(candidates); i++) {
-        char p[512];
-        snprintf(p, sizeof p, "%s/STree.txt", candidates[i]);
-        if (access(p, R_OK) == 0)
-            return candidates[i];
-    }
-    return NULL;
-}
-
 static void test_sst(void) {
-    const char *dir = sst_dir();
+    const char *dir = harness_sst_dir();
     if (!dir) {
         printf("test_sst: skipped (no SST data; set RAVEL_SST_DIR)\n");
         return;
