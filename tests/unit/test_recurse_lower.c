@@ -7,7 +7,9 @@
  * 10x10 grid DAGs, and batches mixing them) bound by
  * rv_bindings_set_linear, and compared with a
  * memoized node-by-node evaluation written here in C (children first,
- * independent of the numbering); the schedule rules' located errors.
+ * independent of the numbering); the .rv examples and models compiled
+ * against the interpreter's naive recursion; the schedule rules' located
+ * errors, the host plan's numbering check, CUDA C and AOT output.
  */
 #include <limits.h>
 #include <stdbool.h>
@@ -640,6 +642,126 @@ static void test_aot_check(void) {
     rv_module_free(md.m);
 }
 
+/* ---- the .rv examples and models against the interpreter ---- */
+
+/* A batch of structures that `st` accepts: sequences, and for trees and
+ * DAGs perfect and random trees too (grids for DAGs), with data in 0..12;
+ * `full`: single nodes and perfect trees only (a model that reads two
+ * children at every internal node). */
+static void add_batch(rv_structs *bs, const rv_structure *st, bool full, uint64_t seed) {
+    uint64_t rng = seed;
+    int kinds = st->kind == RV_STRUCT_SEQUENCE ? 2 : st->kind == RV_STRUCT_TREE ? 5 : 6;
+    for (int s = 0; s < 9; s++) {
+        int k = full ? (s % 2) * 2 : s % kinds;
+        int32_t data[400];
+        for (int i = 0; i < 400; i++) {
+            rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+            data[i] = (int32_t)((rng >> 33) % V);
+        }
+        if (k == 0 || k == 1) {
+            CHECK_EQ_INT(rv_structs_add_sequence(bs, k == 0 ? 1 : 9, data), RV_OK);
+        } else if (k == 5) {
+            CHECK_EQ_INT(rv_structs_add_grid(bs, 4, 5, data), RV_OK);
+        } else if (k == 2) {
+            CHECK_EQ_INT(rv_structs_add_perfect_tree(bs, 3, data), RV_OK);
+        } else {
+            add_structure(bs, 4, &rng); /* a random binary tree */
+        }
+    }
+}
+
+/* Every output of the module, compiled under `sched` (target, steps
+ * pairs), equals the interpreter's on linearized batches. */
+static void check_file(const char *path, const char *const *sched, bool full) {
+    rv_module *m = NULL;
+    CHECK_EQ_INT(rv_module_load(path, &m), RV_OK);
+    if (!m) {
+        fprintf(stderr, "    %s: %s\n", path, rv_last_error());
+        return;
+    }
+    for (int i = 0; sched && sched[i]; i += 2)
+        CHECK_EQ_INT(rv_module_schedule(m, sched[i], sched[i + 1]), RV_OK);
+    rv_compile_options opt = {.cache_dir = cache_dir, .cflags = PROGRAM_CFLAGS, .threads = 2};
+    rv_program *p = NULL;
+    rv_status st = rv_program_compile(m, &opt, &p);
+    CHECK_EQ_INT(st, RV_OK);
+    if (st != RV_OK) {
+        fprintf(stderr, "    %s: %s\n", path, rv_last_error());
+        rv_module_free(m);
+        return;
+    }
+    const rv_structure *T = m->structures.data[0];
+    for (uint64_t seed = 1; seed <= 2; seed++) {
+        rv_structs *bs = rv_structs_new(T->kind, T->max_children, T->ndata);
+        add_batch(bs, T, full, seed);
+        rv_linear lin = {0};
+        CHECK_EQ_INT(rv_linearize(bs, &lin), RV_OK);
+        rv_bindings *bi = rv_bindings_new(m), *bc = rv_bindings_new(m);
+        CHECK_EQ_INT(rv_bindings_set_linear(bi, T->name, &lin), RV_OK);
+        CHECK_EQ_INT(rv_bindings_set_linear(bc, T->name, &lin), RV_OK);
+        CHECK_EQ_INT(rv_bindings_randomize(bi, seed), RV_OK);
+        CHECK_EQ_INT(rv_bindings_randomize(bc, seed), RV_OK);
+        /* weights scaled as a trained model's are (products over 256 terms
+         * of unit-range values saturate every gate and amplify f32
+         * rounding through the levels) */
+        for (int t = 0; t < m->tensors.len; t++) {
+            rv_tensor *x = m->tensors.data[t];
+            if (x->op->kind != OP_INPUT || x->dtype != RV_F32)
+                continue;
+            rv_bindings *both[] = {bi, bc};
+            for (int k = 0; k < 2; k++) {
+                rv_array *a = (rv_array *)rv_bindings_get_array(both[k], x->name);
+                float *d = rv_array_data(a);
+                for (int64_t i = 0; i < rv_array_numel(a); i++)
+                    d[i] *= 0.1f;
+            }
+        }
+        CHECK_EQ_INT(rv_interp_run(m, bi), RV_OK);
+        st = rv_program_run(p, bc);
+        CHECK_EQ_INT(st, RV_OK);
+        if (st != RV_OK)
+            fprintf(stderr, "    %s: %s\n", path, rv_last_error());
+        for (int t = 0; st == RV_OK && t < m->tensors.len; t++) {
+            rv_tensor *x = m->tensors.data[t];
+            if (!rv_tensor_is_output(m, x))
+                continue;
+            const rv_array *a = rv_bindings_get_array(bi, x->name);
+            const rv_array *b = rv_bindings_get_array(bc, x->name);
+            CHECK(a && b && rv_array_numel(a) == rv_array_numel(b));
+            if (!a || !b || rv_array_numel(a) != rv_array_numel(b))
+                continue;
+            const float *fa = rv_array_data((rv_array *)a), *fb = rv_array_data((rv_array *)b);
+            int bad = 0;
+            for (int64_t i = 0; i < rv_array_numel(a); i++, n_compared++)
+                if (fabs(fa[i] - fb[i]) > 1e-4 * (1 + fabs(fa[i])) && bad++ < 3)
+                    fprintf(stderr, "    %s: %s[%lld] = %g compiled, %g interpreted\n", path,
+                            x->name, (long long)i, fb[i], fa[i]);
+            CHECK_EQ_INT(bad, 0);
+        }
+        rv_bindings_free(bi);
+        rv_bindings_free(bc);
+        rv_linear_free(&lin);
+        rv_structs_free(bs);
+    }
+    rv_program_free(p);
+    rv_module_free(m);
+}
+
+static void test_examples_vs_interpreter(void) {
+    const char *dyn[] = {"R", "dynamic_batch()", NULL};
+    const char *spec[] = {"R", "dynamic_batch()\nspecialize()", NULL};
+    const char *files[] = {"examples/tree_rnn_rec.rv", "examples/tree_lstm.rv",
+                           "examples/seq_rnn.rv"};
+    for (int f = 0; f < 3; f++) {
+        check_file(files[f], NULL, f == 0);
+        check_file(files[f], dyn, f == 0);
+        check_file(files[f], spec, f == 0);
+    }
+    check_file("models/dagrnn_h256.rv", spec, false);
+    check_file("models/treegru_h256.rv", spec, false);
+    check_file("models/treelstm_h256.rv", dyn, false);
+}
+
 /* A schedule the rules refuse, with a message located at its step. */
 static void expect_refused(Model (*make)(void), const char *target, const char *steps,
                            const char *msg) {
@@ -701,6 +823,7 @@ int main(void) {
     RUN(test_hoisted_weights);
     RUN(test_trace);
     RUN(test_aot_check);
+    RUN(test_examples_vs_interpreter);
     char cmd[PATH_MAX + 16];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", cache_dir);
     if (system(cmd) != 0)
