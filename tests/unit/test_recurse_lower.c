@@ -586,6 +586,7 @@ static void test_cuda_source(void) {
         if (strcmp(ks[k]->name, "R") != 0)
             continue;
         found++;
+        CHECK_EQ_INT(lower_run_pass(ks[k], "reduce"), RV_OK);
         CHECK_EQ_INT(lower_run_pass(ks[k], "checks"), RV_OK);
         CHECK_EQ_INT(lower_run_pass(ks[k], "flatten"), RV_OK);
         char *src = NULL, *sym = NULL, *ptx = NULL;
@@ -618,7 +619,7 @@ static void test_aot_check(void) {
     PlanDispatch pd = {0};
     int first[] = {0};
     cg_c_module(ks, n, &unit);
-    rv_status st = cg_c_aot(md.m, ks, n, 1, first, &pd, &unit, "rnn", "test", &aot);
+    rv_status st = cg_c_aot(md.m, ks, n, 1, first, &pd, &unit, "rnn", "test", 1, &aot);
     CHECK_EQ_INT(st, RV_OK);
     if (st == RV_OK) {
         CHECK_STR_CONTAINS(aot.source, "/* structure T, as recursion R numbers it */");
