@@ -57,8 +57,8 @@
 #include "fuzz_common.h"
 
 /* Does the program define a recursion group (a line starting `recurse`)?
- * Those are left out until lowering and the interpreter run recursion
- * (docs/recursion.md). */
+ * Those are left out until lowering runs recursion groups and --random
+ * binds valid structures (docs/recursion.md). */
 static int uses_recursion(const char *path) {
     char *text = fuzz_read_text(path);
     int found = strncmp(text, "recurse ", 8) == 0 || strstr(text, "\nrecurse ") != NULL;

@@ -1,5 +1,6 @@
 #!/bin/sh
-# suite_roundtrip.sh — the printer's contract on every example: printing a
+# suite_roundtrip.sh — the printer's contract on every example and model
+# (models/*.rv, the recursive models): printing a
 # parsed program and printing the parse of that text again give the same
 # text, print(parse(print(parse(src)))) == print(parse(src)), through
 # `ravel print`. Runs from the repository root; BUILD names the build
@@ -11,9 +12,9 @@ passed=0
 failed=0
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-for f in examples/*.rv; do
+for f in examples/*.rv models/*.rv; do
     [ -f "$f" ] || continue
-    name=$(basename "$f" .rv)
+    name=$(basename "$(dirname "$f")")_$(basename "$f" .rv)
     if ! "$RAVEL" print "$f" >"$tmp/$name.1.rv" 2>"$tmp/err"; then
         echo "FAIL $f: ravel print failed"
         sed 's/^/  /' "$tmp/err"

@@ -1130,6 +1130,60 @@ static void emit_result(Aot *a, Buf *b, const PlanStep *step) {
                    i, cn, i, cn, i, i, cg_ctype(s->t->dtype));
 }
 
+/* The C name of the placed array of UF f among kernel kn's parameters
+ * (declared by PLACE_UF), or NULL when kn does not take it. */
+static const char *uf_array(Aot *a, const Kernel *kn, const Ufun *f, Buf *b, const char *var) {
+    for (int i = 0; i < kn->nparams; i++)
+        if (kn->params[i].kind == PARAM_UF && kn->params[i].buf->uf == f) {
+            buf_printf(b, "        const %s *%s = rv_slot[%d];\n",
+                       cg_ctype(kn->params[i].buf->dtype), var,
+                       slot_index(a, slot_of(a, kn->params[i].buf)));
+            return var;
+        }
+    return NULL;
+}
+
+/* CHECK_STRUCT: runtime/numbering.c's check as C (a violation is
+ * RV_RT_ERR_BOUNDS): every child numbered above its parent and, when the
+ * kernel reads the batches, the batches consecutive from the top, batch 0
+ * exactly the leaves, every child in an earlier batch. */
+static void emit_check_struct(Aot *a, Buf *b, int k) {
+    const Kernel *kn = a->ks[k];
+    const Structure *T = kn->rec->st;
+    buf_printf(b, "    {   /* structure %s, as recursion %s numbers it */\n", T->name,
+               kn->rec->name);
+    const char *nc = uf_array(a, kn, T->nchild, b, "rv_nc");
+    const char *ch = uf_array(a, kn, T->child, b, "rv_ch");
+    const char *bb = uf_array(a, kn, T->batch_begin, b, "rv_bb");
+    const char *bl = bb ? uf_array(a, kn, T->batch_length, b, "rv_bl") : NULL;
+    const char *N = cg_name(&a->e, T->nodes, T->nodes->name);
+    buf_puts(b, "        int rv_bad = 0;\n        int64_t rv_at = 0, rv_b = 0, rv_top = 0;\n");
+    if (bb && bl) {
+        buf_printf(b,
+                   "        for (rv_b = %s - 1; rv_b >= 0 && !rv_bad; rv_b--) {\n"
+                   "            rv_bad = rv_bb[rv_b] != rv_top;\n"
+                   "            rv_top += rv_bl[rv_b];\n        }\n"
+                   "        rv_bad |= rv_top != %s;\n        rv_b = %s - 1;\n",
+                   cg_name(&a->e, T->nbatch, T->nbatch->name), N,
+                   cg_name(&a->e, T->nbatch, T->nbatch->name));
+    }
+    if (nc) {
+        buf_printf(b, "        for (int64_t rv_n = 0; rv_n < %s && !rv_bad; rv_n++) {\n", N);
+        if (bb && bl)
+            buf_puts(b, "            while (rv_n >= rv_bb[rv_b] + rv_bl[rv_b])\n"
+                        "                rv_b--;\n"
+                        "            rv_bad |= (rv_nc[rv_n] == 0) != (rv_b == 0);\n");
+        if (ch)
+            buf_printf(b,
+                       "            for (int64_t rv_k = 0; rv_k < rv_nc[rv_n]; rv_k++, rv_at++)\n"
+                       "                rv_bad |= rv_ch[rv_at] <= rv_n%s;\n",
+                       bb && bl ? " || rv_ch[rv_at] < rv_bb[rv_b] + rv_bl[rv_b]" : "");
+        buf_puts(b, "        }\n");
+    }
+    buf_puts(b, "        (void)rv_at;\n        if (rv_bad) {\n            rv_rc = RV_RT_ERR_BOUNDS;\n"
+                "            goto rv_done;\n        }\n    }\n");
+}
+
 /* One step of the plan as C. */
 static void emit_step(Aot *a, Buf *b, const PlanStep *step) {
     if (step->kind != PLAN_CHECK_ARGS)
@@ -1162,6 +1216,9 @@ static void emit_step(Aot *a, Buf *b, const PlanStep *step) {
     case PLAN_RETURN: /* the results are in the user's arrays */
         return;
     case PLAN_TO_DEVICE:
+    case PLAN_CHECK_STRUCT:
+        emit_check_struct(a, b, a->variant_first[a->v] + step->kernel);
+        return;
     case PLAN_FROM_DEVICE:
     case PLAN_STEP_COUNT:
         break;

@@ -192,6 +192,7 @@ static void keep_kernels(rv_program *p, const IrScope *scope) {
         c->params = arena_memdup(p->arena, kn->params, sizeof(Param) * (size_t)kn->nparams);
         for (int i = 0; i < kn->nparams; i++)
             c->params[i].buf = ir_keep_buffer(&keep, kn->params[i].buf);
+        c->rec = kn->rec; /* the module's, like c->m */
         c->nsites = kn->nsites;
         c->sites = arena_alloc(p->arena, sizeof(const char *) * (size_t)(kn->nsites + 1));
         for (int i = 0; i < kn->nsites; i++)

@@ -444,12 +444,18 @@ struct rv_compute {
  * calls it at each read to locate the message; rv_recurse_end calls it on
  * every read. */
 const char *ir_recurse_read_error(const Recurse *r, const Tensor *reader, const Expr *rd);
+/* Why reduction `red` inside a member's body breaks P.1 (an axis extent
+ * reads a tensor), or NULL. */
+const char *ir_recurse_extent_error(const Recurse *r, const Expr *red);
 /* The group of t when t is a member, else NULL. */
 static inline Recurse *ir_tensor_recurse(const Tensor *t) {
     return t->op && t->op->kind == OP_RECURSE ? t->op->rec : NULL;
 }
 /* Is e (an index) `child[n, ...]` of structure st with n the given axis? */
 bool ir_is_child_of(const Structure *st, const Expr *e, const Axis *n);
+/* The first tensor read in e (with ufs, or ufun application), pre-order;
+ * NULL if there is none. */
+const Expr *ir_first_read(const Expr *e, bool ufs);
 
 /* ---- scope.c: the IR of one compilation, dropped when it ends ---- */
 

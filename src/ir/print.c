@@ -480,10 +480,14 @@ static void print_structure(Buf *b, const Structure *st) {
  * them), its dtype unless f32 (bodies are converted to it). */
 static void print_member(Buf *b, const Tensor *t) {
     const Op *op = t->op;
-    buf_printf(b, "    %s[%s", t->name, t->axes[0]->name);
-    for (int i = 1; i < t->ndim; i++) {
-        buf_puts(b, ", ");
-        print_binder(b, t->axes[i]);
+    buf_printf(b, "    %s[", t->name);
+    for (int i = 0; i < t->ndim; i++) {
+        if (i) {
+            buf_puts(b, ", ");
+            print_binder(b, t->axes[i]);
+        } else {
+            buf_puts(b, t->axes[0]->name);
+        }
         if (t->pad[i] > 1)
             buf_printf(b, " pad %d", t->pad[i]);
     }

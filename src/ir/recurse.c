@@ -32,6 +32,23 @@ static Ufun *new_uf(Module *m, const char *name, int nargs, const char *const *a
     return rv_ufun_begin(m, name, nargs, argn);
 }
 
+typedef struct FindRead {
+    bool ufs;         /* ufun applications count too */
+    const Expr *read; /* the first tensor read (or ufun application) */
+} FindRead;
+
+static void find_read_fn(const Expr *e, void *ctx) {
+    FindRead *f = ctx;
+    if (!f->read && (e->kind == EX_READ || (f->ufs && e->kind == EX_UFCALL)))
+        f->read = e;
+}
+
+const Expr *ir_first_read(const Expr *e, bool ufs) {
+    FindRead f = {ufs, NULL};
+    ir_visit(e, find_read_fn, &f);
+    return f.read;
+}
+
 static const char *hidden_name(Module *m, const char *st, const char *what) {
     return arena_printf(m->arena, "_%s_%s", st, what);
 }
@@ -133,6 +150,20 @@ rv_ufun *rv_structure_add_data(rv_structure *s, const char *name, rv_expr *lo, r
         return NULL;
     }
     Module *m = s->module;
+    /* over sizes only: the structure is declared (and printed) before
+     * every ufun and tensor */
+    for (int i = 0; i < 2; i++) {
+        const Expr *use = ir_first_read(i ? hi : lo, true);
+        if (use) {
+            bool read = use->kind == EX_READ;
+            base_error(RV_ERR_TYPE,
+                       "the range of data column '%s' uses the %s '%s': a structure's data "
+                       "ranges use only sizes and constants",
+                       name, read ? "tensor" : "ufun",
+                       read ? use->u.tensor->name : use->u.uf->name);
+            return NULL;
+        }
+    }
     const char *args[] = {"n"};
     Ufun *f = new_uf(m, name, 1, args);
     Expr *N = ir_size(m, s->nodes);
@@ -235,16 +266,6 @@ static int member_pos(const Recurse *r, const Tensor *t) {
     return -1;
 }
 
-typedef struct FindRead {
-    const Expr *read;
-} FindRead;
-
-static void find_read_fn(const Expr *e, void *ctx) {
-    FindRead *f = ctx;
-    if (e->kind == EX_READ && !f->read)
-        f->read = e;
-}
-
 const char *ir_recurse_read_error(const Recurse *r, const Tensor *reader, const Expr *rd) {
     const Tensor *t = rd->u.tensor;
     int tp = member_pos(r, t), rp = reader ? member_pos(r, reader) : -1;
@@ -252,14 +273,13 @@ const char *ir_recurse_read_error(const Recurse *r, const Tensor *reader, const 
         return NULL;
     Arena *a = r->module->arena;
     for (int i = 0; i < rd->n; i++) {
-        FindRead f = {NULL};
-        ir_visit(rd->args[i], find_read_fn, &f);
-        if (f.read)
+        const Expr *in = ir_first_read(rd->args[i], false);
+        if (in)
             return arena_printf(a,
                                 "an index of this read of '%s' reads the tensor '%s': what a "
                                 "recursion reads must depend on the structure only, not on "
                                 "computed values (Cortex P.1)",
-                                t->name, f.read->u.tensor->name);
+                                t->name, in->u.tensor->name);
     }
     const Axis *n = reader->axes[0];
     const Expr *i0 = rd->args[0];
@@ -295,10 +315,26 @@ typedef struct ReadCheck {
     const char *msg;
 } ReadCheck;
 
+const char *ir_recurse_extent_error(const Recurse *r, const Expr *red) {
+    for (int i = 0; i < red->u.red.naxes; i++) {
+        const Axis *a = red->u.red.axes[i];
+        const Expr *rd = a->extent ? ir_first_read(a->extent, false) : NULL;
+        if (rd)
+            return arena_printf(r->module->arena,
+                                "the extent of reduction axis '%s' reads the tensor '%s': in "
+                                "recursion '%s' how much is computed must depend on the "
+                                "structure only, not on computed values (Cortex P.1)",
+                                a->name, rd->u.tensor->name, r->name);
+    }
+    return NULL;
+}
+
 static void read_check_fn(const Expr *e, void *ctx) {
     ReadCheck *c = ctx;
     if (e->kind == EX_READ && !c->msg)
         c->msg = ir_recurse_read_error(c->r, c->reader, e);
+    if (e->kind == EX_REDUCE && !c->msg)
+        c->msg = ir_recurse_extent_error(c->r, e);
 }
 
 rv_status rv_recurse_end(rv_recurse *r) {

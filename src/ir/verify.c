@@ -163,8 +163,13 @@ static rv_status check_expr(Verifier *v, const Expr *e) {
         if (e->n != e->u.uf->nargs)
             return fail(v, e, "applies '%s' to %d arguments", e->u.uf->name, e->n);
         break;
-    case EX_REDUCE:
+    case EX_REDUCE: {
+        Recurse *g = ir_tensor_recurse(v->t);
+        const char *msg = g ? ir_recurse_extent_error(g, e) : NULL;
+        if (msg)
+            return fail(v, e, "%s", msg);
         return check_reduce(v, e);
+    }
     default:
         break;
     }

@@ -792,26 +792,9 @@ static bool check_inferable(Checker *c, const Item *it, Tensor *t, Expr *const *
     return check_pads(c, it->name, it->binds, it->nbinds, t->axes, exts);
 }
 
-typedef struct FindUse {
-    bool ufs;        /* ufun applications count too */
-    const Expr *use; /* the first tensor read (or ufun application) */
-} FindUse;
-
-static void find_use_fn(const Expr *e, void *ctx) {
-    FindUse *f = ctx;
-    if (!f->use && (e->kind == EX_READ || (f->ufs && e->kind == EX_UFCALL)))
-        f->use = e;
-}
-
-static const Expr *first_use(const Expr *e, bool ufs) {
-    FindUse f = {ufs, NULL};
-    ir_visit(e, find_use_fn, &f);
-    return f.use;
-}
-
 /* Where the first tensor read of e was written (`otherwise` if none). */
 static SrcLoc first_read_loc(const Checker *c, const Expr *e, SrcLoc otherwise) {
-    const Expr *rd = first_use(e, false);
+    const Expr *rd = ir_first_read(e, false);
     const SrcLoc *at = rd ? ptrmap_get(&c->read_locs, rd) : NULL;
     return at ? *at : otherwise;
 }
@@ -988,25 +971,6 @@ static Size *structure_size(Checker *c, const Item *it, const Node *n, const cha
     return NULL;
 }
 
-/* A bound of a data column's range: over sizes only, since the structure
- * prints before every ufun and tensor (and the linearizer checks data
- * against it before anything is computed). */
-static Expr *data_bound(Checker *c, const DataCol *d, const Node *n) {
-    Expr *e = elab_extent(c, n);
-    if (!e)
-        return NULL;
-    const Expr *use = first_use(e, true);
-    if (use) {
-        bool read = use->kind == EX_READ;
-        error_at(c, n->loc,
-                 "the range of data column '%s' uses the %s '%s': a structure's data ranges "
-                 "use only sizes and constants",
-                 d->name, read ? "tensor" : "ufun", read ? use->u.tensor->name : use->u.uf->name);
-        return NULL;
-    }
-    return e;
-}
-
 /* The names a structure declares are new and distinct. */
 static bool check_structure_names(Checker *c, const Item *it) {
     Vec(const char *) names = {0};
@@ -1100,7 +1064,7 @@ static void check_structure(Checker *c, const Item *it) {
     Expr **hi = arena_alloc(c->arena, sizeof(Expr *) * (size_t)(it->ndata + 1));
     for (int i = 0; i < it->ndata; i++) {
         const DataCol *d = &it->data[i];
-        if (!(lo[i] = data_bound(c, d, d->lo)) || !(hi[i] = data_bound(c, d, d->hi)) ||
+        if (!(lo[i] = elab_extent(c, d->lo)) || !(hi[i] = elab_extent(c, d->hi)) ||
             !check_range(c, d->name, d->lo, lo[i], hi[i]))
             return;
     }
@@ -1124,7 +1088,11 @@ static void check_structure(Checker *c, const Item *it) {
     }
     for (int i = 0; i < it->ndata; i++) {
         const DataCol *d = &it->data[i];
-        Ufun *f = built(c, rv_structure_add_data(st, d->name, lo[i], hi[i]), d->loc);
+        /* a range the IR refuses uses a ufun or tensor: locate at it */
+        SrcLoc at = ir_first_read(lo[i], true)   ? d->lo->loc
+                    : ir_first_read(hi[i], true) ? d->hi->loc
+                                                 : d->loc;
+        Ufun *f = built(c, rv_structure_add_data(st, d->name, lo[i], hi[i]), at);
         if (!f)
             return;
         f->loc = d->loc;

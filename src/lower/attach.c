@@ -127,10 +127,8 @@ static bool copy_read_inside(LowerCtx *c, const Stage *p) {
 }
 
 /* Stage p computed here, in reader n: its buffer (a view for the reader)
- * and its nest, allocated around `rest`. */
-static Stmt *attach_one(LowerCtx *c, StageNest *n, Stage *p, Stmt *rest_placeholder,
-                        Buffer **buf_out) {
-    (void)rest_placeholder;
+ * and its nest, allocated around the reader's rest by the caller. */
+Stmt *lower_attach_one(LowerCtx *c, StageNest *n, Stage *p, Buffer **buf_out) {
     Module *m = c->m;
     Range reg[RV_MAX_DIMS];
     bool have = lower_infer_region(c, n, p, !p->local_pad, reg);
@@ -267,10 +265,11 @@ Stmt *lower_emit_attached(LowerCtx *c, StageNest *n, const IterVar *at, int i) {
     Vec(Buffer *) bufs = {0};
     for (int k = 0; k < c->s->stages.len; k++) {
         Stage *p = c->s->stages.data[k];
-        if (p->attach != ATTACH_AT || p->at != n->st || p->at_iv != at)
+        if (p->attach != ATTACH_AT || p->at != n->st || p->at_iv != at ||
+            ptrmap_has(&c->hoisted, p))
             continue;
         Buffer *b = NULL;
-        Stmt *s = attach_one(c, n, p, NULL, &b);
+        Stmt *s = lower_attach_one(c, n, p, &b);
         if (!s) {
             vec_free(&nests);
             vec_free(&bufs);

@@ -21,6 +21,8 @@
  *                 and flatten passes, the schedule's indices and extents
  *                 are flattened with safe offsets and divisors (rtcheck.c)
  *     storage.c   the prelude filling the AUX arrays of ragged layouts
+ *     recurse.c   a recursion group: one kernel, its members' nests in a
+ *                 loop over nodes or dynamic batches
  *
  * They run interleaved, in one walk over each stage's nest: each needs
  * the values the walk has bound at its point (docs/pipeline.md says why
@@ -159,8 +161,9 @@ static Stmt *extern_call(LowerCtx *c, Tensor *t) {
     return lower_call(c->m, op->kernel, op->nin + 1, args, t);
 }
 
+static rv_status kernel_end(LowerCtx *c, const char *name, Stmt *body, Kernel **out);
+
 static rv_status lower_stage_kernel(LowerCtx *c, Stage *st, Kernel **out) {
-    Module *m = c->m;
     kernel_begin(c);
     Stmt *body;
     if (st->t->op->kind == OP_EXTERN) {
@@ -173,15 +176,29 @@ static rv_status lower_stage_kernel(LowerCtx *c, Stage *st, Kernel **out) {
             lower_use_storage(c, sto, PARAM_TENSOR);
         }
     }
+    return kernel_end(c, st->t->name, body, out);
+}
+
+/* A recursion group is one kernel (recurse.c), named after the group. */
+static rv_status lower_group_kernel(LowerCtx *c, Recurse *g, Kernel **out) {
+    kernel_begin(c);
+    rv_status st = kernel_end(c, g->name, lower_recurse(c, g), out);
+    if (st == RV_OK)
+        (*out)->rec = g;
+    return st;
+}
+
+static rv_status kernel_end(LowerCtx *c, const char *name, Stmt *body, Kernel **out) {
+    Module *m = c->m;
     /* every failure below sets c->st; one that does not is a bug of the
      * lowering, not of the user's schedule */
     if (!body)
         return c->st != RV_OK
                    ? c->st
                    : base_error(RV_ERR_UNSUPPORTED,
-                                "internal error: lowering %s failed without a diagnosis", st->name);
+                                "internal error: lowering %s failed without a diagnosis", name);
     Kernel *k = arena_alloc(m->arena, sizeof(Kernel));
-    k->name = st->t->name;
+    k->name = name;
     k->m = m;
     /* the prelude fills every AUX array this kernel uses */
     Vec(Stmt *) pre = {0};
@@ -221,17 +238,13 @@ rv_status lower_schedule(Schedule *s, Kernel ***out, int *n) {
         Tensor *t = m->tensors.data[i];
         if (t->op->kind == OP_INPUT)
             continue;
-        if (t->op->kind == OP_RECURSE) {
-            st = base_error(RV_ERR_UNSUPPORTED, "'%s': recursive operations cannot be lowered yet",
-                            t->name);
-            break;
-        }
+        Recurse *g = ir_tensor_recurse(t);
         Stage *sg = sched_stage_of(s, t);
         RV_ASSERT(sg);
-        if (sg->attach != ATTACH_ROOT)
-            continue;
+        if (g ? t != g->members.data[0] : sg->attach != ATTACH_ROOT)
+            continue; /* a group's kernel comes at its first member */
         Kernel *k = NULL;
-        if ((st = lower_stage_kernel(&c, sg, &k)) == RV_OK)
+        if ((st = g ? lower_group_kernel(&c, g, &k) : lower_stage_kernel(&c, sg, &k)) == RV_OK)
             vec_push(&ks, k);
     }
     vec_free(&c.params);
@@ -242,6 +255,7 @@ rv_status lower_schedule(Schedule *s, Kernel ***out, int *n) {
     ptrmap_free(&c.views);
     ptrmap_free(&c.storage);
     ptrmap_free(&c.accs);
+    ptrmap_free(&c.hoisted);
     if (st != RV_OK) {
         vec_free(&ks);
         return st;

@@ -125,6 +125,9 @@ typedef struct Kernel {
     /* The flatten pass has run: the body holds no multi-dimensional
      * access (READ or UF application, flatten.c). */
     bool flat;
+    /* A recursion group's kernel (recurse.c): the host plan checks its
+     * structure's numbering before any kernel runs. NULL otherwise. */
+    const Recurse *rec;
 } Kernel;
 
 /* An access or integer division in a value (expr.c), left for the checks
@@ -332,6 +335,9 @@ typedef struct LowerCtx {
     Vec(const char *) sites; /* the kernel's run-time checks (Kernel.sites) */
     Vec(CheckSrc) check_src; /* Kernel.check_src */
     bool loop_pad;           /* the stage being emitted pads a loop (schedule `pad`) */
+    /* stages computed above a recursion's loop (recurse.c), not where
+     * they are attached */
+    PtrMap hoisted;
     rv_status st;
 } LowerCtx;
 
@@ -459,9 +465,19 @@ bool lower_loop_padded(const Stage *st);
  * first: lower_emit_attached). */
 Stmt *lower_gen(LowerCtx *c, StageNest n, int i);
 /* The nest of stage st: over its whole tensor (origin NULL), or over a
- * region of it into a view. */
+ * region of it into a view; an axis whose origin is NULL is over its
+ * whole extent (a recursion's member: only its node axis is set). */
 Stmt *lower_stage_nest(LowerCtx *c, Stage *st, Expr *const *origin, Expr *const *ext,
                        const RegionView *view);
+/* The state of that nest before its first loop (false with c->st set). */
+bool lower_nest_init(LowerCtx *c, StageNest *n, Stage *st, Expr *const *origin,
+                     Expr *const *ext, const RegionView *view);
+
+/* recurse.c */
+/* The body of recursion group g's kernel: its members' nests inside the
+ * loop over nodes or dynamic batches its schedule asks for; the members'
+ * tensors become parameters. */
+Stmt *lower_recurse(LowerCtx *c, Recurse *g);
 
 /* bounds.c */
 /* The region of p that stage n->st's remaining iterations read: the union
@@ -472,8 +488,12 @@ bool lower_infer_region(LowerCtx *c, StageNest *n, Stage *p, bool clip, Range *r
 
 /* attach.c */
 /* The stages computed at loop `at` of n (NULL: at the top of the nest),
- * each in its buffer, around the nest from leaf i inward. */
+ * each in its buffer, around the nest from leaf i inward; stages in
+ * c->hoisted are placed by their caller. */
 Stmt *lower_emit_attached(LowerCtx *c, StageNest *n, const IterVar *at, int i);
+/* Stage p computed where n is, over the region n's remaining iterations
+ * read: its nest, its buffer in *buf_out (to allocate around its readers). */
+Stmt *lower_attach_one(LowerCtx *c, StageNest *n, Stage *p, Buffer **buf_out);
 
 /* ---- flatten.c: multi-dimensional accesses -> flat storage offsets ---- */
 

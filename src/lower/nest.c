@@ -452,36 +452,45 @@ Stmt *lower_gen(LowerCtx *c, StageNest n, int i) {
 }
 
 /* The nest of stage st: over its whole tensor (origin NULL), or over a
- * region of it into a view. */
-Stmt *lower_stage_nest(LowerCtx *c, Stage *st, Expr *const *origin, Expr *const *ext,
-                       const RegionView *view) {
-    if (st->ivs.len > MAX_IVS)
-        return lower_sched_error(c, "%s has more than %d loops", st->name, MAX_IVS);
-    StageNest n;
-    memset(&n, 0, sizeof n);
-    n.st = st;
-    n.mode = MODE_TOP;
-    n.dst_view = view;
+ * region of it into a view; an axis whose origin is NULL is over its
+ * whole extent (a recursion's member: only its node axis is set). */
+bool lower_nest_init(LowerCtx *c, StageNest *n, Stage *st, Expr *const *origin,
+                     Expr *const *ext, const RegionView *view) {
+    if (st->ivs.len > MAX_IVS) {
+        lower_sched_error(c, "%s has more than %d loops", st->name, MAX_IVS);
+        return false;
+    }
+    memset(n, 0, sizeof *n);
+    n->st = st;
+    n->mode = MODE_TOP;
+    n->dst_view = view;
     if (!view) {
         Storage *sto;
         if ((c->st = lower_storage_of_tensor(c, st->t, &sto)) != RV_OK)
-            return NULL;
-        n.dst_storage = sto;
+            return false;
+        n->dst_storage = sto;
     }
     for (int i = 0; i < st->ivs.len; i++) {
         IterVar *r = st->ivs.data[i];
-        if (r->rel == IV_ROOT && !r->reduce && origin) {
-            n.base[r->id] = origin[r->axis->pos];
-            n.root_ext[r->id] = ext[r->axis->pos];
+        if (r->rel == IV_ROOT && !r->reduce && origin && origin[r->axis->pos]) {
+            n->base[r->id] = origin[r->axis->pos];
+            n->root_ext[r->id] = ext[r->axis->pos];
         }
     }
-    n.first_red = st->leaves.len;
+    n->first_red = st->leaves.len;
     for (int i = 0; i < st->leaves.len; i++)
         if (st->leaves.data[i]->reduce) {
-            n.first_red = i;
+            n->first_red = i;
             break;
         }
-    for (int i = n.first_red; i < st->leaves.len; i++)
-        n.in_place |= !st->leaves.data[i]->reduce;
-    return lower_emit_attached(c, &n, NULL, 0);
+    for (int i = n->first_red; i < st->leaves.len; i++)
+        n->in_place |= !st->leaves.data[i]->reduce;
+    return true;
+}
+
+Stmt *lower_stage_nest(LowerCtx *c, Stage *st, Expr *const *origin, Expr *const *ext,
+                       const RegionView *view) {
+    StageNest n;
+    return lower_nest_init(c, &n, st, origin, ext, view) ? lower_emit_attached(c, &n, NULL, 0)
+                                                         : NULL;
 }

@@ -120,6 +120,11 @@ void plan_build(Plan *p, Module *m, Kernel *const *ks, int n, const bool *prelud
             add_step(p, PLAN_PRELUDE, -1, k);
     add_slot_steps(p, PLAN_SLOT_UF, PLAN_CHECK_UF_SIZE);
     add_slot_steps(p, PLAN_SLOT_TENSOR, PLAN_PLACE_TENSOR);
+    /* a recursion's loops rely on the numbering of its structure: checked
+     * before any kernel runs, never a silently wrong result */
+    for (int k = 0; k < n; k++)
+        if (ks[k]->rec)
+            add_step(p, PLAN_CHECK_STRUCT, -1, k);
     if (device)
         add_step(p, PLAN_TO_DEVICE, -1, -1);
     for (int k = 0; k < n; k++)

@@ -54,6 +54,7 @@ typedef struct PlanSlot {
     X(PRELUDE, "prelude")               /* kernel: fills its AUX arrays */                         \
     X(CHECK_UF_SIZE, "check ufun size") /* slot: Buffer.size against the UF's domain */            \
     X(PLACE_TENSOR, "place tensor")     /* slot: in place, copied, or padded storage */            \
+    X(CHECK_STRUCT, "check structure")  /* kernel: a recursion's numbering (runtime/numbering.c) */ \
     X(TO_DEVICE, "copy to device")      /* every slot (RV_TARGET_CUDA) */                          \
     X(CALL, "call")                     /* kernel */                                               \
     X(FROM_DEVICE, "copy from device")  /* computed tensors' slots (RV_TARGET_CUDA) */             \
@@ -70,7 +71,7 @@ typedef enum PlanStepKind {
 typedef struct PlanStep {
     PlanStepKind kind;
     int slot;    /* PLACE_*, ALLOC_AUX, CHECK_UF_SIZE, RESULT (-1: no storage) */
-    int kernel;  /* PRELUDE, CALL */
+    int kernel;  /* PRELUDE, CHECK_STRUCT, CALL */
     Tensor *t;   /* RESULT: the computed tensor */
     bool output; /* RESULT: a program output (the AOT returns only those) */
 } PlanStep;

@@ -613,6 +613,17 @@ static rv_status from_device(Run *r) {
     return st;
 }
 
+/* CHECK_STRUCT: the numbering kernel k's recursion relies on, its
+ * batches too when the kernel reads them. */
+static rv_status check_structure(Run *r, int k) {
+    const Kernel *kn = r->p->kernels[r->first + k];
+    bool batches = false;
+    for (int i = 0; i < kn->nparams; i++)
+        batches |=
+            kn->params[i].kind == PARAM_UF && kn->params[i].buf->uf == kn->rec->st->batch_begin;
+    return rt_check_numbering(kn->rec, r->in.sizes, r->in.ufv, batches);
+}
+
 /* One step of the plan. */
 static rv_status run_step(Run *r, const PlanStep *step) {
     const PlanSlot *ps = step->slot >= 0 ? &r->plan->slots.data[step->slot] : NULL;
@@ -629,6 +640,8 @@ static rv_status run_step(Run *r, const PlanStep *step) {
         return check_uf_size(r, ps, s);
     case PLAN_PLACE_TENSOR:
         return place_tensor(r, ps, s);
+    case PLAN_CHECK_STRUCT:
+        return check_structure(r, step->kernel);
     case PLAN_TO_DEVICE:
         return to_device(r);
     case PLAN_CALL:

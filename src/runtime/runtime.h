@@ -90,4 +90,14 @@ rv_status rt_npz_index(rv_weights *w);
 /* The CRC-32 of zip (ISO 3309) of n bytes, continuing from crc (0 first). */
 uint32_t rt_crc32(uint32_t crc, const void *p, size_t n);
 
+/* ---- numbering.c ---- */
+
+/* The plan's CHECK_STRUCT: group g's structure, as bound (sizes by size
+ * id, UF values by ufun id in domain order), numbers every child above
+ * its parent and, with `batches`, its dynamic batches consecutive from
+ * the top, batch 0 exactly the leaves, every child in an earlier batch.
+ * RV_ERR_ARG naming the structure and the node otherwise. */
+rv_status rt_check_numbering(const Recurse *g, const int64_t *sizes, int64_t *const *ufv,
+                             bool batches);
+
 #endif

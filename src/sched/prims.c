@@ -19,7 +19,8 @@
 
 typedef struct Ctx {
     Schedule *s;
-    Stage *st;
+    Stage *st;      /* NULL in a group's block */
+    Recurse *group; /* a group's block (PRIM_GROUP steps) */
     const SchedStep *step;
     const SrcFile *src;
 } Ctx;
@@ -731,7 +732,7 @@ static rv_status check_readers(Schedule *s, const Stage *q) {
             w = w->at;
         }
         const Stage *by = last && last->at_seq > q->at_seq ? last : q;
-        Ctx c = {s, by->at, by->at_step, by->at_src};
+        Ctx c = {.s = s, .st = by->at, .step = by->at_step, .src = by->at_src};
         SrcLoc loc = by->at_step->loc;
         if (w != h)
             return fail(&c, loc,
@@ -1225,7 +1226,7 @@ static rv_status prim_cache_write(Ctx *c) {
     Module *m = c->s->m;
     if (strcmp(a->s, st->name) != 0)
         return fail(c, a->loc, "in the schedule of %s, write cache_write(%s)", st->name, st->name);
-    if (st->kind != STAGE_OP || st->t->op->kind != OP_COMPUTE || !st->reduce)
+    if (st->kind != STAGE_OP || !st->reduce)
         return fail(c, loc, "%s has no reduction of its own to move into a cache stage", st->name);
     if (st->touched)
         return fail(c, loc, "cache_write must come before the loops of %s are transformed",
@@ -1287,6 +1288,18 @@ static rv_status prim_cache_write(Ctx *c) {
     return RV_OK;
 }
 
+/* ---- recursion groups (src/sched/recurse.c) ---- */
+
+static rv_status prim_dynamic_batch(Ctx *c) {
+    sched_group_note(c->s, c->group, NOTE_DYNAMIC_BATCH);
+    return RV_OK;
+}
+
+static rv_status prim_specialize(Ctx *c) {
+    sched_group_note(c->s, c->group, NOTE_SPECIALIZE);
+    return RV_OK;
+}
+
 /* ---- dispatch and trace ---- */
 
 static void trace_step(Buf *b, const SchedStep *p) {
@@ -1319,12 +1332,31 @@ static const PrimFn handlers[] = {
 #undef PRIM
 };
 
+/* After a step (r: its handler's status): the rules of recursion, which
+ * any step may break, and the trace. */
+static rv_status step_done(Schedule *s, const SchedStep *step, const SrcFile *src, rv_status r) {
+    if (r == RV_OK)
+        r = sched_check_recursion(s, step, src);
+    if (r == RV_OK)
+        trace_step(&s->trace, step);
+    s->nsteps++;
+    return r;
+}
+
 rv_status sched_step(Schedule *s, Stage *st, const SchedStep *step, const SrcFile *src) {
-    Ctx c = {s, st, step, src};
+    Ctx c = {s, st, NULL, step, src};
     const SchedPrim *prim = sched_prim_find(step->prim);
+    Recurse *g = sched_stage_group(st);
     rv_status r;
     if (!prim) {
         r = sched_prim_unknown(step, src);
+    } else if (prim->flags & PRIM_GROUP) {
+        r = g ? fail(&c, step->loc,
+                     "%s schedules a recursion group, not one member: write it in `schedule %s "
+                     "{ ... }`",
+                     prim->name, g->name)
+              : fail(&c, step->loc, "%s schedules a recursion group; %s is not one", prim->name,
+                     st->name);
     } else if (!(prim->flags & PRIM_LOOPS) || stage_has_loops(&c, step->loc, &r)) {
         r = sched_prim_check(prim, step, src, st->name);
         if (r == RV_OK)
@@ -1337,8 +1369,28 @@ rv_status sched_step(Schedule *s, Stage *st, const SchedStep *step, const SrcFil
     for (int i = 0; r == RV_OK && i < s->stages.len; i++)
         if (s->stages.data[i]->attach == ATTACH_AT)
             r = check_at_loop(&c, s->stages.data[i]);
-    if (r == RV_OK)
-        trace_step(&s->trace, step);
-    s->nsteps++;
-    return r;
+    return step_done(s, step, src, r);
+}
+
+rv_status sched_group_step(Schedule *s, Recurse *g, const SchedStep *step, const SrcFile *src) {
+    Ctx c = {s, NULL, g, step, src};
+    const SchedPrim *prim = sched_prim_find(step->prim);
+    rv_status r;
+    if (!prim) {
+        r = sched_prim_unknown(step, src);
+    } else if (!(prim->flags & PRIM_GROUP)) {
+        Buf b = {0};
+        for (int i = 0; i < g->members.len; i++)
+            buf_printf(&b, "%s%s", i ? ", " : "", g->members.data[i]->name);
+        r = fail(&c, step->loc,
+                 "%s schedules the loops of a stage; %s is a recursion group (members %s): "
+                 "write it in the schedule of a member",
+                 prim->name, g->name, buf_str(&b));
+        buf_free(&b);
+    } else {
+        r = sched_prim_check(prim, step, src, g->name);
+        if (r == RV_OK)
+            r = handlers[prim - sched_prims](&c);
+    }
+    return step_done(s, step, src, r);
 }

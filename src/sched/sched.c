@@ -122,9 +122,12 @@ Schedule *sched_new(Module *m) {
         st->body = t->op->body;
         st->pred = t->op->pred;
         st->else_body = t->op->else_body;
-        if (t->op->kind == OP_COMPUTE)
+        /* a member of a recursion group is a compute, or a conditional
+         * when it has a predicate */
+        bool cond = t->op->kind == OP_COND || (t->op->kind == OP_RECURSE && t->op->pred);
+        if (!cond && (t->op->kind == OP_COMPUTE || t->op->kind == OP_RECURSE))
             st->reduce = stage_reduction(st->body);
-        if (t->op->kind == OP_COMPUTE || t->op->kind == OP_COND)
+        if (t->op->kind != OP_EXTERN)
             sched_stage_init_ivs(s, st);
     }
     return s;
@@ -188,16 +191,21 @@ void sched_print_stage(Buf *b, const Stage *st) {
 
 /* ---- replay ---- */
 
-/* The block of a recursion group (`schedule R { ... }`): its steps act on
- * the group's loops, not on one stage's. */
-static rv_status sched_apply_group_block(Schedule *s, const SchedBlock *blk) {
-    return base_diag(RV_ERR_TYPE, blk->src ? blk->src : s->m->src, blk->loc,
-                     "schedule primitives for recursion groups are not implemented yet");
+/* A block naming a recursion group: its PRIM_GROUP steps. */
+static rv_status apply_group_block(Schedule *s, Recurse *g, const SchedBlock *blk) {
+    buf_printf(&s->trace, "schedule %s {\n", blk->name);
+    for (int i = 0; i < blk->nsteps; i++) {
+        rv_status r = sched_group_step(s, g, &blk->steps[i], blk->src ? blk->src : s->m->src);
+        if (r != RV_OK)
+            return r;
+    }
+    buf_puts(&s->trace, "}\n");
+    return RV_OK;
 }
 
 rv_status sched_apply_block(Schedule *s, const SchedBlock *blk) {
     if (blk->group)
-        return sched_apply_group_block(s, blk);
+        return apply_group_block(s, blk->group, blk);
     Stage *st = sched_stage(s, blk->name);
     if (!st) {
         Buf names = {0}, hint = {0};

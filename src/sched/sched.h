@@ -202,8 +202,9 @@ rv_schedule_info *sched_query(const Schedule *s);
 
 /* ---- primtab.c: the table of primitives (prims.def) ---- */
 
-/* PRIM_LOOPS: the stage must have loops of its own. */
-enum { PRIM_LOOPS = 1 };
+/* PRIM_LOOPS: the stage must have loops of its own. PRIM_GROUP: the step
+ * schedules a recursion group, not a stage. */
+enum { PRIM_LOOPS = 1, PRIM_GROUP = 2 };
 
 typedef struct SchedPrim {
     const char *name;
@@ -255,9 +256,31 @@ void sched_prims_help(Buf *b);
 
 /* One step on stage `st`; `src` locates messages (may be NULL). */
 rv_status sched_step(Schedule *s, Stage *st, const SchedStep *step, const SrcFile *src);
+/* One step of a `schedule R { ... }` block of recursion group r (a
+ * PRIM_GROUP primitive). */
+rv_status sched_group_step(Schedule *s, Recurse *r, const SchedStep *step, const SrcFile *src);
 /* Every stage computed at a loop is read only inside that loop (its
  * readers computed there or deeper); located at the step that placed it.
  * sched_from_module runs it after the blocks. */
 rv_status sched_check_placements(Schedule *s);
+
+/* ---- recurse.c: the schedule of recursion groups ---- */
+
+/* A group's schedule lives in notes on its members' stages (every member
+ * carries the group's NOTE_DYNAMIC_BATCH and NOTE_SPECIALIZE), so the
+ * query and the stage printer report it with no state of its own. */
+/* The recursion group of a stage (a member's STAGE_OP), or NULL. */
+Recurse *sched_stage_group(const Stage *st);
+/* Does the group's schedule have note k (dynamic_batch, specialize)? */
+bool sched_group_has(const Schedule *s, const Recurse *r, StageNoteKind k);
+/* Sets note k on every member of r (the PRIM_GROUP handlers). */
+void sched_group_note(Schedule *s, Recurse *r, StageNoteKind k);
+/* The rules of recursion a step must keep, checked after every step
+ * (located at it): a member is computed at its own node loop or at a
+ * loop of another member of its group, never inlined; its node loop stays
+ * its outermost loop, one loop (neither split, fused nor moved inward:
+ * the group's loop over nodes or batches encloses it); and it is serial
+ * unless the group has dynamic_batch (nodes depend on their children). */
+rv_status sched_check_recursion(Schedule *s, const SchedStep *step, const SrcFile *src);
 
 #endif

@@ -766,13 +766,16 @@ static void test_recurse_parse(void) {
     rv_free(s);
     rv_module_free(m);
     /* sequences and DAGs; no roots, no data */
-    m = parse_ok("size N in 1..8\nstructure S : sequence(N) { children p, np }\n"
-                 "structure D : dag(N, 2) { children c, nc }\n"
-                 "ufun f[n < N] in 0..np[n]\n"
-                 "recurse R over S { x[n, j < 2] = sum(k < np[n]) x[p[n, k], j] + f32(f[n]) }\n");
+    m = parse_ok(
+        "size N in 1..8\nstructure S : sequence(N) { children p, np }\n"
+        "structure D : dag(N, 2) { children c, nc }\n"
+        "ufun f[n < N] in 0..np[n]\n"
+        "recurse R over S { x[n, j < 2] = sum(k < np[n]) x[p[n, k], j] + f32(f[n]) }\n"
+        "recurse Q over D { y[n pad 4, j < 8 pad 8] : f64 = sum(k < nc[n]) y[c[n, k], j] }\n");
     if (!m)
         return;
     s = print_stable(m);
+    CHECK_STR_CONTAINS(s, "recurse Q over D {\n    y[n pad 4, j < 8 pad 8] : f64 = ");
     CHECK_STR_CONTAINS(s, "structure S : sequence(N) {\n    children p, np\n}\n\n"
                           "structure D : dag(N, 2) {\n    children c, nc\n}\n\n"
                           "ufun f[n < N] in 0..np[n]\n");
@@ -842,6 +845,9 @@ static void test_recurse_errors(void) {
          "must follow the definition of its recursion group"},
         {"Z[i] = sum(child2 < 2) X[0, i]\nstructure U : tree(N, 2) { children child2, nc }",
          "reduction axis 'child2' has the name of the ufun"},
+        {"recurse R over T { h[n] = 1.", "expected a definition or '}', found end of input"},
+        {"recurse R T { h[n] = 1. }", "expected 'over', found 'T'"},
+        {"structure U : tree(N, 2) { children c }", "expected ',', found '}'"},
     };
     for (int i = 0; i < RV_COUNT(cases); i++) {
         char *text = base_xstrdup(pre);
@@ -873,6 +879,43 @@ static void test_recurse_schedule_block(void) {
     rv_module_free(m);
 }
 
+/* A group built through the C API (not the front end) prints as source
+ * that parses back to the same text: the printer's contract holds for
+ * every module, not only parsed ones. */
+static void test_recurse_print_api(void) {
+    rv_module *m = rv_module_new();
+    rv_size *N = rv_size_new(m, "N", 1, 50);
+    rv_size *B = rv_size_new(m, "B", 1, 5);
+    rv_structure *st = rv_structure_new(m, "T", RV_STRUCT_DAG, N, 4, "kid", "nkid");
+    CHECK(st && rv_structure_set_roots(st, "top", B));
+    rv_ufun *w = rv_structure_add_data(st, "w", rv_expr_int(m, 0),
+                                       rv_expr_sub(m, rv_expr_size(m, N), rv_expr_int(m, 1)));
+    rv_recurse *r = rv_recurse_begin(m, "R", st);
+    const char *ax[] = {"v", "j"};
+    rv_expr *ext[] = {NULL, rv_expr_int(m, 3)};
+    rv_compute *x = rv_recurse_add(r, "x", RV_F64, 2, ax, ext);
+    CHECK(w && x);
+    if (!w || !x) {
+        rv_module_free(m);
+        return;
+    }
+    rv_expr *v = rv_compute_var(x, 0), *j = rv_compute_var(x, 1);
+    rv_axis *k = rv_reduce_axis_new(m, "k", rv_expr_ufcall(m, st->nchild, 1, &v));
+    rv_expr *kid = rv_expr_ufcall(m, st->child, 2, (rv_expr *[]){v, rv_expr_axis(m, k)});
+    rv_expr *rd = rv_expr_read(m, rv_module_tensor(m, "x"), 2, (rv_expr *[]){kid, j});
+    rv_expr *body = rv_expr_add(m, rv_expr_reduce(m, RV_REDUCE_SUM, 1, &k, rd),
+                                rv_expr_cast(m, RV_F64, rv_expr_ufcall(m, w, 1, &v)));
+    CHECK(rv_recurse_define(x, NULL, body, NULL) != NULL);
+    CHECK_EQ_INT(rv_recurse_end(r), RV_OK);
+    char *s = print_stable(m);
+    CHECK_STR_CONTAINS(s, "structure T : dag(N, 4) {\n    children kid, nkid\n"
+                          "    roots top[s < B]\n    data w in 0..N - 1\n}\n\n"
+                          "recurse R over T {\n    x[v, j < 3] : f64 = sum(k < nkid[v]) "
+                          "x[kid[v, k], j] + f64(w[v])\n}\n");
+    rv_free(s);
+    rv_module_free(m);
+}
+
 int main(void) {
     RUN(test_lex_tokens);
     RUN(test_lex_errors);
@@ -899,5 +942,6 @@ int main(void) {
     RUN(test_recurse_keywords);
     RUN(test_recurse_errors);
     RUN(test_recurse_schedule_block);
+    RUN(test_recurse_print_api);
     return harness_report();
 }

@@ -158,10 +158,24 @@ static void test_declarations(void) {
     rv_module_free(m);
 }
 
+/* A data column's range uses sizes only: the structure is declared and
+ * printed before every ufun and tensor. */
+static void test_data_range_sizes_only(void) {
+    Fix f = fix_new();
+    rv_expr *w0 = rv_expr_ufcall(f.m, f.word, 1, (rv_expr *[]){rv_expr_int(f.m, 0)});
+    CHECK(rv_structure_add_data(f.st, "label", rv_expr_int(f.m, 0), w0) == NULL);
+    CHECK_STR_CONTAINS(rv_last_error(), "uses the ufun 'word'");
+    CHECK(rv_module_ufun(f.m, "label") == NULL);
+    rv_expr *nm1 = rv_expr_sub(f.m, rv_expr_size(f.m, f.N), rv_expr_int(f.m, 1));
+    CHECK(rv_structure_add_data(f.st, "label", rv_expr_int(f.m, 0), nm1) != NULL);
+    rv_module_free(f.m);
+}
+
 int main(void) {
     RUN(test_child_sum_group);
     RUN(test_refused_reads);
     RUN(test_same_node_order);
     RUN(test_declarations);
+    RUN(test_data_range_sizes_only);
     return harness_report();
 }

@@ -1,0 +1,376 @@
+/*
+ * recurse.c — a recursion group as loops (Cortex §4, A.4): one kernel whose
+ * body runs every member's nest, node by node or batch by batch.
+ *
+ * Takes a group `recurse R over T { members }` and its schedule (the
+ * group's notes, src/sched/recurse.c; the members' stages as for computes).
+ * Gives the kernel body, in one of these shapes (N nodes, numbered by the
+ * linearizer so that every child is numbered above its parent, the leaves
+ * last, batch b the nodes batch_begin[b] .. + batch_length[b] - 1):
+ *
+ *   default          for r < N: n = N - 1 - r: every member's nest at n
+ *   dynamic_batch()  for b < nbatch: every member's nest over the nodes
+ *                    of batch b (its node loop m < batch_length[b],
+ *                    n = batch_begin[b] + m, parallel if scheduled so)
+ *   specialize()     the leaves (batch 0) first, in nests of their own with
+ *                    nchild[n] = 0 folded into the bodies; then the
+ *                    internal nodes (batches 1.., or nodes batch_begin[0]
+ *                    - 1 down to 0) with nchild[n] >= 1 folded
+ *
+ * Members run in group order at each node or batch (a member reads the
+ * ones before it at its own node, P.2). Every member's nest is nest.c's
+ * with its node axis fixed to the node (or batch) range: its other loops
+ * keep their schedule, and stages computed at its loops (attach.c) are
+ * computed per node or per batch. A member computed inside another member
+ * (compute_at) is emitted there, not here. A stage computed at the top
+ * of a member's nest that reads nothing of the group (a cache_read of a
+ * weight) is computed once, above the loop over nodes or batches
+ * (hoist_invariant): packed once per call, not per node or level. The
+ * members' tensors are
+ * parameters of the kernel: the plan gives the ones that are not outputs
+ * per-call storage of N rows, like every intermediate tensor.
+ *
+ * Correctness rests on the numbering, which the host plan checks before
+ * the kernel runs (plan.c); the schedule rules that keep each member's
+ * node loop outermost and serial without dynamic_batch are in
+ * src/sched/recurse.c.
+ */
+#include "lower/lower.h"
+
+/* ---- specialization: nchild[n] folded ---- */
+
+/* A body rewritten for the leaves (nchild[n] = 0) or the internal nodes
+ * (1 <= nchild[n] <= K): the UF replaced (leaves), comparisons that the
+ * range decides folded, and the selects, logic and reductions they
+ * decide folded in turn. */
+typedef struct Fold {
+    Module *m;
+    const Structure *T;
+    const Axis *n; /* the member's node axis */
+    bool leaf;
+    PtrMap memo;
+} Fold;
+
+static const Expr *strip_casts(const Expr *e) {
+    while (e->kind == EX_CAST)
+        e = e->args[0];
+    return e;
+}
+
+static bool is_nchild(const Fold *f, const Expr *e) {
+    e = strip_casts(e);
+    if (e->kind != EX_UFCALL || e->u.uf != f->T->nchild)
+        return false;
+    const Expr *a = strip_casts(e->args[0]);
+    return a->kind == EX_VAR && a->u.axis == f->n;
+}
+
+/* The range of an operand of a comparison: a constant, or nchild[n]. */
+static bool operand_range(const Fold *f, const Expr *e, int64_t *lo, int64_t *hi) {
+    if (ir_is_const_int(strip_casts(e), lo)) {
+        *hi = *lo;
+        return true;
+    }
+    if (!f->leaf && is_nchild(f, e)) {
+        *lo = 1;
+        *hi = f->T->max_children;
+        return true;
+    }
+    return false;
+}
+
+/* 1 or 0 when the ranges decide a OP b, else -1. */
+static int decide(ExprKind k, int64_t alo, int64_t ahi, int64_t blo, int64_t bhi) {
+    switch (k) {
+    case EX_LT:
+        return ahi < blo ? 1 : alo >= bhi ? 0 : -1;
+    case EX_LE:
+        return ahi <= blo ? 1 : alo > bhi ? 0 : -1;
+    case EX_GT:
+        return decide(EX_LT, blo, bhi, alo, ahi);
+    case EX_GE:
+        return decide(EX_LE, blo, bhi, alo, ahi);
+    case EX_EQ:
+        return alo == ahi && blo == bhi && alo == blo ? 1 : ahi < blo || bhi < alo ? 0 : -1;
+    case EX_NE: {
+        int d = decide(EX_EQ, alo, ahi, blo, bhi);
+        return d < 0 ? -1 : !d;
+    }
+    default:
+        return -1;
+    }
+}
+
+static bool const_bool(const Expr *e, bool *v) {
+    int64_t x;
+    if (e->dtype != RV_BOOL || !ir_is_const_int(e, &x))
+        return false;
+    *v = x != 0;
+    return true;
+}
+
+/* Does some axis of reduction e have extent 0 (nchild[n] at a leaf)? */
+static bool reduce_empty(const Fold *f, const Expr *e) {
+    for (int i = 0; i < e->u.red.naxes; i++) {
+        const Expr *x = e->u.red.axes[i]->extent;
+        int64_t v;
+        if (x && ((f->leaf && is_nchild(f, x)) || (ir_is_const_int(x, &v) && v <= 0)))
+            return true;
+    }
+    return false;
+}
+
+static Expr *fold(Fold *f, Expr *e) {
+    Expr *done = ptrmap_get(&f->memo, e);
+    if (done)
+        return done;
+    Module *m = f->m;
+    Expr *r = e;
+    if (f->leaf && e->kind == EX_UFCALL && is_nchild(f, e)) {
+        r = ir_const_int(m, e->dtype, 0);
+    } else if (e->kind == EX_REDUCE) {
+        /* a reduction over no child is its identity (argmax's index has
+         * none: its loop stays, running no iteration) */
+        if (reduce_empty(f, e) && e->u.red.rk != RV_REDUCE_ARGMAX) {
+            r = lower_reduce_init(m, e->u.red.rk, e->dtype);
+        } else {
+            Expr *b = fold(f, e->args[0]);
+            r = b == e->args[0] ? e : ir_reduce(m, e->u.red.rk, e->u.red.naxes, e->u.red.axes, b);
+        }
+    } else if (e->n > 0 && e->kind != EX_LOAD) {
+        Expr *args[RV_MAX_DIMS + 3];
+        Expr **a = e->n <= RV_COUNT(args) ? args : base_xmalloc(sizeof(Expr *) * (size_t)e->n);
+        bool changed = false;
+        for (int i = 0; i < e->n; i++)
+            changed |= (a[i] = fold(f, e->args[i])) != e->args[i];
+        int64_t alo, ahi, blo, bhi;
+        bool x, y;
+        if ((ir_expr_info[e->kind].flags & F_CMP) && operand_range(f, a[0], &alo, &ahi) &&
+            operand_range(f, a[1], &blo, &bhi) && decide(e->kind, alo, ahi, blo, bhi) >= 0) {
+            r = ir_bool(m, decide(e->kind, alo, ahi, blo, bhi) == 1);
+        } else if (e->kind == EX_SELECT && const_bool(a[0], &x)) {
+            r = x ? a[1] : a[2];
+        } else if (e->kind == EX_NOT && const_bool(a[0], &x)) {
+            r = ir_bool(m, !x);
+        } else if ((e->kind == EX_AND || e->kind == EX_OR) &&
+                   (const_bool(a[0], &x) || const_bool(a[1], &x))) {
+            /* x is the constant operand's value */
+            Expr *other = const_bool(a[0], &y) ? a[1] : a[0];
+            r = e->kind == EX_AND ? (x ? other : ir_bool(m, false))
+                                  : (x ? ir_bool(m, true) : other);
+        } else if (changed) {
+            r = ir_rebuild(m, e, a);
+        }
+        if (a != args)
+            base_free(a);
+    }
+    if (r)
+        ptrmap_put(&f->memo, e, r);
+    return r;
+}
+
+/* What a member's stage is outside its specialization: restored after. */
+typedef struct Saved {
+    Stage *st;
+    Expr *body, *pred, *else_body, *reduce;
+    IterVar **leaves;
+    int nleaves, cap;
+} Saved;
+
+/* Specializes stage st in place (Saved restores it): its bodies folded; a
+ * predicate that folds chooses its branch; the stage's own reduction,
+ * when it runs over no child, becomes its identity and its loops go. */
+static void specialize_stage(LowerCtx *c, Stage *st, bool leaf, Saved *sv) {
+    Module *m = c->m;
+    *sv = (Saved){st,         st->body,        st->pred,       st->else_body,
+                  st->reduce, st->leaves.data, st->leaves.len, st->leaves.cap};
+    Fold f = {m, ir_tensor_recurse(st->t)->st, st->t->axes[0], leaf, {0}};
+    bool own_empty = st->reduce && leaf && reduce_empty(&f, st->reduce) &&
+                     st->reduce->u.red.rk != RV_REDUCE_ARGMAX;
+    if (st->reduce && !own_empty) {
+        /* the stage's reduction keeps its loops: fold inside it only */
+        ptrmap_put(&f.memo, st->reduce,
+                   ir_reduce(m, st->reduce->u.red.rk, st->reduce->u.red.naxes,
+                             st->reduce->u.red.axes, fold(&f, st->reduce->args[0])));
+        st->reduce = ptrmap_get(&f.memo, st->reduce);
+    }
+    st->body = fold(&f, st->body);
+    if (st->pred) {
+        st->pred = fold(&f, st->pred);
+        st->else_body = fold(&f, st->else_body);
+        bool v;
+        if (const_bool(st->pred, &v)) {
+            st->body = v ? st->body : st->else_body;
+            st->pred = st->else_body = NULL;
+        }
+    }
+    if (own_empty) {
+        st->reduce = NULL;
+        Vec(IterVar *) kept = {0};
+        for (int i = 0; i < sv->nleaves; i++)
+            if (!sv->leaves[i]->reduce)
+                vec_push(&kept, sv->leaves[i]);
+        st->leaves.data = (IterVar **)arena_memdup(m->arena, kept.data,
+                                                   sizeof(IterVar *) * (size_t)(kept.len + 1));
+        st->leaves.len = st->leaves.cap = kept.len;
+        vec_free(&kept);
+    }
+    ptrmap_free(&f.memo);
+}
+
+static void restore_stage(const Saved *sv) {
+    Stage *st = sv->st;
+    st->body = sv->body;
+    st->pred = sv->pred;
+    st->else_body = sv->else_body;
+    st->reduce = sv->reduce;
+    st->leaves.data = sv->leaves;
+    st->leaves.len = sv->nleaves;
+    st->leaves.cap = sv->cap;
+}
+
+/* ---- the nests ---- */
+
+/* Every member's nest (in group order) with its node axis over `count`
+ * nodes from `first` (loop IR); specialized for the leaves or the
+ * internal nodes when `spec` is 1 or 2. */
+static Stmt *members_at(LowerCtx *c, Recurse *g, Expr *first, Expr *count, int spec) {
+    Module *m = c->m;
+    Vec(Stmt *) nests = {0};
+    Saved *saved = base_xcalloc((size_t)g->members.len, sizeof(Saved));
+    for (int i = 0; i < g->members.len && spec; i++)
+        specialize_stage(c, sched_stage_of(c->s, g->members.data[i]), spec == 1, &saved[i]);
+    Stmt *body = NULL;
+    bool ok = true;
+    for (int i = 0; i < g->members.len && ok; i++) {
+        Stage *st = sched_stage_of(c->s, g->members.data[i]);
+        if (st->attach != ATTACH_ROOT)
+            continue; /* computed inside another member */
+        Expr *origin[RV_MAX_DIMS] = {first}, *ext[RV_MAX_DIMS] = {count};
+        Stmt *s = lower_stage_nest(c, st, origin, ext, NULL);
+        Storage *sto;
+        ok = s && (c->st = lower_storage_of_tensor(c, st->t, &sto)) == RV_OK;
+        if (ok) {
+            lower_use_storage(c, sto, PARAM_TENSOR);
+            vec_push(&nests, s);
+        }
+    }
+    if (ok)
+        body = lower_seq(m, nests.len, nests.data);
+    for (int i = 0; i < g->members.len && spec; i++)
+        restore_stage(&saved[i]);
+    base_free(saved);
+    vec_free(&nests);
+    return body;
+}
+
+/* UF f (of the structure's batches) at b, in loop IR. */
+static Expr *batch_uf(LowerCtx *c, Ufun *f, Expr *b) {
+    return lower_index(c, ir_ufcall(c->m, f, 1, &b));
+}
+
+/* for r < count: n = last - r: members at n, one node at a time */
+static Stmt *node_loop(LowerCtx *c, Recurse *g, Expr *count, Expr *last, int spec) {
+    Module *m = c->m;
+    Axis *r = lower_loop_var(m, "r", count);
+    Expr *n = ir_binary(m, EX_SUB, last, r->var);
+    Stmt *body = members_at(c, g, n, ir_int(m, 1), spec);
+    return body ? lower_for(m, r, count, LOOP_SERIAL, body) : NULL;
+}
+
+/* for b < count: members over the nodes of batch first + b */
+static Stmt *batch_loop(LowerCtx *c, Recurse *g, Expr *count, Expr *first, int spec) {
+    Module *m = c->m;
+    const Structure *T = g->st;
+    Axis *b = lower_loop_var(m, "b", count);
+    Expr *bb = first ? ir_binary(m, EX_ADD, b->var, first) : b->var;
+    Expr *begin = batch_uf(c, T->batch_begin, bb), *len = batch_uf(c, T->batch_length, bb);
+    Stmt *body = begin && len ? members_at(c, g, begin, len, spec) : NULL;
+    return body ? lower_for(m, b, count, LOOP_SERIAL, body) : NULL;
+}
+
+/* ---- stages computed once per call ---- */
+
+/* Does stage p, or a stage computed inside it, read a member of g? */
+static bool reads_group(const Schedule *s, const Stage *p, const Recurse *g) {
+    for (int i = 0; i < g->members.len; i++)
+        if (sched_stage_reads_tensor(p, g->members.data[i]))
+            return true;
+    for (int k = 0; k < s->stages.len; k++) {
+        const Stage *q = s->stages.data[k];
+        if (q->attach == ATTACH_AT && q->at == p && reads_group(s, q, g))
+            return true;
+    }
+    return false;
+}
+
+/* The stages computed at the top of a member's nest that read nothing of
+ * the group (a cache_read of a weight, packed) are computed once, above
+ * the loop over nodes or batches, over the region every node reads:
+ * the same values as per node, packed once per call instead of once per
+ * node or level. Each gets its buffer around `body`, which make() builds
+ * once they are placed (c->hoisted: the members' nests skip them). */
+static Stmt *hoist_invariant(LowerCtx *c, Recurse *g, Stmt *(*make)(LowerCtx *, Recurse *)) {
+    Module *m = c->m;
+    Vec(Stmt *) nests = {0};
+    Vec(Buffer *) bufs = {0};
+    bool ok = true;
+    for (int k = 0; k < c->s->stages.len && ok; k++) {
+        Stage *p = c->s->stages.data[k];
+        if (p->attach != ATTACH_AT || p->at_iv || sched_stage_group(p) ||
+            sched_stage_group(p->at) != g || p->at->attach != ATTACH_ROOT ||
+            reads_group(c->s, p, g))
+            continue;
+        StageNest n;
+        Buffer *b = NULL;
+        Stmt *s = NULL;
+        if ((ok = lower_nest_init(c, &n, p->at, NULL, NULL, NULL))) {
+            lower_bind_axes(c, &n); /* no loop is bound above the group's */
+            ok = (s = lower_attach_one(c, &n, p, &b)) != NULL;
+        }
+        if (ok) {
+            ptrmap_put(&c->hoisted, p, p);
+            vec_push(&nests, s);
+            vec_push(&bufs, b);
+        }
+    }
+    Stmt *body = ok ? make(c, g) : NULL;
+    for (int k = nests.len - 1; body && k >= 0; k--) {
+        Stmt *both[2] = {nests.data[k], body};
+        body = lower_alloc(m, bufs.data[k], lower_seq(m, 2, both));
+    }
+    vec_free(&nests);
+    vec_free(&bufs);
+    return body;
+}
+
+static Stmt *group_loops(LowerCtx *c, Recurse *g) {
+    Module *m = c->m;
+    const Structure *T = g->st;
+    bool dyn = sched_group_has(c->s, g, NOTE_DYNAMIC_BATCH);
+    bool spec = sched_group_has(c->s, g, NOTE_SPECIALIZE);
+    Expr *N = ir_size(m, T->nodes), *one = ir_int(m, 1);
+    if (!spec)
+        return dyn ? batch_loop(c, g, ir_size(m, T->nbatch), NULL, 0)
+                   : node_loop(c, g, N, ir_binary(m, EX_SUB, N, one), 0);
+    /* the leaves are batch 0 (independent of each other: one range
+     * either way), the internal nodes numbered before them */
+    Expr *zero = ir_int(m, 0);
+    Expr *first_leaf = batch_uf(c, T->batch_begin, zero);
+    Expr *nleaves = batch_uf(c, T->batch_length, zero);
+    if (!first_leaf || !nleaves)
+        return NULL;
+    Stmt *leaves = members_at(c, g, first_leaf, nleaves, 1);
+    Stmt *internal =
+        leaves ? dyn ? batch_loop(c, g, ir_binary(m, EX_SUB, ir_size(m, T->nbatch), one), one, 2)
+                     : node_loop(c, g, first_leaf, ir_binary(m, EX_SUB, first_leaf, one), 2)
+               : NULL;
+    if (!internal)
+        return NULL;
+    Stmt *both[2] = {leaves, internal};
+    return lower_seq(m, 2, both);
+}
+
+Stmt *lower_recurse(LowerCtx *c, Recurse *g) {
+    return hoist_invariant(c, g, group_loops);
+}

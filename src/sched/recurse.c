@@ -1,0 +1,152 @@
+/*
+ * recurse.c — the schedule of recursion groups (Cortex §4, A.4).
+ *
+ * A group `recurse R over T { ... }` is scheduled in two places: its
+ * members' stages like computes (`schedule h { split(i, 16) ... }`), and
+ * the group itself in `schedule R { ... }` with the PRIM_GROUP primitives
+ * (dynamic_batch, specialize: prims.def). The group's choices are notes on
+ * every member's stage (sched.h: StageNote), which the query and the
+ * stage printer already report; lowering (src/lower/recurse.c) reads them.
+ *
+ * Lowering puts every member's nest inside one loop over the nodes (or
+ * over the dynamic batches), so the rules below keep each member's node
+ * loop where that loop can bind it: outermost, one loop, serial unless the
+ * nodes of one iteration are independent (dynamic_batch), and a member
+ * computed only within its group, inside another member only when it is
+ * read at its own node alone (a local buffer holds one node's values). They are checked after every step, so
+ * an error is located at the step that breaks one.
+ */
+#include "sched/sched.h"
+
+Recurse *sched_stage_group(const Stage *st) {
+    return st && st->kind == STAGE_OP ? ir_tensor_recurse(st->t) : NULL;
+}
+
+static bool has_note(const Stage *st, StageNoteKind k) {
+    for (int i = 0; i < st->nnotes; i++)
+        if (st->notes[i].kind == k)
+            return true;
+    return false;
+}
+
+bool sched_group_has(const Schedule *s, const Recurse *r, StageNoteKind k) {
+    Stage *st = r->members.len ? sched_stage_of(s, r->members.data[0]) : NULL;
+    return st && has_note(st, k);
+}
+
+void sched_group_note(Schedule *s, Recurse *r, StageNoteKind k) {
+    for (int i = 0; i < r->members.len; i++) {
+        Stage *st = sched_stage_of(s, r->members.data[i]);
+        RV_ASSERT(st);
+        sched_stage_note(st, k, 0);
+    }
+}
+
+static rv_status fail(const SchedStep *step, const SrcFile *src, const char *fmt, ...)
+    RV_PRINTF(3, 4);
+static rv_status fail(const SchedStep *step, const SrcFile *src, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    rv_status r = sched_step_vfail(step, src, step->loc, fmt, ap);
+    va_end(ap);
+    return r;
+}
+
+/* The root IterVar of a member's node axis (axis 0). */
+static const IterVar *node_root(const Stage *st) {
+    for (int i = 0; i < st->ivs.len; i++)
+        if (st->ivs.data[i]->rel == IV_ROOT && st->ivs.data[i]->axis == st->t->axes[0])
+            return st->ivs.data[i];
+    return NULL;
+}
+
+/* A stage of g (a member, or a stage computed inside one) that reads t at
+ * a node other than its own (`t[child[n, k], ...]`), or NULL. */
+typedef struct ChildRead {
+    const Tensor *t;
+    const Axis *n; /* the reader's node axis */
+    bool found;
+} ChildRead;
+
+static void child_read_fn(const Expr *e, void *ctx) {
+    ChildRead *c = ctx;
+    if (e->kind != EX_READ || e->u.tensor != c->t)
+        return;
+    const Expr *i0 = e->args[0];
+    while (i0->kind == EX_CAST)
+        i0 = i0->args[0];
+    if (!(i0->kind == EX_VAR && i0->u.axis == c->n))
+        c->found = true;
+}
+
+static const Stage *reads_at_child(const Schedule *s, const Recurse *g, const Tensor *t) {
+    for (int i = 0; i < s->stages.len; i++) {
+        const Stage *r = s->stages.data[i];
+        if (sched_stage_group(r) != g)
+            continue;
+        ChildRead c = {t, r->t->axes[0], false};
+        Expr *es[] = {r->body, r->pred, r->else_body};
+        for (int j = 0; j < 3; j++)
+            if (es[j])
+                ir_visit(es[j], child_read_fn, &c);
+        if (c.found)
+            return r;
+    }
+    return NULL;
+}
+
+static rv_status check_member(Schedule *s, Stage *st, Recurse *g, const SchedStep *step,
+                              const SrcFile *src) {
+    if (st->attach == ATTACH_INLINE)
+        return fail(step, src,
+                    "%s is a member of recursion %s: members are computed node by node in "
+                    "the group's loop (their values at children are read later), not inlined",
+                    st->name, g->name);
+    if (st->attach == ATTACH_AT && sched_stage_group(st->at) != g)
+        return fail(step, src,
+                    "%s is a member of recursion %s: it can be computed only inside another "
+                    "member of %s (the group's loop over nodes encloses them all), not inside %s",
+                    st->name, g->name, g->name, st->at->name);
+    const Stage *by = st->attach == ATTACH_AT ? reads_at_child(s, g, st->t) : NULL;
+    if (by)
+        return fail(step, src,
+                    "%s is read at the children of a node (by %s): computed inside another "
+                    "member it would hold one node's values only; a member read at children "
+                    "stays at the level of recursion %s",
+                    st->name, by->name, g->name);
+    const IterVar *n = node_root(st);
+    RV_ASSERT(n);
+    if (!st->leaves.len || st->leaves.data[0] != n)
+        return fail(step, src,
+                    "the node loop %s of %s must stay its outermost loop, one loop (not split, "
+                    "fused or moved inward): the loop over the nodes of recursion %s encloses "
+                    "every member's nest",
+                    n->name, st->name, g->name);
+    for (int i = 0; i < st->leaves.len; i++) {
+        LoopKind k = st->leaves.data[i]->kind;
+        if (k >= LOOP_GPU_BLOCK_X && k <= LOOP_GPU_THREAD_Z)
+            return fail(step, src,
+                        "loop %s of %s cannot be bound to %s: the CUDA back end has no barrier "
+                        "between the nodes, batches and members of recursion %s yet (its "
+                        "kernel runs with every loop serial)",
+                        st->leaves.data[i]->name, st->name, sched_loop_kind_name(k), g->name);
+    }
+    if (n->kind != LOOP_SERIAL && !sched_group_has(s, g, NOTE_DYNAMIC_BATCH))
+        return fail(step, src,
+                    "the node loop %s of %s cannot be %s: a node is computed after its children, "
+                    "so without `schedule %s { dynamic_batch() }` (written before) the nodes run "
+                    "one at a time",
+                    n->name, st->name, sched_loop_kind_name(n->kind), g->name);
+    return RV_OK;
+}
+
+rv_status sched_check_recursion(Schedule *s, const SchedStep *step, const SrcFile *src) {
+    for (int i = 0; i < s->stages.len; i++) {
+        Stage *st = s->stages.data[i];
+        Recurse *g = sched_stage_group(st);
+        rv_status r = g ? check_member(s, st, g, step, src) : RV_OK;
+        if (r != RV_OK)
+            return r;
+    }
+    return RV_OK;
+}
