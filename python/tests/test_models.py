@@ -154,3 +154,29 @@ def test_sst_reader_gives_the_benchmark_trees():
             assert (w >= 0) == (t.word[v] >= 0)
             if w >= 0 and t.word[v] > 0:  # (id 0: <unk>, none in SST)
                 assert bs.word(w) == vocab[int(t.word[v])]
+
+
+def test_roofline_bound_by_hand():
+    """bench/trees/roofline.py on a perfect tree of height 1 (two leaves, one
+    TreeFC node) and a 2-node sequence (LSTM), against the bound worked out
+    by hand: per phase the larger of FLOPs / peak and bytes / bandwidth."""
+    sys.path.insert(0, str(TREES))
+    import roofline
+    H, peak, bw = 64, 1e9, 1e9  # 1 GFLOP/s, 1 GB/s: seconds = flops or bytes * 1e-9
+    tree = td.Struct([[1, 2], [], []], [-1, 5, 6], [0], "tree")
+    # input phase: two embedding rows; level 1: 4H^2 FLOPs vs Wl, Wr once + 3 states
+    want = max(0, 2 * H * 4) + max(4 * H * H, 2 * H * H * 4 + 3 * H * 4)
+    assert roofline.bound_ms("treefc", H, [tree], 1, peak / 1e9, bw / 1e9, 1 << 20) == \
+        pytest.approx(want * 1e-9 * 1e3)
+    seq = td.sequence([3, 4])
+    # input phase: W_ih (4H^2 floats) and two rows vs 2 x 8H^2 FLOPs; level 1:
+    # 8H^2 FLOPs vs W_hh (4H^2 floats: in L2 but fetched at the first level)
+    # and h, c of the node and its child
+    want = max(2 * 8 * H * H, (4 * H * H + 2 * H) * 4) + max(8 * H * H, (4 * H * H + 2 * 2 * H) * 4)
+    assert roofline.bound_ms("lstm", H, [seq], 1, peak / 1e9, bw / 1e9, 1 << 20) == \
+        pytest.approx(want * 1e-9 * 1e3)
+    # weights that do not fit the threads' L2 are fetched at every level
+    deep = td.sequence([3, 4, 5])
+    fits = roofline.bound_ms("lstm", H, [deep], 1, 1000.0, 1.0, 1 << 20)
+    spills = roofline.bound_ms("lstm", H, [deep], 1, 1000.0, 1.0, 1024)
+    assert spills - fits == pytest.approx(4 * H * H * 4 * 1e-9 * 1e3)
