@@ -18,6 +18,11 @@
  * mixing them; the same batch renumbered at random (children no longer
  * numbered above parents) gives the same values bit for bit. Errors: a
  * cycle in raw-bound arrays, a self-loop, a child out of range.
+ *
+ * Random bindings: rv_bindings_randomize on each kind of structure draws a
+ * valid linearized batch (children in earlier batches, roots, one parent
+ * in trees), the promised shape at each seed, reproducibly, within the
+ * bound or declared N and B, and the model evaluates on it correctly.
  */
 #include <stdbool.h>
 
@@ -878,6 +883,211 @@ static void test_long_cycle(void) {
     rv_module_free(f.m);
 }
 
+/* ---- random bindings ---- */
+
+/* The batch bound to T, read back from the bindings into an rv_linear
+ * (child padded as the linearizer pads it; data: word); false when an
+ * array is missing or inconsistent. */
+static bool bound_linear(rv_bindings *b, int K, rv_linear *lin) {
+    const rv_array *nc = rv_bindings_get_array(b, "nchild"), *ch = rv_bindings_get_array(b, "child");
+    const rv_array *rt = rv_bindings_get_array(b, "root"), *wd = rv_bindings_get_array(b, "word");
+    const rv_array *bb = rv_bindings_get_array(b, "_T_batch_begin");
+    const rv_array *bl = rv_bindings_get_array(b, "_T_batch_length");
+    int64_t N = rv_bindings_get_size(b, "N"), B = rv_bindings_get_size(b, "B");
+    int64_t NB = rv_bindings_get_size(b, "_T_nbatch");
+    if (!nc || !ch || !rt || !wd || !bb || !bl || N < 1 || B < 1 || NB < 1 ||
+        rv_array_numel(nc) != N || rv_array_numel(wd) != N || rv_array_numel(rt) != B ||
+        rv_array_numel(bb) != NB || rv_array_numel(bl) != NB)
+        return false;
+    memset(lin, 0, sizeof *lin);
+    lin->num_nodes = (int32_t)N, lin->num_structs = (int32_t)B, lin->num_batches = (int32_t)NB;
+    lin->max_children = K, lin->width = 1;
+    lin->nchild = malloc(sizeof(int32_t) * (size_t)N);
+    lin->child = malloc(sizeof(int32_t) * (size_t)N * K);
+    lin->data = malloc(sizeof(int32_t) * (size_t)N);
+    lin->root = malloc(sizeof(int32_t) * (size_t)B);
+    lin->batch_begin = malloc(sizeof(int32_t) * (size_t)NB);
+    lin->batch_length = malloc(sizeof(int32_t) * (size_t)NB);
+    int64_t e = 0;
+    for (int64_t n = 0; n < N; n++) {
+        lin->nchild[n] = (int32_t)elem(nc, n);
+        lin->data[n] = (int32_t)elem(wd, n);
+        for (int k = 0; k < K; k++)
+            lin->child[n * K + k] = k < lin->nchild[n] && e < rv_array_numel(ch) ? (int32_t)elem(ch, e++)
+                                                                                  : (int32_t)n;
+    }
+    for (int64_t s = 0; s < B; s++)
+        lin->root[s] = (int32_t)elem(rt, s);
+    for (int64_t i = 0; i < NB; i++) {
+        lin->batch_begin[i] = (int32_t)elem(bb, i);
+        lin->batch_length[i] = (int32_t)elem(bl, i);
+    }
+    return e == rv_array_numel(ch);
+}
+
+static void linear_free(rv_linear *lin) {
+    free(lin->nchild);
+    free(lin->child);
+    free(lin->data);
+    free(lin->root);
+    free(lin->batch_begin);
+    free(lin->batch_length);
+}
+
+/* The bound batch is a valid linearized batch of `kind`: children in
+ * range and in earlier batches (so acyclic), batches consecutive from the
+ * top, B roots that are nobody's child, and every other node some node's
+ * child (one parent for trees and sequences). Returns the number of nodes
+ * with two parents or more. */
+static int64_t check_bound_batch(const rv_linear *lin, rv_struct_kind kind) {
+    int32_t N = lin->num_nodes, K = lin->max_children;
+    int32_t *batch = malloc(sizeof(int32_t) * (size_t)N), *parents = calloc((size_t)N, sizeof(int32_t));
+    int32_t next = 0;
+    for (int32_t b = lin->num_batches - 1; b >= 0; b--) {
+        CHECK_EQ_INT(lin->batch_begin[b], next);
+        CHECK(lin->batch_length[b] >= 1);
+        for (int32_t v = next; v < next + lin->batch_length[b] && v < N; v++)
+            batch[v] = b;
+        next += lin->batch_length[b];
+    }
+    CHECK_EQ_INT(next, N);
+    int64_t shared = 0;
+    for (int32_t n = 0; n < N && next == N; n++) {
+        CHECK(lin->nchild[n] >= 0 && lin->nchild[n] <= K);
+        CHECK_EQ_INT(lin->nchild[n] == 0, batch[n] == 0); /* batch 0: exactly the leaves */
+        for (int k = 0; k < lin->nchild[n]; k++) {
+            int32_t c = lin->child[n * K + k];
+            CHECK(c > n && c < N && batch[c] < batch[n]);
+            if (c > n && c < N)
+                shared += ++parents[c] == 2;
+        }
+    }
+    int32_t roots = 0;
+    for (int32_t n = 0; n < N; n++)
+        roots += parents[n] == 0;
+    CHECK_EQ_INT(roots, lin->num_structs);
+    for (int32_t s = 0; s < lin->num_structs; s++)
+        CHECK(lin->root[s] >= 0 && lin->root[s] < N && parents[lin->root[s]] == 0);
+    if (kind != RV_STRUCT_DAG)
+        CHECK_EQ_INT(shared, 0);
+    free(batch);
+    free(parents);
+    return shared;
+}
+
+/* The largest number of children of a node. */
+static int32_t widest(const rv_linear *lin) {
+    int32_t w = 0;
+    for (int32_t n = 0; n < lin->num_nodes; n++)
+        w = lin->nchild[n] > w ? lin->nchild[n] : w;
+    return w;
+}
+
+/* rv_bindings_randomize on a TreeRNN over each kind of structure, seeds
+ * 1..12: a valid batch every time, within N's and B's ranges, the edge
+ * shapes at the seeds that promise them, evaluated correctly, and the
+ * same batch for the same seed. */
+static void test_randomize(void) {
+    struct {
+        rv_struct_kind kind;
+        int K;
+    } kinds[] = {{RV_STRUCT_TREE, 2}, {RV_STRUCT_TREE, 5}, {RV_STRUCT_SEQUENCE, 1}, {RV_STRUCT_DAG, 3}};
+    for (size_t ki = 0; ki < sizeof kinds / sizeof kinds[0]; ki++) {
+        int64_t shared = 0;
+        int32_t wide = 0;
+        for (uint64_t seed = 1; seed <= 12; seed++) {
+            rv_struct_kind kind = kinds[ki].kind;
+            int K = kinds[ki].K;
+            Fix f = fix_new_words(kind, K, 1000, 0, 100); /* every leaf has a word */
+            build_tree_rnn(&f, 3);
+            rv_bindings *b = rv_bindings_new(f.m);
+            CHECK_EQ_INT(rv_bindings_randomize(b, seed), RV_OK);
+            rv_status st = rv_interp_run(f.m, b);
+            CHECK_EQ_INT(st, RV_OK);
+            if (st != RV_OK)
+                fprintf(stderr, "    seed %d: %s\n", (int)seed, rv_last_error());
+            rv_linear lin;
+            CHECK(bound_linear(b, K, &lin));
+            shared += check_bound_batch(&lin, kind);
+            wide = widest(&lin) > wide ? widest(&lin) : wide;
+            if (seed % 6 == 1)
+                CHECK(lin.num_nodes == 1 && lin.num_structs == 1);
+            if (seed % 6 == 2) /* one chain of 200 nodes */
+                CHECK(lin.num_nodes == 200 && lin.num_batches == 200 && lin.num_structs == 1);
+            if (seed % 6 == 3 && K > 1) { /* bushy: complete K-ary trees */
+                int levels = 0;
+                for (int64_t full = 0, width = 1; full < lin.num_nodes; width *= K, levels++)
+                    full += width;
+                CHECK(lin.num_batches <= levels);
+                if (lin.num_batches > levels)
+                    fprintf(stderr, "    %d levels, %d nodes, K %d\n", lin.num_batches, lin.num_nodes, K);
+            }
+            for (int32_t n = 0; n < lin.num_nodes; n++) /* drawn in their range */
+                CHECK(lin.data[n] >= 0 && lin.data[n] <= 99);
+            free(check_model(TREE_RNN, kind, K, 3, &lin));
+            /* the same seed, the same batch */
+            rv_bindings *b2 = rv_bindings_new(f.m);
+            CHECK_EQ_INT(rv_bindings_randomize(b2, seed), RV_OK);
+            const char *names[] = {"nchild", "child", "root", "word", "_T_batch_begin"};
+            for (int i = 0; i < 5; i++) {
+                const rv_array *x = rv_bindings_get_array(b, names[i]), *y = rv_bindings_get_array(b2, names[i]);
+                CHECK(x && y && rv_array_numel(x) == rv_array_numel(y));
+                for (int64_t e = 0; x && y && e < rv_array_numel(x) && e < rv_array_numel(y); e++)
+                    CHECK_EQ_INT(elem(x, e), elem(y, e));
+            }
+            linear_free(&lin);
+            rv_bindings_free(b2);
+            rv_bindings_free(b);
+            rv_module_free(f.m);
+        }
+        if (kinds[ki].kind == RV_STRUCT_DAG) /* some node with two parents over the seeds */
+            CHECK(shared > 0);
+        CHECK_EQ_INT(wide, kinds[ki].K); /* and some node with K children */
+    }
+}
+
+/* N and B bound by the caller stay, declared ranges are kept, and a
+ * batch the ranges do not allow is an error naming the structure. */
+static void test_randomize_ranges(void) {
+    for (uint64_t seed = 1; seed <= 6; seed++) {
+        Fix f = fix_new(RV_STRUCT_TREE, 2, 1000);
+        rv_bindings *b = rv_bindings_new(f.m);
+        CHECK_EQ_INT(rv_bindings_set_size(b, "N", 37), RV_OK);
+        CHECK_EQ_INT(rv_bindings_set_size(b, "B", 5), RV_OK);
+        CHECK_EQ_INT(rv_bindings_randomize(b, seed), RV_OK);
+        CHECK_EQ_INT(rv_bindings_get_size(b, "N"), 37);
+        CHECK_EQ_INT(rv_bindings_get_size(b, "B"), 5);
+        rv_linear lin;
+        CHECK(bound_linear(b, 2, &lin));
+        check_bound_batch(&lin, RV_STRUCT_TREE);
+        linear_free(&lin);
+        rv_bindings_free(b);
+        rv_module_free(f.m);
+    }
+    for (uint64_t seed = 1; seed <= 6; seed++) {
+        rv_module *m = rv_module_new();
+        rv_size *N = rv_size_new(m, "N", 7, 9), *B = rv_size_new(m, "B", 3, 4);
+        rv_structure *st = rv_structure_new(m, "T", RV_STRUCT_DAG, N, 2, "child", "nchild");
+        rv_structure_set_roots(st, "root", B);
+        rv_bindings *b = rv_bindings_new(m);
+        CHECK_EQ_INT(rv_bindings_randomize(b, seed), RV_OK);
+        int64_t n = rv_bindings_get_size(b, "N"), nb = rv_bindings_get_size(b, "B");
+        CHECK(n >= 7 && n <= 9 && nb >= 3 && nb <= 4);
+        rv_bindings_free(b);
+        rv_module_free(m);
+    }
+    rv_module *m = rv_module_new();
+    rv_size *N = rv_size_new(m, "N", 1, 3), *B = rv_size_new(m, "B", 5, 10);
+    rv_structure *st = rv_structure_new(m, "T", RV_STRUCT_TREE, N, 2, "child", "nchild");
+    rv_structure_set_roots(st, "root", B);
+    rv_bindings *b = rv_bindings_new(m);
+    CHECK_EQ_INT(rv_bindings_randomize(b, 1), RV_ERR_BOUNDS);
+    CHECK_STR_CONTAINS(rv_last_error(), "structure T: cannot draw a batch of 5..10 structures with "
+                                        "1..3 nodes");
+    rv_bindings_free(b);
+    rv_module_free(m);
+}
+
 int main(void) {
     RUN(test_set_linear_arrays);
     RUN(test_set_linear_read_by_compute);
@@ -890,5 +1100,7 @@ int main(void) {
     RUN(test_sst);
     RUN(test_raw_errors);
     RUN(test_long_cycle);
+    RUN(test_randomize);
+    RUN(test_randomize_ranges);
     return harness_report();
 }
