@@ -419,6 +419,26 @@ rv_status rv_bindings_set_linear(rv_bindings *b, const char *structure, const rv
  * naming the input (extents of sizes, and ragged shapes, are checked when
  * the run starts); a file matching no input at all is RV_ERR_ARG. */
 rv_status rv_bindings_load_weights(rv_bindings *b, const char *path);
+/* The canonical layout (docs/ir.md, "Ragged layouts and storage") of the
+ * tensor or UF domain `name` under the sizes and UF arrays bound in b,
+ * which are checked as a run checks them (inputs need not be bound): how
+ * the 1-D array of a ragged tensor divides into rows. Level k (0 <= k <
+ * ndim) has rv_layout_count(l, k) valid index prefixes of length k (1 for
+ * k = 0; rv_layout_count(l, ndim) is the number of elements). A level whose
+ * extent is the same for every prefix has it as rv_layout_extent and no
+ * starts; a ragged level has extent -1 and count(l, k) + 1 row starts
+ * (CSR offsets): prefix r's children are the prefixes starts[r] ..
+ * starts[r + 1] - 1 of length k + 1, all in lexicographic order. The
+ * layout is a snapshot: free it with rv_layout_free. */
+typedef struct rv_layout rv_layout;
+rv_status rv_bindings_layout(rv_bindings *b, const char *name, rv_layout **out);
+int rv_layout_ndim(const rv_layout *l);
+/* The name of dimension k ("b", "l", ...); NULL out of range. */
+const char *rv_layout_dim_name(const rv_layout *l, int k);
+int64_t rv_layout_count(const rv_layout *l, int k);
+int64_t rv_layout_extent(const rv_layout *l, int k);
+const int64_t *rv_layout_starts(const rv_layout *l, int k);
+void rv_layout_free(rv_layout *l);
 /* Evaluates every compute in definition order (double precision), storing
  * the results (owned by the bindings) under the tensors' names. Checks UF
  * values against their ranges, indices against extents, and array shapes

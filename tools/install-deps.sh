@@ -1,7 +1,9 @@
 #!/bin/sh
 # Installs the Debian packages ravel needs to build and test, if missing.
 # Library: libdlpack-dev (the DLPack header for tensor interchange).
-# Tests: pkg-config (tests/suite_install.sh builds against an installed ravel).
+# Tests: pkg-config (tests/suite_install.sh builds against an installed ravel);
+# python3-venv (tests/suite_python.sh makes a virtual environment for the
+# Python package and pip-installs NumPy and pytest into it from PyPI).
 # Tuner (src/tune, docs/tuning.md): libcjson-dev (its records are JSON
 # lines) and libxgboost-dev (its learned cost model; loaded with dlopen, so
 # only tuning needs it).
@@ -19,6 +21,7 @@ fi
 [ -f /usr/include/xgboost/c_api.h ] || need="$need libxgboost-dev"
 command -v cc >/dev/null 2>&1 || need="$need gcc"
 command -v python3 >/dev/null 2>&1 || need="$need python3"
+python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || need="$need python3-venv"
 command -v pkg-config >/dev/null 2>&1 || need="$need pkg-config"
 if [ -n "$need" ]; then
     echo "install-deps: installing$need"

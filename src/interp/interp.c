@@ -297,8 +297,8 @@ static rv_status prepare_input(Interp *in, const Tensor *t, const uint64_t *seed
     return RV_OK;
 }
 
-rv_status interp_prepare(Interp *in, const Module *m, rv_bindings *b, const uint64_t *seed,
-                         const InterpNames *names) {
+rv_status interp_prepare_env(Interp *in, const Module *m, rv_bindings *b, const uint64_t *seed,
+                             const InterpNames *names) {
     memset(in, 0, sizeof *in);
     in->m = m;
     in->names = names;
@@ -322,6 +322,12 @@ rv_status interp_prepare(Interp *in, const Module *m, rv_bindings *b, const uint
         st = prepare_sizes(in, seed);
     for (int i = 0; st == RV_OK && i < m->ufuns.len; i++)
         st = prepare_ufun(in, m->ufuns.data[i], seed);
+    return st;
+}
+
+rv_status interp_prepare(Interp *in, const Module *m, rv_bindings *b, const uint64_t *seed,
+                         const InterpNames *names) {
+    rv_status st = interp_prepare_env(in, m, b, seed, names);
     for (int i = 0; st == RV_OK && i < m->tensors.len; i++)
         if (m->tensors.data[i]->op->kind == OP_INPUT)
             st = prepare_input(in, m->tensors.data[i], seed);

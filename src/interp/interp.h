@@ -22,6 +22,8 @@
  *   extern_ref.c  reference implementations of the extern kernels
  *   random.c      the reproducible generator behind rv_bindings_randomize
  *   random_structs.c  random batches of structures for it
+ *   layout_api.c  rv_bindings_layout: a tensor's canonical layout (ragged
+ *                 row starts) under bound sizes and UFs, for callers
  */
 #ifndef RAVEL_INTERP_H
 #define RAVEL_INTERP_H
@@ -105,6 +107,10 @@ rv_status interp_bindings_set_linear(rv_bindings *b, const Structure *st, const 
  * errors (InterpNames). */
 rv_status interp_prepare(Interp *in, const Module *m, rv_bindings *b, const uint64_t *seed,
                          const InterpNames *names);
+/* The first half of interp_prepare: sizes and UFs only, so the extents of
+ * every layout can be evaluated in in->env (rv_bindings_layout). */
+rv_status interp_prepare_env(Interp *in, const Module *m, rv_bindings *b, const uint64_t *seed,
+                             const InterpNames *names);
 void interp_release(Interp *in);
 /* A computed tensor's result: its layout evaluated (in->tv[t->id].lay)
  * and a zeroed array of its dtype; then, once computed (or, for a

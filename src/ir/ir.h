@@ -304,6 +304,7 @@ typedef struct SchedBlock {
     int nsteps;
     SchedStep *steps;
     SrcLoc loc;
+    Recurse *group; /* the block of a recursion group (`schedule R`; target NULL) */
 } SchedBlock;
 
 struct rv_module {

@@ -34,9 +34,13 @@
  * A loop-IR LOAD prints as `buf[index]` so dumps and diagnostics can show
  * lowered expressions; it has no source form and never occurs in a module.
  *
- * Items print in a canonical order — sizes, ufuns, tensors in definition
- * order, then schedule blocks — which is a valid definition order because
- * each group may refer only to the ones before it.
+ * Items print in a canonical order — sizes, structures, ufuns, tensors in
+ * definition order, then schedule blocks — which is a valid definition
+ * order because each group may refer only to the ones before it (a
+ * structure's ranges use sizes only). A structure prints as its
+ * declaration, never as the ufuns and hidden sizes it owns; a recursion
+ * group prints as one `recurse R over T { ... }` block where its first
+ * member was defined.
  */
 #include <math.h>
 #include <stdio.h>
@@ -391,6 +395,22 @@ static void print_ufun(Buf *b, const Ufun *f) {
     buf_putc(b, '\n');
 }
 
+/* ` = body` or ` = if pred then body else else_body`, and the newline. */
+static void print_body(Buf *b, const Op *op) {
+    buf_puts(b, " = ");
+    if (op->pred) {
+        buf_puts(b, "if ");
+        ir_print_expr(b, op->pred);
+        buf_puts(b, " then ");
+        ir_print_expr(b, op->body);
+        buf_puts(b, " else ");
+        ir_print_expr(b, op->else_body);
+    } else {
+        ir_print_expr(b, op->body);
+    }
+    buf_putc(b, '\n');
+}
+
 /* Y[i, j < E] (: dtype)? = body */
 static void print_compute(Buf *b, const Tensor *t) {
     const Op *op = t->op;
@@ -409,18 +429,75 @@ static void print_compute(Buf *b, const Tensor *t) {
     buf_putc(b, ']');
     if (op->body && op->body->dtype != t->dtype)
         buf_printf(b, " : %s", rv_dtype_name(t->dtype));
-    buf_puts(b, " = ");
-    if (op->kind == OP_COND) {
-        buf_puts(b, "if ");
-        ir_print_expr(b, op->pred);
-        buf_puts(b, " then ");
-        ir_print_expr(b, op->body);
-        buf_puts(b, " else ");
-        ir_print_expr(b, op->else_body);
-    } else {
-        ir_print_expr(b, op->body);
+    print_body(b, op);
+}
+
+/* ---- structures and recursion groups ---- */
+
+static const char *const struct_kind_name[RV_STRUCT_KIND_COUNT] = {"sequence", "tree", "dag"};
+
+/* Is the size or ufun `obj` part of a structure (printed with it)? */
+static bool owned_by_structure(const Module *m, const void *obj) {
+    for (int i = 0; i < m->structures.len; i++) {
+        const Structure *st = m->structures.data[i];
+        if (obj == st->child || obj == st->nchild || obj == st->root || obj == st->nbatch ||
+            obj == st->batch_begin || obj == st->batch_length)
+            return true;
+        for (int k = 0; k < st->ndata; k++)
+            if (obj == st->data[k])
+                return true;
     }
-    buf_putc(b, '\n');
+    return false;
+}
+
+/* structure T : tree(N, 2) {
+ *     children child, nchild
+ *     roots root[s < B]
+ *     data word in 0..9999, label in 0..4
+ * } */
+static void print_structure(Buf *b, const Structure *st) {
+    buf_printf(b, "structure %s : %s(%s", st->name, struct_kind_name[st->kind], st->nodes->name);
+    if (st->kind != RV_STRUCT_SEQUENCE)
+        buf_printf(b, ", %d", st->max_children);
+    buf_printf(b, ") {\n    children %s, %s\n", st->child->name, st->nchild->name);
+    if (st->root) {
+        buf_printf(b, "    roots %s[", st->root->name);
+        print_dim(b, st->root->args[0], 1);
+        buf_puts(b, "]\n");
+    }
+    for (int i = 0; i < st->ndata; i++) {
+        const Ufun *f = st->data[i];
+        buf_printf(b, "%s%s in ", i ? ", " : "    data ", f->name);
+        ir_print_expr(b, f->lo);
+        buf_puts(b, "..");
+        ir_print_expr(b, f->hi);
+    }
+    buf_puts(b, st->ndata ? "\n}\n" : "}\n");
+}
+
+/* A member of a recursion group: `h[n, i < E] (: dtype)? = body`, its
+ * node axis bare and every other extent written (the language requires
+ * them), its dtype unless f32 (bodies are converted to it). */
+static void print_member(Buf *b, const Tensor *t) {
+    const Op *op = t->op;
+    buf_printf(b, "    %s[%s", t->name, t->axes[0]->name);
+    for (int i = 1; i < t->ndim; i++) {
+        buf_puts(b, ", ");
+        print_binder(b, t->axes[i]);
+        if (t->pad[i] > 1)
+            buf_printf(b, " pad %d", t->pad[i]);
+    }
+    buf_putc(b, ']');
+    if (t->dtype != RV_F32)
+        buf_printf(b, " : %s", rv_dtype_name(t->dtype));
+    print_body(b, op);
+}
+
+static void print_recurse(Buf *b, const Recurse *r) {
+    buf_printf(b, "recurse %s over %s {\n", r->name, r->st->name);
+    for (int i = 0; i < r->members.len; i++)
+        print_member(b, r->members.data[i]);
+    buf_puts(b, "}\n");
 }
 
 static void print_tensor(Buf *b, const Tensor *t) {
@@ -444,10 +521,12 @@ static void print_tensor(Buf *b, const Tensor *t) {
             buf_printf(b, "%s%s", i ? ", " : "", t->op->inputs[i]->name);
         buf_puts(b, ")\n");
         return;
-    default:
-        buf_printf(b, "# %s: a %s operation has no source form yet\n", t->name,
-                   ir_op_kind_name[t->op->kind]);
+    case OP_RECURSE: /* its group's first member prints the group */
+        if (t->op->rec->members.data[0] == t)
+            print_recurse(b, t->op->rec);
         return;
+    default:
+        RV_UNREACHABLE();
     }
 }
 
@@ -489,22 +568,54 @@ static void print_schedule(Buf *b, const SchedBlock *blk) {
     buf_puts(b, "}\n");
 }
 
+/* A blank line before a new section, unless it is the first. */
+static void section(Buf *b, bool *any) {
+    if (*any)
+        buf_putc(b, '\n');
+    *any = true;
+}
+
+/* Does t start a run of its own: a recursion group starts one and a
+ * definition after it too; otherwise inputs and definitions alternate. */
+static bool starts_run(const Tensor *prev, const Tensor *t) {
+    if (prev->op->kind == OP_RECURSE && t->op->kind == OP_RECURSE)
+        return prev->op->rec != t->op->rec;
+    return prev->op->kind == OP_RECURSE || t->op->kind == OP_RECURSE ||
+           (prev->op->kind == OP_INPUT) != (t->op->kind == OP_INPUT);
+}
+
 void ir_print_module(Buf *b, const Module *m) {
+    bool any = false, started = false;
     for (int i = 0; i < m->sizes.len; i++) {
         const Size *s = m->sizes.data[i];
+        if (owned_by_structure(m, s))
+            continue;
+        if (!started)
+            section(b, &any);
+        started = true;
         buf_printf(b, "size %s in %lld..%lld\n", s->name, (long long)s->lo, (long long)s->hi);
     }
-    if (m->sizes.len && m->ufuns.len)
-        buf_putc(b, '\n');
-    for (int i = 0; i < m->ufuns.len; i++)
-        print_ufun(b, m->ufuns.data[i]);
-    if ((m->sizes.len || m->ufuns.len) && m->tensors.len)
-        buf_putc(b, '\n');
+    for (int i = 0; i < m->structures.len; i++) {
+        section(b, &any);
+        print_structure(b, m->structures.data[i]);
+    }
+    started = false;
+    for (int i = 0; i < m->ufuns.len; i++) {
+        const Ufun *f = m->ufuns.data[i];
+        if (owned_by_structure(m, f))
+            continue;
+        if (!started)
+            section(b, &any);
+        started = true;
+        print_ufun(b, f);
+    }
     for (int i = 0; i < m->tensors.len; i++) {
         /* a blank line between a run of inputs and a run of definitions */
         const Tensor *t = m->tensors.data[i];
-        if (i && (m->tensors.data[i - 1]->op->kind == OP_INPUT) != (t->op->kind == OP_INPUT))
-            buf_putc(b, '\n');
+        if (t->op->kind == OP_RECURSE && t->op->rec->members.data[0] != t)
+            continue;
+        if (i == 0 || starts_run(m->tensors.data[i - 1], t))
+            section(b, &any);
         print_tensor(b, t);
     }
     for (int i = 0; i < m->scheds.len; i++) {

@@ -31,14 +31,17 @@
 #include "lang/lang.h"
 
 typedef enum SymKind {
-    SYM_SIZE,   /* Size* */
-    SYM_UFUN,   /* Ufun* */
-    SYM_TENSOR, /* Tensor* */
-    SYM_AXIS,   /* Axis*: a dimension, compute axis, reduce axis or UF argument */
+    SYM_SIZE,    /* Size* */
+    SYM_UFUN,    /* Ufun* */
+    SYM_TENSOR,  /* Tensor* */
+    SYM_AXIS,    /* Axis*: a dimension, compute axis, reduce axis or UF argument */
+    SYM_STRUCT,  /* Structure* */
+    SYM_RECURSE, /* Recurse*: a recursion group */
     SYM_COUNT
 } SymKind;
 
-static const char *const sym_kind_name[SYM_COUNT] = {"size", "ufun", "tensor", "axis"};
+static const char *const sym_kind_name[SYM_COUNT] = {"size", "ufun",      "tensor",
+                                                     "axis", "structure", "recursion"};
 
 typedef struct Sym {
     const char *name;
@@ -72,6 +75,8 @@ typedef struct Checker {
     StrMap reduce_names;
     Scope *scope;     /* innermost local scope, NULL at item level */
     Tensor *defining; /* the compute whose body is being checked */
+    Recurse *group;   /* its recursion group, when it is a member of one */
+    const Item *header; /* the member whose header extents are being checked */
     /* While an extent is checked: the binder it belongs to and the binders
      * after it, so a use of an inner dimension gets a precise message. */
     const char *binder;
@@ -213,9 +218,20 @@ static rv_dtype parse_dtype(Checker *c, const char *name, SrcLoc loc, bool *ok) 
  * dimension of the extent being checked, or simply undefined. */
 static void unknown_name(Checker *c, const char *name, SrcLoc loc) {
     if (c->defining && strcmp(c->defining->name, name) == 0) {
-        error_at(c, loc, "'%s' reads itself; recursion needs a recursive operation", name);
+        error_at(c, loc,
+                 "'%s' reads itself; a recursive definition belongs in a recursion group "
+                 "(recurse R over T { ... })",
+                 name);
         return;
     }
+    for (int i = 0; c->header && i < c->header->nbinds; i++)
+        if (strcmp(c->header->binds[i].name, name) == 0) {
+            error_at(c, loc,
+                     "the extent of '%s' uses the axis '%s': in a recursion group every node "
+                     "has the same shape, so extents use only sizes and ufuns",
+                     c->binder, name);
+            return;
+        }
     for (int i = 0; i < c->nlater; i++)
         if (c->later[i].named && strcmp(c->later[i].name, name) == 0) {
             error_at(c, loc,
@@ -271,8 +287,11 @@ static Expr *elab_name(Checker *c, const Node *n) {
     case SYM_TENSOR:
         error_at(c, n->loc, "tensor '%s' needs indices: %s[...]", n->name, n->name);
         return NULL;
-    default:
+    case SYM_UFUN:
         error_at(c, n->loc, "ufun '%s' needs arguments: %s[...]", n->name, n->name);
+        return NULL;
+    default:
+        error_at(c, n->loc, "'%s' is a %s, not a value", n->name, sym_kind_name[s->kind]);
         return NULL;
     }
 }
@@ -377,6 +396,12 @@ static Expr *elab_index(Checker *c, const Node *n) {
     Expr *call = t ? ir_read(c->m, t, n->nargs, args) : ir_ufcall(c->m, f, n->nargs, args);
     if (!built(c, call, n->loc))
         return NULL;
+    /* the recursion rules, at each read of a member (recurse.c) */
+    const char *bad = t && c->group ? ir_recurse_read_error(c->group, c->defining, call) : NULL;
+    if (bad) {
+        error_at(c, n->loc, "%s", bad);
+        return NULL;
+    }
     if (!ptrmap_has(&c->read_locs, call))
         ptrmap_put(&c->read_locs, call, (void *)&n->loc);
     if (t)
@@ -625,6 +650,18 @@ static bool check_binders(Checker *c, const Binder *b, int n, Axis *const *axes,
     return true;
 }
 
+/* A ufun's value range lo..hi (lo_node: where lo was written) is not
+ * empty. */
+static bool check_range(Checker *c, const char *name, const Node *lo_node, Expr *lo, Expr *hi) {
+    int64_t a, b;
+    if (ir_is_const_int(lo, &a) && ir_is_const_int(hi, &b) && a > b) {
+        error_at(c, lo_node->loc, "ufun '%s' has an empty range %lld..%lld", name, (long long)a,
+                 (long long)b);
+        return false;
+    }
+    return true;
+}
+
 static void check_ufun(Checker *c, const Item *it) {
     if (it->nbinds > RV_MAX_DIMS) {
         error_at(c, it->name_loc, "a ufun takes at most %d arguments", RV_MAX_DIMS);
@@ -646,23 +683,26 @@ static void check_ufun(Checker *c, const Item *it) {
     pop_scope(c);
     if (!hi)
         return;
-    int64_t a, b;
-    if (ir_is_const_int(lo, &a) && ir_is_const_int(hi, &b) && a > b) {
-        error_at(c, it->lo->loc, "ufun '%s' has an empty range %lld..%lld", it->name, (long long)a,
-                 (long long)b);
+    if (!check_range(c, it->name, it->lo, lo, hi))
         return;
-    }
     if (built(c, rv_ufun_end(f, exts, lo, hi), it->name_loc))
         declare_global(c, it->name, SYM_UFUN, f, it->name_loc);
 }
 
-static bool check_tensor_name(Checker *c, const Item *it) {
-    const Sym *old = strmap_get(&c->globals, it->name);
+/* A name an item declares must be new. */
+static bool check_new_name(Checker *c, const char *name, SrcLoc loc) {
+    const Sym *old = strmap_get(&c->globals, name);
     if (old) {
-        error_at(c, it->name_loc, "redefinition of '%s' (first defined at %d:%d)", it->name,
-                 old->loc.line, old->loc.col);
+        error_at(c, loc, "redefinition of '%s' (first defined at %d:%d)", name, old->loc.line,
+                 old->loc.col);
         return false;
     }
+    return true;
+}
+
+static bool check_tensor_name(Checker *c, const Item *it) {
+    if (!check_new_name(c, it->name, it->name_loc))
+        return false;
     if (it->type.ndim > RV_MAX_DIMS || it->nbinds > RV_MAX_DIMS) {
         error_at(c, it->name_loc, "'%s' has more than %d dimensions", it->name, RV_MAX_DIMS);
         return false;
@@ -718,7 +758,7 @@ static bool check_inferable(Checker *c, const Item *it, Tensor *t, Expr *const *
     Expr *exts[RV_MAX_DIMS];
     for (int i = 0; i < it->nbinds; i++) {
         exts[i] = t->axes[i]->extent;
-        if (it->binds[i].extent)
+        if (it->binds[i].extent || t->op->kind == OP_RECURSE) /* a member's extents are known */
             continue;
         Expr *e = NULL;
         for (int b = 0; !e && b < nb; b++)
@@ -733,6 +773,30 @@ static bool check_inferable(Checker *c, const Item *it, Tensor *t, Expr *const *
         exts[i] = e;
     }
     return check_pads(c, it->name, it->binds, it->nbinds, t->axes, exts);
+}
+
+typedef struct FindUse {
+    bool ufs;        /* ufun applications count too */
+    const Expr *use; /* the first tensor read (or ufun application) */
+} FindUse;
+
+static void find_use_fn(const Expr *e, void *ctx) {
+    FindUse *f = ctx;
+    if (!f->use && (e->kind == EX_READ || (f->ufs && e->kind == EX_UFCALL)))
+        f->use = e;
+}
+
+static const Expr *first_use(const Expr *e, bool ufs) {
+    FindUse f = {ufs, NULL};
+    ir_visit(e, find_use_fn, &f);
+    return f.use;
+}
+
+/* Where the first tensor read of e was written (`otherwise` if none). */
+static SrcLoc first_read_loc(const Checker *c, const Expr *e, SrcLoc otherwise) {
+    const Expr *rd = first_use(e, false);
+    const SrcLoc *at = rd ? ptrmap_get(&c->read_locs, rd) : NULL;
+    return at ? *at : otherwise;
 }
 
 /* The body of a compute: an expression, or `if p then a else b` at the
@@ -756,12 +820,45 @@ static Tensor *check_body(Checker *c, const Item *it, ComputeBuilder *cb, Tensor
         Expr *bodies[3] = {a, b, p};
         if (!check_inferable(c, it, t, bodies, 3))
             return NULL;
+        if (t->op->kind == OP_RECURSE) /* a refused condition is located at its read */
+            return built(c, rv_recurse_define(cb, p, a, b), first_read_loc(c, p, n->loc));
         return built(c, rv_compute_end_cond(cb, p, a, b), n->loc);
     }
     Expr *body = elab(c, n);
     if (!body || !check_inferable(c, it, t, &body, 1))
         return NULL;
+    if (t->op->kind == OP_RECURSE)
+        return built(c, rv_recurse_define(cb, NULL, body, NULL), n->loc);
     return built(c, rv_compute_end(cb, body), n->loc);
+}
+
+/* Checks the header (unless t is a recursion's member, whose extents were
+ * given when it was declared) and the body of definition `it`, which
+ * defines t through cb. */
+static bool check_definition(Checker *c, const Item *it, ComputeBuilder *cb, Tensor *t) {
+    Scope scope;
+    push_scope(c, &scope);
+    ptrmap_free(&c->read_locs); /* the locations of this definition only */
+    Axis *axes[RV_MAX_DIMS];
+    for (int i = 0; i < it->nbinds; i++)
+        axes[i] = rv_compute_var(cb, i)->u.axis;
+    bool ok = true;
+    if (t->op->kind == OP_RECURSE) {
+        for (int i = 0; i < it->nbinds; i++)
+            bind_local(c, it->binds[i].name, axes[i], it->binds[i].loc);
+    } else {
+        ok = check_binders(c, it->binds, it->nbinds, axes, NULL, cb);
+        for (int i = 0; ok && i < it->nbinds; i++)
+            if (it->binds[i].has_pad)
+                rv_compute_set_pad(cb, i, (int)it->binds[i].pad);
+    }
+    c->defining = t;
+    ok = ok && check_body(c, it, cb, t) && check_postponed_domains(c) &&
+         (c->st = lang_check_ranges(c->src, c->m, t, &c->read_locs)) == RV_OK;
+    ptrmap_free(&c->read_locs);
+    c->defining = NULL;
+    pop_scope(c);
+    return ok;
 }
 
 static void check_compute(Checker *c, const Item *it) {
@@ -783,23 +880,8 @@ static void check_compute(Checker *c, const Item *it) {
     t->loc = it->name_loc;
     if (it->dtype)
         rv_compute_set_dtype(cb, dt);
-    Scope scope;
-    push_scope(c, &scope);
-    ptrmap_free(&c->read_locs); /* the locations of this definition only */
-    Axis *axes[RV_MAX_DIMS];
-    for (int i = 0; i < it->nbinds; i++)
-        axes[i] = rv_compute_var(cb, i)->u.axis;
-    ok = check_binders(c, it->binds, it->nbinds, axes, NULL, cb);
-    for (int i = 0; ok && i < it->nbinds; i++)
-        if (it->binds[i].has_pad)
-            rv_compute_set_pad(cb, i, (int)it->binds[i].pad);
-    c->defining = t;
-    if (ok && check_body(c, it, cb, t) && check_postponed_domains(c) &&
-        (c->st = lang_check_ranges(c->src, c->m, t, &c->read_locs)) == RV_OK)
+    if (check_definition(c, it, cb, t))
         declare_global(c, it->name, SYM_TENSOR, t, it->name_loc);
-    ptrmap_free(&c->read_locs);
-    c->defining = NULL;
-    pop_scope(c);
 }
 
 static void check_extern(Checker *c, const Item *it) {
@@ -859,9 +941,282 @@ static void check_extern(Checker *c, const Item *it) {
     declare_global(c, it->name, SYM_TENSOR, t, it->name_loc);
 }
 
-/* Copies a schedule block into the module (interned strings). */
-static void copy_schedule(Module *m, const Item *it, Tensor *t, const SrcFile *file) {
-    SchedBlock blk = {ir_name(m, it->name), it->name_loc, t, file, it->nsteps, NULL, it->loc};
+/* ---- structures and recursion groups (docs/recursion.md) ---- */
+
+static const struct {
+    const char *name;
+    rv_struct_kind kind;
+} struct_kinds[] = {
+    {"sequence", RV_STRUCT_SEQUENCE}, {"tree", RV_STRUCT_TREE}, {"dag", RV_STRUCT_DAG}};
+
+/* A structure's count of nodes or of roots: the name of a declared size. */
+static Size *structure_size(Checker *c, const Item *it, const Node *n, const char *what) {
+    const Sym *s = n->kind == ND_NAME ? lookup(c, n->name) : NULL;
+    if (s && s->kind == SYM_SIZE)
+        return s->obj;
+    if (n->kind != ND_NAME)
+        error_at(c, n->loc, "the number of %s of structure '%s' is a declared size: write its name",
+                 what, it->name);
+    else if (!s)
+        error_at(c, n->loc,
+                 "undefined size '%s': the number of %s of structure '%s' is a declared size",
+                 n->name, what, it->name);
+    else
+        error_at(c, n->loc,
+                 "'%s' is a %s, not a size: the number of %s of structure '%s' is a declared size",
+                 n->name, sym_kind_name[s->kind], what, it->name);
+    return NULL;
+}
+
+/* A bound of a data column's range: over sizes only, since the structure
+ * prints before every ufun and tensor (and the linearizer checks data
+ * against it before anything is computed). */
+static Expr *data_bound(Checker *c, const DataCol *d, const Node *n) {
+    Expr *e = elab_extent(c, n);
+    if (!e)
+        return NULL;
+    const Expr *use = first_use(e, true);
+    if (use) {
+        bool read = use->kind == EX_READ;
+        error_at(c, n->loc,
+                 "the range of data column '%s' uses the %s '%s': a structure's data ranges "
+                 "use only sizes and constants",
+                 d->name, read ? "tensor" : "ufun", read ? use->u.tensor->name : use->u.uf->name);
+        return NULL;
+    }
+    return e;
+}
+
+/* The names a structure declares are new and distinct. */
+static bool check_structure_names(Checker *c, const Item *it) {
+    Vec(const char *) names = {0};
+    Vec(SrcLoc) locs = {0};
+    vec_push(&names, it->name);
+    vec_push(&locs, it->name_loc);
+    vec_push(&names, it->child);
+    vec_push(&locs, it->child_loc);
+    vec_push(&names, it->nchild);
+    vec_push(&locs, it->nchild_loc);
+    if (it->root) {
+        vec_push(&names, it->root);
+        vec_push(&locs, it->root_loc);
+    }
+    for (int i = 0; i < it->ndata; i++) {
+        vec_push(&names, it->data[i].name);
+        vec_push(&locs, it->data[i].loc);
+    }
+    bool ok = true;
+    for (int i = 0; ok && i < names.len; i++) {
+        ok = check_new_name(c, names.data[i], locs.data[i]);
+        for (int j = 0; ok && j < i; j++)
+            if (strcmp(names.data[i], names.data[j]) == 0) {
+                error_at(c, locs.data[i], "redefinition of '%s' (first defined at %d:%d)",
+                         names.data[i], locs.data[j].line, locs.data[j].col);
+                ok = false;
+            }
+    }
+    vec_free(&names);
+    vec_free(&locs);
+    return ok;
+}
+
+/* structure T : kind(N, K) { children child, nchild  roots root[s < B]
+ * data word in lo..hi }: the IR builds the ufuns (recurse.c). */
+static void check_structure(Checker *c, const Item *it) {
+    int k = -1;
+    for (int i = 0; i < RV_COUNT(struct_kinds); i++)
+        if (strcmp(it->skind, struct_kinds[i].name) == 0)
+            k = i;
+    if (k < 0) {
+        error_at(c, it->skind_loc, "unknown structure kind '%s' (expected sequence, tree or dag)",
+                 it->skind);
+        return;
+    }
+    rv_struct_kind kind = struct_kinds[k].kind;
+    int want = kind == RV_STRUCT_SEQUENCE ? 1 : 2;
+    if (it->nkargs != want) {
+        SrcLoc at = it->nkargs > want ? it->kargs[want]->loc : it->skind_loc;
+        if (kind == RV_STRUCT_SEQUENCE)
+            error_at(c, at, "a sequence has one child per node: write sequence(N), N its nodes");
+        else
+            error_at(c, at,
+                     "'%s' takes the number of nodes and the most children a node has: %s(N, K)",
+                     it->skind, it->skind);
+        return;
+    }
+    if (!check_structure_names(c, it))
+        return;
+    Size *nodes = structure_size(c, it, it->kargs[0], "nodes");
+    if (!nodes)
+        return;
+    int64_t K = 1;
+    if (want == 2) {
+        const Node *kn = it->kargs[1];
+        if (kn->kind != ND_INT) {
+            error_at(c, kn->loc, "the number of children of structure '%s' is an integer literal",
+                     it->name);
+            return;
+        }
+        K = kn->ival;
+        if (K < 1 || K > 64) { /* rv_structure_new's bound, located at K */
+            error_at(c, kn->loc,
+                     "structure '%s': the number of children must be in 1..64, got %lld", it->name,
+                     (long long)K);
+            return;
+        }
+    }
+    Size *count = NULL;
+    if (it->root) {
+        if (it->nbinds != 1) {
+            error_at(c, it->root_loc,
+                     "the roots ufun '%s' takes one argument, the structure: %s[s < B]", it->root,
+                     it->root);
+            return;
+        }
+        if (!(count = structure_size(c, it, it->binds[0].extent, "roots")))
+            return;
+    }
+    Expr **lo = arena_alloc(c->arena, sizeof(Expr *) * (size_t)(it->ndata + 1));
+    Expr **hi = arena_alloc(c->arena, sizeof(Expr *) * (size_t)(it->ndata + 1));
+    for (int i = 0; i < it->ndata; i++) {
+        const DataCol *d = &it->data[i];
+        if (!(lo[i] = data_bound(c, d, d->lo)) || !(hi[i] = data_bound(c, d, d->hi)) ||
+            !check_range(c, d->name, d->lo, lo[i], hi[i]))
+            return;
+    }
+    Structure *st =
+        built(c, rv_structure_new(c->m, it->name, kind, nodes, (int)K, it->child, it->nchild),
+              it->name_loc);
+    if (!st)
+        return;
+    st->loc = it->name_loc;
+    st->child->loc = it->child_loc;
+    st->nchild->loc = it->nchild_loc;
+    declare_global(c, it->name, SYM_STRUCT, st, it->name_loc);
+    declare_global(c, it->child, SYM_UFUN, st->child, it->child_loc);
+    declare_global(c, it->nchild, SYM_UFUN, st->nchild, it->nchild_loc);
+    if (it->root) {
+        Ufun *f = built(c, rv_structure_set_roots(st, it->root, count), it->root_loc);
+        if (!f)
+            return;
+        f->loc = it->root_loc;
+        declare_global(c, it->root, SYM_UFUN, f, it->root_loc);
+    }
+    for (int i = 0; i < it->ndata; i++) {
+        const DataCol *d = &it->data[i];
+        Ufun *f = built(c, rv_structure_add_data(st, d->name, lo[i], hi[i]), d->loc);
+        if (!f)
+            return;
+        f->loc = d->loc;
+        declare_global(c, d->name, SYM_UFUN, f, d->loc);
+    }
+}
+
+/* Declares member `it` of group r (its header: the node axis first, the
+ * other extents written out over sizes and ufuns), so every body of the
+ * group may read it. */
+static ComputeBuilder *declare_member(Checker *c, Recurse *r, const Item *it) {
+    bool ok = check_tensor_name(c, it);
+    rv_dtype dt = RV_F32;
+    if (ok && it->dtype)
+        dt = parse_dtype(c, it->dtype, it->dtype_loc, &ok);
+    if (!ok)
+        return NULL;
+    if (it->nbinds == 0) {
+        error_at(c, it->name_loc,
+                 "'%s' has no axis: a member of recursion '%s' is indexed by its node first, "
+                 "%s[n, ...]",
+                 it->name, r->name, it->name);
+        return NULL;
+    }
+    const char *names[RV_MAX_DIMS];
+    if (!binder_names(c, "axis", it->binds, it->nbinds, names))
+        return NULL;
+    Structure *st = r->st;
+    Expr *exts[RV_MAX_DIMS] = {NULL};
+    c->header = it;
+    for (int i = 0; i < it->nbinds && c->st == RV_OK; i++) {
+        const Binder *b = &it->binds[i];
+        if (b->has_pad && (b->pad < 1 || b->pad > (1 << 20)))
+            error_at(c, b->pad_loc, "padding must be a multiple in 1..%d, got %lld", 1 << 20,
+                     (long long)b->pad);
+        else if (!b->extent && i > 0)
+            error_at(c, b->loc,
+                     "axis '%s' of '%s' needs an extent: in a recursion group every axis but the "
+                     "node axis is written '%s < EXTENT'",
+                     b->name, it->name, b->name);
+        else if (b->extent && (exts[i] = elab_binder_extent(c, it->binds, i, it->nbinds)) &&
+                 i == 0 && exts[i] != ir_size(c->m, st->nodes))
+            error_at(c, b->extent->loc,
+                     "the node axis '%s' of '%s' ranges over the nodes of '%s': write '%s' or "
+                     "'%s < %s'",
+                     b->name, it->name, st->name, b->name, b->name, st->nodes->name);
+    }
+    c->header = NULL;
+    if (c->st != RV_OK)
+        return NULL;
+    ComputeBuilder *cb =
+        built(c, rv_recurse_add(r, it->name, dt, it->nbinds, names, exts), it->name_loc);
+    if (!cb)
+        return NULL;
+    for (int i = 0; i < it->nbinds; i++)
+        if (it->binds[i].has_pad)
+            rv_compute_set_pad(cb, i, (int)it->binds[i].pad);
+    cb->t->loc = it->name_loc;
+    declare_global(c, it->name, SYM_TENSOR, cb->t, it->name_loc);
+    return cb;
+}
+
+/* recurse R over T { definitions }: every member is declared before any
+ * body is checked (bodies read members defined later), and each read of a
+ * member in the group is checked against the rules where it is written. */
+static void check_recurse(Checker *c, const Item *it) {
+    const Sym *s = lookup(c, it->over);
+    if (!s || s->kind != SYM_STRUCT) {
+        if (!s)
+            error_at(c, it->over_loc, "undefined structure '%s'", it->over);
+        else
+            error_at(c, it->over_loc, "'%s' is a %s, not a structure", it->over,
+                     sym_kind_name[s->kind]);
+        return;
+    }
+    if (!check_new_name(c, it->name, it->name_loc))
+        return;
+    if (it->nmembers == 0) {
+        error_at(c, it->name_loc, "recursion '%s' defines no tensor", it->name);
+        return;
+    }
+    Recurse *r = built(c, rv_recurse_begin(c->m, it->name, s->obj), it->name_loc);
+    if (!r)
+        return;
+    r->loc = it->name_loc;
+    declare_global(c, it->name, SYM_RECURSE, r, it->name_loc);
+    Vec(ComputeBuilder *) cbs = {0};
+    for (int i = 0; i < it->nmembers; i++) {
+        ComputeBuilder *cb = declare_member(c, r, it->members[i]);
+        if (!cb)
+            break;
+        vec_push(&cbs, cb);
+    }
+    c->group = r;
+    for (int i = 0; c->st == RV_OK && i < it->nmembers; i++)
+        check_definition(c, it->members[i], cbs.data[i], cbs.data[i]->t);
+    c->group = NULL;
+    vec_free(&cbs);
+    if (c->st == RV_OK && rv_recurse_end(r) != RV_OK)
+        ir_failed(c, it->name_loc);
+}
+
+/* Copies a schedule block into the module (interned strings): the block
+ * of tensor t or of recursion group g. */
+static void copy_schedule(Module *m, const Item *it, Tensor *t, Recurse *g, const SrcFile *file) {
+    SchedBlock blk = {.name = ir_name(m, it->name),
+                      .name_loc = it->name_loc,
+                      .target = t,
+                      .src = file,
+                      .nsteps = it->nsteps,
+                      .loc = it->loc,
+                      .group = g};
     blk.steps = arena_alloc(m->arena, sizeof(SchedStep) * (size_t)(it->nsteps ? it->nsteps : 1));
     for (int i = 0; i < it->nsteps; i++) {
         const SchedStep *src = &it->steps[i];
@@ -883,15 +1238,25 @@ static void copy_schedule(Module *m, const Item *it, Tensor *t, const SrcFile *f
     vec_push(&m->scheds, blk);
 }
 
-/* Resolves the target of schedule block `it`: a tensor, or a name the
- * module does not know, which may be a stage an earlier block created
- * (`XL = cache_read(X)`; src/sched resolves it and reports typos). Shared
- * by the checker and rv_module_schedule, so a block added through the C
- * API obeys the rules of one written in source. */
-static rv_status schedule_target(Module *m, const SrcFile *src, const Item *it, Tensor **out) {
+static Recurse *module_recurse(const Module *m, const char *name) {
+    for (int i = 0; i < m->recurses.len; i++)
+        if (strcmp(m->recurses.data[i]->name, name) == 0)
+            return m->recurses.data[i];
+    return NULL;
+}
+
+/* Resolves the target of schedule block `it`: a tensor, a recursion group
+ * (*group), or a name the module does not know, which may be a stage an
+ * earlier block created (`XL = cache_read(X)`; src/sched resolves it and
+ * reports typos). Shared by the checker and rv_module_schedule, so a block
+ * added through the C API obeys the rules of one written in source. */
+static rv_status schedule_target(Module *m, const SrcFile *src, const Item *it, Tensor **out,
+                                 Recurse **group) {
     *out = NULL;
     const char *name = it->name;
     Tensor *t = rv_module_tensor(m, name);
+    if ((*group = module_recurse(m, name)))
+        return RV_OK;
     if (!t && strmap_has(&m->by_name, name))
         return base_diag(RV_ERR_TYPE, src, it->name_loc, "schedule target '%s' is not a tensor",
                          name);
@@ -906,12 +1271,13 @@ static rv_status schedule_target(Module *m, const SrcFile *src, const Item *it, 
 
 static void check_schedule(Checker *c, const Item *it) {
     Tensor *t;
-    c->st = schedule_target(c->m, c->src, it, &t);
+    Recurse *g;
+    c->st = schedule_target(c->m, c->src, it, &t, &g);
     if (c->st != RV_OK)
         return;
-    if (!t)
+    if (!t && !g)
         note_early_use(c, &c->early_targets, it->name, it->name_loc);
-    copy_schedule(c->m, it, t, NULL);
+    copy_schedule(c->m, it, t, g, NULL);
 }
 
 /* Rules about names used before a definition takes them, checked when
@@ -920,24 +1286,44 @@ static void check_schedule(Checker *c, const Item *it) {
  * docs/language.md), and a reduction axis may not take the name of a size
  * or ufun declared later (those print before every tensor, where the axis
  * would hide them). */
-static bool check_late_definition(Checker *c, const Item *it) {
-    const SrcLoc *at = strmap_get(&c->early_targets, it->name);
+static bool check_late_name(Checker *c, const char *name, SrcLoc loc, ItemKind k) {
+    const SrcLoc *at = strmap_get(&c->early_targets, name);
     if (at) {
         error_at(c, *at,
                  "schedule block for '%s' before its definition at %d:%d: a schedule block "
-                 "must follow the definition of its tensor",
-                 it->name, it->name_loc.line, it->name_loc.col);
+                 "must follow the definition of its %s",
+                 name, loc.line, loc.col, k == IT_RECURSE ? "recursion group" : "tensor");
         return false;
     }
-    at = strmap_get(&c->reduce_names, it->name);
-    if (at && (it->kind == IT_SIZE || it->kind == IT_UFUN)) {
+    at = strmap_get(&c->reduce_names, name);
+    if (at && (k == IT_SIZE || k == IT_UFUN)) {
         error_at(c, *at,
                  "reduction axis '%s' has the name of the %s '%s' declared at %d:%d; sizes and "
                  "ufuns are global to the whole program",
-                 it->name, it->kind == IT_SIZE ? "size" : "ufun", it->name, it->name_loc.line,
-                 it->name_loc.col);
+                 name, k == IT_SIZE ? "size" : "ufun", name, loc.line, loc.col);
         return false;
     }
+    return true;
+}
+
+/* The rules for every name the item declares: a structure's ufuns and a
+ * recursion's members too. */
+static bool check_late_definition(Checker *c, const Item *it) {
+    if (!check_late_name(c, it->name, it->name_loc, it->kind))
+        return false;
+    if (it->kind == IT_STRUCTURE) {
+        const char *names[] = {it->child, it->nchild, it->root};
+        const SrcLoc locs[] = {it->child_loc, it->nchild_loc, it->root_loc};
+        for (int i = 0; i < 3; i++)
+            if (names[i] && !check_late_name(c, names[i], locs[i], IT_UFUN))
+                return false;
+        for (int i = 0; i < it->ndata; i++)
+            if (!check_late_name(c, it->data[i].name, it->data[i].loc, IT_UFUN))
+                return false;
+    }
+    for (int i = 0; i < it->nmembers; i++)
+        if (!check_late_name(c, it->members[i]->name, it->members[i]->name_loc, IT_COMPUTE))
+            return false;
     return true;
 }
 
@@ -970,6 +1356,12 @@ rv_status lang_check_item(Checker *c, const Item *it) {
         break;
     case IT_SCHEDULE:
         check_schedule(c, it);
+        break;
+    case IT_STRUCTURE:
+        check_structure(c, it);
+        break;
+    case IT_RECURSE:
+        check_recurse(c, it);
         break;
     default:
         RV_UNREACHABLE();
@@ -1089,9 +1481,10 @@ static rv_status parse_schedule_blocks(Module *m, SrcFile *src, bool one) {
                             one ? "steps" : "blocks");
     for (int i = 0; st == RV_OK && i < prog->nitems; i++) {
         Tensor *t;
-        st = schedule_target(m, src, prog->items[i], &t);
+        Recurse *g;
+        st = schedule_target(m, src, prog->items[i], &t, &g);
         if (st == RV_OK)
-            copy_schedule(m, prog->items[i], t, src);
+            copy_schedule(m, prog->items[i], t, g, src);
     }
     arena_free(a);
     return st;

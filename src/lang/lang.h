@@ -6,7 +6,8 @@
  *   lex.c    text -> tokens (a flat array ending in TK_EOF), each with its
  *            file:line:col; comments and white space are dropped.
  *   parse.c  tokens -> AST: a Program is a list of Items (size, ufun,
- *            input, compute, extern, schedule), expressions are Nodes.
+ *            input, compute, extern, structure, recurse, schedule),
+ *            expressions are Nodes.
  *            Recursive descent with precedence climbing for operators.
  *   check.c  AST -> IR: resolves names through a scope chain, reports
  *            user errors at the offending node, and builds the module
@@ -41,7 +42,8 @@
 
 typedef enum TokenKind {
     TK_IDENT,   /* a name: [A-Za-z][A-Za-z0-9_]* (a leading '_' is reserved) */
-    TK_KEYWORD, /* size ufun input in pad if then else extern schedule true false */
+    TK_KEYWORD, /* size ufun input in pad if then else extern schedule true false
+                 * structure recurse over */
     TK_INT,     /* 123 */
     TK_FLOAT,   /* 1.5  2.  1e-3 */
     TK_STRING,  /* "matmul_nt" (text holds the decoded contents) */
@@ -134,6 +136,13 @@ struct Node {
 #define LANG_MAX_NESTING 1000
 #define LANG_MAX_DEPTH 5000
 
+/* A data column of a structure: `word in lo..hi`. */
+typedef struct DataCol {
+    const char *name;
+    SrcLoc loc;
+    Node *lo, *hi;
+} DataCol;
+
 /* `f32[d0, d1, ...]` */
 typedef struct TypeSpec {
     const char *dtype;
@@ -143,12 +152,14 @@ typedef struct TypeSpec {
 } TypeSpec;
 
 typedef enum ItemKind {
-    IT_SIZE,     /* size T in lo..hi */
-    IT_UFUN,     /* ufun f[binds] in lo..hi */
-    IT_INPUT,    /* input X : type */
-    IT_COMPUTE,  /* Y[binds] (: dtype)? = body */
-    IT_EXTERN,   /* P : type = extern "kernel"(args) */
-    IT_SCHEDULE, /* schedule Y { steps } */
+    IT_SIZE,      /* size T in lo..hi */
+    IT_UFUN,      /* ufun f[binds] in lo..hi */
+    IT_INPUT,     /* input X : type */
+    IT_COMPUTE,   /* Y[binds] (: dtype)? = body */
+    IT_EXTERN,    /* P : type = extern "kernel"(args) */
+    IT_SCHEDULE,  /* schedule Y { steps } */
+    IT_STRUCTURE, /* structure T : kind(N, K) { children .. roots .. data .. } */
+    IT_RECURSE,   /* recurse R over T { definitions } */
     IT_COUNT
 } ItemKind;
 
@@ -178,6 +189,21 @@ typedef struct Item {
     /* SCHEDULE: steps as written (strings in the AST arena) */
     int nsteps;
     SchedStep *steps;
+    /* STRUCTURE: kind(kargs), children, roots (binds[0] its dimension,
+     * nbinds 1 when written), data columns */
+    const char *skind;
+    SrcLoc skind_loc;
+    int nkargs;
+    Node **kargs;
+    const char *child, *nchild, *root;
+    SrcLoc child_loc, nchild_loc, root_loc;
+    int ndata;
+    DataCol *data;
+    /* RECURSE: the structure, the members (IT_COMPUTE items) */
+    const char *over;
+    SrcLoc over_loc;
+    int nmembers;
+    struct Item **members;
 } Item;
 
 typedef struct Program {

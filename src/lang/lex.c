@@ -8,7 +8,7 @@
  *                reserved for the compiler: unnamed dimensions are called
  *                `_0`, `_1`, ... so the user must not be able to write them)
  *   keywords     size ufun input in pad if then else extern schedule
- *                true false
+ *                true false structure recurse over
  *   integers     [0-9]+, as int64 (an overflow is an error)
  *   floats       [0-9]+ '.' [0-9]* exponent? | [0-9]+ exponent, where
  *                exponent = [eE][+-]?[0-9]+. "1..128" is the integer 1
@@ -33,8 +33,8 @@
 #include "lang/lang.h"
 
 static const char *const keywords[] = {
-    "size", "ufun", "input",  "in",       "pad",  "if",
-    "then", "else", "extern", "schedule", "true", "false",
+    "size",   "ufun",     "input", "in",    "pad",       "if",      "then", "else",
+    "extern", "schedule", "true",  "false", "structure", "recurse", "over",
 };
 
 /* Two-character punctuators first, so "<=" wins over "<". */

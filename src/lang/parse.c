@@ -495,9 +495,22 @@ static Item *new_item(Parser *p, ItemKind k) {
     return it;
 }
 
+static void declare_name(Parser *p, const char *name) {
+    if (name)
+        strmap_put(&p->globals, name, (void *)name);
+}
+
+/* An item's names: its own, and the ufuns of a structure and the members
+ * of a recursion, which are global too. */
 static void declare(Parser *p, Item *it) {
-    if (it->name)
-        strmap_put(&p->globals, it->name, (void *)it->name);
+    declare_name(p, it->name);
+    declare_name(p, it->child);
+    declare_name(p, it->nchild);
+    declare_name(p, it->root);
+    for (int i = 0; i < it->ndata; i++)
+        declare_name(p, it->data[i].name);
+    for (int i = 0; i < it->nmembers; i++)
+        declare_name(p, it->members[i]->name);
 }
 
 /* A signed integer literal (size ranges). */
@@ -721,8 +734,113 @@ static Item *parse_schedule(Parser *p) {
     return it;
 }
 
+/* A contextual keyword of a structure's body: an identifier spelled `s`. */
+static bool is_word(const Token *t, const char *s) {
+    return t->kind == TK_IDENT && strcmp(t->text, s) == 0;
+}
+
+/* word in lo..hi */
+static void parse_data_col(Parser *p, DataCol *d) {
+    d->name = ident(p, "a data column name", &d->loc);
+    skip_keyword(p, "in");
+    if (failed(p))
+        return;
+    d->lo = parse_expr(p);
+    skip(p, "..");
+    if (!failed(p))
+        d->hi = parse_expr(p);
+}
+
+/* structure T : kind(N, K) {
+ *     children child, nchild
+ *     roots root[s < B]                  (optional)
+ *     data word in lo..hi, label in ..   (zero or more lines)
+ * } */
+static Item *parse_structure(Parser *p) {
+    Item *it = new_item(p, IT_STRUCTURE);
+    next(p);
+    it->name = ident(p, "a structure name", &it->name_loc);
+    skip(p, ":");
+    it->skind = ident(p, "a structure kind (sequence, tree or dag)", &it->skind_loc);
+    Vec(Node *) kargs = {0};
+    if (skip(p, "(")) {
+        do {
+            Node *a = parse_expr(p);
+            if (!a)
+                break;
+            vec_push(&kargs, a);
+        } while (consume(p, ","));
+        skip(p, ")");
+    }
+    it->nkargs = kargs.len;
+    it->kargs = arena_memdup(p->arena, kargs.data, sizeof(Node *) * (size_t)kargs.len);
+    vec_free(&kargs);
+    skip(p, "{");
+    if (!failed(p) && !is_word(p->tok, "children"))
+        expected(p, "'children'");
+    if (failed(p))
+        return it;
+    next(p);
+    it->child = ident(p, "the name of the children ufun", &it->child_loc);
+    skip(p, ",");
+    it->nchild = ident(p, "the name of the number-of-children ufun", &it->nchild_loc);
+    if (!failed(p) && is_word(p->tok, "roots")) {
+        next(p);
+        it->root = ident(p, "the name of the roots ufun", &it->root_loc);
+        int mark = p->locals.len;
+        parse_dims(p, &it->nbinds, &it->binds);
+        p->locals.len = mark;
+    }
+    Vec(DataCol) data = {0};
+    while (!failed(p) && is_word(p->tok, "data")) {
+        next(p);
+        do {
+            DataCol d = {0};
+            parse_data_col(p, &d);
+            vec_push(&data, d);
+        } while (!failed(p) && consume(p, ","));
+    }
+    it->ndata = data.len;
+    it->data = arena_memdup(p->arena, data.data, sizeof(DataCol) * (size_t)data.len);
+    vec_free(&data);
+    if (!failed(p) && !is_punct(p->tok, "}"))
+        expected(p, it->root || it->ndata ? "'data' or '}'" : "'roots', 'data' or '}'");
+    skip(p, "}");
+    return it;
+}
+
+/* recurse R over T { definitions }: one item, so the checker can declare
+ * every member before it checks any body. */
+static Item *parse_recurse(Parser *p) {
+    Item *it = new_item(p, IT_RECURSE);
+    next(p);
+    it->name = ident(p, "a recursion name", &it->name_loc);
+    skip_keyword(p, "over");
+    it->over = ident(p, "a structure name", &it->over_loc);
+    Vec(Item *) members = {0};
+    if (skip(p, "{")) {
+        while (!failed(p) && !is_punct(p->tok, "}")) {
+            Item *m = new_item(p, IT_COMPUTE);
+            m->name = ident(p, "a definition or '}'", &m->name_loc);
+            if (!m->name)
+                break;
+            parse_compute(p, m);
+            vec_push(&members, m);
+        }
+        skip(p, "}");
+    }
+    it->nmembers = members.len;
+    it->members = arena_memdup(p->arena, members.data, sizeof(Item *) * (size_t)members.len);
+    vec_free(&members);
+    return it;
+}
+
 static Item *parse_item(Parser *p) {
     const Token *t = p->tok;
+    if (is_keyword(t, "structure"))
+        return parse_structure(p);
+    if (is_keyword(t, "recurse"))
+        return parse_recurse(p);
     if (is_keyword(t, "size"))
         return parse_size(p);
     if (is_keyword(t, "ufun"))
@@ -740,7 +858,7 @@ static Item *parse_item(Parser *p) {
             return parse_extern(p, it);
         return parse_compute(p, it);
     }
-    expected(p, "a definition (size, ufun, input, schedule, or a tensor name)");
+    expected(p, "a definition (size, ufun, input, structure, recurse, schedule, or a tensor name)");
     return NULL;
 }
 

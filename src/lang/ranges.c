@@ -414,7 +414,7 @@ rv_status lang_check_ranges(const SrcFile *src, Module *m, const Tensor *t, cons
         k.scope[k.nscope++] = t->axes[i];
     }
     const Op *op = t->op;
-    if (op->kind == OP_COND) {
+    if (op->pred) { /* a conditional operation or recursion member */
         walk_in(&k, m, op->pred, NULL, true);
         walk_in(&k, m, op->body, op->pred, true);
         walk_in(&k, m, op->else_body, op->pred, false);

@@ -188,7 +188,16 @@ void sched_print_stage(Buf *b, const Stage *st) {
 
 /* ---- replay ---- */
 
+/* The block of a recursion group (`schedule R { ... }`): its steps act on
+ * the group's loops, not on one stage's. */
+static rv_status sched_apply_group_block(Schedule *s, const SchedBlock *blk) {
+    return base_diag(RV_ERR_TYPE, blk->src ? blk->src : s->m->src, blk->loc,
+                     "schedule primitives for recursion groups are not implemented yet");
+}
+
 rv_status sched_apply_block(Schedule *s, const SchedBlock *blk) {
+    if (blk->group)
+        return sched_apply_group_block(s, blk);
     Stage *st = sched_stage(s, blk->name);
     if (!st) {
         Buf names = {0};

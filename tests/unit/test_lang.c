@@ -720,6 +720,159 @@ static void test_guarded_reads(void) {
                 "3:30: error: ufun 'len' used outside its domain");
 }
 
+/* ---- recursion: structures and recursion groups ---- */
+
+static const char *const rec_prog =
+    "size N in 1..100\nsize B in 1..10\n"
+    "structure T : tree(N, 3) {\n"
+    "    children child, nchild\n"
+    "    roots root[b < B]\n"
+    "    data word in 0..99, label in 0..N - 1\n"
+    "    data pos in -1..1\n"
+    "}\n"
+    "input Emb : f32[100, 4]\n"
+    "recurse R over T {\n"
+    "    hs[n < N, i < 4] = sum(k < nchild[n]) h[child[n, k], i]\n"
+    "    cnt[n] : i32 = if nchild[n] == 0 then 1 else sum(k < nchild[n]) cnt[child[n, k]] + 1\n"
+    "    h[n, i < 4] = tanh(Emb[word[n], i] + hs[n, i]) * f32(cnt[n])\n"
+    "}\n"
+    "Out[s, i] = h[root[s], i]\n";
+
+/* A structure and a group with forward reads, a conditional member and a
+ * dtype: the IR they build, and the canonical print. */
+static void test_recurse_parse(void) {
+    rv_module *m = parse_ok(rec_prog);
+    if (!m)
+        return;
+    CHECK(rv_module_verify(m) == RV_OK);
+    Structure *st = rv_module_structure(m, "T");
+    CHECK(st && st->kind == RV_STRUCT_TREE && st->max_children == 3);
+    CHECK(st && st->root == rv_module_ufun(m, "root") && st->ndata == 3);
+    CHECK(st && st->data[2] == rv_module_ufun(m, "pos") && st->data[2]->lo->u.ival == -1);
+    CHECK(m->recurses.len == 1 && m->recurses.data[0]->members.len == 3);
+    Tensor *cnt = rv_module_tensor(m, "cnt");
+    CHECK(cnt && cnt->op->kind == OP_RECURSE && cnt->dtype == RV_I32 && cnt->op->pred);
+    char *s = print_stable(m);
+    CHECK_STR_CONTAINS(s, "size N in 1..100\nsize B in 1..10\n\nstructure T : tree(N, 3) {\n"
+                          "    children child, nchild\n    roots root[s < B]\n"
+                          "    data word in 0..99, label in 0..N - 1, pos in -1..1\n}\n\n"
+                          "input Emb");
+    CHECK_STR_CONTAINS(s, "recurse R over T {\n"
+                          "    hs[n, i < 4] = sum(k < nchild[n]) h[child[n, k], i]\n"
+                          "    cnt[n] : i32 = if nchild[n] == 0 then i32(1) else ");
+    CHECK_STR_CONTAINS(s, "}\n\nOut[s, i] = h[root[s], i]\n");
+    /* the structure's own ufuns and hidden batches never print as items */
+    CHECK(strstr(s, "ufun") == NULL && strstr(s, "_T_") == NULL);
+    rv_free(s);
+    rv_module_free(m);
+    /* sequences and DAGs; no roots, no data */
+    m = parse_ok("size N in 1..8\nstructure S : sequence(N) { children p, np }\n"
+                 "structure D : dag(N, 2) { children c, nc }\n"
+                 "ufun f[n < N] in 0..np[n]\n"
+                 "recurse R over S { x[n, j < 2] = sum(k < np[n]) x[p[n, k], j] + f32(f[n]) }\n");
+    if (!m)
+        return;
+    s = print_stable(m);
+    CHECK_STR_CONTAINS(s, "structure S : sequence(N) {\n    children p, np\n}\n\n"
+                          "structure D : dag(N, 2) {\n    children c, nc\n}\n\n"
+                          "ufun f[n < N] in 0..np[n]\n");
+    rv_free(s);
+    rv_module_free(m);
+}
+
+/* The keywords are reserved; the contextual words of a structure are not. */
+static void test_recurse_keywords(void) {
+    Lexed l = lex("structure recurse over children roots data");
+    CHECK(l.st == RV_OK && l.n == 7);
+    for (int i = 0; i < 3 && l.n == 7; i++)
+        CHECK(l.toks[i].kind == TK_KEYWORD);
+    for (int i = 3; i < 6 && l.n == 7; i++)
+        CHECK(l.toks[i].kind == TK_IDENT);
+    base_free(l.toks);
+    arena_free(l.arena);
+    check_error("size over in 1..2\n", "expected a size name, found 'over'");
+    rv_module *m = parse_ok("size N in 1..8\nstructure T : tree(N, 2) { children data, roots }\n"
+                            "ufun children[n < N] in 0..1\n");
+    rv_module_free(m);
+}
+
+static void test_recurse_errors(void) {
+    const char *pre = "size N in 1..8\nsize B in 1..4\n"
+                      "structure T : tree(N, 2) { children child, nchild  roots root[s < B] }\n"
+                      "input X : f32[N, 4]\n";
+    struct {
+        const char *body, *msg;
+    } cases[] = {
+        {"recurse R over T { h[n, i < 4] = h[n, i] }", "reads itself at its own node"},
+        {"recurse R over T { h[n, i < 4] = h[root[0], i] }", "neither 'n' nor one of its children"},
+        {"recurse R over T { h[n, i < 4] = h[child[n, i32(X[n, 0])], i] }", "Cortex P.1"},
+        {"recurse R over T { a[n, i < 4] = b[n, i]  b[n, i < 4] = 1. }", "defined after it"},
+        {"recurse R over T { h[n, i] = 1. }", "axis 'i' of 'h' needs an extent"},
+        {"recurse R over T { h[n < B, i < 4] = 1. }", "ranges over the nodes of 'T'"},
+        {"recurse R over T { h[n, i < n] = 1. }", "uses the axis 'n'"},
+        {"recurse R over T { h[] = 1. }", "is indexed by its node first"},
+        {"recurse R over T { h[n] : f16 = 1. }", "unknown dtype 'f16'"},
+        {"recurse R over T { }", "defines no tensor"},
+        {"recurse R over U { h[n] = 1. }", "undefined structure 'U'"},
+        {"recurse R over X { h[n] = 1. }", "'X' is a tensor, not a structure"},
+        {"recurse T over T { h[n] = 1. }", "redefinition of 'T'"},
+        {"recurse R over T { X[n] = 1. }", "redefinition of 'X'"},
+        {"recurse R over T { h[n] = if X[n, 0] > 0. then 1. else 0. }", "no tensor reads"},
+        {"Y[n, i] = Y[n, i]", "recursion group (recurse R over T"},
+        {"structure U : forest(N, 2) { children c, nc }", "unknown structure kind 'forest'"},
+        {"structure U : sequence(N, 1) { children c, nc }", "write sequence(N)"},
+        {"structure U : tree(N) { children c, nc }", "tree(N, K)"},
+        {"structure U : tree(M, 2) { children c, nc }", "undefined size 'M'"},
+        {"structure U : tree(X, 2) { children c, nc }", "'X' is a tensor, not a size"},
+        {"structure U : tree(N + 1, 2) { children c, nc }", "is a declared size"},
+        {"structure U : tree(N, 0) { children c, nc }", "must be in 1..64, got 0"},
+        {"structure U : tree(N, B) { children c, nc }", "is an integer literal"},
+        {"structure U : tree(N, 2) { children c, c }", "redefinition of 'c'"},
+        {"structure U : tree(N, 2) { children c, child }", "redefinition of 'child'"},
+        {"structure U : tree(N, 2) { children c, nc  roots r[s < Q] }", "undefined size 'Q'"},
+        {"structure U : tree(N, 2) { children c, nc  roots r[s < 3] }", "is a declared size"},
+        {"structure U : tree(N, 2) { children c, nc  roots r[B, B] }", "takes one argument"},
+        {"structure U : tree(N, 2) { children c, nc  data w in 0..child[0, 0] }",
+         "uses the ufun 'child'"},
+        {"structure U : tree(N, 2) { children c, nc  data w in 3..1 }", "empty range"},
+        {"structure U : tree(N, 2) { roots r[B] children c, nc }", "expected 'children'"},
+        {"structure U : tree(N, 2) { children c, nc  data w in 0..1  roots r[B] }",
+         "expected 'data' or '}'"},
+        {"schedule R { dynamic_batch() }\nrecurse R over T { h[n] = 1. }",
+         "must follow the definition of its recursion group"},
+        {"Z[i] = sum(child2 < 2) X[0, i]\nstructure U : tree(N, 2) { children child2, nc }",
+         "reduction axis 'child2' has the name of the ufun"},
+    };
+    for (int i = 0; i < RV_COUNT(cases); i++) {
+        char *text = base_xstrdup(pre);
+        size_t len = strlen(pre) + strlen(cases[i].body) + 2;
+        text = base_xrealloc(text, len);
+        strcat(text, cases[i].body);
+        strcat(text, "\n");
+        check_error(text, cases[i].msg);
+        if (!strstr(rv_last_error(), cases[i].msg))
+            fprintf(stderr, "    case %d: %s\n", i, cases[i].body);
+        base_free(text);
+    }
+}
+
+/* `schedule R` names a group: stored with the group, printed back. */
+static void test_recurse_schedule_block(void) {
+    char *text = base_xstrdup(rec_prog);
+    rv_module *m = parse_ok(text);
+    base_free(text);
+    if (!m)
+        return;
+    CHECK(rv_module_schedule(m, "R", "dynamic_batch()") == RV_OK);
+    CHECK(m->scheds.len == 1 && m->scheds.data[0].group == m->recurses.data[0] &&
+          !m->scheds.data[0].target);
+    char *s = print_stable(m);
+    CHECK_STR_CONTAINS(s, "\nschedule R {\n    dynamic_batch()\n}\n");
+    rv_free(s);
+    CHECK(rv_module_schedule(m, "T", "") == RV_ERR_TYPE);
+    rv_module_free(m);
+}
+
 int main(void) {
     RUN(test_lex_tokens);
     RUN(test_lex_errors);
@@ -742,5 +895,9 @@ int main(void) {
     RUN(test_depth_and_nesting);
     RUN(test_ufun_range_own_args);
     RUN(test_guarded_reads);
+    RUN(test_recurse_parse);
+    RUN(test_recurse_keywords);
+    RUN(test_recurse_errors);
+    RUN(test_recurse_schedule_block);
     return harness_report();
 }

@@ -1,0 +1,215 @@
+#!/usr/bin/env python3
+"""models/gen.py — writes the recursive models of bench/trees/MODELS.md as
+ravel programs, one file per model and hidden size (models/<model>_h<H>.rv).
+
+The language has no compile-time constants, and hidden sizes must be
+literals for the compiler to vectorize and unroll by them, so the two sizes
+of a model are two files made from one template here. `python3
+models/gen.py --check` fails when a committed file differs from what this
+script writes (tests/suite_models.sh runs it).
+
+Each program follows MODELS.md equation by equation; its parameters are
+inputs named like the .npy files of bench/trees (`Emb`, `W_iou`, ...), so
+`ravel run models/treelstm_h256.rv --weights DIR` style loading works by
+name. Outputs: the state of every node (h; c of TreeLSTM and LSTM as C, A
+of MV-RNN) in the linearized numbering.
+"""
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+V = 21702        # bench/trees vocabulary
+MV_WORDS = 1024  # MV-RNN: per-word matrices for the most frequent ids
+
+TREE = """size N in 1..1000000
+size B in 1..100000
+structure T : tree(N, 2) {{
+    children child, nchild
+    roots root[s < B]
+    data word in -1..{Vm1}
+}}
+"""
+DAG = TREE.replace("tree(N, 2)", "dag(N, 2)").replace("-1..", "0..")
+SEQ = """size N in 1..1000000
+size B in 1..100000
+structure S : sequence(N) {{
+    children prev, nprev
+    roots last[s < B]
+    data word in 0..{Vm1}
+}}
+"""
+
+MODELS = {}
+
+MODELS["treefc"] = ("TreeFC over perfect binary trees (Looks et al. 2017)", TREE + """
+input Emb : f32[{V}, {H}]
+input Wl : f32[{H}, {H}]
+input Wr : f32[{H}, {H}]
+input b : f32[{H}]
+
+recurse R over T {{
+    h[n, i < {H}] = if nchild[n] == 0 then Emb[word[n], i]
+                    else tanh(sum(j < {H}) Wl[i, j] * h[child[n, 0], j]
+                              + sum(j < {H}) Wr[i, j] * h[child[n, 1], j] + b[i])
+}}
+""")
+
+MODELS["treernn"] = ("TreeRNN, Cortex's running example (Fig. 1)", TREE + """
+input Emb : f32[{V}, {H}]
+
+recurse R over T {{
+    h[n, i < {H}] = if nchild[n] == 0 then Emb[word[n], i]
+                    else tanh(h[child[n, 0], i] + h[child[n, 1], i])
+}}
+""")
+
+MODELS["treegru"] = ("child-sum TreeGRU", TREE + """
+input Emb : f32[{V}, {H}]
+input W_z : f32[{H}, {H}]
+input W_h : f32[{H}, {H}]
+input b_z : f32[{H}]
+input b_h : f32[{H}]
+input U_z : f32[{H}, {H}]
+input U_r : f32[{H}, {H}]
+input U_h : f32[{H}, {H}]
+input b_r : f32[{H}]
+
+# the input products, for every node up front (only nodes with words have them)
+XZ[n, i < {H}] = if word[n] >= 0 then sum(j < {H}) W_z[i, j] * Emb[word[n], j] else 0.0
+XH[n, i < {H}] = if word[n] >= 0 then sum(j < {H}) W_h[i, j] * Emb[word[n], j] else 0.0
+
+recurse R over T {{
+    hs[n, i < {H}] = sum(k < nchild[n]) h[child[n, k], i]
+    rh[n, k < 2, i < {H}] = if k < nchild[n]
+                            then sigmoid(sum(j < {H}) U_r[i, j] * h[child[n, k], j] + b_r[i]) * h[child[n, k], i]
+                            else 0.0
+    z[n, i < {H}] = sigmoid(XZ[n, i] + sum(j < {H}) U_z[i, j] * hs[n, j] + b_z[i])
+    h[n, i < {H}] = z[n, i] * hs[n, i]
+                    + (1.0 - z[n, i]) * tanh(XH[n, i] + sum(j < {H}) U_h[i, j] * (rh[n, 0, j] + rh[n, 1, j]) + b_h[i])
+}}
+""")
+
+MODELS["treelstm"] = ("child-sum TreeLSTM (Tai et al. 2015)", TREE + """
+input Emb : f32[{V}, {H}]
+input W_iou : f32[{H3}, {H}]
+input b_iou : f32[{H3}]
+input U_iou : f32[{H3}, {H}]
+input U_f : f32[{H}, {H}]
+input b_f : f32[{H}]
+
+XI[n, j < {H3}] = if word[n] >= 0 then sum(l < {H}) W_iou[j, l] * Emb[word[n], l] else 0.0
+
+recurse R over T {{
+    hs[n, i < {H}] = sum(k < nchild[n]) h[child[n, k], i]
+    iou[n, j < {H3}] = XI[n, j] + sum(l < {H}) U_iou[j, l] * hs[n, l] + b_iou[j]
+    fc[n, k < 2, i < {H}] = if k < nchild[n]
+                            then sigmoid(sum(l < {H}) U_f[i, l] * h[child[n, k], l] + b_f[i]) * c[child[n, k], i]
+                            else 0.0
+    c[n, i < {H}] = sigmoid(iou[n, i]) * tanh(iou[n, {H2} + i]) + fc[n, 0, i] + fc[n, 1, i]
+    h[n, i < {H}] = sigmoid(iou[n, {H} + i]) * tanh(c[n, i])
+}}
+
+C[n, i] = c[n, i]
+""")
+
+MODELS["mvrnn"] = ("MV-RNN (Socher et al. 2012)", TREE + """
+input Emb : f32[{V}, {H}]
+input Mat : f32[{MW}, {H}, {H}]
+input W : f32[{H}, {H2}]
+input b : f32[{H}]
+input WM : f32[{H}, {H2}]
+
+recurse R over T {{
+    # ah[n, 0] = A_r h_l, ah[n, 1] = A_l h_r
+    ah[n, k < 2, j < {H}] = if nchild[n] == 0 then 0.0
+                            else sum(l < {H}) A[child[n, 1 - k], j, l] * h[child[n, k], l]
+    h[n, i < {H}] = if nchild[n] == 0 then Emb[word[n], i]
+                    else tanh(sum(j < {H}) W[i, j] * ah[n, 0, j] + sum(j < {H}) W[i, {H} + j] * ah[n, 1, j] + b[i])
+    A[n, j < {H}, l < {H}] = if nchild[n] == 0 then Mat[select(word[n] < {MW}, word[n], 0), j, l]
+                             else sum(m < {H}) WM[j, m] * A[child[n, 0], m, l]
+                                  + sum(m < {H}) WM[j, {H} + m] * A[child[n, 1], m, l]
+}}
+""")
+
+MODELS["dagrnn"] = ("DAG-RNN over grid DAGs (Shuai et al. 2015)", DAG + """
+input Emb : f32[{V}, {H}]
+input U : f32[{H}, {H}]
+input W : f32[{H}, {H}]
+input b : f32[{H}]
+
+XU[n, i < {H}] = sum(j < {H}) U[i, j] * Emb[word[n], j]
+
+recurse R over T {{
+    hs[n, i < {H}] = sum(k < nchild[n]) h[child[n, k], i]
+    h[n, i < {H}] = max(XU[n, i] + sum(j < {H}) W[i, j] * hs[n, j] + b[i], 0.0)
+}}
+""")
+
+MODELS["lstm"] = ("sequential LSTM (PyTorch gate order i, f, g, o)", SEQ + """
+input Emb : f32[{V}, {H}]
+input W_ih : f32[{H4}, {H}]
+input W_hh : f32[{H4}, {H}]
+input b : f32[{H4}]
+
+XG[n, j < {H4}] = sum(l < {H}) W_ih[j, l] * Emb[word[n], l] + b[j]
+
+recurse R over S {{
+    g[n, j < {H4}] = if nprev[n] == 0 then XG[n, j]
+                     else XG[n, j] + sum(l < {H}) W_hh[j, l] * h[prev[n, 0], l]
+    c[n, i < {H}] = if nprev[n] == 0 then sigmoid(g[n, i]) * tanh(g[n, {H2} + i])
+                    else sigmoid(g[n, {H} + i]) * c[prev[n, 0], i] + sigmoid(g[n, i]) * tanh(g[n, {H2} + i])
+    h[n, i < {H}] = sigmoid(g[n, {H3} + i]) * tanh(c[n, i])
+}}
+
+C[n, i] = c[n, i]
+""")
+
+MODELS["gru"] = ("sequential GRU (PyTorch/cuDNN form)", SEQ + """
+input Emb : f32[{V}, {H}]
+input W_ih : f32[{H3}, {H}]
+input W_hh : f32[{H3}, {H}]
+input b_ih : f32[{H3}]
+input b_hh : f32[{H3}]
+
+XR[n, j < {H3}] = sum(l < {H}) W_ih[j, l] * Emb[word[n], l] + b_ih[j]
+
+recurse R over S {{
+    gh[n, j < {H3}] = if nprev[n] == 0 then b_hh[j]
+                      else sum(l < {H}) W_hh[j, l] * h[prev[n, 0], l] + b_hh[j]
+    z[n, i < {H}] = sigmoid(XR[n, {H} + i] + gh[n, {H} + i])
+    nn[n, i < {H}] = tanh(XR[n, {H2} + i] + sigmoid(XR[n, i] + gh[n, i]) * gh[n, {H2} + i])
+    h[n, i < {H}] = if nprev[n] == 0 then (1.0 - z[n, i]) * nn[n, i]
+                    else (1.0 - z[n, i]) * nn[n, i] + z[n, i] * h[prev[n, 0], i]
+}}
+""")
+
+HIDDEN = {m: (64, 128) if m == "mvrnn" else (256, 512) for m in MODELS}
+
+
+def render(model, H):
+    what, body = MODELS[model]
+    head = "# %s_h%d.rv — %s, hidden size %d: bench/trees/MODELS.md.\n" % (model, H, what, H)
+    head += "# Written by models/gen.py; edit the template there, not this file.\n\n"
+    return head + body.format(V=V, Vm1=V - 1, H=H, H2=2 * H, H3=3 * H, H4=4 * H, MW=MV_WORDS).lstrip("\n")
+
+
+def main():
+    check = "--check" in sys.argv[1:]
+    bad = 0
+    for model in MODELS:
+        for H in HIDDEN[model]:
+            path = os.path.join(HERE, "%s_h%d.rv" % (model, H))
+            text = render(model, H)
+            if check:
+                old = open(path).read() if os.path.exists(path) else None
+                if old != text:
+                    print("models/gen.py: %s differs from its template" % path, file=sys.stderr)
+                    bad += 1
+            else:
+                with open(path, "w") as f:
+                    f.write(text)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,183 @@
+"""The arguments of one run (an rv_bindings) and its results.
+
+Arguments are bound by name: sizes as integers, UF arrays and inputs as
+arrays (NumPy, any ``__dlpack__`` producer, a Ragged, or a list of rows
+for a ragged input). Arrays are borrowed, never copied when their layout
+is ravel's (compact, row-major, 64-byte aligned). A run's results stay in
+the rv_bindings; the NumPy arrays returned are views of them that keep the
+bindings alive (their ``base``), so nothing is copied out either.
+"""
+
+import ctypes
+import os
+
+import numpy as np
+
+from . import _arrays, errors
+from ._lib import has, lib
+from .ragged import Layout, Ragged, flatten_rows
+
+
+class Bindings:
+    """An rv_bindings with the Python objects its borrowed arrays need."""
+
+    def __init__(self, module):
+        self.module = module  # the module outlives the bindings
+        self.ptr = lib.rv_bindings_new(module._ptr)
+        if not self.ptr:
+            raise errors.ArgumentError(errors.last_error())
+        self._borrowed = []
+
+    def __del__(self):
+        for b in self._borrowed:
+            b.close()
+        if self.ptr:
+            lib.rv_bindings_free(self.ptr)
+            self.ptr = None
+
+    # ---- binding
+
+    def bind(self, args, weights=None):
+        """Binds ``weights`` (a safetensors or .npz file, or a dict of
+        arrays: the inputs and ufuns among its tensors) and then the keyword
+        arguments ``args``, which override the weights."""
+        if isinstance(weights, dict):
+            # as from a file: tensors that are no input or ufun are ignored
+            args = dict({k: v for k, v in weights.items()
+                         if self.module._kind_of(k) in ("input", "ufun")}, **args)
+        elif weights is not None:
+            errors.check(lib.rv_bindings_load_weights(self.ptr, _path(weights)))
+        m = self.module
+        kinds = {name: m._kind_of(name) for name in args}
+        for name, kind in kinds.items():
+            if kind is None:
+                raise errors.ArgumentError(_unknown(m, name))
+            if kind == "output":
+                raise errors.ArgumentError(
+                    "'%s' is computed by the program; only sizes, ufuns and inputs are "
+                    "arguments" % name)
+        # sizes and UFs first: they decide the layouts of ragged inputs
+        for name, value in args.items():
+            if kinds[name] == "size":
+                self.set_size(name, value)
+        for name, value in args.items():
+            if kinds[name] == "ufun":
+                self._set_array(name, _index_array(name, value))
+        for name, value in args.items():
+            if kinds[name] == "input":
+                self._set_array(name, self._input_array(name, value))
+        if has("rv_bindings_infer_sizes"):
+            # sizes the arrays' shapes determine need not be given
+            errors.check(lib.rv_bindings_infer_sizes(self.ptr))
+        return self
+
+    def _input_array(self, name, value):
+        """An input's array: NumPy and DLPack producers as they are (ravel
+        checks their dtype and shape), a Ragged's values, the rows of a
+        ragged input flattened, other sequences and scalars converted to
+        the input's dtype."""
+        if isinstance(value, Ragged):
+            return value.values
+        if isinstance(value, np.ndarray) or hasattr(value, "__dlpack__"):
+            return value
+        dtype = self.module._dtype_of(name)
+        if isinstance(value, (list, tuple)) and self._is_ragged(name):
+            return flatten_rows(value, dtype)
+        try:
+            return np.asarray(value, dtype=dtype)
+        except ValueError:  # rows of different lengths whose layout is not known yet
+            return flatten_rows(value, dtype)
+
+    def _is_ragged(self, name):
+        try:
+            return self.layout(name).ragged
+        except errors.Error:
+            return False  # sizes or UFs missing: the run will say which
+
+    def set_size(self, name, value):
+        errors.check(lib.rv_bindings_set_size(self.ptr, name.encode(), size_value(name, value)))
+
+    def _set_array(self, name, value):
+        if isinstance(value, _arrays.Borrowed):
+            arr = value
+        elif isinstance(value, np.ndarray):
+            arr = _arrays.wrap_numpy(value, _what(self.module, name))
+        else:
+            arr = _arrays.from_dlpack(value, _what(self.module, name))
+        self._borrowed.append(arr)
+        errors.check(lib.rv_bindings_set_array(self.ptr, name.encode(), arr.ptr))
+
+    def randomize(self, seed):
+        errors.check(lib.rv_bindings_randomize(self.ptr, seed))
+
+    # ---- reading back
+
+    def size(self, name):
+        return int(lib.rv_bindings_get_size(self.ptr, name.encode()))
+
+    def layout(self, name):
+        """The canonical layout of tensor or ufun ``name`` under the bound
+        sizes and UF arrays."""
+        out = ctypes.c_void_p()
+        errors.check(lib.rv_bindings_layout(self.ptr, name.encode(), ctypes.byref(out)))
+        try:
+            lp = out.value
+            n = lib.rv_layout_ndim(lp)
+            counts = [lib.rv_layout_count(lp, k) for k in range(n + 1)]
+            starts = []
+            for k in range(n):
+                sp = lib.rv_layout_starts(lp, k)
+                starts.append(np.ctypeslib.as_array(sp, (counts[k] + 1,)).copy() if sp else None)
+            return Layout([lib.rv_layout_dim_name(lp, k).decode() for k in range(n)], counts,
+                          [lib.rv_layout_extent(lp, k) for k in range(n)], starts)
+        finally:
+            lib.rv_layout_free(out.value)
+
+    def array(self, name, ndim):
+        """The bound or computed array ``name`` as a NumPy view that keeps
+        these bindings alive; a Ragged when the tensor is ragged (its array
+        is 1-D while the tensor has more dimensions)."""
+        ptr = lib.rv_bindings_get_array(self.ptr, name.encode())
+        if not ptr:
+            return None
+        a = _arrays.view_array(ptr, self)
+        if a.ndim != ndim:
+            return Ragged(a, self.layout(name))
+        return a
+
+
+def size_value(name, value):
+    """A size's value: an integer (not a bool, not a float)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise errors.ArgumentError("size %s: expected an integer, got %r" % (name, value))
+    return int(value)
+
+
+def _path(p):
+    return os.fsencode(p)
+
+
+def _what(m, name):
+    return "%s %s" % (m._kind_of(name) or "argument", name)
+
+
+def _unknown(m, name):
+    names = m.sizes + m.ufuns + list(m.inputs)
+    hint = errors.did_you_mean(name, names)
+    return "the program has no size, ufun or input named '%s'%s; its arguments are: %s" % (
+        name, hint, ", ".join(names) or "none")
+
+
+def _index_array(name, value):
+    """A UF array: integer (i32 or i64) values, lists taken as i64."""
+    if isinstance(value, Ragged):
+        return value.values
+    if isinstance(value, np.ndarray) or hasattr(value, "__dlpack__"):
+        return value
+    try:
+        a = np.asarray(value)
+    except ValueError:  # rows of a ragged domain
+        return flatten_rows(value, np.int64)
+    if a.dtype.kind not in "iu":
+        raise errors.ArgumentError("ufun %s: expected integers, got %s values" % (name, a.dtype))
+    return a.astype(np.int64)

@@ -1,0 +1,278 @@
+"""Modules (parsed .rv programs) and the programs compiled from them."""
+
+import ctypes
+import os
+from collections import namedtuple
+
+import numpy as np
+
+from . import _arrays, errors
+from ._bindings import Bindings
+from ._lib import CompileOptions, ProgramCounters, lib
+
+__all__ = ["Module", "Program", "TensorInfo", "load", "parse"]
+
+TensorInfo = namedtuple("TensorInfo", "name dtype ndim")
+TensorInfo.__doc__ = "An input or output of a module: its name, NumPy dtype and rank."
+
+_TARGETS = {"cpu": 0, "cuda": 1}
+
+
+def load(path):
+    """Loads (parses and checks) the .rv file at ``path``.
+
+    Raises :class:`ravel.ParseError`, :class:`ravel.TypeCheckError`, ...
+    with ravel's message, located ``path:line:col``.
+    """
+    out = ctypes.c_void_p()
+    errors.check(lib.rv_module_load(os.fsencode(path), ctypes.byref(out)))
+    return Module(out.value)
+
+
+def parse(text, name="<string>"):
+    """Parses and checks ravel source ``text``; ``name`` locates its errors."""
+    out = ctypes.c_void_p()
+    errors.check(lib.rv_module_parse(name.encode(), text.encode(), ctypes.byref(out)))
+    return Module(out.value)
+
+
+class Module:
+    """A ravel program: sizes, ufuns, inputs, compute definitions, schedules.
+
+    Make one with :func:`ravel.load` or :func:`ravel.parse`. ``str(m)`` is
+    its source as ravel prints it. Compile it with :meth:`compile`, or run
+    the reference interpreter (double precision, the oracle of every
+    compiled kernel) with :meth:`run_interp`.
+
+    Threads: programs of a module may run at once, but compiling the
+    module or adding schedules to it must not overlap a run of its
+    programs (include/ravel.h, "Thread safety").
+    """
+
+    def __init__(self, ptr):
+        self._ptr = ptr
+        self._index()
+
+    def __del__(self):
+        if getattr(self, "_ptr", None):
+            lib.rv_module_free(self._ptr)
+            self._ptr = None
+
+    def _index(self):
+        p = self._ptr
+        self.sizes = [lib.rv_size_name(lib.rv_module_size_at(p, i)).decode()
+                      for i in range(lib.rv_module_num_sizes(p))]
+        self.ufuns = [lib.rv_ufun_name(lib.rv_module_ufun_at(p, i)).decode()
+                      for i in range(lib.rv_module_num_ufuns(p))]
+        self.inputs, self.outputs, self._computed = {}, {}, set()
+        for i in range(lib.rv_module_num_tensors(p)):
+            t = lib.rv_module_tensor_at(p, i)
+            info = TensorInfo(lib.rv_tensor_name(t).decode(),
+                              _arrays.np_dtype(lib.rv_tensor_dtype(t)), lib.rv_tensor_ndim(t))
+            if lib.rv_tensor_is_input(t):
+                self.inputs[info.name] = info
+            else:
+                self._computed.add(info.name)
+                if lib.rv_tensor_is_output(p, t):
+                    self.outputs[info.name] = info
+
+    sizes = ()
+    """Names of the size variables, in declaration order."""
+    ufuns = ()
+    """Names of the uninterpreted functions (integer arrays given per run)."""
+    inputs = {}
+    """Inputs by name (:class:`TensorInfo`), in definition order."""
+    outputs = {}
+    """Outputs (computed tensors no other definition reads) by name."""
+
+    def _kind_of(self, name):
+        if name in self.inputs:
+            return "input"
+        if name in self.sizes:
+            return "size"
+        if name in self.ufuns:
+            return "ufun"
+        if name in self._computed:
+            return "output"
+        return None
+
+    def _dtype_of(self, name):
+        return self.inputs[name].dtype
+
+    def __str__(self):
+        p = lib.rv_module_print(self._ptr)
+        try:
+            return ctypes.string_at(p).decode()
+        finally:
+            lib.rv_free(p)
+
+    def __repr__(self):
+        return "<ravel.Module sizes=%s ufuns=%s inputs=%s outputs=%s>" % (
+            self.sizes, self.ufuns, list(self.inputs), list(self.outputs))
+
+    def schedule(self, target, steps):
+        """Appends a schedule block for tensor ``target`` (``steps`` as in a
+        ``schedule target { ... }`` block); its syntax is checked now, its
+        steps when the module is checked or compiled."""
+        errors.check(lib.rv_module_schedule(self._ptr, target.encode(), steps.encode()))
+        return self
+
+    def check_schedule(self):
+        """Applies every schedule block; raises :class:`ravel.ScheduleError`
+        located at the first illegal step."""
+        errors.check(lib.rv_module_check_schedule(self._ptr))
+
+    def emit(self):
+        """The C source that :meth:`compile` would compile (CPU)."""
+        out = ctypes.c_void_p()
+        errors.check(lib.rv_program_emit(self._ptr, ctypes.byref(out)))
+        try:
+            return ctypes.string_at(out.value).decode()
+        finally:
+            lib.rv_free(out.value)
+
+    def compile(self, threads=None, serial=False, target="cpu", cc=None, cflags=None,
+                cache_dir=None):
+        """Compiles the module to native code (through the JIT's cache).
+
+        threads: the threads of parallel loops, counting the caller: None
+        (the process's shared pool: ``$RAVEL_NUM_THREADS``, else every CPU
+        it may use), 1 (the calling thread only), N (a pool of N owned by
+        the program). serial: run parallel loops on the calling thread.
+        target: "cpu" or "cuda". cc, cflags, cache_dir: the C compiler,
+        extra flags and the kernel cache (default: ``$RAVEL_CC`` or cc,
+        none, ``$RAVEL_CACHE_DIR`` or ~/.cache/ravel).
+        """
+        if threads is not None and (not isinstance(threads, int) or threads < 1):
+            raise errors.ArgumentError("threads must be a positive integer or None, got %r"
+                                       % (threads,))
+        if target not in _TARGETS:
+            raise errors.ArgumentError("unknown target %r (expected 'cpu' or 'cuda')" % (target,))
+        opt = CompileOptions(
+            cc=cc.encode() if cc else None,
+            cflags=cflags.encode() if cflags else None,
+            cache_dir=os.fsencode(cache_dir) if cache_dir else None,
+            serial=1 if serial else 0,
+            target=_TARGETS[target],
+            threads=threads or 0,
+        )
+        out = ctypes.c_void_p()
+        errors.check(lib.rv_program_compile(self._ptr, ctypes.byref(opt), ctypes.byref(out)))
+        return Program(self, out.value, threads)
+
+    def run_interp(self, args=None, /, *, weights=None, **kwargs):
+        """Runs the reference interpreter and returns the outputs by name.
+
+        Arguments as for calling a :class:`Program`.
+        """
+        b = Bindings(self).bind(_merge(args, kwargs), weights)
+        errors.check(lib.rv_interp_run(self._ptr, b.ptr))
+        return _outputs(self, b)
+
+    def random_args(self, seed=1, **fixed):
+        """Arguments drawn reproducibly from ``seed`` within their declared
+        ranges (sizes, UF arrays, inputs), except those given in ``fixed``:
+        a dict to call a program or the interpreter with."""
+        b = Bindings(self).bind(fixed)
+        b.randomize(seed)
+        out = {name: b.size(name) for name in self.sizes}
+        for name in self.ufuns:
+            out[name] = b.array(name, b.layout(name).ndim)
+        for name, info in self.inputs.items():
+            out[name] = b.array(name, info.ndim)
+        return out
+
+    def layout(self, name, **args):
+        """The layout of tensor or ufun ``name`` under the sizes and UF
+        arrays in ``args`` (a :class:`ravel.ragged.Layout`: its dimensions,
+        their uniform extents, the row starts of its ragged ones)."""
+        return Bindings(self).bind(args).layout(name)
+
+
+def _merge(args, kwargs):
+    """The arguments of a call: a mapping given first (for names that are
+    not Python identifiers, or are ``weights`` or ``out``), then keywords."""
+    if args is None:
+        return kwargs
+    merged = dict(args)
+    merged.update(kwargs)
+    return merged
+
+
+def _outputs(m, b):
+    return {name: b.array(name, info.ndim) for name, info in m.outputs.items()}
+
+
+class Program:
+    """A module compiled to native code. Call it with the arguments by name:
+
+        prog(X=x, W=w, T=16)  ->  {"Y": array}
+
+    The arguments may also come as a dict, first (``prog(args)``), which
+    is how an input named ``weights`` or ``out`` is passed.
+    Sizes are integers (those the arrays' shapes determine may be left
+    out where libravel infers them: rv_bindings_infer_sizes); UF arrays
+    integer arrays (or lists); inputs NumPy
+    arrays, ``__dlpack__`` tensors (PyTorch's, ...), or for a ragged input
+    a :class:`ravel.Ragged` or a list of rows. ``weights`` binds the inputs
+    of a safetensors or .npz file by name first (or a dict of arrays).
+    Results are NumPy arrays that share the run's memory (no copy) and a
+    :class:`ravel.Ragged` for a ragged output. ``out`` (a dict of
+    aligned, C-contiguous NumPy arrays, one per output) makes the run write
+    the outputs into the caller's arrays instead, which are then returned.
+
+    One program may be called from several threads at once.
+    """
+
+    def __init__(self, module, ptr, threads):
+        self.module = module  # programs need their module alive
+        self._ptr = ptr
+        self.threads = threads
+
+    def __del__(self):
+        if getattr(self, "_ptr", None):
+            lib.rv_program_free(self._ptr)
+            self._ptr = None
+
+    def __call__(self, args=None, /, *, weights=None, out=None, **kwargs):
+        args = _merge(args, kwargs)
+        b = Bindings(self.module).bind(args, weights)
+        if out is None:
+            errors.check(lib.rv_program_run(self._ptr, b.ptr))
+            return _outputs(self.module, b)
+        names = list(self.module.outputs)
+        missing = [n for n in names if n not in out]
+        extra = [n for n in out if n not in names]
+        if missing or extra:
+            raise errors.ArgumentError(
+                "out: expected one array per output (%s)%s%s" % (
+                    ", ".join(names), "; missing: " + ", ".join(missing) if missing else "",
+                    "; not outputs: " + ", ".join(extra) if extra else ""))
+        arrays = []
+        for n in names:
+            a = out[n]
+            if not (isinstance(a, np.ndarray) and a.flags.c_contiguous and
+                    _arrays.is_aligned(a) and a.flags.writeable):
+                raise errors.ArgumentError(
+                    "out %s: expected a writeable, C-contiguous NumPy array aligned to %d bytes "
+                    "(ravel.empty makes one)" % (n, _arrays.ALIGN))
+            arrays.append(_arrays.wrap_numpy(a, "output " + n))
+        ptrs = (ctypes.c_void_p * len(arrays))(*[a.ptr for a in arrays])
+        try:
+            errors.check(lib.rv_program_run_into(self._ptr, b.ptr, ptrs, len(arrays)))
+        finally:
+            for a in arrays:
+                a.close()
+        return {n: out[n] for n in names}
+
+    @property
+    def source(self):
+        """The generated C translation unit."""
+        return lib.rv_program_source(self._ptr).decode()
+
+    def stats(self):
+        """Counters over the program's life: runs, kernel_calls,
+        compile_seconds, cc_seconds, prelude_seconds, kernel_seconds."""
+        c = ProgramCounters()
+        lib.rv_program_stats(self._ptr, ctypes.byref(c))
+        return {name: getattr(c, name) for name, _ in c._fields_}

@@ -1,0 +1,43 @@
+"""Shared fixtures: where the repository, its build and examples are.
+
+The suite runs against the package as installed (pip install ./python)
+and the library in $RAVEL_LIBRARY (tests/suite_python.sh sets both);
+BUILD names the build directory of `ravel build` (default build/).
+"""
+
+import os
+import pathlib
+
+import numpy as np
+import pytest
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+BUILD = REPO / os.environ.get("BUILD", "build")
+EXAMPLES = sorted((REPO / "examples").glob("*.rv"))
+
+
+@pytest.fixture(scope="session")
+def repo():
+    return REPO
+
+
+@pytest.fixture(scope="session")
+def ravel_bin():
+    path = BUILD / "ravel"
+    if not path.exists():
+        pytest.skip("%s not built" % path)
+    return str(path)
+
+
+def assert_close(got, want, dtype):
+    """Compiled results against the interpreter's, with the tolerance of
+    docs/ir.md: 1e-4 relative to the magnitude for f32, 1e-10 for f64,
+    integers exactly."""
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.shape == want.shape and got.dtype == want.dtype
+    if np.dtype(dtype).kind in "iu":
+        np.testing.assert_array_equal(got, want)
+        return
+    tol = 1e-4 if np.dtype(dtype) == np.float32 else 1e-10
+    scale = max(1.0, float(np.nanmax(np.abs(want)))) if want.size else 1.0
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol * scale)
