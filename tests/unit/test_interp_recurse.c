@@ -22,7 +22,8 @@
  * Random bindings: rv_bindings_randomize on each kind of structure draws a
  * valid linearized batch (children in earlier batches, roots, one parent
  * in trees), the promised shape at each seed, reproducibly, within the
- * bound or declared N and B, and the model evaluates on it correctly.
+ * bound or declared N and B, and the model evaluates on it correctly; a
+ * program reading children at fixed positions gets full trees.
  */
 #include <stdbool.h>
 
@@ -1088,6 +1089,77 @@ static void test_randomize_ranges(void) {
     rv_module_free(m);
 }
 
+/* A binary TreeRNN as Cortex writes it, reading children at fixed
+ * positions:
+ *   h[n, i < H] = if nchild[n] == 0 then Emb[word[n], i]
+ *                 else tanh(sum(j < H) W[i, j] * h[child[n, 0], j]
+ *                           + sum(j < H) W[i, H + j] * h[child[n, 1], j]) */
+static void build_binary_rnn(Fix *f, int H) {
+    rv_module *m = f->m;
+    rv_tensor *emb = input(m, "Emb", V, H), *W = input(m, "W", H, 2 * H);
+    rv_recurse *r = rv_recurse_begin(m, "R", f->st);
+    const char *ax[] = {"n", "i"};
+    rv_expr *ext[] = {NULL, rv_expr_int(m, H)};
+    rv_compute *c = rv_recurse_add(r, "h", RV_F32, 2, ax, ext);
+    rv_tensor *h = rv_module_tensor(m, "h");
+    rv_expr *n = rv_compute_var(c, 0), *i = rv_compute_var(c, 1);
+    rv_expr *sums[2];
+    for (int k = 0; k < 2; k++) {
+        rv_axis *j = rv_reduce_axis_new(m, "j", rv_expr_int(m, H));
+        rv_expr *jv = rv_expr_axis(m, j);
+        rv_expr *ch = call(m, f->child, n, rv_expr_int(m, k));
+        sums[k] = rv_expr_reduce(
+            m, RV_REDUCE_SUM, 1, &j,
+            rv_expr_mul(m, rd(m, W, i, rv_expr_add(m, jv, rv_expr_int(m, k * H))), rd(m, h, ch, jv)));
+    }
+    rv_expr *isleaf = rv_expr_binop(m, "==", call(m, f->nchild, n, NULL), rv_expr_int(m, 0));
+    CHECK(rv_recurse_define(c, isleaf, rd(m, emb, call(m, f->word, n, NULL), i),
+                            rv_expr_unop(m, "tanh", rv_expr_add(m, sums[0], sums[1]))) != NULL);
+    CHECK_EQ_INT(rv_recurse_end(r), RV_OK);
+}
+
+/* A program reading child[n, 1] gets full trees (nchild 0 or K) at every
+ * seed, tree and DAG structures alike, and so runs; N - B a multiple of K
+ * that the bound sizes forbid is an error saying why. */
+static void test_randomize_full_trees(void) {
+    rv_struct_kind kinds[] = {RV_STRUCT_TREE, RV_STRUCT_DAG};
+    int Ks[] = {2, 3};
+    for (int ki = 0; ki < 2; ki++)
+        for (uint64_t seed = 1; seed <= 12; seed++) {
+            int K = Ks[ki];
+            Fix f = fix_new_words(kinds[ki], K, 1000, 0, 100);
+            build_binary_rnn(&f, 3);
+            rv_bindings *b = rv_bindings_new(f.m);
+            CHECK_EQ_INT(rv_bindings_randomize(b, seed), RV_OK);
+            rv_status st = rv_interp_run(f.m, b);
+            CHECK_EQ_INT(st, RV_OK);
+            if (st != RV_OK)
+                fprintf(stderr, "    seed %d: %s\n", (int)seed, rv_last_error());
+            rv_linear lin;
+            CHECK(bound_linear(b, K, &lin));
+            check_bound_batch(&lin, RV_STRUCT_TREE); /* no shared child */
+            for (int32_t n = 0; n < lin.num_nodes; n++)
+                CHECK(lin.nchild[n] == 0 || lin.nchild[n] == K);
+            CHECK_EQ_INT((lin.num_nodes - lin.num_structs) % K, 0);
+            if (seed % 6 == 2) /* a caterpillar: one level per internal node */
+                CHECK_EQ_INT(lin.num_batches, (lin.num_nodes - 1) / K + 1);
+            linear_free(&lin);
+            rv_bindings_free(b);
+            rv_module_free(f.m);
+        }
+    Fix f = fix_new(RV_STRUCT_TREE, 2, 1000);
+    build_binary_rnn(&f, 3);
+    rv_bindings *b = rv_bindings_new(f.m);
+    CHECK_EQ_INT(rv_bindings_set_size(b, "N", 8), RV_OK);
+    CHECK_EQ_INT(rv_bindings_set_size(b, "B", 1), RV_OK);
+    CHECK_EQ_INT(rv_bindings_randomize(b, 1), RV_ERR_BOUNDS);
+    CHECK_STR_CONTAINS(rv_last_error(), "structure T: its children are read at fixed positions "
+                                        "(child[n, c], c a constant), so a random batch holds "
+                                        "full trees");
+    rv_bindings_free(b);
+    rv_module_free(f.m);
+}
+
 int main(void) {
     RUN(test_set_linear_arrays);
     RUN(test_set_linear_read_by_compute);
@@ -1102,5 +1174,6 @@ int main(void) {
     RUN(test_long_cycle);
     RUN(test_randomize);
     RUN(test_randomize_ranges);
+    RUN(test_randomize_full_trees);
     return harness_report();
 }
