@@ -77,6 +77,14 @@ $(BUILD)/gen/ravel_rt_h.inc: include/ravel_rt.h
 
 $(BUILD)/src/jit/rt_header.o: $(BUILD)/gen/ravel_rt_h.inc
 
+# The runtime's thread pool, embedded the same way into the AOT output of
+# `ravel build --threads` (src/codegen/c_aot_pool.c).
+$(BUILD)/gen/threadpool_c.inc: src/runtime/threadpool.c
+	@mkdir -p $(dir $@)
+	od -An -v -tx1 $< | sed -e 's/ *\([0-9a-f][0-9a-f]\)/0x\1,/g' >$@.tmp && mv $@.tmp $@
+
+$(BUILD)/src/codegen/c_aot_pool.o: $(BUILD)/gen/threadpool_c.inc
+
 $(BUILD)/libravel.a: $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
@@ -161,7 +169,8 @@ $(BUILD)/fuzz_parse: tests/fuzz_parse.c $(BUILD)/libravel.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libravel.a $(LDFLAGS) $(LDLIBS)
 
-$(FUZZ_PARSE_DIR)/fuzz_parse: tests/fuzz_parse.c $(LIB_SRC) $(HDRS) $(BUILD)/gen/ravel_rt_h.inc
+$(FUZZ_PARSE_DIR)/fuzz_parse: tests/fuzz_parse.c $(LIB_SRC) $(HDRS) $(BUILD)/gen/ravel_rt_h.inc \
+                               $(BUILD)/gen/threadpool_c.inc
 	@mkdir -p $(dir $@)
 	clang -std=c11 -O1 -g -D_GNU_SOURCE -Iinclude -Isrc -I$(BUILD)/gen -DRV_LIBFUZZER \
 	  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \

@@ -412,6 +412,17 @@ rv_status rv_bindings_randomize(rv_bindings *b, uint64_t seed);
  * B falls outside its declared range. Nothing is bound on failure. */
 typedef struct rv_linear rv_linear; /* defined with the linearizer below */
 rv_status rv_bindings_set_linear(rv_bindings *b, const char *structure, const rv_linear *lin);
+/* Binds every unbound size that the shapes of the bound input and UF arrays
+ * determine: a dimension whose extent is a*S + c in one unknown size S
+ * (sizes already bound count as constants) gives S = (n - c) / a, so
+ * binding X : f32[16*T, 768] to a 48 x 768 array sets T = 3. RV_ERR_SHAPE
+ * naming the argument and dimension when no integer fits, or the extent
+ * contradicts a size given or inferred from another array; RV_ERR_BOUNDS
+ * when the value is outside the size's range. Other extents (UFs, ragged
+ * rows) determine nothing here: the run checks them. rv_interp_run,
+ * rv_program_run and rv_bindings_randomize call it when a size is unbound,
+ * so a caller may simply leave such sizes out. */
+rv_status rv_bindings_infer_sizes(rv_bindings *b);
 /* Binds every tensor of the weights file at `path` whose name is an input
  * or ufun of the module (the bindings own these arrays); other tensors are
  * ignored, and inputs the file lacks stay unbound. A dtype, rank or

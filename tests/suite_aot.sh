@@ -119,7 +119,8 @@ if {
 # variants (tests/variants/): two schedules of one program in one library,
 # NAME_run picking one per call, by a rule table (B >= 16: variant 1) and by
 # the user's NAME_dispatch (--dispatch extern); each checked against the
-# interpreter on both sides of the threshold, aligned and misaligned
+# interpreter on both sides of the threshold, aligned and misaligned (each
+# driver run dispatches twice: its run and its NULL-input check)
 d=$tmp/variants
 f=tests/variants/row_softmax.rv
 variants="--variant tests/variants/row_softmax_small.sched --variant tests/variants/row_softmax_large.sched"
@@ -148,8 +149,8 @@ if {
         $CC -std=c11 $CFLAGS -I"$d" -o "$d/driver" tests/e2e/aot_driver.c "$d/model.c" \
             tests/variants/dispatch.c -lm &&
         variant_runs &&
-        test "$(grep -c 'dispatch: variant 0' "$d/err.txt")" -eq 2 &&
-        test "$(grep -c 'dispatch: variant 1' "$d/err.txt")" -eq 2
+        test "$(grep -c 'dispatch: variant 0' "$d/err.txt")" -eq 4 &&
+        test "$(grep -c 'dispatch: variant 1' "$d/err.txt")" -eq 4
 } >"$log" 2>&1; then pass; else fail "build $f: variants by NAME_dispatch"; fi
 # a dispatch without variants, or a malformed rule, is a usage error
 if "$RAVEL" build "$f" -o "$d/model" --dispatch B=1..2:1 >"$log" 2>&1; then
@@ -162,6 +163,68 @@ if "$RAVEL" build "$f" -o "$d/model" $variants --dispatch B=16:1 >"$log" 2>&1; t
     fail "build --dispatch B=16:1 succeeded"
 elif [ $? -eq 2 ] && grep -q "expected SIZE=LO..HI" "$log"; then pass; else
     fail "build --dispatch B=16:1: exit status or message"
+fi
+
+# --threads: NAME_run(args, NULL) runs parallel loops on the runtime's pool,
+# embedded in NAME.c. Built with -fsanitize=thread where the compiler has
+# it (not under SAN=1: ASan and TSan do not combine), the driver runs with
+# model_set_num_threads(1) and (2): both match the interpreter and each
+# other bit for bit (static chunks: every element is computed alike).
+tsan=""
+if [ "${SAN:-0}" != 1 ] && printf 'int main(void) { return 0; }\n' |
+    $CC -fsanitize=thread -x c - -o "$tmp/tsan_probe" 2>/dev/null && "$tmp/tsan_probe"; then
+    tsan="-fsanitize=thread -g"
+fi
+for f in examples/dense_gelu.rv examples/ragged_softmax.rv examples/tree_rnn.rv; do
+    d=$tmp/threads_$(basename "$f" .rv)
+    # shellcheck disable=SC2086
+    if {
+        mkdir -p "$d/ref" "$d/out1" "$d/out2" &&
+            "$RAVEL" build "$f" -o "$d/model" --threads 2 &&
+            grep -q "tp_parallel_for(model_pool" "$d/model.c" &&
+            $CC -std=c11 $CFLAGS $tsan -pthread -Wall -Wextra -Werror -I"$d" -o "$d/driver" \
+                tests/e2e/aot_driver.c "$d/model.c" -lm &&
+            "$RAVEL" eval "$f" --random 3 --save-inputs --output "$d/ref" >"$d/eval.txt" &&
+            sizes=$(sed -n 's/^\([A-Za-z_][A-Za-z0-9_]*\) = \(-\{0,1\}[0-9][0-9]*\)$/\1=\2/p' "$d/eval.txt") &&
+            "$d/driver" "$d/ref" "$d/out1" --threads 1 $sizes &&
+            "$d/driver" "$d/ref" "$d/out2" --threads 2 $sizes &&
+            for o in "$d"/out1/*.npy; do cmp "$o" "$d/out2/$(basename "$o")" || exit 1; done
+    } >"$log" 2>&1; then pass; else fail "build --threads 2 $f (tsan: ${tsan:-no})"; fi
+done
+# without --threads NAME.c needs no pthreads; a bad --threads is a usage error
+if ! grep -q pthread "$tmp/shared/model.c" && grep -q "This build" "$tmp/shared/model.h"; then pass; else
+    echo "a build without --threads" >"$log"
+    fail "a build without --threads mentions pthreads"
+fi
+if "$RAVEL" build examples/softmax.rv -o "$tmp/model" --threads -2 >"$log" 2>&1; then
+    fail "build --threads -2 succeeded"
+elif [ $? -eq 2 ] && grep -q "\-\-threads expects 0..4096" "$log"; then pass; else
+    fail "build --threads -2: exit status or message"
+fi
+
+# --march: the CPU of --shared's -march (default: none, the compiler's
+# portable target); -pthread with --threads; a value that is no CPU name
+# and a misspelt option are usage errors
+printf '#!/bin/sh\necho "$@" >>"%s"\nexec cc "$@"\n' "$tmp/cc/args.txt" >"$tmp/cc/logcc"
+chmod +x "$tmp/cc/logcc"
+if {
+    RAVEL_CC="$tmp/cc/logcc" "$RAVEL" build examples/softmax.rv -o "$tmp/cc/m1" --shared &&
+        RAVEL_CC="$tmp/cc/logcc" "$RAVEL" build examples/softmax.rv -o "$tmp/cc/m2" --shared \
+            --march x86-64-v2 --threads 0 &&
+        test -f "$tmp/cc/libm2.so" &&
+        grep -- "-shared" "$tmp/cc/args.txt" | sed -n 1p | grep -v -q -- "-march" &&
+        grep -- "-shared" "$tmp/cc/args.txt" | sed -n 1p | grep -v -q -- "-pthread" &&
+        grep -- "-shared" "$tmp/cc/args.txt" | sed -n 2p | grep -q -- "-march=x86-64-v2 -pthread"
+} >"$log" 2>&1; then pass; else cat "$tmp/cc/args.txt" >>"$log"; fail "build --march"; fi
+if "$RAVEL" build examples/softmax.rv -o "$tmp/model" --march 'native;rm' >"$log" 2>&1; then
+    fail "build --march 'native;rm' succeeded"
+elif [ $? -eq 2 ] && grep -q "is not a CPU name" "$log"; then pass; else
+    fail "build --march 'native;rm': exit status or message"
+fi
+if "$RAVEL" build examples/softmax.rv -o "$tmp/model" --thread 2 >"$log" 2>&1; then
+    fail "build --thread succeeded"
+elif [ $? -eq 2 ] && grep -q "unknown option '--thread'; did you mean '--threads'?" "$log"; then pass; else
+    fail "build --thread: exit status or message"
 fi
 
 echo "aot: $passed passed, $failed failed"

@@ -113,5 +113,63 @@ write_st "$wd/c.safetensors" '{"W":{"dtype":"F32","shape":[2],"data_offsets":[0,
 expect_status 1 "tensor 'W': data_offsets [0, 8] run past the end" "$RAVEL" eval "$wd/p.rv" --weights "$wd/c.safetensors"
 rm -rf "$wd"
 
+# `ravel run`: --output writes the outputs as .npy, the same bytes eval
+# writes for an exact program; --time / --repeat print the compile time and
+# the median and min of the timed runs; --threads picks the pool; bad
+# values are usage errors (status 2).
+rd=$(mktemp -d)
+printf 'size T in 1..8\ninput X : f32[16*T, 4]\nY[i < 16*T, j < 4] = X[i, j] * 2.0 + 1.0\n' >"$rd/p.rv"
+expect_status 0 "Y: f32[48, 4] -> $rd/run/Y.npy" "$RAVEL" run "$rd/p.rv" --size T=3 --random 7 --output "$rd/run"
+expect_status 0 "Y: f32[48, 4] -> $rd/eval/Y.npy" "$RAVEL" eval "$rd/p.rv" --size T=3 --random 7 --output "$rd/eval" --save-inputs
+if ! cmp -s "$rd/run/Y.npy" "$rd/eval/Y.npy"; then
+    echo "FAIL run --output: Y.npy differs from eval's"
+    failed=$((failed + 1))
+fi
+expect_status 0 "run median" "$RAVEL" run "$rd/p.rv" --random 1 --time
+expect_status 0 "(3 runs after 1 warm-up, threads 2)" "$RAVEL" run "$rd/p.rv" --random 1 --repeat 3 --threads 2
+if ! grep -q "^time: compile [0-9.]* ms; run median [0-9.]* ms, min [0-9.]* ms" "$out"; then
+    echo "FAIL run --repeat: no time line"
+    sed 's/^/  got: /' "$out"
+    failed=$((failed + 1))
+fi
+expect_status 0 "Y: 64 elements, max abs error 0" "$RAVEL" run "$rd/p.rv" --random 2 --size T=1 --threads 1 --check
+expect_status 2 "--repeat expects a number of runs" "$RAVEL" run "$rd/p.rv" --random 1 --repeat 0
+expect_status 2 "--threads expects 0..4096" "$RAVEL" run "$rd/p.rv" --random 1 --threads -1
+expect_status 2 "unknown option '--time'" "$RAVEL" eval "$rd/p.rv" --random 1 --time
+
+# Sizes inferred from --input shapes: X.npy of 48 rows sets T = 3 (eval and
+# run alike); 50 rows fit no T, 160 rows give T = 10 outside 1..8, and a
+# --size that disagrees is named.
+expect_status 0 "T = 3" "$RAVEL" run "$rd/p.rv" --input X="$rd/eval/X.npy" --check
+expect_status 0 "T = 3" "$RAVEL" eval "$rd/p.rv" --input X="$rd/eval/X.npy"
+printf 'size N in 1..200\ninput X : f32[N, 4]\nY[i < N, j < 4] = X[i, j]\n' >"$rd/n.rv"
+"$RAVEL" eval "$rd/n.rv" --size N=50 --random 1 --save-inputs --output "$rd/n50" >/dev/null
+"$RAVEL" eval "$rd/n.rv" --size N=160 --random 1 --save-inputs --output "$rd/n160" >/dev/null
+expect_status 1 "error: input X: dimension 0 has 50 elements, but its extent 16 * T is 50 for no integer T" \
+    "$RAVEL" run "$rd/p.rv" --input X="$rd/n50/X.npy"
+expect_status 1 "is 160 only for T = 10, outside its declared range 1..8" \
+    "$RAVEL" run "$rd/p.rv" --input X="$rd/n160/X.npy"
+expect_status 1 "its extent 16 * T is 32: T = 2 was given" \
+    "$RAVEL" run "$rd/p.rv" --input X="$rd/eval/X.npy" --size T=2
+
+# "did you mean" for commands, options and the program's names.
+expect_status 2 "unknown command 'rnu'; did you mean 'run'?" "$RAVEL" rnu "$rd/p.rv"
+expect_status 2 "unknown command 'biuld'; did you mean 'build'?" "$RAVEL" help biuld
+expect_status 2 "unknown option '--rpeat'; did you mean '--repeat'?" "$RAVEL" run "$rd/p.rv" --rpeat 3
+expect_status 2 "unknown option '--ouput'; did you mean '--output'?" "$RAVEL" eval "$rd/p.rv" --ouput=d
+expect_status 1 "no size 't'; did you mean 'T'?" "$RAVEL" run "$rd/p.rv" --size t=2
+expect_status 1 "no input or ufun 'x'; did you mean 'X'?" "$RAVEL" eval "$rd/p.rv" --input x="$rd/eval/X.npy"
+rm -rf "$rd"
+
+# `ravel bench` without what a benchmark needs says how to get it: drivers
+# not built, the baselines' headers missing (make bench-build), PyTorch
+# missing for /usr/bin/python3.
+expect_status 1 "is not built: run" env RAVEL_BENCH_DIR=/nonexistent "$RAVEL" bench dense
+expect_status 2 "the baselines (OpenBLAS, oneDNN) are not installed: run 'sh bench/setup.sh'" \
+    make -s bench-check-baselines "BENCH_CC=cc -nostdinc"
+if ! /usr/bin/python3 -c 'import importlib.util, sys; sys.exit(importlib.util.find_spec("torch") is None)' 2>/dev/null; then
+    expect_status 1 "run \`sh bench/setup.sh\` (it installs python3-torch)" "$RAVEL" bench torch
+fi
+
 echo "cli: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

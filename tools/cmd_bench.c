@@ -15,6 +15,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/base.h"
+#include "jit/jit.h"
 #include "tools.h"
 
 typedef struct Bench {
@@ -102,6 +104,27 @@ static int list(void) {
     return 0;
 }
 
+/* Can /usr/bin/python3 import torch? Asked before running torch_bench.py,
+ * whose ImportError traceback would not say how to install it; find_spec
+ * does not import torch, so the check costs a Python start only. */
+static int have_torch(void) {
+    char *argv[] = {"/usr/bin/python3", "-c",
+                    "import importlib.util, sys; "
+                    "sys.exit(importlib.util.find_spec('torch') is None)",
+                    NULL};
+    char *log = NULL;
+    int code = 0;
+    rv_status st = jit_run(argv, &log, &code);
+    base_free(log);
+    if (st != RV_OK || code != 0) {
+        fprintf(stderr,
+                "error: the PyTorch baseline needs /usr/bin/python3 with torch: run `sh "
+                "bench/setup.sh` (it installs python3-torch)\n");
+        return 0;
+    }
+    return 1;
+}
+
 int cmd_bench(int argc, char **argv) {
     if (argc < 1) {
         tool_command_help(stderr, "bench");
@@ -135,6 +158,8 @@ int cmd_bench(int argc, char **argv) {
                     path, hint);
         return 1;
     }
+    if (is_script && !have_torch())
+        return 1;
     /* argv[0] of the driver is its path; the rest pass through */
     char **args = calloc((size_t)argc + 2, sizeof *args);
     if (!args) {

@@ -7,8 +7,17 @@
  * the top of NAME.h) and copies ravel_rt.h next to them, so the directory
  * compiles on its own: `cc -c NAME.c` needs no -I and no ravel library.
  * --shared also compiles libNAME.so with the system C compiler ($RAVEL_CC,
- * else cc) and the JIT's flags (src/jit/jit.c), so the library is as fast
- * as what `ravel run` loads (and, with -march=native, as unportable).
+ * else cc) and the JIT's flags (src/jit/jit.c) but for the target CPU:
+ * the JIT compiles for the machine it runs on (-march=native), a library
+ * is often shipped elsewhere, so it gets the compiler's default target
+ * (runs on every CPU of the architecture) unless --march CPU says
+ * otherwise (native, x86-64-v3, ...: passed as -march=CPU).
+ *
+ * THREADS. --threads N embeds the runtime's thread pool in NAME.c
+ * (src/codegen/c_aot_pool.c), so NAME_run(args, NULL) runs parallel loops
+ * on N threads (0: $RAVEL_NUM_THREADS, else every CPU; NAME_set_num_threads
+ * changes it) and the library needs pthreads (-pthread). The default, 1,
+ * keeps NAME.c serial and dependent on libc and libm only.
  *
  * VARIANTS. `--variant FILE` (repeatable) makes FILE's schedule blocks one
  * variant (in order: variant 0, 1, ...; in place of the module's own
@@ -31,11 +40,11 @@
 #include "jit/jit.h"
 #include "tools.h"
 
-/* The JIT's default flags (jit.c), less -shared, which the call adds, and
- * the compiler's own (jit_compiler_flags). */
+/* The JIT's default flags (jit.c) less -march=native, which --march
+ * replaces, and less -shared, which the call adds; then the compiler's own
+ * (jit_compiler_flags). */
 static const char *const aot_cflags[] = {
-    "-O3",           "-march=native", "-std=c11", "-fPIC", "-ffp-contract=fast", "-fno-math-errno",
-    "-fopenmp-simd",
+    "-O3", "-std=c11", "-fPIC", "-ffp-contract=fast", "-fno-math-errno", "-fopenmp-simd",
 };
 
 #define MAX_VARIANTS 16
@@ -50,6 +59,8 @@ typedef struct BuildArgs {
     int nrules;
     rv_dispatch_rule rule[MAX_VARIANTS * 4]; /* --dispatch RULE */
     int dispatch_extern;                     /* --dispatch extern */
+    int threads;       /* --threads N: NAME_run's pool (1: serial, 0: every CPU) */
+    const char *march; /* --march CPU for --shared; NULL: the compiler's default */
 } BuildArgs;
 
 /* "SIZE=LO..HI[,SIZE=LO..HI]:V" into r; the size names point into s. */
@@ -82,6 +93,7 @@ static int parse_rule(char *s, rv_dispatch_rule *r) {
 static int parse(int argc, char **argv, BuildArgs *a) {
     memset(a, 0, sizeof *a);
     a->target = "c";
+    a->threads = 1;
     for (int i = 0; i < argc; i++) {
         if (strcmp(argv[i], "-o") == 0 || strcmp(argv[i], "--output") == 0) {
             if (i + 1 >= argc) {
@@ -108,12 +120,34 @@ static int parse(int argc, char **argv, BuildArgs *a) {
                         argv[i]);
                 return 0;
             }
+        } else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
+            char *end;
+            long v = strtol(argv[++i], &end, 10);
+            if (!isdigit((unsigned char)argv[i][0]) || *end || v > 4096) {
+                fprintf(stderr,
+                        "ravel build: --threads expects 0..4096 (1: serial, 0: every CPU), "
+                        "got '%s'\n",
+                        argv[i]);
+                return 0;
+            }
+            a->threads = (int)v;
+        } else if (strcmp(argv[i], "--march") == 0 && i + 1 < argc) {
+            a->march = argv[++i];
+            /* one word for the compiler's command line: x86-64-v3, native, ... */
+            if (!*a->march || strspn(a->march, "abcdefghijklmnopqrstuvwxyz"
+                                               "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.+") !=
+                                  strlen(a->march)) {
+                fprintf(stderr, "ravel build: --march '%s' is not a CPU name\n", a->march);
+                return 0;
+            }
         } else if (strcmp(argv[i], "--target") == 0 && i + 1 < argc) {
             a->target = argv[++i];
         } else if (strncmp(argv[i], "--target=", 9) == 0) {
             a->target = argv[i] + 9;
         } else if (argv[i][0] == '-') {
-            fprintf(stderr, "ravel build: unknown option '%s'\n", argv[i]);
+            static const char *const options[] = {"-o",        "--output",  "--shared", "--variant",
+                                                  "--dispatch", "--threads", "--march",  "--target"};
+            tool_unknown("build", "option", argv[i], options, RV_COUNT(options));
             return 0;
         } else if (a->file) {
             fprintf(stderr, "ravel build: more than one input file ('%s' and '%s')\n", a->file,
@@ -200,8 +234,8 @@ static int copy_rt_header(const char *dir) {
     return ok;
 }
 
-/* cc <flags> -shared -I dir -o dir/libNAME.so dir/NAME.c -lm */
-static int compile_shared(const char *dir, const char *name) {
+/* cc <flags> [-march=CPU] [-pthread] -shared -I dir -o dir/libNAME.so dir/NAME.c -lm */
+static int compile_shared(const BuildArgs *a, const char *dir, const char *name) {
     const char *cc = getenv("RAVEL_CC");
     if (!cc || !*cc)
         cc = "cc";
@@ -220,6 +254,10 @@ static int compile_shared(const char *dir, const char *name) {
     int nmore = jit_compiler_flags(cc, more, RV_COUNT(more));
     for (int i = 0; i < nmore; i++)
         vec_push(&argv, arena_strdup(ar, more[i]));
+    if (a->march)
+        vec_push(&argv, arena_printf(ar, "-march=%s", a->march));
+    if (a->threads != 1)
+        vec_push(&argv, arena_strdup(ar, "-pthread"));
     vec_push(&argv, arena_strdup(ar, "-shared"));
     vec_push(&argv, arena_printf(ar, "-I%s", dir));
     vec_push(&argv, arena_strdup(ar, "-o"));
@@ -283,7 +321,8 @@ int cmd_build(int argc, char **argv) {
                                    first);
     if (st == RV_OK) {
         cg_c_module(ks, n, &unit);
-        st = cg_c_aot(m, ks, n, nv, first, &pd, &unit, buf_str(&name), src_name, &aot);
+        st = cg_c_aot(m, ks, n, nv, first, &pd, &unit, buf_str(&name), src_name, a.threads,
+                      &aot);
     }
     for (int v = 0; v < a.nvariants; v++)
         base_free(text[v]);
@@ -303,7 +342,7 @@ int cmd_build(int argc, char **argv) {
         buf_free(&cfile);
         buf_free(&hfile);
         if (ok && a.shared)
-            ok = compile_shared(buf_str(&dir), buf_str(&name));
+            ok = compile_shared(&a, buf_str(&dir), buf_str(&name));
     }
     cg_aot_free(&aot);
     cg_unit_free(&unit);

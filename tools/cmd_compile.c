@@ -5,14 +5,16 @@
  * reference interpreter on the same inputs).
  */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "lower/lower.h"
 #include "tools.h"
 
-static rv_program *compile(rv_module *m, rv_target target) {
+static rv_program *compile(rv_module *m, rv_target target, int threads) {
     rv_program *p;
-    rv_compile_options o = {.target = target};
+    rv_compile_options o = {.target = target, .threads = threads < 0 ? 0 : threads};
     if (rv_program_compile(m, &o, &p) != RV_OK) {
         tool_print_error(NULL);
         return NULL;
@@ -279,32 +281,51 @@ static int compare(const char *name, const rv_array *got, const rv_array *want, 
     return bad < 0;
 }
 
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static int cmp_double(const void *x, const void *y) {
+    double a = *(const double *)x, b = *(const double *)y;
+    return (a > b) - (a < b);
+}
+
+/* --time / --repeat N: N more runs of the compiled program on the same
+ * bindings (the first run, already done, is the warm-up: it touched the
+ * pages and woke the pool), each timed alone around rv_program_run; prints
+ * the median and the minimum (the median is the figure to quote, the
+ * minimum the noise floor), with the compile time apart. */
+static int time_runs(rv_program *p, rv_bindings *b, int repeat, int threads, double compile_ms) {
+    double *t = base_xcalloc((size_t)repeat, sizeof *t);
+    int ok = 1;
+    for (int i = 0; i < repeat && ok; i++) {
+        double t0 = now_ms();
+        if (rv_program_run(p, b) != RV_OK) {
+            tool_print_error(NULL);
+            ok = 0;
+        }
+        t[i] = now_ms() - t0;
+    }
+    if (ok) {
+        qsort(t, (size_t)repeat, sizeof *t, cmp_double);
+        double median = repeat % 2 ? t[repeat / 2] : (t[repeat / 2 - 1] + t[repeat / 2]) / 2;
+        char th[32];
+        snprintf(th, sizeof th, threads > 0 ? "%d" : "default", threads);
+        printf("time: compile %.3f ms; run median %.4f ms, min %.4f ms, max %.4f ms "
+               "(%d runs after 1 warm-up, threads %s)\n",
+               compile_ms, median, t[0], t[repeat - 1], repeat, th);
+    }
+    base_free(t);
+    return ok;
+}
+
 int cmd_run(int argc, char **argv) {
     ToolArgs a;
-    int check = 0;
-    rv_target target = RV_TARGET_CPU;
-    /* --check and --target are ours; the rest are the shared options */
-    char *rest[256];
-    int nrest = 0;
-    for (int i = 0; i < argc && nrest < 256; i++) {
-        if (strcmp(argv[i], "--check") == 0) {
-            check = 1;
-        } else if (strcmp(argv[i], "--target") == 0) {
-            const char *t = i + 1 < argc ? argv[++i] : "";
-            if (strcmp(t, "cpu") == 0) {
-                target = RV_TARGET_CPU;
-            } else if (strcmp(t, "cuda") == 0) {
-                target = RV_TARGET_CUDA;
-            } else {
-                fprintf(stderr, "ravel run: unknown target '%s' (cpu or cuda)\n", t);
-                return 2;
-            }
-        } else {
-            rest[nrest++] = argv[i];
-        }
-    }
-    if (!tool_parse_args("run", nrest, rest, &a))
+    if (!tool_parse_args("run", argc, argv, &a))
         return 2;
+    int check = a.check;
     rv_module *m;
     if (rv_module_load(a.file, &m) != RV_OK) {
         tool_print_error(NULL);
@@ -313,8 +334,10 @@ int cmd_run(int argc, char **argv) {
     rv_bindings *ref = rv_bindings_new(m), *b = rv_bindings_new(m);
     rv_program *p = NULL;
     int ok = tool_bind(&a, m, ref) && copy_inputs(m, ref, b);
-    if (ok && !(p = compile(m, target)))
+    double t0 = now_ms(), compile_ms = 0;
+    if (ok && !(p = compile(m, a.target, a.threads)))
         ok = 0;
+    compile_ms = now_ms() - t0;
     if (ok && rv_program_run(p, b) != RV_OK) {
         tool_print_error(NULL);
         ok = 0;
@@ -344,6 +367,10 @@ int cmd_run(int argc, char **argv) {
             printf("%s: %lld elements\n", n,
                    (long long)rv_array_numel(rv_bindings_get_array(b, n)));
     }
+    if (ok && a.output)
+        ok = tool_write_results(&a, m, b);
+    if (ok && a.time)
+        ok = time_runs(p, b, a.repeat ? a.repeat : 10, a.threads, compile_ms);
     rv_program_free(p);
     rv_bindings_free(b);
     rv_bindings_free(ref);

@@ -3,9 +3,7 @@
  * it: check (parse + check), print (the IR as source) and eval (the
  * reference interpreter).
  */
-#include <errno.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "tools.h"
 
@@ -51,27 +49,6 @@ int cmd_print(int argc, char **argv) {
     return 0;
 }
 
-static void print_shape(FILE *f, const rv_array *a) {
-    fprintf(f, "%s[", rv_dtype_name(rv_array_dtype(a)));
-    for (int i = 0; i < rv_array_ndim(a); i++)
-        fprintf(f, "%s%lld", i ? ", " : "", (long long)rv_array_shape(a)[i]);
-    fprintf(f, "]");
-}
-
-/* Writes `name`'s array to DIR/name.npy and reports it. */
-static int save(const char *dir, const char *name, const rv_array *a) {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s.npy", dir, name);
-    if (rv_npy_save(path, a) != RV_OK) {
-        tool_print_error(NULL);
-        return 0;
-    }
-    printf("%s: ", name);
-    print_shape(stdout, a);
-    printf(" -> %s\n", path);
-    return 1;
-}
-
 int cmd_eval(int argc, char **argv) {
     ToolArgs a;
     if (!tool_parse_args("eval", argc, argv, &a))
@@ -85,38 +62,13 @@ int cmd_eval(int argc, char **argv) {
         tool_print_error(NULL);
         ok = 0;
     }
-    if (ok && a.output && mkdir(a.output, 0777) != 0 && errno != EEXIST) {
-        fprintf(stderr, "error: cannot create %s: %s\n", a.output, strerror(errno));
-        ok = 0;
-    }
     /* the sizes the run used, given or drawn, so a run can be repeated */
     for (int i = 0; ok && i < rv_module_num_sizes(m); i++) {
         const char *name = rv_size_name(rv_module_size_at(m, i));
         printf("%s = %lld\n", name, (long long)rv_bindings_get_size(b, name));
     }
-    for (int i = 0; ok && a.save_inputs && a.output && i < rv_module_num_ufuns(m); i++) {
-        const char *name = rv_ufun_name(rv_module_ufun_at(m, i));
-        const rv_array *arr = rv_bindings_get_array(b, name);
-        if (arr)
-            ok = save(a.output, name, arr);
-    }
-    for (int i = 0; ok && i < rv_module_num_tensors(m); i++) {
-        rv_tensor *t = rv_module_tensor_at(m, i);
-        const char *name = rv_tensor_name(t);
-        int is_out = rv_tensor_is_output(m, t);
-        if (!is_out && !(a.save_inputs && rv_tensor_is_input(t)))
-            continue;
-        const rv_array *arr = rv_bindings_get_array(b, name);
-        if (!arr)
-            continue;
-        if (a.output) {
-            ok = save(a.output, name, arr);
-        } else {
-            printf("%s: ", name);
-            print_shape(stdout, arr);
-            printf("\n");
-        }
-    }
+    if (ok)
+        ok = tool_write_results(&a, m, b);
     rv_bindings_free(b);
     rv_module_free(m);
     return ok ? 0 : 1;

@@ -22,16 +22,32 @@ static const ToolCommand commands[] = {
     {"emit", "print the C code generated for a .rv file", "ravel emit FILE.rv", cmd_emit},
     {"run", "compile and run; --check compares every output with the interpreter",
      "ravel run FILE.rv [--size NAME=V]... [--input NAME=FILE.npy]... [--random SEED] [--check]\n"
-     "          [--weights FILE.safetensors|FILE.npz]...",
+     "          [--weights FILE.safetensors|FILE.npz]... [--output DIR] [--save-inputs]\n"
+     "          [--time] [--repeat N] [--threads N] [--target cpu|cuda]\n\n"
+     "Sizes that the shapes of --input (and --weights) arrays determine need no\n"
+     "--size: X : f32[16*T, 768] given a 48 x 768 array sets T = 3.\n"
+     "--output DIR writes each output to DIR/NAME.npy (with --save-inputs also\n"
+     "the inputs and UF arrays), as eval does. --time runs the compiled program\n"
+     "10 more times after the first (--repeat N: N times) and prints one line:\n"
+     "the compile time, then the median, min and max of the runs in ms.\n"
+     "--threads N: the threads of parallel loops (0 or absent: $RAVEL_NUM_THREADS,\n"
+     "else every CPU; 1: serial).",
      cmd_run},
     {"build", "compile ahead of time to a standalone C library (NAME.c, NAME.h)",
-     "ravel build FILE.rv -o NAME [--shared] [--target c] [--variant FILE]...\n"
+     "ravel build FILE.rv -o NAME [--shared] [--march CPU] [--threads N] [--target c]\n"
+     "            [--variant FILE]...\n"
      "            [--dispatch SIZE=LO..HI[,SIZE=LO..HI]:V | --dispatch extern]...\n\n"
      "Writes NAME.c and NAME.h, and copies ravel_rt.h next to them: the kernels\n"
      "of `ravel emit` plus NAME_run(&args, ctx), which runs them on plain C arrays\n"
-     "(the API is documented at the top of NAME.h). They need only libc and libm.\n"
+     "(the API is documented at the top of NAME.h; NAME_fields and\n"
+     "NAME_field_infos describe the arguments, NAME_last_error() why a run failed).\n"
+     "They need only libc and libm. --threads N embeds ravel's thread pool, so\n"
+     "NAME_run(&args, NULL) runs parallel loops on N threads (0: every CPU;\n"
+     "NAME_set_num_threads changes it; needs -pthread); the default, 1, is serial.\n"
      "--shared also compiles libNAME.so with $RAVEL_CC (default cc) and the JIT's\n"
-     "flags (-O3 -march=native ...). NAME may have a directory part, which must exist.\n"
+     "flags (-O3 ...) for the compiler's default, portable target CPU, or for\n"
+     "--march CPU (native, x86-64-v3, ...: -march=CPU; native only runs on CPUs\n"
+     "like this one). NAME may have a directory part, which must exist.\n"
      "Each --variant FILE (schedule blocks) is one variant of the kernels, in place\n"
      "of the file's own schedule; NAME_run picks one per call by the --dispatch\n"
      "rules (the first whose sizes lie in their ranges; else variant 0), or by\n"
@@ -65,7 +81,7 @@ static void schedules_help(FILE *f) {
 }
 
 static const ToolCommand *find(const char *name) {
-    for (int i = 0; i < (int)(sizeof commands / sizeof commands[0]); i++)
+    for (int i = 0; i < RV_COUNT(commands); i++)
         if (strcmp(commands[i].name, name) == 0)
             return &commands[i];
     return NULL;
@@ -75,6 +91,19 @@ void tool_command_help(FILE *f, const char *name) {
     const ToolCommand *c = find(name);
     if (c)
         fprintf(f, "usage: %s\n\n%s\n", c->usage, c->summary);
+}
+
+/* "ravel: unknown command 'X'", with a did-you-mean, then the usage. */
+static void unknown_command(const char *name) {
+    const char *names[RV_COUNT(commands)];
+    for (int i = 0; i < RV_COUNT(commands); i++)
+        names[i] = commands[i].name;
+    const char *near = base_near_name(name, names, RV_COUNT(commands));
+    if (near)
+        fprintf(stderr, "ravel: unknown command '%s'; did you mean '%s'?\n\n", name, near);
+    else
+        fprintf(stderr, "ravel: unknown command '%s'\n\n", name);
+    usage(stderr);
 }
 
 int main(int argc, char **argv) {
@@ -95,13 +124,16 @@ int main(int argc, char **argv) {
             tool_command_help(stdout, argv[2]);
             return 0;
         }
+        if (argc > 2) {
+            unknown_command(argv[2]);
+            return 2;
+        }
         usage(stdout);
-        return argc > 2 ? 2 : 0;
+        return 0;
     }
     const ToolCommand *c = find(argv[1]);
     if (!c) {
-        fprintf(stderr, "ravel: unknown command '%s'\n\n", argv[1]);
-        usage(stderr);
+        unknown_command(argv[1]);
         return 2;
     }
     /* bench passes its arguments to a driver, which has its own --help */

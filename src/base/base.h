@@ -211,6 +211,19 @@ typedef struct SrcFile {
 rv_status base_diag(rv_status st, const SrcFile *src, SrcLoc loc, const char *fmt, ...)
     RV_PRINTF(4, 5);
 
+/* ---- near.c: "did you mean" for unknown names ---- */
+
+/* Edit distance with adjacent transpositions (optimal string alignment);
+ * names over 63 characters are 64 from everything. */
+int base_edit_distance(const char *a, const char *b);
+/* The candidate nearest to `name` (one differing in case only, else at
+ * most two edits changing at most half of the longer name; the first of
+ * equals), or NULL. NULL candidates and
+ * `name` itself are skipped. */
+const char *base_near_name(const char *name, const char *const *cands, int n);
+/* Appends "; did you mean 'NEAR'?" to b when base_near_name finds one. */
+void base_near_hint(Buf *b, const char *name, const char *const *cands, int n);
+
 /* ---- file.c ---- */
 
 /* Reads a whole file; NUL-terminates. Returns RV_ERR_IO with a message. */

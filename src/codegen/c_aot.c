@@ -99,6 +99,7 @@ typedef struct Aot {
     PtrMap field_of; /* Size*, Ufun*, Tensor* -> 1 + field index */
     PtrMap starts;   /* Ufun* whose row starts the current host function holds */
     PtrMap starts_used; /* Field* of the UFs whose NAME_starts_F is called */
+    int threads;        /* 1: serial default context; else the embedded pool's size */
     rv_status st;
 } Aot;
 
@@ -450,6 +451,46 @@ static void emit_numel(Aot *a, Buf *b, const char *what, int nd, Axis *const *ax
     buf_puts(b, "    return rv_c;\n}\n\n");
 }
 
+/* Whether a layout over ax[0..nd) is ragged (some extent uses an outer
+ * axis): its canonical array is then 1-D, packed. */
+static bool layout_ragged(int nd, Axis *const *ax) {
+    for (int k = 0; k < nd; k++)
+        if (level_variable(ax, k))
+            return true;
+    return false;
+}
+
+/* int NAME_shape_X(const NAME_args *rv_args, int64_t *rv_dims): the
+ * canonical array's shape, each extent evaluated from args (a ragged
+ * layout: its element count, 1-D); returns the rank, -1 when a count
+ * cannot be computed. */
+static void emit_shape(Aot *a, Buf *b, const char *what, int nd, Axis *const *ax) {
+    buf_printf(b, "static int %s_shape_%s(const %s_args *rv_args, int64_t *rv_dims) {\n", a->name,
+               what, a->name);
+    if (layout_ragged(nd, ax)) {
+        buf_printf(b,
+                   "    rv_dims[0] = %s_numel_%s(rv_args);\n"
+                   "    return rv_dims[0] < 0 ? -1 : 1;\n}\n\n",
+                   a->name, what);
+        return;
+    }
+    begin_host_fn(a, b);
+    FieldVec ufs = {0};
+    bool starts = declare_starts(a, b, nd, ax, &ufs) > 0;
+    buf_printf(b, "    int rv_r = %d;\n", nd);
+    if (starts)
+        buf_puts(b, "    if (rv_bad) {\n        rv_r = -1;\n        goto rv_out;\n    }\n");
+    for (int k = 0; k < nd; k++) {
+        buf_printf(b, "    rv_dims[%d] = %s_nonneg(", k, a->name);
+        put_expr(a, b, ax[k]->extent);
+        buf_puts(b, ");\n");
+    }
+    if (starts)
+        buf_puts(b, "rv_out:\n");
+    free_starts(a, b, &ufs);
+    buf_puts(b, "    return rv_r;\n}\n\n");
+}
+
 /* Copies between X's canonical array and its padded storage: loops over
  * the canonical tuples in order (rv_c counts them), each element at the
  * storage offset the lowering indexes it with (ir_storage_offset), which
@@ -527,6 +568,33 @@ static void kernel_param_list(Buf *b, const Kernel *k) {
     buf_puts(b, "}");
 }
 
+/* The field's declaration, for comments and NAME_field_infos:
+ * "size T in 1..64", "ufun len: i64[b < B] in 0..T", "X: f32[16 * T, 768]". */
+static void put_decl(Buf *c, const Field *f) {
+    switch (f->kind) {
+    case FK_SIZE:
+        buf_printf(c, "size %s in %lld..%lld", f->name, (long long)f->size->lo,
+                   (long long)f->size->hi);
+        return;
+    case FK_UFUN:
+        buf_printf(c, "ufun %s: ", f->name);
+        put_type(c, f->dtype, f->uf->nargs, f->uf->args, NULL);
+        buf_puts(c, " in ");
+        put_ir(c, f->uf->lo);
+        buf_puts(c, "..");
+        put_ir(c, f->uf->hi);
+        return;
+    case FK_INPUT:
+    case FK_OUTPUT:
+        buf_printf(c, "%s: ", f->name);
+        put_type(c, f->dtype, f->t->ndim, f->t->axes, f->t->pad);
+        return;
+    case FK_COUNT:
+        break;
+    }
+    RV_UNREACHABLE();
+}
+
 static void emit_header(Aot *a, Buf *h, const char *src_name) {
     const char *N = a->name;
     char guard[256];
@@ -540,11 +608,13 @@ static void emit_header(Aot *a, Buf *h, const char *src_name) {
                " * A compiled model as plain C: %s.c needs only this header, ravel_rt.h\n"
                " * (copied next to it), libc and libm. Compile it with a C11 compiler, e.g.\n"
                " *\n"
-               " *     cc -std=c11 -O3 -march=native -fopenmp-simd -ffp-contract=fast -c %s.c\n"
+               " *     cc -std=c11 -O3 -fopenmp-simd -ffp-contract=fast%s -c %s.c\n"
                " *\n"
                " * (the JIT's flags; ravel_rt.h is found next to %s.h, elsewhere add -I;\n"
                " * with GCC also -fno-tree-sra -fno-tree-loop-vectorize, as the JIT: GCC 12\n"
-               " * miscompiles some of this code with its loop vectorizer).\n"
+               " * miscompiles some of this code with its loop vectorizer). Add\n"
+               " * -march=CPU for the CPUs it will run on (-march=native: this one only;\n"
+               " * `ravel build --shared --march CPU` does).\n"
                " *\n"
                " * USE. Fill a %s_args with the sizes, the UF arrays and the input and\n"
                " * output arrays, and call %s_run:\n"
@@ -553,7 +623,7 @@ static void emit_header(Aot *a, Buf *h, const char *src_name) {
                " *     a.<size> = ...;                    (every size)\n"
                " *     a.<input> = <array of %s_numel_<input>(&a) elements>;\n"
                " *     a.<output> = <array of %s_numel_<output>(&a) elements>;\n"
-               " *     int32_t rc = %s_run(&a, NULL);     (NULL: serial, malloc-based)\n"
+               " *     int32_t rc = %s_run(&a, NULL);     (NULL: the default context)\n"
                " *\n"
                " * ARRAYS are flat and in canonical order, exactly the arrays `ravel eval`\n"
                " * reads and writes: row-major; a ragged tensor is 1-D with its rows packed\n"
@@ -572,10 +642,11 @@ static void emit_header(Aot *a, Buf *h, const char *src_name) {
                " * RV_RT_ERR_OOM when memory ran out (outputs are then undefined).\n"
                " *\n"
                " * CONTEXT. ctx supplies a parallel-for and scratch memory (ravel_rt.h).\n"
-               " * NULL runs serially with %s_default_ctx(); pass your own (a thread pool's\n"
-               " * parallel_for, your allocator) to run parallel loops on several threads.\n"
+               " * NULL: %s_default_ctx(), %s (%s_set_num_threads);\n"
+               " * or pass your own (your pool's parallel_for, your allocator).\n"
                " * %s_run keeps no state between calls: calls with different args may run\n"
-               " * at once when the ctx allows it.\n"
+               " * at once when the ctx allows it (a NULL ctx does; they share the pool).\n"
+               " * A failed call leaves its reason, naming the field, in %s_last_error().\n"
                " *\n"
                " * LOWER LEVEL. The kernels and preludes are exported too (%s_kernel_X,\n"
                " * %s_kernel_X_prelude) with ravel_rt.h's calling convention; %s.c lists each\n"
@@ -584,7 +655,14 @@ static void emit_header(Aot *a, Buf *h, const char *src_name) {
                "#ifndef %s\n#define %s\n\n"
                "#include <stddef.h>\n#include <stdint.h>\n\n#include \"ravel_rt.h\"\n\n"
                "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n",
-               N, src_name, N, N, N, N, N, N, N, N, N, N, N, N, N, N, N, N, N, guard, guard);
+               N, src_name, N, a->threads != 1 ? " -pthread" : "", N, N, N, N, N, N, N, N, N, N,
+               N,
+               a->threads == 1
+                   ? "serial (this build has no --threads)"
+                   : arena_printf(a->e.arena,
+                                  "parallel loops on the thread pool of\n * `ravel build --threads %d`%s",
+                                  a->threads, a->threads == 0 ? " (every CPU)" : ""),
+               N, N, N, N, N, N, N, guard, guard);
     /* the args struct */
     buf_printf(h, "/* The arguments of %s_run. */\ntypedef struct %s_args {\n", N, N);
     static const char *const group[FK_COUNT] = {"sizes", "UF arrays", "inputs (read only)",
@@ -602,31 +680,12 @@ static void emit_header(Aot *a, Buf *h, const char *src_name) {
                 first = false;
             }
             Buf c = {0};
-            switch (f->kind) {
-            case FK_SIZE:
+            if (f->kind == FK_SIZE)
                 buf_printf(h, "    int64_t %s;", f->cname);
-                buf_printf(&c, "size %s in %lld..%lld", f->name, (long long)f->size->lo,
-                           (long long)f->size->hi);
-                break;
-            case FK_UFUN:
-                buf_printf(h, "    const %s *%s;", cg_ctype(f->dtype), f->cname);
-                buf_printf(&c, "ufun %s: ", f->name);
-                put_type(&c, f->dtype, f->uf->nargs, f->uf->args, NULL);
-                buf_puts(&c, " in ");
-                put_ir(&c, f->uf->lo);
-                buf_puts(&c, "..");
-                put_ir(&c, f->uf->hi);
-                break;
-            case FK_INPUT:
-            case FK_OUTPUT:
-                buf_printf(h, "    %s%s *%s;", f->kind == FK_INPUT ? "const " : "",
+            else
+                buf_printf(h, "    %s%s *%s;", f->kind == FK_OUTPUT ? "" : "const ",
                            cg_ctype(f->dtype), f->cname);
-                buf_printf(&c, "%s: ", f->name);
-                put_type(&c, f->dtype, f->t->ndim, f->t->axes, f->t->pad);
-                break;
-            case FK_COUNT:
-                RV_UNREACHABLE();
-            }
+            put_decl(&c, f);
             buf_printf(h, " /* %s */\n", buf_str(&c));
             buf_free(&c);
         }
@@ -676,6 +735,35 @@ static void emit_header(Aot *a, Buf *h, const char *src_name) {
                "extern const %s_field %s_fields[];\n"
                "extern const int %s_num_fields;\n\n",
                N, N, N, N, N, N, N, N, N, N, N, N, N);
+    buf_printf(h,
+               "/* More about each field, in %s_fields' order (a table of its own, so\n"
+               " * readers of %s_field keep its layout). */\n"
+               "typedef struct %s_field_info {\n"
+               "    int ndim; /* rank of the array: the declared one, 1 when ragged\n"
+               "               * (packed in canonical order); 0 for sizes */\n"
+               "    /* fills dims[0..ndim) from the sizes (and UF arrays) in args and\n"
+               "     * returns ndim, -1 when UF values are out of range; NULL for sizes */\n"
+               "    int (*shape)(const %s_args *args, int64_t *dims);\n"
+               "    const char *decl; /* as declared: \"size T in 1..64\", \"X: f32[16 * T, 768]\" */\n"
+               "    int64_t lo, hi;   /* sizes: the declared range; else 0 */\n"
+               "} %s_field_info;\n"
+               "extern const %s_field_info %s_field_infos[];\n"
+               "/* sizeof(%s_args), for callers that build it from the tables. */\n"
+               "extern const size_t %s_args_size;\n\n"
+               "/* Why this thread's last %s_run failed, naming the field or the\n"
+               " * check (\"size T = 9 is outside its declared range 1..8\", \"input X\n"
+               " * is NULL but has 192 elements\"); \"\" after a success. */\n"
+               "const char *%s_last_error(void);\n\n"
+               "/* The threads %s_run(args, NULL) runs parallel loops on: n > 0, or 0\n"
+               " * for $RAVEL_NUM_THREADS, else the CPUs this process may use. Waits\n"
+               " * for the runs in flight; returns the count now used. %s\n"
+               " * %s_num_threads() returns that count. */\n"
+               "int32_t %s_set_num_threads(int32_t n);\n"
+               "int32_t %s_num_threads(void);\n\n",
+               N, N, N, N, N, N, N, N, N, N, N, N,
+               a->threads == 1 ? "This build\n * (no --threads) is serial: always 1."
+                               : "Built with\n * --threads: a pool embedded in the .c file.",
+               N, N, N);
     buf_puts(h, "/* The kernels (ravel_rt.h calling convention), in the order they run. */\n");
     for (int k = 0; k < a->n; k++) {
         buf_printf(
@@ -746,6 +834,25 @@ static void emit_ctx(Aot *a, Buf *b) {
                "    return p && (uintptr_t)p %% RV_RT_ALIGN == 0;\n}\n\n"
                "static inline int64_t %s_nonneg(int64_t v) {\n    return v < 0 ? 0 : v;\n}\n\n",
                N, N, N, N, N, N, N, N, N, N);
+    buf_printf(b,
+               "/* The message of this thread's last failed %s_run (%s_last_error). */\n"
+               "static _Thread_local char %s_error[256];\n\n"
+               "static int32_t %s_fail(int32_t rc, const char *fmt, ...) {\n"
+               "    va_list ap;\n"
+               "    va_start(ap, fmt);\n"
+               "    vsnprintf(%s_error, sizeof %s_error, fmt, ap);\n"
+               "    va_end(ap);\n"
+               "    return rc;\n}\n\n"
+               "const char *%s_last_error(void) {\n    return %s_error;\n}\n\n",
+               N, N, N, N, N, N, N, N);
+    if (a->threads == 1)
+        buf_printf(b,
+                   "/* Built without --threads: a NULL ctx runs serially. */\n"
+                   "int32_t %s_set_num_threads(int32_t n) {\n    (void)n;\n    return 1;\n}\n\n"
+                   "int32_t %s_num_threads(void) {\n    return 1;\n}\n\n",
+                   N, N);
+    else
+        cg_aot_emit_pool(b, N, a->threads);
 }
 
 /* NAME_check_message: the text of each run-time check of the kernels
@@ -753,8 +860,15 @@ static void emit_ctx(Aot *a, Buf *b) {
  * them in ctx->error. */
 static void emit_check_messages(Aot *a, Buf *b) {
     buf_printf(b, "const char *%s_check_message(int32_t error) {\n", a->name);
-    buf_puts(b, "    static const char *const rv_sites[] = {\n        \"\",\n");
     int n = 0;
+    for (int k = 0; k < a->n; k++)
+        n += a->ks[k]->nsites;
+    if (n == 0) { /* `error > 0 && error <= 0` would be a warning of its own */
+        buf_puts(b, "    (void)error;\n    return NULL;\n}\n\n");
+        return;
+    }
+    buf_puts(b, "    static const char *const rv_sites[] = {\n        \"\",\n");
+    n = 0;
     for (int k = 0; k < a->n; k++)
         for (int i = 0; i < a->ks[k]->nsites; i++, n++) {
             buf_printf(b, "        \"kernel %s: ", a->ks[k]->name);
@@ -859,8 +973,10 @@ static void emit_place_tensor(Aot *a, Buf *b, const AotSlot *s) {
     const char *arr = arena_printf(a->e.arena, "rv_args->%s", f->cname);
     buf_printf(b,
                "    if (!%s && %s_numel_%s(rv_args) > 0) {\n"
-               "        rv_rc = RV_RT_ERR_BOUNDS;\n        goto rv_done;\n    }\n",
-               arr, N, f->name);
+               "        rv_rc = %s_fail(RV_RT_ERR_BOUNDS, \"%s %s is NULL but has %%lld elements\",\n"
+               "                        (long long)%s_numel_%s(rv_args));\n"
+               "        goto rv_done;\n    }\n",
+               arr, N, f->name, N, f->kind == FK_INPUT ? "input" : "output", f->name, N, f->name);
     if (ir_storage_padded(s->buf->storage)) {
         buf_printf(b,
                    "    if (!(rv_own[%d] = rv_slot[%d] = %s_zalloc(rv_ctx, rv_n, sizeof(%s)))) {\n"
@@ -896,8 +1012,12 @@ static void emit_check_args(Aot *a, Buf *b) {
         if (f->kind != FK_SIZE)
             continue;
         const char *v = cg_name(&a->e, f->size, f->size->name);
-        buf_printf(b, "    if (%s < %lldLL || %s > %lldLL)\n        return RV_RT_ERR_BOUNDS;\n", v,
-                   (long long)f->size->lo, v, (long long)f->size->hi);
+        buf_printf(b,
+                   "    if (%s < %lldLL || %s > %lldLL)\n"
+                   "        return %s_fail(RV_RT_ERR_BOUNDS, \"size %s = %%lld is outside its "
+                   "declared range %lld..%lld\", (long long)%s);\n",
+                   v, (long long)f->size->lo, v, (long long)f->size->hi, N, f->name,
+                   (long long)f->size->lo, (long long)f->size->hi, v);
     }
     for (int i = 0; i < a->fields.len; i++) {
         Field *f = &a->fields.data[i];
@@ -905,7 +1025,14 @@ static void emit_check_args(Aot *a, Buf *b) {
             continue;
         const char *v = cg_name(&a->e, f->ufbuf, f->uf->name);
         buf_printf(b, "    {\n        const int64_t rv_m = %s_numel_%s(rv_args);\n", N, f->name);
-        buf_printf(b, "        if (!%s && rv_m > 0)\n            return RV_RT_ERR_BOUNDS;\n", v);
+        buf_printf(b,
+                   "        if (rv_m < 0)\n"
+                   "            return %s_fail(RV_RT_ERR_BOUNDS, \"ufun %s: its element count "
+                   "cannot be computed (the values of a UF it depends on are out of range)\");\n"
+                   "        if (!%s && rv_m > 0)\n"
+                   "            return %s_fail(RV_RT_ERR_BOUNDS, \"ufun %s is NULL but has %%lld "
+                   "elements\", (long long)rv_m);\n",
+                   N, f->name, v, N, f->name);
         /* the range over the whole domain, which is what the kernels
          * assume; a range that uses the UF's arguments is checked per
          * element by the interpreter and the JIT runtime only */
@@ -916,8 +1043,10 @@ static void emit_check_args(Aot *a, Buf *b) {
         buf_printf(b,
                    ";\n        for (int64_t rv_i = 0; rv_i < rv_m; rv_i++)\n"
                    "            if (%s[rv_i] < rv_lo || %s[rv_i] > rv_hi)\n"
-                   "                return RV_RT_ERR_BOUNDS;\n    }\n",
-                   v, v);
+                   "                return %s_fail(RV_RT_ERR_BOUNDS, \"ufun %s: element %%lld is "
+                   "%%lld, outside its range %%lld..%%lld\", (long long)rv_i, (long long)%s[rv_i], "
+                   "(long long)rv_lo, (long long)rv_hi);\n    }\n",
+                   v, v, N, f->name, v);
     }
 }
 
@@ -968,8 +1097,10 @@ static void emit_check_uf_size(Aot *a, Buf *b, int i) {
     emit_slot_size(a, b, s);
     buf_printf(b,
                "    if (rv_n != rv_nel[%d]) {\n"
-               "        rv_rc = RV_RT_ERR_BOUNDS;\n        goto rv_done;\n    }\n",
-               i);
+               "        rv_rc = %s_fail(RV_RT_ERR_BOUNDS, \"ufun %s: its values give the kernels "
+               "%%lld elements, its array %%lld\", (long long)rv_n, (long long)rv_nel[%d]);\n"
+               "        goto rv_done;\n    }\n",
+               i, a->name, s->buf->uf->name, i);
 }
 
 /* RESULT: an output computed elsewhere than in the user's array is
@@ -1096,32 +1227,56 @@ static void emit_dispatch(Aot *a, Buf *b) {
 }
 
 /* NAME_run: the plan's first step (the argument checks), the dispatch
- * among variants, and the chosen variant's remaining steps. */
+ * among variants, the context (NULL: the default one, on the embedded pool
+ * when there is one) and the chosen variant's remaining steps; a failure
+ * leaves its message for NAME_last_error. */
 static void emit_run(Aot *a, Buf *b) {
     const char *N = a->name;
+    bool pool = a->threads != 1;
     buf_printf(b, "int32_t %s_run(const %s_args *rv_args, struct rv_rt_ctx *rv_ctx) {\n", N, N);
     begin_host_fn(a, b);
+    buf_printf(b, "    %s_error[0] = '\\0';\n", N);
+    emit_step(a, b, &a->plan.steps.data[0]);
+    if (a->nvariants > 1)
+        emit_dispatch(a, b);
     buf_printf(b,
                "    int rv_failed = 0;\n"
                "    struct rv_rt_ctx rv_serial;\n"
+               "    int rv_pooled = 0;\n"
                "    if (!rv_ctx) {\n"
                "        rv_serial = %s_default_ctx();\n"
                "        rv_serial.host = &rv_failed;\n"
-               "        rv_ctx = &rv_serial;\n"
-               "    }\n",
+               "        rv_ctx = &rv_serial;\n",
                N);
-    emit_step(a, b, &a->plan.steps.data[0]);
+    if (pool)
+        buf_printf(b, "        %s_pool_take(rv_ctx);\n        rv_pooled = 1;\n", N);
+    buf_puts(b, "    }\n    int32_t rv_rc;\n");
     if (a->nvariants == 1) {
-        buf_printf(b, "    return %s_run_v0(rv_args, rv_ctx, &rv_failed);\n}\n\n", N);
-        return;
+        buf_printf(b, "    rv_rc = %s_run_v0(rv_args, rv_ctx, &rv_failed);\n", N);
+    } else {
+        buf_puts(b, "    switch (rv_v) {\n");
+        for (int v = 0; v < a->nvariants; v++)
+            buf_printf(b,
+                       "    case %d:\n        rv_rc = %s_run_v%d(rv_args, rv_ctx, &rv_failed);\n"
+                       "        break;\n",
+                       v, N, v);
+        buf_printf(b,
+                   "    default:\n"
+                   "        rv_rc = %s_fail(RV_RT_ERR_BOUNDS, \"the dispatch chose variant %%d, "
+                   "not one of 0..%d\", rv_v);\n    }\n",
+                   N, a->nvariants - 1);
     }
-    emit_dispatch(a, b);
-    buf_puts(b, "    switch (rv_v) {\n");
-    for (int v = 0; v < a->nvariants; v++)
-        buf_printf(b, "    case %d:\n        return %s_run_v%d(rv_args, rv_ctx, &rv_failed);\n", v,
-                   N, v);
-    buf_puts(b, "    default:\n        return RV_RT_ERR_BOUNDS; /* a dispatch outside the "
-                "variants */\n    }\n}\n\n");
+    if (pool)
+        buf_printf(b, "    if (rv_pooled)\n        %s_pool_give();\n", N);
+    else
+        buf_puts(b, "    (void)rv_pooled;\n");
+    buf_printf(b,
+               "    if (rv_rc == RV_RT_ERR_OOM && !%s_error[0])\n"
+               "        %s_fail(rv_rc, \"out of memory\");\n"
+               "    else if (rv_rc == RV_RT_ERR_BOUNDS && rv_ctx->error)\n"
+               "        %s_fail(rv_rc, \"%%s\", %s_check_message(rv_ctx->error));\n"
+               "    return rv_rc;\n}\n\n",
+               N, N, N, N);
 }
 
 static void emit_fields_table(Aot *a, Buf *b) {
@@ -1139,11 +1294,29 @@ static void emit_fields_table(Aot *a, Buf *b) {
     if (a->fields.len == 0)
         buf_puts(b, "    {NULL, 0, NULL, 0, NULL},\n");
     buf_printf(b, "};\nconst int %s_num_fields = %d;\n", N, a->fields.len);
+    buf_printf(b, "const %s_field_info %s_field_infos[] = {\n", N, N);
+    for (int i = 0; i < a->fields.len; i++) {
+        Field *f = &a->fields.data[i];
+        Buf d = {0};
+        put_decl(&d, f);
+        int nd = f->kind == FK_UFUN ? f->uf->nargs : f->kind == FK_SIZE ? 0 : f->t->ndim;
+        Axis *const *ax = f->kind == FK_UFUN ? f->uf->args : f->kind == FK_SIZE ? NULL : f->t->axes;
+        if (f->kind == FK_SIZE)
+            buf_printf(b, "    {0, NULL, \"%s\", %lldLL, %lldLL},\n", buf_str(&d),
+                       (long long)f->size->lo, (long long)f->size->hi);
+        else
+            buf_printf(b, "    {%d, %s_shape_%s, \"%s\", 0, 0},\n", layout_ragged(nd, ax) ? 1 : nd, N,
+                       f->name, buf_str(&d));
+        buf_free(&d);
+    }
+    if (a->fields.len == 0)
+        buf_puts(b, "    {0, NULL, NULL, 0, 0},\n");
+    buf_printf(b, "};\nconst size_t %s_args_size = sizeof(%s_args);\n\n", N, N);
 }
 
 rv_status cg_c_aot(Module *m, Kernel *const *ks, int n, int nvariants, const int *variant_first,
                    const PlanDispatch *dispatch, const CgUnit *u, const char *name,
-                   const char *src_name, CgAot *out) {
+                   const char *src_name, int threads, CgAot *out) {
     memset(out, 0, sizeof *out);
     static const int one_first[1] = {0};
     static const PlanDispatch one = {.nvariants = 1};
@@ -1154,20 +1327,23 @@ rv_status cg_c_aot(Module *m, Kernel *const *ks, int n, int nvariants, const int
              .variant_first = nvariants > 0 ? variant_first : one_first,
              .dispatch = nvariants > 1 ? dispatch : &one,
              .u = u,
-             .name = name};
+             .name = name,
+             .threads = threads};
     cg_emit_init(&a.e, CG_TARGET_C);
     gather(&a);
     rv_status st = a.st;
     Buf c = {0}, h = {0}, body = {0}, starts = {0};
     if (st == RV_OK) {
         /* the host code first, into body, so the helpers it needs are known */
-        for (int i = 0; i < a.fields.len; i++)
-            if (a.fields.data[i].kind == FK_UFUN)
-                emit_numel(&a, &body, a.fields.data[i].name, a.fields.data[i].uf->nargs,
-                           a.fields.data[i].uf->args);
-            else if (a.fields.data[i].kind != FK_SIZE)
-                emit_numel(&a, &body, a.fields.data[i].name, a.fields.data[i].t->ndim,
-                           a.fields.data[i].t->axes);
+        for (int i = 0; i < a.fields.len; i++) {
+            const Field *f = &a.fields.data[i];
+            if (f->kind == FK_SIZE)
+                continue;
+            int nd = f->kind == FK_UFUN ? f->uf->nargs : f->t->ndim;
+            Axis *const *ax = f->kind == FK_UFUN ? f->uf->args : f->t->axes;
+            emit_numel(&a, &body, f->name, nd, ax);
+            emit_shape(&a, &body, f->name, nd, ax);
+        }
         for (int v = 0; v < a.nvariants; v++) {
             take_variant(&a, v);
             for (int i = 0; i < a.slots.len; i++) {
@@ -1192,10 +1368,15 @@ rv_status cg_c_aot(Module *m, Kernel *const *ks, int n, int nvariants, const int
                    "/*\n * %s.c — generated by `ravel build` from %s. Do not edit.\n"
                    " * The API is in %s.h; below are the kernels (ravel emit's translation\n"
                    " * unit, each kernel_X renamed %s_kernel_X) and the host code that runs\n"
-                   " * them.\n */\n"
-                   "#include <stddef.h>\n#include <stdint.h>\n#include <stdlib.h>\n"
+                   " * them.\n */\n",
+                   name, src_name, name, name);
+        if (threads != 1) /* the embedded pool's pthreads, sched_getaffinity */
+            buf_puts(&c, "#ifndef _GNU_SOURCE\n#define _GNU_SOURCE\n#endif\n");
+        buf_printf(&c,
+                   "#include <stdarg.h>\n#include <stddef.h>\n#include <stdint.h>\n"
+                   "#include <stdio.h>\n#include <stdlib.h>\n"
                    "#include <string.h>\n\n#include \"%s.h\"\n\n",
-                   name, src_name, name, name, name);
+                   name);
         for (int k = 0; k < n; k++) {
             buf_printf(&c, "#define %s %s_%s\n", u->kernel_syms[k], name, u->kernel_syms[k]);
             if (u->prelude_syms[k])

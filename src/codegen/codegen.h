@@ -233,13 +233,25 @@ typedef struct CgAot {
  * nvariants variants (ks[variant_first[v]...]: one schedule each) among
  * which `dispatch` picks per run; nvariants 0 or 1: one, no dispatch.
  * `name` must be a C identifier; `src_name` names the source file in
- * comments.
+ * comments. threads: 1, NAME_run with a NULL ctx runs serially (no pthreads
+ * needed); otherwise it runs parallel loops on a pool of that many threads
+ * embedded in NAME.c (0: $RAVEL_NUM_THREADS, else the CPUs; c_aot_pool.c).
  * RV_ERR_UNSUPPORTED (with a message) for layouts the host code cannot
  * walk yet. */
 rv_status cg_c_aot(Module *m, Kernel *const *ks, int n, int nvariants, const int *variant_first,
                    const PlanDispatch *dispatch, const CgUnit *u, const char *name,
-                   const char *src_name, CgAot *out);
+                   const char *src_name, int threads, CgAot *out);
 void cg_aot_free(CgAot *a);
+
+/* ---- c_aot_pool.c ---- */
+
+/* NAME.c's thread pool (`ravel build --threads`): the runtime's
+ * threadpool.c embedded, plus static NAME_pool_take(ctx) / NAME_pool_give()
+ * around a run with the default context, NAME_set_num_threads and
+ * NAME_num_threads. threads: the pool's size until NAME_set_num_threads
+ * (0: $RAVEL_NUM_THREADS, else the CPUs). NAME.c must define _GNU_SOURCE
+ * before its first include. */
+void cg_aot_emit_pool(Buf *b, const char *N, int threads);
 
 /* ---- cuda.c ---- */
 

@@ -108,11 +108,21 @@ static rv_status check_shape(Interp *in, const char *what, const rv_array *a, co
 
 static rv_status prepare_sizes(Interp *in, const uint64_t *seed) {
     rv_bindings *b = in->b;
+    /* a size left unbound may be one the bound arrays' shapes determine */
+    for (int i = 0; i < in->m->sizes.len; i++)
+        if (!b->size_set[i]) {
+            rv_status st = rv_bindings_infer_sizes(b);
+            if (st != RV_OK)
+                return st;
+            break;
+        }
     for (int i = 0; i < in->m->sizes.len; i++) {
         const Size *s = in->m->sizes.data[i];
         if (!b->size_set[i]) {
             if (!seed)
-                return base_error(RV_ERR_ARG, "size %s is not bound", s->name);
+                return base_error(RV_ERR_ARG,
+                                  "size %s is not bound (and no bound array's shape determines it)",
+                                  s->name);
             Rng r = interp_rng_for(*seed, s->name);
             int64_t hi = s->hi - s->lo > 16 ? s->lo + 16 : s->hi;
             b->size_val[i] = interp_rng_int(&r, s->lo, hi);

@@ -214,6 +214,20 @@ static rv_dtype parse_dtype(Checker *c, const char *name, SrcLoc loc, bool *ok) 
     return RV_F32;
 }
 
+/* "; did you mean 'N'?" for the visible name nearest to `name`: local
+ * names (innermost first), then the items. */
+static void near_visible(const Checker *c, const char *name, Buf *hint) {
+    Vec(const char *) cands = {0};
+    for (const Scope *s = c->scope; s; s = s->up)
+        for (int i = s->syms.len - 1; i >= 0; i--)
+            vec_push(&cands, s->syms.data[i].name);
+    for (int i = 0; i < c->globals.cap; i++)
+        if (c->globals.keys[i])
+            vec_push(&cands, c->globals.keys[i]);
+    base_near_hint(hint, name, cands.data, cands.len);
+    vec_free(&cands);
+}
+
 /* A name that is not visible: the definition being checked, an inner
  * dimension of the extent being checked, or simply undefined. */
 static void unknown_name(Checker *c, const char *name, SrcLoc loc) {
@@ -253,7 +267,10 @@ static void unknown_name(Checker *c, const char *name, SrcLoc loc) {
                 return;
             }
     }
-    error_at(c, loc, "undefined name '%s'", name);
+    Buf hint = {0};
+    near_visible(c, name, &hint);
+    error_at(c, loc, "undefined name '%s'%s", name, buf_str(&hint));
+    buf_free(&hint);
 }
 
 /* Records the reductions that end where binary operator n starts: those
@@ -907,7 +924,10 @@ static void check_extern(Checker *c, const Item *it) {
     for (int i = 0; i < it->nargs; i++) {
         const Sym *s = lookup(c, it->args[i]);
         if (!s) {
-            error_at(c, it->arg_locs[i], "undefined name '%s'", it->args[i]);
+            Buf hint = {0};
+            near_visible(c, it->args[i], &hint);
+            error_at(c, it->arg_locs[i], "undefined name '%s'%s", it->args[i], buf_str(&hint));
+            buf_free(&hint);
             return;
         }
         if (s->kind != SYM_TENSOR) {

@@ -115,6 +115,11 @@ static bool skip_keyword(Parser *p, const char *s) {
     if (failed(p))
         return false;
     if (!is_keyword(p->tok, s)) {
+        if (p->tok->kind == TK_IDENT && base_near_name(p->tok->text, &s, 1)) {
+            p->st = base_diag(RV_ERR_SYNTAX, p->src, p->tok->loc,
+                              "expected '%s', found '%s'; did you mean '%s'?", s, p->tok->text, s);
+            return false;
+        }
         expected(p, arena_printf(p->arena, "'%s'", s));
         return false;
     }
@@ -849,6 +854,17 @@ static Item *parse_item(Parser *p) {
         return parse_input(p);
     if (is_keyword(t, "schedule"))
         return parse_schedule(p);
+    /* A definition never starts with two names: the first is a misspelt
+     * keyword when it is near one (`szie T in 1..4`). */
+    static const char *const item_keywords[] = {"size", "ufun", "input", "schedule"};
+    const char *near = t->kind == TK_IDENT && t[1].kind == TK_IDENT
+                           ? base_near_name(t->text, item_keywords, RV_COUNT(item_keywords))
+                           : NULL;
+    if (near) {
+        p->st = base_diag(RV_ERR_SYNTAX, p->src, t->loc, "unknown keyword '%s'; did you mean '%s'?",
+                          t->text, near);
+        return NULL;
+    }
     if (t->kind == TK_IDENT) {
         Item *it = new_item(p, IT_COMPUTE);
         it->name = t->text;

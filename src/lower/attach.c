@@ -262,8 +262,6 @@ Stmt *lower_emit_attached(LowerCtx *c, StageNest *n, const IterVar *at, int i) {
     Module *m = c->m;
     if (c->st != RV_OK)
         return NULL;
-    if (n->mode == MODE_INIT) /* producers are computed for the update nest only */
-        return lower_gen(c, *n, i);
     lower_bind_axes(c, n);
     Vec(Stmt *) nests = {0};
     Vec(Buffer *) bufs = {0};

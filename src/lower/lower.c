@@ -13,7 +13,9 @@
  *     attach.c    stages computed at a loop of their reader: a buffer for
  *                 the region bounds.c infers, the stage's nest into it
  *     bounds.c    region inference: what the remaining iterations read
- *     reduce.c    reduction placement: accumulators, in-place init nests
+ *     reduce.c    reductions: their updates into a local accumulator or in
+ *                 place, in `reduce RK into B:` for the reduce pass
+ *                 (place.c) to initialise
  *     expr.c      tensor-level expressions into loop IR: reads in values
  *                 stay multi-dimensional accesses X{i, j} for the checks
  *                 and flatten passes, the schedule's indices and extents

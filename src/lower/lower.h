@@ -73,6 +73,15 @@ struct Stmt {
         struct {
             int site; /* index into the kernel's sites */
         } fail;
+        struct {
+            /* a reduction before its initialisation (lower_module):
+             * body's stores to buf (and arg, argmax's index) are its
+             * updates; the `reduce` pass (place.c) initialises every
+             * element they update before body */
+            rv_reduce_kind rk;
+            Buffer *buf, *arg; /* arg: argmax only */
+            Stmt *body;
+        } reduce;
     } u;
 };
 
@@ -139,6 +148,7 @@ Stmt *lower_seq(Module *m, int n, Stmt *const *stmts); /* flattens nested SEQs, 
 Stmt *lower_barrier(Module *m);
 Stmt *lower_call(Module *m, const char *kernel, int nargs, Buffer *const *args, Tensor *out);
 Stmt *lower_fail(Module *m, int site);
+Stmt *lower_reduce(Module *m, rv_reduce_kind rk, Buffer *buf, Buffer *arg, Stmt *body);
 /* A fresh loop variable. */
 Axis *lower_loop_var(Module *m, const char *name, Expr *extent);
 /* Generic mutator: applies `fe` to every expression and `fs` (may be NULL)
@@ -158,6 +168,12 @@ Expr *lower_rewrite_loads(Module *m, Expr *e, LoadRewrite fn, void *ctx, PtrMap 
 /* Text form for dumps and golden tests. */
 void lower_print_stmt(Buf *b, const Stmt *s, int indent);
 void lower_print_kernel(Buf *b, const Kernel *k);
+
+/* ---- place.c: reductions initialised where they start ---- */
+/* Each `reduce RK into B[, A]: body` becomes the initialisation of the
+ * elements of B (and A) that body updates, then body (place.c states the
+ * contract). */
+Stmt *lower_place_reductions(Module *m, Stmt *s);
 
 /* ---- partition.c: the last tile of a marked split split off ---- */
 Stmt *lower_partition(Module *m, Stmt *s);
@@ -342,8 +358,8 @@ typedef enum SplitState {
 typedef enum NestMode {
     MODE_TOP,      /* loops before the reduction */
     MODE_ACC,      /* reduction loops updating a local accumulator */
-    MODE_IN_PLACE, /* reduction and spatial loops updating the destination */
-    MODE_INIT,     /* spatial loops initialising the destination */
+    MODE_IN_PLACE, /* reduction and spatial loops updating the destination
+                    * (its init nest: the reduce pass, place.c) */
 } NestMode;
 
 /* The state of one stage's nest while it is generated. Passed by value
@@ -505,6 +521,9 @@ Stmt *lower_promote_accumulators(Module *m, Stmt *s);
 typedef Stmt *(*LowerPass)(Module *m, Stmt *s);
 /* lower_module, then every kernel through the passes, in order:
  *
+ *     reduce     place.c: each reduction initialised where it starts
+ *     partition  partition.c: full tiles of marked splits, the last tile
+ *     checks     rtcheck.c: run-time checks of accesses and divisions
  *     flatten    flatten.c: multi-dimensional accesses -> flat storage offsets
  *     simplify   simplify.c: canonical index arithmetic, proven guards go
  *     forward    forward.c: reads of a local copy of a window read the source

@@ -15,7 +15,8 @@
  * inner loop is a leaf below its outer one, the outer loop is marked for
  * the partition pass (partition.c), which makes the full tiles and the
  * last one of it (guarded_for_pass says where); where the pass cannot (a
- * stage computed inside the nest) the walk partitions here: the outer
+ * stage computed inside the nest, an accumulator allocated inside the
+ * split's loops) the walk partitions here: the outer
  * loop runs over the full tiles with no checks, followed by one copy of
  * the nest for the last, partial tile (inner extent E - o*f). Each copy
  * carries its own nest state (StageNest, by value), so the stages
@@ -60,9 +61,8 @@ static Expr *root_axis_value(LowerCtx *c, StageNest *n, const IterVar *r) {
 }
 
 /* Publishes the value of root r where n is, or that it has none: a value
- * left by another copy of the nest (the init nest of an in-place
- * reduction, a partitioned tail) must not be used where r's loop is not
- * bound. Returns whether r is bound. */
+ * left by another copy of the nest (a partitioned tail) must not be used
+ * where r's loop is not bound. Returns whether r is bound. */
 static bool bind_root(LowerCtx *c, StageNest *n, const IterVar *r) {
     Expr *v = root_axis_value(c, n, r);
     ptrmap_put(&c->axis_value, r->axis, v ? lower_ctx_simp(c, v) : NULL);
@@ -264,9 +264,6 @@ static Stmt *innermost(LowerCtx *c, StageNest *n) {
     Expr *off = lower_dest_offset(c, n);
     const Expr *R = st->reduce;
     switch (n->mode) {
-    case MODE_INIT:
-        return lower_guarded(c, lower_guards(c, n, true, false),
-                             lower_store(m, dst, off, lower_reduce_init(m, R->u.red.rk, R->dtype)));
     case MODE_ACC:
     case MODE_IN_PLACE: {
         ExprCtx x = {c, {0}, NULL, RV_OK, true};
@@ -369,31 +366,31 @@ static bool has_alloc(const Stmt *s) {
         return false;
     case ST_ALLOC:
         return true;
+    case ST_REDUCE:
+        return has_alloc(s->u.reduce.body);
     default:
         return false;
     }
 }
 
-/* The outer loop of split p's non-dividing split at leaf i, guarded
- * (`o*f + i < E` in the innermost statement) and marked for the partition
- * pass (partition.c), which makes the full tiles and the last tile of it;
- * or NULL where the walk must partition it itself: a stage computed
- * inside the nest (its region follows the split's state), an extent of
- * another axis that depends on p's axis (ragged: it is clipped to 0 past
- * the end in the guarded tile), a split of a split or of a fused loop, a
- * loop inside an in-place reduction's loops (its init nest is generated
- * apart), or buffers allocated inside the loop (accumulators: each copy
- * needs its own, named in the walk's order). The walk's trial generation
- * is undone (counters) where the pass would not find the guard. */
-static Stmt *guarded_for_pass(LowerCtx *c, StageNest n, int i, const IterVar *p) {
+/* The outer loop of the non-dividing split at leaf i, guarded (`o*f + i
+ * < E` in the innermost statement) and marked for the partition pass
+ * (partition.c), which makes the full tiles and the last tile of it; or
+ * NULL where the walk must partition it itself: a stage computed inside
+ * the nest (its region follows the split's state), or buffers allocated
+ * inside the loop (accumulators: each copy needs its own, named in the
+ * walk's order). A split of a split or of a fused loop is the pass's too:
+ * its guard is `o*f + i < E` over the split's own extent like a root's;
+ * so is one inside an in-place reduction's loops (the reduce pass, which
+ * runs first, gives its init nest the same marked loop), and one whose
+ * axis another extent depends on (a ragged `l < len[b]` is
+ * `select(o*f + i < E, len[...], 0)` in the guarded tile: the pass takes
+ * the conjunct as true there too). The walk's trial generation is undone
+ * (counters) where the pass would not find the guard. */
+static Stmt *guarded_for_pass(LowerCtx *c, StageNest n, int i) {
     Stage *st = n.st;
-    if (p->rel != IV_ROOT || (n.mode != MODE_TOP && n.mode != MODE_ACC) || hosts_stages(c, st))
+    if (hosts_stages(c, st))
         return NULL;
-    for (int k = 0; k < st->ivs.len; k++) {
-        IterVar *r = st->ivs.data[k];
-        if (r->rel == IV_ROOT && r != p && ir_uses_axis(r->axis->extent, p->axis))
-            return NULL;
-    }
     if (n.mode == MODE_TOP && st->reduce && n.first_red > i && !n.in_place)
         return NULL; /* the accumulator inside the loop */
     /* a trial: the walk's counters are restored where it is not taken */
@@ -419,12 +416,10 @@ Stmt *lower_gen(LowerCtx *c, StageNest n, int i) {
     if (i == st->leaves.len)
         return innermost(c, &n);
     IterVar *v = st->leaves.data[i];
-    if (n.mode == MODE_INIT && v->reduce)
-        return lower_gen(c, n, i + 1);
     /* partition a non-dividing split at its outer loop */
     IterVar *p = v->rel == IV_OUTER ? v->parent : NULL;
     int64_t pf = p ? v->factor : 0;
-    if (p && n.mode != MODE_INIT && p->tail == TAIL_PARTITION && n.state[p->id] == SPLIT_GUARD) {
+    if (p && p->tail == TAIL_PARTITION && n.state[p->id] == SPLIT_GUARD) {
         int j;
         for (j = i + 1; j < st->leaves.len && st->leaves.data[j] != p->inner; j++)
             ;
@@ -432,7 +427,7 @@ Stmt *lower_gen(LowerCtx *c, StageNest n, int i) {
         if (!e)
             return NULL;
         if (j < st->leaves.len && !divides(c, e, pf)) {
-            Stmt *g = guarded_for_pass(c, n, i, p);
+            Stmt *g = guarded_for_pass(c, n, i);
             if (g || c->st != RV_OK)
                 return g;
             StageNest full = n, tail = n;

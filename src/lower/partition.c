@@ -5,9 +5,9 @@
  * `partition for o in 0..ceil(E/f)`), the outer loop of a split whose
  * inner loop `i in 0..f` is inside it and whose statements are guarded by
  * an `if` one conjunct of which is `o*f + i < E` (nest.c emits this form
- * for a nest with no stage computed inside it, no allocation inside the
- * split's loops and no extent depending on the split's axis; the other
- * nests it still partitions while generating: docs/pipeline.md).
+ * for a nest with no stage computed inside it and no allocation inside
+ * the split's loops; the other nests it still partitions while
+ * generating: docs/pipeline.md).
  * Gives: no marked loop; each became
  *
  *     for o in 0..E/f: S              (the full tiles: the conjunct gone)
@@ -17,7 +17,10 @@
  * with fresh variables in the last tile, every inner loop of the split
  * (an in-place reduction's init and update nests have one each) over
  * E - E/f*f there, the marked loops inside both partitioned in turn (the
- * outer split's copies first, as nest.c nests them). The full tiles keep
+ * outer split's copies first, as nest.c nests them). In both copies the
+ * conjunct holds, so it is true wherever it appears: a ragged extent that
+ * depends on the split's axis, `select(o*f + i < E, len[...], 0)` in the
+ * guarded tile (0 past the end), is `len[...]` there. The full tiles keep
  * o, its extent now E/f: a new variable would reorder the terms the
  * simplifier sorts, so the code would differ from nest.c's. A marked loop
  * without such a conjunct (the guard proven) is left as it is, unmarked.
@@ -78,6 +81,8 @@ static Expr *find_guard(Stmt *s, const Axis *o, const Axis **inner, int64_t *f) 
         return find_guard(s->u.let.body, o, inner, f);
     case ST_ALLOC:
         return find_guard(s->u.alloc.body, o, inner, f);
+    case ST_REDUCE: /* (nest.c's trial, before the reduce pass) */
+        return find_guard(s->u.reduce.body, o, inner, f);
     case ST_SEQ:
         for (int k = 0; k < s->u.seq.n; k++) {
             Expr *c = find_guard(s->u.seq.stmts[k], o, inner, f);
@@ -106,6 +111,7 @@ typedef struct Copy {
     PtrMap subst;    /* Axis* -> Expr*: o's value, fresh variables */
     bool fresh;      /* every bound variable anew (the last tile) */
     Expr *inner_ext; /* fresh: the extent of the inner loops */
+    PtrMap assumed;  /* Expr -> itself with the split's conjuncts true */
 } Copy;
 
 /* The inner variable of a conjunct of o's split, or NULL. */
@@ -170,8 +176,44 @@ static Expr *drop_conjuncts(Copy *c, Expr *cond) {
     return a == cond->args[0] && b == cond->args[1] ? cond : ir_binary(c->m, EX_AND, a, b);
 }
 
+/* e where the split's conjuncts hold, as in both copies: an extent that
+ * depends on the split's axis (a ragged `l < len[b]`, 0 past the end in
+ * the guarded tile: `select(b < B, len[...], 0)`) loses its select. */
+static Expr *assume(Copy *c, Expr *e) {
+    if (e->n == 0)
+        return e;
+    Expr *done = ptrmap_get(&c->assumed, e);
+    if (done)
+        return done;
+    Module *m = c->m;
+    Expr *r;
+    int64_t t;
+    if (e->kind == EX_LT && split_guard(c, e)) {
+        r = ir_bool(m, true);
+    } else {
+        Expr *args[3];
+        RV_ASSERT(e->n <= 3 || e->kind == EX_READ || e->kind == EX_UFCALL);
+        Expr **a = e->n <= 3 ? args : base_xmalloc(sizeof(Expr *) * (size_t)e->n);
+        bool changed = false;
+        for (int k = 0; k < e->n; k++)
+            changed |= (a[k] = assume(c, e->args[k])) != e->args[k];
+        if (e->kind == EX_SELECT && ir_is_const_int(a[0], &t) && t)
+            r = a[1];
+        else if (e->kind == EX_AND && ir_is_const_int(a[0], &t) && t)
+            r = a[1];
+        else if (e->kind == EX_AND && ir_is_const_int(a[1], &t) && t)
+            r = a[0];
+        else
+            r = changed ? ir_rebuild(m, e, a) : e;
+        if (a != args)
+            base_free(a);
+    }
+    ptrmap_put(&c->assumed, e, r);
+    return r;
+}
+
 static Expr *sub(Copy *c, Expr *e) {
-    return e ? ir_substitute(c->m, e, &c->subst) : NULL;
+    return e ? ir_substitute(c->m, assume(c, e), &c->subst) : NULL;
 }
 
 /* A variable of the copy bound where v was, over ext. */
@@ -276,7 +318,7 @@ static Stmt *partition_loop(Module *m, Stmt *s) {
         return lower_for(m, o, s->u.loop.extent, s->u.loop.kind, walk(m, s->u.loop.body));
     Expr *E = conj->args[1], *F = ir_int(m, f);
     Expr *last = lower_simplify_expr(m, ir_binary(m, EX_DIV, E, F));
-    Copy c = {m, o, f, E, {0}, {0}, false, NULL};
+    Copy c = {m, o, f, E, {0}, {0}, false, NULL, {0}};
     collect(&c, s->u.loop.body);
     /* the full tiles: o itself over fewer iterations (a new variable
      * would change the order in which the simplifier sorts the terms of
@@ -290,6 +332,7 @@ static Stmt *partition_loop(Module *m, Stmt *s) {
     Stmt *b = copy(&c, s->u.loop.body);
     ptrmap_free(&c.subst);
     ptrmap_free(&c.inner);
+    ptrmap_free(&c.assumed);
     Expr *has_tail =
         lower_simplify_expr(m, ir_binary(m, EX_GT, ir_binary(m, EX_MOD, E, F), ir_int(m, 0)));
     /* then the copies' own marked loops (the inner splits) */

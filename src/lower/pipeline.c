@@ -12,14 +12,21 @@
  *
  *     nest      nest.c: loop nests, tails of splits guarded and marked
  *               for the partition pass (or partitioned, with stages
- *               computed inside)
+ *               computed or accumulators allocated inside)
  *     attach    attach.c: computed-at stages in buffers for their regions
  *     bounds    bounds.c: region inference for computed-at stages
- *     reduce    reduce.c: accumulators, in-place init nests
+ *     reduce    reduce.c: reductions' updates, in a local accumulator or
+ *               in place, in `reduce RK into B:` (initialised by the
+ *               reduce pass)
  *     expr      expr.c: tensor-level expressions -> loop IR, reads in
  *               values as multi-dimensional accesses X{i, j}; what the
  *               schedule evaluates flat, with safe offsets (rtcheck.c)
  *     storage   storage.c: the prelude filling ragged layouts' AUX arrays
+ *
+ * The passes, in order (the table below; docs/pipeline.md has their
+ * contracts): reduce (place.c: each reduction's initialisation where it
+ * starts), partition, checks, flatten, simplify, forward, promote, hoist,
+ * simplify.
  *
  * Each pass is one file and one function `Stmt *pass(Module *, Stmt *)`
  * that returns the same pointer when it changes nothing (QBE's
@@ -52,6 +59,7 @@ typedef struct LowerPassInfo {
 
 /* The passes, in order. */
 static const LowerPassInfo passes[] = {
+    {"reduce", lower_place_reductions, NULL},      /* reductions initialised where they start */
     {"partition", lower_partition, NULL},          /* full tiles without guards, the last tile */
     {"checks", NULL, lower_checks},                /* `if !ok: fail N`, safe indices and divisors */
     {"flatten", NULL, lower_flatten},              /* multi-dim accesses -> flat offsets */

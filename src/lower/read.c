@@ -61,6 +61,7 @@ typedef struct Reader {
     Kernel *k;
     int max_site;
     bool saw_access; /* the kernel has a multi-dimensional access */
+    bool saw_reduce; /* or a reduction: flatten has not run yet either */
 } Reader;
 
 static Line *line(Reader *R) {
@@ -585,6 +586,49 @@ static Stmt *parse_alloc(Reader *R, int indent, bool *ok) {
     return *ok ? lower_alloc(R->m, b, body) : NULL;
 }
 
+/* The buffer named next, a parameter or allocated here. */
+static Buffer *expect_buf(Reader *R) {
+    const char *at = (skip_space(R), R->p);
+    const char *a = expect_ident(R, "a buffer name");
+    if (!a)
+        return NULL;
+    Named *nm = lookup(R, a);
+    if (!nm || !nm->buf) {
+        fail_at(R, at, "undefined buffer '%s'", a);
+        return NULL;
+    }
+    return nm->buf;
+}
+
+/* `reduce RK into B[, A]:` and its body */
+static Stmt *parse_reduce(Reader *R, int indent, bool *ok) {
+    *ok = false;
+    const char *at = (skip_space(R), R->p);
+    const char *name = expect_ident(R, "a reduction (sum, max, min, argmax)");
+    rv_reduce_kind rk;
+    if (!name)
+        return NULL;
+    if (!ir_reduce_kind_of(name, &rk)) {
+        fail_at(R, at, "unknown reduction '%s' (sum, max, min, argmax)", name);
+        return NULL;
+    }
+    Buffer *buf = expect(R, "into") ? expect_buf(R) : NULL, *arg = NULL;
+    if (!buf)
+        return NULL;
+    at = (skip_space(R), R->p);
+    if (accept(R, ",") && !(arg = expect_buf(R)))
+        return NULL;
+    if ((rk == RV_REDUCE_ARGMAX) != (arg != NULL)) {
+        fail_at(R, at,
+                rk == RV_REDUCE_ARGMAX ? "argmax needs an index buffer: ', ARG'"
+                                       : "only argmax takes an index buffer");
+        return NULL;
+    }
+    R->saw_reduce = true;
+    Stmt *body = nested_block(R, indent, ok);
+    return *ok ? lower_reduce(R->m, rk, buf, arg, body) : NULL;
+}
+
 static Stmt *parse_call(Reader *R, bool *ok) {
     *ok = false;
     const char *kname = expect_ident(R, "a kernel name");
@@ -593,16 +637,10 @@ static Stmt *parse_call(Reader *R, bool *ok) {
     Vec(Buffer *) args = {0};
     Stmt *r = NULL;
     do {
-        const char *at = (skip_space(R), R->p);
-        const char *a = expect_ident(R, "a buffer name");
-        if (!a)
+        Buffer *b = expect_buf(R);
+        if (!b)
             goto out;
-        Named *nm = lookup(R, a);
-        if (!nm || !nm->buf) {
-            fail_at(R, at, "undefined buffer '%s'", a);
-            goto out;
-        }
-        vec_push(&args, nm->buf);
+        vec_push(&args, b);
     } while (accept(R, ","));
     if (!expect(R, ")") || !expect_end(R))
         goto out;
@@ -666,6 +704,8 @@ static Stmt *parse_stmt(Reader *R, int indent, bool *ok) {
             return parse_alloc(R, indent, ok);
         if (strcmp(w, "call") == 0)
             return parse_call(R, ok);
+        if (strcmp(w, "reduce") == 0)
+            return parse_reduce(R, indent, ok);
         if (strcmp(w, "nop") == 0 || strcmp(w, "barrier") == 0) {
             *ok = expect_end(R);
             R->cur += *ok;
@@ -1042,11 +1082,11 @@ static Kernel *parse_kernel(Reader *R) {
             k->prelude = parse_block(R, 4);
         }
     }
-    R->saw_access = false;
+    R->saw_access = R->saw_reduce = false;
     k->body = parse_block(R, 2);
     if (R->failed)
         return NULL;
-    k->flat = !R->saw_access;
+    k->flat = !R->saw_access && !R->saw_reduce;
     name_checks(R, k);
     k->nsites = R->max_site + 1;
     k->sites = arena_alloc(m->arena, sizeof(char *) * (size_t)(k->nsites ? k->nsites : 1));

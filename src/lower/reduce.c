@@ -2,19 +2,21 @@
  * reduce.c — reduction placement.
  *
  * The stage's reduction loops are leaves like any other. When they are
- * innermost, the sum is a local accumulator initialised before them and
- * read by the epilogue after them (gelu(sum + b)). When a spatial loop
- * sits inside a reduction loop (GEMM's k outside the register tile), the
- * reduction accumulates in place in the destination: an init nest over
- * the inner spatial loops runs right before the outermost reduction loop.
- * Reductions that are not loops of the stage (nested ones, or several in
- * one expression) become accumulator nests where their value is needed.
+ * innermost, the sum is a local accumulator updated by them and read by
+ * the epilogue after them (gelu(sum + b)). When a spatial loop sits
+ * inside a reduction loop (GEMM's k outside the register tile), the
+ * reduction accumulates in place in the destination. Reductions that are
+ * not loops of the stage (nested ones, or several in one expression)
+ * become accumulator nests where their value is needed.
  *
  * Takes the nest at its outermost reduction leaf (nest.c) or a REDUCE
- * node in a value (expr.c). Gives the accumulator or in-place nests,
- * every accumulator declared by an allocation around its uses, and the
+ * node in a value (expr.c). Gives the updates, `reduce RK into B[, A]:
+ * nest` (B the accumulator or the destination, A argmax's index), every
+ * accumulator declared by an allocation around its uses, and the
  * interpreter's combination order and rules (argmax: first maximum, ties
- * on the index, NaN the largest).
+ * on the index, NaN the largest). Their initialisation (the identity
+ * before the loops, an in-place init nest over the inner spatial loops)
+ * is the reduce pass's (place.c), made from the updates' nest.
  */
 #include <math.h>
 
@@ -134,10 +136,7 @@ Expr *lower_nested_reduce(ExprCtx *x, Expr *e) {
         Stmt *both[2] = {checks[i], lower_for(m, vars[i], exts[i], LOOP_SERIAL, body)};
         body = lower_seq(m, 2, both);
     }
-    vec_push(&x->pre, lower_store(m, acc, zero, lower_reduce_init(m, rk, vt)));
-    if (arg)
-        vec_push(&x->pre, lower_store(m, arg, zero, ir_int(m, -1)));
-    vec_push(&x->pre, body);
+    vec_push(&x->pre, lower_reduce(m, rk, acc, arg, body)); /* initialised by place.c */
     return arg ? ir_load(m, arg, zero) : ir_load(m, acc, zero);
 }
 /* Wraps `s` in allocations of the accumulators it stores to that no
@@ -178,6 +177,17 @@ static void collect_locals(const Stmt *s, LocalsCtx *l) {
         for (int i = 0; i < s->u.seq.n; i++)
             collect_locals(s->u.seq.stmts[i], l);
         return;
+    case ST_REDUCE: {
+        /* its initialisation (place.c) stores to them first */
+        Buffer *bs[2] = {s->u.reduce.buf, s->u.reduce.arg};
+        for (int i = 0; i < 2; i++)
+            if (bs[i] && ptrmap_has(l->accs, bs[i]) && !ptrmap_has(&l->declared, bs[i])) {
+                ptrmap_put(&l->declared, bs[i], bs[i]);
+                vec_push(&l->bufs, bs[i]);
+            }
+        collect_locals(s->u.reduce.body, l);
+        return;
+    }
     default:
         return;
     }
@@ -200,15 +210,10 @@ Stmt *lower_gen_reduction(LowerCtx *c, StageNest n, int i) {
     Stage *st = n.st;
     const Expr *R = st->reduce;
     if (n.in_place) {
-        StageNest init = n;
-        init.mode = MODE_INIT;
-        Stmt *a = lower_gen(c, init, i);
+        /* the update nest; place.c puts the init nest before it */
         n.mode = MODE_IN_PLACE;
         Stmt *b = lower_gen(c, n, i);
-        if (!a || !b)
-            return NULL;
-        Stmt *both[2] = {a, b};
-        return lower_seq(m, 2, both);
+        return b ? lower_reduce(m, R->u.red.rk, lower_dest_buf(&n), NULL, b) : NULL;
     }
     int id = c->nacc++;
     n.acc = ir_buffer_new(m, arena_printf(m->arena, "acc%d", id), R->args[0]->dtype, ir_int(m, 1),
@@ -233,11 +238,7 @@ Stmt *lower_gen_reduction(LowerCtx *c, StageNest n, int i) {
     ptrmap_free(&preset);
     if (!fin)
         return NULL;
-    Stmt *parts[4] = {
-        lower_store(m, n.acc, zero, lower_reduce_init(m, R->u.red.rk, R->args[0]->dtype)), NULL,
-        loops, fin};
-    if (n.arg)
-        parts[1] = lower_store(m, n.arg, zero, ir_int(m, -1));
-    Stmt *s = lower_wrap_locals(c, lower_seq(m, 4, parts));
+    Stmt *parts[2] = {lower_reduce(m, R->u.red.rk, n.acc, n.arg, loops), fin};
+    Stmt *s = lower_wrap_locals(c, lower_seq(m, 2, parts));
     return lower_guarded(c, lower_guards(c, &n, true, false), s);
 }

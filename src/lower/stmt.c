@@ -175,6 +175,16 @@ Stmt *lower_fail(Module *m, int site) {
     return s;
 }
 
+Stmt *lower_reduce(Module *m, rv_reduce_kind rk, Buffer *buf, Buffer *arg, Stmt *body) {
+    RV_ASSERT(buf && (rk == RV_REDUCE_ARGMAX) == (arg != NULL));
+    Stmt *s = new_stmt(m, ST_REDUCE);
+    s->u.reduce.rk = rk;
+    s->u.reduce.buf = buf;
+    s->u.reduce.arg = arg;
+    s->u.reduce.body = body;
+    return s;
+}
+
 Stmt *lower_call(Module *m, const char *kernel, int nargs, Buffer *const *args, Tensor *out) {
     RV_ASSERT(kernel && nargs >= 1 && args);
     for (int i = 0; i < nargs; i++)
@@ -210,8 +220,10 @@ Stmt *lower_mutate(StmtMutator *mu, Stmt *s) {
     case ST_FOR: {
         Expr *ext = mutate_expr(mu, s->u.loop.extent);
         Stmt *body = lower_mutate(mu, s->u.loop.body);
-        if (ext != s->u.loop.extent || body != s->u.loop.body)
+        if (ext != s->u.loop.extent || body != s->u.loop.body) {
             r = lower_for(m, s->u.loop.var, ext, s->u.loop.kind, body);
+            r->u.loop.partition = s->u.loop.partition; /* for a pass before partition's */
+        }
         break;
     }
     case ST_IF: {
@@ -253,6 +265,12 @@ Stmt *lower_mutate(StmtMutator *mu, Stmt *s) {
         if (changed)
             r = lower_seq(m, n, kids);
         base_free(kids);
+        break;
+    }
+    case ST_REDUCE: {
+        Stmt *body = lower_mutate(mu, s->u.reduce.body);
+        if (body != s->u.reduce.body)
+            r = lower_reduce(m, s->u.reduce.rk, s->u.reduce.buf, s->u.reduce.arg, body);
         break;
     }
     case ST_BARRIER:
@@ -451,6 +469,13 @@ static void print_stmt(Buf *b, const Stmt *s, int indent, bool tail) {
         break;
     case ST_FAIL:
         buf_printf(b, "fail %d\n", s->u.fail.site);
+        break;
+    case ST_REDUCE:
+        buf_printf(b, "reduce %s into %s", ir_reduce_name(s->u.reduce.rk), s->u.reduce.buf->name);
+        if (s->u.reduce.arg)
+            buf_printf(b, ", %s", s->u.reduce.arg->name);
+        buf_puts(b, ":\n");
+        print_stmt(b, s->u.reduce.body, indent + 2, true);
         break;
     case ST_CALL:
         buf_printf(b, "call %s(", s->u.call.kernel);

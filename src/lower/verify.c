@@ -212,6 +212,15 @@ static bool check_stmt(Verify *v, const Stmt *s) {
                             "allocated here",
                             s->u.call.kernel, s->u.call.args[i]->name);
         return true;
+    case ST_REDUCE:
+        /* the reduce pass initialises it; flatten runs after */
+        if (v->k->flat)
+            return fail(v, "a reduction into '%s' is left uninitialised", s->u.reduce.buf->name);
+        if (!buffer_known(v, s->u.reduce.buf) ||
+            (s->u.reduce.arg && !buffer_known(v, s->u.reduce.arg)))
+            return fail(v,
+                        "a reduction into a buffer that is neither a parameter nor allocated here");
+        return check_stmt(v, s->u.reduce.body);
     case ST_BARRIER:
         return true;
     case ST_FAIL:

@@ -41,6 +41,16 @@
  * always); a parallel loop issued there runs serially. Fork: a child has
  * none of its parent's workers, so pools created before the fork run
  * serially in the child and tp_default() makes a fresh pool there.
+ *
+ * EMBEDDED. `ravel build --threads` copies this file's text into the
+ * generated NAME.c (src/codegen/c_aot_pool.c), so an AOT model runs its
+ * parallel loops on this same pool with no ravel library. There
+ * RV_TP_EMBEDDED is defined first: the functions become static (private
+ * to NAME.c, so several models link together), memory comes from calloc
+ * (tp_new returns NULL when it fails) and the process-wide pool
+ * (tp_default, tp_use, ravel_rt_parallel_for) is left out; NAME.c keeps
+ * its own pool. The including file defines _GNU_SOURCE before its first
+ * include.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
@@ -55,8 +65,19 @@
 #include <time.h>
 #include <unistd.h>
 
+#ifdef RV_TP_EMBEDDED
+typedef struct ThreadPool ThreadPool;
+typedef void (*TpFn)(void *ctx, int64_t begin, int64_t end, int tid);
+#define TP_API static
+#define tp_calloc calloc
+#define tp_release free
+#else
 #include "base/base.h"
 #include "runtime/threadpool.h"
+#define TP_API
+#define tp_calloc base_xcalloc /* never NULL */
+#define tp_release base_free
+#endif
 
 #define TP_MAX_THREADS 1024
 #define TP_DEFAULT_SPIN_US 50
@@ -104,8 +125,10 @@ static _Thread_local bool tp_in_chunk; /* nested loops on this thread run serial
 static atomic_ulong tp_fork_gen;       /* bumped in every forked child */
 static pthread_once_t tp_atfork_once = PTHREAD_ONCE_INIT;
 
+#ifndef RV_TP_EMBEDDED
 static _Atomic(ThreadPool *) default_pool;
 static pthread_mutex_t default_mu = PTHREAD_MUTEX_INITIALIZER;
+#endif
 
 static inline void cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -123,6 +146,15 @@ static int64_t now_ns(void) {
 
 /* ---- fork ---- */
 
+#ifdef RV_TP_EMBEDDED
+static void atfork_child(void) {
+    atomic_fetch_add(&tp_fork_gen, 1);
+}
+
+static void register_atfork(void) {
+    pthread_atfork(NULL, NULL, atfork_child);
+}
+#else
 static void atfork_prepare(void) {
     pthread_mutex_lock(&default_mu);
 }
@@ -139,6 +171,7 @@ static void atfork_child(void) {
 static void register_atfork(void) {
     pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 }
+#endif
 
 /* True when the pool's workers belong to this process. */
 static bool pool_alive(const ThreadPool *p) {
@@ -234,11 +267,13 @@ static void *worker_main(void *arg) {
     return NULL;
 }
 
-void tp_parallel_for(ThreadPool *pool, int64_t n, TpFn fn, void *ctx) {
+TP_API void tp_parallel_for(ThreadPool *pool, int64_t n, TpFn fn, void *ctx) {
     if (n <= 0)
         return;
+#ifndef RV_TP_EMBEDDED
     if (!pool)
         pool = tp_default();
+#endif
     if (tp_in_chunk || n == 1 || pool->nthreads == 1 || !pool_alive(pool)) {
         fn(ctx, 0, n, 0);
         return;
@@ -276,7 +311,7 @@ void tp_parallel_for(ThreadPool *pool, int64_t n, TpFn fn, void *ctx) {
 
 /* ---- pools ---- */
 
-int tp_default_threads(void) {
+TP_API int tp_default_threads(void) {
     const char *env = getenv("RAVEL_NUM_THREADS");
     if (env && *env) {
         char *end;
@@ -307,13 +342,15 @@ static int64_t spin_budget_ns(void) {
     return (int64_t)TP_DEFAULT_SPIN_US * 1000;
 }
 
-ThreadPool *tp_new(int nthreads) {
+TP_API ThreadPool *tp_new(int nthreads) {
     pthread_once(&tp_atfork_once, register_atfork);
     if (nthreads <= 0)
         nthreads = tp_default_threads();
     if (nthreads > TP_MAX_THREADS)
         nthreads = TP_MAX_THREADS;
-    ThreadPool *p = base_xcalloc(1, sizeof *p);
+    ThreadPool *p = tp_calloc(1, sizeof *p);
+    if (!p)
+        return NULL; /* embedded only: tp_calloc is base_xcalloc in the library */
     p->nthreads = nthreads;
     p->spin_ns = spin_budget_ns();
     p->fork_gen = atomic_load(&tp_fork_gen);
@@ -326,7 +363,11 @@ ThreadPool *tp_new(int nthreads) {
     atomic_init(&p->remaining, 0);
     atomic_init(&p->sleepers, 0);
     atomic_init(&p->caller_sleeping, 0);
-    p->slots = base_xcalloc((size_t)nthreads, sizeof *p->slots);
+    p->slots = tp_calloc((size_t)nthreads, sizeof *p->slots);
+    if (!p->slots) {
+        tp_release(p);
+        return NULL;
+    }
     for (int c = 0; c < nthreads; c++)
         atomic_init(&p->slots[c].claimed, 0);
     if (nthreads == 1)
@@ -337,9 +378,9 @@ ThreadPool *tp_new(int nthreads) {
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
-    p->workers = base_xcalloc((size_t)nthreads - 1, sizeof *p->workers);
+    p->workers = tp_calloc((size_t)nthreads - 1, sizeof *p->workers);
     int started = 0;
-    for (int t = 1; t < nthreads; t++) {
+    for (int t = 1; t < nthreads && p->workers; t++) {
         TpWorker *w = &p->workers[t - 1];
         w->pool = p;
         w->tid = t;
@@ -353,7 +394,7 @@ ThreadPool *tp_new(int nthreads) {
     return p;
 }
 
-void tp_free(ThreadPool *pool) {
+TP_API void tp_free(ThreadPool *pool) {
     if (!pool)
         return;
     if (pool_alive(pool)) {
@@ -373,15 +414,16 @@ void tp_free(ThreadPool *pool) {
     }
     /* In a forked child the workers do not exist and the locks may be in
      * any state: release the memory only. */
-    base_free(pool->workers);
-    base_free(pool->slots);
-    base_free(pool);
+    tp_release(pool->workers);
+    tp_release(pool->slots);
+    tp_release(pool);
 }
 
-int tp_num_threads(const ThreadPool *pool) {
+TP_API int tp_num_threads(const ThreadPool *pool) {
     return pool->nthreads;
 }
 
+#ifndef RV_TP_EMBEDDED
 ThreadPool *tp_default(void) {
     ThreadPool *p = atomic_load_explicit(&default_pool, memory_order_acquire);
     if (p && pool_alive(p))
@@ -411,3 +453,4 @@ ThreadPool *tp_use(ThreadPool *pool) {
 void ravel_rt_parallel_for(int64_t n, void (*fn)(void *, int64_t, int64_t, int), void *ctx) {
     tp_parallel_for(tp_current, n, fn, ctx);
 }
+#endif /* RV_TP_EMBEDDED */

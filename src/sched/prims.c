@@ -92,10 +92,18 @@ static IterVar *iv_named(const Stage *st, const char *name) {
 static rv_status arg_leaf(Ctx *c, const SchedArg *a, IterVar **out) {
     IterVar *v = iv_named(c->st, a->s);
     if (!v || leaf_index(c->st, v) < 0) {
-        Buf b = {0};
+        Buf b = {0}, hint = {0};
         list_leaves(&b, c->st);
-        rv_status r = fail(c, a->loc, "%s has no loop '%s'%s (its loops: %s)", c->st->name, a->s,
-                           v ? " any more" : "", buf_str(&b));
+        if (!v) {
+            Vec(const char *) names = {0};
+            for (int i = 0; i < c->st->leaves.len; i++)
+                vec_push(&names, c->st->leaves.data[i]->name);
+            base_near_hint(&hint, a->s, names.data, names.len);
+            vec_free(&names);
+        }
+        rv_status r = fail(c, a->loc, "%s has no loop '%s'%s%s (its loops: %s)", c->st->name,
+                           a->s, v ? " any more" : "", buf_str(&hint), buf_str(&b));
+        buf_free(&hint);
         buf_free(&b);
         return r;
     }
@@ -640,7 +648,15 @@ static rv_status arg_stage(Ctx *c, const SchedArg *a, Stage **out) {
         if (t && strmap_get(&c->s->m->by_name, a->s) && sched_stage_of(c->s, t) == NULL)
             return fail(c, a->loc, "'%s' is not computed by the program (an input or a size)",
                         a->s);
-        return fail(c, a->loc, "no stage named '%s'", a->s);
+        Vec(const char *) names = {0};
+        for (int i = 0; i < c->s->stages.len; i++)
+            vec_push(&names, c->s->stages.data[i]->name);
+        Buf hint = {0};
+        base_near_hint(&hint, a->s, names.data, names.len);
+        vec_free(&names);
+        rv_status r = fail(c, a->loc, "no stage named '%s'%s", a->s, buf_str(&hint));
+        buf_free(&hint);
+        return r;
     }
     *out = p;
     return RV_OK;
@@ -1111,8 +1127,18 @@ static rv_status prim_cache_read(Ctx *c) {
     Module *m = c->s->m;
     Stage *xs = sched_stage(c->s, a->s);
     Tensor *x = xs ? xs->t : strmap_get(&m->by_name, a->s);
-    if (!x || (!xs && (!sched_stage_of(c->s, x) && x->op == NULL)))
-        return fail(c, a->loc, "no tensor named '%s'", a->s);
+    if (!x || (!xs && (!sched_stage_of(c->s, x) && x->op == NULL))) {
+        Vec(const char *) read = {0}; /* the tensors the stage reads: the likely ones */
+        for (int i = 0; i < m->tensors.len; i++)
+            if (sched_stage_reads_tensor(st, m->tensors.data[i]))
+                vec_push(&read, m->tensors.data[i]->name);
+        Buf hint = {0};
+        base_near_hint(&hint, a->s, read.data, read.len);
+        vec_free(&read);
+        r = fail(c, a->loc, "no tensor named '%s'%s", a->s, buf_str(&hint));
+        buf_free(&hint);
+        return r;
+    }
     /* by_name also holds sizes and UFs: make sure it is a tensor */
     bool is_tensor = xs != NULL;
     for (int i = 0; !is_tensor && i < m->tensors.len; i++)

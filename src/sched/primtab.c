@@ -156,47 +156,6 @@ static rv_status prim_fail(const SchedStep *step, const SrcFile *src, SrcLoc loc
     return r;
 }
 
-/* Levenshtein distance, for a did-you-mean (names are short). */
-static int edit_distance(const char *a, const char *b) {
-    size_t la = strlen(a), lb = strlen(b);
-    if (la > 63 || lb > 63)
-        return 64;
-    int row[64];
-    for (size_t j = 0; j <= lb; j++)
-        row[j] = (int)j;
-    for (size_t i = 1; i <= la; i++) {
-        int diag = row[0];
-        row[0] = (int)i;
-        for (size_t j = 1; j <= lb; j++) {
-            int up = row[j];
-            int best = diag + (a[i - 1] != b[j - 1]);
-            if (up + 1 < best)
-                best = up + 1;
-            if (row[j - 1] + 1 < best)
-                best = row[j - 1] + 1;
-            row[j] = best;
-            diag = up;
-        }
-    }
-    return row[lb];
-}
-
-/* "; did you mean 'NAME'?" for the candidate at most two edits from
- * `name`, or "". */
-static void near_name(Buf *b, const char *name, const char *const *cands, int n) {
-    const char *near = NULL;
-    int best = 3;
-    for (int i = 0; i < n; i++) {
-        int d = edit_distance(name, cands[i]);
-        if (d < best) {
-            best = d;
-            near = cands[i];
-        }
-    }
-    if (near)
-        buf_printf(b, "; did you mean '%s'?", near);
-}
-
 static SchedArgKind arg_kind_of(SchedParamKind k) {
     return k == PK_INT ? SA_INT : k == PK_STR ? SA_STRING : SA_IDENT;
 }
@@ -302,7 +261,7 @@ rv_status sched_prim_check(const SchedPrim *p, const SchedStep *step, const SrcF
             for (int j = 0; j < nk; j++)
                 names[j] = ks[j].name;
             Buf u = {0};
-            near_name(&u, a->key, names, nk);
+            base_near_hint(&u, a->key, names, nk);
             buf_puts(&u, " (usage: ");
             sched_prim_usage(&u, p);
             r = prim_fail(step, src, a->loc, "unknown keyword argument '%s'%s)", a->key,
@@ -327,7 +286,7 @@ rv_status sched_prim_unknown(const SchedStep *step, const SrcFile *src) {
         buf_printf(&names, "%s%s", i ? ", " : "", sched_prims[i].name);
         cands[i] = sched_prims[i].name;
     }
-    near_name(&hint, step->prim, cands, sched_nprims);
+    base_near_hint(&hint, step->prim, cands, sched_nprims);
     rv_status r =
         base_diag(RV_ERR_SCHEDULE, src, step->loc, "unknown schedule primitive '%s'%s (known: %s)",
                   step->prim, buf_str(&hint), buf_str(&names));

@@ -200,12 +200,18 @@ rv_status sched_apply_block(Schedule *s, const SchedBlock *blk) {
         return sched_apply_group_block(s, blk);
     Stage *st = sched_stage(s, blk->name);
     if (!st) {
-        Buf names = {0};
-        for (int i = 0; i < s->stages.len; i++)
+        Buf names = {0}, hint = {0};
+        Vec(const char *) cands = {0};
+        for (int i = 0; i < s->stages.len; i++) {
             buf_printf(&names, "%s%s", i ? ", " : "", s->stages.data[i]->name);
+            vec_push(&cands, s->stages.data[i]->name);
+        }
+        base_near_hint(&hint, blk->name, cands.data, cands.len);
         rv_status r = base_diag(RV_ERR_TYPE, blk->src ? blk->src : s->m->src, blk->name_loc,
-                                "unknown schedule target '%s' (stages: %s)", blk->name,
-                                names.len ? buf_str(&names) : "none");
+                                "unknown schedule target '%s'%s (stages: %s)", blk->name,
+                                buf_str(&hint), names.len ? buf_str(&names) : "none");
+        vec_free(&cands);
+        buf_free(&hint);
         buf_free(&names);
         return r;
     }

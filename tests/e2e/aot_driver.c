@@ -14,8 +14,13 @@
  * alignment (model_run must copy; the element itself stays aligned, as C
  * requires of any array); --own-ctx passes a context of the driver's own
  * that runs parallel loops in two chunks and counts allocations (all must
- * be freed). Then a size out of every range must give RV_RT_ERR_BOUNDS.
- * Exit status 0 when all outputs match.
+ * be freed). Then a size out of every range must give RV_RT_ERR_BOUNDS
+ * and a model_last_error naming it, and model_field_infos must agree with
+ * the fields (each shape's product is the numel; sizes carry their range)
+ * and model_args_size with sizeof(model_args). --threads N calls
+ * model_set_num_threads(N) first and checks the count it reports (a
+ * model built with `ravel build --threads`; others report 1).
+ * Exit status 0 when all outputs match and the checks hold.
  */
 #include <math.h>
 #include <stdio.h>
@@ -190,6 +195,20 @@ static void counting_free(struct rv_rt_ctx *ctx, void *p) {
     free(p);
 }
 
+/* The threads of this process (Linux: /proc/self/status), 0 if unknown:
+ * a pool of N threads must have started N - 1 workers. */
+static int process_threads(void) {
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    int n = 0;
+    while (f && fgets(line, sizeof line, f))
+        if (strncmp(line, "Threads:", 8) == 0)
+            n = atoi(line + 8);
+    if (f)
+        fclose(f);
+    return n;
+}
+
 /* ---- main ---- */
 
 /* An array of n elements of es bytes, 64-byte aligned or one element off
@@ -235,6 +254,27 @@ int main(int argc, char **argv) {
     for (int j = 3; j < argc; j++) {
         own_ctx |= strcmp(argv[j], "--own-ctx") == 0;
         misalign |= strcmp(argv[j], "--misalign") == 0;
+        if (strcmp(argv[j], "--threads") == 0 && j + 1 < argc) {
+            int want = atoi(argv[++j]), got = model_set_num_threads(want);
+            if (got != want && got != 1) {
+                fprintf(stderr, "model_set_num_threads(%d) returned %d\n", want, got);
+                return 1;
+            }
+            if (model_num_threads() != got) {
+                fprintf(stderr, "model_num_threads() is %d, not %d\n", model_num_threads(), got);
+                return 1;
+            }
+            if (got > 1 && process_threads() < got) {
+                fprintf(stderr, "model_set_num_threads(%d): the process has %d threads\n", want,
+                        process_threads());
+                return 1;
+            }
+        }
+    }
+    if (model_args_size != sizeof(model_args)) {
+        fprintf(stderr, "model_args_size %zu, sizeof(model_args) %zu\n", model_args_size,
+                sizeof(model_args));
+        return 1;
     }
     /* UF arrays first (input counts may depend on them), then the rest */
     for (int pass = 0; pass < 2 && ok; pass++)
@@ -324,7 +364,35 @@ int main(int argc, char **argv) {
         ok &= bad < 0;
         free(want.data);
     }
-    /* a size outside its range is refused */
+    /* the shapes: their product is the element count */
+    for (int i = 0; i < model_num_fields; i++) {
+        const model_field *f = &model_fields[i];
+        const model_field_info *fi = &model_field_infos[i];
+        if (f->kind == model_FIELD_SIZE) {
+            int64_t v;
+            memcpy(&v, base + f->offset, sizeof v);
+            if (fi->ndim != 0 || fi->shape || v < fi->lo || v > fi->hi ||
+                strncmp(fi->decl, "size ", 5) != 0) {
+                printf("model_field_infos[%d] (size %s) is wrong\n", i, f->name);
+                ok = 0;
+            }
+            continue;
+        }
+        int64_t dims[16], prod = 1;
+        int nd = fi->ndim <= 16 && fi->shape ? fi->shape(&a, dims) : -2;
+        for (int k = 0; k < nd; k++)
+            prod *= dims[k];
+        if (nd != fi->ndim || prod != f->numel(&a) || !strstr(fi->decl, f->name)) {
+            printf("model_field_infos[%d] (%s): rank %d of %d, %lld elements of %lld\n", i,
+                   f->name, nd, fi->ndim, (long long)prod, (long long)f->numel(&a));
+            ok = 0;
+        }
+    }
+    if (model_last_error()[0]) {
+        printf("model_last_error() is '%s' after a success\n", model_last_error());
+        ok = 0;
+    }
+    /* a size outside its range is refused, the message naming it */
     for (int i = 0; i < model_num_fields; i++) {
         const model_field *f = &model_fields[i];
         if (f->kind != model_FIELD_SIZE)
@@ -332,9 +400,34 @@ int main(int argc, char **argv) {
         model_args b = a;
         int64_t v = INT64_MIN;
         memcpy((char *)&b + f->offset, &v, sizeof v);
+        char want[128];
+        snprintf(want, sizeof want, "size %s = %lld is outside its declared range", f->name,
+                 (long long)v);
         if ((rc = model_run(&b, NULL)) != RV_RT_ERR_BOUNDS) {
             printf("size %s out of range: model_run returned %d, not RV_RT_ERR_BOUNDS\n", f->name,
                    (int)rc);
+            ok = 0;
+        } else if (!strstr(model_last_error(), want)) {
+            printf("size %s out of range: model_last_error() is '%s'\n", f->name,
+                   model_last_error());
+            ok = 0;
+        }
+        break;
+    }
+    /* a NULL array that has elements is refused, the message naming it */
+    for (int i = 0; i < model_num_fields; i++) {
+        const model_field *f = &model_fields[i];
+        if (f->kind != model_FIELD_INPUT || f->numel(&a) <= 0)
+            continue;
+        model_args b = a;
+        void *null = NULL;
+        memcpy((char *)&b + f->offset, &null, sizeof null);
+        char want[128];
+        snprintf(want, sizeof want, "input %s is NULL but has %lld elements", f->name,
+                 (long long)f->numel(&a));
+        if ((rc = model_run(&b, NULL)) != RV_RT_ERR_BOUNDS || !strstr(model_last_error(), want)) {
+            printf("input %s NULL: model_run returned %d, model_last_error() '%s'\n", f->name,
+                   (int)rc, model_last_error());
             ok = 0;
         }
         break;

@@ -552,6 +552,35 @@ static void test_file(void) {
     rmdir(dir);
 }
 
+/* The "did you mean" of every unknown-name error (near.c). */
+static bool same(const char *a, const char *b) {
+    return a && strcmp(a, b) == 0;
+}
+
+static void test_near_name(void) {
+    CHECK_EQ_INT(base_edit_distance("", ""), 0);
+    CHECK_EQ_INT(base_edit_distance("split", "splt"), 1);
+    CHECK_EQ_INT(base_edit_distance("size", "szie"), 1); /* a transposition is one edit */
+    CHECK_EQ_INT(base_edit_distance("kitten", "sitting"), 3);
+    const char *cands[] = {"size", "ufun", "input", "schedule", NULL};
+    CHECK(same(base_near_name("szie", cands, 5), "size"));
+    CHECK(same(base_near_name("inptu", cands, 5), "input"));
+    CHECK(same(base_near_name("shedule", cands, 5), "schedule"));
+    CHECK(base_near_name("tensor", cands, 5) == NULL); /* nothing near */
+    CHECK(base_near_name("size", cands, 5) == NULL);   /* itself is no suggestion */
+    const char *loops[] = {"i", "j", "T"};
+    CHECK(base_near_name("k", loops, 3) == NULL); /* one letter is never half kept */
+    CHECK(same(base_near_name("ii", loops, 3), "i"));
+    CHECK(same(base_near_name("t", loops, 3), "T")); /* case only */
+    Buf b = {0};
+    base_near_hint(&b, "splt", (const char *const[]){"split", "fuse"}, 2);
+    CHECK(same(buf_str(&b), "; did you mean 'split'?"));
+    buf_free(&b);
+    base_near_hint(&b, "xyz", (const char *const[]){"split", "fuse"}, 2);
+    CHECK(same(buf_str(&b), ""));
+    buf_free(&b);
+}
+
 int main(void) {
     RUN(test_alloc_counts_live_bytes);
     RUN(test_alloc_fail_injection);
@@ -568,5 +597,6 @@ int main(void) {
     RUN(test_error_thread_local);
     RUN(test_diag);
     RUN(test_file);
+    RUN(test_near_name);
     return harness_report();
 }

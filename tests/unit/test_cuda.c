@@ -143,13 +143,14 @@ static rv_module *load_example(const Example *ex, bool cpu) {
 
 /* The GPU dimensions a launch uses, as "grid(x,y) block(x)". */
 /* lower_module and the passes that make its kernels loop IR code
- * generation takes (run-time checks, flat storage offsets), without the
- * optimizing ones. */
+ * generation takes (reductions initialised, run-time checks, flat storage
+ * offsets), without the optimizing ones. */
 static rv_status lower_flat(rv_module *m, Kernel ***ks, int *n) {
+    static const char *const needed[] = {"reduce", "checks", "flatten"};
     rv_status st = lower_module(m, ks, n);
     for (int k = 0; st == RV_OK && k < *n; k++)
-        if ((st = lower_run_pass((*ks)[k], "checks")) == RV_OK)
-            st = lower_run_pass((*ks)[k], "flatten");
+        for (int i = 0; st == RV_OK && i < (int)RV_COUNT(needed); i++)
+            st = lower_run_pass((*ks)[k], needed[i]);
     return st;
 }
 

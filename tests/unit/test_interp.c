@@ -1598,6 +1598,113 @@ static void test_rerun(void) {
     rv_module_free(m);
 }
 
+/* rv_bindings_infer_sizes: sizes read off bound arrays' shapes; the
+ * errors name the input, the dimension and where the other value came
+ * from. */
+static void test_infer_sizes(void) {
+    rv_module *m;
+    CHECK(rv_module_parse("infer.rv",
+                          "size B in 1..4\nsize T in 1..8\nsize H in 1..8\n"
+                          "input X : f32[16*T + 1, 3]\ninput Z : f32[B*T, H]\n"
+                          "ufun len[b < B] in 0..T\n"
+                          "Y[i < T, j < 3] = X[i, j]\n",
+                          &m) == RV_OK);
+    int64_t s49[2] = {49, 3}, s50[2] = {50, 3}, s161[2] = {161, 3}, s6[2] = {6, 5},
+            s7[2] = {7, 5}, s2[1] = {2};
+    rv_array *x49 = rv_array_new(RV_F32, 2, s49), *x50 = rv_array_new(RV_F32, 2, s50),
+             *x161 = rv_array_new(RV_F32, 2, s161), *z6 = rv_array_new(RV_F32, 2, s6),
+             *z7 = rv_array_new(RV_F32, 2, s7), *len = rv_array_new(RV_I64, 1, s2);
+
+    /* T from X (16*T + 1 = 49); then B*T is linear in B, and Z gives B and H;
+     * the UF's domain gives B too, consistently */
+    rv_bindings *b = rv_bindings_new(m);
+    CHECK(rv_bindings_set_array(b, "Z", z6) == RV_OK);
+    CHECK(rv_bindings_set_array(b, "X", x49) == RV_OK);
+    CHECK(rv_bindings_set_array(b, "len", len) == RV_OK);
+    CHECK(rv_bindings_infer_sizes(b) == RV_OK);
+    CHECK_EQ_INT(rv_bindings_get_size(b, "T"), 3);
+    CHECK_EQ_INT(rv_bindings_get_size(b, "B"), 2);
+    CHECK_EQ_INT(rv_bindings_get_size(b, "H"), 5);
+    rv_bindings_free(b);
+
+    /* no integer T */
+    b = rv_bindings_new(m);
+    CHECK(rv_bindings_set_array(b, "X", x50) == RV_OK);
+    CHECK(rv_bindings_infer_sizes(b) == RV_ERR_SHAPE);
+    CHECK_STR_CONTAINS(rv_last_error(), "input X: dimension 0 has 50 elements");
+    CHECK_STR_CONTAINS(rv_last_error(), "for no integer T");
+    CHECK_EQ_INT(rv_bindings_get_size(b, "T"), -1);
+    rv_bindings_free(b);
+
+    /* T = 10 is outside 1..8 */
+    b = rv_bindings_new(m);
+    CHECK(rv_bindings_set_array(b, "X", x161) == RV_OK);
+    CHECK(rv_bindings_infer_sizes(b) == RV_ERR_BOUNDS);
+    CHECK_STR_CONTAINS(rv_last_error(), "T = 10, outside its declared range 1..8");
+    rv_bindings_free(b);
+
+    /* a given size that disagrees */
+    b = rv_bindings_new(m);
+    CHECK(rv_bindings_set_size(b, "T", 2) == RV_OK);
+    CHECK(rv_bindings_set_array(b, "X", x49) == RV_OK);
+    CHECK(rv_bindings_infer_sizes(b) == RV_ERR_SHAPE);
+    CHECK_STR_CONTAINS(rv_last_error(), "its extent 16 * T + 1 is 33: T = 2 was given");
+    rv_bindings_free(b);
+
+    /* T = 3 from X, so B*T = 7 has no integer B: the error names Z */
+    b = rv_bindings_new(m);
+    CHECK(rv_bindings_set_array(b, "X", x49) == RV_OK);
+    CHECK(rv_bindings_set_array(b, "Z", z7) == RV_OK);
+    CHECK(rv_bindings_infer_sizes(b) == RV_ERR_SHAPE);
+    CHECK_STR_CONTAINS(rv_last_error(), "input Z: dimension 0 has 7 elements");
+    rv_bindings_free(b);
+
+    /* B = 2 from len, T = 3 from X: Z's 7 rows contradict B*T = 6, naming
+     * where B came from */
+    b = rv_bindings_new(m);
+    CHECK(rv_bindings_set_array(b, "len", len) == RV_OK);
+    CHECK(rv_bindings_set_array(b, "X", x49) == RV_OK);
+    CHECK(rv_bindings_set_array(b, "Z", z7) == RV_OK);
+    CHECK(rv_bindings_infer_sizes(b) == RV_ERR_SHAPE);
+    CHECK_STR_CONTAINS(rv_last_error(), "input Z: dimension 0 has 7 elements");
+    CHECK_STR_CONTAINS(rv_last_error(), "B = 2 was inferred from ufun len, dimension 0");
+    rv_bindings_free(b);
+
+    /* a run infers what is left unbound: X alone sets T, and Y is computed */
+    b = rv_bindings_new(m);
+    CHECK(rv_bindings_set_size(b, "B", 1) == RV_OK);
+    CHECK(rv_bindings_set_size(b, "H", 1) == RV_OK);
+    int64_t s31[2] = {3, 1}, s1[1] = {1};
+    rv_array *z31 = rv_array_new(RV_F32, 2, s31), *len1 = rv_array_new(RV_I64, 1, s1);
+    CHECK(rv_bindings_set_array(b, "X", x49) == RV_OK);
+    CHECK(rv_bindings_set_array(b, "Z", z31) == RV_OK);
+    CHECK(rv_bindings_set_array(b, "len", len1) == RV_OK);
+    CHECK(rv_interp_run(m, b) == RV_OK);
+    CHECK_EQ_INT(rv_bindings_get_size(b, "T"), 3);
+    CHECK(rv_bindings_get_array(b, "Y") != NULL);
+    rv_bindings_free(b);
+    /* and reports a shape that fits no T */
+    b = rv_bindings_new(m);
+    CHECK(rv_bindings_set_array(b, "X", x50) == RV_OK);
+    CHECK(rv_interp_run(m, b) == RV_ERR_SHAPE);
+    CHECK_STR_CONTAINS(rv_last_error(), "input X: dimension 0 has 50 elements");
+    rv_bindings_free(b);
+    rv_array_free(z31);
+    rv_array_free(len1);
+
+    /* nothing bound: nothing to do */
+    b = rv_bindings_new(m);
+    CHECK(rv_bindings_infer_sizes(b) == RV_OK);
+    CHECK_EQ_INT(rv_bindings_get_size(b, "T"), -1);
+    rv_bindings_free(b);
+    CHECK(rv_bindings_infer_sizes(NULL) == RV_ERR_ARG);
+
+    rv_array *all[] = {x49, x50, x161, z6, z7, len};
+    for (int i = 0; i < COUNT(all); i++)
+        rv_array_free(all[i]);
+    rv_module_free(m);
+}
+
 int main(void) {
     RUN(test_dense_gelu_by_hand);
     RUN(test_dense_gelu_random);
@@ -1624,5 +1731,6 @@ int main(void) {
     RUN(test_ufun_range_own_args);
     RUN(test_randomize);
     RUN(test_rerun);
+    RUN(test_infer_sizes);
     return harness_report();
 }

@@ -249,7 +249,8 @@ static void test_pass_goldens(void) {
 
 /* Every pass of the pipeline has at least one golden. */
 static void test_every_pass_has_a_golden(void) {
-    static const char *const names[] = {"checks", "flatten", "simplify", "forward", "promote", "hoist"};
+    static const char *const names[] = {"checks",  "flatten", "simplify", "forward",
+                                        "promote", "hoist",   "reduce",   "partition"};
     char **files = list_dir("tests/lower", ".txt");
     for (int i = 0; i < (int)RV_COUNT(names); i++) {
         CHECK(lower_has_pass(names[i]));
@@ -339,13 +340,27 @@ static void test_reader_errors(void) {
                 "kernel K(N: size, Y: f32*)\n"
                 "  Y[0] = 1.0\n",
                 "t.lir:1:1: error: size 'N' has an empty range 5..1");
-    check_error("frob N\n",
-                "t.lir:1:1: error: expected a declaration (size, uf, aux, buffer, tensor) or 'kernel'");
+    check_error(
+        "frob N\n",
+        "t.lir:1:1: error: expected a declaration (size, uf, aux, buffer, tensor) or 'kernel'");
     check_error("uf len: i32[B] in 0..9\n", "t.lir:1:13: error: undefined name 'B'");
     check_error("kernel K(N: size, Y: f32*)\n"
                 "  if N:\n"
                 "    Y[0] = 1.0\n",
                 "t.lir:2:6: error: an if condition must be bool, got i64");
+    /* reductions before the reduce pass */
+    check_error("kernel K(N: size, Y: f32*)\n"
+                "  reduce prod into Y:\n"
+                "    Y[0] = Y[0]*2.0\n",
+                "t.lir:2:10: error: unknown reduction 'prod' (sum, max, min, argmax)");
+    check_error("kernel K(N: size, Y: f32*)\n"
+                "  reduce argmax into Y:\n"
+                "    Y[0] = 1.0\n",
+                "t.lir:2:23: error: argmax needs an index buffer: ', ARG'");
+    check_error("kernel K(N: size, Y: f32*)\n"
+                "  reduce sum into Y, Z:\n"
+                "    Y[0] = 1.0\n",
+                "t.lir:2:22: error: undefined buffer 'Z'");
     /* multi-dimensional accesses and the tensors they name */
     check_error("kernel K(Y: f32*)\n"
                 "  Y[0] = Q{0}\n",
@@ -542,6 +557,33 @@ static void test_reader_never_crashes(void) {
     base_free(text);
 }
 
+/* A reduction the reduce pass has not initialised is loop IR until
+ * flatten, an internal error after it (the verifier). */
+static void test_reduce_verified(void) {
+    Module *m = rv_module_new();
+    Kernel **ks;
+    int n;
+    const char *text = "kernel K(N: size, X: f32*, Y: f32*)\n"
+                       "  allocate acc0: f32[1] local\n"
+                       "  reduce sum into acc0:\n"
+                       "    for k in 0..N:\n"
+                       "      acc0[0] = acc0[0] + X[k]\n"
+                       "  Y[0] = acc0[0]\n";
+    CHECK(round_trip(m, "t.lir", text, &ks, &n));
+    if (n == 1) {
+        CHECK(!ks[0]->flat); /* flatten runs after reduce */
+        CHECK_EQ_INT(lower_verify_kernel(ks[0], "lower"), RV_OK);
+        ks[0]->flat = true;
+        CHECK_EQ_INT(lower_verify_kernel(ks[0], "flatten"), RV_ERR_UNSUPPORTED);
+        CHECK_STR_CONTAINS(rv_last_error(), "a reduction into 'acc0' is left uninitialised");
+        ks[0]->flat = false;
+        CHECK_EQ_INT(lower_run_pass(ks[0], "reduce"), RV_OK);
+        ks[0]->flat = true;
+        CHECK_EQ_INT(lower_verify_kernel(ks[0], "reduce"), RV_OK);
+    }
+    rv_module_free(m);
+}
+
 int main(int argc, char **argv) {
     if (argc > 1) {
         for (int i = 1; i < argc; i++)
@@ -556,5 +598,6 @@ int main(int argc, char **argv) {
     RUN(test_round_trip_pipeline_goldens);
     RUN(test_pass_goldens);
     RUN(test_every_pass_has_a_golden);
+    RUN(test_reduce_verified);
     return harness_report();
 }
