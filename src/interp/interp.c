@@ -326,8 +326,11 @@ rv_status interp_prepare_env(Interp *in, const Module *m, rv_bindings *b, const 
     in->ufl = (Layout **)(block + ns * sizeof *in->sizes + nu * sizeof *in->ufv);
     in->tv = (TensorVal *)(block + tv_at);
     in->env = (LayoutEnv){.m = m, .sizes = in->sizes, .uf_vals = in->ufv, .uf_dom = in->ufl};
-    /* structures first: a batch binds N, B and UFs together */
-    rv_status st = seed ? interp_draw_structures(b, *seed) : RV_OK;
+    /* structures first: a batch binds N, B and UFs together (after the
+     * sizes bound arrays determine: X[N, 64] bound fixes the batch's N) */
+    rv_status st = RV_OK;
+    if (seed && m->structures.len > 0 && (st = rv_bindings_infer_sizes(b)) == RV_OK)
+        st = interp_draw_structures(b, *seed);
     if (st == RV_OK)
         st = prepare_sizes(in, seed);
     for (int i = 0; st == RV_OK && i < m->ufuns.len; i++)

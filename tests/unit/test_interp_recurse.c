@@ -1047,8 +1047,9 @@ static void test_randomize(void) {
     }
 }
 
-/* N and B bound by the caller stay, declared ranges are kept, and a
- * batch the ranges do not allow is an error naming the structure. */
+/* N and B bound by the caller (or read off a bound array's shape) stay,
+ * declared ranges are kept, and a batch the ranges do not allow is an
+ * error naming the structure. */
 static void test_randomize_ranges(void) {
     for (uint64_t seed = 1; seed <= 6; seed++) {
         Fix f = fix_new(RV_STRUCT_TREE, 2, 1000);
@@ -1076,6 +1077,35 @@ static void test_randomize_ranges(void) {
         CHECK(n >= 7 && n <= 9 && nb >= 3 && nb <= 4);
         rv_bindings_free(b);
         rv_module_free(m);
+    }
+    /* N read off a bound input's shape: h[n, i < 2] = X[n, i] + sum(k <
+     * nchild[n]) h[child[n, k], i] with X : f32[N, 2] bound to 37 rows */
+    for (uint64_t seed = 1; seed <= 6; seed++) {
+        Fix f = fix_new(RV_STRUCT_TREE, 2, 1000);
+        rv_tensor *X = rv_input_new(f.m, "X", RV_F32, 2,
+                                    (rv_dimspec[]){{NULL, rv_expr_size(f.m, f.N), 1},
+                                                   {NULL, rv_expr_int(f.m, 2), 1}});
+        rv_recurse *r = rv_recurse_begin(f.m, "R", f.st);
+        const char *ax[] = {"n", "i"};
+        rv_expr *ext[] = {NULL, rv_expr_int(f.m, 2)};
+        rv_compute *c = rv_recurse_add(r, "h", RV_F32, 2, ax, ext);
+        rv_expr *n = rv_compute_var(c, 0), *i = rv_compute_var(c, 1);
+        rv_axis *k = rv_reduce_axis_new(f.m, "k", call(f.m, f.nchild, n, NULL));
+        rv_expr *sum = rv_expr_reduce(
+            f.m, RV_REDUCE_SUM, 1, &k,
+            rd(f.m, rv_module_tensor(f.m, "h"), call(f.m, f.child, n, rv_expr_axis(f.m, k)), i));
+        CHECK(rv_recurse_define(c, NULL, rv_expr_add(f.m, rd(f.m, X, n, i), sum), NULL) != NULL);
+        CHECK_EQ_INT(rv_recurse_end(r), RV_OK);
+        int64_t shape[] = {37, 2};
+        rv_array *x = rv_array_new(RV_F32, 2, shape);
+        rv_bindings *b = rv_bindings_new(f.m);
+        CHECK_EQ_INT(rv_bindings_set_array(b, "X", x), RV_OK);
+        CHECK_EQ_INT(rv_bindings_randomize(b, seed), RV_OK);
+        CHECK_EQ_INT(rv_bindings_get_size(b, "N"), 37);
+        CHECK_EQ_INT(rv_interp_run(f.m, b), RV_OK);
+        rv_bindings_free(b);
+        rv_array_free(x);
+        rv_module_free(f.m);
     }
     rv_module *m = rv_module_new();
     rv_size *N = rv_size_new(m, "N", 1, 3), *B = rv_size_new(m, "B", 5, 10);
