@@ -392,7 +392,11 @@ int rv_bindings_has(const rv_bindings *b, const char *name);
 int64_t rv_bindings_get_size(const rv_bindings *b, const char *name);
 const rv_array *rv_bindings_get_array(const rv_bindings *b, const char *name);
 /* Draws every size, UF array and input not yet bound, within its declared
- * range, reproducibly from `seed`. */
+ * range, reproducibly from `seed`. A structure whose children are unbound
+ * gets a random batch of structures of its kind, linearized and bound as
+ * by rv_bindings_set_linear (its shape chosen by the seed: a single node,
+ * a deep chain, bushy trees, many small ones, random ones; see
+ * docs/recursion.md). */
 rv_status rv_bindings_randomize(rv_bindings *b, uint64_t seed);
 /* Binds structure `structure`'s arrays from a linearized batch (rv_linear,
  * below; the bindings own copies): its size N (the batch's nodes), B when

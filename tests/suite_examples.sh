@@ -1,7 +1,8 @@
 #!/bin/sh
 # Every example checks, verifies and evaluates with the reference
 # interpreter on random inputs (three seeds: different sizes, UF arrays
-# and data), writing its outputs as .npy files.
+# and data; for recursion, a single node, a 200-node chain, bushy trees),
+# writing its outputs as .npy files.
 BUILD=${BUILD:-build}
 RAVEL=$BUILD/ravel
 out=$(mktemp -d)
