@@ -616,6 +616,11 @@ typedef struct rv_program_counters {
     double cc_seconds;      /* of which the C compiler ran (0: from the JIT's cache) */
     double prelude_seconds; /* filling the aux arrays of ragged layouts */
     double kernel_seconds;
+    /* preludes run and bytes of aux arrays allocated, over all runs: a
+     * run fills each distinct aux array (one per raggedness pattern) once,
+     * whatever the number of kernels that use it */
+    int64_t prelude_runs;
+    int64_t aux_bytes;
 } rv_program_counters;
 void rv_program_stats(const rv_program *p, rv_program_counters *out);
 
