@@ -37,6 +37,8 @@ static const Bench benches[] = {
     {"bmm", "bench_bmm", "batched matmul, NT and NN, [192, T, 64]: OpenBLAS loop, oneDNN", NULL,
      NULL},
     {"sgemm", "bench_sgemm", "square SGEMM 512..2048: OpenBLAS, oneDNN", NULL, NULL},
+    {"vgemm", "bench_vgemm", "batched GEMM, per-problem M, N, K (CoRa): padded OpenBLAS, oneDNN",
+     NULL, NULL},
     {"peak", "peak", "FP32 FMA peak and STREAM triad bandwidth", NULL, NULL},
     {"time", "time_rv", "kernel time of .rv programs, interleaved (FILE.rv... --size N=V)", NULL,
      NULL},
