@@ -508,6 +508,10 @@ void lower_print_regions(Buf *b, const RegionTable *t);
 /* For RAVEL_DEBUG=bounds: the table on stderr, inside an IR scope (the
  * module is left as it was). */
 void lower_debug_bounds(Schedule *s);
+/* For RAVEL_DEBUG=bounds, where the walk placed p in nest n with region
+ * reg (have: bounded): whether p's box instantiated for n's copy is that
+ * region, on stderr (inside an IR scope). */
+void lower_debug_region(LowerCtx *walk, StageNest *n, Stage *p, bool have, const Range *reg);
 
 /* attach.c */
 /* The stages computed at loop `at` of n (NULL: at the top of the nest),
