@@ -80,6 +80,8 @@ static int parse(int argc, char **argv, TuneArgs *a) {
             a->o.threads = n;
         else if (strcmp(o, "--seed") == 0 && int_opt(v, 0, &n))
             a->o.seed = (uint64_t)n;
+        else if (strcmp(o, "--timeout") == 0 && int_opt(v, 1, &n))
+            a->o.timeout = n;
         else {
             fprintf(stderr, "ravel tune: bad option %s %s\n", o, v);
             return 0;
@@ -254,8 +256,9 @@ static int write_outputs(const TuneArgs *a, rv_module *m, const TuneResult *r) {
 
 static void summary(const TuneResult *r, rv_module *m) {
     printf("tuned %d shapes with %d variant(s): %d measurements (%d from the records), "
-           "%d wrong candidate(s); %.1fs (compile %.1fs, measure %.1fs)\n",
-           r->nshapes, r->nvariants, r->measured + r->reused, r->reused, r->wrong, r->total_seconds,
+           "%d wrong and %d failed candidate(s); %.1fs (compile %.1fs, measure %.1fs)\n",
+           r->nshapes, r->nvariants, r->measured + r->reused, r->reused, r->wrong, r->failed,
+           r->total_seconds,
            r->compile_seconds, r->measure_seconds);
     for (int v = 0; v < r->nvariants; v++)
         printf("  variant %d: %s\n", v, r->variant_desc[v]);
