@@ -101,6 +101,16 @@ else
         --timeout 1 >"$wd/hang.log" 2>&1
     expect_status 0 "0 wrong and 1 failed" cat "$wd/hang.log"
     expect_status 0 "gave no result in 1 s and was killed" cat "$wd/hang.log"
+
+    # --plot: the tuning curve as PNG with gnuplot, or a message naming it
+    if command -v gnuplot >/dev/null 2>&1; then
+        expect_status 0 "wrote $wd/curve.png" \
+            "$RAVEL" tune "$wd/tiny.rv" --trials 4 --batch 2 --quiet --plot "$wd/curve.png"
+        expect_status 0 "PNG" head -c 4 "$wd/curve.png"
+    else
+        expect_status 1 "--plot needs gnuplot" \
+            "$RAVEL" tune "$wd/tiny.rv" --trials 4 --plot "$wd/curve.png"
+    fi
 fi
 
 echo "tune: $passed passed, $failed failed"

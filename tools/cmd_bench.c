@@ -28,6 +28,8 @@ typedef struct Bench {
 static const Bench benches[] = {
     {"dense", "bench_dense", "Y = X W^T (+ bias, gelu), X [16T, K]: OpenBLAS, oneDNN"},
     {"bmm", "bench_bmm", "batched matmul, NT and NN, [192, T, 64]: OpenBLAS loop, oneDNN"},
+    {"tune", "bench_tune",
+     "tuned kernels (bench/records) vs hand-written, OpenBLAS/oneDNN, per-shape tuning"},
     {"sgemm", "bench_sgemm", "square SGEMM 512..2048: OpenBLAS, oneDNN"},
     {"peak", "peak", "FP32 FMA peak and STREAM triad bandwidth"},
     {"time", "time_rv", "kernel time of .rv programs, interleaved (FILE.rv... --size N=V)"},

@@ -325,9 +325,10 @@ static double distance(const Tuner *t, int s, const bool *used) {
  * grows with its distance from the measured ones (what the model knows
  * least). */
 static double gain(Tuner *t, int s, const bool *used) {
-    /* no model yet: spread the measurements over the range */
+    /* no model yet: spread the measurements over the range (a measured
+     * shape stays eligible: with one shape, every round measures it) */
     if (!t->trained)
-        return t->w[s] * distance(t, s, used);
+        return t->w[s] * (distance(t, s, used) + 1);
     double top = 0, cur = t->best[s];
     for (int c = 0; c < t->sp.len; c++)
         if (t->ok[c] > 0 && score(t, c, s) > cur)
@@ -352,6 +353,8 @@ typedef struct Pair {
 /* The round's measurements: up to `want` pairs over the shapes of most gain. */
 static int choose(Tuner *t, Pair *out, int want) {
     int nsh = t->o->shapes_per_round > 0 ? t->o->shapes_per_round : 2;
+    if (nsh > t->ns)
+        nsh = t->ns; /* a round's measurements go to the shapes there are */
     bool *used = base_xcalloc((size_t)t->ns, sizeof *used);
     int n = 0;
     for (int k = 0; k < nsh && n < want; k++) {
@@ -461,6 +464,16 @@ static const rv_bindings *reference(Tuner *t, int s) {
     return t->refs[s];
 }
 
+/* Notes a measurement of shape s (g GFLOP/s; 0: failed) for the curve. */
+static void note_trial(Tuner *t, int s, double g) {
+    TuneResult *r = t->res;
+    if (r->ntrials == r->captrials) {
+        r->captrials = r->captrials ? 2 * r->captrials : 64;
+        r->trials = base_xrealloc(r->trials, sizeof *r->trials * (size_t)r->captrials);
+    }
+    r->trials[r->ntrials++] = (TuneTrial){s, g};
+}
+
 /* Marks candidate c failed (or wrong) and its pairs of the round not yet
  * measured failed, recording them with status st. */
 static void mark_failed(Tuner *t, int c, const Pair *pairs, int n, TuneStatus st) {
@@ -469,6 +482,7 @@ static void mark_failed(Tuner *t, int c, const Pair *pairs, int n, TuneStatus st
         if (pairs[j].c == c && t->meas[c * t->ns + pairs[j].s] == 0) {
             t->meas[c * t->ns + pairs[j].s] = -1;
             t->res->measured++;
+            note_trial(t, pairs[j].s, 0);
             record(t, c, pairs[j].s, 0, st);
         }
 }
@@ -586,11 +600,13 @@ static void apply_msg(Tuner *t, const BatchRun *run, const MeasureMsg *m) {
     t->res->measured++;
     if (m->status != RV_OK || m->seconds <= 0) {
         t->meas[c * t->ns + s] = -1;
+        note_trial(t, s, 0);
         record(t, c, s, 0, TUNE_STATUS_FAILED);
         return;
     }
     double g = t->gflop[s] / m->seconds;
     t->meas[c * t->ns + s] = g;
+    note_trial(t, s, g);
     if (g > t->best[s])
         t->best[s] = g;
     record(t, c, s, m->seconds, TUNE_STATUS_OK);
@@ -725,9 +741,11 @@ static rv_status resume(Tuner *t) {
             t->ok[c] = t->ok[c] < 0 ? -1 : 1;
             if (g > t->best[s])
                 t->best[s] = g;
+            note_trial(t, s, g);
         } else {
             t->meas[c * t->ns + s] = -1;
             t->ok[c] = -1;
+            note_trial(t, s, 0);
         }
         t->res->reused++;
     }
@@ -899,6 +917,8 @@ static rv_status setup(Tuner *t, const char *program_text) {
         }
         for (int s = 0; s < t->ns; s++)
             t->w[s] = rare / 100;
+        if (o->shapes_only)
+            t->ns = 0;
         t->shapes = base_xrealloc(t->shapes, sizeof *t->shapes * (size_t)(t->ns + o->nshapes));
         t->w = base_xrealloc(t->w, sizeof *t->w * (size_t)(t->ns + o->nshapes));
         for (int q = 0; q < o->nshapes; q++) {
@@ -1021,5 +1041,6 @@ void tune_result_free(TuneResult *r) {
     base_free(r->shapes);
     base_free(r->shape_variant);
     base_free(r->shape_gflops);
+    base_free(r->trials);
     memset(r, 0, sizeof *r);
 }

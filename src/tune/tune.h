@@ -393,9 +393,19 @@ typedef struct TuneOptions {
     const double *weights;
     const TuneShape *shapes;
     int nshapes;
+    /* Tune for the given shapes alone, not the rest of the range (per-shape
+     * tuning: the Ansor-style baseline bench_tune compares with). */
+    bool shapes_only;
     bool quiet;             /* no progress on stderr */
     bool replay;            /* measure nothing: the records decide (ravel build --records) */
 } TuneOptions;
+
+/* One measurement, in the order made (records read first): the tuning
+ * curve `ravel tune --plot` draws. */
+typedef struct TuneTrial {
+    int shape;     /* index into TuneResult.shapes */
+    double gflops; /* 0: failed or wrong */
+} TuneTrial;
 
 /* What a tuning run found. */
 typedef struct TuneResult {
@@ -412,6 +422,8 @@ typedef struct TuneResult {
     int wrong;             /* candidates that differed from the interpreter */
     int failed;            /* candidates that did not compile, failed, crashed or hung */
     double compile_seconds, measure_seconds, total_seconds;
+    TuneTrial *trials;     /* every measurement, reused and made, in order */
+    int ntrials, captrials;
 } TuneResult;
 
 /* Tunes m's tunable stage jointly over its size range (XGBoost must be
