@@ -31,8 +31,8 @@
  * Each pass is one file and one function `Stmt *pass(Module *, Stmt *)`
  * that returns the same pointer when it changes nothing (QBE's
  * main.c:func(), Halide's Lower.cpp), or `rv_status pass(Kernel *)` when
- * it needs the kernel (checks: its sites; flatten: its parameters'
- * storage orders).
+ * it needs the kernel (partition: check_src for its copies; checks: its
+ * sites; flatten: its parameters' storage orders).
  *
  * After lower_module and after every pass, the loop-IR verifier
  * (verify.c) checks the kernel; a violation is reported as an internal
@@ -60,7 +60,7 @@ typedef struct LowerPassInfo {
 /* The passes, in order. */
 static const LowerPassInfo passes[] = {
     {"reduce", lower_place_reductions, NULL},      /* reductions initialised where they start */
-    {"partition", lower_partition, NULL},          /* full tiles without guards, the last tile */
+    {"partition", NULL, lower_partition},          /* full tiles without guards, the last tile */
     {"checks", NULL, lower_checks},                /* `if !ok: fail N`, safe indices and divisors */
     {"flatten", NULL, lower_flatten},              /* multi-dim accesses -> flat offsets */
     {"simplify", lower_simplify, NULL},            /* canonical index arithmetic, proven guards removed */
