@@ -230,6 +230,20 @@ static rv_status kernel_end(LowerCtx *c, const char *name, Stmt *body, Kernel **
     return RV_OK;
 }
 
+void lower_ctx_free(LowerCtx *c) {
+    vec_free(&c->params);
+    vec_free(&c->sites);
+    vec_free(&c->check_src);
+    ptrmap_free(&c->used_bufs);
+    ptrmap_free(&c->axis_value);
+    ptrmap_free(&c->views);
+    ptrmap_free(&c->storage);
+    ptrmap_free(&c->accs);
+    ptrmap_free(&c->hoisted);
+    ir_storage_share_free(&c->share);
+    ptrmap_free(&c->filled);
+}
+
 rv_status lower_schedule(Schedule *s, Kernel ***out, int *n) {
     Module *m = s->m;
     LowerCtx c = {.m = m, .s = s};
@@ -248,17 +262,7 @@ rv_status lower_schedule(Schedule *s, Kernel ***out, int *n) {
         if ((st = g ? lower_group_kernel(&c, g, &k) : lower_stage_kernel(&c, sg, &k)) == RV_OK)
             vec_push(&ks, k);
     }
-    vec_free(&c.params);
-    vec_free(&c.sites);
-    vec_free(&c.check_src);
-    ptrmap_free(&c.used_bufs);
-    ptrmap_free(&c.axis_value);
-    ptrmap_free(&c.views);
-    ptrmap_free(&c.storage);
-    ptrmap_free(&c.accs);
-    ptrmap_free(&c.hoisted);
-    ir_storage_share_free(&c.share);
-    ptrmap_free(&c.filled);
+    lower_ctx_free(&c);
     if (st != RV_OK) {
         vec_free(&ks);
         return st;
@@ -274,6 +278,7 @@ rv_status lower_module(Module *m, Kernel ***out, int *n) {
     rv_status st = sched_from_module(m, &s);
     if (st != RV_OK)
         return st;
+    lower_run_schedule_passes(s);
     st = lower_schedule(s, out, n);
     sched_free(s);
     return st;
