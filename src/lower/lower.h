@@ -183,7 +183,7 @@ void lower_print_kernel(Buf *b, const Kernel *k);
 Stmt *lower_place_reductions(Module *m, Stmt *s);
 
 /* ---- partition.c: the last tile of a marked split split off ---- */
-Stmt *lower_partition(Module *m, Stmt *s);
+rv_status lower_partition(Kernel *k);
 /* Does the pass find the guard of loop's split (nest.c marks it only then)? */
 bool lower_partition_applies(Stmt *loop);
 
