@@ -204,18 +204,21 @@ static void specialize_stage(LowerCtx *c, Stage *st, bool leaf, Saved *sv) {
             st->pred = st->else_body = NULL;
         }
     }
-    if (own_empty) {
-        st->reduce = NULL;
-        Vec(IterVar *) kept = {0};
-        for (int i = 0; i < sv->nleaves; i++)
-            if (!sv->leaves[i]->reduce)
-                vec_push(&kept, sv->leaves[i]);
-        st->leaves.data = (IterVar **)arena_memdup(m->arena, kept.data,
-                                                   sizeof(IterVar *) * (size_t)(kept.len + 1));
-        st->leaves.len = st->leaves.cap = kept.len;
-        vec_free(&kept);
-    }
+    if (own_empty)
+        lower_stage_drop_reduce(m, st);
     ptrmap_free(&f.memo);
+}
+
+void lower_stage_drop_reduce(Module *m, Stage *st) {
+    st->reduce = NULL;
+    Vec(IterVar *) kept = {0};
+    for (int i = 0; i < st->leaves.len; i++)
+        if (!st->leaves.data[i]->reduce)
+            vec_push(&kept, st->leaves.data[i]);
+    st->leaves.data =
+        (IterVar **)arena_memdup(m->arena, kept.data, sizeof(IterVar *) * (size_t)(kept.len + 1));
+    st->leaves.len = st->leaves.cap = kept.len;
+    vec_free(&kept);
 }
 
 static void restore_stage(const Saved *sv) {
@@ -238,15 +241,22 @@ static Stmt *members_at(LowerCtx *c, Recurse *g, Expr *first, Expr *count, int s
     Module *m = c->m;
     Vec(Stmt *) nests = {0};
     Saved *saved = base_xcalloc((size_t)g->members.len, sizeof(Saved));
+    bool *needed = base_xcalloc((size_t)g->members.len, sizeof(bool));
+    LeafMode *mode = base_xcalloc((size_t)g->members.len, sizeof(LeafMode));
+    if (spec == 1)
+        lower_leaf_needed(c, g, needed);
     for (int i = 0; i < g->members.len && spec; i++)
         specialize_stage(c, sched_stage_of(c->s, g->members.data[i]), spec == 1, &saved[i]);
+    if (spec == 1)
+        lower_leaf_fold(c, g, needed, mode); /* leaf.c: node-independent leaf values */
     Stmt *body = NULL;
     bool ok = true;
     for (int i = 0; i < g->members.len && ok; i++) {
         Stage *st = sched_stage_of(c->s, g->members.data[i]);
-        if (st->attach != ATTACH_ROOT)
-            continue; /* computed inside another member */
-        Expr *origin[RV_MAX_DIMS] = {first}, *ext[RV_MAX_DIMS] = {count};
+        if (st->attach != ATTACH_ROOT || mode[i] == LEAF_NONE)
+            continue; /* computed inside another member, or read at no leaf */
+        Expr *origin[RV_MAX_DIMS] = {first};
+        Expr *ext[RV_MAX_DIMS] = {mode[i] == LEAF_ONCE ? ir_int(m, 1) : count};
         Stmt *s = lower_stage_nest(c, st, origin, ext, NULL);
         Storage *sto;
         ok = s && (c->st = lower_storage_of_tensor(c, st->t, &sto)) == RV_OK;
@@ -260,6 +270,8 @@ static Stmt *members_at(LowerCtx *c, Recurse *g, Expr *first, Expr *count, int s
     for (int i = 0; i < g->members.len && spec; i++)
         restore_stage(&saved[i]);
     base_free(saved);
+    base_free(needed);
+    base_free(mode);
     vec_free(&nests);
     return body;
 }

@@ -60,8 +60,6 @@ static const IterVar *node_root(const Stage *st) {
     return NULL;
 }
 
-/* A stage of g (a member, or a stage computed inside one) that reads t at
- * a node other than its own (`t[child[n, k], ...]`), or NULL. */
 typedef struct ChildRead {
     const Tensor *t;
     const Axis *n; /* the reader's node axis */
@@ -79,7 +77,7 @@ static void child_read_fn(const Expr *e, void *ctx) {
         c->found = true;
 }
 
-static const Stage *reads_at_child(const Schedule *s, const Recurse *g, const Tensor *t) {
+const Stage *sched_group_child_reader(const Schedule *s, const Recurse *g, const Tensor *t) {
     for (int i = 0; i < s->stages.len; i++) {
         const Stage *r = s->stages.data[i];
         if (sched_stage_group(r) != g)
@@ -107,7 +105,7 @@ static rv_status check_member(Schedule *s, Stage *st, Recurse *g, const SchedSte
                     "%s is a member of recursion %s: it can be computed only inside another "
                     "member of %s (the group's loop over nodes encloses them all), not inside %s",
                     st->name, g->name, g->name, st->at->name);
-    const Stage *by = st->attach == ATTACH_AT ? reads_at_child(s, g, st->t) : NULL;
+    const Stage *by = st->attach == ATTACH_AT ? sched_group_child_reader(s, g, st->t) : NULL;
     if (by)
         return fail(step, src,
                     "%s is read at the children of a node (by %s): computed inside another "

@@ -273,6 +273,9 @@ rv_status sched_check_placements(Schedule *s);
 Recurse *sched_stage_group(const Stage *st);
 /* Does the group's schedule have note k (dynamic_batch, specialize)? */
 bool sched_group_has(const Schedule *s, const Recurse *r, StageNoteKind k);
+/* A stage of g (a member, or a stage computed inside one) that reads t at
+ * a node other than its own (`t[child[n, k], ...]`), or NULL. */
+const Stage *sched_group_child_reader(const Schedule *s, const Recurse *g, const Tensor *t);
 /* Sets note k on every member of r (the PRIM_GROUP handlers). */
 void sched_group_note(Schedule *s, Recurse *r, StageNoteKind k);
 /* The rules of recursion a step must keep, checked after every step

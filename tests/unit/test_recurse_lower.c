@@ -761,6 +761,70 @@ static void test_examples_vs_interpreter(void) {
     check_file("models/dagrnn_h256.rv", spec, false);
     check_file("models/treegru_h256.rv", spec, false);
     check_file("models/treelstm_h256.rv", dyn, false);
+    /* leaf values independent of the node: propagated, hoisted, dropped */
+    const char *spec_only[] = {"R", "specialize()", NULL};
+    const char *spec_par[] = {"R", "dynamic_batch()\nspecialize()", "h", "parallel(n)",
+                              "s0", "parallel(n)", NULL};
+    check_file("examples/tree_rnn_init.rv", NULL, false);
+    check_file("examples/tree_rnn_init.rv", spec_only, false);
+    check_file("examples/tree_rnn_init.rv", spec_par, false);
+    check_file("models/treelstm_h256.rv", spec, false);
+}
+
+/* ---- leaf computations (src/lower/leaf.c) ---- */
+
+/* The lowered text of group R's kernel, up to its loop over the internal
+ * nodes (the leaves' nests), for md under `sched` (target, steps pairs). */
+static char *leaf_text(rv_module *m, const char *const *sched) {
+    for (int i = 0; sched[i]; i += 2)
+        CHECK_EQ_INT(rv_module_schedule(m, sched[i], sched[i + 1]), RV_OK);
+    Kernel **ks = NULL;
+    int n = 0;
+    char *out = NULL;
+    CHECK_EQ_INT(lower_module(m, &ks, &n), RV_OK);
+    for (int k = 0; k < n; k++) {
+        if (strcmp(ks[k]->name, "R") != 0)
+            continue;
+        Buf b = {0};
+        lower_print_kernel(&b, ks[k]);
+        const char *txt = buf_str(&b), *end = strstr(txt, "for b in");
+        if (!end)
+            end = strstr(txt, "for r in");
+        CHECK(end != NULL);
+        out = base_xstrdup(txt);
+        if (end)
+            out[end - txt] = '\0';
+        buf_free(&b);
+    }
+    base_free(ks);
+    return out;
+}
+
+/* TreeLSTM's hs is 0 at the leaves: its store there goes (nothing reads
+ * it at children) and U·hs vanishes from iou; a learned initial state is
+ * computed once, at the first leaf, and a constant leaf value (z = bias)
+ * is propagated into h with its store dropped. */
+static void test_leaf_fold(void) {
+    Model md = tree_lstm();
+    const char *sched[] = {"R", "dynamic_batch()\nspecialize()", "iou", "parallel(n)", NULL};
+    char *t = leaf_text(md.m, sched);
+    CHECK(t && !strstr(t, "hs[") && !strstr(t, "U{") && strstr(t, "iou[") && strstr(t, "c[") &&
+          strstr(t, "h["));
+    if (t && (strstr(t, "hs[") || strstr(t, "U{")))
+        fprintf(stderr, "%s\n", t);
+    base_free(t);
+    rv_module_free(md.m);
+
+    rv_module *m = NULL;
+    CHECK_EQ_INT(rv_module_load("examples/tree_rnn_init.rv", &m), RV_OK);
+    const char *spec[] = {"R", "specialize()", NULL};
+    t = m ? leaf_text(m, spec) : NULL;
+    CHECK(t && strstr(t, "for n in 0..1:") && strstr(t, "s0[") && strstr(t, "W0{") &&
+          !strstr(t, "z[") && strstr(t, "bias{") && strstr(t, "s0{_T_batch_begin{0}, i}"));
+    if (t && !strstr(t, "for n in 0..1:"))
+        fprintf(stderr, "%s\n", t);
+    base_free(t);
+    rv_module_free(m);
 }
 
 /* A schedule the rules refuse, with a message located at its step. */
@@ -825,6 +889,7 @@ int main(void) {
     RUN(test_trace);
     RUN(test_aot_check);
     RUN(test_examples_vs_interpreter);
+    RUN(test_leaf_fold);
     char cmd[PATH_MAX + 16];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", cache_dir);
     if (system(cmd) != 0)
