@@ -392,7 +392,11 @@ int rv_bindings_has(const rv_bindings *b, const char *name);
 int64_t rv_bindings_get_size(const rv_bindings *b, const char *name);
 const rv_array *rv_bindings_get_array(const rv_bindings *b, const char *name);
 /* Draws every size, UF array and input not yet bound, within its declared
- * range, reproducibly from `seed`. */
+ * range, reproducibly from `seed`. A structure whose children are unbound
+ * gets a random batch of structures of its kind, linearized and bound as
+ * by rv_bindings_set_linear (its shape chosen by the seed: a single node,
+ * a deep chain, bushy trees, many small ones, random ones; see
+ * docs/recursion.md). */
 rv_status rv_bindings_randomize(rv_bindings *b, uint64_t seed);
 /* Binds structure `structure`'s arrays from a linearized batch (rv_linear,
  * below; the bindings own copies): its size N (the batch's nodes), B when
@@ -612,6 +616,11 @@ typedef struct rv_program_counters {
     double cc_seconds;      /* of which the C compiler ran (0: from the JIT's cache) */
     double prelude_seconds; /* filling the aux arrays of ragged layouts */
     double kernel_seconds;
+    /* preludes run and bytes of aux arrays allocated, over all runs: a
+     * run fills each distinct aux array (one per raggedness pattern) once,
+     * whatever the number of kernels that use it */
+    int64_t prelude_runs;
+    int64_t aux_bytes;
 } rv_program_counters;
 void rv_program_stats(const rv_program *p, rv_program_counters *out);
 

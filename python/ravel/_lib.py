@@ -50,6 +50,8 @@ class ProgramCounters(ctypes.Structure):
         ("cc_seconds", ctypes.c_double),
         ("prelude_seconds", ctypes.c_double),
         ("kernel_seconds", ctypes.c_double),
+        ("prelude_runs", c_i64),
+        ("aux_bytes", c_i64),
     ]
 
 

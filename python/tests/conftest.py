@@ -14,13 +14,7 @@ import pytest
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 BUILD = REPO / os.environ.get("BUILD", "build")
-# Recursion examples (a `recurse` block) are left out until lowering and
-# random structure bindings run recursion groups, as in tests/suite_*.sh.
-EXAMPLES = sorted(
-    p
-    for p in (REPO / "examples").glob("*.rv")
-    if not re.search(r"^recurse ", p.read_text(), re.MULTILINE)
-)
+EXAMPLES = sorted((REPO / "examples").glob("*.rv"))
 
 
 @pytest.fixture(scope="session")

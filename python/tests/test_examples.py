@@ -7,15 +7,7 @@ from conftest import EXAMPLES, assert_close
 import ravel
 
 
-# Random arguments are no valid batch of structures for a recursion (its
-# arrays come from a linearized batch; random ones break the numbering the
-# compiled loops check), as in tests/suite_run.sh; tests/unit/
-# test_recurse_lower.c runs those examples on linearized batches.
-RANDOM_OK = [p for p in EXAMPLES
-             if not any(l.startswith("recurse ") for l in p.read_text().splitlines())]
-
-
-@pytest.mark.parametrize("path", RANDOM_OK, ids=[p.stem for p in RANDOM_OK])
+@pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
 def test_example_matches_interpreter(path):
     m = ravel.load(path)
     prog = m.compile()

@@ -236,7 +236,7 @@ static rv_status size_in_range(const Structure *st, const Size *s, int64_t v, co
 
 /* Checks the batch's arrays against each other and against the structure
  * (its K, its data columns, its kind); sets *nedges to the number of child
- * entries. parents: scratch of N counts. */
+ * entries. parents: scratch for N nodes (a parent of each seen so far). */
 static rv_status check_linear(const Structure *st, const rv_linear *lin, bool with_data,
                               int32_t *parents, int64_t *nedges) {
     const char *T = st->name;

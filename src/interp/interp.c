@@ -10,7 +10,8 @@
  * checked, its values converted to int64 and checked against the range),
  * then inputs (layout evaluated, exact dtype and shape checked). When
  * drawing random arguments, whatever is unbound is drawn at its turn, so
- * later draws see earlier ones.
+ * later draws see earlier ones. Structures come first, each drawn as a
+ * whole batch (random_structs.c).
  *
  * Evaluation then computes each operation's layout, allocates its result
  * in the tensor's dtype (dense: its shape; ragged: 1-D in canonical order)
@@ -23,7 +24,8 @@
  * Randomized arguments are kept small on purpose: sizes are drawn from
  * [lo, min(hi, lo + 16)] so the interpreter stays fast in tests (bind a
  * size explicitly for anything else), UF values uniformly from their
- * declared range, floats from [-1, 1) and integers from [-8, 8].
+ * declared range, floats from [-1, 1) and integers from [-8, 8]; a
+ * structure's batch has up to 200 nodes (random_structs.c).
  */
 #include <stdio.h>
 #include <string.h>
@@ -324,7 +326,13 @@ rv_status interp_prepare_env(Interp *in, const Module *m, rv_bindings *b, const 
     in->ufl = (Layout **)(block + ns * sizeof *in->sizes + nu * sizeof *in->ufv);
     in->tv = (TensorVal *)(block + tv_at);
     in->env = (LayoutEnv){.m = m, .sizes = in->sizes, .uf_vals = in->ufv, .uf_dom = in->ufl};
-    rv_status st = prepare_sizes(in, seed);
+    /* structures first: a batch binds N, B and UFs together (after the
+     * sizes bound arrays determine: X[N, 64] bound fixes the batch's N) */
+    rv_status st = RV_OK;
+    if (seed && m->structures.len > 0 && (st = rv_bindings_infer_sizes(b)) == RV_OK)
+        st = interp_draw_structures(b, *seed);
+    if (st == RV_OK)
+        st = prepare_sizes(in, seed);
     for (int i = 0; st == RV_OK && i < m->ufuns.len; i++)
         st = prepare_ufun(in, m->ufuns.data[i], seed);
     return st;

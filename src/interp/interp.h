@@ -21,6 +21,7 @@
  *   recurse.c     recursion groups: node by node, children first
  *   extern_ref.c  reference implementations of the extern kernels
  *   random.c      the reproducible generator behind rv_bindings_randomize
+ *   random_structs.c  random batches of structures for it
  *   layout_api.c  rv_bindings_layout: a tensor's canonical layout (ragged
  *                 row starts) under bound sizes and UFs, for callers
  */
@@ -265,6 +266,13 @@ rv_status interp_eval_recurse(Interp *in, const Recurse *r);
 
 /* Evaluates an EXTERN operation by its reference implementation. */
 rv_status interp_eval_extern(Interp *in, const Tensor *t, rv_array *out);
+
+/* ---- random_structs.c ---- */
+
+/* Binds a random batch (docs/recursion.md) to every structure of the
+ * module whose child and nchild are both unbound, N and B as bound or
+ * drawn within their ranges, data columns left unbound (drawn as UFs). */
+rv_status interp_draw_structures(rv_bindings *b, uint64_t seed);
 
 /* ---- random.c ---- */
 

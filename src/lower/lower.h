@@ -110,6 +110,10 @@ typedef struct Kernel {
      * buffers' sizes are expressions over sizes only, so the runtime can
      * allocate them before the prelude runs. NULL when there are none. */
     Stmt *prelude;
+    /* The AUX buffers the prelude stores to (lower_prelude_fills): the
+     * host plan runs a prelude only for arrays no earlier one fills. */
+    int nfills;
+    Buffer **fills;
     Stmt *body;
     /* What each run-time check of the body guards (FAIL's site), as the
      * message of its failure: "read X[i + K] out of bounds", "division by
@@ -274,8 +278,13 @@ rv_status lower_read_kernels(Module *m, const char *file, const char *text, Kern
 /* Turns tensor-level index expressions (UF applications) into loop-IR
  * loads; supplied by lower.c, which owns the UF arrays' storage. */
 typedef Expr *(*LowerExprFn)(void *ctx, Expr *e);
-/* Loop IR that fills the AUX arrays; NULL for a layout without any. */
-Stmt *lower_storage_prelude(Module *m, const Storage *st, LowerExprFn lower, void *ctx);
+/* Sets k->fills from k->prelude. */
+void lower_prelude_fills(Module *m, Kernel *k);
+/* Loop IR that fills the AUX arrays not in `filled` (and adds them to
+ * it: a row-start array shared by several storages is filled once); NULL
+ * when there are none. */
+Stmt *lower_storage_prelude(Module *m, const Storage *st, PtrMap *filled, LowerExprFn lower,
+                            void *ctx);
 
 /* ---- bounds.c: symbolic intervals (bounds inference) ---- */
 
@@ -325,6 +334,8 @@ typedef struct LowerCtx {
     Schedule *s;
     PtrMap storage; /* Tensor* or Ufun* -> Storage* */
     PtrMap views;   /* Tensor* of an attached stage -> RegionView* */
+    StorageShare share; /* row-start arrays by raggedness pattern */
+    PtrMap filled;      /* AUX Buffer* an earlier kernel's prelude fills */
     /* per kernel */
     Vec(Param) params;
     PtrMap used_bufs;        /* Buffer* already a parameter */

@@ -18,6 +18,12 @@
  * mixing them; the same batch renumbered at random (children no longer
  * numbered above parents) gives the same values bit for bit. Errors: a
  * cycle in raw-bound arrays, a self-loop, a child out of range.
+ *
+ * Random bindings: rv_bindings_randomize on each kind of structure draws a
+ * valid linearized batch (children in earlier batches, roots, one parent
+ * in trees), the promised shape at each seed, reproducibly, within the
+ * bound or declared N and B, and the model evaluates on it correctly; a
+ * program reading children at fixed positions gets full trees.
  */
 #include <stdbool.h>
 
@@ -878,6 +884,312 @@ static void test_long_cycle(void) {
     rv_module_free(f.m);
 }
 
+/* ---- random bindings ---- */
+
+/* The batch bound to T, read back from the bindings into an rv_linear
+ * (child padded as the linearizer pads it; data: word); false when an
+ * array is missing or inconsistent. */
+static bool bound_linear(rv_bindings *b, int K, rv_linear *lin) {
+    const rv_array *nc = rv_bindings_get_array(b, "nchild"), *ch = rv_bindings_get_array(b, "child");
+    const rv_array *rt = rv_bindings_get_array(b, "root"), *wd = rv_bindings_get_array(b, "word");
+    const rv_array *bb = rv_bindings_get_array(b, "_T_batch_begin");
+    const rv_array *bl = rv_bindings_get_array(b, "_T_batch_length");
+    int64_t N = rv_bindings_get_size(b, "N"), B = rv_bindings_get_size(b, "B");
+    int64_t NB = rv_bindings_get_size(b, "_T_nbatch");
+    if (!nc || !ch || !rt || !wd || !bb || !bl || N < 1 || B < 1 || NB < 1 ||
+        rv_array_numel(nc) != N || rv_array_numel(wd) != N || rv_array_numel(rt) != B ||
+        rv_array_numel(bb) != NB || rv_array_numel(bl) != NB)
+        return false;
+    memset(lin, 0, sizeof *lin);
+    lin->num_nodes = (int32_t)N, lin->num_structs = (int32_t)B, lin->num_batches = (int32_t)NB;
+    lin->max_children = K, lin->width = 1;
+    lin->nchild = malloc(sizeof(int32_t) * (size_t)N);
+    lin->child = malloc(sizeof(int32_t) * (size_t)N * K);
+    lin->data = malloc(sizeof(int32_t) * (size_t)N);
+    lin->root = malloc(sizeof(int32_t) * (size_t)B);
+    lin->batch_begin = malloc(sizeof(int32_t) * (size_t)NB);
+    lin->batch_length = malloc(sizeof(int32_t) * (size_t)NB);
+    int64_t e = 0;
+    for (int64_t n = 0; n < N; n++) {
+        lin->nchild[n] = (int32_t)elem(nc, n);
+        lin->data[n] = (int32_t)elem(wd, n);
+        for (int k = 0; k < K; k++)
+            lin->child[n * K + k] = k < lin->nchild[n] && e < rv_array_numel(ch) ? (int32_t)elem(ch, e++)
+                                                                                  : (int32_t)n;
+    }
+    for (int64_t s = 0; s < B; s++)
+        lin->root[s] = (int32_t)elem(rt, s);
+    for (int64_t i = 0; i < NB; i++) {
+        lin->batch_begin[i] = (int32_t)elem(bb, i);
+        lin->batch_length[i] = (int32_t)elem(bl, i);
+    }
+    return e == rv_array_numel(ch);
+}
+
+static void linear_free(rv_linear *lin) {
+    free(lin->nchild);
+    free(lin->child);
+    free(lin->data);
+    free(lin->root);
+    free(lin->batch_begin);
+    free(lin->batch_length);
+}
+
+/* The bound batch is a valid linearized batch of `kind`: children in
+ * range and in earlier batches (so acyclic), batches consecutive from the
+ * top, B roots that are nobody's child, and every other node some node's
+ * child (one parent for trees and sequences). Returns the number of nodes
+ * with two parents or more. */
+static int64_t check_bound_batch(const rv_linear *lin, rv_struct_kind kind) {
+    int32_t N = lin->num_nodes, K = lin->max_children;
+    int32_t *batch = malloc(sizeof(int32_t) * (size_t)N), *parents = calloc((size_t)N, sizeof(int32_t));
+    int32_t next = 0;
+    for (int32_t b = lin->num_batches - 1; b >= 0; b--) {
+        CHECK_EQ_INT(lin->batch_begin[b], next);
+        CHECK(lin->batch_length[b] >= 1);
+        for (int32_t v = next; v < next + lin->batch_length[b] && v < N; v++)
+            batch[v] = b;
+        next += lin->batch_length[b];
+    }
+    CHECK_EQ_INT(next, N);
+    int64_t shared = 0;
+    for (int32_t n = 0; n < N && next == N; n++) {
+        CHECK(lin->nchild[n] >= 0 && lin->nchild[n] <= K);
+        CHECK_EQ_INT(lin->nchild[n] == 0, batch[n] == 0); /* batch 0: exactly the leaves */
+        for (int k = 0; k < lin->nchild[n]; k++) {
+            int32_t c = lin->child[n * K + k];
+            CHECK(c > n && c < N && batch[c] < batch[n]);
+            if (c > n && c < N)
+                shared += ++parents[c] == 2;
+        }
+    }
+    int32_t roots = 0;
+    for (int32_t n = 0; n < N; n++)
+        roots += parents[n] == 0;
+    CHECK_EQ_INT(roots, lin->num_structs);
+    for (int32_t s = 0; s < lin->num_structs; s++)
+        CHECK(lin->root[s] >= 0 && lin->root[s] < N && parents[lin->root[s]] == 0);
+    if (kind != RV_STRUCT_DAG)
+        CHECK_EQ_INT(shared, 0);
+    free(batch);
+    free(parents);
+    return shared;
+}
+
+/* The largest number of children of a node. */
+static int32_t widest(const rv_linear *lin) {
+    int32_t w = 0;
+    for (int32_t n = 0; n < lin->num_nodes; n++)
+        w = lin->nchild[n] > w ? lin->nchild[n] : w;
+    return w;
+}
+
+/* rv_bindings_randomize on a TreeRNN over each kind of structure, seeds
+ * 1..12: a valid batch every time, within N's and B's ranges, the edge
+ * shapes at the seeds that promise them, evaluated correctly, and the
+ * same batch for the same seed. */
+static void test_randomize(void) {
+    struct {
+        rv_struct_kind kind;
+        int K;
+    } kinds[] = {{RV_STRUCT_TREE, 2}, {RV_STRUCT_TREE, 5}, {RV_STRUCT_SEQUENCE, 1}, {RV_STRUCT_DAG, 3}};
+    for (size_t ki = 0; ki < sizeof kinds / sizeof kinds[0]; ki++) {
+        int64_t shared = 0;
+        int32_t wide = 0;
+        for (uint64_t seed = 1; seed <= 12; seed++) {
+            rv_struct_kind kind = kinds[ki].kind;
+            int K = kinds[ki].K;
+            Fix f = fix_new_words(kind, K, 1000, 0, 100); /* every leaf has a word */
+            build_tree_rnn(&f, 3);
+            rv_bindings *b = rv_bindings_new(f.m);
+            CHECK_EQ_INT(rv_bindings_randomize(b, seed), RV_OK);
+            rv_status st = rv_interp_run(f.m, b);
+            CHECK_EQ_INT(st, RV_OK);
+            if (st != RV_OK)
+                fprintf(stderr, "    seed %d: %s\n", (int)seed, rv_last_error());
+            rv_linear lin;
+            CHECK(bound_linear(b, K, &lin));
+            shared += check_bound_batch(&lin, kind);
+            wide = widest(&lin) > wide ? widest(&lin) : wide;
+            if (seed % 6 == 1)
+                CHECK(lin.num_nodes == 1 && lin.num_structs == 1);
+            if (seed % 6 == 2) /* one chain of 200 nodes */
+                CHECK(lin.num_nodes == 200 && lin.num_batches == 200 && lin.num_structs == 1);
+            if (seed % 6 == 3 && K > 1) { /* bushy: complete K-ary trees */
+                int levels = 0;
+                for (int64_t full = 0, width = 1; full < lin.num_nodes; width *= K, levels++)
+                    full += width;
+                CHECK(lin.num_batches <= levels);
+                if (lin.num_batches > levels)
+                    fprintf(stderr, "    %d levels, %d nodes, K %d\n", lin.num_batches, lin.num_nodes, K);
+            }
+            for (int32_t n = 0; n < lin.num_nodes; n++) /* drawn in their range */
+                CHECK(lin.data[n] >= 0 && lin.data[n] <= 99);
+            free(check_model(TREE_RNN, kind, K, 3, &lin));
+            /* the same seed, the same batch */
+            rv_bindings *b2 = rv_bindings_new(f.m);
+            CHECK_EQ_INT(rv_bindings_randomize(b2, seed), RV_OK);
+            const char *names[] = {"nchild", "child", "root", "word", "_T_batch_begin"};
+            for (int i = 0; i < 5; i++) {
+                const rv_array *x = rv_bindings_get_array(b, names[i]), *y = rv_bindings_get_array(b2, names[i]);
+                CHECK(x && y && rv_array_numel(x) == rv_array_numel(y));
+                for (int64_t e = 0; x && y && e < rv_array_numel(x) && e < rv_array_numel(y); e++)
+                    CHECK_EQ_INT(elem(x, e), elem(y, e));
+            }
+            linear_free(&lin);
+            rv_bindings_free(b2);
+            rv_bindings_free(b);
+            rv_module_free(f.m);
+        }
+        if (kinds[ki].kind == RV_STRUCT_DAG) /* some node with two parents over the seeds */
+            CHECK(shared > 0);
+        CHECK_EQ_INT(wide, kinds[ki].K); /* and some node with K children */
+    }
+}
+
+/* N and B bound by the caller (or read off a bound array's shape) stay,
+ * declared ranges are kept, and a batch the ranges do not allow is an
+ * error naming the structure. */
+static void test_randomize_ranges(void) {
+    for (uint64_t seed = 1; seed <= 6; seed++) {
+        Fix f = fix_new(RV_STRUCT_TREE, 2, 1000);
+        rv_bindings *b = rv_bindings_new(f.m);
+        CHECK_EQ_INT(rv_bindings_set_size(b, "N", 37), RV_OK);
+        CHECK_EQ_INT(rv_bindings_set_size(b, "B", 5), RV_OK);
+        CHECK_EQ_INT(rv_bindings_randomize(b, seed), RV_OK);
+        CHECK_EQ_INT(rv_bindings_get_size(b, "N"), 37);
+        CHECK_EQ_INT(rv_bindings_get_size(b, "B"), 5);
+        rv_linear lin;
+        CHECK(bound_linear(b, 2, &lin));
+        check_bound_batch(&lin, RV_STRUCT_TREE);
+        linear_free(&lin);
+        rv_bindings_free(b);
+        rv_module_free(f.m);
+    }
+    for (uint64_t seed = 1; seed <= 6; seed++) {
+        rv_module *m = rv_module_new();
+        rv_size *N = rv_size_new(m, "N", 7, 9), *B = rv_size_new(m, "B", 3, 4);
+        rv_structure *st = rv_structure_new(m, "T", RV_STRUCT_DAG, N, 2, "child", "nchild");
+        rv_structure_set_roots(st, "root", B);
+        rv_bindings *b = rv_bindings_new(m);
+        CHECK_EQ_INT(rv_bindings_randomize(b, seed), RV_OK);
+        int64_t n = rv_bindings_get_size(b, "N"), nb = rv_bindings_get_size(b, "B");
+        CHECK(n >= 7 && n <= 9 && nb >= 3 && nb <= 4);
+        rv_bindings_free(b);
+        rv_module_free(m);
+    }
+    /* N read off a bound input's shape: h[n, i < 2] = X[n, i] + sum(k <
+     * nchild[n]) h[child[n, k], i] with X : f32[N, 2] bound to 37 rows */
+    for (uint64_t seed = 1; seed <= 6; seed++) {
+        Fix f = fix_new(RV_STRUCT_TREE, 2, 1000);
+        rv_tensor *X = rv_input_new(f.m, "X", RV_F32, 2,
+                                    (rv_dimspec[]){{NULL, rv_expr_size(f.m, f.N), 1},
+                                                   {NULL, rv_expr_int(f.m, 2), 1}});
+        rv_recurse *r = rv_recurse_begin(f.m, "R", f.st);
+        const char *ax[] = {"n", "i"};
+        rv_expr *ext[] = {NULL, rv_expr_int(f.m, 2)};
+        rv_compute *c = rv_recurse_add(r, "h", RV_F32, 2, ax, ext);
+        rv_expr *n = rv_compute_var(c, 0), *i = rv_compute_var(c, 1);
+        rv_axis *k = rv_reduce_axis_new(f.m, "k", call(f.m, f.nchild, n, NULL));
+        rv_expr *sum = rv_expr_reduce(
+            f.m, RV_REDUCE_SUM, 1, &k,
+            rd(f.m, rv_module_tensor(f.m, "h"), call(f.m, f.child, n, rv_expr_axis(f.m, k)), i));
+        CHECK(rv_recurse_define(c, NULL, rv_expr_add(f.m, rd(f.m, X, n, i), sum), NULL) != NULL);
+        CHECK_EQ_INT(rv_recurse_end(r), RV_OK);
+        int64_t shape[] = {37, 2};
+        rv_array *x = rv_array_new(RV_F32, 2, shape);
+        rv_bindings *b = rv_bindings_new(f.m);
+        CHECK_EQ_INT(rv_bindings_set_array(b, "X", x), RV_OK);
+        CHECK_EQ_INT(rv_bindings_randomize(b, seed), RV_OK);
+        CHECK_EQ_INT(rv_bindings_get_size(b, "N"), 37);
+        CHECK_EQ_INT(rv_interp_run(f.m, b), RV_OK);
+        rv_bindings_free(b);
+        rv_array_free(x);
+        rv_module_free(f.m);
+    }
+    rv_module *m = rv_module_new();
+    rv_size *N = rv_size_new(m, "N", 1, 3), *B = rv_size_new(m, "B", 5, 10);
+    rv_structure *st = rv_structure_new(m, "T", RV_STRUCT_TREE, N, 2, "child", "nchild");
+    rv_structure_set_roots(st, "root", B);
+    rv_bindings *b = rv_bindings_new(m);
+    CHECK_EQ_INT(rv_bindings_randomize(b, 1), RV_ERR_BOUNDS);
+    CHECK_STR_CONTAINS(rv_last_error(), "structure T: cannot draw a batch of 5..10 structures with "
+                                        "1..3 nodes");
+    rv_bindings_free(b);
+    rv_module_free(m);
+}
+
+/* A binary TreeRNN as Cortex writes it, reading children at fixed
+ * positions:
+ *   h[n, i < H] = if nchild[n] == 0 then Emb[word[n], i]
+ *                 else tanh(sum(j < H) W[i, j] * h[child[n, 0], j]
+ *                           + sum(j < H) W[i, H + j] * h[child[n, 1], j]) */
+static void build_binary_rnn(Fix *f, int H) {
+    rv_module *m = f->m;
+    rv_tensor *emb = input(m, "Emb", V, H), *W = input(m, "W", H, 2 * H);
+    rv_recurse *r = rv_recurse_begin(m, "R", f->st);
+    const char *ax[] = {"n", "i"};
+    rv_expr *ext[] = {NULL, rv_expr_int(m, H)};
+    rv_compute *c = rv_recurse_add(r, "h", RV_F32, 2, ax, ext);
+    rv_tensor *h = rv_module_tensor(m, "h");
+    rv_expr *n = rv_compute_var(c, 0), *i = rv_compute_var(c, 1);
+    rv_expr *sums[2];
+    for (int k = 0; k < 2; k++) {
+        rv_axis *j = rv_reduce_axis_new(m, "j", rv_expr_int(m, H));
+        rv_expr *jv = rv_expr_axis(m, j);
+        rv_expr *ch = call(m, f->child, n, rv_expr_int(m, k));
+        sums[k] = rv_expr_reduce(
+            m, RV_REDUCE_SUM, 1, &j,
+            rv_expr_mul(m, rd(m, W, i, rv_expr_add(m, jv, rv_expr_int(m, k * H))), rd(m, h, ch, jv)));
+    }
+    rv_expr *isleaf = rv_expr_binop(m, "==", call(m, f->nchild, n, NULL), rv_expr_int(m, 0));
+    CHECK(rv_recurse_define(c, isleaf, rd(m, emb, call(m, f->word, n, NULL), i),
+                            rv_expr_unop(m, "tanh", rv_expr_add(m, sums[0], sums[1]))) != NULL);
+    CHECK_EQ_INT(rv_recurse_end(r), RV_OK);
+}
+
+/* A program reading child[n, 1] gets full trees (nchild 0 or K) at every
+ * seed, tree and DAG structures alike, and so runs; N - B a multiple of K
+ * that the bound sizes forbid is an error saying why. */
+static void test_randomize_full_trees(void) {
+    rv_struct_kind kinds[] = {RV_STRUCT_TREE, RV_STRUCT_DAG};
+    int Ks[] = {2, 3};
+    for (int ki = 0; ki < 2; ki++)
+        for (uint64_t seed = 1; seed <= 12; seed++) {
+            int K = Ks[ki];
+            Fix f = fix_new_words(kinds[ki], K, 1000, 0, 100);
+            build_binary_rnn(&f, 3);
+            rv_bindings *b = rv_bindings_new(f.m);
+            CHECK_EQ_INT(rv_bindings_randomize(b, seed), RV_OK);
+            rv_status st = rv_interp_run(f.m, b);
+            CHECK_EQ_INT(st, RV_OK);
+            if (st != RV_OK)
+                fprintf(stderr, "    seed %d: %s\n", (int)seed, rv_last_error());
+            rv_linear lin;
+            CHECK(bound_linear(b, K, &lin));
+            check_bound_batch(&lin, RV_STRUCT_TREE); /* no shared child */
+            for (int32_t n = 0; n < lin.num_nodes; n++)
+                CHECK(lin.nchild[n] == 0 || lin.nchild[n] == K);
+            CHECK_EQ_INT((lin.num_nodes - lin.num_structs) % K, 0);
+            if (seed % 6 == 2) /* a caterpillar: one level per internal node */
+                CHECK_EQ_INT(lin.num_batches, (lin.num_nodes - 1) / K + 1);
+            linear_free(&lin);
+            rv_bindings_free(b);
+            rv_module_free(f.m);
+        }
+    Fix f = fix_new(RV_STRUCT_TREE, 2, 1000);
+    build_binary_rnn(&f, 3);
+    rv_bindings *b = rv_bindings_new(f.m);
+    CHECK_EQ_INT(rv_bindings_set_size(b, "N", 8), RV_OK);
+    CHECK_EQ_INT(rv_bindings_set_size(b, "B", 1), RV_OK);
+    CHECK_EQ_INT(rv_bindings_randomize(b, 1), RV_ERR_BOUNDS);
+    CHECK_STR_CONTAINS(rv_last_error(), "structure T: its children are read at fixed positions "
+                                        "(child[n, c], c a constant), so a random batch holds "
+                                        "full trees");
+    rv_bindings_free(b);
+    rv_module_free(f.m);
+}
+
 int main(void) {
     RUN(test_set_linear_arrays);
     RUN(test_set_linear_read_by_compute);
@@ -890,5 +1202,8 @@ int main(void) {
     RUN(test_sst);
     RUN(test_raw_errors);
     RUN(test_long_cycle);
+    RUN(test_randomize);
+    RUN(test_randomize_ranges);
+    RUN(test_randomize_full_trees);
     return harness_report();
 }
