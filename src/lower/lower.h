@@ -493,6 +493,12 @@ Stmt *lower_recurse(LowerCtx *c, Recurse *g);
  * reduce loops go (in place: the caller restores the stage). */
 void lower_stage_drop_reduce(Module *m, Stage *st);
 
+/* refactor.c */
+/* Replaces, in the stages of g's kernel, every read of a refactored
+ * member at a child by its body there (in place: the caller restores the
+ * stages). */
+void lower_refactor(LowerCtx *c, Recurse *g);
+
 /* leaf.c */
 /* How a member's leaf nest is emitted after lower_leaf_fold. */
 typedef enum LeafMode {

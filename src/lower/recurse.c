@@ -177,13 +177,16 @@ typedef struct Saved {
     int nleaves, cap;
 } Saved;
 
-/* Specializes stage st in place (Saved restores it): its bodies folded; a
+/* Specializes stage st in place (save_stage first): its bodies folded; a
  * predicate that folds chooses its branch; the stage's own reduction,
  * when it runs over no child, becomes its identity and its loops go. */
-static void specialize_stage(LowerCtx *c, Stage *st, bool leaf, Saved *sv) {
-    Module *m = c->m;
+static void save_stage(Stage *st, Saved *sv) {
     *sv = (Saved){st,         st->body,        st->pred,       st->else_body,
                   st->reduce, st->leaves.data, st->leaves.len, st->leaves.cap};
+}
+
+static void specialize_stage(LowerCtx *c, Stage *st, bool leaf) {
+    Module *m = c->m;
     Fold f = {m, ir_tensor_recurse(st->t)->st, st->t->axes[0], leaf, {0}};
     bool own_empty = st->reduce && leaf && reduce_empty(&f, st->reduce) &&
                      st->reduce->u.red.rk != RV_REDUCE_ARGMAX;
@@ -240,21 +243,28 @@ static void restore_stage(const Saved *sv) {
 static Stmt *members_at(LowerCtx *c, Recurse *g, Expr *first, Expr *count, int spec) {
     Module *m = c->m;
     Vec(Stmt *) nests = {0};
-    Saved *saved = base_xcalloc((size_t)g->members.len, sizeof(Saved));
+    /* the rewrites below are in place: every stage of the kernel is saved */
+    Saved *saved = base_xcalloc((size_t)c->s->stages.len, sizeof(Saved));
+    int nsaved = 0;
+    for (int k = 0; k < c->s->stages.len; k++)
+        if (sched_stage_in_group(c->s->stages.data[k], g))
+            save_stage(c->s->stages.data[k], &saved[nsaved++]);
     bool *needed = base_xcalloc((size_t)g->members.len, sizeof(bool));
     LeafMode *mode = base_xcalloc((size_t)g->members.len, sizeof(LeafMode));
+    lower_refactor(c, g); /* refactor.c: refactored members at their readers */
     if (spec == 1)
         lower_leaf_needed(c, g, needed);
     for (int i = 0; i < g->members.len && spec; i++)
-        specialize_stage(c, sched_stage_of(c->s, g->members.data[i]), spec == 1, &saved[i]);
+        specialize_stage(c, sched_stage_of(c->s, g->members.data[i]), spec == 1);
     if (spec == 1)
         lower_leaf_fold(c, g, needed, mode); /* leaf.c: node-independent leaf values */
     Stmt *body = NULL;
     bool ok = true;
     for (int i = 0; i < g->members.len && ok; i++) {
         Stage *st = sched_stage_of(c->s, g->members.data[i]);
-        if (st->attach != ATTACH_ROOT || mode[i] == LEAF_NONE)
-            continue; /* computed inside another member, or read at no leaf */
+        if (st->attach != ATTACH_ROOT || mode[i] == LEAF_NONE ||
+            sched_stage_has_note(st, NOTE_REFACTOR))
+            continue; /* computed inside another member, read at no leaf, or at its parents */
         Expr *origin[RV_MAX_DIMS] = {first};
         Expr *ext[RV_MAX_DIMS] = {mode[i] == LEAF_ONCE ? ir_int(m, 1) : count};
         Stmt *s = lower_stage_nest(c, st, origin, ext, NULL);
@@ -267,7 +277,7 @@ static Stmt *members_at(LowerCtx *c, Recurse *g, Expr *first, Expr *count, int s
     }
     if (ok)
         body = lower_seq(m, nests.len, nests.data);
-    for (int i = 0; i < g->members.len && spec; i++)
+    for (int i = 0; i < nsaved; i++)
         restore_stage(&saved[i]);
     base_free(saved);
     base_free(needed);
