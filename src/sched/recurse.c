@@ -167,11 +167,6 @@ static rv_status check_refactor(Schedule *s, Stage *st, Recurse *g, const SchedS
 
 static rv_status check_member(Schedule *s, Stage *st, Recurse *g, const SchedStep *step,
                               const SrcFile *src) {
-    if (sched_stage_has_note(st, NOTE_REFACTOR)) {
-        rv_status r = check_refactor(s, st, g, step, src);
-        if (r != RV_OK)
-            return r;
-    }
     if (st->attach == ATTACH_INLINE)
         return fail(step, src,
                     "%s is a member of recursion %s: members are computed node by node in "
@@ -212,6 +207,9 @@ static rv_status check_member(Schedule *s, Stage *st, Recurse *g, const SchedSte
                     "so without `schedule %s { dynamic_batch() }` (written before) the nodes run "
                     "one at a time",
                     n->name, st->name, sched_loop_kind_name(n->kind), g->name);
+    /* after the rules above: P is not inlined, so ATTACH_AT names a stage */
+    if (sched_stage_has_note(st, NOTE_REFACTOR))
+        return check_refactor(s, st, g, step, src);
     return RV_OK;
 }
 
