@@ -56,16 +56,6 @@
 
 #include "fuzz_common.h"
 
-/* Does the program define a recursion group (a line starting `recurse`)?
- * Those are left out until lowering runs recursion groups and --random
- * binds valid structures (docs/recursion.md). */
-static int uses_recursion(const char *path) {
-    char *text = fuzz_read_text(path);
-    int found = strncmp(text, "recurse ", 8) == 0 || strstr(text, "\nrecurse ") != NULL;
-    free(text);
-    return found;
-}
-
 /* The program without its `schedule NAME { ... }` blocks (comments kept;
  * a block starts a line, and braces inside comments do not count). */
 static char *strip_schedules(const char *text) {
@@ -515,8 +505,7 @@ int main(int argc, char **argv) {
         glob("examples/*.rv", 0, NULL, &gl);
         glob("tests/fuzz/*.rv", GLOB_APPEND, NULL, &gl);
         for (size_t i = 0; i < gl.gl_pathc && nexamples < 64; i++)
-            if (!uses_recursion(gl.gl_pathv[i]))
-                examples[nexamples++] = gl.gl_pathv[i];
+            examples[nexamples++] = gl.gl_pathv[i];
         if (nexamples == 0)
             fuzz_die("fuzz_sched: no examples (run it from the repository root)");
     }
