@@ -722,7 +722,8 @@ rv_status rv_structs_read_sexpr_file(rv_structs *bs, const char *path);
  * SOStr.txt: the sentence's tokens separated by '|'; datasetSplit.txt), the
  * sentences of one split (RV_SST_ALL: every one) in file order. Node i is
  * STree's node i+1: tokens are 0..T-1, with their word id in data column 0,
- * internal nodes -1. The vocabulary reads every sentence of the file, so
+ * internal nodes -1. A node's children are left before right (ordered by
+ * the first token each covers, not by their numbers). The vocabulary reads every sentence of the file, so
  * ids do not depend on the split. */
 typedef enum rv_sst_split {
     RV_SST_ALL = 0,

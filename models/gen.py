@@ -185,12 +185,35 @@ recurse R over S {{
 
 HIDDEN = {m: (64, 128) if m == "mvrnn" else (256, 512) for m in MODELS}
 
+# The schedule of every model (docs/recursion.md, "Lowering"): the group's
+# levels as dynamic batches with the leaves specialized (their own nests,
+# no leaf test), and every member's nodes of a level, and every node of the
+# up-front input products, spread over the threads.
+PARALLEL = {
+    "treefc": ["h"],
+    "treernn": ["h"],
+    "treegru": ["XZ", "XH", "hs", "rh", "z", "h"],
+    "treelstm": ["XI", "hs", "iou", "fc", "c", "h"],
+    "mvrnn": ["ah", "h", "A"],
+    "dagrnn": ["XU", "hs", "h"],
+    "lstm": ["XG", "g", "c", "h"],
+    "gru": ["XR", "gh", "z", "nn", "h"],
+}
+
+
+def schedule(model):
+    out = "\nschedule R {\n    dynamic_batch()\n    specialize()\n}\n"
+    for t in PARALLEL[model]:
+        out += "schedule %s { parallel(n) }\n" % t
+    return out
+
 
 def render(model, H):
     what, body = MODELS[model]
     head = "# %s_h%d.rv — %s, hidden size %d: bench/trees/MODELS.md.\n" % (model, H, what, H)
     head += "# Written by models/gen.py; edit the template there, not this file.\n\n"
-    return head + body.format(V=V, Vm1=V - 1, H=H, H2=2 * H, H3=3 * H, H4=4 * H, MW=MV_WORDS).lstrip("\n")
+    return head + body.format(V=V, Vm1=V - 1, H=H, H2=2 * H, H3=3 * H, H4=4 * H, MW=MV_WORDS).lstrip("\n") + \
+        schedule(model)
 
 
 def main():

@@ -94,6 +94,8 @@ class Module:
             return "ufun"
         if name in self._computed:
             return "output"
+        if lib.rv_module_structure(self._ptr, name.encode()):
+            return "structure"
         return None
 
     def _dtype_of(self, name):
