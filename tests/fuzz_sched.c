@@ -10,8 +10,9 @@
  * builds schedules one step at a time: it reads the current stages and
  * their loops from rv_module_schedule_info, draws a primitive and its arguments (split with awkward
  * factors, tile, fuse, reorder, parallel, vectorize, unroll, pad,
- * storage_pad, cache_read, cache_write, compute_at, compute_inline), and
- * applies it with rv_module_schedule. A step the scheduler rejects must
+ * storage_pad, cache_read, cache_write, compute_at, compute_inline; for a
+ * recursion group, dynamic_batch, specialize and refactor in its
+ * `schedule R` block), and applies it with rv_module_schedule. A step the scheduler rejects must
  * fail with RV_ERR_SCHEDULE and a message naming the primitive; it is
  * counted as rejected and dropped (the module is rebuilt from the kept
  * steps). Anything else is a bug: another status, a crash, a compile
