@@ -828,6 +828,7 @@ typedef enum rv_stage_note_kind {
     RV_NOTE_DYNAMIC_BATCH, /* Cortex: a recursive stage's instances batched per level */
     RV_NOTE_SPECIALIZE,    /* Cortex: a recursive stage specialized per case */
     RV_NOTE_BATCH,         /* ACROBAT: calls batched across instances */
+    RV_NOTE_REFACTOR,      /* Cortex: a member computed at its parents (refactor) */
     RV_NOTE_KIND_COUNT
 } rv_stage_note_kind;
 
