@@ -30,6 +30,7 @@ static const Bench benches[] = {
     {"bmm", "bench_bmm", "batched matmul, NT and NN, [192, T, 64]: OpenBLAS loop, oneDNN"},
     {"sgemm", "bench_sgemm", "square SGEMM 512..2048: OpenBLAS, oneDNN"},
     {"vgemm", "bench_vgemm", "batched GEMM, per-problem M, N, K (CoRa): padded OpenBLAS, oneDNN"},
+    {"balance", "bench_balance", "ragged softmax, 2 threads: chunks of equal work vs equal rows"},
     {"peak", "peak", "FP32 FMA peak and STREAM triad bandwidth"},
     {"time", "time_rv", "kernel time of .rv programs, interleaved (FILE.rv... --size N=V)"},
     {"torch", "torch_bench.py", "the PyTorch baselines (bench/torch_bench.py)"},

@@ -26,7 +26,13 @@
  * extent of 1): the estimate gets coarser, never unsafe. A branch counts
  * as the larger of its two arms. Every row also costs 1, so the prefix is
  * strictly increasing and rows of no work still spread.
+ *
+ * $RAVEL_NO_BALANCE=1 turns it off (every loop splits by row count), so
+ * that `ravel bench balance` can compare both partitions of one program.
  */
+#include <stdlib.h>
+#include <string.h>
+
 #include "codegen/codegen.h"
 
 typedef struct Work {
@@ -128,6 +134,9 @@ static Expr *work_of(Work *w, const Stmt *s) {
 
 Expr *cg_loop_work(Module *m, const Stmt *s, const PtrMap *written) {
     RV_ASSERT(s->kind == ST_FOR);
+    const char *off = getenv("RAVEL_NO_BALANCE");
+    if (off && *off && strcmp(off, "0") != 0)
+        return NULL;
     Work w = {.m = m, .written = written};
     Expr *body = work_of(&w, s->u.loop.body);
     Expr *cost = NULL;
