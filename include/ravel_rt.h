@@ -120,6 +120,33 @@ struct rv_rt_ctx {
     int32_t error; /* 0, or 1 + the site of the first failed check (RUN-TIME CHECKS) */
 };
 
+/* LOAD BALANCING. A parallel loop whose iterations differ in work (a ragged
+ * loop: row b runs len[b] x len[b] inner iterations) runs as nchunks chunks
+ * of equal work instead of equal row counts. prefix[0..n] holds the
+ * cumulative work of rows [0, n) (prefix[0] = 0, strictly increasing);
+ * chunk c runs rows [rv_rt_work_start(prefix, n, c, nchunks),
+ * rv_rt_work_start(prefix, n, c + 1, nchunks)): the first row whose start
+ * reaches c/nchunks of the total. Each chunk's work then differs from
+ * prefix[n] / nchunks by less than the cost of one row. Generated code
+ * calls it inside its chunks; a header function, so no ABI change. */
+static inline int64_t rv_rt_work_start(const int64_t *prefix, int64_t n, int64_t c, int64_t nchunks) {
+    if (c <= 0)
+        return 0;
+    if (c >= nchunks)
+        return n;
+    int64_t total = prefix[n], q = total / nchunks, r = total % nchunks;
+    int64_t target = q * c + r * c / nchunks; /* total * c / nchunks without overflow */
+    int64_t lo = 0, hi = n;                   /* the least i with prefix[i] >= target */
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (prefix[mid] < target)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 typedef int32_t (*rv_rt_kernel_fn)(const int64_t *sizes, void *const *bufs, struct rv_rt_ctx *ctx);
 typedef int32_t (*rv_rt_prelude_fn)(const int64_t *sizes, void *const *bufs);
 

@@ -611,15 +611,61 @@ static void emit_for_header(CK *c, CFn *f, const char *var, const char *from, co
     buf_printf(&f->text, "; %s++) {\n", var);
 }
 
+/* The names of a balanced parallel loop's prefix of work (c_balance.c):
+ * struct members of its captures and locals of the caller alike. */
+typedef struct Balance {
+    const Expr *work; /* one row's work, over the loop variable */
+    const char *prefix, *rows, *chunks;
+} Balance;
+
+/* A balanced loop's call: the prefix of its rows' work, then one chunk of
+ * equal work per thread. With one thread, or when the prefix cannot be
+ * allocated, its chunks are its rows (prefix NULL), as in any other loop. */
+static void emit_balanced_call(CK *c, CFn *f, const Stmt *s, const Balance *bal) {
+    const char *var = name_of_axis(c, s->u.loop.var);
+    line(f, "const int64_t %s = ", bal->rows);
+    cg_expr(c->e, &f->text, s->u.loop.extent);
+    buf_puts(&f->text, ";\n");
+    line(f, "int64_t %s = %s;\n", bal->chunks, bal->rows);
+    line(f, "int64_t *%s = NULL;\n", bal->prefix);
+    line(f, "if (ctx->num_threads > 1 && %s > ctx->num_threads) {\n", bal->rows);
+    open_block(f);
+    line(f, "%s = ctx->alloc(ctx, (size_t)(%s + 1) * sizeof(int64_t));\n", bal->prefix, bal->rows);
+    line(f, "if (%s) {\n", bal->prefix);
+    open_block(f);
+    line(f, "%s[0] = 0;\n", bal->prefix);
+    line(f, "for (int64_t %s = 0; %s < %s; %s++) {\n", var, var, bal->rows, var);
+    open_block(f);
+    declare(f, var);
+    line(f, "%s[%s + 1] = %s[%s] + ", bal->prefix, var, bal->prefix, var);
+    cg_expr(c->e, &f->text, bal->work);
+    buf_puts(&f->text, ";\n");
+    close_block(f);
+    line(f, "}\n");
+    line(f, "%s = ctx->num_threads;\n", bal->chunks);
+    close_block(f);
+    line(f, "}\n");
+    close_block(f);
+    line(f, "}\n");
+}
+
 /* The outlined function of a parallel loop: a struct of captures and a
- * static function running iterations [begin, end). */
+ * static function running iterations [begin, end). A loop whose rows
+ * differ in work (c_balance.c) runs chunks [begin, end) of equal work
+ * instead, each finding its rows in the prefix of work. */
 static void emit_parallel(CK *c, CFn *f, const Stmt *s) {
     CgEmit *e = c->e;
     const Axis *var = s->u.loop.var;
     Free fv;
     free_init(c, &fv, s->u.loop.body, var);
     const char *fn = cg_global(e, arena_printf(e->arena, "%s_par%d", c->sym, c->npar++));
-    bool any = fv.sizes.len || fv.axes.len || fv.bufs.len || fv.ctx;
+    Balance bal = {.work = cg_loop_work(c->k->m, s, &c->written)};
+    if (bal.work) {
+        bal.prefix = cg_fresh(e, "work_prefix");
+        bal.rows = cg_fresh(e, "work_rows");
+        bal.chunks = cg_fresh(e, "work_chunks");
+    }
+    bool any = fv.sizes.len || fv.axes.len || fv.bufs.len || fv.ctx || bal.work;
 
     /* the struct of captured variables */
     Buf *d = c->defs;
@@ -641,6 +687,9 @@ static void emit_parallel(CK *c, CFn *f, const Stmt *s) {
         }
         if (fv.ctx)
             buf_puts(d, "    struct rv_rt_ctx *ctx;\n");
+        if (bal.work)
+            buf_printf(d, "    const int64_t *%s; /* NULL: chunks are rows */\n    int64_t %s, %s;\n",
+                       bal.prefix, bal.rows, bal.chunks);
         buf_puts(d, "};\n\n");
     }
 
@@ -671,6 +720,17 @@ static void emit_parallel(CK *c, CFn *f, const Stmt *s) {
     }
     if (fv.ctx)
         line(&g, "struct rv_rt_ctx *ctx = env->ctx;\n");
+    if (bal.work) {
+        line(&g, "if (env->%s) { /* chunks of equal work */\n", bal.prefix);
+        open_block(&g);
+        line(&g, "const int64_t first = rv_rt_work_start(env->%s, env->%s, begin, env->%s);\n",
+             bal.prefix, bal.rows, bal.chunks);
+        line(&g, "end = rv_rt_work_start(env->%s, env->%s, end, env->%s);\n", bal.prefix, bal.rows,
+             bal.chunks);
+        line(&g, "begin = first;\n");
+        close_block(&g);
+        line(&g, "}\n");
+    }
     emit_for_header(c, &g, name_of_axis(c, var), "begin", NULL);
     open_block(&g);
     declare(&g, name_of_axis(c, var));
@@ -683,6 +743,11 @@ static void emit_parallel(CK *c, CFn *f, const Stmt *s) {
     fn_free(&g);
 
     /* the call */
+    if (bal.work) {
+        line(f, "{\n");
+        open_block(f);
+        emit_balanced_call(c, f, s, &bal);
+    }
     if (any) {
         const char *cap = cg_fresh(e, arena_printf(e->arena, "par%d", c->npar - 1));
         line(f, "struct %s %s = {", fn, cap);
@@ -701,10 +766,21 @@ static void emit_parallel(CK *c, CFn *f, const Stmt *s) {
         }
         if (fv.ctx)
             buf_printf(&f->text, "%s.ctx = ctx", sep);
+        if (bal.work)
+            buf_printf(&f->text, "%s.%s = %s, .%s = %s, .%s = %s", sep, bal.prefix, bal.prefix,
+                       bal.rows, bal.rows, bal.chunks, bal.chunks);
         buf_puts(&f->text, "};\n");
         line(f, "ctx->parallel_for(");
-        cg_expr(e, &f->text, s->u.loop.extent);
+        if (bal.work)
+            buf_puts(&f->text, bal.chunks);
+        else
+            cg_expr(e, &f->text, s->u.loop.extent);
         buf_printf(&f->text, ", %s, &%s);\n", fn, cap);
+        if (bal.work) {
+            line(f, "ctx->free(ctx, %s);\n", bal.prefix);
+            close_block(f);
+            line(f, "}\n");
+        }
     } else {
         line(f, "ctx->parallel_for(");
         cg_expr(e, &f->text, s->u.loop.extent);

@@ -206,6 +206,11 @@ void cg_c_module(Kernel *const *ks, int n, CgUnit *out);
 void cg_unit_free(CgUnit *u);
 /* One kernel as a complete translation unit (base_free the result). */
 char *cg_c_kernel(const Kernel *k);
+/* c_balance.c: the work of one iteration of parallel loop s as an
+ * expression of its variable, safe to evaluate before the loop for every
+ * row; NULL when it does not depend on the variable (nothing to balance).
+ * written: the buffers the kernel stores to. */
+Expr *cg_loop_work(Module *m, const Stmt *s, const PtrMap *written);
 /* For other back ends: the prepass over a function body (the buffers it
  * stores to go into *written; one-element locals it can keep in scalars
  * into e->scalars), then its statements for e->target, indented `indent`

@@ -40,6 +40,8 @@ struct kernel_Z_par0 {
     float *Z;
     const float *X;
     const float *Y;
+    const int64_t *work_prefix; /* NULL: chunks are rows */
+    int64_t work_rows, work_chunks;
 };
 
 /* Iterations [begin, end) of the parallel loop over b in kernel_Z. */
@@ -51,6 +53,11 @@ static void kernel_Z_par0(void *arg, int64_t begin, int64_t end, int tid) {
     float *restrict Z = __builtin_assume_aligned(env->Z, 64);
     const float *restrict X = __builtin_assume_aligned(env->X, 64);
     const float *restrict Y = __builtin_assume_aligned(env->Y, 64);
+    if (env->work_prefix) { /* chunks of equal work */
+        const int64_t first = rv_rt_work_start(env->work_prefix, env->work_rows, begin, env->work_chunks);
+        end = rv_rt_work_start(env->work_prefix, env->work_rows, end, env->work_chunks);
+        begin = first;
+    }
     for (int64_t b = begin; b < end; b++) {
         const int64_t Z_start1_b = Z_start1[b];
         const int64_t t0 = (int64_t)len[b] / 8;
@@ -92,8 +99,24 @@ int32_t kernel_Z(const int64_t *sizes, void *const *bufs, struct rv_rt_ctx *ctx)
     const int64_t *restrict Z_start1 = __builtin_assume_aligned(bufs[2], 64);
     const float *restrict Y = __builtin_assume_aligned(bufs[3], 64);
     float *restrict Z = __builtin_assume_aligned(bufs[4], 64);
-    struct kernel_Z_par0 par0 = {.Z_start1 = Z_start1, .len = len, .Z = Z, .X = X, .Y = Y};
-    ctx->parallel_for(B, kernel_Z_par0, &par0);
+    {
+        const int64_t work_rows = B;
+        int64_t work_chunks = work_rows;
+        int64_t *work_prefix = NULL;
+        if (ctx->num_threads > 1 && work_rows > ctx->num_threads) {
+            work_prefix = ctx->alloc(ctx, (size_t)(work_rows + 1) * sizeof(int64_t));
+            if (work_prefix) {
+                work_prefix[0] = 0;
+                for (int64_t b = 0; b < work_rows; b++) {
+                    work_prefix[b + 1] = work_prefix[b] + (int64_t)len[b] / 8 * 8 + 2;
+                }
+                work_chunks = ctx->num_threads;
+            }
+        }
+        struct kernel_Z_par0 par0 = {.Z_start1 = Z_start1, .len = len, .Z = Z, .X = X, .Y = Y, .work_prefix = work_prefix, .work_rows = work_rows, .work_chunks = work_chunks};
+        ctx->parallel_for(work_chunks, kernel_Z_par0, &par0);
+        ctx->free(ctx, work_prefix);
+    }
     return RV_RT_OK;
 }
 

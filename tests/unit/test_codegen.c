@@ -470,6 +470,17 @@ static void test_parallel(void) {
     rv_module_free(m);
 }
 
+/* The prelude of a packed ragged tensor of bsz rows of len[b] elements:
+ * off[0] = 0, off[b + 1] = off[b] + len[b]. */
+static Stmt *row_starts(Module *m, Buffer *off, Buffer *len, Expr *bsz) {
+    Axis *pb = lower_loop_var(m, "b", bsz);
+    return seq2(m, lower_store(m, off, I(m, 0), I(m, 0)),
+                loop(m, pb, LOOP_SERIAL,
+                     lower_store(m, off, bin(m, EX_ADD, pb->var, I(m, 1)),
+                                 bin(m, EX_ADD, ld(m, off, pb->var),
+                                     ir_cast(m, RV_I64, ld(m, len, pb->var))))));
+}
+
 /* A ragged tensor A[b, l < len[b]] stored packed, with the row-start array
  * off computed by the prelude: off[0] = 0, off[b + 1] = off[b] + len[b].
  * Y[off[b] + l] = A[off[b] + l] * (l + 1). */
@@ -483,12 +494,7 @@ static void test_ragged(void) {
     Expr *total = ld(m, off, bsz);
     Buffer *A = kb_buf(&kb, PARAM_TENSOR, "A", RV_F32, total);
     Buffer *Y = kb_buf(&kb, PARAM_TENSOR, "Y", RV_F32, total);
-    Axis *pb = lower_loop_var(m, "b", bsz);
-    Stmt *prelude = seq2(m, lower_store(m, off, I(m, 0), I(m, 0)),
-                         loop(m, pb, LOOP_SERIAL,
-                              lower_store(m, off, bin(m, EX_ADD, pb->var, I(m, 1)),
-                                          bin(m, EX_ADD, ld(m, off, pb->var),
-                                              ir_cast(m, RV_I64, ld(m, len, pb->var))))));
+    Stmt *prelude = row_starts(m, off, len, bsz);
     Axis *b = lower_loop_var(m, "b", bsz);
     Axis *l = lower_loop_var(m, "l", ir_cast(m, RV_I64, ld(m, len, b->var)));
     Expr *at = bin(m, EX_ADD, ld(m, off, b->var), l->var);
@@ -1421,6 +1427,160 @@ static void test_program_shared_prelude(void) {
     CHECK_EQ_INT(c.aux_bytes, 2 * 8 * (5 + 6 + 7));
 }
 
+/* ---- load balancing of ragged parallel loops (c_balance.c) ---- */
+
+/* rv_rt_work_start splits rows of skewed cost into chunks that cover
+ * [0, n) in order, each within one row's cost of total / chunks. */
+static void test_work_start(void) {
+    enum { N = 300 };
+    int64_t prefix[N + 1] = {0}, maxcost = 0;
+    for (int i = 0; i < N; i++) {
+        int64_t len = i % 37 == 0 ? 500 : 1 + (i * 7919) % 13; /* a few long rows */
+        int64_t cost = 1 + len * len;
+        prefix[i + 1] = prefix[i] + cost;
+        maxcost = cost > maxcost ? cost : maxcost;
+    }
+    for (int64_t n = 0; n <= N; n += n < 10 ? 1 : 29) {
+        for (int64_t chunks = 1; chunks <= 9; chunks++) {
+            int bad = 0;
+            double share = (double)prefix[n] / (double)chunks;
+            CHECK_EQ_INT(rv_rt_work_start(prefix, n, 0, chunks), 0);
+            CHECK_EQ_INT(rv_rt_work_start(prefix, n, chunks, chunks), n);
+            for (int64_t c = 0; c < chunks; c++) {
+                int64_t a = rv_rt_work_start(prefix, n, c, chunks);
+                int64_t b = rv_rt_work_start(prefix, n, c + 1, chunks);
+                bad += a > b;
+                bad += fabs((double)(prefix[b] - prefix[a]) - share) > (double)maxcost;
+            }
+            CHECK_EQ_INT(bad, 0);
+        }
+    }
+}
+
+/* The chunks one balanced call ran, and the elements each wrote. */
+static struct {
+    int64_t nchunks;
+    int64_t written[8];
+    const float *y;
+    int64_t ny;
+} balance_rec;
+
+static int64_t count_written(void) {
+    int64_t k = 0;
+    for (int64_t q = 0; q < balance_rec.ny; q++)
+        k += !isnan(balance_rec.y[q]);
+    return k;
+}
+
+/* Runs the chunks one by one, counting what each one wrote. */
+static void recording_for(int64_t n, void (*fn)(void *, int64_t, int64_t, int), void *closure) {
+    balance_rec.nchunks = n;
+    for (int64_t c = 0; c < n; c++) {
+        int64_t before = count_written();
+        fn(closure, c, c + 1, (int)c);
+        if (c < 8)
+            balance_rec.written[c] = count_written() - before;
+    }
+}
+
+/* parallel for b < B: for l < len[b]: Y[off[b] + l] = A[off[b] + l] * 2,
+ * and (under a guard whose extent loads) for j < W[b]: Z[b] += 1.
+ * With 4 threads the loop runs 4 chunks of equal work (elements written),
+ * not 4 chunks of B/4 rows; the guarded load of W stays out of the
+ * estimate (the guard may be what keeps its index in range). */
+static void test_balanced_parallel(void) {
+    KB kb = {rv_module_new(), {0}};
+    Module *m = kb.m;
+    Size *B = kb_size(&kb, "B", 0, 1000);
+    Expr *bsz = ir_size(m, B);
+    Buffer *len = kb_buf(&kb, PARAM_UF, "len", RV_I32, bsz);
+    Buffer *W = kb_buf(&kb, PARAM_UF, "W", RV_I32, bsz);
+    Buffer *off = kb_buf(&kb, PARAM_AUX, "off", RV_I64, bin(m, EX_ADD, bsz, I(m, 1)));
+    Expr *total = ld(m, off, bsz);
+    Buffer *A = kb_buf(&kb, PARAM_TENSOR, "A", RV_F32, total);
+    Buffer *Y = kb_buf(&kb, PARAM_TENSOR, "Y", RV_F32, total);
+    Buffer *Z = kb_buf(&kb, PARAM_TENSOR, "Z", RV_F32, bsz);
+    Stmt *prelude = row_starts(m, off, len, bsz);
+    Axis *b = lower_loop_var(m, "b", bsz);
+    Axis *l = lower_loop_var(m, "l", ir_cast(m, RV_I64, ld(m, len, b->var)));
+    Axis *j = lower_loop_var(m, "j", ir_cast(m, RV_I64, ld(m, W, b->var)));
+    Expr *at = bin(m, EX_ADD, ld(m, off, b->var), l->var);
+    Stmt *row = loop(m, l, LOOP_SERIAL,
+                     lower_store(m, Y, at, bin(m, EX_MUL, ld(m, A, at), F(m, 2))));
+    Stmt *guarded = lower_if(
+        m, bin(m, EX_LT, b->var, I(m, 0)),
+        loop(m, j, LOOP_SERIAL,
+             lower_store(m, Z, b->var, bin(m, EX_ADD, ld(m, Z, b->var), F(m, 1)))),
+        NULL);
+    Stmt *body = loop(m, b, LOOP_PARALLEL, seq2(m, row, guarded));
+    Kernel *k = kb_kernel(&kb, "L", body, prelude);
+    char *src;
+    JitLib *lib;
+    rv_rt_prelude_fn pre = NULL;
+    rv_rt_kernel_fn fn = build(k, &src, &lib, &pre);
+    CHECK_STR_CONTAINS(src, "work_prefix[b + 1] = work_prefix[b] + ");
+    CHECK_STR_CONTAINS(src, "ctx->parallel_for(work_chunks, kernel_L_par0, &par0);");
+    CHECK_STR_CONTAINS(src, "begin = first;");
+    const char *est = strstr(src, "work_prefix[b + 1] = ");
+    CHECK(est && !memmem(est, (size_t)(strchr(est, ';') - est), "W[", 2));
+    if (fn && pre) {
+        enum { BB = 200 };
+        int32_t *lens = aligned(BB * sizeof(int32_t)), *ws = aligned(BB * sizeof(int32_t));
+        int64_t tot = 0, longest = 0;
+        for (int q = 0; q < BB; q++) {
+            lens[q] = q < 8 ? 1000 : q % 3; /* skewed: the first rows are long */
+            ws[q] = 1000000;               /* never run: the guard is false */
+            tot += lens[q];
+            longest = lens[q] > longest ? lens[q] : longest;
+        }
+        int64_t *offs = aligned((BB + 1) * sizeof(int64_t));
+        int64_t sizes[1] = {BB};
+        float *as = aligned((size_t)tot * sizeof(float)), *ys = aligned((size_t)tot * sizeof(float));
+        float *zs = aligned(BB * sizeof(float));
+        void *bufs[6] = {lens, ws, offs, as, ys, zs};
+        CHECK_EQ_INT(pre(sizes, bufs), RV_RT_OK);
+        for (int64_t q = 0; q < tot; q++) {
+            as[q] = (float)q;
+            ys[q] = NAN;
+        }
+        balance_rec.y = ys;
+        balance_rec.ny = tot;
+        struct rv_rt_ctx ctx = make_ctx(true);
+        ctx.num_threads = 4;
+        ctx.parallel_for = recording_for;
+        CHECK_EQ_INT(fn(sizes, bufs, &ctx), RV_RT_OK);
+        CHECK_EQ_INT(balance_rec.nchunks, 4);
+        /* A row costs its length + 2 (the guarded loop counts as one
+         * store): no chunk gets more than its share and one row. An even
+         * split of the rows would give chunk 0 all eight long rows. */
+        int bad = 0;
+        int64_t sum = 0;
+        for (int c = 0; c < 4; c++) {
+            bad += balance_rec.written[c] > (tot + 2 * BB) / 4 + longest + 2;
+            sum += balance_rec.written[c];
+        }
+        CHECK_EQ_INT(bad, 0);
+        CHECK_EQ_INT(sum, tot);
+        bad = 0;
+        for (int64_t q = 0; q < tot; q++)
+            bad += ys[q] != as[q] * 2;
+        CHECK_EQ_INT(bad, 0);
+        /* one thread: the rows are the chunks, no prefix */
+        ctx.num_threads = 1;
+        CHECK_EQ_INT(fn(sizes, bufs, &ctx), RV_RT_OK);
+        CHECK_EQ_INT(balance_rec.nchunks, BB);
+        free(lens);
+        free(ws);
+        free(offs);
+        free(as);
+        free(ys);
+        free(zs);
+    }
+    base_free(src);
+    jit_close(lib);
+    rv_module_free(m);
+}
+
 int main(void) {
     snprintf(cache_dir, sizeof cache_dir, "/tmp/ravel-test-codegen-XXXXXX");
     if (!mkdtemp(cache_dir)) {
@@ -1443,6 +1603,8 @@ int main(void) {
     RUN(test_program_errors);
     RUN(test_program_repeated_checks);
     RUN(test_program_shared_prelude);
+    RUN(test_work_start);
+    RUN(test_balanced_parallel);
     char cmd[PATH_MAX + 16];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", cache_dir);
     if (system(cmd) != 0)
