@@ -42,6 +42,10 @@ struct Stmt {
             /* the outer loop of a non-dividing split, its body guarded by
              * `var*f + i < E`: the partition pass splits its last tile off */
             bool partition;
+            /* over a spatial axis of the stage (nest.c): inside a reduction,
+             * the elements it updates even where an index no longer names
+             * its variable (place.c) */
+            bool spatial;
         } loop;
         struct {
             Expr *cond;

@@ -339,7 +339,9 @@ static Stmt *gen_loop(LowerCtx *c, StageNest n, int i, Expr *ext) {
     c->par_depth -= k == LOOP_PARALLEL;
     if (!body)
         return NULL;
-    return lower_for(m, var, ext, k, body);
+    Stmt *s = lower_for(m, var, ext, k, body);
+    s->u.loop.spatial = !v->reduce;
+    return s;
 }
 
 /* Does a stage compute at a loop of st? Its region would depend on the

@@ -22,7 +22,8 @@
  *     body                           set to RK's identity (A to -1)
  *
  * where `init` is body restricted to the elements: the loops whose
- * variables index the updates (with fresh variables, marked for the
+ * variables index the updates and the spatial loops (with fresh
+ * variables, marked for the
  * partition pass where the update's loop is), the `if`s around
  * them with only the conjuncts over those variables (and the loops
  * outside), each update (a store to B or A, or argmax's `if` over B) its
@@ -54,13 +55,20 @@ static void note_var(const Expr *e, void *ctx) {
         ptrmap_put(ctx, e->u.axis, e->u.axis);
 }
 
-/* The variables of the updates' indices (elems), then the loop variables
- * that are not among them (dropped). */
+/* The variables of the updates' indices and of the spatial loops (elems),
+ * then the loop variables that are not among them (dropped). A spatial
+ * loop's variable may be missing from the indices: over an extent of at
+ * most 1 (the last tile of a split in a partitioned tail) the walk folds it
+ * to 0, but the loop still decides whether its elements are updated at all;
+ * dropped, the init would store to elements the reduction never touches,
+ * past the end of a buffer sized for its region. */
 static void collect(Place *p, const Stmt *s, bool loops) {
     if (!s)
         return;
     switch (s->kind) {
     case ST_FOR:
+        if (!loops && s->u.loop.spatial)
+            ptrmap_put(&p->elems, s->u.loop.var, s->u.loop.var);
         if (loops && !ptrmap_has(&p->elems, s->u.loop.var))
             ptrmap_put(&p->dropped, s->u.loop.var, s->u.loop.var);
         collect(p, s->u.loop.body, loops);

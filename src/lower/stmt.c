@@ -223,6 +223,7 @@ Stmt *lower_mutate(StmtMutator *mu, Stmt *s) {
         if (ext != s->u.loop.extent || body != s->u.loop.body) {
             r = lower_for(m, s->u.loop.var, ext, s->u.loop.kind, body);
             r->u.loop.partition = s->u.loop.partition; /* for a pass before partition's */
+            r->u.loop.spatial = s->u.loop.spatial;     /* for the reduce pass */
         }
         break;
     }
