@@ -43,9 +43,10 @@ for f in tests/golden/*.rv; do
     check "$f" "$base.lower.txt" --target lower
     check "$f" "$base.c"
 done
-# tests/bounds: the bounds pass's box, instantiated at each placement the
-# walk makes, is the walk's region (RAVEL_DEBUG=bounds compares them), and
-# the dump changes no code.
+# tests/bounds: the region the walk takes at each placement, the bounds
+# pass's box instantiated for the copy, is what region inference on the
+# copy gives (RAVEL_DEBUG=bounds compares them), and the dump changes no
+# code.
 for f in tests/bounds/*.rv; do
     [ -f "$f" ] || continue
     if ! RAVEL_DEBUG=bounds "$RAVEL" emit "$f" >"$out.c" 2>"$out" || ! "$RAVEL" emit "$f" >"$out.plain" ||

@@ -131,7 +131,7 @@ static bool copy_read_inside(LowerCtx *c, const Stage *p) {
 Stmt *lower_attach_one(LowerCtx *c, StageNest *n, Stage *p, Buffer **buf_out) {
     Module *m = c->m;
     Range reg[RV_MAX_DIMS];
-    bool have = lower_infer_region(c, n, p, !p->local_pad, reg);
+    bool have = lower_region_at(c, n, p, reg);
     if (c->st != RV_OK)
         return NULL;
     lower_debug_region(c, n, p, have, reg);

@@ -246,9 +246,16 @@ void lower_ctx_free(LowerCtx *c) {
 
 rv_status lower_schedule(Schedule *s, Kernel ***out, int *n) {
     Module *m = s->m;
-    LowerCtx c = {.m = m, .s = s};
+    /* the passes over the schedule first: the walk takes each computed-at
+     * stage's region from the bounds pass's table */
+    RegionTable regions;
+    rv_status st = lower_run_schedule_passes(s, &regions);
+    if (st != RV_OK) {
+        lower_regions_free(&regions);
+        return st;
+    }
+    LowerCtx c = {.m = m, .s = s, .regions = &regions};
     Vec(Kernel *) ks = {0};
-    rv_status st = RV_OK;
     for (int i = 0; i < m->tensors.len && st == RV_OK; i++) {
         Tensor *t = m->tensors.data[i];
         if (t->op->kind == OP_INPUT)
@@ -263,6 +270,7 @@ rv_status lower_schedule(Schedule *s, Kernel ***out, int *n) {
             vec_push(&ks, k);
     }
     lower_ctx_free(&c);
+    lower_regions_free(&regions);
     if (st != RV_OK) {
         vec_free(&ks);
         return st;
@@ -278,7 +286,6 @@ rv_status lower_module(Module *m, Kernel ***out, int *n) {
     rv_status st = sched_from_module(m, &s);
     if (st != RV_OK)
         return st;
-    lower_run_schedule_passes(s);
     st = lower_schedule(s, out, n);
     sched_free(s);
     return st;

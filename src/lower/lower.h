@@ -309,7 +309,8 @@ Expr *lower_bounds_upper(Module *m, Expr *e);
 /* One kernel per root stage of the module's schedule (its schedule blocks
  * applied; errors located at the step), in definition order. */
 rv_status lower_module(Module *m, Kernel ***out, int *n);
-/* The same for a schedule built by the caller. */
+/* The same for a schedule built by the caller (the passes over the
+ * schedule first). */
 rv_status lower_schedule(Schedule *s, Kernel ***out, int *n);
 
 /* ---- the steps of lower_schedule: their shared state ---- */
@@ -330,6 +331,8 @@ typedef struct RegionView {
      * tensor, and a read is inside when it is inside the tensor. */
     bool local_pad;
 } RegionView;
+
+typedef struct RegionTable RegionTable; /* regions.c */
 
 /* The state of lower_schedule: the whole schedule, and the kernel being
  * built. */
@@ -353,6 +356,7 @@ typedef struct LowerCtx {
     /* stages computed above a recursion's loop (recurse.c), not where
      * they are attached */
     PtrMap hoisted;
+    const RegionTable *regions; /* the bounds pass's table (regions.c) */
     rv_status st;
 } LowerCtx;
 
@@ -547,27 +551,37 @@ typedef struct RegionParam {
     RegionParamKind kind;
     const IterVar *iv; /* the host's leaf (VALUE), split (TILE) or root */
 } RegionParam;
+#define REGION_MAX_CUTS 4 /* last tiles of constant extent a box tells apart */
 typedef struct RegionBox {
     const Stage *p; /* computed at p->at, loop p->at_iv */
+    /* the host's partitioned splits of a constant extent up to p->at_iv,
+     * and (bit j) those in their last tile for this box */
+    const IterVar *cut[REGION_MAX_CUTS];
+    int ncut;
+    unsigned tail;
     bool whole;     /* not bounded: the whole tensor */
     Range dim[RV_MAX_DIMS];
     Vec(RegionParam) params; /* the variables lo and hi are over */
 } RegionBox;
-typedef struct RegionTable {
+struct RegionTable {
     Vec(RegionBox) boxes; /* the stages computed at a loop, in schedule order */
-} RegionTable;
+};
 /* The symbolic region of every stage computed at a loop, at its attach
  * point (the contract at the top of regions.c). */
 rv_status lower_infer_bounds(Schedule *s, RegionTable *t);
 void lower_regions_free(RegionTable *t);
 /* `P at Y.io:` then `  AXIS: [lo, hi]` per dimension, per box. */
 void lower_print_regions(Buf *b, const RegionTable *t);
-/* For RAVEL_DEBUG=bounds: the table on stderr, inside an IR scope (the
- * module is left as it was). */
-void lower_debug_bounds(Schedule *s);
+/* For RAVEL_DEBUG=bounds: the table on stderr. */
+void lower_dump_regions(const RegionTable *t);
+/* The region of p where the walk places it in nest n (false: the whole
+ * tensor, or c->st set): its box in c->regions for n's copy (the last
+ * tiles n is in) with the copy's values substituted, simplified. */
+bool lower_region_at(LowerCtx *c, StageNest *n, Stage *p, Range *reg);
 /* For RAVEL_DEBUG=bounds, where the walk placed p in nest n with region
- * reg (have: bounded): whether p's box instantiated for n's copy is that
- * region, on stderr (inside an IR scope). */
+ * reg (have: bounded), the box's instance: whether inference on n's copy
+ * itself (lower_infer_region) gives that region, on stderr (inside an IR
+ * scope, so the check changes no code). */
 void lower_debug_region(LowerCtx *walk, StageNest *n, Stage *p, bool have, const Range *reg);
 
 /* attach.c */
@@ -641,9 +655,10 @@ typedef Stmt *(*LowerPass)(Module *m, Stmt *s);
  * lower_module and every pass, a pass name (`hoist`, `lower.hoist`) after
  * that pass. docs/pipeline.md describes both. */
 rv_status lower_pipeline(Module *m, Kernel ***out, int *n);
-/* The passes of lower_pipeline's list over the schedule, before the
- * nests are built (lower_module). */
-void lower_run_schedule_passes(Schedule *s);
+/* The passes of lower_pipeline's list over the schedule, into the table
+ * the walk reads, before the nests are built (lower_schedule); t is the
+ * caller's to free (lower_regions_free), also on failure. */
+rv_status lower_run_schedule_passes(Schedule *s, RegionTable *t);
 /* Does RAVEL_DEBUG ask for a dump after the pass called `name`? */
 bool lower_debug_wants(const char *name);
 /* Is there a pass called `name` in lower_pipeline's list? */

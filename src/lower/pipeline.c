@@ -14,10 +14,10 @@
  *     nest      nest.c: loop nests, tails of splits guarded and marked
  *               for the partition pass (or partitioned, with stages
  *               computed or accumulators allocated inside)
- *     attach    attach.c: computed-at stages in buffers for their regions
- *     bounds    bounds.c: region inference for computed-at stages, per
- *               copy of the nest (the bounds pass computes it once per
- *               stage, symbolically; the walk does not consume that yet)
+ *     attach    attach.c: computed-at stages in buffers for their regions,
+ *               each the bounds pass's box for that copy, instantiated
+ *     bounds    bounds.c: region inference (interval arithmetic), called
+ *               by the bounds pass on the host's nest at the attach point
  *     reduce    reduce.c: reductions' updates, in a local accumulator or
  *               in place, in `reduce RK into B:` (initialised by the
  *               reduce pass)
@@ -29,9 +29,9 @@
  * The passes, in order (the table below; docs/pipeline.md has their
  * contracts): over the schedule, before the nests are built, bounds
  * (regions.c: the region of every computed-at stage at its attach point
- * as a symbolic box, TVM's InferBound; printed for RAVEL_DEBUG=bounds
- * and tested on tests/bounds, not yet consumed by the walk: instantiating
- * the box changes generated code, docs/pipeline.md says where); then on
+ * as a symbolic box, and one per last tile of a constant extent, TVM's
+ * InferBound; the walk's placement takes each copy's region from it;
+ * printed for RAVEL_DEBUG=bounds and tested on tests/bounds); then on
  * each kernel reduce (place.c: each reduction's initialisation where it
  * starts), partition, checks, flatten, simplify, forward, promote, hoist,
  * simplify.
@@ -40,8 +40,9 @@
  * that returns the same pointer when it changes nothing (QBE's
  * main.c:func(), Halide's Lower.cpp), or `rv_status pass(Kernel *)` when
  * it needs the kernel (partition: check_src for its copies; checks: its
- * sites; flatten: its parameters' storage orders), or `void
- * pass(Schedule *)` over the schedule.
+ * sites; flatten: its parameters' storage orders), or `rv_status
+ * pass(Schedule *, RegionTable *)` over the schedule (the table the walk
+ * reads).
  *
  * After lower_module and after every pass, the loop-IR verifier
  * (verify.c) checks the kernel; a violation is reported as an internal
@@ -51,7 +52,8 @@
  * RAVEL_DEBUG dumps kernels to stderr: a comma- or space-separated list
  * of names, where `lower` (or `all`) dumps the kernel after lower_module
  * and after every pass, and a pass name (`hoist`, or `lower.hoist`) the
- * kernel after each run of that pass (`bounds`: the region table). Each
+ * kernel after each run of that pass (`bounds`: the region table, and
+ * at each placement whether its region is the inference on the copy). Each
  * dump starts with a header line `== KERNEL after PASS ==`; read.c reads
  * the kernel text back, so a pass can be tested alone on it (tests/lower,
  * test_lower_passes.c).
@@ -65,13 +67,13 @@ typedef struct LowerPassInfo {
     const char *name;
     LowerPass run;                      /* a pass over the body, or */
     rv_status (*run_kernel)(Kernel *k); /* one over the kernel (its parameters), or */
-    void (*run_schedule)(Schedule *s);  /* one over the schedule, before the nests */
+    rv_status (*run_schedule)(Schedule *s, RegionTable *t); /* one over the schedule, before the nests */
 } LowerPassInfo;
 
 /* The passes, in order: those over the schedule run in lower_module
  * before the walk builds the nests, the others on each kernel after it. */
 static const LowerPassInfo passes[] = {
-    {"bounds", NULL, NULL, lower_debug_bounds},          /* regions of computed-at stages (dump only) */
+    {"bounds", NULL, NULL, lower_infer_bounds},          /* regions of computed-at stages, for the walk */
     {"reduce", lower_place_reductions, NULL, NULL},      /* reductions initialised where they start */
     {"partition", NULL, lower_partition, NULL},          /* full tiles without guards, the last tile */
     {"checks", NULL, lower_checks, NULL},                /* `if !ok: fail N`, safe indices and divisors */
@@ -92,10 +94,17 @@ static rv_status run_pass(const LowerPassInfo *p, Kernel *k) {
     return RV_OK;
 }
 
-void lower_run_schedule_passes(Schedule *s) {
-    for (int i = 0; i < (int)RV_COUNT(passes); i++)
-        if (passes[i].run_schedule)
-            passes[i].run_schedule(s);
+rv_status lower_run_schedule_passes(Schedule *s, RegionTable *t) {
+    memset(t, 0, sizeof *t);
+    for (int i = 0; i < (int)RV_COUNT(passes); i++) {
+        if (!passes[i].run_schedule)
+            continue;
+        rv_status st = passes[i].run_schedule(s, t);
+        if (st != RV_OK)
+            return st;
+        lower_dump_regions(t);
+    }
+    return RV_OK;
 }
 
 bool lower_has_pass(const char *name) {

@@ -20,42 +20,50 @@
  *     the walk leaves guarded is clipped to its extent in the box;
  *   - for a host computed at a loop itself, the origin and extent of its
  *     own region, `HOST.AXIS.lo` and `HOST.AXIS.ext` (its entry above).
- * It is computed by the walk's own region inference (bounds.c,
- * lower_infer_region) on a nest of the host in that state, so the union
- * over the readers (the host, or stages computed inside it) is the same.
+ * The loop variables and `INNER.ext` range as the walk's loops do (from 0),
+ * so interval rules that need a bound's sign apply to both alike. A split
+ * partitioned there whose extent E is a constant has its last tile's own
+ * boxes besides (up to REGION_MAX_CUTS such splits, one box per
+ * combination): the walk's values there are constants (the outer loop at
+ * E/f, the tile E - E/f*f, 1 for i < 9 in tiles of 4), with which the
+ * interval rules decide on single values (P[i / M] is P[8 / M] there, the
+ * whole tensor over a symbolic tile). Each box is computed by the walk's
+ * own region inference (bounds.c, lower_infer_region) on a nest of the
+ * host in that state, so the union over the readers (the host, or stages
+ * computed inside it) is the same.
  *
- * The walk does not consume the table yet: it infers each copy's region
- * where it places the stage, from that copy's state. Instantiating the
- * box instead (substituting the copy's values, then simplifying) gives
- * the walk's expression in 115 of the 116 placements of the corpus
- * (RAVEL_DEBUG=bounds compares them at each, lower_debug_region), but
- * not all: the walk simplifies at every step of the interval arithmetic
- * with the values in place, the instance once at the end, and proves
- * more (compute_at_modulo_region.rv: a simpler loop bound, different C);
- * and a last tile of constant extent 1 is a single value, with which the
- * walk bounds reads a symbolic `ii.ext` cannot (docs/pipeline.md,
- * "Region inference as a pass over the schedule"). So the pass runs for
- * RAVEL_DEBUG=bounds and for tests, inside an IR scope that leaves the
- * module as it was (expression ids order the simplifier's terms).
+ * The walk consumes the table: where it places a stage (attach.c,
+ * lower_region_at) it takes the box of that copy's state (the last tiles
+ * it is in) and substitutes the copy's values, then simplifies. It
+ * infers a region itself only for a host in a recursion group, whose
+ * member nests bind the node loop from the group's order (recurse.c),
+ * which attach_nest does not model. RAVEL_DEBUG=bounds compares each
+ * instance with the inference on the copy (lower_debug_region, in an IR
+ * scope).
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "lower/lower.h"
 
-/* A variable of box b, of the given kind, for iv, named a.b[.c]. */
-static Expr *param(Module *m, RegionBox *b, RegionParamKind k, const IterVar *iv, const char *x,
-                   const char *y, const char *z) {
+/* A variable of box b, of the given kind, for iv, named a.b[.c], in
+ * [0, ext - 1] where ext is not NULL (as the walk's loop variables are:
+ * interval rules need the sign of a bound). */
+static Expr *param(Module *m, RegionBox *b, RegionParamKind k, const IterVar *iv, Expr *ext,
+                   const char *x, const char *y, const char *z) {
     Buf nm = {0};
     buf_printf(&nm, "%s%s%s%s%s", x, y ? "." : "", y ? y : "", z ? "." : "", z ? z : "");
-    RegionParam rp = {lower_loop_var(m, buf_str(&nm), NULL), k, iv};
+    RegionParam rp = {lower_loop_var(m, buf_str(&nm), ext), k, iv};
     buf_free(&nm);
     vec_push(&b->params, rp);
     return rp.sym->var;
 }
 
 /* The host's nest at p's attach point, as the walk has it there up to
- * the box's variables. */
+ * the box's variables: of the partitioned splits of a constant extent
+ * (b->cut, in leaf order), those whose bit is set in b->tail in their
+ * last tile as the walk's copy there has it (the outer loop's value the
+ * constant E/f, the inner extent E - E/f*f), the others over INNER.ext. */
 static bool attach_nest(LowerCtx *c, RegionBox *b, StageNest *n) {
     Module *m = c->m;
     const Stage *p = b->p;
@@ -66,8 +74,8 @@ static bool attach_nest(LowerCtx *c, RegionBox *b, StageNest *n) {
     for (int i = 0; i < h->ivs.len; i++) {
         IterVar *r = h->ivs.data[i];
         if (r->rel == IV_ROOT && !r->reduce && h->attach == ATTACH_AT) {
-            n->base[r->id] = param(m, b, RP_ORIGIN, r, h->name, r->axis->name, "lo");
-            n->root_ext[r->id] = param(m, b, RP_EXTENT, r, h->name, r->axis->name, "ext");
+            n->base[r->id] = param(m, b, RP_ORIGIN, r, NULL, h->name, r->axis->name, "lo");
+            n->root_ext[r->id] = param(m, b, RP_EXTENT, r, NULL, h->name, r->axis->name, "ext");
         }
     }
     if (!p->at_iv)
@@ -78,21 +86,36 @@ static bool attach_nest(LowerCtx *c, RegionBox *b, StageNest *n) {
         int part = lower_splits_here(c, n, i, &e);
         if (part < 0)
             return false;
+        int64_t ce;
+        if (part && ir_is_const_int(lower_ctx_simp(c, e), &ce) && b->ncut < REGION_MAX_CUTS) {
+            int j = b->ncut++;
+            b->cut[j] = v->parent;
+            if (b->tail & (1u << j)) {
+                n->state[v->parent->id] = SPLIT_TAIL;
+                n->value[v->id] = lower_ctx_simp(c, ir_binary(m, EX_DIV, e, ir_int(m, v->factor)));
+                if (v == p->at_iv)
+                    return true;
+                continue;
+            }
+        }
         if (part) {
             n->state[v->parent->id] = SPLIT_PARAM;
             n->tile[v->parent->id] =
-                param(m, b, RP_TILE, v->parent, v->parent->inner->name, "ext", NULL);
+                param(m, b, RP_TILE, v->parent, ir_int(m, v->factor + 1),
+                      v->parent->inner->name, "ext", NULL);
         }
-        n->value[v->id] = param(m, b, RP_VALUE, v, v->name, NULL, NULL);
+        Expr *ext = lower_iv_extent_over(c, n, v, NULL);
+        n->value[v->id] = param(m, b, RP_VALUE, v, ext, v->name, NULL, NULL);
         if (v == p->at_iv)
             return true;
     }
     return false; /* the checker places at_iv among the host's leaves */
 }
 
-/* The box of stage p, computed at a loop. */
-static RegionBox infer_box(LowerCtx *c, Stage *p) {
-    RegionBox b = {.p = p};
+/* The box of stage p, computed at a loop, with the splits of bits `tail`
+ * in their last tile (attach_nest). */
+static RegionBox infer_box(LowerCtx *c, Stage *p, unsigned tail) {
+    RegionBox b = {.p = p, .tail = tail};
     StageNest n;
     if (attach_nest(c, &b, &n)) {
         lower_bind_axes(c, &n);
@@ -112,8 +135,15 @@ rv_status lower_infer_bounds(Schedule *s, RegionTable *t) {
     memset(t, 0, sizeof *t);
     for (int k = 0; k < s->stages.len && c.st == RV_OK; k++) {
         Stage *p = s->stages.data[k];
-        if (p->attach == ATTACH_AT)
-            vec_push(&t->boxes, infer_box(&c, p));
+        if (p->attach != ATTACH_AT)
+            continue;
+        /* one box per combination of last tiles of constant extent: the
+         * walk's values there are constants, with which its interval
+         * rules decide on single values (a last tile of extent 1) */
+        RegionBox b = infer_box(&c, p, 0);
+        vec_push(&t->boxes, b);
+        for (unsigned tail = 1; tail < 1u << b.ncut; tail++)
+            vec_push(&t->boxes, infer_box(&c, p, tail));
     }
     rv_status st = c.st;
     lower_ctx_free(&c);
@@ -134,6 +164,9 @@ void lower_print_regions(Buf *b, const RegionTable *t) {
         const Stage *p = r->p;
         buf_printf(b, "%s at %s%s%s", p->name, p->at->name, p->at_iv ? "." : " (top)",
                    p->at_iv ? p->at_iv->name : "");
+        for (int j = 0; j < r->ncut; j++)
+            if (r->tail & (1u << j))
+                buf_printf(b, ", the last tile of %s", r->cut[j]->outer->name);
         for (int i = 0; i < r->params.len; i++)
             buf_printf(b, "%s%s", i ? ", " : " over ", r->params.data[i].sym->name);
         buf_printf(b, "%s\n", r->whole ? ": whole tensor" : ":");
@@ -147,30 +180,32 @@ void lower_print_regions(Buf *b, const RegionTable *t) {
     }
 }
 
-void lower_debug_bounds(Schedule *s) {
-    if (!lower_debug_wants("bounds"))
-        return;
-    IrScope scope;
-    ir_scope_begin(s->m, &scope);
-    RegionTable t;
-    Buf b = {0};
-    buf_printf(&b, "== schedule after bounds ==\n");
-    if (lower_infer_bounds(s, &t) == RV_OK)
-        lower_print_regions(&b, &t);
-    else
-        buf_printf(&b, "error: %s\n", rv_last_error());
-    fputs(buf_str(&b), stderr);
-    buf_free(&b);
-    lower_regions_free(&t);
-    ir_scope_end(&scope);
+/* The box of p in table t for nest n's copy, or NULL: of those whose
+ * last tiles n is in, the one with the most. */
+static const RegionBox *box_of(const RegionTable *t, const Stage *p, const StageNest *n) {
+    const RegionBox *best = NULL;
+    int most = -1;
+    for (int k = 0; t && k < t->boxes.len; k++) {
+        const RegionBox *b = &t->boxes.data[k];
+        int tails = 0;
+        bool in = b->p == p;
+        for (int j = 0; in && j < b->ncut; j++)
+            if (b->tail & (1u << j)) {
+                in = n->state[b->cut[j]->id] == SPLIT_TAIL;
+                tails++;
+            }
+        if (in && tails > most) {
+            best = b;
+            most = tails;
+        }
+    }
+    return best;
 }
 
-/* Box b where the walk is, in nest n at b's attach point: each variable
- * the value it has in n's copy, simplified (c: not the walk's context,
- * whose maps must not hold what a scope frees). */
+/* Box b (bounded) where the walk is, in nest n at b's attach point: each
+ * variable the value it has in n's copy, simplified; false where n has no
+ * value for one. */
 static bool instance(LowerCtx *c, StageNest *n, const RegionBox *b, Range *reg) {
-    if (b->whole)
-        return false;
     PtrMap at = {0};
     bool ok = true;
     lower_bind_axes(c, n);
@@ -202,12 +237,43 @@ static bool instance(LowerCtx *c, StageNest *n, const RegionBox *b, Range *reg) 
     return ok;
 }
 
+bool lower_region_at(LowerCtx *c, StageNest *n, Stage *p, Range *reg) {
+    /* a recursion member's nest binds its node loop from the group's
+     * order (recurse.c), not as attach_nest has a host's loops: the
+     * region is inferred on the copy itself */
+    if (sched_stage_group(p->at))
+        return lower_infer_region(c, n, p, !p->local_pad, reg);
+    const RegionBox *b = box_of(c->regions, p, n);
+    if (b && b->whole)
+        return false;
+    if (!b || !instance(c, n, b, reg))
+        c->st = base_error(RV_ERR_UNSUPPORTED,
+                           "internal error in pass bounds: no region of %s for its copy at %s",
+                           p->name, p->at->name);
+    return c->st == RV_OK;
+}
+
+void lower_dump_regions(const RegionTable *t) {
+    if (!lower_debug_wants("bounds"))
+        return;
+    Buf b = {0};
+    buf_printf(&b, "== schedule after bounds ==\n");
+    lower_print_regions(&b, t);
+    fputs(buf_str(&b), stderr);
+    buf_free(&b);
+}
+
 static void print_range(Buf *b, const char *what, const Range *r) {
     buf_printf(b, "%s [", what);
     ir_print_expr(b, r->lo);
     buf_printf(b, ", ");
     ir_print_expr(b, r->hi);
     buf_printf(b, "]");
+}
+
+static void print_at(Buf *b, const Stage *p) {
+    buf_printf(b, "bounds: %s at %s%s%s: ", p->name, p->at->name, p->at_iv ? "." : " (top)",
+               p->at_iv ? p->at_iv->name : "");
 }
 
 void lower_debug_region(LowerCtx *walk, StageNest *n, Stage *p, bool have, const Range *reg) {
@@ -217,31 +283,29 @@ void lower_debug_region(LowerCtx *walk, StageNest *n, Stage *p, bool have, const
     IrScope scope;
     ir_scope_begin(m, &scope);
     LowerCtx c = {.m = m, .s = walk->s};
-    RegionBox b = infer_box(&c, p);
-    Range inst[RV_MAX_DIMS];
-    bool got = c.st == RV_OK && instance(&c, n, &b, inst);
+    Range w[RV_MAX_DIMS];
+    bool got = lower_infer_region(&c, n, p, !p->local_pad, w);
     Buf out = {0};
-    buf_printf(&out, "bounds: %s at %s%s%s: ", p->name, p->at->name, p->at_iv ? "." : " (top)",
-               p->at_iv ? p->at_iv->name : "");
-    if (got != have) {
-        buf_printf(&out, "the box is %s, the walk's region %s\n", got ? "bounded" : "whole",
+    print_at(&out, p);
+    if (c.st != RV_OK || got != have) {
+        buf_printf(&out, "the walk's region is %s, the box's %s\n", got ? "bounded" : "whole",
                    have ? "bounded" : "whole");
     } else {
         bool same = true;
         for (int d = 0; have && d < p->t->ndim; d++) {
-            Range w = {lower_ctx_simp(&c, reg[d].lo), lower_ctx_simp(&c, reg[d].hi)};
-            if (w.lo == inst[d].lo && w.hi == inst[d].hi)
+            Range a = {lower_ctx_simp(&c, w[d].lo), lower_ctx_simp(&c, w[d].hi)};
+            Range u = {lower_ctx_simp(&c, reg[d].lo), lower_ctx_simp(&c, reg[d].hi)};
+            if (a.lo == u.lo && a.hi == u.hi)
                 continue;
             buf_printf(&out, "%s\n  %s: ", same ? "the instance differs" : "", p->t->axes[d]->name);
-            print_range(&out, "walk", &w);
-            print_range(&out, ", box", &inst[d]);
+            print_range(&out, "walk", &a);
+            print_range(&out, ", box", &u);
             same = false;
         }
         buf_printf(&out, "%s\n", same ? "the box's instance is the walk's region" : "");
     }
     fputs(buf_str(&out), stderr);
     buf_free(&out);
-    vec_free(&b.params);
     lower_ctx_free(&c);
     ir_scope_end(&scope);
 }
