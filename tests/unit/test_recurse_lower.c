@@ -472,6 +472,38 @@ static void test_tree_lstm_schedules(void) {
     check_schedule(tree_lstm, cw);
 }
 
+/* Under dynamic_batch a member's node loop is over a batch's nodes: split
+ * into tiles of nodes (tails guarded or partitioned at the batch's end),
+ * moved inside a parallel loop over output columns (each thread its slice
+ * of the weight), the product register-tiled with the packed weight
+ * k-major and the reduction outside the tile; hs computed at each tile. */
+static void test_node_tiles(void) {
+    const char *tiles[] = {"R",
+                           "dynamic_batch()\nspecialize()",
+                           "iou",
+                           "UL = cache_read(U, layout=\"j, i\")\nIL = cache_write(iou)\n"
+                           "no, ni = split(n, 3)\nio, ii = split(i, 8)\n"
+                           "reorder(io, no, ni, ii)\nparallel(io)\nvectorize(ii)\n"
+                           "compute_at(IL, no)\ncompute_at(hs, no)",
+                           "IL",
+                           "reorder(j, n, i)\nunroll(n)\nvectorize(i)",
+                           "h",
+                           "no, ni = split(n, 5, tail=\"guard\")\nreorder(i, no, ni)\n"
+                           "parallel(i)",
+                           "c",
+                           "f = fuse(n, i)\nparallel(f)",
+                           NULL};
+    check_schedule(tree_lstm, tiles);
+    /* the cache_write of a tile of nodes: its sums in registers */
+    const char *cw[] = {"R",
+                        "dynamic_batch()",
+                        "iou",
+                        "IL = cache_write(iou)\nno, ni = split(n, 4)\nio, ii = split(i, 8)\n"
+                        "reorder(no, io, ni, ii)\nvectorize(ii)\ncompute_at(IL, io)",
+                        NULL};
+    check_schedule(tree_lstm, cw);
+}
+
 /* The group's block replays from the trace, and its notes are on every
  * member's stage. */
 static void test_trace(void) {
@@ -825,6 +857,7 @@ int main(void) {
     RUN(test_trace);
     RUN(test_aot_check);
     RUN(test_examples_vs_interpreter);
+    RUN(test_node_tiles);
     char cmd[PATH_MAX + 16];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", cache_dir);
     if (system(cmd) != 0)
