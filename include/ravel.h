@@ -616,6 +616,11 @@ typedef struct rv_program_counters {
     double cc_seconds;      /* of which the C compiler ran (0: from the JIT's cache) */
     double prelude_seconds; /* filling the aux arrays of ragged layouts */
     double kernel_seconds;
+    /* preludes run and bytes of aux arrays allocated, over all runs: a
+     * run fills each distinct aux array (one per raggedness pattern) once,
+     * whatever the number of kernels that use it */
+    int64_t prelude_runs;
+    int64_t aux_bytes;
 } rv_program_counters;
 void rv_program_stats(const rv_program *p, rv_program_counters *out);
 
@@ -717,7 +722,8 @@ rv_status rv_structs_read_sexpr_file(rv_structs *bs, const char *path);
  * SOStr.txt: the sentence's tokens separated by '|'; datasetSplit.txt), the
  * sentences of one split (RV_SST_ALL: every one) in file order. Node i is
  * STree's node i+1: tokens are 0..T-1, with their word id in data column 0,
- * internal nodes -1. The vocabulary reads every sentence of the file, so
+ * internal nodes -1. A node's children are left before right (ordered by
+ * the first token each covers, not by their numbers). The vocabulary reads every sentence of the file, so
  * ids do not depend on the split. */
 typedef enum rv_sst_split {
     RV_SST_ALL = 0,

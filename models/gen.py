@@ -85,15 +85,12 @@ XH[n, i < {H}] = if word[n] >= 0 then sum(j < {H}) W_h[i, j] * Emb[word[n], j] e
 
 recurse R over T {{
     hs[n, i < {H}] = sum(k < nchild[n]) h[child[n, k], i]
-    # U_r h[child] is a function of the child alone: computed at every
-    # node after its h (ur below; Cortex's refactor), read at children here
     rh[n, k < 2, i < {H}] = if k < nchild[n]
-                            then sigmoid(ur[child[n, k], i] + b_r[i]) * h[child[n, k], i]
+                            then sigmoid(sum(j < {H}) U_r[i, j] * h[child[n, k], j] + b_r[i]) * h[child[n, k], i]
                             else 0.0
     z[n, i < {H}] = sigmoid(XZ[n, i] + sum(j < {H}) U_z[i, j] * hs[n, j] + b_z[i])
     uh[n, i < {H}] = sum(j < {H}) U_h[i, j] * (rh[n, 0, j] + rh[n, 1, j])
     h[n, i < {H}] = z[n, i] * hs[n, i] + (1.0 - z[n, i]) * tanh(XH[n, i] + uh[n, i] + b_h[i])
-    ur[n, i < {H}] = sum(j < {H}) U_r[i, j] * h[n, j]
 }}
 """)
 
@@ -110,14 +107,11 @@ XI[n, j < {H3}] = if word[n] >= 0 then sum(l < {H}) W_iou[j, l] * Emb[word[n], l
 recurse R over T {{
     hs[n, i < {H}] = sum(k < nchild[n]) h[child[n, k], i]
     iou[n, j < {H3}] = XI[n, j] + sum(l < {H}) U_iou[j, l] * hs[n, l] + b_iou[j]
-    # U_f h[child] is a function of the child alone: computed at every node
-    # after its h (uf below; Cortex's refactor), read at children here
     fc[n, k < 2, i < {H}] = if k < nchild[n]
-                            then sigmoid(uf[child[n, k], i] + b_f[i]) * c[child[n, k], i]
+                            then sigmoid(sum(l < {H}) U_f[i, l] * h[child[n, k], l] + b_f[i]) * c[child[n, k], i]
                             else 0.0
     c[n, i < {H}] = sigmoid(iou[n, i]) * tanh(iou[n, {H2} + i]) + fc[n, 0, i] + fc[n, 1, i]
     h[n, i < {H}] = sigmoid(iou[n, {H} + i]) * tanh(c[n, i])
-    uf[n, i < {H}] = sum(l < {H}) U_f[i, l] * h[n, l]
 }}
 
 C[n, i] = c[n, i]
@@ -240,9 +234,16 @@ def tile(stage, j, red, weight=None, layout=None, at=()):
 
 
 def vec(stage, i="i"):
-    """An elementwise member: 16 lanes of its outputs at a time."""
-    return "schedule %s {\n    %so, %sv = split(%s, 16)\n    vectorize(%sv)\n}\n" % (
+    """An elementwise member: its nodes over the threads, 16 lanes of its
+    outputs at a time."""
+    return "schedule %s {\n    parallel(n)\n    %so, %sv = split(%s, 16)\n    vectorize(%sv)\n}\n" % (
         stage, i, i, i, i)
+
+
+def upfront(*stages):
+    """The input products over every node, before the recursion: nodes
+    over the threads."""
+    return "".join("schedule %s { parallel(n) }\n" % t for t in stages)
 
 
 GROUP = "schedule R {\n    dynamic_batch()\n    specialize()\n}\n"
@@ -254,19 +255,18 @@ SCHEDULES = {
         + tile("z", "i", ["j", "k"]) + vec("h")),
     "treernn": lambda H: GROUP + vec("h"),
     "treegru": lambda H: (
-        GROUP + vec("hs") + vec("rh")
+        upfront("XZ", "XH") + GROUP + vec("hs") + vec("rh")
         + tile("z", "i", ["j"], "U_z", "j, i")
-        + tile("uh", "i", ["j"], "U_h", "j, i", at=["rh"]) + vec("h")
-        + tile("ur", "i", ["j"], "U_r", "j, i")),
+        + tile("uh", "i", ["j"], "U_h", "j, i", at=["rh"]) + vec("h")),
     "treelstm": lambda H: (
-        GROUP + vec("hs") + tile("iou", "j", ["l"], "U_iou", "l, j", at=["hs"])
-        + vec("fc") + vec("c") + vec("h") + tile("uf", "i", ["l"], "U_f", "l, i")),
+        upfront("XI") + GROUP + vec("hs") + tile("iou", "j", ["l"], "U_iou", "l, j", at=["hs"])
+        + vec("fc") + vec("c") + vec("h")),
     "mvrnn": lambda H: GROUP + vec("h") + vec("A", "l"),
-    "dagrnn": lambda H: GROUP + vec("hs") + tile("h", "i", ["j"], "W", "j, i", at=["hs"]),
+    "dagrnn": lambda H: upfront("XU") + GROUP + vec("hs") + tile("h", "i", ["j"], "W", "j, i", at=["hs"]),
     "lstm": lambda H: (
-        GROUP + tile("g", "j", ["l", "k"], "W_hh", "l, j") + vec("c") + vec("h")),
+        upfront("XG") + GROUP + tile("g", "j", ["l", "k"], "W_hh", "l, j") + vec("c") + vec("h")),
     "gru": lambda H: (
-        GROUP + tile("gh", "j", ["l", "k"], "W_hh", "l, j") + vec("z") + vec("nn") + vec("h")),
+        upfront("XR") + GROUP + tile("gh", "j", ["l", "k"], "W_hh", "l, j") + vec("z") + vec("nn") + vec("h")),
 }
 
 

@@ -15,8 +15,6 @@ for f in examples/*.rv; do
     else
         echo "FAIL check $f"; cat "$out/err"; failed=$((failed + 1))
     fi
-    # recursion: evaluated once --random binds valid batches of structures
-    grep -q '^recurse ' "$f" && continue
     for seed in 1 2 3; do
         if "$RAVEL" eval "$f" --random $seed --output "$out/$name.$seed" >"$out/log" 2>&1 &&
             [ -n "$(ls "$out/$name.$seed"/*.npy 2>/dev/null)" ]; then

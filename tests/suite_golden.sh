@@ -43,6 +43,21 @@ for f in tests/golden/*.rv; do
     check "$f" "$base.lower.txt" --target lower
     check "$f" "$base.c"
 done
-rm -f "$out" "$out.diff"
+# tests/bounds: the bounds pass's box, instantiated at each placement the
+# walk makes, is the walk's region (RAVEL_DEBUG=bounds compares them), and
+# the dump changes no code.
+for f in tests/bounds/*.rv; do
+    [ -f "$f" ] || continue
+    if ! RAVEL_DEBUG=bounds "$RAVEL" emit "$f" >"$out.c" 2>"$out" || ! "$RAVEL" emit "$f" >"$out.plain" ||
+        ! cmp -s "$out.c" "$out.plain" || ! grep -q '^bounds: ' "$out" ||
+        grep '^bounds: ' "$out" | grep -qv "the box's instance is the walk's region"; then
+        echo "FAIL RAVEL_DEBUG=bounds ravel emit $f:"
+        cat "$out"
+        failed=$((failed + 1))
+    else
+        passed=$((passed + 1))
+    fi
+done
+rm -f "$out" "$out.diff" "$out.c" "$out.plain"
 echo "golden: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -6,8 +6,11 @@
  * $(BUILD)/bench/ — next to the ravel executable, which lives in $(BUILD).
  * This command finds the driver there (or in $RAVEL_BENCH_DIR) and execs
  * it with ARGS, so its output is exactly the driver's JSON lines and its
- * exit status the driver's. `torch` runs bench/torch_bench.py of the
- * source tree with /usr/bin/python3 (bench/README.md says why that one).
+ * exit status the driver's. The Python benchmarks run a script of the
+ * source tree's bench/: `torch` bench/torch_bench.py with /usr/bin/python3
+ * (bench/README.md says why that one), `trees` bench/trees/bench.py with
+ * the virtual environment bench/trees/setup.sh makes (PyTorch and DyNet),
+ * told this build's libravel and drivers (RAVEL_LIBRARY, RAVEL_BENCH_DIR).
  */
 #include <errno.h>
 #include <limits.h>
@@ -21,17 +24,30 @@
 
 typedef struct Bench {
     const char *name;
-    const char *program; /* in the bench build directory, or the script */
+    const char *program; /* in the bench build directory, or the script in bench/ */
     const char *what;
+    /* NULL: a driver; else the Python that runs the script: absolute, or
+     * relative to the source tree's bench/ (a virtual environment) */
+    const char *python;
+    const char *setup; /* how to make that Python with torch, when it is missing */
 } Bench;
 
 static const Bench benches[] = {
-    {"dense", "bench_dense", "Y = X W^T (+ bias, gelu), X [16T, K]: OpenBLAS, oneDNN"},
-    {"bmm", "bench_bmm", "batched matmul, NT and NN, [192, T, 64]: OpenBLAS loop, oneDNN"},
-    {"sgemm", "bench_sgemm", "square SGEMM 512..2048: OpenBLAS, oneDNN"},
-    {"peak", "peak", "FP32 FMA peak and STREAM triad bandwidth"},
-    {"time", "time_rv", "kernel time of .rv programs, interleaved (FILE.rv... --size N=V)"},
-    {"torch", "torch_bench.py", "the PyTorch baselines (bench/torch_bench.py)"},
+    {"dense", "bench_dense", "Y = X W^T (+ bias, gelu), X [16T, K]: OpenBLAS, oneDNN", NULL, NULL},
+    {"bmm", "bench_bmm", "batched matmul, NT and NN, [192, T, 64]: OpenBLAS loop, oneDNN", NULL,
+     NULL},
+    {"sgemm", "bench_sgemm", "square SGEMM 512..2048: OpenBLAS, oneDNN", NULL, NULL},
+    {"vgemm", "bench_vgemm", "batched GEMM, per-problem M, N, K (CoRa): padded OpenBLAS, oneDNN",
+     NULL, NULL},
+    {"peak", "peak", "FP32 FMA peak and STREAM triad bandwidth", NULL, NULL},
+    {"time", "time_rv", "kernel time of .rv programs, interleaved (FILE.rv... --size N=V)", NULL,
+     NULL},
+    {"torch", "torch_bench.py", "the PyTorch baselines (bench/torch_bench.py)", "/usr/bin/python3",
+     "`sh bench/setup.sh` (it installs python3-torch)"},
+    {"trees", "trees/bench.py",
+     "recursive models (bench/trees/MODELS.md) on SST: ravel vs DyNet autobatch, PyTorch",
+     "trees/.venv/bin/python",
+     "`sh bench/trees/setup.sh` (it makes bench/trees/.venv with PyTorch and DyNet)"},
 };
 
 /* The directory of the running executable (the build directory). */
@@ -71,9 +87,29 @@ static int source_bench_dir(char *out, size_t n) {
 
 static int locate(const Bench *b, char *path, size_t n) {
     char dir[PATH_MAX];
-    int ok = strcmp(b->name, "torch") == 0 ? source_bench_dir(dir, sizeof dir)
-                                           : bench_dir(dir, sizeof dir);
+    int ok = b->python ? source_bench_dir(dir, sizeof dir) : bench_dir(dir, sizeof dir);
     return ok && snprintf(path, n, "%s/%s", dir, b->program) < (int)n;
+}
+
+/* The Python of a script benchmark: b->python, under the source tree's
+ * bench/ when relative. */
+static int locate_python(const Bench *b, char *path, size_t n) {
+    if (b->python[0] == '/')
+        return snprintf(path, n, "%s", b->python) < (int)n;
+    char dir[PATH_MAX];
+    return source_bench_dir(dir, sizeof dir) &&
+           snprintf(path, n, "%s/%s", dir, b->python) < (int)n;
+}
+
+/* Tells a script benchmark which build it measures: this executable's
+ * libravel and bench drivers (bench/trees/bench.py reads both). */
+static void export_build(void) {
+    char dir[PATH_MAX], p[PATH_MAX + 32];
+    if (!getenv("RAVEL_LIBRARY") && exe_dir(dir, sizeof dir) &&
+        snprintf(p, sizeof p, "%s/libravel.so.0", dir) < (int)sizeof p && access(p, R_OK) == 0)
+        setenv("RAVEL_LIBRARY", p, 1);
+    if (!getenv("RAVEL_BENCH_DIR") && bench_dir(dir, sizeof dir))
+        setenv("RAVEL_BENCH_DIR", dir, 1);
 }
 
 /* The make command that builds the drivers for this executable's build
@@ -96,7 +132,8 @@ static int list(void) {
     make_hint(hint, sizeof hint);
     for (int i = 0; i < (int)(sizeof benches / sizeof benches[0]); i++) {
         char path[PATH_MAX];
-        int found = locate(&benches[i], path, sizeof path) && access(path, X_OK | R_OK) == 0;
+        int found = locate(&benches[i], path, sizeof path) &&
+                    access(path, benches[i].python ? R_OK : X_OK | R_OK) == 0;
         printf("%-6s %s\n       %s%s\n", benches[i].name, benches[i].what, path,
                found ? "" : " (not built)");
     }
@@ -104,22 +141,21 @@ static int list(void) {
     return 0;
 }
 
-/* Can /usr/bin/python3 import torch? Asked before running torch_bench.py,
- * whose ImportError traceback would not say how to install it; find_spec
- * does not import torch, so the check costs a Python start only. */
-static int have_torch(void) {
-    char *argv[] = {"/usr/bin/python3", "-c",
+/* Can the benchmark's Python import torch? Asked before running its
+ * script, whose ImportError traceback would not say how to install it;
+ * find_spec does not import torch, so the check costs a Python start only.
+ * A missing Python (the trees venv not made yet) fails the same way. */
+static int have_torch(const char *python, const char *setup) {
+    char *argv[] = {(char *)python, "-c",
                     "import importlib.util, sys; "
                     "sys.exit(importlib.util.find_spec('torch') is None)",
                     NULL};
     char *log = NULL;
     int code = 0;
-    rv_status st = jit_run(argv, &log, &code);
+    rv_status st = access(python, X_OK) == 0 ? jit_run(argv, &log, &code) : RV_ERR_IO;
     base_free(log);
     if (st != RV_OK || code != 0) {
-        fprintf(stderr,
-                "error: the PyTorch baseline needs /usr/bin/python3 with torch: run `sh "
-                "bench/setup.sh` (it installs python3-torch)\n");
+        fprintf(stderr, "error: the benchmark needs %s with torch: run %s\n", python, setup);
         return 0;
     }
     return 1;
@@ -145,7 +181,7 @@ int cmd_bench(int argc, char **argv) {
         fprintf(stderr, "error: cannot locate the benchmark drivers\n");
         return 1;
     }
-    int is_script = strcmp(b->name, "torch") == 0;
+    int is_script = b->python != NULL;
     if (access(path, is_script ? R_OK : X_OK) != 0) {
         char hint[PATH_MAX + 64];
         make_hint(hint, sizeof hint);
@@ -158,8 +194,16 @@ int cmd_bench(int argc, char **argv) {
                     path, hint);
         return 1;
     }
-    if (is_script && !have_torch())
-        return 1;
+    char python[PATH_MAX];
+    if (is_script) {
+        if (!locate_python(b, python, sizeof python)) {
+            fprintf(stderr, "error: cannot locate the benchmark's Python\n");
+            return 1;
+        }
+        if (!have_torch(python, b->setup))
+            return 1;
+        export_build();
+    }
     /* argv[0] of the driver is its path; the rest pass through */
     char **args = calloc((size_t)argc + 2, sizeof *args);
     if (!args) {
@@ -169,8 +213,8 @@ int cmd_bench(int argc, char **argv) {
     int k = 0;
     const char *prog = path;
     if (is_script) {
-        prog = "/usr/bin/python3";
-        args[k++] = (char *)prog;
+        prog = python;
+        args[k++] = python;
     }
     args[k++] = path;
     for (int i = 1; i < argc; i++)

@@ -62,7 +62,9 @@ static const ToolCommand commands[] = {
      "Runs the driver built by `make bench-build` (dense, bmm, sgemm, peak) with\n"
      "ARGS, so the output is the driver's JSON lines. `ravel bench list` shows the\n"
      "benchmarks and where their drivers are. RAVEL_BENCH_DIR overrides where\n"
-     "the drivers are looked for.",
+     "the drivers are looked for. `torch` and `trees` run Python scripts of the\n"
+     "source tree's bench/; `trees` (the recursive models against DyNet and\n"
+     "PyTorch, bench/trees/bench.py) needs the venv of `sh bench/trees/setup.sh`.",
      cmd_bench},
     {"tune", "auto-schedule a program's contraction for every shape of its size range",
      "ravel tune FILE.rv [--trials N] [--shapes FILE] [--records FILE] [-o OUT]\n"

@@ -1,27 +1,44 @@
 #!/usr/bin/env python3
-"""bench/trees/bench.py — the baselines of the recursive-model benchmark
-(MODELS.md): PyTorch eager per node, PyTorch batched level by level by hand,
-DyNet with autobatching. Run it with the venv of setup.sh:
+"""bench/trees/bench.py — the recursive-model benchmark (MODELS.md): ravel
+(models/*.rv compiled, trees_ravel.py) against PyTorch eager per node,
+PyTorch batched level by level by hand and DyNet with autobatching. Run it
+with the venv of setup.sh (`ravel bench trees [ARGS]` does):
 
   bench/trees/.venv/bin/python bench/trees/bench.py [--models treelstm,gru]
       [--hidden 256] [--batch 1,10] [--threads 1,2]
       [--baselines pytorch_eager,pytorch_batched,dynet_autobatch]
+      [--ravel compiled|interp|none] [--peak PATH]
       [--min-time S] [--max-runs N] [--weights DIR] [--check-only] [--quick]
 
-First, per (model, hidden), a cross-check on the fixed small batch
-(trees_data.small_batch): every baseline against the float64 NumPy oracle,
-one line {"bench": "trees_check", ..., "max_abs_err": {...}}; a baseline off
-by more than 1e-4 stops the run. Then one line per (model, hidden, batch,
-threads, baseline):
+First the machine's roofline (bench/peak.c's driver, --peak: FP32 FMA peak
+and STREAM triad bandwidth per thread count), one line {"bench": "peak",
+...} per probe. Then per (model, hidden), a cross-check on the fixed small
+batch (trees_data.small_batch): every baseline and ravel against the
+float64 NumPy oracle, one line {"bench": "trees_check", ...,
+"max_abs_err": {...}}; a side off by more than 1e-4 stops the run. Then
+one line per (model, hidden, batch, threads, side):
 
   {"bench": "trees", "config": {"model", "hidden", "batch", "threads",
    "workload", "nodes_per_batch"}, "baseline", "median_ms", "min_ms",
-   "max_ms", "runs", "ravel_ms": null, "ratio": null, "loadavg" (1-minute, after the line),
+   "max_ms", "runs", "ravel_ms" (ravel's median in the same run, null
+   without ravel), "ratio" (median_ms / ravel_ms: how many times faster
+   ravel is), "loadavg" (1-minute, after the line),
    "gflops" (median over the calls of the call's batch's matrix FLOPs,
-   trees_ref.flops, over its time: divide by bench/'s peak line),
+   trees_ref.flops, over its time), "peak_frac" (gflops over the FP32 peak
+   of that many threads),
    + pytorch_batched: "linearize_ms" (host-side level numbering, not in median_ms)
    + dynet_autobatch: "graph_ms", "forward_ms" (medians of the two parts;
-     median_ms is the median of their per-call sum)}
+     median_ms is the median of their per-call sum)
+   + ravel ("baseline": "ravel"): "build_ms", "linearize_ms", "run_ms"
+     (medians of the parts of a call: adding the batch's structures, checked;
+     rv_linearize; binding and the kernels; median_ms is the median of
+     their per-call sum), "linearize_frac" (build + linearize over the
+     total, medians), "compile_s", "bound_ms" (roofline.py's bound of the
+     median batch) and "bound_frac" (median over the calls of the call's
+     batch's bound over its time: the fraction of the roofline reached)}
+
+A model whose program does not compile yet prints {"bench": "trees_ravel",
+"model", "hidden", "error"} and runs without ravel.
 
 The baselines of one (model, hidden, batch, threads) are timed together,
 their calls interleaved (time_sides: bench/timing.c's method), so load from
@@ -50,9 +67,11 @@ import torch_bench  # noqa: E402
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
+import roofline  # noqa: E402
 import trees_data as td  # noqa: E402
 import trees_ref as tr  # noqa: E402
 import trees_torch as tt  # noqa: E402
+import trees_ravel as trv  # noqa: E402
 
 BASELINES = ["pytorch_eager", "pytorch_batched", "dynet_autobatch"]
 WORKLOAD = {"treefc": "perfect-h7", "dagrnn": "grid-10x10", "lstm": "sst-test-seq", "gru": "sst-test-seq"}
@@ -84,10 +103,12 @@ def med_ms(xs):
     return round(statistics.median(xs) * 1e3, 4)
 
 
-def cross_check(model, H, W, P, dm, baselines):
+def cross_check(model, H, W, P, dm, baselines, rm):
     sb = td.small_batch(model)
     ref = tr.reference(model, W, sb)
     got = {}
+    if rm is not None:
+        got["ravel"] = rm.states(sb)
     if "pytorch_eager" in baselines:
         got["pytorch_eager"] = {k: v.numpy() for k, v in tt.eager_stack(tt.eager(model, P, sb), sb).items()}
     if "pytorch_batched" in baselines:
@@ -109,6 +130,48 @@ def cross_check(model, H, W, P, dm, baselines):
         sys.exit("bench.py: %s H=%d disagrees with the reference: %s" % (model, H, bad))
 
 
+def measure_peak(path, threads):
+    """bench/peak.c's lines for these thread counts: {threads: (gflops, gb_s)},
+    each the best over the thread counts up to it (a shared machine's noise
+    only ever subtracts); {} without the driver."""
+    import subprocess
+    if not path or not os.access(path, os.X_OK):
+        print("bench.py: no peak driver at %s (make %s): no roofline" % (path, path or "build/bench/peak"),
+              file=sys.stderr)
+        return {}
+    lines = subprocess.run([path, "--quick", "--threads", ",".join(map(str, threads))], check=True,
+                           capture_output=True, text=True).stdout.splitlines()
+    fma, triad = {}, {}
+    for ln in lines:
+        print(ln, flush=True)
+        d = json.loads(ln)
+        (fma if d["kind"] == "fma" else triad)[d["threads"]] = d.get("gflops") or d.get("gb_s")
+    return {t: (max(v for k, v in fma.items() if k <= t), max(v for k, v in triad.items() if k <= t))
+            for t in threads if t in fma and t in triad}
+
+
+def l2_bytes():
+    """One core's L2 (sysfs), 1 MiB if unknown."""
+    try:
+        with open("/sys/devices/system/cpu/cpu0/cache/index2/size") as f:
+            v = f.read().strip()
+        return int(v[:-1]) * {"K": 1 << 10, "M": 1 << 20}[v[-1]] if v[-1] in "KM" else int(v)
+    except (OSError, ValueError, KeyError):
+        return 1 << 20
+
+
+def ravel_model(model, H, W, threads, mode):
+    """trees_ravel's model, or None (with a line saying why) where it does not compile."""
+    if mode == "none":
+        return None
+    try:
+        return trv.RavelModel(model, H, W, threads, mode)
+    except trv.ravel.Error as e:
+        print(json.dumps({"bench": "trees_ravel", "model": model, "hidden": H, "threads": threads,
+                          "error": str(e)}), flush=True)
+        return None
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--models", default=",".join(tr.MODELS))
@@ -122,6 +185,12 @@ def main():
     ap.add_argument("--split", default="test")
     ap.add_argument("--check-only", action="store_true")
     ap.add_argument("--quick", action="store_true", help="min-time 0.1, max 20 runs")
+    ap.add_argument("--ravel", default="compiled", choices=["compiled", "interp", "none"],
+                    help="ravel's side: compiled programs, the interpreter (checks the harness; "
+                         "slow), or none")
+    ap.add_argument("--peak", default=os.environ.get("RAVEL_PEAK", os.path.join(
+        os.environ.get("RAVEL_BENCH_DIR") or os.path.join(trv.REPO, "build", "bench"), "peak")),
+        help="bench/peak.c's driver (default: build/bench/peak)")
     a = ap.parse_args()
     if a.quick:
         a.min_time, a.max_runs = 0.1, 20
@@ -133,8 +202,12 @@ def main():
     if "dynet_autobatch" in baselines:
         import trees_dynet as dyn
     print(json.dumps({"bench": "trees_env", "torch": torch.__version__, "numpy": np.__version__,
-                      "dynet": "dynet38" if dyn else None, "cpus": os.cpu_count(),
+                      "dynet": "dynet38" if dyn else None, "ravel": trv.ravel.version,
+                      "libravel": trv.ravel.library_path, "ravel_side": a.ravel, "cpus": os.cpu_count(),
                       "loadavg": os.getloadavg(), "min_time": a.min_time, "max_runs": a.max_runs}), flush=True)
+    threads = [int(t) for t in a.threads.split(",")]
+    peak = {} if a.check_only else measure_peak(a.peak, threads)
+    l2 = l2_bytes()
     for model in a.models.split(","):
         hs = [int(h) for h in a.hidden.split(",")] if a.hidden else tr.HIDDEN[model]
         for H in hs:
@@ -142,20 +215,24 @@ def main():
             P = tt.torch_params(model, W)
             dm = dyn.DyModel(model, W) if dyn else None
             torch.set_num_threads(1)
-            cross_check(model, H, W, P, dm, baselines)
+            cross_check(model, H, W, P, dm, baselines, ravel_model(model, H, W, 1, a.ravel))
             if a.check_only:
                 continue
             for B in [int(b) for b in a.batch.split(",")]:
                 batches = td.workload(model, B, split=a.split)
                 t0 = time.perf_counter()
                 lins = [tt.Linearized(bt) for bt in batches]
+                preps = [trv.Prepared(bt) for bt in batches]
                 lin_ms = round((time.perf_counter() - t0) / len(batches) * 1e3, 4)
                 cfg0 = {"model": model, "hidden": H, "batch": B, "workload": WORKLOAD.get(model, "sst-" + a.split),
                         "nodes_per_batch": round(sum(s.n for bt in batches for s in bt) / len(batches), 2)}
                 fl = [tr.flops(model, H, bt) for bt in batches]
-                for T in [int(t) for t in a.threads.split(",")]:
+                for T in threads:
                     torch_bench.set_threads(T)
                     fns = {}
+                    rm = ravel_model(model, H, W, T, a.ravel)
+                    if rm is not None:
+                        fns["ravel"] = lambda i: rm.call(preps[i])[1]
                     if "pytorch_eager" in baselines:
                         def eager_call(i):
                             t = time.perf_counter()
@@ -178,15 +255,30 @@ def main():
                             return {"total": t2 - t, "graph": t1 - t, "forward": t2 - t1}
                         fns["dynet_autobatch"] = dynet_call
                     allres = time_sides(list(fns.values()), len(batches), a.min_time, a.max_runs)
+                    rv_ms = med_ms([r["total"] for r in allres[0]]) if rm is not None else None
+                    pk = peak.get(T)
                     for b, res in zip(fns, allres):
                         tot = [r["total"] for r in res]
                         line = {"bench": "trees", "config": dict(cfg0, threads=T), "baseline": b,
                                 "median_ms": med_ms(tot), "min_ms": round(min(tot) * 1e3, 4),
                                 "max_ms": round(max(tot) * 1e3, 4), "runs": len(res),
-                                "ravel_ms": None, "ratio": None, "loadavg": round(os.getloadavg()[0], 2)}
+                                "ravel_ms": rv_ms, "ratio": round(med_ms(tot) / rv_ms, 3) if rv_ms and b != "ravel" else None,
+                                "loadavg": round(os.getloadavg()[0], 2)}
                         # GFLOP/s of each call's own batch, median over the calls
                         line["gflops"] = round(statistics.median(
                             fl[j % len(batches)] / r["total"] * 1e-9 for j, r in enumerate(res)), 3)
+                        line["peak_frac"] = round(line["gflops"] / pk[0], 4) if pk else None
+                        if b == "ravel":
+                            for part in ("build", "linearize", "run"):
+                                line[part + "_ms"] = med_ms([r[part] for r in res])
+                            line["linearize_frac"] = round(
+                                (line["build_ms"] + line["linearize_ms"]) / line["median_ms"], 4)
+                            line["compile_s"] = round(rm.compile_s, 3)
+                            if pk:
+                                bounds = [roofline.bound_ms(model, H, bt, T, pk[0], pk[1], l2) for bt in batches]
+                                line["bound_ms"] = round(statistics.median(bounds), 4)
+                                line["bound_frac"] = round(statistics.median(
+                                    bounds[j % len(batches)] / (r["total"] * 1e3) for j, r in enumerate(res)), 4)
                         if b == "pytorch_batched":
                             line["linearize_ms"] = lin_ms
                         if b == "dynet_autobatch":

@@ -1,10 +1,13 @@
-#!/usr/bin/env python3
-"""bench/trees/summarize.py — the baselines of a bench.py run as a Markdown
-table, one row per (model, hidden, batch, threads): each baseline's median
-(and min) in ms, DyNet's graph/forward split, and the time ravel must reach
-on that row for the issue-13 targets (5x DyNet, 2x hand-batched PyTorch):
-target_ms = min(dynet / 5, batched / 2). When ravel_ms is present, the
-ratios and their geometric means too. Stdlib only.
+"""bench/trees/summarize.py — a bench.py run as a Markdown table, one row
+per (model, hidden, batch, threads): each baseline's median (and min) in ms,
+DyNet's graph/forward split, the time ravel must reach on that row for the
+issue-13 targets (5x DyNet, 2x hand-batched PyTorch: target_ms = min(dynet
+/ 5, batched / 2)) and, where ravel ran, its median, the share of building
+and linearizing the batch in it, its fraction of the FP32 peak and of the
+roofline bound (bench/trees/roofline.py), and the ratios ravel vs DyNet
+autobatch, vs PyTorch batched and vs PyTorch eager (how many times faster
+ravel is) with their geometric means, and the targets' verdicts. Stdlib
+only.
 
   python3 bench/trees/summarize.py [bench/trees/out/results-full.jsonl]
 """
@@ -23,10 +26,12 @@ def geomean(xs):
 
 def main():
     path = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "out", "results-full.jsonl")
-    rows, order = {}, []
+    rows, order, skipped = {}, [], []
     with open(path) as f:
         for ln in f:
             d = json.loads(ln)
+            if d.get("bench") == "trees_ravel":
+                skipped.append(d)
             if d.get("bench") != "trees":
                 continue
             c = d["config"]
@@ -36,26 +41,48 @@ def main():
                 order.append(key)
             rows[key][d["baseline"]] = d
     fmt = lambda x: "%.3g" % x if x is not None else "–"  # noqa: E731
-    print("| model | H | B | thr | nodes | PyTorch eager | PyTorch batched (lin.) | DyNet autobatch "
-          "(graph + fwd) | target ms | ravel ms | ×DyNet | ×batched |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
-    rd, rb = [], []
+    pct = lambda x: "%.0f%%" % (100 * x) if x is not None else "–"  # noqa: E731
+    print("| model | H | B | thr | nodes | PyTorch eager | PyTorch batched [lin.] | DyNet autobatch "
+          "(graph + fwd) | target ms | ravel ms [build+lin.] | peak | bound | ×DyNet | ×batched | ×eager |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    ratios = {"dynet_autobatch": [], "pytorch_batched": [], "pytorch_eager": []}
+    lin_frac_b10, roof = [], []
     for k in order:
         r = rows[k]
-        e, b, y = r.get("pytorch_eager"), r.get("pytorch_batched"), r.get("dynet_autobatch")
+        e, b, y, rv = (r.get(n) for n in ("pytorch_eager", "pytorch_batched", "dynet_autobatch", "ravel"))
         cell = lambda d: "%s (min %s)" % (fmt(d["median_ms"]), fmt(d["min_ms"])) if d else "–"  # noqa: E731
         bc = cell(b) + (" [%s]" % fmt(b["linearize_ms"]) if b else "")
         yc = cell(y) + (" = %s + %s" % (fmt(y["graph_ms"]), fmt(y["forward_ms"])) if y else "")
         tg = [x for x in (y and y["median_ms"] / 5, b and b["median_ms"] / 2) if x]
-        rv = next((d["ravel_ms"] for d in (e, b, y) if d and d.get("ravel_ms")), None)
-        xd = y["median_ms"] / rv if rv and y else None
-        xb = b["median_ms"] / rv if rv and b else None
-        rd.append(xd)
-        rb.append(xb)
-        print("| %s | %d | %d | %d | %g | %s | %s | %s | %s | %s | %s | %s |" % (
-            k[0], k[1], k[2], k[3], r["nodes"], cell(e), bc, yc, fmt(min(tg) if tg else None),
-            fmt(rv), fmt(xd), fmt(xb)))
-    print("\ngeomean ×DyNet: %s, ×batched: %s" % (fmt(geomean(rd)), fmt(geomean(rb))))
+        rc = "–"
+        if rv:
+            rc = "%s [%s]" % (cell(rv), pct(rv.get("linearize_frac")))
+            if k[2] == 10:
+                lin_frac_b10.append(rv.get("linearize_frac"))
+            if (k[0], k[1], k[2]) == ("treelstm", 512, 10):
+                roof.append((k[3], rv))
+        x = {n: (d["median_ms"] / rv["median_ms"] if rv and d else None)
+             for n, d in (("dynet_autobatch", y), ("pytorch_batched", b), ("pytorch_eager", e))}
+        for n, v in x.items():
+            ratios[n].append(v)
+        print("| %s | %d | %d | %d | %g | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            k[0], k[1], k[2], k[3], r["nodes"], cell(e), bc, yc, fmt(min(tg) if tg else None), rc,
+            pct(rv and rv.get("peak_frac")), pct(rv and rv.get("bound_frac")),
+            fmt(x["dynet_autobatch"]), fmt(x["pytorch_batched"]), fmt(x["pytorch_eager"])))
+    g = {n: geomean(v) for n, v in ratios.items()}
+    print("\ngeomean of ravel's speedup over models × sizes × batch sizes × threads: "
+          "×DyNet autobatch %s (target ≥ 5), ×PyTorch batched %s (target ≥ 2), ×PyTorch eager %s"
+          % (fmt(g["dynet_autobatch"]), fmt(g["pytorch_batched"]), fmt(g["pytorch_eager"])))
+    if lin_frac_b10:
+        worst = max(v for v in lin_frac_b10 if v is not None)
+        print("building + linearizing at batch 10: at most %s of a call (target < 5%%)" % pct(worst))
+    for T, rv in roof:
+        print("TreeLSTM H=512 batch 10, %d thread(s): %s ms, roofline bound %s ms: %s of the bound "
+              "(target ≥ 60%%), %s of FP32 peak" % (T, fmt(rv["median_ms"]), fmt(rv.get("bound_ms")),
+                                                   pct(rv.get("bound_frac")), pct(rv.get("peak_frac"))))
+    for d in skipped:
+        print("ravel did not run %s H=%d (%d threads): %s" % (d["model"], d["hidden"], d.get("threads", 0),
+                                                             d["error"]))
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ from .errors import (ArgumentError, BoundsError, CompilerError, Error, FileError
                      UnsupportedError)
 from .module import Module, Program, TensorInfo, load, parse
 from .ragged import Ragged
+from .structs import Linear, Structs
 from .weights import load_weights
 
 __version__ = "0.1.0"
@@ -26,7 +27,7 @@ version = _lib.rv_version().decode()
 
 __all__ = [
     "ArgumentError", "BoundsError", "CompilerError", "Error", "FileError", "Library",
-    "Module", "OutOfMemoryError", "ParseError", "Program", "Ragged", "ScheduleError",
-    "ShapeError", "TensorInfo", "TypeCheckError", "UnsupportedError", "empty",
+    "Linear", "Module", "OutOfMemoryError", "ParseError", "Program", "Ragged", "ScheduleError",
+    "ShapeError", "Structs", "TensorInfo", "TypeCheckError", "UnsupportedError", "empty",
     "library_path", "load", "load_library", "load_weights", "parse", "version",
 ]

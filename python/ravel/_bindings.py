@@ -2,7 +2,8 @@
 
 Arguments are bound by name: sizes as integers, UF arrays and inputs as
 arrays (NumPy, any ``__dlpack__`` producer, a Ragged, or a list of rows
-for a ragged input). Arrays are borrowed, never copied when their layout
+for a ragged input), structures as linearized batches (ravel.Linear,
+copied). Arrays are borrowed, never copied when their layout
 is ravel's (compact, row-major, 64-byte aligned). A run's results stay in
 the rv_bindings; the NumPy arrays returned are views of them that keep the
 bindings alive (their ``base``), so nothing is copied out either.
@@ -16,6 +17,7 @@ import numpy as np
 from . import _arrays, errors
 from ._lib import has, lib
 from .ragged import Layout, Ragged, flatten_rows
+from .structs import Linear
 
 
 class Bindings:
@@ -56,7 +58,12 @@ class Bindings:
                 raise errors.ArgumentError(
                     "'%s' is computed by the program; only sizes, ufuns and inputs are "
                     "arguments" % name)
-        # sizes and UFs first: they decide the layouts of ragged inputs
+        # structures first (they bind their sizes and UFs, which explicit
+        # ones then override), then sizes and UFs: they decide the layouts
+        # of ragged inputs
+        for name, value in args.items():
+            if kinds[name] == "structure":
+                self.set_linear(name, value)
         for name, value in args.items():
             if kinds[name] == "size":
                 self.set_size(name, value)
@@ -96,6 +103,16 @@ class Bindings:
 
     def set_size(self, name, value):
         errors.check(lib.rv_bindings_set_size(self.ptr, name.encode(), size_value(name, value)))
+
+    def set_linear(self, name, value):
+        """Binds structure ``name`` from a linearized batch: its size, UFs
+        and dynamic batches (copied: the Linear may be reused at once)."""
+        if not isinstance(value, Linear):
+            raise errors.ArgumentError(
+                "structure %s: expected a linearized batch (ravel.Structs(...).linearize()), "
+                "got %s" % (name, type(value).__name__))
+        errors.check(lib.rv_bindings_set_linear(self.ptr, name.encode(),
+                                                ctypes.byref(value._c)))
 
     def _set_array(self, name, value):
         if isinstance(value, _arrays.Borrowed):

@@ -21,6 +21,8 @@ SONAME = "libravel.so.0"
 
 c_i64 = ctypes.c_int64
 c_i64_p = ctypes.POINTER(ctypes.c_int64)
+c_i32 = ctypes.c_int32
+c_i32_p = ctypes.POINTER(ctypes.c_int32)
 c_char_p = ctypes.c_char_p
 c_void_p = ctypes.c_void_p
 c_int = ctypes.c_int
@@ -50,6 +52,8 @@ class ProgramCounters(ctypes.Structure):
         ("cc_seconds", ctypes.c_double),
         ("prelude_seconds", ctypes.c_double),
         ("kernel_seconds", ctypes.c_double),
+        ("prelude_runs", c_i64),
+        ("aux_bytes", c_i64),
     ]
 
 
@@ -162,6 +166,32 @@ _PROTOTYPES = [
     ("rv_program_emit", c_int, [c_void_p, ctypes.POINTER(c_void_p)]),
     ("rv_program_free", None, [c_void_p]),
     ("rv_program_stats", None, [c_void_p, ctypes.POINTER(ProgramCounters)]),
+    # recursive structures (python/ravel/structs.py)
+    ("rv_module_structure", c_void_p, [c_void_p, c_char_p]),
+    ("rv_bindings_set_linear", c_int, [c_void_p, c_char_p, c_void_p]),
+    ("rv_structs_new", c_void_p, [c_int, c_int, c_int]),
+    ("rv_structs_free", None, [c_void_p]),
+    ("rv_structs_clear", None, [c_void_p]),
+    ("rv_structs_count", c_int, [c_void_p]),
+    ("rv_structs_num_nodes", c_i32, [c_void_p]),
+    ("rv_structs_node_begin", c_i32, [c_void_p, c_int]),
+    ("rv_structs_size", c_i32, [c_void_p, c_int]),
+    ("rv_structs_children", c_int, [c_void_p, c_int, c_i32, ctypes.POINTER(c_i32_p)]),
+    ("rv_structs_data", c_i32_p, [c_void_p, c_int, c_i32]),
+    ("rv_structs_root", c_i32, [c_void_p, c_int]),
+    # int32_t * arguments as addresses (c_void_p): NumPy's, without a ctypes object
+    ("rv_structs_add_children", c_int, [c_void_p, c_i32, c_void_p, c_void_p, c_void_p]),
+    ("rv_structs_add_parents", c_int, [c_void_p, c_i32, c_void_p, c_void_p]),
+    ("rv_structs_add_sequence", c_int, [c_void_p, c_i32, c_void_p]),
+    ("rv_structs_add_perfect_tree", c_int, [c_void_p, c_int, c_void_p]),
+    ("rv_structs_add_grid", c_int, [c_void_p, c_int, c_int, c_void_p]),
+    ("rv_structs_vocab_size", c_i32, [c_void_p]),
+    ("rv_structs_word", c_char_p, [c_void_p, c_i32]),
+    ("rv_structs_add_sexpr", c_int, [c_void_p, c_char_p, c_char_p]),
+    ("rv_structs_read_sexpr_file", c_int, [c_void_p, c_char_p]),
+    ("rv_structs_read_sst", c_int, [c_void_p, c_char_p, c_int]),
+    ("rv_linearize", c_int, [c_void_p, c_void_p]),
+    ("rv_linear_free", None, [c_void_p]),
 ]
 
 # functions of newer libraries, used when the loaded one has them

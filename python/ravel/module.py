@@ -94,6 +94,8 @@ class Module:
             return "ufun"
         if name in self._computed:
             return "output"
+        if lib.rv_module_structure(self._ptr, name.encode()):
+            return "structure"
         return None
 
     def _dtype_of(self, name):
@@ -272,7 +274,8 @@ class Program:
 
     def stats(self):
         """Counters over the program's life: runs, kernel_calls,
-        compile_seconds, cc_seconds, prelude_seconds, kernel_seconds."""
+        compile_seconds, cc_seconds, prelude_seconds, kernel_seconds,
+        prelude_runs, aux_bytes."""
         c = ProgramCounters()
         lib.rv_program_stats(self._ptr, ctypes.byref(c))
         return {name: getattr(c, name) for name, _ in c._fields_}

@@ -17,6 +17,21 @@ BUILD = REPO / os.environ.get("BUILD", "build")
 EXAMPLES = sorted((REPO / "examples").glob("*.rv"))
 
 
+def _sst_dir():
+    """The Stanford Sentiment Treebank, where tests/harness.h looks for it:
+    $RAVEL_SST_DIR, else the project's shared data; None when absent."""
+    env = os.environ.get("RAVEL_SST_DIR")
+    if env:
+        return env
+    for d in (REPO.parent / "shared", REPO.parents[1] / "shared", pathlib.Path("/work/shared")):
+        if (d / "data" / "sst" / "STree.txt").exists():
+            return str(d / "data" / "sst")
+    return None
+
+
+SST_DIR = _sst_dir()
+
+
 @pytest.fixture(scope="session")
 def repo():
     return REPO

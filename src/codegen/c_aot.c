@@ -187,7 +187,7 @@ static void gather(Aot *a) {
                     t = a->ks[k]->params[j].buf->dtype;
         Field fl = {.kind = FK_UFUN, .name = f->name, .dtype = t, .uf = f};
         fl.ufstorage = arena_alloc(a->e.arena, sizeof(Storage));
-        if (ir_storage_init(m, fl.ufstorage, f->name, f->nargs, f->args, NULL, t, BUF_ARG) !=
+        if (ir_storage_init(m, fl.ufstorage, f->name, f->nargs, f->args, NULL, t, BUF_ARG, NULL) !=
             RV_OK) {
             if (a->st == RV_OK)
                 a->st = base_error_status();

@@ -193,6 +193,10 @@ static void keep_kernels(rv_program *p, const IrScope *scope) {
         for (int i = 0; i < kn->nparams; i++)
             c->params[i].buf = ir_keep_buffer(&keep, kn->params[i].buf);
         c->rec = kn->rec; /* the module's, like c->m */
+        c->nfills = kn->nfills;
+        c->fills = arena_alloc(p->arena, sizeof(Buffer *) * (size_t)(kn->nfills + 1));
+        for (int i = 0; i < kn->nfills; i++)
+            c->fills[i] = ir_keep_buffer(&keep, kn->fills[i]);
         c->nsites = kn->nsites;
         c->sites = arena_alloc(p->arena, sizeof(const char *) * (size_t)(kn->nsites + 1));
         for (int i = 0; i < kn->nsites; i++)

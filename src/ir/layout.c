@@ -619,8 +619,39 @@ static Expr *extent_upper_bound(Module *m, const Storage *st, int k) {
     }
 }
 
+void ir_storage_share_free(StorageShare *sh) {
+    vec_free(&sh->entries);
+}
+
+/* The row-start array of level k of st: share's for st's pattern, or a
+ * new one of `size` elements (registered in share). */
+static Buffer *start_buffer(Module *m, const Storage *st, int k, const char *name, Expr *size,
+                            StorageShare *share) {
+    char *bn = arena_printf(m->arena, "%s_start%d", name, k);
+    if (!share)
+        return ir_buffer_new(m, bn, RV_I64, size, BUF_AUX);
+    StorageShareEntry e = {.level = k};
+    Expr *idx[RV_MAX_DIMS];
+    for (int j = 0; j < k; j++) {
+        if (!share->pos[j])
+            share->pos[j] =
+                ir_axis_new(m, arena_printf(m->arena, "level%d", j), AX_SPATIAL, ir_int(m, 0));
+        idx[j] = share->pos[j]->var;
+    }
+    for (int j = 0; j <= k; j++)
+        e.ext[j] = ir_storage_extent(m, st, j, idx);
+    for (int i = 0; i < share->entries.len; i++) {
+        const StorageShareEntry *o = &share->entries.data[i];
+        if (o->level == k && memcmp(o->ext, e.ext, sizeof(Expr *) * (size_t)(k + 1)) == 0)
+            return o->start;
+    }
+    e.start = ir_buffer_new(m, bn, RV_I64, size, BUF_AUX);
+    vec_push(&share->entries, e);
+    return e.start;
+}
+
 rv_status ir_storage_init(Module *m, Storage *st, const char *name, int ndim, Axis *const *axes,
-                          const int *pad, rv_dtype dtype, BufScope scope) {
+                          const int *pad, rv_dtype dtype, BufScope scope, StorageShare *share) {
     memset(st, 0, sizeof *st);
     st->ndim = ndim;
     for (int k = 0; k < ndim; k++) {
@@ -645,8 +676,7 @@ rv_status ir_storage_init(Module *m, Storage *st, const char *name, int ndim, Ax
                               name, axes[k]->name);
         if (st->variable[k]) {
             Expr *size = ir_binary(m, EX_ADD, exact ? count : bound, ir_int(m, 1));
-            char *bn = arena_printf(m->arena, "%s_start%d", name, k);
-            st->start[k] = ir_buffer_new(m, bn, RV_I64, size, BUF_AUX);
+            st->start[k] = start_buffer(m, st, k, name, size, share);
             /* the count after this level is the last prefix sum */
             count = ir_load(m, st->start[k], count);
             exact = false;

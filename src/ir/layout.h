@@ -223,11 +223,34 @@ struct Storage {
     Expr *numel;                /* elements in storage (may load AUX arrays) */
 };
 
+/* RAGGEDNESS PATTERNS. Row-start array start_k depends only on the padded
+ * extents of levels 0..k (over sizes and UFs), not on the tensor: the
+ * outputs of a ragged layernorm and of the softmax after it, both
+ * `[b < B, l < len[b] pad 4, ...]`, have equal row starts. Storages laid
+ * out with one StorageShare share one AUX buffer for every such array
+ * whose levels 0..k have the same padded extents up to renaming the axes
+ * (level j's axis stands for "the index at level j"), so the host plan
+ * allocates and fills it once per call (CoRa section 7.4: redundant
+ * preludes cost it 5-10x). Extents are hash-consed, so "the same" is
+ * pointer equality after the renaming. */
+typedef struct StorageShareEntry {
+    int level;              /* k */
+    Expr *ext[RV_MAX_DIMS]; /* levels 0..k's padded extents, axes renamed */
+    Buffer *start;          /* the shared row-start array */
+} StorageShareEntry;
+typedef struct StorageShare {
+    Axis *pos[RV_MAX_DIMS]; /* level j's stand-in axis, made on first use */
+    Vec(StorageShareEntry) entries;
+} StorageShare;
+void ir_storage_share_free(StorageShare *sh);
+
 /* Lays out `ndim` axes with pads (NULL: none) in a new buffer `name` of
- * dtype and scope, with its row-start AUX buffers `name_startK`. Errors:
- * RV_ERR_UNSUPPORTED when a row-start array cannot be sized. */
+ * dtype and scope, with its row-start AUX buffers `name_startK` (or those
+ * of an earlier storage of share with the same pattern; share NULL: none
+ * shared). Errors: RV_ERR_UNSUPPORTED when a row-start array cannot be
+ * sized. */
 rv_status ir_storage_init(Module *m, Storage *st, const char *name, int ndim, Axis *const *axes,
-                          const int *pad, rv_dtype dtype, BufScope scope);
+                          const int *pad, rv_dtype dtype, BufScope scope, StorageShare *share);
 /* True when some level is padded (storage differs from canonical). */
 bool ir_storage_padded(const Storage *st);
 /* The padded extent of level k under the prefix idx[0..k) (indices of the

@@ -134,6 +134,7 @@ Stmt *lower_attach_one(LowerCtx *c, StageNest *n, Stage *p, Buffer **buf_out) {
     bool have = lower_infer_region(c, n, p, !p->local_pad, reg);
     if (c->st != RV_OK)
         return NULL;
+    lower_debug_region(c, n, p, have, reg);
     int nd = p->t->ndim;
     Expr *origin[RV_MAX_DIMS], *ext[RV_MAX_DIMS], *alloc[RV_MAX_DIMS];
     /* A padded copy whose readers read only inside the tensor need not

@@ -39,8 +39,8 @@ rv_status lower_storage_of_uf(LowerCtx *c, Ufun *f, Storage **out) {
     Storage *st = ptrmap_get(&c->storage, f);
     if (!st) {
         st = arena_alloc(c->m->arena, sizeof(Storage));
-        rv_status r =
-            ir_storage_init(c->m, st, f->name, f->nargs, f->args, NULL, ir_ufun_dtype(f), BUF_ARG);
+        rv_status r = ir_storage_init(c->m, st, f->name, f->nargs, f->args, NULL, ir_ufun_dtype(f),
+                                      BUF_ARG, &c->share);
         if (r != RV_OK)
             return r;
         st->buf->uf = f;
@@ -54,8 +54,8 @@ rv_status lower_storage_of_tensor(LowerCtx *c, Tensor *t, Storage **out) {
     Storage *st = ptrmap_get(&c->storage, t);
     if (!st) {
         st = arena_alloc(c->m->arena, sizeof(Storage));
-        rv_status r =
-            ir_storage_init(c->m, st, t->name, t->ndim, t->axes, t->pad, t->dtype, BUF_ARG);
+        rv_status r = ir_storage_init(c->m, st, t->name, t->ndim, t->axes, t->pad, t->dtype,
+                                      BUF_ARG, &c->share);
         if (r != RV_OK)
             return r;
         st->buf->tensor = t;
@@ -200,19 +200,20 @@ static rv_status kernel_end(LowerCtx *c, const char *name, Stmt *body, Kernel **
     Kernel *k = arena_alloc(m->arena, sizeof(Kernel));
     k->name = name;
     k->m = m;
-    /* the prelude fills every AUX array this kernel uses */
+    /* the prelude fills the AUX arrays this kernel is the first to use */
     Vec(Stmt *) pre = {0};
     for (int i = 0; i < m->ufuns.len; i++) {
         Storage *s = ptrmap_get(&c->storage, m->ufuns.data[i]);
         if (s && ptrmap_has(&c->used_bufs, s->buf))
-            vec_push(&pre, lower_storage_prelude(m, s, lower_index_fn, c));
+            vec_push(&pre, lower_storage_prelude(m, s, &c->filled, lower_index_fn, c));
     }
     for (int i = 0; i < m->tensors.len; i++) {
         Storage *s = ptrmap_get(&c->storage, m->tensors.data[i]);
         if (s && ptrmap_has(&c->used_bufs, s->buf))
-            vec_push(&pre, lower_storage_prelude(m, s, lower_index_fn, c));
+            vec_push(&pre, lower_storage_prelude(m, s, &c->filled, lower_index_fn, c));
     }
     k->prelude = lower_seq(m, pre.len, pre.data);
+    lower_prelude_fills(m, k);
     vec_free(&pre);
     k->body = body; /* lower_pipeline (pipeline.c) simplifies it */
     k->nparams = c->params.len;
@@ -227,6 +228,20 @@ static rv_status kernel_end(LowerCtx *c, const char *name, Stmt *body, Kernel **
                                     : NULL;
     *out = k;
     return RV_OK;
+}
+
+void lower_ctx_free(LowerCtx *c) {
+    vec_free(&c->params);
+    vec_free(&c->sites);
+    vec_free(&c->check_src);
+    ptrmap_free(&c->used_bufs);
+    ptrmap_free(&c->axis_value);
+    ptrmap_free(&c->views);
+    ptrmap_free(&c->storage);
+    ptrmap_free(&c->accs);
+    ptrmap_free(&c->hoisted);
+    ir_storage_share_free(&c->share);
+    ptrmap_free(&c->filled);
 }
 
 rv_status lower_schedule(Schedule *s, Kernel ***out, int *n) {
@@ -247,15 +262,7 @@ rv_status lower_schedule(Schedule *s, Kernel ***out, int *n) {
         if ((st = g ? lower_group_kernel(&c, g, &k) : lower_stage_kernel(&c, sg, &k)) == RV_OK)
             vec_push(&ks, k);
     }
-    vec_free(&c.params);
-    vec_free(&c.sites);
-    vec_free(&c.check_src);
-    ptrmap_free(&c.used_bufs);
-    ptrmap_free(&c.axis_value);
-    ptrmap_free(&c.views);
-    ptrmap_free(&c.storage);
-    ptrmap_free(&c.accs);
-    ptrmap_free(&c.hoisted);
+    lower_ctx_free(&c);
     if (st != RV_OK) {
         vec_free(&ks);
         return st;
@@ -271,6 +278,7 @@ rv_status lower_module(Module *m, Kernel ***out, int *n) {
     rv_status st = sched_from_module(m, &s);
     if (st != RV_OK)
         return st;
+    lower_run_schedule_passes(s);
     st = lower_schedule(s, out, n);
     sched_free(s);
     return st;

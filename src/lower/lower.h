@@ -110,6 +110,10 @@ typedef struct Kernel {
      * buffers' sizes are expressions over sizes only, so the runtime can
      * allocate them before the prelude runs. NULL when there are none. */
     Stmt *prelude;
+    /* The AUX buffers the prelude stores to (lower_prelude_fills): the
+     * host plan runs a prelude only for arrays no earlier one fills. */
+    int nfills;
+    Buffer **fills;
     Stmt *body;
     /* What each run-time check of the body guards (FAIL's site), as the
      * message of its failure: "read X[i + K] out of bounds", "division by
@@ -274,8 +278,13 @@ rv_status lower_read_kernels(Module *m, const char *file, const char *text, Kern
 /* Turns tensor-level index expressions (UF applications) into loop-IR
  * loads; supplied by lower.c, which owns the UF arrays' storage. */
 typedef Expr *(*LowerExprFn)(void *ctx, Expr *e);
-/* Loop IR that fills the AUX arrays; NULL for a layout without any. */
-Stmt *lower_storage_prelude(Module *m, const Storage *st, LowerExprFn lower, void *ctx);
+/* Sets k->fills from k->prelude. */
+void lower_prelude_fills(Module *m, Kernel *k);
+/* Loop IR that fills the AUX arrays not in `filled` (and adds them to
+ * it: a row-start array shared by several storages is filled once); NULL
+ * when there are none. */
+Stmt *lower_storage_prelude(Module *m, const Storage *st, PtrMap *filled, LowerExprFn lower,
+                            void *ctx);
 
 /* ---- bounds.c: symbolic intervals (bounds inference) ---- */
 
@@ -325,6 +334,8 @@ typedef struct LowerCtx {
     Schedule *s;
     PtrMap storage; /* Tensor* or Ufun* -> Storage* */
     PtrMap views;   /* Tensor* of an attached stage -> RegionView* */
+    StorageShare share; /* row-start arrays by raggedness pattern */
+    PtrMap filled;      /* AUX Buffer* an earlier kernel's prelude fills */
     /* per kernel */
     Vec(Param) params;
     PtrMap used_bufs;        /* Buffer* already a parameter */
@@ -359,6 +370,7 @@ typedef enum SplitState {
     SPLIT_GUARD, /* undecided: guard the body with value < extent */
     SPLIT_FULL,  /* within the full tiles: no check */
     SPLIT_TAIL,  /* the last tile: inner extent E - o*f */
+    SPLIT_PARAM, /* either copy: inner extent a parameter (StageNest.tile, regions.c) */
 } SplitState;
 
 typedef enum NestMode {
@@ -375,6 +387,7 @@ typedef struct StageNest {
     Expr *base[MAX_IVS];     /* ROOT: origin of the region (attached stages) */
     Expr *root_ext[MAX_IVS]; /* ROOT: extent, once known */
     Expr *value[MAX_IVS];    /* leaves: bound value */
+    Expr *tile[MAX_IVS];     /* SPLIT_PARAM splits: the inner extent's parameter */
     SplitState state[MAX_IVS];
     int first_red; /* index of the outermost reduction leaf, or nleaves */
     bool in_place;
@@ -391,6 +404,8 @@ rv_status lower_storage_of_uf(LowerCtx *c, Ufun *f, Storage **out);
 rv_status lower_storage_of_tensor(LowerCtx *c, Tensor *t, Storage **out);
 /* Registers a storage's buffers as parameters of the current kernel. */
 void lower_use_storage(LowerCtx *c, const Storage *st, ParamKind k);
+/* Frees what a LowerCtx holds outside the module's arena. */
+void lower_ctx_free(LowerCtx *c);
 /* lower_simplify_expr, NULL for NULL. */
 Expr *lower_ctx_simp(LowerCtx *c, Expr *e);
 /* A schedule error (NULL, c->st set); about stage p it is located at the
@@ -464,6 +479,10 @@ bool lower_loop_padded(const Stage *st);
 /* The nest from leaf i inward (stages attached at leaf i - 1 placed
  * first: lower_emit_attached). */
 Stmt *lower_gen(LowerCtx *c, StageNest n, int i);
+/* Does the walk partition, at leaf i of n, the split whose outer loop it
+ * is (TAIL_PARTITION, undecided, its inner loop below, not dividing its
+ * extent, set in *ext)? 1 or 0, -1 when the extent cannot be lowered. */
+int lower_splits_here(LowerCtx *c, StageNest *n, int i, Expr **ext);
 /* The nest of stage st: over its whole tensor (origin NULL), or over a
  * region of it into a view; an axis whose origin is NULL is over its
  * whole extent (a recursion's member: only its node axis is set). */
@@ -485,6 +504,41 @@ Stmt *lower_recurse(LowerCtx *c, Recurse *g);
  * computed inside it: layernorm's row mean, read by the variance and the
  * output, both at the row loop). */
 bool lower_infer_region(LowerCtx *c, StageNest *n, Stage *p, bool clip, Range *reg);
+
+/* regions.c: the bounds pass, region inference over the schedule */
+typedef enum RegionParamKind {
+    RP_VALUE,  /* a loop variable of the host bound at the attach point */
+    RP_TILE,   /* the inner extent of a split the walk partitions there */
+    RP_ORIGIN, /* the origin of the host's own region, in a root's dimension */
+    RP_EXTENT, /* its extent */
+} RegionParamKind;
+typedef struct RegionParam {
+    Axis *sym; /* the box's variable */
+    RegionParamKind kind;
+    const IterVar *iv; /* the host's leaf (VALUE), split (TILE) or root */
+} RegionParam;
+typedef struct RegionBox {
+    const Stage *p; /* computed at p->at, loop p->at_iv */
+    bool whole;     /* not bounded: the whole tensor */
+    Range dim[RV_MAX_DIMS];
+    Vec(RegionParam) params; /* the variables lo and hi are over */
+} RegionBox;
+typedef struct RegionTable {
+    Vec(RegionBox) boxes; /* the stages computed at a loop, in schedule order */
+} RegionTable;
+/* The symbolic region of every stage computed at a loop, at its attach
+ * point (the contract at the top of regions.c). */
+rv_status lower_infer_bounds(Schedule *s, RegionTable *t);
+void lower_regions_free(RegionTable *t);
+/* `P at Y.io:` then `  AXIS: [lo, hi]` per dimension, per box. */
+void lower_print_regions(Buf *b, const RegionTable *t);
+/* For RAVEL_DEBUG=bounds: the table on stderr, inside an IR scope (the
+ * module is left as it was). */
+void lower_debug_bounds(Schedule *s);
+/* For RAVEL_DEBUG=bounds, where the walk placed p in nest n with region
+ * reg (have: bounded): whether p's box instantiated for n's copy is that
+ * region, on stderr (inside an IR scope). */
+void lower_debug_region(LowerCtx *walk, StageNest *n, Stage *p, bool have, const Range *reg);
 
 /* attach.c */
 /* The stages computed at loop `at` of n (NULL: at the top of the nest),
@@ -557,6 +611,11 @@ typedef Stmt *(*LowerPass)(Module *m, Stmt *s);
  * lower_module and every pass, a pass name (`hoist`, `lower.hoist`) after
  * that pass. docs/pipeline.md describes both. */
 rv_status lower_pipeline(Module *m, Kernel ***out, int *n);
+/* The passes of lower_pipeline's list over the schedule, before the
+ * nests are built (lower_module). */
+void lower_run_schedule_passes(Schedule *s);
+/* Does RAVEL_DEBUG ask for a dump after the pass called `name`? */
+bool lower_debug_wants(const char *name);
 /* Is there a pass called `name` in lower_pipeline's list? */
 bool lower_has_pass(const char *name);
 /* Runs the pass of lower_pipeline's list called `name` on k alone

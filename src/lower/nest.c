@@ -21,7 +21,9 @@
  * the nest for the last, partial tile (inner extent E - o*f). Each copy
  * carries its own nest state (StageNest, by value), so the stages
  * computed inside it get their own regions: constant-size tiles in the
- * full copy, the clipped last tile in the other.
+ * full copy, the clipped last tile in the other. The bounds pass
+ * (regions.c) takes such a split in the SPLIT_PARAM state instead: its
+ * inner extent a parameter (StageNest.tile) that either copy instantiates.
  */
 #include <string.h>
 
@@ -156,6 +158,8 @@ Expr *lower_iv_extent_over(LowerCtx *c, StageNest *n, const IterVar *v, const Pt
         return lower_ctx_simp(c, lower_ceil_div(m, e, v->factor));
     }
     case IV_INNER: {
+        if (n->state[v->parent->id] == SPLIT_PARAM)
+            return n->tile[v->parent->id];
         if (n->state[v->parent->id] != SPLIT_TAIL)
             return ir_int(m, v->factor);
         Expr *e = lower_iv_extent_over(c, n, v->parent, vary),
@@ -406,6 +410,22 @@ static Stmt *guarded_for_pass(LowerCtx *c, StageNest n, int i) {
     return s;
 }
 
+int lower_splits_here(LowerCtx *c, StageNest *n, int i, Expr **ext) {
+    Stage *st = n->st;
+    IterVar *v = st->leaves.data[i];
+    IterVar *p = v->rel == IV_OUTER ? v->parent : NULL;
+    if (!p || p->tail != TAIL_PARTITION || n->state[p->id] != SPLIT_GUARD)
+        return 0;
+    int j;
+    for (j = i + 1; j < st->leaves.len && st->leaves.data[j] != p->inner; j++)
+        ;
+    Expr *e = iv_extent(c, n, p);
+    if (!e)
+        return -1;
+    *ext = e;
+    return j < st->leaves.len && !divides(c, e, v->factor);
+}
+
 Stmt *lower_gen(LowerCtx *c, StageNest n, int i) {
     Module *m = c->m;
     Stage *st = n.st;
@@ -417,33 +437,29 @@ Stmt *lower_gen(LowerCtx *c, StageNest n, int i) {
         return innermost(c, &n);
     IterVar *v = st->leaves.data[i];
     /* partition a non-dividing split at its outer loop */
-    IterVar *p = v->rel == IV_OUTER ? v->parent : NULL;
-    int64_t pf = p ? v->factor : 0;
-    if (p && p->tail == TAIL_PARTITION && n.state[p->id] == SPLIT_GUARD) {
-        int j;
-        for (j = i + 1; j < st->leaves.len && st->leaves.data[j] != p->inner; j++)
-            ;
-        Expr *e = iv_extent(c, &n, p);
-        if (!e)
+    Expr *e = NULL;
+    int part = lower_splits_here(c, &n, i, &e);
+    if (part < 0)
+        return NULL;
+    if (part) {
+        IterVar *p = v->parent;
+        int64_t pf = v->factor;
+        Stmt *g = guarded_for_pass(c, n, i);
+        if (g || c->st != RV_OK)
+            return g;
+        StageNest full = n, tail = n;
+        full.state[p->id] = SPLIT_FULL;
+        Stmt *a = gen_loop(c, full, i, iv_extent(c, &full, v));
+        tail.state[p->id] = SPLIT_TAIL;
+        Expr *last = lower_ctx_simp(c, ir_binary(m, EX_DIV, e, ir_int(m, pf)));
+        tail.value[v->id] = last;
+        Stmt *b = lower_emit_attached(c, &tail, v, i + 1);
+        if (!a || !b)
             return NULL;
-        if (j < st->leaves.len && !divides(c, e, pf)) {
-            Stmt *g = guarded_for_pass(c, n, i);
-            if (g || c->st != RV_OK)
-                return g;
-            StageNest full = n, tail = n;
-            full.state[p->id] = SPLIT_FULL;
-            Stmt *a = gen_loop(c, full, i, iv_extent(c, &full, v));
-            tail.state[p->id] = SPLIT_TAIL;
-            Expr *last = lower_ctx_simp(c, ir_binary(m, EX_DIV, e, ir_int(m, pf)));
-            tail.value[v->id] = last;
-            Stmt *b = lower_emit_attached(c, &tail, v, i + 1);
-            if (!a || !b)
-                return NULL;
-            Expr *has_tail = lower_ctx_simp(
-                c, ir_binary(m, EX_GT, ir_binary(m, EX_MOD, e, ir_int(m, pf)), ir_int(m, 0)));
-            Stmt *both[2] = {a, lower_if(m, has_tail, b, NULL)};
-            return lower_seq(m, 2, both);
-        }
+        Expr *has_tail = lower_ctx_simp(
+            c, ir_binary(m, EX_GT, ir_binary(m, EX_MOD, e, ir_int(m, pf)), ir_int(m, 0)));
+        Stmt *both[2] = {a, lower_if(m, has_tail, b, NULL)};
+        return lower_seq(m, 2, both);
     }
     Expr *ext = iv_extent(c, &n, v);
     if (!ext)

@@ -2,9 +2,10 @@
  * pipeline.c — the lowering pipeline: schedule -> kernels -> loop-IR passes.
  *
  * lower_pipeline is what every client of the lowering calls (compiled
- * programs, `ravel emit`, `ravel build`): lower_module turns the module's
- * schedule into kernels, then each kernel body goes through the flat list
- * of passes below, in order.
+ * programs, `ravel emit`, `ravel build`): lower_module applies the
+ * module's schedule, runs the passes of the list below that are over the
+ * schedule (bounds), and turns the schedule into kernels; then each
+ * kernel body goes through the other passes of the list, in order.
  *
  * lower_module's steps, one file each (its comment states its contract),
  * run interleaved in one walk over each stage's nest (docs/pipeline.md
@@ -14,7 +15,9 @@
  *               for the partition pass (or partitioned, with stages
  *               computed or accumulators allocated inside)
  *     attach    attach.c: computed-at stages in buffers for their regions
- *     bounds    bounds.c: region inference for computed-at stages
+ *     bounds    bounds.c: region inference for computed-at stages, per
+ *               copy of the nest (the bounds pass computes it once per
+ *               stage, symbolically; the walk does not consume that yet)
  *     reduce    reduce.c: reductions' updates, in a local accumulator or
  *               in place, in `reduce RK into B:` (initialised by the
  *               reduce pass)
@@ -24,7 +27,12 @@
  *     storage   storage.c: the prelude filling ragged layouts' AUX arrays
  *
  * The passes, in order (the table below; docs/pipeline.md has their
- * contracts): reduce (place.c: each reduction's initialisation where it
+ * contracts): over the schedule, before the nests are built, bounds
+ * (regions.c: the region of every computed-at stage at its attach point
+ * as a symbolic box, TVM's InferBound; printed for RAVEL_DEBUG=bounds
+ * and tested on tests/bounds, not yet consumed by the walk: instantiating
+ * the box changes generated code, docs/pipeline.md says where); then on
+ * each kernel reduce (place.c: each reduction's initialisation where it
  * starts), partition, checks, flatten, simplify, forward, promote, hoist,
  * simplify.
  *
@@ -32,7 +40,7 @@
  * that returns the same pointer when it changes nothing (QBE's
  * main.c:func(), Halide's Lower.cpp), or `rv_status pass(Kernel *)` when
  * it needs the kernel (checks: its sites; flatten: its parameters'
- * storage orders).
+ * storage orders), or `void pass(Schedule *)` over the schedule.
  *
  * After lower_module and after every pass, the loop-IR verifier
  * (verify.c) checks the kernel; a violation is reported as an internal
@@ -42,9 +50,10 @@
  * RAVEL_DEBUG dumps kernels to stderr: a comma- or space-separated list
  * of names, where `lower` (or `all`) dumps the kernel after lower_module
  * and after every pass, and a pass name (`hoist`, or `lower.hoist`) the
- * kernel after each run of that pass. Each dump starts with a header line
- * `== KERNEL after PASS ==`; read.c reads the kernel text back, so a pass
- * can be tested alone on it (tests/lower, test_lower_passes.c).
+ * kernel after each run of that pass (`bounds`: the region table). Each
+ * dump starts with a header line `== KERNEL after PASS ==`; read.c reads
+ * the kernel text back, so a pass can be tested alone on it (tests/lower,
+ * test_lower_passes.c).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -53,28 +62,39 @@
 
 typedef struct LowerPassInfo {
     const char *name;
-    LowerPass run;                       /* a pass over the body, or */
-    rv_status (*run_kernel)(Kernel *k); /* one over the kernel (its parameters) */
+    LowerPass run;                      /* a pass over the body, or */
+    rv_status (*run_kernel)(Kernel *k); /* one over the kernel (its parameters), or */
+    void (*run_schedule)(Schedule *s);  /* one over the schedule, before the nests */
 } LowerPassInfo;
 
-/* The passes, in order. */
+/* The passes, in order: those over the schedule run in lower_module
+ * before the walk builds the nests, the others on each kernel after it. */
 static const LowerPassInfo passes[] = {
-    {"reduce", lower_place_reductions, NULL},      /* reductions initialised where they start */
-    {"partition", lower_partition, NULL},          /* full tiles without guards, the last tile */
-    {"checks", NULL, lower_checks},                /* `if !ok: fail N`, safe indices and divisors */
-    {"flatten", NULL, lower_flatten},              /* multi-dim accesses -> flat offsets */
-    {"simplify", lower_simplify, NULL},            /* canonical index arithmetic, proven guards removed */
-    {"forward", lower_forward_copies, NULL},       /* whole tiles read a padded copy's source */
-    {"promote", lower_promote_accumulators, NULL}, /* in-place accumulations in a local tile */
-    {"hoist", lower_hoist, NULL},                  /* loop-invariant UF/AUX loads and index arithmetic */
-    {"simplify", lower_simplify, NULL},            /* what hoisting exposed */
+    {"bounds", NULL, NULL, lower_debug_bounds},          /* regions of computed-at stages (dump only) */
+    {"reduce", lower_place_reductions, NULL, NULL},      /* reductions initialised where they start */
+    {"partition", lower_partition, NULL, NULL},          /* full tiles without guards, the last tile */
+    {"checks", NULL, lower_checks, NULL},                /* `if !ok: fail N`, safe indices and divisors */
+    {"flatten", NULL, lower_flatten, NULL},              /* multi-dim accesses -> flat offsets */
+    {"simplify", lower_simplify, NULL, NULL},            /* canonical index arithmetic, proven guards removed */
+    {"forward", lower_forward_copies, NULL, NULL},       /* whole tiles read a padded copy's source */
+    {"promote", lower_promote_accumulators, NULL, NULL}, /* in-place accumulations in a local tile */
+    {"hoist", lower_hoist, NULL, NULL},                  /* loop-invariant UF/AUX loads and index arithmetic */
+    {"simplify", lower_simplify, NULL, NULL},            /* what hoisting exposed */
 };
 
 static rv_status run_pass(const LowerPassInfo *p, Kernel *k) {
+    if (p->run_schedule)
+        return base_error(RV_ERR_ARG, "'%s' is a pass over the schedule, not a kernel", p->name);
     if (p->run_kernel)
         return p->run_kernel(k);
     k->body = p->run(k->m, k->body);
     return RV_OK;
+}
+
+void lower_run_schedule_passes(Schedule *s) {
+    for (int i = 0; i < (int)RV_COUNT(passes); i++)
+        if (passes[i].run_schedule)
+            passes[i].run_schedule(s);
 }
 
 bool lower_has_pass(const char *name) {
@@ -91,8 +111,7 @@ rv_status lower_run_pass(Kernel *k, const char *name) {
     return base_error(RV_ERR_ARG, "no lowering pass named '%s'", name);
 }
 
-/* Does RAVEL_DEBUG ask for a dump after `pass`? */
-static bool debug_wants(const char *pass) {
+bool lower_debug_wants(const char *pass) {
     const char *env = getenv("RAVEL_DEBUG");
     if (!env)
         return false;
@@ -110,7 +129,7 @@ static bool debug_wants(const char *pass) {
 }
 
 static void debug_dump(const Kernel *k, const char *pass) {
-    if (!debug_wants(pass))
+    if (!lower_debug_wants(pass))
         return;
     Buf b = {0};
     buf_printf(&b, "== %s after %s ==\n", k->name, pass);
@@ -123,6 +142,8 @@ rv_status lower_run_passes(Kernel *k) {
     debug_dump(k, "lower");
     rv_status st = lower_verify_kernel(k, "lower");
     for (int i = 0; st == RV_OK && i < (int)RV_COUNT(passes); i++) {
+        if (passes[i].run_schedule)
+            continue;
         if ((st = run_pass(&passes[i], k)) != RV_OK)
             break;
         debug_dump(k, passes[i].name);

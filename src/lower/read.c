@@ -838,7 +838,7 @@ static bool parse_buffer_decl(Reader *R, const char *what) {
         f = f ? rv_ufun_end(f, ext, lo, hi) : NULL;
         /* its storage order, for accesses f{...} (flatten.c) */
         Storage *st = arena_alloc(m->arena, sizeof(Storage));
-        if (!f || ir_storage_init(m, st, name, n, f->args, NULL, t, BUF_ARG) != RV_OK) {
+        if (!f || ir_storage_init(m, st, name, n, f->args, NULL, t, BUF_ARG, NULL) != RV_OK) {
             fail_at(R, line(R)->text, "%s", rv_last_error());
             return false;
         }
@@ -929,7 +929,7 @@ static bool parse_tensor_decl(Reader *R) {
         return false;
     Storage *st = arena_alloc(m->arena, sizeof(Storage));
     if (!rv_input_end(t, ext, pad) ||
-        ir_storage_init(m, st, name, n, t->axes, t->pad, dt, BUF_ARG) != RV_OK) {
+        ir_storage_init(m, st, name, n, t->axes, t->pad, dt, BUF_ARG, NULL) != RV_OK) {
         fail_at(R, at, "%s", rv_last_error());
         return false;
     }
@@ -1080,6 +1080,7 @@ static Kernel *parse_kernel(Reader *R) {
         if (accept(R, "prelude:") && at_end(R)) {
             R->cur++;
             k->prelude = parse_block(R, 4);
+            lower_prelude_fills(m, k);
         }
     }
     R->saw_access = R->saw_reduce = false;

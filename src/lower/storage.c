@@ -9,6 +9,11 @@
  * prefix of length k in lexicographic order; the prelude walks those
  * prefixes with one loop per outer level (over their padded extents) and
  * accumulates ir_storage_extent(k) at each.
+ *
+ * Storages of one raggedness pattern share their row-start arrays
+ * (ir/layout.h, StorageShare); a lowering fills each one in the prelude of
+ * the first kernel that uses it, and the host plan runs every prelude
+ * before any kernel, so each is computed once per call.
  */
 #include <string.h>
 
@@ -43,11 +48,37 @@ static Stmt *prelude_level(Module *m, const Storage *st, int k, LowerExprFn lowe
     return lower_alloc(m, r, lower_seq(m, 3, init));
 }
 
-Stmt *lower_storage_prelude(Module *m, const Storage *st, LowerExprFn lower, void *ctx) {
+/* Records the AUX buffer of every store (StmtMutator.fs). */
+static Stmt *note_aux_store(StmtMutator *mu, Stmt *s) {
+    Vec(Buffer *) *fills = mu->ctx;
+    Buffer *b = s->kind == ST_STORE ? s->u.store.buf : NULL;
+    bool seen = false;
+    for (int i = 0; b && i < fills->len; i++)
+        seen = seen || fills->data[i] == b;
+    if (b && b->scope == BUF_AUX && !seen)
+        vec_push(fills, b);
+    return s;
+}
+
+void lower_prelude_fills(Module *m, Kernel *k) {
+    Vec(Buffer *) fills = {0};
+    StmtMutator mu = {.fs = note_aux_store, .m = m, .ctx = &fills};
+    lower_mutate(&mu, k->prelude);
+    k->nfills = fills.len;
+    k->fills =
+        fills.len ? arena_memdup(m->arena, fills.data, sizeof(Buffer *) * (size_t)fills.len) : NULL;
+    vec_free(&fills);
+}
+
+Stmt *lower_storage_prelude(Module *m, const Storage *st, PtrMap *filled, LowerExprFn lower,
+                            void *ctx) {
     Stmt *parts[RV_MAX_DIMS];
     int n = 0;
-    for (int k = 0; k < st->ndim; k++)
-        if (st->variable[k])
-            parts[n++] = prelude_level(m, st, k, lower, ctx);
+    for (int k = 0; k < st->ndim; k++) {
+        if (!st->variable[k] || ptrmap_has(filled, st->start[k]))
+            continue;
+        ptrmap_put(filled, st->start[k], st->start[k]);
+        parts[n++] = prelude_level(m, st, k, lower, ctx);
+    }
     return n ? lower_seq(m, n, parts) : NULL;
 }

@@ -9,7 +9,8 @@
  *      (possibly ragged) shape;
  *   2. PLACE_UF per UF slot: the array in the buffer's integer type;
  *   3. ALLOC_AUX per AUX slot (AUX sizes are over sizes only), PRELUDE per
- *      kernel that has one (they fill the AUX arrays), then CHECK_UF_SIZE
+ *      kernel whose prelude fills an AUX slot no earlier one fills (each
+ *      AUX array is computed once), then CHECK_UF_SIZE
  *      per UF slot: the lowering's size of a ragged-domain UF loads row
  *      starts, which exist only now;
  *   4. PLACE_TENSOR per tensor slot: its size (which may load AUX arrays)
@@ -86,6 +87,36 @@ static void gather_arg_slots(Plan *p) {
     }
 }
 
+/* Every kernel's prelude's AUX slots (Plan.fills, from Kernel.fills). */
+static void gather_fills(Plan *p) {
+    for (int k = 0; k < p->nk; k++) {
+        const Kernel *kn = p->ks[k];
+        vec_push(&p->fills_at, p->fills.len);
+        for (int i = 0; i < kn->nfills; i++) {
+            const PlanSlot *s = plan_slot_for(p, kn->fills[i]);
+            if (s && s->kind == PLAN_SLOT_AUX)
+                vec_push(&p->fills, plan_slot_index(p, s));
+        }
+    }
+    vec_push(&p->fills_at, p->fills.len);
+}
+
+/* PRELUDE per kernel whose prelude fills an AUX slot no earlier one does:
+ * shared row-start arrays are computed once. */
+static void add_prelude_steps(Plan *p, const bool *prelude) {
+    bool *done = base_xcalloc((size_t)p->slots.len + 1, sizeof *done);
+    for (int k = 0; prelude && k < p->nk; k++) {
+        bool fresh = false;
+        for (int i = p->fills_at.data[k]; i < p->fills_at.data[k + 1]; i++) {
+            fresh = fresh || !done[p->fills.data[i]];
+            done[p->fills.data[i]] = true;
+        }
+        if (prelude[k] && fresh)
+            add_step(p, PLAN_PRELUDE, -1, k);
+    }
+    base_free(done);
+}
+
 static void add_slot_steps(Plan *p, PlanSlotKind kind, PlanStepKind step) {
     for (int i = 0; i < p->slots.len; i++)
         if (p->slots.data[i].kind == kind)
@@ -112,12 +143,11 @@ void plan_build(Plan *p, Module *m, Kernel *const *ks, int n, const bool *prelud
     p->nk = n;
     gather_slots(p);
     gather_arg_slots(p);
+    gather_fills(p);
     add_step(p, PLAN_CHECK_ARGS, -1, -1);
     add_slot_steps(p, PLAN_SLOT_UF, PLAN_PLACE_UF);
     add_slot_steps(p, PLAN_SLOT_AUX, PLAN_ALLOC_AUX);
-    for (int k = 0; prelude && k < n; k++)
-        if (prelude[k])
-            add_step(p, PLAN_PRELUDE, -1, k);
+    add_prelude_steps(p, prelude);
     add_slot_steps(p, PLAN_SLOT_UF, PLAN_CHECK_UF_SIZE);
     add_slot_steps(p, PLAN_SLOT_TENSOR, PLAN_PLACE_TENSOR);
     /* a recursion's loops rely on the numbering of its structure: checked
@@ -159,6 +189,8 @@ void plan_free(Plan *p) {
     vec_free(&p->steps);
     vec_free(&p->arg_slot);
     vec_free(&p->arg_at);
+    vec_free(&p->fills);
+    vec_free(&p->fills_at);
     ptrmap_free(&p->slot_of);
 }
 
@@ -185,6 +217,12 @@ void plan_print(Buf *b, const Plan *p) {
             buf_printf(b, " %s", p->ks[st->kernel]->name);
         if (st->kind == PLAN_RESULT)
             buf_printf(b, " %s%s", st->t->name, st->output ? " (output)" : "");
+        if (st->kind == PLAN_PRELUDE) {
+            buf_puts(b, " -> slot");
+            for (int j = p->fills_at.data[st->kernel]; j < p->fills_at.data[st->kernel + 1]; j++)
+                buf_printf(b, "%s %d", j > p->fills_at.data[st->kernel] ? "," : "",
+                           p->fills.data[j]);
+        }
         if (st->slot >= 0)
             buf_printf(b, " <- slot %d", st->slot);
         else if (st->kind == PLAN_RESULT)

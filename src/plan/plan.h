@@ -32,7 +32,15 @@
  * or the user's) or a rule table evaluated here (plan_dispatch_pick); the
  * AOT output prints the table as C, or calls the user's NAME_dispatch.
  *
- * RAVEL_DEBUG=plan prints every plan when it is built (stderr).
+ * PRELUDES. AUX arrays depend only on sizes and UFs, and storages of one
+ * raggedness pattern share them (ir/layout.h, StorageShare), so a
+ * lowering fills each in one kernel's prelude; the plan runs a prelude
+ * only when it fills an AUX slot no earlier one does (each distinct AUX
+ * array is computed once per call, whatever the number of kernels using
+ * it) and counts the preludes and AUX bytes (rv_program_counters).
+ *
+ * RAVEL_DEBUG=plan prints every plan when it is built (stderr), and the
+ * preludes' time and AUX bytes of every run.
  */
 #ifndef RAVEL_PLAN_H
 #define RAVEL_PLAN_H
@@ -51,7 +59,7 @@ typedef struct PlanSlot {
     X(CHECK_ARGS, "check arguments")    /* sizes, UF arrays and values, inputs' shapes */          \
     X(PLACE_UF, "place ufun")           /* slot: the UF's array in the buffer's dtype */           \
     X(ALLOC_AUX, "allocate aux")        /* slot: zeroed, Buffer.size elements */                   \
-    X(PRELUDE, "prelude")               /* kernel: fills its AUX arrays */                         \
+    X(PRELUDE, "prelude")               /* kernel: fills AUX arrays no earlier prelude fills */    \
     X(CHECK_UF_SIZE, "check ufun size") /* slot: Buffer.size against the UF's domain */            \
     X(PLACE_TENSOR, "place tensor")     /* slot: in place, copied, or padded storage */            \
     X(CHECK_STRUCT, "check structure")  /* kernel: a recursion's numbering (runtime/numbering.c) */ \
@@ -88,6 +96,10 @@ typedef struct Plan {
      * lists every call's arguments */
     Vec(int) arg_slot;
     Vec(int) arg_at;
+    /* per kernel, the AUX slots its prelude stores to (fills_at[k] ..
+     * fills_at[k + 1] in fills); a prelude with none new is not a step */
+    Vec(int) fills;
+    Vec(int) fills_at;
 } Plan;
 
 /* The plan of kernels ks[0..n) of m, in order; prelude[k]: kernel k has a

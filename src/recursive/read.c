@@ -3,9 +3,10 @@
  * Sentiment Treebank's parent-pointer files.
  *
  * Both readers turn text into a parent array and per-node data and hand it
- * to rv_structs_add_parents, so a tree from a file goes through the same
- * checks as one built through the API; their errors get the file and line
- * in front. Words become ids through the batch's vocabulary (structs.c).
+ * to rec_add_parents (rv_structs_add_parents with the children's order:
+ * preorder for s-expressions, by first token for SST), so a tree from a
+ * file goes through the same checks as one built through the API; their
+ * errors get the file and line in front. Words become ids through the batch's vocabulary (structs.c).
  *
  * The s-expression parser keeps its own stack of open nodes instead of
  * recursing: a tree read from a file may be a chain thousands of nodes deep,
@@ -48,9 +49,11 @@ static size_t atom_length(const Lex *lx) {
     return (size_t)(q - lx->p);
 }
 
-/* Scratch of one tree: parent, label and word id per node in preorder. */
+/* Scratch of one tree: parent, label and word id per node in preorder
+ * (s-expressions) or in the file's numbering (SST; with `first` and
+ * `order`, below). */
 typedef struct {
-    Vec(int32_t) parent, label, word, open, data;
+    Vec(int32_t) parent, label, word, open, data, first, order;
 } Tree;
 
 static void tree_free(Tree *t) {
@@ -59,6 +62,8 @@ static void tree_free(Tree *t) {
     vec_free(&t->word);
     vec_free(&t->open);
     vec_free(&t->data);
+    vec_free(&t->first);
+    vec_free(&t->order);
 }
 
 /* Data rows: column 0 the word id (-1 inside), column 1 the label (-1
@@ -72,11 +77,12 @@ static const int32_t *tree_data(Tree *t, int width, const int32_t *label) {
     return t->data.data;
 }
 
-/* Adds the structure and puts "name:line: " before a refusal. */
-static rv_status add_tree(rv_structs *bs, Tree *t, const int32_t *label, const char *name,
-                          int line) {
+/* Adds the structure, each node's children in `order` (NULL: index
+ * order), and puts "name:line: " before a refusal. */
+static rv_status add_tree(rv_structs *bs, Tree *t, const int32_t *label, const int32_t *order,
+                          const char *name, int line) {
     const int32_t *data = tree_data(t, bs->width, label);
-    rv_status st = rv_structs_add_parents(bs, t->parent.len, t->parent.data, data);
+    rv_status st = rec_add_parents(bs, t->parent.len, t->parent.data, order, data);
     if (st != RV_OK)
         return base_error(st, "%s:%d: %s", name, line, rv_last_error());
     return RV_OK;
@@ -134,7 +140,7 @@ static rv_status parse_sexpr(rv_structs *bs, Lex *lx, Tree *t) {
     } while (t->open.len);
     if (lx->p != lx->end)
         return lex_error(lx, "text after the end of the tree");
-    return add_tree(bs, t, t->label.data, lx->name, first_line);
+    return add_tree(bs, t, t->label.data, NULL, lx->name, first_line); /* preorder: left first */
 }
 
 rv_status rv_structs_add_sexpr(rv_structs *bs, const char *name, const char *text) {
@@ -240,6 +246,42 @@ static rv_status sst_splits(const SstFiles *f, SplitVec *out) {
     return RV_OK;
 }
 
+/* The nodes of an SST tree in the order of the first token each covers
+ * (ties: index order), so that a node's children, listed in this order, are
+ * left before right. Parent pointers alone do not say it, and the numbering
+ * of internal nodes does not follow the text: a node's right child may be a
+ * token numbered below its left child, an internal node (most trees of the
+ * test split have such a node). Only MV-RNN and TreeFC tell the two apart,
+ * but every tree must mean the sentence. Parents outside the tree and
+ * cycles are left to the checks of rec_add_parents: here they only stop
+ * a walk. */
+static const int32_t *sst_order(Tree *t, int32_t ntok) {
+    int32_t n = t->parent.len;
+    t->first.len = t->order.len = 0;
+    for (int32_t i = 0; i < n; i++)
+        vec_push(&t->first, ntok); /* covers no token: last */
+    /* Tokens in sentence order, each walking up until a node an earlier
+     * token reached: every node is visited once, with its first token. */
+    for (int32_t k = 0; k < ntok; k++)
+        for (int32_t v = k, steps = 0; v >= 0 && v < n && t->first.data[v] == ntok && steps <= n;
+             v = t->parent.data[v], steps++)
+            t->first.data[v] = k;
+    /* Counting sort by first token, stable. */
+    Vec(int32_t) count = {0};
+    for (int32_t k = 0; k <= ntok + 1; k++)
+        vec_push(&count, 0);
+    for (int32_t i = 0; i < n; i++)
+        count.data[t->first.data[i] + 1]++;
+    for (int32_t k = 0; k <= ntok; k++)
+        count.data[k + 1] += count.data[k];
+    for (int32_t i = 0; i < n; i++)
+        vec_push(&t->order, 0);
+    for (int32_t i = 0; i < n; i++)
+        t->order.data[count.data[t->first.data[i]]++] = i;
+    vec_free(&count);
+    return t->order.data;
+}
+
 /* One sentence: its tokens (interned whether or not the sentence is kept)
  * and, when kept, its tree. */
 static rv_status sst_sentence(rv_structs *bs, const SstFiles *f, int line, const char *tok,
@@ -282,7 +324,7 @@ static rv_status sst_sentence(rv_structs *bs, const SstFiles *f, int line, const
                               (int)ntok);
     while (t->word.len < n) /* internal nodes have no word */
         vec_push(&t->word, -1);
-    return add_tree(bs, t, NULL, f->tree_path, line);
+    return add_tree(bs, t, NULL, sst_order(t, ntok), f->tree_path, line);
 }
 
 rv_status rv_structs_read_sst(rv_structs *bs, const char *dir, rv_sst_split split) {

@@ -47,5 +47,9 @@ struct rv_structs {
 int32_t rec_word_id(rv_structs *bs, const char *s, size_t n);
 /* Drops the structures from `count` on (a reader undoing a partial file). */
 void rec_truncate(rv_structs *bs, int count);
+/* rv_structs_add_parents with each node's children in the order the nodes
+ * appear in `order` (a permutation of 0..n-1; NULL: index order). */
+rv_status rec_add_parents(rv_structs *bs, int32_t n, const int32_t *parent, const int32_t *order,
+                          const int32_t *data);
 
 #endif

@@ -394,10 +394,15 @@ static rv_status scratch_lists(rv_structs *bs, int32_t n, int64_t edges, int32_t
 
 rv_status rv_structs_add_parents(rv_structs *bs, int32_t n, const int32_t *parent,
                                  const int32_t *data) {
+    return rec_add_parents(bs, n, parent, NULL, data);
+}
+
+rv_status rec_add_parents(rv_structs *bs, int32_t n, const int32_t *parent, const int32_t *order,
+                          const int32_t *data) {
     if (!bs || !parent)
         return base_error(RV_ERR_ARG, "%s: no batch or no parent array (NULL)", __func__);
     /* Counting sort of the nodes by parent gives the children lists, each
-     * in increasing index order. */
+     * in the order the nodes are visited: index order, or `order`'s. */
     int s = bs->root.len;
     int32_t *begin, *child;
     rv_status st = scratch_lists(bs, n, n, &begin, &child);
@@ -414,9 +419,11 @@ rv_status rv_structs_add_parents(rv_structs *bs, int32_t n, const int32_t *paren
     }
     for (int32_t i = 0; i < n; i++)
         begin[i + 1] += begin[i];
-    for (int32_t i = 0; i < n; i++)
+    for (int32_t j = 0; j < n; j++) {
+        int32_t i = order ? order[j] : j;
         if (parent[i] >= 0)
             child[begin[parent[i]]++] = i;
+    }
     for (int32_t i = n; i > 0; i--) /* undo the cursor advance: begin[i] = old begin[i] */
         begin[i] = begin[i - 1];
     begin[0] = 0;

@@ -127,7 +127,12 @@ static void add_counters(rv_program *p, const rv_program_counters *run) {
     p->stats.kernel_calls += run->kernel_calls;
     p->stats.prelude_seconds += run->prelude_seconds;
     p->stats.kernel_seconds += run->kernel_seconds;
+    p->stats.prelude_runs += run->prelude_runs;
+    p->stats.aux_bytes += run->aux_bytes;
     pthread_mutex_unlock(&p->stats_mu);
+    if (run->prelude_runs && plan_debug())
+        fprintf(stderr, "plan run: %lld preludes, %.6f s, %lld bytes of aux arrays\n",
+                (long long)run->prelude_runs, run->prelude_seconds, (long long)run->aux_bytes);
 }
 
 /* ---- a run: the host plan interpreted ---- */
@@ -332,6 +337,8 @@ static rv_status place_uf_or_aux(Run *r, const PlanSlot *ps, Slot *s) {
         !(s->owned = s->data = rt_aligned_zalloc((size_t)s->nelem * es)))
         return base_error(RV_ERR_OOM, "buffer %s: cannot allocate %lld elements", ps->buf->name,
                           (long long)s->nelem);
+    if (ps->kind == PLAN_SLOT_AUX)
+        r->stats.aux_bytes += s->nelem * (int64_t)es;
     if (ps->kind == PLAN_SLOT_UF) {
         const int64_t *v = r->in.ufv[ps->buf->uf->id];
         for (int64_t j = 0; j < s->nelem; j++) {
@@ -463,6 +470,7 @@ static rv_status run_prelude(Run *r, int k) {
     double t0 = rt_now_seconds();
     int32_t rc = r->p->preludes[r->first + k](a.sizes, (void *const *)a.bufs);
     r->stats.prelude_seconds += rt_now_seconds() - t0;
+    r->stats.prelude_runs++;
     args_free(&a);
     if (rc != RV_RT_OK)
         return base_error(RV_ERR_BOUNDS, "the prelude of %s failed", kn->name);

@@ -36,8 +36,6 @@ static inline rv_f32x8 rv_splat_f32x8(float s) {
 /* What the parallel loop over b in kernel_Z reads from its kernel. */
 struct kernel_Z_par0 {
     const int64_t *Z_start1;
-    const int64_t *X_start1;
-    const int64_t *Y_start1;
     const int32_t *len;
     float *Z;
     const float *X;
@@ -49,36 +47,30 @@ static void kernel_Z_par0(void *arg, int64_t begin, int64_t end, int tid) {
     const struct kernel_Z_par0 *env = arg;
     (void)tid;
     const int64_t *restrict Z_start1 = __builtin_assume_aligned(env->Z_start1, 64);
-    const int64_t *restrict X_start1 = __builtin_assume_aligned(env->X_start1, 64);
-    const int64_t *restrict Y_start1 = __builtin_assume_aligned(env->Y_start1, 64);
     const int32_t *restrict len = __builtin_assume_aligned(env->len, 64);
     float *restrict Z = __builtin_assume_aligned(env->Z, 64);
     const float *restrict X = __builtin_assume_aligned(env->X, 64);
     const float *restrict Y = __builtin_assume_aligned(env->Y, 64);
     for (int64_t b = begin; b < end; b++) {
         const int64_t Z_start1_b = Z_start1[b];
-        const int64_t X_start1_b = X_start1[b];
-        const int64_t Y_start1_b = Y_start1[b];
         const int64_t t0 = (int64_t)len[b] / 8;
         for (int64_t lo = 0; lo < t0; lo++) {
             const int64_t t1 = lo * 8;
             /* vector loop over li: 8 lanes, lane l runs li = l */
             {
-                const rv_f32x8 X_v = rv_load_f32x8(&X[X_start1_b + t1]);
-                const rv_f32x8 Y_v = rv_load_f32x8(&Y[Y_start1_b + t1]);
+                const rv_f32x8 X_v = rv_load_f32x8(&X[Z_start1_b + t1]);
+                const rv_f32x8 Y_v = rv_load_f32x8(&Y[Z_start1_b + t1]);
                 rv_store_f32x8(&Z[Z_start1_b + t1], X_v * 2.0f + Y_v);
             }
         }
         if (0 < (int64_t)len[b] % 8) {
             const int64_t Z_start1_b0 = Z_start1[b];
-            const int64_t X_start1_b0 = X_start1[b];
-            const int64_t Y_start1_b0 = Y_start1[b];
             const int64_t t2 = (int64_t)len[b] / 8 * 8;
             const int64_t t3 = (int64_t)len[b] - t2;
             /* not vectorized: its extent is not a constant */
             #pragma omp simd
             for (int64_t li_1 = 0; li_1 < t3; li_1++) {
-                Z[li_1 + Z_start1_b0 + t2] = X[li_1 + X_start1_b0 + t2] * 2.0f + Y[li_1 + Y_start1_b0 + t2];
+                Z[li_1 + Z_start1_b0 + t2] = X[li_1 + Z_start1_b0 + t2] * 2.0f + Y[li_1 + Z_start1_b0 + t2];
             }
         }
     }
@@ -88,23 +80,19 @@ static void kernel_Z_par0(void *arg, int64_t begin, int64_t end, int tid) {
  * Kernel kernel_Z (tensor Z); its prelude fills the aux arrays
  *   sizes[0]  B
  *   bufs[0]   ufun  i32 len, 1 * B elements
- *   bufs[1]   tensor f32 X, X_start1[1 * B] elements
- *   bufs[2]   aux   i64 X_start1, 1 * B + 1 elements
- *   bufs[3]   tensor f32 Y, Y_start1[1 * B] elements
- *   bufs[4]   aux   i64 Y_start1, 1 * B + 1 elements
- *   bufs[5]   tensor f32 Z, Z_start1[1 * B] elements
- *   bufs[6]   aux   i64 Z_start1, 1 * B + 1 elements
+ *   bufs[1]   tensor f32 X, Z_start1[1 * B] elements
+ *   bufs[2]   aux   i64 Z_start1, 1 * B + 1 elements
+ *   bufs[3]   tensor f32 Y, Z_start1[1 * B] elements
+ *   bufs[4]   tensor f32 Z, Z_start1[1 * B] elements
  */
 int32_t kernel_Z(const int64_t *sizes, void *const *bufs, struct rv_rt_ctx *ctx) {
     const int64_t B = sizes[0];
     const int32_t *restrict len = __builtin_assume_aligned(bufs[0], 64);
     const float *restrict X = __builtin_assume_aligned(bufs[1], 64);
-    const int64_t *restrict X_start1 = __builtin_assume_aligned(bufs[2], 64);
+    const int64_t *restrict Z_start1 = __builtin_assume_aligned(bufs[2], 64);
     const float *restrict Y = __builtin_assume_aligned(bufs[3], 64);
-    const int64_t *restrict Y_start1 = __builtin_assume_aligned(bufs[4], 64);
-    float *restrict Z = __builtin_assume_aligned(bufs[5], 64);
-    const int64_t *restrict Z_start1 = __builtin_assume_aligned(bufs[6], 64);
-    struct kernel_Z_par0 par0 = {.Z_start1 = Z_start1, .X_start1 = X_start1, .Y_start1 = Y_start1, .len = len, .Z = Z, .X = X, .Y = Y};
+    float *restrict Z = __builtin_assume_aligned(bufs[4], 64);
+    struct kernel_Z_par0 par0 = {.Z_start1 = Z_start1, .len = len, .Z = Z, .X = X, .Y = Y};
     ctx->parallel_for(B, kernel_Z_par0, &par0);
     return RV_RT_OK;
 }
@@ -113,28 +101,12 @@ int32_t kernel_Z(const int64_t *sizes, void *const *bufs, struct rv_rt_ctx *ctx)
 int32_t kernel_Z_prelude(const int64_t *sizes, void *const *bufs) {
     const int64_t B = sizes[0];
     const int32_t *restrict len = __builtin_assume_aligned(bufs[0], 64);
-    int64_t *restrict X_start1 = __builtin_assume_aligned(bufs[2], 64);
-    int64_t *restrict Y_start1 = __builtin_assume_aligned(bufs[4], 64);
-    int64_t *restrict Z_start1 = __builtin_assume_aligned(bufs[6], 64);
-    int64_t X_start1_r;
-    X_start1[0] = 0;
-    X_start1_r = 0;
-    for (int64_t b = 0; b < B; b++) {
-        X_start1[X_start1_r + 1] = X_start1[X_start1_r] + (int64_t)len[0 * B + b];
-        X_start1_r += 1;
-    }
-    int64_t Y_start1_r;
-    Y_start1[0] = 0;
-    Y_start1_r = 0;
-    for (int64_t b_1 = 0; b_1 < B; b_1++) {
-        Y_start1[Y_start1_r + 1] = Y_start1[Y_start1_r] + (int64_t)len[0 * B + b_1];
-        Y_start1_r += 1;
-    }
+    int64_t *restrict Z_start1 = __builtin_assume_aligned(bufs[2], 64);
     int64_t Z_start1_r;
     Z_start1[0] = 0;
     Z_start1_r = 0;
-    for (int64_t b_2 = 0; b_2 < B; b_2++) {
-        Z_start1[Z_start1_r + 1] = Z_start1[Z_start1_r] + (int64_t)len[0 * B + b_2];
+    for (int64_t b = 0; b < B; b++) {
+        Z_start1[Z_start1_r + 1] = Z_start1[Z_start1_r] + (int64_t)len[0 * B + b];
         Z_start1_r += 1;
     }
     return RV_RT_OK;

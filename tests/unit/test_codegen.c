@@ -1124,9 +1124,11 @@ static bool lowering_complete(rv_module *m, const char *name) {
 }
 
 /* Parses `text`, compiles it, and compares program and interpreter on
- * bindings drawn from a few seeds (after `fix` binds some sizes). */
-static void check_program(const char *name, const char *text, const char *fix_size,
-                          int64_t fix_value, const char *expect_src) {
+ * bindings drawn from a few seeds (after `fix` binds some sizes); the
+ * program's counters into *counters (if not NULL). */
+static void check_program_counted(const char *name, const char *text, const char *fix_size,
+                                  int64_t fix_value, const char *expect_src,
+                                  rv_program_counters *counters) {
     rv_module *m = NULL;
     rv_status st = rv_module_parse(name, text, &m);
     CHECK_EQ_INT(st, RV_OK);
@@ -1179,8 +1181,15 @@ static void check_program(const char *name, const char *text, const char *fix_si
     CHECK_EQ_INT(c.runs, 3);
     CHECK(c.kernel_calls >= 3);
     CHECK(c.compile_seconds > 0);
+    if (counters)
+        *counters = c;
     rv_program_free(p);
     rv_module_free(m);
+}
+
+static void check_program(const char *name, const char *text, const char *fix_size,
+                          int64_t fix_value, const char *expect_src) {
+    check_program_counted(name, text, fix_size, fix_value, expect_src, NULL);
 }
 
 static void test_program_dense(void) {
@@ -1384,6 +1393,34 @@ static void test_program_repeated_checks(void) {
     rv_module_free(m);
 }
 
+/* Operators over one raggedness pattern share its row-start array: a
+ * ragged layernorm and the softmax after it, seven kernels over tensors
+ * `[b < B, l < len[b], ...]`, run one prelude per call, and the padded
+ * output (`l < len[b] pad 4`, another pattern) one more; results as the
+ * interpreter's (seeds 1..3, B = 4, 5, 6 so the AUX bytes are known). */
+static void test_program_shared_prelude(void) {
+    rv_program_counters c = {0};
+    check_program_counted("ragged_layernorm_softmax.rv",
+                          "size B in 1..6\n"
+                          "ufun len[b < B] in 0..9\n"
+                          "input X : f32[b < B, l < len[b], d < 8]\n"
+                          "input gamma : f32[8]\n"
+                          "Mean[b, l] = (sum(d < 8) X[b, l, d]) / 8\n"
+                          "Var[b, l] = (sum(d < 8) (X[b, l, d] - Mean[b, l]) * "
+                          "(X[b, l, d] - Mean[b, l])) / 8\n"
+                          "Y[b, l, d] = (X[b, l, d] - Mean[b, l]) / sqrt(Var[b, l] + 0.00001) * "
+                          "gamma[d]\n"
+                          "Mx[b, l] = max(d < 8) Y[b, l, d]\n"
+                          "E[b, l, d] = exp(Y[b, l, d] - Mx[b, l])\n"
+                          "Z[b, l] = sum(d < 8) E[b, l, d]\n"
+                          "P[b, l < len[b] pad 4, d] = E[b, l, d] / Z[b, l]\n",
+                          "B", 4, NULL, &c);
+    CHECK_EQ_INT(c.kernel_calls, 3 * 7);
+    CHECK_EQ_INT(c.prelude_runs, 3 * 2);
+    /* two row-start arrays of B + 1 int64 per run, B = 4, 5, 6 */
+    CHECK_EQ_INT(c.aux_bytes, 2 * 8 * (5 + 6 + 7));
+}
+
 int main(void) {
     snprintf(cache_dir, sizeof cache_dir, "/tmp/ravel-test-codegen-XXXXXX");
     if (!mkdtemp(cache_dir)) {
@@ -1405,6 +1442,7 @@ int main(void) {
     RUN(test_program_ragged);
     RUN(test_program_errors);
     RUN(test_program_repeated_checks);
+    RUN(test_program_shared_prelude);
     char cmd[PATH_MAX + 16];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", cache_dir);
     if (system(cmd) != 0)

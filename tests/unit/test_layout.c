@@ -518,7 +518,8 @@ static void test_storage_padded(void) {
     for (int ti = 0; ti < 2; ti++) {
         rv_tensor *t = ts[ti];
         Storage st;
-        CHECK(ir_storage_init(m, &st, t->name, t->ndim, t->axes, t->pad, RV_F32, BUF_ARG) == RV_OK);
+        CHECK(ir_storage_init(m, &st, t->name, t->ndim, t->axes, t->pad, RV_F32, BUF_ARG, NULL) ==
+              RV_OK);
         CHECK(st.buf->storage == &st && ir_storage_padded(&st));
         Walk w = {.env = &fx.env, .t = t, .st = &st};
         int64_t idx[RV_MAX_DIMS] = {0};
@@ -565,6 +566,48 @@ static void test_storage_padded(void) {
         ir_layout_free(sl);
         ir_layout_free(cl);
     }
+    fx_free(&fx);
+}
+
+/* Storages laid out with one StorageShare share the row-start array of
+ * every level whose padded extents (levels 0..k, axes renamed) are the
+ * same: A and C ([b, h, l < len[b]] under other axis names) share start2;
+ * P pads l (another pattern); E's level 2 is len[b] + 1 (another extent);
+ * without a share nothing is shared. */
+static void test_storage_share(void) {
+    Fixture fx;
+    fx_init(&fx);
+    rv_module *m = fx.m;
+    rv_size *B = rv_size_new(m, "B", 0, 8);
+    rv_ufun *len = ufun1(m, "len", rv_expr_size(m, B), 0, 6);
+    rv_tensor *ts[4];
+    const char *const tnames[4] = {"A", "C", "P", "E"};
+    const char *const anames[4][3] = {
+        {"b", "h", "l"}, {"x", "y", "z"}, {"b", "h", "l"}, {"b", "h", "l"}};
+    for (int i = 0; i < 4; i++) {
+        ts[i] = rv_input_begin(m, tnames[i], RV_F32, 3, anames[i]);
+        rv_expr *ba[1] = {rv_input_var(ts[i], 0)};
+        rv_expr *l = rv_expr_ufcall(m, len, 1, ba);
+        rv_expr *exts[3] = {rv_expr_size(m, B), rv_expr_int(m, 3),
+                            i == 3 ? rv_expr_add(m, l, rv_expr_int(m, 1)) : l};
+        int pads[3] = {1, 1, i == 2 ? 4 : 1};
+        CHECK(rv_input_end(ts[i], exts, pads) != NULL);
+    }
+    StorageShare share = {0};
+    Storage st[4], alone;
+    for (int i = 0; i < 4; i++)
+        CHECK(ir_storage_init(m, &st[i], ts[i]->name, 3, ts[i]->axes, ts[i]->pad, RV_F32, BUF_ARG,
+                              &share) == RV_OK);
+    CHECK(ir_storage_init(m, &alone, "Q", 3, ts[0]->axes, ts[0]->pad, RV_F32, BUF_ARG, NULL) ==
+          RV_OK);
+    CHECK(st[0].start[2] && st[0].start[2] == st[1].start[2]);
+    CHECK(st[2].start[2] && st[2].start[2] != st[0].start[2]);
+    CHECK(st[3].start[2] && st[3].start[2] != st[0].start[2] && st[3].start[2] != st[2].start[2]);
+    CHECK(alone.start[2] != st[0].start[2]);
+    CHECK_EQ_INT(share.entries.len, 3);
+    /* the shared array's size and the element counts read the same array */
+    CHECK(st[1].numel == st[0].numel);
+    ir_storage_share_free(&share);
     fx_free(&fx);
 }
 
@@ -632,5 +675,6 @@ int main(void) {
     RUN(test_int_range_ops);
     RUN(test_pad_outside_ragged);
     RUN(test_storage_padded);
+    RUN(test_storage_share);
     return harness_report();
 }

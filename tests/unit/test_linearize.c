@@ -570,6 +570,17 @@ static void write_sst(const char *dir, const char *tree, const char *tokens, con
     CHECK_EQ_INT(base_write_file(p, split, strlen(split)), RV_OK);
 }
 
+/* Removes write_sst's files and dir. */
+static void remove_sst(const char *dir) {
+    char p[256];
+    const char *names[] = {"STree.txt", "SOStr.txt", "datasetSplit.txt"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(p, sizeof p, "%s/%s", dir, names[i]);
+        unlink(p);
+    }
+    rmdir(dir);
+}
+
 static void expect_sst(const char *dir, const char *tree, const char *tokens, const char *split,
                        rv_status want, const char *msg) {
     write_sst(dir, tree, tokens, split);
@@ -609,13 +620,7 @@ static void test_sst_errors(void) {
     CHECK_EQ_INT(rv_structs_read_sst(bs, "/nonexistent", RV_SST_TEST), RV_ERR_IO);
     CHECK_EQ_INT(rv_structs_read_sst(bs, dir, (rv_sst_split)7), RV_ERR_ARG);
     rv_structs_free(bs);
-    char p[256];
-    const char *names[] = {"STree.txt", "SOStr.txt", "datasetSplit.txt"};
-    for (int i = 0; i < 3; i++) {
-        snprintf(p, sizeof p, "%s/%s", dir, names[i]);
-        unlink(p);
-    }
-    rmdir(dir);
+    remove_sst(dir);
 }
 
 /* ---- refusals: one test per kind of bad structure ---- */
@@ -784,6 +789,31 @@ static void test_linearize_oom(void) {
     rv_structs_free(bs);
 }
 
+/* SST's children are left before right, whatever their numbers: the
+ * sentence "a b c" as ((a b) c), the internal node (a b) numbered 4 after
+ * the token c (3; 1-based), and ((a b) (c d)) whose right child is numbered
+ * before its left one. The parent pointers alone would list c first. */
+static void test_sst_child_order(void) {
+    char dir[] = "/tmp/rv_sst_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    write_sst(dir, "4|4|5|5|0\n6|6|5|5|7|7|0\n", "a|b|c\na|b|c|d\n",
+              "sentence_index,splitset_label\n1,2\n2,2\n");
+    rv_structs *bs = rv_structs_new(RV_STRUCT_TREE, 2, 1);
+    CHECK_EQ_INT(rv_structs_read_sst(bs, dir, RV_SST_TEST), RV_OK);
+    const int32_t *ch;
+    CHECK_EQ_INT(rv_structs_children(bs, 0, 4, &ch), 2);
+    CHECK_EQ_INT(ch[0], 3); /* (a b) */
+    CHECK_EQ_INT(ch[1], 2); /* c */
+    CHECK_EQ_INT(rv_structs_children(bs, 0, 3, &ch), 2);
+    CHECK_EQ_INT(ch[0], 0);
+    CHECK_EQ_INT(ch[1], 1);
+    CHECK_EQ_INT(rv_structs_children(bs, 1, 6, &ch), 2);
+    CHECK_EQ_INT(ch[0], 5); /* (a b) */
+    CHECK_EQ_INT(ch[1], 4); /* (c d) */
+    rv_structs_free(bs);
+    remove_sst(dir);
+}
+
 int main(void) {
     RUN(test_single_nodes);
     RUN(test_numbering_by_hand);
@@ -805,5 +835,6 @@ int main(void) {
     RUN(test_error_roots);
     RUN(test_error_empty);
     RUN(test_linearize_oom);
+    RUN(test_sst_child_order);
     return harness_report();
 }

@@ -584,6 +584,70 @@ static void test_reduce_verified(void) {
     rv_module_free(m);
 }
 
+/* ---- the bounds pass (regions.c), on the schedule ---- */
+
+/* tests/bounds/NAME.rv, a program with compute_at schedules, and
+ * NAME.txt, the region table the bounds pass prints for it (written by
+ * GOLDEN_UPDATE=1 when missing or different: review it). */
+static void run_bounds_golden(const char *path) {
+    char *text = slurp(path);
+    if (!text) {
+        CHECK(!"reads the program");
+        return;
+    }
+    rv_module *m = NULL;
+    Schedule *s = NULL;
+    RegionTable t = {0};
+    Buf got = {0}, want_path = {0};
+    buf_printf(&want_path, "%.*s.txt", (int)(strlen(path) - 3), path);
+    bool ok = rv_module_parse(path, text, &m) == RV_OK && sched_from_module(m, &s) == RV_OK &&
+              lower_infer_bounds(s, &t) == RV_OK;
+    if (!ok)
+        fprintf(stderr, "%s: %s\n", path, rv_last_error());
+    CHECK(ok && "the bounds pass runs");
+    if (ok) {
+        lower_print_regions(&got, &t);
+        char *want = NULL;
+        size_t len;
+        if (base_read_file(buf_str(&want_path), &want, &len) != RV_OK)
+            want = NULL;
+        bool same = want && strcmp(want, buf_str(&got)) == 0;
+        if (!same && getenv("GOLDEN_UPDATE")) {
+            FILE *f = fopen(buf_str(&want_path), "w");
+            same = f && fputs(buf_str(&got), f) >= 0;
+            same = f && fclose(f) == 0 && same;
+            fprintf(stderr, "%s: region table updated\n", buf_str(&want_path));
+        }
+        CHECK(same && "the region table is the golden one");
+        if (!same)
+            fprintf(stderr, "%s: the bounds pass gave\n%s\nexpected\n%s\n", path, buf_str(&got),
+                    want ? want : "(no file)");
+        base_free(want);
+    }
+    lower_regions_free(&t);
+    if (s)
+        sched_free(s);
+    if (m)
+        rv_module_free(m);
+    buf_free(&got);
+    buf_free(&want_path);
+    base_free(text);
+}
+
+static void test_bounds_goldens(void) {
+    char **files = list_dir("tests/bounds", ".rv");
+    CHECK(files && files[0]);
+    for (char **p = files; p && *p; p++)
+        run_bounds_golden(*p);
+    free_list(files);
+    CHECK(lower_has_pass("bounds"));
+    /* a pass over the schedule, not over a kernel */
+    Module *m = rv_module_new();
+    Kernel k = {.name = "K", .m = m};
+    CHECK(lower_run_pass(&k, "bounds") == RV_ERR_ARG);
+    rv_module_free(m);
+}
+
 int main(int argc, char **argv) {
     if (argc > 1) {
         for (int i = 1; i < argc; i++)
@@ -599,5 +663,6 @@ int main(int argc, char **argv) {
     RUN(test_pass_goldens);
     RUN(test_every_pass_has_a_golden);
     RUN(test_reduce_verified);
+    RUN(test_bounds_goldens);
     return harness_report();
 }

@@ -1,0 +1,345 @@
+"""Batches of recursive data structures and their linearization.
+
+A recursive model (TreeLSTM, DAG-RNN, a sequential LSTM: docs/recursion.md)
+reads a batch of pointer-linked structures. :class:`Structs` builds one
+(an rv_structs: children lists, parent arrays, generators, PTB
+s-expressions, the SST files), each structure checked as it is added;
+:meth:`Structs.linearize` numbers its nodes level by level (rv_linearize,
+Cortex appendix B) into a :class:`Linear`, the arrays the kernels read.
+A Linear is the value of a structure argument: ``prog(T=lin, Emb=...)``
+binds T's size, UFs and dynamic batches from it (rv_bindings_set_linear).
+Results over T's nodes come back in the linearized numbering;
+:meth:`Linear.to_batch` puts them back in the batch's.
+"""
+
+import ctypes
+import os
+
+import numpy as np
+
+from . import errors
+from ._lib import lib
+
+__all__ = ["Linear", "Structs", "KINDS", "SST_SPLITS"]
+
+KINDS = {"sequence": 0, "tree": 1, "dag": 2}
+"""Structure kinds by name (rv_struct_kind)."""
+
+SST_SPLITS = {"all": 0, "train": 1, "test": 2, "dev": 3}
+"""The Stanford Sentiment Treebank's splits by name (rv_sst_split)."""
+
+_I32 = np.int32
+
+
+def _i32(name, a, n=None):
+    """``a`` as a C-contiguous int32 array (checked to fit), of length n when given."""
+    if isinstance(a, np.ndarray) and a.dtype == _I32 and a.flags.c_contiguous:
+        arr = a.reshape(-1)  # the fast path: a server's arrays, as they are
+        if n is not None and arr.size != n:
+            raise errors.ArgumentError("%s: expected %d values, got %d" % (name, n, arr.size))
+        return arr
+    arr = np.asarray(a)
+    if arr.size and arr.dtype.kind not in "iu":
+        raise errors.ArgumentError("%s: expected integers, got %s values" % (name, arr.dtype))
+    if arr.size and (arr.min() < np.iinfo(_I32).min or arr.max() > np.iinfo(_I32).max):
+        raise errors.ArgumentError("%s: a value does not fit in int32" % name)
+    arr = np.ascontiguousarray(arr, dtype=_I32).reshape(-1)
+    if n is not None and arr.size != n:
+        raise errors.ArgumentError("%s: expected %d values, got %d" % (name, n, arr.size))
+    return arr
+
+
+def _ptr(a):
+    """The address of an int32 array (the C functions take int32_t *), None for NULL."""
+    return a.ctypes.data if a is not None else None
+
+
+class Structs:
+    """A batch of structures of one kind (``"sequence"``, ``"tree"`` or
+    ``"dag"``) whose nodes have at most ``max_children`` children and
+    ``width`` integers of data each (a word id, a label).
+
+    Every ``add_*`` checks the structure completely and raises
+    :class:`ravel.ArgumentError` (readers: :class:`ravel.ParseError`,
+    :class:`ravel.FileError`) naming the structure and the node when it is
+    not one (a cycle, a child out of range, two parents in a tree, more
+    than ``max_children`` children, several roots, ...); the batch is then
+    left as it was. Node ``i`` of structure ``s`` is node
+    ``node_begin(s) + i`` of the batch. ``data`` arguments are ``n x
+    width`` integers (row per node), None for -1 everywhere.
+    """
+
+    def __init__(self, kind="tree", max_children=2, width=1):
+        if kind not in KINDS:
+            raise errors.ArgumentError("unknown structure kind %r (expected %s)"
+                                       % (kind, ", ".join(KINDS)))
+        self._ptr = lib.rv_structs_new(KINDS[kind], max_children, width)
+        if not self._ptr:
+            raise errors.ArgumentError(errors.last_error())
+        self.kind = kind
+        self.max_children = max_children
+        self.width = width
+
+    def __del__(self):
+        if getattr(self, "_ptr", None):
+            lib.rv_structs_free(self._ptr)
+            self._ptr = None
+
+    def __len__(self):
+        return lib.rv_structs_count(self._ptr)
+
+    def __repr__(self):
+        return "<ravel.Structs %s K=%d width=%d: %d structures, %d nodes>" % (
+            self.kind, self.max_children, self.width, len(self), self.num_nodes)
+
+    def clear(self):
+        """Drops every structure (keeps the vocabulary and the buffers)."""
+        lib.rv_structs_clear(self._ptr)
+
+    # ---- adding structures (each returns self, so calls chain)
+
+    def _data(self, n, data):
+        if data is None:
+            return None
+        return _i32("data", data, n * self.width)
+
+    def add_children(self, children=None, data=None, *, child_begin=None, child=None):
+        """A structure given by its nodes' children lists: ``children[i]``
+        is the list of node i's children (in order), e.g. ``[[1, 2], [], []]``;
+        or in compressed rows, ``child_begin`` (n + 1 offsets) and ``child``."""
+        if (children is None) == (child_begin is None):
+            raise errors.ArgumentError("add_children: give either children lists or "
+                                       "child_begin and child")
+        if children is not None:
+            rows = [list(r) for r in children]
+            begin = _i32("child_begin", np.cumsum([0] + [len(r) for r in rows]))
+            flat = _i32("child", [c for r in rows for c in r])
+        else:
+            begin = _i32("child_begin", child_begin)
+            flat = _i32("child", child if child is not None else [])
+        n = begin.size - 1
+        if n >= 1 and flat.size != begin[n]:
+            raise errors.ArgumentError("child: expected child_begin[n] = %d values, got %d"
+                                       % (begin[n], flat.size))
+        errors.check(lib.rv_structs_add_children(self._ptr, n, _ptr(begin), _ptr(flat),
+                                                 _ptr(self._data(n, data))))
+        return self
+
+    def add_many(self, sizes, child_begin, child, data=None):
+        """Several structures from one set of arrays, as a server receives a
+        batch: structure j has ``sizes[j]`` nodes; ``child_begin`` holds each
+        structure's ``sizes[j] + 1`` offsets (starting at 0) one structure
+        after the other, ``child`` their children (structure-local indices)
+        likewise, ``data`` the nodes' rows. Each structure is checked as by
+        :meth:`add_children`; on an error the structures before the bad one
+        stay added (the message names the bad one's index in the batch)."""
+        sizes = [int(n) for n in sizes]
+        total = sum(sizes)
+        begin = _i32("child_begin", child_begin, total + len(sizes))
+        flat = _i32("child", child)
+        rows = self._data(total, data)
+        b0, c0 = begin.ctypes.data, flat.ctypes.data
+        d0 = rows.ctypes.data if rows is not None else None
+        node = edge = 0
+        for j, n in enumerate(sizes):
+            if n < 1:
+                raise errors.ArgumentError("structure %d has no nodes (n = %d)" % (len(self), n))
+            nb = int(begin[node + j + n])
+            if edge + nb > flat.size:
+                raise errors.ArgumentError("child: %d values, structures 0..%d need %d"
+                                           % (flat.size, j, edge + nb))
+            errors.check(lib.rv_structs_add_children(
+                self._ptr, n, b0 + 4 * (node + j), c0 + 4 * edge,
+                d0 + 4 * self.width * node if d0 is not None else None))
+            node += n
+            edge += nb
+        if edge != flat.size:
+            raise errors.ArgumentError("child: %d values, the structures have %d children"
+                                       % (flat.size, edge))
+        return self
+
+    def add_parents(self, parent, data=None):
+        """A structure given by its parent array: ``parent[i]`` is node i's
+        parent, -1 for the root."""
+        p = _i32("parent", parent)
+        errors.check(lib.rv_structs_add_parents(self._ptr, p.size, _ptr(p),
+                                                _ptr(self._data(p.size, data))))
+        return self
+
+    def add_sequence(self, n, data=None):
+        """A chain of n nodes: node t's child is t-1, the root is n-1."""
+        errors.check(lib.rv_structs_add_sequence(self._ptr, n, _ptr(self._data(n, data))))
+        return self
+
+    def add_perfect_tree(self, height, data=None):
+        """A perfect binary tree of ``height`` (2^(height+1) - 1 nodes) in heap
+        order: node i's children are 2i+1 and 2i+2."""
+        n = (1 << (height + 1)) - 1 if 0 <= height < 31 else 0
+        errors.check(lib.rv_structs_add_perfect_tree(self._ptr, height,
+                                                     _ptr(self._data(n, data))))
+        return self
+
+    def add_grid(self, w, h, data=None):
+        """The w x h grid DAG of DAG-RNN: node (i, j) = i*h + j has the
+        children (i-1, j) and (i, j-1) where they exist."""
+        n = w * h if w > 0 and h > 0 else 0
+        errors.check(lib.rv_structs_add_grid(self._ptr, w, h, _ptr(self._data(n, data))))
+        return self
+
+    def add_sexpr(self, text, name="<sexpr>"):
+        """A PTB-style s-expression, ``(3 (2 It) (4 (2 's) (3 fine)))``:
+        nodes in preorder, data column 0 the word id (-1 for internal
+        nodes), column 1 (width >= 2) the label. ``name`` locates errors."""
+        errors.check(lib.rv_structs_add_sexpr(self._ptr, name.encode(), text.encode()))
+        return self
+
+    def read_sexpr_file(self, path):
+        """Every non-blank line of a file as one s-expression."""
+        errors.check(lib.rv_structs_read_sexpr_file(self._ptr, os.fsencode(path)))
+        return self
+
+    def read_sst(self, directory, split="test"):
+        """The Stanford Sentiment Treebank's sentences of one split
+        (``"train"``, ``"test"``, ``"dev"`` or ``"all"``) in file order."""
+        if split not in SST_SPLITS:
+            raise errors.ArgumentError("unknown SST split %r (expected %s)"
+                                       % (split, ", ".join(SST_SPLITS)))
+        errors.check(lib.rv_structs_read_sst(self._ptr, os.fsencode(directory),
+                                             SST_SPLITS[split]))
+        return self
+
+    # ---- reading back
+
+    @property
+    def num_nodes(self):
+        return lib.rv_structs_num_nodes(self._ptr)
+
+    def _index(self, s):
+        if not 0 <= s < len(self):
+            raise IndexError("structure %d of a batch of %d" % (s, len(self)))
+
+    def node_begin(self, s):
+        self._index(s)
+        return lib.rv_structs_node_begin(self._ptr, s)
+
+    def size(self, s):
+        """Nodes of structure s."""
+        self._index(s)
+        return lib.rv_structs_size(self._ptr, s)
+
+    def root(self, s):
+        self._index(s)
+        return lib.rv_structs_root(self._ptr, s)
+
+    def _node(self, s, i):
+        if not 0 <= i < self.size(s):
+            raise IndexError("node %d of structure %d (%d nodes)" % (i, s, self.size(s)))
+
+    def children(self, s, i):
+        """Node i of structure s: its children (structure-local indices)."""
+        self._node(s, i)
+        p = ctypes.POINTER(ctypes.c_int32)()
+        k = lib.rv_structs_children(self._ptr, s, i, ctypes.byref(p))
+        return [p[j] for j in range(k)]
+
+    def data(self, s, i):
+        """Node i of structure s: its ``width`` integers of data."""
+        self._node(s, i)
+        p = lib.rv_structs_data(self._ptr, s, i)
+        return [p[j] for j in range(self.width)]
+
+    @property
+    def vocab_size(self):
+        return lib.rv_structs_vocab_size(self._ptr)
+
+    def word(self, i):
+        """The word of id i in the batch's vocabulary (readers number words
+        in order of first appearance)."""
+        w = lib.rv_structs_word(self._ptr, i)
+        if w is None:
+            raise IndexError("word id %d of a vocabulary of %d" % (i, self.vocab_size))
+        return w.decode()
+
+    def linearize(self, out=None):
+        """The batch numbered level by level (rv_linearize): a
+        :class:`Linear`. ``out`` (a Linear) is reused: its buffers grow only
+        when this batch is larger than any before, and arrays read from it
+        earlier then show this batch."""
+        lin = out if out is not None else Linear()
+        errors.check(lib.rv_linearize(self._ptr, ctypes.byref(lin._c)))
+        return lin
+
+
+class _CLinear(ctypes.Structure):
+    """struct rv_linear (include/ravel.h)."""
+
+    _i32p = ctypes.POINTER(ctypes.c_int32)
+    _fields_ = [
+        ("num_nodes", ctypes.c_int32), ("num_structs", ctypes.c_int32),
+        ("max_children", ctypes.c_int32), ("width", ctypes.c_int32),
+        ("first_leaf", ctypes.c_int32), ("num_batches", ctypes.c_int32),
+        ("batch_begin", _i32p), ("batch_length", _i32p), ("child", _i32p),
+        ("nchild", _i32p), ("data", _i32p), ("root", _i32p),
+        ("node_of", _i32p), ("linear_of", _i32p),
+        ("cap_nodes", ctypes.c_size_t), ("cap_child", ctypes.c_size_t),
+        ("cap_data", ctypes.c_size_t), ("cap_batches", ctypes.c_size_t),
+        ("cap_structs", ctypes.c_size_t),
+    ]
+
+
+class Linear:
+    """A linearized batch (rv_linear): N nodes of B structures, numbered so
+    that each level (dynamic batch) is consecutive, higher levels first,
+    leaves last. The arrays are NumPy int32 views of its buffers (valid
+    until the Linear is linearized into again):
+
+    ``batch_begin``, ``batch_length`` [num_batches] (batch 0: the leaves),
+    ``child`` [N, K] (pads hold the node itself), ``nchild`` [N], ``data``
+    [N, width], ``root`` [B], ``node_of`` [N] (linear number -> batch
+    node) and ``linear_of`` [N] (its inverse); ``first_leaf``.
+    """
+
+    def __init__(self):
+        self._c = _CLinear()
+
+    def __del__(self):
+        if getattr(self, "_c", None) is not None:
+            lib.rv_linear_free(ctypes.byref(self._c))
+            self._c = None
+
+    def __repr__(self):
+        return "<ravel.Linear %d structures, %d nodes, %d batches>" % (
+            self.num_structs, self.num_nodes, self.num_batches)
+
+    num_nodes = property(lambda self: self._c.num_nodes)
+    num_structs = property(lambda self: self._c.num_structs)
+    max_children = property(lambda self: self._c.max_children)
+    width = property(lambda self: self._c.width)
+    first_leaf = property(lambda self: self._c.first_leaf)
+    num_batches = property(lambda self: self._c.num_batches)
+
+    def _view(self, field, shape):
+        n = int(np.prod(shape))
+        if n == 0:
+            return np.zeros(shape, _I32)
+        a = np.ctypeslib.as_array(getattr(self._c, field), (n,)).reshape(shape)
+        a.flags.writeable = False
+        return a
+
+    batch_begin = property(lambda self: self._view("batch_begin", (self.num_batches,)))
+    batch_length = property(lambda self: self._view("batch_length", (self.num_batches,)))
+    child = property(lambda self: self._view("child", (self.num_nodes, self.max_children)))
+    nchild = property(lambda self: self._view("nchild", (self.num_nodes,)))
+    data = property(lambda self: self._view("data", (self.num_nodes, self.width)))
+    root = property(lambda self: self._view("root", (self.num_structs,)))
+    node_of = property(lambda self: self._view("node_of", (self.num_nodes,)))
+    linear_of = property(lambda self: self._view("linear_of", (self.num_nodes,)))
+
+    def to_batch(self, a):
+        """A result over the nodes (first axis, linearized numbering) in the
+        batch's numbering: row ``node_begin(s) + i`` is node i of structure s."""
+        a = np.asarray(a)
+        if a.shape[:1] != (self.num_nodes,):
+            raise errors.ArgumentError("to_batch: expected %d rows (one per node), got shape %s"
+                                       % (self.num_nodes, a.shape))
+        return a[self.linear_of]

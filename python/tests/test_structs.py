@@ -1,0 +1,192 @@
+"""Batches of recursive structures (ravel.Structs), their linearization
+(ravel.Linear) and linearized batches as structure arguments."""
+
+import numpy as np
+import pytest
+
+from conftest import SST_DIR
+
+import ravel
+
+TREERNN = """
+size N in 1..1000
+size B in 1..100
+structure T : tree(N, 2) {
+    children child, nchild
+    roots root[s < B]
+    data word in -1..9
+}
+input Emb : f32[10, 4]
+recurse R over T {
+    h[n, i < 4] = if nchild[n] == 0 then Emb[word[n], i]
+                  else tanh(h[child[n, 0], i] + h[child[n, 1], i])
+}
+"""
+
+
+def doc_batch():
+    """docs/recursion.md's example: an s-expression and a perfect tree of height 1."""
+    bs = ravel.Structs("tree", 2, 1)
+    return bs.add_sexpr("(3 (2 It) (4 (2 's) (3 fine)))").add_perfect_tree(1, [5, 6, 7])
+
+
+def test_build_and_read_back():
+    bs = doc_batch()
+    assert len(bs) == 2 and bs.num_nodes == 8
+    assert [bs.node_begin(s) for s in range(2)] == [0, 5]
+    assert [bs.size(s) for s in range(2)] == [5, 3]
+    assert bs.children(0, 0) == [1, 2] and bs.children(0, 2) == [3, 4] and bs.children(0, 1) == []
+    assert [bs.word(bs.data(0, i)[0]) for i in (1, 3, 4)] == ["It", "'s", "fine"]
+    assert bs.data(0, 0) == [-1] and bs.data(1, 2) == [7]
+    assert bs.root(0) == 0 and bs.root(1) == 0
+    with pytest.raises(IndexError):
+        bs.children(1, 3)
+    bs.clear()
+    assert len(bs) == 0 and bs.vocab_size == 3  # the vocabulary stays
+
+
+def test_linearize_matches_the_docs_example():
+    lin = doc_batch().linearize()
+    assert (lin.num_nodes, lin.num_structs, lin.num_batches, lin.first_leaf) == (8, 2, 3, 3)
+    assert lin.node_of.tolist() == [0, 2, 5, 1, 3, 4, 6, 7]
+    assert lin.child[:3].tolist() == [[3, 1], [4, 5], [6, 7]]
+    assert lin.child[3:].tolist() == [[n, n] for n in range(3, 8)]  # pads: the node itself
+    assert lin.nchild.tolist() == [2, 2, 2, 0, 0, 0, 0, 0]
+    assert lin.root.tolist() == [0, 2]
+    assert lin.batch_begin.tolist() == [3, 1, 0] and lin.batch_length.tolist() == [5, 2, 1]
+    assert lin.data[:, 0].tolist() == [-1, -1, 5, 0, 1, 2, 6, 7]
+    assert (lin.linear_of[lin.node_of] == np.arange(8)).all()
+    assert lin.to_batch(np.arange(8) * 10).tolist() == [0, 30, 10, 40, 50, 20, 60, 70]
+
+
+def test_every_way_of_adding_gives_the_same_structure():
+    a = ravel.Structs("tree", 2, 1).add_children([[1, 2], [], []], [9, 1, 2])
+    b = ravel.Structs("tree", 2, 1).add_children(child_begin=[0, 2, 2, 2], child=[1, 2], data=[9, 1, 2])
+    c = ravel.Structs("tree", 2, 1).add_parents([-1, 0, 0], [9, 1, 2])
+    d = ravel.Structs("tree", 2, 1).add_perfect_tree(1, [9, 1, 2])
+    lins = [x.linearize() for x in (a, b, c, d)]
+    for lin in lins[1:]:
+        for f in ("child", "nchild", "data", "root", "batch_begin", "batch_length", "node_of"):
+            assert (getattr(lin, f) == getattr(lins[0], f)).all(), f
+
+
+def test_sequences_and_grids():
+    seq = ravel.Structs("sequence", 1, 1).add_sequence(4, [3, 1, 4, 1]).add_sequence(1)
+    lin = seq.linearize()
+    assert lin.num_batches == 4 and lin.batch_length.tolist() == [2, 1, 1, 1]
+    assert seq.children(0, 3) == [2] and seq.data(1, 0) == [-1]
+    grid = ravel.Structs("dag", 2, 0).add_grid(3, 2)
+    assert grid.children(0, 5) == [3, 4] and grid.children(0, 4) == [2] and grid.root(0) == 5
+    assert grid.linearize().num_batches == 4  # the anti-diagonals
+
+
+def test_linear_is_reused():
+    bs = ravel.Structs("tree", 2, 1).add_perfect_tree(3)
+    lin = bs.linearize()
+    bs.clear()
+    bs.add_perfect_tree(1)
+    assert bs.linearize(lin) is lin and lin.num_nodes == 3
+
+
+def test_bad_structures_are_refused_and_the_batch_kept():
+    bs = ravel.Structs("tree", 2, 1).add_perfect_tree(1)
+    cases = [
+        ([[1], [2], [0]], "cycle"),
+        ([[1, 2], [2], []], "parent"),        # node 2 has two parents
+        ([[1, 5], [], []], "outside"),
+        ([[1, 2, 3], [], [], []], "children"),  # more than K = 2
+        ([[], []], "root"),                  # two roots
+    ]
+    for rows, word in cases:
+        with pytest.raises(ravel.ArgumentError, match=word):
+            bs.add_children(rows)
+        assert len(bs) == 1 and bs.num_nodes == 3
+    with pytest.raises(ravel.ArgumentError):
+        bs.add_parents([-1, 5])
+    with pytest.raises(ravel.ArgumentError, match="kind"):
+        ravel.Structs("forest")
+    with pytest.raises(ravel.ArgumentError, match="data"):
+        bs.add_sequence(2, [1, 2, 3])  # width 1: two integers expected
+    with pytest.raises(ravel.ParseError, match="<sexpr>:1:"):
+        bs.add_sexpr("(3 (2 a)")
+    with pytest.raises(ravel.ArgumentError):
+        ravel.Structs("tree", 2, 1).linearize()  # an empty batch
+
+
+def test_readers(tmp_path):
+    p = tmp_path / "trees.txt"
+    p.write_text("(1 (2 a) (3 b))\n\n(4 c)\n")
+    bs = ravel.Structs("tree", 2, 2).read_sexpr_file(str(p))
+    assert len(bs) == 2 and bs.data(0, 2) == [1, 3] and bs.data(1, 0) == [2, 4]
+    with pytest.raises(ravel.FileError):
+        bs.read_sexpr_file(str(tmp_path / "missing.txt"))
+    if not SST_DIR:
+        pytest.skip("no SST data (set RAVEL_SST_DIR)")
+    sst = ravel.Structs("tree", 2, 1).read_sst(SST_DIR, "test")
+    assert len(sst) == 2210 and all(len(sst.children(s, sst.root(s))) == 2 for s in range(5))
+
+
+def test_interpreter_with_a_linearized_batch():
+    m = ravel.parse(TREERNN, name="treernn.rv")
+    bs = doc_batch()
+    lin = bs.linearize()
+    emb = np.random.default_rng(0).uniform(-1, 1, (10, 4)).astype(np.float32)
+    out = m.run_interp(T=lin, Emb=emb)
+    h = lin.to_batch(out["h"]).astype(np.float64)
+    e = emb.astype(np.float64)
+    want = np.empty((8, 4))
+    want[[1, 3, 4, 6, 7]] = e[[0, 1, 2, 6, 7]]
+    want[2] = np.tanh(want[3] + want[4])
+    want[0] = np.tanh(want[1] + want[2])
+    want[5] = np.tanh(want[6] + want[7])
+    assert np.abs(h - want).max() < 1e-6
+    assert (lin.node_of[lin.root] == [0, 5]).all()  # the roots, in batch order
+
+
+def test_structure_argument_errors():
+    m = ravel.parse(TREERNN, name="treernn.rv")
+    emb = np.zeros((10, 4), np.float32)
+    with pytest.raises(ravel.ArgumentError, match="structure T: expected a linearized batch"):
+        m.run_interp(T=[[1, 2], [], []], Emb=emb)
+    dag = ravel.Structs("dag", 2, 1).add_children([[1, 2], [2], []])
+    with pytest.raises(ravel.ArgumentError, match="T"):
+        m.run_interp(T=dag.linearize(), Emb=emb)  # a DAG batch into a tree structure
+    wide = ravel.Structs("tree", 3, 1).add_children([[1, 2, 3], [], [], []])
+    with pytest.raises(ravel.ArgumentError, match="T"):
+        m.run_interp(T=wide.linearize(), Emb=emb)  # 3 children, T declares 2
+
+
+def test_compiled_with_a_linearized_batch():
+    m = ravel.parse(TREERNN, name="treernn.rv")
+    lin = doc_batch().linearize()
+    emb = np.random.default_rng(1).uniform(-1, 1, (10, 4)).astype(np.float32)
+    want = m.run_interp(T=lin, Emb=emb)
+    try:
+        prog = m.compile(threads=1)
+    except ravel.UnsupportedError as e:
+        if "cannot be lowered yet" not in str(e):
+            raise
+        pytest.skip("compiled recursion is not in this build: %s" % e)
+    got = prog(T=lin, Emb=emb)
+    assert np.abs(got["h"] - want["h"]).max() < 1e-5
+
+
+def test_add_many_is_add_children_one_by_one():
+    rows = [[[1, 2], [], []], [[]], [[1], [2], []]]
+    words = [[-1, 4, 5], [6], [-1, -1, 7]]
+    one = ravel.Structs("tree", 2, 1)
+    for r, w in zip(rows, words):
+        one.add_children(r, data=w)
+    begin = np.concatenate([np.cumsum([0] + [len(c) for c in r]) for r in rows]).astype(np.int32)
+    child = np.array([c for r in rows for cs in r for c in cs], np.int32)
+    many = ravel.Structs("tree", 2, 1).add_many([3, 1, 3], begin, child,
+                                                np.array(sum(words, []), np.int32))
+    a, b = one.linearize(), many.linearize()
+    for f in ("child", "nchild", "data", "root", "batch_begin", "batch_length", "node_of"):
+        assert (getattr(a, f) == getattr(b, f)).all(), f
+    bad = ravel.Structs("tree", 2, 1)
+    with pytest.raises(ravel.ArgumentError, match="structure 1"):
+        bad.add_many([1, 3], [0, 0, 0, 1, 2, 3], [1, 2, 0])  # a cycle in the second
+    assert len(bad) == 1  # the first stays
+    with pytest.raises(ravel.ArgumentError, match="child"):
+        ravel.Structs("tree", 2, 1).add_many([3], [0, 2, 2, 2], [1, 2, 0])  # one child too many
