@@ -5,7 +5,7 @@
  * per line, ../shared/data/vbatch_gemm/: data_small.txt, sizes 64..384,
  * the default; data.txt, 512..1408).
  *
- * ravel runs bench/programs/vgemm.rv (M, N, K are UFs; A, B and C ragged,
+ * ravel runs bench/ragged/vgemm.rv (M, N, K are UFs; A, B and C ragged,
  * the problems' matrices back to back): rv_program_run as a user calls it,
  * preludes and the runtime's checks included. Baselines, one JSON line
  * each per batch size and thread count:
@@ -21,7 +21,7 @@
  *
  * --T lists the batch sizes G; the shape file is --data, else
  * $RAVEL_VGEMM_DATA, else ../shared/data/vbatch_gemm/data_small.txt; the
- * program is $RAVEL_VGEMM_PROGRAM, else bench/programs/vgemm.rv (run from
+ * program is $RAVEL_VGEMM_PROGRAM, else bench/ragged/vgemm.rv (run from
  * the repository root).
  */
 #define _GNU_SOURCE
@@ -88,7 +88,7 @@ static rv_array *wrap(rv_dtype t, int64_t n, void *data) {
 static void ravel_setup(Ravel *r, const Shapes *s, int threads, int64_t *ufs, float *a, float *b,
                         float *c) {
     const char *path = getenv("RAVEL_VGEMM_PROGRAM");
-    path = path ? path : "bench/programs/vgemm.rv";
+    path = path ? path : "bench/ragged/vgemm.rv";
     rv_compile_options opt = {.serial = threads == 1, .threads = threads};
     if (rv_module_load(path, &r->m) != RV_OK || rv_program_compile(r->m, &opt, &r->p) != RV_OK) {
         fprintf(stderr, "bench_vgemm: %s\n", rv_last_error());

@@ -45,6 +45,9 @@
  * outlives the program), the program and its dispatch. */
 typedef struct Compiled {
     int kind, batch, n, k, forced, serial;
+    const char *size; /* the size variable bound per run: M, or T = M / size_div */
+    int size_div;
+    bool wrapped;     /* ravel_kernel_wrap's: m and p are the caller's, c the kernel's */
     rv_module *m;
     rv_program *p;
     RkDispatch dispatch;
@@ -83,6 +86,7 @@ static Compiled *compile_program(int kind, int batch, int n, int k, int forced, 
     const char *scheds[MAX_VARIANTS];
     Compiled *c = calloc(1, sizeof *c);
     c->kind = kind, c->batch = batch, c->n = n, c->k = k, c->forced = forced, c->serial = serial;
+    c->size = "M", c->size_div = 1;
     c->dispatch = (RkDispatch){.kind = kind, .n = n, .k = k, .program_variant = {-1, -1, -1}};
     int nv = 0;
     for (int v = 0; v < rk_variant_count(kind); v++) {
@@ -201,7 +205,7 @@ static bool bind(State *s, const RavelKernelArgs *args) {
         if (!ptr[r])
             continue;
         int64_t shape[3];
-        int nd = role_shape(c->kind, r, c->batch, args->m, c->n, c->k, shape);
+        int nd = role_shape(c->kind, r, c->batch, args->m, args->n, args->k, shape);
         if (!(s->arr[r] = wrap(ptr[r], nd, shape)) ||
             (r != ROLE_Y && rv_bindings_set_array(s->b, name[r], s->arr[r]) != RV_OK)) {
             fprintf(stderr, "ravel_kernels: %s: %s\n", name[r], rv_last_error());
@@ -211,7 +215,7 @@ static bool bind(State *s, const RavelKernelArgs *args) {
         s->ptr[r] = ptr[r];
     }
     s->m = args->m;
-    return rv_bindings_set_size(s->b, "M", args->m) == RV_OK;
+    return rv_bindings_set_size(s->b, c->size, args->m / c->size_div) == RV_OK;
 }
 
 static void ravel_run(void *state, const RavelKernelArgs *args) {
@@ -225,6 +229,8 @@ static void ravel_state_free(void *state) {
     State *s = state;
     release_arrays(s);
     rv_bindings_free(s->b);
+    if (s->c->wrapped)
+        free(s->c);
     free(s); /* the compiled programs live for the process */
 }
 
@@ -268,6 +274,28 @@ RavelKernel *ravel_kernel_for(const RavelKernelShape *shape) {
     static char names[RK_COUNT][96];
     snprintf(names[kind], sizeof names[kind], "%s:%s", kind_name(kind), c->desc);
     rk->name = names[kind];
+    rk->compile_seconds = c->compile_seconds;
+    rk->state = s;
+    rk->run = ravel_run;
+    rk->free = ravel_state_free;
+    return rk;
+}
+
+RavelKernel *ravel_kernel_wrap(rv_module *m, rv_program *p, const RavelKernelShape *shape,
+                               const char *size, int size_div, const char *name) {
+    Compiled *c = calloc(1, sizeof *c);
+    c->kind = shape->kind, c->batch = shape->kind == RK_SGEMM ? 0 : shape->batch;
+    c->n = shape->n, c->k = shape->k, c->forced = -1, c->serial = shape->threads == 1;
+    c->size = size, c->size_div = size_div > 0 ? size_div : 1, c->wrapped = true;
+    c->m = m, c->p = p;
+    rv_program_counters pc;
+    rv_program_stats(p, &pc);
+    c->compile_seconds = pc.cc_seconds;
+    State *s = calloc(1, sizeof *s);
+    s->c = c;
+    s->b = rv_bindings_new(m);
+    RavelKernel *rk = calloc(1, sizeof *rk);
+    rk->name = name;
     rk->compile_seconds = c->compile_seconds;
     rk->state = s;
     rk->run = ravel_run;

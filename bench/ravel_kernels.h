@@ -59,4 +59,15 @@ typedef struct RavelKernel {
 RavelKernel *ravel_kernel_for(const RavelKernelShape *shape);
 void ravel_kernel_free(RavelKernel *k);
 
+/* A kernel running a program the caller compiled (bench_tune's tuned and
+ * per-shape programs): its arrays named X, W, bias and Y as above, its
+ * size variable `size` bound to M / size_div on each run (T = M / 16 for
+ * the dense programs of bench/tune). m and p stay the caller's, alive
+ * until the kernel is freed; `name` too. */
+struct rv_module;
+struct rv_program;
+RavelKernel *ravel_kernel_wrap(struct rv_module *m, struct rv_program *p,
+                               const RavelKernelShape *shape, const char *size, int size_div,
+                               const char *name);
+
 #endif

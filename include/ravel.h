@@ -136,8 +136,8 @@ void rv_array_set_i64(rv_array *a, int64_t i, int64_t v);
 
 /* Wraps the caller's buffer without a copy: data holds the compact
  * row-major (C order, no strides, no gaps) elements of shape and must be
- * RV_ARRAY_ALIGN-byte aligned and not NULL (RV_ERR_ARG otherwise, as for
- * a bad dtype or shape). The caller keeps the buffer: it must outlive the
+ * RV_ARRAY_ALIGN-byte aligned and not NULL unless the shape has no
+ * elements (RV_ERR_ARG otherwise, as for a bad dtype or shape). The caller keeps the buffer: it must outlive the
  * array, and rv_array_free releases only the array's header. Use it for
  * inputs (rv_bindings_set_array borrows arrays, so nothing is copied) and
  * for rv_program_run_into's outputs. */
@@ -828,6 +828,7 @@ typedef enum rv_stage_note_kind {
     RV_NOTE_DYNAMIC_BATCH, /* Cortex: a recursive stage's instances batched per level */
     RV_NOTE_SPECIALIZE,    /* Cortex: a recursive stage specialized per case */
     RV_NOTE_BATCH,         /* ACROBAT: calls batched across instances */
+    RV_NOTE_REFACTOR,      /* Cortex: a member computed at its parents (refactor) */
     RV_NOTE_KIND_COUNT
 } rv_stage_note_kind;
 

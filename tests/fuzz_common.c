@@ -298,8 +298,40 @@ static void cache_opts(Gen *g, char *buf, size_t n, int allow_align) {
     }
 }
 
-/* Draws a stage and one step for it; returns 0 if nothing applies. */
+/* A recursion group of the program (`recurse NAME over ...` starting a
+ * line), drawn at random, into out; 0 when it has none. */
+static int pick_group(Gen *g, char *out) {
+    char names[8][MAX_NAME];
+    int k = 0;
+    for (const char *t = g->p->text; t && (t = strstr(t, "recurse ")) && k < 8; t += 8) {
+        if (t != g->p->text && t[-1] != '\n')
+            continue;
+        const char *a = t + 8;
+        size_t len = 0;
+        while (fuzz_is_ident_char((unsigned char)a[len]) && len + 1 < MAX_NAME)
+            len++;
+        memcpy(names[k], a, len);
+        names[k++][len] = 0;
+    }
+    if (k == 0)
+        return 0;
+    strcpy(out, names[rng_int(&g->r, k)]); /* both MAX_NAME */
+    return 1;
+}
+
+/* Draws a stage and one step for it; returns 0 if nothing applies. A
+ * recursion group gets its own primitives (dynamic_batch, specialize,
+ * refactor of any stage) now and then; a repeated one, or a refactor the
+ * rules refuse, is rejected like any illegal step. */
 static int gen_step(Gen *g, char *stage, char *step, size_t n) {
+    if (rng_chance(&g->r, 25) && pick_group(g, stage)) {
+        int w = rng_int(&g->r, 3);
+        if (w == 2 && g->info.nstages > 0)
+            snprintf(step, n, "refactor(%s)", g->info.st[rng_int(&g->r, g->info.nstages)].name);
+        else
+            snprintf(step, n, "%s", w == 0 ? "dynamic_batch()" : "specialize()");
+        return 1;
+    }
     const StageInfo *ss[MAX_STAGES];
     int ns = 0;
     for (int i = 0; i < g->info.nstages; i++)

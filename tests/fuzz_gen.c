@@ -40,7 +40,7 @@
 const char *const fuzz_gen_feature_names[GEN_FEATURE_COUNT] = {
     "zero",   "dtypes", "pad",    "indirect", "ragged", "varext", "nested",
     "minmax", "argmax", "math",   "intops",   "select", "cond",   "sched",  "ufragged",
-    "padragged",
+    "padragged", "recurse",
 };
 
 int fuzz_gen_parse_features(const char *list, unsigned *out) {
@@ -895,11 +895,98 @@ static char *type_str(G *g, const GObj *o) {
     return s;
 }
 
+/* Frees g and the strings it made. */
+static void g_free(G *g) {
+    while (g->strs) {
+        Str *s = g->strs;
+        g->strs = s->next;
+        free(s);
+    }
+    free(g);
+}
+
+/* ---- recursion groups ---- */
+
+/* One term of member m's body (hidden width h, K children at most, nm
+ * members): an input, a same-node read of an earlier member, a sum over
+ * the children of any member, with or without a product by a weight, or a
+ * node-independent value (a learned initial state). Each is bounded and
+ * scaled so that values stay contractive through any depth. */
+static char *rec_term(G *g, int m, int h, int k, int nm) {
+    int j = pick(g, nm);
+    switch (pick(g, m > 0 ? 7 : 5)) {
+    case 0:
+        return "X[word[n], i]";
+    case 1:
+        return "b[i]";
+    case 2:
+        return fmt(g, "sum(k < nchild[n]) m%d[child[n, k], i] / %d.0", j, 2 * k);
+    case 3:
+        return fmt(g, "sum(k < nchild[n], j < %d) U%d[i, j] * m%d[child[n, k], j] / %d.0", h, m,
+                   j, 2 * k * h);
+    case 4:
+        return fmt(g, "tanh(sum(j < %d) U%d[i, j] * b[j])", h, m);
+    case 5:
+        return fmt(g, "m%d[n, i]", pick(g, m));
+    default:
+        return fmt(g, "sum(j < %d) U%d[i, j] * m%d[n, j] / %d.0", h, m, pick(g, m), h);
+    }
+}
+
+/* 1 to 3 terms, under tanh or not. */
+static char *rec_sum(G *g, int m, int h, int k, int nm) {
+    char *e = rec_term(g, m, h, k, nm);
+    for (int t = pick(g, 3); t > 0; t--)
+        e = fmt(g, "%s %s %s", e, chance(g, 70) ? "+" : "-", rec_term(g, m, h, k, nm));
+    return chance(g, 60) ? fmt(g, "tanh(%s)", e) : fmt(g, "(%s) / 2.0", e);
+}
+
+/* A recursion program: a structure (sequence, tree or DAG), a group of 1
+ * to 3 members reading each other at the children (child-sums) and the
+ * earlier ones at their own node, conditional members (a leaf case, zero
+ * or a node-independent state now and then), and the roots gathered. */
+static char *gen_recursion(G *g) {
+    static const int hs[] = {3, 4, 5, 8};
+    int h = hs[pick(g, 4)], kind = pick(g, 3), k = kind == 0 ? 1 : 1 + pick(g, kind == 1 ? 3 : 2);
+    int nm = 1 + pick(g, 3), bmax = 1 + pick(g, 3);
+    const char *shape = kind == 0   ? "sequence(N)"
+                        : kind == 1 ? fmt(g, "tree(N, %d)", k)
+                                    : fmt(g, "dag(N, %d)", k);
+    char *text = fmt(g,
+                     "size N in %d..%d\nsize B in 1..%d\n"
+                     "structure T : %s {\n    children child, nchild\n"
+                     "    roots root[s < B]\n    data word in 0..7\n}\n"
+                     "input X : f32[8, %d]\ninput b : f32[%d]\n",
+                     bmax, bmax + 5 + pick(g, 40), bmax, shape, h, h);
+    for (int m = 0; m < nm; m++)
+        text = fmt(g, "%sinput U%d : f32[%d, %d]\n", text, m, h, h);
+    text = fmt(g, "%srecurse R over T {\n", text);
+    for (int m = 0; m < nm; m++) {
+        char *body = rec_sum(g, m, h, k, nm);
+        if (chance(g, 40)) {
+            const char *leaf = chance(g, 30)   ? "0.0"
+                               : chance(g, 50) ? fmt(g, "tanh(sum(j < %d) U%d[i, j] * b[j])", h, m)
+                                               : rec_sum(g, m, h, k, nm);
+            body = fmt(g, "if nchild[n] == 0 then %s else %s", leaf, body);
+        }
+        text = fmt(g, "%s    m%d[n, i < %d] = %s\n", text, m, h, body);
+    }
+    text = fmt(g, "%s}\nOut[s, i] = m%d[root[s], i]\n", text, nm - 1);
+    if (nm > 1 && chance(g, 50))
+        text = fmt(g, "%sOut2[s, i] = m%d[root[s], i] * 2.0\n", text, pick(g, nm - 1));
+    return text;
+}
+
 char *fuzz_gen_program(uint64_t seed, unsigned features) {
     G *g = calloc(1, sizeof *g);
     g->r.s = seed;
     rng_next(&g->r);
     g->f = features;
+    if (has(g, GEN_RECURSE) && chance(g, 30)) {
+        char *out = strdup(gen_recursion(g));
+        g_free(g);
+        return out;
+    }
     gen_sizes(g);
     gen_ufs(g);
     gen_inputs(g);
@@ -930,11 +1017,6 @@ char *fuzz_gen_program(uint64_t seed, unsigned features) {
         text = fmt(g, "%s%s", text, gen_compute(g));
     }
     char *out = strdup(text);
-    while (g->strs) {
-        Str *s = g->strs;
-        g->strs = s->next;
-        free(s);
-    }
-    free(g);
+    g_free(g);
     return out;
 }

@@ -27,7 +27,8 @@ enum {
     GEN_SCHED = 1 << 13,   /* random schedules (fuzz_sched.c's step generator) */
     GEN_UFRAGGED = 1 << 14, /* index UFs with ragged domains (with indirect, ragged) */
     GEN_PADRAGGED = 1 << 15, /* `pad` on the dimensions of ragged tensors (with pad, ragged) */
-    GEN_FEATURE_COUNT = 16
+    GEN_RECURSE = 1 << 16,   /* recursion groups over sequences, trees and DAGs (3 programs in 10) */
+    GEN_FEATURE_COUNT = 17
 };
 
 /* The feature names, parallel to the bits ("zero", "dtypes", ...). */

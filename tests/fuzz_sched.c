@@ -10,8 +10,9 @@
  * builds schedules one step at a time: it reads the current stages and
  * their loops from rv_module_schedule_info, draws a primitive and its arguments (split with awkward
  * factors, tile, fuse, reorder, parallel, vectorize, unroll, pad,
- * storage_pad, cache_read, cache_write, compute_at, compute_inline), and
- * applies it with rv_module_schedule. A step the scheduler rejects must
+ * storage_pad, cache_read, cache_write, compute_at, compute_inline; for a
+ * recursion group, dynamic_batch, specialize and refactor in its
+ * `schedule R` block), and applies it with rv_module_schedule. A step the scheduler rejects must
  * fail with RV_ERR_SCHEDULE and a message naming the primitive; it is
  * counted as rejected and dropped (the module is rebuilt from the kept
  * steps). Anything else is a bug: another status, a crash, a compile
@@ -55,16 +56,6 @@
 #include <unistd.h>
 
 #include "fuzz_common.h"
-
-/* Does the program define a recursion group (a line starting `recurse`)?
- * Those are left out until lowering runs recursion groups and --random
- * binds valid structures (docs/recursion.md). */
-static int uses_recursion(const char *path) {
-    char *text = fuzz_read_text(path);
-    int found = strncmp(text, "recurse ", 8) == 0 || strstr(text, "\nrecurse ") != NULL;
-    free(text);
-    return found;
-}
 
 /* The program without its `schedule NAME { ... }` blocks (comments kept;
  * a block starts a line, and braces inside comments do not count). */
@@ -515,8 +506,7 @@ int main(int argc, char **argv) {
         glob("examples/*.rv", 0, NULL, &gl);
         glob("tests/fuzz/*.rv", GLOB_APPEND, NULL, &gl);
         for (size_t i = 0; i < gl.gl_pathc && nexamples < 64; i++)
-            if (!uses_recursion(gl.gl_pathv[i]))
-                examples[nexamples++] = gl.gl_pathv[i];
+            examples[nexamples++] = gl.gl_pathv[i];
         if (nexamples == 0)
             fuzz_die("fuzz_sched: no examples (run it from the repository root)");
     }

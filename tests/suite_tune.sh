@@ -87,6 +87,30 @@ else
         expect_status 0 "" ${CC:-cc} -std=c11 -shared -fPIC -Wl,--no-undefined -o "$wd/libt.so" \
             "$wd/t.c" "$wd/t_dispatch.c" -lm
     fi
+
+    # a candidate that crashes or hangs (the RAVEL_TUNE_FAULT hook: the
+    # second candidate measured aborts, or the first hangs) costs that
+    # candidate, recorded failed, not the run; the others are measured
+    RAVEL_TUNE_FAULT=abort:1 "$RAVEL" tune "$wd/tiny.rv" --trials 6 --batch 3 --threads 1 \
+        --records "$wd/crash.jsonl" >"$wd/crash.log" 2>&1
+    expect_status 0 "6 measurements (0 from the records), 0 wrong and 1 failed" cat "$wd/crash.log"
+    expect_status 0 "killed by signal 6" cat "$wd/crash.log"
+    expect_status 0 '"status":"failed"' cat "$wd/crash.jsonl"
+    expect_status 0 "6" sh -c "wc -l <'$wd/crash.jsonl'"
+    RAVEL_TUNE_FAULT=hang:0 "$RAVEL" tune "$wd/tiny.rv" --trials 4 --batch 2 --threads 1 \
+        --timeout 1 >"$wd/hang.log" 2>&1
+    expect_status 0 "0 wrong and 1 failed" cat "$wd/hang.log"
+    expect_status 0 "gave no result in 1 s and was killed" cat "$wd/hang.log"
+
+    # --plot: the tuning curve as PNG with gnuplot, or a message naming it
+    if command -v gnuplot >/dev/null 2>&1; then
+        expect_status 0 "wrote $wd/curve.png" \
+            "$RAVEL" tune "$wd/tiny.rv" --trials 4 --batch 2 --quiet --plot "$wd/curve.png"
+        expect_status 0 "PNG" head -c 4 "$wd/curve.png"
+    else
+        expect_status 1 "--plot needs gnuplot" \
+            "$RAVEL" tune "$wd/tiny.rv" --trials 4 --plot "$wd/curve.png"
+    fi
 fi
 
 echo "tune: $passed passed, $failed failed"

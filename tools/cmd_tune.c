@@ -17,13 +17,14 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ir/ir.h"
 #include "tools.h"
 #include "tune/tune.h"
 
 typedef struct TuneArgs {
-    const char *file, *out, *shapes;
+    const char *file, *out, *shapes, *plot;
     TuneOptions o;
     bool hw;
 } TuneArgs;
@@ -66,6 +67,8 @@ static int parse(int argc, char **argv, TuneArgs *a) {
         i++;
         if (strcmp(o, "-o") == 0)
             a->out = v;
+        else if (strcmp(o, "--plot") == 0)
+            a->plot = v;
         else if (strcmp(o, "--records") == 0)
             a->o.records = v;
         else if (strcmp(o, "--shapes") == 0)
@@ -80,6 +83,8 @@ static int parse(int argc, char **argv, TuneArgs *a) {
             a->o.threads = n;
         else if (strcmp(o, "--seed") == 0 && int_opt(v, 0, &n))
             a->o.seed = (uint64_t)n;
+        else if (strcmp(o, "--timeout") == 0 && int_opt(v, 1, &n))
+            a->o.timeout = n;
         else {
             fprintf(stderr, "ravel tune: bad option %s %s\n", o, v);
             return 0;
@@ -252,10 +257,72 @@ static int write_outputs(const TuneArgs *a, rv_module *m, const TuneResult *r) {
     return ok;
 }
 
+/* --plot FILE.png: the tuning curve, best GFLOP/s so far against trials
+ * (every measurement, those from the records first), one line per shape
+ * measured, drawn by gnuplot from a data file of one block per shape. */
+static bool have_gnuplot(void) {
+    return system("command -v gnuplot >/dev/null 2>&1") == 0;
+}
+
+static int plot(const TuneResult *r, rv_module *m, const char *file, const char *png) {
+    char data[] = "/tmp/ravel-tune-plot-XXXXXX";
+    int fd = mkstemp(data);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    if (!f) {
+        fprintf(stderr, "ravel tune: --plot: cannot write its data: %s\n", strerror(errno));
+        return 0;
+    }
+    Buf titles = {0};
+    int blocks = 0;
+    for (int s = 0; s < r->nshapes; s++) {
+        double best = 0;
+        bool any = false;
+        for (int i = 0; i < r->ntrials; i++) {
+            if (r->trials[i].shape != s)
+                continue;
+            if (!any)
+                fprintf(f, "%s%d 0\n", blocks ? "\n\n" : "", i);
+            any = true;
+            best = r->trials[i].gflops > best ? r->trials[i].gflops : best;
+            fprintf(f, "%d %g\n", i + 1, best);
+        }
+        if (!any)
+            continue;
+        fprintf(f, "%d %g\n", r->ntrials, best);
+        buf_puts(&titles, blocks++ ? " " : "");
+        for (int v = 0; v < rv_module_num_sizes(m); v++)
+            buf_printf(&titles, "%s%s=%lld", v ? "," : "", rv_size_name(rv_module_size_at(m, v)),
+                       (long long)r->shapes[s].v[v]);
+    }
+    fclose(f);
+    FILE *g = popen("gnuplot", "w");
+    int ok = g != NULL;
+    if (g) {
+        fprintf(g,
+                "set terminal png size 1100,650 noenhanced\nset output '%s'\n"
+                "set title 'ravel tune %s: best GFLOP/s per shape'\n"
+                "set xlabel 'trials'\nset ylabel 'best GFLOP/s'\nset key outside right\n"
+                "titles = '%s'\n"
+                "plot for [i=0:%d] '%s' index i using 1:2 with steps title word(titles, i+1)\n",
+                png, file, buf_str(&titles), blocks - 1, data);
+        ok = pclose(g) == 0;
+    }
+    unlink(data);
+    buf_free(&titles);
+    if (!ok || blocks == 0) {
+        fprintf(stderr, "ravel tune: --plot: gnuplot could not draw %s%s\n", png,
+                blocks ? "" : " (no measurement)");
+        return 0;
+    }
+    printf("wrote %s\n", png);
+    return 1;
+}
+
 static void summary(const TuneResult *r, rv_module *m) {
     printf("tuned %d shapes with %d variant(s): %d measurements (%d from the records), "
-           "%d wrong candidate(s); %.1fs (compile %.1fs, measure %.1fs)\n",
-           r->nshapes, r->nvariants, r->measured + r->reused, r->reused, r->wrong, r->total_seconds,
+           "%d wrong and %d failed candidate(s); %.1fs (compile %.1fs, measure %.1fs)\n",
+           r->nshapes, r->nvariants, r->measured + r->reused, r->reused, r->wrong, r->failed,
+           r->total_seconds,
            r->compile_seconds, r->measure_seconds);
     for (int v = 0; v < r->nvariants; v++)
         printf("  variant %d: %s\n", v, r->variant_desc[v]);
@@ -281,10 +348,19 @@ int cmd_tune(int argc, char **argv) {
     if (a.hw) {
         Buf b = {0};
         tune_hw_format(tune_hw(), &b);
+        /* what tuning records are keyed by (records.c's "machine") */
+        buf_puts(&b, "machine class:    ");
+        tune_hw_machine_id(tune_hw(), &b);
+        buf_putc(&b, '\n');
         fputs(buf_str(&b), stdout);
         buf_free(&b);
         if (!a.file)
             return 0;
+    }
+    if (a.plot && !have_gnuplot()) {
+        fprintf(stderr, "ravel tune: --plot needs gnuplot, which is not installed (Debian: "
+                        "apt-get install gnuplot-nox; bench/setup.sh installs it)\n");
+        return 1;
     }
     char *text;
     size_t len;
@@ -312,6 +388,8 @@ int cmd_tune(int argc, char **argv) {
     } else if (rc == 0) {
         summary(&r, m);
         if (a.out && !write_outputs(&a, m, &r))
+            rc = 1;
+        if (a.plot && !plot(&r, m, a.file, a.plot))
             rc = 1;
         tune_result_free(&r);
     }

@@ -68,14 +68,18 @@ static const ToolCommand commands[] = {
      cmd_bench},
     {"tune", "auto-schedule a program's contraction for every shape of its size range",
      "ravel tune FILE.rv [--trials N] [--shapes FILE] [--records FILE] [-o OUT]\n"
-     "           [--batch N] [--variants N] [--threads N] [--seed S] [--quiet] [--hw]\n\n"
+     "           [--batch N] [--variants N] [--threads N] [--seed S] [--timeout S]\n"
+     "           [--plot FILE.png] [--quiet] [--hw]\n\n"
      "Searches micro-kernel schedules of the program's contraction (dense, batch_matmul)\n"
      "jointly for every shape of its size range (DietCode): N measurements in all\n"
      "(default 64), chosen by a cost model learned with XGBoost. --shapes FILE gives\n"
      "the shapes and their frequencies (one per line: the size values, then an\n"
      "optional weight). --records FILE keeps every measurement (JSON lines) and\n"
      "resumes from it. -o OUT writes OUT.rv (the tuned program), OUT.vN.sched (each\n"
-     "variant) and OUT_dispatch.c (the decision tree). --hw prints the machine's facts.",
+     "variant) and OUT_dispatch.c (the decision tree). Candidates run in a child\n"
+     "process: one that crashes, or gives no result in --timeout S seconds (60), is\n"
+     "recorded failed and the search goes on. --plot FILE.png draws best GFLOP/s vs\n"
+     "trials per shape with gnuplot. --hw prints the machine's facts.",
      cmd_tune},
 };
 

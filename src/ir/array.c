@@ -95,13 +95,6 @@ rv_status rv_array_wrap(rv_dtype t, int ndim, const int64_t *shape, void *data, 
     if (!out)
         return base_error(RV_ERR_ARG, "rv_array_wrap: out is NULL");
     *out = NULL;
-    if (!data)
-        return base_error(RV_ERR_ARG, "rv_array_wrap: the data pointer is NULL");
-    if ((uintptr_t)data % IR_ARRAY_ALIGN != 0)
-        return base_error(RV_ERR_ARG,
-                          "rv_array_wrap: the data at %p is not %d-byte aligned (copy it into "
-                          "an rv_array_new array, or allocate it with aligned_alloc)",
-                          data, IR_ARRAY_ALIGN);
     rv_array *a = base_malloc(sizeof *a);
     if (!a)
         return base_error(RV_ERR_OOM, "rv_array_wrap: out of memory");
@@ -109,6 +102,19 @@ rv_status rv_array_wrap(rv_dtype t, int ndim, const int64_t *shape, void *data, 
     if (st != RV_OK) {
         base_free(a);
         return base_error(st, "rv_array_wrap: %s", rv_last_error());
+    }
+    /* nothing is ever read through an empty array's pointer (NumPy's empty
+     * slices and many allocators give unaligned or NULL ones) */
+    if (a->numel > 0 && !data) {
+        base_free(a);
+        return base_error(RV_ERR_ARG, "rv_array_wrap: the data pointer is NULL");
+    }
+    if (a->numel > 0 && (uintptr_t)data % IR_ARRAY_ALIGN != 0) {
+        base_free(a);
+        return base_error(RV_ERR_ARG,
+                          "rv_array_wrap: the data at %p is not %d-byte aligned (copy it into "
+                          "an rv_array_new array, or allocate it with aligned_alloc)",
+                          data, IR_ARRAY_ALIGN);
     }
     a->dl.data = data;
     *out = a;

@@ -183,7 +183,7 @@ void lower_print_kernel(Buf *b, const Kernel *k);
 Stmt *lower_place_reductions(Module *m, Stmt *s);
 
 /* ---- partition.c: the last tile of a marked split split off ---- */
-Stmt *lower_partition(Module *m, Stmt *s);
+rv_status lower_partition(Kernel *k);
 /* Does the pass find the guard of loop's split (nest.c marks it only then)? */
 bool lower_partition_applies(Stmt *loop);
 
@@ -497,6 +497,32 @@ bool lower_nest_init(LowerCtx *c, StageNest *n, Stage *st, Expr *const *origin,
  * loop over nodes or dynamic batches its schedule asks for; the members'
  * tensors become parameters. */
 Stmt *lower_recurse(LowerCtx *c, Recurse *g);
+/* Stage st without its own reduction (a leaf's sum over no child): its
+ * reduce loops go (in place: the caller restores the stage). */
+void lower_stage_drop_reduce(Module *m, Stage *st);
+
+/* refactor.c */
+/* Replaces, in the stages of g's kernel, every read of a refactored
+ * member at a child by its body there (in place: the caller restores the
+ * stages). */
+void lower_refactor(LowerCtx *c, Recurse *g);
+
+/* leaf.c */
+/* How a member's leaf nest is emitted after lower_leaf_fold. */
+typedef enum LeafMode {
+    LEAF_ALL,  /* at every leaf, as scheduled */
+    LEAF_ONCE, /* at the first leaf only: its value is every leaf's */
+    LEAF_NONE  /* not at all: nothing reads its leaf values */
+} LeafMode;
+/* Per member of g (group order): are its values at the leaves read other
+ * than at their own node by a member (at children, by an output, by a
+ * stage outside the group)? Called before specialization. */
+void lower_leaf_needed(LowerCtx *c, Recurse *g, bool *needed);
+/* With g's members specialized for the leaves: propagates the members
+ * whose leaf values do not depend on the node into the same-node reads
+ * of later members, and chooses each member's mode (in place: the caller
+ * restores the stages). */
+void lower_leaf_fold(LowerCtx *c, Recurse *g, const bool *needed, LeafMode *mode);
 
 /* bounds.c */
 /* The region of p that stage n->st's remaining iterations read: the union

@@ -25,7 +25,12 @@
  * simplifier sorts, so the code would differ from nest.c's. A marked loop
  * without such a conjunct (the guard proven) is left as it is, unmarked.
  * The result is what nest.c made before this pass, which runs first so
- * that `checks` sees the same code.
+ * that `checks` sees the same code: an access or division of a value that
+ * a copy rebuilds (the last tile's fresh variables, a select dropped)
+ * gets its original's Kernel.check_src entry (its message, whether its
+ * stage pads a loop), as the walk's lowering gave each copy its own;
+ * without it the checks pass would check the copy's reads of storage
+ * padding against the unpadded extent and skip its divisions.
  */
 #include "lower/lower.h"
 
@@ -101,6 +106,12 @@ bool lower_partition_applies(Stmt *loop) {
     return loop->kind == ST_FOR && find_guard(loop->u.loop.body, loop->u.loop.var, &inner, &f);
 }
 
+/* Kernel.check_src as the pass extends it: the copies of its nodes. */
+typedef struct Sources {
+    Vec(CheckSrc) v;
+    PtrMap index; /* loop-IR node -> its entry's index + 1 */
+} Sources;
+
 /* One copy of a marked loop's body. */
 typedef struct Copy {
     Module *m;
@@ -111,7 +122,7 @@ typedef struct Copy {
     PtrMap subst;    /* Axis* -> Expr*: o's value, fresh variables */
     bool fresh;      /* every bound variable anew (the last tile) */
     Expr *inner_ext; /* fresh: the extent of the inner loops */
-    PtrMap assumed;  /* Expr -> itself with the split's conjuncts true */
+    Sources *src;
 } Copy;
 
 /* The inner variable of a conjunct of o's split, or NULL. */
@@ -176,13 +187,18 @@ static Expr *drop_conjuncts(Copy *c, Expr *cond) {
     return a == cond->args[0] && b == cond->args[1] ? cond : ir_binary(c->m, EX_AND, a, b);
 }
 
-/* e where the split's conjuncts hold, as in both copies: an extent that
- * depends on the split's axis (a ragged `l < len[b]`, 0 past the end in
- * the guarded tile: `select(b < B, len[...], 0)`) loses its select. */
-static Expr *assume(Copy *c, Expr *e) {
+/* e in the copy: its variables substituted, the split's conjuncts true
+ * (as they are in both copies: an extent that depends on the split's
+ * axis, a ragged `l < len[b]`, 0 past the end in the guarded tile:
+ * `select(b < B, len[...], 0)`, loses its select). memo: within one
+ * expression, since a variable's fresh copy depends on the loop that
+ * binds it. */
+static Expr *sub_rec(Copy *c, Expr *e, PtrMap *memo) {
+    if (e->kind == EX_VAR && ptrmap_has(&c->subst, e->u.axis))
+        return ptrmap_get(&c->subst, e->u.axis);
     if (e->n == 0)
         return e;
-    Expr *done = ptrmap_get(&c->assumed, e);
+    Expr *done = ptrmap_get(memo, e);
     if (done)
         return done;
     Module *m = c->m;
@@ -194,9 +210,8 @@ static Expr *assume(Copy *c, Expr *e) {
         Expr *args[3];
         RV_ASSERT(e->n <= 3 || e->kind == EX_READ || e->kind == EX_UFCALL);
         Expr **a = e->n <= 3 ? args : base_xmalloc(sizeof(Expr *) * (size_t)e->n);
-        bool changed = false;
         for (int k = 0; k < e->n; k++)
-            changed |= (a[k] = assume(c, e->args[k])) != e->args[k];
+            a[k] = sub_rec(c, e->args[k], memo);
         if (e->kind == EX_SELECT && ir_is_const_int(a[0], &t) && t)
             r = a[1];
         else if (e->kind == EX_AND && ir_is_const_int(a[0], &t) && t)
@@ -204,16 +219,29 @@ static Expr *assume(Copy *c, Expr *e) {
         else if (e->kind == EX_AND && ir_is_const_int(a[1], &t) && t)
             r = a[0];
         else
-            r = changed ? ir_rebuild(m, e, a) : e;
+            r = ir_rebuild(m, e, a);
         if (a != args)
             base_free(a);
     }
-    ptrmap_put(&c->assumed, e, r);
+    /* the copy of an access or division stands for what e does */
+    size_t at = (size_t)ptrmap_get(&c->src->index, e);
+    if (at && r != e && !ptrmap_has(&c->src->index, r)) {
+        CheckSrc cs = c->src->v.data[at - 1];
+        cs.node = r;
+        vec_push(&c->src->v, cs);
+        ptrmap_put(&c->src->index, r, (void *)(size_t)c->src->v.len);
+    }
+    ptrmap_put(memo, e, r);
     return r;
 }
 
 static Expr *sub(Copy *c, Expr *e) {
-    return e ? ir_substitute(c->m, assume(c, e), &c->subst) : NULL;
+    if (!e)
+        return NULL;
+    PtrMap memo = {0};
+    Expr *r = sub_rec(c, e, &memo);
+    ptrmap_free(&memo);
+    return r;
 }
 
 /* A variable of the copy bound where v was, over ext. */
@@ -265,32 +293,32 @@ static Stmt *copy(Copy *c, Stmt *s) {
     }
 }
 
-static Stmt *partition_loop(Module *m, Stmt *s);
+static Stmt *partition_loop(Sources *src, Module *m, Stmt *s);
 
 /* Top-down, so that a marked loop is partitioned before the marked loops
  * inside it (which its copies then hold twice). */
-static Stmt *walk(Module *m, Stmt *s) {
+static Stmt *walk(Sources *src, Module *m, Stmt *s) {
     if (!s)
         return NULL;
     switch (s->kind) {
     case ST_FOR: {
         if (s->u.loop.partition)
-            return partition_loop(m, s);
-        Stmt *b = walk(m, s->u.loop.body);
+            return partition_loop(src, m, s);
+        Stmt *b = walk(src, m, s->u.loop.body);
         return b == s->u.loop.body
                    ? s
                    : lower_for(m, s->u.loop.var, s->u.loop.extent, s->u.loop.kind, b);
     }
     case ST_IF: {
-        Stmt *t = walk(m, s->u.if_.then_s), *e = walk(m, s->u.if_.else_s);
+        Stmt *t = walk(src, m, s->u.if_.then_s), *e = walk(src, m, s->u.if_.else_s);
         return t == s->u.if_.then_s && e == s->u.if_.else_s ? s : lower_if(m, s->u.if_.cond, t, e);
     }
     case ST_LET: {
-        Stmt *b = walk(m, s->u.let.body);
+        Stmt *b = walk(src, m, s->u.let.body);
         return b == s->u.let.body ? s : lower_let(m, s->u.let.var, s->u.let.value, b);
     }
     case ST_ALLOC: {
-        Stmt *b = walk(m, s->u.alloc.body);
+        Stmt *b = walk(src, m, s->u.alloc.body);
         return b == s->u.alloc.body ? s : lower_alloc(m, s->u.alloc.buf, b);
     }
     case ST_SEQ: {
@@ -298,7 +326,7 @@ static Stmt *walk(Module *m, Stmt *s) {
         Stmt **kids = base_xmalloc(sizeof(Stmt *) * (size_t)n);
         bool changed = false;
         for (int k = 0; k < n; k++)
-            changed |= (kids[k] = walk(m, s->u.seq.stmts[k])) != s->u.seq.stmts[k];
+            changed |= (kids[k] = walk(src, m, s->u.seq.stmts[k])) != s->u.seq.stmts[k];
         Stmt *r = changed ? lower_seq(m, n, kids) : s;
         base_free(kids);
         return r;
@@ -309,16 +337,16 @@ static Stmt *walk(Module *m, Stmt *s) {
 }
 
 /* A marked loop: full tiles, then the last. */
-static Stmt *partition_loop(Module *m, Stmt *s) {
+static Stmt *partition_loop(Sources *src, Module *m, Stmt *s) {
     Axis *o = s->u.loop.var;
     const Axis *inner = NULL;
     int64_t f = 0;
     Expr *conj = find_guard(s->u.loop.body, o, &inner, &f);
     if (!conj)
-        return lower_for(m, o, s->u.loop.extent, s->u.loop.kind, walk(m, s->u.loop.body));
+        return lower_for(m, o, s->u.loop.extent, s->u.loop.kind, walk(src, m, s->u.loop.body));
     Expr *E = conj->args[1], *F = ir_int(m, f);
     Expr *last = lower_simplify_expr(m, ir_binary(m, EX_DIV, E, F));
-    Copy c = {m, o, f, E, {0}, {0}, false, NULL, {0}};
+    Copy c = {m, o, f, E, {0}, {0}, false, NULL, src};
     collect(&c, s->u.loop.body);
     /* the full tiles: o itself over fewer iterations (a new variable
      * would change the order in which the simplifier sorts the terms of
@@ -332,14 +360,25 @@ static Stmt *partition_loop(Module *m, Stmt *s) {
     Stmt *b = copy(&c, s->u.loop.body);
     ptrmap_free(&c.subst);
     ptrmap_free(&c.inner);
-    ptrmap_free(&c.assumed);
     Expr *has_tail =
         lower_simplify_expr(m, ir_binary(m, EX_GT, ir_binary(m, EX_MOD, E, F), ir_int(m, 0)));
     /* then the copies' own marked loops (the inner splits) */
-    Stmt *both[2] = {walk(m, a), lower_if(m, has_tail, walk(m, b), NULL)};
+    Stmt *both[2] = {walk(src, m, a), lower_if(m, has_tail, walk(src, m, b), NULL)};
     return lower_seq(m, 2, both);
 }
 
-Stmt *lower_partition(Module *m, Stmt *s) {
-    return walk(m, s);
+rv_status lower_partition(Kernel *k) {
+    Sources src = {0};
+    for (int i = 0; i < k->ncheck_src; i++) {
+        vec_push(&src.v, k->check_src[i]);
+        ptrmap_put(&src.index, k->check_src[i].node, (void *)(size_t)src.v.len);
+    }
+    k->body = walk(&src, k->m, k->body);
+    if (src.v.len > k->ncheck_src) {
+        k->ncheck_src = src.v.len;
+        k->check_src = arena_memdup(k->m->arena, src.v.data, sizeof(CheckSrc) * (size_t)src.v.len);
+    }
+    vec_free(&src.v);
+    ptrmap_free(&src.index);
+    return RV_OK;
 }

@@ -39,8 +39,9 @@
  * Each pass is one file and one function `Stmt *pass(Module *, Stmt *)`
  * that returns the same pointer when it changes nothing (QBE's
  * main.c:func(), Halide's Lower.cpp), or `rv_status pass(Kernel *)` when
- * it needs the kernel (checks: its sites; flatten: its parameters'
- * storage orders), or `void pass(Schedule *)` over the schedule.
+ * it needs the kernel (partition: check_src for its copies; checks: its
+ * sites; flatten: its parameters' storage orders), or `void
+ * pass(Schedule *)` over the schedule.
  *
  * After lower_module and after every pass, the loop-IR verifier
  * (verify.c) checks the kernel; a violation is reported as an internal
@@ -72,7 +73,7 @@ typedef struct LowerPassInfo {
 static const LowerPassInfo passes[] = {
     {"bounds", NULL, NULL, lower_debug_bounds},          /* regions of computed-at stages (dump only) */
     {"reduce", lower_place_reductions, NULL, NULL},      /* reductions initialised where they start */
-    {"partition", lower_partition, NULL, NULL},          /* full tiles without guards, the last tile */
+    {"partition", NULL, lower_partition, NULL},          /* full tiles without guards, the last tile */
     {"checks", NULL, lower_checks, NULL},                /* `if !ok: fail N`, safe indices and divisors */
     {"flatten", NULL, lower_flatten, NULL},              /* multi-dim accesses -> flat offsets */
     {"simplify", lower_simplify, NULL, NULL},            /* canonical index arithmetic, proven guards removed */

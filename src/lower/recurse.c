@@ -177,13 +177,16 @@ typedef struct Saved {
     int nleaves, cap;
 } Saved;
 
-/* Specializes stage st in place (Saved restores it): its bodies folded; a
+/* Specializes stage st in place (save_stage first): its bodies folded; a
  * predicate that folds chooses its branch; the stage's own reduction,
  * when it runs over no child, becomes its identity and its loops go. */
-static void specialize_stage(LowerCtx *c, Stage *st, bool leaf, Saved *sv) {
-    Module *m = c->m;
+static void save_stage(Stage *st, Saved *sv) {
     *sv = (Saved){st,         st->body,        st->pred,       st->else_body,
                   st->reduce, st->leaves.data, st->leaves.len, st->leaves.cap};
+}
+
+static void specialize_stage(LowerCtx *c, Stage *st, bool leaf) {
+    Module *m = c->m;
     Fold f = {m, ir_tensor_recurse(st->t)->st, st->t->axes[0], leaf, {0}};
     bool own_empty = st->reduce && leaf && reduce_empty(&f, st->reduce) &&
                      st->reduce->u.red.rk != RV_REDUCE_ARGMAX;
@@ -204,18 +207,21 @@ static void specialize_stage(LowerCtx *c, Stage *st, bool leaf, Saved *sv) {
             st->pred = st->else_body = NULL;
         }
     }
-    if (own_empty) {
-        st->reduce = NULL;
-        Vec(IterVar *) kept = {0};
-        for (int i = 0; i < sv->nleaves; i++)
-            if (!sv->leaves[i]->reduce)
-                vec_push(&kept, sv->leaves[i]);
-        st->leaves.data = (IterVar **)arena_memdup(m->arena, kept.data,
-                                                   sizeof(IterVar *) * (size_t)(kept.len + 1));
-        st->leaves.len = st->leaves.cap = kept.len;
-        vec_free(&kept);
-    }
+    if (own_empty)
+        lower_stage_drop_reduce(m, st);
     ptrmap_free(&f.memo);
+}
+
+void lower_stage_drop_reduce(Module *m, Stage *st) {
+    st->reduce = NULL;
+    Vec(IterVar *) kept = {0};
+    for (int i = 0; i < st->leaves.len; i++)
+        if (!st->leaves.data[i]->reduce)
+            vec_push(&kept, st->leaves.data[i]);
+    st->leaves.data =
+        (IterVar **)arena_memdup(m->arena, kept.data, sizeof(IterVar *) * (size_t)(kept.len + 1));
+    st->leaves.len = st->leaves.cap = kept.len;
+    vec_free(&kept);
 }
 
 static void restore_stage(const Saved *sv) {
@@ -237,16 +243,30 @@ static void restore_stage(const Saved *sv) {
 static Stmt *members_at(LowerCtx *c, Recurse *g, Expr *first, Expr *count, int spec) {
     Module *m = c->m;
     Vec(Stmt *) nests = {0};
-    Saved *saved = base_xcalloc((size_t)g->members.len, sizeof(Saved));
+    /* the rewrites below are in place: every stage of the kernel is saved */
+    Saved *saved = base_xcalloc((size_t)c->s->stages.len, sizeof(Saved));
+    int nsaved = 0;
+    for (int k = 0; k < c->s->stages.len; k++)
+        if (sched_stage_in_group(c->s->stages.data[k], g))
+            save_stage(c->s->stages.data[k], &saved[nsaved++]);
+    bool *needed = base_xcalloc((size_t)g->members.len, sizeof(bool));
+    LeafMode *mode = base_xcalloc((size_t)g->members.len, sizeof(LeafMode));
+    lower_refactor(c, g); /* refactor.c: refactored members at their readers */
+    if (spec == 1)
+        lower_leaf_needed(c, g, needed);
     for (int i = 0; i < g->members.len && spec; i++)
-        specialize_stage(c, sched_stage_of(c->s, g->members.data[i]), spec == 1, &saved[i]);
+        specialize_stage(c, sched_stage_of(c->s, g->members.data[i]), spec == 1);
+    if (spec == 1)
+        lower_leaf_fold(c, g, needed, mode); /* leaf.c: node-independent leaf values */
     Stmt *body = NULL;
     bool ok = true;
     for (int i = 0; i < g->members.len && ok; i++) {
         Stage *st = sched_stage_of(c->s, g->members.data[i]);
-        if (st->attach != ATTACH_ROOT)
-            continue; /* computed inside another member */
-        Expr *origin[RV_MAX_DIMS] = {first}, *ext[RV_MAX_DIMS] = {count};
+        if (st->attach != ATTACH_ROOT || mode[i] == LEAF_NONE ||
+            sched_stage_has_note(st, NOTE_REFACTOR))
+            continue; /* computed inside another member, read at no leaf, or at its parents */
+        Expr *origin[RV_MAX_DIMS] = {first};
+        Expr *ext[RV_MAX_DIMS] = {mode[i] == LEAF_ONCE ? ir_int(m, 1) : count};
         Stmt *s = lower_stage_nest(c, st, origin, ext, NULL);
         Storage *sto;
         ok = s && (c->st = lower_storage_of_tensor(c, st->t, &sto)) == RV_OK;
@@ -257,9 +277,11 @@ static Stmt *members_at(LowerCtx *c, Recurse *g, Expr *first, Expr *count, int s
     }
     if (ok)
         body = lower_seq(m, nests.len, nests.data);
-    for (int i = 0; i < g->members.len && spec; i++)
+    for (int i = 0; i < nsaved; i++)
         restore_stage(&saved[i]);
     base_free(saved);
+    base_free(needed);
+    base_free(mode);
     vec_free(&nests);
     return body;
 }

@@ -1300,6 +1300,19 @@ static rv_status prim_specialize(Ctx *c) {
     return RV_OK;
 }
 
+/* The member's note; the rules (src/sched/recurse.c) run after the step. */
+static rv_status prim_refactor(Ctx *c) {
+    Stage *p;
+    rv_status r = arg_stage(c, positional(c->step, 0), &p);
+    if (r != RV_OK)
+        return r;
+    if (sched_stage_group(p) != c->group)
+        return fail(c, positional(c->step, 0)->loc, "%s is not a member of recursion %s", p->name,
+                    c->group->name);
+    sched_stage_note(p, NOTE_REFACTOR, 1);
+    return RV_OK;
+}
+
 /* ---- dispatch and trace ---- */
 
 static void trace_step(Buf *b, const SchedStep *p) {

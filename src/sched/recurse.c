@@ -23,7 +23,7 @@ Recurse *sched_stage_group(const Stage *st) {
     return st && st->kind == STAGE_OP ? ir_tensor_recurse(st->t) : NULL;
 }
 
-static bool has_note(const Stage *st, StageNoteKind k) {
+bool sched_stage_has_note(const Stage *st, StageNoteKind k) {
     for (int i = 0; i < st->nnotes; i++)
         if (st->notes[i].kind == k)
             return true;
@@ -32,7 +32,7 @@ static bool has_note(const Stage *st, StageNoteKind k) {
 
 bool sched_group_has(const Schedule *s, const Recurse *r, StageNoteKind k) {
     Stage *st = r->members.len ? sched_stage_of(s, r->members.data[0]) : NULL;
-    return st && has_note(st, k);
+    return st && sched_stage_has_note(st, k);
 }
 
 void sched_group_note(Schedule *s, Recurse *r, StageNoteKind k) {
@@ -61,12 +61,13 @@ static const IterVar *node_root(const Stage *st) {
     return NULL;
 }
 
-/* A stage of g (a member, or a stage computed inside one) that reads t at
- * a node other than its own (`t[child[n, k], ...]`), or NULL. */
+/* The reads of t in a stage: at its own node (`t[n, ...]`), at another
+ * (`t[child[n, k], ...]`). */
 typedef struct ChildRead {
     const Tensor *t;
     const Axis *n; /* the reader's node axis */
-    bool found;
+    bool found;    /* at another node */
+    bool own;      /* at its own node */
 } ChildRead;
 
 static void child_read_fn(const Expr *e, void *ctx) {
@@ -76,24 +77,93 @@ static void child_read_fn(const Expr *e, void *ctx) {
     const Expr *i0 = e->args[0];
     while (i0->kind == EX_CAST)
         i0 = i0->args[0];
-    if (!(i0->kind == EX_VAR && i0->u.axis == c->n))
+    if (i0->kind == EX_VAR && i0->u.axis == c->n)
+        c->own = true;
+    else
         c->found = true;
 }
 
-static const Stage *reads_at_child(const Schedule *s, const Recurse *g, const Tensor *t) {
+static ChildRead stage_reads(const Stage *r, const Tensor *t) {
+    ChildRead c = {t, r->t->axes[0], false, false};
+    Expr *es[] = {r->body, r->pred, r->else_body};
+    for (int j = 0; j < 3; j++)
+        if (es[j])
+            ir_visit(es[j], child_read_fn, &c);
+    return c;
+}
+
+const Stage *sched_group_child_reader(const Schedule *s, const Recurse *g, const Tensor *t) {
     for (int i = 0; i < s->stages.len; i++) {
         const Stage *r = s->stages.data[i];
         if (sched_stage_group(r) != g)
             continue;
-        ChildRead c = {t, r->t->axes[0], false};
-        Expr *es[] = {r->body, r->pred, r->else_body};
-        for (int j = 0; j < 3; j++)
-            if (es[j])
-                ir_visit(es[j], child_read_fn, &c);
-        if (c.found)
+        if (stage_reads(r, t).found)
             return r;
     }
     return NULL;
+}
+
+bool sched_stage_in_group(const Stage *q, const Recurse *g) {
+    for (; q; q = q->attach == ATTACH_AT ? q->at : NULL)
+        if (sched_stage_group(q) == g)
+            return true;
+    return false;
+}
+
+/* refactor(P): P is computed where its parents read it (lowering
+ * substitutes its body at each `P[child[n, k], ...]`), so nothing may
+ * need its stored values: not an output, not a stage outside the group,
+ * not a read at its own node; its body reads no refactored member (whose
+ * values would then be needed two levels down); and a DAG's shared child
+ * would be computed once per parent (Cortex refactors trees and sequences
+ * only). */
+static rv_status check_refactor(Schedule *s, Stage *st, Recurse *g, const SchedStep *step,
+                                const SrcFile *src) {
+    if (g->st->kind == RV_STRUCT_DAG)
+        return fail(step, src,
+                    "refactor(%s): recursion %s is over DAG structure %s, whose nodes may have "
+                    "several parents: %s would be computed once per parent (trees and sequences "
+                    "only)",
+                    st->name, g->name, g->st->name, st->name);
+    if (ir_tensor_is_output(s->m, st->t))
+        return fail(step, src,
+                    "refactor(%s): %s is an output, so its values are stored at every node; a "
+                    "refactored member is computed only where its parents read it",
+                    st->name, st->name);
+    if (st->attach != ATTACH_ROOT)
+        return fail(step, src,
+                    "refactor(%s): %s is computed inside %s; a refactored member is computed "
+                    "where its parents read it",
+                    st->name, st->name, st->at->name);
+    for (int i = 0; i < s->stages.len; i++) {
+        const Stage *q = s->stages.data[i];
+        if (q->attach == ATTACH_AT && q->at == st)
+            return fail(step, src,
+                        "refactor(%s): %s is computed inside %s, whose own nest a refactored "
+                        "member does not have",
+                        st->name, q->name, st->name);
+        if (!sched_stage_reads_tensor(q, st->t))
+            continue;
+        if (!sched_stage_in_group(q, g))
+            return fail(step, src,
+                        "refactor(%s): %s reads %s outside recursion %s, where only stored "
+                        "values can be read",
+                        st->name, q->name, st->name, g->name);
+        if (stage_reads(q, st->t).own)
+            return fail(step, src,
+                        "refactor(%s): %s reads %s at its own node; a refactored member is read "
+                        "only at children (`%s[child[n, k], ...]`)",
+                        st->name, q->name, st->name, st->name);
+    }
+    for (int i = 0; i < g->members.len; i++) {
+        Stage *m = sched_stage_of(s, g->members.data[i]);
+        if (sched_stage_has_note(m, NOTE_REFACTOR) && sched_stage_reads_tensor(st, m->t))
+            return fail(step, src,
+                        "refactor(%s): %s reads %s, which is refactored too: computed at %s's "
+                        "parents, %s would need %s two levels down, which is not stored",
+                        st->name, st->name, m->name, st->name, st->name, m->name);
+    }
+    return RV_OK;
 }
 
 static rv_status check_member(Schedule *s, Stage *st, Recurse *g, const SchedStep *step,
@@ -108,7 +178,7 @@ static rv_status check_member(Schedule *s, Stage *st, Recurse *g, const SchedSte
                     "%s is a member of recursion %s: it can be computed only inside another "
                     "member of %s (the group's loop over nodes encloses them all), not inside %s",
                     st->name, g->name, g->name, st->at->name);
-    const Stage *by = st->attach == ATTACH_AT ? reads_at_child(s, g, st->t) : NULL;
+    const Stage *by = st->attach == ATTACH_AT ? sched_group_child_reader(s, g, st->t) : NULL;
     if (by)
         return fail(step, src,
                     "%s is read at the children of a node (by %s): computed inside another "
@@ -146,6 +216,9 @@ static rv_status check_member(Schedule *s, Stage *st, Recurse *g, const SchedSte
                     "so without `schedule %s { dynamic_batch() }` (written before) the nodes run "
                     "one at a time",
                     n->name, st->name, sched_loop_kind_name(n->kind), g->name);
+    /* after the rules above: P is not inlined, so ATTACH_AT names a stage */
+    if (sched_stage_has_note(st, NOTE_REFACTOR))
+        return check_refactor(s, st, g, step, src);
     return RV_OK;
 }
 

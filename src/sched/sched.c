@@ -24,7 +24,8 @@ const char *sched_loop_kind_name(LoopKind k) {
     return k >= 0 && k < LOOP_COUNT ? loop_kind_names[k] : "?";
 }
 
-static const char *const note_kind_names[NOTE_COUNT] = {"dynamic_batch", "specialize", "batch"};
+static const char *const note_kind_names[NOTE_COUNT] = {"dynamic_batch", "specialize", "batch",
+                                                             "refactor"};
 
 const char *sched_note_kind_name(StageNoteKind k) {
     return k >= 0 && k < NOTE_COUNT ? note_kind_names[k] : "?";

@@ -108,6 +108,7 @@ typedef enum StageNoteKind {
     NOTE_DYNAMIC_BATCH, /* Cortex: a recursive stage's instances batched per level */
     NOTE_SPECIALIZE,    /* Cortex: a recursive stage specialized per case (leaf, internal) */
     NOTE_BATCH,         /* ACROBAT: calls batched across instances */
+    NOTE_REFACTOR,      /* Cortex: a member computed at its parents' nodes (refactor) */
     NOTE_COUNT
 } StageNoteKind;
 
@@ -117,7 +118,7 @@ typedef struct StageNote {
     StageNoteKind kind;
     int64_t payload;
 } StageNote;
-#define SCHED_MAX_NOTES 4
+#define SCHED_MAX_NOTES 4 /* one of each kind */
 
 typedef struct Stage Stage;
 struct Stage {
@@ -273,6 +274,12 @@ rv_status sched_check_placements(Schedule *s);
 Recurse *sched_stage_group(const Stage *st);
 /* Does the group's schedule have note k (dynamic_batch, specialize)? */
 bool sched_group_has(const Schedule *s, const Recurse *r, StageNoteKind k);
+/* A stage of g (a member, or a stage computed inside one) that reads t at
+ * a node other than its own (`t[child[n, k], ...]`), or NULL. */
+const Stage *sched_group_child_reader(const Schedule *s, const Recurse *g, const Tensor *t);
+/* Is stage q in g's kernel: a member, or computed inside one? */
+bool sched_stage_in_group(const Stage *q, const Recurse *g);
+bool sched_stage_has_note(const Stage *st, StageNoteKind k);
 /* Sets note k on every member of r (the PRIM_GROUP handlers). */
 void sched_group_note(Schedule *s, Recurse *r, StageNoteKind k);
 /* The rules of recursion a step must keep, checked after every step

@@ -46,7 +46,9 @@
  */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ir/ir.h"
 #include "runtime/program.h"
@@ -81,6 +83,7 @@ typedef struct Tuner {
     StrMap by_sched;   /* schedule text -> candidate index + 1 */
     TuneResult *res;
     double t0;
+    long begun; /* candidates whose measuring began (RAVEL_TUNE_FAULT counts them) */
 } Tuner;
 
 static uint64_t next_rand(Tuner *t) {
@@ -322,9 +325,10 @@ static double distance(const Tuner *t, int s, const bool *used) {
  * grows with its distance from the measured ones (what the model knows
  * least). */
 static double gain(Tuner *t, int s, const bool *used) {
-    /* no model yet: spread the measurements over the range */
+    /* no model yet: spread the measurements over the range (a measured
+     * shape stays eligible: with one shape, every round measures it) */
     if (!t->trained)
-        return t->w[s] * distance(t, s, used);
+        return t->w[s] * (distance(t, s, used) + 1);
     double top = 0, cur = t->best[s];
     for (int c = 0; c < t->sp.len; c++)
         if (t->ok[c] > 0 && score(t, c, s) > cur)
@@ -349,6 +353,8 @@ typedef struct Pair {
 /* The round's measurements: up to `want` pairs over the shapes of most gain. */
 static int choose(Tuner *t, Pair *out, int want) {
     int nsh = t->o->shapes_per_round > 0 ? t->o->shapes_per_round : 2;
+    if (nsh > t->ns)
+        nsh = t->ns; /* a round's measurements go to the shapes there are */
     bool *used = base_xcalloc((size_t)t->ns, sizeof *used);
     int n = 0;
     for (int k = 0; k < nsh && n < want; k++) {
@@ -458,65 +464,206 @@ static const rv_bindings *reference(Tuner *t, int s) {
     return t->refs[s];
 }
 
+/* Notes a measurement of shape s (g GFLOP/s; 0: failed) for the curve. */
+static void note_trial(Tuner *t, int s, double g) {
+    TuneResult *r = t->res;
+    if (r->ntrials == r->captrials) {
+        r->captrials = r->captrials ? 2 * r->captrials : 64;
+        r->trials = base_xrealloc(r->trials, sizeof *r->trials * (size_t)r->captrials);
+    }
+    r->trials[r->ntrials++] = (TuneTrial){s, g};
+}
+
+/* Marks candidate c failed (or wrong) and its pairs of the round not yet
+ * measured failed, recording them with status st. */
 static void mark_failed(Tuner *t, int c, const Pair *pairs, int n, TuneStatus st) {
     t->ok[c] = -1;
     for (int j = 0; j < n; j++)
-        if (pairs[j].c == c) {
+        if (pairs[j].c == c && t->meas[c * t->ns + pairs[j].s] == 0) {
             t->meas[c * t->ns + pairs[j].s] = -1;
             t->res->measured++;
+            note_trial(t, pairs[j].s, 0);
             record(t, c, pairs[j].s, 0, st);
         }
 }
 
-/* Checks (first time) and times candidate `c` (variant v of bt) on its
- * pairs of the round. */
-static void measure_cand(Tuner *t, TuneBatch *bt, int v, int c, const Pair *pairs, int n) {
-    if (t->ok[c] == 0) {
-        int cs[2], ncs = check_shapes(t, c, cs);
-        bool good = true;
-        rv_status st = RV_OK;
-        for (int q = 0; q < ncs && good && st == RV_OK; q++) {
-            const rv_bindings *ref = reference(t, cs[q]);
-            st = ref ? tune_batch_check(bt, v, t->m, &t->shapes[cs[q]], 7, ref, &good)
-                     : RV_ERR_ARG;
+/* The batch's candidates are checked and timed in a child process
+ * (child.c), which reports each step as a message; the parent applies
+ * them to the tuner, so a candidate that crashes or hangs is marked
+ * failed and the rest of the batch goes on in a fresh child. */
+enum { MSG_CHECK, MSG_TIME, MSG_DONE };
+
+typedef struct MeasureMsg {
+    int kind;       /* MSG_*: a check's outcome, a timing, the candidate finished */
+    int q;          /* the candidate's variant in the batch */
+    int s;          /* MSG_TIME: the shape */
+    int status;     /* rv_status of the run */
+    int good;       /* MSG_CHECK: its outputs matched the interpreter's */
+    double seconds; /* MSG_TIME: the median time */
+    char error[256]; /* rv_last_error() of a failed run */
+} MeasureMsg;
+
+typedef struct BatchRun {
+    Tuner *t;
+    TuneBatch *bt;
+    const int *cands; /* candidate of each variant */
+    int nc, start;    /* the child measures variants start..nc-1 */
+    const Pair *pairs;
+    int n;
+} BatchRun;
+
+/* RAVEL_TUNE_FAULT=abort:N or hang:N makes the N-th candidate this run
+ * measures (0-based, in the order measured) abort or hang in the child:
+ * the hook suite_tune.sh tests the isolation with. */
+static void test_fault(long seq) {
+    const char *f = getenv("RAVEL_TUNE_FAULT");
+    const char *colon = f ? strchr(f, ':') : NULL;
+    if (!colon || strtol(colon + 1, NULL, 10) != seq)
+        return;
+    if (strncmp(f, "abort:", 6) == 0)
+        abort();
+    if (strncmp(f, "hang:", 5) == 0)
+        for (;;)
+            pause();
+}
+
+static void send_msg(int fd, int kind, int q, int s, rv_status st, bool good, double sec) {
+    MeasureMsg m = {.kind = kind, .q = q, .s = s, .status = st, .good = good, .seconds = sec};
+    if (st != RV_OK)
+        snprintf(m.error, sizeof m.error, "%s", rv_last_error());
+    tune_child_send(fd, &m, sizeof m);
+}
+
+/* In the child: checks (first time) and times each candidate from
+ * run->start on its pairs of the round. */
+static void child_measure(int fd, void *user) {
+    BatchRun *run = user;
+    Tuner *t = run->t;
+    int reps = t->o->repeats > 0 ? t->o->repeats : 5;
+    for (int q = run->start; q < run->nc; q++) {
+        int c = run->cands[q];
+        test_fault(t->begun + q - run->start);
+        if (t->ok[c] == 0) {
+            int cs[2], ncs = check_shapes(t, c, cs);
+            bool good = true;
+            rv_status st = RV_OK;
+            for (int k = 0; k < ncs && good && st == RV_OK; k++)
+                st = t->refs[cs[k]] ? tune_batch_check(run->bt, q, t->m, &t->shapes[cs[k]], 7,
+                                                        t->refs[cs[k]], &good)
+                                    : base_error(RV_ERR_ARG, "the interpreter failed");
+            send_msg(fd, MSG_CHECK, q, 0, st, good, 0);
+            if (st != RV_OK || !good) {
+                send_msg(fd, MSG_DONE, q, 0, RV_OK, true, 0);
+                continue;
+            }
         }
-        if (st != RV_OK || !good) {
-            /* a legal schedule computes what the interpreter does: either
-             * is a bug in ravel, reported with the schedule */
-            Buf d = {0};
-            tune_cand_describe(&t->sp.cands[c], &d);
-            if (st != RV_OK)
-                fprintf(stderr, "ravel tune: BUG: candidate '%s' failed to run: %s; its schedule:\n%s",
-                        buf_str(&d), rv_last_error(), t->sp.cands[c].sched);
-            else
-                fprintf(stderr,
-                        "ravel tune: BUG: candidate '%s' differs from the interpreter; its schedule:\n%s",
-                        buf_str(&d), t->sp.cands[c].sched);
-            buf_free(&d);
-            t->res->wrong += st == RV_OK;
-            mark_failed(t, c, pairs, n, st == RV_OK ? TUNE_STATUS_WRONG : TUNE_STATUS_FAILED);
+        for (int j = 0; j < run->n; j++)
+            if (run->pairs[j].c == c) {
+                double sec = 0;
+                int s = run->pairs[j].s;
+                rv_status st = tune_batch_time(run->bt, q, t->m, &t->shapes[s], reps, 0.02, &sec);
+                send_msg(fd, MSG_TIME, q, s, st, true, sec);
+            }
+        send_msg(fd, MSG_DONE, q, 0, RV_OK, true, 0);
+    }
+}
+
+/* In the parent: what a message says, applied to the tuner. */
+static void apply_msg(Tuner *t, const BatchRun *run, const MeasureMsg *m) {
+    int c = run->cands[m->q];
+    if (m->kind == MSG_CHECK) {
+        if (m->status == RV_OK && m->good) {
+            t->ok[c] = 1;
             return;
         }
-        t->ok[c] = 1;
+        /* a legal schedule computes what the interpreter does: either is
+         * a bug in ravel, reported with the schedule */
+        Buf d = {0};
+        tune_cand_describe(&t->sp.cands[c], &d);
+        if (m->status != RV_OK)
+            fprintf(stderr, "ravel tune: BUG: candidate '%s' failed to run: %s; its schedule:\n%s",
+                    buf_str(&d), m->error, t->sp.cands[c].sched);
+        else
+            fprintf(stderr,
+                    "ravel tune: BUG: candidate '%s' differs from the interpreter; its schedule:\n%s",
+                    buf_str(&d), t->sp.cands[c].sched);
+        buf_free(&d);
+        t->res->wrong += m->status == RV_OK;
+        t->res->failed += m->status != RV_OK;
+        mark_failed(t, c, run->pairs, run->n,
+                    m->status == RV_OK ? TUNE_STATUS_WRONG : TUNE_STATUS_FAILED);
+        return;
     }
-    int reps = t->o->repeats > 0 ? t->o->repeats : 5;
-    for (int j = 0; j < n; j++) {
-        if (pairs[j].c != c)
-            continue;
-        int s = pairs[j].s;
-        double sec = 0;
-        rv_status st = tune_batch_time(bt, v, t->m, &t->shapes[s], reps, 0.02, &sec);
-        t->res->measured++;
-        if (st != RV_OK || sec <= 0) {
-            t->meas[c * t->ns + s] = -1;
-            record(t, c, s, 0, TUNE_STATUS_FAILED);
-            continue;
+    if (m->kind != MSG_TIME)
+        return;
+    int s = m->s;
+    t->res->measured++;
+    if (m->status != RV_OK || m->seconds <= 0) {
+        t->meas[c * t->ns + s] = -1;
+        note_trial(t, s, 0);
+        record(t, c, s, 0, TUNE_STATUS_FAILED);
+        return;
+    }
+    double g = t->gflop[s] / m->seconds;
+    t->meas[c * t->ns + s] = g;
+    note_trial(t, s, g);
+    if (g > t->best[s])
+        t->best[s] = g;
+    record(t, c, s, m->seconds, TUNE_STATUS_OK);
+}
+
+/* Checks and times the nc candidates of bt (variant q is cands[q]) on
+ * their pairs of the round, in child processes: one per batch, and a
+ * fresh one after a candidate that crashed or hung, which is reported
+ * and recorded failed. */
+static void measure_batch(Tuner *t, TuneBatch *bt, const int *cands, int nc, const Pair *pairs,
+                          int n) {
+    /* the interpreter's results, computed here so every child has them */
+    for (int q = 0; q < nc; q++)
+        if (t->ok[cands[q]] == 0) {
+            int cs[2], ncs = check_shapes(t, cands[q], cs);
+            for (int k = 0; k < ncs; k++)
+                reference(t, cs[k]);
         }
-        double g = t->gflop[s] / sec;
-        t->meas[c * t->ns + s] = g;
-        if (g > t->best[s])
-            t->best[s] = g;
-        record(t, c, s, sec, TUNE_STATUS_OK);
+    double timeout = t->o->timeout > 0 ? t->o->timeout : 60;
+    BatchRun run = {t, bt, cands, nc, 0, pairs, n};
+    while (run.start < nc) {
+        TuneChild ch;
+        if (tune_child_start(&ch, child_measure, &run) != RV_OK) {
+            fprintf(stderr, "ravel tune: %s\n", rv_last_error());
+            for (; run.start < nc; run.start++)
+                mark_failed(t, cands[run.start], pairs, n, TUNE_STATUS_FAILED);
+            return;
+        }
+        MeasureMsg m;
+        Buf why = {0};
+        int r;
+        while (run.start < nc && (r = tune_child_read(&ch, &m, sizeof m, timeout, &why)) == 1) {
+            if (m.q < run.start || m.q >= nc)
+                continue; /* cannot happen: the child measures in order */
+            apply_msg(t, &run, &m);
+            if (m.kind == MSG_DONE) {
+                run.start = m.q + 1;
+                t->begun++;
+            }
+        }
+        if (run.start < nc) {
+            /* the candidate in progress crashed or hung: a bug in ravel
+             * when it crashed, at least a candidate not worth its time */
+            int c = cands[run.start];
+            Buf d = {0};
+            tune_cand_describe(&t->sp.cands[c], &d);
+            fprintf(stderr, "ravel tune: %scandidate '%s' %s (recorded failed); its schedule:\n%s",
+                    r == 0 ? "BUG: " : "", buf_str(&d), buf_str(&why), t->sp.cands[c].sched);
+            buf_free(&d);
+            t->res->failed++;
+            mark_failed(t, c, pairs, n, TUNE_STATUS_FAILED);
+            run.start++;
+            t->begun++;
+        } else {
+            tune_child_finish(&ch);
+        }
+        buf_free(&why);
     }
 }
 
@@ -538,8 +685,7 @@ static void measure(Tuner *t, const Pair *pairs, int n) {
     if (st == RV_OK) {
         t->res->compile_seconds += rt_now_seconds() - t0;
         double t1 = rt_now_seconds();
-        for (int q = 0; q < nc; q++)
-            measure_cand(t, &bt, q, cands[q], pairs, n);
+        measure_batch(t, &bt, cands, nc, pairs, n);
         tune_batch_free(&bt);
         t->res->measure_seconds += rt_now_seconds() - t1;
         return;
@@ -551,11 +697,12 @@ static void measure(Tuner *t, const Pair *pairs, int n) {
         t->res->compile_seconds += rt_now_seconds() - t2;
         if (st != RV_OK) {
             fprintf(stderr, "ravel tune: candidate does not compile: %s\n", rv_last_error());
+            t->res->failed++;
             mark_failed(t, cands[q], pairs, n, TUNE_STATUS_FAILED);
             continue;
         }
         double t1 = rt_now_seconds();
-        measure_cand(t, &bt, 0, cands[q], pairs, n);
+        measure_batch(t, &bt, &cands[q], 1, pairs, n);
         tune_batch_free(&bt);
         t->res->measure_seconds += rt_now_seconds() - t1;
     }
@@ -594,9 +741,11 @@ static rv_status resume(Tuner *t) {
             t->ok[c] = t->ok[c] < 0 ? -1 : 1;
             if (g > t->best[s])
                 t->best[s] = g;
+            note_trial(t, s, g);
         } else {
             t->meas[c * t->ns + s] = -1;
             t->ok[c] = -1;
+            note_trial(t, s, 0);
         }
         t->res->reused++;
     }
@@ -768,6 +917,8 @@ static rv_status setup(Tuner *t, const char *program_text) {
         }
         for (int s = 0; s < t->ns; s++)
             t->w[s] = rare / 100;
+        if (o->shapes_only)
+            t->ns = 0;
         t->shapes = base_xrealloc(t->shapes, sizeof *t->shapes * (size_t)(t->ns + o->nshapes));
         t->w = base_xrealloc(t->w, sizeof *t->w * (size_t)(t->ns + o->nshapes));
         for (int q = 0; q < o->nshapes; q++) {
@@ -890,5 +1041,6 @@ void tune_result_free(TuneResult *r) {
     base_free(r->shapes);
     base_free(r->shape_variant);
     base_free(r->shape_gflops);
+    base_free(r->trials);
     memset(r, 0, sizeof *r);
 }

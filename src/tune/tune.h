@@ -17,6 +17,8 @@
  *             loops, vector widths, bytes and flops, at a shape
  *   measure.c candidates compiled in batches, checked against the
  *             interpreter, timed at a shape
+ *   child.c   measurements in a child process, so a candidate that
+ *             crashes or hangs costs that candidate, not the run
  *   search.c  the joint search over every shape of the range (DietCode):
  *             cost model, rounds, evolution, records, the dispatcher
  *
@@ -353,6 +355,26 @@ rv_status tune_batch_check(TuneBatch *b, int v, rv_module *m, const TuneShape *s
 rv_status tune_batch_time(TuneBatch *b, int v, rv_module *m, const TuneShape *shape, int repeats,
                           double min_seconds, double *seconds);
 
+/* ---- child.c: measuring in a child process ---- */
+
+typedef struct TuneChild {
+    int pid; /* -1 once it has ended */
+    int fd;  /* the read end of its pipe */
+} TuneChild;
+
+/* Forks a child that runs fn(fd, user), fn sending messages with
+ * tune_child_send on fd, then exits. */
+rv_status tune_child_start(TuneChild *c, void (*fn)(int fd, void *user), void *user);
+/* In the child: one message (size <= PIPE_BUF, so written at once). */
+void tune_child_send(int fd, const void *msg, size_t size);
+/* In the parent: the next message of `size` bytes, waiting at most
+ * `timeout` seconds. 1: read; 0: the child ended without sending one (how,
+ * e.g. "killed by signal 6 (Aborted)", appended to why; it is reaped);
+ * -1: none came in time, the child was killed and reaped (why says so). */
+int tune_child_read(TuneChild *c, void *msg, size_t size, double timeout, Buf *why);
+/* Waits for a child that has sent everything. */
+void tune_child_finish(TuneChild *c);
+
 /* ---- search.c: the joint search and the dispatcher ---- */
 
 typedef struct TuneOptions {
@@ -362,6 +384,7 @@ typedef struct TuneOptions {
     int max_variants;       /* kernels in the dispatched program; 0: 4 */
     int threads;            /* of the measured kernels (0: the shared pool) */
     int repeats;            /* timed runs per measurement; 0: 5 */
+    double timeout;         /* seconds a candidate's check or timing may take; 0: 60 */
     uint64_t seed;
     const char *records;    /* records file (NULL: none, nothing resumes) */
     /* The workload: shapes and their frequencies (NULL weights: 1 each).
@@ -370,9 +393,19 @@ typedef struct TuneOptions {
     const double *weights;
     const TuneShape *shapes;
     int nshapes;
+    /* Tune for the given shapes alone, not the rest of the range (per-shape
+     * tuning: the Ansor-style baseline bench_tune compares with). */
+    bool shapes_only;
     bool quiet;             /* no progress on stderr */
     bool replay;            /* measure nothing: the records decide (ravel build --records) */
 } TuneOptions;
+
+/* One measurement, in the order made (records read first): the tuning
+ * curve `ravel tune --plot` draws. */
+typedef struct TuneTrial {
+    int shape;     /* index into TuneResult.shapes */
+    double gflops; /* 0: failed or wrong */
+} TuneTrial;
 
 /* What a tuning run found. */
 typedef struct TuneResult {
@@ -387,7 +420,10 @@ typedef struct TuneResult {
     int measured;          /* measurements made by this run */
     int reused;            /* measurements read from the records */
     int wrong;             /* candidates that differed from the interpreter */
+    int failed;            /* candidates that did not compile, failed, crashed or hung */
     double compile_seconds, measure_seconds, total_seconds;
+    TuneTrial *trials;     /* every measurement, reused and made, in order */
+    int ntrials, captrials;
 } TuneResult;
 
 /* Tunes m's tunable stage jointly over its size range (XGBoost must be

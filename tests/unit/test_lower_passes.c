@@ -584,6 +584,71 @@ static void test_reduce_verified(void) {
     rv_module_free(m);
 }
 
+/* The partition pass's copies of an access or division stand for what
+ * the original does (Kernel.check_src), as nest.c's lowering of each
+ * tile gave them: in the last tile of rows, the division is checked and
+ * the read of a stage that pads its loop over j reaches the padding of X
+ * (stored padded to 4), as in the full tiles. */
+static void test_partition_keeps_check_sources(void) {
+    Module *m = rv_module_new();
+    Kernel **ks;
+    int n;
+    const char *text = "size M in 1..100\n"
+                       "size N in 1..100\n"
+                       "tensor X: i32[i < M, j < N pad 4]\n"
+                       "tensor D: i32[i < M]\n"
+                       "kernel Y(M: size, N: size, X: i32*, D: i32*, Y: i32*)\n"
+                       "  partition for io in 0..(M + 1)/2:\n"
+                       "    for ii in 0..2:\n"
+                       "      for j in 0..(N + 3)/4*4:\n"
+                       "        if io*2 + ii < M:\n"
+                       "          Y[(io*2 + ii)*((N + 3)/4*4) + j] = X{io*2 + ii, j}/D{io*2 + ii}\n";
+    CHECK(round_trip(m, "t.lir", text, &ks, &n));
+    CHECK_EQ_INT(n, 1);
+    if (n == 1) {
+        Kernel *k = ks[0];
+        for (int i = 0; i < k->ncheck_src; i++) /* X's read is of a padded loop's stage */
+            k->check_src[i].loop_pad = k->check_src[i].node->kind == EX_READ &&
+                                       strcmp(k->check_src[i].node->u.tensor->name, "X") == 0;
+        CHECK(lower_run_pass(k, "partition") == RV_OK);
+        CHECK(lower_run_pass(k, "checks") == RV_OK);
+        Buf b = {0};
+        lower_print_kernel(&b, k);
+        const char *want =
+            "kernel Y(M: size, N: size, X: i32*, D: i32*, Y: i32*)\n"
+            "  for io in 0..M/2:\n"
+            "    for ii in 0..2:\n"
+            "      for j in 0..(N + 3)/4*4:\n"
+            "        if !(D[io*2 + ii] != 0 && (D[io*2 + ii] != -1 || X[j + (N + 3)/4*io*8"
+            " + (N + 3)/4*ii*4] != -2147483648)):\n"
+            "          fail 0\n"
+            "        Y[(io*2 + ii)*((N + 3)/4*4) + j] = X{io*2 + ii, j}/select(D[io*2 +"
+            " ii] != 0 && (D[io*2 + ii] != -1 || X[j + (N + 3)/4*io*8 + (N + 3)/4*ii*4] !="
+            " -2147483648), D{io*2 + ii}, 1)\n"
+            "  if 0 < M%2:\n"
+            "    for ii in 0..M - M/2*2:\n"
+            "      for j in 0..(N + 3)/4*4:\n"
+            "        if !(M/2*2 < M):\n"
+            "          fail 1\n"
+            "        if !(M/2*2 < M):\n"
+            "          fail 2\n"
+            "        if !(D[select(M/2*2 < M, M/2*2, 0)] != 0 && (D[select(M/2*2 < M,"
+            " M/2*2, 0)] != -1 || X[select(M/2*2 < M, j + (N + 3)/4*(M/2)*8, 0)] !="
+            " -2147483648)):\n"
+            "          fail 3\n"
+            "        Y[(M/2*2 + ii)*((N + 3)/4*4) + j] = X{select(M/2*2 < M, M/2*2 + ii,"
+            " 0), select(M/2*2 < M, j, 0)}/select(D[select(M/2*2 < M, M/2*2, 0)] != 0 &&"
+            " (D[select(M/2*2 < M, M/2*2, 0)] != -1 || X[select(M/2*2 < M, j + (N +"
+            " 3)/4*(M/2)*8, 0)] != -2147483648), D{select(M/2*2 < M, M/2*2 + ii, 0)}, 1)\n";
+        bool same = strcmp(buf_str(&b), want) == 0;
+        CHECK(same && "both tiles' accesses and divisions checked as the original");
+        if (!same)
+            fprintf(stderr, "got\n%s\nexpected\n%s\n", buf_str(&b), want);
+        buf_free(&b);
+    }
+    rv_module_free(m);
+}
+
 /* ---- the bounds pass (regions.c), on the schedule ---- */
 
 /* tests/bounds/NAME.rv, a program with compute_at schedules, and
@@ -663,6 +728,7 @@ int main(int argc, char **argv) {
     RUN(test_pass_goldens);
     RUN(test_every_pass_has_a_golden);
     RUN(test_reduce_verified);
+    RUN(test_partition_keeps_check_sources);
     RUN(test_bounds_goldens);
     return harness_report();
 }

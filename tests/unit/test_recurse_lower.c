@@ -790,6 +790,71 @@ static void test_examples_vs_interpreter(void) {
         check_file(files[f], dyn, f == 0);
         check_file(files[f], spec, f == 0);
     }
+    /* leaf values independent of the node: propagated, hoisted, dropped
+     * (the example's own schedule specializes) */
+    const char *s0_par[] = {"s0", "parallel(n)", NULL};
+    check_file("examples/tree_rnn_init.rv", NULL, false);
+    check_file("examples/tree_rnn_init.rv", s0_par, false);
+    check_file("models/treelstm_h256.rv", spec, false);
+}
+
+/* ---- leaf computations (src/lower/leaf.c) ---- */
+
+/* The lowered text of group R's kernel for m under `sched` (target, steps
+ * pairs); with `leaves`, only up to its loop over the internal nodes (the
+ * leaves' nests of a specialized group). */
+static char *kernel_text(rv_module *m, const char *const *sched, bool leaves) {
+    for (int i = 0; sched[i]; i += 2)
+        CHECK_EQ_INT(rv_module_schedule(m, sched[i], sched[i + 1]), RV_OK);
+    Kernel **ks = NULL;
+    int n = 0;
+    char *out = NULL;
+    CHECK_EQ_INT(lower_module(m, &ks, &n), RV_OK);
+    for (int k = 0; k < n; k++) {
+        if (strcmp(ks[k]->name, "R") != 0)
+            continue;
+        Buf b = {0};
+        lower_print_kernel(&b, ks[k]);
+        const char *txt = buf_str(&b), *end = strstr(txt, "for b in");
+        if (!end)
+            end = strstr(txt, "for r in");
+        CHECK(end != NULL);
+        if (!leaves)
+            end = NULL;
+        out = base_xstrdup(txt);
+        if (end)
+            out[end - txt] = '\0';
+        buf_free(&b);
+    }
+    base_free(ks);
+    return out;
+}
+
+/* TreeLSTM's hs is 0 at the leaves: its store there goes (nothing reads
+ * it at children) and U·hs vanishes from iou; a learned initial state is
+ * computed once, at the first leaf, and a constant leaf value (z = bias)
+ * is propagated into h with its store dropped. */
+static void test_leaf_fold(void) {
+    Model md = tree_lstm();
+    const char *sched[] = {"R", "dynamic_batch()\nspecialize()", "iou", "parallel(n)", NULL};
+    char *t = kernel_text(md.m, sched, true);
+    CHECK(t && !strstr(t, "hs[") && !strstr(t, "U{") && strstr(t, "iou[") && strstr(t, "c[") &&
+          strstr(t, "h["));
+    if (t && (strstr(t, "hs[") || strstr(t, "U{")))
+        fprintf(stderr, "%s\n", t);
+    base_free(t);
+    rv_module_free(md.m);
+
+    rv_module *m = NULL;
+    CHECK_EQ_INT(rv_module_load("examples/tree_rnn_init.rv", &m), RV_OK);
+    const char *own[] = {NULL}; /* the example's schedule: dynamic_batch, specialize */
+    t = m ? kernel_text(m, own, true) : NULL;
+    CHECK(t && strstr(t, "for n in 0..1:") && strstr(t, "s0[") && strstr(t, "W0{") &&
+          !strstr(t, "z[") && strstr(t, "bias{") && strstr(t, "s0{_T_batch_begin{0}, i}"));
+    if (t && !strstr(t, "for n in 0..1:"))
+        fprintf(stderr, "%s\n", t);
+    base_free(t);
+    rv_module_free(m);
 }
 
 /* Every model under its own schedule (models/gen.py: level by level,
@@ -851,6 +916,36 @@ static void test_refused_schedules(void) {
                    "bind: loop i of h cannot be bound to threadIdx.x");
 }
 
+/* refactor(msg): msg computed where its parents read it, under the
+ * default, batched and specialized schedules, against the interpreter;
+ * its nest gone; refused over a DAG. */
+static void test_refactor(void) {
+    const char *plain[] = {"R", "refactor(msg)", NULL};
+    const char *all[] = {"R",
+                         "dynamic_batch()\nspecialize()\nrefactor(msg)",
+                         "h",
+                         "parallel(n)",
+                         "y",
+                         "parallel(n)\nio, ii = split(i, 4)\nvectorize(ii)",
+                         NULL};
+    const char *cw[] = {"R", "refactor(msg)", "y", "YL = cache_write(y)", NULL};
+    check_file("tests/fuzz/rec_msg.rv", plain, false);
+    check_file("tests/fuzz/rec_msg.rv", all, false);
+    check_file("tests/fuzz/rec_msg.rv", cw, false);
+    for (int k = 0; k < 2; k++) {
+        rv_module *m = NULL;
+        CHECK_EQ_INT(rv_module_load("tests/fuzz/rec_msg.rv", &m), RV_OK);
+        char *t = m ? kernel_text(m, k ? all : plain, false) : NULL;
+        CHECK(t && !strstr(t, "msg[") && strstr(t, "G{word{child{") && strstr(t, "y["));
+        if (t && strstr(t, "msg["))
+            fprintf(stderr, "%s\n", t);
+        base_free(t);
+        rv_module_free(m);
+    }
+    expect_refused(tree_lstm, "R", "refactor(hs)",
+                   "refactor: refactor(hs): recursion R is over DAG structure T");
+}
+
 int main(void) {
     snprintf(cache_dir, sizeof cache_dir, "/tmp/ravel-test-recurse-XXXXXX");
     if (!mkdtemp(cache_dir)) {
@@ -868,6 +963,8 @@ int main(void) {
     RUN(test_trace);
     RUN(test_aot_check);
     RUN(test_examples_vs_interpreter);
+    RUN(test_leaf_fold);
+    RUN(test_refactor);
     RUN(test_node_tiles);
     RUN(test_models_scheduled);
     char cmd[PATH_MAX + 16];

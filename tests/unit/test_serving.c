@@ -55,6 +55,14 @@ static void test_wrap(void) {
     CHECK(a == NULL);
     CHECK_EQ_INT(rv_array_wrap(RV_F32, 2, shape, NULL, &a), RV_ERR_ARG);
     CHECK_STR_CONTAINS(rv_last_error(), "NULL");
+    /* an empty array reads nothing through its pointer: any one will do */
+    int64_t empty[2] = {4, 0};
+    CHECK_EQ_INT(rv_array_wrap(RV_F32, 2, empty, (char *)buf + 4, &a), RV_OK);
+    CHECK(a && rv_array_numel(a) == 0);
+    rv_array_free(a);
+    CHECK_EQ_INT(rv_array_wrap(RV_F32, 2, empty, NULL, &a), RV_OK);
+    rv_array_free(a);
+    a = NULL;
     int64_t bad[2] = {4, -1};
     CHECK_EQ_INT(rv_array_wrap(RV_F32, 2, bad, buf, &a), RV_ERR_ARG);
     CHECK_STR_CONTAINS(rv_last_error(), "rv_array_wrap");

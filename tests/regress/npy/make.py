@@ -16,5 +16,6 @@ save('len_too_long.npy', [2, 9, 1])              # len in 1..8
 save('len2_longer.npy', [2, 3, 1])               # rows of 2, 2, 2 read as 2, 3, 1
 save('len_rows.npy', [2, 2, 2])
 save('divisor_zero.npy', [3, 0, 1, 2], '<i4')
+save('divisor_zero_last_tile.npy', [1, 2, 3, 4, 0], '<i4')  # N = 5 split by 4
 save('int64_min.npy', [5, -9223372036854775808, 7, 1])
 save('minus_one.npy', [1, -1, 1, 1])

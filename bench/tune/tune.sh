@@ -1,0 +1,43 @@
+#!/bin/sh
+# bench/tune/tune.sh — tunes bench_tune's operators (bench/tune/OP.rv) on
+# this machine and keeps what bench_tune and `make bench` replay:
+# bench/records/OP.jsonl (every measurement, JSON lines, each naming the
+# machine class; resumable: a run with the same TRIALS measures nothing
+# new, a larger one only the difference) and bench/records/OP.tune.json
+# (the tuning's trials and its wall, compile and measure seconds, summed
+# over the runs that made the records), which bench/summarize_tune.py
+# compares with per-shape tuning.
+#
+#   sh bench/tune/tune.sh [TRIALS [OP...]]     (default 24 trials, every operator)
+#
+# Runs under nice: tuning measures on the real machine, so a busy machine
+# gives noisier records (the records say which machine class, not how busy).
+set -eu
+cd "$(dirname "$0")/../.."
+RAVEL=${RAVEL:-build/ravel}
+trials=${1:-24}
+[ $# -gt 0 ] && shift
+ops=${*:-"dense_2304x768 dense_768x768 dense_3072x768 dense_768x3072 dense_2304x768_gelu
+ dense_768x768_gelu dense_3072x768_gelu dense_768x3072_gelu bmm_nt bmm_nn"}
+machine=$("$RAVEL" tune --hw | sed -n 's/^machine class: *//p')
+for op in $ops; do
+    log=$(mktemp)
+    nice -n 10 "$RAVEL" tune "bench/tune/$op.rv" --trials "$trials" --quiet \
+        --records "bench/records/$op.jsonl" >"$log" 2>&1 || { cat "$log"; rm -f "$log"; exit 1; }
+    summary=$(grep '^tuned ' "$log")
+    rm -f "$log"
+    echo "$op: $summary"
+    python3 - "$op" "$machine" "$summary" <<'PY'
+import json, os, re, sys
+op, machine, line = sys.argv[1:4]
+m = re.search(r"(\d+) measurements \((\d+) from the records\).*; ([\d.]+)s \(compile ([\d.]+)s, measure ([\d.]+)s\)", line)
+total, reused, wall, comp, meas = int(m[1]), int(m[2]), float(m[3]), float(m[4]), float(m[5])
+path = f"bench/records/{op}.tune.json"
+old = json.load(open(path)) if reused and os.path.exists(path) else {"wall_s": 0, "compile_s": 0, "measure_s": 0}
+new = {"op": op, "trials": total, "wall_s": round(old["wall_s"] + wall, 1),
+       "compile_s": round(old["compile_s"] + comp, 1), "measure_s": round(old["measure_s"] + meas, 1),
+       "machine": machine}
+with open(path, "w") as f:
+    f.write(json.dumps(new) + "\n")
+PY
+done
