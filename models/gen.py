@@ -47,10 +47,15 @@ input Wl : f32[{H}, {H}]
 input Wr : f32[{H}, {H}]
 input b : f32[{H}]
 
+# Wl and Wr stacked and transposed once per call (k-major: the product's
+# vectors are rows of WT), so the children's product is one reduction
+WT[k < 2, j < {H}, i < {H}] = if k == 0 then Wl[i, j] else Wr[i, j]
+
 recurse R over T {{
-    h[n, i < {H}] = if nchild[n] == 0 then Emb[word[n], i]
-                    else tanh(sum(j < {H}) Wl[i, j] * h[child[n, 0], j]
-                              + sum(j < {H}) Wr[i, j] * h[child[n, 1], j] + b[i])
+    # the children's states read in the product (no gathered copy); no
+    # child at a leaf: the sum is empty there
+    z[n, i < {H}] = sum(k < nchild[n], j < {H}) WT[k, j, i] * h[child[n, k], j]
+    h[n, i < {H}] = if nchild[n] == 0 then Emb[word[n], i] else tanh(z[n, i] + b[i])
 }}
 """)
 
@@ -84,8 +89,8 @@ recurse R over T {{
                             then sigmoid(sum(j < {H}) U_r[i, j] * h[child[n, k], j] + b_r[i]) * h[child[n, k], i]
                             else 0.0
     z[n, i < {H}] = sigmoid(XZ[n, i] + sum(j < {H}) U_z[i, j] * hs[n, j] + b_z[i])
-    h[n, i < {H}] = z[n, i] * hs[n, i]
-                    + (1.0 - z[n, i]) * tanh(XH[n, i] + sum(j < {H}) U_h[i, j] * (rh[n, 0, j] + rh[n, 1, j]) + b_h[i])
+    uh[n, i < {H}] = sum(j < {H}) U_h[i, j] * (rh[n, 0, j] + rh[n, 1, j])
+    h[n, i < {H}] = z[n, i] * hs[n, i] + (1.0 - z[n, i]) * tanh(XH[n, i] + uh[n, i] + b_h[i])
 }}
 """)
 
@@ -154,8 +159,7 @@ input b : f32[{H4}]
 XG[n, j < {H4}] = sum(l < {H}) W_ih[j, l] * Emb[word[n], l] + b[j]
 
 recurse R over S {{
-    g[n, j < {H4}] = if nprev[n] == 0 then XG[n, j]
-                     else XG[n, j] + sum(l < {H}) W_hh[j, l] * h[prev[n, 0], l]
+    g[n, j < {H4}] = XG[n, j] + sum(k < nprev[n], l < {H}) W_hh[j, l] * h[prev[n, k], l]
     c[n, i < {H}] = if nprev[n] == 0 then sigmoid(g[n, i]) * tanh(g[n, {H2} + i])
                     else sigmoid(g[n, {H} + i]) * c[prev[n, 0], i] + sigmoid(g[n, i]) * tanh(g[n, {H2} + i])
     h[n, i < {H}] = sigmoid(g[n, {H3} + i]) * tanh(c[n, i])
@@ -174,8 +178,7 @@ input b_hh : f32[{H3}]
 XR[n, j < {H3}] = sum(l < {H}) W_ih[j, l] * Emb[word[n], l] + b_ih[j]
 
 recurse R over S {{
-    gh[n, j < {H3}] = if nprev[n] == 0 then b_hh[j]
-                      else sum(l < {H}) W_hh[j, l] * h[prev[n, 0], l] + b_hh[j]
+    gh[n, j < {H3}] = sum(k < nprev[n], l < {H}) W_hh[j, l] * h[prev[n, k], l] + b_hh[j]
     z[n, i < {H}] = sigmoid(XR[n, {H} + i] + gh[n, {H} + i])
     nn[n, i < {H}] = tanh(XR[n, {H2} + i] + sigmoid(XR[n, i] + gh[n, i]) * gh[n, {H2} + i])
     h[n, i < {H}] = if nprev[n] == 0 then (1.0 - z[n, i]) * nn[n, i]
@@ -185,35 +188,94 @@ recurse R over S {{
 
 HIDDEN = {m: (64, 128) if m == "mvrnn" else (256, 512) for m in MODELS}
 
-# The schedule of every model (docs/recursion.md, "Lowering"): the group's
-# levels as dynamic batches with the leaves specialized (their own nests,
-# no leaf test), and every member's nodes of a level, and every node of the
-# up-front input products, spread over the threads.
-PARALLEL = {
-    "treefc": ["h"],
-    "treernn": ["h"],
-    "treegru": ["XZ", "XH", "hs", "rh", "z", "h"],
-    "treelstm": ["XI", "hs", "iou", "fc", "c", "h"],
-    "mvrnn": ["ah", "h", "A"],
-    "dagrnn": ["XU", "hs", "h"],
-    "lstm": ["XG", "g", "c", "h"],
-    "gru": ["XR", "gh", "z", "nn", "h"],
-}
+# ---- schedules (docs/recursion.md, "Schedules") ----
+#
+# Every group runs level by level with the leaves specialized. A product
+# over the nodes of a level (out[n, j] = sum(l) W[j, l] * x[n, l]) is the
+# dense micro-kernel of bench/programs/dense_packed.rv with the level's
+# nodes as its rows: the weight packed k-major once per call (cache_read
+# with layout=, at the top of the member: hoisted above the loop over
+# levels), a tile of NT nodes x 64 outputs summed in registers (cache_write:
+# NT x 4 vector accumulators) with the reduction outside the tile, and the
+# tiles of 64 outputs parallel, so each thread reads only its slice of the
+# weight at every level (which stays in its L2 across levels). A gathered
+# operand (hs, the sum of the children's states) is computed at the tile
+# of nodes that reads it. Elementwise members are vectorized.
+
+NT = 4  # nodes per register tile (NT x 4 accumulators of 16 lanes)
 
 
-def schedule(model):
-    out = "\nschedule R {\n    dynamic_batch()\n    specialize()\n}\n"
-    for t in PARALLEL[model]:
-        out += "schedule %s { parallel(n) }\n" % t
+def tile(stage, j, red, weight=None, layout=None, at=()):
+    """The register-tiled product `stage` over nodes n, outputs j, reduction
+    axes red (the reduction loops outermost in the tile, in this order)."""
+    acc = stage + "_acc"
+    out = "schedule %s {\n" % stage
+    if weight:
+        out += "    %s_pk = cache_read(%s, layout=\"%s\")\n" % (weight, weight, layout)
+    out += ("    {acc} = cache_write({s})\n"
+            "    no, ni = split(n, {nt})\n"
+            "    {j}o, {j}i = split({j}, 64)\n"
+            "    reorder({j}o, no, ni, {j}i)\n"
+            "    parallel({j}o)\n"
+            "    {j}w, {j}l = split({j}i, 16)\n"
+            "    vectorize({j}l)\n"
+            "    compute_at({acc}, no)\n").format(acc=acc, s=stage, nt=NT, j=j)
+    for a in at:
+        out += "    compute_at(%s, no)\n" % a
+    out += "}}\nschedule {acc} {{\n".format(acc=acc).replace("{{", "{").replace("}}", "}")
+    red_n = red[:1] + ["n"] + red[1:]  # extents that depend on n stay inside it
+    out += ("    {j}v2, {j}v = split({j}, 16)\n"
+            "    reorder({order}, {j}v2, {j}v)\n"
+            "    unroll(n)\n"
+            "    unroll({j}v2)\n"
+            "    vectorize({j}v)\n"
+            "}}\n").format(j=j, order=", ".join(red_n)).replace("}}", "}")
     return out
+
+
+def vec(stage, i="i"):
+    """An elementwise member: its nodes over the threads, 16 lanes of its
+    outputs at a time."""
+    return "schedule %s {\n    parallel(n)\n    %so, %sv = split(%s, 16)\n    vectorize(%sv)\n}\n" % (
+        stage, i, i, i, i)
+
+
+def upfront(*stages):
+    """The input products over every node, before the recursion: nodes
+    over the threads."""
+    return "".join("schedule %s { parallel(n) }\n" % t for t in stages)
+
+
+GROUP = "schedule R {\n    dynamic_batch()\n    specialize()\n}\n"
+
+SCHEDULES = {
+    "treefc": lambda H: (
+        "schedule WT {\n    jo, ji = split(j, 16)\n    io, ii = split(i, 16)\n"
+        "    reorder(k, jo, io, ji, ii)\n    vectorize(ii)\n}\n" + GROUP
+        + tile("z", "i", ["j", "k"]) + vec("h")),
+    "treernn": lambda H: GROUP + vec("h"),
+    "treegru": lambda H: (
+        upfront("XZ", "XH") + GROUP + vec("hs") + vec("rh")
+        + tile("z", "i", ["j"], "U_z", "j, i")
+        + tile("uh", "i", ["j"], "U_h", "j, i", at=["rh"]) + vec("h")),
+    "treelstm": lambda H: (
+        upfront("XI") + GROUP + vec("hs") + tile("iou", "j", ["l"], "U_iou", "l, j", at=["hs"])
+        + vec("fc") + vec("c") + vec("h")),
+    "mvrnn": lambda H: GROUP + vec("h") + vec("A", "l"),
+    "dagrnn": lambda H: upfront("XU") + GROUP + vec("hs") + tile("h", "i", ["j"], "W", "j, i", at=["hs"]),
+    "lstm": lambda H: (
+        upfront("XG") + GROUP + tile("g", "j", ["l", "k"], "W_hh", "l, j") + vec("c") + vec("h")),
+    "gru": lambda H: (
+        upfront("XR") + GROUP + tile("gh", "j", ["l", "k"], "W_hh", "l, j") + vec("z") + vec("nn") + vec("h")),
+}
 
 
 def render(model, H):
     what, body = MODELS[model]
     head = "# %s_h%d.rv — %s, hidden size %d: bench/trees/MODELS.md.\n" % (model, H, what, H)
     head += "# Written by models/gen.py; edit the template there, not this file.\n\n"
-    return head + body.format(V=V, Vm1=V - 1, H=H, H2=2 * H, H3=3 * H, H4=4 * H, MW=MV_WORDS).lstrip("\n") + \
-        schedule(model)
+    text = body.format(V=V, Vm1=V - 1, H=H, H2=2 * H, H3=3 * H, H4=4 * H, MW=MV_WORDS).lstrip("\n")
+    return head + text + "\n" + SCHEDULES[model](H)
 
 
 def main():

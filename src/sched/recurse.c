@@ -11,7 +11,8 @@
  * Lowering puts every member's nest inside one loop over the nodes (or
  * over the dynamic batches), so the rules below keep each member's node
  * loop where that loop can bind it: outermost, one loop, serial unless the
- * nodes of one iteration are independent (dynamic_batch), and a member
+ * nodes of one iteration are independent (dynamic_batch: then the node
+ * loop is over a batch's nodes and may be split and reordered), and a member
  * computed only within its group, inside another member only when it is
  * read at its own node alone (a local buffer holds one node's values). They are checked after every step, so
  * an error is located at the step that breaks one.
@@ -186,12 +187,20 @@ static rv_status check_member(Schedule *s, Stage *st, Recurse *g, const SchedSte
                     st->name, by->name, g->name);
     const IterVar *n = node_root(st);
     RV_ASSERT(n);
-    if (!st->leaves.len || st->leaves.data[0] != n)
+    /* With dynamic batches a member's nest runs over the nodes of one
+     * batch, which are independent: its node loop is a loop like the
+     * others (split into tiles of nodes for register blocking, moved
+     * inside a loop over output columns), its extent the batch's length.
+     * Without, each iteration of the group's loop is one node, computed
+     * after its children: nothing to tile or reorder. */
+    bool dyn = sched_group_has(s, g, NOTE_DYNAMIC_BATCH);
+    if (!dyn && (!st->leaves.len || st->leaves.data[0] != n))
         return fail(step, src,
                     "the node loop %s of %s must stay its outermost loop, one loop (not split, "
-                    "fused or moved inward): the loop over the nodes of recursion %s encloses "
-                    "every member's nest",
-                    n->name, st->name, g->name);
+                    "fused or moved inward) unless `schedule %s { dynamic_batch() }` (written "
+                    "before) gives it the nodes of a batch: the loop over the nodes of "
+                    "recursion %s encloses every member's nest",
+                    n->name, st->name, g->name, g->name);
     for (int i = 0; i < st->leaves.len; i++) {
         LoopKind k = st->leaves.data[i]->kind;
         if (k >= LOOP_GPU_BLOCK_X && k <= LOOP_GPU_THREAD_Z)
@@ -201,7 +210,7 @@ static rv_status check_member(Schedule *s, Stage *st, Recurse *g, const SchedSte
                         "kernel runs with every loop serial)",
                         st->leaves.data[i]->name, st->name, sched_loop_kind_name(k), g->name);
     }
-    if (n->kind != LOOP_SERIAL && !sched_group_has(s, g, NOTE_DYNAMIC_BATCH))
+    if (n->kind != LOOP_SERIAL && !dyn)
         return fail(step, src,
                     "the node loop %s of %s cannot be %s: a node is computed after its children, "
                     "so without `schedule %s { dynamic_batch() }` (written before) the nodes run "

@@ -472,6 +472,38 @@ static void test_tree_lstm_schedules(void) {
     check_schedule(tree_lstm, cw);
 }
 
+/* Under dynamic_batch a member's node loop is over a batch's nodes: split
+ * into tiles of nodes (tails guarded or partitioned at the batch's end),
+ * moved inside a parallel loop over output columns (each thread its slice
+ * of the weight), the product register-tiled with the packed weight
+ * k-major and the reduction outside the tile; hs computed at each tile. */
+static void test_node_tiles(void) {
+    const char *tiles[] = {"R",
+                           "dynamic_batch()\nspecialize()",
+                           "iou",
+                           "UL = cache_read(U, layout=\"j, i\")\nIL = cache_write(iou)\n"
+                           "no, ni = split(n, 3)\nio, ii = split(i, 8)\n"
+                           "reorder(io, no, ni, ii)\nparallel(io)\nvectorize(ii)\n"
+                           "compute_at(IL, no)\ncompute_at(hs, no)",
+                           "IL",
+                           "reorder(j, n, i)\nunroll(n)\nvectorize(i)",
+                           "h",
+                           "no, ni = split(n, 5, tail=\"guard\")\nreorder(i, no, ni)\n"
+                           "parallel(i)",
+                           "c",
+                           "f = fuse(n, i)\nparallel(f)",
+                           NULL};
+    check_schedule(tree_lstm, tiles);
+    /* the cache_write of a tile of nodes: its sums in registers */
+    const char *cw[] = {"R",
+                        "dynamic_batch()",
+                        "iou",
+                        "IL = cache_write(iou)\nno, ni = split(n, 4)\nio, ii = split(i, 8)\n"
+                        "reorder(no, io, ni, ii)\nvectorize(ii)\ncompute_at(IL, io)",
+                        NULL};
+    check_schedule(tree_lstm, cw);
+}
+
 /* The group's block replays from the trace, and its notes are on every
  * member's stage. */
 static void test_trace(void) {
@@ -758,9 +790,6 @@ static void test_examples_vs_interpreter(void) {
         check_file(files[f], dyn, f == 0);
         check_file(files[f], spec, f == 0);
     }
-    check_file("models/dagrnn_h256.rv", spec, false);
-    check_file("models/treegru_h256.rv", spec, false);
-    check_file("models/treelstm_h256.rv", dyn, false);
     /* leaf values independent of the node: propagated, hoisted, dropped
      * (the example's own schedule specializes) */
     const char *s0_par[] = {"s0", "parallel(n)", NULL};
@@ -826,6 +855,20 @@ static void test_leaf_fold(void) {
         fprintf(stderr, "%s\n", t);
     base_free(t);
     rv_module_free(m);
+}
+
+/* Every model under its own schedule (models/gen.py: level by level,
+ * leaves specialized, products register-tiled over tiles of nodes with
+ * packed weights, parallel over output columns) against the interpreter;
+ * TreeFC, TreeRNN and MV-RNN read two children at every internal node. */
+static void test_models_scheduled(void) {
+    const char *models[] = {"treefc", "treernn", "treegru", "treelstm",
+                            "mvrnn",  "dagrnn",  "lstm",    "gru"};
+    for (int i = 0; i < 8; i++) {
+        char path[64];
+        snprintf(path, sizeof path, "models/%s_h%d.rv", models[i], i == 4 ? 64 : 256);
+        check_file(path, NULL, i < 2 || i == 4);
+    }
 }
 
 /* A schedule the rules refuse, with a message located at its step. */
@@ -922,6 +965,8 @@ int main(void) {
     RUN(test_examples_vs_interpreter);
     RUN(test_leaf_fold);
     RUN(test_refactor);
+    RUN(test_node_tiles);
+    RUN(test_models_scheduled);
     char cmd[PATH_MAX + 16];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", cache_dir);
     if (system(cmd) != 0)
