@@ -540,24 +540,29 @@ static void pred_check_fn(const Expr *e, void *ctx) {
         ((PredCheck *)ctx)->bad = true;
 }
 
+/* A condition is a bool over indices, sizes and UFs (`why` ends the
+ * message about a tensor read). */
+static rv_status check_pred(const Tensor *t, const Expr *pred, const char *why) {
+    if (pred->dtype != RV_BOOL)
+        return base_error(RV_ERR_TYPE, "the condition of '%s' must be a bool, got %s", t->name,
+                          rv_dtype_name(pred->dtype));
+    PredCheck pc = {false};
+    ir_visit(pred, pred_check_fn, &pc);
+    if (pc.bad)
+        return base_error(RV_ERR_TYPE,
+                          "the condition of '%s' may use only indices, sizes and ufuns (no tensor "
+                          "reads)%s",
+                          t->name, why);
+    return RV_OK;
+}
+
 rv_tensor *rv_compute_end_cond(rv_compute *c, rv_expr *pred, rv_expr *then_body,
                                rv_expr *else_body) {
     if (!c || !pred || !then_body || !else_body)
         return NULL;
     Tensor *t = c->t;
-    if (pred->dtype != RV_BOOL) {
-        base_error(RV_ERR_TYPE, "the condition of '%s' must be a bool, got %s", t->name,
-                   rv_dtype_name(pred->dtype));
+    if (check_pred(t, pred, "") != RV_OK)
         return NULL;
-    }
-    PredCheck pc = {false};
-    ir_visit(pred, pred_check_fn, &pc);
-    if (pc.bad) {
-        base_error(RV_ERR_TYPE,
-                   "the condition of '%s' may use only indices, sizes and ufuns (no tensor reads)",
-                   t->name);
-        return NULL;
-    }
     /* one dtype for both branches, with the usual promotion */
     Expr *sel = ir_select(c->m, pred, then_body, else_body);
     if (!sel)
@@ -592,22 +597,9 @@ rv_tensor *rv_recurse_define(rv_compute *c, rv_expr *pred, rv_expr *body, rv_exp
                    t->name);
         return NULL;
     }
-    if (pred) {
-        if (pred->dtype != RV_BOOL) {
-            base_error(RV_ERR_TYPE, "the condition of '%s' must be a bool, got %s", t->name,
-                       rv_dtype_name(pred->dtype));
-            return NULL;
-        }
-        PredCheck pc = {false};
-        ir_visit(pred, pred_check_fn, &pc);
-        if (pc.bad) {
-            base_error(RV_ERR_TYPE,
-                       "the condition of '%s' may use only indices, sizes and ufuns (no tensor "
-                       "reads): what a recursion computes must depend only on the structure",
-                       t->name);
-            return NULL;
-        }
-    }
+    if (pred && check_pred(t, pred, ": what a recursion computes must depend only on the "
+                                    "structure") != RV_OK)
+        return NULL;
     /* the extents were given (rv_recurse_add); check them like inferred ones */
     Expr *bodies[3] = {body, else_body, pred};
     if (finish_axes(c->m, t, bodies, 3) != RV_OK ||

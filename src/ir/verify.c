@@ -204,15 +204,12 @@ static rv_status check_tensor_axes(Verifier *v, const Tensor *t) {
     return RV_OK;
 }
 
-static rv_status check_op(Verifier *v, const Tensor *t) {
+/* A compute's body, or a conditional's condition and branches (the
+ * then-branch is op->body). */
+static rv_status check_body(Verifier *v, const Tensor *t, bool cond) {
     const Op *op = t->op;
     rv_status st;
-    if (!op || op->out != t)
-        return fail(v, NULL, "has no operation");
-    switch (op->kind) {
-    case OP_INPUT:
-        return op->body ? fail(v, NULL, "an input has a body") : RV_OK;
-    case OP_COND:
+    if (cond) {
         if (!op->pred || op->pred->dtype != RV_BOOL || !op->else_body)
             return fail(v, NULL, "a conditional needs a bool condition and two branches");
         v->where = "condition";
@@ -223,18 +220,29 @@ static rv_status check_op(Verifier *v, const Tensor *t) {
             return st;
         if (op->else_body->dtype != t->dtype)
             return fail(v, op->else_body, "else-branch dtype differs from the tensor's");
-        /* the then-branch is op->body, checked like a compute body */
-        /* fall through */
+    }
+    if (!op->body)
+        return fail(v, NULL, "has no body");
+    v->where = cond ? "then-branch" : "body";
+    if ((st = check_expr(v, op->body)) != RV_OK)
+        return st;
+    if (op->body->dtype != t->dtype)
+        return fail(v, op->body, "body dtype %s differs from the tensor's %s",
+                    rv_dtype_name(op->body->dtype), rv_dtype_name(t->dtype));
+    return RV_OK;
+}
+
+static rv_status check_op(Verifier *v, const Tensor *t) {
+    const Op *op = t->op;
+    if (!op || op->out != t)
+        return fail(v, NULL, "has no operation");
+    switch (op->kind) {
+    case OP_INPUT:
+        return op->body ? fail(v, NULL, "an input has a body") : RV_OK;
+    case OP_COND:
+        return check_body(v, t, true);
     case OP_COMPUTE:
-        if (!op->body)
-            return fail(v, NULL, "has no body");
-        v->where = "body";
-        if ((st = check_expr(v, op->body)) != RV_OK)
-            return st;
-        if (op->body->dtype != t->dtype)
-            return fail(v, op->body, "body dtype %s differs from the tensor's %s",
-                        rv_dtype_name(op->body->dtype), rv_dtype_name(t->dtype));
-        return RV_OK;
+        return check_body(v, t, false);
     case OP_EXTERN: {
         const ExternKernel *k = ir_extern_lookup(op->kernel);
         if (!k)
@@ -261,29 +269,7 @@ static rv_status check_op(Verifier *v, const Tensor *t) {
         for (int i = 1; i < t->ndim; i++)
             if (ir_uses_axis(t->axes[i]->extent, t->axes[0]))
                 return fail(v, NULL, "the extent of '%s' uses the node axis", t->axes[i]->name);
-        if (op->pred) {
-            if (op->pred->dtype != RV_BOOL || !op->else_body)
-                return fail(v, NULL, "a conditional member needs a bool condition and two branches");
-            v->where = "condition";
-            if ((st = check_expr(v, op->pred)) != RV_OK)
-                return st;
-            v->where = "else-branch";
-            if ((st = check_expr(v, op->else_body)) != RV_OK)
-                return st;
-            if (op->else_body->dtype != t->dtype)
-                return fail(v, op->else_body, "else-branch dtype differs from the tensor's");
-        } else if (op->else_body) {
-            return fail(v, NULL, "an else-branch without a condition");
-        }
-        if (!op->body)
-            return fail(v, NULL, "has no body");
-        v->where = op->pred ? "then-branch" : "body";
-        if ((st = check_expr(v, op->body)) != RV_OK)
-            return st;
-        if (op->body->dtype != t->dtype)
-            return fail(v, op->body, "body dtype %s differs from the tensor's %s",
-                        rv_dtype_name(op->body->dtype), rv_dtype_name(t->dtype));
-        return RV_OK;
+        return check_body(v, t, op->pred != NULL);
     }
     default:
         RV_UNREACHABLE();
