@@ -637,7 +637,7 @@ static void measure_batch(Tuner *t, TuneBatch *bt, const int *cands, int nc, con
         }
         MeasureMsg m;
         Buf why = {0};
-        int r;
+        int r = 1; /* what the last read said (1: a message; none read yet) */
         while (run.start < nc && (r = tune_child_read(&ch, &m, sizeof m, timeout, &why)) == 1) {
             if (m.q < run.start || m.q >= nc)
                 continue; /* cannot happen: the child measures in order */
