@@ -313,14 +313,21 @@ static Stmt *batch_loop(LowerCtx *c, Recurse *g, Expr *count, Expr *first, int s
 
 /* ---- stages computed once per call ---- */
 
-/* Does stage p, or a stage computed inside it, read a member of g? */
+/* Does stage p, a stage computed inside it, or a stage of g's nests it
+ * reads (a cache of a cache of a member) read a member of g? */
 static bool reads_group(const Schedule *s, const Stage *p, const Recurse *g) {
     for (int i = 0; i < g->members.len; i++)
         if (sched_stage_reads_tensor(p, g->members.data[i]))
             return true;
     for (int k = 0; k < s->stages.len; k++) {
         const Stage *q = s->stages.data[k];
-        if (q->attach == ATTACH_AT && q->at == p && reads_group(s, q, g))
+        if (q == p || q->attach != ATTACH_AT)
+            continue;
+        if (q->at == p && reads_group(s, q, g))
+            return true;
+        /* q is computed per node in g's nests: what reads it is too */
+        if (q->at && sched_stage_group(q->at) == g && sched_stage_reads_tensor(p, q->t) &&
+            reads_group(s, q, g))
             return true;
     }
     return false;
