@@ -404,6 +404,9 @@ typedef enum NameKind {
 /* Registers an object name in the module's single namespace; RV_ERR_TYPE
  * "redefinition of X" if taken. */
 rv_status ir_declare(Module *m, const char *name, void *obj, NameKind k);
+/* The object named `name` if it is of kind k (and still the module's),
+ * else NULL. */
+void *ir_lookup(const Module *m, const char *name, NameKind k);
 /* Inference of omitted compute extents: the extent of the first tensor
  * dimension that `a` indexes as a bare variable, with that tensor's outer
  * axes replaced by the indices of the read. NULL if `a` never appears so. */

@@ -673,7 +673,7 @@ rv_tensor *rv_extern_new(rv_module *m, const char *name, const char *kernel, int
 /* The object named `name` if it is of kind k and was completed into its
  * list (a definition that failed half-way stays out): O(1), as the checker
  * looks names up once per definition. */
-static void *lookup_kind(const rv_module *m, const char *name, NameKind k) {
+void *ir_lookup(const Module *m, const char *name, NameKind k) {
     void *obj = strmap_get(&m->by_name, name);
     if (!obj || (uintptr_t)ptrmap_get(&m->kind_of, obj) != (uintptr_t)k + 1)
         return NULL;
@@ -686,6 +686,14 @@ static void *lookup_kind(const rv_module *m, const char *name, NameKind k) {
         const Size *s = obj;
         return s->id < m->sizes.len && m->sizes.data[s->id] == s ? obj : NULL;
     }
+    case NAME_STRUCT: {
+        const Structure *st = obj;
+        return st->id < m->structures.len && m->structures.data[st->id] == st ? obj : NULL;
+    }
+    case NAME_RECURSE: {
+        const Recurse *r = obj;
+        return r->id < m->recurses.len && m->recurses.data[r->id] == r ? obj : NULL;
+    }
     default: {
         const Ufun *f = obj;
         return f->id < m->ufuns.len && m->ufuns.data[f->id] == f ? obj : NULL;
@@ -694,15 +702,15 @@ static void *lookup_kind(const rv_module *m, const char *name, NameKind k) {
 }
 
 rv_tensor *rv_module_tensor(const rv_module *m, const char *name) {
-    return lookup_kind(m, name, NAME_TENSOR);
+    return ir_lookup(m, name, NAME_TENSOR);
 }
 
 rv_size *rv_module_size(const rv_module *m, const char *name) {
-    return lookup_kind(m, name, NAME_SIZE);
+    return ir_lookup(m, name, NAME_SIZE);
 }
 
 rv_ufun *rv_module_ufun(const rv_module *m, const char *name) {
-    return lookup_kind(m, name, NAME_UFUN);
+    return ir_lookup(m, name, NAME_UFUN);
 }
 
 int rv_module_num_sizes(const rv_module *m) {

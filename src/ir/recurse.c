@@ -177,13 +177,8 @@ rv_ufun *rv_structure_add_data(rv_structure *s, const char *name, rv_expr *lo, r
     return f;
 }
 
-static void *lookup(const rv_module *m, const char *name, NameKind k) {
-    void *obj = strmap_get(&m->by_name, name);
-    return obj && (uintptr_t)ptrmap_get(&m->kind_of, obj) == (uintptr_t)k + 1 ? obj : NULL;
-}
-
 rv_structure *rv_module_structure(const rv_module *m, const char *name) {
-    return m && name ? lookup(m, name, NAME_STRUCT) : NULL;
+    return m && name ? ir_lookup(m, name, NAME_STRUCT) : NULL;
 }
 
 /* ---- recursion groups ---- */
