@@ -815,14 +815,10 @@ static void emit_gpu_loop(CK *c, CFn *f, const Stmt *s) {
     }
 }
 
-static bool is_gpu_loop(LoopKind k) {
-    return k >= LOOP_GPU_BLOCK_X && k <= LOOP_GPU_THREAD_Z;
-}
-
 static void emit_for(CK *c, CFn *f, const Stmt *s) {
     LoopKind kind = s->u.loop.kind;
     if (c->e->target == CG_TARGET_CUDA) {
-        if (is_gpu_loop(kind)) {
+        if (sched_kind_is_gpu(kind)) {
             emit_gpu_loop(c, f, s);
             return;
         }

@@ -61,7 +61,7 @@ typedef struct Check {
 
 /* The bit of a GPU-bound loop kind's dimension (0 for other kinds). */
 static unsigned gpu_bit(LoopKind k) {
-    return k >= LOOP_GPU_BLOCK_X && k <= LOOP_GPU_THREAD_Z ? 1u << (k - LOOP_GPU_BLOCK_X) : 0;
+    return sched_kind_is_gpu(k) ? 1u << (k - LOOP_GPU_BLOCK_X) : 0;
 }
 
 static bool sizes_only(const Expr *x) {

@@ -43,7 +43,7 @@ static const Stmt *copy_store(const Stmt *s, const Axis **vars, int *nvars) {
     *nvars = 0;
     while (s && s->kind == ST_FOR) {
         LoopKind k = s->u.loop.kind;
-        if (*nvars == 8 || k == LOOP_PARALLEL || (k >= LOOP_GPU_BLOCK_X && k <= LOOP_GPU_THREAD_Z))
+        if (*nvars == 8 || k == LOOP_PARALLEL || sched_kind_is_gpu(k))
             return NULL;
         vars[(*nvars)++] = s->u.loop.var;
         s = s->u.loop.body;

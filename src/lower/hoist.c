@@ -97,7 +97,7 @@ static Stmt *note_store(StmtMutator *mu, Stmt *s) {
 }
 
 static bool gpu_loop(const Stmt *s) {
-    return s->u.loop.kind >= LOOP_GPU_BLOCK_X && s->u.loop.kind <= LOOP_GPU_THREAD_Z;
+    return sched_kind_is_gpu(s->u.loop.kind);
 }
 
 static void mark_gpu(const Expr *e, void *ctx) {

@@ -412,11 +412,26 @@ static Stmt *guarded_for_pass(LowerCtx *c, StageNest n, int i) {
     return s;
 }
 
+/* Is v, or the loop it became by splits and fuses, bound to a GPU index? */
+static bool iv_gpu_bound(const IterVar *v) {
+    if (!v)
+        return false;
+    if (v->fused)
+        return iv_gpu_bound(v->fused);
+    if (v->outer)
+        return iv_gpu_bound(v->outer) || iv_gpu_bound(v->inner);
+    return sched_kind_is_gpu(v->kind);
+}
+
+/* A split with a GPU-bound part keeps its guard whatever its tail mode: a
+ * launch is sized by its bound loops' extents, which a partitioned last
+ * tile makes depend on the tile (E - E/f*f threads), and the threads past
+ * the end idle at the guard anyway. */
 int lower_splits_here(LowerCtx *c, StageNest *n, int i, Expr **ext) {
     Stage *st = n->st;
     IterVar *v = st->leaves.data[i];
     IterVar *p = v->rel == IV_OUTER ? v->parent : NULL;
-    if (!p || p->tail != TAIL_PARTITION || n->state[p->id] != SPLIT_GUARD)
+    if (!p || p->tail != TAIL_PARTITION || n->state[p->id] != SPLIT_GUARD || iv_gpu_bound(p))
         return 0;
     int j;
     for (j = i + 1; j < st->leaves.len && st->leaves.data[j] != p->inner; j++)

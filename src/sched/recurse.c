@@ -203,7 +203,7 @@ static rv_status check_member(Schedule *s, Stage *st, Recurse *g, const SchedSte
                     n->name, st->name, g->name, g->name);
     for (int i = 0; i < st->leaves.len; i++) {
         LoopKind k = st->leaves.data[i]->kind;
-        if (k >= LOOP_GPU_BLOCK_X && k <= LOOP_GPU_THREAD_Z)
+        if (sched_kind_is_gpu(k))
             return fail(step, src,
                         "loop %s of %s cannot be bound to %s: the CUDA back end has no barrier "
                         "between the nodes, batches and members of recursion %s yet (its "

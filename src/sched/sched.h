@@ -48,6 +48,11 @@ typedef enum LoopKind {
     LOOP_COUNT
 } LoopKind;
 
+/* Is a loop of kind k bound to a GPU block or thread index? */
+static inline bool sched_kind_is_gpu(LoopKind k) {
+    return k >= LOOP_GPU_BLOCK_X && k <= LOOP_GPU_THREAD_Z;
+}
+
 typedef enum IterRel {
     IV_ROOT,  /* an axis of the stage */
     IV_OUTER, /* the outer part of a split */
