@@ -260,7 +260,9 @@ static void scan_function(CgEmit *e, const Stmt *s, PtrMap *written, PtrMap *let
     scan_stmt(&sc, s);
     for (int i = 0; i < sc.alloc_depth.cap; i++) {
         const void *b = sc.alloc_depth.keys ? sc.alloc_depth.keys[i] : NULL;
-        if (b && !ptrmap_has(&sc.spoiled, b))
+        /* a block-shared local is memory the threads share, never a
+         * thread's scalar */
+        if (b && !ptrmap_has(&sc.spoiled, b) && !ptrmap_has(&e->shared, b))
             ptrmap_put(&e->scalars, b, (void *)b);
     }
     ptrmap_free(&sc.alloc_depth);
@@ -981,7 +983,8 @@ static void emit_alloc(CK *c, CFn *f, const Stmt *s) {
         break;
     case PLACE_STACK:
         const_size(b, &size);
-        line(f, "%s %s[%lld]%s;\n", t, n, (long long)(size > 0 ? size : 1),
+        line(f, "%s%s %s[%lld]%s;\n", ptrmap_has(&c->e->shared, b) ? "__shared__ " : "", t, n,
+             (long long)(size > 0 ? size : 1),
              c->e->target == CG_TARGET_C ? " __attribute__((aligned(64)))" : "");
         emit_body(c, f, s->u.alloc.body);
         break;

@@ -80,6 +80,7 @@ void cg_emit_free(CgEmit *e) {
     strmap_free(&e->locals);
     ptrmap_free(&e->names);
     ptrmap_free(&e->scalars);
+    ptrmap_free(&e->shared);
     arena_free(e->arena);
     memset(e, 0, sizeof *e);
 }
@@ -88,6 +89,7 @@ void cg_emit_begin_kernel(CgEmit *e) {
     strmap_free(&e->locals);
     ptrmap_free(&e->names);
     ptrmap_free(&e->scalars);
+    ptrmap_free(&e->shared);
 }
 
 const char *cg_ctype(rv_dtype t) {
