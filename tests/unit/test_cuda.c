@@ -229,17 +229,21 @@ static void test_examples_to_ptx(void) {
     }
 }
 
+/* The example `file` of the table with its GPU schedule. */
+static rv_module *load_named(const char *file) {
+    for (int x = 0; x < RV_COUNT(examples); x++)
+        if (strcmp(examples[x].file, file) == 0)
+            return load_example(&examples[x], false);
+    RV_ASSERT(!"no such example");
+    return NULL;
+}
+
 /* A split with a GPU-bound part keeps its guard even with the default
  * tail mode (partition): a partitioned last tile would put a thread loop
  * of extent N - N/128*128 in the kernel, which cannot size the launch. The
  * grid covers the last tile, whose threads past N idle at the guard. */
 static void test_gpu_split_keeps_guard(void) {
-    const Example *ex = NULL;
-    for (int x = 0; x < RV_COUNT(examples); x++)
-        if (strcmp(examples[x].file, "trmm.rv") == 0)
-            ex = &examples[x];
-    RV_ASSERT(ex);
-    rv_module *m = load_example(ex, false);
+    rv_module *m = load_named("trmm.rv");
     if (!m)
         return;
     Kernel **ks = NULL;
@@ -269,12 +273,7 @@ static void test_gpu_split_keeps_guard(void) {
  * with a barrier between the fills and the reads, and one before the next
  * step's fills (the last step's readers must be done). */
 static void test_shared_tiles(void) {
-    const Example *ex = NULL;
-    for (int x = 0; x < RV_COUNT(examples); x++)
-        if (strcmp(examples[x].file, "batch_matmul.rv") == 0)
-            ex = &examples[x];
-    RV_ASSERT(ex);
-    rv_module *m = load_example(ex, false);
+    rv_module *m = load_named("batch_matmul.rv");
     if (!m)
         return;
     Kernel **ks = NULL;
