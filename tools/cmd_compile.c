@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "codegen/codegen.h"
 #include "lower/lower.h"
 #include "tools.h"
 
@@ -23,8 +24,10 @@ static rv_program *compile(rv_module *m, rv_target target, int threads) {
 }
 
 /* `ravel emit FILE --target lower`: the kernels after the lowering
- * pipeline, as loop-IR text (golden tests compare it). */
-static int emit_lower(rv_module *m) {
+ * pipeline, as loop-IR text (golden tests compare it); `--target cuda`:
+ * each kernel's CUDA C unit, as the CUDA target compiles it (no GPU
+ * needed). */
+static int emit_lower(rv_module *m, bool cuda) {
     Kernel **ks = NULL;
     int n = 0;
     rv_status st = ir_verify(m);
@@ -35,10 +38,21 @@ static int emit_lower(rv_module *m) {
         return 1;
     }
     Buf b = {0};
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < n && st == RV_OK; i++) {
         if (i)
             buf_putc(&b, '\n');
-        lower_print_kernel(&b, ks[i]);
+        char *src = NULL;
+        if (!cuda)
+            lower_print_kernel(&b, ks[i]);
+        else if ((st = cg_cuda_kernel(ks[i], &src, NULL, NULL)) == RV_OK)
+            buf_puts(&b, src);
+        base_free(src);
+    }
+    if (st != RV_OK) {
+        tool_print_error(NULL);
+        buf_free(&b);
+        base_free(ks);
+        return 1;
     }
     fputs(buf_str(&b), stdout);
     buf_free(&b);
@@ -62,8 +76,8 @@ int cmd_emit(int argc, char **argv) {
         tool_command_help(stderr, "emit");
         return 2;
     }
-    if (strcmp(target, "c") != 0 && strcmp(target, "lower") != 0) {
-        fprintf(stderr, "ravel emit: unknown target '%s' (c or lower)\n", target);
+    if (strcmp(target, "c") != 0 && strcmp(target, "lower") != 0 && strcmp(target, "cuda") != 0) {
+        fprintf(stderr, "ravel emit: unknown target '%s' (c, cuda or lower)\n", target);
         return 2;
     }
     rv_module *m;
@@ -71,8 +85,8 @@ int cmd_emit(int argc, char **argv) {
         tool_print_error(NULL);
         return 1;
     }
-    if (strcmp(target, "lower") == 0) {
-        int r = emit_lower(m);
+    if (strcmp(target, "lower") == 0 || strcmp(target, "cuda") == 0) {
+        int r = emit_lower(m, strcmp(target, "cuda") == 0);
         rv_module_free(m);
         return r;
     }

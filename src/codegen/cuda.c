@@ -54,6 +54,8 @@
 typedef struct Check {
     Module *m;
     const Kernel *k;
+    const Axis *batch; /* the batch loop's variable, an argument (launch_batches) */
+    bool strided;      /* persistent: bound loops stride over the launch (any extent) */
     Expr *dim[6];      /* grid x, y, z, block x, y, z */
     PtrMap alloc_dims; /* local Buffer* -> 1 + the GPU dimensions bound around its allocation */
     rv_status st;
@@ -64,13 +66,17 @@ static unsigned gpu_bit(LoopKind k) {
     return sched_kind_is_gpu(k) ? 1u << (k - LOOP_GPU_BLOCK_X) : 0;
 }
 
-static bool sizes_only(const Expr *x) {
+/* Can the host evaluate x before a launch: sizes, UF arrays (the host
+ * has them) at such indices, and the batch loop's variable? */
+static bool host_evaluable(const Check *c, const Expr *x) {
+    if (x->kind == EX_VAR)
+        return c->batch && x->u.axis == c->batch;
     if (x->kind != EX_CONST_INT && x->kind != EX_SIZE && x->n == 0)
         return false;
-    if (x->kind == EX_LOAD || x->kind == EX_UFCALL || x->kind == EX_READ)
+    if ((x->kind == EX_LOAD && !x->u.buf->uf) || x->kind == EX_UFCALL || x->kind == EX_READ)
         return false;
     for (int i = 0; i < x->n; i++)
-        if (!sizes_only(x->args[i]))
+        if (!host_evaluable(c, x->args[i]))
             return false;
     return true;
 }
@@ -90,11 +96,12 @@ static void check_stmt(Check *c, const Stmt *s, unsigned bound) {
         LoopKind k = s->u.loop.kind;
         if (k >= LOOP_GPU_BLOCK_X && k <= LOOP_GPU_THREAD_Z) {
             Expr *ext = s->u.loop.extent;
-            if (!sizes_only(ext)) {
+            if (!c->strided && !host_evaluable(c, ext)) {
                 char *e = ir_expr_str(ext);
                 c->st = base_error(RV_ERR_UNSUPPORTED,
                                    "kernel %s: the extent of GPU-bound loop %s (%s) must depend "
-                                   "on sizes only, to size the launch",
+                                   "on sizes only (UF arrays at such indices, and a "
+                                   "recursion's batch), to size the launch",
                                    c->k->name, s->u.loop.var->name, e);
                 base_free(e);
                 return;
@@ -288,89 +295,520 @@ static void launch_comment(CgEmit *e, Buf *b, const char *what, Expr *const *d) 
     buf_putc(b, ')');
 }
 
-rv_status cg_cuda_kernel(const Kernel *k, char **src_out, char **sym_out, CgLaunch *launch) {
-    *src_out = NULL;
-    if (sym_out)
-        *sym_out = NULL;
-    Check c = {.m = k->m, .k = k};
-    check_stmt(&c, k->body, 0);
+/* ---- recursion groups: the batches (gpu_batches) ---- */
+
+/* The loop over a recursion group's batches (Stmt.u.loop.gpu_batches),
+ * at the top of the kernel (under lets, allocations and sequences). */
+static const Stmt *find_batches(const Stmt *s) {
+    if (!s)
+        return NULL;
+    switch (s->kind) {
+    case ST_FOR:
+        return s->u.loop.gpu_batches ? s : NULL;
+    case ST_LET:
+        return find_batches(s->u.let.body);
+    case ST_ALLOC:
+        return find_batches(s->u.alloc.body);
+    case ST_SEQ:
+        for (int i = 0; i < s->u.seq.n; i++) {
+            const Stmt *b = find_batches(s->u.seq.stmts[i]);
+            if (b)
+                return b;
+        }
+        return NULL;
+    default:
+        return NULL;
+    }
+}
+
+/* The device memory (buffers that are not locals) statements read and
+ * write: two statements need a barrier between them when the second reads
+ * or writes what the first writes, or writes what it reads. */
+typedef struct Access {
+    Vec(const Buffer *) rd, wr;
+} Access;
+
+static void access_add(Access *a, const Buffer *b, bool write) {
+    if (b->scope == BUF_LOCAL)
+        return;
+    for (int i = 0; write && i < a->wr.len; i++)
+        if (a->wr.data[i] == b)
+            return;
+    for (int i = 0; !write && i < a->rd.len; i++)
+        if (a->rd.data[i] == b)
+            return;
+    if (write)
+        vec_push(&a->wr, b);
+    else
+        vec_push(&a->rd, b);
+}
+
+static void access_load(const Expr *e, void *ctx) {
+    if (e->kind == EX_LOAD)
+        access_add(ctx, e->u.buf, false);
+}
+
+static void access_expr(Access *a, const Expr *e) {
+    if (e)
+        ir_visit(e, access_load, a);
+}
+
+static void access_stmt(Access *a, const Stmt *s) {
+    if (!s)
+        return;
+    switch (s->kind) {
+    case ST_FOR:
+        access_expr(a, s->u.loop.extent);
+        access_stmt(a, s->u.loop.body);
+        return;
+    case ST_IF:
+        access_expr(a, s->u.if_.cond);
+        access_stmt(a, s->u.if_.then_s);
+        access_stmt(a, s->u.if_.else_s);
+        return;
+    case ST_LET:
+        access_expr(a, s->u.let.value);
+        access_stmt(a, s->u.let.body);
+        return;
+    case ST_STORE:
+        access_expr(a, s->u.store.index);
+        access_expr(a, s->u.store.value);
+        access_add(a, s->u.store.buf, true);
+        return;
+    case ST_ALLOC:
+        access_stmt(a, s->u.alloc.body);
+        return;
+    case ST_SEQ:
+        for (int i = 0; i < s->u.seq.n; i++)
+            access_stmt(a, s->u.seq.stmts[i]);
+        return;
+    default:
+        return;
+    }
+}
+
+static bool access_has(const Access *a, const Buffer *b, bool write) {
+    for (int i = 0; i < (write ? a->wr.len : a->rd.len); i++)
+        if ((write ? a->wr.data[i] : a->rd.data[i]) == b)
+            return true;
+    return false;
+}
+
+static bool conflicts(const Access *before, const Access *after) {
+    for (int i = 0; i < after->rd.len; i++)
+        if (access_has(before, after->rd.data[i], true))
+            return true;
+    for (int i = 0; i < after->wr.len; i++)
+        if (access_has(before, after->wr.data[i], true) ||
+            access_has(before, after->wr.data[i], false))
+            return true;
+    return false;
+}
+
+static void access_merge(Access *into, const Access *a) {
+    for (int i = 0; i < a->rd.len; i++)
+        access_add(into, a->rd.data[i], false);
+    for (int i = 0; i < a->wr.len; i++)
+        access_add(into, a->wr.data[i], true);
+}
+
+static void access_free(Access *a) {
+    vec_free(&a->rd);
+    vec_free(&a->wr);
+}
+
+/* Barrier b in front of s when `since` (what ran since the last barrier)
+ * conflicts with what s does; `since` then holds what ran after it. */
+static Stmt *after_barrier_if(Module *m, Access *since, const Access *a, Stmt *s) {
+    if (!conflicts(since, a)) {
+        access_merge(since, a);
+        return s;
+    }
+    since->rd.len = since->wr.len = 0;
+    access_merge(since, a);
+    Stmt *both[2] = {lower_grid_barrier(m), s};
+    return lower_seq(m, 2, both);
+}
+
+/* The kernel body of a group with gpu_batches, with a grid barrier
+ * wherever the threads of one launch would race: between two statements
+ * at its top (under lets, allocations, sequences and the batch loop) when
+ * the second reads or writes device memory that one before it, since the
+ * last barrier, writes (or writes what it reads: a member's leaves and
+ * the members it reads at the same node; two members that touch nothing
+ * of each other's share an interval), before the batch loop, and after
+ * every batch (the next batch reads this one's nodes). The barriers are
+ * where a launch ends, with gpu_batches("launch"), or where the grid
+ * synchronizes, with "persistent". */
+static Stmt *with_barriers(Module *m, Stmt *s, Access *since) {
+    if (s->kind != ST_SEQ && s->kind != ST_LET && s->kind != ST_ALLOC &&
+        !(s->kind == ST_FOR && s->u.loop.gpu_batches)) {
+        Access a = {0};
+        access_stmt(&a, s);
+        Stmt *r = after_barrier_if(m, since, &a, s);
+        access_free(&a);
+        return r;
+    }
+    switch (s->kind) {
+    case ST_SEQ: {
+        Vec(Stmt *) v = {0};
+        for (int i = 0; i < s->u.seq.n; i++)
+            vec_push(&v, with_barriers(m, s->u.seq.stmts[i], since));
+        Stmt *r = lower_seq(m, v.len, v.data);
+        vec_free(&v);
+        return r;
+    }
+    case ST_LET: {
+        Access a = {0};
+        access_expr(&a, s->u.let.value);
+        bool before = conflicts(since, &a);
+        if (before)
+            since->rd.len = since->wr.len = 0;
+        access_merge(since, &a);
+        access_free(&a);
+        Stmt *r = lower_let(m, s->u.let.var, s->u.let.value, with_barriers(m, s->u.let.body, since));
+        Stmt *both[2] = {lower_grid_barrier(m), r};
+        return before ? lower_seq(m, 2, both) : r;
+    }
+    case ST_ALLOC:
+        return lower_alloc(m, s->u.alloc.buf, with_barriers(m, s->u.alloc.body, since));
+    case ST_FOR: {
+        /* a batch reads the ones before it: a barrier after each, and one
+         * before the loop (it may run no batch: nothing after it then races
+         * with what ran before it) */
+        bool before = since->rd.len || since->wr.len;
+        Access inner = {0};
+        access_expr(&inner, s->u.loop.extent);
+        Stmt *body = with_barriers(m, s->u.loop.body, &inner);
+        access_free(&inner);
+        Stmt *each[2] = {body, lower_grid_barrier(m)};
+        Stmt *loop = lower_for_like(m, s, s->u.loop.var, s->u.loop.extent, lower_seq(m, 2, each));
+        since->rd.len = since->wr.len = 0;
+        Stmt *both[2] = {lower_grid_barrier(m), loop};
+        return before ? lower_seq(m, 2, both) : loop;
+    }
+    default:
+        RV_UNREACHABLE();
+    }
+}
+
+/* Does s hold a grid barrier or the batch loop at its top? */
+static bool has_cut(const Stmt *s) {
+    if (!s)
+        return false;
+    switch (s->kind) {
+    case ST_BARRIER:
+        return s->u.barrier.grid;
+    case ST_FOR:
+        return s->u.loop.gpu_batches != 0;
+    case ST_LET:
+        return has_cut(s->u.let.body);
+    case ST_ALLOC:
+        return has_cut(s->u.alloc.body);
+    case ST_SEQ:
+        for (int i = 0; i < s->u.seq.n; i++)
+            if (has_cut(s->u.seq.stmts[i]))
+                return true;
+        return false;
+    default:
+        return false;
+    }
+}
+
+/* gpu_batches("launch"): the body cut at its grid barriers into the
+ * bodies of the launches, each under the lets around it (evaluated again
+ * in each), those inside the batch loop launched once per batch. */
+typedef struct Segment {
+    Stmt *body;
+    const Stmt *loop; /* the batch loop around it, or NULL */
+} Segment;
+
+typedef struct Cut {
+    Module *m;
+    const Kernel *k;
+    Vec(Stmt *) cur;
+    Vec(const Stmt *) wraps; /* lets around cur, outermost first */
+    Vec(Segment) segs;
+    const Stmt *loop;
+    rv_status st;
+} Cut;
+
+static void cut_flush(Cut *c) {
+    if (!c->cur.len)
+        return;
+    Stmt *b = lower_seq(c->m, c->cur.len, c->cur.data);
+    for (int i = c->wraps.len - 1; i >= 0; i--) {
+        const Stmt *w = c->wraps.data[i];
+        b = lower_let(c->m, w->u.let.var, w->u.let.value, b);
+    }
+    vec_push(&c->segs, ((Segment){b, c->loop}));
+    c->cur.len = 0;
+}
+
+static void cut(Cut *c, Stmt *s) {
+    if (!s || c->st != RV_OK)
+        return;
+    if (!has_cut(s)) {
+        vec_push(&c->cur, s);
+        return;
+    }
+    switch (s->kind) {
+    case ST_BARRIER:
+        cut_flush(c);
+        return;
+    case ST_SEQ:
+        for (int i = 0; i < s->u.seq.n; i++)
+            cut(c, s->u.seq.stmts[i]);
+        return;
+    case ST_LET:
+        cut_flush(c);
+        vec_push(&c->wraps, s);
+        cut(c, s->u.let.body);
+        cut_flush(c);
+        c->wraps.len--;
+        return;
+    case ST_ALLOC:
+        /* a thread's local does not outlive its launch */
+        c->st = base_error(RV_ERR_UNSUPPORTED,
+                           "kernel %s: local buffer %s lives across the launches of "
+                           "gpu_batches(\"launch\"); compute it inside a member",
+                           c->k->name, s->u.alloc.buf->name);
+        return;
+    case ST_FOR:
+        cut_flush(c);
+        c->loop = s;
+        cut(c, s->u.loop.body);
+        cut_flush(c);
+        c->loop = NULL;
+        return;
+    default:
+        RV_UNREACHABLE();
+    }
+}
+
+/* ---- entry points ---- */
+
+/* The text of one entry point `sym` running body, its launch extents in
+ * dims[6] and a comment describing them in *launch_text. batch: the
+ * batch loop's variable, its last argument (NULL: none). strided: a
+ * persistent kernel's, whose bound loops stride over the grid. */
+static rv_status emit_entry(CgEmit *e, const Kernel *k, Stmt *body, const char *sym,
+                            const Axis *batch, bool strided, Expr *dims[6], Buf *out,
+                            Buf *launch_text) {
+    Check c = {.m = k->m, .k = k, .batch = batch, .strided = strided};
+    check_stmt(&c, body, 0);
     ptrmap_free(&c.alloc_dims);
     if (c.st != RV_OK)
         return c.st;
     unsigned used = 0;
     for (int d = 0; d < 6; d++)
         used |= c.dim[d] ? 1u << d : 0;
-    Stmt *body = cover_stores(k->m, k->body, used, 0);
-    if (body != k->body) { /* the launch covers the new loops too */
+    Stmt *covered = cover_stores(k->m, body, used, 0);
+    if (covered != body) { /* the launch covers the new loops too */
         memset(c.dim, 0, sizeof c.dim);
-        check_stmt(&c, body, 0);
+        check_stmt(&c, covered, 0);
         ptrmap_free(&c.alloc_dims);
         RV_ASSERT(c.st == RV_OK);
     }
     int64_t threads = 1, n;
-    for (int d = 3; d < 6; d++)
+    for (int d = 3; d < 6; d++) {
+        /* a persistent block strides over a bound loop of any extent */
+        if (strided && c.dim[d] && !ir_is_const_int(c.dim[d], &n))
+            c.dim[d] = ir_int(k->m, d == 3 ? 128 : 1);
         if (c.dim[d] && ir_is_const_int(c.dim[d], &n))
             threads *= n;
+    }
     if (threads > 1024)
         return base_error(RV_ERR_UNSUPPORTED,
                           "kernel %s: %lld threads per block; CUDA allows at most 1024", k->name,
                           (long long)threads);
 
-    CgEmit e;
-    cg_emit_init(&e, CG_TARGET_CUDA);
-    const char *sym = cg_global(&e, arena_printf(e.arena, "kernel_%s", k->name));
-    cg_emit_begin_kernel(&e);
+    cg_emit_begin_kernel(e);
     for (int i = 0; i < k->nparams; i++) {
         const Param *p = &k->params[i];
         if (p->kind == PARAM_SIZE)
-            cg_name(&e, p->size, p->size->name);
+            cg_name(e, p->size, p->size->name);
         else
-            cg_name(&e, p->buf, p->buf->name);
+            cg_name(e, p->buf, p->buf->name);
     }
+    if (batch)
+        cg_name(e, batch, batch->name);
     PtrMap written = {0};
-    cg_analyze(&e, body, &written);
+    cg_analyze(e, covered, &written);
     Buf text = {0};
-    cg_emit_stmts(&e, k, body, &written, 1, &text);
+    cg_emit_stmts(e, k, covered, &written, 1, &text);
 
-    Buf b = {0};
-    buf_printf(&b, "/*\n * Generated by ravel (CUDA C for NVRTC): %s, tensor %s.\n * Launch: ", sym,
-               k->name);
-    launch_comment(&e, &b, "grid", c.dim);
-    buf_puts(&b, ", ");
-    launch_comment(&e, &b, "block", c.dim + 3);
-    buf_puts(&b, ".\n * Arguments by value, in parameter order: sizes as int64_t, buffers as "
-                 "device pointers.\n */\n");
-    buf_puts(&b, "typedef int int32_t;\ntypedef long long int64_t;\n"
-                 "typedef unsigned char uint8_t;\n\n");
-    cg_emit_helpers(&e, &b);
-    buf_printf(&b, "extern \"C\" __global__ void %s(", sym);
+    if (strided) {
+        buf_puts(launch_text, "grid (as many blocks as fit the device at once), ");
+    } else {
+        launch_comment(e, launch_text, "grid", c.dim);
+        buf_puts(launch_text, ", ");
+    }
+    launch_comment(e, launch_text, "block", c.dim + 3);
+    if (batch)
+        buf_printf(launch_text, ", once per batch %s", cg_name(e, batch, batch->name));
+    buf_printf(out, "extern \"C\" __global__ void %s(", sym);
     int np = 0;
     for (int i = 0; i < k->nparams; i++) {
         const Param *p = &k->params[i];
-        buf_puts(&b, np++ ? ",\n    " : "\n    ");
+        buf_puts(out, np++ ? ",\n    " : "\n    ");
         if (p->kind == PARAM_SIZE) {
-            buf_printf(&b, "const int64_t %s", cg_name(&e, p->size, p->size->name));
+            buf_printf(out, "const int64_t %s", cg_name(e, p->size, p->size->name));
         } else {
             const Buffer *bf = p->buf;
-            buf_printf(&b, "%s%s *__restrict__ %s", ptrmap_has(&written, bf) ? "" : "const ",
-                       cg_ctype(bf->dtype), cg_name(&e, bf, bf->name));
+            buf_printf(out, "%s%s *__restrict__ %s", ptrmap_has(&written, bf) ? "" : "const ",
+                       cg_ctype(bf->dtype), cg_name(e, bf, bf->name));
         }
     }
-    buf_puts(&b, ") {\n");
-    buf_puts(&b, buf_str(&text));
-    buf_puts(&b, "}\n");
-
-    if (launch) {
-        for (int d = 0; d < 3; d++) {
-            launch->grid[d] = c.dim[d];
-            launch->block[d] = c.dim[3 + d];
-        }
-    }
-    if (sym_out)
-        *sym_out = base_xstrdup(sym);
-    *src_out = buf_take(&b);
+    if (batch)
+        buf_printf(out, ",\n    const int64_t %s", cg_name(e, batch, batch->name));
+    buf_puts(out, ") {\n");
+    buf_puts(out, buf_str(&text));
+    buf_puts(out, "}\n");
+    memcpy(dims, c.dim, sizeof c.dim);
     buf_free(&text);
     ptrmap_free(&written);
-    cg_emit_free(&e);
     return RV_OK;
+}
+
+/* The grid-wide barrier of a persistent kernel (self-contained: no
+ * cooperative-groups header, which NVRTC may not find). Thread 0 of each
+ * block arrives on a counter; the last to arrive resets it and advances
+ * the generation the others spin on. The launch is cooperative, so every
+ * block is resident and the spin ends; the fences make each block's
+ * stores before the barrier visible to every block after it. */
+static const char grid_sync_src[] =
+    "__device__ unsigned int rv_grid_count;\n"
+    "__device__ volatile unsigned int rv_grid_gen;\n"
+    "static __device__ __forceinline__ void rv_grid_sync(void) {\n"
+    "    __syncthreads();\n"
+    "    if (threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0) {\n"
+    "        const unsigned int gen = rv_grid_gen;\n"
+    "        const unsigned int blocks = gridDim.x * gridDim.y * gridDim.z;\n"
+    "        __threadfence();\n"
+    "        if (atomicAdd(&rv_grid_count, 1u) == blocks - 1) {\n"
+    "            atomicExch(&rv_grid_count, 0u);\n"
+    "            __threadfence();\n"
+    "            atomicAdd((unsigned int *)&rv_grid_gen, 1u);\n"
+    "        } else {\n"
+    "            while (rv_grid_gen == gen) {\n"
+    "            }\n"
+    "        }\n"
+    "        __threadfence();\n"
+    "    }\n"
+    "    __syncthreads();\n"
+    "}\n\n";
+
+void cg_cuda_launch_free(CgLaunch *l) {
+    for (int i = 0; l && i < l->nfns; i++)
+        base_free(l->fns[i].sym);
+    if (l)
+        base_free(l->fns);
+}
+
+rv_status cg_cuda_kernel(const Kernel *k, char **src_out, char **sym_out, CgLaunch *launch) {
+    *src_out = NULL;
+    if (sym_out)
+        *sym_out = NULL;
+    if (launch)
+        memset(launch, 0, sizeof *launch);
+    Module *m = k->m;
+    const Stmt *batches = find_batches(k->body);
+    int mode = batches ? batches->u.loop.gpu_batches : SCHED_GPU_NONE;
+    Stmt *body = k->body;
+    if (mode != SCHED_GPU_NONE) {
+        Access since = {0};
+        body = with_barriers(m, k->body, &since);
+        access_free(&since);
+    }
+    Cut cu = {.m = m, .k = k};
+    if (mode == SCHED_GPU_LAUNCH) {
+        cut(&cu, body);
+        cut_flush(&cu);
+    } else {
+        vec_push(&cu.segs, ((Segment){body, NULL}));
+    }
+    rv_status st = cu.st;
+    int nseg = cu.segs.len;
+    if (st == RV_OK && nseg == 0)
+        st = base_error(RV_ERR_UNSUPPORTED, "kernel %s: nothing to launch", k->name);
+
+    CgEmit e;
+    cg_emit_init(&e, CG_TARGET_CUDA);
+    e.gpu_strided = mode == SCHED_GPU_PERSISTENT;
+    Buf fns = {0}, first_launch = {0};
+    CgCudaFn *fn = base_xcalloc((size_t)nseg + 1, sizeof *fn);
+    for (int i = 0; st == RV_OK && i < nseg; i++) {
+        const Segment *sg = &cu.segs.data[i];
+        const char *sym = cg_global(&e, nseg > 1 ? arena_printf(e.arena, "kernel_%s_%d", k->name, i)
+                                                 : arena_printf(e.arena, "kernel_%s", k->name));
+        Expr *dims[6] = {0};
+        Buf lt = {0};
+        const Axis *bv = sg->loop ? sg->loop->u.loop.var : NULL;
+        Buf one = {0};
+        st = emit_entry(&e, k, sg->body, sym, bv, e.gpu_strided, dims, &one, &lt);
+        if (st == RV_OK) {
+            if (nseg > 1)
+                buf_printf(&fns, "/* Launch: %s. */\n", buf_str(&lt));
+            else
+                buf_puts(&first_launch, buf_str(&lt));
+            buf_puts(&fns, buf_str(&one));
+            buf_putc(&fns, '\n');
+            fn[i] = (CgCudaFn){.sym = base_xstrdup(sym),
+                               .grid = {dims[0], dims[1], dims[2]},
+                               .block = {dims[3], dims[4], dims[5]},
+                               .batch = bv ? bv->var : NULL,
+                               .batches = sg->loop ? sg->loop->u.loop.extent : NULL};
+        }
+        buf_free(&lt);
+        buf_free(&one);
+    }
+    if (st == RV_OK) {
+        Buf b = {0};
+        buf_printf(&b, "/*\n * Generated by ravel (CUDA C for NVRTC): %s, tensor %s.\n", fn[0].sym,
+                   k->name);
+        if (nseg > 1)
+            buf_printf(&b,
+                       " * Recursion %s, gpu_batches(\"launch\"): %d entry points, launched in "
+                       "order, those with a batch argument once per batch.\n",
+                       k->name, nseg);
+        else
+            buf_printf(&b, " * Launch: %s%s.\n", buf_str(&first_launch),
+                       e.gpu_strided ? "; cooperative, a grid barrier between the batches" : "");
+        buf_puts(&b, " * Arguments by value, in parameter order: sizes as int64_t, buffers as "
+                     "device pointers.\n */\n");
+        buf_puts(&b, "typedef int int32_t;\ntypedef long long int64_t;\n"
+                     "typedef unsigned char uint8_t;\n\n");
+        cg_emit_helpers(&e, &b);
+        if (e.gpu_strided)
+            buf_puts(&b, grid_sync_src);
+        buf_puts(&b, buf_str(&fns));
+        b.len--; /* one newline at the end */
+        b.data[b.len] = '\0';
+        if (sym_out)
+            *sym_out = base_xstrdup(fn[0].sym);
+        *src_out = buf_take(&b);
+        if (launch) {
+            for (int d = 0; d < 3; d++) {
+                launch->grid[d] = fn[0].grid[d];
+                launch->block[d] = fn[0].block[d];
+            }
+            launch->persistent = e.gpu_strided;
+            if (nseg > 1 || fn[0].batch) {
+                launch->nfns = nseg;
+                launch->fns = fn;
+                fn = NULL;
+            }
+        }
+    }
+    for (int i = 0; fn && i < nseg; i++)
+        base_free(fn[i].sym);
+    base_free(fn);
+    buf_free(&fns);
+    buf_free(&first_launch);
+    vec_free(&cu.cur);
+    vec_free(&cu.wraps);
+    vec_free(&cu.segs);
+    cg_emit_free(&e);
+    return st;
 }

@@ -52,8 +52,25 @@ typedef struct GpuSched {
 
 typedef struct Example {
     const char *file;
-    GpuSched s[4]; /* one per computed tensor */
+    GpuSched s[8]; /* one per computed tensor (and recursion group R) */
 } Example;
+
+/* A recursion's group schedule: the batches as launches or in one
+ * persistent kernel; its members one node per block, one output per
+ * thread. */
+#define REC_GROUP(MODE) "dynamic_batch()\nspecialize()\ngpu_batches(\"" MODE "\")"
+#define REC_NODE(A) "bind(n, \"blockIdx.x\")\nbind(" A ", \"threadIdx.x\")"
+/* TreeLSTM (examples/tree_lstm.rv) with either group schedule. */
+#define TREE_LSTM(MODE)                                                                            \
+    {"tree_lstm.rv",                                                                               \
+     {{"XIOU", GPU_2D("n", "g")},                                                                  \
+      {"XF", GPU_2D("n", "i")},                                                                    \
+      {"R", REC_GROUP(MODE)},                                                                      \
+      {"hs", REC_NODE("i")},                                                                       \
+      {"iou", REC_NODE("g")},                                                                      \
+      {"c", REC_NODE("i")},                                                                        \
+      {"h", REC_NODE("i")},                                                                        \
+      {"Out", GPU_2D("s", "i")}}}
 
 // clang-format off
 static const Example examples[] = {
@@ -89,6 +106,14 @@ static const Example examples[] = {
     {"tree_rnn.rv", {{"Leaf", GPU_2D("n", "i")}, {"Internal", GPU_2D("n", "i")}}},
     {"tree_rnn_cond.rv", {{"H", GPU_2D("n", "i")}}},
     {"trmm.rv", {{"C", GPU_2D("i", "j")}}},
+    /* recursion (docs/recursion.md, "CUDA"): each group schedule, every
+     * shape of random structures */
+    {"tree_rnn_rec.rv", {{"R", REC_GROUP("launch")}, {"h", REC_NODE("i")},
+                         {"Out", GPU_2D("s", "i")}}},
+    {"tree_rnn_rec.rv", {{"R", REC_GROUP("persistent")}, {"h", REC_NODE("i")},
+                         {"Out", GPU_2D("s", "i")}}},
+    TREE_LSTM("launch"),
+    TREE_LSTM("persistent"),
 };
 // clang-format on
 
@@ -423,7 +448,11 @@ static void test_cuda_target(void) {
             buf_printf(&b, "\nschedule %s {\n%s\n}\n", ex->s[i].tensor, ex->s[i].steps);
         snprintf(path, sizeof path, "%s/%s", dir, ex->file);
         CHECK_EQ_INT(base_write_file(path, buf_str(&b), b.len), RV_OK);
-        for (int seed = 1; seed <= 2; seed++) {
+        /* a recursion (group R) on every shape of random structures */
+        bool rec = false;
+        for (int i = 0; i < RV_COUNT(ex->s) && ex->s[i].tensor; i++)
+            rec |= strcmp(ex->s[i].tensor, "R") == 0;
+        for (int seed = 1; seed <= (rec ? 6 : 2); seed++) {
             char sd[16];
             snprintf(sd, sizeof sd, "%d", seed);
             char *argv[] = {ravel,      "run", path,      "--target", "cuda",
