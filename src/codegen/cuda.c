@@ -41,6 +41,14 @@
  * a bound loop that its allocation is outside of would be filled only in
  * part: it would need shared memory, and is refused.
  *
+ * RECURSION. A recursion group's kernel with gpu_batches (its batch loop
+ * marked, src/lower/recurse.c) gets grid barriers where the threads of one
+ * launch would race (with_barriers), then becomes either several entry
+ * points cut at the barriers, launched by the host in order and those of
+ * the batch loop once per batch ("launch"), or one persistent kernel with
+ * rv_grid_sync() at the barriers and bound loops that stride over a
+ * cooperative grid ("persistent"). docs/recursion.md, "CUDA".
+ *
  * The runtime (src/runtime/program.c, RV_TARGET_CUDA) compiles the source
  * with NVRTC, evaluates the launch extents from the sizes and launches the
  * kernel through the driver API (src/jit/cuda.c).

@@ -17,7 +17,10 @@
  * primary context (cuDevicePrimaryCtxRetain, made current on each calling
  * thread), cuModuleLoadDataEx on NVRTC's PTX, cuModuleGetFunction,
  * cuMemAlloc/cuMemFree, cuMemcpyHtoD/DtoH, cuLaunchKernel and
- * cuCtxSynchronize. Every CUresult is checked and reported as
+ * cuCtxSynchronize; for a recursion's persistent kernel,
+ * cuLaunchCooperativeKernel over the grid that
+ * cuOccupancyMaxActiveBlocksPerMultiprocessor says is resident at once.
+ * Every CUresult is checked and reported as
  * "cuX failed: CUDA_ERROR_NAME (description)", through cuGetErrorName and
  * cuGetErrorString.
  *

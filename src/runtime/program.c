@@ -41,7 +41,9 @@
  * slot, UF, AUX and tensor storage, copied to device memory) and
  * FROM_DEVICE after them (the computed tensors' storage copied back); a
  * CALL evaluates the kernel's grid and block extents from the sizes and
- * launches it.
+ * launches it; a recursion group's unit either launches its entry points
+ * in order, those of its batch loop once per batch (launch_batches), or
+ * its persistent kernel cooperatively (docs/recursion.md, "CUDA").
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -631,8 +633,11 @@ static rv_status cuda_launch_kernel(Run *r, int k) {
     const CgLaunch *l = &p->cuda_launch[r->first + k];
     JitCudaKernel *fn = p->cuda_fns[r->first + k];
     unsigned grid[3], block[3];
+    /* a persistent kernel's grid is the device's; its bound loops stride */
+    static Expr *const device_grid[3] = {NULL, NULL, NULL};
     rv_status st = l->nfns ? RV_OK /* per launch */
-                           : launch_extents(r, kn, l->grid, l->block, NULL, 0, grid, block);
+                           : launch_extents(r, kn, l->persistent ? device_grid : l->grid,
+                                            l->block, NULL, 0, grid, block);
     if (st == RV_OK && l->persistent) {
         grid[1] = grid[2] = 1;
         st = jit_cuda_resident_blocks(fn, 0, (int)(block[0] * block[1] * block[2]), &grid[0]);
