@@ -66,6 +66,7 @@ typedef struct Check {
     bool strided;      /* persistent: bound loops stride over the launch (any extent) */
     Expr *dim[6];      /* grid x, y, z, block x, y, z */
     PtrMap alloc_dims; /* local Buffer* -> 1 + the GPU dimensions bound around its allocation */
+    PtrMap lets;       /* a let's variable (Axis*) -> its value, outer lets substituted */
     rv_status st;
 } Check;
 
@@ -103,7 +104,9 @@ static void check_stmt(Check *c, const Stmt *s, unsigned bound) {
     case ST_FOR: {
         LoopKind k = s->u.loop.kind;
         if (k >= LOOP_GPU_BLOCK_X && k <= LOOP_GPU_THREAD_Z) {
-            Expr *ext = s->u.loop.extent;
+            /* the host sizes the launch: a let's value in place of its
+             * variable (hoisting names a batch's length) */
+            Expr *ext = ir_substitute(c->m, s->u.loop.extent, &c->lets);
             if (!c->strided && !host_evaluable(c, ext)) {
                 char *e = ir_expr_str(ext);
                 c->st = base_error(RV_ERR_UNSUPPORTED,
@@ -128,6 +131,7 @@ static void check_stmt(Check *c, const Stmt *s, unsigned bound) {
         check_stmt(c, s->u.if_.else_s, bound);
         return;
     case ST_LET:
+        ptrmap_put(&c->lets, s->u.let.var, ir_substitute(c->m, s->u.let.value, &c->lets));
         check_stmt(c, s->u.let.body, bound);
         return;
     case ST_STORE: {
@@ -606,6 +610,7 @@ static rv_status emit_entry(CgEmit *e, const Kernel *k, Stmt *body, const char *
     Check c = {.m = k->m, .k = k, .batch = batch, .strided = strided};
     check_stmt(&c, body, 0);
     ptrmap_free(&c.alloc_dims);
+    ptrmap_free(&c.lets);
     if (c.st != RV_OK)
         return c.st;
     unsigned used = 0;
@@ -616,6 +621,7 @@ static rv_status emit_entry(CgEmit *e, const Kernel *k, Stmt *body, const char *
         memset(c.dim, 0, sizeof c.dim);
         check_stmt(&c, covered, 0);
         ptrmap_free(&c.alloc_dims);
+        ptrmap_free(&c.lets);
         RV_ASSERT(c.st == RV_OK);
     }
     int64_t threads = 1, n;
