@@ -600,6 +600,18 @@ static void cut(Cut *c, Stmt *s) {
 
 /* ---- entry points ---- */
 
+/* The value of a constant or of a maximum of constants (a launch
+ * dimension several loops are bound to). */
+static bool const_max(const Expr *e, int64_t *v) {
+    int64_t a, b;
+    if (ir_is_const_int(e, v))
+        return true;
+    if (e->kind != EX_MAX || !const_max(e->args[0], &a) || !const_max(e->args[1], &b))
+        return false;
+    *v = a > b ? a : b;
+    return true;
+}
+
 /* The text of one entry point `sym` running body, its launch extents in
  * dims[6] and a comment describing them in *launch_text. batch: the
  * batch loop's variable, its last argument (NULL: none). strided: a
@@ -625,13 +637,21 @@ static rv_status emit_entry(CgEmit *e, const Kernel *k, Stmt *body, const char *
         RV_ASSERT(c.st == RV_OK);
     }
     int64_t threads = 1, n;
-    for (int d = 3; d < 6; d++) {
-        /* a persistent block strides over a bound loop of any extent */
-        if (strided && c.dim[d] && !ir_is_const_int(c.dim[d], &n))
-            c.dim[d] = ir_int(k->m, d == 3 ? 128 : 1);
+    for (int d = 0; strided && d < 6; d++) {
+        /* a persistent kernel strides over bound loops of any extent: its
+         * block and the grid's y and z are the bound loops' largest
+         * constant extents (else 128 threads along x, 1), the grid's x
+         * what the device holds at once with them (the runtime's) */
+        if (!c.dim[d] || d == 0)
+            c.dim[d] = NULL;
+        else if (const_max(c.dim[d], &n))
+            c.dim[d] = ir_int(k->m, n);
+        else
+            c.dim[d] = d == 3 ? ir_int(k->m, 128) : NULL;
+    }
+    for (int d = 3; d < 6; d++)
         if (c.dim[d] && ir_is_const_int(c.dim[d], &n))
             threads *= n;
-    }
     if (threads > 1024)
         return base_error(RV_ERR_UNSUPPORTED,
                           "kernel %s: %lld threads per block; CUDA allows at most 1024", k->name,
@@ -653,7 +673,11 @@ static rv_status emit_entry(CgEmit *e, const Kernel *k, Stmt *body, const char *
     cg_emit_stmts(e, k, covered, &written, 1, &text);
 
     if (strided) {
-        buf_puts(launch_text, "grid (as many blocks as fit the device at once), ");
+        buf_puts(launch_text, "grid (as many blocks as fit the device at once");
+        for (int d = 1; d < 3; d++)
+            if (c.dim[d] && ir_is_const_int(c.dim[d], &n))
+                buf_printf(launch_text, ", %c %lld", "xyz"[d], (long long)n);
+        buf_puts(launch_text, "), ");
     } else {
         launch_comment(e, launch_text, "grid", c.dim);
         buf_puts(launch_text, ", ");

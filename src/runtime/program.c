@@ -633,14 +633,16 @@ static rv_status cuda_launch_kernel(Run *r, int k) {
     const CgLaunch *l = &p->cuda_launch[r->first + k];
     JitCudaKernel *fn = p->cuda_fns[r->first + k];
     unsigned grid[3], block[3];
-    /* a persistent kernel's grid is the device's; its bound loops stride */
-    static Expr *const device_grid[3] = {NULL, NULL, NULL};
     rv_status st = l->nfns ? RV_OK /* per launch */
-                           : launch_extents(r, kn, l->persistent ? device_grid : l->grid,
-                                            l->block, NULL, 0, grid, block);
+                           : launch_extents(r, kn, l->grid, l->block, NULL, 0, grid, block);
     if (st == RV_OK && l->persistent) {
-        grid[1] = grid[2] = 1;
-        st = jit_cuda_resident_blocks(fn, 0, (int)(block[0] * block[1] * block[2]), &grid[0]);
+        /* the grid's x is what the device holds at once beside its y and z
+         * (constants: cuda.c), all of it resident; its bound loops stride */
+        unsigned resident;
+        st = jit_cuda_resident_blocks(fn, 0, (int)(block[0] * block[1] * block[2]), &resident);
+        if (st == RV_OK && (uint64_t)grid[1] * grid[2] > resident)
+            grid[1] = grid[2] = 1;
+        grid[0] = st == RV_OK ? resident / (grid[1] * grid[2]) : 1;
     }
     if (st != RV_OK)
         return st;
