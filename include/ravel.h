@@ -829,6 +829,8 @@ typedef enum rv_stage_note_kind {
     RV_NOTE_SPECIALIZE,    /* Cortex: a recursive stage specialized per case */
     RV_NOTE_BATCH,         /* ACROBAT: calls batched across instances */
     RV_NOTE_REFACTOR,      /* Cortex: a member computed at its parents (refactor) */
+    RV_NOTE_GPU_BATCHES,   /* how the CUDA back end separates a group's batches (payload 1:
+                              a launch per batch, 2: one persistent kernel) */
     RV_NOTE_KIND_COUNT
 } rv_stage_note_kind;
 

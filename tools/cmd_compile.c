@@ -25,8 +25,10 @@ static rv_program *compile(rv_module *m, rv_target target, int threads) {
 }
 
 /* `ravel emit FILE --target lower`: the kernels after the lowering
- * pipeline, as loop-IR text (golden tests compare it). */
-static int emit_lower(rv_module *m) {
+ * pipeline, as loop-IR text (golden tests compare it); `--target cuda`:
+ * each kernel's CUDA C unit, as the CUDA target compiles it (no GPU
+ * needed). */
+static int emit_lower(rv_module *m, bool cuda) {
     Kernel **ks = NULL;
     int n = 0;
     rv_status st = ir_verify(m);
@@ -37,37 +39,25 @@ static int emit_lower(rv_module *m) {
         return 1;
     }
     Buf b = {0};
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < n && st == RV_OK; i++) {
         if (i)
             buf_putc(&b, '\n');
-        lower_print_kernel(&b, ks[i]);
+        char *src = NULL;
+        if (!cuda)
+            lower_print_kernel(&b, ks[i]);
+        else if ((st = cg_cuda_kernel(ks[i], &src, NULL, NULL)) == RV_OK)
+            buf_puts(&b, src);
+        base_free(src);
+    }
+    if (st != RV_OK) {
+        tool_print_error(NULL);
+        buf_free(&b);
+        base_free(ks);
+        return 1;
     }
     fputs(buf_str(&b), stdout);
     buf_free(&b);
     base_free(ks);
-    return 0;
-}
-
-/* `ravel emit FILE --target cuda`: each kernel's CUDA C (what NVRTC
- * compiles), its launch in the header comment. Needs no GPU or NVRTC. */
-static int emit_cuda(rv_module *m) {
-    Kernel **ks = NULL;
-    int n = 0;
-    rv_status st = ir_verify(m);
-    if (st == RV_OK)
-        st = lower_pipeline(m, &ks, &n);
-    for (int i = 0; st == RV_OK && i < n; i++) {
-        char *src = NULL;
-        st = cg_cuda_kernel(ks[i], &src, NULL, NULL);
-        if (st == RV_OK)
-            printf("%s%s", i ? "\n" : "", src);
-        base_free(src);
-    }
-    base_free(ks);
-    if (st != RV_OK) {
-        tool_print_error(NULL);
-        return 1;
-    }
     return 0;
 }
 
@@ -97,7 +87,7 @@ int cmd_emit(int argc, char **argv) {
         return 1;
     }
     if (strcmp(target, "lower") == 0 || strcmp(target, "cuda") == 0) {
-        int r = target[0] == 'l' ? emit_lower(m) : emit_cuda(m);
+        int r = emit_lower(m, strcmp(target, "cuda") == 0);
         rv_module_free(m);
         return r;
     }

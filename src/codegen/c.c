@@ -800,12 +800,33 @@ static void emit_parallel(CK *c, CFn *f, const Stmt *s) {
     free_release(&fv);
 }
 
+/* The block of a loop whose header is written: its variable, its body. */
+static void emit_loop_body(CK *c, CFn *f, const char *var, const Stmt *body) {
+    open_block(f);
+    declare(f, var);
+    emit_body(c, f, body);
+    close_block(f);
+    line(f, "}\n");
+}
+
 /* CUDA: a loop bound to a block or thread index is that index, guarded
- * by the loop's extent (the launch may cover more, see cuda.c). */
+ * by the loop's extent (the launch may cover more, see cuda.c); in a
+ * persistent kernel (CgEmit.gpu_strided), whose grid is what the device
+ * holds at once, a loop from the index in steps of the grid's extent. */
 static void emit_gpu_loop(CK *c, CFn *f, const Stmt *s) {
     static const char *const index[6] = {"blockIdx.x",  "blockIdx.y",  "blockIdx.z",
                                          "threadIdx.x", "threadIdx.y", "threadIdx.z"};
+    static const char *const step[6] = {"gridDim.x",  "gridDim.y",  "gridDim.z",
+                                        "blockDim.x", "blockDim.y", "blockDim.z"};
     const char *var = name_of_axis(c, s->u.loop.var);
+    int d = s->u.loop.kind - LOOP_GPU_BLOCK_X;
+    if (c->e->gpu_strided) {
+        line(f, "for (int64_t %s = %s; %s < ", var, index[d], var);
+        cg_expr_operand(c->e, &f->text, s->u.loop.extent);
+        buf_printf(&f->text, "; %s += %s) {\n", var, step[d]);
+        emit_loop_body(c, f, var, s->u.loop.body);
+        return;
+    }
     bool braces = declared_here(f, var);
     if (braces) {
         line(f, "{\n");
@@ -839,11 +860,7 @@ static void emit_for(CK *c, CFn *f, const Stmt *s) {
         if (kind == LOOP_UNROLL && ir_is_const_int(s->u.loop.extent, &n) && n > 1)
             line(f, "#pragma unroll\n");
         emit_for_header(c, f, var, "0", s->u.loop.extent);
-        open_block(f);
-        declare(f, var);
-        emit_body(c, f, s->u.loop.body);
-        close_block(f);
-        line(f, "}\n");
+        emit_loop_body(c, f, var, s->u.loop.body);
         return;
     }
     if (kind == LOOP_PARALLEL) {
@@ -1085,7 +1102,7 @@ static void emit_stmt(CK *c, CFn *f, const Stmt *s) {
         return;
     case ST_BARRIER:
         if (c->e->target == CG_TARGET_CUDA) {
-            line(f, "__syncthreads();\n");
+            line(f, s->u.barrier.grid ? "rv_grid_sync();\n" : "__syncthreads();\n");
             return;
         }
         base_panic(__FILE__, __LINE__, "codegen: a barrier in CPU code (kernel %s)", c->k->name);

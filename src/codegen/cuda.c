@@ -47,6 +47,14 @@
  * memory on the GPU"). A local allocated outside a block loop and written
  * inside it would need memory shared across blocks, and is refused.
  *
+ * RECURSION. A recursion group's kernel with gpu_batches (its batch loop
+ * marked, src/lower/recurse.c) gets grid barriers where the threads of one
+ * launch would race (with_barriers), then becomes either several entry
+ * points cut at the barriers, launched by the host in order and those of
+ * the batch loop once per batch ("launch"), or one persistent kernel with
+ * rv_grid_sync() at the barriers and bound loops that stride over a
+ * cooperative grid ("persistent"). docs/recursion.md, "CUDA".
+ *
  * The runtime (src/runtime/program.c, RV_TARGET_CUDA) compiles the source
  * with NVRTC, evaluates the launch extents from the sizes and launches the
  * kernel through the driver API (src/jit/cuda.c).
@@ -60,8 +68,11 @@
 typedef struct Check {
     Module *m;
     const Kernel *k;
+    const Axis *batch; /* the batch loop's variable, an argument (launch_batches) */
+    bool strided;      /* persistent: bound loops stride over the launch (any extent) */
     Expr *dim[6];      /* grid x, y, z, block x, y, z */
     PtrMap alloc_dims; /* local Buffer* -> 1 + the GPU dimensions bound around its allocation */
+    PtrMap lets;       /* a let's variable (Axis*) -> its value, outer lets substituted */
     PtrMap shared;     /* locals a block's threads share (see the file comment) */
     int64_t shared_bytes;
     rv_status st;
@@ -77,13 +88,17 @@ static unsigned gpu_bit(LoopKind k) {
     return sched_kind_is_gpu(k) ? 1u << (k - LOOP_GPU_BLOCK_X) : 0;
 }
 
-static bool sizes_only(const Expr *x) {
+/* Can the host evaluate x before a launch: sizes, UF arrays (the host
+ * has them) at such indices, and the batch loop's variable? */
+static bool host_evaluable(const Check *c, const Expr *x) {
+    if (x->kind == EX_VAR)
+        return c->batch && x->u.axis == c->batch;
     if (x->kind != EX_CONST_INT && x->kind != EX_SIZE && x->n == 0)
         return false;
-    if (x->kind == EX_LOAD || x->kind == EX_UFCALL || x->kind == EX_READ)
+    if ((x->kind == EX_LOAD && !x->u.buf->uf) || x->kind == EX_UFCALL || x->kind == EX_READ)
         return false;
     for (int i = 0; i < x->n; i++)
-        if (!sizes_only(x->args[i]))
+        if (!host_evaluable(c, x->args[i]))
             return false;
     return true;
 }
@@ -102,16 +117,19 @@ static void check_stmt(Check *c, const Stmt *s, unsigned bound) {
     case ST_FOR: {
         LoopKind k = s->u.loop.kind;
         if (sched_kind_is_gpu(k)) {
-            /* the launch covers the largest extent the loop can have (a
-             * clipped tile, a ragged row); its guard idles the rest */
-            Expr *ext = s->u.loop.extent;
-            if (!sizes_only(ext)) {
+            /* the host sizes the launch: a let's value in place of its
+             * variable (hoisting names a batch's length); an extent that
+             * varies (a clipped tile, a ragged row) by its upper bound,
+             * the guard idling the threads past the loop's own extent */
+            Expr *ext = ir_substitute(c->m, s->u.loop.extent, &c->lets);
+            if (!c->strided && !host_evaluable(c, ext)) {
                 Expr *ub = lower_bounds_upper(c->m, ext);
-                if (!ub || !sizes_only(ub)) {
+                if (!ub || !host_evaluable(c, ub)) {
                     char *e = ir_expr_str(ext);
                     c->st = base_error(RV_ERR_UNSUPPORTED,
                                        "kernel %s: the extent of GPU-bound loop %s (%s) has no "
-                                       "upper bound over sizes only, to size the launch",
+                                       "upper bound over sizes only (UF arrays at such indices, "
+                                       "and a recursion's batch), to size the launch",
                                        c->k->name, s->u.loop.var->name, e);
                     base_free(e);
                     return;
@@ -132,6 +150,7 @@ static void check_stmt(Check *c, const Stmt *s, unsigned bound) {
         check_stmt(c, s->u.if_.else_s, bound);
         return;
     case ST_LET:
+        ptrmap_put(&c->lets, s->u.let.var, ir_substitute(c->m, s->u.let.value, &c->lets));
         check_stmt(c, s->u.let.body, bound);
         return;
     case ST_STORE: {
@@ -346,22 +365,22 @@ static void loads_of(const Sync *y, const Expr *e, unsigned *r) {
 }
 
 /* The shared locals s stores to (*w) and loads from (*r), anywhere in it. */
-static void accesses(const Sync *y, const Stmt *s, unsigned *w, unsigned *r) {
+static void shared_accesses(const Sync *y, const Stmt *s, unsigned *w, unsigned *r) {
     if (!s)
         return;
     switch (s->kind) {
     case ST_FOR:
         loads_of(y, s->u.loop.extent, r);
-        accesses(y, s->u.loop.body, w, r);
+        shared_accesses(y, s->u.loop.body, w, r);
         return;
     case ST_IF:
         loads_of(y, s->u.if_.cond, r);
-        accesses(y, s->u.if_.then_s, w, r);
-        accesses(y, s->u.if_.else_s, w, r);
+        shared_accesses(y, s->u.if_.then_s, w, r);
+        shared_accesses(y, s->u.if_.else_s, w, r);
         return;
     case ST_LET:
         loads_of(y, s->u.let.value, r);
-        accesses(y, s->u.let.body, w, r);
+        shared_accesses(y, s->u.let.body, w, r);
         return;
     case ST_STORE:
         loads_of(y, s->u.store.index, r);
@@ -369,11 +388,11 @@ static void accesses(const Sync *y, const Stmt *s, unsigned *w, unsigned *r) {
         *w |= shared_bit(y, s->u.store.buf);
         return;
     case ST_ALLOC:
-        accesses(y, s->u.alloc.body, w, r);
+        shared_accesses(y, s->u.alloc.body, w, r);
         return;
     case ST_SEQ:
         for (int i = 0; i < s->u.seq.n; i++)
-            accesses(y, s->u.seq.stmts[i], w, r);
+            shared_accesses(y, s->u.seq.stmts[i], w, r);
         return;
     default:
         return;
@@ -382,12 +401,12 @@ static void accesses(const Sync *y, const Stmt *s, unsigned *w, unsigned *r) {
 
 /* Does an access (w written, r read) conflict with what was written (pw)
  * or read (pr) since the last barrier? */
-static bool conflicts(unsigned w, unsigned r, unsigned pw, unsigned pr) {
+static bool shared_conflict(unsigned w, unsigned r, unsigned pw, unsigned pr) {
     return (r & pw) || (w & (pw | pr));
 }
 
 /* s after a barrier when `need`. */
-static Stmt *after_barrier(Module *m, Stmt *s, bool need) {
+static Stmt *after_block_barrier(Module *m, Stmt *s, bool need) {
     if (!need)
         return s;
     Stmt *two[2] = {lower_barrier(m), s};
@@ -428,13 +447,13 @@ static Stmt *sync_in(Sync *y, Stmt *s, unsigned *pw, unsigned *pr) {
     }
     case ST_LET: {
         loads_of(y, s->u.let.value, &r);
-        bool need = conflicts(0, r, *pw, *pr);
+        bool need = shared_conflict(0, r, *pw, *pr);
         if (need)
             *pw = *pr = 0;
         *pr |= r;
         Stmt *b = sync_in(y, s->u.let.body, pw, pr);
         Stmt *x = b == s->u.let.body ? s : lower_let(m, s->u.let.var, s->u.let.value, b);
-        return after_barrier(m, x, need);
+        return after_block_barrier(m, x, need);
     }
     case ST_ALLOC: {
         Stmt *b = sync_in(y, s->u.alloc.body, pw, pr);
@@ -442,7 +461,7 @@ static Stmt *sync_in(Sync *y, Stmt *s, unsigned *pw, unsigned *pr) {
     }
     case ST_IF: {
         loads_of(y, s->u.if_.cond, &r);
-        bool need = conflicts(0, r, *pw, *pr);
+        bool need = shared_conflict(0, r, *pw, *pr);
         if (need)
             *pw = *pr = 0;
         *pr |= r;
@@ -453,21 +472,21 @@ static Stmt *sync_in(Sync *y, Stmt *s, unsigned *pw, unsigned *pr) {
         *pr = tr | er;
         Stmt *x = t == s->u.if_.then_s && e == s->u.if_.else_s ? s
                                                                : lower_if(m, s->u.if_.cond, t, e);
-        return after_barrier(m, x, need);
+        return after_block_barrier(m, x, need);
     }
     case ST_FOR: {
         LoopKind k = s->u.loop.kind;
         if (gpu_bit(k) & THREAD_DIMS)
             break;
         loads_of(y, s->u.loop.extent, &r);
-        bool need = conflicts(0, r, *pw, *pr);
+        bool need = shared_conflict(0, r, *pw, *pr);
         if (need)
             *pw = *pr = 0;
         *pr |= r;
         unsigned ew = *pw, er = *pr; /* for zero iterations */
         int64_t one;
         if (!(gpu_bit(k) & BLOCK_DIMS) && !(ir_is_const_int(s->u.loop.extent, &one) && one == 1))
-            accesses(y, s->u.loop.body, pw, pr);
+            shared_accesses(y, s->u.loop.body, pw, pr);
         Stmt *b = sync_in(y, s->u.loop.body, pw, pr);
         *pw |= ew;
         *pr |= er;
@@ -477,13 +496,13 @@ static Stmt *sync_in(Sync *y, Stmt *s, unsigned *pw, unsigned *pr) {
             x->u.loop.partition = s->u.loop.partition;
             x->u.loop.spatial = s->u.loop.spatial;
         }
-        return after_barrier(m, x, need);
+        return after_block_barrier(m, x, need);
     }
     default:
         break;
     }
     /* a leaf for the barriers: a store, or a loop over a block's threads */
-    accesses(y, s, &w, &r);
+    shared_accesses(y, s, &w, &r);
     if (s->kind == ST_FOR && (w & r)) {
         int i = 0;
         while (!((w & r) & (1u << i)))
@@ -496,12 +515,12 @@ static Stmt *sync_in(Sync *y, Stmt *s, unsigned *pw, unsigned *pr) {
                            y->k->name, s->u.loop.var->name, y->buf[i]->name);
         return s;
     }
-    bool need = conflicts(w, r, *pw, *pr);
+    bool need = shared_conflict(w, r, *pw, *pr);
     if (need)
         *pw = *pr = 0;
     *pw |= w;
     *pr |= r;
-    return after_barrier(m, s, need);
+    return after_block_barrier(m, s, need);
 }
 
 static void launch_comment(CgEmit *e, Buf *b, const char *what, Expr *const *d) {
@@ -517,13 +536,322 @@ static void launch_comment(CgEmit *e, Buf *b, const char *what, Expr *const *d) 
     buf_putc(b, ')');
 }
 
-rv_status cg_cuda_kernel(const Kernel *k, char **src_out, char **sym_out, CgLaunch *launch) {
-    *src_out = NULL;
-    if (sym_out)
-        *sym_out = NULL;
-    Check c = {.m = k->m, .k = k};
-    check_stmt(&c, k->body, 0);
+/* ---- recursion groups: the batches (gpu_batches) ---- */
+
+/* The loop over a recursion group's batches (Stmt.u.loop.gpu_batches),
+ * at the top of the kernel (under lets, allocations and sequences). */
+static const Stmt *find_batches(const Stmt *s) {
+    if (!s)
+        return NULL;
+    switch (s->kind) {
+    case ST_FOR:
+        return s->u.loop.gpu_batches ? s : NULL;
+    case ST_LET:
+        return find_batches(s->u.let.body);
+    case ST_ALLOC:
+        return find_batches(s->u.alloc.body);
+    case ST_SEQ:
+        for (int i = 0; i < s->u.seq.n; i++) {
+            const Stmt *b = find_batches(s->u.seq.stmts[i]);
+            if (b)
+                return b;
+        }
+        return NULL;
+    default:
+        return NULL;
+    }
+}
+
+/* The device memory (buffers that are not locals) statements read and
+ * write: two statements need a barrier between them when the second reads
+ * or writes what the first writes, or writes what it reads. */
+typedef struct Access {
+    Vec(const Buffer *) rd, wr;
+} Access;
+
+static void access_add(Access *a, const Buffer *b, bool write) {
+    if (b->scope == BUF_LOCAL)
+        return;
+    for (int i = 0; write && i < a->wr.len; i++)
+        if (a->wr.data[i] == b)
+            return;
+    for (int i = 0; !write && i < a->rd.len; i++)
+        if (a->rd.data[i] == b)
+            return;
+    if (write)
+        vec_push(&a->wr, b);
+    else
+        vec_push(&a->rd, b);
+}
+
+static void access_load(const Expr *e, void *ctx) {
+    if (e->kind == EX_LOAD)
+        access_add(ctx, e->u.buf, false);
+}
+
+static void access_expr(Access *a, const Expr *e) {
+    if (e)
+        ir_visit(e, access_load, a);
+}
+
+static void access_stmt(Access *a, const Stmt *s) {
+    if (!s)
+        return;
+    switch (s->kind) {
+    case ST_FOR:
+        access_expr(a, s->u.loop.extent);
+        access_stmt(a, s->u.loop.body);
+        return;
+    case ST_IF:
+        access_expr(a, s->u.if_.cond);
+        access_stmt(a, s->u.if_.then_s);
+        access_stmt(a, s->u.if_.else_s);
+        return;
+    case ST_LET:
+        access_expr(a, s->u.let.value);
+        access_stmt(a, s->u.let.body);
+        return;
+    case ST_STORE:
+        access_expr(a, s->u.store.index);
+        access_expr(a, s->u.store.value);
+        access_add(a, s->u.store.buf, true);
+        return;
+    case ST_ALLOC:
+        access_stmt(a, s->u.alloc.body);
+        return;
+    case ST_SEQ:
+        for (int i = 0; i < s->u.seq.n; i++)
+            access_stmt(a, s->u.seq.stmts[i]);
+        return;
+    default:
+        return;
+    }
+}
+
+static bool access_has(const Access *a, const Buffer *b, bool write) {
+    for (int i = 0; i < (write ? a->wr.len : a->rd.len); i++)
+        if ((write ? a->wr.data[i] : a->rd.data[i]) == b)
+            return true;
+    return false;
+}
+
+static bool conflicts(const Access *before, const Access *after) {
+    for (int i = 0; i < after->rd.len; i++)
+        if (access_has(before, after->rd.data[i], true))
+            return true;
+    for (int i = 0; i < after->wr.len; i++)
+        if (access_has(before, after->wr.data[i], true) ||
+            access_has(before, after->wr.data[i], false))
+            return true;
+    return false;
+}
+
+static void access_merge(Access *into, const Access *a) {
+    for (int i = 0; i < a->rd.len; i++)
+        access_add(into, a->rd.data[i], false);
+    for (int i = 0; i < a->wr.len; i++)
+        access_add(into, a->wr.data[i], true);
+}
+
+static void access_free(Access *a) {
+    vec_free(&a->rd);
+    vec_free(&a->wr);
+}
+
+/* Barrier b in front of s when `since` (what ran since the last barrier)
+ * conflicts with what s does; `since` then holds what ran after it. */
+static Stmt *after_barrier_if(Module *m, Access *since, const Access *a, Stmt *s) {
+    if (!conflicts(since, a)) {
+        access_merge(since, a);
+        return s;
+    }
+    since->rd.len = since->wr.len = 0;
+    access_merge(since, a);
+    Stmt *both[2] = {lower_grid_barrier(m), s};
+    return lower_seq(m, 2, both);
+}
+
+/* The kernel body of a group with gpu_batches, with a grid barrier
+ * wherever the threads of one launch would race: between two statements
+ * at its top (under lets, allocations, sequences and the batch loop) when
+ * the second reads or writes device memory that one before it, since the
+ * last barrier, writes (or writes what it reads: a member's leaves and
+ * the members it reads at the same node; two members that touch nothing
+ * of each other's share an interval), before the batch loop, and after
+ * every batch (the next batch reads this one's nodes). The barriers are
+ * where a launch ends, with gpu_batches("launch"), or where the grid
+ * synchronizes, with "persistent". */
+static Stmt *with_barriers(Module *m, Stmt *s, Access *since) {
+    if (s->kind != ST_SEQ && s->kind != ST_LET && s->kind != ST_ALLOC &&
+        !(s->kind == ST_FOR && s->u.loop.gpu_batches)) {
+        Access a = {0};
+        access_stmt(&a, s);
+        Stmt *r = after_barrier_if(m, since, &a, s);
+        access_free(&a);
+        return r;
+    }
+    switch (s->kind) {
+    case ST_SEQ: {
+        Vec(Stmt *) v = {0};
+        for (int i = 0; i < s->u.seq.n; i++)
+            vec_push(&v, with_barriers(m, s->u.seq.stmts[i], since));
+        Stmt *r = lower_seq(m, v.len, v.data);
+        vec_free(&v);
+        return r;
+    }
+    case ST_LET: {
+        Access a = {0};
+        access_expr(&a, s->u.let.value);
+        bool before = conflicts(since, &a);
+        if (before)
+            since->rd.len = since->wr.len = 0;
+        access_merge(since, &a);
+        access_free(&a);
+        Stmt *r = lower_let(m, s->u.let.var, s->u.let.value, with_barriers(m, s->u.let.body, since));
+        Stmt *both[2] = {lower_grid_barrier(m), r};
+        return before ? lower_seq(m, 2, both) : r;
+    }
+    case ST_ALLOC:
+        return lower_alloc(m, s->u.alloc.buf, with_barriers(m, s->u.alloc.body, since));
+    case ST_FOR: {
+        /* a batch reads the ones before it: a barrier after each, and one
+         * before the loop (it may run no batch: nothing after it then races
+         * with what ran before it) */
+        bool before = since->rd.len || since->wr.len;
+        Access inner = {0};
+        access_expr(&inner, s->u.loop.extent);
+        Stmt *body = with_barriers(m, s->u.loop.body, &inner);
+        access_free(&inner);
+        Stmt *each[2] = {body, lower_grid_barrier(m)};
+        Stmt *loop = lower_for_like(m, s, s->u.loop.var, s->u.loop.extent, lower_seq(m, 2, each));
+        since->rd.len = since->wr.len = 0;
+        Stmt *both[2] = {lower_grid_barrier(m), loop};
+        return before ? lower_seq(m, 2, both) : loop;
+    }
+    default:
+        RV_UNREACHABLE();
+    }
+}
+
+/* Does s hold a grid barrier or the batch loop at its top? */
+static bool has_cut(const Stmt *s) {
+    if (!s)
+        return false;
+    switch (s->kind) {
+    case ST_BARRIER:
+        return s->u.barrier.grid;
+    case ST_FOR:
+        return s->u.loop.gpu_batches != 0;
+    case ST_LET:
+        return has_cut(s->u.let.body);
+    case ST_ALLOC:
+        return has_cut(s->u.alloc.body);
+    case ST_SEQ:
+        for (int i = 0; i < s->u.seq.n; i++)
+            if (has_cut(s->u.seq.stmts[i]))
+                return true;
+        return false;
+    default:
+        return false;
+    }
+}
+
+/* gpu_batches("launch"): the body cut at its grid barriers into the
+ * bodies of the launches, each under the lets around it (evaluated again
+ * in each), those inside the batch loop launched once per batch. */
+typedef struct Segment {
+    Stmt *body;
+    const Stmt *loop; /* the batch loop around it, or NULL */
+} Segment;
+
+typedef struct Cut {
+    Module *m;
+    const Kernel *k;
+    Vec(Stmt *) cur;
+    Vec(const Stmt *) wraps; /* lets around cur, outermost first */
+    Vec(Segment) segs;
+    const Stmt *loop;
+    rv_status st;
+} Cut;
+
+static void cut_flush(Cut *c) {
+    if (!c->cur.len)
+        return;
+    Stmt *b = lower_seq(c->m, c->cur.len, c->cur.data);
+    for (int i = c->wraps.len - 1; i >= 0; i--) {
+        const Stmt *w = c->wraps.data[i];
+        b = lower_let(c->m, w->u.let.var, w->u.let.value, b);
+    }
+    vec_push(&c->segs, ((Segment){b, c->loop}));
+    c->cur.len = 0;
+}
+
+static void cut(Cut *c, Stmt *s) {
+    if (!s || c->st != RV_OK)
+        return;
+    if (!has_cut(s)) {
+        vec_push(&c->cur, s);
+        return;
+    }
+    switch (s->kind) {
+    case ST_BARRIER:
+        cut_flush(c);
+        return;
+    case ST_SEQ:
+        for (int i = 0; i < s->u.seq.n; i++)
+            cut(c, s->u.seq.stmts[i]);
+        return;
+    case ST_LET:
+        cut_flush(c);
+        vec_push(&c->wraps, s);
+        cut(c, s->u.let.body);
+        cut_flush(c);
+        c->wraps.len--;
+        return;
+    case ST_ALLOC:
+        /* a thread's local does not outlive its launch */
+        c->st = base_error(RV_ERR_UNSUPPORTED,
+                           "kernel %s: local buffer %s lives across the launches of "
+                           "gpu_batches(\"launch\"); compute it inside a member",
+                           c->k->name, s->u.alloc.buf->name);
+        return;
+    case ST_FOR:
+        cut_flush(c);
+        c->loop = s;
+        cut(c, s->u.loop.body);
+        cut_flush(c);
+        c->loop = NULL;
+        return;
+    default:
+        RV_UNREACHABLE();
+    }
+}
+
+/* ---- entry points ---- */
+
+/* The value of a constant or of a maximum of constants (a launch
+ * dimension several loops are bound to). */
+static bool const_max(const Expr *e, int64_t *v) {
+    int64_t a, b;
+    if (ir_is_const_int(e, v))
+        return true;
+    if (e->kind != EX_MAX || !const_max(e->args[0], &a) || !const_max(e->args[1], &b))
+        return false;
+    *v = a > b ? a : b;
+    return true;
+}
+
+/* The text of one entry point `sym` running body, its launch extents in
+ * dims[6] and a comment describing them in *launch_text. batch: the
+ * batch loop's variable, its last argument (NULL: none). strided: a
+ * persistent kernel's, whose bound loops stride over the grid. */
+static rv_status emit_entry(CgEmit *e, const Kernel *k, Stmt *body, const char *sym,
+                            const Axis *batch, bool strided, Expr *dims[6], Buf *out,
+                            Buf *launch_text) {
+    Check c = {.m = k->m, .k = k, .batch = batch, .strided = strided};
+    check_stmt(&c, body, 0);
     ptrmap_free(&c.alloc_dims);
+    ptrmap_free(&c.lets);
     if (c.st != RV_OK) {
         ptrmap_free(&c.shared);
         return c.st;
@@ -531,11 +859,12 @@ rv_status cg_cuda_kernel(const Kernel *k, char **src_out, char **sym_out, CgLaun
     unsigned used = 0;
     for (int d = 0; d < 6; d++)
         used |= c.dim[d] ? 1u << d : 0;
-    Stmt *body = cover_stores(k->m, &c.shared, k->body, used, 0);
-    if (body != k->body) { /* the launch covers the new loops too */
+    Stmt *covered = cover_stores(k->m, &c.shared, body, used, 0);
+    if (covered != body) { /* the launch covers the new loops too */
         memset(c.dim, 0, sizeof c.dim);
-        check_stmt(&c, body, 0);
+        check_stmt(&c, covered, 0);
         ptrmap_free(&c.alloc_dims);
+        ptrmap_free(&c.lets);
         RV_ASSERT(c.st == RV_OK);
     }
     Sync y = {.m = k->m, .k = k};
@@ -548,12 +877,24 @@ rv_status cg_cuda_kernel(const Kernel *k, char **src_out, char **sym_out, CgLaun
                           k->name, RV_COUNT(y.buf));
     }
     unsigned pw = 0, pr = 0;
-    body = sync_in(&y, body, &pw, &pr);
+    covered = sync_in(&y, covered, &pw, &pr);
     if (y.st != RV_OK) {
         ptrmap_free(&c.shared);
         return y.st;
     }
     int64_t threads = 1, n;
+    for (int d = 0; strided && d < 6; d++) {
+        /* a persistent kernel strides over bound loops of any extent: its
+         * block and the grid's y and z are the bound loops' largest
+         * constant extents (else 128 threads along x, 1), the grid's x
+         * what the device holds at once with them (the runtime's) */
+        if (!c.dim[d] || d == 0)
+            c.dim[d] = NULL;
+        else if (const_max(c.dim[d], &n))
+            c.dim[d] = ir_int(k->m, n);
+        else
+            c.dim[d] = d == 3 ? ir_int(k->m, 128) : NULL;
+    }
     for (int d = 3; d < 6; d++)
         if (c.dim[d] && ir_is_const_int(c.dim[d], &n))
             threads *= n;
@@ -564,64 +905,199 @@ rv_status cg_cuda_kernel(const Kernel *k, char **src_out, char **sym_out, CgLaun
                           (long long)threads);
     }
 
-    CgEmit e;
-    cg_emit_init(&e, CG_TARGET_CUDA);
-    const char *sym = cg_global(&e, arena_printf(e.arena, "kernel_%s", k->name));
-    cg_emit_begin_kernel(&e);
+    cg_emit_begin_kernel(e);
     for (int i = 0; i < y.n; i++)
-        ptrmap_put(&e.shared, y.buf[i], (void *)y.buf[i]);
+        ptrmap_put(&e->shared, y.buf[i], (void *)y.buf[i]);
     ptrmap_free(&c.shared);
     for (int i = 0; i < k->nparams; i++) {
         const Param *p = &k->params[i];
         if (p->kind == PARAM_SIZE)
-            cg_name(&e, p->size, p->size->name);
+            cg_name(e, p->size, p->size->name);
         else
-            cg_name(&e, p->buf, p->buf->name);
+            cg_name(e, p->buf, p->buf->name);
     }
+    if (batch)
+        cg_name(e, batch, batch->name);
     PtrMap written = {0};
-    cg_analyze(&e, body, &written);
+    cg_analyze(e, covered, &written);
     Buf text = {0};
-    cg_emit_stmts(&e, k, body, &written, 1, &text);
+    cg_emit_stmts(e, k, covered, &written, 1, &text);
 
-    Buf b = {0};
-    buf_printf(&b, "/*\n * Generated by ravel (CUDA C for NVRTC): %s, tensor %s.\n * Launch: ", sym,
-               k->name);
-    launch_comment(&e, &b, "grid", c.dim);
-    buf_puts(&b, ", ");
-    launch_comment(&e, &b, "block", c.dim + 3);
-    buf_puts(&b, ".\n * Arguments by value, in parameter order: sizes as int64_t, buffers as "
-                 "device pointers.\n */\n");
-    buf_puts(&b, "typedef int int32_t;\ntypedef long long int64_t;\n"
-                 "typedef unsigned char uint8_t;\n\n");
-    cg_emit_helpers(&e, &b);
-    buf_printf(&b, "extern \"C\" __global__ void %s(", sym);
+    if (strided) {
+        buf_puts(launch_text, "grid (as many blocks as fit the device at once");
+        for (int d = 1; d < 3; d++)
+            if (c.dim[d] && ir_is_const_int(c.dim[d], &n))
+                buf_printf(launch_text, ", %c %lld", "xyz"[d], (long long)n);
+        buf_puts(launch_text, "), ");
+    } else {
+        launch_comment(e, launch_text, "grid", c.dim);
+        buf_puts(launch_text, ", ");
+    }
+    launch_comment(e, launch_text, "block", c.dim + 3);
+    if (batch)
+        buf_printf(launch_text, ", once per batch %s", cg_name(e, batch, batch->name));
+    buf_printf(out, "extern \"C\" __global__ void %s(", sym);
     int np = 0;
     for (int i = 0; i < k->nparams; i++) {
         const Param *p = &k->params[i];
-        buf_puts(&b, np++ ? ",\n    " : "\n    ");
+        buf_puts(out, np++ ? ",\n    " : "\n    ");
         if (p->kind == PARAM_SIZE) {
-            buf_printf(&b, "const int64_t %s", cg_name(&e, p->size, p->size->name));
+            buf_printf(out, "const int64_t %s", cg_name(e, p->size, p->size->name));
         } else {
             const Buffer *bf = p->buf;
-            buf_printf(&b, "%s%s *__restrict__ %s", ptrmap_has(&written, bf) ? "" : "const ",
-                       cg_ctype(bf->dtype), cg_name(&e, bf, bf->name));
+            buf_printf(out, "%s%s *__restrict__ %s", ptrmap_has(&written, bf) ? "" : "const ",
+                       cg_ctype(bf->dtype), cg_name(e, bf, bf->name));
         }
     }
-    buf_puts(&b, ") {\n");
-    buf_puts(&b, buf_str(&text));
-    buf_puts(&b, "}\n");
-
-    if (launch) {
-        for (int d = 0; d < 3; d++) {
-            launch->grid[d] = c.dim[d];
-            launch->block[d] = c.dim[3 + d];
-        }
-    }
-    if (sym_out)
-        *sym_out = base_xstrdup(sym);
-    *src_out = buf_take(&b);
+    if (batch)
+        buf_printf(out, ",\n    const int64_t %s", cg_name(e, batch, batch->name));
+    buf_puts(out, ") {\n");
+    buf_puts(out, buf_str(&text));
+    buf_puts(out, "}\n");
+    memcpy(dims, c.dim, sizeof c.dim);
     buf_free(&text);
     ptrmap_free(&written);
-    cg_emit_free(&e);
     return RV_OK;
+}
+
+/* The grid-wide barrier of a persistent kernel (self-contained: no
+ * cooperative-groups header, which NVRTC may not find). Thread 0 of each
+ * block arrives on a counter; the last to arrive resets it and advances
+ * the generation the others spin on. The launch is cooperative, so every
+ * block is resident and the spin ends; the fences make each block's
+ * stores before the barrier visible to every block after it. */
+static const char grid_sync_src[] =
+    "__device__ unsigned int rv_grid_count;\n"
+    "__device__ volatile unsigned int rv_grid_gen;\n"
+    "static __device__ __forceinline__ void rv_grid_sync(void) {\n"
+    "    __syncthreads();\n"
+    "    if (threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0) {\n"
+    "        const unsigned int gen = rv_grid_gen;\n"
+    "        const unsigned int blocks = gridDim.x * gridDim.y * gridDim.z;\n"
+    "        __threadfence();\n"
+    "        if (atomicAdd(&rv_grid_count, 1u) == blocks - 1) {\n"
+    "            atomicExch(&rv_grid_count, 0u);\n"
+    "            __threadfence();\n"
+    "            atomicAdd((unsigned int *)&rv_grid_gen, 1u);\n"
+    "        } else {\n"
+    "            while (rv_grid_gen == gen) {\n"
+    "            }\n"
+    "        }\n"
+    "        __threadfence();\n"
+    "    }\n"
+    "    __syncthreads();\n"
+    "}\n\n";
+
+void cg_cuda_launch_free(CgLaunch *l) {
+    for (int i = 0; l && i < l->nfns; i++)
+        base_free(l->fns[i].sym);
+    if (l)
+        base_free(l->fns);
+}
+
+rv_status cg_cuda_kernel(const Kernel *k, char **src_out, char **sym_out, CgLaunch *launch) {
+    *src_out = NULL;
+    if (sym_out)
+        *sym_out = NULL;
+    if (launch)
+        memset(launch, 0, sizeof *launch);
+    Module *m = k->m;
+    const Stmt *batches = find_batches(k->body);
+    int mode = batches ? batches->u.loop.gpu_batches : SCHED_GPU_NONE;
+    Stmt *body = k->body;
+    if (mode != SCHED_GPU_NONE) {
+        Access since = {0};
+        body = with_barriers(m, k->body, &since);
+        access_free(&since);
+    }
+    Cut cu = {.m = m, .k = k};
+    if (mode == SCHED_GPU_LAUNCH) {
+        cut(&cu, body);
+        cut_flush(&cu);
+    } else {
+        vec_push(&cu.segs, ((Segment){body, NULL}));
+    }
+    rv_status st = cu.st;
+    int nseg = cu.segs.len;
+    if (st == RV_OK && nseg == 0)
+        st = base_error(RV_ERR_UNSUPPORTED, "kernel %s: nothing to launch", k->name);
+
+    CgEmit e;
+    cg_emit_init(&e, CG_TARGET_CUDA);
+    e.gpu_strided = mode == SCHED_GPU_PERSISTENT;
+    Buf fns = {0}, first_launch = {0};
+    CgCudaFn *fn = base_xcalloc((size_t)nseg + 1, sizeof *fn);
+    for (int i = 0; st == RV_OK && i < nseg; i++) {
+        const Segment *sg = &cu.segs.data[i];
+        const char *sym = cg_global(&e, nseg > 1 ? arena_printf(e.arena, "kernel_%s_%d", k->name, i)
+                                                 : arena_printf(e.arena, "kernel_%s", k->name));
+        Expr *dims[6] = {0};
+        Buf lt = {0};
+        const Axis *bv = sg->loop ? sg->loop->u.loop.var : NULL;
+        Buf one = {0};
+        st = emit_entry(&e, k, sg->body, sym, bv, e.gpu_strided, dims, &one, &lt);
+        if (st == RV_OK) {
+            if (nseg > 1)
+                buf_printf(&fns, "/* Launch: %s. */\n", buf_str(&lt));
+            else
+                buf_puts(&first_launch, buf_str(&lt));
+            buf_puts(&fns, buf_str(&one));
+            buf_putc(&fns, '\n');
+            fn[i] = (CgCudaFn){.sym = base_xstrdup(sym),
+                               .grid = {dims[0], dims[1], dims[2]},
+                               .block = {dims[3], dims[4], dims[5]},
+                               .batch = bv ? bv->var : NULL,
+                               .batches = sg->loop ? sg->loop->u.loop.extent : NULL};
+        }
+        buf_free(&lt);
+        buf_free(&one);
+    }
+    if (st == RV_OK) {
+        Buf b = {0};
+        buf_printf(&b, "/*\n * Generated by ravel (CUDA C for NVRTC): %s, tensor %s.\n", fn[0].sym,
+                   k->name);
+        if (nseg > 1)
+            buf_printf(&b,
+                       " * Recursion %s, gpu_batches(\"launch\"): %d entry points, launched in "
+                       "order, those with a batch argument once per batch.\n",
+                       k->name, nseg);
+        else
+            buf_printf(&b, " * Launch: %s%s.\n", buf_str(&first_launch),
+                       e.gpu_strided ? "; cooperative, a grid barrier between the batches" : "");
+        buf_puts(&b, " * Arguments by value, in parameter order: sizes as int64_t, buffers as "
+                     "device pointers.\n */\n");
+        buf_puts(&b, "typedef int int32_t;\ntypedef long long int64_t;\n"
+                     "typedef unsigned char uint8_t;\n\n");
+        cg_emit_helpers(&e, &b);
+        if (e.gpu_strided)
+            buf_puts(&b, grid_sync_src);
+        buf_puts(&b, buf_str(&fns));
+        b.len--; /* one newline at the end */
+        b.data[b.len] = '\0';
+        if (sym_out)
+            *sym_out = base_xstrdup(fn[0].sym);
+        *src_out = buf_take(&b);
+        if (launch) {
+            for (int d = 0; d < 3; d++) {
+                launch->grid[d] = fn[0].grid[d];
+                launch->block[d] = fn[0].block[d];
+            }
+            launch->persistent = e.gpu_strided;
+            if (nseg > 1 || fn[0].batch) {
+                launch->nfns = nseg;
+                launch->fns = fn;
+                fn = NULL;
+            }
+        }
+    }
+    for (int i = 0; fn && i < nseg; i++)
+        base_free(fn[i].sym);
+    base_free(fn);
+    buf_free(&fns);
+    buf_free(&first_launch);
+    vec_free(&cu.cur);
+    vec_free(&cu.wraps);
+    vec_free(&cu.segs);
+    cg_emit_free(&e);
+    return st;
 }

@@ -29,6 +29,8 @@ extern const char *const lower_stmt_name[ST_COUNT];
 
 /* LoopKind: src/sched/sched.h */
 extern const char *const lower_loop_kind_name[LOOP_COUNT];
+/* The loop IR's word for Stmt.u.loop.gpu_batches ("launch_batches"). */
+extern const char *const lower_gpu_batches_word[SCHED_GPU_PERSISTENT + 1];
 
 typedef struct Stmt Stmt;
 struct Stmt {
@@ -46,6 +48,11 @@ struct Stmt {
              * the elements it updates even where an index no longer names
              * its variable (place.c) */
             bool spatial;
+            /* SchedGpuBatches: the loop over a recursion's batches, which
+             * the CUDA back end runs as a launch per iteration (the loop
+             * on the host) or with a grid-wide barrier after each
+             * (src/lower/recurse.c, src/codegen/cuda.c); serial elsewhere */
+            int gpu_batches;
         } loop;
         struct {
             Expr *cond;
@@ -77,6 +84,11 @@ struct Stmt {
         struct {
             int site; /* index into the kernel's sites */
         } fail;
+        struct {
+            /* every thread of the launch, not of one block: the CUDA back
+             * end's barrier between a recursion's batches (cuda.c) */
+            bool grid;
+        } barrier;
         struct {
             /* a reduction before its initialisation (lower_module):
              * body's stores to buf (and arg, argmax's index) are its
@@ -151,12 +163,17 @@ typedef struct CheckSrc {
 /* ---- stmt.c: construction, traversal, printing ---- */
 
 Stmt *lower_for(Module *m, Axis *var, Expr *extent, LoopKind k, Stmt *body);
+/* A loop of the kind of loop `like`, which a pass rebuilds, with its
+ * marks that outlive the passes (gpu_batches). */
+Stmt *lower_for_like(Module *m, const Stmt *like, Axis *var, Expr *extent, Stmt *body);
 Stmt *lower_if(Module *m, Expr *cond, Stmt *then_s, Stmt *else_s);
 Stmt *lower_let(Module *m, Axis *var, Expr *value, Stmt *body);
 Stmt *lower_store(Module *m, Buffer *b, Expr *index, Expr *value);
 Stmt *lower_alloc(Module *m, Buffer *b, Stmt *body);
 Stmt *lower_seq(Module *m, int n, Stmt *const *stmts); /* flattens nested SEQs, drops NULLs */
 Stmt *lower_barrier(Module *m);
+/* A barrier across the whole grid of a persistent launch. */
+Stmt *lower_grid_barrier(Module *m);
 Stmt *lower_call(Module *m, const char *kernel, int nargs, Buffer *const *args, Tensor *out);
 Stmt *lower_fail(Module *m, int site);
 Stmt *lower_reduce(Module *m, rv_reduce_kind rk, Buffer *buf, Buffer *arg, Stmt *body);

@@ -41,7 +41,9 @@
  * slot, UF, AUX and tensor storage, copied to device memory) and
  * FROM_DEVICE after them (the computed tensors' storage copied back); a
  * CALL evaluates the kernel's grid and block extents from the sizes and
- * launches it.
+ * launches it; a recursion group's unit either launches its entry points
+ * in order, those of its batch loop once per batch (launch_batches), or
+ * its persistent kernel cooperatively (docs/recursion.md, "CUDA").
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -202,6 +204,18 @@ static rv_status eval_int(Run *r, const Expr *e, int64_t *out) {
     env.load = host_load;
     env.load_ctx = r;
     return ir_eval_index(&env, e, 0, NULL, NULL, out);
+}
+
+/* eval_int with variable `var` (an EX_VAR, or NULL) at value v: a launch
+ * extent of a recursion's batch. */
+static rv_status eval_int_at(Run *r, const Expr *e, const Expr *var, int64_t v, int64_t *out) {
+    if (!var)
+        return eval_int(r, e, out);
+    LayoutEnv env = r->in.env;
+    env.load = host_load;
+    env.load_ctx = r;
+    Axis *ax = var->u.axis;
+    return ir_eval_index(&env, e, 1, &ax, &v, out);
 }
 
 /* A buffer's size in elements. */
@@ -539,21 +553,19 @@ static void hand_over(Run *r) {
 
 /* ---- CUDA: running ---- */
 
-/* One kernel's launch: grid and block extents from the sizes (at least 1
- * each: bound loops guard their own extents), checked against CUDA's
- * limits; the arguments by value, buffers as the slots' device pointers. */
-static rv_status cuda_launch_kernel(Run *r, int k) {
-    rv_program *p = r->p;
-    const Kernel *kn = r->plan->ks[k];
-    const CgLaunch *l = &p->cuda_launch[r->first + k];
+/* A launch's grid and block from their extents (NULL: 1) at batch
+ * `bval` of `batch` (an EX_VAR, or NULL), at least 1 each (bound loops
+ * guard their own extents), checked against CUDA's limits. */
+static rv_status launch_extents(Run *r, const Kernel *kn, Expr *const *grid_e,
+                                Expr *const *block_e, const Expr *batch, int64_t bval,
+                                unsigned grid[3], unsigned block[3]) {
     static const int64_t limit[6] = {2147483647, 65535, 65535, 1024, 1024, 64};
     int64_t ext[6];
-    unsigned grid[3], block[3];
     rv_status st;
     for (int d = 0; d < 6; d++) {
-        Expr *e = d < 3 ? l->grid[d] : l->block[d - 3];
+        Expr *e = d < 3 ? grid_e[d] : block_e[d - 3];
         ext[d] = 1;
-        if (e && (st = eval_int(r, e, &ext[d])) != RV_OK)
+        if (e && (st = eval_int_at(r, e, batch, bval, &ext[d])) != RV_OK)
             return st;
         if (ext[d] < 1)
             ext[d] = 1;
@@ -572,19 +584,86 @@ static rv_status cuda_launch_kernel(Run *r, int k) {
         grid[d] = (unsigned)ext[d];
         block[d] = (unsigned)ext[3 + d];
     }
+    return RV_OK;
+}
+
+/* The launches of a recursion group's unit with gpu_batches("launch"):
+ * its entry points in order, those of the batch loop once per batch (the
+ * batch an argument after the kernel's, each launch sized for its batch
+ * from the UF arrays on the host), queued without waiting, then one wait. */
+static rv_status launch_batches(Run *r, int k, void **args, int nargs) {
+    rv_program *p = r->p;
+    const Kernel *kn = r->plan->ks[k];
+    const CgLaunch *l = &p->cuda_launch[r->first + k];
+    int64_t bval = 0;
+    args[nargs] = &bval;
+    unsigned grid[3], block[3];
+    rv_status st = RV_OK;
+    for (int i = 0; st == RV_OK && i < l->nfns;) {
+        int end = i + 1;
+        int64_t count = 1;
+        if (l->fns[i].batch) {
+            while (end < l->nfns && l->fns[end].batch)
+                end++;
+            st = eval_int(r, l->fns[i].batches, &count);
+        }
+        for (bval = 0; st == RV_OK && bval < count; bval++)
+            for (int f = i; st == RV_OK && f < end; f++) {
+                const CgCudaFn *fn = &l->fns[f];
+                st = launch_extents(r, kn, fn->grid, fn->block, fn->batch, bval, grid, block);
+                if (st == RV_OK)
+                    st = jit_cuda_launch_fn(p->cuda_fns[r->first + k], f, grid, block, args,
+                                            JIT_CUDA_NO_WAIT);
+                r->stats.kernel_calls++;
+            }
+        i = end;
+    }
+    rv_status done = jit_cuda_synchronize();
+    return st != RV_OK ? st : done;
+}
+
+/* One kernel's launch: grid and block extents from the sizes, checked
+ * against CUDA's limits; the arguments by value, buffers as the slots'
+ * device pointers. A recursion group's unit: launch_batches, or one
+ * cooperative launch of its persistent kernel over as many blocks as the
+ * device holds at once. */
+static rv_status cuda_launch_kernel(Run *r, int k) {
+    rv_program *p = r->p;
+    const Kernel *kn = r->plan->ks[k];
+    const CgLaunch *l = &p->cuda_launch[r->first + k];
+    JitCudaKernel *fn = p->cuda_fns[r->first + k];
+    unsigned grid[3], block[3];
+    rv_status st = l->nfns ? RV_OK /* per launch */
+                           : launch_extents(r, kn, l->grid, l->block, NULL, 0, grid, block);
+    if (st == RV_OK && l->persistent) {
+        /* the grid's x is what the device holds at once beside its y and z
+         * (constants: cuda.c), all of it resident; its bound loops stride */
+        unsigned resident;
+        st = jit_cuda_resident_blocks(fn, 0, (int)(block[0] * block[1] * block[2]), &resident);
+        if (st == RV_OK && (uint64_t)grid[1] * grid[2] > resident)
+            grid[1] = grid[2] = 1;
+        grid[0] = st == RV_OK ? resident / (grid[1] * grid[2]) : 1;
+    }
+    if (st != RV_OK)
+        return st;
     /* cuLaunchKernel takes a pointer to each argument's value */
     int64_t *sizes = base_xcalloc((size_t)kn->nparams + 1, sizeof *sizes);
     JitDevPtr *ptrs = base_xcalloc((size_t)kn->nparams + 1, sizeof *ptrs);
-    void **args = base_xcalloc((size_t)kn->nparams + 1, sizeof *args);
+    void **args = base_xcalloc((size_t)kn->nparams + 2, sizeof *args);
     kernel_args(r, k, sizes, NULL, ptrs);
     for (int i = 0, ns = 0, nb = 0; i < kn->nparams; i++)
         args[i] = kn->params[i].kind == PARAM_SIZE ? (void *)&sizes[ns++] : (void *)&ptrs[nb++];
     double t0 = rt_now_seconds();
-    st = jit_cuda_launch(p->cuda_fns[r->first + k], grid, block, args);
+    if (l->nfns) {
+        st = launch_batches(r, k, args, kn->nparams);
+    } else {
+        st = jit_cuda_launch_fn(fn, 0, grid, block, args,
+                                l->persistent ? JIT_CUDA_COOPERATIVE : 0);
+        r->stats.kernel_calls++;
+    }
     r->stats.kernel_seconds += rt_now_seconds() - t0;
     if (st != RV_OK)
         st = base_error(st, "kernel %s: %s", kn->name, rv_last_error());
-    r->stats.kernel_calls++;
     base_free(args);
     base_free(ptrs);
     base_free(sizes);

@@ -1291,12 +1291,27 @@ static rv_status prim_cache_write(Ctx *c) {
 /* ---- recursion groups (src/sched/recurse.c) ---- */
 
 static rv_status prim_dynamic_batch(Ctx *c) {
-    sched_group_note(c->s, c->group, NOTE_DYNAMIC_BATCH);
+    sched_group_note(c->s, c->group, NOTE_DYNAMIC_BATCH, 0);
     return RV_OK;
 }
 
 static rv_status prim_specialize(Ctx *c) {
-    sched_group_note(c->s, c->group, NOTE_SPECIALIZE);
+    sched_group_note(c->s, c->group, NOTE_SPECIALIZE, 0);
+    return RV_OK;
+}
+
+/* The group's note; that its loops can take it (dynamic_batch first, GPU
+ * bindings only with it) is checked after the step (src/sched/recurse.c). */
+static rv_status prim_gpu_batches(Ctx *c) {
+    const SchedArg *a = positional(c->step, 0);
+    SchedGpuBatches mode = strcmp(a->s, "launch") == 0       ? SCHED_GPU_LAUNCH
+                           : strcmp(a->s, "persistent") == 0 ? SCHED_GPU_PERSISTENT
+                                                             : SCHED_GPU_NONE;
+    if (mode == SCHED_GPU_NONE)
+        return fail(c, a->loc,
+                    "expected \"launch\" (a kernel launch per batch) or \"persistent\" (one "
+                    "kernel, a grid-wide barrier between batches)");
+    sched_group_note(c->s, c->group, NOTE_GPU_BATCHES, mode);
     return RV_OK;
 }
 

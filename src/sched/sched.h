@@ -114,8 +114,16 @@ typedef enum StageNoteKind {
     NOTE_SPECIALIZE,    /* Cortex: a recursive stage specialized per case (leaf, internal) */
     NOTE_BATCH,         /* ACROBAT: calls batched across instances */
     NOTE_REFACTOR,      /* Cortex: a member computed at its parents' nodes (refactor) */
+    NOTE_GPU_BATCHES,   /* CUDA: how the group's batches are separated (SchedGpuBatches) */
     NOTE_COUNT
 } StageNoteKind;
+
+/* NOTE_GPU_BATCHES' payload (gpu_batches("launch") / ("persistent")). */
+typedef enum SchedGpuBatches {
+    SCHED_GPU_NONE,       /* no GPU-bound loop in the group */
+    SCHED_GPU_LAUNCH,     /* the batch loop on the host: a launch per batch */
+    SCHED_GPU_PERSISTENT, /* one kernel, a grid-wide barrier between batches */
+} SchedGpuBatches;
 
 /* payload: DYNAMIC_BATCH the largest batch (0: any), SPECIALIZE which
  * case, BATCH the batching group (docs/schedules.md) */
@@ -123,7 +131,7 @@ typedef struct StageNote {
     StageNoteKind kind;
     int64_t payload;
 } StageNote;
-#define SCHED_MAX_NOTES 4 /* one of each kind */
+#define SCHED_MAX_NOTES 5 /* one of each kind */
 
 typedef struct Stage Stage;
 struct Stage {
@@ -285,8 +293,11 @@ const Stage *sched_group_child_reader(const Schedule *s, const Recurse *g, const
 /* Is stage q in g's kernel: a member, or computed inside one? */
 bool sched_stage_in_group(const Stage *q, const Recurse *g);
 bool sched_stage_has_note(const Stage *st, StageNoteKind k);
-/* Sets note k on every member of r (the PRIM_GROUP handlers). */
-void sched_group_note(Schedule *s, Recurse *r, StageNoteKind k);
+/* Sets note k with `payload` on every member of r (the PRIM_GROUP
+ * handlers). */
+void sched_group_note(Schedule *s, Recurse *r, StageNoteKind k, int64_t payload);
+/* The payload of the group's note k (0 when it has none). */
+int64_t sched_group_payload(const Schedule *s, const Recurse *r, StageNoteKind k);
 /* The rules of recursion a step must keep, checked after every step
  * (located at it): a member is computed at its own node loop or at a
  * loop of another member of its group, never inlined; its node loop stays

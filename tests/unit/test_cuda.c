@@ -52,8 +52,25 @@ typedef struct GpuSched {
 
 typedef struct Example {
     const char *file;
-    GpuSched s[4]; /* one per computed tensor */
+    GpuSched s[8]; /* one per computed tensor (and recursion group R) */
 } Example;
+
+/* A recursion's group schedule: the batches as launches or in one
+ * persistent kernel; its members one node per block, one output per
+ * thread. */
+#define REC_GROUP(MODE) "dynamic_batch()\nspecialize()\ngpu_batches(\"" MODE "\")"
+#define REC_NODE(A) "bind(n, \"blockIdx.x\")\nbind(" A ", \"threadIdx.x\")"
+/* TreeLSTM (examples/tree_lstm.rv) with either group schedule. */
+#define TREE_LSTM(MODE)                                                                            \
+    {"tree_lstm.rv",                                                                               \
+     {{"XIOU", GPU_2D("n", "g")},                                                                  \
+      {"XF", GPU_2D("n", "i")},                                                                    \
+      {"R", REC_GROUP(MODE)},                                                                      \
+      {"hs", REC_NODE("i")},                                                                       \
+      {"iou", REC_NODE("g")},                                                                      \
+      {"c", REC_NODE("i")},                                                                        \
+      {"h", REC_NODE("i")},                                                                        \
+      {"Out", GPU_2D("s", "i")}}}
 
 // clang-format off
 static const Example examples[] = {
@@ -95,6 +112,20 @@ static const Example examples[] = {
     {"tree_rnn.rv", {{"Leaf", GPU_2D("n", "i")}, {"Internal", GPU_2D("n", "i")}}},
     {"tree_rnn_cond.rv", {{"H", GPU_2D("n", "i")}}},
     {"trmm.rv", {{"C", GPU_2D("i", "j")}}},
+    /* recursion (docs/recursion.md, "CUDA"): each group schedule, every
+     * shape of random structures */
+    {"tree_rnn_rec.rv", {{"R", REC_GROUP("launch")}, {"h", REC_NODE("i")},
+                         {"Out", GPU_2D("s", "i")}}},
+    {"tree_rnn_rec.rv", {{"R", REC_GROUP("persistent")}, {"h", REC_NODE("i")},
+                         {"Out", GPU_2D("s", "i")}}},
+    /* four nodes per block: the grid's extent a let of the batch's length */
+    {"tree_rnn_rec.rv", {{"R", REC_GROUP("launch")},
+                         {"h", "no, ni = split(n, 4)\nreorder(no, ni, i)\n"
+                               "bind(no, \"blockIdx.x\")\nbind(ni, \"threadIdx.y\")\n"
+                               "bind(i, \"threadIdx.x\")"},
+                         {"Out", GPU_2D("s", "i")}}},
+    TREE_LSTM("launch"),
+    TREE_LSTM("persistent"),
 };
 // clang-format on
 
@@ -200,8 +231,9 @@ static void test_examples_to_ptx(void) {
             }
             if (getenv("RAVEL_TEST_SHOW"))
                 printf("%s\n", src);
-            /* every kernel is spread over blocks and threads */
-            CHECK(l.grid[0] != NULL && l.block[0] != NULL);
+            /* every kernel is spread over blocks and threads (a persistent
+             * one over what the device holds at once) */
+            CHECK((l.grid[0] != NULL || l.persistent) && l.block[0] != NULL);
             CHECK_STR_CONTAINS(src, "blockIdx.");
             CHECK_STR_CONTAINS(src, "threadIdx.x");
             Buf d = {0};
@@ -216,10 +248,15 @@ static void test_examples_to_ptx(void) {
                     char entry[300];
                     snprintf(entry, sizeof entry, ".entry %s(", sym);
                     CHECK_STR_CONTAINS(ptx, entry);
+                    for (int i = 0; i < l.nfns; i++) { /* a recursion's launches */
+                        snprintf(entry, sizeof entry, ".entry %s(", l.fns[i].sym);
+                        CHECK_STR_CONTAINS(ptx, entry);
+                    }
                 }
             }
             printf("%s: kernel %s: %s%s\n", ex->file, ks[k]->name, buf_str(&d), ptx ? ", PTX" : "");
             buf_free(&d);
+            cg_cuda_launch_free(&l);
             base_free(ptx);
             base_free(src);
             base_free(sym);
@@ -331,6 +368,73 @@ static void test_ragged_thread_loop(void) {
     base_free(src);
     base_free(ks);
     rv_module_free(m);
+}
+
+/* The number of times `what` occurs in s. */
+static int occurrences(const char *s, const char *what) {
+    int n = 0;
+    for (const char *p = s; (p = strstr(p, what)) != NULL; p += strlen(what))
+        n++;
+    return n;
+}
+
+/* TreeLSTM's group (examples/tree_lstm.rv) under either gpu_batches: a
+ * barrier wherever a member reads the one before it at its own node
+ * (hs -> iou -> c -> h) and after each batch. "launch": 7 entry points, the
+ * leaves' iou, c and h once, the internal nodes' hs, iou, c and h once per
+ * batch, each grid sized by its batch's length; "persistent": one kernel,
+ * the same barriers as rv_grid_sync() (3 in the leaves and before the
+ * batches, 4 per batch), bound loops striding over the grid. */
+static void test_recursion_units(void) {
+    for (int x = 0; x < RV_COUNT(examples); x++) {
+        const Example *ex = &examples[x];
+        if (strcmp(ex->file, "tree_lstm.rv") != 0)
+            continue;
+        bool persistent = strstr(ex->s[2].steps, "persistent") != NULL;
+        rv_module *m = load_example(ex, false);
+        Kernel **ks = NULL;
+        int n = 0;
+        if (!m || lower_flat(m, &ks, &n) != RV_OK) {
+            CHECK(!"tree_lstm: lowering failed");
+            rv_module_free(m);
+            continue;
+        }
+        const Kernel *R = NULL;
+        for (int k = 0; k < n; k++)
+            if (strcmp(ks[k]->name, "R") == 0)
+                R = ks[k];
+        char *src = NULL, *sym = NULL;
+        CgLaunch l;
+        CHECK(R != NULL);
+        if (R && cg_cuda_kernel(R, &src, &sym, &l) == RV_OK) {
+            if (persistent) {
+                CHECK(l.persistent);
+                CHECK_EQ_INT(l.nfns, 0);
+                CHECK_EQ_INT(occurrences(src, "rv_grid_sync();"), 7);
+                CHECK_STR_CONTAINS(src, "n += gridDim.x)");
+                CHECK_STR_CONTAINS(src, "for (int64_t b = 0; b < v_T_nbatch - 1; b++) {");
+            } else {
+                CHECK(!l.persistent);
+                CHECK_EQ_INT(l.nfns, 7);
+                for (int i = 0; i < l.nfns && l.nfns == 7; i++) {
+                    CHECK((l.fns[i].batch != NULL) == (i >= 3));
+                    char *g = ir_expr_str(l.fns[i].grid[0]);
+                    CHECK_STR_CONTAINS(g, i >= 3 ? "_T_batch_length[b + 1]" : "_T_batch_length[0]");
+                    base_free(g);
+                }
+                CHECK(!strstr(src, "rv_grid_sync"));
+                CHECK_STR_CONTAINS(src, "kernel_R_6(");
+                CHECK_STR_CONTAINS(src, "const int64_t b) {");
+            }
+            cg_cuda_launch_free(&l);
+        } else {
+            CHECK(!"tree_lstm: cg_cuda_kernel failed");
+        }
+        base_free(src);
+        base_free(sym);
+        base_free(ks);
+        rv_module_free(m);
+    }
 }
 
 /* The first kernel of module text `text` (plus schedule `steps` of `target`,
@@ -503,7 +607,11 @@ static void test_cuda_target(void) {
             buf_printf(&b, "\nschedule %s {\n%s\n}\n", ex->s[i].tensor, ex->s[i].steps);
         snprintf(path, sizeof path, "%s/%s", dir, ex->file);
         CHECK_EQ_INT(base_write_file(path, buf_str(&b), b.len), RV_OK);
-        for (int seed = 1; seed <= 2; seed++) {
+        /* a recursion (group R) on every shape of random structures */
+        bool rec = false;
+        for (int i = 0; i < RV_COUNT(ex->s) && ex->s[i].tensor; i++)
+            rec |= strcmp(ex->s[i].tensor, "R") == 0;
+        for (int seed = 1; seed <= (rec ? 6 : 2); seed++) {
             char sd[16];
             snprintf(sd, sizeof sd, "%d", seed);
             char *argv[] = {ravel,      "run", path,      "--target", "cuda",
@@ -532,6 +640,7 @@ int main(void) {
     RUN(test_gpu_split_keeps_guard);
     RUN(test_shared_tiles);
     RUN(test_ragged_thread_loop);
+    RUN(test_recursion_units);
     RUN(test_unsupported);
     RUN(test_driver_errors);
     RUN(test_cuda_target);
