@@ -242,6 +242,7 @@ void lower_ctx_free(LowerCtx *c) {
     ptrmap_free(&c->hoisted);
     ir_storage_share_free(&c->share);
     ptrmap_free(&c->filled);
+    ptrmap_free(&c->gpu_threads);
 }
 
 rv_status lower_schedule(Schedule *s, Kernel ***out, int *n) {

@@ -374,6 +374,9 @@ typedef struct LowerCtx {
      * they are attached */
     PtrMap hoisted;
     const RegionTable *regions; /* the bounds pass's table (regions.c) */
+    /* the loops bound to GPU thread indices around the current position:
+     * loop Axis* -> Range* over its iterations (NULL once left) */
+    PtrMap gpu_threads;
     rv_status st;
 } LowerCtx;
 

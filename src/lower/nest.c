@@ -335,7 +335,16 @@ static Stmt *gen_loop(LowerCtx *c, StageNest n, int i, Expr *ext) {
     Axis *var = lower_loop_var(m, v->name, ext);
     n.value[v->id] = var->var;
     c->par_depth += k == LOOP_PARALLEL;
+    bool thread = k >= LOOP_GPU_THREAD_X && k <= LOOP_GPU_THREAD_Z;
+    if (thread) { /* for the stages computed inside that the threads share */
+        Range *r = arena_alloc(m->arena, sizeof *r);
+        r->lo = ir_int(m, 0);
+        r->hi = lower_ctx_simp(c, ir_binary(m, EX_SUB, ext, ir_int(m, 1)));
+        ptrmap_put(&c->gpu_threads, var, r);
+    }
     Stmt *body = lower_emit_attached(c, &n, v, i + 1);
+    if (thread)
+        ptrmap_put(&c->gpu_threads, var, NULL);
     c->par_depth -= k == LOOP_PARALLEL;
     if (!body)
         return NULL;

@@ -237,12 +237,47 @@ static bool instance(LowerCtx *c, StageNest *n, const RegionBox *b, Range *reg) 
     return ok;
 }
 
+/* Does p's own nest bind a loop to a GPU thread index? */
+static bool binds_threads(const Stage *p) {
+    for (int i = 0; i < p->leaves.len; i++)
+        if (p->leaves.data[i]->kind >= LOOP_GPU_THREAD_X &&
+            p->leaves.data[i]->kind <= LOOP_GPU_THREAD_Z)
+            return true;
+    return false;
+}
+
+/* A stage whose own loops are bound to thread indices, computed inside
+ * loops bound to thread indices, is filled by the threads together
+ * (cooperative fetching, as TVM's shared-memory copies are): its region is
+ * the union over the enclosing thread loops' iterations, the part every
+ * thread of the block reads, and the CUDA back end puts it in shared
+ * memory (docs/schedules.md, "Shared memory on the GPU"). On the CPU the
+ * bound loops are serial and each iteration of the outer ones fills the
+ * whole union: the same values, computed again. False where an enclosing
+ * thread loop's range cannot bound the region. */
+static bool relax_over_threads(LowerCtx *c, const Stage *p, Range *reg) {
+    bool any = false;
+    for (int i = 0; i < c->gpu_threads.cap && !any; i++)
+        any = c->gpu_threads.keys && c->gpu_threads.keys[i] && c->gpu_threads.vals[i];
+    if (!any || !binds_threads(p))
+        return true;
+    for (int d = 0; d < p->t->ndim; d++) {
+        Range lo, hi;
+        if (!lower_bounds_range(c->m, reg[d].lo, &c->gpu_threads, false, &lo) ||
+            !lower_bounds_range(c->m, reg[d].hi, &c->gpu_threads, false, &hi))
+            return false;
+        reg[d].lo = lo.lo;
+        reg[d].hi = hi.hi;
+    }
+    return true;
+}
+
 bool lower_region_at(LowerCtx *c, StageNest *n, Stage *p, Range *reg) {
     /* a recursion member's nest binds its node loop from the group's
      * order (recurse.c), not as attach_nest has a host's loops: the
      * region is inferred on the copy itself */
     if (sched_stage_group(p->at))
-        return lower_infer_region(c, n, p, !p->local_pad, reg);
+        return lower_infer_region(c, n, p, !p->local_pad, reg) && relax_over_threads(c, p, reg);
     const RegionBox *b = box_of(c->regions, p, n);
     if (b && b->whole)
         return false;
@@ -250,7 +285,7 @@ bool lower_region_at(LowerCtx *c, StageNest *n, Stage *p, Range *reg) {
         c->st = base_error(RV_ERR_UNSUPPORTED,
                            "internal error in pass bounds: no region of %s for its copy at %s",
                            p->name, p->at->name);
-    return c->st == RV_OK;
+    return c->st == RV_OK && relax_over_threads(c, p, reg);
 }
 
 void lower_dump_regions(const RegionTable *t) {
