@@ -12,7 +12,7 @@ set -e
 RAVEL=${RAVEL:-build/ravel}
 TS=${T:-1 16 64 128}
 here=$(dirname "$0")
-for f in bmm_nt_shared dense_shared; do
+for f in bmm_nt_shared bmm_nt_reg dense_shared dense_reg; do
     "$RAVEL" run "$here/$f.rv" --target cuda --size T=3 --random 1 --check >/dev/null
     for t in $TS; do
         ms=$("$RAVEL" run "$here/$f.rv" --target cuda --size T="$t" --random 1 --time --repeat 50 |

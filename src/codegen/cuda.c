@@ -71,7 +71,9 @@ typedef struct Check {
     const Axis *batch; /* the batch loop's variable, an argument (launch_batches) */
     bool strided;      /* persistent: bound loops stride over the launch (any extent) */
     Expr *dim[6];      /* grid x, y, z, block x, y, z */
-    PtrMap alloc_dims; /* local Buffer* -> 1 + the GPU dimensions bound around its allocation */
+    /* local Buffer* -> 1 + (the GPU dimensions bound around its allocation
+     * | those bound twice there << 6) */
+    PtrMap alloc_dims;
     PtrMap lets;       /* a let's variable (Axis*) -> its value, outer lets substituted */
     PtrMap shared;     /* locals a block's threads share (see the file comment) */
     int64_t shared_bytes;
@@ -109,8 +111,10 @@ static bool in_max(const Expr *chain, const Expr *x) {
            (chain->kind == EX_MAX && (in_max(chain->args[0], x) || in_max(chain->args[1], x)));
 }
 
-/* `bound`: the GPU dimensions bound by the loops around s. */
-static void check_stmt(Check *c, const Stmt *s, unsigned bound) {
+/* `bound`: the GPU dimensions bound by the loops around s; `again`: those
+ * bound by two of them (a copy the threads fill together, inside the
+ * thread loops of its reader, binds the threads again). */
+static void check_stmt(Check *c, const Stmt *s, unsigned bound, unsigned again) {
     if (!s || c->st != RV_OK)
         return;
     switch (s->kind) {
@@ -142,32 +146,32 @@ static void check_stmt(Check *c, const Stmt *s, unsigned bound) {
             else if (!in_max(c->dim[d], ext))
                 c->dim[d] = ir_binary(c->m, EX_MAX, c->dim[d], ext);
         }
-        check_stmt(c, s->u.loop.body, bound | gpu_bit(k));
+        check_stmt(c, s->u.loop.body, bound | gpu_bit(k), again | (bound & gpu_bit(k)));
         return;
     }
     case ST_IF:
-        check_stmt(c, s->u.if_.then_s, bound);
-        check_stmt(c, s->u.if_.else_s, bound);
+        check_stmt(c, s->u.if_.then_s, bound, again);
+        check_stmt(c, s->u.if_.else_s, bound, again);
         return;
     case ST_LET:
         ptrmap_put(&c->lets, s->u.let.var, ir_substitute(c->m, s->u.let.value, &c->lets));
-        check_stmt(c, s->u.let.body, bound);
+        check_stmt(c, s->u.let.body, bound, again);
         return;
     case ST_STORE: {
         Buffer *b = s->u.store.buf;
         uintptr_t at = (uintptr_t)ptrmap_get(&c->alloc_dims, b);
-        unsigned outside = at ? bound & ~(unsigned)(at - 1) : 0;
+        /* the dimensions bound, or bound again, since the allocation */
+        unsigned at_bound = at ? (unsigned)(at - 1) & 077 : 0;
+        unsigned at_again = at ? (unsigned)(at - 1) >> 6 : 0;
+        unsigned outside = at ? (bound & ~at_bound) | (again & ~at_again) : 0;
         if (b->scope != BUF_LOCAL || !outside)
             return;
-        if ((outside & BLOCK_DIMS) || ((unsigned)(at - 1) & THREAD_DIMS)) {
+        if (outside & BLOCK_DIMS) {
             c->st = base_error(RV_ERR_UNSUPPORTED,
                                "kernel %s: local buffer %s is allocated outside a loop bound to "
-                               "%s and written inside it; only a buffer allocated inside the "
-                               "block loops and outside every thread loop can be shared (by "
-                               "the threads of a block): compute it at a block loop or inside "
-                               "the bound loops",
-                               c->k->name, b->name,
-                               outside & BLOCK_DIMS ? "a block index" : "another thread index");
+                               "a block index and written inside it; blocks share no memory: "
+                               "compute it at a block loop or inside the bound loops",
+                               c->k->name, b->name);
             return;
         }
         if (!ptrmap_has(&c->shared, b)) {
@@ -196,13 +200,13 @@ static void check_stmt(Check *c, const Stmt *s, unsigned bound) {
                                c->k->name, b->name);
             return;
         }
-        ptrmap_put(&c->alloc_dims, b, (void *)(uintptr_t)(bound + 1));
-        check_stmt(c, s->u.alloc.body, bound);
+        ptrmap_put(&c->alloc_dims, b, (void *)(uintptr_t)((bound | again << 6) + 1));
+        check_stmt(c, s->u.alloc.body, bound, again);
         return;
     }
     case ST_SEQ:
         for (int i = 0; i < s->u.seq.n; i++)
-            check_stmt(c, s->u.seq.stmts[i], bound);
+            check_stmt(c, s->u.seq.stmts[i], bound, again);
         return;
     case ST_CALL:
         c->st =
@@ -344,8 +348,37 @@ typedef struct Sync {
     const Kernel *k;
     const Buffer *buf[32];
     int n;
+    Expr *const *dim; /* the launch's extents (Check.dim) */
+    bool strided;     /* bound loops stride over the launch (persistent) */
+    PtrMap variant;   /* Axis* whose value differs between a block's threads */
     rv_status st;
 } Sync;
+
+static void find_variant(const Expr *e, void *ctx) {
+    bool **hit = ctx;
+    if (e->kind == EX_VAR && ptrmap_has((const PtrMap *)hit[1], e->u.axis))
+        *hit[0] = true;
+}
+
+/* Does e differ between the threads of a block? */
+static bool thread_variant(const Sync *y, const Expr *e) {
+    bool hit = false;
+    bool *ctx[2] = {&hit, (bool *)&y->variant};
+    if (e && y->variant.len)
+        ir_visit(e, find_variant, ctx);
+    return hit;
+}
+
+/* A loop bound to a thread index whose guard every thread passes (its
+ * extent is the launch's along that dimension): each thread runs its body
+ * once, so a barrier inside it is one every thread reaches. */
+static bool full_thread_loop(const Sync *y, const Stmt *s) {
+    LoopKind k = s->u.loop.kind;
+    int64_t e, d;
+    return !y->strided && (gpu_bit(k) & THREAD_DIMS) &&
+           ir_is_const_int(s->u.loop.extent, &e) && y->dim[k - LOOP_GPU_BLOCK_X] &&
+           ir_is_const_int(y->dim[k - LOOP_GPU_BLOCK_X], &d) && e == d;
+}
 
 static unsigned shared_bit(const Sync *y, const Buffer *b) {
     for (int i = 0; i < y->n; i++)
@@ -446,6 +479,8 @@ static Stmt *sync_in(Sync *y, Stmt *s, unsigned *pw, unsigned *pr) {
         return res;
     }
     case ST_LET: {
+        if (thread_variant(y, s->u.let.value))
+            ptrmap_put(&y->variant, s->u.let.var, (void *)1);
         loads_of(y, s->u.let.value, &r);
         bool need = shared_conflict(0, r, *pw, *pr);
         if (need)
@@ -460,6 +495,8 @@ static Stmt *sync_in(Sync *y, Stmt *s, unsigned *pw, unsigned *pr) {
         return b == s->u.alloc.body ? s : lower_alloc(m, s->u.alloc.buf, b);
     }
     case ST_IF: {
+        if (thread_variant(y, s->u.if_.cond))
+            break; /* not every thread takes the same branch */
         loads_of(y, s->u.if_.cond, &r);
         bool need = shared_conflict(0, r, *pw, *pr);
         if (need)
@@ -476,43 +513,62 @@ static Stmt *sync_in(Sync *y, Stmt *s, unsigned *pw, unsigned *pr) {
     }
     case ST_FOR: {
         LoopKind k = s->u.loop.kind;
-        if (gpu_bit(k) & THREAD_DIMS)
+        bool full = full_thread_loop(y, s);
+        if (((gpu_bit(k) & THREAD_DIMS) && !full) || thread_variant(y, s->u.loop.extent))
             break;
+        if (full)
+            ptrmap_put(&y->variant, s->u.loop.var, (void *)1);
+        /* a barrier before the loop where what it does conflicts with
+         * what ran before it; inside, where an iteration reads what another
+         * wrote or writes what another read (a tile filled and then read in
+         * each step: the last step's readers must be done). Iterations
+         * that only write (a fill of distinct elements) need none between
+         * them. A loop bound to a block index, a full thread loop and a
+         * loop of extent 1 run one iteration per thread. */
         loads_of(y, s->u.loop.extent, &r);
-        bool need = shared_conflict(0, r, *pw, *pr);
+        unsigned bw = 0, br = 0;
+        shared_accesses(y, s->u.loop.body, &bw, &br);
+        bool need = shared_conflict(bw, r | br, *pw, *pr);
         if (need)
             *pw = *pr = 0;
         *pr |= r;
-        unsigned ew = *pw, er = *pr; /* for zero iterations */
+        unsigned ew = *pw, er = *pr; /* what ran before it */
         int64_t one;
-        if (!(gpu_bit(k) & BLOCK_DIMS) && !(ir_is_const_int(s->u.loop.extent, &one) && one == 1))
-            shared_accesses(y, s->u.loop.body, pw, pr);
-        Stmt *b = sync_in(y, s->u.loop.body, pw, pr);
-        *pw |= ew;
-        *pr |= er;
-        Stmt *x = s;
-        if (b != s->u.loop.body) {
-            x = lower_for(m, s->u.loop.var, s->u.loop.extent, k, b);
-            x->u.loop.partition = s->u.loop.partition;
-            x->u.loop.spatial = s->u.loop.spatial;
+        bool once = (gpu_bit(k) & BLOCK_DIMS) || full ||
+                    (ir_is_const_int(s->u.loop.extent, &one) && one == 1);
+        if (once) {
+            /* the body continues the sequence around it */
+        } else if (bw & br) {
+            *pw = bw; /* an earlier iteration's, carried */
+            *pr = br;
+        } else {
+            *pw = *pr = 0; /* the barrier before it, if any, covers the rest */
         }
+        Stmt *b = sync_in(y, s->u.loop.body, pw, pr);
+        *pw |= ew | bw;
+        *pr |= er | br;
+        Stmt *x = b == s->u.loop.body ? s : lower_for_like(m, s, s->u.loop.var, s->u.loop.extent, b);
         return after_block_barrier(m, x, need);
     }
     default:
         break;
     }
-    /* a leaf for the barriers: a store, or a loop over a block's threads */
+    /* a leaf for the barriers: a store, a loop over some of a block's
+     * threads, code that not every thread runs alike */
     shared_accesses(y, s, &w, &r);
-    if (s->kind == ST_FOR && (w & r)) {
+    if (s->kind != ST_STORE && (w & r)) {
         int i = 0;
         while (!((w & r) & (1u << i)))
             i++;
+        char *what = s->kind == ST_FOR ? NULL : ir_expr_str(s->u.if_.cond);
         y->st = base_error(RV_ERR_UNSUPPORTED,
-                           "kernel %s: the threads of loop %s both write and read the "
-                           "block-shared buffer %s, which would need a barrier inside the "
-                           "loop; write and read it in separate nests (a reduction: its loop "
-                           "inside the thread loops)",
-                           y->k->name, s->u.loop.var->name, y->buf[i]->name);
+                           "kernel %s: %s%s%s both writes and reads the block-shared buffer "
+                           "%s, which would need a barrier that not every thread reaches; "
+                           "write and read it in separate nests (a reduction: its loop inside "
+                           "the thread loops), in thread loops as long as the block's",
+                           y->k->name, what ? "the code under `if " : "loop ",
+                           what ? what : s->u.loop.var->name, what ? "`" : "", y->buf[i]->name);
+        base_free(what);
         return s;
     }
     bool need = shared_conflict(w, r, *pw, *pr);
@@ -849,7 +905,7 @@ static rv_status emit_entry(CgEmit *e, const Kernel *k, Stmt *body, const char *
                             const Axis *batch, bool strided, Expr *dims[6], Buf *out,
                             Buf *launch_text) {
     Check c = {.m = k->m, .k = k, .batch = batch, .strided = strided};
-    check_stmt(&c, body, 0);
+    check_stmt(&c, body, 0, 0);
     ptrmap_free(&c.alloc_dims);
     ptrmap_free(&c.lets);
     if (c.st != RV_OK) {
@@ -862,12 +918,12 @@ static rv_status emit_entry(CgEmit *e, const Kernel *k, Stmt *body, const char *
     Stmt *covered = cover_stores(k->m, &c.shared, body, used, 0);
     if (covered != body) { /* the launch covers the new loops too */
         memset(c.dim, 0, sizeof c.dim);
-        check_stmt(&c, covered, 0);
+        check_stmt(&c, covered, 0, 0);
         ptrmap_free(&c.alloc_dims);
         ptrmap_free(&c.lets);
         RV_ASSERT(c.st == RV_OK);
     }
-    Sync y = {.m = k->m, .k = k};
+    Sync y = {.m = k->m, .k = k, .dim = c.dim, .strided = strided};
     for (int i = 0; i < c.shared.cap; i++)
         if (c.shared.keys && c.shared.keys[i] && y.n < RV_COUNT(y.buf))
             y.buf[y.n++] = c.shared.keys[i];
@@ -878,6 +934,7 @@ static rv_status emit_entry(CgEmit *e, const Kernel *k, Stmt *body, const char *
     }
     unsigned pw = 0, pr = 0;
     covered = sync_in(&y, covered, &pw, &pr);
+    ptrmap_free(&y.variant);
     if (y.st != RV_OK) {
         ptrmap_free(&c.shared);
         return y.st;

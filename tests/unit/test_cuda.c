@@ -86,10 +86,22 @@ static const Example examples[] = {
         {"WS", "bind(j, \"threadIdx.y\")\nbind(k, \"threadIdx.x\")"},
         {"Z", "io, ii = split(i, 4, tail=\"guard\")\nbind(b, \"blockIdx.y\")\n"
               "bind(io, \"blockIdx.x\")\nbind(ii, \"threadIdx.y\")\nbind(d, \"threadIdx.x\")"}}},
+    /* register tiles: 4 x 4 sums per thread (YL), the tiles of X and W
+     * per step of k filled by the block's threads together (cooperative
+     * copies computed at YL's k loop, inside the thread loops) */
     {"dense_gelu.rv", {
-        {"Y", "io, ii = split(i, 16)\njo, ji = split(j, 16)\nreorder(io, jo, ii, ji)\n"
-              "bind(io, \"blockIdx.y\")\nbind(jo, \"blockIdx.x\")\nbind(ii, \"threadIdx.y\")\n"
-              "bind(ji, \"threadIdx.x\")"}}},
+        {"Y", "YL = cache_write(Y, \"local\", pad=1)\nio, ii = split(i, 64)\n"
+              "jo, ji = split(j, 64)\nty, ri = split(ii, 4)\ntx, rj = split(ji, 4)\n"
+              "reorder(io, jo, ty, tx, ri, rj)\nbind(io, \"blockIdx.y\")\n"
+              "bind(jo, \"blockIdx.x\")\nbind(ty, \"threadIdx.y\")\nbind(tx, \"threadIdx.x\")\n"
+              "compute_at(YL, tx)"},
+        {"YL", "ko, ki = split(k, 16)\nreorder(ko, ki, i, j)\nunroll(i)\nunroll(j)\n"
+               "XS = cache_read(X, pad=1)\nWS = cache_read(W, pad=1)\ncompute_at(XS, ko)\n"
+               "compute_at(WS, ko)"},
+        {"XS", "i2, iy = split(i, 16)\nreorder(i2, iy, k)\nbind(iy, \"threadIdx.y\")\n"
+               "bind(k, \"threadIdx.x\")"},
+        {"WS", "j2, jy = split(j, 16)\nreorder(j2, jy, k)\nbind(jy, \"threadIdx.y\")\n"
+               "bind(k, \"threadIdx.x\")"}}},
     {"embedding.rv", {{"H", GPU_2D("n", "i")}}},
     {"layernorm.rv", {{"Mean", GPU_1D("i")}, {"D", GPU_2D("i", "k")},
                       {"Var", GPU_1D("i")}, {"Y", GPU_2D("i", "j")}}},
@@ -378,6 +390,43 @@ static int occurrences(const char *s, const char *what) {
     return n;
 }
 
+/* A copy whose own loops are bound to threads, computed inside its
+ * reader's thread loops, is filled by the threads together: its region is
+ * the union over the thread loops (4 rows here, not the thread's 1), in
+ * shared memory, with a barrier before the reads. */
+static void test_cooperative_copy(void) {
+    rv_module *m = NULL;
+    CHECK_EQ_INT(rv_module_parse("c.rv",
+                                 "size T in 1..8\ninput X : f32[16 * T, 64]\n"
+                                 "Y[i, j] = X[i, j] * 2\n",
+                                 &m),
+                 RV_OK);
+    if (!m)
+        return;
+    CHECK_EQ_INT(rv_module_schedule(m, "Y",
+                                    "io, ii = split(i, 4)\nbind(io, \"blockIdx.x\")\n"
+                                    "bind(ii, \"threadIdx.y\")\nbind(j, \"threadIdx.x\")\n"
+                                    "XL = cache_read(X)\ncompute_at(XL, ii)"),
+                 RV_OK);
+    CHECK_EQ_INT(rv_module_schedule(m, "XL", "bind(j, \"threadIdx.x\")"), RV_OK);
+    Kernel **ks = NULL;
+    int n = 0;
+    CHECK_EQ_INT(lower_pipeline(m, &ks, &n), RV_OK);
+    char *src = NULL;
+    CHECK(n == 1 && cg_cuda_kernel(ks[0], &src, NULL, NULL) == RV_OK);
+    if (src) {
+        CHECK_STR_CONTAINS(src, "__shared__ float XL[256];");
+        /* one barrier, between the fill and the products */
+        CHECK_EQ_INT(occurrences(src, "__syncthreads();"), 1);
+        const char *sync = strstr(src, "__syncthreads();");
+        CHECK(sync && strstr(src, "XL[") < sync && strstr(sync, "XL["));
+    }
+    base_free(src);
+    base_free(ks);
+    rv_module_free(m);
+}
+
+
 /* TreeLSTM's group (examples/tree_lstm.rv) under either gpu_batches: a
  * barrier wherever a member reads the one before it at its own node
  * (hs -> iou -> c -> h) and after each batch. "launch": 7 entry points, the
@@ -481,24 +530,16 @@ static void test_unsupported(void) {
                   NULL, NULL, "extern matmul_nt has no CUDA implementation");
 
 
-    /* a block-shared tile that the threads of one loop both update and
-     * read (the reduction loop outside them) would need a barrier inside
-     * that loop */
+    /* a block-shared tile that the threads of a loop shorter than the
+     * block (8 of 16 threads) both update and read: the barrier it would
+     * need is one the other threads never reach */
     check_refused("size T in 1..8\ninput X : f32[16 * T, 64]\ninput W : f32[64, 64]\n"
                   "Y[i, j] = sum(k < 64) X[i, k] * W[j, k]\n"
                   "schedule Y {\n    YL = cache_write(Y, \"local\")\n"
-                  "    io, jo, ii, ji = tile(i, j, 8, 8)\n    bind(io, \"blockIdx.x\")\n"
-                  "    compute_at(YL, io)\n}\n",
+                  "    io, jo, ii, ji = tile(i, j, 8, 16)\n    bind(io, \"blockIdx.x\")\n"
+                  "    bind(ji, \"threadIdx.x\")\n    compute_at(YL, io)\n}\n",
                   "YL", "reorder(k, i, j)\nbind(i, \"threadIdx.x\")",
-                  "the threads of loop i both write and read the block-shared buffer YL");
-
-    /* a local allocated in a thread loop cannot be shared with the
-     * threads of another thread dimension */
-    check_refused("size T in 1..8\ninput X : f32[16 * T, 64]\n"
-                  "Y[i, j] = X[i, j] * 2\n"
-                  "schedule Y {\n    XL = cache_read(X)\n    bind(i, \"threadIdx.y\")\n"
-                  "    compute_at(XL, i)\n}\n",
-                  "XL", "bind(j, \"threadIdx.x\")", "written inside it; only a buffer allocated");
+                  "loop i both writes and reads the block-shared buffer YL");
 }
 
 /* ---- the runtime's CUDA target ---- */
@@ -640,6 +681,7 @@ int main(void) {
     RUN(test_gpu_split_keeps_guard);
     RUN(test_shared_tiles);
     RUN(test_ragged_thread_loop);
+    RUN(test_cooperative_copy);
     RUN(test_recursion_units);
     RUN(test_unsupported);
     RUN(test_driver_errors);
