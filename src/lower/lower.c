@@ -21,6 +21,8 @@
  *                 and flatten passes, the schedule's indices and extents
  *                 are flattened with safe offsets and divisors (rtcheck.c)
  *     storage.c   the prelude filling the AUX arrays of ragged layouts
+ *     opsplit.c   a split operation (split_op): its parts' nests, or one
+ *                 loop over both (hfuse)
  *     recurse.c   a recursion group: one kernel, its members' nests in a
  *                 loop over nodes or dynamic batches
  *
@@ -169,7 +171,7 @@ static rv_status lower_stage_kernel(LowerCtx *c, Stage *st, Kernel **out) {
     if (st->t->op->kind == OP_EXTERN) {
         body = extern_call(c, st->t);
     } else {
-        body = lower_stage_nest(c, st, NULL, NULL, NULL);
+        body = st->parts[0] ? lower_split_stage(c, st) : lower_stage_nest(c, st, NULL, NULL, NULL);
         if (body) {
             Storage *sto;
             lower_storage_of_tensor(c, st->t, &sto);

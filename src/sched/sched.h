@@ -89,12 +89,19 @@ struct IterVar {
     LoopKind kind;          /* leaves */
     int64_t pad;            /* ROOT: loop padding multiple (1: none) */
     int id;                 /* creation order within the stage */
+    /* ROOT of a part of a split operation (split_op, opsplit.c): the axis
+     * runs over [0, E/F*F) (PART_FULL) or [E/F*F, E) (PART_REST) where E
+     * is its extent and F part_mult; PART_WHOLE: over [0, E) */
+    int part;
+    int64_t part_mult;
 };
+enum { PART_WHOLE, PART_FULL, PART_REST };
 
 typedef enum StageKind {
     STAGE_OP,          /* a tensor of the module */
     STAGE_CACHE_READ,  /* a local copy of a tensor, for one reader */
     STAGE_CACHE_WRITE, /* a reduction moved out of its epilogue */
+    STAGE_PART,        /* a part of a split operation: its tensor over a range of one axis */
     STAGE_COUNT
 } StageKind;
 
@@ -158,6 +165,18 @@ struct Stage {
     int id;
     StageNote notes[SCHED_MAX_NOTES]; /* at most one of each kind */
     int nnotes;
+    /* split_op (opsplit.c): a split stage has no loops of its own, its
+     * parts compute it (full tiles first); a part knows its whole. The
+     * step that split it locates errors. */
+    Stage *parts[2];
+    Stage *whole;
+    const SchedStep *split_step;
+    const SrcFile *split_src;
+    /* hfuse (opsplit.c): the parts' outermost loops run as one loop over
+     * the concatenation of their iterations; set on the whole */
+    bool hfused;
+    const SchedStep *hfuse_step;
+    const SrcFile *hfuse_src;
 };
 
 typedef struct Schedule {
@@ -269,6 +288,21 @@ rv_status sched_group_step(Schedule *s, Recurse *r, const SchedStep *step, const
  * readers computed there or deeper); located at the step that placed it.
  * sched_from_module runs it after the blocks. */
 rv_status sched_check_placements(Schedule *s);
+
+/* ---- opsplit.c: operation splitting and horizontal fusion ---- */
+
+/* `F, R = split_op(v, M)` on st: parts named `outs` (checked free) over
+ * [0, E/M*M) and [E/M*M, E) of spatial axis v. */
+rv_status sched_split_op(Schedule *s, Stage *st, const SchedStep *step, const SrcFile *src);
+/* `hfuse(P)` on part st: st's and its sibling P's outermost loops as one. */
+rv_status sched_hfuse(Schedule *s, Stage *st, const SchedStep *step, const SrcFile *src);
+/* The rules of split stages, checked before any step on st: a split stage
+ * takes no more steps; a part takes loop steps, cache_read and compute_at
+ * of its own caches, not the steps that change its storage or the whole. */
+rv_status sched_split_step_check(const Schedule *s, const Stage *st, const SchedStep *step,
+                                 const SrcFile *src);
+/* Is p split or a part (not placeable: its parts are one kernel)? */
+bool sched_stage_split(const Stage *p);
 
 /* ---- recurse.c: the schedule of recursion groups ---- */
 
