@@ -5,9 +5,12 @@
  * hfuse: the full part's tiles have no check, the rest starts at the
  * split point, the fused loop runs over both parts.
  */
+#include <stdlib.h>
 #include <string.h>
 
+#include "codegen/codegen.h"
 #include "harness.h"
+#include "jit/jit.h"
 #include "lower/lower.h"
 
 static const char *const rows = "size B in 0..8\n"
@@ -123,9 +126,70 @@ static void test_lower_hfuse(void) {
     buf_free(&text);
 }
 
+/* CUDA: parts bound to blockIdx.x, hfused, are one grid of B*2 blocks
+ * (each block the rows of one part of one sequence); NVRTC compiles it
+ * where it is installed. */
+static void test_cuda_one_grid(void) {
+    static const char *const text = "size B in 0..12\n"
+                                    "ufun len[b < B] in 0..70\n"
+                                    "input X : f32[b < B, l < len[b]]\n"
+                                    "Y[b, l < len[b]] = X[b, l] * 2.0 + 1.0\n"
+                                    "schedule Y {\n"
+                                    "    F, R = split_op(l, 32)\n"
+                                    "}\n"
+                                    "schedule F {\n"
+                                    "    lo, li = split(l, 32)\n"
+                                    "    bind(b, \"blockIdx.x\")\n"
+                                    "    bind(li, \"threadIdx.x\")\n"
+                                    "    hfuse(R)\n"
+                                    "}\n"
+                                    "schedule R {\n"
+                                    "    bind(b, \"blockIdx.x\")\n"
+                                    "    lo, li = split(l, 32, tail=\"guard\")\n"
+                                    "    bind(li, \"threadIdx.x\")\n"
+                                    "}\n";
+    rv_module *m = parse_ok(text);
+    if (!m)
+        return;
+    Kernel **ks = NULL;
+    int n = 0;
+    static const char *const needed[] = {"reduce", "checks", "flatten"};
+    rv_status st = lower_module(m, &ks, &n);
+    for (int k = 0; st == RV_OK && k < n; k++)
+        for (int i = 0; st == RV_OK && i < (int)RV_COUNT(needed); i++)
+            st = lower_run_pass(ks[k], needed[i]);
+    CHECK_EQ_INT(st, RV_OK);
+    CHECK_EQ_INT(n, 1);
+    if (st == RV_OK && n == 1) {
+        char *src = NULL, *sym = NULL, *ptx = NULL;
+        CgLaunch l;
+        st = cg_cuda_kernel(ks[0], &src, &sym, &l);
+        CHECK_EQ_INT(st, RV_OK);
+        if (st == RV_OK) {
+            if (getenv("RAVEL_TEST_SHOW"))
+                printf("%s\n", src);
+            char *grid = ir_expr_str(l.grid[0]);
+            CHECK(strcmp(grid, "B * 2") == 0 && "one grid over both parts");
+            if (strcmp(grid, "B * 2") != 0)
+                fprintf(stderr, "    grid.x = %s\n", grid);
+            base_free(grid);
+            CHECK(l.grid[1] == NULL && l.block[0] != NULL);
+            if (jit_nvrtc_available()) {
+                CHECK_EQ_INT(jit_nvrtc_compile(src, NULL, &ptx), RV_OK);
+                base_free(ptx);
+            }
+        }
+        base_free(src);
+        base_free(sym);
+    }
+    base_free(ks);
+    rv_module_free(m);
+}
+
 int main(void) {
     RUN(test_query_parts);
     RUN(test_lower_parts);
     RUN(test_lower_hfuse);
+    RUN(test_cuda_one_grid);
     return harness_report();
 }
