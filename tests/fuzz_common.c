@@ -324,7 +324,7 @@ static int pick_group(Gen *g, char *out) {
 
 /* Operation splitting (src/sched/opsplit.c): split_op of a loop of s
  * (the rules reject one after other steps or of a reduction loop), or
- * hfuse of a part with its sibling (now and then another stage). */
+ * hfuse of a part with its sibling, or of s with another stage. */
 static int gen_split_op(Gen *g, const StageInfo *s, int c, char *step, size_t n) {
     const char *sib = NULL;
     for (int i = 0; i < g->info.nstages && s->kind == RV_STAGE_PART; i++) {
@@ -332,8 +332,10 @@ static int gen_split_op(Gen *g, const StageInfo *s, int c, char *step, size_t n)
         if (o != s && o->kind == RV_STAGE_PART && strcmp(o->source, s->source) == 0)
             sib = o->name;
     }
-    if (sib && rng_chance(&g->r, 60)) {
-        if (rng_chance(&g->r, 10))
+    if ((sib && rng_chance(&g->r, 60)) || (!sib && rng_chance(&g->r, 30))) {
+        /* a part with its sibling; any stage now and then (an independent
+         * operation, or a step the rules reject) */
+        if (!sib || rng_chance(&g->r, 10))
             sib = g->info.st[rng_int(&g->r, g->info.nstages)].name;
         snprintf(step, n, "hfuse(%s)", sib);
         return 1;

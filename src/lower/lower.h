@@ -508,6 +508,9 @@ bool lower_nest_init(LowerCtx *c, StageNest *n, Stage *st, Expr *const *origin,
 /* The body of split stage st's kernel: its parts' nests, or with hfuse
  * one loop over both. */
 Stmt *lower_split_stage(LowerCtx *c, Stage *st);
+/* The body of the kernel of st and the stage it is hfused with: one loop
+ * over both nests (the other's tensor a parameter too). */
+Stmt *lower_hfused_stages(LowerCtx *c, Stage *st);
 
 /* recurse.c */
 /* The body of recursion group g's kernel: its members' nests inside the

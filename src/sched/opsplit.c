@@ -6,7 +6,9 @@
  * full tiles can be split by M with no tail and vectorized while the rest
  * runs scalar or guarded. `hfuse(R)` in F's schedule runs the two parts'
  * outermost loops as one loop over the concatenation of their iterations
- * (one thread-pool dispatch, balanced by work: c_balance.c).
+ * (one thread-pool dispatch, balanced by work: c_balance.c); so does
+ * `hfuse(P)` for two independent stages of their own kernels, which then
+ * share one kernel where the later of the two is defined.
  *
  * The split point E/M*M is in [0, E] for every E >= 0 by construction, so
  * the parts cover Y exactly, whatever the sizes and ragged lengths. A split
@@ -21,7 +23,11 @@
  *     together are one kernel storing the whole tensor;
  *   - a part takes the loop steps, cache_read and compute_at of its own
  *     cache stages, not the steps that change Y's storage or computation as
- *     a whole (cache_write, pad, storage_pad, split_op).
+ *     a whole (cache_write, pad, storage_pad, split_op);
+ *   - hfuse pairs a part with its sibling, or two independent stages of
+ *     their own kernels; a stage fused is then not placed, inlined or
+ *     split. The kinds of the two outermost loops are checked when the
+ *     schedule is lowered (src/lower/opsplit.c), at the hfuse step.
  */
 #include <string.h>
 
@@ -38,7 +44,7 @@ static rv_status fail(const SchedStep *step, const SrcFile *src, SrcLoc loc, con
 }
 
 bool sched_stage_split(const Stage *p) {
-    return p->parts[0] || p->kind == STAGE_PART;
+    return p->parts[0] || p->kind == STAGE_PART || sched_hfuse_partner(p);
 }
 
 /* Has st been scheduled (loops transformed, kinds set, stages placed in
@@ -69,6 +75,9 @@ rv_status sched_split_op(Schedule *s, Stage *st, const SchedStep *step, const Sr
     if (st->attach != ATTACH_ROOT)
         return fail(step, src, loc, "%s is %s; only a stage of its own kernel is split", st->name,
                     st->attach == ATTACH_INLINE ? "inlined" : "computed at a loop of another");
+    if (sched_hfuse_partner(st))
+        return fail(step, src, loc, "%s is fused with %s (hfuse); split it first", st->name,
+                    sched_hfuse_partner(st)->name);
     const char *why = scheduled(s, st);
     if (why)
         return fail(step, src, loc, "split_op must come first in the schedule of %s (%s)", st->name,
@@ -110,24 +119,87 @@ rv_status sched_split_op(Schedule *s, Stage *st, const SchedStep *step, const Sr
     return RV_OK;
 }
 
+Stage *sched_hfuse_partner(const Stage *st) {
+    return st->hfuse_with ? st->hfuse_with : st->hfused_by;
+}
+
+/* Does tensor x's definition read t? */
+static bool defined_reading(const Tensor *x, const Tensor *t) {
+    const Op *op = x->op;
+    if (op->kind == OP_INPUT)
+        return false;
+    Expr *es[] = {op->body, op->pred, op->else_body};
+    Tensor **rs;
+    int n = ir_collect_reads(op->kind == OP_EXTERN ? op->inputs : NULL,
+                             op->kind == OP_EXTERN ? op->nin : 0, es, 3, &rs);
+    bool found = false;
+    for (int i = 0; i < n; i++)
+        found |= rs[i] == t;
+    base_free(rs);
+    return found;
+}
+
+/* Can stage p, an operation of its own kernel, be fused with another? */
+static const char *fusable_op(const Stage *p) {
+    if (p->kind != STAGE_OP)
+        return "is a cache stage, computed inside its reader";
+    if (p->parts[0])
+        return "is split (split_op): fuse its parts";
+    if (p->t->op->kind == OP_EXTERN)
+        return "is an extern call";
+    if (sched_stage_group(p))
+        return "is a member of a recursion group";
+    if (p->attach != ATTACH_ROOT)
+        return p->attach == ATTACH_INLINE ? "is inlined" : "is computed at a loop of another stage";
+    return NULL;
+}
+
 rv_status sched_hfuse(Schedule *s, Stage *st, const SchedStep *step, const SrcFile *src) {
     const SchedArg *a = &step->args[0];
     Stage *p = sched_stage(s, a->s);
-    if (st->kind != STAGE_PART)
-        return fail(step, src, step->loc,
-                    "%s is not a part of a split operation; hfuse runs the parts of one "
-                    "(F, R = split_op(v, M)) in one loop",
-                    st->name);
-    Stage *w = st->whole;
-    Stage *other = w->parts[0] == st ? w->parts[1] : w->parts[0];
-    if (!p || p != other)
-        return fail(step, src, a->loc, "%s is not the other part of %s (that is %s)", a->s, w->name,
-                    other->name);
-    if (w->hfused)
-        return fail(step, src, step->loc, "the parts of %s are fused already", w->name);
-    w->hfused = true;
-    w->hfuse_step = step;
-    w->hfuse_src = src;
+    if (!p)
+        return fail(step, src, a->loc, "no stage named '%s'", a->s);
+    if (p == st)
+        return fail(step, src, a->loc, "a stage is not fused with itself");
+    Stage *ws[2] = {st, p};
+    for (int k = 0; k < 2; k++)
+        if (sched_hfuse_partner(ws[k]))
+            return fail(step, src, step->loc, "%s is fused with %s already", ws[k]->name,
+                        sched_hfuse_partner(ws[k])->name);
+    if (st->kind == STAGE_PART || p->kind == STAGE_PART) {
+        Stage *part = st->kind == STAGE_PART ? st : p, *w = part->whole;
+        Stage *other = w->parts[0] == part ? w->parts[1] : w->parts[0];
+        if (st->kind != p->kind || st->whole != p->whole)
+            return fail(step, src, a->loc,
+                        "%s is a part of %s; it is fused only with the other part, %s", part->name,
+                        w->name, other->name);
+    } else {
+        for (int k = 0; k < 2; k++) {
+            const char *why = fusable_op(ws[k]);
+            if (why)
+                return fail(step, src, k ? a->loc : step->loc, "%s %s", ws[k]->name, why);
+        }
+        /* the kernel runs where the later of the two is defined: the
+         * earlier one moves there, past the tensors in between */
+        Module *m = s->m;
+        int i = st->t->id, j = p->t->id;
+        const Tensor *e = m->tensors.data[i < j ? i : j];
+        for (int k = (i < j ? i : j) + 1; k <= (i < j ? j : i); k++)
+            if (defined_reading(m->tensors.data[k], e))
+                return fail(step, src, step->loc,
+                            "%s reads %s, so the two are not independent%s%s: %s must be "
+                            "computed before",
+                            m->tensors.data[k]->name, e->name,
+                            m->tensors.data[k] == st->t || m->tensors.data[k] == p->t ? "" : ", ",
+                            m->tensors.data[k] == st->t || m->tensors.data[k] == p->t
+                                ? ""
+                                : "and is defined between them",
+                            e->name);
+    }
+    st->hfuse_with = p;
+    p->hfused_by = st;
+    st->hfuse_step = step;
+    st->hfuse_src = src;
     return RV_OK;
 }
 

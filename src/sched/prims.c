@@ -676,6 +676,9 @@ static bool is_output(const Schedule *s, const Stage *p) {
 }
 
 static rv_status check_placeable(Ctx *c, Stage *p, SrcLoc loc) {
+    if (sched_hfuse_partner(p))
+        return fail(c, loc, "%s is fused with %s (hfuse) in a kernel of their own", p->name,
+                    sched_hfuse_partner(p)->name);
     if (sched_stage_split(p))
         return fail(c, loc, "%s is %s split operation, one kernel storing the whole tensor",
                     p->name, p->kind == STAGE_PART ? "a part of a" : "a");

@@ -172,9 +172,10 @@ struct Stage {
     Stage *whole;
     const SchedStep *split_step;
     const SrcFile *split_src;
-    /* hfuse (opsplit.c): the parts' outermost loops run as one loop over
-     * the concatenation of their iterations; set on the whole */
-    bool hfused;
+    /* hfuse(P) in this stage's schedule (opsplit.c): its outermost loop
+     * and P's run as one loop over the concatenation of their iterations
+     * (this stage's first), in one kernel; P's hfused_by is this stage */
+    Stage *hfuse_with, *hfused_by;
     const SchedStep *hfuse_step;
     const SrcFile *hfuse_src;
 };
@@ -294,15 +295,22 @@ rv_status sched_check_placements(Schedule *s);
 /* `F, R = split_op(v, M)` on st: parts named `outs` (checked free) over
  * [0, E/M*M) and [E/M*M, E) of spatial axis v. */
 rv_status sched_split_op(Schedule *s, Stage *st, const SchedStep *step, const SrcFile *src);
-/* `hfuse(P)` on part st: st's and its sibling P's outermost loops as one. */
+/* `hfuse(P)` on st: st's and P's outermost loops as one loop, in one
+ * kernel; P is st's sibling part, or both are independent stages of their
+ * own kernels (neither reads the other, nor does a tensor defined between
+ * them read the earlier one, which the fused kernel computes later or
+ * earlier than its definition). */
 rv_status sched_hfuse(Schedule *s, Stage *st, const SchedStep *step, const SrcFile *src);
 /* The rules of split stages, checked before any step on st: a split stage
  * takes no more steps; a part takes loop steps, cache_read and compute_at
  * of its own caches, not the steps that change its storage or the whole. */
 rv_status sched_split_step_check(const Schedule *s, const Stage *st, const SchedStep *step,
                                  const SrcFile *src);
-/* Is p split or a part (not placeable: its parts are one kernel)? */
+/* Is p split, a part or horizontally fused (not placeable: it is, or is
+ * in, a kernel of its own)? */
 bool sched_stage_split(const Stage *p);
+/* The stage st is horizontally fused with (either way), or NULL. */
+Stage *sched_hfuse_partner(const Stage *st);
 
 /* ---- recurse.c: the schedule of recursion groups ---- */
 
