@@ -55,6 +55,7 @@ Expr *lower_iv_value(LowerCtx *c, StageNest *n, const IterVar *v) {
 }
 
 static Expr *root_extent(LowerCtx *c, StageNest *n, const IterVar *v, const PtrMap *vary);
+static bool bind_outer_roots(LowerCtx *c, StageNest *n, const IterVar *v);
 
 /* The first value of root r where n is: the origin of a region, the split
  * point of the rest of a split operation (split_op: E/M*M, over the
@@ -64,9 +65,11 @@ Expr *lower_root_base(LowerCtx *c, StageNest *n, const IterVar *r, bool *ok) {
     *ok = true;
     if (n->base[r->id] || r->part != PART_REST)
         return n->base[r->id];
+    /* where an outer axis its extent mentions is not bound (bounds
+     * inference above that loop), the split point is not one value */
     IterVar whole = *r;
     whole.part = PART_WHOLE;
-    Expr *e = root_extent(c, n, &whole, NULL);
+    Expr *e = bind_outer_roots(c, n, r) ? root_extent(c, n, &whole, NULL) : NULL;
     if (!e) {
         *ok = false;
         return NULL;
@@ -123,14 +126,21 @@ static bool divides(LowerCtx *c, Expr *e, int64_t f) {
  * relaxes it to its largest value over their ranges, an upper bound of
  * every extent v takes in the iterations that remain; without `vary` it
  * has none. */
-static Expr *root_extent(LowerCtx *c, StageNest *n, const IterVar *v, const PtrMap *vary) {
-    Module *m = c->m;
+/* Publishes the values of the roots v's extent mentions (l < len[b]);
+ * whether all are bound. */
+static bool bind_outer_roots(LowerCtx *c, StageNest *n, const IterVar *v) {
     bool bound = true;
     for (int i = 0; i < n->st->ivs.len; i++) {
         IterVar *r = n->st->ivs.data[i];
-        if (r->rel == IV_ROOT && r != v && ir_uses_axis(v->axis->extent, r->axis))
+        if (r->rel == IV_ROOT && r->axis != v->axis && ir_uses_axis(v->axis->extent, r->axis))
             bound &= bind_root(c, n, r);
     }
+    return bound;
+}
+
+static Expr *root_extent(LowerCtx *c, StageNest *n, const IterVar *v, const PtrMap *vary) {
+    Module *m = c->m;
+    bool bound = bind_outer_roots(c, n, v);
     if (!bound && vary) {
         Range r;
         Expr *hi =
