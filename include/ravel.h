@@ -790,6 +790,7 @@ typedef enum rv_stage_kind {
     RV_STAGE_TENSOR,      /* a tensor of the module */
     RV_STAGE_CACHE_READ,  /* L = cache_read(X): a local copy of X */
     RV_STAGE_CACHE_WRITE, /* L = cache_write(Y): Y's reduction, moved */
+    RV_STAGE_PART,        /* F, R = split_op(v, M) on Y: Y over a range of v (source: Y) */
     RV_STAGE_KIND_COUNT
 } rv_stage_kind;
 
@@ -863,7 +864,7 @@ typedef struct rv_stage_info {
     rv_stage_attach attach;
     const char *at_stage; /* AT: the stage in whose nest it is computed */
     const char *at_loop;  /* AT: that stage's loop; NULL: the top of its nest */
-    const char *source;   /* CACHE_READ: the tensor copied; else NULL */
+    const char *source;   /* CACHE_READ: the tensor copied; PART: the stage split; else NULL */
     int padded;           /* a cache stage with local padding (pad=1) */
     int nloops;
     const rv_loop_info *loops; /* outermost first */

@@ -91,6 +91,9 @@ int fuzz_schedule_info(rv_module *m, Info *info) {
         s->attach = q->attach;
         if (q->attach == RV_ATTACH_AT)
             snprintf(s->at, MAX_NAME, "%s", q->at_stage);
+        s->kind = q->kind;
+        if (q->kind == RV_STAGE_PART)
+            snprintf(s->source, MAX_NAME, "%s", q->source);
         for (int k = 0; k < q->nloops && s->nloops < MAX_LOOPS; k++) {
             Loop *l = &s->loops[s->nloops++];
             snprintf(l->name, MAX_NAME, "%s", q->loops[k].name);
@@ -319,6 +322,31 @@ static int pick_group(Gen *g, char *out) {
     return 1;
 }
 
+/* Operation splitting (src/sched/opsplit.c): split_op of a loop of s
+ * (the rules reject one after other steps or of a reduction loop), or
+ * hfuse of a part with its sibling, or of s with another stage. */
+static int gen_split_op(Gen *g, const StageInfo *s, int c, char *step, size_t n) {
+    const char *sib = NULL;
+    for (int i = 0; i < g->info.nstages && s->kind == RV_STAGE_PART; i++) {
+        const StageInfo *o = &g->info.st[i];
+        if (o != s && o->kind == RV_STAGE_PART && strcmp(o->source, s->source) == 0)
+            sib = o->name;
+    }
+    if ((sib && rng_chance(&g->r, 60)) || (!sib && rng_chance(&g->r, 30))) {
+        /* a part with its sibling; any stage now and then (an independent
+         * operation, or a step the rules reject) */
+        if (!sib || rng_chance(&g->r, 10))
+            sib = g->info.st[rng_int(&g->r, g->info.nstages)].name;
+        snprintf(step, n, "hfuse(%s)", sib);
+        return 1;
+    }
+    const Loop *v = pick_loop(g, s, 0);
+    if (!v)
+        return 0;
+    snprintf(step, n, "Pf%d, Pr%d = split_op(%s, %lld)", c, c, v->name, (long long)pick_factor(g));
+    return 1;
+}
+
 /* Draws a stage and one step for it; returns 0 if nothing applies. A
  * recursion group gets its own primitives (dynamic_batch, specialize,
  * refactor of any stage) now and then; a repeated one, or a refactor the
@@ -343,6 +371,8 @@ static int gen_step(Gen *g, char *stage, char *step, size_t n) {
     snprintf(stage, MAX_NAME, "%s", s->name);
     int c = ++g->counter;
     char a[16], b[16];
+    if (rng_chance(&g->r, 8))
+        return gen_split_op(g, s, c, step, n);
     int w = rng_int(&g->r, 100);
     const Loop *v = pick_loop(g, s, 0);
     if (!v && w < 70)

@@ -62,6 +62,8 @@ typedef struct StageInfo {
     char at[MAX_NAME]; /* RV_ATTACH_AT: the stage it is computed in */
     int nloops;
     Loop loops[MAX_LOOPS];
+    rv_stage_kind kind;
+    char source[MAX_NAME]; /* RV_STAGE_PART: the stage split ("" otherwise) */
 } StageInfo;
 
 typedef struct Info {

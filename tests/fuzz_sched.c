@@ -10,7 +10,8 @@
  * builds schedules one step at a time: it reads the current stages and
  * their loops from rv_module_schedule_info, draws a primitive and its arguments (split with awkward
  * factors, tile, fuse, reorder, parallel, vectorize, unroll, pad,
- * storage_pad, cache_read, cache_write, compute_at, compute_inline; for a
+ * storage_pad, cache_read, cache_write, compute_at, compute_inline,
+ * split_op and hfuse of its parts; for a
  * recursion group, dynamic_batch, specialize and refactor in its
  * `schedule R` block), and applies it with rv_module_schedule. A step the scheduler rejects must
  * fail with RV_ERR_SCHEDULE and a message naming the primitive; it is

@@ -43,6 +43,7 @@ typedef struct Work {
     PtrMap opaque;         /* Axis* whose value the estimate cannot use */
     PtrMap local;          /* Buffer* allocated inside the loop */
     int guarded;           /* inside an `if` of the body */
+    const Axis *var;       /* the parallel loop's variable */
 } Work;
 
 typedef struct Scan {
@@ -87,6 +88,15 @@ static Expr *add(Work *w, Expr *a, Expr *b) {
     return ir_binary(w->m, EX_ADD, a, b);
 }
 
+/* cond when it is `var < e` on the parallel loop's variable with e
+ * usable, else NULL. */
+static Expr *dispatch_cond(Work *w, Expr *cond) {
+    if (cond->kind != EX_LT || cond->args[0]->kind != EX_VAR || cond->args[0]->u.axis != w->var)
+        return NULL;
+    Expr *e = usable(w, cond->args[1]);
+    return e ? ir_binary(w->m, EX_LT, cond->args[0], e) : NULL;
+}
+
 static Expr *work_of(Work *w, const Stmt *s) {
     Module *m = w->m;
     if (!s)
@@ -110,6 +120,13 @@ static Expr *work_of(Work *w, const Stmt *s) {
         return work_of(w, s->u.let.body);
     }
     case ST_IF: {
+        /* the dispatch of a horizontally fused loop (lower/opsplit.c), `if
+         * h < A` on the loop variable with two arms: each arm's work where
+         * it runs, through a ternary that evaluates the arm (and its
+         * loads) only for its own rows, as the body does */
+        Expr *cond = s->u.if_.else_s && w->guarded == 0 ? dispatch_cond(w, s->u.if_.cond) : NULL;
+        if (cond)
+            return ir_select(m, cond, work_of(w, s->u.if_.then_s), work_of(w, s->u.if_.else_s));
         w->guarded++;
         Expr *a = work_of(w, s->u.if_.then_s), *b = work_of(w, s->u.if_.else_s);
         w->guarded--;
@@ -137,7 +154,7 @@ Expr *cg_loop_work(Module *m, const Stmt *s, const PtrMap *written) {
     const char *off = getenv("RAVEL_NO_BALANCE");
     if (off && *off && strcmp(off, "0") != 0)
         return NULL;
-    Work w = {.m = m, .written = written};
+    Work w = {.m = m, .written = written, .var = s->u.loop.var};
     Expr *body = work_of(&w, s->u.loop.body);
     Expr *cost = NULL;
     if (body && ir_uses_axis(body, s->u.loop.var))

@@ -428,9 +428,10 @@ static bool reader_region(LowerCtx *c, StageNest *n, Stage *reader, Stage *p, bo
         if (r->rel != IV_ROOT)
             continue;
         ok = iv_range(c, n, r, clip, &vary, &rs[i]);
-        if (ok && n->base[r->id]) {
-            rs[i].lo = lower_ctx_simp(c, ir_binary(m, EX_ADD, n->base[r->id], rs[i].lo));
-            rs[i].hi = lower_ctx_simp(c, ir_binary(m, EX_ADD, n->base[r->id], rs[i].hi));
+        Expr *base = ok ? lower_root_base(c, n, r, &ok) : NULL;
+        if (ok && base) {
+            rs[i].lo = lower_ctx_simp(c, ir_binary(m, EX_ADD, base, rs[i].lo));
+            rs[i].hi = lower_ctx_simp(c, ir_binary(m, EX_ADD, base, rs[i].hi));
         }
         ptrmap_put(&vary, r->axis, &rs[i]);
     }

@@ -489,7 +489,11 @@ Stmt *lower_gen_reduction(LowerCtx *c, StageNest n, int i);
 Expr *lower_iv_value(LowerCtx *c, StageNest *n, const IterVar *v);
 /* Publishes the values of the roots whose leaves are bound. */
 void lower_bind_axes(LowerCtx *c, StageNest *n);
-Expr *lower_ceil_div(Module *m, Expr *e, int64_t f); /* (e + f - 1)/f */
+Expr *lower_ceil_div(Module *m, Expr *e, int64_t f);  /* (e + f - 1)/f */
+Expr *lower_part_full(Module *m, Expr *e, int64_t f); /* e/f*f: split_op's point */
+/* The first value of root r where n is (a region's origin, the split point
+ * of a split operation's rest); NULL for 0; *ok false where unknown. */
+Expr *lower_root_base(LowerCtx *c, StageNest *n, const IterVar *r, bool *ok);
 /* The extent of v where n is. Without a value for an outer axis its
  * extent depends on, `vary` (bounds inference: ranges of the roots outer
  * to v) relaxes it to its largest value there; NULL: none. */
@@ -519,6 +523,14 @@ Stmt *lower_stage_nest(LowerCtx *c, Stage *st, Expr *const *origin, Expr *const 
 /* The state of that nest before its first loop (false with c->st set). */
 bool lower_nest_init(LowerCtx *c, StageNest *n, Stage *st, Expr *const *origin,
                      Expr *const *ext, const RegionView *view);
+
+/* opsplit.c */
+/* The body of split stage st's kernel: its parts' nests, or with hfuse
+ * one loop over both. */
+Stmt *lower_split_stage(LowerCtx *c, Stage *st);
+/* The body of the kernel of st and the stage it is hfused with: one loop
+ * over both nests (the other's tensor a parameter too). */
+Stmt *lower_hfused_stages(LowerCtx *c, Stage *st);
 
 /* recurse.c */
 /* The body of recursion group g's kernel: its members' nests inside the

@@ -676,6 +676,12 @@ static bool is_output(const Schedule *s, const Stage *p) {
 }
 
 static rv_status check_placeable(Ctx *c, Stage *p, SrcLoc loc) {
+    if (sched_hfuse_partner(p))
+        return fail(c, loc, "%s is fused with %s (hfuse) in a kernel of their own", p->name,
+                    sched_hfuse_partner(p)->name);
+    if (sched_stage_split(p))
+        return fail(c, loc, "%s is %s split operation, one kernel storing the whole tensor",
+                    p->name, p->kind == STAGE_PART ? "a part of a" : "a");
     if (p->attach != ATTACH_ROOT)
         return fail(c, loc, "%s is already placed (%s)", p->name,
                     p->attach == ATTACH_INLINE ? "inlined" : "computed at another loop");
@@ -1328,6 +1334,24 @@ static rv_status prim_refactor(Ctx *c) {
     return RV_OK;
 }
 
+/* ---- operation splitting (src/sched/opsplit.c) ---- */
+
+static rv_status prim_split_op(Ctx *c) {
+    rv_status r;
+    IterVar *v;
+    if ((r = arg_leaf(c, positional(c->step, 0), &v)) != RV_OK ||
+        (r = check_stage_name(c, c->step->outs[0])) != RV_OK ||
+        (r = check_stage_name(c, c->step->outs[1])) != RV_OK)
+        return r;
+    if (strcmp(c->step->outs[0], c->step->outs[1]) == 0)
+        return fail(c, c->step->loc, "the parts need two names");
+    return sched_split_op(c->s, c->st, c->step, c->src);
+}
+
+static rv_status prim_hfuse(Ctx *c) {
+    return sched_hfuse(c->s, c->st, c->step, c->src);
+}
+
 /* ---- dispatch and trace ---- */
 
 static void trace_step(Buf *b, const SchedStep *p) {
@@ -1387,6 +1411,8 @@ rv_status sched_step(Schedule *s, Stage *st, const SchedStep *step, const SrcFil
                      st->name);
     } else if (!(prim->flags & PRIM_LOOPS) || stage_has_loops(&c, step->loc, &r)) {
         r = sched_prim_check(prim, step, src, st->name);
+        if (r == RV_OK)
+            r = sched_split_step_check(s, st, step, src);
         if (r == RV_OK)
             r = handlers[prim - sched_prims](&c);
     }

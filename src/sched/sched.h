@@ -89,12 +89,19 @@ struct IterVar {
     LoopKind kind;          /* leaves */
     int64_t pad;            /* ROOT: loop padding multiple (1: none) */
     int id;                 /* creation order within the stage */
+    /* ROOT of a part of a split operation (split_op, opsplit.c): the axis
+     * runs over [0, E/F*F) (PART_FULL) or [E/F*F, E) (PART_REST) where E
+     * is its extent and F part_mult; PART_WHOLE: over [0, E) */
+    int part;
+    int64_t part_mult;
 };
+enum { PART_WHOLE, PART_FULL, PART_REST };
 
 typedef enum StageKind {
     STAGE_OP,          /* a tensor of the module */
     STAGE_CACHE_READ,  /* a local copy of a tensor, for one reader */
     STAGE_CACHE_WRITE, /* a reduction moved out of its epilogue */
+    STAGE_PART,        /* a part of a split operation: its tensor over a range of one axis */
     STAGE_COUNT
 } StageKind;
 
@@ -166,6 +173,19 @@ struct Stage {
     int id;
     StageNote notes[SCHED_MAX_NOTES]; /* at most one of each kind */
     int nnotes;
+    /* split_op (opsplit.c): a split stage has no loops of its own, its
+     * parts compute it (full tiles first); a part knows its whole. The
+     * step that split it locates errors. */
+    Stage *parts[2];
+    Stage *whole;
+    const SchedStep *split_step;
+    const SrcFile *split_src;
+    /* hfuse(P) in this stage's schedule (opsplit.c): its outermost loop
+     * and P's run as one loop over the concatenation of their iterations
+     * (this stage's first), in one kernel; P's hfused_by is this stage */
+    Stage *hfuse_with, *hfused_by;
+    const SchedStep *hfuse_step;
+    const SrcFile *hfuse_src;
 };
 
 typedef struct Schedule {
@@ -277,6 +297,28 @@ rv_status sched_group_step(Schedule *s, Recurse *r, const SchedStep *step, const
  * readers computed there or deeper); located at the step that placed it.
  * sched_from_module runs it after the blocks. */
 rv_status sched_check_placements(Schedule *s);
+
+/* ---- opsplit.c: operation splitting and horizontal fusion ---- */
+
+/* `F, R = split_op(v, M)` on st: parts named `outs` (checked free) over
+ * [0, E/M*M) and [E/M*M, E) of spatial axis v. */
+rv_status sched_split_op(Schedule *s, Stage *st, const SchedStep *step, const SrcFile *src);
+/* `hfuse(P)` on st: st's and P's outermost loops as one loop, in one
+ * kernel; P is st's sibling part, or both are independent stages of their
+ * own kernels (neither reads the other, nor does a tensor defined between
+ * them read the earlier one, which the fused kernel computes later or
+ * earlier than its definition). */
+rv_status sched_hfuse(Schedule *s, Stage *st, const SchedStep *step, const SrcFile *src);
+/* The rules of split stages, checked before any step on st: a split stage
+ * takes no more steps; a part takes loop steps, cache_read and compute_at
+ * of its own caches, not the steps that change its storage or the whole. */
+rv_status sched_split_step_check(const Schedule *s, const Stage *st, const SchedStep *step,
+                                 const SrcFile *src);
+/* Is p split, a part or horizontally fused (not placeable: it is, or is
+ * in, a kernel of its own)? */
+bool sched_stage_split(const Stage *p);
+/* The stage st is horizontally fused with (either way), or NULL. */
+Stage *sched_hfuse_partner(const Stage *st);
 
 /* ---- recurse.c: the schedule of recursion groups ---- */
 
