@@ -4,8 +4,9 @@ programs on ragged storage, one file per configuration:
 
     bench/encoder/encoder_cora512.rv   (hidden 512, 8 x 64, FF 2048)
     bench/encoder/encoder_bert768.rv   (hidden 768, 12 x 64, FF 3072)
-    tests/regress/encoder_small.rv     (hidden 128, 2 x 64, FF 256, short
+    tests/regress/encoder_small*.rv    (hidden 128, 2 x 64, FF 256, short
                                         sequences: the interpreter check)
+    bench/encoder/encoder6_cora512.rv  (six cora512 layers: one prelude for all)
 
 The language has no compile-time constants and the compiler unrolls and
 vectorizes by literal sizes, so the configurations are one template here.
@@ -14,6 +15,7 @@ differs from what this script writes (tests/suite_regress.sh does not run
 it; the bench driver compiles the committed files).
 """
 import os
+import re
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -89,7 +91,9 @@ input w_ff2 : f32[{H}, {F}]
 input b_ff2 : f32[{H}]
 input ln2_g : f32[{H}]
 input ln2_b : f32[{H}]
+"""
 
+LAYER = """
 # QKV projection without its bias: Q = cols 0..{Hm1}, K = {H}.., V = {H2}..
 P[b, l, n < {H3}] = sum(k < {H}) X[b, l, k] * w_qkv[n, k]
 # K^T per head, biased and scaled by 1/sqrt(64); rows padded to 16 columns
@@ -197,6 +201,13 @@ schedule C {{
 }}
 """
 
+MULTI = """#
+# {L} layers, one after the other (layer i reads layer i-1's output), with
+# the same weights: a program whose kernels all share one raggedness
+# pattern, so one prelude per run serves every layer (the bench driver's
+# --program option times it and reports the prelude's share).
+"""
+
 INLINE = """
 schedule Y {
     compute_inline(R1)
@@ -205,24 +216,57 @@ schedule Y {
 """
 
 
-def program(name):
+# The tensors a layer computes: renamed per layer in a multi-layer program
+STAGES = ("P", "KT", "S", "M", "Z", "A", "C", "O", "R1", "Mean1", "Var1", "Y1", "F1", "G",
+          "F2", "R2", "Mean2", "Var2", "Y", "WL_P", "WL_O", "WL_F1", "WL_F2")
+STAGE_RE = re.compile(r"\b(%s|X)\b" % "|".join(STAGES))
+
+
+def rename(text, layer, layers):
+    """Layer `layer` of `layers`: its tensors suffixed _<layer> (the last
+    layer's keep their names, so Y is the output), X the previous Y."""
+    def sub(m):
+        name = m.group(1)
+        if name == "X":
+            return "X" if layer == 0 else "Y_%d" % (layer - 1)
+        return name if layer == layers - 1 else "%s_%d" % (name, layer)
+    return STAGE_RE.sub(sub, text)
+
+
+def program(name, layers=1):
     H, NH, F, BMAX, LMAX, path, head = CONFIGS[name]
     d = dict(name=name, path=path, H=H, NH=NH, F=F, H2=2 * H, H3=3 * H, Hm1=H - 1,
              BMAX=BMAX, LMAX=LMAX, LMIN=LMAX if name == "small_equal" else 0)
-    text = head + HEADER.format(**d) + PROGRAM.format(**d) + SCHEDULE.format(**d)
+    if layers > 1:
+        path = path.replace("encoder_", "encoder%d_" % layers)
+        d["path"] = path
+        head = ""
+    text = head + HEADER.format(**d)
+    if layers > 1:
+        text += MULTI.format(L=layers)
+    text += PROGRAM.format(**d)
+    one = LAYER.format(**d) + SCHEDULE.format(**d)
     for t, w in (("P", "w_qkv"), ("O", "w_o"), ("F1", "w_ff1"), ("F2", "w_ff2")):
-        text += PROJ.format(T=t, W=w)
+        one += PROJ.format(T=t, W=w)
     for t, v in (("Mean1", "k"), ("Var1", "k"), ("Y1", "n"), ("G", "f"),
                  ("Mean2", "k"), ("Var2", "k"), ("Y", "n")):
-        text += ROWS.format(T=t, v=v)
-    return path, text + INLINE
+        one += ROWS.format(T=t, v=v)
+    one += INLINE
+    for layer in range(layers):
+        if layers > 1:
+            text += "\n# ---- layer %d ----\n" % (layer + 1)
+        text += rename(one, layer, layers)
+    return path, text
 
+
+# (config, layers) of the files written
+FILES = [(name, 1) for name in CONFIGS] + [("cora512", 6)]
 
 def main():
     check = "--check" in sys.argv[1:]
     bad = 0
-    for name in CONFIGS:
-        path, text = program(name)
+    for name, layers in FILES:
+        path, text = program(name, layers)
         full = os.path.join(ROOT, path)
         if check:
             old = open(full).read() if os.path.exists(full) else None

@@ -273,7 +273,7 @@ static void pe_usage(void) {
     fprintf(stderr,
             "usage: packed_encoder [--config cora512|bert768] [--data DIR] [--ref DIR]\n"
             "         [--datasets a,b] [--batch 32,64,128] [--threads 1,2]\n"
-            "         [--sides packed_c,ravel] [--program FILE.rv]\n"
+            "         [--sides packed_c,ravel] [--program FILE.rv] [--layers 1|6]\n"
             "         [--min-time S] [--min-runs N] [--max-runs N] [--check]\n");
     exit(2);
 }
@@ -442,7 +442,7 @@ int main(int argc, char **argv) {
     const char *datasets = "race,wiki512,squadv2,wiki128,mnli,xnli,mrpc,cola";
     const char *batches = "32,64,128", *threads = "1,2", *sides = "packed_c,ravel";
     const char *program = NULL;
-    int check = 0;
+    int check = 0, layers = 1;
     BenchOpts o = bench_default_opts();
     o.min_runs = 5;
     for (int i = 1; i < argc; i++) {
@@ -457,6 +457,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--threads")) threads = v;
         else if (!strcmp(a, "--sides")) sides = v;
         else if (!strcmp(a, "--program")) program = v;
+        else if (!strcmp(a, "--layers")) layers = atoi(v);
         else if (!strcmp(a, "--min-time")) o.min_time_s = atof(v);
         else if (!strcmp(a, "--min-runs")) o.min_runs = atoi(v);
         else if (!strcmp(a, "--max-runs")) o.max_runs = atoi(v);
@@ -471,9 +472,16 @@ int main(int argc, char **argv) {
     snprintf(dir, sizeof dir, "%s/weights/%s", data, config);
     pe_load_weights(&w, dir);
     char rvpath[4096];
-    snprintf(rvpath, sizeof rvpath, "bench/encoder/encoder_%s.rv", config);
+    if (layers == 1)
+        snprintf(rvpath, sizeof rvpath, "bench/encoder/encoder_%s.rv", config);
+    else
+        snprintf(rvpath, sizeof rvpath, "bench/encoder/encoder%d_%s.rv", layers, config);
     program = program ? program : rvpath;
     int want_c = strstr(sides, "packed_c") != NULL, want_rv = strstr(sides, "ravel") != NULL;
+    /* --layers N: ravel's N-layer program (gen_rv.py, tied weights), for
+     * the prelude's share of a model; the baseline runs one layer only */
+    if (layers < 1) pe_usage();
+    want_c &= layers == 1;
     if (check) {
         if (strcmp(config, "cora512")) pe_usage();
         return pe_check(&w, ref, want_rv ? program : NULL);
@@ -499,7 +507,7 @@ int main(int argc, char **argv) {
                                      {.fn = rb ? re_run : NULL, .ctx = rb}};
                 ReCounters c0 = rp ? re_program_counters(rp) : (ReCounters){0};
                 bench_sides(&o, side, 2);
-                double fl = pe_flops(&w, len, (int)nb);
+                double fl = layers * pe_flops(&w, len, (int)nb);
                 for (int si = 0; si < 2; si++) {
                     if (!side[si].stats.runs) continue;
                     printf("{\"bench\": \"encoder\", \"layer\": \"%s\", \"dataset\": \"%s\", \"batch\": %ld, "
@@ -510,6 +518,7 @@ int main(int argc, char **argv) {
                            si ? "ravel" : "packed_c", side[si].stats.median_ms, side[si].stats.min_ms,
                            side[si].stats.max_ms, side[si].stats.runs,
                            fl / side[si].stats.median_ms * 1e-6);
+                    if (layers > 1) printf(", \"layers\": %d", layers);
                     if (si == 1) {
                         /* per run of this batch (warm-up runs included) */
                         ReCounters c1 = re_program_counters(rp);
