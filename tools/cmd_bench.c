@@ -46,6 +46,8 @@ static const Bench benches[] = {
     {"sgemm", "bench_sgemm", "square SGEMM 512..2048: OpenBLAS, oneDNN", NULL, NULL},
     {"vgemm", "bench_vgemm", "batched GEMM, per-problem M, N, K (CoRa): padded OpenBLAS, oneDNN",
      NULL, NULL},
+    {"trmm", "bench_trmm",
+     "lower-triangular x dense, N 256..2048 (CoRa): OpenBLAS strmm, padded sgemm", NULL, NULL},
     {"balance", "bench_balance", "ragged softmax, 2 threads: chunks of equal work vs equal rows",
      NULL, NULL},
     {"peak", "peak", "FP32 FMA peak and STREAM triad bandwidth", NULL, NULL},
