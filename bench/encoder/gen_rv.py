@@ -48,7 +48,7 @@ HEADER = """# {path} — written by bench/encoder/gen_rv.py (edit the template t
 # back to back ([sum(len), {H}] row-major, no padding), exactly the layout
 # of ENCODER.md's x and y. Attention is per sequence and head over
 # len[b] x len[b]; no FLOP is spent on padding outside the 16-column
-# storage padding of the score rows.
+# storage padding of the score rows (S, and K^T's copy KT).
 #
 # Biases sit where they cost nothing: the QKV projection P is a bare
 # product (an in-place reduction in a register tile), the query bias is
@@ -101,7 +101,9 @@ KT[b, h < {NH}, d < 64, j < len[b] pad 16] = (P[b, j, {H} + h * 64 + d] + b_qkv[
 S[b, h < {NH}, i < len[b], j < len[b] pad 16] = sum(d < 64) (P[b, i, h * 64 + d] + b_qkv[h * 64 + d]) * KT[b, h, d, j]
 M[b, h, i] = max(j < len[b]) S[b, h, i, j]
 Z[b, h, i] = sum(j < len[b]) exp(S[b, h, i, j] - M[b, h, i])
-A[b, h, i, j pad 16] = exp(S[b, h, i, j] - M[b, h, i]) / Z[b, h, i]
+# A unpadded: AttnV reads it by broadcast, and a padded intermediate is
+# unpacked into the bindings after every run (the runtime's host work)
+A[b, h, i, j] = exp(S[b, h, i, j] - M[b, h, i]) / Z[b, h, i]
 # AttnV without the value bias (added in O's operand)
 C[b, l, c < {H}] = sum(j < len[b]) A[b, c / 64, l, j] * P[b, j, {H2} + c]
 O[b, l, n < {H}] = sum(k < {H}) (C[b, l, k] + b_qkv[{H2} + k]) * w_o[n, k]
@@ -182,7 +184,6 @@ schedule Z {{
 schedule A {{
     f = fuse(b, h)
     parallel(f)
-    pad(j, 16)
     jo, jv = split(j, 16)
     vectorize(jv)
 }}
