@@ -32,7 +32,7 @@ CONFIGS = {
               "# FF 256, lengths 0..20 (0 and 1 included): its schedule vs the interpreter.\n"),
     "small_equal": (128, 2, 256, 6, 16, "tests/regress/encoder_small_equal.rv",
                     "# expect: ok\n"
-                    "# encoder_small.rv with every length 16 (the score rows' pad multiple;\n"
+                    "# encoder_small.rv with every length 16 (whole 16-lane score vectors;\n"
                     "# row tiles of 6 with a tail of 4): every sequence alike.\n"),
     "small_short": (128, 2, 256, 6, 1, "tests/regress/encoder_small_short.rv",
                     "# expect: ok\n"
@@ -47,8 +47,9 @@ HEADER = """# {path} — written by bench/encoder/gen_rv.py (edit the template t
 # storage: the tokens of sequence b are rows l < len[b] of X, stored packed
 # back to back ([sum(len), {H}] row-major, no padding), exactly the layout
 # of ENCODER.md's x and y. Attention is per sequence and head over
-# len[b] x len[b]; no FLOP is spent on padding outside the 16-column
-# storage padding of the score rows (S, and K^T's copy KT).
+# len[b] x len[b]. Nothing is padded, in storage or in loops: a padded
+# intermediate costs a zeroed buffer and a copy into the bindings on every
+# run (the runtime's host work), more than the vector tails it saves.
 #
 # Biases sit where they cost nothing: the QKV projection P is a bare
 # product (an in-place reduction in a register tile), the query bias is
@@ -96,13 +97,11 @@ input ln2_b : f32[{H}]
 LAYER = """
 # QKV projection without its bias: Q = cols 0..{Hm1}, K = {H}.., V = {H2}..
 P[b, l, n < {H3}] = sum(k < {H}) X[b, l, k] * w_qkv[n, k]
-# K^T per head, biased and scaled by 1/sqrt(64); rows padded to 16 columns
-KT[b, h < {NH}, d < 64, j < len[b] pad 16] = (P[b, j, {H} + h * 64 + d] + b_qkv[{H} + h * 64 + d]) * 0.125
-S[b, h < {NH}, i < len[b], j < len[b] pad 16] = sum(d < 64) (P[b, i, h * 64 + d] + b_qkv[h * 64 + d]) * KT[b, h, d, j]
+# K^T per head, biased and scaled by 1/sqrt(64)
+KT[b, h < {NH}, d < 64, j < len[b]] = (P[b, j, {H} + h * 64 + d] + b_qkv[{H} + h * 64 + d]) * 0.125
+S[b, h < {NH}, i < len[b], j < len[b]] = sum(d < 64) (P[b, i, h * 64 + d] + b_qkv[h * 64 + d]) * KT[b, h, d, j]
 M[b, h, i] = max(j < len[b]) S[b, h, i, j]
 Z[b, h, i] = sum(j < len[b]) exp(S[b, h, i, j] - M[b, h, i])
-# A unpadded: AttnV reads it by broadcast, and a padded intermediate is
-# unpacked into the bindings after every run (the runtime's host work)
 A[b, h, i, j] = exp(S[b, h, i, j] - M[b, h, i]) / Z[b, h, i]
 # AttnV without the value bias (added in O's operand)
 C[b, l, c < {H}] = sum(j < len[b]) A[b, c / 64, l, j] * P[b, j, {H2} + c]
@@ -157,12 +156,11 @@ schedule KT {{
     parallel(f)
 }}
 # QK^T: per (sequence, head) (parallel), a 6-row x 16-column tile of S in
-# registers while d runs outside it; the columns padded to 16 (KT and S are
-# stored padded), the rows' last tile partitioned
+# registers while d runs outside it; the last partial vector of columns and
+# the last partial tile of rows partitioned off (no register tile there)
 schedule S {{
     f = fuse(b, h)
     parallel(f)
-    pad(j, 16)
     jo, jv = split(j, 16)
     io, ii = split(i, 6)
     reorder(f, io, jo, d, ii, jv)
