@@ -181,6 +181,11 @@ expect_status 2 "the baselines (OpenBLAS, oneDNN) are not installed: run 'sh ben
 if ! /usr/bin/python3 -c 'import importlib.util, sys; sys.exit(importlib.util.find_spec("torch") is None)' 2>/dev/null; then
     expect_status 1 "run \`sh bench/setup.sh\` (it installs python3-torch)" "$RAVEL" bench torch
 fi
+# `ravel bench encoder` runs bench/encoder/run.sh, which checks its options
+# before building or running anything
+expect_status 2 "usage: run.sh" "$RAVEL" bench encoder --bogus
+expect_status 1 "not found: run \`sh bench/encoder/setup.sh\`" \
+    env ENCODER_PYTHON=/nonexistent/python "$RAVEL" bench encoder --datasets cola
 
 echo "cli: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -158,6 +158,9 @@ typedef struct Run {
     JitDevPtr *dev;    /* RV_TARGET_CUDA: per plan slot, between TO_DEVICE and FROM_DEVICE */
     Host host;         /* the CPU kernels' context */
     rv_array **into;   /* rv_program_run_into: per tensor id, the caller's output array or NULL */
+    /* per tensor id, the array the bindings held from their previous run,
+     * reused when this run's has the same shape (run_array) */
+    rv_array **spare;
     struct rv_rt_ctx ctx;
     rv_program_counters stats; /* this run's, added to the program's when it ends */
     bool check_failed; /* a kernel's run-time check failed (see run_failed) */
@@ -165,6 +168,7 @@ typedef struct Run {
      * counted in nanoseconds, an allocation in tens of them */
     Slot slots_stack[RUN_ON_STACK];
     rv_array *into_stack[RUN_ON_STACK];
+    rv_array *spare_stack[RUN_ON_STACK];
 } Run;
 
 /* The run's state of a kernel's buffer. */
@@ -283,6 +287,8 @@ static void run_release(Run *r) {
     }
     if (r->slots != r->slots_stack)
         base_free(r->slots);
+    for (int i = 0; r->spare && i < r->p->ntensors; i++)
+        rv_array_free(r->spare[i]);
     interp_release(&r->in);
 }
 
@@ -380,6 +386,28 @@ static rv_status check_uf_size(Run *r, const PlanSlot *ps, const Slot *s) {
     return RV_OK;
 }
 
+/* A computed tensor's canonical array: the one the bindings held from
+ * their previous run when its dtype and shape are this run's, else a new
+ * one. Called where every element is then written (the tensor's kernels,
+ * or the copy out of padded storage), so the old values need no zeroing;
+ * a caller running a program again and again on bindings of one shape
+ * (serving, benchmarks) thus allocates no intermediate, where a fresh
+ * array of a large one cost its page faults on every call. */
+static rv_array *run_array(Run *r, const Tensor *t, const Layout *l) {
+    rv_array *old = r->spare[t->id];
+    r->spare[t->id] = NULL;
+    if (old) {
+        int64_t one[1] = {l->numel};
+        int nd = l->ragged || !l->ndim ? 1 : l->ndim;
+        const int64_t *shape = l->ragged || !l->ndim ? one : l->shape;
+        if (rv_array_dtype(old) == t->dtype && rv_array_ndim(old) == nd &&
+            memcmp(rv_array_shape(old), shape, sizeof(int64_t) * (size_t)nd) == 0)
+            return old;
+        rv_array_free(old); /* before the new one: not both at once */
+    }
+    return ir_layout_array_new(t->dtype, l);
+}
+
 /* PLACE_TENSOR: a tensor's storage, checked against the lowering's size.
  * An unpadded tensor's storage *is* its canonical array, so inputs are
  * passed in place and results computed straight into the arrays handed
@@ -417,7 +445,7 @@ static rv_status place_tensor(Run *r, const PlanSlot *ps, Slot *s) {
         return RV_OK;
     }
     if (!s->store && !input) {
-        if (!(s->arr = ir_layout_array_new(t->dtype, l)))
+        if (!(s->arr = run_array(r, t, l)))
             return base_error(RV_ERR_OOM, "tensor %s: cannot allocate %lld elements", t->name,
                               (long long)need);
         s->data = rv_array_data(s->arr);
@@ -533,7 +561,7 @@ static rv_status result(Run *r, const PlanStep *step) {
         store_copy(s->store, l, rv_dtype_size(t->dtype), s->data, rv_array_data(into), false);
         return RV_OK;
     }
-    if (!(s->arr = ir_layout_array_new(t->dtype, l)))
+    if (!(s->arr = run_array(r, t, l)))
         return base_error(RV_ERR_OOM, "tensor %s: cannot allocate %lld elements", t->name,
                           (long long)l->numel);
     store_copy(s->store, l, rv_dtype_size(t->dtype), s->data, rv_array_data(s->arr), false);
@@ -882,13 +910,19 @@ static rv_status run_program(const char *fn, rv_program *p, rv_bindings *b,
         return base_error(RV_ERR_ARG, "%s: the module gained tensors after it was "
                                       "compiled; compile it again", fn);
     interp_bindings_sync(b);
-    interp_bindings_clear_outputs(b);
     Run r = {.p = p};
     r.in.b = b;
     if (outputs)
         r.into = p->ntensors <= RUN_ON_STACK
                      ? r.into_stack
                      : base_xcalloc((size_t)p->ntensors + 1, sizeof *r.into);
+    r.spare = p->ntensors <= RUN_ON_STACK ? r.spare_stack
+                                          : base_xcalloc((size_t)p->ntensors + 1, sizeof *r.spare);
+    for (int i = 0; i < p->ntensors; i++) {
+        const Tensor *t = p->m->tensors.data[i];
+        r.spare[i] = t->op->kind == OP_INPUT ? NULL : interp_bindings_take_tensor(b, t);
+    }
+    interp_bindings_clear_outputs(b);
     rv_status st = run_steps(&r, outputs, noutputs);
     run_release(&r);
     if (r.check_failed)
@@ -897,6 +931,8 @@ static rv_status run_program(const char *fn, rv_program *p, rv_bindings *b,
         interp_bindings_clear_outputs(b);
     if (r.into != r.into_stack)
         base_free(r.into);
+    if (r.spare != r.spare_stack)
+        base_free(r.spare);
     add_counters(p, &r.stats);
     return st;
 }
