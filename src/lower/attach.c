@@ -145,7 +145,8 @@ Stmt *lower_attach_one(LowerCtx *c, StageNest *n, Stage *p, Buffer **buf_out) {
      * the tensor as those of an unpadded copy. */
     bool inside = p->local_pad && copy_read_inside(c, p), clamped = false;
     for (int d = 0; d < nd; d++) {
-        Expr *full = lower_index(c, p->t->axes[d]->extent);
+        /* a ragged dimension: its largest row in the region */
+        Expr *full = lower_ragged_extent(c, p, d, have ? reg : NULL);
         if (!full)
             return NULL;
         if (!have) {

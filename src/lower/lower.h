@@ -539,6 +539,18 @@ void lower_leaf_fold(LowerCtx *c, Recurse *g, const bool *needed, LeafMode *mode
  * output, both at the row loop). */
 bool lower_infer_region(LowerCtx *c, StageNest *n, Stage *p, bool clip, Range *reg);
 
+/* ragged.c: regions of ragged tensors */
+/* The extent of dimension d of stage p's tensor in a region whose
+ * dimensions range over reg (NULL: the whole tensor): for a ragged
+ * dimension, its largest value over the outer dimensions' ranges (exact
+ * where they are one point). In loop IR; NULL with c->st set (an error
+ * located at the step that placed p). */
+Expr *lower_ragged_extent(LowerCtx *c, const Stage *p, int d, const Range *reg);
+/* Extent `ext` of root v of a nest over a region, clipped to the row's
+ * end (ragged extent at the bound outer loops, less the origin) unless
+ * the stage pads locally or those loops are not bound yet. */
+Expr *lower_ragged_clip(LowerCtx *c, StageNest *n, const IterVar *v, Expr *ext);
+
 /* regions.c: the bounds pass, region inference over the schedule */
 typedef enum RegionParamKind {
     RP_VALUE,  /* a loop variable of the host bound at the attach point */

@@ -202,6 +202,20 @@ static const RegionBox *box_of(const RegionTable *t, const Stage *p, const Stage
     return best;
 }
 
+/* A load of a UF's array in a box is of the bounds pass's storage of the
+ * UF (its own context's: a ragged extent len[b] lowered there); the
+ * kernel's is the walk's, registered as a parameter where used. */
+static Expr *walk_uf_load(Module *m, void *ctx, Expr *load) {
+    (void)m;
+    LowerCtx *c = ctx;
+    Ufun *f = load->u.buf->uf;
+    Storage *st;
+    if (!f || c->st != RV_OK || (c->st = lower_storage_of_uf(c, f, &st)) != RV_OK)
+        return load;
+    lower_use_storage(c, st, PARAM_UF);
+    return st->buf == load->u.buf ? load : ir_load(c->m, st->buf, load->args[0]);
+}
+
 /* Box b (bounded) where the walk is, in nest n at b's attach point: each
  * variable the value it has in n's copy, simplified; false where n has no
  * value for one. */
@@ -229,10 +243,16 @@ static bool instance(LowerCtx *c, StageNest *n, const RegionBox *b, Range *reg) 
         ok = v != NULL;
         ptrmap_put(&at, rp->sym, v);
     }
+    PtrMap memo = {0};
     for (int d = 0; ok && d < b->p->t->ndim; d++) {
-        reg[d].lo = lower_ctx_simp(c, ir_substitute(c->m, b->dim[d].lo, &at));
-        reg[d].hi = lower_ctx_simp(c, ir_substitute(c->m, b->dim[d].hi, &at));
+        reg[d].lo = lower_rewrite_loads(c->m, ir_substitute(c->m, b->dim[d].lo, &at),
+                                        walk_uf_load, c, &memo);
+        reg[d].hi = lower_rewrite_loads(c->m, ir_substitute(c->m, b->dim[d].hi, &at),
+                                        walk_uf_load, c, &memo);
+        reg[d].lo = lower_ctx_simp(c, reg[d].lo);
+        reg[d].hi = lower_ctx_simp(c, reg[d].hi);
     }
+    ptrmap_free(&memo);
     ptrmap_free(&at);
     return ok;
 }
