@@ -577,11 +577,17 @@ typedef struct RegionBox {
 } RegionBox;
 struct RegionTable {
     Vec(RegionBox) boxes; /* the stages computed at a loop, in schedule order */
+    /* the pass's storage of each UF (index: Ufun.id, NULL where unused):
+     * a box's ragged extents load these arrays, so the walk adopts them
+     * (lower_adopt_uf_storage) and its loads are the same buffers */
+    Vec(Storage *) uf_storage;
 };
 /* The symbolic region of every stage computed at a loop, at its attach
  * point (the contract at the top of regions.c). */
 rv_status lower_infer_bounds(Schedule *s, RegionTable *t);
 void lower_regions_free(RegionTable *t);
+/* Gives walk context c the UF storages of table t (before it makes any). */
+void lower_adopt_uf_storage(LowerCtx *c, const RegionTable *t);
 /* `P at Y.io:` then `  AXIS: [lo, hi]` per dimension, per box. */
 void lower_print_regions(Buf *b, const RegionTable *t);
 /* For RAVEL_DEBUG=bounds: the table on stderr. */
