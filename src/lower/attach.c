@@ -194,10 +194,12 @@ Stmt *lower_attach_one(LowerCtx *c, StageNest *n, Stage *p, Buffer **buf_out) {
             continue;
         }
         if (!ub || !sizes_only(ub)) {
-            if (p->local_pad || !sizes_only(full))
+            /* a ragged dimension: at most its longest row */
+            Expr *fu = sizes_only(full) ? full : lower_bounds_upper(m, full);
+            if (p->local_pad || !fu || !sizes_only(fu))
                 return lower_stage_error(c, p, "cannot bound the tile of %s that %s reads", p->name,
                                          n->st->name);
-            ub = full;
+            ub = lower_ctx_simp(c, fu);
         } else if (!p->local_pad) {
             int64_t a, b;
             if (ir_is_const_int(ub, &a) && ir_is_const_int(full, &b) && b < a)
