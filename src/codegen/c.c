@@ -177,6 +177,7 @@ typedef struct Scan {
     int pdepth;
     PtrMap alloc_depth; /* candidate Buffer* -> 1 + parallel depth at its ALLOC */
     PtrMap spoiled;     /* candidates that cannot be scalars */
+    PtrMap loaded;      /* candidates some expression loads */
 } Scan;
 
 static void scan_access(Scan *sc, const Buffer *b, const Expr *idx) {
@@ -188,8 +189,11 @@ static void scan_access(Scan *sc, const Buffer *b, const Expr *idx) {
 }
 
 static void scan_load(const Expr *x, void *ctx) {
-    if (x->kind == EX_LOAD)
-        scan_access(ctx, x->u.buf, x->args[0]);
+    if (x->kind == EX_LOAD) {
+        Scan *sc = ctx;
+        scan_access(sc, x->u.buf, x->args[0]);
+        ptrmap_put(&sc->loaded, x->u.buf, (void *)x->u.buf);
+    }
 }
 
 static void scan_expr(Scan *sc, const Expr *x) {
@@ -256,15 +260,22 @@ static void scan_stmt(Scan *sc, const Stmt *s) {
 static void scan_function(CgEmit *e, const Stmt *s, PtrMap *written, PtrMap *let_type) {
     ptrmap_free(written);
     ptrmap_free(&e->scalars);
+    ptrmap_free(&e->unread);
     Scan sc = {.e = e, .written = written, .let_type = let_type};
     scan_stmt(&sc, s);
     for (int i = 0; i < sc.alloc_depth.cap; i++) {
         const void *b = sc.alloc_depth.keys ? sc.alloc_depth.keys[i] : NULL;
-        if (b && !ptrmap_has(&sc.spoiled, b))
+        /* a block-shared local is memory the threads share, never a
+         * thread's scalar */
+        if (b && !ptrmap_has(&sc.spoiled, b) && !ptrmap_has(&e->shared, b)) {
             ptrmap_put(&e->scalars, b, (void *)b);
+            if (!ptrmap_has(&sc.loaded, b))
+                ptrmap_put(&e->unread, b, (void *)b);
+        }
     }
     ptrmap_free(&sc.alloc_depth);
     ptrmap_free(&sc.spoiled);
+    ptrmap_free(&sc.loaded);
 }
 
 static void analyze(CK *c, const Stmt *s) {
@@ -977,11 +988,14 @@ static void emit_alloc(CK *c, CFn *f, const Stmt *s) {
     switch (place_of(c, b)) {
     case PLACE_SCALAR:
         line(f, "%s %s;\n", t, n);
+        if (ptrmap_has(&c->e->unread, b)) /* stored, never read: not a warning */
+            line(f, "(void)%s;\n", n);
         emit_body(c, f, s->u.alloc.body);
         break;
     case PLACE_STACK:
         const_size(b, &size);
-        line(f, "%s %s[%lld]%s;\n", t, n, (long long)(size > 0 ? size : 1),
+        line(f, "%s%s %s[%lld]%s;\n", ptrmap_has(&c->e->shared, b) ? "__shared__ " : "", t, n,
+             (long long)(size > 0 ? size : 1),
              c->e->target == CG_TARGET_C ? " __attribute__((aligned(64)))" : "");
         emit_body(c, f, s->u.alloc.body);
         break;
@@ -1274,6 +1288,11 @@ void cg_c_module(Kernel *const *ks, int n, CgUnit *out) {
                " */\n",
                RV_RT_ABI_VERSION);
     buf_puts(&b, "#include <math.h>\n\n#include \"ravel_rt.h\"\n\n");
+    /* `#pragma omp simd` is a hint: without -fopenmp-simd the loop runs as
+     * written, so -Wall (unknown pragmas) need not say so */
+    buf_puts(&b, "#pragma GCC diagnostic ignored \"-Wunknown-pragmas\"\n"
+                 "#ifdef __clang__\n#pragma clang diagnostic ignored \"-Wsource-uses-openmp\"\n"
+                 "#endif\n\n");
     cg_emit_helpers(&e, &b);
     for (int i = 0; i < externs.len; i++) {
         cg_extern_define(&b, externs.data[i].kernel, externs.data[i].dtype);

@@ -87,6 +87,8 @@ typedef struct CgEmit {
     StrMap locals;                /* names taken in the current kernel */
     PtrMap names;                 /* Axis*, Size*, Buffer* -> name (current kernel) */
     PtrMap scalars;               /* Buffer* held in a scalar variable (1-element local) */
+    PtrMap unread;                /* scalars nothing loads (an empty reduction's accumulator) */
+    PtrMap shared;                /* CUDA: Buffer* of a local shared by a block's threads */
     unsigned helpers[CG_H_COUNT]; /* bit (1 << dtype) per helper used */
     /* c_vector.c: per vector helper kind, bit 8 * dtype + log2(lanes) per
      * vector type it is used on */

@@ -57,10 +57,16 @@ typedef struct Example {
 
 // clang-format off
 static const Example examples[] = {
+    /* Y: 16 x 16 tiles of X and W in shared memory per step of k, filled
+     * by the block's threads (one element each) between barriers */
     {"batch_matmul.rv", {
-        {"Y", "io, ii = split(i, 16)\njo, ji = split(j, 16)\nreorder(b, io, jo, ii, ji)\n"
+        {"Y", "io, ii = split(i, 16)\njo, ji = split(j, 16)\nko, ki = split(k, 16)\n"
+              "reorder(b, io, jo, ko, ii, ji, ki)\nXS = cache_read(X)\nWS = cache_read(W)\n"
+              "compute_at(XS, ko)\ncompute_at(WS, ko)\n"
               "bind(b, \"blockIdx.z\")\nbind(io, \"blockIdx.y\")\nbind(jo, \"blockIdx.x\")\n"
               "bind(ii, \"threadIdx.y\")\nbind(ji, \"threadIdx.x\")"},
+        {"XS", "bind(i, \"threadIdx.y\")\nbind(k, \"threadIdx.x\")"},
+        {"WS", "bind(j, \"threadIdx.y\")\nbind(k, \"threadIdx.x\")"},
         {"Z", "io, ii = split(i, 4, tail=\"guard\")\nbind(b, \"blockIdx.y\")\n"
               "bind(io, \"blockIdx.x\")\nbind(ii, \"threadIdx.y\")\nbind(d, \"threadIdx.x\")"}}},
     {"dense_gelu.rv", {
@@ -223,17 +229,21 @@ static void test_examples_to_ptx(void) {
     }
 }
 
+/* The example `file` of the table with its GPU schedule. */
+static rv_module *load_named(const char *file) {
+    for (int x = 0; x < RV_COUNT(examples); x++)
+        if (strcmp(examples[x].file, file) == 0)
+            return load_example(&examples[x], false);
+    RV_ASSERT(!"no such example");
+    return NULL;
+}
+
 /* A split with a GPU-bound part keeps its guard even with the default
  * tail mode (partition): a partitioned last tile would put a thread loop
  * of extent N - N/128*128 in the kernel, which cannot size the launch. The
  * grid covers the last tile, whose threads past N idle at the guard. */
 static void test_gpu_split_keeps_guard(void) {
-    const Example *ex = NULL;
-    for (int x = 0; x < RV_COUNT(examples); x++)
-        if (strcmp(examples[x].file, "trmm.rv") == 0)
-            ex = &examples[x];
-    RV_ASSERT(ex);
-    rv_module *m = load_example(ex, false);
+    rv_module *m = load_named("trmm.rv");
     if (!m)
         return;
     Kernel **ks = NULL;
@@ -255,6 +265,70 @@ static void test_gpu_split_keeps_guard(void) {
     }
     base_free(src);
     base_free(sym);
+    base_free(ks);
+    rv_module_free(m);
+}
+
+/* A tile that a block's threads fill together lives in shared memory,
+ * with a barrier between the fills and the reads, and one before the next
+ * step's fills (the last step's readers must be done). */
+static void test_shared_tiles(void) {
+    rv_module *m = load_named("batch_matmul.rv");
+    if (!m)
+        return;
+    Kernel **ks = NULL;
+    int n = 0;
+    CHECK_EQ_INT(lower_pipeline(m, &ks, &n), RV_OK); /* as compiled */
+    char *src = NULL, *sym = NULL;
+    if (n >= 1 && cg_cuda_kernel(ks[0], &src, &sym, NULL) == RV_OK) {
+        const char *xs = strstr(src, "__shared__ float XS[256];");
+        const char *ws = strstr(src, "__shared__ float WS[256];");
+        CHECK(xs && ws);
+        if (xs && ws) {
+            /* ko's body: barrier, fill XS, fill WS, barrier, the products */
+            const char *b1 = strstr(xs, "__syncthreads();");
+            const char *fx = strstr(xs, "XS[k");
+            const char *b2 = b1 ? strstr(b1 + 1, "__syncthreads();") : NULL;
+            const char *use = strstr(ws, "* WS[");
+            CHECK(b1 && fx && b1 < fx && b2 && b2 > ws && use && b2 < use);
+            CHECK(!strstr(use, "__syncthreads();"));
+        }
+    } else {
+        CHECK(!"batch_matmul: cg_cuda_kernel failed");
+        fprintf(stderr, "    %s\n", rv_last_error());
+    }
+    base_free(src);
+    base_free(sym);
+    base_free(ks);
+    rv_module_free(m);
+}
+
+/* A thread loop over a ragged row (its extent len[b] depends on the
+ * block) launches as many threads as the longest row can have, the ufun's
+ * declared bound; the loop's guard idles the rest. */
+static void test_ragged_thread_loop(void) {
+    rv_module *m = NULL;
+    CHECK_EQ_INT(rv_module_parse("r.rv",
+                                 "size B in 1..8\nufun len[b < B] in 1..64\n"
+                                 "input A : f32[b < B, l < len[b]]\n"
+                                 "O[b, l < len[b]] = 2 * A[b, l]\n",
+                                 &m),
+                 RV_OK);
+    if (!m)
+        return;
+    CHECK_EQ_INT(rv_module_schedule(m, "O", "bind(b, \"blockIdx.x\")\nbind(l, \"threadIdx.x\")"),
+                 RV_OK);
+    Kernel **ks = NULL;
+    int n = 0;
+    CHECK_EQ_INT(lower_flat(m, &ks, &n), RV_OK);
+    char *src = NULL;
+    CgLaunch l;
+    CHECK(n >= 1 && cg_cuda_kernel(ks[n - 1], &src, NULL, &l) == RV_OK);
+    if (src) {
+        CHECK_STR_CONTAINS(src, "Launch: grid (B, 1, 1), block (64, 1, 1)");
+        CHECK_STR_CONTAINS(src, "if (l < ");
+    }
+    base_free(src);
     base_free(ks);
     rv_module_free(m);
 }
@@ -302,19 +376,25 @@ static void test_unsupported(void) {
                   "P : f32[M, 16] = extern \"matmul_nt\"(A, B)\n",
                   NULL, NULL, "extern matmul_nt has no CUDA implementation");
 
-    /* a thread loop over a ragged row: its extent depends on b */
-    check_refused("size B in 1..8\nufun len[b < B] in 1..64\ninput A : f32[b < B, l < len[b]]\n"
-                  "O[b, l < len[b]] = 2 * A[b, l]\n",
-                  "O", "bind(b, \"blockIdx.x\")\nbind(l, \"threadIdx.x\")",
-                  "must depend on sizes only");
 
-    /* a local tile computed over a block's threads would need shared memory */
+    /* a block-shared tile that the threads of one loop both update and
+     * read (the reduction loop outside them) would need a barrier inside
+     * that loop */
     check_refused("size T in 1..8\ninput X : f32[16 * T, 64]\ninput W : f32[64, 64]\n"
                   "Y[i, j] = sum(k < 64) X[i, k] * W[j, k]\n"
                   "schedule Y {\n    YL = cache_write(Y, \"local\")\n"
                   "    io, jo, ii, ji = tile(i, j, 8, 8)\n    bind(io, \"blockIdx.x\")\n"
                   "    compute_at(YL, io)\n}\n",
-                  "YL", "bind(i, \"threadIdx.x\")", "needs shared memory");
+                  "YL", "reorder(k, i, j)\nbind(i, \"threadIdx.x\")",
+                  "the threads of loop i both write and read the block-shared buffer YL");
+
+    /* a local allocated in a thread loop cannot be shared with the
+     * threads of another thread dimension */
+    check_refused("size T in 1..8\ninput X : f32[16 * T, 64]\n"
+                  "Y[i, j] = X[i, j] * 2\n"
+                  "schedule Y {\n    XL = cache_read(X)\n    bind(i, \"threadIdx.y\")\n"
+                  "    compute_at(XL, i)\n}\n",
+                  "XL", "bind(j, \"threadIdx.x\")", "written inside it; only a buffer allocated");
 }
 
 /* ---- the runtime's CUDA target ---- */
@@ -450,6 +530,8 @@ int main(void) {
     /* the examples are found from the repository root, where make test runs */
     RUN(test_examples_to_ptx);
     RUN(test_gpu_split_keeps_guard);
+    RUN(test_shared_tiles);
+    RUN(test_ragged_thread_loop);
     RUN(test_unsupported);
     RUN(test_driver_errors);
     RUN(test_cuda_target);
