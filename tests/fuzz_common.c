@@ -79,6 +79,16 @@ int fuzz_is_ident_char(int c) {
 
 /* ---- stages and loops, from rv_module_schedule_info ---- */
 
+/* Does printed expression e mention identifier `name`? */
+static int mentions(const char *e, const char *name) {
+    size_t n = strlen(name);
+    for (const char *t = e; e && (t = strstr(t, name)); t++)
+        if ((t == e || !fuzz_is_ident_char((unsigned char)t[-1])) &&
+            !fuzz_is_ident_char((unsigned char)t[n]))
+            return 1;
+    return 0;
+}
+
 int fuzz_schedule_info(rv_module *m, Info *info) {
     memset(info, 0, sizeof *info);
     rv_schedule_info *si = rv_module_schedule_info(m);
@@ -99,6 +109,8 @@ int fuzz_schedule_info(rv_module *m, Info *info) {
             snprintf(l->name, MAX_NAME, "%s", q->loops[k].name);
             l->reduce = q->loops[k].reduce;
             l->kind = q->loops[k].kind;
+            for (int j = 0; j < q->nloops && !l->row; j++)
+                l->row = j != k && mentions(q->loops[j].extent, l->name);
         }
     }
     rv_schedule_info_free(si);
@@ -439,10 +451,18 @@ static int gen_step(Gen *g, char *stage, char *step, size_t n) {
         snprintf(step, n, "Lw%d = cache_write(%s%s)", c, s->name, opts);
     } else if (w < 94) { /* compute_at */
         const char *pr = pick_producer(g, s);
-        if (s->nloops == 0 || rng_chance(&g->r, 20))
+        if (s->nloops == 0 || rng_chance(&g->r, 20)) {
             snprintf(step, n, "compute_at(%s)", pr);
-        else
-            snprintf(step, n, "compute_at(%s, %s)", pr, pick_loop(g, s, 0)->name);
+        } else {
+            const Loop *at = pick_loop(g, s, 0);
+            /* often a loop a ragged extent depends on: a ragged
+             * producer's region there is whole rows of variable length
+             * (CoRa's padding changes fused into their readers) */
+            for (int i = 0; i < s->nloops; i++)
+                if (s->loops[i].row && rng_chance(&g->r, 30))
+                    at = &s->loops[i];
+            snprintf(step, n, "compute_at(%s, %s)", pr, at->name);
+        }
     } else { /* compute_inline */
         snprintf(step, n, "compute_inline(%s)", pick_producer(g, s));
     }

@@ -54,6 +54,7 @@ typedef struct Loop {
     char name[MAX_NAME];
     int reduce;
     rv_loop_kind kind;
+    int row; /* another loop's extent depends on it (b, for l < len[b]) */
 } Loop;
 
 typedef struct StageInfo {

@@ -400,7 +400,7 @@ static bool reader_region(LowerCtx *c, StageNest *n, Stage *reader, Stage *p, bo
             return false;
         PtrMap vary = {0};
         for (int d = 0; d < reader->t->ndim; d++) {
-            Expr *full = lower_index(c, reader->t->axes[d]->extent);
+            Expr *full = lower_ragged_extent(c, reader, d, whole ? NULL : rr);
             if (!full)
                 return false;
             if (whole) {

@@ -260,6 +260,7 @@ rv_status lower_schedule(Schedule *s, Kernel ***out, int *n) {
         return st;
     }
     LowerCtx c = {.m = m, .s = s, .regions = &regions};
+    lower_adopt_uf_storage(&c, &regions);
     Vec(Kernel *) ks = {0};
     for (int i = 0; i < m->tensors.len && st == RV_OK; i++) {
         Tensor *t = m->tensors.data[i];

@@ -571,6 +571,18 @@ void lower_leaf_fold(LowerCtx *c, Recurse *g, const bool *needed, LeafMode *mode
  * output, both at the row loop). */
 bool lower_infer_region(LowerCtx *c, StageNest *n, Stage *p, bool clip, Range *reg);
 
+/* ragged.c: regions of ragged tensors */
+/* The extent of dimension d of stage p's tensor in a region whose
+ * dimensions range over reg (NULL: the whole tensor): for a ragged
+ * dimension, its largest value over the outer dimensions' ranges (exact
+ * where they are one point). In loop IR; NULL with c->st set (an error
+ * located at the step that placed p). */
+Expr *lower_ragged_extent(LowerCtx *c, const Stage *p, int d, const Range *reg);
+/* Extent `ext` of root v of a nest over a region, clipped to the row's
+ * end (ragged extent at the bound outer loops, less the origin) unless
+ * the stage pads locally or those loops are not bound yet. */
+Expr *lower_ragged_clip(LowerCtx *c, StageNest *n, const IterVar *v, Expr *ext);
+
 /* regions.c: the bounds pass, region inference over the schedule */
 typedef enum RegionParamKind {
     RP_VALUE,  /* a loop variable of the host bound at the attach point */
@@ -597,11 +609,17 @@ typedef struct RegionBox {
 } RegionBox;
 struct RegionTable {
     Vec(RegionBox) boxes; /* the stages computed at a loop, in schedule order */
+    /* the pass's storage of each UF (index: Ufun.id, NULL where unused):
+     * a box's ragged extents load these arrays, so the walk adopts them
+     * (lower_adopt_uf_storage) and its loads are the same buffers */
+    Vec(Storage *) uf_storage;
 };
 /* The symbolic region of every stage computed at a loop, at its attach
  * point (the contract at the top of regions.c). */
 rv_status lower_infer_bounds(Schedule *s, RegionTable *t);
 void lower_regions_free(RegionTable *t);
+/* Gives walk context c the UF storages of table t (before it makes any). */
+void lower_adopt_uf_storage(LowerCtx *c, const RegionTable *t);
 /* `P at Y.io:` then `  AXIS: [lo, hi]` per dimension, per box. */
 void lower_print_regions(Buf *b, const RegionTable *t);
 /* For RAVEL_DEBUG=bounds: the table on stderr. */

@@ -191,6 +191,8 @@ Expr *lower_iv_extent_over(LowerCtx *c, StageNest *n, const IterVar *v, const Pt
     switch (v->rel) {
     case IV_ROOT: {
         Expr *e = n->root_ext[v->id];
+        if (e && !(e = lower_ragged_clip(c, n, v, e)))
+            return NULL;
         if (!e && !(e = root_extent(c, n, v, vary)))
             return NULL;
         if (v->pad > 1)
@@ -287,7 +289,7 @@ static Expr *source_in_bounds(LowerCtx *c, StageNest *n) {
     Expr *g = NULL;
     for (int d = 0; d < st->t->ndim; d++) {
         Expr *v = ptrmap_get(&c->axis_value, st->t->axes[d]);
-        Expr *e = lower_index(c, st->source->axes[d]->extent);
+        Expr *e = lower_index(c, st->t->axes[d]->extent); /* the copy's: over its own axes */
         if (!e)
             return NULL;
         Expr *p =

@@ -145,6 +145,8 @@ rv_status lower_infer_bounds(Schedule *s, RegionTable *t) {
         for (unsigned tail = 1; tail < 1u << b.ncut; tail++)
             vec_push(&t->boxes, infer_box(&c, p, tail));
     }
+    for (int k = 0; k < s->m->ufuns.len; k++)
+        vec_push(&t->uf_storage, ptrmap_get(&c.storage, s->m->ufuns.data[k]));
     rv_status st = c.st;
     lower_ctx_free(&c);
     if (st != RV_OK)
@@ -156,6 +158,13 @@ void lower_regions_free(RegionTable *t) {
     for (int k = 0; k < t->boxes.len; k++)
         vec_free(&t->boxes.data[k].params);
     vec_free(&t->boxes);
+    vec_free(&t->uf_storage);
+}
+
+void lower_adopt_uf_storage(LowerCtx *c, const RegionTable *t) {
+    for (int k = 0; t && k < t->uf_storage.len; k++)
+        if (t->uf_storage.data[k] && !ptrmap_has(&c->storage, c->m->ufuns.data[k]))
+            ptrmap_put(&c->storage, c->m->ufuns.data[k], t->uf_storage.data[k]);
 }
 
 void lower_print_regions(Buf *b, const RegionTable *t) {
@@ -202,6 +211,22 @@ static const RegionBox *box_of(const RegionTable *t, const Stage *p, const Stage
     return best;
 }
 
+/* A load of a UF's array in a box (a ragged extent len[b], lowered by the
+ * bounds pass) is of the storage the walk adopted from the pass; the
+ * kernel that places the box gets it as a parameter, as if it had lowered
+ * the UF application itself. */
+static Expr *use_uf_load(Module *m, void *ctx, Expr *load) {
+    (void)m;
+    LowerCtx *c = ctx;
+    Ufun *f = load->u.buf->uf;
+    Storage *st;
+    if (!f || c->st != RV_OK || (c->st = lower_storage_of_uf(c, f, &st)) != RV_OK)
+        return load;
+    lower_use_storage(c, st, PARAM_UF);
+    /* (the same buffer where the walk adopted the pass's storage) */
+    return st->buf == load->u.buf ? load : ir_load(c->m, st->buf, load->args[0]);
+}
+
 /* Box b (bounded) where the walk is, in nest n at b's attach point: each
  * variable the value it has in n's copy, simplified; false where n has no
  * value for one. */
@@ -229,10 +254,16 @@ static bool instance(LowerCtx *c, StageNest *n, const RegionBox *b, Range *reg) 
         ok = v != NULL;
         ptrmap_put(&at, rp->sym, v);
     }
+    PtrMap memo = {0};
     for (int d = 0; ok && d < b->p->t->ndim; d++) {
-        reg[d].lo = lower_ctx_simp(c, ir_substitute(c->m, b->dim[d].lo, &at));
-        reg[d].hi = lower_ctx_simp(c, ir_substitute(c->m, b->dim[d].hi, &at));
+        reg[d].lo = lower_rewrite_loads(c->m, ir_substitute(c->m, b->dim[d].lo, &at),
+                                        use_uf_load, c, &memo);
+        reg[d].hi = lower_rewrite_loads(c->m, ir_substitute(c->m, b->dim[d].hi, &at),
+                                        use_uf_load, c, &memo);
+        reg[d].lo = lower_ctx_simp(c, reg[d].lo);
+        reg[d].hi = lower_ctx_simp(c, reg[d].hi);
     }
+    ptrmap_free(&memo);
     ptrmap_free(&at);
     return ok;
 }
@@ -318,6 +349,7 @@ void lower_debug_region(LowerCtx *walk, StageNest *n, Stage *p, bool have, const
     IrScope scope;
     ir_scope_begin(m, &scope);
     LowerCtx c = {.m = m, .s = walk->s};
+    lower_adopt_uf_storage(&c, walk->regions);
     Range w[RV_MAX_DIMS];
     bool got = lower_infer_region(&c, n, p, !p->local_pad, w);
     Buf out = {0};

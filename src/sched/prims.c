@@ -663,14 +663,6 @@ static rv_status arg_stage(Ctx *c, const SchedArg *a, Stage **out) {
     return RV_OK;
 }
 
-static bool is_ragged(const Tensor *t) {
-    for (int d = 0; d < t->ndim; d++)
-        for (int e = 0; e < t->ndim; e++)
-            if (t->axes[d]->extent && ir_uses_axis(t->axes[d]->extent, t->axes[e]))
-                return true;
-    return false;
-}
-
 static bool is_output(const Schedule *s, const Stage *p) {
     return p->kind == STAGE_OP && ir_tensor_is_output(s->m, p->t);
 }
@@ -787,9 +779,6 @@ static rv_status prim_compute_at(Ctx *c) {
     /* its readers: sched_check_placements, once every block is applied */
     if (!sched_reader(c->s, p->t, NULL))
         return fail(c, loc, "nothing reads %s", p->name);
-    if (is_ragged(p->t))
-        return fail(c, loc, "%s is ragged; computing part of it inside a loop is not supported",
-                    p->name);
     /* loop padding runs a root's loop into its padded storage; a stage
      * computed inside a loop has a buffer for the region read instead
      * (pad rejects the other order the same way) */
@@ -1158,8 +1147,6 @@ static rv_status prim_cache_read(Ctx *c) {
         return fail(c, loc, "%s is an extern call; it reads whole tensors", st->name);
     if (st->attach == ATTACH_INLINE)
         return fail(c, loc, "%s is inlined", st->name);
-    if (is_ragged(x))
-        return fail(c, a->loc, "%s is ragged; caching it is not supported yet", x->name);
     const char *name = c->step->outs[0];
     bool local_pad = false;
     int64_t align = 1;
@@ -1249,8 +1236,6 @@ static rv_status prim_cache_write(Ctx *c) {
     }
     if (st->attach == ATTACH_INLINE)
         return fail(c, loc, "%s is inlined", st->name);
-    if (is_ragged(st->t))
-        return fail(c, loc, "%s is ragged; cache_write is not supported for it yet", st->name);
     const char *name = c->step->outs[0];
     bool local_pad = false;
     int64_t align = 1;
