@@ -300,6 +300,23 @@ static Stmt *node_loop(LowerCtx *c, Recurse *g, Expr *count, Expr *last, int spe
     return body ? lower_for(m, r, count, LOOP_SERIAL, body) : NULL;
 }
 
+/* The number of nodes of the batch that begins at `begin` and holds
+ * `len` nodes, written so that its nodes provably lie below N.
+ *
+ * The contract: the host plan checks, before any kernel that reads the
+ * batches runs (CHECK_STRUCT, src/runtime/numbering.c; the AOT output's
+ * copy in c_aot.c), that the batches are consecutive from node 0 and end
+ * at node N, so begin + len <= N for every batch. The UF ranges alone
+ * (begin in 0..N-1, len in 1..N) do not say so, and every read at node
+ * begin + m (m < len) would keep a run-time check in the members' inner
+ * loops, which blocks their vectorization. min(len, N - begin) is len
+ * under the contract, and the simplifier proves begin + m < N from it:
+ * the checks are proven away, not dropped. */
+static Expr *batch_count(LowerCtx *c, const Structure *T, Expr *begin, Expr *len) {
+    Module *m = c->m;
+    return ir_binary(m, EX_MIN, len, ir_binary(m, EX_SUB, ir_size(m, T->nodes), begin));
+}
+
 /* for b < count: members over the nodes of batch first + b */
 static Stmt *batch_loop(LowerCtx *c, Recurse *g, Expr *count, Expr *first, int spec) {
     Module *m = c->m;
@@ -307,7 +324,8 @@ static Stmt *batch_loop(LowerCtx *c, Recurse *g, Expr *count, Expr *first, int s
     Axis *b = lower_loop_var(m, "b", count);
     Expr *bb = first ? ir_binary(m, EX_ADD, b->var, first) : b->var;
     Expr *begin = batch_uf(c, T->batch_begin, bb), *len = batch_uf(c, T->batch_length, bb);
-    Stmt *body = begin && len ? members_at(c, g, begin, len, spec) : NULL;
+    Stmt *body =
+        begin && len ? members_at(c, g, begin, batch_count(c, T, begin, len), spec) : NULL;
     return body ? lower_for(m, b, count, LOOP_SERIAL, body) : NULL;
 }
 
@@ -389,7 +407,7 @@ static Stmt *group_loops(LowerCtx *c, Recurse *g) {
     Expr *nleaves = batch_uf(c, T->batch_length, zero);
     if (!first_leaf || !nleaves)
         return NULL;
-    Stmt *leaves = members_at(c, g, first_leaf, nleaves, 1);
+    Stmt *leaves = members_at(c, g, first_leaf, batch_count(c, T, first_leaf, nleaves), 1);
     Stmt *internal =
         leaves ? dyn ? batch_loop(c, g, ir_binary(m, EX_SUB, ir_size(m, T->nbatch), one), one, 2)
                      : node_loop(c, g, first_leaf, ir_binary(m, EX_SUB, first_leaf, one), 2)
