@@ -267,7 +267,7 @@ Stmt *lower_emit_attached(LowerCtx *c, StageNest *n, const IterVar *at, int i) {
     for (int k = 0; k < c->s->stages.len; k++) {
         Stage *p = c->s->stages.data[k];
         if (p->attach != ATTACH_AT || p->at != n->st || p->at_iv != at ||
-            ptrmap_has(&c->hoisted, p))
+            ptrmap_has(&c->hoisted, p) || ptrmap_has(&c->unread, p))
             continue;
         Buffer *b = NULL;
         Stmt *s = lower_attach_one(c, n, p, &b);

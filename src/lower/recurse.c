@@ -279,6 +279,7 @@ static Stmt *members_at(LowerCtx *c, Recurse *g, Expr *first, Expr *count, int s
         body = lower_seq(m, nests.len, nests.data);
     for (int i = 0; i < nsaved; i++)
         restore_stage(&saved[i]);
+    ptrmap_free(&c->unread); /* leaf.c's, for the leaves' nests only */
     base_free(saved);
     base_free(needed);
     base_free(mode);

@@ -885,6 +885,47 @@ static void test_node_reads_proven(void) {
     }
 }
 
+static int count_of(const char *s, const char *what) {
+    int n = 0;
+    for (; s && (s = strstr(s, what)) != NULL; s += strlen(what))
+        n++;
+    return n;
+}
+
+/* A register tile at the leaves: hs is 0 there, computed at the tile of
+ * nodes that reads it (compute_at), and iou's product with it is in a
+ * cache_write stage inside iou. The leaf value propagates into the cache
+ * stage as into an untiled member: U·hs vanishes (UL is read only where
+ * it is packed, above the leaves), and hs, which nothing reads any more,
+ * is not computed at the leaves (it was, over a region of N rows). The
+ * internal nodes keep both. */
+static void test_leaf_fold_tiles(void) {
+    const char *sched[] = {"R",
+                           "dynamic_batch()\nspecialize()",
+                           "iou",
+                           "UL = cache_read(U, layout=\"j, i\")\nIL = cache_write(iou)\n"
+                           "no, ni = split(n, 4)\nio, ii = split(i, 8)\n"
+                           "reorder(io, no, ni, ii)\nparallel(io)\nvectorize(ii)\n"
+                           "compute_at(IL, no)\ncompute_at(hs, no)",
+                           "IL",
+                           "reorder(j, n, i)\nunroll(n)\nvectorize(i)",
+                           NULL};
+    Model md = tree_lstm();
+    char *t = kernel_text(md.m, sched, true);
+    CHECK(t && !strstr(t, "hs[") && count_of(t, "UL[") == 1 && strstr(t, "IL[") &&
+          strstr(t, "iou["));
+    if (t && (strstr(t, "hs[") || count_of(t, "UL[") != 1))
+        fprintf(stderr, "%s\n", t);
+    base_free(t);
+    rv_module_free(md.m);
+    md = tree_lstm();
+    t = kernel_text(md.m, sched, false);
+    CHECK(t && strstr(t, "hs[") && count_of(t, "UL[") > 1);
+    base_free(t);
+    rv_module_free(md.m);
+    check_schedule(tree_lstm, sched);
+}
+
 /* Every model under its own schedule (models/gen.py: level by level,
  * leaves specialized, products register-tiled over tiles of nodes with
  * packed weights, parallel over output columns) against the interpreter;
@@ -996,6 +1037,7 @@ int main(void) {
     RUN(test_node_tiles);
     RUN(test_models_scheduled);
     RUN(test_node_reads_proven);
+    RUN(test_leaf_fold_tiles);
     char cmd[PATH_MAX + 16];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", cache_dir);
     if (system(cmd) != 0)
