@@ -926,6 +926,31 @@ static void test_leaf_fold_tiles(void) {
     check_schedule(tree_lstm, sched);
 }
 
+/* The last, partial tile of a split node loop holds len - len/4*4 <= 3
+ * nodes of a level (len a UF value): the stages computed at the tile (hs,
+ * the register tile IL) get buffers of 3 rows there, on the stack, not N
+ * rows from the heap per tile and level. */
+static void test_tail_tile_rows(void) {
+    const char *sched[] = {"R",
+                           "dynamic_batch()\nspecialize()",
+                           "iou",
+                           "IL = cache_write(iou)\nno, ni = split(n, 4)\nio, ii = split(i, 8)\n"
+                           "reorder(io, no, ni, ii)\nvectorize(ii)\n"
+                           "compute_at(IL, no)\ncompute_at(hs, no)",
+                           NULL};
+    Model md = tree_lstm();
+    char *t = kernel_text(md.m, sched, false);
+    char tile[64], tail[64];
+    snprintf(tile, sizeof tile, "allocate hs: f32[%d] local", 4 * H);
+    snprintf(tail, sizeof tail, "allocate hs: f32[%d] local", 3 * H);
+    CHECK(t && strstr(t, tile) && strstr(t, tail) && !strstr(t, "global"));
+    if (t && (!strstr(t, tail) || strstr(t, "global")))
+        fprintf(stderr, "%s\n", t);
+    base_free(t);
+    rv_module_free(md.m);
+    check_schedule(tree_lstm, sched);
+}
+
 /* Every model under its own schedule (models/gen.py: level by level,
  * leaves specialized, products register-tiled over tiles of nodes with
  * packed weights, parallel over output columns) against the interpreter;
@@ -1038,6 +1063,7 @@ int main(void) {
     RUN(test_models_scheduled);
     RUN(test_node_reads_proven);
     RUN(test_leaf_fold_tiles);
+    RUN(test_tail_tile_rows);
     char cmd[PATH_MAX + 16];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", cache_dir);
     if (system(cmd) != 0)
