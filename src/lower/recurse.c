@@ -354,7 +354,8 @@ static bool reads_group(const Schedule *s, const Stage *p, const Recurse *g) {
 
 /* The stages computed at the top of a member's nest that read nothing of
  * the group (a cache_read of a weight, packed) are computed once, above
- * the loop over nodes or batches, over the region every node reads:
+ * the loop over nodes or batches, over the region every node reads (also
+ * for a member computed inside another, per node or tile of nodes):
  * the same values as per node, packed once per call instead of once per
  * node or level. Each gets its buffer around `body`, which make() builds
  * once they are placed (c->hoisted: the members' nests skip them). */
@@ -366,7 +367,7 @@ static Stmt *hoist_invariant(LowerCtx *c, Recurse *g, Stmt *(*make)(LowerCtx *, 
     for (int k = 0; k < c->s->stages.len && ok; k++) {
         Stage *p = c->s->stages.data[k];
         if (p->attach != ATTACH_AT || p->at_iv || sched_stage_group(p) ||
-            sched_stage_group(p->at) != g || p->at->attach != ATTACH_ROOT ||
+            sched_stage_group(p->at) != g || p->at->attach == ATTACH_INLINE ||
             reads_group(c->s, p, g))
             continue;
         StageNest n;

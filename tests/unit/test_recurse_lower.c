@@ -951,6 +951,24 @@ static void test_tail_tile_rows(void) {
     check_schedule(tree_lstm, sched);
 }
 
+/* A weight packed at the top of a member that is itself computed inside
+ * another member (TreeGRU's rh, computed at the tile of nodes of uh that
+ * reads it, packs U_r) is packed once, above the batches, not once per
+ * tile of every level (the model's values: test_models_scheduled). */
+static void test_hoisted_weights_nested(void) {
+    rv_module *m = NULL;
+    CHECK_EQ_INT(rv_module_load("models/treegru_h256.rv", &m), RV_OK);
+    const char *own[] = {NULL};
+    char *t = m ? kernel_text(m, own, false) : NULL;
+    const char *ur = t ? strstr(t, "allocate U_r_pk") : NULL;
+    const char *loop = t ? strstr(t, "for b in") : NULL;
+    CHECK(ur && loop && ur < loop && count_of(t, "allocate U_r_pk") == 1);
+    if (!(ur && loop && ur < loop))
+        fprintf(stderr, "%s\n", t ? t : "");
+    base_free(t);
+    rv_module_free(m);
+}
+
 /* Every model under its own schedule (models/gen.py: level by level,
  * leaves specialized, products register-tiled over tiles of nodes with
  * packed weights, parallel over output columns) against the interpreter;
@@ -1064,6 +1082,7 @@ int main(void) {
     RUN(test_node_reads_proven);
     RUN(test_leaf_fold_tiles);
     RUN(test_tail_tile_rows);
+    RUN(test_hoisted_weights_nested);
     char cmd[PATH_MAX + 16];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", cache_dir);
     if (system(cmd) != 0)
