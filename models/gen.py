@@ -256,6 +256,33 @@ def upfront(*stages, weights=(), gather=None):
     return out
 
 
+def ctile(stage, weight, layout):
+    """A conditional member `x[n, k, i] = if k < nchild[n] then f(sum(l)
+    W[i, l] * h[child[n, k], l]) else 0.0` (a product per child): its sum
+    register-tiled over NT nodes x 2 children x 32 outputs (cache_write of
+    a conditional: the sum under the condition), the weight packed
+    k-major, the 32-wide output blocks parallel."""
+    return ("schedule {s} {{\n"
+            "    {w}_pk = cache_read({w}, layout=\"{lay}\")\n"
+            "    {s}_acc = cache_write({s})\n"
+            "    no, ni = split(n, {nt})\n"
+            "    io, ii = split(i, 32)\n"
+            "    reorder(io, no, ni, k, ii)\n"
+            "    parallel(io)\n"
+            "    iw, il = split(ii, 16)\n"
+            "    vectorize(il)\n"
+            "    compute_at({s}_acc, no)\n"
+            "}}\n"
+            "schedule {s}_acc {{\n"
+            "    iv2, iv = split(i, 16)\n"
+            "    reorder(l, n, k, iv2, iv)\n"
+            "    unroll(n)\n"
+            "    unroll(k)\n"
+            "    unroll(iv2)\n"
+            "    vectorize(iv)\n"
+            "}}\n").format(s=stage, w=weight, lay=layout, nt=NT)
+
+
 def gemv(stage, weight, layout, i="i"):
     """An elementwise member whose body holds a product of one node's
     vector (a child's state): the weight packed k-major, 16 outputs at a
@@ -280,7 +307,7 @@ SCHEDULES = {
     "treelstm": lambda H: (
         upfront("XI", weights=[("W_iou", "j", "l")], gather=("x", "l")) + GROUP + vec("hs")
         + tile("iou", "j", ["l"], "U_iou", "l, j", at=["hs"])
-        + gemv("fc", "U_f", "l, i") + vec("c") + vec("h")),
+        + ctile("fc", "U_f", "l, i") + vec("c") + vec("h")),
     "mvrnn": lambda H: GROUP + vec("h") + vec("A", "l"),
     "dagrnn": lambda H: upfront("XU", weights=[("U", "i", "j")]) + GROUP + vec("hs") + tile("h", "i", ["j"], "W", "j, i", at=["hs"]),
     "lstm": lambda H: (
