@@ -46,14 +46,18 @@
  *    "threads": 2, "variant": "tuned", "workload": "sst_test"},
  *    "median_us": ..., "mean_us": ..., "min_us": ..., "runs": ...,
  *    "mflop_per_call": ..., "gflops": ..., "linearize_us": ...,
- *    "compile_s": ...}
+ *    "compile_s": ..., "cpu_median_us": ...}
  * gflops is the model's useful work (its matrix products, counted from
- * each batch's nodes: MODELS.md's equations) over the mean time of a call.
+ * each batch's nodes: MODELS.md's equations) over the mean time of a call;
+ * cpu_median_us the median CPU time of a call, all threads' together (with
+ * one thread, the call's work without the waits for a core that other
+ * jobs on a shared machine cause).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "ravel.h"
 #include "timing.h"
@@ -272,6 +276,15 @@ static void gpu_schedule(rv_module *m, const char *mode) {
     rv_schedule_info_free(si);
 }
 
+/* Seconds of CPU time of the whole process (every thread's): on a machine
+ * shared with other jobs, with one thread, the call's own work without the
+ * time it waited for a core. */
+static double cpu_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 /* The module of models/<model>_h<H>.rv under `variant`. */
 static rv_module *load_variant(const char *model, int H, const char *variant) {
     char path[256];
@@ -341,11 +354,13 @@ static void bench_one(const char *model, int H, const char *variant, int threads
     double *t = malloc(sizeof(double) * (size_t)cap), flops = 0, total = 0;
     rv_program_counters before, after;
     rv_program_stats(p, &before);
+    double *cpu = malloc(sizeof(double) * (size_t)cap);
     double start = bench_now();
     while (n < cap && (n < 10 || bench_now() - start < min_time)) {
         flops += model_flops(model, H, &w->lin[c.next]);
-        double a = bench_now();
+        double a = bench_now(), ca = cpu_now();
         run_call(&c);
+        cpu[n] = cpu_now() - ca;
         total += t[n++] = bench_now() - a;
     }
     rv_program_stats(p, &after);
@@ -354,15 +369,18 @@ static void bench_one(const char *model, int H, const char *variant, int threads
         snprintf(kernel, sizeof kernel, ", \"kernel_us\": %.2f",
                  1e6 * (after.kernel_seconds - before.kernel_seconds) / n);
     qsort(t, (size_t)n, sizeof(double), cmp_double);
+    qsort(cpu, (size_t)n, sizeof(double), cmp_double);
     printf("{\"bench\": \"trees\", \"config\": {\"model\": \"%s\", \"H\": %d, \"batch\": %d, "
            "\"threads\": %d, \"variant\": \"%s\", \"workload\": \"%s\"}, \"median_us\": %.2f, "
            "\"mean_us\": %.2f, \"min_us\": %.2f, \"runs\": %d, \"mflop_per_call\": %.3f, "
-           "\"gflops\": %.2f, \"linearize_us\": %.2f, \"compile_s\": %.2f%s}\n",
+           "\"gflops\": %.2f, \"linearize_us\": %.2f, \"compile_s\": %.2f, "
+           "\"cpu_median_us\": %.2f%s}\n",
            model, H, batch, threads, variant, w->name, 1e6 * t[n / 2], 1e6 * total / n,
            1e6 * t[0], n, flops / n / 1e6, flops / total / 1e9, w->linearize_us, compile_s,
-           kernel);
+           1e6 * cpu[n / 2], kernel);
     fflush(stdout);
     free(t);
+    free(cpu);
     rv_bindings_free(c.b);
     rv_program_free(p);
     rv_module_free(m);

@@ -79,9 +79,11 @@ input U_r : f32[{H}, {H}]
 input U_h : f32[{H}, {H}]
 input b_r : f32[{H}]
 
-# the input products, for every node up front (only nodes with words have them)
-XZ[n, i < {H}] = if word[n] >= 0 then sum(j < {H}) W_z[i, j] * Emb[word[n], j] else 0.0
-XH[n, i < {H}] = if word[n] >= 0 then sum(j < {H}) W_h[i, j] * Emb[word[n], j] else 0.0
+# the input products, for every node up front (only nodes with words have
+# them: x is 0 at the others): each one dense product over all nodes
+x[n, j < {H}] = if word[n] >= 0 then Emb[word[n], j] else 0.0
+XZ[n, i < {H}] = sum(j < {H}) W_z[i, j] * x[n, j]
+XH[n, i < {H}] = sum(j < {H}) W_h[i, j] * x[n, j]
 
 recurse R over T {{
     hs[n, i < {H}] = sum(k < nchild[n]) h[child[n, k], i]
@@ -102,7 +104,10 @@ input U_iou : f32[{H3}, {H}]
 input U_f : f32[{H}, {H}]
 input b_f : f32[{H}]
 
-XI[n, j < {H3}] = if word[n] >= 0 then sum(l < {H}) W_iou[j, l] * Emb[word[n], l] else 0.0
+# the input product, for every node up front, as one dense product (x is 0
+# where a node has no word)
+x[n, l < {H}] = if word[n] >= 0 then Emb[word[n], l] else 0.0
+XI[n, j < {H3}] = sum(l < {H}) W_iou[j, l] * x[n, l]
 
 recurse R over T {{
     hs[n, i < {H}] = sum(k < nchild[n]) h[child[n, k], i]
@@ -240,10 +245,50 @@ def vec(stage, i="i"):
         stage, i, i, i, i)
 
 
-def upfront(*stages):
-    """The input products over every node, before the recursion: nodes
-    over the threads."""
-    return "".join("schedule %s { parallel(n) }\n" % t for t in stages)
+def upfront(*stages, weights=(), gather=None):
+    """The input products over every node, before the recursion, each
+    register-tiled as a level's product is (weights[i]: the weight of
+    stages[i], packed k-major); `gather` (stage, axis) the embeddings
+    they read, vectorized."""
+    out = vec(gather[0], gather[1]) if gather else ""
+    for t, w in zip(stages, weights):
+        out += tile(t, w[1], [w[2]], w[0], "%s, %s" % (w[2], w[1]))
+    return out
+
+
+def ctile(stage, weight, layout):
+    """A conditional member `x[n, k, i] = if k < nchild[n] then f(sum(l)
+    W[i, l] * h[child[n, k], l]) else 0.0` (a product per child): its sum
+    register-tiled over NT nodes x 2 children x 32 outputs (cache_write of
+    a conditional: the sum under the condition), the weight packed
+    k-major, the 32-wide output blocks parallel."""
+    return ("schedule {s} {{\n"
+            "    {w}_pk = cache_read({w}, layout=\"{lay}\")\n"
+            "    {s}_acc = cache_write({s})\n"
+            "    no, ni = split(n, {nt})\n"
+            "    io, ii = split(i, 32)\n"
+            "    reorder(io, no, ni, k, ii)\n"
+            "    parallel(io)\n"
+            "    iw, il = split(ii, 16)\n"
+            "    vectorize(il)\n"
+            "    compute_at({s}_acc, no)\n"
+            "}}\n"
+            "schedule {s}_acc {{\n"
+            "    iv2, iv = split(i, 16)\n"
+            "    reorder(l, n, k, iv2, iv)\n"
+            "    unroll(n)\n"
+            "    unroll(k)\n"
+            "    unroll(iv2)\n"
+            "    vectorize(iv)\n"
+            "}}\n").format(s=stage, w=weight, lay=layout, nt=NT)
+
+
+def gemv(stage, weight, layout, i="i"):
+    """An elementwise member whose body holds a product of one node's
+    vector (a child's state): the weight packed k-major, 16 outputs at a
+    time in one vector accumulator."""
+    return vec(stage, i).replace("{\n", "{\n    %s_pk = cache_read(%s, layout=\"%s\")\n" % (
+        weight, weight, layout), 1)
 
 
 GROUP = "schedule R {\n    dynamic_batch()\n    specialize()\n}\n"
@@ -255,18 +300,20 @@ SCHEDULES = {
         + tile("z", "i", ["j", "k"]) + vec("h")),
     "treernn": lambda H: GROUP + vec("h"),
     "treegru": lambda H: (
-        upfront("XZ", "XH") + GROUP + vec("hs") + vec("rh")
+        upfront("XZ", "XH", weights=[("W_z", "i", "j"), ("W_h", "i", "j")], gather=("x", "j"))
+        + GROUP + vec("hs") + gemv("rh", "U_r", "j, i")
         + tile("z", "i", ["j"], "U_z", "j, i")
         + tile("uh", "i", ["j"], "U_h", "j, i", at=["rh"]) + vec("h")),
     "treelstm": lambda H: (
-        upfront("XI") + GROUP + vec("hs") + tile("iou", "j", ["l"], "U_iou", "l, j", at=["hs"])
-        + vec("fc") + vec("c") + vec("h")),
+        upfront("XI", weights=[("W_iou", "j", "l")], gather=("x", "l")) + GROUP + vec("hs")
+        + tile("iou", "j", ["l"], "U_iou", "l, j", at=["hs"])
+        + ctile("fc", "U_f", "l, i") + vec("c") + vec("h")),
     "mvrnn": lambda H: GROUP + vec("h") + vec("A", "l"),
-    "dagrnn": lambda H: upfront("XU") + GROUP + vec("hs") + tile("h", "i", ["j"], "W", "j, i", at=["hs"]),
+    "dagrnn": lambda H: upfront("XU", weights=[("U", "i", "j")]) + GROUP + vec("hs") + tile("h", "i", ["j"], "W", "j, i", at=["hs"]),
     "lstm": lambda H: (
-        upfront("XG") + GROUP + tile("g", "j", ["l", "k"], "W_hh", "l, j") + vec("c") + vec("h")),
+        upfront("XG", weights=[("W_ih", "j", "l")]) + GROUP + tile("g", "j", ["l", "k"], "W_hh", "l, j") + vec("c") + vec("h")),
     "gru": lambda H: (
-        upfront("XR") + GROUP + tile("gh", "j", ["l", "k"], "W_hh", "l, j") + vec("z") + vec("nn") + vec("h")),
+        upfront("XR", weights=[("W_ih", "j", "l")]) + GROUP + tile("gh", "j", ["l", "k"], "W_hh", "l, j") + vec("z") + vec("nn") + vec("h")),
 }
 
 

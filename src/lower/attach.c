@@ -24,6 +24,18 @@ static void no_loops_fn(const Expr *e, void *ctx) {
         *(bool *)ctx = false;
 }
 
+static void uf_fn(const Expr *e, void *ctx) {
+    if (e->kind == EX_UFCALL || (e->kind == EX_LOAD && e->u.buf->uf))
+        *(bool *)ctx = true;
+}
+
+/* Does e apply a UF (or load from a UF's array)? */
+static bool reads_uf(const Expr *e) {
+    bool found = false;
+    ir_visit(e, uf_fn, &found);
+    return found;
+}
+
 /* True when e is over sizes and constants only. */
 static bool sizes_only(const Expr *e) {
     bool ok = true;
@@ -176,6 +188,17 @@ Stmt *lower_attach_one(LowerCtx *c, StageNest *n, Stage *p, Buffer **buf_out) {
         ext[d] = lower_ctx_simp(c, ir_binary(m, EX_MAX, ext[d], ir_int(m, 0)));
         Expr *ub = lower_bounds_upper(m, span);
         ub = ub ? lower_ctx_simp(c, ub) : NULL;
+        /* the simplifier may know better: the last, partial tile of a
+         * split whose extent holds UF values (a level's nodes) spans
+         * len - len/4*4 <= 3, which the ranges of len alone bound by N.
+         * Its constant replaces a bound that may exceed it, or one that
+         * holds UF values (it would size a buffer anew per tile or
+         * level); not one over sizes that reaches it only at their
+         * largest values. */
+        int64_t cub, uub;
+        if (lower_upper_bound(m, span, &cub) &&
+            (!ub || reads_uf(ub) || !lower_upper_bound(m, ub, &uub) || cub < uub))
+            ub = ir_int(m, cub);
         Expr *fub = inside ? lower_bounds_upper(m, full) : NULL;
         fub = fub ? lower_ctx_simp(c, fub) : NULL;
         if (fub && sizes_only(fub) && sizes_only(full) &&
@@ -270,7 +293,7 @@ Stmt *lower_emit_attached(LowerCtx *c, StageNest *n, const IterVar *at, int i) {
     for (int k = 0; k < c->s->stages.len; k++) {
         Stage *p = c->s->stages.data[k];
         if (p->attach != ATTACH_AT || p->at != n->st || p->at_iv != at ||
-            ptrmap_has(&c->hoisted, p))
+            ptrmap_has(&c->hoisted, p) || ptrmap_has(&c->unread, p))
             continue;
         Buffer *b = NULL;
         Stmt *s = lower_attach_one(c, n, p, &b);

@@ -44,6 +44,16 @@ static bool at_own_node(const Expr *e, const Axis *n) {
     return i0->kind == EX_VAR && i0->u.axis == n;
 }
 
+/* Is q a cache_write stage computed inside a member of g (a register
+ * tile: the member's reduction in a stage of its own, the member's node
+ * its first axis), directly or inside another such stage? Its leaf body
+ * is rewritten with the members' (rewrite_caches). */
+static bool member_cache(const LowerCtx *c, const Recurse *g, const Stage *q) {
+    if (q->kind != STAGE_CACHE_WRITE || q->attach != ATTACH_AT || ptrmap_has(&c->hoisted, q))
+        return false;
+    return sched_stage_group(q->at) == g || member_cache(c, g, q->at);
+}
+
 /* ---- who reads a member's leaf values ---- */
 
 void lower_leaf_needed(LowerCtx *c, Recurse *g, bool *needed) {
@@ -54,7 +64,8 @@ void lower_leaf_needed(LowerCtx *c, Recurse *g, bool *needed) {
         needed[i] = needed[i] || sched_group_child_reader(c->s, g, t);
         for (int k = 0; k < c->s->stages.len && !needed[i]; k++) {
             const Stage *p = c->s->stages.data[k];
-            needed[i] = p != own && sched_stage_group(p) != g && sched_stage_reads_tensor(p, t);
+            needed[i] = p != own && sched_stage_group(p) != g && !member_cache(c, g, p) &&
+                        sched_stage_reads_tensor(p, t);
         }
     }
 }
@@ -195,6 +206,19 @@ static void rewrite_stage(Prop *p, Stage *st) {
     }
 }
 
+/* The cache_write stages computed inside member st (member_cache) get
+ * the same rewrite: U·hs in TreeLSTM's tiled iou_acc vanishes at the
+ * leaves as it does in an untiled iou. */
+static void rewrite_caches(const LowerCtx *c, Prop *p, const Stage *st) {
+    for (int k = 0; k < c->s->stages.len; k++) {
+        Stage *q = c->s->stages.data[k];
+        if (q->at == st && member_cache(c, p->g, q)) {
+            rewrite_stage(p, q);
+            rewrite_caches(c, p, q);
+        }
+    }
+}
+
 void lower_leaf_fold(LowerCtx *c, Recurse *g, const bool *needed, LeafMode *mode) {
     Module *m = c->m;
     int nm = g->members.len;
@@ -205,12 +229,20 @@ void lower_leaf_fold(LowerCtx *c, Recurse *g, const bool *needed, LeafMode *mode
         Stage *st = sched_stage_of(c->s, g->members.data[i]);
         mode[i] = LEAF_ALL;
         rewrite_stage(&p, st);
-        if (st->attach != ATTACH_ROOT || st->pred || has_attached(c, st))
+        rewrite_caches(c, &p, st);
+        if (st->pred || has_attached(c, st))
             continue;
         Uses u = {st->t->axes[0], false, false, false};
         ir_visit(st->body, uses_fn, &u);
         if (u.node)
             continue;
+        if (st->attach != ATTACH_ROOT) {
+            /* computed inside another member's nest, per node: its reads
+             * may take its value, but it is computed where it is */
+            if (!u.reduce && !u.non_input)
+                p.value[i] = st->body;
+            continue;
+        }
         if (!u.reduce && !u.non_input) {
             p.value[i] = st->body;
             mode[i] = needed[i] ? LEAF_ALL : LEAF_NONE;
@@ -218,6 +250,22 @@ void lower_leaf_fold(LowerCtx *c, Recurse *g, const bool *needed, LeafMode *mode
             p.once[i] = true;
             mode[i] = LEAF_ONCE;
         }
+    }
+    /* a member propagated from inside another member's nest is not
+     * computed there when nothing reads it any more (its region would be
+     * empty, not bounded) */
+    for (int i = 0; i < nm; i++) {
+        Stage *st = sched_stage_of(c->s, g->members.data[i]);
+        if (!p.value[i] || st->attach == ATTACH_ROOT || needed[i])
+            continue;
+        bool read = false;
+        for (int k = 0; k < c->s->stages.len && !read; k++) {
+            const Stage *q = c->s->stages.data[k];
+            read = q != st && sched_stage_in_group(q, g) && !ptrmap_has(&c->unread, q) &&
+                   sched_stage_reads_tensor(q, st->t);
+        }
+        if (!read)
+            ptrmap_put(&c->unread, st, st);
     }
     ptrmap_free(&p.memo);
     base_free(p.value);

@@ -244,6 +244,7 @@ void lower_ctx_free(LowerCtx *c) {
     ptrmap_free(&c->storage);
     ptrmap_free(&c->accs);
     ptrmap_free(&c->hoisted);
+    ptrmap_free(&c->unread);
     ir_storage_share_free(&c->share);
     ptrmap_free(&c->filled);
     ptrmap_free(&c->gpu_threads);

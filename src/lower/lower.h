@@ -373,6 +373,10 @@ typedef struct LowerCtx {
     /* stages computed above a recursion's loop (recurse.c), not where
      * they are attached */
     PtrMap hoisted;
+    /* members computed inside another member that nothing reads in the
+     * nests being lowered (leaf.c: their leaf value propagated into every
+     * reader); the nests skip them as they skip hoisted stages */
+    PtrMap unread;
     const RegionTable *regions; /* the bounds pass's table (regions.c) */
     /* the loops bound to GPU thread indices around the current position:
      * loop Axis* -> Range* over its iterations (NULL once left) */

@@ -320,11 +320,17 @@ static Stmt *innermost(LowerCtx *c, StageNest *n) {
     switch (n->mode) {
     case MODE_ACC:
     case MODE_IN_PLACE: {
+        /* a conditional's reduction (a cache_write of a conditional)
+         * updates where its condition holds: the term, its reads and
+         * their checks under the condition, the identity elsewhere */
+        ExprCtx y = {c, {0}, NULL, RV_OK, true};
+        Expr *p = st->pred ? lower_expr(&y, st->pred) : NULL;
         ExprCtx x = {c, {0}, NULL, RV_OK, true};
-        Expr *v = lower_expr(&x, R->args[0]);
-        if (x.st != RV_OK) {
-            c->st = x.st;
+        Expr *v = !st->pred || p ? lower_expr(&x, R->args[0]) : NULL;
+        if (x.st != RV_OK || y.st != RV_OK || !v) {
+            c->st = x.st != RV_OK ? x.st : y.st != RV_OK ? y.st : c->st;
             vec_free(&x.pre);
+            vec_free(&y.pre);
             return NULL;
         }
         Expr *zero = ir_int(m, 0);
@@ -336,6 +342,11 @@ static Stmt *innermost(LowerCtx *c, StageNest *n) {
         }
         Stmt *s = lower_seq(m, x.pre.len, x.pre.data);
         vec_free(&x.pre);
+        if (p) {
+            vec_push(&y.pre, lower_if(m, p, s, NULL));
+            s = lower_seq(m, y.pre.len, y.pre.data);
+        }
+        vec_free(&y.pre);
         /* ACC: the spatial checks wrap the whole reduction already */
         /* IN_PLACE: declare the accumulators of nested reductions here (ACC:
          * lower_gen_reduction declares them with its own) */

@@ -279,6 +279,7 @@ static Stmt *members_at(LowerCtx *c, Recurse *g, Expr *first, Expr *count, int s
         body = lower_seq(m, nests.len, nests.data);
     for (int i = 0; i < nsaved; i++)
         restore_stage(&saved[i]);
+    ptrmap_free(&c->unread); /* leaf.c's, for the leaves' nests only */
     base_free(saved);
     base_free(needed);
     base_free(mode);
@@ -300,6 +301,23 @@ static Stmt *node_loop(LowerCtx *c, Recurse *g, Expr *count, Expr *last, int spe
     return body ? lower_for(m, r, count, LOOP_SERIAL, body) : NULL;
 }
 
+/* The number of nodes of the batch that begins at `begin` and holds
+ * `len` nodes, written so that its nodes provably lie below N.
+ *
+ * The contract: the host plan checks, before any kernel that reads the
+ * batches runs (CHECK_STRUCT, src/runtime/numbering.c; the AOT output's
+ * copy in c_aot.c), that the batches are consecutive from node 0 and end
+ * at node N, so begin + len <= N for every batch. The UF ranges alone
+ * (begin in 0..N-1, len in 1..N) do not say so, and every read at node
+ * begin + m (m < len) would keep a run-time check in the members' inner
+ * loops, which blocks their vectorization. min(len, N - begin) is len
+ * under the contract, and the simplifier proves begin + m < N from it:
+ * the checks are proven away, not dropped. */
+static Expr *batch_count(LowerCtx *c, const Structure *T, Expr *begin, Expr *len) {
+    Module *m = c->m;
+    return ir_binary(m, EX_MIN, len, ir_binary(m, EX_SUB, ir_size(m, T->nodes), begin));
+}
+
 /* for b < count: members over the nodes of batch first + b */
 static Stmt *batch_loop(LowerCtx *c, Recurse *g, Expr *count, Expr *first, int spec) {
     Module *m = c->m;
@@ -307,7 +325,8 @@ static Stmt *batch_loop(LowerCtx *c, Recurse *g, Expr *count, Expr *first, int s
     Axis *b = lower_loop_var(m, "b", count);
     Expr *bb = first ? ir_binary(m, EX_ADD, b->var, first) : b->var;
     Expr *begin = batch_uf(c, T->batch_begin, bb), *len = batch_uf(c, T->batch_length, bb);
-    Stmt *body = begin && len ? members_at(c, g, begin, len, spec) : NULL;
+    Stmt *body =
+        begin && len ? members_at(c, g, begin, batch_count(c, T, begin, len), spec) : NULL;
     Stmt *loop = body ? lower_for(m, b, count, LOOP_SERIAL, body) : NULL;
     if (loop) /* a GPU separates the batches by launches or a grid barrier */
         loop->u.loop.gpu_batches = (int)sched_group_payload(c->s, g, NOTE_GPU_BATCHES);
@@ -338,7 +357,8 @@ static bool reads_group(const Schedule *s, const Stage *p, const Recurse *g) {
 
 /* The stages computed at the top of a member's nest that read nothing of
  * the group (a cache_read of a weight, packed) are computed once, above
- * the loop over nodes or batches, over the region every node reads:
+ * the loop over nodes or batches, over the region every node reads (also
+ * for a member computed inside another, per node or tile of nodes):
  * the same values as per node, packed once per call instead of once per
  * node or level. Each gets its buffer around `body`, which make() builds
  * once they are placed (c->hoisted: the members' nests skip them). */
@@ -350,7 +370,7 @@ static Stmt *hoist_invariant(LowerCtx *c, Recurse *g, Stmt *(*make)(LowerCtx *, 
     for (int k = 0; k < c->s->stages.len && ok; k++) {
         Stage *p = c->s->stages.data[k];
         if (p->attach != ATTACH_AT || p->at_iv || sched_stage_group(p) ||
-            sched_stage_group(p->at) != g || p->at->attach != ATTACH_ROOT ||
+            sched_stage_group(p->at) != g || p->at->attach == ATTACH_INLINE ||
             reads_group(c->s, p, g))
             continue;
         StageNest n;
@@ -392,7 +412,7 @@ static Stmt *group_loops(LowerCtx *c, Recurse *g) {
     Expr *nleaves = batch_uf(c, T->batch_length, zero);
     if (!first_leaf || !nleaves)
         return NULL;
-    Stmt *leaves = members_at(c, g, first_leaf, nleaves, 1);
+    Stmt *leaves = members_at(c, g, first_leaf, batch_count(c, T, first_leaf, nleaves), 1);
     Stmt *internal =
         leaves ? dyn ? batch_loop(c, g, ir_binary(m, EX_SUB, ir_size(m, T->nbatch), one), one, 2)
                      : node_loop(c, g, first_leaf, ir_binary(m, EX_SUB, first_leaf, one), 2)

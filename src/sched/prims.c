@@ -1219,8 +1219,19 @@ static rv_status prim_cache_write(Ctx *c) {
     Module *m = c->s->m;
     if (strcmp(a->s, st->name) != 0)
         return fail(c, a->loc, "in the schedule of %s, write cache_write(%s)", st->name, st->name);
-    if (st->kind != STAGE_OP || !st->reduce)
+    /* a conditional's reduction is its then-branch's: the cache stage
+     * computes it under the same condition (identity elsewhere, never
+     * read) */
+    Expr *red = st->reduce;
+    if (st->kind == STAGE_OP && !red && st->pred)
+        red = sched_stage_reduction(st->body);
+    if (st->kind != STAGE_OP || !red)
         return fail(c, loc, "%s has no reduction of its own to move into a cache stage", st->name);
+    if (st->pred && red->u.red.rk != RV_REDUCE_SUM)
+        return fail(c, loc,
+                    "%s is a conditional: cache_write moves only a sum out of its branch "
+                    "(its cache holds 0 where the condition fails)",
+                    st->name);
     if (st->touched)
         return fail(c, loc, "cache_write must come before the loops of %s are transformed",
                     st->name);
@@ -1250,7 +1261,7 @@ static rv_status prim_cache_write(Ctx *c) {
         order[d] = d;
     if ((r = cache_layout(c, name, names, st->t->ndim, order)) != RV_OK)
         return r;
-    Tensor *t = cache_tensor(m, name, st->t, st->reduce->dtype, names, c->s->stages.len);
+    Tensor *t = cache_tensor(m, name, st->t, red->dtype, names, c->s->stages.len);
     Stage *l = sched_stage_add(c->s, t->name, STAGE_CACHE_WRITE, t);
     l->loc = loc;
     l->local_pad = local_pad;
@@ -1262,9 +1273,14 @@ static rv_status prim_cache_write(Ctx *c) {
         ptrmap_put(&map, st->t->axes[d], t->axes[d]->var);
         idx[d] = st->t->axes[d]->var;
     }
-    l->body = l->reduce = t->op->body = ir_substitute(m, st->reduce, &map);
+    l->body = l->reduce = t->op->body = ir_substitute(m, red, &map);
+    if (st->pred) {
+        l->pred = ir_substitute(m, st->pred, &map);
+        l->else_body = ir_is_float(red->dtype) ? ir_float(m, red->dtype, 0.0)
+                                               : ir_const_int(m, red->dtype, 0);
+    }
     ptrmap_free(&map);
-    ReplaceCtx rc = {st->reduce, ir_read(m, t, t->ndim, idx), {0}};
+    ReplaceCtx rc = {red, ir_read(m, t, t->ndim, idx), {0}};
     st->body = replace_node(m, st->body, &rc);
     ptrmap_free(&rc.memo);
     st->reduce = NULL;

@@ -66,7 +66,7 @@ static void find_outer_reduces(Outer *o, Expr *e) {
 }
 
 /* The REDUCE whose axes become IterVars: the only outermost one. */
-static Expr *stage_reduction(Expr *body) {
+Expr *sched_stage_reduction(Expr *body) {
     Outer o = {0};
     find_outer_reduces(&o, body);
     ptrmap_free(&o.seen);
@@ -127,7 +127,7 @@ Schedule *sched_new(Module *m) {
          * when it has a predicate */
         bool cond = t->op->kind == OP_COND || (t->op->kind == OP_RECURSE && t->op->pred);
         if (!cond && (t->op->kind == OP_COMPUTE || t->op->kind == OP_RECURSE))
-            st->reduce = stage_reduction(st->body);
+            st->reduce = sched_stage_reduction(st->body);
         if (t->op->kind != OP_EXTERN)
             sched_stage_init_ivs(s, st);
     }

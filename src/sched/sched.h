@@ -214,6 +214,9 @@ void sched_print_stage(Buf *b, const Stage *st);
  * base_free the array. */
 int sched_stage_reads(const Stage *st, Tensor ***out);
 bool sched_stage_reads_tensor(const Stage *st, const Tensor *t);
+/* The reduction of a body whose axes become a stage's loops (the only
+ * outermost one), or NULL. */
+Expr *sched_stage_reduction(Expr *body);
 /* A stage other than `except` (and t's own) that reads t, or NULL. */
 Stage *sched_reader(const Schedule *s, const Tensor *t, const Stage *except);
 /* True when v is `root` or was split or fused from it. */

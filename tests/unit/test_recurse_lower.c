@@ -857,6 +857,118 @@ static void test_leaf_fold(void) {
     rv_module_free(m);
 }
 
+/* A node of a batch, batch_begin[b] + m with m < batch_length[b], is
+ * below N by the host plan's check of the batches (numbering.c): the
+ * lowering states it in the node loop's extent and the simplifier proves
+ * every read at a node in range, so no run-time check is left in the
+ * members' nests (it blocked their vectorization), in the leaves' nests,
+ * the batches' or the tiles of nodes of a split node loop. */
+static void test_node_reads_proven(void) {
+    const char *sched[][9] = {
+        {"R", "dynamic_batch()\nspecialize()", "iou", "parallel(n)", NULL},
+        {"R", "dynamic_batch()", "h", "parallel(n)", NULL},
+        {"R", "dynamic_batch()\nspecialize()", "iou",
+         "UL = cache_read(U, layout=\"j, i\")\nIL = cache_write(iou)\n"
+         "no, ni = split(n, 3)\nio, ii = split(i, 8)\n"
+         "reorder(io, no, ni, ii)\nparallel(io)\nvectorize(ii)\n"
+         "compute_at(IL, no)\ncompute_at(hs, no)",
+         "IL", "reorder(j, n, i)\nunroll(n)\nvectorize(i)", NULL},
+    };
+    for (int i = 0; i < RV_COUNT(sched); i++) {
+        Model md = tree_lstm();
+        char *t = kernel_text(md.m, sched[i], false);
+        CHECK(t && !strstr(t, "fail "));
+        if (t && strstr(t, "fail "))
+            fprintf(stderr, "schedule %d:\n%s\n", i, t);
+        base_free(t);
+        rv_module_free(md.m);
+    }
+}
+
+static int count_of(const char *s, const char *what) {
+    int n = 0;
+    for (; s && (s = strstr(s, what)) != NULL; s += strlen(what))
+        n++;
+    return n;
+}
+
+/* A register tile at the leaves: hs is 0 there, computed at the tile of
+ * nodes that reads it (compute_at), and iou's product with it is in a
+ * cache_write stage inside iou. The leaf value propagates into the cache
+ * stage as into an untiled member: U·hs vanishes (UL is read only where
+ * it is packed, above the leaves), and hs, which nothing reads any more,
+ * is not computed at the leaves (it was, over a region of N rows). The
+ * internal nodes keep both. */
+static void test_leaf_fold_tiles(void) {
+    const char *sched[] = {"R",
+                           "dynamic_batch()\nspecialize()",
+                           "iou",
+                           "UL = cache_read(U, layout=\"j, i\")\nIL = cache_write(iou)\n"
+                           "no, ni = split(n, 4)\nio, ii = split(i, 8)\n"
+                           "reorder(io, no, ni, ii)\nparallel(io)\nvectorize(ii)\n"
+                           "compute_at(IL, no)\ncompute_at(hs, no)",
+                           "IL",
+                           "reorder(j, n, i)\nunroll(n)\nvectorize(i)",
+                           NULL};
+    Model md = tree_lstm();
+    char *t = kernel_text(md.m, sched, true);
+    CHECK(t && !strstr(t, "hs[") && count_of(t, "UL[") == 1 && strstr(t, "IL[") &&
+          strstr(t, "iou["));
+    if (t && (strstr(t, "hs[") || count_of(t, "UL[") != 1))
+        fprintf(stderr, "%s\n", t);
+    base_free(t);
+    rv_module_free(md.m);
+    md = tree_lstm();
+    t = kernel_text(md.m, sched, false);
+    CHECK(t && strstr(t, "hs[") && count_of(t, "UL[") > 1);
+    base_free(t);
+    rv_module_free(md.m);
+    check_schedule(tree_lstm, sched);
+}
+
+/* The last, partial tile of a split node loop holds len - len/4*4 <= 3
+ * nodes of a level (len a UF value): the stages computed at the tile (hs,
+ * the register tile IL) get buffers of 3 rows there, on the stack, not N
+ * rows from the heap per tile and level. */
+static void test_tail_tile_rows(void) {
+    const char *sched[] = {"R",
+                           "dynamic_batch()\nspecialize()",
+                           "iou",
+                           "IL = cache_write(iou)\nno, ni = split(n, 4)\nio, ii = split(i, 8)\n"
+                           "reorder(io, no, ni, ii)\nvectorize(ii)\n"
+                           "compute_at(IL, no)\ncompute_at(hs, no)",
+                           NULL};
+    Model md = tree_lstm();
+    char *t = kernel_text(md.m, sched, false);
+    char tile[64], tail[64];
+    snprintf(tile, sizeof tile, "allocate hs: f32[%d] local", 4 * H);
+    snprintf(tail, sizeof tail, "allocate hs: f32[%d] local", 3 * H);
+    CHECK(t && strstr(t, tile) && strstr(t, tail) && !strstr(t, "global"));
+    if (t && (!strstr(t, tail) || strstr(t, "global")))
+        fprintf(stderr, "%s\n", t);
+    base_free(t);
+    rv_module_free(md.m);
+    check_schedule(tree_lstm, sched);
+}
+
+/* A weight packed at the top of a member that is itself computed inside
+ * another member (TreeGRU's rh, computed at the tile of nodes of uh that
+ * reads it, packs U_r) is packed once, above the batches, not once per
+ * tile of every level (the model's values: test_models_scheduled). */
+static void test_hoisted_weights_nested(void) {
+    rv_module *m = NULL;
+    CHECK_EQ_INT(rv_module_load("models/treegru_h256.rv", &m), RV_OK);
+    const char *own[] = {NULL};
+    char *t = m ? kernel_text(m, own, false) : NULL;
+    const char *ur = t ? strstr(t, "allocate U_r_pk") : NULL;
+    const char *loop = t ? strstr(t, "for b in") : NULL;
+    CHECK(ur && loop && ur < loop && count_of(t, "allocate U_r_pk") == 1);
+    if (!(ur && loop && ur < loop))
+        fprintf(stderr, "%s\n", t ? t : "");
+    base_free(t);
+    rv_module_free(m);
+}
+
 /* Every model under its own schedule (models/gen.py: level by level,
  * leaves specialized, products register-tiled over tiles of nodes with
  * packed weights, parallel over output columns) against the interpreter;
@@ -973,6 +1085,10 @@ int main(void) {
     RUN(test_refactor);
     RUN(test_node_tiles);
     RUN(test_models_scheduled);
+    RUN(test_node_reads_proven);
+    RUN(test_leaf_fold_tiles);
+    RUN(test_tail_tile_rows);
+    RUN(test_hoisted_weights_nested);
     char cmd[PATH_MAX + 16];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", cache_dir);
     if (system(cmd) != 0)
