@@ -81,11 +81,15 @@ void lower_use_storage(LowerCtx *c, const Storage *st, ParamKind k) {
             add_param(c, PARAM_AUX, st->start[i]);
 }
 
+void lower_use_aux(LowerCtx *c, Buffer *b) {
+    add_param(c, PARAM_AUX, b);
+}
+
 Expr *lower_ctx_simp(LowerCtx *c, Expr *e) {
     return e ? lower_simplify_expr(c->m, e) : NULL;
 }
 /* LowerExprFn for the prelude. */
-static Expr *lower_index_fn(void *ctx, Expr *e) {
+Expr *lower_index_fn(void *ctx, Expr *e) {
     Expr *r = lower_index(ctx, e);
     RV_ASSERT(r);
     return r;
@@ -212,6 +216,8 @@ static rv_status kernel_end(LowerCtx *c, const char *name, Stmt *body, Kernel **
         if (s && ptrmap_has(&c->used_bufs, s->buf))
             vec_push(&pre, lower_storage_prelude(m, s, &c->filled, lower_index_fn, c));
     }
+    /* after the storages: a fused loop's row starts may be theirs */
+    vec_push(&pre, lower_vfuse_prelude(c));
     k->prelude = lower_seq(m, pre.len, pre.data);
     lower_prelude_fills(m, k);
     vec_free(&pre);
@@ -242,6 +248,7 @@ void lower_ctx_free(LowerCtx *c) {
     ptrmap_free(&c->hoisted);
     ir_storage_share_free(&c->share);
     ptrmap_free(&c->filled);
+    lower_vfuse_free(c);
 }
 
 rv_status lower_schedule(Schedule *s, Kernel ***out, int *n) {

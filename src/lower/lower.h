@@ -358,6 +358,11 @@ typedef struct LowerCtx {
     PtrMap hoisted;
     const RegionTable *regions; /* the bounds pass's table (regions.c) */
     rv_status st;
+    /* fused variable loops (vfuse.c): IterVar* -> VFuse*, all of them in
+     * creation order, and row maps by row-start array (one per pattern) */
+    PtrMap vfuse;
+    Vec(struct VFuse *) vfuses;
+    PtrMap vfuse_rows;
 } LowerCtx;
 
 /* An expression being lowered (expr.c) and what it needs first. */
@@ -412,6 +417,10 @@ rv_status lower_storage_of_uf(LowerCtx *c, Ufun *f, Storage **out);
 rv_status lower_storage_of_tensor(LowerCtx *c, Tensor *t, Storage **out);
 /* Registers a storage's buffers as parameters of the current kernel. */
 void lower_use_storage(LowerCtx *c, const Storage *st, ParamKind k);
+/* Registers one AUX buffer as a parameter of the current kernel. */
+void lower_use_aux(LowerCtx *c, Buffer *b);
+/* lower_index as a LowerExprFn (preludes: the extent must lower). */
+Expr *lower_index_fn(void *ctx, Expr *e);
 /* Frees what a LowerCtx holds outside the module's arena. */
 void lower_ctx_free(LowerCtx *c);
 /* lower_simplify_expr, NULL for NULL. */
@@ -499,6 +508,18 @@ Stmt *lower_stage_nest(LowerCtx *c, Stage *st, Expr *const *origin, Expr *const 
 /* The state of that nest before its first loop (false with c->st set). */
 bool lower_nest_init(LowerCtx *c, StageNest *n, Stage *st, Expr *const *origin,
                      Expr *const *ext, const RegionView *view);
+
+/* vfuse.c: fused variable loops (CoRa section 5.1) */
+/* The extent of variable-fused f: the number of tuples of its levels
+ * (the last row start); NULL with c->st set when it cannot be laid out. */
+Expr *lower_vfuse_extent(LowerCtx *c, const IterVar *f);
+/* The value of f's outer part (outer) or inner part, f's value being fv:
+ * a = row[fv], b = fv - start[a]. */
+Expr *lower_vfuse_part(LowerCtx *c, const IterVar *f, Expr *fv, bool outer);
+/* The prelude of the current kernel's fused variable loops: their row
+ * starts and row maps no earlier kernel fills (NULL: none). */
+Stmt *lower_vfuse_prelude(LowerCtx *c);
+void lower_vfuse_free(LowerCtx *c);
 
 /* recurse.c */
 /* The body of recursion group g's kernel: its members' nests inside the

@@ -36,6 +36,11 @@ Expr *lower_iv_value(LowerCtx *c, StageNest *n, const IterVar *v) {
     Module *m = c->m;
     if (n->value[v->id])
         return n->value[v->id];
+    if (v->fused && v->fused->variable) {
+        /* through the prelude's maps (vfuse.c) */
+        Expr *f = lower_iv_value(c, n, v->fused);
+        return f ? lower_vfuse_part(c, v->fused, f, v == v->fused->fa) : NULL;
+    }
     if (v->fused) {
         /* the extent only once the fused loop is bound: it may mention
          * axes bound outside that loop */
@@ -170,6 +175,8 @@ Expr *lower_iv_extent_over(LowerCtx *c, StageNest *n, const IterVar *v, const Pt
             c, ir_binary(m, EX_SUB, e, ir_binary(m, EX_MUL, o, ir_int(m, v->factor))));
     }
     case IV_FUSED: {
+        if (v->variable) /* the sum of the inner extents: the prelude's */
+            return lower_vfuse_extent(c, v);
         /* an extent below 0 runs no iterations; in a product it must
          * count as 0, not flip the sign of the other */
         Expr *a = lower_iv_extent_over(c, n, v->fa, vary),

@@ -389,18 +389,15 @@ static rv_status prim_fuse(Ctx *c) {
         return fail(c, loc, "fuse loops before choosing their kinds");
     if ((r = check_no_stage_at(c, a, loc)) != RV_OK || (r = check_no_stage_at(c, b, loc)) != RV_OK)
         return r;
-    for (int i = 0; i < st->ivs.len; i++) {
-        IterVar *rb = st->ivs.data[i];
-        if (rb->rel != IV_ROOT || !sched_iv_derives_from(b, rb) || !rb->axis->extent)
-            continue;
-        for (int j = 0; j < st->ivs.len; j++) {
-            IterVar *ra = st->ivs.data[j];
-            if (ra->rel == IV_ROOT && sched_iv_derives_from(a, ra) &&
-                ir_uses_axis(rb->axis->extent, ra->axis))
-                return fail(c, loc,
-                            "cannot fuse %s with %s: the extent of %s depends on %s (fusing "
-                            "variable loops is not supported yet)",
-                            a->name, b->name, rb->name, ra->name);
+    /* b's extent depends on a: CoRa's variable-loop fusion (vfuse.c) */
+    bool variable = sched_fuse_is_variable(st, a, b);
+    if (variable) {
+        Buf why = {0};
+        const char *bad = sched_vfuse_illegal(st, a, b, &why);
+        if (bad) {
+            r = fail(c, loc, "cannot fuse %s with %s: %s", a->name, b->name, bad);
+            buf_free(&why);
+            return r;
         }
     }
     if ((r = check_new_name(c, c->step->outs[0], loc)) != RV_OK)
@@ -408,6 +405,7 @@ static rv_status prim_fuse(Ctx *c) {
     IterVar *f = iv_new(c->s, st, c->step->outs[0], IV_FUSED, a->reduce);
     f->fa = a;
     f->fb = b;
+    f->variable = variable;
     a->fused = b->fused = f;
     st->leaves.data[ia] = f;
     vec_remove(&st->leaves, ib);
@@ -794,6 +792,13 @@ static rv_status prim_compute_at(Ctx *c) {
                         "has not when computed inside %s",
                         p->name, p->ivs.data[i]->name, p->ivs.data[i]->name,
                         (long long)p->ivs.data[i]->pad, st->name);
+    /* a fused variable loop is enumerated over the whole tensor by the
+     * prelude (vfuse.c); fuse rejects the other order the same way */
+    if (sched_stage_has_vfuse(p))
+        return fail(c, loc,
+                    "%s fuses variable loops, which run over its whole tensor; it cannot be "
+                    "computed inside %s",
+                    p->name, st->name);
     if (st->attach == ATTACH_INLINE)
         return fail(c, loc, "%s is inlined", st->name);
     if (v && st->reduce && read_outside(st->body, st->reduce, p->t)) {

@@ -89,6 +89,9 @@ struct IterVar {
     LoopKind kind;          /* leaves */
     int64_t pad;            /* ROOT: loop padding multiple (1: none) */
     int id;                 /* creation order within the stage */
+    /* FUSED: b's extent depends on a (CoRa's variable-loop fusion, vfuse.c):
+     * f runs over the sum of b's extents, a and b come from prelude maps */
+    bool variable;
 };
 
 typedef enum StageKind {
@@ -269,6 +272,18 @@ rv_status sched_group_step(Schedule *s, Recurse *r, const SchedStep *step, const
  * readers computed there or deeper); located at the step that placed it.
  * sched_from_module runs it after the blocks. */
 rv_status sched_check_placements(Schedule *s);
+
+/* ---- vfuse.c: fusion of variable loops (CoRa section 5.1) ---- */
+
+/* Does the extent of b depend on a loop a derives from (`l < len[b]`
+ * fused with b)? */
+bool sched_fuse_is_variable(const Stage *st, const IterVar *a, const IterVar *b);
+/* Why fuse(a, b) of variable loops cannot be lowered, or NULL when it
+ * can (docs/schedules.md lists the rules); a message for the step. */
+const char *sched_vfuse_illegal(const Stage *st, const IterVar *a, const IterVar *b, Buf *why);
+/* Does st have a fused variable loop (its loops then need its own
+ * storage and the whole tensor: no compute_at, no cache stage)? */
+bool sched_stage_has_vfuse(const Stage *st);
 
 /* ---- recurse.c: the schedule of recursion groups ---- */
 
