@@ -272,6 +272,13 @@ struct Buffer {
     Ufun *uf;       /* the UF it holds, if any */
     const Storage *storage; /* a tensor's or UF's buffer: its storage order */
     int id;
+    /* A fused variable loop's row map (src/lower/vfuse.c): row[x] = r
+     * where start[r] <= x < start[r + 1], r < rowmap_count; and, where it
+     * is known, the extent start[r + 1] - start[r] as an expression over
+     * rowmap_r (the simplifier's facts about fused loops, interval.c). */
+    Buffer *rowmap_start;
+    Expr *rowmap_count, *rowmap_ext;
+    Axis *rowmap_r;
 };
 
 /* One schedule primitive as written (`io, ii = split(i, 32)`); src/sched

@@ -134,6 +134,26 @@ static Expr *tuples_bound(Module *m, const Storage *lay, int k) {
     return lower_simplify_expr(m, n);
 }
 
+/* The extent of b's level at prefix rank r, as an expression over an
+ * axis standing for r, where the levels before it are constant (r then
+ * names their indices by / and %: [b, l < len[b]], [b, h, l < len[b]]);
+ * NULL otherwise. The simplifier proves with it that b = f - start[row[f]]
+ * stays below that extent (interval.c), so reads at (a, b) need no check. */
+static Expr *rank_extent(LowerCtx *c, const VFuse *vf, Expr *count, Axis **r) {
+    Module *m = c->m;
+    const Storage *lay = &vf->lay;
+    for (int j = 0; j < vf->level; j++)
+        if (lay->variable[j])
+            return NULL;
+    *r = lower_loop_var(m, "r", count);
+    Expr *idx[RV_MAX_DIMS], *rem = (*r)->var;
+    for (int j = vf->level - 1; j >= 0; j--) {
+        idx[j] = j ? ir_binary(m, EX_MOD, rem, lay->ext[j]) : rem;
+        rem = ir_binary(m, EX_DIV, rem, lay->ext[j]);
+    }
+    return lower_ctx_simp(c, lower_index(c, ir_storage_extent(m, lay, vf->level, idx)));
+}
+
 static VFuse *vfuse_of(LowerCtx *c, const IterVar *f) {
     VFuse *vf = ptrmap_get(&c->vfuse, f);
     if (vf)
@@ -172,6 +192,9 @@ static VFuse *vfuse_of(LowerCtx *c, const IterVar *f) {
         }
         vf->row = ir_buffer_new(m, arena_printf(m->arena, "%s_row", start->name), RV_I64, size,
                                 BUF_AUX);
+        vf->row->rowmap_start = start;
+        vf->row->rowmap_count = prefix_count(c, &vf->lay, vf->level);
+        vf->row->rowmap_ext = rank_extent(c, vf, vf->row->rowmap_count, &vf->row->rowmap_r);
         ptrmap_put(&c->vfuse_rows, start, vf->row);
     }
     ptrmap_put(&c->vfuse, f, vf);

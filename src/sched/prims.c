@@ -144,7 +144,8 @@ static rv_status check_order(Ctx *c, SrcLoc loc) {
             continue;
         for (int j = 0; j < st->ivs.len; j++) {
             IterVar *o = st->ivs.data[j];
-            if (o->rel != IV_ROOT || o == r || !ir_uses_axis(r->axis->extent, o->axis))
+            if (o->rel != IV_ROOT || o == r || !ir_uses_axis(r->axis->extent, o->axis) ||
+                sched_vfused_together(st, o, r))
                 continue;
             /* every leaf from o before every leaf from r */
             int last_o = -1, first_r = st->leaves.len;

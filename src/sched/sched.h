@@ -284,6 +284,10 @@ const char *sched_vfuse_illegal(const Stage *st, const IterVar *a, const IterVar
 /* Does st have a fused variable loop (its loops then need its own
  * storage and the whole tensor: no compute_at, no cache stage)? */
 bool sched_stage_has_vfuse(const Stage *st);
+/* Are roots o and r fused by a variable fuse, o in its outer part and r
+ * in its inner one (r's extent on o is then the fused loop's business:
+ * its parts may go anywhere)? */
+bool sched_vfused_together(const Stage *st, const IterVar *o, const IterVar *r);
 
 /* ---- recurse.c: the schedule of recursion groups ---- */
 

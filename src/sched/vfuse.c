@@ -130,3 +130,13 @@ bool sched_stage_has_vfuse(const Stage *st) {
             return true;
     return false;
 }
+
+bool sched_vfused_together(const Stage *st, const IterVar *o, const IterVar *r) {
+    for (int i = 0; i < st->ivs.len; i++) {
+        const IterVar *f = st->ivs.data[i];
+        if (f->rel == IV_FUSED && f->variable && sched_iv_derives_from(f->fa, o) &&
+            sched_iv_derives_from(f->fb, r))
+            return true;
+    }
+    return false;
+}
