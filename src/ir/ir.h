@@ -279,6 +279,11 @@ struct Buffer {
     Buffer *rowmap_start;
     Expr *rowmap_count, *rowmap_ext;
     Axis *rowmap_r;
+    /* the fused loop (an IterVar) whose arrays it is and which: its row
+     * starts of level vfuse_level, or its row map (-1); the lowering
+     * remaps a region the bounds pass inferred with its own arrays */
+    const void *vfuse_key;
+    int vfuse_level;
 };
 
 /* One schedule primitive as written (`io, ii = split(i, 32)`); src/sched

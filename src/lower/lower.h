@@ -519,6 +519,9 @@ Expr *lower_vfuse_part(LowerCtx *c, const IterVar *f, Expr *fv, bool outer);
 /* The prelude of the current kernel's fused variable loops: their row
  * starts and row maps no earlier kernel fills (NULL: none). */
 Stmt *lower_vfuse_prelude(LowerCtx *c);
+/* e with the fused loops' arrays of another context (the bounds pass's
+ * regions) replaced by this context's. */
+Expr *lower_vfuse_adopt(LowerCtx *c, Expr *e);
 void lower_vfuse_free(LowerCtx *c);
 
 /* recurse.c */

@@ -230,8 +230,9 @@ static bool instance(LowerCtx *c, StageNest *n, const RegionBox *b, Range *reg) 
         ptrmap_put(&at, rp->sym, v);
     }
     for (int d = 0; ok && d < b->p->t->ndim; d++) {
-        reg[d].lo = lower_ctx_simp(c, ir_substitute(c->m, b->dim[d].lo, &at));
-        reg[d].hi = lower_ctx_simp(c, ir_substitute(c->m, b->dim[d].hi, &at));
+        /* (a fused variable loop's maps are the walk's, vfuse.c) */
+        reg[d].lo = lower_ctx_simp(c, lower_vfuse_adopt(c, ir_substitute(c->m, b->dim[d].lo, &at)));
+        reg[d].hi = lower_ctx_simp(c, lower_vfuse_adopt(c, ir_substitute(c->m, b->dim[d].hi, &at)));
     }
     ptrmap_free(&at);
     return ok;

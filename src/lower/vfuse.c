@@ -175,6 +175,11 @@ static VFuse *vfuse_of(LowerCtx *c, const IterVar *f) {
         c->st = r;
         return NULL;
     }
+    for (int k = 0; k <= vf->level; k++)
+        if (vf->lay.start[k] && !vf->lay.start[k]->vfuse_key) {
+            vf->lay.start[k]->vfuse_key = f;
+            vf->lay.start[k]->vfuse_level = k;
+        }
     Buffer *start = vf->lay.start[vf->level];
     if (!start) { /* the inner extent does not vary after all: the schedule said it does */
         lower_sched_error(c, "internal error: fused loop %s has no variable level", f->name);
@@ -192,6 +197,8 @@ static VFuse *vfuse_of(LowerCtx *c, const IterVar *f) {
         }
         vf->row = ir_buffer_new(m, arena_printf(m->arena, "%s_row", start->name), RV_I64, size,
                                 BUF_AUX);
+        vf->row->vfuse_key = f;
+        vf->row->vfuse_level = -1;
         vf->row->rowmap_start = start;
         vf->row->rowmap_count = prefix_count(c, &vf->lay, vf->level);
         vf->row->rowmap_ext = rank_extent(c, vf, vf->row->rowmap_count, &vf->row->rowmap_r);
@@ -270,4 +277,26 @@ void lower_vfuse_free(LowerCtx *c) {
     ptrmap_free(&c->vfuse);
     ptrmap_free(&c->vfuse_rows);
     vec_free(&c->vfuses);
+}
+
+/* LoadRewrite: a fused loop's array of another lowering context as this
+ * context's. */
+static Expr *adopt_load(Module *m, void *ctx, Expr *load) {
+    LowerCtx *c = ctx;
+    const Buffer *b = load->u.buf;
+    VFuse *vf = b->vfuse_key ? vfuse_of(c, b->vfuse_key) : NULL;
+    if (!vf)
+        return load;
+    Buffer *mine = b->vfuse_level < 0 ? vf->row : vf->lay.start[b->vfuse_level];
+    if (mine == b)
+        return load;
+    use(c, vf);
+    return ir_load(m, mine, load->args[0]);
+}
+
+Expr *lower_vfuse_adopt(LowerCtx *c, Expr *e) {
+    PtrMap memo = {0};
+    Expr *r = lower_rewrite_loads(c->m, e, adopt_load, c, &memo);
+    ptrmap_free(&memo);
+    return r;
 }
