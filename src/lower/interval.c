@@ -106,7 +106,7 @@ static const Expr *rowstart_index(const Expr *x) {
 }
 
 /* The order in which atoms are eliminated (see the file comment). */
-typedef enum ElimClass { EL_NONE, EL_LET, EL_MAP, EL_VAR, EL_UF, EL_DIV } ElimClass;
+typedef enum ElimClass { EL_NONE, EL_LET, EL_START, EL_MAP, EL_VAR, EL_UF, EL_DIV } ElimClass;
 
 static ElimClass elim_class(Simp *S, const Term *t) {
     Expr *x = t->x;
@@ -131,7 +131,10 @@ static ElimClass elim_class(Simp *S, const Term *t) {
         }
         return EL_DIV;
     default: {
-        if (rowmap_of(x) || rowstart_index(x))
+        /* a row start before the row maps its x may hold (they cancel) */
+        if (rowstart_index(x))
+            return EL_START;
+        if (rowmap_of(x))
             return EL_MAP;
         Ufun *f = uf_of(x);
         return f && f->lo_dom && f->hi_dom ? EL_UF : EL_NONE;
@@ -183,6 +186,7 @@ static const Lin *elim_term(Simp *S, const Term *t, ElimClass cl, bool upper) {
         return lower_lin_comb(S, t->c, lower_lin_of(S, lower_simp(S, up ? f->hi_dom : f->lo_dom)), 0,
                               &lower_lin_zero);
     }
+    case EL_START:
     case EL_MAP: {
         const Lin *b = elim_map(S, x, up);
         return b ? lower_lin_comb(S, t->c, b, 0, &lower_lin_zero) : NULL;
@@ -204,8 +208,8 @@ static const Lin *elim_term(Simp *S, const Term *t, ElimClass cl, bool upper) {
  * i.e. highest axis id, first), UF values and divisions, or divisions
  * before variables. -1 when none. */
 static int pick_term(Simp *S, const Lin *L, bool divs_first, bool *saw_div, ElimClass *cls) {
-    static const ElimClass order[2][5] = {{EL_LET, EL_MAP, EL_VAR, EL_UF, EL_DIV},
-                                          {EL_LET, EL_MAP, EL_DIV, EL_VAR, EL_UF}};
+    static const ElimClass order[2][6] = {{EL_LET, EL_START, EL_MAP, EL_VAR, EL_UF, EL_DIV},
+                                          {EL_LET, EL_START, EL_MAP, EL_DIV, EL_VAR, EL_UF}};
     ElimClass cl[64];
     int n = L->n < 64 ? L->n : 64;
     for (int i = 0; i < n; i++) {
@@ -213,7 +217,7 @@ static int pick_term(Simp *S, const Lin *L, bool divs_first, bool *saw_div, Elim
         if (cl[i] == EL_DIV)
             *saw_div = true;
     }
-    for (int o = 0; o < 5; o++) {
+    for (int o = 0; o < 6; o++) {
         int best = -1;
         for (int i = 0; i < n; i++) {
             if (cl[i] != order[divs_first][o])

@@ -142,14 +142,23 @@ static Expr *tuples_bound(Module *m, const Storage *lay, int k) {
 static Expr *rank_extent(LowerCtx *c, const VFuse *vf, Expr *count, Axis **r) {
     Module *m = c->m;
     const Storage *lay = &vf->lay;
-    for (int j = 0; j < vf->level; j++)
-        if (lay->variable[j])
-            return NULL;
     *r = lower_loop_var(m, "r", count);
     Expr *idx[RV_MAX_DIMS], *rem = (*r)->var;
     for (int j = vf->level - 1; j >= 0; j--) {
-        idx[j] = j ? ir_binary(m, EX_MOD, rem, lay->ext[j]) : rem;
-        rem = ir_binary(m, EX_DIV, rem, lay->ext[j]);
+        if (!j) {
+            idx[j] = rem;
+        } else if (lay->variable[j]) {
+            /* a variable level: its row map, where a fused loop made one */
+            Buffer *row = ptrmap_get(&c->vfuse_rows, lay->start[j]);
+            if (!row)
+                return NULL;
+            Expr *up = ir_load(m, row, rem);
+            idx[j] = ir_binary(m, EX_SUB, rem, ir_load(m, lay->start[j], up));
+            rem = up;
+        } else {
+            idx[j] = ir_binary(m, EX_MOD, rem, lay->ext[j]);
+            rem = ir_binary(m, EX_DIV, rem, lay->ext[j]);
+        }
     }
     return lower_ctx_simp(c, lower_index(c, ir_storage_extent(m, lay, vf->level, idx)));
 }
@@ -159,6 +168,9 @@ static VFuse *vfuse_of(LowerCtx *c, const IterVar *f) {
     if (vf)
         return vf;
     Module *m = c->m;
+    /* an outer fused loop's row map first (rank_extent reads it) */
+    if (f->fa->rel == IV_FUSED && f->fa->variable && !vfuse_of(c, f->fa))
+        return NULL;
     Levels L = {.m = m};
     bool ok = add_levels(&L, f, true);
     ptrmap_free(&L.val);
