@@ -157,6 +157,11 @@ Buffer *ir_keep_buffer(IrKeep *k, Buffer *b) {
     if (fresh) {
         c->size = ir_keep_expr(k, b->size);
         c->storage = keep_storage(k, b->storage);
+        /* a row map's facts serve the lowering's proofs only: not kept */
+        c->rowmap_start = NULL;
+        c->rowmap_count = c->rowmap_ext = NULL;
+        c->rowmap_r = NULL;
+        c->vfuse_key = NULL;
     }
     return c;
 }
