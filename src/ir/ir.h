@@ -167,6 +167,10 @@ struct rv_tensor {
     int ndim;
     Axis **axes; /* one AX_SPATIAL axis per dimension; extents may use outer axes */
     int *pad;    /* storage padding multiple per dimension (1 = none) */
+    /* bulk padding (a schedule's storage_pad of a fused variable loop):
+     * the rows of dimensions 0..bulk_level, all of them together, stored
+     * padded to a multiple of bulk (0 or 1: none; Storage.bulk) */
+    int bulk, bulk_level;
     Op *op;
     SrcLoc loc;
     bool complete; /* definition finished */

@@ -142,6 +142,7 @@ static const Storage *keep_storage(IrKeep *k, const Storage *st) {
         c->ext[d] = ir_keep_expr(k, st->ext[d]);
     }
     c->numel = ir_keep_expr(k, st->numel);
+    c->bulk_rows = st->bulk_rows ? ir_keep_expr(k, st->bulk_rows) : NULL;
     return c;
 }
 

@@ -458,6 +458,8 @@ static Ival atom_ival(Simp *S, Expr *x) {
     }
     case EX_UFCALL:
     case EX_LOAD: {
+        if (x->u.buf->vfuse_key) /* a fused loop's row starts or row map */
+            return ival_make(0, INT64_MAX / 4); /* (element counts) */
         Ufun *f = uf_of(x);
         if (!f || !f->lo_dom || !f->hi_dom)
             return ival_none();

@@ -58,6 +58,8 @@ rv_status lower_storage_of_tensor(LowerCtx *c, Tensor *t, Storage **out) {
                                       BUF_ARG, &c->share);
         if (r != RV_OK)
             return r;
+        if (t->bulk > 1) /* storage_pad of a fused variable loop */
+            ir_storage_bulk_pad(c->m, st, t->bulk_level, t->bulk);
         st->buf->tensor = t;
         ptrmap_put(&c->storage, t, st);
     }

@@ -260,7 +260,8 @@ static Expr *source_in_bounds(LowerCtx *c, StageNest *n) {
  * storage padding, rtcheck.c)? */
 bool lower_loop_padded(const Stage *st) {
     for (int i = 0; i < st->ivs.len; i++)
-        if (st->ivs.data[i]->rel == IV_ROOT && st->ivs.data[i]->pad > 1)
+        if ((st->ivs.data[i]->rel == IV_ROOT || st->ivs.data[i]->variable) &&
+            st->ivs.data[i]->pad > 1)
             return true;
     return false;
 }

@@ -47,24 +47,6 @@ typedef struct Levels {
     int n;
 } Levels;
 
-static void note_var(const Expr *e, void *ctx) {
-    *(bool *)ctx |= e->kind == EX_VAR;
-}
-
-/* Does some root under v have an extent that mentions an axis? */
-static bool extents_mention_axes(const IterVar *v) {
-    bool any = false;
-    switch (v->rel) {
-    case IV_ROOT:
-        ir_visit(v->axis->extent, note_var, &any);
-        return any;
-    case IV_FUSED:
-        return extents_mention_axes(v->fa) || extents_mention_axes(v->fb);
-    default:
-        return true; /* not reached: vfuse.c rejects splits */
-    }
-}
-
 /* The extent of v over the level axes (as nest.c computes it over loops:
  * a fused extent is the product of its parts' extents, each at least 0). */
 static Expr *level_extent(Levels *L, const IterVar *v) {
@@ -88,18 +70,18 @@ static void assign(Levels *L, const IterVar *v, Expr *val) {
     assign(L, v->fb, ir_binary(m, EX_MOD, val, eb));
 }
 
-/* One level for v, outer levels first. A variable fuse is its outer part's
- * levels and its inner part as one level; a fuse whose inner extents
- * mention no axis is its parts' levels (its value a*E_b + b is then the
- * rank of its parts' tuple); anything else is one level. */
-static bool add_levels(Levels *L, const IterVar *v, bool split_ok) {
-    if (v->rel == IV_FUSED && (v->variable || !extents_mention_axes(v->fb)) && split_ok)
-        return add_levels(L, v->fa, true) && add_levels(L, v->fb, !v->variable);
-    if (L->n == RV_MAX_DIMS)
+/* The levels of f (sched_vfuse_levels), each an axis over which the
+ * roots under it take their values. */
+static bool add_levels(Levels *L, const IterVar *f) {
+    const IterVar *lv[SCHED_MAX_IVS];
+    int n = sched_vfuse_levels(f, lv);
+    if (n > RV_MAX_DIMS)
         return false;
-    Axis *u = ir_axis_new(L->m, v->name, AX_SPATIAL, level_extent(L, v));
-    L->axes[L->n++] = u;
-    assign(L, v, u->var);
+    for (int j = 0; j < n; j++) {
+        Axis *u = ir_axis_new(L->m, lv[j]->name, AX_SPATIAL, level_extent(L, lv[j]));
+        L->axes[L->n++] = u;
+        assign(L, lv[j], u->var);
+    }
     return true;
 }
 
@@ -172,7 +154,7 @@ static VFuse *vfuse_of(LowerCtx *c, const IterVar *f) {
     if (f->fa->rel == IV_FUSED && f->fa->variable && !vfuse_of(c, f->fa))
         return NULL;
     Levels L = {.m = m};
-    bool ok = add_levels(&L, f, true);
+    bool ok = add_levels(&L, f);
     ptrmap_free(&L.val);
     if (!ok) {
         lower_sched_error(c, "fused loop %s has more than %d levels", f->name, RV_MAX_DIMS);
@@ -234,7 +216,11 @@ Expr *lower_vfuse_extent(LowerCtx *c, const IterVar *f) {
     if (!vf)
         return NULL;
     use(c, vf);
-    return prefix_count(c, &vf->lay, vf->level + 1);
+    Expr *n = prefix_count(c, &vf->lay, vf->level + 1);
+    /* bulk padding: the padding rows after the last */
+    return f->pad > 1 ? lower_ctx_simp(c, ir_binary(c->m, EX_MUL, lower_ceil_div(c->m, n, f->pad),
+                                                    ir_int(c->m, f->pad)))
+                      : n;
 }
 
 Expr *lower_vfuse_part(LowerCtx *c, const IterVar *f, Expr *fv, bool outer) {
@@ -244,6 +230,15 @@ Expr *lower_vfuse_part(LowerCtx *c, const IterVar *f, Expr *fv, bool outer) {
         return NULL;
     use(c, vf);
     Expr *a = ir_load(m, vf->row, fv);
+    if (f->pad > 1) {
+        /* a bulk-padded loop's padding iterations are a row past the last
+         * (the map holds none): a = count there, so b = f - start[count]
+         * counts on from the last row, as the padded storage does */
+        Expr *total = prefix_count(c, &vf->lay, vf->level + 1);
+        Expr *last = ir_binary(m, EX_MAX, ir_binary(m, EX_SUB, total, ir_int(m, 1)), ir_int(m, 0));
+        a = ir_binary(m, EX_ADD, ir_load(m, vf->row, ir_binary(m, EX_MIN, fv, last)),
+                      ir_select(m, ir_binary(m, EX_GE, fv, total), ir_int(m, 1), ir_int(m, 0)));
+    }
     if (outer)
         return a;
     return ir_binary(m, EX_SUB, fv, ir_load(m, vf->lay.start[vf->level], a));

@@ -572,12 +572,37 @@ static const Axis *extent_depends_on(const Stage *st, const Axis *a) {
     return NULL;
 }
 
+/* pad or storage_pad of a fused variable loop: bulk padding (vfuse.c). */
+static rv_status bulk_pad(Ctx *c, IterVar *v, int64_t n, bool loop) {
+    Buf why = {0};
+    int level = 0;
+    const char *bad = sched_vfuse_pad_illegal(c->st, v, n, loop, &why, &level);
+    rv_status r = RV_OK;
+    if (bad) {
+        r = fail(c, c->step->loc, "%s", bad);
+    } else if (loop) {
+        v->pad = n;
+        c->st->touched = true;
+    } else {
+        Tensor *t = c->st->t;
+        int64_t cur = t->bulk > 1 ? t->bulk : 1, l = cur / gcd64(cur, n) * n;
+        if (l > (1 << 20))
+            r = fail(c, c->step->loc, "the padding multiple would be %lld", (long long)l);
+        t->bulk = (int)l;
+        t->bulk_level = level;
+    }
+    buf_free(&why);
+    return r;
+}
+
 static rv_status prim_pad(Ctx *c) {
     rv_status r;
     IterVar *v;
     int64_t n;
     if ((r = pad_args(c, &v, &n)) != RV_OK)
         return r;
+    if (v->rel == IV_FUSED && v->variable)
+        return bulk_pad(c, v, n, true);
     Stage *st = c->st;
     SrcLoc loc = c->step->loc;
     if (v->rel != IV_ROOT || v->reduce)
@@ -619,6 +644,8 @@ static rv_status prim_storage_pad(Ctx *c) {
     int64_t n;
     if ((r = pad_args(c, &v, &n)) != RV_OK)
         return r;
+    if (v->rel == IV_FUSED && v->variable)
+        return bulk_pad(c, v, n, false);
     Stage *st = c->st;
     SrcLoc loc = c->step->loc;
     if (v->rel != IV_ROOT || v->reduce)

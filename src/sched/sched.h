@@ -288,6 +288,16 @@ bool sched_stage_has_vfuse(const Stage *st);
  * in its inner one (r's extent on o is then the fused loop's business:
  * its parts may go anywhere)? */
 bool sched_vfused_together(const Stage *st, const IterVar *o, const IterVar *r);
+/* The levels of fused variable loop f, outermost first, as the lowering
+ * lays its space out (src/lower/vfuse.c): the levels of its outer part,
+ * then its inner part as one level; a fuse whose inner extents mention no
+ * axis is its parts' levels. Returns their number. */
+int sched_vfuse_levels(const IterVar *f, const IterVar **out);
+/* Why bulk padding of fused variable loop f to a multiple of n cannot be
+ * done, or NULL (with *level the tensor level of its rows): `pad(f, n)`
+ * (loop) or `storage_pad(f, n)`. */
+const char *sched_vfuse_pad_illegal(const Stage *st, const IterVar *f, int64_t n, bool loop,
+                                    Buf *why, int *level);
 
 /* ---- recurse.c: the schedule of recursion groups ---- */
 

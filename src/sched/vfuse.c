@@ -18,6 +18,8 @@
  *     a stage computed at a loop covers a region whose origin and extent
  *     are the reader's, which the prelude cannot enumerate.
  */
+#include <string.h>
+
 #include "sched/sched.h"
 
 /* The roots v derives from. */
@@ -139,4 +141,154 @@ bool sched_vfused_together(const Stage *st, const IterVar *o, const IterVar *r) 
             return true;
     }
     return false;
+}
+
+static void note_var(const Expr *e, void *ctx) {
+    *(bool *)ctx |= e->kind == EX_VAR;
+}
+
+/* Does some root under v have an extent that mentions an axis? */
+static bool extents_mention_axes(const IterVar *v) {
+    bool any = false;
+    if (v->rel == IV_ROOT) {
+        ir_visit(v->axis->extent, note_var, &any);
+        return any;
+    }
+    return v->rel != IV_FUSED || extents_mention_axes(v->fa) || extents_mention_axes(v->fb);
+}
+
+static void levels_rec(const IterVar *v, bool expand, const IterVar **out, int *n) {
+    if (v->rel == IV_FUSED && expand && (v->variable || !extents_mention_axes(v->fb))) {
+        levels_rec(v->fa, true, out, n);
+        levels_rec(v->fb, !v->variable, out, n);
+    } else if (*n < SCHED_MAX_IVS) {
+        out[(*n)++] = v;
+    }
+}
+
+int sched_vfuse_levels(const IterVar *f, const IterVar **out) {
+    int n = 0;
+    levels_rec(f, true, out, &n);
+    return n;
+}
+
+/* The tensor level the levels of f end at when they are the stage's
+ * tensor's dimensions 0..k in order, unpadded (f then runs over the
+ * tensor's rows of length k + 1 in storage order); -1 otherwise. */
+static int mirror_level(const Stage *st, const IterVar *f) {
+    const IterVar *lv[SCHED_MAX_IVS];
+    int n = sched_vfuse_levels(f, lv);
+    for (int j = 0; j < n; j++)
+        if (lv[j]->rel != IV_ROOT || lv[j]->reduce || j >= st->t->ndim ||
+            lv[j]->axis != st->t->axes[j] || st->t->pad[j] > 1)
+            return -1;
+    return n - 1;
+}
+
+typedef struct PadUse {
+    const Tensor *t; /* the stage's tensor */
+    int k;           /* its fused levels 0..k */
+    int64_t n;
+    const char *bad; /* what breaks the rule */
+    Buf *why;
+} PadUse;
+
+/* Do X's levels 0..k have t's extents (X's axes read as t's)? */
+static bool same_rows(const Tensor *x, const Tensor *t, int k, Module *m) {
+    PtrMap sub = {0};
+    bool same = x->ndim > k;
+    for (int j = 0; j <= k && same; j++) {
+        same = ir_substitute(m, x->axes[j]->extent, &sub) == t->axes[j]->extent && x->pad[j] <= 1;
+        ptrmap_put(&sub, x->axes[j], t->axes[j]->var);
+    }
+    ptrmap_free(&sub);
+    return same;
+}
+
+/* Every use of the fused axes in e is a read at the fused rows,
+ * X[a0, .., ak, ...], of a tensor with the same rows bulk padded to a
+ * multiple of n: the padding iterations read storage padding there, and
+ * nothing else (an index, a ufun, an extent) at rows that do not exist. */
+static void check_pad_uses(PadUse *u, const Expr *e) {
+    if (!e || u->bad)
+        return;
+    const Tensor *t = u->t;
+    int from = 0;
+    if (e->kind == EX_VAR) {
+        for (int j = 0; j <= u->k; j++)
+            if (e->u.axis == t->axes[j]) {
+                buf_printf(u->why,
+                           "the padding iterations have no %s; it may only index the rows of a "
+                           "tensor stored with them",
+                           e->u.axis->name);
+                u->bad = buf_str(u->why);
+            }
+        return;
+    }
+    if (e->kind == EX_READ && e->n > u->k) {
+        bool rows = true;
+        for (int j = 0; j <= u->k; j++)
+            rows = rows && e->args[j]->kind == EX_VAR && e->args[j]->u.axis == t->axes[j];
+        const Tensor *x = e->u.tensor;
+        if (rows) {
+            if (!same_rows(x, t, u->k, t->module) || x->bulk < u->n || x->bulk % u->n != 0 ||
+                x->bulk_level != u->k) {
+                buf_printf(u->why,
+                           "the padding iterations would read %s outside its storage (a tensor "
+                           "read at the fused rows must be stored with them, bulk padded to a "
+                           "multiple of %lld: storage_pad of its fused loop)",
+                           x->name, (long long)u->n);
+                u->bad = buf_str(u->why);
+                return;
+            }
+            from = u->k + 1;
+        }
+    }
+    if (e->kind == EX_REDUCE)
+        for (int i = 0; i < e->u.red.naxes; i++)
+            check_pad_uses(u, e->u.red.axes[i]->extent);
+    for (int i = from; i < e->n; i++)
+        check_pad_uses(u, e->args[i]);
+}
+
+const char *sched_vfuse_pad_illegal(const Stage *st, const IterVar *f, int64_t n, bool loop,
+                                    Buf *why, int *level) {
+    const Tensor *t = st->t;
+    int k = mirror_level(st, f);
+    if (f->reduce || k < 0) {
+        buf_printf(why,
+                   "bulk padding pads the rows of %s's storage: the fused loop must run over "
+                   "its unpadded leading dimensions, in order",
+                   st->name);
+        return buf_str(why);
+    }
+    for (int j = k + 1; j < t->ndim; j++) {
+        bool any = false;
+        ir_visit(t->axes[j]->extent, note_var, &any);
+        if (any) {
+            buf_printf(why, "dimension %s inside the padded rows is ragged", t->axes[j]->name);
+            return buf_str(why);
+        }
+    }
+    if (!loop) {
+        if (t->bulk > 1 && t->bulk_level != k) {
+            buf_printf(why, "%s's storage is bulk padded at another level already", t->name);
+            return buf_str(why);
+        }
+        *level = k;
+        return NULL;
+    }
+    if (t->bulk < n || t->bulk % n != 0) {
+        buf_printf(why,
+                   "the rows of %s are stored padded to %d; the loop may only run to a multiple "
+                   "of that (use storage_pad(%s, %lld) first)",
+                   t->name, t->bulk > 1 ? t->bulk : 1, f->name, (long long)n);
+        return buf_str(why);
+    }
+    PadUse u = {t, k, n, NULL, why};
+    check_pad_uses(&u, st->body);
+    check_pad_uses(&u, st->pred);
+    check_pad_uses(&u, st->else_body);
+    *level = k;
+    return u.bad;
 }
