@@ -296,6 +296,10 @@ int sched_vfuse_levels(const IterVar *f, const IterVar **out);
 /* Why bulk padding of fused variable loop f to a multiple of n cannot be
  * done, or NULL (with *level the tensor level of its rows): `pad(f, n)`
  * (loop) or `storage_pad(f, n)`. */
+/* The trip count of fused variable loop f as a .rv expression, `sum(b <
+ * B) len[b]` (bulk padded: rounded up), for the schedule query; NULL
+ * where its outer levels are not all axes. */
+Expr *sched_vfuse_extent(Module *m, const IterVar *f);
 const char *sched_vfuse_pad_illegal(const Stage *st, const IterVar *f, int64_t n, bool loop,
                                     Buf *why, int *level);
 

@@ -292,3 +292,46 @@ const char *sched_vfuse_pad_illegal(const Stage *st, const IterVar *f, int64_t n
     *level = k;
     return u.bad;
 }
+
+/* The extent of level v over the level axes (sub: each root's axis to
+ * its level's); NULL unless v is an axis or a fuse of axes. */
+static Expr *level_extent(Module *m, const IterVar *v, const PtrMap *sub) {
+    if (v->rel == IV_ROOT)
+        return v->axis->extent ? ir_substitute(m, v->axis->extent, sub) : NULL;
+    if (v->rel != IV_FUSED || v->variable)
+        return NULL;
+    Expr *a = level_extent(m, v->fa, sub), *b = level_extent(m, v->fb, sub);
+    if (!a || !b)
+        return NULL;
+    return ir_binary(m, EX_MUL, ir_binary(m, EX_MAX, a, ir_int(m, 0)),
+                     ir_binary(m, EX_MAX, b, ir_int(m, 0)));
+}
+
+Expr *sched_vfuse_extent(Module *m, const IterVar *f) {
+    const IterVar *lv[SCHED_MAX_IVS];
+    int n = sched_vfuse_levels(f, lv);
+    if (n < 2 || n > RV_MAX_DIMS)
+        return NULL;
+    Axis *ax[RV_MAX_DIMS];
+    PtrMap sub = {0};
+    Expr *e = NULL;
+    for (int j = 0; j < n; j++) {
+        /* the outer levels are the sum's axes: only axes name them */
+        Expr *x = j + 1 < n && lv[j]->rel != IV_ROOT ? NULL : level_extent(m, lv[j], &sub);
+        if (!x)
+            break;
+        if (j + 1 == n) {
+            e = ir_reduce(m, RV_REDUCE_SUM, n - 1, ax, ir_binary(m, EX_MAX, x, ir_int(m, 0)));
+            break;
+        }
+        ax[j] = ir_axis_new(m, lv[j]->name, AX_REDUCE, x);
+        ptrmap_put(&sub, lv[j]->axis, ax[j]->var);
+    }
+    ptrmap_free(&sub);
+    if (e && f->pad > 1)
+        e = ir_binary(m, EX_MUL,
+                      ir_binary(m, EX_DIV, ir_binary(m, EX_ADD, e, ir_int(m, f->pad - 1)),
+                                ir_int(m, f->pad)),
+                      ir_int(m, f->pad));
+    return e;
+}
