@@ -146,6 +146,7 @@ typedef struct CheckSrc {
     const Expr *node; /* loop IR */
     const Expr *src;  /* tensor-level */
     bool loop_pad;
+    bool bulk_pad; /* its stage runs a bulk-padded fused loop (vfuse.c) */
 } CheckSrc;
 
 /* ---- stmt.c: construction, traversal, printing ---- */
@@ -353,6 +354,7 @@ typedef struct LowerCtx {
     Vec(const char *) sites; /* the kernel's run-time checks (Kernel.sites) */
     Vec(CheckSrc) check_src; /* Kernel.check_src */
     bool loop_pad;           /* the stage being emitted pads a loop (schedule `pad`) */
+    bool bulk_pad;           /* ... a fused variable loop (bulk padding) */
     /* stages computed above a recursion's loop (recurse.c), not where
      * they are attached */
     PtrMap hoisted;
@@ -493,6 +495,9 @@ Buffer *lower_dest_buf(StageNest *n); /* the buffer the nest stores to */
 /* Does the stage pad one of its loops (its reads may then reach into
  * storage padding, rtcheck.c)? */
 bool lower_loop_padded(const Stage *st);
+/* Does it pad a fused variable loop (bulk padding: its reads at the
+ * fused rows reach the padding rows of storage bulk padded for them)? */
+bool lower_bulk_padded(const Stage *st);
 /* The nest from leaf i inward (stages attached at leaf i - 1 placed
  * first: lower_emit_attached). */
 Stmt *lower_gen(LowerCtx *c, StageNest n, int i);

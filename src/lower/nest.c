@@ -266,11 +266,19 @@ bool lower_loop_padded(const Stage *st) {
     return false;
 }
 
+bool lower_bulk_padded(const Stage *st) {
+    for (int i = 0; i < st->ivs.len; i++)
+        if (st->ivs.data[i]->variable && st->ivs.data[i]->pad > 1)
+            return true;
+    return false;
+}
+
 /* The innermost statement of a nest. */
 static Stmt *innermost(LowerCtx *c, StageNest *n) {
     Module *m = c->m;
     Stage *st = n->st;
     c->loop_pad = lower_loop_padded(st);
+    c->bulk_pad = lower_bulk_padded(st);
     lower_bind_axes(c, n);
     Buffer *dst = lower_dest_buf(n);
     Expr *off = lower_dest_offset(c, n);

@@ -207,7 +207,7 @@ static Expr *access_ok(Checks *C, Expr *e, Expr *const *args) {
     Expr *ok = NULL;
     int d = 0;
     const Storage *st = e->kind == EX_READ ? ptrmap_get(&C->F.storage, e->u.tensor) : NULL;
-    if (cs && cs->loop_pad && st && st->bulk > 1) {
+    if (cs && cs->bulk_pad && st && st->bulk > 1) {
         /* a bulk-padded loop reads the padding rows of a bulk-padded
          * tensor by design: its rows' rank within them, not each index */
         Storage rows = *st;

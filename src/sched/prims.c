@@ -582,6 +582,8 @@ static rv_status bulk_pad(Ctx *c, IterVar *v, int64_t n, bool loop) {
         r = fail(c, c->step->loc, "%s", bad);
     } else if (loop) {
         v->pad = n;
+        v->pad_step = c->step;
+        v->pad_src = c->src;
         c->st->touched = true;
     } else {
         Tensor *t = c->st->t;
@@ -784,7 +786,7 @@ rv_status sched_check_placements(Schedule *s) {
         if (r != RV_OK)
             return r;
     }
-    return RV_OK;
+    return sched_check_bulk_pads(s);
 }
 
 static rv_status prim_compute_at(Ctx *c) {

@@ -92,6 +92,10 @@ struct IterVar {
     /* FUSED: b's extent depends on a (CoRa's variable-loop fusion, vfuse.c):
      * f runs over the sum of b's extents, a and b come from prelude maps */
     bool variable;
+    /* a bulk-padded fused loop: the pad step, where a later step that
+     * breaks its rules is reported (sched_check_bulk_pads) */
+    const SchedStep *pad_step;
+    const SrcFile *pad_src;
 };
 
 typedef enum StageKind {
@@ -296,6 +300,10 @@ int sched_vfuse_levels(const IterVar *f, const IterVar **out);
 /* Why bulk padding of fused variable loop f to a multiple of n cannot be
  * done, or NULL (with *level the tensor level of its rows): `pad(f, n)`
  * (loop) or `storage_pad(f, n)`. */
+/* The rules of every bulk-padded fused loop still hold once all blocks
+ * are applied (a later cache_read or compute_inline changes what its
+ * body reads); the error is located at its pad step. */
+rv_status sched_check_bulk_pads(Schedule *s);
 /* The trip count of fused variable loop f as a .rv expression, `sum(b <
  * B) len[b]` (bulk padded: rounded up), for the schedule query; NULL
  * where its outer levels are not all axes. */

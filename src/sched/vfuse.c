@@ -335,3 +335,30 @@ Expr *sched_vfuse_extent(Module *m, const IterVar *f) {
                       ir_int(m, f->pad));
     return e;
 }
+
+static rv_status bulk_fail(const IterVar *f, const char *msg, ...) {
+    va_list ap;
+    va_start(ap, msg);
+    rv_status r = sched_step_vfail(f->pad_step, f->pad_src, f->pad_step->loc, msg, ap);
+    va_end(ap);
+    return r;
+}
+
+rv_status sched_check_bulk_pads(Schedule *s) {
+    for (int i = 0; i < s->stages.len; i++) {
+        const Stage *st = s->stages.data[i];
+        for (int k = 0; k < st->ivs.len; k++) {
+            const IterVar *f = st->ivs.data[k];
+            if (!f->variable || f->pad <= 1 || !f->pad_step)
+                continue;
+            Buf why = {0};
+            int level;
+            const char *bad = sched_vfuse_pad_illegal(st, f, f->pad, true, &why, &level);
+            rv_status r = bad ? bulk_fail(f, "%s", bad) : RV_OK;
+            buf_free(&why);
+            if (r != RV_OK)
+                return r;
+        }
+    }
+    return RV_OK;
+}
