@@ -17,7 +17,23 @@
  *            level by level, the leaves apart, every nest as written;
  *   tuned    the file's own schedule (models/gen.py: register-tiled
  *            products over tiles of nodes, packed weights, parallel
- *            output columns).
+ *            output columns);
+ *   cuda_launch, cuda_persistent
+ *            on the GPU (--target cuda), the two ways of separating the
+ *            levels (docs/recursion.md, "CUDA"): `schedule R {
+ *            dynamic_batch() specialize() gpu_batches("launch") }` (a
+ *            launch per level, the level loop on the host) or
+ *            gpu_batches("persistent") (one cooperative kernel, a grid
+ *            barrier per level); every computed tensor (members too) its
+ *            first loop over blocks (a node per block), its last one in
+ *            blocks of 128 threads (gpu_schedule below). Not run with 2
+ *            threads (the host runs no kernel). Their JSON adds
+ *            "kernel_us": the mean time of a call's launches until the GPU
+ *            is done, without the copies to and from the device that
+ *            every call makes today (the weights included).
+ * Without the SST files (a machine without ../shared), the tree models
+ * run on SST-like random binary trees (5 to 45 words, as most SST
+ * sentences), workload "sst_like_random".
  * A call is what a server pays per request once the structures are
  * linearized: binding the batch's arrays (rv_bindings_set_linear) and
  * running the program; each call takes the next batch in turn, so the
@@ -77,6 +93,37 @@ static double model_flops(const char *model, int H, const rv_linear *lin) {
 }
 
 /* ---- workloads ---- */
+
+/* Nodes first .. of a random full binary tree over `leaves` words, built
+ * by splitting the span at random: parent[] of each, words at leaves. */
+static int32_t sst_like_span(int32_t leaves, int32_t parent_of, int32_t *parent, int32_t *words,
+                             int32_t *n, unsigned *seed) {
+    int32_t me = (*n)++;
+    parent[me] = parent_of;
+    *seed = *seed * 1103515245u + 12345u;
+    if (leaves == 1) {
+        words[me] = (int32_t)((*seed >> 8) % 21702);
+        return me;
+    }
+    words[me] = -1;
+    int32_t left = 1 + (int32_t)((*seed >> 8) % (unsigned)(leaves - 1));
+    sst_like_span(left, me, parent, words, n, seed);
+    sst_like_span(leaves - left, me, parent, words, n, seed);
+    return me;
+}
+
+/* `count` SST-like trees: full binary trees over 5 to 45 words. */
+static void sst_like_trees(rv_structs *t, int count) {
+    unsigned seed = 1;
+    int32_t parent[2 * 45], words[2 * 45];
+    for (int s = 0; s < count; s++) {
+        seed = seed * 1103515245u + 12345u;
+        int32_t leaves = 5 + (int32_t)((seed >> 8) % 41), n = 0;
+        sst_like_span(leaves, -1, parent, words, &n, &seed);
+        if (rv_structs_add_parents(t, n, parent, words) != RV_OK)
+            die("SST-like tree");
+    }
+}
 
 typedef struct {
     const char *name;
@@ -188,6 +235,43 @@ static char *read_text(const char *path) {
     return s;
 }
 
+/* The cuda_* variants' schedule: the group's batches as `mode` says; in
+ * every computed tensor's own kernel or member nest, its first spatial
+ * loop over blocks (x), its last in blocks of 128 threads (the blocks
+ * along y). */
+static void gpu_schedule(rv_module *m, const char *mode) {
+    char steps[512];
+    snprintf(steps, sizeof steps, "dynamic_batch()\nspecialize()\ngpu_batches(\"%s\")", mode);
+    if (rv_module_schedule(m, "R", steps) != RV_OK)
+        die("gpu_batches");
+    rv_schedule_info *si = rv_module_schedule_info(m);
+    if (!si)
+        die("schedule info");
+    for (int i = 0; i < rv_schedule_info_num_stages(si); i++) {
+        const rv_stage_info *st = rv_schedule_info_stage(si, i);
+        if (st->kind != RV_STAGE_TENSOR || st->attach != RV_ATTACH_ROOT)
+            continue;
+        const char *first = NULL, *last = NULL;
+        for (int l = 0; l < st->nloops; l++)
+            if (!st->loops[l].reduce) {
+                first = first ? first : st->loops[l].name;
+                last = st->loops[l].name;
+            }
+        if (!first)
+            continue;
+        if (last == first)
+            snprintf(steps, sizeof steps, "bind(%s, \"blockIdx.x\")", first);
+        else
+            snprintf(steps, sizeof steps,
+                     "bind(%s, \"blockIdx.x\")\ngy, gt = split(%s, 128)\n"
+                     "bind(gy, \"blockIdx.y\")\nbind(gt, \"threadIdx.x\")",
+                     first, last);
+        if (rv_module_schedule(m, st->name, steps) != RV_OK)
+            die(st->name);
+    }
+    rv_schedule_info_free(si);
+}
+
 /* The module of models/<model>_h<H>.rv under `variant`. */
 static rv_module *load_variant(const char *model, int H, const char *variant) {
     char path[256];
@@ -205,6 +289,8 @@ static rv_module *load_variant(const char *model, int H, const char *variant) {
     if (!strcmp(variant, "dynamic") &&
         rv_module_schedule(m, "R", "dynamic_batch()\nspecialize()") != RV_OK)
         die("dynamic_batch");
+    if (!strncmp(variant, "cuda_", 5))
+        gpu_schedule(m, !strcmp(variant, "cuda_launch") ? "launch" : "persistent");
     return m;
 }
 
@@ -227,7 +313,8 @@ static void run_call(Call *c) {
 static void bench_one(const char *model, int H, const char *variant, int threads, int batch,
                       const Work *w, double min_time) {
     rv_module *m = load_variant(model, H, variant);
-    rv_compile_options opt = {.threads = threads};
+    int cuda = !strncmp(variant, "cuda_", 5);
+    rv_compile_options opt = {.threads = threads, .target = cuda ? RV_TARGET_CUDA : RV_TARGET_CPU};
     rv_program *p = NULL;
     double t0 = bench_now();
     if (rv_program_compile(m, &opt, &p) != RV_OK)
@@ -252,6 +339,8 @@ static void bench_one(const char *model, int H, const char *variant, int threads
         run_call(&c);
     int cap = 100000, n = 0;
     double *t = malloc(sizeof(double) * (size_t)cap), flops = 0, total = 0;
+    rv_program_counters before, after;
+    rv_program_stats(p, &before);
     double start = bench_now();
     while (n < cap && (n < 10 || bench_now() - start < min_time)) {
         flops += model_flops(model, H, &w->lin[c.next]);
@@ -259,13 +348,19 @@ static void bench_one(const char *model, int H, const char *variant, int threads
         run_call(&c);
         total += t[n++] = bench_now() - a;
     }
+    rv_program_stats(p, &after);
+    char kernel[64] = "";
+    if (cuda)
+        snprintf(kernel, sizeof kernel, ", \"kernel_us\": %.2f",
+                 1e6 * (after.kernel_seconds - before.kernel_seconds) / n);
     qsort(t, (size_t)n, sizeof(double), cmp_double);
     printf("{\"bench\": \"trees\", \"config\": {\"model\": \"%s\", \"H\": %d, \"batch\": %d, "
            "\"threads\": %d, \"variant\": \"%s\", \"workload\": \"%s\"}, \"median_us\": %.2f, "
            "\"mean_us\": %.2f, \"min_us\": %.2f, \"runs\": %d, \"mflop_per_call\": %.3f, "
-           "\"gflops\": %.2f, \"linearize_us\": %.2f, \"compile_s\": %.2f}\n",
+           "\"gflops\": %.2f, \"linearize_us\": %.2f, \"compile_s\": %.2f%s}\n",
            model, H, batch, threads, variant, w->name, 1e6 * t[n / 2], 1e6 * total / n,
-           1e6 * t[0], n, flops / n / 1e6, flops / total / 1e9, w->linearize_us, compile_s);
+           1e6 * t[0], n, flops / n / 1e6, flops / total / 1e9, w->linearize_us, compile_s,
+           kernel);
     fflush(stdout);
     free(t);
     rv_bindings_free(c.b);
@@ -311,8 +406,15 @@ int main(int argc, char **argv) {
         }
     }
     rv_structs *trees = rv_structs_new(RV_STRUCT_TREE, 2, 1);
-    if (rv_structs_read_sst(trees, sst ? sst : "../shared/data/sst", RV_SST_TEST) != RV_OK)
-        die("reading SST (--sst DIR)");
+    const char *tree_work = "sst_test";
+    if (rv_structs_read_sst(trees, sst ? sst : "../shared/data/sst", RV_SST_TEST) != RV_OK) {
+        if (sst)
+            die("reading SST (--sst DIR)");
+        fprintf(stderr, "bench_trees: no SST files (%s): SST-like random trees instead\n",
+                rv_last_error());
+        sst_like_trees(trees, 1000);
+        tree_work = "sst_like_random";
+    }
     rv_structs *seqs = rv_structs_new(RV_STRUCT_SEQUENCE, 1, 1);
     int32_t *words = malloc(sizeof(int32_t) * (size_t)(rv_structs_num_nodes(trees) + 1));
     for (int s = 0; s < rv_structs_count(trees); s++) {
@@ -333,13 +435,14 @@ int main(int argc, char **argv) {
             rv_structs_add_grid(grids, 10, 10, ids) != RV_OK)
             die("perfect tree or grid");
     }
-    const char *const variant_names[] = {"default", "dynamic", "tuned"};
+    const char *const variant_names[] = {"default", "dynamic", "tuned", "cuda_launch",
+                                         "cuda_persistent"};
     for (int bi = 0; bi < 2; bi++) {
         int batch = bi ? 10 : 1;
         if (!listed(batches, bi ? "10" : "1"))
             continue;
         /* at most 100 batches each: SST's variety */
-        Work sst_w = make_work("sst_test", trees, batch, 100, min_time);
+        Work sst_w = make_work(tree_work, trees, batch, 100, min_time);
         Work seq_w = make_work("sst_test_seq", seqs, batch, 100, min_time);
         Work perf_w = make_work("perfect_h7", perfect, batch, 10, min_time);
         Work grid_w = make_work("grid_10x10", grids, batch, 10, min_time);
@@ -354,9 +457,9 @@ int main(int argc, char **argv) {
             int small = !strcmp(model, "mvrnn");
             for (int hi = 0; hi < 2; hi++)
                 for (int th = 1; th <= 2; th++)
-                    for (int v = 0; v < 3; v++)
+                    for (int v = 0; v < 5; v++)
                         if (listed(threads, th == 1 ? "1" : "2") &&
-                            listed(variants, variant_names[v]))
+                            listed(variants, variant_names[v]) && (v < 3 || th == 1))
                             bench_one(model, small ? 64 << hi : 256 << hi, variant_names[v], th,
                                       batch, w, min_time);
         }

@@ -513,6 +513,10 @@ typedef struct rv_compile_options {
  * not found)") or device; RV_ERR_COMPILER when the C compiler or NVRTC
  * fails (the message has its output). */
 rv_status rv_program_compile(rv_module *m, const rv_compile_options *opt, rv_program **out);
+/* The computed tensors end in the bindings (rv_bindings_get_array); a
+ * later run on the same bindings computes each intermediate into its
+ * previous array when the shape is unchanged (docs/pipeline.md), so
+ * arrays got from the bindings hold the last run's values. */
 rv_status rv_program_run(rv_program *p, rv_bindings *b);
 /* As rv_program_run, but the program's outputs (rv_tensor_is_output, in
  * definition order; noutputs of them) are computed into the caller's
@@ -790,6 +794,7 @@ typedef enum rv_stage_kind {
     RV_STAGE_TENSOR,      /* a tensor of the module */
     RV_STAGE_CACHE_READ,  /* L = cache_read(X): a local copy of X */
     RV_STAGE_CACHE_WRITE, /* L = cache_write(Y): Y's reduction, moved */
+    RV_STAGE_PART,        /* F, R = split_op(v, M) on Y: Y over a range of v (source: Y) */
     RV_STAGE_KIND_COUNT
 } rv_stage_kind;
 
@@ -829,6 +834,8 @@ typedef enum rv_stage_note_kind {
     RV_NOTE_SPECIALIZE,    /* Cortex: a recursive stage specialized per case */
     RV_NOTE_BATCH,         /* ACROBAT: calls batched across instances */
     RV_NOTE_REFACTOR,      /* Cortex: a member computed at its parents (refactor) */
+    RV_NOTE_GPU_BATCHES,   /* how the CUDA back end separates a group's batches (payload 1:
+                              a launch per batch, 2: one persistent kernel) */
     RV_NOTE_KIND_COUNT
 } rv_stage_note_kind;
 
@@ -861,7 +868,7 @@ typedef struct rv_stage_info {
     rv_stage_attach attach;
     const char *at_stage; /* AT: the stage in whose nest it is computed */
     const char *at_loop;  /* AT: that stage's loop; NULL: the top of its nest */
-    const char *source;   /* CACHE_READ: the tensor copied; else NULL */
+    const char *source;   /* CACHE_READ: the tensor copied; PART: the stage split; else NULL */
     int padded;           /* a cache stage with local padding (pad=1) */
     int nloops;
     const rv_loop_info *loops; /* outermost first */

@@ -79,6 +79,16 @@ int fuzz_is_ident_char(int c) {
 
 /* ---- stages and loops, from rv_module_schedule_info ---- */
 
+/* Does printed expression e mention identifier `name`? */
+static int mentions(const char *e, const char *name) {
+    size_t n = strlen(name);
+    for (const char *t = e; e && (t = strstr(t, name)); t++)
+        if ((t == e || !fuzz_is_ident_char((unsigned char)t[-1])) &&
+            !fuzz_is_ident_char((unsigned char)t[n]))
+            return 1;
+    return 0;
+}
+
 int fuzz_schedule_info(rv_module *m, Info *info) {
     memset(info, 0, sizeof *info);
     rv_schedule_info *si = rv_module_schedule_info(m);
@@ -91,11 +101,16 @@ int fuzz_schedule_info(rv_module *m, Info *info) {
         s->attach = q->attach;
         if (q->attach == RV_ATTACH_AT)
             snprintf(s->at, MAX_NAME, "%s", q->at_stage);
+        s->kind = q->kind;
+        if (q->kind == RV_STAGE_PART)
+            snprintf(s->source, MAX_NAME, "%s", q->source);
         for (int k = 0; k < q->nloops && s->nloops < MAX_LOOPS; k++) {
             Loop *l = &s->loops[s->nloops++];
             snprintf(l->name, MAX_NAME, "%s", q->loops[k].name);
             l->reduce = q->loops[k].reduce;
             l->kind = q->loops[k].kind;
+            for (int j = 0; j < q->nloops && !l->row; j++)
+                l->row = j != k && mentions(q->loops[j].extent, l->name);
         }
     }
     rv_schedule_info_free(si);
@@ -319,6 +334,31 @@ static int pick_group(Gen *g, char *out) {
     return 1;
 }
 
+/* Operation splitting (src/sched/opsplit.c): split_op of a loop of s
+ * (the rules reject one after other steps or of a reduction loop), or
+ * hfuse of a part with its sibling, or of s with another stage. */
+static int gen_split_op(Gen *g, const StageInfo *s, int c, char *step, size_t n) {
+    const char *sib = NULL;
+    for (int i = 0; i < g->info.nstages && s->kind == RV_STAGE_PART; i++) {
+        const StageInfo *o = &g->info.st[i];
+        if (o != s && o->kind == RV_STAGE_PART && strcmp(o->source, s->source) == 0)
+            sib = o->name;
+    }
+    if ((sib && rng_chance(&g->r, 60)) || (!sib && rng_chance(&g->r, 30))) {
+        /* a part with its sibling; any stage now and then (an independent
+         * operation, or a step the rules reject) */
+        if (!sib || rng_chance(&g->r, 10))
+            sib = g->info.st[rng_int(&g->r, g->info.nstages)].name;
+        snprintf(step, n, "hfuse(%s)", sib);
+        return 1;
+    }
+    const Loop *v = pick_loop(g, s, 0);
+    if (!v)
+        return 0;
+    snprintf(step, n, "Pf%d, Pr%d = split_op(%s, %lld)", c, c, v->name, (long long)pick_factor(g));
+    return 1;
+}
+
 /* Draws a stage and one step for it; returns 0 if nothing applies. A
  * recursion group gets its own primitives (dynamic_batch, specialize,
  * refactor of any stage) now and then; a repeated one, or a refactor the
@@ -343,6 +383,8 @@ static int gen_step(Gen *g, char *stage, char *step, size_t n) {
     snprintf(stage, MAX_NAME, "%s", s->name);
     int c = ++g->counter;
     char a[16], b[16];
+    if (rng_chance(&g->r, 8))
+        return gen_split_op(g, s, c, step, n);
     int w = rng_int(&g->r, 100);
     const Loop *v = pick_loop(g, s, 0);
     if (!v && w < 70)
@@ -412,10 +454,18 @@ static int gen_step(Gen *g, char *stage, char *step, size_t n) {
         snprintf(step, n, "Lw%d = cache_write(%s%s)", c, s->name, opts);
     } else if (w < 94) { /* compute_at */
         const char *pr = pick_producer(g, s);
-        if (s->nloops == 0 || rng_chance(&g->r, 20))
+        if (s->nloops == 0 || rng_chance(&g->r, 20)) {
             snprintf(step, n, "compute_at(%s)", pr);
-        else
-            snprintf(step, n, "compute_at(%s, %s)", pr, pick_loop(g, s, 0)->name);
+        } else {
+            const Loop *at = pick_loop(g, s, 0);
+            /* often a loop a ragged extent depends on: a ragged
+             * producer's region there is whole rows of variable length
+             * (CoRa's padding changes fused into their readers) */
+            for (int i = 0; i < s->nloops; i++)
+                if (s->loops[i].row && rng_chance(&g->r, 30))
+                    at = &s->loops[i];
+            snprintf(step, n, "compute_at(%s, %s)", pr, at->name);
+        }
     } else { /* compute_inline */
         snprintf(step, n, "compute_inline(%s)", pick_producer(g, s));
     }

@@ -54,6 +54,7 @@ typedef struct Loop {
     char name[MAX_NAME];
     int reduce;
     rv_loop_kind kind;
+    int row; /* another loop's extent depends on it (b, for l < len[b]) */
 } Loop;
 
 typedef struct StageInfo {
@@ -62,6 +63,8 @@ typedef struct StageInfo {
     char at[MAX_NAME]; /* RV_ATTACH_AT: the stage it is computed in */
     int nloops;
     Loop loops[MAX_LOOPS];
+    rv_stage_kind kind;
+    char source[MAX_NAME]; /* RV_STAGE_PART: the stage split ("" otherwise) */
 } StageInfo;
 
 typedef struct Info {

@@ -10,9 +10,12 @@
  * builds schedules one step at a time: it reads the current stages and
  * their loops from rv_module_schedule_info, draws a primitive and its arguments (split with awkward
  * factors, tile, fuse, reorder, parallel, vectorize, unroll, pad,
- * storage_pad, cache_read, cache_write, compute_at, compute_inline; for a
+ * storage_pad, cache_read, cache_write, compute_at, compute_inline,
+ * split_op and hfuse of its parts; for a
  * recursion group, dynamic_batch, specialize and refactor in its
- * `schedule R` block), and applies it with rv_module_schedule. A step the scheduler rejects must
+ * `schedule R` block; on ragged programs, tests/fuzz/ragged_*.rv, these of
+ * ragged tensors too, compute_at often at a loop a ragged extent depends
+ * on, where the region is whole rows), and applies it with rv_module_schedule. A step the scheduler rejects must
  * fail with RV_ERR_SCHEDULE and a message naming the primitive; it is
  * counted as rejected and dropped (the module is rebuilt from the kept
  * steps). Anything else is a bug: another status, a crash, a compile

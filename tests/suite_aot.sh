@@ -1,6 +1,7 @@
 #!/bin/sh
 # Ahead-of-time builds: every example is built with `ravel build`, compiled
-# with the system C compiler against tests/e2e/aot_driver.c (no ravel
+# with the system C compiler (-Wall -Wextra -Wpedantic -Werror, and with
+# clang too where it is installed) against tests/e2e/aot_driver.c (no ravel
 # library), run on the inputs `ravel eval --random` drew, and its outputs
 # compared with the interpreter's — once with aligned arrays and the default
 # context, once with misaligned arrays and a context of the driver's own.
@@ -31,8 +32,14 @@ aot_example() {
     mkdir -p "$d/ref" "$d/out" || return 1
     "$RAVEL" build "$f" -o "$d/model" || return 1
     # shellcheck disable=SC2086
-    $CC -std=c11 $CFLAGS -Wall -Wextra -I"$d" -o "$d/driver" tests/e2e/aot_driver.c "$d/model.c" -lm ||
-        return 1
+    # the generated C compiles without a warning, with -Werror as users may
+    $CC -std=c11 $CFLAGS -Wall -Wextra -Wpedantic -Werror -I"$d" -o "$d/driver" \
+        tests/e2e/aot_driver.c "$d/model.c" -lm || return 1
+    # and under clang, whose -Wall says more of unused static functions
+    if command -v clang >/dev/null 2>&1; then
+        clang -std=c11 -O1 -Wall -Wextra -Wpedantic -Werror -I"$d" -c -o "$d/model.o" \
+            "$d/model.c" || return 1
+    fi
     "$RAVEL" eval "$f" --random 1 --save-inputs --output "$d/ref" >"$d/eval.txt" || return 1
     sizes=$(sed -n 's/^\([A-Za-z_][A-Za-z0-9_]*\) = \(-\{0,1\}[0-9][0-9]*\)$/\1=\2/p' "$d/eval.txt")
     # shellcheck disable=SC2086

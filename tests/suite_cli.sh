@@ -76,6 +76,16 @@ fi
 # `emit` prints the C without compiling it: a compiler that always fails
 # (and an empty cache) does not stop it.
 expect_status 0 "int32_t kernel_Y(" env RAVEL_CC=false RAVEL_CACHE_DIR="$(mktemp -d)" "$RAVEL" emit $ex
+# --target cuda prints the kernels' CUDA C without NVRTC or a GPU; what the
+# CUDA back end cannot express (dense_gelu's CPU schedule copies rows of X
+# into a buffer too large for a thread) is an error naming the kernel
+gpu_rv=$(mktemp --suffix=.rv)
+printf '%s\n' 'size N in 1..4096' 'input X : f32[N]' 'Y[i] = 2 * X[i]' 'schedule Y {' \
+    '    bo, bt = split(i, 128)' '    bind(bo, "blockIdx.x")' '    bind(bt, "threadIdx.x")' '}' >"$gpu_rv"
+expect_status 0 "Launch: grid ((N + 127) / 128, 1, 1), block (128, 1, 1)" "$RAVEL" emit "$gpu_rv" --target cuda
+rm -f "$gpu_rv"
+expect_status 1 "kernel Y: buffer" "$RAVEL" emit $ex --target cuda
+expect_status 2 "unknown target 'ptx' (c, cuda or lower)" "$RAVEL" emit $ex --target ptx
 
 # `ravel help schedules` shows every row of the table of primitives, and
 # docs/schedules.md's table of primitives has a line for each.
@@ -127,8 +137,9 @@ if ! cmp -s "$rd/run/Y.npy" "$rd/eval/Y.npy"; then
 fi
 expect_status 0 "run median" "$RAVEL" run "$rd/p.rv" --random 1 --time
 expect_status 0 "(3 runs after 1 warm-up, threads 2)" "$RAVEL" run "$rd/p.rv" --random 1 --repeat 3 --threads 2
-if ! grep -q "^time: compile [0-9.]* ms; run median [0-9.]* ms, min [0-9.]* ms" "$out"; then
-    echo "FAIL run --repeat: no time line"
+if ! grep -q "^time: compile [0-9.]* ms; run median [0-9.]* ms, min [0-9.]* ms" "$out" ||
+   ! grep -q "^time: per run (mean) kernels [0-9.]* ms, preludes [0-9.]* ms" "$out"; then
+    echo "FAIL run --repeat: no time lines"
     sed 's/^/  got: /' "$out"
     failed=$((failed + 1))
 fi
@@ -170,6 +181,11 @@ expect_status 2 "the baselines (OpenBLAS, oneDNN) are not installed: run 'sh ben
 if ! /usr/bin/python3 -c 'import importlib.util, sys; sys.exit(importlib.util.find_spec("torch") is None)' 2>/dev/null; then
     expect_status 1 "run \`sh bench/setup.sh\` (it installs python3-torch)" "$RAVEL" bench torch
 fi
+# `ravel bench encoder` runs bench/encoder/run.sh, which checks its options
+# before building or running anything
+expect_status 2 "usage: run.sh" "$RAVEL" bench encoder --bogus
+expect_status 1 "not found: run \`sh bench/encoder/setup.sh\`" \
+    env ENCODER_PYTHON=/nonexistent/python "$RAVEL" bench encoder --datasets cola
 
 echo "cli: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -10,7 +10,9 @@
  * source tree's bench/: `torch` bench/torch_bench.py with /usr/bin/python3
  * (bench/README.md says why that one), `trees` bench/trees/bench.py with
  * the virtual environment bench/trees/setup.sh makes (PyTorch and DyNet),
- * told this build's libravel and drivers (RAVEL_LIBRARY, RAVEL_BENCH_DIR).
+ * told this build's libravel and drivers (RAVEL_LIBRARY, RAVEL_BENCH_DIR);
+ * `encoder` the shell script bench/encoder/run.sh (ravel's encoder layer,
+ * the packed C baseline and PyTorch's, each in its own process).
  */
 #include <errno.h>
 #include <limits.h>
@@ -26,10 +28,12 @@ typedef struct Bench {
     const char *name;
     const char *program; /* in the bench build directory, or the script in bench/ */
     const char *what;
-    /* NULL: a driver; else the Python that runs the script: absolute, or
-     * relative to the source tree's bench/ (a virtual environment) */
+    /* NULL: a driver; else the interpreter that runs the script: absolute,
+     * or relative to the source tree's bench/ (a virtual environment) */
     const char *python;
-    const char *setup; /* how to make that Python with torch, when it is missing */
+    /* how to make that Python with torch, when it is missing; NULL: the
+     * script checks what it needs itself (a shell script) */
+    const char *setup;
 } Bench;
 
 static const Bench benches[] = {
@@ -42,6 +46,8 @@ static const Bench benches[] = {
     {"sgemm", "bench_sgemm", "square SGEMM 512..2048: OpenBLAS, oneDNN", NULL, NULL},
     {"vgemm", "bench_vgemm", "batched GEMM, per-problem M, N, K (CoRa): padded OpenBLAS, oneDNN",
      NULL, NULL},
+    {"trmm", "bench_trmm",
+     "lower-triangular x dense, N 256..2048 (CoRa): OpenBLAS strmm, padded sgemm", NULL, NULL},
     {"balance", "bench_balance", "ragged softmax, 2 threads: chunks of equal work vs equal rows",
      NULL, NULL},
     {"peak", "peak", "FP32 FMA peak and STREAM triad bandwidth", NULL, NULL},
@@ -53,6 +59,10 @@ static const Bench benches[] = {
      "recursive models (bench/trees/MODELS.md) on SST: ravel vs DyNet autobatch, PyTorch",
      "trees/.venv/bin/python",
      "`sh bench/trees/setup.sh` (it makes bench/trees/.venv with PyTorch and DyNet)"},
+    {"encoder", "encoder/run.sh",
+     "transformer encoder layer on ragged batches (bench/encoder/ENCODER.md): ravel vs packed C "
+     "(OpenBLAS), PyTorch padded and nested",
+     "/bin/sh", NULL},
 };
 
 /* The directory of the running executable (the build directory). */
@@ -205,7 +215,7 @@ int cmd_bench(int argc, char **argv) {
             fprintf(stderr, "error: cannot locate the benchmark's Python\n");
             return 1;
         }
-        if (!have_torch(python, b->setup))
+        if (b->setup && !have_torch(python, b->setup))
             return 1;
         export_build();
     }

@@ -1,6 +1,7 @@
 /*
  * cmd_compile.c — the subcommands that compile a program: emit (print the
- * generated C, or with --target lower the loop IR after the pipeline) and
+ * generated C, with --target cuda the kernels' CUDA C, with --target lower
+ * the loop IR after the pipeline) and
  * run (compile, run, and with --check compare every output with the
  * reference interpreter on the same inputs).
  */
@@ -9,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "codegen/codegen.h"
 #include "lower/lower.h"
 #include "tools.h"
 
@@ -23,8 +25,10 @@ static rv_program *compile(rv_module *m, rv_target target, int threads) {
 }
 
 /* `ravel emit FILE --target lower`: the kernels after the lowering
- * pipeline, as loop-IR text (golden tests compare it). */
-static int emit_lower(rv_module *m) {
+ * pipeline, as loop-IR text (golden tests compare it); `--target cuda`:
+ * each kernel's CUDA C unit, as the CUDA target compiles it (no GPU
+ * needed). */
+static int emit_lower(rv_module *m, bool cuda) {
     Kernel **ks = NULL;
     int n = 0;
     rv_status st = ir_verify(m);
@@ -35,10 +39,21 @@ static int emit_lower(rv_module *m) {
         return 1;
     }
     Buf b = {0};
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < n && st == RV_OK; i++) {
         if (i)
             buf_putc(&b, '\n');
-        lower_print_kernel(&b, ks[i]);
+        char *src = NULL;
+        if (!cuda)
+            lower_print_kernel(&b, ks[i]);
+        else if ((st = cg_cuda_kernel(ks[i], &src, NULL, NULL)) == RV_OK)
+            buf_puts(&b, src);
+        base_free(src);
+    }
+    if (st != RV_OK) {
+        tool_print_error(NULL);
+        buf_free(&b);
+        base_free(ks);
+        return 1;
     }
     fputs(buf_str(&b), stdout);
     buf_free(&b);
@@ -62,8 +77,8 @@ int cmd_emit(int argc, char **argv) {
         tool_command_help(stderr, "emit");
         return 2;
     }
-    if (strcmp(target, "c") != 0 && strcmp(target, "lower") != 0) {
-        fprintf(stderr, "ravel emit: unknown target '%s' (c or lower)\n", target);
+    if (strcmp(target, "c") != 0 && strcmp(target, "lower") != 0 && strcmp(target, "cuda") != 0) {
+        fprintf(stderr, "ravel emit: unknown target '%s' (c, cuda or lower)\n", target);
         return 2;
     }
     rv_module *m;
@@ -71,8 +86,8 @@ int cmd_emit(int argc, char **argv) {
         tool_print_error(NULL);
         return 1;
     }
-    if (strcmp(target, "lower") == 0) {
-        int r = emit_lower(m);
+    if (strcmp(target, "lower") == 0 || strcmp(target, "cuda") == 0) {
+        int r = emit_lower(m, strcmp(target, "cuda") == 0);
         rv_module_free(m);
         return r;
     }
@@ -300,6 +315,8 @@ static int cmp_double(const void *x, const void *y) {
 static int time_runs(rv_program *p, rv_bindings *b, int repeat, int threads, double compile_ms) {
     double *t = base_xcalloc((size_t)repeat, sizeof *t);
     int ok = 1;
+    rv_program_counters c0, c1;
+    rv_program_stats(p, &c0);
     for (int i = 0; i < repeat && ok; i++) {
         double t0 = now_ms();
         if (rv_program_run(p, b) != RV_OK) {
@@ -316,6 +333,12 @@ static int time_runs(rv_program *p, rv_bindings *b, int repeat, int threads, dou
         printf("time: compile %.3f ms; run median %.4f ms, min %.4f ms, max %.4f ms "
                "(%d runs after 1 warm-up, threads %s)\n",
                compile_ms, median, t[0], t[repeat - 1], repeat, th);
+        /* the parts of a run: its kernels (on a GPU, each launch until the
+         * device is done, without the copies to and from it) and preludes */
+        rv_program_stats(p, &c1);
+        printf("time: per run (mean) kernels %.4f ms, preludes %.4f ms\n",
+               (c1.kernel_seconds - c0.kernel_seconds) * 1e3 / repeat,
+               (c1.prelude_seconds - c0.prelude_seconds) * 1e3 / repeat);
     }
     base_free(t);
     return ok;

@@ -19,7 +19,11 @@ static const ToolCommand commands[] = {
      "ravel eval FILE.rv [--size NAME=V]... [--input NAME=FILE.npy]... [--random SEED]\n"
      "           [--weights FILE.safetensors|FILE.npz]... [--output DIR] [--save-inputs]",
      cmd_eval},
-    {"emit", "print the C code generated for a .rv file", "ravel emit FILE.rv", cmd_emit},
+    {"emit", "print the C code generated for a .rv file",
+     "ravel emit FILE.rv [--target c|cuda|lower]\n\n"
+     "--target cuda prints each kernel's CUDA C (its launch in the first comment);\n"
+     "--target lower the loop IR after the lowering pipeline.",
+     cmd_emit},
     {"run", "compile and run; --check compares every output with the interpreter",
      "ravel run FILE.rv [--size NAME=V]... [--input NAME=FILE.npy]... [--random SEED] [--check]\n"
      "          [--weights FILE.safetensors|FILE.npz]... [--output DIR] [--save-inputs]\n"

@@ -17,6 +17,10 @@
  *
  * Driver: times one layer per batch written by gen.py, printing JSON lines
  * (bench/README.md, "Encoder baselines"); --check compares with ref/y.npy.
+ * The driver also times ravel's layer (ravel_encoder.h, side "ravel") on the
+ * same batch, the same input buffer and weights, the two sides' calls
+ * interleaved by bench_sides, and reports how far ravel's output is from
+ * this baseline's (`--sides` picks them).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <cblas.h>
@@ -28,6 +32,7 @@
 #include <string.h>
 
 #include "baselines.h"
+#include "ravel_encoder.h"
 #include "timing.h"
 
 void openblas_set_num_threads(int n);
@@ -264,6 +269,20 @@ static void pe_layer(void *ctx) {
 
 /* ---- batches and the input of ENCODER.md ---- */
 
+static void pe_usage(void) {
+    fprintf(stderr,
+            "usage: packed_encoder [--config cora512|bert768] [--data DIR] [--ref DIR]\n"
+            "         [--datasets a,b] [--batch 32,64,128] [--threads 1,2]\n"
+            "         [--sides packed_c,ravel] [--program FILE.rv] [--layers 1|6]\n"
+            "         [--min-time S] [--min-runs N] [--max-runs N] [--check]\n");
+    exit(2);
+}
+
+static void pe_usage_threads(void) {
+    fprintf(stderr, "packed_encoder: threads must be 1..8\n");
+    exit(2);
+}
+
 static uint64_t pe_fnv1a64(const char *s) {
     uint64_t x = 0xCBF29CE484222325ull;
     for (; *s; s++) x = (x ^ (unsigned char)*s) * 0x100000001B3ull;
@@ -347,8 +366,33 @@ static int pe_split(const char *s, char out[][32], int max) {
     return n;
 }
 
-/* Compares with ref/y.npy at 1 and 2 threads, and pe_erf/pe_exp with libm. */
-static int pe_check(PeWeights *w, const char *ref_dir) {
+static const float *const *pe_weight_list(const PeWeights *w, const float *out[RE_NWEIGHTS]) {
+    const float *v[RE_NWEIGHTS] = {w->w_qkv, w->b_qkv, w->w_o,   w->b_o,   w->ln1_g, w->ln1_b,
+                                   w->w_ff1, w->b_ff1, w->w_ff2, w->b_ff2, w->ln2_g, w->ln2_b};
+    memcpy(out, v, sizeof v);
+    return out;
+}
+
+/* ravel's program for the config, compiled once per thread count. */
+static ReProgram *pe_ravel(const PeWeights *w, const char *program, int threads) {
+    static ReProgram *cache[9];
+    if (threads < 1 || threads > 8) pe_usage_threads();
+    if (!cache[threads]) {
+        const float *ws[RE_NWEIGHTS];
+        cache[threads] = re_program_new(program, threads, w->hidden, w->ff, pe_weight_list(w, ws));
+    }
+    return cache[threads];
+}
+
+static double pe_max_diff(const float *a, const float *b, size_t n) {
+    double err = 0;
+    for (size_t i = 0; i < n; i++) err = fmax(err, fabs((double)a[i] - b[i]));
+    return err;
+}
+
+/* Compares with ref/y.npy at 1 and 2 threads, and pe_erf/pe_exp with libm;
+ * ravel's program too, when given. */
+static int pe_check(PeWeights *w, const char *ref_dir, const char *program) {
     char path[4096];
     long nb, ny;
     snprintf(path, sizeof path, "%s/lengths.npy", ref_dir);
@@ -370,11 +414,20 @@ static int pe_check(PeWeights *w, const char *ref_dir) {
             exit(1);
         }
         pe_layer(pb);
-        double err = 0;
-        for (long i = 0; i < ny; i++) err = fmax(err, fabs((double)pb->y[i] - ref[i]));
+        double err = pe_max_diff(pb->y, ref, (size_t)ny);
         printf("packed_encoder: %d thread(s): max abs error vs ref/y.npy %.3g (%s)\n", th, err,
                err < 1e-3 ? "ok" : "FAIL");
         bad |= !(err < 1e-3);
+        if (program) {
+            memset(pb->y, 0, (size_t)ny * 4);
+            ReBatch *rb = re_batch_new(pe_ravel(w, program, th), len, (int)nb, pb->x, pb->y);
+            re_run(rb);
+            err = pe_max_diff(pb->y, ref, (size_t)ny);
+            printf("ravel (%s): %d thread(s): max abs error vs ref/y.npy %.3g (%s)\n", program, th,
+                   err, err < 1e-3 ? "ok" : "FAIL");
+            bad |= !(err < 1e-3);
+            re_batch_free(rb);
+        }
         pe_batch_free(pb);
     }
     free(len);
@@ -382,20 +435,14 @@ static int pe_check(PeWeights *w, const char *ref_dir) {
     return bad;
 }
 
-static void pe_usage(void) {
-    fprintf(stderr,
-            "usage: packed_encoder [--config cora512|bert768] [--data DIR] [--ref DIR]\n"
-            "         [--datasets a,b] [--batch 32,64,128] [--threads 1,2]\n"
-            "         [--min-time S] [--min-runs N] [--max-runs N] [--check]\n");
-    exit(2);
-}
 
 int main(int argc, char **argv) {
     bl_init(argc, argv);
     const char *config = "cora512", *data = "bench/encoder/out", *ref = "bench/encoder/ref";
     const char *datasets = "race,wiki512,squadv2,wiki128,mnli,xnli,mrpc,cola";
-    const char *batches = "32,64,128", *threads = "1,2";
-    int check = 0;
+    const char *batches = "32,64,128", *threads = "1,2", *sides = "packed_c,ravel";
+    const char *program = NULL;
+    int check = 0, layers = 1;
     BenchOpts o = bench_default_opts();
     o.min_runs = 5;
     for (int i = 1; i < argc; i++) {
@@ -408,6 +455,9 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--datasets")) datasets = v;
         else if (!strcmp(a, "--batch")) batches = v;
         else if (!strcmp(a, "--threads")) threads = v;
+        else if (!strcmp(a, "--sides")) sides = v;
+        else if (!strcmp(a, "--program")) program = v;
+        else if (!strcmp(a, "--layers")) layers = atoi(v);
         else if (!strcmp(a, "--min-time")) o.min_time_s = atof(v);
         else if (!strcmp(a, "--min-runs")) o.min_runs = atoi(v);
         else if (!strcmp(a, "--max-runs")) o.max_runs = atoi(v);
@@ -421,9 +471,20 @@ int main(int argc, char **argv) {
     char dir[4096];
     snprintf(dir, sizeof dir, "%s/weights/%s", data, config);
     pe_load_weights(&w, dir);
+    char rvpath[4096];
+    if (layers == 1)
+        snprintf(rvpath, sizeof rvpath, "bench/encoder/encoder_%s.rv", config);
+    else
+        snprintf(rvpath, sizeof rvpath, "bench/encoder/encoder%d_%s.rv", layers, config);
+    program = program ? program : rvpath;
+    int want_c = strstr(sides, "packed_c") != NULL, want_rv = strstr(sides, "ravel") != NULL;
+    /* --layers N: ravel's N-layer program (gen_rv.py, tied weights), for
+     * the prelude's share of a model; the baseline runs one layer only */
+    if (layers < 1) pe_usage();
+    want_c &= layers == 1;
     if (check) {
         if (strcmp(config, "cora512")) pe_usage();
-        return pe_check(&w, ref);
+        return pe_check(&w, ref, want_rv ? program : NULL);
     }
     fprintf(stderr, "packed_encoder: %s\n", bl_describe());
     char ds[16][32], bs[8][32], ts[8][32];
@@ -438,17 +499,46 @@ int main(int argc, char **argv) {
                 int th = atoi(ts[ti]);
                 bl_set_threads(th);
                 PeBatch *pb = pe_batch_new(&w, len, (int)nb, th);
-                BenchSide side = {.fn = pe_layer, .ctx = pb};
-                bench_sides(&o, &side, 1);
-                double fl = pe_flops(&w, len, (int)nb);
-                printf("{\"bench\": \"encoder\", \"layer\": \"%s\", \"dataset\": \"%s\", \"batch\": %ld, "
-                       "\"tokens\": %d, \"max_len\": %d, \"hidden\": %d, \"threads\": %d, "
-                       "\"baseline\": \"packed_c\", \"median_ms\": %.4f, \"min_ms\": %.4f, "
-                       "\"max_ms\": %.4f, \"runs\": %d, \"useful_gflops\": %.2f}\n",
-                       config, ds[d], nb, pb->tokens, pb->max_len, w.hidden, th,
-                       side.stats.median_ms, side.stats.min_ms, side.stats.max_ms, side.stats.runs,
-                       fl / side.stats.median_ms * 1e-6);
+                size_t ny = (size_t)pb->tokens * w.hidden;
+                float *ry = pe_alloc(ny * 4);
+                ReProgram *rp = want_rv ? pe_ravel(&w, program, th) : NULL;
+                ReBatch *rb = rp ? re_batch_new(rp, len, (int)nb, pb->x, ry) : NULL;
+                BenchSide side[2] = {{.fn = want_c ? pe_layer : NULL, .ctx = pb},
+                                     {.fn = rb ? re_run : NULL, .ctx = rb}};
+                ReCounters c0 = rp ? re_program_counters(rp) : (ReCounters){0};
+                bench_sides(&o, side, 2);
+                double fl = layers * pe_flops(&w, len, (int)nb);
+                for (int si = 0; si < 2; si++) {
+                    if (!side[si].stats.runs) continue;
+                    printf("{\"bench\": \"encoder\", \"layer\": \"%s\", \"dataset\": \"%s\", \"batch\": %ld, "
+                           "\"tokens\": %d, \"max_len\": %d, \"hidden\": %d, \"threads\": %d, "
+                           "\"baseline\": \"%s\", \"median_ms\": %.4f, \"min_ms\": %.4f, "
+                           "\"max_ms\": %.4f, \"runs\": %d, \"useful_gflops\": %.2f",
+                           config, ds[d], nb, pb->tokens, pb->max_len, w.hidden, th,
+                           si ? "ravel" : "packed_c", side[si].stats.median_ms, side[si].stats.min_ms,
+                           side[si].stats.max_ms, side[si].stats.runs,
+                           fl / side[si].stats.median_ms * 1e-6);
+                    if (layers > 1) printf(", \"layers\": %d", layers);
+                    if (si == 1) {
+                        /* per run of this batch (warm-up runs included) */
+                        ReCounters c1 = re_program_counters(rp);
+                        double runs = (double)(c1.runs - c0.runs);
+                        int64_t pruns = c1.prelude_runs - c0.prelude_runs;
+                        printf(", \"prelude_ms\": %.4f, \"kernel_ms\": %.4f, \"aux_bytes\": %lld, "
+                               "\"compile_s\": %.2f",
+                               1e3 * (c1.prelude_s - c0.prelude_s) / runs,
+                               1e3 * (c1.kernel_s - c0.kernel_s) / runs,
+                               (long long)(pruns ? (c1.aux_bytes - c0.aux_bytes) / pruns : 0),
+                               c1.compile_s);
+                        /* both sides ran on this batch: their outputs agree */
+                        if (want_c)
+                            printf(", \"max_abs_vs_packed_c\": %.3g", pe_max_diff(ry, pb->y, ny));
+                    }
+                    printf("}\n");
+                }
                 fflush(stdout);
+                if (rb) re_batch_free(rb);
+                free(ry);
                 pe_batch_free(pb);
             }
             free(len);

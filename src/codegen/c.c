@@ -177,6 +177,7 @@ typedef struct Scan {
     int pdepth;
     PtrMap alloc_depth; /* candidate Buffer* -> 1 + parallel depth at its ALLOC */
     PtrMap spoiled;     /* candidates that cannot be scalars */
+    PtrMap loaded;      /* candidates some expression loads */
 } Scan;
 
 static void scan_access(Scan *sc, const Buffer *b, const Expr *idx) {
@@ -188,8 +189,11 @@ static void scan_access(Scan *sc, const Buffer *b, const Expr *idx) {
 }
 
 static void scan_load(const Expr *x, void *ctx) {
-    if (x->kind == EX_LOAD)
-        scan_access(ctx, x->u.buf, x->args[0]);
+    if (x->kind == EX_LOAD) {
+        Scan *sc = ctx;
+        scan_access(sc, x->u.buf, x->args[0]);
+        ptrmap_put(&sc->loaded, x->u.buf, (void *)x->u.buf);
+    }
 }
 
 static void scan_expr(Scan *sc, const Expr *x) {
@@ -256,15 +260,22 @@ static void scan_stmt(Scan *sc, const Stmt *s) {
 static void scan_function(CgEmit *e, const Stmt *s, PtrMap *written, PtrMap *let_type) {
     ptrmap_free(written);
     ptrmap_free(&e->scalars);
+    ptrmap_free(&e->unread);
     Scan sc = {.e = e, .written = written, .let_type = let_type};
     scan_stmt(&sc, s);
     for (int i = 0; i < sc.alloc_depth.cap; i++) {
         const void *b = sc.alloc_depth.keys ? sc.alloc_depth.keys[i] : NULL;
-        if (b && !ptrmap_has(&sc.spoiled, b))
+        /* a block-shared local is memory the threads share, never a
+         * thread's scalar */
+        if (b && !ptrmap_has(&sc.spoiled, b) && !ptrmap_has(&e->shared, b)) {
             ptrmap_put(&e->scalars, b, (void *)b);
+            if (!ptrmap_has(&sc.loaded, b))
+                ptrmap_put(&e->unread, b, (void *)b);
+        }
     }
     ptrmap_free(&sc.alloc_depth);
     ptrmap_free(&sc.spoiled);
+    ptrmap_free(&sc.loaded);
 }
 
 static void analyze(CK *c, const Stmt *s) {
@@ -789,12 +800,33 @@ static void emit_parallel(CK *c, CFn *f, const Stmt *s) {
     free_release(&fv);
 }
 
+/* The block of a loop whose header is written: its variable, its body. */
+static void emit_loop_body(CK *c, CFn *f, const char *var, const Stmt *body) {
+    open_block(f);
+    declare(f, var);
+    emit_body(c, f, body);
+    close_block(f);
+    line(f, "}\n");
+}
+
 /* CUDA: a loop bound to a block or thread index is that index, guarded
- * by the loop's extent (the launch may cover more, see cuda.c). */
+ * by the loop's extent (the launch may cover more, see cuda.c); in a
+ * persistent kernel (CgEmit.gpu_strided), whose grid is what the device
+ * holds at once, a loop from the index in steps of the grid's extent. */
 static void emit_gpu_loop(CK *c, CFn *f, const Stmt *s) {
     static const char *const index[6] = {"blockIdx.x",  "blockIdx.y",  "blockIdx.z",
                                          "threadIdx.x", "threadIdx.y", "threadIdx.z"};
+    static const char *const step[6] = {"gridDim.x",  "gridDim.y",  "gridDim.z",
+                                        "blockDim.x", "blockDim.y", "blockDim.z"};
     const char *var = name_of_axis(c, s->u.loop.var);
+    int d = s->u.loop.kind - LOOP_GPU_BLOCK_X;
+    if (c->e->gpu_strided) {
+        line(f, "for (int64_t %s = %s; %s < ", var, index[d], var);
+        cg_expr_operand(c->e, &f->text, s->u.loop.extent);
+        buf_printf(&f->text, "; %s += %s) {\n", var, step[d]);
+        emit_loop_body(c, f, var, s->u.loop.body);
+        return;
+    }
     bool braces = declared_here(f, var);
     if (braces) {
         line(f, "{\n");
@@ -828,11 +860,7 @@ static void emit_for(CK *c, CFn *f, const Stmt *s) {
         if (kind == LOOP_UNROLL && ir_is_const_int(s->u.loop.extent, &n) && n > 1)
             line(f, "#pragma unroll\n");
         emit_for_header(c, f, var, "0", s->u.loop.extent);
-        open_block(f);
-        declare(f, var);
-        emit_body(c, f, s->u.loop.body);
-        close_block(f);
-        line(f, "}\n");
+        emit_loop_body(c, f, var, s->u.loop.body);
         return;
     }
     if (kind == LOOP_PARALLEL) {
@@ -977,11 +1005,14 @@ static void emit_alloc(CK *c, CFn *f, const Stmt *s) {
     switch (place_of(c, b)) {
     case PLACE_SCALAR:
         line(f, "%s %s;\n", t, n);
+        if (ptrmap_has(&c->e->unread, b)) /* stored, never read: not a warning */
+            line(f, "(void)%s;\n", n);
         emit_body(c, f, s->u.alloc.body);
         break;
     case PLACE_STACK:
         const_size(b, &size);
-        line(f, "%s %s[%lld]%s;\n", t, n, (long long)(size > 0 ? size : 1),
+        line(f, "%s%s %s[%lld]%s;\n", ptrmap_has(&c->e->shared, b) ? "__shared__ " : "", t, n,
+             (long long)(size > 0 ? size : 1),
              c->e->target == CG_TARGET_C ? " __attribute__((aligned(64)))" : "");
         emit_body(c, f, s->u.alloc.body);
         break;
@@ -1071,7 +1102,7 @@ static void emit_stmt(CK *c, CFn *f, const Stmt *s) {
         return;
     case ST_BARRIER:
         if (c->e->target == CG_TARGET_CUDA) {
-            line(f, "__syncthreads();\n");
+            line(f, s->u.barrier.grid ? "rv_grid_sync();\n" : "__syncthreads();\n");
             return;
         }
         base_panic(__FILE__, __LINE__, "codegen: a barrier in CPU code (kernel %s)", c->k->name);
@@ -1274,6 +1305,11 @@ void cg_c_module(Kernel *const *ks, int n, CgUnit *out) {
                " */\n",
                RV_RT_ABI_VERSION);
     buf_puts(&b, "#include <math.h>\n\n#include \"ravel_rt.h\"\n\n");
+    /* `#pragma omp simd` is a hint: without -fopenmp-simd the loop runs as
+     * written, so -Wall (unknown pragmas) need not say so */
+    buf_puts(&b, "#pragma GCC diagnostic ignored \"-Wunknown-pragmas\"\n"
+                 "#ifdef __clang__\n#pragma clang diagnostic ignored \"-Wsource-uses-openmp\"\n"
+                 "#endif\n\n");
     cg_emit_helpers(&e, &b);
     for (int i = 0; i < externs.len; i++) {
         cg_extern_define(&b, externs.data[i].kernel, externs.data[i].dtype);

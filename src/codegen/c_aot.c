@@ -274,6 +274,7 @@ static void put_ir(Buf *b, const Expr *x) {
 /* Starts a host function: names its sizes and UF arrays from rv_args. */
 static void begin_host_fn(Aot *a, Buf *b) {
     cg_emit_begin_kernel(&a->e);
+    buf_puts(b, "    (void)rv_args; /* a program of constant sizes reads none */\n");
     for (int i = 0; i < a->fields.len; i++) {
         Field *f = &a->fields.data[i];
         if (f->kind == FK_SIZE)
@@ -1180,7 +1181,7 @@ static void emit_check_struct(Aot *a, Buf *b, int k) {
                        bb && bl ? " || rv_ch[rv_at] < rv_bb[rv_b] + rv_bl[rv_b]" : "");
         buf_puts(b, "        }\n");
     }
-    buf_puts(b, "        (void)rv_at;\n        if (rv_bad) {\n            rv_rc = RV_RT_ERR_BOUNDS;\n"
+    buf_puts(b, "        (void)rv_at;\n        (void)rv_b;\n        (void)rv_top;\n        if (rv_bad) {\n            rv_rc = RV_RT_ERR_BOUNDS;\n"
                 "            goto rv_done;\n        }\n    }\n");
 }
 

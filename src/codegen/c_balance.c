@@ -21,7 +21,10 @@
  *     every row, so the index is in range; under an `if` the guard may be
  *     what keeps it in range, so a load there is not used;
  *   - an inner loop's variable only in an expression without loads, where
- *     its extent stands for it (`k < j + 1` counts as the extent of j + 1).
+ *     its extent stands for it (`k < j + 1` counts as the extent of j + 1);
+ *   - integer divisions only by what the declared ranges keep at 1 or
+ *     more: the body may divide by P only under a guard that proves P > 0
+ *     (a fused loop over an empty axis, `f / P` under `f < P`).
  * A part of the work the rules exclude counts as its body's work alone (an
  * extent of 1): the estimate gets coarser, never unsafe. A branch counts
  * as the larger of its two arms. Every row also costs 1, so the prefix is
@@ -43,15 +46,31 @@ typedef struct Work {
     PtrMap opaque;         /* Axis* whose value the estimate cannot use */
     PtrMap local;          /* Buffer* allocated inside the loop */
     int guarded;           /* inside an `if` of the body */
+    const Axis *var;       /* the parallel loop's variable */
 } Work;
 
 typedef struct Scan {
     const Work *w;
-    bool load, bad_load, opaque, inner;
+    bool load, bad_load, opaque, inner, bad_div;
 } Scan;
+
+/* An integer division or remainder whose divisor the declared ranges do
+ * not keep away from 0 and -1 (the body may run it only under a guard
+ * that does, `j < P` before `f / P`). */
+static bool unsafe_div(const Expr *x) {
+    int64_t lo, hi;
+    if (x->kind != EX_DIV && x->kind != EX_MOD && x->kind != EX_FLOORDIV &&
+        x->kind != EX_FLOORMOD)
+        return false;
+    if (!ir_is_int(x->dtype))
+        return false;
+    return !ir_int_bounds(x->args[1], &lo, &hi) || lo < 1;
+}
 
 static void scan_node(const Expr *x, void *ctx) {
     Scan *sc = ctx;
+    if (unsafe_div(x))
+        sc->bad_div = true;
     if (x->kind == EX_LOAD) {
         sc->load = true;
         if (ptrmap_has(sc->w->written, x->u.buf) || ptrmap_has(&sc->w->local, x->u.buf))
@@ -69,12 +88,12 @@ static void scan_node(const Expr *x, void *ctx) {
 static Expr *usable(Work *w, Expr *x) {
     Scan sc = {.w = w};
     ir_visit(x, scan_node, &sc);
-    if (sc.opaque || sc.bad_load || (sc.load && w->guarded))
+    if (sc.opaque || sc.bad_load || sc.bad_div || (sc.load && w->guarded))
         return NULL;
     x = ir_substitute(w->m, x, &w->lets);
     sc = (Scan){.w = w};
     ir_visit(x, scan_node, &sc);
-    if (sc.bad_load || sc.opaque)
+    if (sc.bad_load || sc.opaque || sc.bad_div)
         return NULL;
     if (!sc.inner)
         return x;
@@ -85,6 +104,15 @@ static Expr *usable(Work *w, Expr *x) {
 
 static Expr *add(Work *w, Expr *a, Expr *b) {
     return ir_binary(w->m, EX_ADD, a, b);
+}
+
+/* cond when it is `var < e` on the parallel loop's variable with e
+ * usable, else NULL. */
+static Expr *dispatch_cond(Work *w, Expr *cond) {
+    if (cond->kind != EX_LT || cond->args[0]->kind != EX_VAR || cond->args[0]->u.axis != w->var)
+        return NULL;
+    Expr *e = usable(w, cond->args[1]);
+    return e ? ir_binary(w->m, EX_LT, cond->args[0], e) : NULL;
 }
 
 static Expr *work_of(Work *w, const Stmt *s) {
@@ -110,6 +138,13 @@ static Expr *work_of(Work *w, const Stmt *s) {
         return work_of(w, s->u.let.body);
     }
     case ST_IF: {
+        /* the dispatch of a horizontally fused loop (lower/opsplit.c), `if
+         * h < A` on the loop variable with two arms: each arm's work where
+         * it runs, through a ternary that evaluates the arm (and its
+         * loads) only for its own rows, as the body does */
+        Expr *cond = s->u.if_.else_s && w->guarded == 0 ? dispatch_cond(w, s->u.if_.cond) : NULL;
+        if (cond)
+            return ir_select(m, cond, work_of(w, s->u.if_.then_s), work_of(w, s->u.if_.else_s));
         w->guarded++;
         Expr *a = work_of(w, s->u.if_.then_s), *b = work_of(w, s->u.if_.else_s);
         w->guarded--;
@@ -137,7 +172,7 @@ Expr *cg_loop_work(Module *m, const Stmt *s, const PtrMap *written) {
     const char *off = getenv("RAVEL_NO_BALANCE");
     if (off && *off && strcmp(off, "0") != 0)
         return NULL;
-    Work w = {.m = m, .written = written};
+    Work w = {.m = m, .written = written, .var = s->u.loop.var};
     Expr *body = work_of(&w, s->u.loop.body);
     Expr *cost = NULL;
     if (body && ir_uses_axis(body, s->u.loop.var))

@@ -80,6 +80,8 @@ void cg_emit_free(CgEmit *e) {
     strmap_free(&e->locals);
     ptrmap_free(&e->names);
     ptrmap_free(&e->scalars);
+    ptrmap_free(&e->unread);
+    ptrmap_free(&e->shared);
     arena_free(e->arena);
     memset(e, 0, sizeof *e);
 }
@@ -88,6 +90,8 @@ void cg_emit_begin_kernel(CgEmit *e) {
     strmap_free(&e->locals);
     ptrmap_free(&e->names);
     ptrmap_free(&e->scalars);
+    ptrmap_free(&e->unread);
+    ptrmap_free(&e->shared);
 }
 
 const char *cg_ctype(rv_dtype t) {
@@ -493,8 +497,10 @@ void cg_put_template(Buf *b, const char *tmpl, const CgTemplate *v) {
             buf_puts(b, t == RV_F32 ? "f" : "");
             break;
         case 'Q': /* function qualifiers */
+            /* unused: a helper of a type group (rv_load_i32x16 beside the
+             * i32 masks) may go unused, which clang -Wall reports */
             buf_puts(b, v->target == CG_TARGET_CUDA ? "static __device__ __forceinline__"
-                                                    : "static inline");
+                                                    : "static inline __attribute__((unused))");
             break;
         case 'V': /* the vector type */
             buf_printf(b, "rv_%sx%d", rv_dtype_name(t), v->lanes);

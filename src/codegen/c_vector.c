@@ -239,7 +239,7 @@ static void emit_horizontal(Buf *b, VHelper h, rv_dtype t, int lanes) {
     static const char *const what[] = {[VH_HSUM] = "sum", [VH_HMAX] = "max", [VH_HMIN] = "min"};
     const char *name = what[h];
     buf_printf(b, "/* The %s of v's lanes, halving the live lanes at each step. */\n", name);
-    buf_printf(b, "static inline %s rv_h%s_%sx%d(rv_%sx%d v) {\n", cg_ctype(t), name,
+    buf_printf(b, "static inline __attribute__((unused)) %s rv_h%s_%sx%d(rv_%sx%d v) {\n", cg_ctype(t), name,
                rv_dtype_name(t), lanes, rv_dtype_name(t), lanes);
     for (int half = lanes / 2; half >= 1; half /= 2) {
         Buf idx = {0};
@@ -257,6 +257,14 @@ static void emit_horizontal(Buf *b, VHelper h, rv_dtype t, int lanes) {
 
 void cg_vector_helpers(const CgEmit *e, Buf *b) {
     static const rv_dtype order[] = {RV_I32, RV_I64, RV_F32, RV_F64};
+    bool any = false;
+    for (int h = 0; h < VH_COUNT; h++)
+        any |= e->vec_use[h] != 0;
+    /* Compiled for a CPU without the vector width (no -march), GCC and
+     * clang note that passing these vectors by value changes the ABI; the
+     * helpers are static, so their ABI never leaves this file. */
+    if (any && e->target == CG_TARGET_C)
+        buf_puts(b, "#pragma GCC diagnostic ignored \"-Wpsabi\"\n\n");
     for (int h = 0; h < VH_COUNT; h++) {
         for (int ti = 0; ti < RV_COUNT(order); ti++) {
             rv_dtype t = order[ti];

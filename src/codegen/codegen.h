@@ -87,10 +87,15 @@ typedef struct CgEmit {
     StrMap locals;                /* names taken in the current kernel */
     PtrMap names;                 /* Axis*, Size*, Buffer* -> name (current kernel) */
     PtrMap scalars;               /* Buffer* held in a scalar variable (1-element local) */
+    PtrMap unread;                /* scalars nothing loads (an empty reduction's accumulator) */
+    PtrMap shared;                /* CUDA: Buffer* of a local shared by a block's threads */
     unsigned helpers[CG_H_COUNT]; /* bit (1 << dtype) per helper used */
     /* c_vector.c: per vector helper kind, bit 8 * dtype + log2(lanes) per
      * vector type it is used on */
     uint64_t vec_use[CG_VEC_HELPERS];
+    /* CUDA, a persistent kernel (cuda.c): a bound loop strides over the
+     * grid (`for (x = blockIdx.x; x < E; x += gridDim.x)`), not guarded */
+    bool gpu_strided;
 } CgEmit;
 
 void cg_emit_init(CgEmit *e, CgTarget t);
@@ -260,12 +265,34 @@ void cg_aot_emit_pool(Buf *b, const char *N, int threads);
 
 /* ---- cuda.c ---- */
 
+/* One more entry point of a recursion group's unit launched per batch
+ * (gpu_batches("launch")): its grid and block extents over sizes, UF
+ * arrays and `batch`; `batch` (the batch loop's variable, NULL: launched
+ * once) is its last argument, an int64_t, and the entry points with one
+ * form one loop on the host over `batches` launches, in order. */
+typedef struct CgCudaFn {
+    char *sym;
+    Expr *grid[3];
+    Expr *block[3];
+    Expr *batch;   /* EX_VAR of the batch loop, or NULL */
+    Expr *batches; /* its extent */
+} CgCudaFn;
+
 /* How to launch a CUDA kernel: grid and block extents as expressions over
- * sizes (NULL = 1), evaluated by the host before the launch. */
+ * sizes (NULL = 1), evaluated by the host before the launch. A recursion
+ * group's unit has `nfns` entry points instead (fns[0] is sym_out's), or
+ * is `persistent`: one entry point launched cooperatively, its grid as
+ * many blocks as the device holds at once (the occupancy), its block the
+ * extents here (constants), the batches separated by a grid barrier. */
 typedef struct CgLaunch {
     Expr *grid[3];
     Expr *block[3];
+    int nfns;
+    CgCudaFn *fns; /* owned: cg_cuda_launch_free */
+    bool persistent;
 } CgLaunch;
+
+void cg_cuda_launch_free(CgLaunch *l);
 
 /* A CUDA translation unit for kernel k: `extern "C" __global__ void
  * kernel_NAME(...)` taking the kernel's sizes by value and its buffers as

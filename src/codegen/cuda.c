@@ -9,8 +9,9 @@
  *     if (bx < (N + 127) / 128) { ... }
  *
  * and the launch covers, per grid and block dimension, the largest extent
- * of the loops bound to it, so the guard is what keeps a thread of a
- * shorter loop idle. Loops that are not bound (serial, and parallel or
+ * of the loops bound to it (an extent that varies, a clipped tile or a
+ * ragged row, by its upper bound over the sizes and ufun ranges), so the
+ * guard is what keeps a thread of a shorter loop idle. Loops that are not bound (serial, and parallel or
  * vector ones, which mean nothing inside a thread yet) run serially in
  * each thread; unrolled loops with a constant extent carry `#pragma
  * unroll`. One-element locals are scalars, small constant-size locals are
@@ -31,15 +32,28 @@
  * outside every loop bound to some launch dimension is therefore run by
  * all threads along it: harmless for loads and for per-thread locals, but
  * a store to memory the threads share would be repeated (and an update
- * like `Y[i] = Y[i] + x` repeated is wrong). This happens to the tail
- * copy of a partitioned split, which lowering puts next to the loop over
- * full tiles, outside the loops bound to the tiles. Such stores are
- * wrapped here in one-iteration loops bound to the missing dimensions
- * (`if (blockIdx.x < 1)`), so exactly one thread along each runs them;
- * the launch then covers at least one block, even when no full tile
- * exists. A local buffer is private to its thread, so one written inside
- * a bound loop that its allocation is outside of would be filled only in
- * part: it would need shared memory, and is refused.
+ * like `Y[i] = Y[i] + x` repeated is wrong): the copy-out of a tile that
+ * a block computed in shared memory, or the tail copy of a partitioned
+ * split of an unbound loop. Such stores are wrapped here in one-iteration
+ * loops bound to the missing dimensions (`if (threadIdx.x < 1)`), so
+ * exactly one thread along each runs them; the launch then covers at least
+ * one block, even when no full tile exists. (A split with a bound part is
+ * never partitioned: lowering keeps its guard.)
+ *
+ * SHARED MEMORY. A local allocated inside the block loops and outside every
+ * thread loop, and written inside a thread loop, is filled by the block's
+ * threads together: it is declared `__shared__`, and sync_in puts the
+ * barriers between its writers and readers (docs/schedules.md, "Shared
+ * memory on the GPU"). A local allocated outside a block loop and written
+ * inside it would need memory shared across blocks, and is refused.
+ *
+ * RECURSION. A recursion group's kernel with gpu_batches (its batch loop
+ * marked, src/lower/recurse.c) gets grid barriers where the threads of one
+ * launch would race (with_barriers), then becomes either several entry
+ * points cut at the barriers, launched by the host in order and those of
+ * the batch loop once per batch ("launch"), or one persistent kernel with
+ * rv_grid_sync() at the barriers and bound loops that stride over a
+ * cooperative grid ("persistent"). docs/recursion.md, "CUDA".
  *
  * The runtime (src/runtime/program.c, RV_TARGET_CUDA) compiles the source
  * with NVRTC, evaluates the launch extents from the sizes and launches the
@@ -54,23 +68,39 @@
 typedef struct Check {
     Module *m;
     const Kernel *k;
+    const Axis *batch; /* the batch loop's variable, an argument (launch_batches) */
+    bool strided;      /* persistent: bound loops stride over the launch (any extent) */
     Expr *dim[6];      /* grid x, y, z, block x, y, z */
-    PtrMap alloc_dims; /* local Buffer* -> 1 + the GPU dimensions bound around its allocation */
+    /* local Buffer* -> 1 + (the GPU dimensions bound around its allocation
+     * | those bound twice there << 6) */
+    PtrMap alloc_dims;
+    PtrMap lets;       /* a let's variable (Axis*) -> its value, outer lets substituted */
+    PtrMap shared;     /* locals a block's threads share (see the file comment) */
+    int64_t shared_bytes;
     rv_status st;
 } Check;
+
+#define BLOCK_DIMS 07u  /* gpu_bit of blockIdx.x, .y, .z */
+#define THREAD_DIMS 070u /* gpu_bit of threadIdx.x, .y, .z */
+/* Static shared memory a block may declare. */
+#define SHARED_LIMIT (48 * 1024)
 
 /* The bit of a GPU-bound loop kind's dimension (0 for other kinds). */
 static unsigned gpu_bit(LoopKind k) {
     return sched_kind_is_gpu(k) ? 1u << (k - LOOP_GPU_BLOCK_X) : 0;
 }
 
-static bool sizes_only(const Expr *x) {
+/* Can the host evaluate x before a launch: sizes, UF arrays (the host
+ * has them) at such indices, and the batch loop's variable? */
+static bool host_evaluable(const Check *c, const Expr *x) {
+    if (x->kind == EX_VAR)
+        return c->batch && x->u.axis == c->batch;
     if (x->kind != EX_CONST_INT && x->kind != EX_SIZE && x->n == 0)
         return false;
-    if (x->kind == EX_LOAD || x->kind == EX_UFCALL || x->kind == EX_READ)
+    if ((x->kind == EX_LOAD && !x->u.buf->uf) || x->kind == EX_UFCALL || x->kind == EX_READ)
         return false;
     for (int i = 0; i < x->n; i++)
-        if (!sizes_only(x->args[i]))
+        if (!host_evaluable(c, x->args[i]))
             return false;
     return true;
 }
@@ -81,23 +111,34 @@ static bool in_max(const Expr *chain, const Expr *x) {
            (chain->kind == EX_MAX && (in_max(chain->args[0], x) || in_max(chain->args[1], x)));
 }
 
-/* `bound`: the GPU dimensions bound by the loops around s. */
-static void check_stmt(Check *c, const Stmt *s, unsigned bound) {
+/* `bound`: the GPU dimensions bound by the loops around s; `again`: those
+ * bound by two of them (a copy the threads fill together, inside the
+ * thread loops of its reader, binds the threads again). */
+static void check_stmt(Check *c, const Stmt *s, unsigned bound, unsigned again) {
     if (!s || c->st != RV_OK)
         return;
     switch (s->kind) {
     case ST_FOR: {
         LoopKind k = s->u.loop.kind;
-        if (k >= LOOP_GPU_BLOCK_X && k <= LOOP_GPU_THREAD_Z) {
-            Expr *ext = s->u.loop.extent;
-            if (!sizes_only(ext)) {
-                char *e = ir_expr_str(ext);
-                c->st = base_error(RV_ERR_UNSUPPORTED,
-                                   "kernel %s: the extent of GPU-bound loop %s (%s) must depend "
-                                   "on sizes only, to size the launch",
-                                   c->k->name, s->u.loop.var->name, e);
-                base_free(e);
-                return;
+        if (sched_kind_is_gpu(k)) {
+            /* the host sizes the launch: a let's value in place of its
+             * variable (hoisting names a batch's length); an extent that
+             * varies (a clipped tile, a ragged row) by its upper bound,
+             * the guard idling the threads past the loop's own extent */
+            Expr *ext = ir_substitute(c->m, s->u.loop.extent, &c->lets);
+            if (!c->strided && !host_evaluable(c, ext)) {
+                Expr *ub = lower_bounds_upper(c->m, ext);
+                if (!ub || !host_evaluable(c, ub)) {
+                    char *e = ir_expr_str(ext);
+                    c->st = base_error(RV_ERR_UNSUPPORTED,
+                                       "kernel %s: the extent of GPU-bound loop %s (%s) has no "
+                                       "upper bound over sizes only (UF arrays at such indices, "
+                                       "and a recursion's batch), to size the launch",
+                                       c->k->name, s->u.loop.var->name, e);
+                    base_free(e);
+                    return;
+                }
+                ext = ub;
             }
             int d = k - LOOP_GPU_BLOCK_X;
             if (!c->dim[d])
@@ -105,26 +146,45 @@ static void check_stmt(Check *c, const Stmt *s, unsigned bound) {
             else if (!in_max(c->dim[d], ext))
                 c->dim[d] = ir_binary(c->m, EX_MAX, c->dim[d], ext);
         }
-        check_stmt(c, s->u.loop.body, bound | gpu_bit(k));
+        check_stmt(c, s->u.loop.body, bound | gpu_bit(k), again | (bound & gpu_bit(k)));
         return;
     }
     case ST_IF:
-        check_stmt(c, s->u.if_.then_s, bound);
-        check_stmt(c, s->u.if_.else_s, bound);
+        check_stmt(c, s->u.if_.then_s, bound, again);
+        check_stmt(c, s->u.if_.else_s, bound, again);
         return;
     case ST_LET:
-        check_stmt(c, s->u.let.body, bound);
+        ptrmap_put(&c->lets, s->u.let.var, ir_substitute(c->m, s->u.let.value, &c->lets));
+        check_stmt(c, s->u.let.body, bound, again);
         return;
     case ST_STORE: {
-        const Buffer *b = s->u.store.buf;
+        Buffer *b = s->u.store.buf;
         uintptr_t at = (uintptr_t)ptrmap_get(&c->alloc_dims, b);
-        if (b->scope == BUF_LOCAL && at && (bound & ~(unsigned)(at - 1))) {
+        /* the dimensions bound, or bound again, since the allocation */
+        unsigned at_bound = at ? (unsigned)(at - 1) & 077 : 0;
+        unsigned at_again = at ? (unsigned)(at - 1) >> 6 : 0;
+        unsigned outside = at ? (bound & ~at_bound) | (again & ~at_again) : 0;
+        if (b->scope != BUF_LOCAL || !outside)
+            return;
+        if (outside & BLOCK_DIMS) {
             c->st = base_error(RV_ERR_UNSUPPORTED,
-                               "kernel %s: local buffer %s is allocated outside a GPU-bound loop "
-                               "and written inside it, so each thread would fill only its part; "
-                               "that needs shared memory, which the CUDA back end does not use "
-                               "yet (compute it inside the bound loops)",
+                               "kernel %s: local buffer %s is allocated outside a loop bound to "
+                               "a block index and written inside it; blocks share no memory: "
+                               "compute it at a block loop or inside the bound loops",
                                c->k->name, b->name);
+            return;
+        }
+        if (!ptrmap_has(&c->shared, b)) {
+            int64_t n = 0;
+            ir_is_const_int(b->size, &n);
+            c->shared_bytes += n * (int64_t)rv_dtype_size(b->dtype);
+            ptrmap_put(&c->shared, b, b);
+            if (c->shared_bytes > SHARED_LIMIT)
+                c->st = base_error(RV_ERR_UNSUPPORTED,
+                                   "kernel %s: the buffers its blocks share (%s and before) "
+                                   "take %lld bytes; a block has %d",
+                                   c->k->name, b->name, (long long)c->shared_bytes,
+                                   SHARED_LIMIT);
         }
         return;
     }
@@ -140,13 +200,13 @@ static void check_stmt(Check *c, const Stmt *s, unsigned bound) {
                                c->k->name, b->name);
             return;
         }
-        ptrmap_put(&c->alloc_dims, b, (void *)(uintptr_t)(bound + 1));
-        check_stmt(c, s->u.alloc.body, bound);
+        ptrmap_put(&c->alloc_dims, b, (void *)(uintptr_t)((bound | again << 6) + 1));
+        check_stmt(c, s->u.alloc.body, bound, again);
         return;
     }
     case ST_SEQ:
         for (int i = 0; i < s->u.seq.n; i++)
-            check_stmt(c, s->u.seq.stmts[i], bound);
+            check_stmt(c, s->u.seq.stmts[i], bound, again);
         return;
     case ST_CALL:
         c->st =
@@ -164,7 +224,8 @@ typedef struct Inside {
     bool shared_store; /* a store to a non-local buffer */
     bool outer_local;  /* a store to a local allocated outside it */
     bool barrier;
-    PtrMap allocs; /* locals allocated in it */
+    PtrMap allocs;         /* locals allocated in it */
+    const PtrMap *shared;  /* the kernel's block-shared locals */
 } Inside;
 
 static void scan_inside(Inside *in, const Stmt *s) {
@@ -191,7 +252,7 @@ static void scan_inside(Inside *in, const Stmt *s) {
             scan_inside(in, s->u.seq.stmts[i]);
         return;
     case ST_STORE:
-        if (s->u.store.buf->scope != BUF_LOCAL)
+        if (s->u.store.buf->scope != BUF_LOCAL || ptrmap_has(in->shared, s->u.store.buf))
             in->shared_store = true;
         else if (!ptrmap_has(&in->allocs, s->u.store.buf))
             in->outer_local = true;
@@ -226,42 +287,43 @@ static Stmt *wrap_dims(Module *m, Stmt *s, unsigned dims) {
  * when that statement binds none of the missing dimensions itself, has no
  * barrier and writes no local that lives on after it. Returns s itself
  * when nothing changed. */
-static Stmt *cover_stores(Module *m, Stmt *s, unsigned used, unsigned bound) {
+static Stmt *cover_stores(Module *m, const PtrMap *shared, Stmt *s, unsigned used,
+                          unsigned bound) {
     if (!s)
         return NULL;
     if (s->kind != ST_SEQ && s->kind != ST_STORE && (used & ~bound)) {
-        Inside in = {0};
+        Inside in = {.shared = shared};
         scan_inside(&in, s);
         ptrmap_free(&in.allocs);
         unsigned missing = used & ~bound & ~in.bound;
         if (missing && in.shared_store && !in.outer_local && !in.barrier)
-            return wrap_dims(m, cover_stores(m, s, used, bound | missing), missing);
+            return wrap_dims(m, cover_stores(m, shared, s, used, bound | missing), missing);
     }
     switch (s->kind) {
     case ST_FOR: {
-        Stmt *b = cover_stores(m, s->u.loop.body, used, bound | gpu_bit(s->u.loop.kind));
+        Stmt *b = cover_stores(m, shared, s->u.loop.body, used, bound | gpu_bit(s->u.loop.kind));
         return b == s->u.loop.body
                    ? s
                    : lower_for(m, s->u.loop.var, s->u.loop.extent, s->u.loop.kind, b);
     }
     case ST_IF: {
-        Stmt *t = cover_stores(m, s->u.if_.then_s, used, bound);
-        Stmt *e = cover_stores(m, s->u.if_.else_s, used, bound);
+        Stmt *t = cover_stores(m, shared, s->u.if_.then_s, used, bound);
+        Stmt *e = cover_stores(m, shared, s->u.if_.else_s, used, bound);
         return t == s->u.if_.then_s && e == s->u.if_.else_s ? s : lower_if(m, s->u.if_.cond, t, e);
     }
     case ST_LET: {
-        Stmt *b = cover_stores(m, s->u.let.body, used, bound);
+        Stmt *b = cover_stores(m, shared, s->u.let.body, used, bound);
         return b == s->u.let.body ? s : lower_let(m, s->u.let.var, s->u.let.value, b);
     }
     case ST_ALLOC: {
-        Stmt *b = cover_stores(m, s->u.alloc.body, used, bound);
+        Stmt *b = cover_stores(m, shared, s->u.alloc.body, used, bound);
         return b == s->u.alloc.body ? s : lower_alloc(m, s->u.alloc.buf, b);
     }
     case ST_SEQ: {
         Stmt **v = base_xmalloc(sizeof *v * (size_t)(s->u.seq.n + 1));
         bool changed = false;
         for (int i = 0; i < s->u.seq.n; i++) {
-            v[i] = cover_stores(m, s->u.seq.stmts[i], used, bound);
+            v[i] = cover_stores(m, shared, s->u.seq.stmts[i], used, bound);
             changed |= v[i] != s->u.seq.stmts[i];
         }
         Stmt *r = changed ? lower_seq(m, s->u.seq.n, v) : s;
@@ -269,10 +331,252 @@ static Stmt *cover_stores(Module *m, Stmt *s, unsigned used, unsigned bound) {
         return r;
     }
     case ST_STORE:
-        return s->u.store.buf->scope == BUF_LOCAL ? s : wrap_dims(m, s, used & ~bound);
+        return s->u.store.buf->scope == BUF_LOCAL && !ptrmap_has(shared, s->u.store.buf)
+                   ? s
+                   : wrap_dims(m, s, used & ~bound);
     default:
         return s;
     }
+}
+
+/* ---- barriers between the threads of a block ---- */
+
+/* The block-shared locals, numbered for the masks below (at most 32: the
+ * shared-memory limit allows no more of useful size). */
+typedef struct Sync {
+    Module *m;
+    const Kernel *k;
+    const Buffer *buf[32];
+    int n;
+    Expr *const *dim; /* the launch's extents (Check.dim) */
+    bool strided;     /* bound loops stride over the launch (persistent) */
+    PtrMap variant;   /* Axis* whose value differs between a block's threads */
+    rv_status st;
+} Sync;
+
+static void find_variant(const Expr *e, void *ctx) {
+    bool **hit = ctx;
+    if (e->kind == EX_VAR && ptrmap_has((const PtrMap *)hit[1], e->u.axis))
+        *hit[0] = true;
+}
+
+/* Does e differ between the threads of a block? */
+static bool thread_variant(const Sync *y, const Expr *e) {
+    bool hit = false;
+    bool *ctx[2] = {&hit, (bool *)&y->variant};
+    if (e && y->variant.len)
+        ir_visit(e, find_variant, ctx);
+    return hit;
+}
+
+/* A loop bound to a thread index whose guard every thread passes (its
+ * extent is the launch's along that dimension): each thread runs its body
+ * once, so a barrier inside it is one every thread reaches. */
+static bool full_thread_loop(const Sync *y, const Stmt *s) {
+    LoopKind k = s->u.loop.kind;
+    int64_t e, d;
+    return !y->strided && (gpu_bit(k) & THREAD_DIMS) &&
+           ir_is_const_int(s->u.loop.extent, &e) && y->dim[k - LOOP_GPU_BLOCK_X] &&
+           ir_is_const_int(y->dim[k - LOOP_GPU_BLOCK_X], &d) && e == d;
+}
+
+static unsigned shared_bit(const Sync *y, const Buffer *b) {
+    for (int i = 0; i < y->n; i++)
+        if (y->buf[i] == b)
+            return 1u << i;
+    return 0;
+}
+
+/* The shared locals e loads (bits into *r). */
+static void loads_of(const Sync *y, const Expr *e, unsigned *r) {
+    if (!e)
+        return;
+    if (e->kind == EX_LOAD)
+        *r |= shared_bit(y, e->u.buf);
+    for (int i = 0; i < e->n; i++)
+        loads_of(y, e->args[i], r);
+}
+
+/* The shared locals s stores to (*w) and loads from (*r), anywhere in it. */
+static void shared_accesses(const Sync *y, const Stmt *s, unsigned *w, unsigned *r) {
+    if (!s)
+        return;
+    switch (s->kind) {
+    case ST_FOR:
+        loads_of(y, s->u.loop.extent, r);
+        shared_accesses(y, s->u.loop.body, w, r);
+        return;
+    case ST_IF:
+        loads_of(y, s->u.if_.cond, r);
+        shared_accesses(y, s->u.if_.then_s, w, r);
+        shared_accesses(y, s->u.if_.else_s, w, r);
+        return;
+    case ST_LET:
+        loads_of(y, s->u.let.value, r);
+        shared_accesses(y, s->u.let.body, w, r);
+        return;
+    case ST_STORE:
+        loads_of(y, s->u.store.index, r);
+        loads_of(y, s->u.store.value, r);
+        *w |= shared_bit(y, s->u.store.buf);
+        return;
+    case ST_ALLOC:
+        shared_accesses(y, s->u.alloc.body, w, r);
+        return;
+    case ST_SEQ:
+        for (int i = 0; i < s->u.seq.n; i++)
+            shared_accesses(y, s->u.seq.stmts[i], w, r);
+        return;
+    default:
+        return;
+    }
+}
+
+/* Does an access (w written, r read) conflict with what was written (pw)
+ * or read (pr) since the last barrier? */
+static bool shared_conflict(unsigned w, unsigned r, unsigned pw, unsigned pr) {
+    return (r & pw) || (w & (pw | pr));
+}
+
+/* s after a barrier when `need`. */
+static Stmt *after_block_barrier(Module *m, Stmt *s, bool need) {
+    if (!need)
+        return s;
+    Stmt *two[2] = {lower_barrier(m), s};
+    return lower_seq(m, 2, two);
+}
+
+/* s with __syncthreads() wherever a thread may read a shared local that
+ * another wrote, or overwrite one that another read or wrote, since the
+ * last barrier: *pw and *pr say what was written and read since then on
+ * entry, and are updated to the same at s's end. Each barrier goes as late
+ * as it can: before the first statement that conflicts. A serial loop's
+ * body starts with what its previous iteration leaves (the accesses of the
+ * whole body, conservatively), so a tile filled and then read in each
+ * iteration gets a barrier before the fill too (the last iteration's
+ * readers must be done). A loop bound to a block index is one iteration per
+ * block, as is a loop of extent 1. Barriers go only where every thread of the block arrives: outside
+ * the loops bound to thread indices (the code around them, conditions and
+ * extents included, depends on block indices and sizes only). Inside a
+ * thread loop, a shared local both written and read would need a barrier
+ * that not every thread reaches: refused. */
+static Stmt *sync_in(Sync *y, Stmt *s, unsigned *pw, unsigned *pr) {
+    if (!s || y->st != RV_OK)
+        return s;
+    Module *m = y->m;
+    unsigned w = 0, r = 0;
+    switch (s->kind) {
+    case ST_SEQ: {
+        int n = s->u.seq.n;
+        Stmt **v = base_xmalloc(sizeof *v * (size_t)n);
+        bool changed = false;
+        for (int i = 0; i < n; i++) {
+            v[i] = sync_in(y, s->u.seq.stmts[i], pw, pr);
+            changed |= v[i] != s->u.seq.stmts[i];
+        }
+        Stmt *res = changed ? lower_seq(m, n, v) : s;
+        base_free(v);
+        return res;
+    }
+    case ST_LET: {
+        if (thread_variant(y, s->u.let.value))
+            ptrmap_put(&y->variant, s->u.let.var, (void *)1);
+        loads_of(y, s->u.let.value, &r);
+        bool need = shared_conflict(0, r, *pw, *pr);
+        if (need)
+            *pw = *pr = 0;
+        *pr |= r;
+        Stmt *b = sync_in(y, s->u.let.body, pw, pr);
+        Stmt *x = b == s->u.let.body ? s : lower_let(m, s->u.let.var, s->u.let.value, b);
+        return after_block_barrier(m, x, need);
+    }
+    case ST_ALLOC: {
+        Stmt *b = sync_in(y, s->u.alloc.body, pw, pr);
+        return b == s->u.alloc.body ? s : lower_alloc(m, s->u.alloc.buf, b);
+    }
+    case ST_IF: {
+        if (thread_variant(y, s->u.if_.cond))
+            break; /* not every thread takes the same branch */
+        loads_of(y, s->u.if_.cond, &r);
+        bool need = shared_conflict(0, r, *pw, *pr);
+        if (need)
+            *pw = *pr = 0;
+        *pr |= r;
+        unsigned tw = *pw, tr = *pr, ew = *pw, er = *pr;
+        Stmt *t = sync_in(y, s->u.if_.then_s, &tw, &tr);
+        Stmt *e = sync_in(y, s->u.if_.else_s, &ew, &er);
+        *pw = tw | ew;
+        *pr = tr | er;
+        Stmt *x = t == s->u.if_.then_s && e == s->u.if_.else_s ? s
+                                                               : lower_if(m, s->u.if_.cond, t, e);
+        return after_block_barrier(m, x, need);
+    }
+    case ST_FOR: {
+        LoopKind k = s->u.loop.kind;
+        bool full = full_thread_loop(y, s);
+        if (((gpu_bit(k) & THREAD_DIMS) && !full) || thread_variant(y, s->u.loop.extent))
+            break;
+        if (full)
+            ptrmap_put(&y->variant, s->u.loop.var, (void *)1);
+        /* a barrier before the loop where what it does conflicts with
+         * what ran before it; inside, where an iteration reads what another
+         * wrote or writes what another read (a tile filled and then read in
+         * each step: the last step's readers must be done). Iterations
+         * that only write (a fill of distinct elements) need none between
+         * them. A loop bound to a block index, a full thread loop and a
+         * loop of extent 1 run one iteration per thread. */
+        loads_of(y, s->u.loop.extent, &r);
+        unsigned bw = 0, br = 0;
+        shared_accesses(y, s->u.loop.body, &bw, &br);
+        bool need = shared_conflict(bw, r | br, *pw, *pr);
+        if (need)
+            *pw = *pr = 0;
+        *pr |= r;
+        unsigned ew = *pw, er = *pr; /* what ran before it */
+        int64_t one;
+        bool once = (gpu_bit(k) & BLOCK_DIMS) || full ||
+                    (ir_is_const_int(s->u.loop.extent, &one) && one == 1);
+        if (once) {
+            /* the body continues the sequence around it */
+        } else if (bw & br) {
+            *pw = bw; /* an earlier iteration's, carried */
+            *pr = br;
+        } else {
+            *pw = *pr = 0; /* the barrier before it, if any, covers the rest */
+        }
+        Stmt *b = sync_in(y, s->u.loop.body, pw, pr);
+        *pw |= ew | bw;
+        *pr |= er | br;
+        Stmt *x = b == s->u.loop.body ? s : lower_for_like(m, s, s->u.loop.var, s->u.loop.extent, b);
+        return after_block_barrier(m, x, need);
+    }
+    default:
+        break;
+    }
+    /* a leaf for the barriers: a store, a loop over some of a block's
+     * threads, code that not every thread runs alike */
+    shared_accesses(y, s, &w, &r);
+    if (s->kind != ST_STORE && (w & r)) {
+        int i = 0;
+        while (!((w & r) & (1u << i)))
+            i++;
+        char *what = s->kind == ST_FOR ? NULL : ir_expr_str(s->u.if_.cond);
+        y->st = base_error(RV_ERR_UNSUPPORTED,
+                           "kernel %s: %s%s%s both writes and reads the block-shared buffer "
+                           "%s, which would need a barrier that not every thread reaches; "
+                           "write and read it in separate nests (a reduction: its loop inside "
+                           "the thread loops), in thread loops as long as the block's",
+                           y->k->name, what ? "the code under `if " : "loop ",
+                           what ? what : s->u.loop.var->name, what ? "`" : "", y->buf[i]->name);
+        base_free(what);
+        return s;
+    }
+    bool need = shared_conflict(w, r, *pw, *pr);
+    if (need)
+        *pw = *pr = 0;
+    *pw |= w;
+    *pr |= r;
+    return after_block_barrier(m, s, need);
 }
 
 static void launch_comment(CgEmit *e, Buf *b, const char *what, Expr *const *d) {
@@ -288,89 +592,569 @@ static void launch_comment(CgEmit *e, Buf *b, const char *what, Expr *const *d) 
     buf_putc(b, ')');
 }
 
+/* ---- recursion groups: the batches (gpu_batches) ---- */
+
+/* The loop over a recursion group's batches (Stmt.u.loop.gpu_batches),
+ * at the top of the kernel (under lets, allocations and sequences). */
+static const Stmt *find_batches(const Stmt *s) {
+    if (!s)
+        return NULL;
+    switch (s->kind) {
+    case ST_FOR:
+        return s->u.loop.gpu_batches ? s : NULL;
+    case ST_LET:
+        return find_batches(s->u.let.body);
+    case ST_ALLOC:
+        return find_batches(s->u.alloc.body);
+    case ST_SEQ:
+        for (int i = 0; i < s->u.seq.n; i++) {
+            const Stmt *b = find_batches(s->u.seq.stmts[i]);
+            if (b)
+                return b;
+        }
+        return NULL;
+    default:
+        return NULL;
+    }
+}
+
+/* The device memory (buffers that are not locals) statements read and
+ * write: two statements need a barrier between them when the second reads
+ * or writes what the first writes, or writes what it reads. */
+typedef struct Access {
+    Vec(const Buffer *) rd, wr;
+} Access;
+
+static void access_add(Access *a, const Buffer *b, bool write) {
+    if (b->scope == BUF_LOCAL)
+        return;
+    for (int i = 0; write && i < a->wr.len; i++)
+        if (a->wr.data[i] == b)
+            return;
+    for (int i = 0; !write && i < a->rd.len; i++)
+        if (a->rd.data[i] == b)
+            return;
+    if (write)
+        vec_push(&a->wr, b);
+    else
+        vec_push(&a->rd, b);
+}
+
+static void access_load(const Expr *e, void *ctx) {
+    if (e->kind == EX_LOAD)
+        access_add(ctx, e->u.buf, false);
+}
+
+static void access_expr(Access *a, const Expr *e) {
+    if (e)
+        ir_visit(e, access_load, a);
+}
+
+static void access_stmt(Access *a, const Stmt *s) {
+    if (!s)
+        return;
+    switch (s->kind) {
+    case ST_FOR:
+        access_expr(a, s->u.loop.extent);
+        access_stmt(a, s->u.loop.body);
+        return;
+    case ST_IF:
+        access_expr(a, s->u.if_.cond);
+        access_stmt(a, s->u.if_.then_s);
+        access_stmt(a, s->u.if_.else_s);
+        return;
+    case ST_LET:
+        access_expr(a, s->u.let.value);
+        access_stmt(a, s->u.let.body);
+        return;
+    case ST_STORE:
+        access_expr(a, s->u.store.index);
+        access_expr(a, s->u.store.value);
+        access_add(a, s->u.store.buf, true);
+        return;
+    case ST_ALLOC:
+        access_stmt(a, s->u.alloc.body);
+        return;
+    case ST_SEQ:
+        for (int i = 0; i < s->u.seq.n; i++)
+            access_stmt(a, s->u.seq.stmts[i]);
+        return;
+    default:
+        return;
+    }
+}
+
+static bool access_has(const Access *a, const Buffer *b, bool write) {
+    for (int i = 0; i < (write ? a->wr.len : a->rd.len); i++)
+        if ((write ? a->wr.data[i] : a->rd.data[i]) == b)
+            return true;
+    return false;
+}
+
+static bool conflicts(const Access *before, const Access *after) {
+    for (int i = 0; i < after->rd.len; i++)
+        if (access_has(before, after->rd.data[i], true))
+            return true;
+    for (int i = 0; i < after->wr.len; i++)
+        if (access_has(before, after->wr.data[i], true) ||
+            access_has(before, after->wr.data[i], false))
+            return true;
+    return false;
+}
+
+static void access_merge(Access *into, const Access *a) {
+    for (int i = 0; i < a->rd.len; i++)
+        access_add(into, a->rd.data[i], false);
+    for (int i = 0; i < a->wr.len; i++)
+        access_add(into, a->wr.data[i], true);
+}
+
+static void access_free(Access *a) {
+    vec_free(&a->rd);
+    vec_free(&a->wr);
+}
+
+/* Barrier b in front of s when `since` (what ran since the last barrier)
+ * conflicts with what s does; `since` then holds what ran after it. */
+static Stmt *after_barrier_if(Module *m, Access *since, const Access *a, Stmt *s) {
+    if (!conflicts(since, a)) {
+        access_merge(since, a);
+        return s;
+    }
+    since->rd.len = since->wr.len = 0;
+    access_merge(since, a);
+    Stmt *both[2] = {lower_grid_barrier(m), s};
+    return lower_seq(m, 2, both);
+}
+
+/* The kernel body of a group with gpu_batches, with a grid barrier
+ * wherever the threads of one launch would race: between two statements
+ * at its top (under lets, allocations, sequences and the batch loop) when
+ * the second reads or writes device memory that one before it, since the
+ * last barrier, writes (or writes what it reads: a member's leaves and
+ * the members it reads at the same node; two members that touch nothing
+ * of each other's share an interval), before the batch loop, and after
+ * every batch (the next batch reads this one's nodes). The barriers are
+ * where a launch ends, with gpu_batches("launch"), or where the grid
+ * synchronizes, with "persistent". */
+static Stmt *with_barriers(Module *m, Stmt *s, Access *since) {
+    if (s->kind != ST_SEQ && s->kind != ST_LET && s->kind != ST_ALLOC &&
+        !(s->kind == ST_FOR && s->u.loop.gpu_batches)) {
+        Access a = {0};
+        access_stmt(&a, s);
+        Stmt *r = after_barrier_if(m, since, &a, s);
+        access_free(&a);
+        return r;
+    }
+    switch (s->kind) {
+    case ST_SEQ: {
+        Vec(Stmt *) v = {0};
+        for (int i = 0; i < s->u.seq.n; i++)
+            vec_push(&v, with_barriers(m, s->u.seq.stmts[i], since));
+        Stmt *r = lower_seq(m, v.len, v.data);
+        vec_free(&v);
+        return r;
+    }
+    case ST_LET: {
+        Access a = {0};
+        access_expr(&a, s->u.let.value);
+        bool before = conflicts(since, &a);
+        if (before)
+            since->rd.len = since->wr.len = 0;
+        access_merge(since, &a);
+        access_free(&a);
+        Stmt *r = lower_let(m, s->u.let.var, s->u.let.value, with_barriers(m, s->u.let.body, since));
+        Stmt *both[2] = {lower_grid_barrier(m), r};
+        return before ? lower_seq(m, 2, both) : r;
+    }
+    case ST_ALLOC:
+        return lower_alloc(m, s->u.alloc.buf, with_barriers(m, s->u.alloc.body, since));
+    case ST_FOR: {
+        /* a batch reads the ones before it: a barrier after each, and one
+         * before the loop (it may run no batch: nothing after it then races
+         * with what ran before it) */
+        bool before = since->rd.len || since->wr.len;
+        Access inner = {0};
+        access_expr(&inner, s->u.loop.extent);
+        Stmt *body = with_barriers(m, s->u.loop.body, &inner);
+        access_free(&inner);
+        Stmt *each[2] = {body, lower_grid_barrier(m)};
+        Stmt *loop = lower_for_like(m, s, s->u.loop.var, s->u.loop.extent, lower_seq(m, 2, each));
+        since->rd.len = since->wr.len = 0;
+        Stmt *both[2] = {lower_grid_barrier(m), loop};
+        return before ? lower_seq(m, 2, both) : loop;
+    }
+    default:
+        RV_UNREACHABLE();
+    }
+}
+
+/* Does s hold a grid barrier or the batch loop at its top? */
+static bool has_cut(const Stmt *s) {
+    if (!s)
+        return false;
+    switch (s->kind) {
+    case ST_BARRIER:
+        return s->u.barrier.grid;
+    case ST_FOR:
+        return s->u.loop.gpu_batches != 0;
+    case ST_LET:
+        return has_cut(s->u.let.body);
+    case ST_ALLOC:
+        return has_cut(s->u.alloc.body);
+    case ST_SEQ:
+        for (int i = 0; i < s->u.seq.n; i++)
+            if (has_cut(s->u.seq.stmts[i]))
+                return true;
+        return false;
+    default:
+        return false;
+    }
+}
+
+/* gpu_batches("launch"): the body cut at its grid barriers into the
+ * bodies of the launches, each under the lets around it (evaluated again
+ * in each), those inside the batch loop launched once per batch. */
+typedef struct Segment {
+    Stmt *body;
+    const Stmt *loop; /* the batch loop around it, or NULL */
+} Segment;
+
+typedef struct Cut {
+    Module *m;
+    const Kernel *k;
+    Vec(Stmt *) cur;
+    Vec(const Stmt *) wraps; /* lets around cur, outermost first */
+    Vec(Segment) segs;
+    const Stmt *loop;
+    rv_status st;
+} Cut;
+
+static void cut_flush(Cut *c) {
+    if (!c->cur.len)
+        return;
+    Stmt *b = lower_seq(c->m, c->cur.len, c->cur.data);
+    for (int i = c->wraps.len - 1; i >= 0; i--) {
+        const Stmt *w = c->wraps.data[i];
+        b = lower_let(c->m, w->u.let.var, w->u.let.value, b);
+    }
+    vec_push(&c->segs, ((Segment){b, c->loop}));
+    c->cur.len = 0;
+}
+
+static void cut(Cut *c, Stmt *s) {
+    if (!s || c->st != RV_OK)
+        return;
+    if (!has_cut(s)) {
+        vec_push(&c->cur, s);
+        return;
+    }
+    switch (s->kind) {
+    case ST_BARRIER:
+        cut_flush(c);
+        return;
+    case ST_SEQ:
+        for (int i = 0; i < s->u.seq.n; i++)
+            cut(c, s->u.seq.stmts[i]);
+        return;
+    case ST_LET:
+        cut_flush(c);
+        vec_push(&c->wraps, s);
+        cut(c, s->u.let.body);
+        cut_flush(c);
+        c->wraps.len--;
+        return;
+    case ST_ALLOC:
+        /* a thread's local does not outlive its launch */
+        c->st = base_error(RV_ERR_UNSUPPORTED,
+                           "kernel %s: local buffer %s lives across the launches of "
+                           "gpu_batches(\"launch\"); compute it inside a member",
+                           c->k->name, s->u.alloc.buf->name);
+        return;
+    case ST_FOR:
+        cut_flush(c);
+        c->loop = s;
+        cut(c, s->u.loop.body);
+        cut_flush(c);
+        c->loop = NULL;
+        return;
+    default:
+        RV_UNREACHABLE();
+    }
+}
+
+/* ---- entry points ---- */
+
+/* The value of a constant or of a maximum of constants (a launch
+ * dimension several loops are bound to). */
+static bool const_max(const Expr *e, int64_t *v) {
+    int64_t a, b;
+    if (ir_is_const_int(e, v))
+        return true;
+    if (e->kind != EX_MAX || !const_max(e->args[0], &a) || !const_max(e->args[1], &b))
+        return false;
+    *v = a > b ? a : b;
+    return true;
+}
+
+/* The text of one entry point `sym` running body, its launch extents in
+ * dims[6] and a comment describing them in *launch_text. batch: the
+ * batch loop's variable, its last argument (NULL: none). strided: a
+ * persistent kernel's, whose bound loops stride over the grid. */
+static rv_status emit_entry(CgEmit *e, const Kernel *k, Stmt *body, const char *sym,
+                            const Axis *batch, bool strided, Expr *dims[6], Buf *out,
+                            Buf *launch_text) {
+    Check c = {.m = k->m, .k = k, .batch = batch, .strided = strided};
+    check_stmt(&c, body, 0, 0);
+    ptrmap_free(&c.alloc_dims);
+    ptrmap_free(&c.lets);
+    if (c.st != RV_OK) {
+        ptrmap_free(&c.shared);
+        return c.st;
+    }
+    unsigned used = 0;
+    for (int d = 0; d < 6; d++)
+        used |= c.dim[d] ? 1u << d : 0;
+    Stmt *covered = cover_stores(k->m, &c.shared, body, used, 0);
+    if (covered != body) { /* the launch covers the new loops too */
+        memset(c.dim, 0, sizeof c.dim);
+        check_stmt(&c, covered, 0, 0);
+        ptrmap_free(&c.alloc_dims);
+        ptrmap_free(&c.lets);
+        RV_ASSERT(c.st == RV_OK);
+    }
+    Sync y = {.m = k->m, .k = k, .dim = c.dim, .strided = strided};
+    for (int i = 0; i < c.shared.cap; i++)
+        if (c.shared.keys && c.shared.keys[i] && y.n < RV_COUNT(y.buf))
+            y.buf[y.n++] = c.shared.keys[i];
+    if (c.shared.len > RV_COUNT(y.buf)) {
+        ptrmap_free(&c.shared);
+        return base_error(RV_ERR_UNSUPPORTED, "kernel %s: more than %d block-shared buffers",
+                          k->name, RV_COUNT(y.buf));
+    }
+    unsigned pw = 0, pr = 0;
+    covered = sync_in(&y, covered, &pw, &pr);
+    ptrmap_free(&y.variant);
+    if (y.st != RV_OK) {
+        ptrmap_free(&c.shared);
+        return y.st;
+    }
+    int64_t threads = 1, n;
+    for (int d = 0; strided && d < 6; d++) {
+        /* a persistent kernel strides over bound loops of any extent: its
+         * block and the grid's y and z are the bound loops' largest
+         * constant extents (else 128 threads along x, 1), the grid's x
+         * what the device holds at once with them (the runtime's) */
+        if (!c.dim[d] || d == 0)
+            c.dim[d] = NULL;
+        else if (const_max(c.dim[d], &n))
+            c.dim[d] = ir_int(k->m, n);
+        else
+            c.dim[d] = d == 3 ? ir_int(k->m, 128) : NULL;
+    }
+    for (int d = 3; d < 6; d++)
+        if (c.dim[d] && ir_is_const_int(c.dim[d], &n))
+            threads *= n;
+    if (threads > 1024) {
+        ptrmap_free(&c.shared);
+        return base_error(RV_ERR_UNSUPPORTED,
+                          "kernel %s: %lld threads per block; CUDA allows at most 1024", k->name,
+                          (long long)threads);
+    }
+
+    cg_emit_begin_kernel(e);
+    for (int i = 0; i < y.n; i++)
+        ptrmap_put(&e->shared, y.buf[i], (void *)y.buf[i]);
+    ptrmap_free(&c.shared);
+    for (int i = 0; i < k->nparams; i++) {
+        const Param *p = &k->params[i];
+        if (p->kind == PARAM_SIZE)
+            cg_name(e, p->size, p->size->name);
+        else
+            cg_name(e, p->buf, p->buf->name);
+    }
+    if (batch)
+        cg_name(e, batch, batch->name);
+    PtrMap written = {0};
+    cg_analyze(e, covered, &written);
+    Buf text = {0};
+    cg_emit_stmts(e, k, covered, &written, 1, &text);
+
+    if (strided) {
+        buf_puts(launch_text, "grid (as many blocks as fit the device at once");
+        for (int d = 1; d < 3; d++)
+            if (c.dim[d] && ir_is_const_int(c.dim[d], &n))
+                buf_printf(launch_text, ", %c %lld", "xyz"[d], (long long)n);
+        buf_puts(launch_text, "), ");
+    } else {
+        launch_comment(e, launch_text, "grid", c.dim);
+        buf_puts(launch_text, ", ");
+    }
+    launch_comment(e, launch_text, "block", c.dim + 3);
+    if (batch)
+        buf_printf(launch_text, ", once per batch %s", cg_name(e, batch, batch->name));
+    buf_printf(out, "extern \"C\" __global__ void %s(", sym);
+    int np = 0;
+    for (int i = 0; i < k->nparams; i++) {
+        const Param *p = &k->params[i];
+        buf_puts(out, np++ ? ",\n    " : "\n    ");
+        if (p->kind == PARAM_SIZE) {
+            buf_printf(out, "const int64_t %s", cg_name(e, p->size, p->size->name));
+        } else {
+            const Buffer *bf = p->buf;
+            buf_printf(out, "%s%s *__restrict__ %s", ptrmap_has(&written, bf) ? "" : "const ",
+                       cg_ctype(bf->dtype), cg_name(e, bf, bf->name));
+        }
+    }
+    if (batch)
+        buf_printf(out, ",\n    const int64_t %s", cg_name(e, batch, batch->name));
+    buf_puts(out, ") {\n");
+    buf_puts(out, buf_str(&text));
+    buf_puts(out, "}\n");
+    memcpy(dims, c.dim, sizeof c.dim);
+    buf_free(&text);
+    ptrmap_free(&written);
+    return RV_OK;
+}
+
+/* The grid-wide barrier of a persistent kernel (self-contained: no
+ * cooperative-groups header, which NVRTC may not find). Thread 0 of each
+ * block arrives on a counter; the last to arrive resets it and advances
+ * the generation the others spin on. The launch is cooperative, so every
+ * block is resident and the spin ends; the fences make each block's
+ * stores before the barrier visible to every block after it. */
+static const char grid_sync_src[] =
+    "__device__ unsigned int rv_grid_count;\n"
+    "__device__ volatile unsigned int rv_grid_gen;\n"
+    "static __device__ __forceinline__ void rv_grid_sync(void) {\n"
+    "    __syncthreads();\n"
+    "    if (threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0) {\n"
+    "        const unsigned int gen = rv_grid_gen;\n"
+    "        const unsigned int blocks = gridDim.x * gridDim.y * gridDim.z;\n"
+    "        __threadfence();\n"
+    "        if (atomicAdd(&rv_grid_count, 1u) == blocks - 1) {\n"
+    "            atomicExch(&rv_grid_count, 0u);\n"
+    "            __threadfence();\n"
+    "            atomicAdd((unsigned int *)&rv_grid_gen, 1u);\n"
+    "        } else {\n"
+    "            while (rv_grid_gen == gen) {\n"
+    "            }\n"
+    "        }\n"
+    "        __threadfence();\n"
+    "    }\n"
+    "    __syncthreads();\n"
+    "}\n\n";
+
+void cg_cuda_launch_free(CgLaunch *l) {
+    for (int i = 0; l && i < l->nfns; i++)
+        base_free(l->fns[i].sym);
+    if (l)
+        base_free(l->fns);
+}
+
 rv_status cg_cuda_kernel(const Kernel *k, char **src_out, char **sym_out, CgLaunch *launch) {
     *src_out = NULL;
     if (sym_out)
         *sym_out = NULL;
-    Check c = {.m = k->m, .k = k};
-    check_stmt(&c, k->body, 0);
-    ptrmap_free(&c.alloc_dims);
-    if (c.st != RV_OK)
-        return c.st;
-    unsigned used = 0;
-    for (int d = 0; d < 6; d++)
-        used |= c.dim[d] ? 1u << d : 0;
-    Stmt *body = cover_stores(k->m, k->body, used, 0);
-    if (body != k->body) { /* the launch covers the new loops too */
-        memset(c.dim, 0, sizeof c.dim);
-        check_stmt(&c, body, 0);
-        ptrmap_free(&c.alloc_dims);
-        RV_ASSERT(c.st == RV_OK);
+    if (launch)
+        memset(launch, 0, sizeof *launch);
+    Module *m = k->m;
+    const Stmt *batches = find_batches(k->body);
+    int mode = batches ? batches->u.loop.gpu_batches : SCHED_GPU_NONE;
+    Stmt *body = k->body;
+    if (mode != SCHED_GPU_NONE) {
+        Access since = {0};
+        body = with_barriers(m, k->body, &since);
+        access_free(&since);
     }
-    int64_t threads = 1, n;
-    for (int d = 3; d < 6; d++)
-        if (c.dim[d] && ir_is_const_int(c.dim[d], &n))
-            threads *= n;
-    if (threads > 1024)
-        return base_error(RV_ERR_UNSUPPORTED,
-                          "kernel %s: %lld threads per block; CUDA allows at most 1024", k->name,
-                          (long long)threads);
+    Cut cu = {.m = m, .k = k};
+    if (mode == SCHED_GPU_LAUNCH) {
+        cut(&cu, body);
+        cut_flush(&cu);
+    } else {
+        vec_push(&cu.segs, ((Segment){body, NULL}));
+    }
+    rv_status st = cu.st;
+    int nseg = cu.segs.len;
+    if (st == RV_OK && nseg == 0)
+        st = base_error(RV_ERR_UNSUPPORTED, "kernel %s: nothing to launch", k->name);
 
     CgEmit e;
     cg_emit_init(&e, CG_TARGET_CUDA);
-    const char *sym = cg_global(&e, arena_printf(e.arena, "kernel_%s", k->name));
-    cg_emit_begin_kernel(&e);
-    for (int i = 0; i < k->nparams; i++) {
-        const Param *p = &k->params[i];
-        if (p->kind == PARAM_SIZE)
-            cg_name(&e, p->size, p->size->name);
+    e.gpu_strided = mode == SCHED_GPU_PERSISTENT;
+    Buf fns = {0}, first_launch = {0};
+    CgCudaFn *fn = base_xcalloc((size_t)nseg + 1, sizeof *fn);
+    for (int i = 0; st == RV_OK && i < nseg; i++) {
+        const Segment *sg = &cu.segs.data[i];
+        const char *sym = cg_global(&e, nseg > 1 ? arena_printf(e.arena, "kernel_%s_%d", k->name, i)
+                                                 : arena_printf(e.arena, "kernel_%s", k->name));
+        Expr *dims[6] = {0};
+        Buf lt = {0};
+        const Axis *bv = sg->loop ? sg->loop->u.loop.var : NULL;
+        Buf one = {0};
+        st = emit_entry(&e, k, sg->body, sym, bv, e.gpu_strided, dims, &one, &lt);
+        if (st == RV_OK) {
+            if (nseg > 1)
+                buf_printf(&fns, "/* Launch: %s. */\n", buf_str(&lt));
+            else
+                buf_puts(&first_launch, buf_str(&lt));
+            buf_puts(&fns, buf_str(&one));
+            buf_putc(&fns, '\n');
+            fn[i] = (CgCudaFn){.sym = base_xstrdup(sym),
+                               .grid = {dims[0], dims[1], dims[2]},
+                               .block = {dims[3], dims[4], dims[5]},
+                               .batch = bv ? bv->var : NULL,
+                               .batches = sg->loop ? sg->loop->u.loop.extent : NULL};
+        }
+        buf_free(&lt);
+        buf_free(&one);
+    }
+    if (st == RV_OK) {
+        Buf b = {0};
+        buf_printf(&b, "/*\n * Generated by ravel (CUDA C for NVRTC): %s, tensor %s.\n", fn[0].sym,
+                   k->name);
+        if (nseg > 1)
+            buf_printf(&b,
+                       " * Recursion %s, gpu_batches(\"launch\"): %d entry points, launched in "
+                       "order, those with a batch argument once per batch.\n",
+                       k->name, nseg);
         else
-            cg_name(&e, p->buf, p->buf->name);
-    }
-    PtrMap written = {0};
-    cg_analyze(&e, body, &written);
-    Buf text = {0};
-    cg_emit_stmts(&e, k, body, &written, 1, &text);
-
-    Buf b = {0};
-    buf_printf(&b, "/*\n * Generated by ravel (CUDA C for NVRTC): %s, tensor %s.\n * Launch: ", sym,
-               k->name);
-    launch_comment(&e, &b, "grid", c.dim);
-    buf_puts(&b, ", ");
-    launch_comment(&e, &b, "block", c.dim + 3);
-    buf_puts(&b, ".\n * Arguments by value, in parameter order: sizes as int64_t, buffers as "
-                 "device pointers.\n */\n");
-    buf_puts(&b, "typedef int int32_t;\ntypedef long long int64_t;\n"
-                 "typedef unsigned char uint8_t;\n\n");
-    cg_emit_helpers(&e, &b);
-    buf_printf(&b, "extern \"C\" __global__ void %s(", sym);
-    int np = 0;
-    for (int i = 0; i < k->nparams; i++) {
-        const Param *p = &k->params[i];
-        buf_puts(&b, np++ ? ",\n    " : "\n    ");
-        if (p->kind == PARAM_SIZE) {
-            buf_printf(&b, "const int64_t %s", cg_name(&e, p->size, p->size->name));
-        } else {
-            const Buffer *bf = p->buf;
-            buf_printf(&b, "%s%s *__restrict__ %s", ptrmap_has(&written, bf) ? "" : "const ",
-                       cg_ctype(bf->dtype), cg_name(&e, bf, bf->name));
+            buf_printf(&b, " * Launch: %s%s.\n", buf_str(&first_launch),
+                       e.gpu_strided ? "; cooperative, a grid barrier between the batches" : "");
+        buf_puts(&b, " * Arguments by value, in parameter order: sizes as int64_t, buffers as "
+                     "device pointers.\n */\n");
+        buf_puts(&b, "typedef int int32_t;\ntypedef long long int64_t;\n"
+                     "typedef unsigned char uint8_t;\n\n");
+        cg_emit_helpers(&e, &b);
+        if (e.gpu_strided)
+            buf_puts(&b, grid_sync_src);
+        buf_puts(&b, buf_str(&fns));
+        b.len--; /* one newline at the end */
+        b.data[b.len] = '\0';
+        if (sym_out)
+            *sym_out = base_xstrdup(fn[0].sym);
+        *src_out = buf_take(&b);
+        if (launch) {
+            for (int d = 0; d < 3; d++) {
+                launch->grid[d] = fn[0].grid[d];
+                launch->block[d] = fn[0].block[d];
+            }
+            launch->persistent = e.gpu_strided;
+            if (nseg > 1 || fn[0].batch) {
+                launch->nfns = nseg;
+                launch->fns = fn;
+                fn = NULL;
+            }
         }
     }
-    buf_puts(&b, ") {\n");
-    buf_puts(&b, buf_str(&text));
-    buf_puts(&b, "}\n");
-
-    if (launch) {
-        for (int d = 0; d < 3; d++) {
-            launch->grid[d] = c.dim[d];
-            launch->block[d] = c.dim[3 + d];
-        }
-    }
-    if (sym_out)
-        *sym_out = base_xstrdup(sym);
-    *src_out = buf_take(&b);
-    buf_free(&text);
-    ptrmap_free(&written);
+    for (int i = 0; fn && i < nseg; i++)
+        base_free(fn[i].sym);
+    base_free(fn);
+    buf_free(&fns);
+    buf_free(&first_launch);
+    vec_free(&cu.cur);
+    vec_free(&cu.wraps);
+    vec_free(&cu.segs);
     cg_emit_free(&e);
-    return RV_OK;
+    return st;
 }

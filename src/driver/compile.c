@@ -55,6 +55,8 @@ void rv_program_free(rv_program *p) {
     base_free(p->preludes);
     for (int i = 0; p->cuda_fns && i < p->n; i++)
         jit_cuda_unload(p->cuda_fns[i]);
+    for (int i = 0; p->cuda_launch && i < p->n; i++)
+        cg_cuda_launch_free(&p->cuda_launch[i]);
     base_free(p->cuda_fns);
     base_free(p->cuda_launch);
     for (int v = 0; p->plans && v < p->nvariants; v++)
@@ -82,8 +84,16 @@ static rv_status cuda_compile(rv_program *p) {
         st = cg_cuda_kernel(p->kernels[k], &src, &sym, &p->cuda_launch[k]);
         if (st == RV_OK)
             st = jit_nvrtc_compile(src, arch, &ptx);
-        if (st == RV_OK)
+        const CgLaunch *l = &p->cuda_launch[k];
+        if (st == RV_OK && l->nfns) { /* a recursion's entry points, one module */
+            const char **syms = base_xcalloc((size_t)l->nfns, sizeof *syms);
+            for (int i = 0; i < l->nfns; i++)
+                syms[i] = l->fns[i].sym;
+            st = jit_cuda_load_fns(ptx, syms, l->nfns, &p->cuda_fns[k]);
+            base_free(syms);
+        } else if (st == RV_OK) {
             st = jit_cuda_load(ptx, sym, &p->cuda_fns[k]);
+        }
         base_free(ptx);
         base_free(sym);
         base_free(src);
@@ -205,6 +215,15 @@ static void keep_kernels(rv_program *p, const IrScope *scope) {
         for (int d = 0; p->cuda_launch && d < 3; d++) {
             p->cuda_launch[k].grid[d] = ir_keep_expr(&keep, p->cuda_launch[k].grid[d]);
             p->cuda_launch[k].block[d] = ir_keep_expr(&keep, p->cuda_launch[k].block[d]);
+        }
+        for (int i = 0; p->cuda_launch && i < p->cuda_launch[k].nfns; i++) {
+            CgCudaFn *f = &p->cuda_launch[k].fns[i];
+            for (int d = 0; d < 3; d++) {
+                f->grid[d] = ir_keep_expr(&keep, f->grid[d]);
+                f->block[d] = ir_keep_expr(&keep, f->block[d]);
+            }
+            f->batch = ir_keep_expr(&keep, f->batch);
+            f->batches = ir_keep_expr(&keep, f->batches);
         }
     }
     ir_keep_free(&keep);

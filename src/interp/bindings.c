@@ -85,6 +85,16 @@ void interp_bindings_own_tensor(rv_bindings *b, const Tensor *t, rv_array *a) {
     b->t_arr[t->id] = a;
 }
 
+rv_array *interp_bindings_take_tensor(rv_bindings *b, const Tensor *t) {
+    interp_bindings_sync(b);
+    rv_array *a = b->t_own[t->id];
+    if (a) {
+        b->t_own[t->id] = NULL;
+        b->t_arr[t->id] = NULL;
+    }
+    return a;
+}
+
 void interp_bindings_own_ufun(rv_bindings *b, const Ufun *f, rv_array *a) {
     interp_bindings_sync(b);
     if (b->uf_own[f->id] != a)

@@ -88,6 +88,9 @@ void interp_bindings_sync(rv_bindings *b);
 void interp_bindings_clear_outputs(rv_bindings *b);
 /* Binds an owned array to a tensor or UF, replacing what was there. */
 void interp_bindings_own_tensor(rv_bindings *b, const Tensor *t, rv_array *a);
+/* The computed tensor's array the bindings own, detached from them (the
+ * caller owns it now); NULL when they own none. */
+rv_array *interp_bindings_take_tensor(rv_bindings *b, const Tensor *t);
 void interp_bindings_own_ufun(rv_bindings *b, const Ufun *f, rv_array *a);
 /* rv_bindings_set_array, but the bindings own `a` on success (the caller
  * still does on failure). */

@@ -17,7 +17,10 @@
  * primary context (cuDevicePrimaryCtxRetain, made current on each calling
  * thread), cuModuleLoadDataEx on NVRTC's PTX, cuModuleGetFunction,
  * cuMemAlloc/cuMemFree, cuMemcpyHtoD/DtoH, cuLaunchKernel and
- * cuCtxSynchronize. Every CUresult is checked and reported as
+ * cuCtxSynchronize; for a recursion's persistent kernel,
+ * cuLaunchCooperativeKernel over the grid that
+ * cuOccupancyMaxActiveBlocksPerMultiprocessor says is resident at once.
+ * Every CUresult is checked and reported as
  * "cuX failed: CUDA_ERROR_NAME (description)", through cuGetErrorName and
  * cuGetErrorString.
  *
@@ -197,6 +200,7 @@ enum {
     CU_ERROR_OUT_OF_MEMORY = 2,
     CU_ATTR_CC_MAJOR = 75, /* CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR */
     CU_ATTR_CC_MINOR = 76,
+    CU_ATTR_MULTIPROCESSORS = 16, /* CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT */
     CU_JIT_ERROR_LOG_BUFFER = 5,
     CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6,
 };
@@ -219,6 +223,9 @@ typedef struct Driver {
     int (*dtoh)(void *, JitDevPtr, size_t);
     int (*launch)(CudaFunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                   unsigned, void *, void **, void **);
+    int (*launch_coop)(CudaFunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                       unsigned, void *, void **);
+    int (*occupancy)(int *, CudaFunction, int, size_t);
     int (*error_name)(int, const char **);
     int (*error_string)(int, const char **);
 } Driver;
@@ -269,6 +276,10 @@ static rv_status driver_open(const char *lib, Driver *d) {
         need_fn(h, "cuMemcpyHtoD_v2", &d->htod, sizeof d->htod, &missing) &&
         need_fn(h, "cuMemcpyDtoH_v2", &d->dtoh, sizeof d->dtoh, &missing) &&
         need_fn(h, "cuLaunchKernel", &d->launch, sizeof d->launch, &missing) &&
+        need_fn(h, "cuLaunchCooperativeKernel", &d->launch_coop, sizeof d->launch_coop,
+                &missing) &&
+        need_fn(h, "cuOccupancyMaxActiveBlocksPerMultiprocessor", &d->occupancy,
+                sizeof d->occupancy, &missing) &&
         need_fn(h, "cuGetErrorName", &d->error_name, sizeof d->error_name, &missing) &&
         need_fn(h, "cuGetErrorString", &d->error_string, sizeof d->error_string, &missing);
     if (!ok) {
@@ -364,10 +375,16 @@ rv_status jit_cuda_arch(char out[32]) {
 
 struct JitCudaKernel {
     CudaModule mod;
-    CudaFunction fn;
+    int nfns;
+    CudaFunction *fns;
 };
 
 rv_status jit_cuda_load(const char *ptx, const char *sym, JitCudaKernel **out) {
+    return jit_cuda_load_fns(ptx, &sym, 1, out);
+}
+
+rv_status jit_cuda_load_fns(const char *ptx, const char *const *syms, int nsyms,
+                            JitCudaKernel **out) {
     *out = NULL;
     rv_status st = jit_cuda_init();
     if (st != RV_OK)
@@ -376,21 +393,24 @@ rv_status jit_cuda_load(const char *ptx, const char *sym, JitCudaKernel **out) {
     int opts[2] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
     void *vals[2] = {log, (void *)(uintptr_t)sizeof log};
     CudaModule mod = NULL;
-    CudaFunction fn = NULL;
     int r = cuda.d.module_load(&mod, ptx, 2, opts, vals);
     if (r != CU_SUCCESS) {
         log[sizeof log - 1] = '\0';
         cu_fail(&cuda.d, RV_ERR_COMPILER, "cuModuleLoadDataEx", r);
         return base_error(RV_ERR_COMPILER, "%s\n--- PTX JIT log ---\n%s", rv_last_error(), log);
     }
-    if ((r = cuda.d.module_function(&fn, mod, sym)) != CU_SUCCESS) {
-        st = cu_fail(&cuda.d, RV_ERR_COMPILER, "cuModuleGetFunction", r);
-        cuda.d.module_unload(mod);
-        return st;
-    }
+    CudaFunction *fns = base_xcalloc((size_t)nsyms + 1, sizeof *fns);
+    for (int i = 0; i < nsyms; i++)
+        if ((r = cuda.d.module_function(&fns[i], mod, syms[i])) != CU_SUCCESS) {
+            st = cu_fail(&cuda.d, RV_ERR_COMPILER, "cuModuleGetFunction", r);
+            cuda.d.module_unload(mod);
+            base_free(fns);
+            return st;
+        }
     JitCudaKernel *k = base_xcalloc(1, sizeof *k);
     k->mod = mod;
-    k->fn = fn;
+    k->nfns = nsyms;
+    k->fns = fns;
     *out = k;
     return RV_OK;
 }
@@ -400,6 +420,7 @@ void jit_cuda_unload(JitCudaKernel *k) {
         return;
     if (jit_cuda_init() == RV_OK)
         cuda.d.module_unload(k->mod);
+    base_free(k->fns);
     base_free(k);
 }
 
@@ -438,14 +459,50 @@ rv_status jit_cuda_to_host(void *dst, JitDevPtr src, size_t bytes) {
 
 rv_status jit_cuda_launch(JitCudaKernel *k, const unsigned grid[3], const unsigned block[3],
                           void **args) {
+    return jit_cuda_launch_fn(k, 0, grid, block, args, 0);
+}
+
+rv_status jit_cuda_launch_fn(JitCudaKernel *k, int fn, const unsigned grid[3],
+                             const unsigned block[3], void **args, unsigned flags) {
     rv_status st = jit_cuda_init();
     if (st != RV_OK)
         return st;
-    int r = cuda.d.launch(k->fn, grid[0], grid[1], grid[2], block[0], block[1], block[2], 0, NULL,
-                          args, NULL);
+    RV_ASSERT(fn >= 0 && fn < k->nfns);
+    bool coop = flags & JIT_CUDA_COOPERATIVE;
+    int r = coop ? cuda.d.launch_coop(k->fns[fn], grid[0], grid[1], grid[2], block[0], block[1],
+                                      block[2], 0, NULL, args)
+                 : cuda.d.launch(k->fns[fn], grid[0], grid[1], grid[2], block[0], block[1],
+                                 block[2], 0, NULL, args, NULL);
     if (r != CU_SUCCESS)
-        return cu_fail(&cuda.d, RV_ERR_IO, "cuLaunchKernel", r);
-    if ((r = cuda.d.ctx_synchronize()) != CU_SUCCESS)
-        return cu_fail(&cuda.d, RV_ERR_IO, "cuCtxSynchronize (the kernel failed)", r);
+        return cu_fail(&cuda.d, RV_ERR_IO, coop ? "cuLaunchCooperativeKernel" : "cuLaunchKernel",
+                       r);
+    return flags & JIT_CUDA_NO_WAIT ? RV_OK : jit_cuda_synchronize();
+}
+
+rv_status jit_cuda_synchronize(void) {
+    rv_status st = jit_cuda_init();
+    if (st != RV_OK)
+        return st;
+    int r = cuda.d.ctx_synchronize();
+    return r == CU_SUCCESS ? RV_OK
+                           : cu_fail(&cuda.d, RV_ERR_IO, "cuCtxSynchronize (the kernel failed)", r);
+}
+
+rv_status jit_cuda_resident_blocks(JitCudaKernel *k, int fn, int block_threads, unsigned *blocks) {
+    *blocks = 0;
+    rv_status st = jit_cuda_init();
+    if (st != RV_OK)
+        return st;
+    RV_ASSERT(fn >= 0 && fn < k->nfns);
+    int per_sm = 0, sms = 0, r;
+    if ((r = cuda.d.occupancy(&per_sm, k->fns[fn], block_threads, 0)) != CU_SUCCESS)
+        return cu_fail(&cuda.d, RV_ERR_IO, "cuOccupancyMaxActiveBlocksPerMultiprocessor", r);
+    if ((r = cuda.d.attribute(&sms, CU_ATTR_MULTIPROCESSORS, cuda.device)) != CU_SUCCESS)
+        return cu_fail(&cuda.d, RV_ERR_UNSUPPORTED, "cuDeviceGetAttribute", r);
+    if (per_sm < 1 || sms < 1)
+        return base_error(RV_ERR_UNSUPPORTED,
+                          "a block of %d threads of this kernel does not fit a multiprocessor",
+                          block_threads);
+    *blocks = (unsigned)per_sm * (unsigned)sms;
     return RV_OK;
 }

@@ -143,6 +143,8 @@ rv_status jit_cuda_probe(const char *lib);
 rv_status jit_cuda_arch(char out[32]);
 /* PTX -> module -> the function `sym`. RV_ERR_COMPILER with the JIT log. */
 rv_status jit_cuda_load(const char *ptx, const char *sym, JitCudaKernel **out);
+/* The same with n entry points of one module, functions 0..n-1 of *out. */
+rv_status jit_cuda_load_fns(const char *ptx, const char *const *syms, int n, JitCudaKernel **out);
 void jit_cuda_unload(JitCudaKernel *k); /* NULL is fine */
 /* Device memory (at least one byte); RV_ERR_OOM when the device is full. */
 rv_status jit_cuda_alloc(size_t bytes, JitDevPtr *out);
@@ -154,5 +156,18 @@ rv_status jit_cuda_to_host(void *dst, JitDevPtr src, size_t bytes);
  * to its value), and waits for it. */
 rv_status jit_cuda_launch(JitCudaKernel *k, const unsigned grid[3], const unsigned block[3],
                           void **args);
+/* How jit_cuda_launch_fn launches. */
+enum {
+    JIT_CUDA_NO_WAIT = 1,     /* return once queued (jit_cuda_synchronize waits) */
+    JIT_CUDA_COOPERATIVE = 2, /* cuLaunchCooperativeKernel: every block resident at once */
+};
+/* Function `fn` of k, as jit_cuda_launch, with JIT_CUDA_* flags. */
+rv_status jit_cuda_launch_fn(JitCudaKernel *k, int fn, const unsigned grid[3],
+                             const unsigned block[3], void **args, unsigned flags);
+/* Waits for every launch; reports a failed one. */
+rv_status jit_cuda_synchronize(void);
+/* The most blocks of `block_threads` threads of function fn that device 0
+ * holds at once (occupancy times multiprocessors): a cooperative grid. */
+rv_status jit_cuda_resident_blocks(JitCudaKernel *k, int fn, int block_threads, unsigned *blocks);
 
 #endif

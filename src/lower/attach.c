@@ -145,7 +145,8 @@ Stmt *lower_attach_one(LowerCtx *c, StageNest *n, Stage *p, Buffer **buf_out) {
      * the tensor as those of an unpadded copy. */
     bool inside = p->local_pad && copy_read_inside(c, p), clamped = false;
     for (int d = 0; d < nd; d++) {
-        Expr *full = lower_index(c, p->t->axes[d]->extent);
+        /* a ragged dimension: its largest row in the region */
+        Expr *full = lower_ragged_extent(c, p, d, have ? reg : NULL);
         if (!full)
             return NULL;
         if (!have) {
@@ -193,10 +194,12 @@ Stmt *lower_attach_one(LowerCtx *c, StageNest *n, Stage *p, Buffer **buf_out) {
             continue;
         }
         if (!ub || !sizes_only(ub)) {
-            if (p->local_pad || !sizes_only(full))
+            /* a ragged dimension: at most its longest row */
+            Expr *fu = sizes_only(full) ? full : lower_bounds_upper(m, full);
+            if (p->local_pad || !fu || !sizes_only(fu))
                 return lower_stage_error(c, p, "cannot bound the tile of %s that %s reads", p->name,
                                          n->st->name);
-            ub = full;
+            ub = lower_ctx_simp(c, fu);
         } else if (!p->local_pad) {
             int64_t a, b;
             if (ir_is_const_int(ub, &a) && ir_is_const_int(full, &b) && b < a)

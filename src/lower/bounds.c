@@ -304,11 +304,42 @@ bool lower_bounds_range(Module *m, Expr *e, const PtrMap *vary, bool all_loops, 
     return ok;
 }
 
+/* e with sums and differences moved inside the minima and maxima they
+ * add to: min(a, b) + r is min(a + r, b + r), r - min(a, b) is
+ * max(r - a, r - b). Interval arithmetic bounds each term on its own, so
+ * the extent of a clipped tile, min(E - 1, o*f + f - 1) + 1 - o*f, bounds
+ * to E + f - 1 where its second arm, simplified, is the constant f. */
+static Expr *distribute(Module *m, Expr *e) {
+    if (e->kind != EX_ADD && e->kind != EX_SUB)
+        return e;
+    Expr *a = distribute(m, e->args[0]), *b = distribute(m, e->args[1]);
+    bool mm_a = a->kind == EX_MIN || a->kind == EX_MAX;
+    bool mm_b = b->kind == EX_MIN || b->kind == EX_MAX;
+    if (mm_a) /* min(x, y) +- b */
+        return ir_binary(m, a->kind, distribute(m, bin(m, e->kind, a->args[0], b)),
+                         distribute(m, bin(m, e->kind, a->args[1], b)));
+    if (mm_b && e->kind == EX_ADD) /* a + min(x, y) */
+        return ir_binary(m, b->kind, distribute(m, bin(m, EX_ADD, a, b->args[0])),
+                         distribute(m, bin(m, EX_ADD, a, b->args[1])));
+    if (mm_b) /* a - min(x, y) = max(a - x, a - y) */
+        return ir_binary(m, b->kind == EX_MIN ? EX_MAX : EX_MIN,
+                         distribute(m, bin(m, EX_SUB, a, b->args[0])),
+                         distribute(m, bin(m, EX_SUB, a, b->args[1])));
+    return a == e->args[0] && b == e->args[1] ? e : ir_binary(m, e->kind, a, b);
+}
+
+/* An upper bound of e over every iteration, for an allocation: where it is
+ * a minimum with a constant arm, that constant (a size known when
+ * compiling; the other arm saves memory only at small sizes). */
 Expr *lower_bounds_upper(Module *m, Expr *e) {
     Range r;
-    if (!lower_bounds_range(m, e, NULL, true, &r))
+    if (!lower_bounds_range(m, distribute(m, e), NULL, true, &r))
         return NULL;
-    return r.hi;
+    Expr *hi = lower_simplify_expr(m, r.hi);
+    int64_t c;
+    while (hi->kind == EX_MIN && (ir_is_const_int(hi->args[0], &c) || ir_is_const_int(hi->args[1], &c)))
+        hi = ir_is_const_int(hi->args[0], &c) ? hi->args[0] : hi->args[1];
+    return hi;
 }
 
 /* ---- region inference for stages computed at a loop ---- */
@@ -422,7 +453,7 @@ static bool reader_region(LowerCtx *c, StageNest *n, Stage *reader, Stage *p, bo
             return false;
         PtrMap vary = {0};
         for (int d = 0; d < reader->t->ndim; d++) {
-            Expr *full = lower_index(c, reader->t->axes[d]->extent);
+            Expr *full = lower_ragged_extent(c, reader, d, whole ? NULL : rr);
             if (!full)
                 return false;
             if (whole) {
@@ -450,9 +481,10 @@ static bool reader_region(LowerCtx *c, StageNest *n, Stage *reader, Stage *p, bo
         if (r->rel != IV_ROOT)
             continue;
         ok = iv_range(c, n, r, clip, &vary, &rs[i]);
-        if (ok && n->base[r->id]) {
-            rs[i].lo = lower_ctx_simp(c, ir_binary(m, EX_ADD, n->base[r->id], rs[i].lo));
-            rs[i].hi = lower_ctx_simp(c, ir_binary(m, EX_ADD, n->base[r->id], rs[i].hi));
+        Expr *base = ok ? lower_root_base(c, n, r, &ok) : NULL;
+        if (ok && base) {
+            rs[i].lo = lower_ctx_simp(c, ir_binary(m, EX_ADD, base, rs[i].lo));
+            rs[i].hi = lower_ctx_simp(c, ir_binary(m, EX_ADD, base, rs[i].hi));
         }
         ptrmap_put(&vary, r->axis, &rs[i]);
     }

@@ -476,7 +476,7 @@ static Stmt *hoist_loop(Hoist *h, Stmt *s) {
     }
     Stmt *r = nb == s->u.loop.body && ext == s->u.loop.extent
                   ? s
-                  : lower_for(m, s->u.loop.var, ext, s->u.loop.kind, nb);
+                  : lower_for_like(m, s, s->u.loop.var, ext, nb);
     /* the guarded lets inside the `if`, the others outside it (they never
      * use a guarded one: they load nothing, or only in range, or are run
      * by the extent, and so is what they contain) */

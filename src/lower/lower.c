@@ -21,6 +21,8 @@
  *                 and flatten passes, the schedule's indices and extents
  *                 are flattened with safe offsets and divisors (rtcheck.c)
  *     storage.c   the prelude filling the AUX arrays of ragged layouts
+ *     opsplit.c   a split operation (split_op): its parts' nests, or one
+ *                 loop over both (hfuse)
  *     recurse.c   a recursion group: one kernel, its members' nests in a
  *                 loop over nodes or dynamic batches
  *
@@ -175,7 +177,9 @@ static rv_status lower_stage_kernel(LowerCtx *c, Stage *st, Kernel **out) {
     if (st->t->op->kind == OP_EXTERN) {
         body = extern_call(c, st->t);
     } else {
-        body = lower_stage_nest(c, st, NULL, NULL, NULL);
+        body = st->parts[0]             ? lower_split_stage(c, st)
+               : sched_hfuse_partner(st) ? lower_hfused_stages(c, st)
+                                         : lower_stage_nest(c, st, NULL, NULL, NULL);
         if (body) {
             Storage *sto;
             lower_storage_of_tensor(c, st->t, &sto);
@@ -251,6 +255,7 @@ void lower_ctx_free(LowerCtx *c) {
     ir_storage_share_free(&c->share);
     ptrmap_free(&c->filled);
     lower_vfuse_free(c);
+    ptrmap_free(&c->gpu_threads);
 }
 
 rv_status lower_schedule(Schedule *s, Kernel ***out, int *n) {
@@ -264,6 +269,7 @@ rv_status lower_schedule(Schedule *s, Kernel ***out, int *n) {
         return st;
     }
     LowerCtx c = {.m = m, .s = s, .regions = &regions};
+    lower_adopt_uf_storage(&c, &regions);
     Vec(Kernel *) ks = {0};
     for (int i = 0; i < m->tensors.len && st == RV_OK; i++) {
         Tensor *t = m->tensors.data[i];
@@ -274,6 +280,9 @@ rv_status lower_schedule(Schedule *s, Kernel ***out, int *n) {
         RV_ASSERT(sg);
         if (g ? t != g->members.data[0] : sg->attach != ATTACH_ROOT)
             continue; /* a group's kernel comes at its first member */
+        Stage *hp = sched_hfuse_partner(sg);
+        if (hp && hp->t->id > t->id)
+            continue; /* hfused: one kernel, at the later of the two */
         Kernel *k = NULL;
         if ((st = g ? lower_group_kernel(&c, g, &k) : lower_stage_kernel(&c, sg, &k)) == RV_OK)
             vec_push(&ks, k);

@@ -29,6 +29,8 @@ extern const char *const lower_stmt_name[ST_COUNT];
 
 /* LoopKind: src/sched/sched.h */
 extern const char *const lower_loop_kind_name[LOOP_COUNT];
+/* The loop IR's word for Stmt.u.loop.gpu_batches ("launch_batches"). */
+extern const char *const lower_gpu_batches_word[SCHED_GPU_PERSISTENT + 1];
 
 typedef struct Stmt Stmt;
 struct Stmt {
@@ -46,6 +48,11 @@ struct Stmt {
              * the elements it updates even where an index no longer names
              * its variable (place.c) */
             bool spatial;
+            /* SchedGpuBatches: the loop over a recursion's batches, which
+             * the CUDA back end runs as a launch per iteration (the loop
+             * on the host) or with a grid-wide barrier after each
+             * (src/lower/recurse.c, src/codegen/cuda.c); serial elsewhere */
+            int gpu_batches;
         } loop;
         struct {
             Expr *cond;
@@ -77,6 +84,11 @@ struct Stmt {
         struct {
             int site; /* index into the kernel's sites */
         } fail;
+        struct {
+            /* every thread of the launch, not of one block: the CUDA back
+             * end's barrier between a recursion's batches (cuda.c) */
+            bool grid;
+        } barrier;
         struct {
             /* a reduction before its initialisation (lower_module):
              * body's stores to buf (and arg, argmax's index) are its
@@ -152,12 +164,17 @@ typedef struct CheckSrc {
 /* ---- stmt.c: construction, traversal, printing ---- */
 
 Stmt *lower_for(Module *m, Axis *var, Expr *extent, LoopKind k, Stmt *body);
+/* A loop of the kind of loop `like`, which a pass rebuilds, with its
+ * marks that outlive the passes (gpu_batches). */
+Stmt *lower_for_like(Module *m, const Stmt *like, Axis *var, Expr *extent, Stmt *body);
 Stmt *lower_if(Module *m, Expr *cond, Stmt *then_s, Stmt *else_s);
 Stmt *lower_let(Module *m, Axis *var, Expr *value, Stmt *body);
 Stmt *lower_store(Module *m, Buffer *b, Expr *index, Expr *value);
 Stmt *lower_alloc(Module *m, Buffer *b, Stmt *body);
 Stmt *lower_seq(Module *m, int n, Stmt *const *stmts); /* flattens nested SEQs, drops NULLs */
 Stmt *lower_barrier(Module *m);
+/* A barrier across the whole grid of a persistent launch. */
+Stmt *lower_grid_barrier(Module *m);
 Stmt *lower_call(Module *m, const char *kernel, int nargs, Buffer *const *args, Tensor *out);
 Stmt *lower_fail(Module *m, int site);
 Stmt *lower_reduce(Module *m, rv_reduce_kind rk, Buffer *buf, Buffer *arg, Stmt *body);
@@ -359,6 +376,9 @@ typedef struct LowerCtx {
      * they are attached */
     PtrMap hoisted;
     const RegionTable *regions; /* the bounds pass's table (regions.c) */
+    /* the loops bound to GPU thread indices around the current position:
+     * loop Axis* -> Range* over its iterations (NULL once left) */
+    PtrMap gpu_threads;
     rv_status st;
     /* fused variable loops (vfuse.c): IterVar* -> VFuse*, all of them in
      * creation order, and row maps by row-start array (one per pattern) */
@@ -480,7 +500,11 @@ Stmt *lower_gen_reduction(LowerCtx *c, StageNest n, int i);
 Expr *lower_iv_value(LowerCtx *c, StageNest *n, const IterVar *v);
 /* Publishes the values of the roots whose leaves are bound. */
 void lower_bind_axes(LowerCtx *c, StageNest *n);
-Expr *lower_ceil_div(Module *m, Expr *e, int64_t f); /* (e + f - 1)/f */
+Expr *lower_ceil_div(Module *m, Expr *e, int64_t f);  /* (e + f - 1)/f */
+Expr *lower_part_full(Module *m, Expr *e, int64_t f); /* e/f*f: split_op's point */
+/* The first value of root r where n is (a region's origin, the split point
+ * of a split operation's rest); NULL for 0; *ok false where unknown. */
+Expr *lower_root_base(LowerCtx *c, StageNest *n, const IterVar *r, bool *ok);
 /* The extent of v where n is. Without a value for an outer axis its
  * extent depends on, `vary` (bounds inference: ranges of the roots outer
  * to v) relaxes it to its largest value there; NULL: none. */
@@ -528,6 +552,13 @@ Stmt *lower_vfuse_prelude(LowerCtx *c);
  * regions) replaced by this context's. */
 Expr *lower_vfuse_adopt(LowerCtx *c, Expr *e);
 void lower_vfuse_free(LowerCtx *c);
+/* opsplit.c */
+/* The body of split stage st's kernel: its parts' nests, or with hfuse
+ * one loop over both. */
+Stmt *lower_split_stage(LowerCtx *c, Stage *st);
+/* The body of the kernel of st and the stage it is hfused with: one loop
+ * over both nests (the other's tensor a parameter too). */
+Stmt *lower_hfused_stages(LowerCtx *c, Stage *st);
 
 /* recurse.c */
 /* The body of recursion group g's kernel: its members' nests inside the
@@ -568,6 +599,18 @@ void lower_leaf_fold(LowerCtx *c, Recurse *g, const bool *needed, LeafMode *mode
  * output, both at the row loop). */
 bool lower_infer_region(LowerCtx *c, StageNest *n, Stage *p, bool clip, Range *reg);
 
+/* ragged.c: regions of ragged tensors */
+/* The extent of dimension d of stage p's tensor in a region whose
+ * dimensions range over reg (NULL: the whole tensor): for a ragged
+ * dimension, its largest value over the outer dimensions' ranges (exact
+ * where they are one point). In loop IR; NULL with c->st set (an error
+ * located at the step that placed p). */
+Expr *lower_ragged_extent(LowerCtx *c, const Stage *p, int d, const Range *reg);
+/* Extent `ext` of root v of a nest over a region, clipped to the row's
+ * end (ragged extent at the bound outer loops, less the origin) unless
+ * the stage pads locally or those loops are not bound yet. */
+Expr *lower_ragged_clip(LowerCtx *c, StageNest *n, const IterVar *v, Expr *ext);
+
 /* regions.c: the bounds pass, region inference over the schedule */
 typedef enum RegionParamKind {
     RP_VALUE,  /* a loop variable of the host bound at the attach point */
@@ -594,11 +637,17 @@ typedef struct RegionBox {
 } RegionBox;
 struct RegionTable {
     Vec(RegionBox) boxes; /* the stages computed at a loop, in schedule order */
+    /* the pass's storage of each UF (index: Ufun.id, NULL where unused):
+     * a box's ragged extents load these arrays, so the walk adopts them
+     * (lower_adopt_uf_storage) and its loads are the same buffers */
+    Vec(Storage *) uf_storage;
 };
 /* The symbolic region of every stage computed at a loop, at its attach
  * point (the contract at the top of regions.c). */
 rv_status lower_infer_bounds(Schedule *s, RegionTable *t);
 void lower_regions_free(RegionTable *t);
+/* Gives walk context c the UF storages of table t (before it makes any). */
+void lower_adopt_uf_storage(LowerCtx *c, const RegionTable *t);
 /* `P at Y.io:` then `  AXIS: [lo, hi]` per dimension, per box. */
 void lower_print_regions(Buf *b, const RegionTable *t);
 /* For RAVEL_DEBUG=bounds: the table on stderr. */

@@ -59,12 +59,38 @@ Expr *lower_iv_value(LowerCtx *c, StageNest *n, const IterVar *v) {
     return NULL;
 }
 
+static Expr *root_extent(LowerCtx *c, StageNest *n, const IterVar *v, const PtrMap *vary);
+static bool bind_outer_roots(LowerCtx *c, StageNest *n, const IterVar *v);
+
+/* The first value of root r where n is: the origin of a region, the split
+ * point of the rest of a split operation (split_op: E/M*M, over the
+ * values of the outer axes r's extent mentions); NULL for 0, and *ok
+ * false where that value is not known here (an outer axis unbound). */
+Expr *lower_root_base(LowerCtx *c, StageNest *n, const IterVar *r, bool *ok) {
+    *ok = true;
+    if (n->base[r->id] || r->part != PART_REST)
+        return n->base[r->id];
+    /* where an outer axis its extent mentions is not bound (bounds
+     * inference above that loop), the split point is not one value */
+    IterVar whole = *r;
+    whole.part = PART_WHOLE;
+    Expr *e = bind_outer_roots(c, n, r) ? root_extent(c, n, &whole, NULL) : NULL;
+    if (!e) {
+        *ok = false;
+        return NULL;
+    }
+    Module *m = c->m;
+    return lower_ctx_simp(c, lower_part_full(m, e, r->part_mult));
+}
+
 /* The IR axis value of a root: origin + its IterVar value. */
 static Expr *root_axis_value(LowerCtx *c, StageNest *n, const IterVar *r) {
     Expr *v = lower_iv_value(c, n, r);
-    if (!v)
+    bool ok;
+    Expr *base = v ? lower_root_base(c, n, r, &ok) : NULL;
+    if (!v || !ok)
         return NULL;
-    return n->base[r->id] ? ir_binary(c->m, EX_ADD, n->base[r->id], v) : v;
+    return base ? ir_binary(c->m, EX_ADD, base, v) : v;
 }
 
 /* Publishes the value of root r where n is, or that it has none: a value
@@ -84,6 +110,10 @@ void lower_bind_axes(LowerCtx *c, StageNest *n) {
             bind_root(c, n, st->ivs.data[i]);
 }
 
+Expr *lower_part_full(Module *m, Expr *e, int64_t f) {
+    return ir_binary(m, EX_MUL, ir_binary(m, EX_DIV, e, ir_int(m, f)), ir_int(m, f));
+}
+
 Expr *lower_ceil_div(Module *m, Expr *e, int64_t f) {
     return ir_binary(m, EX_DIV, ir_binary(m, EX_ADD, e, ir_int(m, f - 1)), ir_int(m, f));
 }
@@ -101,22 +131,40 @@ static bool divides(LowerCtx *c, Expr *e, int64_t f) {
  * relaxes it to its largest value over their ranges, an upper bound of
  * every extent v takes in the iterations that remain; without `vary` it
  * has none. */
-static Expr *root_extent(LowerCtx *c, StageNest *n, const IterVar *v, const PtrMap *vary) {
-    Module *m = c->m;
+/* Publishes the values of the roots v's extent mentions (l < len[b]);
+ * whether all are bound. */
+static bool bind_outer_roots(LowerCtx *c, StageNest *n, const IterVar *v) {
     bool bound = true;
     for (int i = 0; i < n->st->ivs.len; i++) {
         IterVar *r = n->st->ivs.data[i];
-        if (r->rel == IV_ROOT && r != v && ir_uses_axis(v->axis->extent, r->axis))
+        if (r->rel == IV_ROOT && r->axis != v->axis && ir_uses_axis(v->axis->extent, r->axis))
             bound &= bind_root(c, n, r);
     }
+    return bound;
+}
+
+static Expr *root_extent(LowerCtx *c, StageNest *n, const IterVar *v, const PtrMap *vary) {
+    Module *m = c->m;
+    bool bound = bind_outer_roots(c, n, v);
     if (!bound && vary) {
         Range r;
-        return lower_bounds_range(m, v->axis->extent, vary, false, &r) ? lower_index(c, r.hi)
-                                                                       : NULL;
+        Expr *hi =
+            lower_bounds_range(m, v->axis->extent, vary, false, &r) ? lower_index(c, r.hi) : NULL;
+        /* a part of a split operation: at most hi/M*M full tiles, a rest
+         * under M */
+        if (hi && v->part == PART_FULL)
+            return lower_part_full(m, hi, v->part_mult);
+        if (hi && v->part == PART_REST)
+            return ir_binary(m, EX_MIN, hi, ir_int(m, v->part_mult - 1));
+        return hi;
     }
     Expr *e = lower_index(c, v->axis->extent);
     if (!e)
         return NULL;
+    if (v->part == PART_FULL)
+        e = lower_part_full(m, e, v->part_mult);
+    else if (v->part == PART_REST)
+        e = ir_binary(m, EX_SUB, e, lower_part_full(m, e, v->part_mult));
     /* an outer axis past its end in a guarded tile must not index the UF:
      * the ragged extent is 0 there */
     Expr *g = NULL;
@@ -148,6 +196,8 @@ Expr *lower_iv_extent_over(LowerCtx *c, StageNest *n, const IterVar *v, const Pt
     switch (v->rel) {
     case IV_ROOT: {
         Expr *e = n->root_ext[v->id];
+        if (e && !(e = lower_ragged_clip(c, n, v, e)))
+            return NULL;
         if (!e && !(e = root_extent(c, n, v, vary)))
             return NULL;
         if (v->pad > 1)
@@ -246,7 +296,7 @@ static Expr *source_in_bounds(LowerCtx *c, StageNest *n) {
     Expr *g = NULL;
     for (int d = 0; d < st->t->ndim; d++) {
         Expr *v = ptrmap_get(&c->axis_value, st->t->axes[d]);
-        Expr *e = lower_index(c, st->source->axes[d]->extent);
+        Expr *e = lower_index(c, st->t->axes[d]->extent); /* the copy's: over its own axes */
         if (!e)
             return NULL;
         Expr *p =
@@ -351,7 +401,16 @@ static Stmt *gen_loop(LowerCtx *c, StageNest n, int i, Expr *ext) {
     Axis *var = lower_loop_var(m, v->name, ext);
     n.value[v->id] = var->var;
     c->par_depth += k == LOOP_PARALLEL;
+    bool thread = k >= LOOP_GPU_THREAD_X && k <= LOOP_GPU_THREAD_Z;
+    if (thread) { /* for the stages computed inside that the threads share */
+        Range *r = arena_alloc(m->arena, sizeof *r);
+        r->lo = ir_int(m, 0);
+        r->hi = lower_ctx_simp(c, ir_binary(m, EX_SUB, ext, ir_int(m, 1)));
+        ptrmap_put(&c->gpu_threads, var, r);
+    }
     Stmt *body = lower_emit_attached(c, &n, v, i + 1);
+    if (thread)
+        ptrmap_put(&c->gpu_threads, var, NULL);
     c->par_depth -= k == LOOP_PARALLEL;
     if (!body)
         return NULL;

@@ -262,7 +262,7 @@ static Stmt *copy(Copy *c, Stmt *s) {
         Expr *ext = c->fresh && ptrmap_has(&c->inner, s->u.loop.var) ? c->inner_ext
                                                                      : sub(c, s->u.loop.extent);
         Axis *v = rebind(c, s->u.loop.var, ext);
-        Stmt *r = lower_for(m, v, ext, s->u.loop.kind, copy(c, s->u.loop.body));
+        Stmt *r = lower_for_like(m, s, v, ext, copy(c, s->u.loop.body));
         r->u.loop.partition = s->u.loop.partition;
         return r;
     }
@@ -307,7 +307,7 @@ static Stmt *walk(Sources *src, Module *m, Stmt *s) {
         Stmt *b = walk(src, m, s->u.loop.body);
         return b == s->u.loop.body
                    ? s
-                   : lower_for(m, s->u.loop.var, s->u.loop.extent, s->u.loop.kind, b);
+                   : lower_for_like(m, s, s->u.loop.var, s->u.loop.extent, b);
     }
     case ST_IF: {
         Stmt *t = walk(src, m, s->u.if_.then_s), *e = walk(src, m, s->u.if_.else_s);

@@ -481,7 +481,8 @@ static Stmt *nested_block(Reader *R, int indent, bool *ok) {
     return s;
 }
 
-static Stmt *parse_for(Reader *R, LoopKind kind, bool partition, int indent, bool *ok) {
+static Stmt *parse_for(Reader *R, LoopKind kind, bool partition, int gpu_batches, int indent,
+                       bool *ok) {
     Module *m = R->m;
     *ok = false;
     const char *name = expect_ident(R, "a loop variable");
@@ -498,6 +499,7 @@ static Stmt *parse_for(Reader *R, LoopKind kind, bool partition, int indent, boo
         return NULL;
     Stmt *s = lower_for(m, var, ext, kind, body);
     s->u.loop.partition = partition;
+    s->u.loop.gpu_batches = gpu_batches;
     return s;
 }
 
@@ -507,8 +509,14 @@ static Stmt *parse_loop(Reader *R, LoopKind kind, const char *w, int indent, boo
     bool partition = w && strcmp(w, "partition") == 0;
     if (partition)
         w = ident(R);
+    int gpu_batches = 0;
+    for (int k = SCHED_GPU_LAUNCH; w && k <= SCHED_GPU_PERSISTENT; k++)
+        if (strcmp(w, lower_gpu_batches_word[k]) == 0) {
+            gpu_batches = k;
+            w = ident(R);
+        }
     if (w && strcmp(w, "for") == 0)
-        return parse_for(R, kind, partition, indent, ok);
+        return parse_for(R, kind, partition, gpu_batches, indent, ok);
     fail_at(R, R->p, "expected 'for'");
     return NULL;
 }
@@ -694,7 +702,9 @@ static Stmt *parse_stmt(Reader *R, int indent, bool *ok) {
             if (strcmp(w, lower_loop_kind_name[k]) == 0 && k != LOOP_SERIAL) {
                 return parse_loop(R, (LoopKind)k, ident(R), indent, ok);
             }
-        if (strcmp(w, "for") == 0 || strcmp(w, "partition") == 0)
+        if (strcmp(w, "for") == 0 || strcmp(w, "partition") == 0 ||
+            strcmp(w, lower_gpu_batches_word[SCHED_GPU_LAUNCH]) == 0 ||
+            strcmp(w, lower_gpu_batches_word[SCHED_GPU_PERSISTENT]) == 0)
             return parse_loop(R, LOOP_SERIAL, w, indent, ok);
         if (strcmp(w, "if") == 0)
             return parse_if(R, indent, ok);
@@ -707,9 +717,10 @@ static Stmt *parse_stmt(Reader *R, int indent, bool *ok) {
         if (strcmp(w, "reduce") == 0)
             return parse_reduce(R, indent, ok);
         if (strcmp(w, "nop") == 0 || strcmp(w, "barrier") == 0) {
+            bool grid = w[0] == 'b' && accept(R, "grid");
             *ok = expect_end(R);
             R->cur += *ok;
-            return w[0] == 'b' ? lower_barrier(R->m) : NULL;
+            return w[0] != 'b' ? NULL : grid ? lower_grid_barrier(R->m) : lower_barrier(R->m);
         }
         if (strcmp(w, "fail") == 0) {
             skip_space(R);

@@ -308,7 +308,10 @@ static Stmt *batch_loop(LowerCtx *c, Recurse *g, Expr *count, Expr *first, int s
     Expr *bb = first ? ir_binary(m, EX_ADD, b->var, first) : b->var;
     Expr *begin = batch_uf(c, T->batch_begin, bb), *len = batch_uf(c, T->batch_length, bb);
     Stmt *body = begin && len ? members_at(c, g, begin, len, spec) : NULL;
-    return body ? lower_for(m, b, count, LOOP_SERIAL, body) : NULL;
+    Stmt *loop = body ? lower_for(m, b, count, LOOP_SERIAL, body) : NULL;
+    if (loop) /* a GPU separates the batches by launches or a grid barrier */
+        loop->u.loop.gpu_batches = (int)sched_group_payload(c->s, g, NOTE_GPU_BATCHES);
+    return loop;
 }
 
 /* ---- stages computed once per call ---- */

@@ -145,6 +145,8 @@ rv_status lower_infer_bounds(Schedule *s, RegionTable *t) {
         for (unsigned tail = 1; tail < 1u << b.ncut; tail++)
             vec_push(&t->boxes, infer_box(&c, p, tail));
     }
+    for (int k = 0; k < s->m->ufuns.len; k++)
+        vec_push(&t->uf_storage, ptrmap_get(&c.storage, s->m->ufuns.data[k]));
     rv_status st = c.st;
     lower_ctx_free(&c);
     if (st != RV_OK)
@@ -156,6 +158,13 @@ void lower_regions_free(RegionTable *t) {
     for (int k = 0; k < t->boxes.len; k++)
         vec_free(&t->boxes.data[k].params);
     vec_free(&t->boxes);
+    vec_free(&t->uf_storage);
+}
+
+void lower_adopt_uf_storage(LowerCtx *c, const RegionTable *t) {
+    for (int k = 0; t && k < t->uf_storage.len; k++)
+        if (t->uf_storage.data[k] && !ptrmap_has(&c->storage, c->m->ufuns.data[k]))
+            ptrmap_put(&c->storage, c->m->ufuns.data[k], t->uf_storage.data[k]);
 }
 
 void lower_print_regions(Buf *b, const RegionTable *t) {
@@ -202,6 +211,22 @@ static const RegionBox *box_of(const RegionTable *t, const Stage *p, const Stage
     return best;
 }
 
+/* A load of a UF's array in a box (a ragged extent len[b], lowered by the
+ * bounds pass) is of the storage the walk adopted from the pass; the
+ * kernel that places the box gets it as a parameter, as if it had lowered
+ * the UF application itself. */
+static Expr *use_uf_load(Module *m, void *ctx, Expr *load) {
+    (void)m;
+    LowerCtx *c = ctx;
+    Ufun *f = load->u.buf->uf;
+    Storage *st;
+    if (!f || c->st != RV_OK || (c->st = lower_storage_of_uf(c, f, &st)) != RV_OK)
+        return load;
+    lower_use_storage(c, st, PARAM_UF);
+    /* (the same buffer where the walk adopted the pass's storage) */
+    return st->buf == load->u.buf ? load : ir_load(c->m, st->buf, load->args[0]);
+}
+
 /* Box b (bounded) where the walk is, in nest n at b's attach point: each
  * variable the value it has in n's copy, simplified; false where n has no
  * value for one. */
@@ -229,13 +254,54 @@ static bool instance(LowerCtx *c, StageNest *n, const RegionBox *b, Range *reg) 
         ok = v != NULL;
         ptrmap_put(&at, rp->sym, v);
     }
+    PtrMap memo = {0};
     for (int d = 0; ok && d < b->p->t->ndim; d++) {
+        reg[d].lo = lower_rewrite_loads(c->m, ir_substitute(c->m, b->dim[d].lo, &at),
+                                        use_uf_load, c, &memo);
+        reg[d].hi = lower_rewrite_loads(c->m, ir_substitute(c->m, b->dim[d].hi, &at),
+                                        use_uf_load, c, &memo);
         /* (a fused variable loop's maps are the walk's, vfuse.c) */
-        reg[d].lo = lower_ctx_simp(c, lower_vfuse_adopt(c, ir_substitute(c->m, b->dim[d].lo, &at)));
-        reg[d].hi = lower_ctx_simp(c, lower_vfuse_adopt(c, ir_substitute(c->m, b->dim[d].hi, &at)));
+        reg[d].lo = lower_ctx_simp(c, lower_vfuse_adopt(c, reg[d].lo));
+        reg[d].hi = lower_ctx_simp(c, lower_vfuse_adopt(c, reg[d].hi));
     }
+    ptrmap_free(&memo);
     ptrmap_free(&at);
     return ok;
+}
+
+/* Does p's own nest bind a loop to a GPU thread index? */
+static bool binds_threads(const Stage *p) {
+    for (int i = 0; i < p->leaves.len; i++)
+        if (p->leaves.data[i]->kind >= LOOP_GPU_THREAD_X &&
+            p->leaves.data[i]->kind <= LOOP_GPU_THREAD_Z)
+            return true;
+    return false;
+}
+
+/* A stage whose own loops are bound to thread indices, computed inside
+ * loops bound to thread indices, is filled by the threads together
+ * (cooperative fetching, as TVM's shared-memory copies are): its region is
+ * the union over the enclosing thread loops' iterations, the part every
+ * thread of the block reads, and the CUDA back end puts it in shared
+ * memory (docs/schedules.md, "Shared memory on the GPU"). On the CPU the
+ * bound loops are serial and each iteration of the outer ones fills the
+ * whole union: the same values, computed again. False where an enclosing
+ * thread loop's range cannot bound the region. */
+static bool relax_over_threads(LowerCtx *c, const Stage *p, Range *reg) {
+    bool any = false;
+    for (int i = 0; i < c->gpu_threads.cap && !any; i++)
+        any = c->gpu_threads.keys && c->gpu_threads.keys[i] && c->gpu_threads.vals[i];
+    if (!any || !binds_threads(p))
+        return true;
+    for (int d = 0; d < p->t->ndim; d++) {
+        Range lo, hi;
+        if (!lower_bounds_range(c->m, reg[d].lo, &c->gpu_threads, false, &lo) ||
+            !lower_bounds_range(c->m, reg[d].hi, &c->gpu_threads, false, &hi))
+            return false;
+        reg[d].lo = lo.lo;
+        reg[d].hi = hi.hi;
+    }
+    return true;
 }
 
 bool lower_region_at(LowerCtx *c, StageNest *n, Stage *p, Range *reg) {
@@ -243,7 +309,7 @@ bool lower_region_at(LowerCtx *c, StageNest *n, Stage *p, Range *reg) {
      * order (recurse.c), not as attach_nest has a host's loops: the
      * region is inferred on the copy itself */
     if (sched_stage_group(p->at))
-        return lower_infer_region(c, n, p, !p->local_pad, reg);
+        return lower_infer_region(c, n, p, !p->local_pad, reg) && relax_over_threads(c, p, reg);
     const RegionBox *b = box_of(c->regions, p, n);
     if (b && b->whole)
         return false;
@@ -251,7 +317,7 @@ bool lower_region_at(LowerCtx *c, StageNest *n, Stage *p, Range *reg) {
         c->st = base_error(RV_ERR_UNSUPPORTED,
                            "internal error in pass bounds: no region of %s for its copy at %s",
                            p->name, p->at->name);
-    return c->st == RV_OK;
+    return c->st == RV_OK && relax_over_threads(c, p, reg);
 }
 
 void lower_dump_regions(const RegionTable *t) {
@@ -284,6 +350,7 @@ void lower_debug_region(LowerCtx *walk, StageNest *n, Stage *p, bool have, const
     IrScope scope;
     ir_scope_begin(m, &scope);
     LowerCtx c = {.m = m, .s = walk->s};
+    lower_adopt_uf_storage(&c, walk->regions);
     Range w[RV_MAX_DIMS];
     bool got = lower_infer_region(&c, n, p, !p->local_pad, w);
     Buf out = {0};

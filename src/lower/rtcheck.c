@@ -303,7 +303,7 @@ static Stmt *check_stmt(Checks *C, Stmt *s) {
         Stmt *body = check_stmt(C, s->u.loop.body);
         if (!fails && ext == s->u.loop.extent && body == s->u.loop.body)
             return s;
-        return after(m, fails, lower_for(m, s->u.loop.var, ext, s->u.loop.kind, body));
+        return after(m, fails, lower_for_like(m, s, s->u.loop.var, ext, body));
     }
     case ST_IF: {
         Expr *cond = check_expr(C, s->u.if_.cond);

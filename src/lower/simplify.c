@@ -1032,7 +1032,7 @@ static Stmt *simp_stmt(Simp *S, Stmt *s) {
             return NULL;
         if (ext == s->u.loop.extent && body == s->u.loop.body)
             return s;
-        return lower_for(m, var, ext, s->u.loop.kind, body);
+        return lower_for_like(m, s, var, ext, body);
     }
     case ST_IF: {
         Expr *c = lower_simp(S, s->u.if_.cond);

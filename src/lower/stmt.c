@@ -60,6 +60,8 @@ const char *const lower_loop_kind_name[LOOP_COUNT] = {
 #undef LOOP
 };
 // clang-format on
+const char *const lower_gpu_batches_word[SCHED_GPU_PERSISTENT + 1] = {
+    [SCHED_GPU_LAUNCH] = "launch_batches", [SCHED_GPU_PERSISTENT] = "persistent_batches"};
 _Static_assert(RV_COUNT(lower_stmt_name) == ST_COUNT, "lower_stmt_name parallels StmtKind");
 _Static_assert(RV_COUNT(lower_loop_kind_name) == LOOP_COUNT,
                "lower_loop_kind_name parallels LoopKind");
@@ -93,6 +95,12 @@ Stmt *lower_for(Module *m, Axis *var, Expr *extent, LoopKind k, Stmt *body) {
     s->u.loop.extent = extent;
     s->u.loop.kind = k;
     s->u.loop.body = body;
+    return s;
+}
+
+Stmt *lower_for_like(Module *m, const Stmt *like, Axis *var, Expr *extent, Stmt *body) {
+    Stmt *s = lower_for(m, var, extent, like->u.loop.kind, body);
+    s->u.loop.gpu_batches = like->u.loop.gpu_batches;
     return s;
 }
 
@@ -168,6 +176,12 @@ Stmt *lower_barrier(Module *m) {
     return new_stmt(m, ST_BARRIER);
 }
 
+Stmt *lower_grid_barrier(Module *m) {
+    Stmt *s = new_stmt(m, ST_BARRIER);
+    s->u.barrier.grid = true;
+    return s;
+}
+
 Stmt *lower_fail(Module *m, int site) {
     RV_ASSERT(site >= 0);
     Stmt *s = new_stmt(m, ST_FAIL);
@@ -221,9 +235,10 @@ Stmt *lower_mutate(StmtMutator *mu, Stmt *s) {
         Expr *ext = mutate_expr(mu, s->u.loop.extent);
         Stmt *body = lower_mutate(mu, s->u.loop.body);
         if (ext != s->u.loop.extent || body != s->u.loop.body) {
-            r = lower_for(m, s->u.loop.var, ext, s->u.loop.kind, body);
+            r = lower_for_like(m, s, s->u.loop.var, ext, body);
             r->u.loop.partition = s->u.loop.partition; /* for a pass before partition's */
             r->u.loop.spatial = s->u.loop.spatial;     /* for the reduce pass */
+            r->u.loop.gpu_batches = s->u.loop.gpu_batches;
         }
         break;
     }
@@ -429,6 +444,8 @@ static void print_stmt(Buf *b, const Stmt *s, int indent, bool tail) {
             buf_printf(b, "%s ", lower_loop_kind_name[s->u.loop.kind]);
         if (s->u.loop.partition)
             buf_puts(b, "partition ");
+        if (s->u.loop.gpu_batches)
+            buf_printf(b, "%s ", lower_gpu_batches_word[s->u.loop.gpu_batches]);
         buf_printf(b, "for %s in 0..", s->u.loop.var->name);
         print_expr(b, s->u.loop.extent, PREC_NONE);
         buf_puts(b, ":\n");
@@ -466,7 +483,7 @@ static void print_stmt(Buf *b, const Stmt *s, int indent, bool tail) {
         break;
     }
     case ST_BARRIER:
-        buf_puts(b, "barrier\n");
+        buf_puts(b, s->u.barrier.grid ? "barrier grid\n" : "barrier\n");
         break;
     case ST_FAIL:
         buf_printf(b, "fail %d\n", s->u.fail.site);

@@ -41,7 +41,9 @@
  * slot, UF, AUX and tensor storage, copied to device memory) and
  * FROM_DEVICE after them (the computed tensors' storage copied back); a
  * CALL evaluates the kernel's grid and block extents from the sizes and
- * launches it.
+ * launches it; a recursion group's unit either launches its entry points
+ * in order, those of its batch loop once per batch (launch_batches), or
+ * its persistent kernel cooperatively (docs/recursion.md, "CUDA").
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -156,6 +158,9 @@ typedef struct Run {
     JitDevPtr *dev;    /* RV_TARGET_CUDA: per plan slot, between TO_DEVICE and FROM_DEVICE */
     Host host;         /* the CPU kernels' context */
     rv_array **into;   /* rv_program_run_into: per tensor id, the caller's output array or NULL */
+    /* per tensor id, the array the bindings held from their previous run,
+     * reused when this run's has the same shape (run_array) */
+    rv_array **spare;
     struct rv_rt_ctx ctx;
     rv_program_counters stats; /* this run's, added to the program's when it ends */
     bool check_failed; /* a kernel's run-time check failed (see run_failed) */
@@ -163,6 +168,7 @@ typedef struct Run {
      * counted in nanoseconds, an allocation in tens of them */
     Slot slots_stack[RUN_ON_STACK];
     rv_array *into_stack[RUN_ON_STACK];
+    rv_array *spare_stack[RUN_ON_STACK];
 } Run;
 
 /* The run's state of a kernel's buffer. */
@@ -202,6 +208,18 @@ static rv_status eval_int(Run *r, const Expr *e, int64_t *out) {
     env.load = host_load;
     env.load_ctx = r;
     return ir_eval_index(&env, e, 0, NULL, NULL, out);
+}
+
+/* eval_int with variable `var` (an EX_VAR, or NULL) at value v: a launch
+ * extent of a recursion's batch. */
+static rv_status eval_int_at(Run *r, const Expr *e, const Expr *var, int64_t v, int64_t *out) {
+    if (!var)
+        return eval_int(r, e, out);
+    LayoutEnv env = r->in.env;
+    env.load = host_load;
+    env.load_ctx = r;
+    Axis *ax = var->u.axis;
+    return ir_eval_index(&env, e, 1, &ax, &v, out);
 }
 
 /* A buffer's size in elements. */
@@ -269,6 +287,8 @@ static void run_release(Run *r) {
     }
     if (r->slots != r->slots_stack)
         base_free(r->slots);
+    for (int i = 0; r->spare && i < r->p->ntensors; i++)
+        rv_array_free(r->spare[i]);
     interp_release(&r->in);
 }
 
@@ -366,6 +386,28 @@ static rv_status check_uf_size(Run *r, const PlanSlot *ps, const Slot *s) {
     return RV_OK;
 }
 
+/* A computed tensor's canonical array: the one the bindings held from
+ * their previous run when its dtype and shape are this run's, else a new
+ * one. Called where every element is then written (the tensor's kernels,
+ * or the copy out of padded storage), so the old values need no zeroing;
+ * a caller running a program again and again on bindings of one shape
+ * (serving, benchmarks) thus allocates no intermediate, where a fresh
+ * array of a large one cost its page faults on every call. */
+static rv_array *run_array(Run *r, const Tensor *t, const Layout *l) {
+    rv_array *old = r->spare[t->id];
+    r->spare[t->id] = NULL;
+    if (old) {
+        int64_t one[1] = {l->numel};
+        int nd = l->ragged || !l->ndim ? 1 : l->ndim;
+        const int64_t *shape = l->ragged || !l->ndim ? one : l->shape;
+        if (rv_array_dtype(old) == t->dtype && rv_array_ndim(old) == nd &&
+            memcmp(rv_array_shape(old), shape, sizeof(int64_t) * (size_t)nd) == 0)
+            return old;
+        rv_array_free(old); /* before the new one: not both at once */
+    }
+    return ir_layout_array_new(t->dtype, l);
+}
+
 /* PLACE_TENSOR: a tensor's storage, checked against the lowering's size.
  * An unpadded tensor's storage *is* its canonical array, so inputs are
  * passed in place and results computed straight into the arrays handed
@@ -403,7 +445,7 @@ static rv_status place_tensor(Run *r, const PlanSlot *ps, Slot *s) {
         return RV_OK;
     }
     if (!s->store && !input) {
-        if (!(s->arr = ir_layout_array_new(t->dtype, l)))
+        if (!(s->arr = run_array(r, t, l)))
             return base_error(RV_ERR_OOM, "tensor %s: cannot allocate %lld elements", t->name,
                               (long long)need);
         s->data = rv_array_data(s->arr);
@@ -519,7 +561,7 @@ static rv_status result(Run *r, const PlanStep *step) {
         store_copy(s->store, l, rv_dtype_size(t->dtype), s->data, rv_array_data(into), false);
         return RV_OK;
     }
-    if (!(s->arr = ir_layout_array_new(t->dtype, l)))
+    if (!(s->arr = run_array(r, t, l)))
         return base_error(RV_ERR_OOM, "tensor %s: cannot allocate %lld elements", t->name,
                           (long long)l->numel);
     store_copy(s->store, l, rv_dtype_size(t->dtype), s->data, rv_array_data(s->arr), false);
@@ -539,21 +581,19 @@ static void hand_over(Run *r) {
 
 /* ---- CUDA: running ---- */
 
-/* One kernel's launch: grid and block extents from the sizes (at least 1
- * each: bound loops guard their own extents), checked against CUDA's
- * limits; the arguments by value, buffers as the slots' device pointers. */
-static rv_status cuda_launch_kernel(Run *r, int k) {
-    rv_program *p = r->p;
-    const Kernel *kn = r->plan->ks[k];
-    const CgLaunch *l = &p->cuda_launch[r->first + k];
+/* A launch's grid and block from their extents (NULL: 1) at batch
+ * `bval` of `batch` (an EX_VAR, or NULL), at least 1 each (bound loops
+ * guard their own extents), checked against CUDA's limits. */
+static rv_status launch_extents(Run *r, const Kernel *kn, Expr *const *grid_e,
+                                Expr *const *block_e, const Expr *batch, int64_t bval,
+                                unsigned grid[3], unsigned block[3]) {
     static const int64_t limit[6] = {2147483647, 65535, 65535, 1024, 1024, 64};
     int64_t ext[6];
-    unsigned grid[3], block[3];
     rv_status st;
     for (int d = 0; d < 6; d++) {
-        Expr *e = d < 3 ? l->grid[d] : l->block[d - 3];
+        Expr *e = d < 3 ? grid_e[d] : block_e[d - 3];
         ext[d] = 1;
-        if (e && (st = eval_int(r, e, &ext[d])) != RV_OK)
+        if (e && (st = eval_int_at(r, e, batch, bval, &ext[d])) != RV_OK)
             return st;
         if (ext[d] < 1)
             ext[d] = 1;
@@ -572,19 +612,86 @@ static rv_status cuda_launch_kernel(Run *r, int k) {
         grid[d] = (unsigned)ext[d];
         block[d] = (unsigned)ext[3 + d];
     }
+    return RV_OK;
+}
+
+/* The launches of a recursion group's unit with gpu_batches("launch"):
+ * its entry points in order, those of the batch loop once per batch (the
+ * batch an argument after the kernel's, each launch sized for its batch
+ * from the UF arrays on the host), queued without waiting, then one wait. */
+static rv_status launch_batches(Run *r, int k, void **args, int nargs) {
+    rv_program *p = r->p;
+    const Kernel *kn = r->plan->ks[k];
+    const CgLaunch *l = &p->cuda_launch[r->first + k];
+    int64_t bval = 0;
+    args[nargs] = &bval;
+    unsigned grid[3], block[3];
+    rv_status st = RV_OK;
+    for (int i = 0; st == RV_OK && i < l->nfns;) {
+        int end = i + 1;
+        int64_t count = 1;
+        if (l->fns[i].batch) {
+            while (end < l->nfns && l->fns[end].batch)
+                end++;
+            st = eval_int(r, l->fns[i].batches, &count);
+        }
+        for (bval = 0; st == RV_OK && bval < count; bval++)
+            for (int f = i; st == RV_OK && f < end; f++) {
+                const CgCudaFn *fn = &l->fns[f];
+                st = launch_extents(r, kn, fn->grid, fn->block, fn->batch, bval, grid, block);
+                if (st == RV_OK)
+                    st = jit_cuda_launch_fn(p->cuda_fns[r->first + k], f, grid, block, args,
+                                            JIT_CUDA_NO_WAIT);
+                r->stats.kernel_calls++;
+            }
+        i = end;
+    }
+    rv_status done = jit_cuda_synchronize();
+    return st != RV_OK ? st : done;
+}
+
+/* One kernel's launch: grid and block extents from the sizes, checked
+ * against CUDA's limits; the arguments by value, buffers as the slots'
+ * device pointers. A recursion group's unit: launch_batches, or one
+ * cooperative launch of its persistent kernel over as many blocks as the
+ * device holds at once. */
+static rv_status cuda_launch_kernel(Run *r, int k) {
+    rv_program *p = r->p;
+    const Kernel *kn = r->plan->ks[k];
+    const CgLaunch *l = &p->cuda_launch[r->first + k];
+    JitCudaKernel *fn = p->cuda_fns[r->first + k];
+    unsigned grid[3], block[3];
+    rv_status st = l->nfns ? RV_OK /* per launch */
+                           : launch_extents(r, kn, l->grid, l->block, NULL, 0, grid, block);
+    if (st == RV_OK && l->persistent) {
+        /* the grid's x is what the device holds at once beside its y and z
+         * (constants: cuda.c), all of it resident; its bound loops stride */
+        unsigned resident;
+        st = jit_cuda_resident_blocks(fn, 0, (int)(block[0] * block[1] * block[2]), &resident);
+        if (st == RV_OK && (uint64_t)grid[1] * grid[2] > resident)
+            grid[1] = grid[2] = 1;
+        grid[0] = st == RV_OK ? resident / (grid[1] * grid[2]) : 1;
+    }
+    if (st != RV_OK)
+        return st;
     /* cuLaunchKernel takes a pointer to each argument's value */
     int64_t *sizes = base_xcalloc((size_t)kn->nparams + 1, sizeof *sizes);
     JitDevPtr *ptrs = base_xcalloc((size_t)kn->nparams + 1, sizeof *ptrs);
-    void **args = base_xcalloc((size_t)kn->nparams + 1, sizeof *args);
+    void **args = base_xcalloc((size_t)kn->nparams + 2, sizeof *args);
     kernel_args(r, k, sizes, NULL, ptrs);
     for (int i = 0, ns = 0, nb = 0; i < kn->nparams; i++)
         args[i] = kn->params[i].kind == PARAM_SIZE ? (void *)&sizes[ns++] : (void *)&ptrs[nb++];
     double t0 = rt_now_seconds();
-    st = jit_cuda_launch(p->cuda_fns[r->first + k], grid, block, args);
+    if (l->nfns) {
+        st = launch_batches(r, k, args, kn->nparams);
+    } else {
+        st = jit_cuda_launch_fn(fn, 0, grid, block, args,
+                                l->persistent ? JIT_CUDA_COOPERATIVE : 0);
+        r->stats.kernel_calls++;
+    }
     r->stats.kernel_seconds += rt_now_seconds() - t0;
     if (st != RV_OK)
         st = base_error(st, "kernel %s: %s", kn->name, rv_last_error());
-    r->stats.kernel_calls++;
     base_free(args);
     base_free(ptrs);
     base_free(sizes);
@@ -803,13 +910,19 @@ static rv_status run_program(const char *fn, rv_program *p, rv_bindings *b,
         return base_error(RV_ERR_ARG, "%s: the module gained tensors after it was "
                                       "compiled; compile it again", fn);
     interp_bindings_sync(b);
-    interp_bindings_clear_outputs(b);
     Run r = {.p = p};
     r.in.b = b;
     if (outputs)
         r.into = p->ntensors <= RUN_ON_STACK
                      ? r.into_stack
                      : base_xcalloc((size_t)p->ntensors + 1, sizeof *r.into);
+    r.spare = p->ntensors <= RUN_ON_STACK ? r.spare_stack
+                                          : base_xcalloc((size_t)p->ntensors + 1, sizeof *r.spare);
+    for (int i = 0; i < p->ntensors; i++) {
+        const Tensor *t = p->m->tensors.data[i];
+        r.spare[i] = t->op->kind == OP_INPUT ? NULL : interp_bindings_take_tensor(b, t);
+    }
+    interp_bindings_clear_outputs(b);
     rv_status st = run_steps(&r, outputs, noutputs);
     run_release(&r);
     if (r.check_failed)
@@ -818,6 +931,8 @@ static rv_status run_program(const char *fn, rv_program *p, rv_bindings *b,
         interp_bindings_clear_outputs(b);
     if (r.into != r.into_stack)
         base_free(r.into);
+    if (r.spare != r.spare_stack)
+        base_free(r.spare);
     add_counters(p, &r.stats);
     return st;
 }

@@ -508,6 +508,13 @@ static rv_status prim_bind(Ctx *c) {
     if ((r = arg_leaf(c, positional(c->step, 0), &v)) != RV_OK)
         return r;
     const SchedArg *a = positional(c->step, 1);
+    /* a launch is sized from sizes before any prelude runs (cuda.c) */
+    if (sched_extent_is_vfused(v))
+        return fail(c, c->step->loc,
+                    "the trip count of %s is a fused variable loop's, known only once the "
+                    "prelude has run, and a launch is sized before; bind the inner part of a "
+                    "split of it, or loops outside it",
+                    v->name);
     for (int k = LOOP_GPU_BLOCK_X; k <= LOOP_GPU_THREAD_Z; k++)
         if (strcmp(a->s, sched_loop_kind_name((LoopKind)k)) == 0)
             return set_kind(c, v, (LoopKind)k);
@@ -691,19 +698,17 @@ static rv_status arg_stage(Ctx *c, const SchedArg *a, Stage **out) {
     return RV_OK;
 }
 
-static bool is_ragged(const Tensor *t) {
-    for (int d = 0; d < t->ndim; d++)
-        for (int e = 0; e < t->ndim; e++)
-            if (t->axes[d]->extent && ir_uses_axis(t->axes[d]->extent, t->axes[e]))
-                return true;
-    return false;
-}
-
 static bool is_output(const Schedule *s, const Stage *p) {
     return p->kind == STAGE_OP && ir_tensor_is_output(s->m, p->t);
 }
 
 static rv_status check_placeable(Ctx *c, Stage *p, SrcLoc loc) {
+    if (sched_hfuse_partner(p))
+        return fail(c, loc, "%s is fused with %s (hfuse) in a kernel of their own", p->name,
+                    sched_hfuse_partner(p)->name);
+    if (sched_stage_split(p))
+        return fail(c, loc, "%s is %s split operation, one kernel storing the whole tensor",
+                    p->name, p->kind == STAGE_PART ? "a part of a" : "a");
     if (p->attach != ATTACH_ROOT)
         return fail(c, loc, "%s is already placed (%s)", p->name,
                     p->attach == ATTACH_INLINE ? "inlined" : "computed at another loop");
@@ -809,9 +814,6 @@ static rv_status prim_compute_at(Ctx *c) {
     /* its readers: sched_check_placements, once every block is applied */
     if (!sched_reader(c->s, p->t, NULL))
         return fail(c, loc, "nothing reads %s", p->name);
-    if (is_ragged(p->t))
-        return fail(c, loc, "%s is ragged; computing part of it inside a loop is not supported",
-                    p->name);
     /* loop padding runs a root's loop into its padded storage; a stage
      * computed inside a loop has a buffer for the region read instead
      * (pad rejects the other order the same way) */
@@ -1187,8 +1189,6 @@ static rv_status prim_cache_read(Ctx *c) {
         return fail(c, loc, "%s is an extern call; it reads whole tensors", st->name);
     if (st->attach == ATTACH_INLINE)
         return fail(c, loc, "%s is inlined", st->name);
-    if (is_ragged(x))
-        return fail(c, a->loc, "%s is ragged; caching it is not supported yet", x->name);
     const char *name = c->step->outs[0];
     bool local_pad = false;
     int64_t align = 1;
@@ -1278,8 +1278,6 @@ static rv_status prim_cache_write(Ctx *c) {
     }
     if (st->attach == ATTACH_INLINE)
         return fail(c, loc, "%s is inlined", st->name);
-    if (is_ragged(st->t))
-        return fail(c, loc, "%s is ragged; cache_write is not supported for it yet", st->name);
     const char *name = c->step->outs[0];
     bool local_pad = false;
     int64_t align = 1;
@@ -1326,12 +1324,27 @@ static rv_status prim_cache_write(Ctx *c) {
 /* ---- recursion groups (src/sched/recurse.c) ---- */
 
 static rv_status prim_dynamic_batch(Ctx *c) {
-    sched_group_note(c->s, c->group, NOTE_DYNAMIC_BATCH);
+    sched_group_note(c->s, c->group, NOTE_DYNAMIC_BATCH, 0);
     return RV_OK;
 }
 
 static rv_status prim_specialize(Ctx *c) {
-    sched_group_note(c->s, c->group, NOTE_SPECIALIZE);
+    sched_group_note(c->s, c->group, NOTE_SPECIALIZE, 0);
+    return RV_OK;
+}
+
+/* The group's note; that its loops can take it (dynamic_batch first, GPU
+ * bindings only with it) is checked after the step (src/sched/recurse.c). */
+static rv_status prim_gpu_batches(Ctx *c) {
+    const SchedArg *a = positional(c->step, 0);
+    SchedGpuBatches mode = strcmp(a->s, "launch") == 0       ? SCHED_GPU_LAUNCH
+                           : strcmp(a->s, "persistent") == 0 ? SCHED_GPU_PERSISTENT
+                                                             : SCHED_GPU_NONE;
+    if (mode == SCHED_GPU_NONE)
+        return fail(c, a->loc,
+                    "expected \"launch\" (a kernel launch per batch) or \"persistent\" (one "
+                    "kernel, a grid-wide barrier between batches)");
+    sched_group_note(c->s, c->group, NOTE_GPU_BATCHES, mode);
     return RV_OK;
 }
 
@@ -1346,6 +1359,24 @@ static rv_status prim_refactor(Ctx *c) {
                     c->group->name);
     sched_stage_note(p, NOTE_REFACTOR, 1);
     return RV_OK;
+}
+
+/* ---- operation splitting (src/sched/opsplit.c) ---- */
+
+static rv_status prim_split_op(Ctx *c) {
+    rv_status r;
+    IterVar *v;
+    if ((r = arg_leaf(c, positional(c->step, 0), &v)) != RV_OK ||
+        (r = check_stage_name(c, c->step->outs[0])) != RV_OK ||
+        (r = check_stage_name(c, c->step->outs[1])) != RV_OK)
+        return r;
+    if (strcmp(c->step->outs[0], c->step->outs[1]) == 0)
+        return fail(c, c->step->loc, "the parts need two names");
+    return sched_split_op(c->s, c->st, c->step, c->src);
+}
+
+static rv_status prim_hfuse(Ctx *c) {
+    return sched_hfuse(c->s, c->st, c->step, c->src);
 }
 
 /* ---- dispatch and trace ---- */
@@ -1407,6 +1438,8 @@ rv_status sched_step(Schedule *s, Stage *st, const SchedStep *step, const SrcFil
                      st->name);
     } else if (!(prim->flags & PRIM_LOOPS) || stage_has_loops(&c, step->loc, &r)) {
         r = sched_prim_check(prim, step, src, st->name);
+        if (r == RV_OK)
+            r = sched_split_step_check(s, st, step, src);
         if (r == RV_OK)
             r = handlers[prim - sched_prims](&c);
     }

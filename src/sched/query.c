@@ -33,7 +33,7 @@ _Static_assert((int)RV_LOOP_AXIS == IV_ROOT && (int)RV_LOOP_OUTER == IV_OUTER &&
                "rv_loop_origin follows IterRel");
 _Static_assert((int)RV_STAGE_TENSOR == STAGE_OP && (int)RV_STAGE_CACHE_READ == STAGE_CACHE_READ &&
                    (int)RV_STAGE_CACHE_WRITE == STAGE_CACHE_WRITE &&
-                   (int)RV_STAGE_KIND_COUNT == STAGE_COUNT,
+                   (int)RV_STAGE_PART == STAGE_PART && (int)RV_STAGE_KIND_COUNT == STAGE_COUNT,
                "rv_stage_kind follows StageKind");
 _Static_assert((int)RV_ATTACH_ROOT == ATTACH_ROOT && (int)RV_ATTACH_AT == ATTACH_AT &&
                    (int)RV_ATTACH_INLINE == ATTACH_INLINE && (int)RV_ATTACH_COUNT == ATTACH_COUNT,
@@ -41,6 +41,7 @@ _Static_assert((int)RV_ATTACH_ROOT == ATTACH_ROOT && (int)RV_ATTACH_AT == ATTACH
 _Static_assert((int)RV_NOTE_DYNAMIC_BATCH == NOTE_DYNAMIC_BATCH &&
                    (int)RV_NOTE_SPECIALIZE == NOTE_SPECIALIZE && (int)RV_NOTE_BATCH == NOTE_BATCH &&
                    (int)RV_NOTE_REFACTOR == NOTE_REFACTOR &&
+                   (int)RV_NOTE_GPU_BATCHES == NOTE_GPU_BATCHES &&
                    (int)RV_NOTE_KIND_COUNT == NOTE_COUNT,
                "rv_stage_note_kind follows StageNoteKind");
 
@@ -57,6 +58,11 @@ static Expr *iv_extent(Module *m, const IterVar *v) {
     case IV_ROOT:
         if (!v->axis->extent)
             return NULL;
+        if (v->part != PART_WHOLE) { /* split_op: E/M*M full tiles, the rest */
+            Expr *e = v->axis->extent, *f = ir_int(m, v->part_mult);
+            Expr *full = ir_binary(m, EX_MUL, ir_binary(m, EX_DIV, e, f), f);
+            return v->part == PART_FULL ? full : ir_binary(m, EX_SUB, e, full);
+        }
         return v->pad > 1
                    ? ir_binary(m, EX_MUL, ceil_div(m, v->axis->extent, v->pad), ir_int(m, v->pad))
                    : v->axis->extent;
@@ -117,10 +123,13 @@ rv_schedule_info *sched_query(const Schedule *s) {
             o->at_stage = arena_strdup(a, st->at->name);
             o->at_loop = name_or_null(a, st->at_iv ? st->at_iv->name : NULL);
         }
-        o->source = st->kind == STAGE_CACHE_READ ? arena_strdup(a, st->source->name) : NULL;
+        o->source = st->kind == STAGE_CACHE_READ ? arena_strdup(a, st->source->name)
+                    : st->kind == STAGE_PART     ? arena_strdup(a, st->whole->name)
+                                                 : NULL;
         o->padded = st->local_pad;
-        /* an inlined stage keeps its IterVars but has no loops */
-        o->nloops = st->attach == ATTACH_INLINE ? 0 : st->leaves.len;
+        /* an inlined stage keeps its IterVars but has no loops, nor has
+         * a split one (its parts have) */
+        o->nloops = st->attach == ATTACH_INLINE || st->parts[0] ? 0 : st->leaves.len;
         rv_loop_info *loops = arena_alloc(a, sizeof(rv_loop_info) * (size_t)(o->nloops + 1));
         for (int k = 0; k < o->nloops; k++)
             fill_loop(a, s->m, st->leaves.data[k], &loops[k]);

@@ -35,12 +35,20 @@ bool sched_group_has(const Schedule *s, const Recurse *r, StageNoteKind k) {
     return st && sched_stage_has_note(st, k);
 }
 
-void sched_group_note(Schedule *s, Recurse *r, StageNoteKind k) {
+void sched_group_note(Schedule *s, Recurse *r, StageNoteKind k, int64_t payload) {
     for (int i = 0; i < r->members.len; i++) {
         Stage *st = sched_stage_of(s, r->members.data[i]);
         RV_ASSERT(st);
-        sched_stage_note(st, k, 0);
+        sched_stage_note(st, k, payload);
     }
+}
+
+int64_t sched_group_payload(const Schedule *s, const Recurse *r, StageNoteKind k) {
+    Stage *st = r->members.len ? sched_stage_of(s, r->members.data[0]) : NULL;
+    for (int i = 0; st && i < st->nnotes; i++)
+        if (st->notes[i].kind == k)
+            return st->notes[i].payload;
+    return 0;
 }
 
 static rv_status fail(const SchedStep *step, const SrcFile *src, const char *fmt, ...)
@@ -201,14 +209,25 @@ static rv_status check_member(Schedule *s, Stage *st, Recurse *g, const SchedSte
                     "before) gives it the nodes of a batch: the loop over the nodes of "
                     "recursion %s encloses every member's nest",
                     n->name, st->name, g->name, g->name);
-    for (int i = 0; i < st->leaves.len; i++) {
+    /* On a GPU the batches need a barrier between them that the threads of
+     * one launch do not have: the group says which one it takes (a launch
+     * per batch, or a grid-wide barrier in one persistent kernel). */
+    bool gpu = sched_group_has(s, g, NOTE_GPU_BATCHES);
+    if (gpu && !dyn)
+        return fail(step, src,
+                    "gpu_batches() separates the dynamic batches of recursion %s, which has "
+                    "none: write `dynamic_batch()` before it in `schedule %s { ... }`",
+                    g->name, g->name);
+    for (int i = 0; i < st->leaves.len && !gpu; i++) {
         LoopKind k = st->leaves.data[i]->kind;
         if (sched_kind_is_gpu(k))
             return fail(step, src,
-                        "loop %s of %s cannot be bound to %s: the CUDA back end has no barrier "
-                        "between the nodes, batches and members of recursion %s yet (its "
-                        "kernel runs with every loop serial)",
-                        st->leaves.data[i]->name, st->name, sched_loop_kind_name(k), g->name);
+                        "loop %s of %s cannot be bound to %s: the batches of recursion %s need "
+                        "a grid-wide barrier between them; say which in `schedule %s { "
+                        "dynamic_batch() gpu_batches(\"launch\") }` (a launch per batch) or "
+                        "gpu_batches(\"persistent\") (one kernel), written before",
+                        st->leaves.data[i]->name, st->name, sched_loop_kind_name(k), g->name,
+                        g->name);
     }
     if (n->kind != LOOP_SERIAL && !dyn)
         return fail(step, src,

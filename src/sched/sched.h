@@ -96,12 +96,19 @@ struct IterVar {
      * breaks its rules is reported (sched_check_bulk_pads) */
     const SchedStep *pad_step;
     const SrcFile *pad_src;
+    /* ROOT of a part of a split operation (split_op, opsplit.c): the axis
+     * runs over [0, E/F*F) (PART_FULL) or [E/F*F, E) (PART_REST) where E
+     * is its extent and F part_mult; PART_WHOLE: over [0, E) */
+    int part;
+    int64_t part_mult;
 };
+enum { PART_WHOLE, PART_FULL, PART_REST };
 
 typedef enum StageKind {
     STAGE_OP,          /* a tensor of the module */
     STAGE_CACHE_READ,  /* a local copy of a tensor, for one reader */
     STAGE_CACHE_WRITE, /* a reduction moved out of its epilogue */
+    STAGE_PART,        /* a part of a split operation: its tensor over a range of one axis */
     STAGE_COUNT
 } StageKind;
 
@@ -121,8 +128,16 @@ typedef enum StageNoteKind {
     NOTE_SPECIALIZE,    /* Cortex: a recursive stage specialized per case (leaf, internal) */
     NOTE_BATCH,         /* ACROBAT: calls batched across instances */
     NOTE_REFACTOR,      /* Cortex: a member computed at its parents' nodes (refactor) */
+    NOTE_GPU_BATCHES,   /* CUDA: how the group's batches are separated (SchedGpuBatches) */
     NOTE_COUNT
 } StageNoteKind;
+
+/* NOTE_GPU_BATCHES' payload (gpu_batches("launch") / ("persistent")). */
+typedef enum SchedGpuBatches {
+    SCHED_GPU_NONE,       /* no GPU-bound loop in the group */
+    SCHED_GPU_LAUNCH,     /* the batch loop on the host: a launch per batch */
+    SCHED_GPU_PERSISTENT, /* one kernel, a grid-wide barrier between batches */
+} SchedGpuBatches;
 
 /* payload: DYNAMIC_BATCH the largest batch (0: any), SPECIALIZE which
  * case, BATCH the batching group (docs/schedules.md) */
@@ -130,7 +145,7 @@ typedef struct StageNote {
     StageNoteKind kind;
     int64_t payload;
 } StageNote;
-#define SCHED_MAX_NOTES 4 /* one of each kind */
+#define SCHED_MAX_NOTES 5 /* one of each kind */
 
 typedef struct Stage Stage;
 struct Stage {
@@ -165,6 +180,19 @@ struct Stage {
     int id;
     StageNote notes[SCHED_MAX_NOTES]; /* at most one of each kind */
     int nnotes;
+    /* split_op (opsplit.c): a split stage has no loops of its own, its
+     * parts compute it (full tiles first); a part knows its whole. The
+     * step that split it locates errors. */
+    Stage *parts[2];
+    Stage *whole;
+    const SchedStep *split_step;
+    const SrcFile *split_src;
+    /* hfuse(P) in this stage's schedule (opsplit.c): its outermost loop
+     * and P's run as one loop over the concatenation of their iterations
+     * (this stage's first), in one kernel; P's hfused_by is this stage */
+    Stage *hfuse_with, *hfused_by;
+    const SchedStep *hfuse_step;
+    const SrcFile *hfuse_src;
 };
 
 typedef struct Schedule {
@@ -297,6 +325,9 @@ bool sched_vfused_together(const Stage *st, const IterVar *o, const IterVar *r);
  * then its inner part as one level; a fuse whose inner extents mention no
  * axis is its parts' levels. Returns their number. */
 int sched_vfuse_levels(const IterVar *f, const IterVar **out);
+/* Is v's trip count a fused variable loop's, known only once the prelude
+ * ran (the fused loop, an outer part of its split, a fuse with it)? */
+bool sched_extent_is_vfused(const IterVar *v);
 /* Why bulk padding of fused variable loop f to a multiple of n cannot be
  * done, or NULL (with *level the tensor level of its rows): `pad(f, n)`
  * (loop) or `storage_pad(f, n)`. */
@@ -310,6 +341,27 @@ rv_status sched_check_bulk_pads(Schedule *s);
 Expr *sched_vfuse_extent(Module *m, const IterVar *f);
 const char *sched_vfuse_pad_illegal(const Stage *st, const IterVar *f, int64_t n, bool loop,
                                     Buf *why, int *level);
+/* ---- opsplit.c: operation splitting and horizontal fusion ---- */
+
+/* `F, R = split_op(v, M)` on st: parts named `outs` (checked free) over
+ * [0, E/M*M) and [E/M*M, E) of spatial axis v. */
+rv_status sched_split_op(Schedule *s, Stage *st, const SchedStep *step, const SrcFile *src);
+/* `hfuse(P)` on st: st's and P's outermost loops as one loop, in one
+ * kernel; P is st's sibling part, or both are independent stages of their
+ * own kernels (neither reads the other, nor does a tensor defined between
+ * them read the earlier one, which the fused kernel computes later or
+ * earlier than its definition). */
+rv_status sched_hfuse(Schedule *s, Stage *st, const SchedStep *step, const SrcFile *src);
+/* The rules of split stages, checked before any step on st: a split stage
+ * takes no more steps; a part takes loop steps, cache_read and compute_at
+ * of its own caches, not the steps that change its storage or the whole. */
+rv_status sched_split_step_check(const Schedule *s, const Stage *st, const SchedStep *step,
+                                 const SrcFile *src);
+/* Is p split, a part or horizontally fused (not placeable: it is, or is
+ * in, a kernel of its own)? */
+bool sched_stage_split(const Stage *p);
+/* The stage st is horizontally fused with (either way), or NULL. */
+Stage *sched_hfuse_partner(const Stage *st);
 
 /* ---- recurse.c: the schedule of recursion groups ---- */
 
@@ -326,8 +378,11 @@ const Stage *sched_group_child_reader(const Schedule *s, const Recurse *g, const
 /* Is stage q in g's kernel: a member, or computed inside one? */
 bool sched_stage_in_group(const Stage *q, const Recurse *g);
 bool sched_stage_has_note(const Stage *st, StageNoteKind k);
-/* Sets note k on every member of r (the PRIM_GROUP handlers). */
-void sched_group_note(Schedule *s, Recurse *r, StageNoteKind k);
+/* Sets note k with `payload` on every member of r (the PRIM_GROUP
+ * handlers). */
+void sched_group_note(Schedule *s, Recurse *r, StageNoteKind k, int64_t payload);
+/* The payload of the group's note k (0 when it has none). */
+int64_t sched_group_payload(const Schedule *s, const Recurse *r, StageNoteKind k);
 /* The rules of recursion a step must keep, checked after every step
  * (located at it): a member is computed at its own node loop or at a
  * loop of another member of its group, never inlined; its node loop stays

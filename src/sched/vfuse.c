@@ -85,6 +85,13 @@ bool sched_fuse_is_variable(const Stage *st, const IterVar *a, const IterVar *b)
 }
 
 const char *sched_vfuse_illegal(const Stage *st, const IterVar *a, const IterVar *b, Buf *why) {
+    if (st->kind == STAGE_PART) {
+        buf_printf(why,
+                   "%s is a part of a split operation, over part of its tensor; fuse variable "
+                   "loops in a stage over the whole",
+                   st->name);
+        return buf_str(why);
+    }
     if (st->kind != STAGE_OP || st->attach != ATTACH_ROOT) {
         buf_printf(why,
                    "%s covers a region of its tensor (a cache stage, or computed at a loop of "
@@ -361,4 +368,15 @@ rv_status sched_check_bulk_pads(Schedule *s) {
         }
     }
     return RV_OK;
+}
+
+bool sched_extent_is_vfused(const IterVar *v) {
+    switch (v->rel) {
+    case IV_FUSED:
+        return v->variable || sched_extent_is_vfused(v->fa) || sched_extent_is_vfused(v->fb);
+    case IV_OUTER:
+        return sched_extent_is_vfused(v->parent);
+    default:
+        return false;
+    }
 }

@@ -7,6 +7,11 @@
 
 #include "ravel_rt.h"
 
+#pragma GCC diagnostic ignored "-Wunknown-pragmas"
+#ifdef __clang__
+#pragma clang diagnostic ignored "-Wsource-uses-openmp"
+#endif
+
 /*
  * Kernel kernel_Y (tensor Y)
  *   sizes[0]  T

@@ -7,39 +7,46 @@
 
 #include "ravel_rt.h"
 
+#pragma GCC diagnostic ignored "-Wunknown-pragmas"
+#ifdef __clang__
+#pragma clang diagnostic ignored "-Wsource-uses-openmp"
+#endif
+
 /* Exact gelu: x/2 (1 + erf(x / sqrt(2))), as x/2 erfc(-x / sqrt(2)),
  * which does not cancel in the negative tail. */
-static inline float rv_gelu_f32(float x) {
+static inline __attribute__((unused)) float rv_gelu_f32(float x) {
     return 0.5f * x * erfcf(x * -0.70710678118654752440f);
 }
 
+#pragma GCC diagnostic ignored "-Wpsabi"
+
 typedef int32_t rv_i32x16 __attribute__((vector_size(64)));
-static inline rv_i32x16 rv_load_i32x16(const int32_t *p) {
+static inline __attribute__((unused)) rv_i32x16 rv_load_i32x16(const int32_t *p) {
     rv_i32x16 v;
     __builtin_memcpy(&v, p, sizeof v);
     return v;
 }
-static inline void rv_store_i32x16(int32_t *p, rv_i32x16 v) {
+static inline __attribute__((unused)) void rv_store_i32x16(int32_t *p, rv_i32x16 v) {
     __builtin_memcpy(p, &v, sizeof v);
 }
-static inline rv_i32x16 rv_splat_i32x16(int32_t s) {
+static inline __attribute__((unused)) rv_i32x16 rv_splat_i32x16(int32_t s) {
     return (rv_i32x16){0} + s;
 }
 
 typedef float rv_f32x16 __attribute__((vector_size(64)));
-static inline rv_f32x16 rv_load_f32x16(const float *p) {
+static inline __attribute__((unused)) rv_f32x16 rv_load_f32x16(const float *p) {
     rv_f32x16 v;
     __builtin_memcpy(&v, p, sizeof v);
     return v;
 }
-static inline void rv_store_f32x16(float *p, rv_f32x16 v) {
+static inline __attribute__((unused)) void rv_store_f32x16(float *p, rv_f32x16 v) {
     __builtin_memcpy(p, &v, sizeof v);
 }
-static inline rv_f32x16 rv_splat_f32x16(float s) {
+static inline __attribute__((unused)) rv_f32x16 rv_splat_f32x16(float s) {
     return (rv_f32x16){0} + s;
 }
 
-static inline rv_f32x16 rv_select_f32x16(rv_i32x16 m, rv_f32x16 a, rv_f32x16 b) {
+static inline __attribute__((unused)) rv_f32x16 rv_select_f32x16(rv_i32x16 m, rv_f32x16 a, rv_f32x16 b) {
     return (rv_f32x16)((m & (rv_i32x16)a) | (~m & (rv_i32x16)b));
 }
 
@@ -48,7 +55,7 @@ static inline rv_f32x16 rv_select_f32x16(rv_i32x16 m, rv_f32x16 a, rv_f32x16 b) 
  * results near overflow round once. Results below FLT_MIN (x <
  * ln FLT_MIN) are 0. Measured max error 0.99 ulp (relative 8.3e-8);
  * NaN, +-inf, overflow as expf. */
-static inline rv_f32x16 rv_exp_f32x16(rv_f32x16 x) {
+static inline __attribute__((unused)) rv_f32x16 rv_exp_f32x16(rv_f32x16 x) {
     rv_f32x16 xc = rv_select_f32x16(x < 89.0f, x, rv_splat_f32x16(89.0f)); /* NaN -> 89: fixed below */
     xc = rv_select_f32x16(xc > -87.336544f, xc, rv_splat_f32x16(-87.336544f)); /* e^xc >= FLT_MIN */
     rv_f32x16 n = (xc * 1.44269504f + 12582912.0f) - 12582912.0f; /* round(x / ln2) */
@@ -69,7 +76,7 @@ static inline rv_f32x16 rv_exp_f32x16(rv_f32x16 x) {
 }
 
 /* erf(x) for |x| < 0.5: x P(x^2), P fitted on [0, 0.25]. */
-static inline rv_f32x16 rv_erf_small_f32x16(rv_f32x16 x) {
+static inline __attribute__((unused)) rv_f32x16 rv_erf_small_f32x16(rv_f32x16 x) {
     rv_f32x16 y = (x * x - 0.125f) * 8.0f;
     rv_f32x16 p = y * 1.152119808e-06f - 4.765271660e-05f;
     p = p * y + 1.613071538e-03f;
@@ -84,7 +91,7 @@ static inline rv_f32x16 rv_erf_small_f32x16(rv_f32x16 x) {
  * keeps e^-t^2 precise where t^2 is large; the scale s is applied
  * before the smallest factor, so that a normal result has no subnormal
  * intermediate. */
-static inline rv_f32x16 rv_erfc_big_f32x16(rv_f32x16 t, rv_f32x16 sq_hi, rv_f32x16 sq_lo, rv_f32x16 s) {
+static inline __attribute__((unused)) rv_f32x16 rv_erfc_big_f32x16(rv_f32x16 t, rv_f32x16 sq_hi, rv_f32x16 sq_lo, rv_f32x16 s) {
     rv_f32x16 u = 1.0f / t;
     rv_f32x16 y = (u - 1.25f) * 1.33333333f;
     rv_f32x16 r1 = y * 1.305731348e-05f + 3.927146281e-06f;
@@ -112,7 +119,7 @@ static inline rv_f32x16 rv_erfc_big_f32x16(rv_f32x16 t, rv_f32x16 sq_hi, rv_f32x
 /* erf: the polynomial below |x| = 0.5, 1 - erfc(|x|) with x's sign
  * above (1 from 3.92 on: |x| is clamped to 4, where erfc is still
  * normal). Measured max error 2.2 ulp (relative 1.9e-7). */
-static inline rv_f32x16 rv_erf_f32x16(rv_f32x16 x) {
+static inline __attribute__((unused)) rv_f32x16 rv_erf_f32x16(rv_f32x16 x) {
     rv_f32x16 t = (rv_f32x16)((rv_i32x16)x & 0x7fffffff);
     t = rv_select_f32x16(t < 4.0f, t, rv_splat_f32x16(4.0f)); /* NaN: fixed below */
     rv_f32x16 hi = (rv_f32x16)((rv_i32x16)t & ~0xfff); /* 12 bits: hi * hi is exact */
@@ -132,7 +139,7 @@ static inline rv_f32x16 rv_erf_f32x16(rv_f32x16 x) {
  * 0 (no subnormal arithmetic: it costs ~100 cycles an instruction on
  * x86, and dense layers feed gelu such tails). Measured max error 4.7
  * ulp (relative 3.1e-7); -inf -> NaN as the scalar helper. */
-static inline rv_f32x16 rv_gelu_f32x16(rv_f32x16 x) {
+static inline __attribute__((unused)) rv_f32x16 rv_gelu_f32x16(rv_f32x16 x) {
     rv_f32x16 u = x * 0.70710678118654752f;
     rv_f32x16 a = (rv_f32x16)((rv_i32x16)x & 0x7fffffff);
     rv_f32x16 lim = rv_select_f32x16(x > 0.0f, rv_splat_f32x16(8.0f), rv_splat_f32x16(13.146247f));

@@ -7,6 +7,11 @@
 
 #include "ravel_rt.h"
 
+#pragma GCC diagnostic ignored "-Wunknown-pragmas"
+#ifdef __clang__
+#pragma clang diagnostic ignored "-Wsource-uses-openmp"
+#endif
+
 /* What the parallel loop over io in kernel_C reads from its kernel. */
 struct kernel_C_par0 {
     int64_t N;

@@ -7,29 +7,36 @@
 
 #include "ravel_rt.h"
 
+#pragma GCC diagnostic ignored "-Wunknown-pragmas"
+#ifdef __clang__
+#pragma clang diagnostic ignored "-Wsource-uses-openmp"
+#endif
+
+#pragma GCC diagnostic ignored "-Wpsabi"
+
 typedef int32_t rv_i32x16 __attribute__((vector_size(64)));
-static inline rv_i32x16 rv_load_i32x16(const int32_t *p) {
+static inline __attribute__((unused)) rv_i32x16 rv_load_i32x16(const int32_t *p) {
     rv_i32x16 v;
     __builtin_memcpy(&v, p, sizeof v);
     return v;
 }
-static inline void rv_store_i32x16(int32_t *p, rv_i32x16 v) {
+static inline __attribute__((unused)) void rv_store_i32x16(int32_t *p, rv_i32x16 v) {
     __builtin_memcpy(p, &v, sizeof v);
 }
-static inline rv_i32x16 rv_splat_i32x16(int32_t s) {
+static inline __attribute__((unused)) rv_i32x16 rv_splat_i32x16(int32_t s) {
     return (rv_i32x16){0} + s;
 }
 
 typedef float rv_f32x16 __attribute__((vector_size(64)));
-static inline rv_f32x16 rv_load_f32x16(const float *p) {
+static inline __attribute__((unused)) rv_f32x16 rv_load_f32x16(const float *p) {
     rv_f32x16 v;
     __builtin_memcpy(&v, p, sizeof v);
     return v;
 }
-static inline void rv_store_f32x16(float *p, rv_f32x16 v) {
+static inline __attribute__((unused)) void rv_store_f32x16(float *p, rv_f32x16 v) {
     __builtin_memcpy(p, &v, sizeof v);
 }
-static inline rv_f32x16 rv_splat_f32x16(float s) {
+static inline __attribute__((unused)) rv_f32x16 rv_splat_f32x16(float s) {
     return (rv_f32x16){0} + s;
 }
 

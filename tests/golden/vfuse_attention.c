@@ -7,16 +7,23 @@
 
 #include "ravel_rt.h"
 
+#pragma GCC diagnostic ignored "-Wunknown-pragmas"
+#ifdef __clang__
+#pragma clang diagnostic ignored "-Wsource-uses-openmp"
+#endif
+
+#pragma GCC diagnostic ignored "-Wpsabi"
+
 typedef int64_t rv_i64x16 __attribute__((vector_size(128)));
-static inline rv_i64x16 rv_load_i64x16(const int64_t *p) {
+static inline __attribute__((unused)) rv_i64x16 rv_load_i64x16(const int64_t *p) {
     rv_i64x16 v;
     __builtin_memcpy(&v, p, sizeof v);
     return v;
 }
-static inline void rv_store_i64x16(int64_t *p, rv_i64x16 v) {
+static inline __attribute__((unused)) void rv_store_i64x16(int64_t *p, rv_i64x16 v) {
     __builtin_memcpy(p, &v, sizeof v);
 }
-static inline rv_i64x16 rv_splat_i64x16(int64_t s) {
+static inline __attribute__((unused)) rv_i64x16 rv_splat_i64x16(int64_t s) {
     return (rv_i64x16){0} + s;
 }
 

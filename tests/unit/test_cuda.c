@@ -52,21 +52,56 @@ typedef struct GpuSched {
 
 typedef struct Example {
     const char *file;
-    GpuSched s[4]; /* one per computed tensor */
+    GpuSched s[8]; /* one per computed tensor (and recursion group R) */
 } Example;
+
+/* A recursion's group schedule: the batches as launches or in one
+ * persistent kernel; its members one node per block, one output per
+ * thread. */
+#define REC_GROUP(MODE) "dynamic_batch()\nspecialize()\ngpu_batches(\"" MODE "\")"
+#define REC_NODE(A) "bind(n, \"blockIdx.x\")\nbind(" A ", \"threadIdx.x\")"
+/* TreeLSTM (examples/tree_lstm.rv) with either group schedule. */
+#define TREE_LSTM(MODE)                                                                            \
+    {"tree_lstm.rv",                                                                               \
+     {{"XIOU", GPU_2D("n", "g")},                                                                  \
+      {"XF", GPU_2D("n", "i")},                                                                    \
+      {"R", REC_GROUP(MODE)},                                                                      \
+      {"hs", REC_NODE("i")},                                                                       \
+      {"iou", REC_NODE("g")},                                                                      \
+      {"c", REC_NODE("i")},                                                                        \
+      {"h", REC_NODE("i")},                                                                        \
+      {"Out", GPU_2D("s", "i")}}}
 
 // clang-format off
 static const Example examples[] = {
+    /* Y: 16 x 16 tiles of X and W in shared memory per step of k, filled
+     * by the block's threads (one element each) between barriers */
     {"batch_matmul.rv", {
-        {"Y", "io, ii = split(i, 16)\njo, ji = split(j, 16)\nreorder(b, io, jo, ii, ji)\n"
+        {"Y", "io, ii = split(i, 16)\njo, ji = split(j, 16)\nko, ki = split(k, 16)\n"
+              "reorder(b, io, jo, ko, ii, ji, ki)\nXS = cache_read(X)\nWS = cache_read(W)\n"
+              "compute_at(XS, ko)\ncompute_at(WS, ko)\n"
               "bind(b, \"blockIdx.z\")\nbind(io, \"blockIdx.y\")\nbind(jo, \"blockIdx.x\")\n"
               "bind(ii, \"threadIdx.y\")\nbind(ji, \"threadIdx.x\")"},
+        {"XS", "bind(i, \"threadIdx.y\")\nbind(k, \"threadIdx.x\")"},
+        {"WS", "bind(j, \"threadIdx.y\")\nbind(k, \"threadIdx.x\")"},
         {"Z", "io, ii = split(i, 4, tail=\"guard\")\nbind(b, \"blockIdx.y\")\n"
               "bind(io, \"blockIdx.x\")\nbind(ii, \"threadIdx.y\")\nbind(d, \"threadIdx.x\")"}}},
+    /* register tiles: 4 x 4 sums per thread (YL), the tiles of X and W
+     * per step of k filled by the block's threads together (cooperative
+     * copies computed at YL's k loop, inside the thread loops) */
     {"dense_gelu.rv", {
-        {"Y", "io, ii = split(i, 16)\njo, ji = split(j, 16)\nreorder(io, jo, ii, ji)\n"
-              "bind(io, \"blockIdx.y\")\nbind(jo, \"blockIdx.x\")\nbind(ii, \"threadIdx.y\")\n"
-              "bind(ji, \"threadIdx.x\")"}}},
+        {"Y", "YL = cache_write(Y, \"local\", pad=1)\nio, ii = split(i, 64)\n"
+              "jo, ji = split(j, 64)\nty, ri = split(ii, 4)\ntx, rj = split(ji, 4)\n"
+              "reorder(io, jo, ty, tx, ri, rj)\nbind(io, \"blockIdx.y\")\n"
+              "bind(jo, \"blockIdx.x\")\nbind(ty, \"threadIdx.y\")\nbind(tx, \"threadIdx.x\")\n"
+              "compute_at(YL, tx)"},
+        {"YL", "ko, ki = split(k, 16)\nreorder(ko, ki, i, j)\nunroll(i)\nunroll(j)\n"
+               "XS = cache_read(X, pad=1)\nWS = cache_read(W, pad=1)\ncompute_at(XS, ko)\n"
+               "compute_at(WS, ko)"},
+        {"XS", "i2, iy = split(i, 16)\nreorder(i2, iy, k)\nbind(iy, \"threadIdx.y\")\n"
+               "bind(k, \"threadIdx.x\")"},
+        {"WS", "j2, jy = split(j, 16)\nreorder(j2, jy, k)\nbind(jy, \"threadIdx.y\")\n"
+               "bind(k, \"threadIdx.x\")"}}},
     {"embedding.rv", {{"H", GPU_2D("n", "i")}}},
     {"layernorm.rv", {{"Mean", GPU_1D("i")}, {"D", GPU_2D("i", "k")},
                       {"Var", GPU_1D("i")}, {"Y", GPU_2D("i", "j")}}},
@@ -89,6 +124,20 @@ static const Example examples[] = {
     {"tree_rnn.rv", {{"Leaf", GPU_2D("n", "i")}, {"Internal", GPU_2D("n", "i")}}},
     {"tree_rnn_cond.rv", {{"H", GPU_2D("n", "i")}}},
     {"trmm.rv", {{"C", GPU_2D("i", "j")}}},
+    /* recursion (docs/recursion.md, "CUDA"): each group schedule, every
+     * shape of random structures */
+    {"tree_rnn_rec.rv", {{"R", REC_GROUP("launch")}, {"h", REC_NODE("i")},
+                         {"Out", GPU_2D("s", "i")}}},
+    {"tree_rnn_rec.rv", {{"R", REC_GROUP("persistent")}, {"h", REC_NODE("i")},
+                         {"Out", GPU_2D("s", "i")}}},
+    /* four nodes per block: the grid's extent a let of the batch's length */
+    {"tree_rnn_rec.rv", {{"R", REC_GROUP("launch")},
+                         {"h", "no, ni = split(n, 4)\nreorder(no, ni, i)\n"
+                               "bind(no, \"blockIdx.x\")\nbind(ni, \"threadIdx.y\")\n"
+                               "bind(i, \"threadIdx.x\")"},
+                         {"Out", GPU_2D("s", "i")}}},
+    TREE_LSTM("launch"),
+    TREE_LSTM("persistent"),
 };
 // clang-format on
 
@@ -194,8 +243,9 @@ static void test_examples_to_ptx(void) {
             }
             if (getenv("RAVEL_TEST_SHOW"))
                 printf("%s\n", src);
-            /* every kernel is spread over blocks and threads */
-            CHECK(l.grid[0] != NULL && l.block[0] != NULL);
+            /* every kernel is spread over blocks and threads (a persistent
+             * one over what the device holds at once) */
+            CHECK((l.grid[0] != NULL || l.persistent) && l.block[0] != NULL);
             CHECK_STR_CONTAINS(src, "blockIdx.");
             CHECK_STR_CONTAINS(src, "threadIdx.x");
             Buf d = {0};
@@ -210,10 +260,15 @@ static void test_examples_to_ptx(void) {
                     char entry[300];
                     snprintf(entry, sizeof entry, ".entry %s(", sym);
                     CHECK_STR_CONTAINS(ptx, entry);
+                    for (int i = 0; i < l.nfns; i++) { /* a recursion's launches */
+                        snprintf(entry, sizeof entry, ".entry %s(", l.fns[i].sym);
+                        CHECK_STR_CONTAINS(ptx, entry);
+                    }
                 }
             }
             printf("%s: kernel %s: %s%s\n", ex->file, ks[k]->name, buf_str(&d), ptx ? ", PTX" : "");
             buf_free(&d);
+            cg_cuda_launch_free(&l);
             base_free(ptx);
             base_free(src);
             base_free(sym);
@@ -223,17 +278,21 @@ static void test_examples_to_ptx(void) {
     }
 }
 
+/* The example `file` of the table with its GPU schedule. */
+static rv_module *load_named(const char *file) {
+    for (int x = 0; x < RV_COUNT(examples); x++)
+        if (strcmp(examples[x].file, file) == 0)
+            return load_example(&examples[x], false);
+    RV_ASSERT(!"no such example");
+    return NULL;
+}
+
 /* A split with a GPU-bound part keeps its guard even with the default
  * tail mode (partition): a partitioned last tile would put a thread loop
  * of extent N - N/128*128 in the kernel, which cannot size the launch. The
  * grid covers the last tile, whose threads past N idle at the guard. */
 static void test_gpu_split_keeps_guard(void) {
-    const Example *ex = NULL;
-    for (int x = 0; x < RV_COUNT(examples); x++)
-        if (strcmp(examples[x].file, "trmm.rv") == 0)
-            ex = &examples[x];
-    RV_ASSERT(ex);
-    rv_module *m = load_example(ex, false);
+    rv_module *m = load_named("trmm.rv");
     if (!m)
         return;
     Kernel **ks = NULL;
@@ -257,6 +316,174 @@ static void test_gpu_split_keeps_guard(void) {
     base_free(sym);
     base_free(ks);
     rv_module_free(m);
+}
+
+/* A tile that a block's threads fill together lives in shared memory,
+ * with a barrier between the fills and the reads, and one before the next
+ * step's fills (the last step's readers must be done). */
+static void test_shared_tiles(void) {
+    rv_module *m = load_named("batch_matmul.rv");
+    if (!m)
+        return;
+    Kernel **ks = NULL;
+    int n = 0;
+    CHECK_EQ_INT(lower_pipeline(m, &ks, &n), RV_OK); /* as compiled */
+    char *src = NULL, *sym = NULL;
+    if (n >= 1 && cg_cuda_kernel(ks[0], &src, &sym, NULL) == RV_OK) {
+        const char *xs = strstr(src, "__shared__ float XS[256];");
+        const char *ws = strstr(src, "__shared__ float WS[256];");
+        CHECK(xs && ws);
+        if (xs && ws) {
+            /* ko's body: barrier, fill XS, fill WS, barrier, the products */
+            const char *b1 = strstr(xs, "__syncthreads();");
+            const char *fx = strstr(xs, "XS[k");
+            const char *b2 = b1 ? strstr(b1 + 1, "__syncthreads();") : NULL;
+            const char *use = strstr(ws, "* WS[");
+            CHECK(b1 && fx && b1 < fx && b2 && b2 > ws && use && b2 < use);
+            CHECK(!strstr(use, "__syncthreads();"));
+        }
+    } else {
+        CHECK(!"batch_matmul: cg_cuda_kernel failed");
+        fprintf(stderr, "    %s\n", rv_last_error());
+    }
+    base_free(src);
+    base_free(sym);
+    base_free(ks);
+    rv_module_free(m);
+}
+
+/* A thread loop over a ragged row (its extent len[b] depends on the
+ * block) launches as many threads as the longest row can have, the ufun's
+ * declared bound; the loop's guard idles the rest. */
+static void test_ragged_thread_loop(void) {
+    rv_module *m = NULL;
+    CHECK_EQ_INT(rv_module_parse("r.rv",
+                                 "size B in 1..8\nufun len[b < B] in 1..64\n"
+                                 "input A : f32[b < B, l < len[b]]\n"
+                                 "O[b, l < len[b]] = 2 * A[b, l]\n",
+                                 &m),
+                 RV_OK);
+    if (!m)
+        return;
+    CHECK_EQ_INT(rv_module_schedule(m, "O", "bind(b, \"blockIdx.x\")\nbind(l, \"threadIdx.x\")"),
+                 RV_OK);
+    Kernel **ks = NULL;
+    int n = 0;
+    CHECK_EQ_INT(lower_flat(m, &ks, &n), RV_OK);
+    char *src = NULL;
+    CgLaunch l;
+    CHECK(n >= 1 && cg_cuda_kernel(ks[n - 1], &src, NULL, &l) == RV_OK);
+    if (src) {
+        CHECK_STR_CONTAINS(src, "Launch: grid (B, 1, 1), block (64, 1, 1)");
+        CHECK_STR_CONTAINS(src, "if (l < ");
+    }
+    base_free(src);
+    base_free(ks);
+    rv_module_free(m);
+}
+
+/* The number of times `what` occurs in s. */
+static int occurrences(const char *s, const char *what) {
+    int n = 0;
+    for (const char *p = s; (p = strstr(p, what)) != NULL; p += strlen(what))
+        n++;
+    return n;
+}
+
+/* A copy whose own loops are bound to threads, computed inside its
+ * reader's thread loops, is filled by the threads together: its region is
+ * the union over the thread loops (4 rows here, not the thread's 1), in
+ * shared memory, with a barrier before the reads. */
+static void test_cooperative_copy(void) {
+    rv_module *m = NULL;
+    CHECK_EQ_INT(rv_module_parse("c.rv",
+                                 "size T in 1..8\ninput X : f32[16 * T, 64]\n"
+                                 "Y[i, j] = X[i, j] * 2\n",
+                                 &m),
+                 RV_OK);
+    if (!m)
+        return;
+    CHECK_EQ_INT(rv_module_schedule(m, "Y",
+                                    "io, ii = split(i, 4)\nbind(io, \"blockIdx.x\")\n"
+                                    "bind(ii, \"threadIdx.y\")\nbind(j, \"threadIdx.x\")\n"
+                                    "XL = cache_read(X)\ncompute_at(XL, ii)"),
+                 RV_OK);
+    CHECK_EQ_INT(rv_module_schedule(m, "XL", "bind(j, \"threadIdx.x\")"), RV_OK);
+    Kernel **ks = NULL;
+    int n = 0;
+    CHECK_EQ_INT(lower_pipeline(m, &ks, &n), RV_OK);
+    char *src = NULL;
+    CHECK(n == 1 && cg_cuda_kernel(ks[0], &src, NULL, NULL) == RV_OK);
+    if (src) {
+        CHECK_STR_CONTAINS(src, "__shared__ float XL[256];");
+        /* one barrier, between the fill and the products */
+        CHECK_EQ_INT(occurrences(src, "__syncthreads();"), 1);
+        const char *sync = strstr(src, "__syncthreads();");
+        CHECK(sync && strstr(src, "XL[") < sync && strstr(sync, "XL["));
+    }
+    base_free(src);
+    base_free(ks);
+    rv_module_free(m);
+}
+
+
+/* TreeLSTM's group (examples/tree_lstm.rv) under either gpu_batches: a
+ * barrier wherever a member reads the one before it at its own node
+ * (hs -> iou -> c -> h) and after each batch. "launch": 7 entry points, the
+ * leaves' iou, c and h once, the internal nodes' hs, iou, c and h once per
+ * batch, each grid sized by its batch's length; "persistent": one kernel,
+ * the same barriers as rv_grid_sync() (3 in the leaves and before the
+ * batches, 4 per batch), bound loops striding over the grid. */
+static void test_recursion_units(void) {
+    for (int x = 0; x < RV_COUNT(examples); x++) {
+        const Example *ex = &examples[x];
+        if (strcmp(ex->file, "tree_lstm.rv") != 0)
+            continue;
+        bool persistent = strstr(ex->s[2].steps, "persistent") != NULL;
+        rv_module *m = load_example(ex, false);
+        Kernel **ks = NULL;
+        int n = 0;
+        if (!m || lower_flat(m, &ks, &n) != RV_OK) {
+            CHECK(!"tree_lstm: lowering failed");
+            rv_module_free(m);
+            continue;
+        }
+        const Kernel *R = NULL;
+        for (int k = 0; k < n; k++)
+            if (strcmp(ks[k]->name, "R") == 0)
+                R = ks[k];
+        char *src = NULL, *sym = NULL;
+        CgLaunch l;
+        CHECK(R != NULL);
+        if (R && cg_cuda_kernel(R, &src, &sym, &l) == RV_OK) {
+            if (persistent) {
+                CHECK(l.persistent);
+                CHECK_EQ_INT(l.nfns, 0);
+                CHECK_EQ_INT(occurrences(src, "rv_grid_sync();"), 7);
+                CHECK_STR_CONTAINS(src, "n += gridDim.x)");
+                CHECK_STR_CONTAINS(src, "for (int64_t b = 0; b < v_T_nbatch - 1; b++) {");
+            } else {
+                CHECK(!l.persistent);
+                CHECK_EQ_INT(l.nfns, 7);
+                for (int i = 0; i < l.nfns && l.nfns == 7; i++) {
+                    CHECK((l.fns[i].batch != NULL) == (i >= 3));
+                    char *g = ir_expr_str(l.fns[i].grid[0]);
+                    CHECK_STR_CONTAINS(g, i >= 3 ? "_T_batch_length[b + 1]" : "_T_batch_length[0]");
+                    base_free(g);
+                }
+                CHECK(!strstr(src, "rv_grid_sync"));
+                CHECK_STR_CONTAINS(src, "kernel_R_6(");
+                CHECK_STR_CONTAINS(src, "const int64_t b) {");
+            }
+            cg_cuda_launch_free(&l);
+        } else {
+            CHECK(!"tree_lstm: cg_cuda_kernel failed");
+        }
+        base_free(src);
+        base_free(sym);
+        base_free(ks);
+        rv_module_free(m);
+    }
 }
 
 /* The first kernel of module text `text` (plus schedule `steps` of `target`,
@@ -302,19 +529,17 @@ static void test_unsupported(void) {
                   "P : f32[M, 16] = extern \"matmul_nt\"(A, B)\n",
                   NULL, NULL, "extern matmul_nt has no CUDA implementation");
 
-    /* a thread loop over a ragged row: its extent depends on b */
-    check_refused("size B in 1..8\nufun len[b < B] in 1..64\ninput A : f32[b < B, l < len[b]]\n"
-                  "O[b, l < len[b]] = 2 * A[b, l]\n",
-                  "O", "bind(b, \"blockIdx.x\")\nbind(l, \"threadIdx.x\")",
-                  "must depend on sizes only");
 
-    /* a local tile computed over a block's threads would need shared memory */
+    /* a block-shared tile that the threads of a loop shorter than the
+     * block (8 of 16 threads) both update and read: the barrier it would
+     * need is one the other threads never reach */
     check_refused("size T in 1..8\ninput X : f32[16 * T, 64]\ninput W : f32[64, 64]\n"
                   "Y[i, j] = sum(k < 64) X[i, k] * W[j, k]\n"
                   "schedule Y {\n    YL = cache_write(Y, \"local\")\n"
-                  "    io, jo, ii, ji = tile(i, j, 8, 8)\n    bind(io, \"blockIdx.x\")\n"
-                  "    compute_at(YL, io)\n}\n",
-                  "YL", "bind(i, \"threadIdx.x\")", "needs shared memory");
+                  "    io, jo, ii, ji = tile(i, j, 8, 16)\n    bind(io, \"blockIdx.x\")\n"
+                  "    bind(ji, \"threadIdx.x\")\n    compute_at(YL, io)\n}\n",
+                  "YL", "reorder(k, i, j)\nbind(i, \"threadIdx.x\")",
+                  "loop i both writes and reads the block-shared buffer YL");
 }
 
 /* ---- the runtime's CUDA target ---- */
@@ -423,7 +648,11 @@ static void test_cuda_target(void) {
             buf_printf(&b, "\nschedule %s {\n%s\n}\n", ex->s[i].tensor, ex->s[i].steps);
         snprintf(path, sizeof path, "%s/%s", dir, ex->file);
         CHECK_EQ_INT(base_write_file(path, buf_str(&b), b.len), RV_OK);
-        for (int seed = 1; seed <= 2; seed++) {
+        /* a recursion (group R) on every shape of random structures */
+        bool rec = false;
+        for (int i = 0; i < RV_COUNT(ex->s) && ex->s[i].tensor; i++)
+            rec |= strcmp(ex->s[i].tensor, "R") == 0;
+        for (int seed = 1; seed <= (rec ? 6 : 2); seed++) {
             char sd[16];
             snprintf(sd, sizeof sd, "%d", seed);
             char *argv[] = {ravel,      "run", path,      "--target", "cuda",
@@ -450,6 +679,10 @@ int main(void) {
     /* the examples are found from the repository root, where make test runs */
     RUN(test_examples_to_ptx);
     RUN(test_gpu_split_keeps_guard);
+    RUN(test_shared_tiles);
+    RUN(test_ragged_thread_loop);
+    RUN(test_cooperative_copy);
+    RUN(test_recursion_units);
     RUN(test_unsupported);
     RUN(test_driver_errors);
     RUN(test_cuda_target);

@@ -713,6 +713,32 @@ static void test_bounds_goldens(void) {
     rv_module_free(m);
 }
 
+/* A recursion's batch loop with its GPU choice (gpu_batches) and the grid
+ * barrier cuda.c puts between batches, printed, read and printed again. */
+static void test_gpu_batches_round_trip(void) {
+    Module *m = rv_module_new();
+    Kernel **ks;
+    int n;
+    const char *text = "kernel K(N: size, Y: f32*)\n"
+                       "  launch_batches for b in 0..N:\n"
+                       "    gpu_block_x for i in 0..N:\n"
+                       "      Y[i] = f32(b)\n"
+                       "  persistent_batches for c in 0..N:\n"
+                       "    Y[c] = 1.0\n"
+                       "    barrier grid\n";
+    CHECK(round_trip(m, "t.lir", text, &ks, &n));
+    if (n == 1 && ks[0]->body->kind == ST_SEQ && ks[0]->body->u.seq.n == 2) {
+        const Stmt *a = ks[0]->body->u.seq.stmts[0], *b = ks[0]->body->u.seq.stmts[1];
+        CHECK_EQ_INT(a->u.loop.gpu_batches, SCHED_GPU_LAUNCH);
+        CHECK_EQ_INT(b->u.loop.gpu_batches, SCHED_GPU_PERSISTENT);
+        const Stmt *bar = b->u.loop.body->u.seq.stmts[1];
+        CHECK(bar->kind == ST_BARRIER && bar->u.barrier.grid);
+    } else {
+        CHECK(!"two loops");
+    }
+    rv_module_free(m);
+}
+
 int main(int argc, char **argv) {
     if (argc > 1) {
         for (int i = 1; i < argc; i++)
@@ -730,5 +756,6 @@ int main(int argc, char **argv) {
     RUN(test_reduce_verified);
     RUN(test_partition_keeps_check_sources);
     RUN(test_bounds_goldens);
+    RUN(test_gpu_batches_round_trip);
     return harness_report();
 }

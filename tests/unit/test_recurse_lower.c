@@ -913,7 +913,13 @@ static void test_refused_schedules(void) {
                    "compute_at: c is read at the children of a node (by c)");
     /* no barrier between batches or members on a GPU yet */
     expect_refused(tree_rnn, "h", "bind(i, \"threadIdx.x\")",
-                   "bind: loop i of h cannot be bound to threadIdx.x");
+                   "bind: loop i of h cannot be bound to threadIdx.x: the batches of recursion R "
+                   "need a grid-wide barrier");
+    /* gpu_batches separates dynamic batches, and names one of two ways */
+    expect_refused(tree_rnn, "R", "gpu_batches(\"launch\")",
+                   "gpu_batches() separates the dynamic batches of recursion R, which has none");
+    expect_refused(tree_rnn, "R", "dynamic_batch()\ngpu_batches(\"fast\")",
+                   "expected \"launch\" (a kernel launch per batch) or \"persistent\"");
 }
 
 /* refactor(msg): msg computed where its parents read it, under the

@@ -4,7 +4,8 @@
  * shapes refused), rv_program_run_into writing into wrapped buffers and
  * refusing, by the output's name, an array of the wrong dtype, shape or
  * alignment, and rv_compile_options.threads (a program's own pool size,
- * or serial) giving the interpreter's results.
+ * or serial) giving the interpreter's results; a run reusing the arrays of
+ * the intermediates the bindings hold from their previous run.
  */
 #include <stdlib.h>
 #include <unistd.h>
@@ -159,10 +160,87 @@ static void test_threads(void) {
     rv_module_free(m);
 }
 
+/* W[i, j] = seed + i * 16 + j, N x 16. */
+static rv_array *reuse_input(int64_t n, int seed) {
+    int64_t shape[2] = {n, 16};
+    rv_array *w = rv_array_new(RV_F32, 2, shape);
+    for (int64_t i = 0; i < n * 16; i++)
+        rv_array_set_f64(w, i, seed + (double)i);
+    return w;
+}
+
+/* How many of T (3 W), Q (W + 1, stored padded) and Y (T + Q) differ from
+ * their values for input w. */
+static int reuse_wrong(const rv_bindings *b, const rv_array *w) {
+    const rv_array *t = rv_bindings_get_array(b, "T"), *q = rv_bindings_get_array(b, "Q");
+    const rv_array *y = rv_bindings_get_array(b, "Y");
+    if (!t || !q || !y || rv_array_numel(t) != rv_array_numel(w) ||
+        rv_array_numel(q) != rv_array_numel(w))
+        return -1;
+    int bad = 0;
+    for (int64_t i = 0; i < rv_array_numel(w); i++) {
+        double v = rv_array_get_f64(w, i);
+        bad += rv_array_get_f64(t, i) != 3 * v;
+        bad += rv_array_get_f64(q, i) != v + 1;
+        bad += rv_array_get_f64(y, i) != 4 * v + 1;
+    }
+    return bad;
+}
+
+/* A second run on the same bindings computes its intermediates into the
+ * arrays of the first (the unpadded T, and Q's canonical copy out of its
+ * padded storage) when the shapes agree, with the second run's values;
+ * new arrays of the new shape otherwise. */
+static void test_reuse_intermediates(void) {
+    rv_module *m = NULL;
+    CHECK_EQ_INT(rv_module_parse("reuse.rv",
+                                 "size N in 1..64\n"
+                                 "input W : f32[i < N, j < 16]\n"
+                                 "T[i, j] = W[i, j] * 3.0\n"
+                                 "Q[i, j pad 32] = W[i, j] + 1.0\n"
+                                 "Y[i, j] = T[i, j] + Q[i, j]\n",
+                                 &m),
+                 RV_OK);
+    rv_compile_options opt = {.cache_dir = cache_dir};
+    rv_program *p = NULL;
+    if (!m || rv_program_compile(m, &opt, &p) != RV_OK) {
+        CHECK(p != NULL);
+        rv_module_free(m);
+        return;
+    }
+    rv_bindings *b = rv_bindings_new(m);
+    rv_array *w1 = reuse_input(5, 0), *w2 = reuse_input(5, 100), *w3 = reuse_input(7, 50);
+    CHECK_EQ_INT(rv_bindings_set_size(b, "N", 5), RV_OK);
+    CHECK_EQ_INT(rv_bindings_set_array(b, "W", w1), RV_OK);
+    CHECK_EQ_INT(rv_program_run(p, b), RV_OK);
+    CHECK_EQ_INT(reuse_wrong(b, w1), 0);
+    const rv_array *t1 = rv_bindings_get_array(b, "T"), *q1 = rv_bindings_get_array(b, "Q");
+
+    CHECK_EQ_INT(rv_bindings_set_array(b, "W", w2), RV_OK);
+    CHECK_EQ_INT(rv_program_run(p, b), RV_OK);
+    CHECK_EQ_INT(reuse_wrong(b, w2), 0);
+    CHECK(rv_bindings_get_array(b, "T") == t1);
+    CHECK(rv_bindings_get_array(b, "Q") == q1);
+
+    CHECK_EQ_INT(rv_bindings_set_size(b, "N", 7), RV_OK);
+    CHECK_EQ_INT(rv_bindings_set_array(b, "W", w3), RV_OK);
+    CHECK_EQ_INT(rv_program_run(p, b), RV_OK);
+    CHECK_EQ_INT(reuse_wrong(b, w3), 0);
+    CHECK_EQ_INT(rv_array_shape(rv_bindings_get_array(b, "T"))[0], 7);
+
+    rv_array_free(w1);
+    rv_array_free(w2);
+    rv_array_free(w3);
+    rv_bindings_free(b);
+    rv_program_free(p);
+    rv_module_free(m);
+}
+
 int main(void) {
     snprintf(cache_dir, sizeof cache_dir, "/tmp/ravel-test-serving-%d", (int)getpid());
     RUN(test_wrap);
     RUN(test_run_into_checks);
     RUN(test_threads);
+    RUN(test_reuse_intermediates);
     return harness_report();
 }

@@ -1,0 +1,282 @@
+#!/usr/bin/env python3
+"""bench/encoder/gen_rv.py — writes the encoder layer of ENCODER.md as ravel
+programs on ragged storage, one file per configuration:
+
+    bench/encoder/encoder_cora512.rv   (hidden 512, 8 x 64, FF 2048)
+    bench/encoder/encoder_bert768.rv   (hidden 768, 12 x 64, FF 3072)
+    tests/regress/encoder_small*.rv    (hidden 128, 2 x 64, FF 256, short
+                                        sequences: the interpreter check)
+    bench/encoder/encoder6_cora512.rv  (six cora512 layers: one prelude for all)
+
+The language has no compile-time constants and the compiler unrolls and
+vectorizes by literal sizes, so the configurations are one template here.
+`python3 bench/encoder/gen_rv.py --check` fails when a committed file
+differs from what this script writes (tests/suite_regress.sh does not run
+it; the bench driver compiles the committed files).
+"""
+import os
+import re
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+
+# name: (hidden, heads, ff, max batch, max length, output path, header);
+# small_equal has every length equal to its maximum
+CONFIGS = {
+    "cora512": (512, 8, 2048, 128, 512, "bench/encoder/encoder_cora512.rv", ""),
+    "bert768": (768, 12, 3072, 128, 512, "bench/encoder/encoder_bert768.rv", ""),
+    "small": (128, 2, 256, 6, 20, "tests/regress/encoder_small.rv",
+              "# expect: ok\n"
+              "# the encoder layer of bench/encoder (gen_rv.py) at hidden 128, 2 heads,\n"
+              "# FF 256, lengths 0..20 (0 and 1 included): its schedule vs the interpreter.\n"),
+    "small_equal": (128, 2, 256, 6, 16, "tests/regress/encoder_small_equal.rv",
+                    "# expect: ok\n"
+                    "# encoder_small.rv with every length 16 (whole 16-lane score vectors;\n"
+                    "# row tiles of 6 with a tail of 4): every sequence alike.\n"),
+    "small_short": (128, 2, 256, 6, 1, "tests/regress/encoder_small_short.rv",
+                    "# expect: ok\n"
+                    "# encoder_small.rv with lengths 0 and 1 only: empty sequences, and\n"
+                    "# sequences that are all tail (no full row tile, one score column).\n"),
+}
+
+HEADER = """# {path} — written by bench/encoder/gen_rv.py (edit the template there).
+#
+# One post-layernorm transformer encoder layer (bench/encoder/ENCODER.md,
+# config {name}: hidden {H}, {NH} heads of 64, feed-forward {F}) on ragged
+# storage: the tokens of sequence b are rows l < len[b] of X, stored packed
+# back to back ([sum(len), {H}] row-major, no padding), exactly the layout
+# of ENCODER.md's x and y. Attention is per sequence and head over
+# len[b] x len[b]. Nothing is padded, in storage or in loops: a padded
+# intermediate costs a zeroed buffer and a copy into the bindings on every
+# run (the runtime's host work), more than the vector tails it saves.
+#
+# Biases sit where they cost nothing: the QKV projection P is a bare
+# product (an in-place reduction in a register tile), the query bias is
+# added to the broadcast operand of QK^T, the key bias (and 1/sqrt(64)) in
+# the transposed copy KT, and the value bias after AttnV, in the output
+# projection's broadcast operand (ctx = A (V + bv) = A V + bv, since the
+# rows of A sum to 1). FF1's bias and gelu are one vectorized pass G.
+#
+# Schedules: the projections are bench/'s dense "packed" kernel (per
+# 64-column panel of W, parallel, the panel packed k-major once and reused
+# by every sequence; 6 x 64 register tiles of rows of one sequence). Each
+# sequence's last row tile (len[b] % 6 rows) runs a variable-extent copy of
+# the tile, whose sums are not kept in registers.
+#   - fuse(b, l) (variable-loop fusion, issue 14) would tile the token loop
+#     across sequences: one tail per batch instead of one per sequence,
+#     which is most of the rows at CoLA / MRPC lengths;
+#   - cache_write of a ragged tensor would let the projections keep their
+#     bias (and gelu) epilogue in the tile's write-back, dropping G's pass
+#     over the [T, {F}] activations;
+#   - ragged compute_at would compute S, M, Z and A per (sequence, head)
+#     inside AttnV instead of materializing len[b]^2 scores per head;
+#   - operation splitting of i at len[b] / 6 * 6 would give the tail tile
+#     a schedule of its own (a padded 6-row tile).
+"""
+
+PROGRAM = """
+size B in 1..{BMAX}
+ufun len[b < B] in {LMIN}..{LMAX}
+
+input X : f32[b < B, l < len[b], {H}]
+input w_qkv : f32[{H3}, {H}]
+input b_qkv : f32[{H3}]
+input w_o : f32[{H}, {H}]
+input b_o : f32[{H}]
+input ln1_g : f32[{H}]
+input ln1_b : f32[{H}]
+input w_ff1 : f32[{F}, {H}]
+input b_ff1 : f32[{F}]
+input w_ff2 : f32[{H}, {F}]
+input b_ff2 : f32[{H}]
+input ln2_g : f32[{H}]
+input ln2_b : f32[{H}]
+"""
+
+LAYER = """
+# QKV projection without its bias: Q = cols 0..{Hm1}, K = {H}.., V = {H2}..
+P[b, l, n < {H3}] = sum(k < {H}) X[b, l, k] * w_qkv[n, k]
+# K^T per head, biased and scaled by 1/sqrt(64)
+KT[b, h < {NH}, d < 64, j < len[b]] = (P[b, j, {H} + h * 64 + d] + b_qkv[{H} + h * 64 + d]) * 0.125
+S[b, h < {NH}, i < len[b], j < len[b]] = sum(d < 64) (P[b, i, h * 64 + d] + b_qkv[h * 64 + d]) * KT[b, h, d, j]
+M[b, h, i] = max(j < len[b]) S[b, h, i, j]
+Z[b, h, i] = sum(j < len[b]) exp(S[b, h, i, j] - M[b, h, i])
+A[b, h, i, j] = exp(S[b, h, i, j] - M[b, h, i]) / Z[b, h, i]
+# AttnV without the value bias (added in O's operand)
+C[b, l, c < {H}] = sum(j < len[b]) A[b, c / 64, l, j] * P[b, j, {H2} + c]
+O[b, l, n < {H}] = sum(k < {H}) (C[b, l, k] + b_qkv[{H2} + k]) * w_o[n, k]
+R1[b, l, n] = O[b, l, n] + b_o[n] + X[b, l, n]
+Mean1[b, l] = (sum(k < {H}) R1[b, l, k]) / {H}
+Var1[b, l] = (sum(k < {H}) (R1[b, l, k] - Mean1[b, l]) * (R1[b, l, k] - Mean1[b, l])) / {H}
+Y1[b, l, n] = (R1[b, l, n] - Mean1[b, l]) * rsqrt(Var1[b, l] + 1e-12) * ln1_g[n] + ln1_b[n]
+F1[b, l, n < {F}] = sum(k < {H}) Y1[b, l, k] * w_ff1[n, k]
+G[b, l, f] = gelu(F1[b, l, f] + b_ff1[f])
+F2[b, l, n < {H}] = sum(k < {F}) G[b, l, k] * w_ff2[n, k]
+R2[b, l, n] = F2[b, l, n] + b_ff2[n] + Y1[b, l, n]
+Mean2[b, l] = (sum(k < {H}) R2[b, l, k]) / {H}
+Var2[b, l] = (sum(k < {H}) (R2[b, l, k] - Mean2[b, l]) * (R2[b, l, k] - Mean2[b, l])) / {H}
+Y[b, l, n] = (R2[b, l, n] - Mean2[b, l]) * rsqrt(Var2[b, l] + 1e-12) * ln2_g[n] + ln2_b[n]
+"""
+
+# The packed dense kernel of bench/programs/dense_packed.rv over the rows
+# of each sequence: WL (W's 64-row panel, k-major) once per panel.
+PROJ = """
+schedule {T} {{
+    WL_{T} = cache_read({W}, layout="k, n")
+    no, ni = split(n, 64)
+    lo, li = split(l, 6)
+    nw, nv = split(ni, 16)
+    reorder(no, b, lo, k, li, nw, nv)
+    parallel(no)
+    unroll(li)
+    unroll(nw)
+    vectorize(nv)
+    compute_at(WL_{T}, no)
+}}
+schedule WL_{T} {{
+    ko, ki = split(k, 16)
+    reorder(ko, n, ki)
+    unroll(ki)
+}}
+"""
+
+# Row-parallel vectorized passes over one axis of 16-lane vectors.
+ROWS = """
+schedule {T} {{
+    parallel(b)
+    {v}o, {v}v = split({v}, 16)
+    vectorize({v}v)
+}}
+"""
+
+SCHEDULE = """
+schedule KT {{
+    f = fuse(b, h)
+    parallel(f)
+}}
+# QK^T: per (sequence, head) (parallel), a 6-row x 16-column tile of S in
+# registers while d runs outside it; the last partial vector of columns and
+# the last partial tile of rows partitioned off (no register tile there)
+schedule S {{
+    f = fuse(b, h)
+    parallel(f)
+    jo, jv = split(j, 16)
+    io, ii = split(i, 6)
+    reorder(f, io, jo, d, ii, jv)
+    unroll(ii)
+    vectorize(jv)
+}}
+schedule M {{
+    f = fuse(b, h)
+    parallel(f)
+    jo, jv = split(j, 16)
+    vectorize(jv)
+}}
+schedule Z {{
+    f = fuse(b, h)
+    parallel(f)
+    jo, jv = split(j, 16)
+    vectorize(jv)
+}}
+schedule A {{
+    f = fuse(b, h)
+    parallel(f)
+    jo, jv = split(j, 16)
+    vectorize(jv)
+}}
+# AttnV: per (sequence, head) (parallel), a 6-row x 64-column tile of C in
+# registers while j runs outside it, A broadcast, V's rows read in place
+schedule C {{
+    co, ci = split(c, 64)
+    lo, li = split(l, 6)
+    cw, cv = split(ci, 16)
+    reorder(b, co, lo, j, li, cw, cv)
+    f = fuse(b, co)
+    parallel(f)
+    unroll(li)
+    unroll(cw)
+    vectorize(cv)
+}}
+"""
+
+MULTI = """#
+# {L} layers, one after the other (layer i reads layer i-1's output), with
+# the same weights: a program whose kernels all share one raggedness
+# pattern, so one prelude per run serves every layer (the bench driver's
+# --program option times it and reports the prelude's share).
+"""
+
+INLINE = """
+schedule Y {
+    compute_inline(R1)
+    compute_inline(R2)
+}
+"""
+
+
+# The tensors a layer computes: renamed per layer in a multi-layer program
+STAGES = ("P", "KT", "S", "M", "Z", "A", "C", "O", "R1", "Mean1", "Var1", "Y1", "F1", "G",
+          "F2", "R2", "Mean2", "Var2", "Y", "WL_P", "WL_O", "WL_F1", "WL_F2")
+STAGE_RE = re.compile(r"\b(%s|X)\b" % "|".join(STAGES))
+
+
+def rename(text, layer, layers):
+    """Layer `layer` of `layers`: its tensors suffixed _<layer> (the last
+    layer's keep their names, so Y is the output), X the previous Y."""
+    def sub(m):
+        name = m.group(1)
+        if name == "X":
+            return "X" if layer == 0 else "Y_%d" % (layer - 1)
+        return name if layer == layers - 1 else "%s_%d" % (name, layer)
+    return STAGE_RE.sub(sub, text)
+
+
+def program(name, layers=1):
+    H, NH, F, BMAX, LMAX, path, head = CONFIGS[name]
+    d = dict(name=name, path=path, H=H, NH=NH, F=F, H2=2 * H, H3=3 * H, Hm1=H - 1,
+             BMAX=BMAX, LMAX=LMAX, LMIN=LMAX if name == "small_equal" else 0)
+    if layers > 1:
+        path = path.replace("encoder_", "encoder%d_" % layers)
+        d["path"] = path
+        head = ""
+    text = head + HEADER.format(**d)
+    if layers > 1:
+        text += MULTI.format(L=layers)
+    text += PROGRAM.format(**d)
+    one = LAYER.format(**d) + SCHEDULE.format(**d)
+    for t, w in (("P", "w_qkv"), ("O", "w_o"), ("F1", "w_ff1"), ("F2", "w_ff2")):
+        one += PROJ.format(T=t, W=w)
+    for t, v in (("Mean1", "k"), ("Var1", "k"), ("Y1", "n"), ("G", "f"),
+                 ("Mean2", "k"), ("Var2", "k"), ("Y", "n")):
+        one += ROWS.format(T=t, v=v)
+    one += INLINE
+    for layer in range(layers):
+        if layers > 1:
+            text += "\n# ---- layer %d ----\n" % (layer + 1)
+        text += rename(one, layer, layers)
+    return path, text
+
+
+# (config, layers) of the files written
+FILES = [(name, 1) for name in CONFIGS] + [("cora512", 6)]
+
+def main():
+    check = "--check" in sys.argv[1:]
+    bad = 0
+    for name, layers in FILES:
+        path, text = program(name, layers)
+        full = os.path.join(ROOT, path)
+        if check:
+            old = open(full).read() if os.path.exists(full) else None
+            if old != text:
+                print(f"gen_rv.py: {path} differs from its template", file=sys.stderr)
+                bad = 1
+        else:
+            with open(full, "w") as f:
+                f.write(text)
+    return bad
+
+
+if __name__ == "__main__":
+    sys.exit(main())
