@@ -406,7 +406,10 @@ static int gen_step(Gen *g, char *stage, char *step, size_t n) {
     } else if (w < 34) { /* fuse */
         if (s->nloops < 2)
             return 0;
-        int i = rng_int(&g->r, s->nloops - 1);
+        /* the outermost pair half the time: on a ragged program that is
+         * a variable loop and the loop its extent depends on (b, l <
+         * len[b]), which fuse through the prelude's maps */
+        int i = rng_chance(&g->r, 50) ? 0 : rng_int(&g->r, s->nloops - 1);
         snprintf(step, n, "f%d = fuse(%s, %s)", c, s->loops[i].name, s->loops[i + 1].name);
     } else if (w < 44) { /* reorder */
         if (s->nloops < 2)

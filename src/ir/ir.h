@@ -167,6 +167,10 @@ struct rv_tensor {
     int ndim;
     Axis **axes; /* one AX_SPATIAL axis per dimension; extents may use outer axes */
     int *pad;    /* storage padding multiple per dimension (1 = none) */
+    /* bulk padding (a schedule's storage_pad of a fused variable loop):
+     * the rows of dimensions 0..bulk_level, all of them together, stored
+     * padded to a multiple of bulk (0 or 1: none; Storage.bulk) */
+    int bulk, bulk_level;
     Op *op;
     SrcLoc loc;
     bool complete; /* definition finished */
@@ -272,6 +276,18 @@ struct Buffer {
     Ufun *uf;       /* the UF it holds, if any */
     const Storage *storage; /* a tensor's or UF's buffer: its storage order */
     int id;
+    /* A fused variable loop's row map (src/lower/vfuse.c): row[x] = r
+     * where start[r] <= x < start[r + 1], r < rowmap_count; and, where it
+     * is known, the extent start[r + 1] - start[r] as an expression over
+     * rowmap_r (the simplifier's facts about fused loops, interval.c). */
+    Buffer *rowmap_start;
+    Expr *rowmap_count, *rowmap_ext;
+    Axis *rowmap_r;
+    /* the fused loop (an IterVar) whose arrays it is and which: its row
+     * starts of level vfuse_level, or its row map (-1); the lowering
+     * remaps a region the bounds pass inferred with its own arrays */
+    const void *vfuse_key;
+    int vfuse_level;
 };
 
 /* One schedule primitive as written (`io, ii = split(i, 32)`); src/sched

@@ -691,7 +691,24 @@ rv_status ir_storage_init(Module *m, Storage *st, const char *name, int ndim, Ax
     return RV_OK;
 }
 
+void ir_storage_bulk_pad(Module *m, Storage *st, int level, int64_t n) {
+    Expr *rows = ir_int(m, 1);
+    for (int k = 0; k <= level; k++)
+        rows = st->variable[k] ? ir_load(m, st->start[k], rows)
+                               : ir_binary(m, EX_MUL, rows, st->ext[k]);
+    st->bulk = n;
+    st->bulk_level = level;
+    st->bulk_rows = round_up(m, rows, (int)n);
+    Expr *numel = st->bulk_rows;
+    for (int k = level + 1; k < st->ndim; k++)
+        numel = ir_binary(m, EX_MUL, numel, st->ext[k]);
+    st->numel = numel;
+    st->buf->size = numel;
+}
+
 bool ir_storage_padded(const Storage *st) {
+    if (st->bulk > 1)
+        return true;
     for (int k = 0; k < st->ndim; k++)
         if (st->pad[k] > 1)
             return true;
@@ -766,6 +783,16 @@ rv_status ir_storage_eval(const LayoutEnv *env, const Storage *st, int64_t *cons
         return err;
     }
     l->numel = l->count[st->ndim];
+    if (st->bulk > 1) { /* the padding rows after the last */
+        int64_t rows = l->count[st->bulk_level + 1], b = st->bulk;
+        rows = (rows + b - 1) / b * b;
+        for (int k = st->bulk_level + 1; k < st->ndim; k++)
+            if (mul_ovf(rows, l->shape[k], &rows)) {
+                ir_layout_free(l);
+                return base_error(RV_ERR_SHAPE, "%s: too many elements in storage", name);
+            }
+        l->numel = rows;
+    }
     *out = l;
     return RV_OK;
 }

@@ -221,6 +221,12 @@ struct Storage {
     Buffer *start[RV_MAX_DIMS]; /* variable levels: the row-start AUX array */
     Expr *ext[RV_MAX_DIMS];     /* constant levels: the padded extent (mentions no axis) */
     Expr *numel;                /* elements in storage (may load AUX arrays) */
+    /* bulk padding (CoRa 7.2): the tuples of levels 0..bulk_level, all of
+     * them, padded to a multiple of bulk (1: none) by rows after the last,
+     * bulk_rows in all; offsets of the elements are unchanged */
+    int64_t bulk;
+    int bulk_level;
+    Expr *bulk_rows;
 };
 
 /* RAGGEDNESS PATTERNS. Row-start array start_k depends only on the padded
@@ -251,6 +257,10 @@ void ir_storage_share_free(StorageShare *sh);
  * sized. */
 rv_status ir_storage_init(Module *m, Storage *st, const char *name, int ndim, Axis *const *axes,
                           const int *pad, rv_dtype dtype, BufScope scope, StorageShare *share);
+/* Bulk padding of st at `level` to a multiple of n (levels inside it
+ * constant: checked by the schedule): numel and the buffer grow by the
+ * padding rows. */
+void ir_storage_bulk_pad(Module *m, Storage *st, int level, int64_t n);
 /* True when some level is padded (storage differs from canonical). */
 bool ir_storage_padded(const Storage *st);
 /* The padded extent of level k under the prefix idx[0..k) (indices of the

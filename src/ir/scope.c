@@ -142,6 +142,7 @@ static const Storage *keep_storage(IrKeep *k, const Storage *st) {
         c->ext[d] = ir_keep_expr(k, st->ext[d]);
     }
     c->numel = ir_keep_expr(k, st->numel);
+    c->bulk_rows = st->bulk_rows ? ir_keep_expr(k, st->bulk_rows) : NULL;
     return c;
 }
 
@@ -157,6 +158,11 @@ Buffer *ir_keep_buffer(IrKeep *k, Buffer *b) {
     if (fresh) {
         c->size = ir_keep_expr(k, b->size);
         c->storage = keep_storage(k, b->storage);
+        /* a row map's facts serve the lowering's proofs only: not kept */
+        c->rowmap_start = NULL;
+        c->rowmap_count = c->rowmap_ext = NULL;
+        c->rowmap_r = NULL;
+        c->vfuse_key = NULL;
     }
     return c;
 }

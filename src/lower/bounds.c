@@ -91,6 +91,42 @@ static bool range_args_fixed(Bounds *b, Expr *e, Expr **args) {
     return true;
 }
 
+/* A fused variable loop's row map row[x] (src/lower/vfuse.c), or its
+ * row starts at start[row[x]], over x in [lo, hi]: both are
+ * non-decreasing in x, so their range is their values at the ends, the
+ * ends clamped to the iterations there are (the map holds nothing past
+ * them; with none the loop does not run, and 0 stands in). */
+static bool range_rowmap(Bounds *b, Expr *e, Range *out) {
+    Module *m = b->m;
+    Expr *x = e->args[0], *row = e;
+    if (x->kind == EX_CAST)
+        x = x->args[0];
+    if (!e->u.buf->rowmap_start) {
+        if (x->kind != EX_LOAD || x->u.buf->rowmap_start != e->u.buf)
+            return false;
+        row = x;
+        x = x->args[0];
+    }
+    Buffer *rb = row->u.buf;
+    Range r;
+    if (!range_rec(b, x, &r))
+        return false;
+    Expr *total = ir_load(m, rb->rowmap_start, rb->rowmap_count);
+    Expr *some = bin(m, EX_GT, total, ir_int(m, 0));
+    Expr *ends[2] = {r.lo, r.hi}, *at[2];
+    for (int k = 0; k < 2; k++) {
+        Expr *i = bin(m, EX_MAX, bin(m, EX_MIN, ends[k], bin(m, EX_SUB, total, ir_int(m, 1))),
+                      ir_int(m, 0));
+        Expr *v = ir_load(m, rb, i);
+        if (row != e)
+            v = ir_load(m, e->u.buf, v);
+        at[k] = lower_simplify_expr(m, ir_select(m, some, v, ir_int(m, 0)));
+    }
+    out->lo = at[0];
+    out->hi = at[1];
+    return true;
+}
+
 static bool range_compute(Bounds *b, Expr *e, Range *out) {
     Module *m = b->m;
     Range x, y;
@@ -225,6 +261,9 @@ static bool range_compute(Bounds *b, Expr *e, Range *out) {
             out->lo = out->hi = ir_load(m, e->u.buf, args[0]);
             return true;
         }
+        /* a fused variable loop's map at a varying iteration (CoRa Fig. 7) */
+        if (range_rowmap(b, e, out))
+            return true;
         /* a UF's array at a varying index: the UF's declared range */
         const Ufun *f = e->u.buf->uf;
         if (!f)
@@ -331,6 +370,20 @@ static bool iv_range(LowerCtx *c, StageNest *n, const IterVar *v, bool clip, con
         }
         out->hi = lower_ctx_simp(c, out->hi);
         return true;
+    }
+    if (v->fused && v->fused->variable && v == v->fused->fa) {
+        /* the outer part of a fused variable loop over [lo, hi]: its row
+         * map there (CoRa Fig. 7; the inner part is relaxed below) */
+        Range f;
+        if (!iv_range(c, n, v->fused, clip, vary, &f))
+            return false;
+        Axis *x = lower_loop_var(m, "x", NULL);
+        Expr *a = lower_vfuse_part(c, v->fused, x->var, true);
+        PtrMap over = {0};
+        ptrmap_put(&over, x, &f);
+        bool ok = a && lower_bounds_range(m, a, &over, false, out);
+        ptrmap_free(&over);
+        return ok;
     }
     /* an unbound leaf or fused part: its whole extent (a whole tile, even
      * the last one, for a padded reader) */

@@ -118,7 +118,7 @@ Expr *lower_expr_rec(ExprCtx *x, Expr *e, PtrMap *memo) {
              * copy of a partitioned nest that never runs it; the IR makes no
              * such access, so it is checked and flattened here) */
             if ((r = ir_rebuild(m, e, idx))) {
-                vec_push(&c->check_src, ((CheckSrc){r, e, c->loop_pad}));
+                vec_push(&c->check_src, ((CheckSrc){r, e, c->loop_pad, c->bulk_pad}));
                 break;
             }
         }
@@ -144,7 +144,7 @@ Expr *lower_expr_rec(ExprCtx *x, Expr *e, PtrMap *memo) {
             } else {
                 r = ir_rebuild(m, e, args);
                 if (div) /* the checks pass checks it */
-                    vec_push(&c->check_src, ((CheckSrc){r, e, c->loop_pad}));
+                    vec_push(&c->check_src, ((CheckSrc){r, e, c->loop_pad, c->bulk_pad}));
             }
         }
     }

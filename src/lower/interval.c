@@ -88,8 +88,25 @@ static Ufun *uf_of(const Expr *x) {
     return NULL;
 }
 
+/* A fused variable loop's row map at x (src/lower/vfuse.c): row[x] is
+ * in [0, count); and start[row[x]] (that map's own row starts) is the
+ * start of x's row, in [x + 1 - E(row[x]), x] where the map knows its
+ * rows' extent E. Eliminated before loop variables: x is usually a sum
+ * of them (fo*16 + fi) that must cancel whole. */
+static const Buffer *rowmap_of(const Expr *x) {
+    return x->kind == EX_LOAD && x->u.buf->rowmap_start ? x->u.buf : NULL;
+}
+
+static const Expr *rowstart_index(const Expr *x) {
+    const Expr *r = x->kind == EX_LOAD ? x->args[0] : NULL;
+    if (r && r->kind == EX_CAST)
+        r = r->args[0];
+    const Buffer *row = r ? rowmap_of(r) : NULL;
+    return row && row->rowmap_start == x->u.buf ? r : NULL;
+}
+
 /* The order in which atoms are eliminated (see the file comment). */
-typedef enum ElimClass { EL_NONE, EL_LET, EL_VAR, EL_UF, EL_DIV } ElimClass;
+typedef enum ElimClass { EL_NONE, EL_LET, EL_START, EL_MAP, EL_VAR, EL_UF, EL_DIV } ElimClass;
 
 static ElimClass elim_class(Simp *S, const Term *t) {
     Expr *x = t->x;
@@ -114,10 +131,40 @@ static ElimClass elim_class(Simp *S, const Term *t) {
         }
         return EL_DIV;
     default: {
+        /* a row start before the row maps its x may hold (they cancel) */
+        if (rowstart_index(x))
+            return EL_START;
+        if (rowmap_of(x))
+            return EL_MAP;
         Ufun *f = uf_of(x);
         return f && f->lo_dom && f->hi_dom ? EL_UF : EL_NONE;
     }
     }
+}
+
+/* The bound of a row map's load (EL_MAP) we need: `up` for an upper one;
+ * NULL when none is known. */
+static const Lin *elim_map(Simp *S, const Expr *x, bool up) {
+    Module *m = S->m;
+    const Buffer *row = rowmap_of(x);
+    if (row) /* in [0, count) */
+        return up ? lower_lin_add_const(S, lower_lin_of(S, lower_simp(S, row->rowmap_count)), -1)
+                  : &lower_lin_zero;
+    const Expr *r = rowstart_index(x);
+    Expr *at = r->args[0]; /* x's index: start[row[at]] <= at */
+    if (at->kind == EX_CAST)
+        at = at->args[0];
+    if (up)
+        return lower_lin_of(S, at);
+    row = r->u.buf;
+    if (!row->rowmap_ext)
+        return NULL;
+    PtrMap sub = {0};
+    ptrmap_put(&sub, row->rowmap_r, (void *)r);
+    Expr *ext = lower_simp(S, ir_substitute(m, row->rowmap_ext, &sub));
+    ptrmap_free(&sub);
+    return lower_lin_comb(S, 1, lower_lin_add_const(S, lower_lin_of(S, at), 1), -1,
+                          lower_lin_of(S, ext));
 }
 
 /* The form that bounds term t from above (upper) or below. */
@@ -139,6 +186,11 @@ static const Lin *elim_term(Simp *S, const Term *t, ElimClass cl, bool upper) {
         return lower_lin_comb(S, t->c, lower_lin_of(S, lower_simp(S, up ? f->hi_dom : f->lo_dom)), 0,
                               &lower_lin_zero);
     }
+    case EL_START:
+    case EL_MAP: {
+        const Lin *b = elim_map(S, x, up);
+        return b ? lower_lin_comb(S, t->c, b, 0, &lower_lin_zero) : NULL;
+    }
     case EL_DIV: {
         /* c*(x0/c) in [x0 - c + 1, x0] */
         int64_t c = x->args[1]->u.ival, s = t->c / c;
@@ -156,8 +208,8 @@ static const Lin *elim_term(Simp *S, const Term *t, ElimClass cl, bool upper) {
  * i.e. highest axis id, first), UF values and divisions, or divisions
  * before variables. -1 when none. */
 static int pick_term(Simp *S, const Lin *L, bool divs_first, bool *saw_div, ElimClass *cls) {
-    static const ElimClass order[2][4] = {{EL_LET, EL_VAR, EL_UF, EL_DIV},
-                                          {EL_LET, EL_DIV, EL_VAR, EL_UF}};
+    static const ElimClass order[2][6] = {{EL_LET, EL_START, EL_MAP, EL_VAR, EL_UF, EL_DIV},
+                                          {EL_LET, EL_START, EL_MAP, EL_DIV, EL_VAR, EL_UF}};
     ElimClass cl[64];
     int n = L->n < 64 ? L->n : 64;
     for (int i = 0; i < n; i++) {
@@ -165,7 +217,7 @@ static int pick_term(Simp *S, const Lin *L, bool divs_first, bool *saw_div, Elim
         if (cl[i] == EL_DIV)
             *saw_div = true;
     }
-    for (int o = 0; o < 4; o++) {
+    for (int o = 0; o < 6; o++) {
         int best = -1;
         for (int i = 0; i < n; i++) {
             if (cl[i] != order[divs_first][o])
@@ -406,6 +458,8 @@ static Ival atom_ival(Simp *S, Expr *x) {
     }
     case EX_UFCALL:
     case EX_LOAD: {
+        if (x->u.buf->vfuse_key) /* a fused loop's row starts or row map */
+            return ival_make(0, INT64_MAX / 4); /* (element counts) */
         Ufun *f = uf_of(x);
         if (!f || !f->lo_dom || !f->hi_dom)
             return ival_none();

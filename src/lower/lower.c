@@ -60,6 +60,8 @@ rv_status lower_storage_of_tensor(LowerCtx *c, Tensor *t, Storage **out) {
                                       BUF_ARG, &c->share);
         if (r != RV_OK)
             return r;
+        if (t->bulk > 1) /* storage_pad of a fused variable loop */
+            ir_storage_bulk_pad(c->m, st, t->bulk_level, t->bulk);
         st->buf->tensor = t;
         ptrmap_put(&c->storage, t, st);
     }
@@ -83,11 +85,15 @@ void lower_use_storage(LowerCtx *c, const Storage *st, ParamKind k) {
             add_param(c, PARAM_AUX, st->start[i]);
 }
 
+void lower_use_aux(LowerCtx *c, Buffer *b) {
+    add_param(c, PARAM_AUX, b);
+}
+
 Expr *lower_ctx_simp(LowerCtx *c, Expr *e) {
     return e ? lower_simplify_expr(c->m, e) : NULL;
 }
 /* LowerExprFn for the prelude. */
-static Expr *lower_index_fn(void *ctx, Expr *e) {
+Expr *lower_index_fn(void *ctx, Expr *e) {
     Expr *r = lower_index(ctx, e);
     RV_ASSERT(r);
     return r;
@@ -216,6 +222,8 @@ static rv_status kernel_end(LowerCtx *c, const char *name, Stmt *body, Kernel **
         if (s && ptrmap_has(&c->used_bufs, s->buf))
             vec_push(&pre, lower_storage_prelude(m, s, &c->filled, lower_index_fn, c));
     }
+    /* after the storages: a fused loop's row starts may be theirs */
+    vec_push(&pre, lower_vfuse_prelude(c));
     k->prelude = lower_seq(m, pre.len, pre.data);
     lower_prelude_fills(m, k);
     vec_free(&pre);
@@ -247,6 +255,7 @@ void lower_ctx_free(LowerCtx *c) {
     ptrmap_free(&c->unread);
     ir_storage_share_free(&c->share);
     ptrmap_free(&c->filled);
+    lower_vfuse_free(c);
     ptrmap_free(&c->gpu_threads);
 }
 

@@ -158,6 +158,7 @@ typedef struct CheckSrc {
     const Expr *node; /* loop IR */
     const Expr *src;  /* tensor-level */
     bool loop_pad;
+    bool bulk_pad; /* its stage runs a bulk-padded fused loop (vfuse.c) */
 } CheckSrc;
 
 /* ---- stmt.c: construction, traversal, printing ---- */
@@ -370,6 +371,7 @@ typedef struct LowerCtx {
     Vec(const char *) sites; /* the kernel's run-time checks (Kernel.sites) */
     Vec(CheckSrc) check_src; /* Kernel.check_src */
     bool loop_pad;           /* the stage being emitted pads a loop (schedule `pad`) */
+    bool bulk_pad;           /* ... a fused variable loop (bulk padding) */
     /* stages computed above a recursion's loop (recurse.c), not where
      * they are attached */
     PtrMap hoisted;
@@ -382,6 +384,11 @@ typedef struct LowerCtx {
      * loop Axis* -> Range* over its iterations (NULL once left) */
     PtrMap gpu_threads;
     rv_status st;
+    /* fused variable loops (vfuse.c): IterVar* -> VFuse*, all of them in
+     * creation order, and row maps by row-start array (one per pattern) */
+    PtrMap vfuse;
+    Vec(struct VFuse *) vfuses;
+    PtrMap vfuse_rows;
 } LowerCtx;
 
 /* An expression being lowered (expr.c) and what it needs first. */
@@ -436,6 +443,10 @@ rv_status lower_storage_of_uf(LowerCtx *c, Ufun *f, Storage **out);
 rv_status lower_storage_of_tensor(LowerCtx *c, Tensor *t, Storage **out);
 /* Registers a storage's buffers as parameters of the current kernel. */
 void lower_use_storage(LowerCtx *c, const Storage *st, ParamKind k);
+/* Registers one AUX buffer as a parameter of the current kernel. */
+void lower_use_aux(LowerCtx *c, Buffer *b);
+/* lower_index as a LowerExprFn (preludes: the extent must lower). */
+Expr *lower_index_fn(void *ctx, Expr *e);
 /* Frees what a LowerCtx holds outside the module's arena. */
 void lower_ctx_free(LowerCtx *c);
 /* lower_simplify_expr, NULL for NULL. */
@@ -512,6 +523,9 @@ Buffer *lower_dest_buf(StageNest *n); /* the buffer the nest stores to */
 /* Does the stage pad one of its loops (its reads may then reach into
  * storage padding, rtcheck.c)? */
 bool lower_loop_padded(const Stage *st);
+/* Does it pad a fused variable loop (bulk padding: its reads at the
+ * fused rows reach the padding rows of storage bulk padded for them)? */
+bool lower_bulk_padded(const Stage *st);
 /* The nest from leaf i inward (stages attached at leaf i - 1 placed
  * first: lower_emit_attached). */
 Stmt *lower_gen(LowerCtx *c, StageNest n, int i);
@@ -528,6 +542,20 @@ Stmt *lower_stage_nest(LowerCtx *c, Stage *st, Expr *const *origin, Expr *const 
 bool lower_nest_init(LowerCtx *c, StageNest *n, Stage *st, Expr *const *origin,
                      Expr *const *ext, const RegionView *view);
 
+/* vfuse.c: fused variable loops (CoRa section 5.1) */
+/* The extent of variable-fused f: the number of tuples of its levels
+ * (the last row start); NULL with c->st set when it cannot be laid out. */
+Expr *lower_vfuse_extent(LowerCtx *c, const IterVar *f);
+/* The value of f's outer part (outer) or inner part, f's value being fv:
+ * a = row[fv], b = fv - start[a]. */
+Expr *lower_vfuse_part(LowerCtx *c, const IterVar *f, Expr *fv, bool outer);
+/* The prelude of the current kernel's fused variable loops: their row
+ * starts and row maps no earlier kernel fills (NULL: none). */
+Stmt *lower_vfuse_prelude(LowerCtx *c);
+/* e with the fused loops' arrays of another context (the bounds pass's
+ * regions) replaced by this context's. */
+Expr *lower_vfuse_adopt(LowerCtx *c, Expr *e);
+void lower_vfuse_free(LowerCtx *c);
 /* opsplit.c */
 /* The body of split stage st's kernel: its parts' nests, or with hfuse
  * one loop over both. */

@@ -36,6 +36,11 @@ Expr *lower_iv_value(LowerCtx *c, StageNest *n, const IterVar *v) {
     Module *m = c->m;
     if (n->value[v->id])
         return n->value[v->id];
+    if (v->fused && v->fused->variable) {
+        /* through the prelude's maps (vfuse.c) */
+        Expr *f = lower_iv_value(c, n, v->fused);
+        return f ? lower_vfuse_part(c, v->fused, f, v == v->fused->fa) : NULL;
+    }
     if (v->fused) {
         /* the extent only once the fused loop is bound: it may mention
          * axes bound outside that loop */
@@ -220,6 +225,8 @@ Expr *lower_iv_extent_over(LowerCtx *c, StageNest *n, const IterVar *v, const Pt
             c, ir_binary(m, EX_SUB, e, ir_binary(m, EX_MUL, o, ir_int(m, v->factor))));
     }
     case IV_FUSED: {
+        if (v->variable) /* the sum of the inner extents: the prelude's */
+            return lower_vfuse_extent(c, v);
         /* an extent below 0 runs no iterations; in a product it must
          * count as 0, not flip the sign of the other */
         Expr *a = lower_iv_extent_over(c, n, v->fa, vary),
@@ -303,7 +310,15 @@ static Expr *source_in_bounds(LowerCtx *c, StageNest *n) {
  * storage padding, rtcheck.c)? */
 bool lower_loop_padded(const Stage *st) {
     for (int i = 0; i < st->ivs.len; i++)
-        if (st->ivs.data[i]->rel == IV_ROOT && st->ivs.data[i]->pad > 1)
+        if ((st->ivs.data[i]->rel == IV_ROOT || st->ivs.data[i]->variable) &&
+            st->ivs.data[i]->pad > 1)
+            return true;
+    return false;
+}
+
+bool lower_bulk_padded(const Stage *st) {
+    for (int i = 0; i < st->ivs.len; i++)
+        if (st->ivs.data[i]->variable && st->ivs.data[i]->pad > 1)
             return true;
     return false;
 }
@@ -313,6 +328,7 @@ static Stmt *innermost(LowerCtx *c, StageNest *n) {
     Module *m = c->m;
     Stage *st = n->st;
     c->loop_pad = lower_loop_padded(st);
+    c->bulk_pad = lower_bulk_padded(st);
     lower_bind_axes(c, n);
     Buffer *dst = lower_dest_buf(n);
     Expr *off = lower_dest_offset(c, n);

@@ -1039,7 +1039,7 @@ static Expr *collect_site(StmtMutator *mu, Expr *e) {
     for (int i = 0; i < e->n; i++)
         collect_site(mu, e->args[i]);
     if (e->kind == EX_READ || e->kind == EX_UFCALL || lower_is_int_div(e))
-        vec_push(&S->v, ((CheckSrc){e, e, false}));
+        vec_push(&S->v, ((CheckSrc){e, e, false, false}));
     return e;
 }
 

@@ -230,6 +230,7 @@ Stmt *lower_gen_reduction(LowerCtx *c, StageNest n, int i) {
         return NULL;
     Expr *zero = ir_int(m, 0);
     c->loop_pad = lower_loop_padded(st);
+    c->bulk_pad = lower_bulk_padded(st);
     lower_bind_axes(c, &n);
     PtrMap preset = {0};
     ptrmap_put(&preset, R, ir_load(m, n.arg ? n.arg : n.acc, zero));

@@ -260,8 +260,9 @@ static bool instance(LowerCtx *c, StageNest *n, const RegionBox *b, Range *reg) 
                                         use_uf_load, c, &memo);
         reg[d].hi = lower_rewrite_loads(c->m, ir_substitute(c->m, b->dim[d].hi, &at),
                                         use_uf_load, c, &memo);
-        reg[d].lo = lower_ctx_simp(c, reg[d].lo);
-        reg[d].hi = lower_ctx_simp(c, reg[d].hi);
+        /* (a fused variable loop's maps are the walk's, vfuse.c) */
+        reg[d].lo = lower_ctx_simp(c, lower_vfuse_adopt(c, reg[d].lo));
+        reg[d].hi = lower_ctx_simp(c, lower_vfuse_adopt(c, reg[d].hi));
     }
     ptrmap_free(&memo);
     ptrmap_free(&at);

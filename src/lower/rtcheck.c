@@ -205,7 +205,19 @@ static Expr *access_ok(Checks *C, Expr *e, Expr *const *args) {
     Module *m = C->m;
     const CheckSrc *cs = ptrmap_get(&C->src, e);
     Expr *ok = NULL;
-    for (int d = 0; d < e->n; d++) {
+    int d = 0;
+    const Storage *st = e->kind == EX_READ ? ptrmap_get(&C->F.storage, e->u.tensor) : NULL;
+    if (cs && cs->bulk_pad && st && st->bulk > 1) {
+        /* a bulk-padded loop reads the padding rows of a bulk-padded
+         * tensor by design: its rows' rank within them, not each index */
+        Storage rows = *st;
+        rows.ndim = st->bulk_level + 1;
+        Expr *idx[RV_MAX_DIMS];
+        for (; d < rows.ndim; d++)
+            idx[d] = flat(C, args[d]);
+        ok = and_in_range(m, NULL, ir_storage_offset(m, &rows, idx), st->bulk_rows, 1, false);
+    }
+    for (; d < e->n; d++) {
         /* (the outer indices as written: checking them again finds them done) */
         Expr *ext = flat(C, check_expr(C, extent_at(m, e, d)));
         int pad = e->kind == EX_READ ? e->u.tensor->pad[d] : 1;

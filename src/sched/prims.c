@@ -144,7 +144,8 @@ static rv_status check_order(Ctx *c, SrcLoc loc) {
             continue;
         for (int j = 0; j < st->ivs.len; j++) {
             IterVar *o = st->ivs.data[j];
-            if (o->rel != IV_ROOT || o == r || !ir_uses_axis(r->axis->extent, o->axis))
+            if (o->rel != IV_ROOT || o == r || !ir_uses_axis(r->axis->extent, o->axis) ||
+                sched_vfused_together(st, o, r))
                 continue;
             /* every leaf from o before every leaf from r */
             int last_o = -1, first_r = st->leaves.len;
@@ -389,18 +390,15 @@ static rv_status prim_fuse(Ctx *c) {
         return fail(c, loc, "fuse loops before choosing their kinds");
     if ((r = check_no_stage_at(c, a, loc)) != RV_OK || (r = check_no_stage_at(c, b, loc)) != RV_OK)
         return r;
-    for (int i = 0; i < st->ivs.len; i++) {
-        IterVar *rb = st->ivs.data[i];
-        if (rb->rel != IV_ROOT || !sched_iv_derives_from(b, rb) || !rb->axis->extent)
-            continue;
-        for (int j = 0; j < st->ivs.len; j++) {
-            IterVar *ra = st->ivs.data[j];
-            if (ra->rel == IV_ROOT && sched_iv_derives_from(a, ra) &&
-                ir_uses_axis(rb->axis->extent, ra->axis))
-                return fail(c, loc,
-                            "cannot fuse %s with %s: the extent of %s depends on %s (fusing "
-                            "variable loops is not supported yet)",
-                            a->name, b->name, rb->name, ra->name);
+    /* b's extent depends on a: CoRa's variable-loop fusion (vfuse.c) */
+    bool variable = sched_fuse_is_variable(st, a, b);
+    if (variable) {
+        Buf why = {0};
+        const char *bad = sched_vfuse_illegal(st, a, b, &why);
+        if (bad) {
+            r = fail(c, loc, "cannot fuse %s with %s: %s", a->name, b->name, bad);
+            buf_free(&why);
+            return r;
         }
     }
     if ((r = check_new_name(c, c->step->outs[0], loc)) != RV_OK)
@@ -408,6 +406,7 @@ static rv_status prim_fuse(Ctx *c) {
     IterVar *f = iv_new(c->s, st, c->step->outs[0], IV_FUSED, a->reduce);
     f->fa = a;
     f->fb = b;
+    f->variable = variable;
     a->fused = b->fused = f;
     st->leaves.data[ia] = f;
     vec_remove(&st->leaves, ib);
@@ -509,6 +508,13 @@ static rv_status prim_bind(Ctx *c) {
     if ((r = arg_leaf(c, positional(c->step, 0), &v)) != RV_OK)
         return r;
     const SchedArg *a = positional(c->step, 1);
+    /* a launch is sized from sizes before any prelude runs (cuda.c) */
+    if (sched_extent_is_vfused(v))
+        return fail(c, c->step->loc,
+                    "the trip count of %s is a fused variable loop's, known only once the "
+                    "prelude has run, and a launch is sized before; bind the inner part of a "
+                    "split of it, or loops outside it",
+                    v->name);
     for (int k = LOOP_GPU_BLOCK_X; k <= LOOP_GPU_THREAD_Z; k++)
         if (strcmp(a->s, sched_loop_kind_name((LoopKind)k)) == 0)
             return set_kind(c, v, (LoopKind)k);
@@ -573,12 +579,39 @@ static const Axis *extent_depends_on(const Stage *st, const Axis *a) {
     return NULL;
 }
 
+/* pad or storage_pad of a fused variable loop: bulk padding (vfuse.c). */
+static rv_status bulk_pad(Ctx *c, IterVar *v, int64_t n, bool loop) {
+    Buf why = {0};
+    int level = 0;
+    const char *bad = sched_vfuse_pad_illegal(c->st, v, n, loop, &why, &level);
+    rv_status r = RV_OK;
+    if (bad) {
+        r = fail(c, c->step->loc, "%s", bad);
+    } else if (loop) {
+        v->pad = n;
+        v->pad_step = c->step;
+        v->pad_src = c->src;
+        c->st->touched = true;
+    } else {
+        Tensor *t = c->st->t;
+        int64_t cur = t->bulk > 1 ? t->bulk : 1, l = cur / gcd64(cur, n) * n;
+        if (l > (1 << 20))
+            r = fail(c, c->step->loc, "the padding multiple would be %lld", (long long)l);
+        t->bulk = (int)l;
+        t->bulk_level = level;
+    }
+    buf_free(&why);
+    return r;
+}
+
 static rv_status prim_pad(Ctx *c) {
     rv_status r;
     IterVar *v;
     int64_t n;
     if ((r = pad_args(c, &v, &n)) != RV_OK)
         return r;
+    if (v->rel == IV_FUSED && v->variable)
+        return bulk_pad(c, v, n, true);
     Stage *st = c->st;
     SrcLoc loc = c->step->loc;
     if (v->rel != IV_ROOT || v->reduce)
@@ -620,6 +653,8 @@ static rv_status prim_storage_pad(Ctx *c) {
     int64_t n;
     if ((r = pad_args(c, &v, &n)) != RV_OK)
         return r;
+    if (v->rel == IV_FUSED && v->variable)
+        return bulk_pad(c, v, n, false);
     Stage *st = c->st;
     SrcLoc loc = c->step->loc;
     if (v->rel != IV_ROOT || v->reduce)
@@ -756,7 +791,7 @@ rv_status sched_check_placements(Schedule *s) {
         if (r != RV_OK)
             return r;
     }
-    return RV_OK;
+    return sched_check_bulk_pads(s);
 }
 
 static rv_status prim_compute_at(Ctx *c) {
@@ -789,6 +824,13 @@ static rv_status prim_compute_at(Ctx *c) {
                         "has not when computed inside %s",
                         p->name, p->ivs.data[i]->name, p->ivs.data[i]->name,
                         (long long)p->ivs.data[i]->pad, st->name);
+    /* a fused variable loop is enumerated over the whole tensor by the
+     * prelude (vfuse.c); fuse rejects the other order the same way */
+    if (sched_stage_has_vfuse(p))
+        return fail(c, loc,
+                    "%s fuses variable loops, which run over its whole tensor; it cannot be "
+                    "computed inside %s",
+                    p->name, st->name);
     if (st->attach == ATTACH_INLINE)
         return fail(c, loc, "%s is inlined", st->name);
     if (v && st->reduce && read_outside(st->body, st->reduce, p->t)) {

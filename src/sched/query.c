@@ -71,6 +71,8 @@ static Expr *iv_extent(Module *m, const IterVar *v) {
     case IV_INNER:
         return ir_int(m, v->factor);
     case IV_FUSED:
+        if (v->variable) /* the sum of the inner extents (vfuse.c) */
+            return sched_vfuse_extent(m, v);
         return ir_binary(m, EX_MUL, iv_extent(m, v->fa), iv_extent(m, v->fb));
     default:
         RV_UNREACHABLE();

@@ -89,6 +89,13 @@ struct IterVar {
     LoopKind kind;          /* leaves */
     int64_t pad;            /* ROOT: loop padding multiple (1: none) */
     int id;                 /* creation order within the stage */
+    /* FUSED: b's extent depends on a (CoRa's variable-loop fusion, vfuse.c):
+     * f runs over the sum of b's extents, a and b come from prelude maps */
+    bool variable;
+    /* a bulk-padded fused loop: the pad step, where a later step that
+     * breaks its rules is reported (sched_check_bulk_pads) */
+    const SchedStep *pad_step;
+    const SrcFile *pad_src;
     /* ROOT of a part of a split operation (split_op, opsplit.c): the axis
      * runs over [0, E/F*F) (PART_FULL) or [E/F*F, E) (PART_REST) where E
      * is its extent and F part_mult; PART_WHOLE: over [0, E) */
@@ -301,6 +308,42 @@ rv_status sched_group_step(Schedule *s, Recurse *r, const SchedStep *step, const
  * sched_from_module runs it after the blocks. */
 rv_status sched_check_placements(Schedule *s);
 
+/* ---- vfuse.c: fusion of variable loops (CoRa section 5.1) ---- */
+
+/* Does the extent of b depend on a loop a derives from (`l < len[b]`
+ * fused with b)? */
+bool sched_fuse_is_variable(const Stage *st, const IterVar *a, const IterVar *b);
+/* Why fuse(a, b) of variable loops cannot be lowered, or NULL when it
+ * can (docs/schedules.md lists the rules); a message for the step. */
+const char *sched_vfuse_illegal(const Stage *st, const IterVar *a, const IterVar *b, Buf *why);
+/* Does st have a fused variable loop (its loops then need its own
+ * storage and the whole tensor: no compute_at, no cache stage)? */
+bool sched_stage_has_vfuse(const Stage *st);
+/* Are roots o and r fused by a variable fuse, o in its outer part and r
+ * in its inner one (r's extent on o is then the fused loop's business:
+ * its parts may go anywhere)? */
+bool sched_vfused_together(const Stage *st, const IterVar *o, const IterVar *r);
+/* The levels of fused variable loop f, outermost first, as the lowering
+ * lays its space out (src/lower/vfuse.c): the levels of its outer part,
+ * then its inner part as one level; a fuse whose inner extents mention no
+ * axis is its parts' levels. Returns their number. */
+int sched_vfuse_levels(const IterVar *f, const IterVar **out);
+/* Is v's trip count a fused variable loop's, known only once the prelude
+ * ran (the fused loop, an outer part of its split, a fuse with it)? */
+bool sched_extent_is_vfused(const IterVar *v);
+/* Why bulk padding of fused variable loop f to a multiple of n cannot be
+ * done, or NULL (with *level the tensor level of its rows): `pad(f, n)`
+ * (loop) or `storage_pad(f, n)`. */
+/* The rules of every bulk-padded fused loop still hold once all blocks
+ * are applied (a later cache_read or compute_inline changes what its
+ * body reads); the error is located at its pad step. */
+rv_status sched_check_bulk_pads(Schedule *s);
+/* The trip count of fused variable loop f as a .rv expression, `sum(b <
+ * B) len[b]` (bulk padded: rounded up), for the schedule query; NULL
+ * where its outer levels are not all axes. */
+Expr *sched_vfuse_extent(Module *m, const IterVar *f);
+const char *sched_vfuse_pad_illegal(const Stage *st, const IterVar *f, int64_t n, bool loop,
+                                    Buf *why, int *level);
 /* ---- opsplit.c: operation splitting and horizontal fusion ---- */
 
 /* `F, R = split_op(v, M)` on st: parts named `outs` (checked free) over

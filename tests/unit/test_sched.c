@@ -274,6 +274,31 @@ static void test_stage_notes(void) {
     rv_module_free(m);
 }
 
+/* A fused variable loop (issue 14): its extent is the sum of the inner
+ * extents, rounded up when bulk padded; its parts are the axes fused. */
+static void test_query_variable_fuse(void) {
+    rv_module *m = parse_ok("size B in 0..8\n"
+                            "ufun len[b < B] in 0..9\n"
+                            "Y[b < B, l < len[b], d < 4] = f32(d)\n");
+    if (!m)
+        return;
+    CHECK(rv_module_schedule(m, "Y", "f = fuse(b, l)  storage_pad(f, 8)  pad(f, 8)") == RV_OK);
+    rv_schedule_info *q = rv_module_schedule_info(m);
+    if (!q)
+        fprintf(stderr, "%s\n", rv_last_error());
+    const rv_stage_info *y = q ? rv_schedule_info_find(q, "Y") : NULL;
+    const rv_loop_info *f = y ? loop_at(y, 0) : NULL;
+    CHECK(f != NULL);
+    if (f) {
+        CHECK(f->origin == RV_LOOP_FUSED);
+        CHECK_STR_EQ(f->fused_outer, "b");
+        CHECK_STR_EQ(f->fused_inner, "l");
+        CHECK_STR_EQ(f->extent, "(sum(b < B) max(len[b], 0) + 7) / 8 * 8");
+    }
+    rv_schedule_info_free(q);
+    rv_module_free(m);
+}
+
 int main(void) {
     RUN(test_table_rows);
     RUN(test_shape_errors);
@@ -281,5 +306,6 @@ int main(void) {
     RUN(test_query_steps);
     RUN(test_query_inline_pad_ragged);
     RUN(test_stage_notes);
+    RUN(test_query_variable_fuse);
     return harness_report();
 }
