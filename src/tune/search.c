@@ -35,8 +35,10 @@
  *
  * RECORDS. Every measurement is appended to the records file as it is
  * made (records.c) and a run starts by reading it: measurements of this
- * program on this machine class are taken as made, so a resumed run
- * measures nothing twice, and the trial budget counts them.
+ * program on this machine class at this run's thread count are taken as
+ * made, so a resumed run measures nothing twice, and the trial budget
+ * counts them. Another thread count's records are not this run's: a
+ * kernel's time at 2 threads says little of its time at 1.
  *
  * THE DISPATCHER. Each shape votes for the verified candidate with the
  * best throughput there (measured where it was measured, else
@@ -59,6 +61,7 @@ typedef struct Tuner {
     const TuneOptions *o;
     const TuneHw *hw;
     int lanes, cores;
+    int cores_usable;  /* the shared pool's threads (hw.c's usable cores) */
     TuneSpace sp;
     TuneShape *shapes;
     double *w;
@@ -80,6 +83,7 @@ typedef struct Tuner {
     /* records */
     char program[17];
     Buf machine;
+    int threads;       /* the measured kernels' thread pool: the records' count */
     StrMap by_sched;   /* schedule text -> candidate index + 1 */
     TuneResult *res;
     double t0;
@@ -420,7 +424,8 @@ static void record(Tuner *t, int c, int s, double seconds, TuneStatus st) {
                     .size_names = names,
                     .size_values = t->shapes[s].v,
                     .seconds = seconds,
-                    .status = st};
+                    .status = st,
+                    .threads = t->threads};
     if (tune_record_append(t->o->records, &r) != RV_OK)
         fprintf(stderr, "ravel tune: warning: %s\n", rv_last_error());
 }
@@ -721,8 +726,10 @@ static rv_status resume(Tuner *t) {
     int nsz = rv_module_num_sizes(t->m);
     for (int i = 0; st == RV_OK && i < rs.len; i++) {
         const TuneRecord *r = &rs.data[i];
+        /* a record without a count was measured on the shared pool */
+        int rth = r->threads > 0 ? r->threads : t->cores_usable;
         if (strcmp(r->program, t->program) != 0 || strcmp(r->machine, buf_str(&t->machine)) != 0 ||
-            r->nsizes != nsz)
+            r->nsizes != nsz || rth != t->threads)
             continue;
         intptr_t c = (intptr_t)strmap_get(&t->by_sched, r->trace) - 1;
         /* the shape in the module's order (records sort it by name) */
@@ -967,9 +974,10 @@ rv_status tune_run(rv_module *m, const char *program_text, const TuneOptions *op
                    TuneResult *out) {
     memset(out, 0, sizeof *out);
     Tuner t = {.m = m, .o = opt, .hw = tune_hw(), .res = out, .t0 = rt_now_seconds()};
-    t.cores = t.hw->usable_cores > 0 ? t.hw->usable_cores : 1;
+    t.cores = t.cores_usable = t.hw->usable_cores > 0 ? t.hw->usable_cores : 1;
     if (opt->threads > 0 && opt->threads < t.cores)
         t.cores = opt->threads;
+    t.threads = opt->threads > 0 ? opt->threads : t.cores_usable;
     rv_status st = setup(&t, program_text);
     int trials = opt->trials > 0 ? opt->trials : 64;
     int batch = opt->batch > 0 ? opt->batch : 8;
@@ -988,9 +996,9 @@ rv_status tune_run(rv_module *m, const char *program_text, const TuneOptions *op
     if (st == RV_OK && opt->replay && out->reused == 0)
         st = base_error(RV_ERR_ARG,
                         "%s has no tuning records of this program (%s) on this machine class "
-                        "(%s): run `ravel tune` with --records first",
+                        "(%s) at %d thread(s): run `ravel tune --threads %d` with --records first",
                         opt->records ? opt->records : "(no records file)", t.program,
-                        buf_str(&t.machine));
+                        buf_str(&t.machine), t.threads, t.threads);
     for (int round = 1; st == RV_OK && !opt->replay && out->measured + out->reused < trials;
          round++) {
         if ((st = predict(&t)) != RV_OK)

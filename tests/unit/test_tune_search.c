@@ -60,7 +60,8 @@ static int count_records(bool *unique) {
     for (int i = 0; i < rs.len; i++)
         for (int j = 0; j < i; j++)
             if (strcmp(rs.data[i].trace, rs.data[j].trace) == 0 &&
-                rs.data[i].size_values[0] == rs.data[j].size_values[0])
+                rs.data[i].size_values[0] == rs.data[j].size_values[0] &&
+                rs.data[i].threads == rs.data[j].threads)
                 *unique = false;
     int n = rs.len;
     tune_records_free(&rs);
@@ -151,6 +152,26 @@ static void test_tiny_tuning(void) {
     CHECK_EQ_INT(tune_run(m, "another program", &o, &r), RV_ERR_ARG);
     CHECK_STR_CONTAINS(rv_last_error(), "no tuning records of this program");
     CHECK_EQ_INT(count_records(&unique), 11);
+
+    /* records are per thread count: the 1-thread records do not stand for
+     * 2 threads, neither in a replay nor in a run, which measures its own */
+    o.threads = 2;
+    CHECK_EQ_INT(tune_run(m, tiny, &o, &r), RV_ERR_ARG);
+    CHECK_STR_CONTAINS(rv_last_error(), "at 2 thread(s)");
+    o.replay = false;
+    o.trials = 2;
+    CHECK_EQ_INT(tune_run(m, tiny, &o, &r), RV_OK);
+    CHECK_EQ_INT(r.reused, 0);
+    CHECK_EQ_INT(r.measured, 2);
+    tune_result_free(&r);
+    CHECK_EQ_INT(count_records(&unique), 13);
+    CHECK(unique);
+    TuneRecords rs;
+    tune_records_init(&rs);
+    CHECK_EQ_INT(tune_records_load(records, &rs), RV_OK);
+    for (int i = 0; i < rs.len; i++)
+        CHECK_EQ_INT(rs.data[i].threads, i < 11 ? 1 : 2);
+    tune_records_free(&rs);
     rv_module_free(m);
 }
 
