@@ -298,6 +298,11 @@ static void evolve(Tuner *t, int size) {
     while (keep > 0 && fit[keep - 1] < 0)
         keep--;
     t->npop = keep;
+    /* the known-good sketches stay: the model may not yet see where one
+     * wins (a small T), and the dispatcher measures against them */
+    for (int c = 0; c < t->sp.len; c++)
+        if (t->sp.cands[c].seed && t->ok[c] >= 0 && !in_pop(t, c))
+            t->pop[t->npop++] = c;
     for (int tries = 0; t->npop < size && tries < 8 * size; tries++) {
         int c;
         if (keep > 0 && tries % 3 != 2)
@@ -354,6 +359,27 @@ typedef struct Pair {
     int c, s;
 } Pair;
 
+/* The population's candidate (a known-good sketch with seeds_only) of
+ * the best predicted throughput at s (a random one before a model) that
+ * is neither measured there nor among the n pairs already chosen; -1
+ * when none. */
+static int pick_predicted(Tuner *t, const Pair *out, int n, int s, bool seeds_only) {
+    int pick = -1;
+    double top = -1;
+    for (int i = 0; i < t->npop; i++) {
+        int c = t->pop[i];
+        if (seeds_only && !t->sp.cands[c].seed)
+            continue;
+        bool taken = false;
+        for (int j = 0; j < n; j++)
+            taken |= out[j].c == c && out[j].s == s;
+        double v = t->trained ? t->pred[c * t->ns + s] : (double)(next_rand(t) % 1000);
+        if (!taken && t->ok[c] >= 0 && t->meas[c * t->ns + s] == 0 && v > top)
+            top = v, pick = c;
+    }
+    return pick;
+}
+
 /* The round's measurements: up to `want` pairs over the shapes of most gain. */
 static int choose(Tuner *t, Pair *out, int want) {
     int nsh = t->o->shapes_per_round > 0 ? t->o->shapes_per_round : 2;
@@ -375,19 +401,14 @@ static int choose(Tuner *t, Pair *out, int want) {
         int per = (want - n) / (nsh - k);
         if (per < 1)
             per = 1;
-        /* the population's best predicted (any order before a model) */
+        /* the best predicted known-good sketch not measured here yet (any
+         * before a model), so the records hold a sketch at every measured
+         * shape, then the population's best predicted (any order before a
+         * model) */
         for (int m = 0; m < per - 1 || (m < per && t->sp.len <= t->npop); m++) {
-            int pick = -1;
-            double top = -1;
-            for (int i = 0; i < t->npop; i++) {
-                int c = t->pop[i];
-                bool taken = false;
-                for (int j = 0; j < n; j++)
-                    taken |= out[j].c == c && out[j].s == s;
-                double v = t->trained ? t->pred[c * t->ns + s] : (double)(next_rand(t) % 1000);
-                if (!taken && t->ok[c] >= 0 && t->meas[c * t->ns + s] == 0 && v > top)
-                    top = v, pick = c;
-            }
+            int pick = pick_predicted(t, out, n, s, true);
+            if (m > 0 || pick < 0)
+                pick = pick_predicted(t, out, n, s, false);
             if (pick < 0)
                 break;
             out[n++] = (Pair){pick, s};
@@ -803,34 +824,62 @@ static void progress(Tuner *t, int round, int trials, const Pair *pairs, int npa
 
 /* ---- the dispatcher ---- */
 
+/* The best of the n candidates kept[] at shape s: where some of them were
+ * measured at s, the best measured (a time beats a prediction: the
+ * records are what the dispatcher answers for), else the best predicted.
+ * The index into kept[]. */
+static int best_kept(const Tuner *t, const int *kept, int n, int s) {
+    int b = -1;
+    bool measured = false;
+    for (int k = 0; k < n; k++)
+        measured |= t->meas[kept[k] * t->ns + s] > 0;
+    for (int k = 0; k < n; k++) {
+        if (measured && t->meas[kept[k] * t->ns + s] <= 0)
+            continue;
+        if (b < 0 || score(t, kept[k], s) > score(t, kept[b], s))
+            b = k;
+    }
+    return b;
+}
+
+/* The best measured throughput of a known-good sketch at s; 0 when none
+ * was measured there. */
+static double best_seed(const Tuner *t, int s) {
+    double g = 0;
+    for (int c = 0; c < t->sp.len; c++)
+        if (t->sp.cands[c].seed && t->ok[c] > 0 && t->meas[c * t->ns + s] > g)
+            g = t->meas[c * t->ns + s];
+    return g;
+}
+
+enum { MAX_KEPT = 16 };
+
 static rv_status dispatcher(Tuner *t) {
     TuneResult *r = t->res;
     int *vote = base_xcalloc((size_t)t->ns, sizeof *vote);
+    int *all = base_xcalloc((size_t)t->sp.len, sizeof *all), nall = 0;
+    for (int c = 0; c < t->sp.len; c++)
+        if (t->ok[c] > 0)
+            all[nall++] = c;
     for (int s = 0; s < t->ns; s++) {
-        vote[s] = -1;
-        double top = 0;
-        for (int c = 0; c < t->sp.len; c++)
-            if (t->ok[c] > 0 && score(t, c, s) > top)
-                top = score(t, c, s), vote[s] = c;
+        /* the best verified candidate: measured where any was, else predicted */
+        int b = nall ? best_kept(t, all, nall, s) : -1;
+        vote[s] = b >= 0 ? all[b] : -1;
         if (vote[s] < 0) {
-            /* a verified candidate not measured here, before a model */
-            for (int c = 0; c < t->sp.len && vote[s] < 0; c++)
-                if (t->ok[c] > 0)
-                    vote[s] = c;
-        }
-        if (vote[s] < 0) {
+            base_free(all);
             base_free(vote);
             return base_error(RV_ERR_ARG,
                               "ravel tune: no candidate was measured correct: raise --trials");
         }
     }
+    base_free(all);
     /* merge: the kernels the most weight of shapes voted for */
     int maxv = t->o->max_variants > 0 ? t->o->max_variants : 4;
     double *wsum = base_xcalloc((size_t)t->sp.len, sizeof *wsum);
     for (int s = 0; s < t->ns; s++)
         wsum[vote[s]] += t->w[s];
-    int kept[16], nk = 0;
-    while (nk < maxv && nk < 16) {
+    int kept[MAX_KEPT], nk = 0;
+    while (nk < maxv && nk < MAX_KEPT) {
         int b = -1;
         for (int c = 0; c < t->sp.len; c++)
             if (wsum[c] > 0 && (b < 0 || wsum[c] > wsum[b]))
@@ -840,6 +889,24 @@ static rv_status dispatcher(Tuner *t) {
         kept[nk++] = b;
         wsum[b] = 0;
     }
+    /* Never below a known-good sketch where the records show one: a shape
+     * whose kept kernels all measured slower there than a sketch gets its
+     * own vote back (the heaviest such shape first; past max_variants,
+     * up to MAX_KEPT kernels). */
+    while (nk < MAX_KEPT) {
+        int worst = -1;
+        for (int s = 0; s < t->ns; s++) {
+            double seed = best_seed(t, s);
+            int b = best_kept(t, kept, nk, s);
+            if (seed > 0 && t->meas[kept[b] * t->ns + s] < seed && wsum[vote[s]] >= 0 &&
+                (worst < 0 || t->w[s] > t->w[worst]))
+                worst = s;
+        }
+        if (worst < 0)
+            break;
+        kept[nk++] = vote[worst];
+        wsum[vote[worst]] = -1;
+    }
     r->nshapes = t->ns;
     r->shapes = base_xcalloc((size_t)t->ns, sizeof *r->shapes);
     r->shape_variant = base_xcalloc((size_t)t->ns, sizeof *r->shape_variant);
@@ -847,10 +914,7 @@ static rv_status dispatcher(Tuner *t) {
     int64_t *sizes = base_xcalloc((size_t)t->ns * 8, sizeof *sizes);
     int nsz = rv_module_num_sizes(t->m);
     for (int s = 0; s < t->ns; s++) {
-        int b = 0;
-        for (int k = 1; k < nk; k++)
-            if (score(t, kept[k], s) > score(t, kept[b], s))
-                b = k;
+        int b = best_kept(t, kept, nk, s);
         r->shapes[s] = t->shapes[s];
         r->shape_variant[s] = b;
         r->shape_gflops[s] = score(t, kept[b], s);
@@ -983,7 +1047,13 @@ rv_status tune_run(rv_module *m, const char *program_text, const TuneOptions *op
     int batch = opt->batch > 0 ? opt->batch : 8;
     if (batch > 64)
         batch = 64;
-    int popsize = t.sp.len < 32 ? t.sp.len : 32;
+    /* room for the known-good sketches and as many others */
+    int popsize = 32;
+    for (int c = 0, seeds = 0; c < t.sp.len; c++)
+        if (t.sp.cands[c].seed && 2 * ++seeds > popsize)
+            popsize = 2 * seeds;
+    if (popsize > t.sp.len)
+        popsize = t.sp.len;
     if (st == RV_OK) {
         if (!opt->quiet)
             fprintf(stderr, "[tune] %s: %d candidates (%d refused by the checker), %d shapes, "

@@ -259,6 +259,7 @@ typedef struct TuneCand {
     int p[TUNE_NPARAMS]; /* knobs, by template (space.c) */
     char *sched;         /* `schedule Y { ... }` blocks */
     int tile_i, tile_j;  /* the rows and columns one tile covers (f_pad) */
+    bool seed;           /* a known-good sketch (tune_space_build): the search starts from it */
 } TuneCand;
 
 typedef struct TuneSpace {
@@ -279,7 +280,11 @@ rv_status tune_space_analyze(rv_module *m, TuneStage *out);
  * (counted in `rejected`), never kept. A candidate's text starts with the
  * program's own blocks for the other stages (those not of the tuned
  * tensor or of the stages its blocks create), so tuning one stage keeps
- * the schedule of the rest. */
+ * the schedule of the rest. The known-good sketches are marked `seed`
+ * (DietCode and Ansor start from such): per template its register-maximal
+ * micro-kernels (the most accumulators the vector registers hold, and the
+ * widest power-of-two row count, which pads fewer rows), each way of
+ * packing B, every k block; the dot products. */
 rv_status tune_space_build(rv_module *m, const TuneHw *hw, TuneSpace *out);
 /* The knobs of c as one line, e.g. "tile mr=6 nv=4 pack=1 pad=0". */
 void tune_cand_describe(const TuneCand *c, Buf *out);

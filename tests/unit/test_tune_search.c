@@ -175,6 +175,62 @@ static void test_tiny_tuning(void) {
     rv_module_free(m);
 }
 
+/* Writes an ok record of candidate `sched` at M = m taking `seconds`. */
+static void fake_record(const char *path, const char *program, const char *machine,
+                        const char *sched, int64_t mv, double seconds) {
+    const char *names[] = {"M"};
+    TuneRecord r = {.program = program, .machine = machine, .trace = sched, .nsizes = 1,
+                    .size_names = names, .size_values = &mv, .seconds = seconds,
+                    .status = TUNE_STATUS_OK, .threads = 1};
+    CHECK_EQ_INT(tune_record_append(path, &r), RV_OK);
+}
+
+/* The dispatcher never answers a shape with a kernel the records show
+ * slower there than a known-good sketch: records (replayed) where a
+ * non-sketch is fastest at every M but 3, where a sketch is; with one
+ * variant allowed, M = 3 still gets the sketch (a second variant), and
+ * the others the faster kernel. */
+static void test_never_below_a_sketch(void) {
+    rv_module *m = NULL;
+    CHECK_EQ_INT(rv_module_parse("tiny.rv", tiny, &m), RV_OK);
+    TuneSpace sp;
+    CHECK_EQ_INT(tune_space_build(m, tune_hw(), &sp), RV_OK);
+    int seed = -1, other = -1, nseeds = 0;
+    for (int c = 0; c < sp.len; c++) {
+        nseeds += sp.cands[c].seed;
+        if (sp.cands[c].seed && seed < 0)
+            seed = c;
+        if (!sp.cands[c].seed && other < 0)
+            other = c;
+    }
+    CHECK(seed >= 0 && other >= 0 && nseeds < sp.len / 2);
+    char path[160], hex[17];
+    snprintf(path, sizeof path, "%s/sketch.jsonl", dir);
+    hash_hex(hash_str(tiny), hex);
+    Buf machine = {0};
+    tune_hw_machine_id(tune_hw(), &machine);
+    for (int64_t M = 1; seed >= 0 && other >= 0 && M <= 9; M++) {
+        fake_record(path, hex, buf_str(&machine), sp.cands[other].sched, M, M == 3 ? 2e-6 : 1e-6);
+        fake_record(path, hex, buf_str(&machine), sp.cands[seed].sched, M, M == 3 ? 1e-6 : 2e-6);
+    }
+    TuneOptions o = options(0);
+    o.records = path;
+    o.replay = true;
+    o.max_variants = 1;
+    TuneResult r;
+    CHECK_EQ_INT(tune_run(m, tiny, &o, &r), RV_OK);
+    CHECK_EQ_INT(r.reused, 18);
+    CHECK_EQ_INT(r.nvariants, 2);
+    for (int64_t M = 1; r.nvariants == 2 && M <= 9; M++) {
+        int v = tune_dtree_eval(&r.tree, &M);
+        CHECK_EQ_INT(strcmp(r.variant_sched[v], sp.cands[M == 3 ? seed : other].sched), 0);
+    }
+    tune_result_free(&r);
+    buf_free(&machine);
+    tune_space_free(&sp);
+    rv_module_free(m);
+}
+
 int main(void) {
     CHECK(mkdtemp(dir) != NULL);
     snprintf(records, sizeof records, "%s/records.jsonl", dir);
@@ -189,6 +245,7 @@ int main(void) {
         return harness_report_named("tests/unit/test_tune_search.c(SKIPPED:no-libxgboost-dev)");
     }
     RUN(test_tiny_tuning);
+    RUN(test_never_below_a_sketch);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     CHECK_EQ_INT(system(cmd), 0);
