@@ -395,6 +395,15 @@ static int choose(Tuner *t, Pair *out, int want) {
             if (x > g)
                 g = x, s = q;
         }
+        /* the model expects no gain anywhere: a model is not the machine,
+         * so the budget goes on exploring, where it knows least (the
+         * shapes furthest from the measured ones, by weight) */
+        bool explore = s < 0;
+        for (int q = 0; explore && q < t->ns; q++) {
+            double x = used[q] ? 0 : t->w[q] * (distance(t, q, used) + 1);
+            if (x > g)
+                g = x, s = q;
+        }
         if (s < 0)
             break;
         used[s] = true;
