@@ -41,10 +41,18 @@
  * kernel's time at 2 threads says little of its time at 1.
  *
  * THE DISPATCHER. Each shape votes for the verified candidate with the
- * best throughput there (measured where it was measured, else
- * predicted); the votes are merged to at most max_variants kernels (those
- * with the most weight of shapes; the other shapes take their best among
- * them) and a decision tree (dtree.c) over the sizes learns the map.
+ * best throughput there (the best measured where any was measured there,
+ * else the best predicted); the votes are merged to at most max_variants
+ * kernels (those with the most weight of shapes; the other shapes take
+ * their best among them, measured first), plus the vote of each shape
+ * where the records show a known-good sketch (space.c) faster than every
+ * kept kernel, and a decision tree (dtree.c) over the sizes learns the
+ * map.
+ *
+ * SKETCHES. The known-good sketches (space.c: among them every
+ * hand-written schedule of bench/programs) start the population and stay
+ * in it, and the first candidate measured at a shape each round is the
+ * best predicted sketch not yet measured there.
  */
 #include <math.h>
 #include <stdio.h>
