@@ -51,8 +51,8 @@
  *
  * SKETCHES. The known-good sketches (space.c: among them every
  * hand-written schedule of bench/programs) start the population and stay
- * in it, and the first candidate measured at a shape each round is the
- * best predicted sketch not yet measured there.
+ * in it, and the first candidates measured at a shape are the best
+ * predicted sketch of each template (dot, tile, kblock, stream).
  */
 #include <math.h>
 #include <stdio.h>
@@ -367,16 +367,30 @@ typedef struct Pair {
     int c, s;
 } Pair;
 
-/* The population's candidate (a known-good sketch with seeds_only) of
- * the best predicted throughput at s (a random one before a model) that
- * is neither measured there nor among the n pairs already chosen; -1
- * when none. */
-static int pick_predicted(Tuner *t, const Pair *out, int n, int s, bool seeds_only) {
+/* Whether a known-good sketch of template tm was measured at s or is
+ * among the n pairs already chosen there. */
+static bool sketch_seen(const Tuner *t, const Pair *out, int n, int s, TuneTemplate tm) {
+    for (int c = 0; c < t->sp.len; c++)
+        if (t->sp.cands[c].seed && t->sp.cands[c].tmpl == tm && t->meas[c * t->ns + s] != 0)
+            return true;
+    for (int j = 0; j < n; j++)
+        if (out[j].s == s && t->sp.cands[out[j].c].seed && t->sp.cands[out[j].c].tmpl == tm)
+            return true;
+    return false;
+}
+
+/* The population's candidate of the best predicted throughput at s (a
+ * random one before a model) that is neither measured there nor among the
+ * n pairs already chosen; with new_sketch, only a known-good sketch of a
+ * template none of whose sketches is measured or chosen there. -1 when
+ * none. */
+static int pick_predicted(Tuner *t, const Pair *out, int n, int s, bool new_sketch) {
     int pick = -1;
     double top = -1;
     for (int i = 0; i < t->npop; i++) {
         int c = t->pop[i];
-        if (seeds_only && !t->sp.cands[c].seed)
+        if (new_sketch &&
+            (!t->sp.cands[c].seed || sketch_seen(t, out, n, s, t->sp.cands[c].tmpl)))
             continue;
         bool taken = false;
         for (int j = 0; j < n; j++)
@@ -418,13 +432,14 @@ static int choose(Tuner *t, Pair *out, int want) {
         int per = (want - n) / (nsh - k);
         if (per < 1)
             per = 1;
-        /* the best predicted known-good sketch not measured here yet (any
-         * before a model), so the records hold a sketch at every measured
-         * shape, then the population's best predicted (any order before a
-         * model) */
+        /* first the best predicted known-good sketch of each template
+         * with none measured here yet (any before a model), so the records
+         * hold every kind of sketch at every measured shape (the model may
+         * misjudge a template where it has seen none: stream at T = 1),
+         * then the population's best predicted (any order before a model) */
         for (int m = 0; m < per - 1 || (m < per && t->sp.len <= t->npop); m++) {
             int pick = pick_predicted(t, out, n, s, true);
-            if (m > 0 || pick < 0)
+            if (pick < 0)
                 pick = pick_predicted(t, out, n, s, false);
             if (pick < 0)
                 break;

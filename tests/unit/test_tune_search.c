@@ -231,6 +231,48 @@ static void test_never_below_a_sketch(void) {
     rv_module_free(m);
 }
 
+/* The first round at a shape measures a known-good sketch of every
+ * template that has one (the model cannot judge a template it has not
+ * seen measured: stream at T = 1 was never tried once). */
+static void test_sketch_of_each_template(void) {
+    rv_module *m = NULL;
+    CHECK_EQ_INT(rv_module_parse("tiny.rv", tiny, &m), RV_OK);
+    TuneSpace sp;
+    CHECK_EQ_INT(tune_space_build(m, tune_hw(), &sp), RV_OK);
+    bool has[TUNE_T_COUNT] = {0};
+    int kinds = 0;
+    for (int c = 0; c < sp.len; c++)
+        if (sp.cands[c].seed && !has[sp.cands[c].tmpl])
+            has[sp.cands[c].tmpl] = true, kinds++;
+    CHECK(kinds >= 2);
+    char path[160];
+    snprintf(path, sizeof path, "%s/kinds.jsonl", dir);
+    TuneShape sh = {{5}};
+    TuneOptions o = options(8);
+    o.records = path;
+    o.shapes = &sh;
+    o.nshapes = 1;
+    o.shapes_only = true;
+    o.batch = 8;
+    TuneResult r;
+    CHECK_EQ_INT(tune_run(m, tiny, &o, &r), RV_OK);
+    tune_result_free(&r);
+    TuneRecords rs;
+    tune_records_init(&rs);
+    CHECK_EQ_INT(tune_records_load(path, &rs), RV_OK);
+    CHECK_EQ_INT(rs.len, 8);
+    bool seen[TUNE_T_COUNT] = {0};
+    for (int i = 0; i < rs.len; i++)
+        for (int c = 0; c < sp.len; c++)
+            if (sp.cands[c].seed && strcmp(sp.cands[c].sched, rs.data[i].trace) == 0)
+                seen[sp.cands[c].tmpl] = true;
+    for (int tm = 0; tm < TUNE_T_COUNT; tm++)
+        CHECK(seen[tm] == has[tm]);
+    tune_records_free(&rs);
+    tune_space_free(&sp);
+    rv_module_free(m);
+}
+
 int main(void) {
     CHECK(mkdtemp(dir) != NULL);
     snprintf(records, sizeof records, "%s/records.jsonl", dir);
@@ -246,6 +288,7 @@ int main(void) {
     }
     RUN(test_tiny_tuning);
     RUN(test_never_below_a_sketch);
+    RUN(test_sketch_of_each_template);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     CHECK_EQ_INT(system(cmd), 0);
