@@ -18,7 +18,9 @@
 # Runs under nice: tuning measures on the real machine, so a busy machine
 # gives noisier records (the records say which machine class, not how busy):
 # $NOTE (default: the load average when the run began) goes into
-# OP.tune.json's "note".
+# OP.tune.json's "note". $SHAPES names a --shapes file (the effort goes
+# to its shapes; e.g. bench/tune/small_t.txt for a top-up at small T);
+# its time counts in OP.tune.json as any run's.
 set -eu
 cd "$(dirname "$0")/../.."
 RAVEL=${RAVEL:-build/ravel}
@@ -33,6 +35,7 @@ for op in $ops; do
     for th in $threads; do
         log=$(mktemp)
         nice -n 10 "$RAVEL" tune "bench/tune/$op.rv" --trials "$trials" --threads "$th" --quiet \
+            ${SHAPES:+--shapes "$SHAPES"} \
             --records "bench/records/$op.jsonl" >"$log" 2>&1 || { cat "$log"; rm -f "$log"; exit 1; }
         summary=$(grep '^tuned ' "$log")
         rm -f "$log"
