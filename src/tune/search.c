@@ -335,6 +335,35 @@ static double distance(const Tuner *t, int s, const bool *used) {
     return near;
 }
 
+typedef struct Pair {
+    int c, s;
+} Pair;
+
+/* Whether a known-good sketch of template tm was measured at s or is
+ * among the n pairs already chosen there. */
+static bool sketch_seen(const Tuner *t, const Pair *out, int n, int s, TuneTemplate tm) {
+    for (int c = 0; c < t->sp.len; c++)
+        if (t->sp.cands[c].seed && t->sp.cands[c].tmpl == tm && t->meas[c * t->ns + s] != 0)
+            return true;
+    for (int j = 0; j < n; j++)
+        if (out[j].s == s && t->sp.cands[out[j].c].seed && t->sp.cands[out[j].c].tmpl == tm)
+            return true;
+    return false;
+}
+
+/* Whether some template with a usable known-good sketch has none
+ * measured at s. */
+static bool sketch_missing(const Tuner *t, int s) {
+    for (int tm = 0; tm < TUNE_T_COUNT; tm++) {
+        bool has = false;
+        for (int c = 0; c < t->sp.len && !has; c++)
+            has = t->sp.cands[c].seed && (int)t->sp.cands[c].tmpl == tm && t->ok[c] >= 0;
+        if (has && !sketch_seen(t, NULL, 0, s, (TuneTemplate)tm))
+            return true;
+    }
+    return false;
+}
+
 /* A shape's expected gain (weighted): how much the population's best
  * unmeasured candidate there is predicted to improve on what the
  * dispatcher has for it today (the verified candidates, measured there or
@@ -360,23 +389,12 @@ static double gain(Tuner *t, int s, const bool *used) {
     double g = cur > 0 ? top / cur - 1 : 1e3;
     if (t->best[s] == 0)
         g += distance(t, s, used) / t->ns;
+    /* a measured shape where a template's sketch never ran: the model has
+     * seen no kernel of that kind there (stream at T = 1, where it wins),
+     * so it knows as little as at an unmeasured shape: as much gain */
+    if (t->best[s] > 0 && sketch_missing(t, s))
+        g = (g > 0 ? g : 0) + 1e3;
     return t->w[s] * (g > 0 ? g : 0);
-}
-
-typedef struct Pair {
-    int c, s;
-} Pair;
-
-/* Whether a known-good sketch of template tm was measured at s or is
- * among the n pairs already chosen there. */
-static bool sketch_seen(const Tuner *t, const Pair *out, int n, int s, TuneTemplate tm) {
-    for (int c = 0; c < t->sp.len; c++)
-        if (t->sp.cands[c].seed && t->sp.cands[c].tmpl == tm && t->meas[c * t->ns + s] != 0)
-            return true;
-    for (int j = 0; j < n; j++)
-        if (out[j].s == s && t->sp.cands[out[j].c].seed && t->sp.cands[out[j].c].tmpl == tm)
-            return true;
-    return false;
 }
 
 /* The population's candidate of the best predicted throughput at s (a

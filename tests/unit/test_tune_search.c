@@ -273,6 +273,60 @@ static void test_sketch_of_each_template(void) {
     rv_module_free(m);
 }
 
+/* A measured shape where a template's sketch never ran is where the
+ * model knows least: records with a sketch of every template at every M
+ * but 7, which has the tile only, all at one throughput; the next round goes to
+ * M = 7 and measures a sketch of a missing template there. */
+static void test_missing_sketch_revisited(void) {
+    rv_module *m = NULL;
+    CHECK_EQ_INT(rv_module_parse("tiny.rv", tiny, &m), RV_OK);
+    TuneSpace sp;
+    CHECK_EQ_INT(tune_space_build(m, tune_hw(), &sp), RV_OK);
+    int first[TUNE_T_COUNT];
+    for (int tm = 0; tm < TUNE_T_COUNT; tm++)
+        first[tm] = -1;
+    for (int c = 0; c < sp.len; c++)
+        if (sp.cands[c].seed && first[sp.cands[c].tmpl] < 0)
+            first[sp.cands[c].tmpl] = c;
+    char path[160], hex[17];
+    snprintf(path, sizeof path, "%s/missing.jsonl", dir);
+    hash_hex(hash_str(tiny), hex);
+    Buf machine = {0};
+    tune_hw_machine_id(tune_hw(), &machine);
+    int n = 0;
+    for (int64_t M = 1; M <= 9; M++)
+        for (int tm = 0; tm < TUNE_T_COUNT; tm++)
+            if (first[tm] >= 0 && (M != 7 || tm == TUNE_T_TILE)) {
+                fake_record(path, hex, buf_str(&machine), sp.cands[first[tm]].sched, M, 1e-6 * (double)M);
+                n++;
+            }
+    CHECK(first[TUNE_T_TILE] >= 0 && n > 9);
+    TuneOptions o = options(n + 2);
+    o.records = path;
+    o.batch = 2;
+    o.shapes_per_round = 1;
+    TuneResult r;
+    CHECK_EQ_INT(tune_run(m, tiny, &o, &r), RV_OK);
+    CHECK_EQ_INT(r.measured, 2);
+    tune_result_free(&r);
+    TuneRecords rs;
+    tune_records_init(&rs);
+    CHECK_EQ_INT(tune_records_load(path, &rs), RV_OK);
+    CHECK_EQ_INT(rs.len, n + 2);
+    bool sketch_at_7 = false;
+    for (int i = n; i < rs.len; i++) {
+        CHECK_EQ_INT((int)rs.data[i].size_values[0], 7);
+        for (int c = 0; c < sp.len; c++)
+            sketch_at_7 |= sp.cands[c].seed && sp.cands[c].tmpl != TUNE_T_TILE &&
+                           strcmp(rs.data[i].trace, sp.cands[c].sched) == 0;
+    }
+    CHECK(sketch_at_7);
+    tune_records_free(&rs);
+    buf_free(&machine);
+    tune_space_free(&sp);
+    rv_module_free(m);
+}
+
 int main(void) {
     CHECK(mkdtemp(dir) != NULL);
     snprintf(records, sizeof records, "%s/records.jsonl", dir);
@@ -289,6 +343,7 @@ int main(void) {
     RUN(test_tiny_tuning);
     RUN(test_never_below_a_sketch);
     RUN(test_sketch_of_each_template);
+    RUN(test_missing_sketch_revisited);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     CHECK_EQ_INT(system(cmd), 0);
