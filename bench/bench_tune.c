@@ -191,24 +191,31 @@ typedef struct Tuned {
     TuneResult r; /* nvariants 0: no records */
 } Tuned;
 
-/* The operator's program and what its records say (replayed: nothing
- * measured); false with a message when the records do not apply. */
-static int load_tuned(const Args *a, const Op *op, Tuned *tu) {
+/* The operator's program; false with a message when it cannot be read. */
+static int load_program(const Args *a, const Op *op, Tuned *tu) {
     memset(tu, 0, sizeof *tu);
-    char path[512], rec[512];
+    char path[512];
     snprintf(path, sizeof path, "%s/%s.rv", a->programs, op->name);
-    snprintf(rec, sizeof rec, "%s/%s.jsonl", a->records, op->name);
     size_t len;
     if (base_read_file(path, &tu->text, &len) != RV_OK || rv_module_parse(path, tu->text, &tu->m) != RV_OK) {
         fprintf(stderr, "bench_tune: %s\n", rv_last_error());
         return 0;
     }
-    TuneOptions o = {.records = rec, .replay = true, .quiet = true};
+    return 1;
+}
+
+/* What the records of `threads` threads say (replayed: nothing measured,
+ * as `ravel build --records --threads N` does); no variants with a
+ * message when the records have none of that count. */
+static void load_tuned(const Args *a, const Op *op, int threads, Tuned *tu) {
+    char rec[512];
+    snprintf(rec, sizeof rec, "%s/%s.jsonl", a->records, op->name);
+    tune_result_free(&tu->r);
+    TuneOptions o = {.records = rec, .replay = true, .quiet = true, .threads = threads};
     if (tune_run(tu->m, tu->text, &o, &tu->r) != RV_OK) {
         fprintf(stderr, "bench_tune: %s: %s\n", op->name, rv_last_error());
         memset(&tu->r, 0, sizeof tu->r);
     }
-    return 1;
 }
 
 static void free_tuned(Tuned *tu) {
@@ -259,12 +266,13 @@ typedef struct PerShape {
     int trials;
 } PerShape;
 
-static int tune_per_shape(const Args *a, const Op *op, const Tuned *tu, int t, PerShape *ps) {
+static int tune_per_shape(const Args *a, const Op *op, const Tuned *tu, int t, int threads,
+                          PerShape *ps) {
     memset(ps, 0, sizeof *ps);
     ps->t = t;
     TuneShape sh = {{t}};
     TuneOptions o = {.trials = a->ps_trials, .shapes = &sh, .nshapes = 1, .shapes_only = true,
-                     .quiet = true, .max_variants = 1};
+                     .quiet = true, .max_variants = 1, .threads = threads};
     TuneResult r;
     double t0 = bench_now();
     if (tune_run(tu->m, tu->text, &o, &r) != RV_OK) {
@@ -279,9 +287,10 @@ static int tune_per_shape(const Args *a, const Op *op, const Tuned *tu, int t, P
     ps->sched = r.variant_sched[0], r.variant_sched[0] = NULL;
     ps->desc = r.variant_desc[0], r.variant_desc[0] = NULL;
     tune_result_free(&r);
-    printf("{\"bench\": \"tune_per_shape\", \"op\": \"%s\", \"T\": %d, \"trials\": %d, "
-           "\"wall_s\": %.2f, \"compile_s\": %.2f, \"measure_s\": %.2f, \"kernel\": \"%s\"}\n",
-           op->name, t, ps->trials, ps->wall, ps->compile, ps->measure, ps->desc);
+    printf("{\"bench\": \"tune_per_shape\", \"op\": \"%s\", \"T\": %d, \"threads\": %d, "
+           "\"trials\": %d, \"wall_s\": %.2f, \"compile_s\": %.2f, \"measure_s\": %.2f, "
+           "\"kernel\": \"%s\"}\n",
+           op->name, t, threads, ps->trials, ps->wall, ps->compile, ps->measure, ps->desc);
     fflush(stdout);
     return 1;
 }
@@ -345,13 +354,11 @@ static double rel_diff(const float *got, const float *want, size_t n) {
     return d / top;
 }
 
-static void bench_op(const Args *a, const Op *op) {
-    Tuned tu;
-    if (!load_tuned(a, op, &tu))
-        return;
-    TuneResult *r = &tu.r;
-    printf("{\"bench\": \"tune_op\", \"op\": \"%s\", \"records\": %d, \"variants\": [", op->name,
-           r->reused);
+/* The records' variants and tree at `threads` threads: a "tune_op" line. */
+static void print_tuned(const Op *op, int threads, const TuneResult *r) {
+    printf("{\"bench\": \"tune_op\", \"op\": \"%s\", \"threads\": %d, \"records\": %d, "
+           "\"variants\": [",
+           op->name, threads, r->reused);
     for (int v = 0; v < r->nvariants; v++)
         printf("%s\"%s\"", v ? ", " : "", r->variant_desc[v]);
     printf("], \"tree_leaves\": %d", r->nvariants ? tune_dtree_leaves(&r->tree) : 0);
@@ -360,17 +367,18 @@ static void bench_op(const Args *a, const Op *op) {
     else
         printf(", \"dispatch_ns\": null}\n");
     fflush(stdout);
+}
 
-    PerShape ps[MAX_T];
-    int nps = 0;
-    for (int i = 0; i < a->nps; i++)
-        nps += tune_per_shape(a, op, &tu, a->ps_t[i], &ps[nps]);
-
+static void bench_op(const Args *a, const Op *op) {
+    Tuned tu;
+    if (!load_program(a, op, &tu))
+        return;
+    TuneResult *r = &tu.r;
     int tmax = 0;
     for (int i = 0; i < a->nt; i++)
         tmax = a->t[i] > tmax ? a->t[i] : tmax;
-    for (int i = 0; i < nps; i++)
-        tmax = ps[i].t > tmax ? ps[i].t : tmax;
+    for (int i = 0; i < a->nps; i++)
+        tmax = a->ps_t[i] > tmax ? a->ps_t[i] : tmax;
     int mm, nn, kk;
     dims(op, tmax, &mm, &nn, &kk);
     size_t batch = is_dense(op) ? 1 : BATCH;
@@ -383,6 +391,13 @@ static void bench_op(const Args *a, const Op *op) {
 
     for (int ti = 0; ti < a->nthreads; ti++) {
         int th = a->threads[ti];
+        /* records, variants and per-shape tuning of this thread count */
+        load_tuned(a, op, th, &tu);
+        print_tuned(op, th, r);
+        PerShape ps[MAX_T];
+        int nps = 0;
+        for (int i = 0; i < a->nps; i++)
+            nps += tune_per_shape(a, op, &tu, a->ps_t[i], th, &ps[nps]);
         bl_set_threads(th);
         RavelKernelShape rs = {op->kind, is_dense(op) ? 0 : BATCH, 0, op->n, op->k, th};
         rv_program *tp = r->nvariants ? compile(tu.m, r->nvariants, r->variant_sched, &r->tree, th)
@@ -463,11 +478,9 @@ static void bench_op(const Args *a, const Op *op) {
         for (int i = 0; i < nps; i++) {
             ravel_kernel_free(pk[i]);
             rv_program_free(pp[i]);
+            base_free(ps[i].sched);
+            base_free(ps[i].desc);
         }
-    }
-    for (int i = 0; i < nps; i++) {
-        base_free(ps[i].sched);
-        base_free(ps[i].desc);
     }
     free(x), free(w), free(bias), free(y_rv), free(y_bl);
     free_tuned(&tu);

@@ -56,9 +56,9 @@ def main():
             c = r["config"]
             runs[(c["op"], c["threads"])][c["T"]] = r
         elif r.get("bench") == "tune_op":
-            ops[r["op"]] = r
+            ops[(r["op"], r.get("threads", 0))] = r
         elif r.get("bench") == "tune_per_shape":
-            per_shape[r["op"]].append(r)
+            per_shape[(r["op"], r.get("threads", 0))].append(r)
 
     summary = []
     for key in sorted(runs):
@@ -98,35 +98,42 @@ def main():
         print(f"\nall operators: geomean vs vendor {geomean(allv):.2f}, min {min(allv) if allv else float('nan'):.2f}")
 
     print("\n### Tuning time: joint (all T) vs per-shape\n")
-    print("| operator | joint trials | joint wall s (compile, measure) | per-shape T | per-shape trials/T | per-shape s/T | per-shape x 128 T | joint saves | tuned vs per-shape kernel at sampled T |")
-    print("|---|---|---|---|---|---|---|---|---|")
-    for op in sorted(set(ops) | set(per_shape)):
-        side = os.path.join(records, op + ".tune.json")
-        joint = json.load(open(side)) if os.path.exists(side) else None
-        ps = per_shape.get(op, [])
+    print("| operator | threads | joint trials | joint wall s (compile, measure) | per-shape T | per-shape trials/T | per-shape s/T | per-shape x 128 T | joint saves | tuned vs per-shape kernel at sampled T |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for op, th in sorted(set(ops) | set(per_shape)):
+        joint = joint_run(records, op, th)
+        ps = per_shape.get((op, th), [])
         mean = sum(p["wall_s"] for p in ps) / len(ps) if ps else None
         whole = mean * 128 if mean else None
         saves = whole / joint["wall_s"] if whole and joint and joint.get("wall_s") else None
         close = []
         for p in ps:
-            for key in runs:
-                if key[0] == op and p["T"] in runs[key]:
-                    rp = ratio(runs[key][p["T"]].get("per_shape_ms"), runs[key][p["T"]].get("tuned_ms"))
-                    if rp:
-                        close.append(f"T={p['T']}/{key[1]}t {rp:.2f}")
+            row = runs.get((op, th), {}).get(p["T"])
+            rp = ratio(row.get("per_shape_ms"), row.get("tuned_ms")) if row else None
+            if rp:
+                close.append(f"T={p['T']} {rp:.2f}")
         jt = (f"{joint['wall_s']:.1f} ({joint['compile_s']:.1f}, {joint['measure_s']:.1f})" if joint else "-")
-        print(f"| {op} | {joint['trials'] if joint else '-'} | {jt} | {','.join(str(p['T']) for p in ps) or '-'} "
+        print(f"| {op} | {th} | {joint['trials'] if joint else '-'} | {jt} | {','.join(str(p['T']) for p in ps) or '-'} "
               f"| {ps[0]['trials'] if ps else '-'} | {fmt(mean, '{:.1f}')} | {fmt(whole, '{:.0f}')} | {fmt(saves, '{:.1f}x')} "
               f"| {', '.join(close) or '-'} |")
 
     if ops:
         print("\n### Dispatcher\n")
-        print("| operator | records | variants | tree leaves | ns per call |")
-        print("|---|---|---|---|---|")
-        for op in sorted(ops):
-            o = ops[op]
-            print(f"| {op} | {o['records']} | {len(o['variants'])} | {o['tree_leaves']} | {fmt(o.get('dispatch_ns'), '{:.1f}')} |")
+        print("| operator | threads | records | variants | tree leaves | ns per call |")
+        print("|---|---|---|---|---|---|")
+        for op, th in sorted(ops):
+            o = ops[(op, th)]
+            print(f"| {op} | {th} | {o['records']} | {len(o['variants'])} | {o['tree_leaves']} | {fmt(o.get('dispatch_ns'), '{:.1f}')} |")
 
+
+def joint_run(records, op, threads):
+    """The joint tuning run of `threads` threads that made DIR/OP.jsonl (bench/tune/tune.sh
+    writes DIR/OP.tune.json: {"runs": {"1": {...}, "2": {...}}}); None when absent."""
+    side = os.path.join(records, op + ".tune.json")
+    if not os.path.exists(side):
+        return None
+    j = json.load(open(side))
+    return j.get("runs", {}).get(str(threads))
 
 if __name__ == "__main__":
     main()

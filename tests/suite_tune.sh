@@ -75,7 +75,15 @@ else
     expect_status 0 "Y: 64 elements" "$RAVEL" run "$wd/t.rv" --size M=2 --random 1 --check
     expect_status 0 "int t_dispatch(const int64_t *sizes, void *user)" cat "$wd/t_dispatch.c"
     expect_status 0 "4 measurements (4 from the records)" \
-        "$RAVEL" tune "$wd/tiny.rv" --trials 4 --shapes "$wd/shapes.txt" --records "$wd/r.jsonl"
+        "$RAVEL" tune "$wd/tiny.rv" --trials 4 --threads 1 --shapes "$wd/shapes.txt" \
+        --records "$wd/r.jsonl"
+    # records are per thread count: those of 1 thread are not 3 threads'
+    cp "$wd/r.jsonl" "$wd/r3.jsonl"
+    expect_status 0 "4 measurements (0 from the records)" \
+        "$RAVEL" tune "$wd/tiny.rv" --trials 4 --threads 3 --shapes "$wd/shapes.txt" \
+        --records "$wd/r3.jsonl"
+    expect_status 1 "at 3 thread(s)" \
+        "$RAVEL" build "$wd/tiny.rv" --records "$wd/r.jsonl" --threads 3 -o "$wd/b3"
     expect_status 0 "wrote" "$RAVEL" build "$wd/tiny.rv" --records "$wd/r.jsonl" -o "$wd/b"
     expect_status 0 "" ${CC:-cc} -std=c11 -c "$wd/b.c" -o "$wd/b.o"
     # the written variants and dispatch, as OUT.rv's comment says to build them

@@ -306,7 +306,8 @@ static rv_status tuned(BuildArgs *a, rv_module *m, const char *name, char **text
     char *src = NULL;
     size_t len;
     rv_status st = base_read_file(a->file, &src, &len);
-    TuneOptions o = {.records = a->records, .replay = true, .quiet = true};
+    /* the records of the build's thread count (--threads; 0: every CPU) */
+    TuneOptions o = {.records = a->records, .replay = true, .quiet = true, .threads = a->threads};
     TuneResult r = {0};
     if (st == RV_OK)
         st = tune_run(m, src, &o, &r);

@@ -5,7 +5,11 @@
  * tuning (issue 15). A line:
  *
  *   {"version":1,"program":"3fa9…","machine":"…","trace":"split i 4 …",
- *    "shape":{"K":768,"T":16},"seconds":1.25e-05,"status":"ok"}
+ *    "threads":2,"shape":{"K":768,"T":16},"seconds":1.25e-05,"status":"ok"}
+ *
+ * "threads" is the size of the thread pool the kernel ran on: records of
+ * one count never stand for another (a line without it, written before
+ * the field, reads as 0: the shared pool of every usable core).
  *
  * The file is append-only: each record is written with one write() on an
  * O_APPEND descriptor under an exclusive flock, so concurrent writers do
@@ -74,8 +78,10 @@ static void sort_shape(SizePair *pairs, const char *const *names, const int64_t 
     qsort(pairs, (size_t)n, sizeof *pairs, cmp_pair);
 }
 
-static void make_key(Buf *b, const char *program, const SizePair *pairs, int n, const char *trace) {
+static void make_key(Buf *b, const char *program, int threads, const SizePair *pairs, int n,
+                     const char *trace) {
     key_part(b, program);
+    buf_printf(b, "%d:", threads);
     buf_printf(b, "%d:", n);
     for (int i = 0; i < n; i++) {
         key_part(b, pairs[i].name);
@@ -103,7 +109,7 @@ void tune_records_add(TuneRecords *rs, const TuneRecord *r) {
     }
     rs->data[rs->len++] = c;
     Buf key = {0};
-    make_key(&key, c.program, pairs, c.nsizes, c.trace);
+    make_key(&key, c.program, c.threads, pairs, c.nsizes, c.trace);
     const char *k = strmap_key_n(&rs->index, buf_str(&key), key.len);
     if (!k)
         k = arena_strdup(rs->arena, buf_str(&key));
@@ -112,13 +118,13 @@ void tune_records_add(TuneRecords *rs, const TuneRecord *r) {
     base_free(pairs);
 }
 
-const TuneRecord *tune_records_find(const TuneRecords *rs, const char *program,
+const TuneRecord *tune_records_find(const TuneRecords *rs, const char *program, int threads,
                                     const char *const *size_names, const int64_t *size_values,
                                     int nsizes, const char *trace) {
     SizePair *pairs = base_xmalloc(sizeof *pairs * (size_t)(nsizes ? nsizes : 1));
     sort_shape(pairs, size_names, size_values, nsizes);
     Buf key = {0};
-    make_key(&key, program, pairs, nsizes, trace);
+    make_key(&key, program, threads, pairs, nsizes, trace);
     intptr_t i = (intptr_t)strmap_get(&rs->index, buf_str(&key));
     buf_free(&key);
     base_free(pairs);
@@ -134,6 +140,8 @@ char *tune_record_to_json(const TuneRecord *r) {
     cJSON_AddStringToObject(o, "program", r->program);
     cJSON_AddStringToObject(o, "machine", r->machine);
     cJSON_AddStringToObject(o, "trace", r->trace);
+    if (r->threads > 0)
+        cJSON_AddNumberToObject(o, "threads", r->threads);
     for (int i = 0; i < r->nsizes; i++)
         cJSON_AddNumberToObject(shape, r->size_names[i], (double)r->size_values[i]);
     cJSON_AddItemToObject(o, "shape", shape);
@@ -178,6 +186,7 @@ static bool parse_line(TuneRecords *rs, const char *text, int line, const char *
     const cJSON *version = cJSON_GetObjectItemCaseSensitive(o, "version");
     const cJSON *shape = cJSON_GetObjectItemCaseSensitive(o, "shape");
     const cJSON *seconds = cJSON_GetObjectItemCaseSensitive(o, "seconds");
+    const cJSON *threads = cJSON_GetObjectItemCaseSensitive(o, "threads");
     TuneRecord r = {.line = line};
     r.program = get_string(o, "program");
     r.machine = get_string(o, "machine");
@@ -194,6 +203,8 @@ static bool parse_line(TuneRecords *rs, const char *text, int line, const char *
         *why = "\"machine\" is missing or not a string";
     else if (!r.trace)
         *why = "\"trace\" is missing or not a string";
+    else if (threads && (!exact_int(threads, &v) || v < 1 || v > 4096))
+        *why = "\"threads\" is not an integer in 1..4096";
     else if (!cJSON_IsObject(shape))
         *why = "\"shape\" is missing or not an object of size = integer";
     else if (!cJSON_IsNumber(seconds) || !(seconds->valuedouble >= 0) ||
@@ -207,6 +218,7 @@ static bool parse_line(TuneRecords *rs, const char *text, int line, const char *
             if (strcmp(status, status_names[s]) == 0)
                 r.status = (TuneStatus)s;
         r.seconds = seconds->valuedouble;
+        r.threads = threads ? (int)threads->valuedouble : 0;
         r.nsizes = cJSON_GetArraySize(shape);
         r.size_names = base_xmalloc(sizeof *r.size_names * (size_t)(r.nsizes + 1));
         r.size_values = base_xmalloc(sizeof *r.size_values * (size_t)(r.nsizes + 1));

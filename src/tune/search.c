@@ -35,14 +35,24 @@
  *
  * RECORDS. Every measurement is appended to the records file as it is
  * made (records.c) and a run starts by reading it: measurements of this
- * program on this machine class are taken as made, so a resumed run
- * measures nothing twice, and the trial budget counts them.
+ * program on this machine class at this run's thread count are taken as
+ * made, so a resumed run measures nothing twice, and the trial budget
+ * counts them. Another thread count's records are not this run's: a
+ * kernel's time at 2 threads says little of its time at 1.
  *
  * THE DISPATCHER. Each shape votes for the verified candidate with the
- * best throughput there (measured where it was measured, else
- * predicted); the votes are merged to at most max_variants kernels (those
- * with the most weight of shapes; the other shapes take their best among
- * them) and a decision tree (dtree.c) over the sizes learns the map.
+ * best throughput there (the best measured where any was measured there,
+ * else the best predicted); the votes are merged to at most max_variants
+ * kernels (those with the most weight of shapes; the other shapes take
+ * their best among them, measured first), plus the vote of each shape
+ * where the records show a known-good sketch (space.c) faster than every
+ * kept kernel, and a decision tree (dtree.c) over the sizes learns the
+ * map.
+ *
+ * SKETCHES. The known-good sketches (space.c: among them every
+ * hand-written schedule of bench/programs) start the population and stay
+ * in it, and the first candidates measured at a shape are the best
+ * predicted sketch of each template (dot, tile, kblock, stream).
  */
 #include <math.h>
 #include <stdio.h>
@@ -59,6 +69,7 @@ typedef struct Tuner {
     const TuneOptions *o;
     const TuneHw *hw;
     int lanes, cores;
+    int cores_usable;  /* the shared pool's threads (hw.c's usable cores) */
     TuneSpace sp;
     TuneShape *shapes;
     double *w;
@@ -80,6 +91,7 @@ typedef struct Tuner {
     /* records */
     char program[17];
     Buf machine;
+    int threads;       /* the measured kernels' thread pool: the records' count */
     StrMap by_sched;   /* schedule text -> candidate index + 1 */
     TuneResult *res;
     double t0;
@@ -294,6 +306,11 @@ static void evolve(Tuner *t, int size) {
     while (keep > 0 && fit[keep - 1] < 0)
         keep--;
     t->npop = keep;
+    /* the known-good sketches stay: the model may not yet see where one
+     * wins (a small T), and the dispatcher measures against them */
+    for (int c = 0; c < t->sp.len; c++)
+        if (t->sp.cands[c].seed && t->ok[c] >= 0 && !in_pop(t, c))
+            t->pop[t->npop++] = c;
     for (int tries = 0; t->npop < size && tries < 8 * size; tries++) {
         int c;
         if (keep > 0 && tries % 3 != 2)
@@ -316,6 +333,35 @@ static double distance(const Tuner *t, int s, const bool *used) {
         if ((t->best[q] > 0 || used[q]) && fabs((double)(q - s)) < near)
             near = fabs((double)(q - s));
     return near;
+}
+
+typedef struct Pair {
+    int c, s;
+} Pair;
+
+/* Whether a known-good sketch of template tm was measured at s or is
+ * among the n pairs already chosen there. */
+static bool sketch_seen(const Tuner *t, const Pair *out, int n, int s, TuneTemplate tm) {
+    for (int c = 0; c < t->sp.len; c++)
+        if (t->sp.cands[c].seed && t->sp.cands[c].tmpl == tm && t->meas[c * t->ns + s] != 0)
+            return true;
+    for (int j = 0; j < n; j++)
+        if (out[j].s == s && t->sp.cands[out[j].c].seed && t->sp.cands[out[j].c].tmpl == tm)
+            return true;
+    return false;
+}
+
+/* Whether some template with a usable known-good sketch has none
+ * measured at s. */
+static bool sketch_missing(const Tuner *t, int s) {
+    for (int tm = 0; tm < TUNE_T_COUNT; tm++) {
+        bool has = false;
+        for (int c = 0; c < t->sp.len && !has; c++)
+            has = t->sp.cands[c].seed && (int)t->sp.cands[c].tmpl == tm && t->ok[c] >= 0;
+        if (has && !sketch_seen(t, NULL, 0, s, (TuneTemplate)tm))
+            return true;
+    }
+    return false;
 }
 
 /* A shape's expected gain (weighted): how much the population's best
@@ -343,12 +389,36 @@ static double gain(Tuner *t, int s, const bool *used) {
     double g = cur > 0 ? top / cur - 1 : 1e3;
     if (t->best[s] == 0)
         g += distance(t, s, used) / t->ns;
+    /* a measured shape where a template's sketch never ran: the model has
+     * seen no kernel of that kind there (stream at T = 1, where it wins),
+     * so it knows as little as at an unmeasured shape: as much gain */
+    if (t->best[s] > 0 && sketch_missing(t, s))
+        g = (g > 0 ? g : 0) + 1e3;
     return t->w[s] * (g > 0 ? g : 0);
 }
 
-typedef struct Pair {
-    int c, s;
-} Pair;
+/* The population's candidate of the best predicted throughput at s (a
+ * random one before a model) that is neither measured there nor among the
+ * n pairs already chosen; with new_sketch, only a known-good sketch of a
+ * template none of whose sketches is measured or chosen there. -1 when
+ * none. */
+static int pick_predicted(Tuner *t, const Pair *out, int n, int s, bool new_sketch) {
+    int pick = -1;
+    double top = -1;
+    for (int i = 0; i < t->npop; i++) {
+        int c = t->pop[i];
+        if (new_sketch &&
+            (!t->sp.cands[c].seed || sketch_seen(t, out, n, s, t->sp.cands[c].tmpl)))
+            continue;
+        bool taken = false;
+        for (int j = 0; j < n; j++)
+            taken |= out[j].c == c && out[j].s == s;
+        double v = t->trained ? t->pred[c * t->ns + s] : (double)(next_rand(t) % 1000);
+        if (!taken && t->ok[c] >= 0 && t->meas[c * t->ns + s] == 0 && v > top)
+            top = v, pick = c;
+    }
+    return pick;
+}
 
 /* The round's measurements: up to `want` pairs over the shapes of most gain. */
 static int choose(Tuner *t, Pair *out, int want) {
@@ -365,25 +435,30 @@ static int choose(Tuner *t, Pair *out, int want) {
             if (x > g)
                 g = x, s = q;
         }
+        /* the model expects no gain anywhere: a model is not the machine,
+         * so the budget goes on exploring, where it knows least (the
+         * shapes furthest from the measured ones, by weight) */
+        bool explore = s < 0;
+        for (int q = 0; explore && q < t->ns; q++) {
+            double x = used[q] ? 0 : t->w[q] * (distance(t, q, used) + 1);
+            if (x > g)
+                g = x, s = q;
+        }
         if (s < 0)
             break;
         used[s] = true;
         int per = (want - n) / (nsh - k);
         if (per < 1)
             per = 1;
-        /* the population's best predicted (any order before a model) */
+        /* first the best predicted known-good sketch of each template
+         * with none measured here yet (any before a model), so the records
+         * hold every kind of sketch at every measured shape (the model may
+         * misjudge a template where it has seen none: stream at T = 1),
+         * then the population's best predicted (any order before a model) */
         for (int m = 0; m < per - 1 || (m < per && t->sp.len <= t->npop); m++) {
-            int pick = -1;
-            double top = -1;
-            for (int i = 0; i < t->npop; i++) {
-                int c = t->pop[i];
-                bool taken = false;
-                for (int j = 0; j < n; j++)
-                    taken |= out[j].c == c && out[j].s == s;
-                double v = t->trained ? t->pred[c * t->ns + s] : (double)(next_rand(t) % 1000);
-                if (!taken && t->ok[c] >= 0 && t->meas[c * t->ns + s] == 0 && v > top)
-                    top = v, pick = c;
-            }
+            int pick = pick_predicted(t, out, n, s, true);
+            if (pick < 0)
+                pick = pick_predicted(t, out, n, s, false);
             if (pick < 0)
                 break;
             out[n++] = (Pair){pick, s};
@@ -420,7 +495,8 @@ static void record(Tuner *t, int c, int s, double seconds, TuneStatus st) {
                     .size_names = names,
                     .size_values = t->shapes[s].v,
                     .seconds = seconds,
-                    .status = st};
+                    .status = st,
+                    .threads = t->threads};
     if (tune_record_append(t->o->records, &r) != RV_OK)
         fprintf(stderr, "ravel tune: warning: %s\n", rv_last_error());
 }
@@ -721,8 +797,10 @@ static rv_status resume(Tuner *t) {
     int nsz = rv_module_num_sizes(t->m);
     for (int i = 0; st == RV_OK && i < rs.len; i++) {
         const TuneRecord *r = &rs.data[i];
+        /* a record without a count was measured on the shared pool */
+        int rth = r->threads > 0 ? r->threads : t->cores_usable;
         if (strcmp(r->program, t->program) != 0 || strcmp(r->machine, buf_str(&t->machine)) != 0 ||
-            r->nsizes != nsz)
+            r->nsizes != nsz || rth != t->threads)
             continue;
         intptr_t c = (intptr_t)strmap_get(&t->by_sched, r->trace) - 1;
         /* the shape in the module's order (records sort it by name) */
@@ -796,34 +874,62 @@ static void progress(Tuner *t, int round, int trials, const Pair *pairs, int npa
 
 /* ---- the dispatcher ---- */
 
+/* The best of the n candidates kept[] at shape s: where some of them were
+ * measured at s, the best measured (a time beats a prediction: the
+ * records are what the dispatcher answers for), else the best predicted.
+ * The index into kept[]. */
+static int best_kept(const Tuner *t, const int *kept, int n, int s) {
+    int b = -1;
+    bool measured = false;
+    for (int k = 0; k < n; k++)
+        measured |= t->meas[kept[k] * t->ns + s] > 0;
+    for (int k = 0; k < n; k++) {
+        if (measured && t->meas[kept[k] * t->ns + s] <= 0)
+            continue;
+        if (b < 0 || score(t, kept[k], s) > score(t, kept[b], s))
+            b = k;
+    }
+    return b;
+}
+
+/* The best measured throughput of a known-good sketch at s; 0 when none
+ * was measured there. */
+static double best_seed(const Tuner *t, int s) {
+    double g = 0;
+    for (int c = 0; c < t->sp.len; c++)
+        if (t->sp.cands[c].seed && t->ok[c] > 0 && t->meas[c * t->ns + s] > g)
+            g = t->meas[c * t->ns + s];
+    return g;
+}
+
+enum { MAX_KEPT = 16 };
+
 static rv_status dispatcher(Tuner *t) {
     TuneResult *r = t->res;
     int *vote = base_xcalloc((size_t)t->ns, sizeof *vote);
+    int *all = base_xcalloc((size_t)t->sp.len, sizeof *all), nall = 0;
+    for (int c = 0; c < t->sp.len; c++)
+        if (t->ok[c] > 0)
+            all[nall++] = c;
     for (int s = 0; s < t->ns; s++) {
-        vote[s] = -1;
-        double top = 0;
-        for (int c = 0; c < t->sp.len; c++)
-            if (t->ok[c] > 0 && score(t, c, s) > top)
-                top = score(t, c, s), vote[s] = c;
+        /* the best verified candidate: measured where any was, else predicted */
+        int b = nall ? best_kept(t, all, nall, s) : -1;
+        vote[s] = b >= 0 ? all[b] : -1;
         if (vote[s] < 0) {
-            /* a verified candidate not measured here, before a model */
-            for (int c = 0; c < t->sp.len && vote[s] < 0; c++)
-                if (t->ok[c] > 0)
-                    vote[s] = c;
-        }
-        if (vote[s] < 0) {
+            base_free(all);
             base_free(vote);
             return base_error(RV_ERR_ARG,
                               "ravel tune: no candidate was measured correct: raise --trials");
         }
     }
+    base_free(all);
     /* merge: the kernels the most weight of shapes voted for */
     int maxv = t->o->max_variants > 0 ? t->o->max_variants : 4;
     double *wsum = base_xcalloc((size_t)t->sp.len, sizeof *wsum);
     for (int s = 0; s < t->ns; s++)
         wsum[vote[s]] += t->w[s];
-    int kept[16], nk = 0;
-    while (nk < maxv && nk < 16) {
+    int kept[MAX_KEPT], nk = 0;
+    while (nk < maxv && nk < MAX_KEPT) {
         int b = -1;
         for (int c = 0; c < t->sp.len; c++)
             if (wsum[c] > 0 && (b < 0 || wsum[c] > wsum[b]))
@@ -833,6 +939,24 @@ static rv_status dispatcher(Tuner *t) {
         kept[nk++] = b;
         wsum[b] = 0;
     }
+    /* Never below a known-good sketch where the records show one: a shape
+     * whose kept kernels all measured slower there than a sketch gets its
+     * own vote back (the heaviest such shape first; past max_variants,
+     * up to MAX_KEPT kernels). */
+    while (nk < MAX_KEPT) {
+        int worst = -1;
+        for (int s = 0; s < t->ns; s++) {
+            double seed = best_seed(t, s);
+            int b = best_kept(t, kept, nk, s);
+            if (seed > 0 && t->meas[kept[b] * t->ns + s] < seed && wsum[vote[s]] >= 0 &&
+                (worst < 0 || t->w[s] > t->w[worst]))
+                worst = s;
+        }
+        if (worst < 0)
+            break;
+        kept[nk++] = vote[worst];
+        wsum[vote[worst]] = -1;
+    }
     r->nshapes = t->ns;
     r->shapes = base_xcalloc((size_t)t->ns, sizeof *r->shapes);
     r->shape_variant = base_xcalloc((size_t)t->ns, sizeof *r->shape_variant);
@@ -840,10 +964,7 @@ static rv_status dispatcher(Tuner *t) {
     int64_t *sizes = base_xcalloc((size_t)t->ns * 8, sizeof *sizes);
     int nsz = rv_module_num_sizes(t->m);
     for (int s = 0; s < t->ns; s++) {
-        int b = 0;
-        for (int k = 1; k < nk; k++)
-            if (score(t, kept[k], s) > score(t, kept[b], s))
-                b = k;
+        int b = best_kept(t, kept, nk, s);
         r->shapes[s] = t->shapes[s];
         r->shape_variant[s] = b;
         r->shape_gflops[s] = score(t, kept[b], s);
@@ -967,15 +1088,22 @@ rv_status tune_run(rv_module *m, const char *program_text, const TuneOptions *op
                    TuneResult *out) {
     memset(out, 0, sizeof *out);
     Tuner t = {.m = m, .o = opt, .hw = tune_hw(), .res = out, .t0 = rt_now_seconds()};
-    t.cores = t.hw->usable_cores > 0 ? t.hw->usable_cores : 1;
+    t.cores = t.cores_usable = t.hw->usable_cores > 0 ? t.hw->usable_cores : 1;
     if (opt->threads > 0 && opt->threads < t.cores)
         t.cores = opt->threads;
+    t.threads = opt->threads > 0 ? opt->threads : t.cores_usable;
     rv_status st = setup(&t, program_text);
     int trials = opt->trials > 0 ? opt->trials : 64;
     int batch = opt->batch > 0 ? opt->batch : 8;
     if (batch > 64)
         batch = 64;
-    int popsize = t.sp.len < 32 ? t.sp.len : 32;
+    /* room for the known-good sketches and as many others */
+    int popsize = 32;
+    for (int c = 0, seeds = 0; c < t.sp.len; c++)
+        if (t.sp.cands[c].seed && 2 * ++seeds > popsize)
+            popsize = 2 * seeds;
+    if (popsize > t.sp.len)
+        popsize = t.sp.len;
     if (st == RV_OK) {
         if (!opt->quiet)
             fprintf(stderr, "[tune] %s: %d candidates (%d refused by the checker), %d shapes, "
@@ -988,9 +1116,9 @@ rv_status tune_run(rv_module *m, const char *program_text, const TuneOptions *op
     if (st == RV_OK && opt->replay && out->reused == 0)
         st = base_error(RV_ERR_ARG,
                         "%s has no tuning records of this program (%s) on this machine class "
-                        "(%s): run `ravel tune` with --records first",
+                        "(%s) at %d thread(s): run `ravel tune --threads %d` with --records first",
                         opt->records ? opt->records : "(no records file)", t.program,
-                        buf_str(&t.machine));
+                        buf_str(&t.machine), t.threads, t.threads);
     for (int round = 1; st == RV_OK && !opt->replay && out->measured + out->reused < trials;
          round++) {
         if ((st = predict(&t)) != RV_OK)

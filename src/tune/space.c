@@ -316,6 +316,57 @@ static void try_add(rv_module *m, TuneSpace *sp, TuneTemplate t, const int *p, i
     sp->cands[sp->len++] = c;
 }
 
+/* The largest mr of `mrs` whose mr x nv tile fits the registers; with
+ * pow2, the largest power of two. 0 when none. */
+static int max_rows(const int *mrs, int n, int nv, int regs, bool pow2) {
+    int best = 0;
+    for (int r = 0; r < n; r++)
+        if (mrs[r] * nv + nv + 1 <= regs && (!pow2 || (mrs[r] & (mrs[r] - 1)) == 0))
+            best = mrs[r] > best ? mrs[r] : best;
+    return best;
+}
+
+static const int tile_rows[] = {1, 2, 3, 4, 6, 8, 12, 16};
+
+/* Marks the known-good sketches (tune.h): what a BLIS-style library
+ * would pick for this register file, so the search starts where a
+ * hand-written schedule does (bench/programs' are among them) and the
+ * model learns around them. */
+static void mark_seeds(TuneSpace *sp, int regs, int max_nv) {
+    int n = (int)(sizeof tile_rows / sizeof tile_rows[0]);
+    int mr_max = max_rows(tile_rows, n, max_nv, regs, false);
+    int mr_pow2 = max_rows(tile_rows, n, max_nv, regs, true);
+    int nj_max = 0;
+    for (int c = 0; c < sp->len; c++)
+        if (sp->cands[c].tmpl == TUNE_T_STREAM && sp->cands[c].p[0] > nj_max)
+            nj_max = sp->cands[c].p[0];
+    for (int c = 0; c < sp->len; c++) {
+        TuneCand *x = &sp->cands[c];
+        const int *p = x->p;
+        bool max_tile = p[1] == max_nv && (p[0] == mr_max || p[0] == mr_pow2);
+        switch (x->tmpl) {
+        case TUNE_T_DOT:
+            x->seed = true;
+            break;
+        case TUNE_T_TILE:
+            /* B packed k-major (no padding), transposed in blocks (padded),
+             * or read in place (padded or not), copied out as one vector
+             * loop unless packed row by row */
+            x->seed = max_tile && ((p[2] == 1 && !p[3] && !p[4]) || (p[2] == 2 && p[3] && p[4]) ||
+                                   (p[2] == 0 && p[4]));
+            break;
+        case TUNE_T_KBLOCK:
+            x->seed = p[1] == max_nv && p[0] == mr_max;
+            break;
+        case TUNE_T_STREAM:
+            x->seed = p[0] == nj_max;
+            break;
+        default:
+            break;
+        }
+    }
+}
+
 rv_status tune_space_build(rv_module *m, const TuneHw *hw, TuneSpace *out) {
     memset(out, 0, sizeof *out);
     rv_status st = tune_space_analyze(m, &out->stage);
@@ -335,10 +386,9 @@ rv_status tune_space_build(rv_module *m, const TuneHw *hw, TuneSpace *out) {
     int p[TUNE_NPARAMS] = {0};
     if (s->a_k_inner && s->b_k_inner)
         try_add(m, out, TUNE_T_DOT, p, lanes);
-    static const int mrs[] = {1, 2, 3, 4, 6, 8, 12, 16};
     for (int nv = 1; nv <= max_nv; nv++)
-        for (size_t r = 0; r < sizeof mrs / sizeof mrs[0]; r++) {
-            int mr = mrs[r];
+        for (size_t r = 0; r < sizeof tile_rows / sizeof tile_rows[0]; r++) {
+            int mr = tile_rows[r];
             /* mr * nv accumulators, nv vectors of B and one broadcast of A */
             if (mr * nv + nv + 1 > regs)
                 continue;
@@ -372,6 +422,7 @@ rv_status tune_space_build(rv_module *m, const TuneHw *hw, TuneSpace *out) {
         return base_error(RV_ERR_UNSUPPORTED,
                           "nothing to tune: the schedule checker refused all %d candidates for %s",
                           out->rejected, s->name);
+    mark_seeds(out, regs, max_nv);
     return RV_OK;
 }
 

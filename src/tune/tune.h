@@ -142,6 +142,11 @@ typedef struct TuneRecord {
     int64_t *size_values;
     double seconds;
     TuneStatus status;
+    /* The threads the kernel ran on (its thread pool's size): a time at 1
+     * thread says nothing of 2, so a tuner reads only the records of its
+     * own count. 0 in a record written before the field: the shared pool,
+     * every usable core of the machine class. */
+    int threads;
     int line; /* 1-based line of the file it was read from; 0 when added */
 } TuneRecord;
 
@@ -164,11 +169,11 @@ rv_status tune_records_load(const char *path, TuneRecords *rs);
 /* The same over text in memory; `name` is the file name in messages. */
 rv_status tune_records_parse(const char *name, const char *text, size_t len, TuneRecords *rs);
 /* Copies r into rs (the shape is sorted by name); a record with the same
- * (program, shape, trace) as an earlier one replaces it for lookup. */
+ * (program, threads, shape, trace) as an earlier one replaces it for lookup. */
 void tune_records_add(TuneRecords *rs, const TuneRecord *r);
-/* The latest record of (program, shape, trace), the shape in any order;
- * NULL when none. */
-const TuneRecord *tune_records_find(const TuneRecords *rs, const char *program,
+/* The latest record of (program, threads, shape, trace), the shape in any
+ * order; NULL when none. */
+const TuneRecord *tune_records_find(const TuneRecords *rs, const char *program, int threads,
                                     const char *const *size_names, const int64_t *size_values,
                                     int nsizes, const char *trace);
 /* r as one line of JSON, without the newline (caller frees with base_free). */
@@ -254,6 +259,7 @@ typedef struct TuneCand {
     int p[TUNE_NPARAMS]; /* knobs, by template (space.c) */
     char *sched;         /* `schedule Y { ... }` blocks */
     int tile_i, tile_j;  /* the rows and columns one tile covers (f_pad) */
+    bool seed;           /* a known-good sketch (tune_space_build): the search starts from it */
 } TuneCand;
 
 typedef struct TuneSpace {
@@ -274,7 +280,11 @@ rv_status tune_space_analyze(rv_module *m, TuneStage *out);
  * (counted in `rejected`), never kept. A candidate's text starts with the
  * program's own blocks for the other stages (those not of the tuned
  * tensor or of the stages its blocks create), so tuning one stage keeps
- * the schedule of the rest. */
+ * the schedule of the rest. The known-good sketches are marked `seed`
+ * (DietCode and Ansor start from such): per template its register-maximal
+ * micro-kernels (the most accumulators the vector registers hold, and the
+ * widest power-of-two row count, which pads fewer rows), each way of
+ * packing B, every k block; the dot products. */
 rv_status tune_space_build(rv_module *m, const TuneHw *hw, TuneSpace *out);
 /* The knobs of c as one line, e.g. "tile mr=6 nv=4 pack=1 pad=0". */
 void tune_cand_describe(const TuneCand *c, Buf *out);

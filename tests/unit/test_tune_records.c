@@ -67,7 +67,7 @@ static void test_round_trip(void) {
     /* The shape in the other order finds the same record. */
     const char *names_kt[] = {"K", "T"};
     int64_t kt[] = {768, 16};
-    const TuneRecord *r = tune_records_find(&rs, "3fa9c0de12345678", names_kt, kt, 2, trace_a);
+    const TuneRecord *r = tune_records_find(&rs, "3fa9c0de12345678", 0, names_kt, kt, 2, trace_a);
     CHECK(r != NULL);
     if (r) {
         CHECK_EQ_INT(r->line, 2);
@@ -79,14 +79,14 @@ static void test_round_trip(void) {
         CHECK(strcmp(r->size_names[0], "K") == 0 && r->size_values[0] == 768);
         CHECK(strcmp(r->size_names[1], "T") == 0 && r->size_values[1] == 16);
     }
-    r = tune_records_find(&rs, "3fa9c0de12345678", names_kt, kt, 2, trace_b);
+    r = tune_records_find(&rs, "3fa9c0de12345678", 0, names_kt, kt, 2, trace_b);
     CHECK(r && r->status == TUNE_STATUS_WRONG && r->line == 3);
     /* Not measured: another trace, shape or program. */
     int64_t kt2[] = {768, 17};
-    CHECK(tune_records_find(&rs, "3fa9c0de12345678", names_kt, kt2, 2, trace_a) == NULL);
-    CHECK(tune_records_find(&rs, "3fa9c0de12345678", names_kt, kt, 2, "split i 8") == NULL);
-    CHECK(tune_records_find(&rs, "0000", names_kt, kt, 2, trace_a) == NULL);
-    CHECK(tune_records_find(&rs, "3fa9c0de12345678", names_kt, kt, 1, trace_a) == NULL);
+    CHECK(tune_records_find(&rs, "3fa9c0de12345678", 0, names_kt, kt2, 2, trace_a) == NULL);
+    CHECK(tune_records_find(&rs, "3fa9c0de12345678", 0, names_kt, kt, 2, "split i 8") == NULL);
+    CHECK(tune_records_find(&rs, "0000", 0, names_kt, kt, 2, trace_a) == NULL);
+    CHECK(tune_records_find(&rs, "3fa9c0de12345678", 0, names_kt, kt, 1, trace_a) == NULL);
     tune_records_free(&rs);
 
     /* A later measurement of the same candidate is the one found. */
@@ -94,7 +94,7 @@ static void test_round_trip(void) {
     CHECK_EQ_INT(tune_record_append(path, &again), RV_OK);
     tune_records_init(&rs);
     CHECK_EQ_INT(tune_records_load(path, &rs), RV_OK);
-    r = tune_records_find(&rs, "3fa9c0de12345678", names_kt, kt, 2, trace_a);
+    r = tune_records_find(&rs, "3fa9c0de12345678", 0, names_kt, kt, 2, trace_a);
     CHECK(r && r->line == 5 && r->seconds == 2.0e-4);
     tune_records_free(&rs);
 }
@@ -187,7 +187,7 @@ static void test_concurrent_appends(void) {
     int found = 0;
     for (int i = 0; i < WRITERS * EACH; i++) {
         kt[1] = i;
-        found += tune_records_find(&rs, "3fa9c0de12345678", names_kt, kt, 2, trace_a) != NULL;
+        found += tune_records_find(&rs, "3fa9c0de12345678", 0, names_kt, kt, 2, trace_a) != NULL;
     }
     CHECK_EQ_INT(found, WRITERS * EACH);
     tune_records_free(&rs);
@@ -239,6 +239,41 @@ static void test_corrupt_lines(void) {
     tune_records_free(&rs);
 }
 
+/* A record says the threads it was measured on: the same candidate and
+ * shape at 1 and at 2 threads are two records, each found by its count,
+ * and a line without the field (written before it) reads as 0. */
+static void test_threads(void) {
+    const char *path = tmp_path("threads.jsonl");
+    TuneRecord one = record(16, "split i 4", 2e-4, TUNE_STATUS_OK);
+    one.threads = 1;
+    TuneRecord two = record(16, "split i 4", 1.1e-4, TUNE_STATUS_OK);
+    two.threads = 2;
+    CHECK_EQ_INT(tune_record_append(path, &one), RV_OK);
+    CHECK_EQ_INT(tune_record_append(path, &two), RV_OK);
+    char *json = tune_record_to_json(&two);
+    CHECK_STR_CONTAINS(json, "\"threads\":2");
+    base_free(json);
+    append_text(path, GOOD_START "\"shape\":{\"T\":16,\"K\":768},\"seconds\":3e-4,"
+                                 "\"status\":\"ok\"}\n");
+    TuneRecords rs;
+    tune_records_init(&rs);
+    CHECK_EQ_INT(tune_records_load(path, &rs), RV_OK);
+    CHECK_EQ_INT(rs.len, 3);
+    const char *names_kt[] = {"K", "T"};
+    int64_t kt[] = {768, 16};
+    const TuneRecord *r1 = tune_records_find(&rs, "3fa9c0de12345678", 1, names_kt, kt, 2, "split i 4");
+    const TuneRecord *r2 = tune_records_find(&rs, "3fa9c0de12345678", 2, names_kt, kt, 2, "split i 4");
+    CHECK(r1 && r1->threads == 1 && r1->seconds == 2e-4);
+    CHECK(r2 && r2->threads == 2 && r2->seconds == 1.1e-4);
+    CHECK(tune_records_find(&rs, "3fa9c0de12345678", 4, names_kt, kt, 2, "split i 4") == NULL);
+    CHECK(rs.data[2].threads == 0);
+    tune_records_free(&rs);
+    expect_corrupt(GOOD_START "\"threads\":0,\"shape\":{\"T\":1},\"seconds\":1,\"status\":\"ok\"}",
+                   "\"threads\" is not an integer in 1..4096");
+    expect_corrupt(GOOD_START "\"threads\":1.5,\"shape\":{\"T\":1},\"seconds\":1,\"status\":\"ok\"}",
+                   "\"threads\" is not an integer");
+}
+
 int main(void) {
     CHECK(mkdtemp(dir) != NULL);
     RUN(test_round_trip);
@@ -247,6 +282,7 @@ int main(void) {
     RUN(test_torn_last_line);
     RUN(test_corrupt_lines);
     RUN(test_concurrent_appends);
+    RUN(test_threads);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     CHECK_EQ_INT(system(cmd), 0);

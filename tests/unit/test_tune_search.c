@@ -60,7 +60,8 @@ static int count_records(bool *unique) {
     for (int i = 0; i < rs.len; i++)
         for (int j = 0; j < i; j++)
             if (strcmp(rs.data[i].trace, rs.data[j].trace) == 0 &&
-                rs.data[i].size_values[0] == rs.data[j].size_values[0])
+                rs.data[i].size_values[0] == rs.data[j].size_values[0] &&
+                rs.data[i].threads == rs.data[j].threads)
                 *unique = false;
     int n = rs.len;
     tune_records_free(&rs);
@@ -151,6 +152,178 @@ static void test_tiny_tuning(void) {
     CHECK_EQ_INT(tune_run(m, "another program", &o, &r), RV_ERR_ARG);
     CHECK_STR_CONTAINS(rv_last_error(), "no tuning records of this program");
     CHECK_EQ_INT(count_records(&unique), 11);
+
+    /* records are per thread count: the 1-thread records do not stand for
+     * 2 threads, neither in a replay nor in a run, which measures its own */
+    o.threads = 2;
+    CHECK_EQ_INT(tune_run(m, tiny, &o, &r), RV_ERR_ARG);
+    CHECK_STR_CONTAINS(rv_last_error(), "at 2 thread(s)");
+    o.replay = false;
+    o.trials = 2;
+    CHECK_EQ_INT(tune_run(m, tiny, &o, &r), RV_OK);
+    CHECK_EQ_INT(r.reused, 0);
+    CHECK_EQ_INT(r.measured, 2);
+    tune_result_free(&r);
+    CHECK_EQ_INT(count_records(&unique), 13);
+    CHECK(unique);
+    TuneRecords rs;
+    tune_records_init(&rs);
+    CHECK_EQ_INT(tune_records_load(records, &rs), RV_OK);
+    for (int i = 0; i < rs.len; i++)
+        CHECK_EQ_INT(rs.data[i].threads, i < 11 ? 1 : 2);
+    tune_records_free(&rs);
+    rv_module_free(m);
+}
+
+/* Writes an ok record of candidate `sched` at M = m taking `seconds`. */
+static void fake_record(const char *path, const char *program, const char *machine,
+                        const char *sched, int64_t mv, double seconds) {
+    const char *names[] = {"M"};
+    TuneRecord r = {.program = program, .machine = machine, .trace = sched, .nsizes = 1,
+                    .size_names = names, .size_values = &mv, .seconds = seconds,
+                    .status = TUNE_STATUS_OK, .threads = 1};
+    CHECK_EQ_INT(tune_record_append(path, &r), RV_OK);
+}
+
+/* The dispatcher never answers a shape with a kernel the records show
+ * slower there than a known-good sketch: records (replayed) where a
+ * non-sketch is fastest at every M but 3, where a sketch is; with one
+ * variant allowed, M = 3 still gets the sketch (a second variant), and
+ * the others the faster kernel. */
+static void test_never_below_a_sketch(void) {
+    rv_module *m = NULL;
+    CHECK_EQ_INT(rv_module_parse("tiny.rv", tiny, &m), RV_OK);
+    TuneSpace sp;
+    CHECK_EQ_INT(tune_space_build(m, tune_hw(), &sp), RV_OK);
+    int seed = -1, other = -1, nseeds = 0;
+    for (int c = 0; c < sp.len; c++) {
+        nseeds += sp.cands[c].seed;
+        if (sp.cands[c].seed && seed < 0)
+            seed = c;
+        if (!sp.cands[c].seed && other < 0)
+            other = c;
+    }
+    CHECK(seed >= 0 && other >= 0 && nseeds < sp.len / 2);
+    char path[160], hex[17];
+    snprintf(path, sizeof path, "%s/sketch.jsonl", dir);
+    hash_hex(hash_str(tiny), hex);
+    Buf machine = {0};
+    tune_hw_machine_id(tune_hw(), &machine);
+    for (int64_t M = 1; seed >= 0 && other >= 0 && M <= 9; M++) {
+        fake_record(path, hex, buf_str(&machine), sp.cands[other].sched, M, M == 3 ? 2e-6 : 1e-6);
+        fake_record(path, hex, buf_str(&machine), sp.cands[seed].sched, M, M == 3 ? 1e-6 : 2e-6);
+    }
+    TuneOptions o = options(0);
+    o.records = path;
+    o.replay = true;
+    o.max_variants = 1;
+    TuneResult r;
+    CHECK_EQ_INT(tune_run(m, tiny, &o, &r), RV_OK);
+    CHECK_EQ_INT(r.reused, 18);
+    CHECK_EQ_INT(r.nvariants, 2);
+    for (int64_t M = 1; r.nvariants == 2 && M <= 9; M++) {
+        int v = tune_dtree_eval(&r.tree, &M);
+        CHECK_EQ_INT(strcmp(r.variant_sched[v], sp.cands[M == 3 ? seed : other].sched), 0);
+    }
+    tune_result_free(&r);
+    buf_free(&machine);
+    tune_space_free(&sp);
+    rv_module_free(m);
+}
+
+/* The first round at a shape measures a known-good sketch of every
+ * template that has one (the model cannot judge a template it has not
+ * seen measured: stream at T = 1 was never tried once). */
+static void test_sketch_of_each_template(void) {
+    rv_module *m = NULL;
+    CHECK_EQ_INT(rv_module_parse("tiny.rv", tiny, &m), RV_OK);
+    TuneSpace sp;
+    CHECK_EQ_INT(tune_space_build(m, tune_hw(), &sp), RV_OK);
+    bool has[TUNE_T_COUNT] = {0};
+    int kinds = 0;
+    for (int c = 0; c < sp.len; c++)
+        if (sp.cands[c].seed && !has[sp.cands[c].tmpl])
+            has[sp.cands[c].tmpl] = true, kinds++;
+    CHECK(kinds >= 2);
+    char path[160];
+    snprintf(path, sizeof path, "%s/kinds.jsonl", dir);
+    TuneShape sh = {{5}};
+    TuneOptions o = options(8);
+    o.records = path;
+    o.shapes = &sh;
+    o.nshapes = 1;
+    o.shapes_only = true;
+    o.batch = 8;
+    TuneResult r;
+    CHECK_EQ_INT(tune_run(m, tiny, &o, &r), RV_OK);
+    tune_result_free(&r);
+    TuneRecords rs;
+    tune_records_init(&rs);
+    CHECK_EQ_INT(tune_records_load(path, &rs), RV_OK);
+    CHECK_EQ_INT(rs.len, 8);
+    bool seen[TUNE_T_COUNT] = {0};
+    for (int i = 0; i < rs.len; i++)
+        for (int c = 0; c < sp.len; c++)
+            if (sp.cands[c].seed && strcmp(sp.cands[c].sched, rs.data[i].trace) == 0)
+                seen[sp.cands[c].tmpl] = true;
+    for (int tm = 0; tm < TUNE_T_COUNT; tm++)
+        CHECK(seen[tm] == has[tm]);
+    tune_records_free(&rs);
+    tune_space_free(&sp);
+    rv_module_free(m);
+}
+
+/* A measured shape where a template's sketch never ran is where the
+ * model knows least: records with a sketch of every template at every M
+ * but 7, which has the tile only, all at one throughput; the next round goes to
+ * M = 7 and measures a sketch of a missing template there. */
+static void test_missing_sketch_revisited(void) {
+    rv_module *m = NULL;
+    CHECK_EQ_INT(rv_module_parse("tiny.rv", tiny, &m), RV_OK);
+    TuneSpace sp;
+    CHECK_EQ_INT(tune_space_build(m, tune_hw(), &sp), RV_OK);
+    int first[TUNE_T_COUNT];
+    for (int tm = 0; tm < TUNE_T_COUNT; tm++)
+        first[tm] = -1;
+    for (int c = 0; c < sp.len; c++)
+        if (sp.cands[c].seed && first[sp.cands[c].tmpl] < 0)
+            first[sp.cands[c].tmpl] = c;
+    char path[160], hex[17];
+    snprintf(path, sizeof path, "%s/missing.jsonl", dir);
+    hash_hex(hash_str(tiny), hex);
+    Buf machine = {0};
+    tune_hw_machine_id(tune_hw(), &machine);
+    int n = 0;
+    for (int64_t M = 1; M <= 9; M++)
+        for (int tm = 0; tm < TUNE_T_COUNT; tm++)
+            if (first[tm] >= 0 && (M != 7 || tm == TUNE_T_TILE)) {
+                fake_record(path, hex, buf_str(&machine), sp.cands[first[tm]].sched, M, 1e-6 * (double)M);
+                n++;
+            }
+    CHECK(first[TUNE_T_TILE] >= 0 && n > 9);
+    TuneOptions o = options(n + 2);
+    o.records = path;
+    o.batch = 2;
+    o.shapes_per_round = 1;
+    TuneResult r;
+    CHECK_EQ_INT(tune_run(m, tiny, &o, &r), RV_OK);
+    CHECK_EQ_INT(r.measured, 2);
+    tune_result_free(&r);
+    TuneRecords rs;
+    tune_records_init(&rs);
+    CHECK_EQ_INT(tune_records_load(path, &rs), RV_OK);
+    CHECK_EQ_INT(rs.len, n + 2);
+    bool sketch_at_7 = false;
+    for (int i = n; i < rs.len; i++) {
+        CHECK_EQ_INT((int)rs.data[i].size_values[0], 7);
+        for (int c = 0; c < sp.len; c++)
+            sketch_at_7 |= sp.cands[c].seed && sp.cands[c].tmpl != TUNE_T_TILE &&
+                           strcmp(rs.data[i].trace, sp.cands[c].sched) == 0;
+    }
+    CHECK(sketch_at_7);
+    tune_records_free(&rs);
+    buf_free(&machine);
+    tune_space_free(&sp);
     rv_module_free(m);
 }
 
@@ -168,6 +341,9 @@ int main(void) {
         return harness_report_named("tests/unit/test_tune_search.c(SKIPPED:no-libxgboost-dev)");
     }
     RUN(test_tiny_tuning);
+    RUN(test_never_below_a_sketch);
+    RUN(test_sketch_of_each_template);
+    RUN(test_missing_sketch_revisited);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     CHECK_EQ_INT(system(cmd), 0);

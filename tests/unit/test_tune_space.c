@@ -88,7 +88,8 @@ static int find_cand(const TuneSpace *sp, const char *knobs) {
 
 /* Each hand-written schedule of bench/programs that reaches the vendor
  * libraries is a candidate: the same loop IR, so the same features at
- * every shape. */
+ * every shape; and each is a known-good sketch (seed), which the search
+ * starts from and the dispatcher never falls below where measured. */
 static void test_hand_written_in_space(void) {
     static const struct {
         const char *file, *knobs;
@@ -115,6 +116,12 @@ static void test_hand_written_in_space(void) {
         if (c < 0)
             printf("%s: no candidate '%s'\n", cases[i].file, cases[i].knobs);
         CHECK(c >= 0);
+        /* and a known-good sketch the search starts from, among few */
+        int nseeds = 0;
+        for (int q = 0; q < sp.len; q++)
+            nseeds += sp.cands[q].seed;
+        CHECK(c < 0 || sp.cands[c].seed);
+        CHECK(nseeds >= 1 && nseeds <= 24 && nseeds < sp.len / 4);
         float own[3 * TUNE_F_COUNT], cand[3 * TUNE_F_COUNT];
         CHECK_EQ_INT(tune_features(m, NULL, sh, 3, 16, 2, own), RV_OK);
         if (c >= 0) {
