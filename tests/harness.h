@@ -103,6 +103,17 @@ static inline const char *harness_sst_dir(void) {
     return NULL;
 }
 
+/* Text parsed as module t.rv, which must succeed (a failed check and the
+ * message otherwise; NULL then). */
+static inline rv_module *parse_ok(const char *text) {
+    rv_module *m = NULL;
+    rv_status st = rv_module_parse("t.rv", text, &m);
+    CHECK(st == RV_OK);
+    if (st != RV_OK)
+        fprintf(stderr, "    %s\n", rv_last_error());
+    return m;
+}
+
 static inline int harness_report_named(const char *suite) {
     printf("%s: %d passed, %d failed\n", suite, harness_passed, harness_failed);
     return harness_failed ? 1 : 0;

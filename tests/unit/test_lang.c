@@ -108,15 +108,6 @@ static void check_body_parse(const char *expr, const char *want) {
     base_free(got);
 }
 
-static rv_module *parse_ok(const char *text) {
-    rv_module *m = NULL;
-    rv_status st = rv_module_parse("t.rv", text, &m);
-    CHECK(st == RV_OK);
-    if (st != RV_OK)
-        fprintf(stderr, "    %s\n", rv_last_error());
-    return m;
-}
-
 /* The module printed, parsed and printed again must not change. */
 static char *print_stable(const rv_module *m) {
     char *a = rv_module_print(m);

@@ -29,15 +29,6 @@ static const char *const rows = "size B in 0..8\n"
                                 "    parallel(b)\n"
                                 "}\n";
 
-static rv_module *parse_ok(const char *text) {
-    rv_module *m = NULL;
-    rv_status st = rv_module_parse("t.rv", text, &m);
-    CHECK(st == RV_OK);
-    if (st != RV_OK)
-        fprintf(stderr, "%s\n", rv_last_error());
-    return m;
-}
-
 /* The loop IR of text's one kernel after the passes, into b. */
 static bool lowered(const char *text, Buf *b) {
     rv_module *m = parse_ok(text);

@@ -19,15 +19,6 @@
                     hw_);                                                                          \
     } while (0)
 
-static rv_module *parse_ok(const char *text) {
-    rv_module *m = NULL;
-    rv_status st = rv_module_parse("t.rv", text, &m);
-    CHECK(st == RV_OK);
-    if (st != RV_OK)
-        fprintf(stderr, "%s\n", rv_last_error());
-    return m;
-}
-
 static const char *const gemm = "size M in 1..64\nsize N in 1..64\nsize K in 1..64\n"
                                 "input A : f32[M, K]\ninput B : f32[K, N]\n"
                                 "C[i < M, j < N] = sum(k < K) A[i, k] * B[k, j]\n";
