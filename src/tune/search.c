@@ -902,8 +902,6 @@ static double best_seed(const Tuner *t, int s) {
     return g;
 }
 
-enum { MAX_KEPT = 16 };
-
 static rv_status dispatcher(Tuner *t) {
     TuneResult *r = t->res;
     int *vote = base_xcalloc((size_t)t->ns, sizeof *vote);
@@ -928,8 +926,8 @@ static rv_status dispatcher(Tuner *t) {
     double *wsum = base_xcalloc((size_t)t->sp.len, sizeof *wsum);
     for (int s = 0; s < t->ns; s++)
         wsum[vote[s]] += t->w[s];
-    int kept[MAX_KEPT], nk = 0;
-    while (nk < maxv && nk < MAX_KEPT) {
+    int kept[TUNE_MAX_VARIANTS], nk = 0;
+    while (nk < maxv && nk < TUNE_MAX_VARIANTS) {
         int b = -1;
         for (int c = 0; c < t->sp.len; c++)
             if (wsum[c] > 0 && (b < 0 || wsum[c] > wsum[b]))
@@ -942,8 +940,8 @@ static rv_status dispatcher(Tuner *t) {
     /* Never below a known-good sketch where the records show one: a shape
      * whose kept kernels all measured slower there than a sketch gets its
      * own vote back (the heaviest such shape first; past max_variants,
-     * up to MAX_KEPT kernels). */
-    while (nk < MAX_KEPT) {
+     * up to TUNE_MAX_VARIANTS kernels). */
+    while (nk < TUNE_MAX_VARIANTS) {
         int worst = -1;
         for (int s = 0; s < t->ns; s++) {
             double seed = best_seed(t, s);

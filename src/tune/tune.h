@@ -387,11 +387,16 @@ void tune_child_finish(TuneChild *c);
 
 /* ---- search.c: the joint search and the dispatcher ---- */
 
+/* The most kernels a tuned program dispatches among. */
+#define TUNE_MAX_VARIANTS 16
+
 typedef struct TuneOptions {
     int trials;             /* measurements (candidate x shape) in all; 0: 64 */
     int batch;              /* candidates compiled per program; 0: 8 */
     int shapes_per_round;   /* shapes measured per round; 0: 2 */
-    int max_variants;       /* kernels in the dispatched program; 0: 4 */
+    int max_variants;       /* kernels chosen by vote; 0: 4 (a shape where all of
+                             * them measured slower than a known-good sketch adds
+                             * its own, up to TUNE_MAX_VARIANTS in all) */
     int threads;            /* of the measured kernels (0: the shared pool) */
     int repeats;            /* timed runs per measurement; 0: 5 */
     double timeout;         /* seconds a candidate's check or timing may take; 0: 60 */
