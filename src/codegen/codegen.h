@@ -25,6 +25,8 @@
  *              vector loops of constant extent, with scalar fallback
  *   c_vmath.c  math functions on vector types (exp, log, tanh, erf, ...)
  *   cuda.c     CUDA C and launch descriptions
+ *   cuda_sync.c the barriers a CUDA kernel needs: __syncthreads() between
+ *              a block's threads, grid barriers in a recursion's kernel
  *   c_aot.c    ahead-of-time output (`ravel build`): the C unit plus host
  *              code and a header, standalone over ravel_rt.h
  */
@@ -262,6 +264,34 @@ void cg_aot_free(CgAot *a);
  * (0: $RAVEL_NUM_THREADS, else the CPUs). NAME.c must define _GNU_SOURCE
  * before its first include. */
 void cg_aot_emit_pool(Buf *b, const char *N, int threads);
+
+/* ---- cuda_sync.c ---- */
+
+/* The bit of a GPU-bound loop kind's dimension: blockIdx.x, .y, .z are
+ * bits 0-2, threadIdx.x, .y, .z bits 3-5; 0 for other kinds. */
+unsigned cg_cuda_dim_bit(LoopKind k);
+#define CG_CUDA_BLOCK_DIMS 07u
+#define CG_CUDA_THREAD_DIMS 070u
+
+/* body with __syncthreads() wherever a block's threads would race on the
+ * block-shared locals `shared` (Buffer* keys) in *out: before a statement
+ * that reads one another thread wrote since the last barrier, or
+ * overwrites one another thread read or wrote; only where every thread
+ * arrives. dim: the launch's six extents (grid x, y, z, block x, y, z);
+ * strided: a persistent kernel's, whose bound loops stride. Refuses
+ * (RV_ERR_UNSUPPORTED, *out = body) a race only a barrier under a
+ * thread-dependent condition would prevent. */
+rv_status cg_cuda_block_barriers(const Kernel *k, Stmt *body, const PtrMap *shared,
+                                 Expr *const dim[6], bool strided, Stmt **out);
+
+/* A recursion group's kernel body (its batch loop marked gpu_batches)
+ * with grid barriers wherever the threads of one launch would race on
+ * device memory: between two statements at its top (under lets,
+ * allocations, sequences and the batch loop) when the second reads or
+ * writes what one before it wrote since the last barrier (or writes what
+ * it read), before the batch loop, and after every batch (the next batch
+ * reads this one's nodes). */
+Stmt *cg_cuda_grid_barriers(Module *m, Stmt *body);
 
 /* ---- cuda.c ---- */
 

@@ -11,11 +11,10 @@
  * and the launch covers, per grid and block dimension, the largest extent
  * of the loops bound to it (an extent that varies, a clipped tile or a
  * ragged row, by its upper bound over the sizes and ufun ranges), so the
- * guard is what keeps a thread of a shorter loop idle. Loops that are not bound (serial, and parallel or
- * vector ones, which mean nothing inside a thread yet) run serially in
- * each thread; unrolled loops with a constant extent carry `#pragma
- * unroll`. One-element locals are scalars, small constant-size locals are
- * per-thread arrays, barriers are __syncthreads().
+ * guard is what keeps a thread of a shorter loop idle. Loops that are not bound (serial, and
+ * parallel or vector ones, which mean nothing inside a thread yet) run serially in each thread;
+ * unrolled loops with a constant extent carry `#pragma unroll`. One-element locals are scalars,
+ * small constant-size locals are per-thread arrays, barriers are __syncthreads().
  *
  * Arguments are passed by value in parameter order: each size as an
  * int64_t, each buffer as a device pointer (const when the kernel never
@@ -42,14 +41,14 @@
  *
  * SHARED MEMORY. A local allocated inside the block loops and outside every
  * thread loop, and written inside a thread loop, is filled by the block's
- * threads together: it is declared `__shared__`, and sync_in puts the
- * barriers between its writers and readers (docs/schedules.md, "Shared
+ * threads together: it is declared `__shared__`, and cg_cuda_block_barriers
+ * (cuda_sync.c) puts the barriers between its writers and readers (docs/schedules.md, "Shared
  * memory on the GPU"). A local allocated outside a block loop and written
  * inside it would need memory shared across blocks, and is refused.
  *
  * RECURSION. A recursion group's kernel with gpu_batches (its batch loop
  * marked, src/lower/recurse.c) gets grid barriers where the threads of one
- * launch would race (with_barriers), then becomes either several entry
+ * launch would race (cg_cuda_grid_barriers, cuda_sync.c), then becomes either several entry
  * points cut at the barriers, launched by the host in order and those of
  * the batch loop once per batch ("launch"), or one persistent kernel with
  * rv_grid_sync() at the barriers and bound loops that stride over a
@@ -74,21 +73,14 @@ typedef struct Check {
     /* local Buffer* -> 1 + (the GPU dimensions bound around its allocation
      * | those bound twice there << 6) */
     PtrMap alloc_dims;
-    PtrMap lets;       /* a let's variable (Axis*) -> its value, outer lets substituted */
-    PtrMap shared;     /* locals a block's threads share (see the file comment) */
+    PtrMap lets;   /* a let's variable (Axis*) -> its value, outer lets substituted */
+    PtrMap shared; /* locals a block's threads share (see the file comment) */
     int64_t shared_bytes;
     rv_status st;
 } Check;
 
-#define BLOCK_DIMS 07u  /* gpu_bit of blockIdx.x, .y, .z */
-#define THREAD_DIMS 070u /* gpu_bit of threadIdx.x, .y, .z */
 /* Static shared memory a block may declare. */
 #define SHARED_LIMIT (48 * 1024)
-
-/* The bit of a GPU-bound loop kind's dimension (0 for other kinds). */
-static unsigned gpu_bit(LoopKind k) {
-    return sched_kind_is_gpu(k) ? 1u << (k - LOOP_GPU_BLOCK_X) : 0;
-}
 
 /* Can the host evaluate x before a launch: sizes, UF arrays (the host
  * has them) at such indices, and the batch loop's variable? */
@@ -146,7 +138,8 @@ static void check_stmt(Check *c, const Stmt *s, unsigned bound, unsigned again) 
             else if (!in_max(c->dim[d], ext))
                 c->dim[d] = ir_binary(c->m, EX_MAX, c->dim[d], ext);
         }
-        check_stmt(c, s->u.loop.body, bound | gpu_bit(k), again | (bound & gpu_bit(k)));
+        check_stmt(c, s->u.loop.body, bound | cg_cuda_dim_bit(k),
+                   again | (bound & cg_cuda_dim_bit(k)));
         return;
     }
     case ST_IF:
@@ -166,7 +159,7 @@ static void check_stmt(Check *c, const Stmt *s, unsigned bound, unsigned again) 
         unsigned outside = at ? (bound & ~at_bound) | (again & ~at_again) : 0;
         if (b->scope != BUF_LOCAL || !outside)
             return;
-        if (outside & BLOCK_DIMS) {
+        if (outside & CG_CUDA_BLOCK_DIMS) {
             c->st = base_error(RV_ERR_UNSUPPORTED,
                                "kernel %s: local buffer %s is allocated outside a loop bound to "
                                "a block index and written inside it; blocks share no memory: "
@@ -183,8 +176,7 @@ static void check_stmt(Check *c, const Stmt *s, unsigned bound, unsigned again) 
                 c->st = base_error(RV_ERR_UNSUPPORTED,
                                    "kernel %s: the buffers its blocks share (%s and before) "
                                    "take %lld bytes; a block has %d",
-                                   c->k->name, b->name, (long long)c->shared_bytes,
-                                   SHARED_LIMIT);
+                                   c->k->name, b->name, (long long)c->shared_bytes, SHARED_LIMIT);
         }
         return;
     }
@@ -224,8 +216,8 @@ typedef struct Inside {
     bool shared_store; /* a store to a non-local buffer */
     bool outer_local;  /* a store to a local allocated outside it */
     bool barrier;
-    PtrMap allocs;         /* locals allocated in it */
-    const PtrMap *shared;  /* the kernel's block-shared locals */
+    PtrMap allocs;        /* locals allocated in it */
+    const PtrMap *shared; /* the kernel's block-shared locals */
 } Inside;
 
 static void scan_inside(Inside *in, const Stmt *s) {
@@ -233,7 +225,7 @@ static void scan_inside(Inside *in, const Stmt *s) {
         return;
     switch (s->kind) {
     case ST_FOR:
-        in->bound |= gpu_bit(s->u.loop.kind);
+        in->bound |= cg_cuda_dim_bit(s->u.loop.kind);
         scan_inside(in, s->u.loop.body);
         return;
     case ST_IF:
@@ -287,8 +279,7 @@ static Stmt *wrap_dims(Module *m, Stmt *s, unsigned dims) {
  * when that statement binds none of the missing dimensions itself, has no
  * barrier and writes no local that lives on after it. Returns s itself
  * when nothing changed. */
-static Stmt *cover_stores(Module *m, const PtrMap *shared, Stmt *s, unsigned used,
-                          unsigned bound) {
+static Stmt *cover_stores(Module *m, const PtrMap *shared, Stmt *s, unsigned used, unsigned bound) {
     if (!s)
         return NULL;
     if (s->kind != ST_SEQ && s->kind != ST_STORE && (used & ~bound)) {
@@ -301,7 +292,8 @@ static Stmt *cover_stores(Module *m, const PtrMap *shared, Stmt *s, unsigned use
     }
     switch (s->kind) {
     case ST_FOR: {
-        Stmt *b = cover_stores(m, shared, s->u.loop.body, used, bound | gpu_bit(s->u.loop.kind));
+        Stmt *b =
+            cover_stores(m, shared, s->u.loop.body, used, bound | cg_cuda_dim_bit(s->u.loop.kind));
         return b == s->u.loop.body
                    ? s
                    : lower_for(m, s->u.loop.var, s->u.loop.extent, s->u.loop.kind, b);
@@ -337,246 +329,6 @@ static Stmt *cover_stores(Module *m, const PtrMap *shared, Stmt *s, unsigned use
     default:
         return s;
     }
-}
-
-/* ---- barriers between the threads of a block ---- */
-
-/* The block-shared locals, numbered for the masks below (at most 32: the
- * shared-memory limit allows no more of useful size). */
-typedef struct Sync {
-    Module *m;
-    const Kernel *k;
-    const Buffer *buf[32];
-    int n;
-    Expr *const *dim; /* the launch's extents (Check.dim) */
-    bool strided;     /* bound loops stride over the launch (persistent) */
-    PtrMap variant;   /* Axis* whose value differs between a block's threads */
-    rv_status st;
-} Sync;
-
-static void find_variant(const Expr *e, void *ctx) {
-    bool **hit = ctx;
-    if (e->kind == EX_VAR && ptrmap_has((const PtrMap *)hit[1], e->u.axis))
-        *hit[0] = true;
-}
-
-/* Does e differ between the threads of a block? */
-static bool thread_variant(const Sync *y, const Expr *e) {
-    bool hit = false;
-    bool *ctx[2] = {&hit, (bool *)&y->variant};
-    if (e && y->variant.len)
-        ir_visit(e, find_variant, ctx);
-    return hit;
-}
-
-/* A loop bound to a thread index whose guard every thread passes (its
- * extent is the launch's along that dimension): each thread runs its body
- * once, so a barrier inside it is one every thread reaches. */
-static bool full_thread_loop(const Sync *y, const Stmt *s) {
-    LoopKind k = s->u.loop.kind;
-    int64_t e, d;
-    return !y->strided && (gpu_bit(k) & THREAD_DIMS) &&
-           ir_is_const_int(s->u.loop.extent, &e) && y->dim[k - LOOP_GPU_BLOCK_X] &&
-           ir_is_const_int(y->dim[k - LOOP_GPU_BLOCK_X], &d) && e == d;
-}
-
-static unsigned shared_bit(const Sync *y, const Buffer *b) {
-    for (int i = 0; i < y->n; i++)
-        if (y->buf[i] == b)
-            return 1u << i;
-    return 0;
-}
-
-/* The shared locals e loads (bits into *r). */
-static void loads_of(const Sync *y, const Expr *e, unsigned *r) {
-    if (!e)
-        return;
-    if (e->kind == EX_LOAD)
-        *r |= shared_bit(y, e->u.buf);
-    for (int i = 0; i < e->n; i++)
-        loads_of(y, e->args[i], r);
-}
-
-/* The shared locals s stores to (*w) and loads from (*r), anywhere in it. */
-static void shared_accesses(const Sync *y, const Stmt *s, unsigned *w, unsigned *r) {
-    if (!s)
-        return;
-    switch (s->kind) {
-    case ST_FOR:
-        loads_of(y, s->u.loop.extent, r);
-        shared_accesses(y, s->u.loop.body, w, r);
-        return;
-    case ST_IF:
-        loads_of(y, s->u.if_.cond, r);
-        shared_accesses(y, s->u.if_.then_s, w, r);
-        shared_accesses(y, s->u.if_.else_s, w, r);
-        return;
-    case ST_LET:
-        loads_of(y, s->u.let.value, r);
-        shared_accesses(y, s->u.let.body, w, r);
-        return;
-    case ST_STORE:
-        loads_of(y, s->u.store.index, r);
-        loads_of(y, s->u.store.value, r);
-        *w |= shared_bit(y, s->u.store.buf);
-        return;
-    case ST_ALLOC:
-        shared_accesses(y, s->u.alloc.body, w, r);
-        return;
-    case ST_SEQ:
-        for (int i = 0; i < s->u.seq.n; i++)
-            shared_accesses(y, s->u.seq.stmts[i], w, r);
-        return;
-    default:
-        return;
-    }
-}
-
-/* Does an access (w written, r read) conflict with what was written (pw)
- * or read (pr) since the last barrier? */
-static bool shared_conflict(unsigned w, unsigned r, unsigned pw, unsigned pr) {
-    return (r & pw) || (w & (pw | pr));
-}
-
-/* s after a barrier when `need`. */
-static Stmt *after_block_barrier(Module *m, Stmt *s, bool need) {
-    if (!need)
-        return s;
-    Stmt *two[2] = {lower_barrier(m), s};
-    return lower_seq(m, 2, two);
-}
-
-/* s with __syncthreads() wherever a thread may read a shared local that
- * another wrote, or overwrite one that another read or wrote, since the
- * last barrier: *pw and *pr say what was written and read since then on
- * entry, and are updated to the same at s's end. Each barrier goes as late
- * as it can: before the first statement that conflicts. A serial loop's
- * body starts with what its previous iteration leaves (the accesses of the
- * whole body, conservatively), so a tile filled and then read in each
- * iteration gets a barrier before the fill too (the last iteration's
- * readers must be done). A loop bound to a block index is one iteration per
- * block, as is a loop of extent 1. Barriers go only where every thread of the block arrives: outside
- * the loops bound to thread indices (the code around them, conditions and
- * extents included, depends on block indices and sizes only). Inside a
- * thread loop, a shared local both written and read would need a barrier
- * that not every thread reaches: refused. */
-static Stmt *sync_in(Sync *y, Stmt *s, unsigned *pw, unsigned *pr) {
-    if (!s || y->st != RV_OK)
-        return s;
-    Module *m = y->m;
-    unsigned w = 0, r = 0;
-    switch (s->kind) {
-    case ST_SEQ: {
-        int n = s->u.seq.n;
-        Stmt **v = base_xmalloc(sizeof *v * (size_t)n);
-        bool changed = false;
-        for (int i = 0; i < n; i++) {
-            v[i] = sync_in(y, s->u.seq.stmts[i], pw, pr);
-            changed |= v[i] != s->u.seq.stmts[i];
-        }
-        Stmt *res = changed ? lower_seq(m, n, v) : s;
-        base_free(v);
-        return res;
-    }
-    case ST_LET: {
-        if (thread_variant(y, s->u.let.value))
-            ptrmap_put(&y->variant, s->u.let.var, (void *)1);
-        loads_of(y, s->u.let.value, &r);
-        bool need = shared_conflict(0, r, *pw, *pr);
-        if (need)
-            *pw = *pr = 0;
-        *pr |= r;
-        Stmt *b = sync_in(y, s->u.let.body, pw, pr);
-        Stmt *x = b == s->u.let.body ? s : lower_let(m, s->u.let.var, s->u.let.value, b);
-        return after_block_barrier(m, x, need);
-    }
-    case ST_ALLOC: {
-        Stmt *b = sync_in(y, s->u.alloc.body, pw, pr);
-        return b == s->u.alloc.body ? s : lower_alloc(m, s->u.alloc.buf, b);
-    }
-    case ST_IF: {
-        if (thread_variant(y, s->u.if_.cond))
-            break; /* not every thread takes the same branch */
-        loads_of(y, s->u.if_.cond, &r);
-        bool need = shared_conflict(0, r, *pw, *pr);
-        if (need)
-            *pw = *pr = 0;
-        *pr |= r;
-        unsigned tw = *pw, tr = *pr, ew = *pw, er = *pr;
-        Stmt *t = sync_in(y, s->u.if_.then_s, &tw, &tr);
-        Stmt *e = sync_in(y, s->u.if_.else_s, &ew, &er);
-        *pw = tw | ew;
-        *pr = tr | er;
-        Stmt *x = t == s->u.if_.then_s && e == s->u.if_.else_s ? s
-                                                               : lower_if(m, s->u.if_.cond, t, e);
-        return after_block_barrier(m, x, need);
-    }
-    case ST_FOR: {
-        LoopKind k = s->u.loop.kind;
-        bool full = full_thread_loop(y, s);
-        if (((gpu_bit(k) & THREAD_DIMS) && !full) || thread_variant(y, s->u.loop.extent))
-            break;
-        if (full)
-            ptrmap_put(&y->variant, s->u.loop.var, (void *)1);
-        /* a barrier before the loop where what it does conflicts with
-         * what ran before it; inside, where an iteration reads what another
-         * wrote or writes what another read (a tile filled and then read in
-         * each step: the last step's readers must be done). Iterations
-         * that only write (a fill of distinct elements) need none between
-         * them. A loop bound to a block index, a full thread loop and a
-         * loop of extent 1 run one iteration per thread. */
-        loads_of(y, s->u.loop.extent, &r);
-        unsigned bw = 0, br = 0;
-        shared_accesses(y, s->u.loop.body, &bw, &br);
-        bool need = shared_conflict(bw, r | br, *pw, *pr);
-        if (need)
-            *pw = *pr = 0;
-        *pr |= r;
-        unsigned ew = *pw, er = *pr; /* what ran before it */
-        int64_t one;
-        bool once = (gpu_bit(k) & BLOCK_DIMS) || full ||
-                    (ir_is_const_int(s->u.loop.extent, &one) && one == 1);
-        if (once) {
-            /* the body continues the sequence around it */
-        } else if (bw & br) {
-            *pw = bw; /* an earlier iteration's, carried */
-            *pr = br;
-        } else {
-            *pw = *pr = 0; /* the barrier before it, if any, covers the rest */
-        }
-        Stmt *b = sync_in(y, s->u.loop.body, pw, pr);
-        *pw |= ew | bw;
-        *pr |= er | br;
-        Stmt *x = b == s->u.loop.body ? s : lower_for_like(m, s, s->u.loop.var, s->u.loop.extent, b);
-        return after_block_barrier(m, x, need);
-    }
-    default:
-        break;
-    }
-    /* a leaf for the barriers: a store, a loop over some of a block's
-     * threads, code that not every thread runs alike */
-    shared_accesses(y, s, &w, &r);
-    if (s->kind != ST_STORE && (w & r)) {
-        int i = 0;
-        while (!((w & r) & (1u << i)))
-            i++;
-        char *what = s->kind == ST_FOR ? NULL : ir_expr_str(s->u.if_.cond);
-        y->st = base_error(RV_ERR_UNSUPPORTED,
-                           "kernel %s: %s%s%s both writes and reads the block-shared buffer "
-                           "%s, which would need a barrier that not every thread reaches; "
-                           "write and read it in separate nests (a reduction: its loop inside "
-                           "the thread loops), in thread loops as long as the block's",
-                           y->k->name, what ? "the code under `if " : "loop ",
-                           what ? what : s->u.loop.var->name, what ? "`" : "", y->buf[i]->name);
-        base_free(what);
-        return s;
-    }
-    bool need = shared_conflict(w, r, *pw, *pr);
-    if (need)
-        *pw = *pr = 0;
-    *pw |= w;
-    *pr |= r;
-    return after_block_barrier(m, s, need);
 }
 
 static void launch_comment(CgEmit *e, Buf *b, const char *what, Expr *const *d) {
@@ -615,177 +367,6 @@ static const Stmt *find_batches(const Stmt *s) {
         return NULL;
     default:
         return NULL;
-    }
-}
-
-/* The device memory (buffers that are not locals) statements read and
- * write: two statements need a barrier between them when the second reads
- * or writes what the first writes, or writes what it reads. */
-typedef struct Access {
-    Vec(const Buffer *) rd, wr;
-} Access;
-
-static void access_add(Access *a, const Buffer *b, bool write) {
-    if (b->scope == BUF_LOCAL)
-        return;
-    for (int i = 0; write && i < a->wr.len; i++)
-        if (a->wr.data[i] == b)
-            return;
-    for (int i = 0; !write && i < a->rd.len; i++)
-        if (a->rd.data[i] == b)
-            return;
-    if (write)
-        vec_push(&a->wr, b);
-    else
-        vec_push(&a->rd, b);
-}
-
-static void access_load(const Expr *e, void *ctx) {
-    if (e->kind == EX_LOAD)
-        access_add(ctx, e->u.buf, false);
-}
-
-static void access_expr(Access *a, const Expr *e) {
-    if (e)
-        ir_visit(e, access_load, a);
-}
-
-static void access_stmt(Access *a, const Stmt *s) {
-    if (!s)
-        return;
-    switch (s->kind) {
-    case ST_FOR:
-        access_expr(a, s->u.loop.extent);
-        access_stmt(a, s->u.loop.body);
-        return;
-    case ST_IF:
-        access_expr(a, s->u.if_.cond);
-        access_stmt(a, s->u.if_.then_s);
-        access_stmt(a, s->u.if_.else_s);
-        return;
-    case ST_LET:
-        access_expr(a, s->u.let.value);
-        access_stmt(a, s->u.let.body);
-        return;
-    case ST_STORE:
-        access_expr(a, s->u.store.index);
-        access_expr(a, s->u.store.value);
-        access_add(a, s->u.store.buf, true);
-        return;
-    case ST_ALLOC:
-        access_stmt(a, s->u.alloc.body);
-        return;
-    case ST_SEQ:
-        for (int i = 0; i < s->u.seq.n; i++)
-            access_stmt(a, s->u.seq.stmts[i]);
-        return;
-    default:
-        return;
-    }
-}
-
-static bool access_has(const Access *a, const Buffer *b, bool write) {
-    for (int i = 0; i < (write ? a->wr.len : a->rd.len); i++)
-        if ((write ? a->wr.data[i] : a->rd.data[i]) == b)
-            return true;
-    return false;
-}
-
-static bool conflicts(const Access *before, const Access *after) {
-    for (int i = 0; i < after->rd.len; i++)
-        if (access_has(before, after->rd.data[i], true))
-            return true;
-    for (int i = 0; i < after->wr.len; i++)
-        if (access_has(before, after->wr.data[i], true) ||
-            access_has(before, after->wr.data[i], false))
-            return true;
-    return false;
-}
-
-static void access_merge(Access *into, const Access *a) {
-    for (int i = 0; i < a->rd.len; i++)
-        access_add(into, a->rd.data[i], false);
-    for (int i = 0; i < a->wr.len; i++)
-        access_add(into, a->wr.data[i], true);
-}
-
-static void access_free(Access *a) {
-    vec_free(&a->rd);
-    vec_free(&a->wr);
-}
-
-/* Barrier b in front of s when `since` (what ran since the last barrier)
- * conflicts with what s does; `since` then holds what ran after it. */
-static Stmt *after_barrier_if(Module *m, Access *since, const Access *a, Stmt *s) {
-    if (!conflicts(since, a)) {
-        access_merge(since, a);
-        return s;
-    }
-    since->rd.len = since->wr.len = 0;
-    access_merge(since, a);
-    Stmt *both[2] = {lower_grid_barrier(m), s};
-    return lower_seq(m, 2, both);
-}
-
-/* The kernel body of a group with gpu_batches, with a grid barrier
- * wherever the threads of one launch would race: between two statements
- * at its top (under lets, allocations, sequences and the batch loop) when
- * the second reads or writes device memory that one before it, since the
- * last barrier, writes (or writes what it reads: a member's leaves and
- * the members it reads at the same node; two members that touch nothing
- * of each other's share an interval), before the batch loop, and after
- * every batch (the next batch reads this one's nodes). The barriers are
- * where a launch ends, with gpu_batches("launch"), or where the grid
- * synchronizes, with "persistent". */
-static Stmt *with_barriers(Module *m, Stmt *s, Access *since) {
-    if (s->kind != ST_SEQ && s->kind != ST_LET && s->kind != ST_ALLOC &&
-        !(s->kind == ST_FOR && s->u.loop.gpu_batches)) {
-        Access a = {0};
-        access_stmt(&a, s);
-        Stmt *r = after_barrier_if(m, since, &a, s);
-        access_free(&a);
-        return r;
-    }
-    switch (s->kind) {
-    case ST_SEQ: {
-        Vec(Stmt *) v = {0};
-        for (int i = 0; i < s->u.seq.n; i++)
-            vec_push(&v, with_barriers(m, s->u.seq.stmts[i], since));
-        Stmt *r = lower_seq(m, v.len, v.data);
-        vec_free(&v);
-        return r;
-    }
-    case ST_LET: {
-        Access a = {0};
-        access_expr(&a, s->u.let.value);
-        bool before = conflicts(since, &a);
-        if (before)
-            since->rd.len = since->wr.len = 0;
-        access_merge(since, &a);
-        access_free(&a);
-        Stmt *r = lower_let(m, s->u.let.var, s->u.let.value, with_barriers(m, s->u.let.body, since));
-        Stmt *both[2] = {lower_grid_barrier(m), r};
-        return before ? lower_seq(m, 2, both) : r;
-    }
-    case ST_ALLOC:
-        return lower_alloc(m, s->u.alloc.buf, with_barriers(m, s->u.alloc.body, since));
-    case ST_FOR: {
-        /* a batch reads the ones before it: a barrier after each, and one
-         * before the loop (it may run no batch: nothing after it then races
-         * with what ran before it) */
-        bool before = since->rd.len || since->wr.len;
-        Access inner = {0};
-        access_expr(&inner, s->u.loop.extent);
-        Stmt *body = with_barriers(m, s->u.loop.body, &inner);
-        access_free(&inner);
-        Stmt *each[2] = {body, lower_grid_barrier(m)};
-        Stmt *loop = lower_for_like(m, s, s->u.loop.var, s->u.loop.extent, lower_seq(m, 2, each));
-        since->rd.len = since->wr.len = 0;
-        Stmt *both[2] = {lower_grid_barrier(m), loop};
-        return before ? lower_seq(m, 2, both) : loop;
-    }
-    default:
-        RV_UNREACHABLE();
     }
 }
 
@@ -923,21 +504,10 @@ static rv_status emit_entry(CgEmit *e, const Kernel *k, Stmt *body, const char *
         ptrmap_free(&c.lets);
         RV_ASSERT(c.st == RV_OK);
     }
-    Sync y = {.m = k->m, .k = k, .dim = c.dim, .strided = strided};
-    for (int i = 0; i < c.shared.cap; i++)
-        if (c.shared.keys && c.shared.keys[i] && y.n < RV_COUNT(y.buf))
-            y.buf[y.n++] = c.shared.keys[i];
-    if (c.shared.len > RV_COUNT(y.buf)) {
+    rv_status st = cg_cuda_block_barriers(k, covered, &c.shared, c.dim, strided, &covered);
+    if (st != RV_OK) {
         ptrmap_free(&c.shared);
-        return base_error(RV_ERR_UNSUPPORTED, "kernel %s: more than %d block-shared buffers",
-                          k->name, RV_COUNT(y.buf));
-    }
-    unsigned pw = 0, pr = 0;
-    covered = sync_in(&y, covered, &pw, &pr);
-    ptrmap_free(&y.variant);
-    if (y.st != RV_OK) {
-        ptrmap_free(&c.shared);
-        return y.st;
+        return st;
     }
     int64_t threads = 1, n;
     for (int d = 0; strided && d < 6; d++) {
@@ -963,8 +533,9 @@ static rv_status emit_entry(CgEmit *e, const Kernel *k, Stmt *body, const char *
     }
 
     cg_emit_begin_kernel(e);
-    for (int i = 0; i < y.n; i++)
-        ptrmap_put(&e->shared, y.buf[i], (void *)y.buf[i]);
+    for (int i = 0; i < c.shared.cap; i++)
+        if (c.shared.keys && c.shared.keys[i])
+            ptrmap_put(&e->shared, c.shared.keys[i], (void *)c.shared.keys[i]);
     ptrmap_free(&c.shared);
     for (int i = 0; i < k->nparams; i++) {
         const Param *p = &k->params[i];
@@ -1063,9 +634,7 @@ rv_status cg_cuda_kernel(const Kernel *k, char **src_out, char **sym_out, CgLaun
     int mode = batches ? batches->u.loop.gpu_batches : SCHED_GPU_NONE;
     Stmt *body = k->body;
     if (mode != SCHED_GPU_NONE) {
-        Access since = {0};
-        body = with_barriers(m, k->body, &since);
-        access_free(&since);
+        body = cg_cuda_grid_barriers(m, k->body);
     }
     Cut cu = {.m = m, .k = k};
     if (mode == SCHED_GPU_LAUNCH) {
