@@ -271,12 +271,16 @@ Stmt *lower_attach_one(LowerCtx *c, StageNest *n, Stage *p, Buffer **buf_out) {
         v->stride[d] = size;
         size = lower_ctx_simp(c, ir_binary(m, EX_MUL, size, alloc[d]));
     }
+    /* a region whose size varies but is bounded by the declared ranges (a
+     * partitioned tail's N%4 rows) is a local of the bound's size */
     int64_t elems;
-    BufScope scope = ir_is_const_int(size, &elems) &&
+    bool bounded = ir_is_const_int(size, &elems) || lower_upper_bound(m, size, &elems);
+    BufScope scope = bounded && elems >= 1 &&
                              elems * (int64_t)rv_dtype_size(p->t->dtype) <= LOCAL_STACK_BYTES
                          ? BUF_LOCAL
                          : BUF_GLOBAL;
-    v->buf = ir_buffer_new(m, p->name, p->t->dtype, size, scope);
+    v->buf = ir_buffer_new(m, p->name, p->t->dtype, scope == BUF_LOCAL ? ir_int(m, elems) : size,
+                           scope);
     v->local_pad = p->local_pad && !clamped;
     ptrmap_put(&c->views, p->t, v);
     *buf_out = v->buf;
