@@ -335,8 +335,14 @@ const char *rv_tensor_name(const rv_tensor *t);
 rv_dtype rv_tensor_dtype(const rv_tensor *t);
 int rv_tensor_ndim(const rv_tensor *t);
 int rv_tensor_is_input(const rv_tensor *t);
-/* A computed tensor that no later operation reads: a program output. */
+/* A program output: one the module names (rv_module_add_output, `output h, y`
+ * in the language) when it names any, else a computed tensor that no later
+ * operation reads. */
 int rv_tensor_is_output(const rv_module *m, const rv_tensor *t);
+/* Names t an output of m (after the ones named before); once a module
+ * names one, exactly the named tensors are its outputs. RV_ERR_ARG for an
+ * input, another module's tensor or one named already. */
+rv_status rv_module_add_output(rv_module *m, rv_tensor *t);
 rv_size *rv_module_size(const rv_module *m, const char *name);
 int rv_module_num_sizes(const rv_module *m);
 rv_size *rv_module_size_at(const rv_module *m, int i);
