@@ -402,7 +402,10 @@ const rv_array *rv_bindings_get_array(const rv_bindings *b, const char *name);
  * gets a random batch of structures of its kind, linearized and bound as
  * by rv_bindings_set_linear (its shape chosen by the seed: a single node,
  * a deep chain, bushy trees, many small ones, random ones; see
- * docs/recursion.md). */
+ * docs/recursion.md). Floats are uniform in [-1, 1), integers in [-8, 8];
+ * in a program with a recursion group, each float input is divided by the
+ * square root of its fan-in (the extents of the reductions its reads are
+ * reduced over; docs/recursion.md, "Random weights"). */
 rv_status rv_bindings_randomize(rv_bindings *b, uint64_t seed);
 /* Binds structure `structure`'s arrays from a linearized batch (rv_linear,
  * below; the bindings own copies): its size N (the batch's nodes), B when
