@@ -21,22 +21,22 @@ failed=0
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export RAVEL_CACHE_DIR="$tmp/cache"
-if python3 models/gen.py --check >"$tmp/err" 2>&1; then
-    passed=$((passed + 1))
-else
-    echo "FAIL models/gen.py --check (run python3 models/gen.py and commit the files)"
-    sed 's/^/  /' "$tmp/err"
-    failed=$((failed + 1))
-fi
-for f in models/*.rv; do
-    [ -f "$f" ] || continue
-    if "$RAVEL" check "$f" >/dev/null 2>"$tmp/err"; then
+# expect WHAT CMD...: runs CMD, counts it, prints its output when it fails
+expect() {
+    what=$1
+    shift
+    if "$@" >"$tmp/err" 2>&1; then
         passed=$((passed + 1))
     else
-        echo "FAIL ravel check $f"
+        echo "FAIL $what"
         sed 's/^/  /' "$tmp/err"
         failed=$((failed + 1))
     fi
+}
+expect "models/gen.py --check (run python3 models/gen.py and commit the files)" \
+    python3 models/gen.py --check
+for f in models/*.rv; do
+    [ -f "$f" ] && expect "ravel check $f" "$RAVEL" check "$f"
 done
 # models/<model>_h<H>.rv -> the smallest H of each model
 smallest=$(for f in models/*_h*.rv; do
@@ -44,13 +44,7 @@ smallest=$(for f in models/*_h*.rv; do
 done | sort -k1,1 -k2,2n | awk '!seen[$1]++ { print $1 "_h" $2 ".rv" }')
 for f in $smallest; do
     for seed in 1 2 3 4 5 6; do
-        if "$RAVEL" run "$f" --random $seed --check >"$tmp/err" 2>&1; then
-            passed=$((passed + 1))
-        else
-            echo "FAIL ravel run $f --random $seed --check"
-            sed 's/^/  /' "$tmp/err"
-            failed=$((failed + 1))
-        fi
+        expect "ravel run $f --random $seed --check" "$RAVEL" run "$f" --random $seed --check
     done
 done
 echo "models: $passed passed, $failed failed"
