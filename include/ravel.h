@@ -335,8 +335,14 @@ const char *rv_tensor_name(const rv_tensor *t);
 rv_dtype rv_tensor_dtype(const rv_tensor *t);
 int rv_tensor_ndim(const rv_tensor *t);
 int rv_tensor_is_input(const rv_tensor *t);
-/* A computed tensor that no later operation reads: a program output. */
+/* A program output: one the module names (rv_module_add_output, `output h, y`
+ * in the language) when it names any, else a computed tensor that no later
+ * operation reads. */
 int rv_tensor_is_output(const rv_module *m, const rv_tensor *t);
+/* Names t an output of m (after the ones named before); once a module
+ * names one, exactly the named tensors are its outputs. RV_ERR_ARG for an
+ * input, another module's tensor or one named already. */
+rv_status rv_module_add_output(rv_module *m, rv_tensor *t);
 rv_size *rv_module_size(const rv_module *m, const char *name);
 int rv_module_num_sizes(const rv_module *m);
 rv_size *rv_module_size_at(const rv_module *m, int i);
@@ -396,7 +402,10 @@ const rv_array *rv_bindings_get_array(const rv_bindings *b, const char *name);
  * gets a random batch of structures of its kind, linearized and bound as
  * by rv_bindings_set_linear (its shape chosen by the seed: a single node,
  * a deep chain, bushy trees, many small ones, random ones; see
- * docs/recursion.md). */
+ * docs/recursion.md). Floats are uniform in [-1, 1), integers in [-8, 8];
+ * in a program with a recursion group, each float input is divided by the
+ * square root of its fan-in (the extents of the reductions its reads are
+ * reduced over; docs/recursion.md, "Random weights"). */
 rv_status rv_bindings_randomize(rv_bindings *b, uint64_t seed);
 /* Binds structure `structure`'s arrays from a linearized batch (rv_linear,
  * below; the bindings own copies): its size N (the batch's nodes), B when

@@ -12,7 +12,8 @@ Each program follows MODELS.md equation by equation; its parameters are
 inputs named like the .npy files of bench/trees (`Emb`, `W_iou`, ...), so
 `ravel run models/treelstm_h256.rv --weights DIR` style loading works by
 name. Outputs: the state of every node (h; c of TreeLSTM and LSTM as C, A
-of MV-RNN) in the linearized numbering.
+of MV-RNN) in the linearized numbering; TreeGRU names its output (`output
+h`), as a member after h, read only by parents, would otherwise be one.
 """
 import os
 import sys
@@ -87,13 +88,19 @@ XH[n, i < {H}] = sum(j < {H}) W_h[i, j] * x[n, j]
 
 recurse R over T {{
     hs[n, i < {H}] = sum(k < nchild[n]) h[child[n, k], i]
-    rh[n, k < 2, i < {H}] = if k < nchild[n]
-                            then sigmoid(sum(j < {H}) U_r[i, j] * h[child[n, k], j] + b_r[i]) * h[child[n, k], i]
-                            else 0.0
+    # each child's reset gate reads ur, the child's own U_r h (below)
+    rh[n, i < {H}] = sum(k < nchild[n]) sigmoid(ur[child[n, k], i]) * h[child[n, k], i]
     z[n, i < {H}] = sigmoid(XZ[n, i] + sum(j < {H}) U_z[i, j] * hs[n, j] + b_z[i])
-    uh[n, i < {H}] = sum(j < {H}) U_h[i, j] * (rh[n, 0, j] + rh[n, 1, j])
+    uh[n, i < {H}] = sum(j < {H}) U_h[i, j] * rh[n, j]
     h[n, i < {H}] = z[n, i] * hs[n, i] + (1.0 - z[n, i]) * tanh(XH[n, i] + uh[n, i] + b_h[i])
+    # U_r h + b_r at every node, once its h is known: one product over a
+    # level's nodes, which their parents read at the children (no product
+    # of a single child's state); no later definition reads it, so the
+    # program names its output
+    ur[n, i < {H}] = sum(j < {H}) U_r[i, j] * h[n, j] + b_r[i]
 }}
+
+output h
 """)
 
 MODELS["treelstm"] = ("child-sum TreeLSTM (Tai et al. 2015)", TREE + """
@@ -283,14 +290,6 @@ def ctile(stage, weight, layout):
             "}}\n").format(s=stage, w=weight, lay=layout, nt=NT)
 
 
-def gemv(stage, weight, layout, i="i"):
-    """An elementwise member whose body holds a product of one node's
-    vector (a child's state): the weight packed k-major, 16 outputs at a
-    time in one vector accumulator."""
-    return vec(stage, i).replace("{\n", "{\n    %s_pk = cache_read(%s, layout=\"%s\")\n" % (
-        weight, weight, layout), 1)
-
-
 GROUP = "schedule R {\n    dynamic_batch()\n    specialize()\n}\n"
 
 SCHEDULES = {
@@ -301,9 +300,10 @@ SCHEDULES = {
     "treernn": lambda H: GROUP + vec("h"),
     "treegru": lambda H: (
         upfront("XZ", "XH", weights=[("W_z", "i", "j"), ("W_h", "i", "j")], gather=("x", "j"))
-        + GROUP + vec("hs") + gemv("rh", "U_r", "j, i")
+        + GROUP + vec("hs") + vec("rh")
         + tile("z", "i", ["j"], "U_z", "j, i")
-        + tile("uh", "i", ["j"], "U_h", "j, i", at=["rh"]) + vec("h")),
+        + tile("uh", "i", ["j"], "U_h", "j, i", at=["rh"]) + vec("h")
+        + tile("ur", "i", ["j"], "U_r", "j, i")),
     "treelstm": lambda H: (
         upfront("XI", weights=[("W_iou", "j", "l")], gather=("x", "l")) + GROUP + vec("hs")
         + tile("iou", "j", ["l"], "U_iou", "l, j", at=["hs"])

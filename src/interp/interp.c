@@ -24,8 +24,10 @@
  * Randomized arguments are kept small on purpose: sizes are drawn from
  * [lo, min(hi, lo + 16)] so the interpreter stays fast in tests (bind a
  * size explicitly for anything else), UF values uniformly from their
- * declared range, floats from [-1, 1) and integers from [-8, 8]; a
- * structure's batch has up to 200 nodes (random_structs.c).
+ * declared range, floats from [-1, 1) (in a program with recursion, a
+ * weight's divided by the square root of its fan-in: random_scale.c) and
+ * integers from [-8, 8]; a structure's batch has up to 200 nodes
+ * (random_structs.c).
  */
 #include <stdio.h>
 #include <string.h>
@@ -247,8 +249,10 @@ static rv_status prepare_ufun(Interp *in, const Ufun *f, const uint64_t *seed) {
     return fill_or_check_ufun(in, f, dom, v, false, 0);
 }
 
-/* Draws an input array: floats uniform in [-1, 1), integers in [-8, 8]. */
-static rv_status draw_input(Interp *in, const Tensor *t, const Layout *l, uint64_t seed) {
+/* Draws an input array: floats uniform in [-1, 1) times `scale`
+ * (random_scale.c), integers in [-8, 8]. */
+static rv_status draw_input(Interp *in, const Tensor *t, const Layout *l, uint64_t seed,
+                            double scale) {
     rv_array *a = ir_layout_array_new(t->dtype, l);
     if (!a)
         return base_error(RV_ERR_OOM, "input %s: cannot allocate %lld elements", t->name,
@@ -258,10 +262,10 @@ static rv_status draw_input(Interp *in, const Tensor *t, const Layout *l, uint64
     for (int64_t i = 0; i < l->numel; i++) {
         switch (t->dtype) {
         case RV_F32:
-            ((float *)data)[i] = (float)interp_rng_unit(&r);
+            ((float *)data)[i] = (float)(scale * interp_rng_unit(&r));
             break;
         case RV_F64:
-            ((double *)data)[i] = interp_rng_unit(&r);
+            ((double *)data)[i] = scale * interp_rng_unit(&r);
             break;
         case RV_I32:
             ((int32_t *)data)[i] = (int32_t)interp_rng_int(&r, -8, 8);
@@ -277,7 +281,8 @@ static rv_status draw_input(Interp *in, const Tensor *t, const Layout *l, uint64
     return RV_OK;
 }
 
-static rv_status prepare_input(Interp *in, const Tensor *t, const uint64_t *seed) {
+static rv_status prepare_input(Interp *in, const Tensor *t, const uint64_t *seed,
+                               double scale) {
     rv_status st;
     char buf[300];
     const char *what = in->names ? in->names->tensor[t->id] : buf;
@@ -292,7 +297,7 @@ static rv_status prepare_input(Interp *in, const Tensor *t, const uint64_t *seed
     if ((st = ir_layout_tensor(&in->env, what, t, &l)) != RV_OK)
         return st;
     in->tv[t->id].lay = l;
-    if (!a && seed && (st = draw_input(in, t, l, *seed)) != RV_OK)
+    if (!a && seed && (st = draw_input(in, t, l, *seed, scale)) != RV_OK)
         return st;
     if (!(a = in->b->t_arr[t->id]))
         return base_error(RV_ERR_ARG, "%s is not bound", what);
@@ -341,9 +346,17 @@ rv_status interp_prepare_env(Interp *in, const Module *m, rv_bindings *b, const 
 rv_status interp_prepare(Interp *in, const Module *m, rv_bindings *b, const uint64_t *seed,
                          const InterpNames *names) {
     rv_status st = interp_prepare_env(in, m, b, seed, names);
-    for (int i = 0; st == RV_OK && i < m->tensors.len; i++)
-        if (m->tensors.data[i]->op->kind == OP_INPUT)
-            st = prepare_input(in, m->tensors.data[i], seed);
+    double *fanin = NULL;
+    if (seed && m->recurses.len > 0) {
+        fanin = base_xmalloc(sizeof(double) * (size_t)m->tensors.len);
+        interp_random_fanin(m, fanin);
+    }
+    for (int i = 0; st == RV_OK && i < m->tensors.len; i++) {
+        const Tensor *t = m->tensors.data[i];
+        if (t->op->kind == OP_INPUT)
+            st = prepare_input(in, t, seed, fanin ? interp_random_scale(m, fanin, t) : 1);
+    }
+    base_free(fanin);
     return st;
 }
 

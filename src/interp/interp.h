@@ -22,6 +22,7 @@
  *   extern_ref.c  reference implementations of the extern kernels
  *   random.c      the reproducible generator behind rv_bindings_randomize
  *   random_structs.c  random batches of structures for it
+ *   random_scale.c    the scale of its weights in a recursive program
  *   layout_api.c  rv_bindings_layout: a tensor's canonical layout (ragged
  *                 row starts) under bound sizes and UFs, for callers
  */
@@ -269,6 +270,14 @@ rv_status interp_eval_recurse(Interp *in, const Recurse *r);
 
 /* Evaluates an EXTERN operation by its reference implementation. */
 rv_status interp_eval_extern(Interp *in, const Tensor *t, rv_array *out);
+
+/* ---- random_scale.c ---- */
+
+/* The fan-in of every tensor of m (by id) as its reads in m give it. */
+void interp_random_fanin(const Module *m, double *fanin);
+/* What rv_bindings_randomize multiplies input t's uniform [-1, 1) draws by:
+ * 1 / sqrt(fan-in) in a program with a recursion group, else 1. */
+double interp_random_scale(const Module *m, const double *fanin, const Tensor *t);
 
 /* ---- random_structs.c ---- */
 

@@ -339,6 +339,9 @@ struct rv_module {
     Vec(Recurse *) recurses; /* definition order; members are in tensors too */
     Vec(Dim *) dims;
     Vec(SchedBlock) scheds;
+    /* the outputs a program names (`output h, y`), in its order; empty:
+     * every computed tensor no later operation reads (ir_tensor_is_output) */
+    Vec(Tensor *) outputs;
     StrMap by_name; /* size, ufun and tensor names -> object (one namespace) */
     PtrMap kind_of; /* object of by_name -> its NameKind + 1 (lookups by kind in O(1)) */
     StrMap dim_by_name;
@@ -434,8 +437,13 @@ int ir_op_inputs(const Op *op, Tensor ***out);
  * READ targets of es[0..n_es) (NULL entries skipped), each once, in order
  * of first use. The caller base_frees *out. */
 int ir_collect_reads(Tensor *const *extra, int n_extra, Expr *const *es, int n_es, Tensor ***out);
-/* Computes that no later operation reads: the program's outputs. */
+/* The program's outputs: the tensors it names (m->outputs) when it names
+ * any, else the computed tensors that no later operation reads. */
 bool ir_tensor_is_output(const Module *m, const Tensor *t);
+/* Why `t` cannot be named an output of m (an input, another module's
+ * tensor, already named; m->outputs are the names so far), NULL when it
+ * can: the checker, rv_module_add_output and the verifier share the rule. */
+const char *ir_output_error(const Module *m, const Tensor *t, const Tensor *const *named, int n);
 /* The dtype of a UF's value array: i32 when the declared value range fits
  * (half the bytes), else i64. Lowering, the runtime and AOT code agree on it. */
 rv_dtype ir_ufun_dtype(const Ufun *f);

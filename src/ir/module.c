@@ -42,6 +42,7 @@ void rv_module_free(rv_module *m) {
     vec_free(&m->recurses);
     vec_free(&m->dims);
     vec_free(&m->scheds);
+    vec_free(&m->outputs);
     strmap_free(&m->by_name);
     ptrmap_free(&m->kind_of);
     strmap_free(&m->dim_by_name);
@@ -803,6 +804,12 @@ int ir_op_inputs(const Op *op, Tensor ***out) {
 bool ir_tensor_is_output(const Module *m, const Tensor *t) {
     if (t->op->kind == OP_INPUT)
         return false;
+    if (m->outputs.len > 0) {
+        for (int i = 0; i < m->outputs.len; i++)
+            if (m->outputs.data[i] == t)
+                return true;
+        return false;
+    }
     for (int i = t->id + 1; i < m->tensors.len; i++) {
         Tensor **ins;
         int n = ir_op_inputs(m->tensors.data[i]->op, &ins);
@@ -814,6 +821,27 @@ bool ir_tensor_is_output(const Module *m, const Tensor *t) {
             return false;
     }
     return true;
+}
+
+const char *ir_output_error(const Module *m, const Tensor *t, const Tensor *const *named, int n) {
+    if (t->module != m || t->id < 0 || t->id >= m->tensors.len || m->tensors.data[t->id] != t)
+        return "is not a tensor of this module";
+    if (t->op->kind == OP_INPUT)
+        return "is an input; an output is a computed tensor";
+    for (int i = 0; i < n; i++)
+        if (named[i] == t)
+            return "is named twice among the outputs";
+    return NULL;
+}
+
+rv_status rv_module_add_output(rv_module *m, rv_tensor *t) {
+    if (!m || !t)
+        return base_error(RV_ERR_ARG, "rv_module_add_output: NULL argument");
+    const char *why = ir_output_error(m, t, (const Tensor *const *)m->outputs.data, m->outputs.len);
+    if (why)
+        return base_error(RV_ERR_ARG, "rv_module_add_output: '%s' %s", t->name, why);
+    vec_push(&m->outputs, t);
+    return RV_OK;
 }
 
 rv_dtype ir_ufun_dtype(const Ufun *f) {

@@ -622,6 +622,14 @@ void ir_print_module(Buf *b, const Module *m) {
             section(b, &any);
         print_tensor(b, t);
     }
+    /* named outputs after every definition (each name is defined by then) */
+    for (int i = 0; i < m->outputs.len; i++) {
+        if (i == 0)
+            section(b, &any);
+        buf_printf(b, "%s%s", i ? ", " : "output ", m->outputs.data[i]->name);
+    }
+    if (m->outputs.len)
+        buf_putc(b, '\n');
     for (int i = 0; i < m->scheds.len; i++) {
         buf_putc(b, '\n');
         ir_print_schedule(b, &m->scheds.data[i]);

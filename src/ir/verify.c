@@ -5,7 +5,8 @@
  * node, one index per tensor dimension, extents over outer axes only,
  * reduction axes bound by exactly one REDUCE and used only beneath it,
  * operation bodies that use only their own axes and read only tensors
- * defined before them. The constructors already enforce most of this; the
+ * defined before them, named outputs that are computed tensors of the
+ * module, each named once. The constructors already enforce most of this; the
  * verifier exists for IR that passes and later layers rebuild, and runs
  * between passes in checked builds. The first violation is reported with
  * the tensor and expression where it was found.
@@ -316,6 +317,13 @@ rv_status ir_verify(const Module *m) {
             st = fail(&v, NULL, "tensor id %d at position %d", t->id, i);
         else if ((st = check_tensor_axes(&v, t)) == RV_OK)
             st = check_op(&v, t);
+    }
+    v.t = NULL;
+    for (int i = 0; i < m->outputs.len && st == RV_OK; i++) {
+        const Tensor *t = m->outputs.data[i];
+        const char *why = ir_output_error(m, t, (const Tensor *const *)m->outputs.data, i);
+        if (why)
+            st = fail(&v, NULL, "output '%s' %s", t->name, why);
     }
     vec_free(&v.scope);
     ptrmap_free(&v.binder);

@@ -884,6 +884,25 @@ static void check_compute(Checker *c, const Item *it) {
         declare_global(c, it->name, SYM_TENSOR, t, it->name_loc);
 }
 
+/* A tensor an item names (an extern's argument, an output), or NULL after
+ * a located error; `what` says what the names must be ("extern
+ * arguments"). */
+static Tensor *named_tensor(Checker *c, const char *what, const char *name, SrcLoc loc) {
+    const Sym *s = lookup(c, name);
+    if (!s) {
+        Buf hint = {0};
+        near_visible(c, name, &hint);
+        error_at(c, loc, "undefined name '%s'%s", name, buf_str(&hint));
+        buf_free(&hint);
+        return NULL;
+    }
+    if (s->kind != SYM_TENSOR) {
+        error_at(c, loc, "%s are tensors; '%s' is a %s", what, name, sym_kind_name[s->kind]);
+        return NULL;
+    }
+    return s->obj;
+}
+
 static void check_extern(Checker *c, const Item *it) {
     bool ok = check_tensor_name(c, it);
     rv_dtype dt = ok ? parse_dtype(c, it->type.dtype, it->type.loc, &ok) : RV_F32;
@@ -904,22 +923,9 @@ static void check_extern(Checker *c, const Item *it) {
                  RV_COUNT(ins));
         return;
     }
-    for (int i = 0; i < it->nargs; i++) {
-        const Sym *s = lookup(c, it->args[i]);
-        if (!s) {
-            Buf hint = {0};
-            near_visible(c, it->args[i], &hint);
-            error_at(c, it->arg_locs[i], "undefined name '%s'%s", it->args[i], buf_str(&hint));
-            buf_free(&hint);
+    for (int i = 0; i < it->nargs; i++)
+        if (!(ins[i] = named_tensor(c, "extern arguments", it->args[i], it->arg_locs[i])))
             return;
-        }
-        if (s->kind != SYM_TENSOR) {
-            error_at(c, it->arg_locs[i], "extern arguments are tensors; '%s' is a %s", it->args[i],
-                     sym_kind_name[s->kind]);
-            return;
-        }
-        ins[i] = s->obj;
-    }
     /* The output's extents are over sizes (its own dimensions are not in
      * scope: the extern builder takes the extents before the axes exist). */
     rv_dimspec dims[RV_MAX_DIMS];
@@ -942,6 +948,27 @@ static void check_extern(Checker *c, const Item *it) {
         return;
     t->loc = it->name_loc;
     declare_global(c, it->name, SYM_TENSOR, t, it->name_loc);
+}
+
+/* output h, y: exactly these tensors are the program's outputs (one
+ * declaration, naming computed tensors defined before it, each once). */
+static void check_output(Checker *c, const Item *it) {
+    if (c->m->outputs.len > 0) {
+        error_at(c, it->loc, "a second 'output' declaration: a program names its outputs once");
+        return;
+    }
+    for (int i = 0; i < it->nargs; i++) {
+        Tensor *t = named_tensor(c, "outputs", it->args[i], it->arg_locs[i]);
+        if (!t)
+            return;
+        const char *why = ir_output_error(c->m, t, (const Tensor *const *)c->m->outputs.data,
+                                          c->m->outputs.len);
+        if (why) {
+            error_at(c, it->arg_locs[i], "'%s' %s", t->name, why);
+            return;
+        }
+        vec_push(&c->m->outputs, t);
+    }
 }
 
 /* ---- structures and recursion groups (docs/recursion.md) ---- */
@@ -1324,7 +1351,8 @@ Checker *lang_checker_new(const SrcFile *src, Module *m) {
 }
 
 rv_status lang_check_item(Checker *c, const Item *it) {
-    if (c->st != RV_OK || (it->kind != IT_SCHEDULE && !check_late_definition(c, it)))
+    if (c->st != RV_OK || (it->kind != IT_SCHEDULE && it->kind != IT_OUTPUT &&
+                           !check_late_definition(c, it)))
         return c->st;
     switch (it->kind) {
     case IT_SIZE:
@@ -1350,6 +1378,9 @@ rv_status lang_check_item(Checker *c, const Item *it) {
         break;
     case IT_RECURSE:
         check_recurse(c, it);
+        break;
+    case IT_OUTPUT:
+        check_output(c, it);
         break;
     default:
         RV_UNREACHABLE();

@@ -6,7 +6,8 @@
  *   lex.c    text -> tokens (a flat array ending in TK_EOF), each with its
  *            file:line:col; comments and white space are dropped.
  *   parse.c  tokens -> AST: a Program is a list of Items (size, ufun,
- *            input, compute, extern, structure, recurse, schedule),
+ *            input, compute, extern, structure, recurse, schedule,
+ *            output),
  *            expressions are Nodes.
  *            Recursive descent with precedence climbing for operators.
  *   check.c  AST -> IR: resolves names through a scope chain, reports
@@ -160,6 +161,7 @@ typedef enum ItemKind {
     IT_SCHEDULE,  /* schedule Y { steps } */
     IT_STRUCTURE, /* structure T : kind(N, K) { children .. roots .. data .. } */
     IT_RECURSE,   /* recurse R over T { definitions } */
+    IT_OUTPUT,    /* output h, y (names in args, arg_locs) */
     IT_COUNT
 } ItemKind;
 
@@ -180,7 +182,7 @@ typedef struct Item {
     const char *dtype;
     SrcLoc dtype_loc;
     Node *body;
-    /* EXTERN: kernel and tensor arguments */
+    /* EXTERN: kernel and tensor arguments; OUTPUT: the names (args) */
     const char *kernel;
     SrcLoc kernel_loc;
     int nargs;

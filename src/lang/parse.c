@@ -569,6 +569,26 @@ static Item *parse_input(Parser *p) {
     return it;
 }
 
+/* A, B, C: tensor names into it->args / arg_locs (an extern's arguments,
+ * the names an `output` declares). */
+static void parse_names(Parser *p, Item *it) {
+    Vec(const char *) args = {0};
+    Vec(SrcLoc) locs = {0};
+    do {
+        SrcLoc loc;
+        const char *a = ident(p, "a tensor name", &loc);
+        if (!a)
+            break;
+        vec_push(&args, a);
+        vec_push(&locs, loc);
+    } while (consume(p, ","));
+    it->nargs = args.len;
+    it->args = arena_memdup(p->arena, args.data, sizeof(char *) * (size_t)args.len);
+    it->arg_locs = arena_memdup(p->arena, locs.data, sizeof(SrcLoc) * (size_t)locs.len);
+    vec_free(&args);
+    vec_free(&locs);
+}
+
 /* P : f32[dims] = extern "kernel"(A, B); the name is already consumed. */
 static Item *parse_extern(Parser *p, Item *it) {
     it->kind = IT_EXTERN;
@@ -586,24 +606,17 @@ static Item *parse_extern(Parser *p, Item *it) {
     it->kernel_loc = p->tok->loc;
     next(p);
     skip(p, "(");
-    Vec(const char *) args = {0};
-    Vec(SrcLoc) locs = {0};
-    if (!failed(p) && !is_punct(p->tok, ")")) {
-        do {
-            SrcLoc loc;
-            const char *a = ident(p, "a tensor name", &loc);
-            if (!a)
-                break;
-            vec_push(&args, a);
-            vec_push(&locs, loc);
-        } while (consume(p, ","));
-    }
+    if (!failed(p) && !is_punct(p->tok, ")"))
+        parse_names(p, it);
     skip(p, ")");
-    it->nargs = args.len;
-    it->args = arena_memdup(p->arena, args.data, sizeof(char *) * (size_t)args.len);
-    it->arg_locs = arena_memdup(p->arena, locs.data, sizeof(SrcLoc) * (size_t)locs.len);
-    vec_free(&args);
-    vec_free(&locs);
+    return it;
+}
+
+/* output h, y: the names after the contextual word `output`. */
+static Item *parse_output(Parser *p) {
+    Item *it = new_item(p, IT_OUTPUT);
+    next(p);
+    parse_names(p, it);
     return it;
 }
 
@@ -854,6 +867,10 @@ static Item *parse_item(Parser *p) {
         return parse_input(p);
     if (is_keyword(t, "schedule"))
         return parse_schedule(p);
+    /* `output` is a word, not a keyword (a tensor may be named output):
+     * a declaration when a name follows it, as no definition starts so */
+    if (is_word(t, "output") && t[1].kind == TK_IDENT)
+        return parse_output(p);
     /* A definition never starts with two names: the first is a misspelt
      * keyword when it is near one (`szie T in 1..4`). */
     static const char *const item_keywords[] = {"size", "ufun", "input", "schedule"};

@@ -136,8 +136,12 @@ static rv_status check_refactor(Schedule *s, Stage *st, Recurse *g, const SchedS
     if (ir_tensor_is_output(s->m, st->t))
         return fail(step, src,
                     "refactor(%s): %s is an output, so its values are stored at every node; a "
-                    "refactored member is computed only where its parents read it",
-                    st->name, st->name);
+                    "refactored member is computed only where its parents read it%s",
+                    st->name, st->name,
+                    s->m->outputs.len ? ""
+                                      : " (no later definition reads it: an `output` "
+                                        "declaration naming the program's outputs without it "
+                                        "makes it an intermediate)");
     if (st->attach != ATTACH_ROOT)
         return fail(step, src,
                     "refactor(%s): %s is computed inside %s; a refactored member is computed "

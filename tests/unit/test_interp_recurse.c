@@ -25,6 +25,7 @@
  * bound or declared N and B, and the model evaluates on it correctly; a
  * program reading children at fixed positions gets full trees.
  */
+#include <math.h>
 #include <stdbool.h>
 
 #include "harness.h"
@@ -1190,6 +1191,61 @@ static void test_randomize_full_trees(void) {
     rv_module_free(f.m);
 }
 
+/* The largest magnitude of a drawn f32 input. */
+static double max_abs(const rv_bindings *b, const char *name) {
+    const rv_array *a = rv_bindings_get_array(b, name);
+    double m = 0;
+    for (int64_t i = 0; a && i < rv_array_numel(a); i++) {
+        double v = ((const float *)rv_array_cdata(a))[i];
+        m = v > m ? v : -v > m ? -v : m;
+    }
+    return m;
+}
+
+/* In a recursive program the drawn weights are uniform in [-1, 1) over
+ * the square root of their fan-in (docs/recursion.md, "Random
+ * weights"): Wl through the stacked copy WT read in a product over 2
+ * children x 16, Emb through the gathered copy x read over 16, the bias
+ * unscaled; a program without recursion draws every input in [-1, 1). */
+static void test_randomize_weight_scale(void) {
+    static const char text[] =
+        "size N in 1..100\nsize B in 1..10\n"
+        "structure T : tree(N, 2) {\n    children child, nchild\n    roots root[s < B]\n"
+        "    data word in -1..99\n}\n"
+        "input Emb : f32[100, 16]\ninput Wl : f32[16, 16]\ninput Wr : f32[16, 16]\n"
+        "input b : f32[16]\ninput U : f32[16, 16]\n"
+        "x[n, j < 16] = if word[n] >= 0 then Emb[word[n], j] else 0.0\n"
+        "XU[n, i < 16] = sum(j < 16) U[i, j] * x[n, j]\n"
+        "WT[k < 2, j < 16, i < 16] = if k == 0 then Wl[i, j] else Wr[i, j]\n"
+        "recurse R over T {\n"
+        "    z[n, i < 16] = sum(k < nchild[n], j < 16) WT[k, j, i] * h[child[n, k], j]\n"
+        "    h[n, i < 16] = tanh(XU[n, i] + z[n, i] + b[i])\n"
+        "}\n";
+    const struct {
+        const char *name;
+        double fanin;
+    } want[] = {{"Wl", 32}, {"Wr", 32}, {"U", 16}, {"Emb", 16}, {"b", 1}};
+    rv_module *m = NULL;
+    CHECK_EQ_INT(rv_module_parse("scaled.rv", text, &m), RV_OK);
+    rv_bindings *b = m ? rv_bindings_new(m) : NULL;
+    CHECK(b && rv_bindings_randomize(b, 3) == RV_OK);
+    for (size_t i = 0; b && i < sizeof want / sizeof want[0]; i++) {
+        double bound = 1 / sqrt(want[i].fanin), got = max_abs(b, want[i].name);
+        CHECK(got <= bound && got > 0.9 * bound);
+        if (!(got <= bound && got > 0.9 * bound))
+            fprintf(stderr, "    %s: max |x| %g, bound %g\n", want[i].name, got, bound);
+    }
+    CHECK(b && rv_interp_run(m, b) == RV_OK);
+    rv_bindings_free(b);
+    rv_module_free(m);
+    CHECK_EQ_INT(rv_module_parse("flat.rv", "input W : f32[64, 64]\ninput X : f32[64]\n"
+                                            "Y[i] = sum(j < 64) W[i, j] * X[j]\n", &m), RV_OK);
+    b = m ? rv_bindings_new(m) : NULL;
+    CHECK(b && rv_bindings_randomize(b, 3) == RV_OK && max_abs(b, "W") > 0.9);
+    rv_bindings_free(b);
+    rv_module_free(m);
+}
+
 int main(void) {
     RUN(test_set_linear_arrays);
     RUN(test_set_linear_read_by_compute);
@@ -1205,5 +1261,6 @@ int main(void) {
     RUN(test_randomize);
     RUN(test_randomize_ranges);
     RUN(test_randomize_full_trees);
+    RUN(test_randomize_weight_scale);
     return harness_report();
 }

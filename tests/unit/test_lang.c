@@ -907,6 +907,67 @@ static void test_recurse_print_api(void) {
     rv_module_free(m);
 }
 
+/* `output h, y` names the outputs: exactly those (a member read only by
+ * later members, a tensor no one reads), printed back after every
+ * definition; the names are checked where they are written. */
+static void test_output_declaration(void) {
+    char *text = base_xstrdup(rec_prog);
+    text = base_xrealloc(text, strlen(text) + 64);
+    strcat(text, "Dead[s] = Out[s, 0]\noutput hs, Out\n");
+    rv_module *m = parse_ok(text);
+    base_free(text);
+    if (!m)
+        return;
+    const char *outs[] = {"hs", "Out"}, *not_outs[] = {"cnt", "h", "Dead", "Emb"};
+    for (int i = 0; i < RV_COUNT(outs); i++)
+        CHECK(rv_tensor_is_output(m, rv_module_tensor(m, outs[i])));
+    for (int i = 0; i < RV_COUNT(not_outs); i++)
+        CHECK(!rv_tensor_is_output(m, rv_module_tensor(m, not_outs[i])));
+    CHECK(ir_verify(m) == RV_OK);
+    char *s = print_stable(m);
+    CHECK_STR_CONTAINS(s, "Dead[s] = Out[s, 0]\n\noutput hs, Out\n");
+    rv_free(s);
+    /* the C API shares the rule: inputs and names given twice refused */
+    CHECK_EQ_INT(rv_module_add_output(m, rv_module_tensor(m, "Emb")), RV_ERR_ARG);
+    CHECK_STR_CONTAINS(rv_last_error(), "'Emb' is an input");
+    CHECK_EQ_INT(rv_module_add_output(m, rv_module_tensor(m, "hs")), RV_ERR_ARG);
+    CHECK_EQ_INT(rv_module_add_output(m, rv_module_tensor(m, "h")), RV_OK);
+    CHECK(rv_tensor_is_output(m, rv_module_tensor(m, "h")));
+    /* the verifier rechecks what passes may have rebuilt */
+    vec_push(&m->outputs, m->outputs.data[0]);
+    CHECK(ir_verify(m) != RV_OK);
+    CHECK_STR_CONTAINS(rv_last_error(), "output 'hs' is named twice");
+    m->outputs.len--;
+    rv_module_free(m);
+    /* without a declaration, the rule: Out alone (nothing reads it) */
+    m = parse_ok(rec_prog);
+    CHECK(m && rv_tensor_is_output(m, rv_module_tensor(m, "Out")) &&
+          !rv_tensor_is_output(m, rv_module_tensor(m, "h")));
+    rv_module_free(m);
+    /* `output` stays usable as a tensor name */
+    m = parse_ok("size N in 1..4\ninput X : f32[N]\noutput[i] = X[i]\noutput output\n");
+    CHECK(m && rv_tensor_is_output(m, rv_module_tensor(m, "output")));
+    rv_module_free(m);
+    const char *pre = "size N in 1..4\ninput X : f32[N]\nY[i] = X[i]\n";
+    const struct {
+        const char *body, *msg;
+    } cases[] = {
+        {"output Z", "4:8: error: undefined name 'Z'"},
+        {"output Y, X", "4:11: error: 'X' is an input; an output is a computed tensor"},
+        {"output Y, Y", "4:11: error: 'Y' is named twice among the outputs"},
+        {"output N", "4:8: error: outputs are tensors; 'N' is a size"},
+        {"output Y\noutput Y", "5:1: error: a second 'output' declaration"},
+        {"output Y,", "expected a tensor name, found end of input"},
+        {"output Z\nZ[i] = Y[i]", "4:8: error: undefined name 'Z'"},
+    };
+    for (int i = 0; i < RV_COUNT(cases); i++) {
+        char *t = base_xmalloc(strlen(pre) + strlen(cases[i].body) + 2);
+        sprintf(t, "%s%s\n", pre, cases[i].body);
+        check_error(t, cases[i].msg);
+        base_free(t);
+    }
+}
+
 int main(void) {
     RUN(test_lex_tokens);
     RUN(test_lex_errors);
@@ -934,5 +995,6 @@ int main(void) {
     RUN(test_recurse_errors);
     RUN(test_recurse_schedule_block);
     RUN(test_recurse_print_api);
+    RUN(test_output_declaration);
     return harness_report();
 }

@@ -952,18 +952,33 @@ static void test_tail_tile_rows(void) {
 }
 
 /* A weight packed at the top of a member that is itself computed inside
- * another member (TreeGRU's rh, computed at the tile of nodes of uh that
- * reads it, packs U_r) is packed once, above the batches, not once per
- * tile of every level (the model's values: test_models_scheduled). */
+ * another member (rh, a product of each child's state alone, computed at
+ * the tile of nodes of uh that reads it, packs U) is packed once, above
+ * the batches, not once per tile of every level. */
 static void test_hoisted_weights_nested(void) {
+    static const char text[] =
+        "size N in 1..100\nsize B in 1..10\n"
+        "structure T : tree(N, 2) {\n    children child, nchild\n    roots root[s < B]\n"
+        "    data word in 0..99\n}\n"
+        "input Emb : f32[100, 32]\ninput U : f32[32, 32]\ninput W : f32[32, 32]\n"
+        "recurse R over T {\n"
+        "    rh[n, k < 2, i < 32] = if k < nchild[n]\n"
+        "        then sigmoid(sum(j < 32) U[i, j] * h[child[n, k], j]) * h[child[n, k], i]\n"
+        "        else 0.0\n"
+        "    uh[n, i < 32] = sum(j < 32) W[i, j] * (rh[n, 0, j] + rh[n, 1, j])\n"
+        "    h[n, i < 32] = if nchild[n] == 0 then Emb[word[n], i] else tanh(uh[n, i])\n"
+        "}\n";
+    const char *sched[] = {"R", "dynamic_batch()\nspecialize()",
+                           "rh", "U_pk = cache_read(U, layout=\"j, i\")\nparallel(n)",
+                           "uh", "no, ni = split(n, 4)\nparallel(no)\ncompute_at(rh, no)",
+                           NULL};
     rv_module *m = NULL;
-    CHECK_EQ_INT(rv_module_load("models/treegru_h256.rv", &m), RV_OK);
-    const char *own[] = {NULL};
-    char *t = m ? kernel_text(m, own, false) : NULL;
-    const char *ur = t ? strstr(t, "allocate U_r_pk") : NULL;
+    CHECK_EQ_INT(rv_module_parse("nested.rv", text, &m), RV_OK);
+    char *t = m ? kernel_text(m, sched, false) : NULL;
+    const char *pk = t ? strstr(t, "allocate U_pk") : NULL;
     const char *loop = t ? strstr(t, "for b in") : NULL;
-    CHECK(ur && loop && ur < loop && count_of(t, "allocate U_r_pk") == 1);
-    if (!(ur && loop && ur < loop))
+    CHECK(pk && loop && pk < loop && count_of(t, "allocate U_pk") == 1);
+    if (!(pk && loop && pk < loop))
         fprintf(stderr, "%s\n", t ? t : "");
     base_free(t);
     rv_module_free(m);
