@@ -773,12 +773,12 @@ static void test_error_empty(void) {
 static void test_linearize_oom(void) {
     rv_structs *bs = rv_structs_new(RV_STRUCT_TREE, 2, 1);
     CHECK_EQ_INT(rv_structs_add_perfect_tree(bs, 5, NULL), RV_OK);
-    for (long fail = 1; fail <= 9; fail++) {
+    for (long fail = 1; fail <= 13; fail++) {
         rv_linear lin = {0};
         base_alloc_fail_after(fail);
         rv_status st = rv_linearize(bs, &lin);
         base_alloc_fail_after(0);
-        if (fail <= 8) {
+        if (fail <= 12) {
             CHECK_EQ_INT(st, RV_ERR_OOM);
             CHECK(lin.child == NULL && lin.cap_nodes == 0);
         } else {
