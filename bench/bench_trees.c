@@ -15,6 +15,10 @@
  *   default  the file's schedule blocks left out: one node at a time;
  *   dynamic  plus `schedule R { dynamic_batch() specialize() }` only:
  *            level by level, the leaves apart, every nest as written;
+ *   unrolled (asked for with --variants; not for DAG-RNN) dynamic's
+ *            schedule plus unroll_recursion(): a node computed with its
+ *            internal children in one iteration (docs/recursion.md,
+ *            "Recursive unrolling"), every nest as written;
  *   tuned    the file's own schedule (models/gen.py: register-tiled
  *            products over tiles of nodes, packed weights, parallel
  *            output columns);
@@ -302,6 +306,9 @@ static rv_module *load_variant(const char *model, int H, const char *variant) {
     if (!strcmp(variant, "dynamic") &&
         rv_module_schedule(m, "R", "dynamic_batch()\nspecialize()") != RV_OK)
         die("dynamic_batch");
+    if (!strcmp(variant, "unrolled") &&
+        rv_module_schedule(m, "R", "dynamic_batch()\nspecialize()\nunroll_recursion()") != RV_OK)
+        die("unroll_recursion");
     if (!strncmp(variant, "cuda_", 5))
         gpu_schedule(m, !strcmp(variant, "cuda_launch") ? "launch" : "persistent");
     return m;
@@ -453,8 +460,8 @@ int main(int argc, char **argv) {
             rv_structs_add_grid(grids, 10, 10, ids) != RV_OK)
             die("perfect tree or grid");
     }
-    const char *const variant_names[] = {"default", "dynamic", "tuned", "cuda_launch",
-                                         "cuda_persistent"};
+    const char *const variant_names[] = {"default",     "dynamic",         "tuned",
+                                         "cuda_launch", "cuda_persistent", "unrolled"};
     for (int bi = 0; bi < 2; bi++) {
         int batch = bi ? 10 : 1;
         if (!listed(batches, bi ? "10" : "1"))
@@ -475,9 +482,10 @@ int main(int argc, char **argv) {
             int small = !strcmp(model, "mvrnn");
             for (int hi = 0; hi < 2; hi++)
                 for (int th = 1; th <= 2; th++)
-                    for (int v = 0; v < 5; v++)
+                    for (int v = 0; v < 6; v++)
                         if (listed(threads, th == 1 ? "1" : "2") &&
-                            listed(variants, variant_names[v]) && (v < 3 || th == 1))
+                            listed(variants, variant_names[v]) &&
+                            (v < 3 || th == 1 || v == 5) && (v != 5 || strcmp(model, "dagrnn")))
                             bench_one(model, small ? 64 << hi : 256 << hi, variant_names[v], th,
                                       batch, w, min_time);
         }

@@ -767,6 +767,18 @@ rv_status rv_structs_read_sst(rv_structs *bs, const char *dir, rv_sst_split spli
  * + index) that n came from, linear_of its inverse: results computed for
  * new number n belong to batch node node_of[n].
  *
+ * The unrolled partition (trees and sequences; num_unroll = 0 for a DAG),
+ * which `schedule R { dynamic_batch() unroll() }` runs (docs/recursion.md,
+ * "Recursive unrolling"): the leaves run first (batch 0), then the internal
+ * nodes at even depth (a root has depth 0) as the *heads* of iterations,
+ * each with its internal children (odd depth) computed inside its own
+ * iteration. Unrolled batch u is the heads unroll_node[unroll_begin[u] ..
+ * unroll_begin[u] + unroll_length[u] - 1]; a head's batch is 0 when none of
+ * its grandchildren is internal, else 1 + the largest batch of those (they
+ * are heads); so every node a head's iteration reads is done by then.
+ * unroll_node lists the heads in batch order, then every other node in
+ * increasing order (a permutation of 0..N-1).
+ *
  * Start from a zeroed rv_linear; each rv_linearize reuses its buffers and
  * grows them only when a batch is larger than any before. */
 typedef struct rv_linear {
@@ -783,6 +795,11 @@ typedef struct rv_linear {
     int32_t *node_of, *linear_of;        /* [N] each: new -> batch node, and back */
     /* private: buffer capacities */
     size_t cap_nodes, cap_child, cap_data, cap_batches, cap_structs;
+    /* the unrolled partition (above) */
+    int32_t num_unroll;                    /* unrolled batches (0: none) */
+    int32_t *unroll_begin, *unroll_length; /* [num_unroll] */
+    int32_t *unroll_node;                  /* [N]: the heads, then the other nodes */
+    int32_t *scratch;                      /* private: [N] */
 } rv_linear;
 
 /* RV_ERR_ARG for an empty batch; RV_ERR_OOM if a buffer cannot grow (the
@@ -845,6 +862,7 @@ typedef enum rv_stage_note_kind {
     RV_NOTE_REFACTOR,      /* Cortex: a member computed at its parents (refactor) */
     RV_NOTE_GPU_BATCHES,   /* how the CUDA back end separates a group's batches (payload 1:
                               a launch per batch, 2: one persistent kernel) */
+    RV_NOTE_UNROLL,        /* Cortex: a node computed with its children (unroll_recursion) */
     RV_NOTE_KIND_COUNT
 } rv_stage_note_kind;
 

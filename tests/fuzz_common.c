@@ -104,6 +104,8 @@ int fuzz_schedule_info(rv_module *m, Info *info) {
         s->kind = q->kind;
         if (q->kind == RV_STAGE_PART)
             snprintf(s->source, MAX_NAME, "%s", q->source);
+        for (int k = 0; k < q->nnotes; k++)
+            s->notes |= 1u << q->notes[k].kind;
         for (int k = 0; k < q->nloops && s->nloops < MAX_LOOPS; k++) {
             Loop *l = &s->loops[s->nloops++];
             snprintf(l->name, MAX_NAME, "%s", q->loops[k].name);
@@ -361,15 +363,23 @@ static int gen_split_op(Gen *g, const StageInfo *s, int c, char *step, size_t n)
 
 /* Draws a stage and one step for it; returns 0 if nothing applies. A
  * recursion group gets its own primitives (dynamic_batch, specialize,
- * refactor of any stage) now and then; a repeated one, or a refactor the
- * rules refuse, is rejected like any illegal step. */
+ * refactor of any stage, unroll_recursion) now and then; a repeated one,
+ * or one the rules refuse (a refactor they do not allow, unrolling over a
+ * DAG or before dynamic_batch), is rejected like any illegal step; once
+ * the group has dynamic batches, unrolling is drawn more often (it is
+ * legal from then on). */
 static int gen_step(Gen *g, char *stage, char *step, size_t n) {
     if (rng_chance(&g->r, 25) && pick_group(g, stage)) {
-        int w = rng_int(&g->r, 3);
+        static const char *const prims[] = {"dynamic_batch()", "specialize()", "",
+                                            "unroll_recursion()"};
+        int dyn = 0;
+        for (int i = 0; i < g->info.nstages; i++)
+            dyn |= (int)(g->info.st[i].notes >> RV_NOTE_DYNAMIC_BATCH) & 1;
+        int w = dyn && rng_chance(&g->r, 30) ? 3 : rng_int(&g->r, 4);
         if (w == 2 && g->info.nstages > 0)
             snprintf(step, n, "refactor(%s)", g->info.st[rng_int(&g->r, g->info.nstages)].name);
         else
-            snprintf(step, n, "%s", w == 0 ? "dynamic_batch()" : "specialize()");
+            snprintf(step, n, "%s", prims[w == 2 ? 1 : w]);
         return 1;
     }
     const StageInfo *ss[MAX_STAGES];

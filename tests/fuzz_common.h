@@ -65,6 +65,7 @@ typedef struct StageInfo {
     Loop loops[MAX_LOOPS];
     rv_stage_kind kind;
     char source[MAX_NAME]; /* RV_STAGE_PART: the stage split ("" otherwise) */
+    unsigned notes;        /* bit k: the stage has note k (rv_stage_note_kind) */
 } StageInfo;
 
 typedef struct Info {

@@ -12,7 +12,7 @@
  * factors, tile, fuse, reorder, parallel, vectorize, unroll, pad,
  * storage_pad, cache_read, cache_write, compute_at, compute_inline,
  * split_op and hfuse of its parts; for a
- * recursion group, dynamic_batch, specialize and refactor in its
+ * recursion group, dynamic_batch, specialize, refactor and unroll_recursion in its
  * `schedule R` block; on ragged programs, tests/fuzz/ragged_*.rv, these of
  * ragged tensors too, compute_at often at a loop a ragged extent depends
  * on, where the region is whole rows), and applies it with rv_module_schedule. A step the scheduler rejects must

@@ -284,6 +284,8 @@ class _CLinear(ctypes.Structure):
         ("cap_nodes", ctypes.c_size_t), ("cap_child", ctypes.c_size_t),
         ("cap_data", ctypes.c_size_t), ("cap_batches", ctypes.c_size_t),
         ("cap_structs", ctypes.c_size_t),
+        ("num_unroll", ctypes.c_int32), ("unroll_begin", _i32p),
+        ("unroll_length", _i32p), ("unroll_node", _i32p), ("scratch", _i32p),
     ]
 
 

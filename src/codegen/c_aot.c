@@ -1144,10 +1144,53 @@ static const char *uf_array(Aot *a, const Kernel *kn, const Ufun *f, Buf *b, con
     return NULL;
 }
 
+/* The unrolled partition's check (rt_check_unroll) as C, for a kernel of
+ * unroll_recursion() (it reads nchild, child and the partition): the
+ * unrolled iterations replayed over the arrays, rv_dn[n] 0 not done, 1 a
+ * leaf, u + 2 computed in unrolled batch u; sets rv_bad. */
+static void emit_check_unroll(Aot *a, Buf *b, const Kernel *kn, const char *N) {
+    const Structure *T = kn->rec->st;
+    if (!T->unroll_node || !uf_array(a, kn, T->unroll_node, b, "rv_un"))
+        return;
+    uf_array(a, kn, T->unroll_begin, b, "rv_ub");
+    uf_array(a, kn, T->unroll_length, b, "rv_ul");
+    buf_printf(b,
+               "        int64_t *rv_st = calloc((size_t)%s + 1, sizeof(int64_t));\n"
+               "        int64_t *rv_dn = calloc((size_t)%s + 1, sizeof(int64_t));\n"
+               "        rv_bad |= !rv_st || !rv_dn;\n"
+               "        for (int64_t rv_n = 0; rv_n < %s && !rv_bad; rv_n++) {\n"
+               "            rv_st[rv_n + 1] = rv_st[rv_n] + rv_nc[rv_n];\n"
+               "            rv_dn[rv_n] = rv_nc[rv_n] == 0;\n        }\n"
+               "        int64_t rv_ut = 0;\n"
+               "        for (int64_t rv_u = 0; rv_u < %s && !rv_bad; rv_u++) {\n"
+               "            rv_bad = rv_ub[rv_u] != rv_ut || rv_ut + rv_ul[rv_u] > %s;\n"
+               "            for (int64_t rv_j = rv_ut; rv_j < rv_ut + rv_ul[rv_u] && !rv_bad; "
+               "rv_j++) {\n"
+               "                int64_t rv_h = rv_un[rv_j];\n"
+               "                rv_bad = rv_nc[rv_h] == 0 || rv_dn[rv_h] != 0;\n"
+               "                for (int64_t rv_e = rv_st[rv_h]; rv_e < rv_st[rv_h + 1] && "
+               "!rv_bad; rv_e++) {\n"
+               "                    int64_t rv_c = rv_ch[rv_e];\n"
+               "                    if (rv_nc[rv_c] == 0)\n                        continue;\n"
+               "                    rv_bad = rv_dn[rv_c] != 0;\n"
+               "                    for (int64_t rv_f = rv_st[rv_c]; rv_f < rv_st[rv_c + 1] && "
+               "!rv_bad; rv_f++)\n"
+               "                        rv_bad = rv_dn[rv_ch[rv_f]] == 0 || rv_dn[rv_ch[rv_f]] "
+               "== rv_u + 2;\n"
+               "                    rv_dn[rv_c] = rv_u + 2;\n                }\n"
+               "                rv_dn[rv_h] = rv_u + 2;\n            }\n"
+               "            rv_ut += rv_ul[rv_u];\n        }\n"
+               "        for (int64_t rv_n = 0; rv_n < %s && !rv_bad; rv_n++)\n"
+               "            rv_bad = !rv_dn[rv_n];\n"
+               "        free(rv_st);\n        free(rv_dn);\n",
+               N, N, N, cg_name(&a->e, T->nunroll, T->nunroll->name), N, N);
+}
+
 /* CHECK_STRUCT: runtime/numbering.c's check as C (a violation is
  * RV_RT_ERR_BOUNDS): every child numbered above its parent and, when the
  * kernel reads the batches, the batches consecutive from the top, batch 0
- * exactly the leaves, every child in an earlier batch. */
+ * exactly the leaves, every child in an earlier batch; the unrolled
+ * partition when the kernel reads it. */
 static void emit_check_struct(Aot *a, Buf *b, int k) {
     const Kernel *kn = a->ks[k];
     const Structure *T = kn->rec->st;
@@ -1181,6 +1224,8 @@ static void emit_check_struct(Aot *a, Buf *b, int k) {
                        bb && bl ? " || rv_ch[rv_at] < rv_bb[rv_b] + rv_bl[rv_b]" : "");
         buf_puts(b, "        }\n");
     }
+    if (nc && ch)
+        emit_check_unroll(a, b, kn, N);
     buf_puts(b, "        (void)rv_at;\n        (void)rv_b;\n        (void)rv_top;\n        if (rv_bad) {\n            rv_rc = RV_RT_ERR_BOUNDS;\n"
                 "            goto rv_done;\n        }\n    }\n");
 }

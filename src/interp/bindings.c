@@ -258,6 +258,12 @@ static rv_status check_linear(const Structure *st, const rv_linear *lin, bool wi
                           "structure %s: the batch is empty or not linearized (rv_linearize "
                           "fills an rv_linear)",
                           T);
+    if (st->unroll_node && lin->num_unroll != 0 &&
+        (lin->num_unroll < 0 || !lin->unroll_begin || !lin->unroll_length || !lin->unroll_node))
+        return base_error(RV_ERR_ARG,
+                          "structure %s: the batch's unrolled partition is incomplete "
+                          "(rv_linearize fills it)",
+                          T);
     if (K > st->max_children)
         return base_error(RV_ERR_ARG,
                           "structure %s: the batch allows %d children per node, but %s declares "
@@ -315,7 +321,7 @@ rv_status interp_bindings_set_linear(rv_bindings *b, const Structure *st, const 
     if (s != RV_OK)
         return s;
     /* every array first, so a failure binds nothing */
-    enum { NCHILD, CHILD, ROOT, BEGIN, LENGTH, NFIXED };
+    enum { NCHILD, CHILD, ROOT, BEGIN, LENGTH, UBEGIN, ULENGTH, UNODE, NFIXED };
     int narr = NFIXED + (with_data ? st->ndata : 0);
     const Ufun **uf = base_xcalloc((size_t)narr, sizeof *uf);
     rv_array **arr = base_xcalloc((size_t)narr, sizeof *arr);
@@ -325,6 +331,10 @@ rv_status interp_bindings_set_linear(rv_bindings *b, const Structure *st, const 
     uf[ROOT] = st->root, len[ROOT] = lin->num_structs;
     uf[BEGIN] = st->batch_begin, len[BEGIN] = NB;
     uf[LENGTH] = st->batch_length, len[LENGTH] = NB;
+    /* NULL for a DAG structure, which takes no unrolled partition */
+    uf[UBEGIN] = st->unroll_begin, len[UBEGIN] = lin->num_unroll;
+    uf[ULENGTH] = st->unroll_length, len[ULENGTH] = lin->num_unroll;
+    uf[UNODE] = st->unroll_node, len[UNODE] = N;
     for (int c = 0; c < narr - NFIXED; c++)
         uf[NFIXED + c] = st->data[c], len[NFIXED + c] = N;
     for (int i = 0; i < narr; i++)
@@ -350,12 +360,20 @@ rv_status interp_bindings_set_linear(rv_bindings *b, const Structure *st, const 
         uf_array_set(arr[BEGIN], i, lin->batch_begin[i]);
         uf_array_set(arr[LENGTH], i, lin->batch_length[i]);
     }
+    for (int32_t i = 0; st->unroll_node && i < lin->num_unroll; i++) {
+        uf_array_set(arr[UBEGIN], i, lin->unroll_begin[i]);
+        uf_array_set(arr[ULENGTH], i, lin->unroll_length[i]);
+    }
+    /* an rv_linear made by hand may have no partition (num_unroll 0): its
+     * nodes in order, which the plan refuses for an unrolled recursion */
+    for (int32_t i = 0; st->unroll_node && i < N; i++)
+        uf_array_set(arr[UNODE], i, lin->num_unroll ? lin->unroll_node[i] : i);
     for (int i = 0; i < narr; i++)
         if (uf[i])
             interp_bindings_own_ufun(b, uf[i], arr[i]);
-    const Size *sz[] = {st->nodes, st->nbatch, st->root ? st->count : NULL};
-    int64_t v[] = {N, NB, lin->num_structs};
-    for (int i = 0; i < 3; i++)
+    const Size *sz[] = {st->nodes, st->nbatch, st->root ? st->count : NULL, st->nunroll};
+    int64_t v[] = {N, NB, lin->num_structs, lin->num_unroll};
+    for (int i = 0; i < 4; i++)
         if (sz[i]) {
             b->size_val[sz[i]->id] = v[i];
             b->size_set[sz[i]->id] = true;

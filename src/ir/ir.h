@@ -202,6 +202,10 @@ struct rv_structure {
     Ufun **data; /* [ndata]: the data columns, in order */
     Size *nbatch;                    /* _T_nbatch in 1..N */
     Ufun *batch_begin, *batch_length; /* [b < _T_nbatch] */
+    /* trees and sequences (else NULL): the unrolled partition (rv_linear) */
+    Size *nunroll;                      /* _T_nunroll in 0..N */
+    Ufun *unroll_begin, *unroll_length; /* [u < _T_nunroll] */
+    Ufun *unroll_node;                  /* [j < N]: the heads by batch, then the rest */
     SrcLoc loc;
     Module *module;
     int id; /* index in m->structures */

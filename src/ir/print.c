@@ -441,7 +441,8 @@ static bool owned_by_structure(const Module *m, const void *obj) {
     for (int i = 0; i < m->structures.len; i++) {
         const Structure *st = m->structures.data[i];
         if (obj == st->child || obj == st->nchild || obj == st->root || obj == st->nbatch ||
-            obj == st->batch_begin || obj == st->batch_length)
+            obj == st->batch_begin || obj == st->batch_length || obj == st->nunroll ||
+            obj == st->unroll_begin || obj == st->unroll_length || obj == st->unroll_node)
             return true;
         for (int k = 0; k < st->ndata; k++)
             if (obj == st->data[k])

@@ -116,6 +116,29 @@ rv_structure *rv_structure_new(rv_module *m, const char *name, rv_struct_kind ki
     s->nbatch = nb;
     s->batch_begin = bb;
     s->batch_length = bl;
+    /* trees and sequences: the unrolled partition (rv_linear), _T_nunroll
+     * in 0..max N, _T_unroll_begin[u] in 0..N - 1, _T_unroll_length[u] in
+     * 1..N, _T_unroll_node[j < N] in 0..N - 1 */
+    if (kind != RV_STRUCT_DAG) {
+        Size *nu = rv_size_new(m, hidden_name(m, name, "nunroll"), 0, nodes->hi > 0 ? nodes->hi : 1);
+        if (!nu)
+            return NULL;
+        const char *argu[] = {"u"}, *argj[] = {"j"};
+        Expr *NU = ir_size(m, nu);
+        Ufun *ub = new_uf(m, hidden_name(m, name, "unroll_begin"), 1, argu);
+        if (!ub || !rv_ufun_end(ub, &NU, zero, last))
+            return NULL;
+        Ufun *ul = new_uf(m, hidden_name(m, name, "unroll_length"), 1, argu);
+        if (!ul || !rv_ufun_end(ul, &NU, ir_int(m, 1), N))
+            return NULL;
+        Ufun *un = new_uf(m, hidden_name(m, name, "unroll_node"), 1, argj);
+        if (!un || !rv_ufun_end(un, &N, zero, last))
+            return NULL;
+        s->nunroll = nu;
+        s->unroll_begin = ub;
+        s->unroll_length = ul;
+        s->unroll_node = un;
+    }
     s->id = m->structures.len;
     vec_push(&m->structures, s);
     return s;

@@ -569,6 +569,20 @@ Stmt *lower_hfused_stages(LowerCtx *c, Stage *st);
  * loop over nodes or dynamic batches its schedule asks for; the members'
  * tensors become parameters. */
 Stmt *lower_recurse(LowerCtx *c, Recurse *g);
+/* Every member's nest (in group order) with its node axis over `count`
+ * nodes from `first` (loop IR); specialized for the leaves or the
+ * internal nodes when `spec` is 1 or 2; refactored members at their
+ * readers. NULL on an error (c->st). */
+Stmt *lower_recurse_members(LowerCtx *c, Recurse *g, Expr *first, Expr *count, int spec);
+/* min(len, N - begin): the nodes of the batch (of T, as the plan checks
+ * it) from begin, written so that the simplifier proves them below N. */
+Expr *lower_recurse_batch_count(LowerCtx *c, const Structure *T, Expr *begin, Expr *len);
+
+/* unroll.c */
+/* The body of group g's kernel under unroll_recursion(): the leaves, then
+ * the unrolled batches (a head node with its internal children in one
+ * iteration). */
+Stmt *lower_unroll(LowerCtx *c, Recurse *g);
 /* Stage st without its own reduction (a leaf's sum over no child): its
  * reduce loops go (in place: the caller restores the stage). */
 void lower_stage_drop_reduce(Module *m, Stage *st);

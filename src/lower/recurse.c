@@ -16,6 +16,8 @@
  *                    nchild[n] = 0 folded into the bodies; then the
  *                    internal nodes (batches 1.., or nodes batch_begin[0]
  *                    - 1 down to 0) with nchild[n] >= 1 folded
+ *   unroll_recursion()  the leaves, then the unrolled batches: a node
+ *                    with its children in one iteration (unroll.c)
  *
  * Members run in group order at each node or batch (a member reads the
  * ones before it at its own node, P.2). Every member's nest is nest.c's
@@ -237,10 +239,7 @@ static void restore_stage(const Saved *sv) {
 
 /* ---- the nests ---- */
 
-/* Every member's nest (in group order) with its node axis over `count`
- * nodes from `first` (loop IR); specialized for the leaves or the
- * internal nodes when `spec` is 1 or 2. */
-static Stmt *members_at(LowerCtx *c, Recurse *g, Expr *first, Expr *count, int spec) {
+Stmt *lower_recurse_members(LowerCtx *c, Recurse *g, Expr *first, Expr *count, int spec) {
     Module *m = c->m;
     Vec(Stmt *) nests = {0};
     /* the rewrites below are in place: every stage of the kernel is saved */
@@ -297,12 +296,12 @@ static Stmt *node_loop(LowerCtx *c, Recurse *g, Expr *count, Expr *last, int spe
     Module *m = c->m;
     Axis *r = lower_loop_var(m, "r", count);
     Expr *n = ir_binary(m, EX_SUB, last, r->var);
-    Stmt *body = members_at(c, g, n, ir_int(m, 1), spec);
+    Stmt *body = lower_recurse_members(c, g, n, ir_int(m, 1), spec);
     return body ? lower_for(m, r, count, LOOP_SERIAL, body) : NULL;
 }
 
 /* The number of nodes of the batch that begins at `begin` and holds
- * `len` nodes, written so that its nodes provably lie below N.
+ * `len` nodes, written so that its nodes provably lie below N (lower.h).
  *
  * The contract: the host plan checks, before any kernel that reads the
  * batches runs (CHECK_STRUCT, src/runtime/numbering.c; the AOT output's
@@ -313,7 +312,7 @@ static Stmt *node_loop(LowerCtx *c, Recurse *g, Expr *count, Expr *last, int spe
  * loops, which blocks their vectorization. min(len, N - begin) is len
  * under the contract, and the simplifier proves begin + m < N from it:
  * the checks are proven away, not dropped. */
-static Expr *batch_count(LowerCtx *c, const Structure *T, Expr *begin, Expr *len) {
+Expr *lower_recurse_batch_count(LowerCtx *c, const Structure *T, Expr *begin, Expr *len) {
     Module *m = c->m;
     return ir_binary(m, EX_MIN, len, ir_binary(m, EX_SUB, ir_size(m, T->nodes), begin));
 }
@@ -326,7 +325,7 @@ static Stmt *batch_loop(LowerCtx *c, Recurse *g, Expr *count, Expr *first, int s
     Expr *bb = first ? ir_binary(m, EX_ADD, b->var, first) : b->var;
     Expr *begin = batch_uf(c, T->batch_begin, bb), *len = batch_uf(c, T->batch_length, bb);
     Stmt *body =
-        begin && len ? members_at(c, g, begin, batch_count(c, T, begin, len), spec) : NULL;
+        begin && len ? lower_recurse_members(c, g, begin, lower_recurse_batch_count(c, T, begin, len), spec) : NULL;
     Stmt *loop = body ? lower_for(m, b, count, LOOP_SERIAL, body) : NULL;
     if (loop) /* a GPU separates the batches by launches or a grid barrier */
         loop->u.loop.gpu_batches = (int)sched_group_payload(c->s, g, NOTE_GPU_BATCHES);
@@ -402,6 +401,8 @@ static Stmt *group_loops(LowerCtx *c, Recurse *g) {
     bool dyn = sched_group_has(c->s, g, NOTE_DYNAMIC_BATCH);
     bool spec = sched_group_has(c->s, g, NOTE_SPECIALIZE);
     Expr *N = ir_size(m, T->nodes), *one = ir_int(m, 1);
+    if (sched_group_has(c->s, g, NOTE_UNROLL))
+        return lower_unroll(c, g); /* unroll.c */
     if (!spec)
         return dyn ? batch_loop(c, g, ir_size(m, T->nbatch), NULL, 0)
                    : node_loop(c, g, N, ir_binary(m, EX_SUB, N, one), 0);
@@ -412,7 +413,7 @@ static Stmt *group_loops(LowerCtx *c, Recurse *g) {
     Expr *nleaves = batch_uf(c, T->batch_length, zero);
     if (!first_leaf || !nleaves)
         return NULL;
-    Stmt *leaves = members_at(c, g, first_leaf, batch_count(c, T, first_leaf, nleaves), 1);
+    Stmt *leaves = lower_recurse_members(c, g, first_leaf, lower_recurse_batch_count(c, T, first_leaf, nleaves), 1);
     Stmt *internal =
         leaves ? dyn ? batch_loop(c, g, ir_binary(m, EX_SUB, ir_size(m, T->nbatch), one), one, 2)
                      : node_loop(c, g, first_leaf, ir_binary(m, EX_SUB, first_leaf, one), 2)

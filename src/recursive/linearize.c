@@ -57,16 +57,72 @@ static bool grow(int32_t **const *ps, int np, size_t *cap, size_t n) {
  * and l levels. On failure frees everything: a half-grown rv_linear would
  * lie about its capacities. */
 static rv_status reserve(rv_linear *out, size_t n, size_t k, size_t w, size_t b, size_t l) {
-    int32_t **const nodes[] = {&out->nchild, &out->node_of, &out->linear_of};
+    int32_t **const nodes[] = {&out->nchild,      &out->node_of, &out->linear_of,
+                               &out->unroll_node, &out->scratch};
     int32_t **const child[] = {&out->child}, **const data[] = {&out->data};
     int32_t **const roots[] = {&out->root};
-    int32_t **const batches[] = {&out->batch_begin, &out->batch_length};
-    if (grow(nodes, 3, &out->cap_nodes, n) && grow(child, 1, &out->cap_child, n * k) &&
+    int32_t **const batches[] = {&out->batch_begin, &out->batch_length, &out->unroll_begin,
+                                 &out->unroll_length};
+    if (grow(nodes, 5, &out->cap_nodes, n) && grow(child, 1, &out->cap_child, n * k) &&
         grow(data, 1, &out->cap_data, n * w) && grow(roots, 1, &out->cap_structs, b) &&
-        grow(batches, 2, &out->cap_batches, l))
+        grow(batches, 4, &out->cap_batches, l))
         return RV_OK;
     rv_linear_free(out);
     return base_error(RV_ERR_OOM, "rv_linearize: out of memory for %zu nodes", n);
+}
+
+/* Pass 3, when every node has at most one parent (trees, sequences, a DAG
+ * batch that is a forest): the unrolled partition (ravel.h; Cortex Fig. 3). Parents are numbered below their children, so one pass up the
+ * numbers gives every node its depth's parity, and one pass down gives
+ * every head its unrolled batch (its grandchildren's are known by then);
+ * the heads are then counting-sorted by batch, as pass 1 sorts the nodes
+ * by level. s[n]: the parity (pass a), then the head's batch or -1 (pass
+ * b); a root has no parent, -1, and depth 0. The batches number at most the levels: a head's batch is at most
+ * half its height, so the batch arrays' capacity holds them. */
+static void unroll_partition(rv_linear *out) {
+    int32_t N = out->num_nodes, K = out->max_children;
+    const int32_t *child = out->child, *nchild = out->nchild;
+    int32_t *s = out->scratch, *count = out->unroll_length, *begin = out->unroll_begin;
+    memset(s, 0xff, sizeof(int32_t) * (size_t)N); /* -1: no parent (yet) */
+    for (int32_t n = 0; n < N; n++)
+        for (int32_t k = 0; k < nchild[n]; k++) {
+            int32_t c = child[(size_t)n * K + k];
+            if (s[c] >= 0)
+                return; /* two parents: a DAG has no unrolled partition */
+            s[c] = s[n] != 1;
+        }
+    int32_t nu = 0;
+    for (int32_t n = N - 1; n >= 0; n--) {
+        if (nchild[n] == 0 || s[n] == 1) {
+            s[n] = -1;
+            continue;
+        }
+        int32_t u = 0;
+        for (int32_t k = 0; k < nchild[n]; k++) {
+            int32_t c = child[(size_t)n * K + k];
+            for (int32_t j = 0; j < nchild[c]; j++) {
+                int32_t g = child[(size_t)c * K + j];
+                if (nchild[g] > 0 && s[g] + 1 > u)
+                    u = s[g] + 1;
+            }
+        }
+        for (; nu <= u; nu++)
+            count[nu] = 0;
+        count[u]++;
+        s[n] = u;
+    }
+    int32_t next = 0;
+    for (int32_t u = 0; u < nu; u++) {
+        begin[u] = next;
+        next += count[u];
+        count[u] = begin[u]; /* the cursor */
+    }
+    int32_t rest = next;
+    for (int32_t n = 0; n < N; n++)
+        out->unroll_node[s[n] >= 0 ? count[s[n]]++ : rest++] = n;
+    for (int32_t u = 0; u < nu; u++)
+        count[u] -= begin[u];
+    out->num_unroll = nu;
 }
 
 rv_status rv_linearize(const rv_structs *bs, rv_linear *out) {
@@ -128,6 +184,8 @@ rv_status rv_linearize(const rv_structs *bs, rv_linear *out) {
         }
         out->root[s] = local_to_linear[bs->root.data[s]];
     }
+    out->num_unroll = 0;
+    unroll_partition(out);
     return RV_OK;
 }
 
@@ -142,5 +200,9 @@ void rv_linear_free(rv_linear *lin) {
     base_free(lin->root);
     base_free(lin->node_of);
     base_free(lin->linear_of);
+    base_free(lin->unroll_begin);
+    base_free(lin->unroll_length);
+    base_free(lin->unroll_node);
+    base_free(lin->scratch);
     memset(lin, 0, sizeof *lin);
 }

@@ -67,3 +67,75 @@ rv_status rt_check_numbering(const Recurse *g, const int64_t *sizes, int64_t *co
     }
     return RV_OK;
 }
+
+/* Replays the unrolled iterations (src/lower/unroll.c) over the bound
+ * arrays: the leaves are done first (batch 0, checked above); then, batch
+ * u by batch u, each head (internal, not done yet) computes its internal
+ * children (not done yet: one parent, computed once), each of which reads
+ * its own children, done in an earlier batch (or leaves), and then the
+ * head itself. done[n]: 0 not yet, 1 a leaf, u + 2 computed in batch u.
+ * At the end every node is done. */
+rv_status rt_check_unroll(const Recurse *g, const int64_t *sizes, int64_t *const *ufv) {
+    const Structure *T = g->st;
+    int64_t N = sizes[T->nodes->id], NU = sizes[T->nunroll->id];
+    const int64_t *nchild = ufv[T->nchild->id], *child = ufv[T->child->id];
+    const int64_t *begin = ufv[T->unroll_begin->id], *len = ufv[T->unroll_length->id];
+    const int64_t *node = ufv[T->unroll_node->id];
+    int64_t *start = base_xmalloc(sizeof(int64_t) * (size_t)(N + 1));
+    int64_t *done = base_xcalloc((size_t)(N > 0 ? N : 1), sizeof(int64_t));
+    rv_status st = RV_OK;
+    start[0] = 0;
+    for (int64_t n = 0; n < N; n++) {
+        start[n + 1] = start[n] + nchild[n];
+        done[n] = nchild[n] == 0;
+    }
+    int64_t top = 0;
+    for (int64_t u = 0; u < NU && st == RV_OK; u++) {
+        if (begin[u] != top || top + len[u] > N) {
+            st = base_error(RV_ERR_ARG,
+                            "structure %s: unrolled batch %lld begins at %lld, not %lld, or ends "
+                            "past N = %lld: recursion %s needs the unrolled batches consecutive "
+                            "in _%s_unroll_node, as rv_linearize lists them",
+                            T->name, (long long)u, (long long)begin[u], (long long)top,
+                            (long long)N, g->name, T->name);
+            break;
+        }
+        for (int64_t j = top; j < top + len[u] && st == RV_OK; j++) {
+            int64_t n = node[j];
+            const char *bad = nchild[n] == 0 ? "is a leaf" : done[n] ? "is computed twice" : NULL;
+            for (int64_t e = start[n]; !bad && e < start[n + 1]; e++) {
+                int64_t c = child[e];
+                if (nchild[c] == 0)
+                    continue;
+                if (done[c]) {
+                    bad = "has an internal child computed before (it has two parents, or is a "
+                          "head itself)";
+                    break;
+                }
+                for (int64_t f = start[c]; !bad && f < start[c + 1]; f++)
+                    if (!done[child[f]] || done[child[f]] == u + 2)
+                        bad = "has a grandchild not computed in an earlier batch";
+                done[c] = u + 2;
+            }
+            if (bad)
+                st = base_error(RV_ERR_ARG,
+                                "structure %s: head node %lld of unrolled batch %lld %s: "
+                                "recursion %s computes a head with its internal children, "
+                                "after the batches that compute their children (as "
+                                "rv_linearize partitions the nodes)",
+                                T->name, (long long)n, (long long)u, bad, g->name);
+            done[n] = u + 2;
+        }
+        top += len[u];
+    }
+    for (int64_t n = 0; n < N && st == RV_OK; n++)
+        if (!done[n])
+            st = base_error(RV_ERR_ARG,
+                            "structure %s: node %lld is in no unrolled iteration: recursion %s "
+                            "would not compute it (rv_linearize gives every node of a tree or "
+                            "sequence batch one)",
+                            T->name, (long long)n, g->name);
+    base_free(start);
+    base_free(done);
+    return st;
+}

@@ -729,14 +729,17 @@ static rv_status from_device(Run *r) {
 }
 
 /* CHECK_STRUCT: the numbering kernel k's recursion relies on, its
- * batches too when the kernel reads them. */
+ * batches too when the kernel reads them, and its unrolled partition. */
 static rv_status check_structure(Run *r, int k) {
     const Kernel *kn = r->p->kernels[r->first + k];
-    bool batches = false;
-    for (int i = 0; i < kn->nparams; i++)
-        batches |=
-            kn->params[i].kind == PARAM_UF && kn->params[i].buf->uf == kn->rec->st->batch_begin;
-    return rt_check_numbering(kn->rec, r->in.sizes, r->in.ufv, batches);
+    bool batches = false, unrolled = false;
+    for (int i = 0; i < kn->nparams; i++) {
+        const Ufun *f = kn->params[i].kind == PARAM_UF ? kn->params[i].buf->uf : NULL;
+        batches |= f && f == kn->rec->st->batch_begin;
+        unrolled |= f && f == kn->rec->st->unroll_node;
+    }
+    rv_status st = rt_check_numbering(kn->rec, r->in.sizes, r->in.ufv, batches);
+    return st == RV_OK && unrolled ? rt_check_unroll(kn->rec, r->in.sizes, r->in.ufv) : st;
 }
 
 /* One step of the plan. */

@@ -99,5 +99,9 @@ uint32_t rt_crc32(uint32_t crc, const void *p, size_t n);
  * RV_ERR_ARG naming the structure and the node otherwise. */
 rv_status rt_check_numbering(const Recurse *g, const int64_t *sizes, int64_t *const *ufv,
                              bool batches);
+/* The plan's CHECK_STRUCT for a kernel of unroll_recursion() (after
+ * rt_check_numbering with batches): the unrolled partition runs every
+ * internal node once, each after what it reads (src/lower/unroll.c). */
+rv_status rt_check_unroll(const Recurse *g, const int64_t *sizes, int64_t *const *ufv);
 
 #endif

@@ -1349,6 +1349,13 @@ static rv_status prim_specialize(Ctx *c) {
     return RV_OK;
 }
 
+/* The group's note; the rules (dynamic_batch first, trees and sequences,
+ * the members' node loops) are checked after the step (src/sched/recurse.c). */
+static rv_status prim_unroll_recursion(Ctx *c) {
+    sched_group_note(c->s, c->group, NOTE_UNROLL, 0);
+    return RV_OK;
+}
+
 /* The group's note; that its loops can take it (dynamic_batch first, GPU
  * bindings only with it) is checked after the step (src/sched/recurse.c). */
 static rv_status prim_gpu_batches(Ctx *c) {
@@ -1481,8 +1488,11 @@ rv_status sched_group_step(Schedule *s, Recurse *g, const SchedStep *step, const
             buf_printf(&b, "%s%s", i ? ", " : "", g->members.data[i]->name);
         r = fail(&c, step->loc,
                  "%s schedules the loops of a stage; %s is a recursion group (members %s): "
-                 "write it in the schedule of a member",
-                 prim->name, g->name, buf_str(&b));
+                 "write it in the schedule of a member%s",
+                 prim->name, g->name, buf_str(&b),
+                 strcmp(prim->name, "unroll") == 0
+                     ? " (unroll_recursion() computes a node with its children)"
+                     : "");
         buf_free(&b);
     } else {
         r = sched_prim_check(prim, step, src, g->name);

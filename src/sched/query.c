@@ -42,6 +42,7 @@ _Static_assert((int)RV_NOTE_DYNAMIC_BATCH == NOTE_DYNAMIC_BATCH &&
                    (int)RV_NOTE_SPECIALIZE == NOTE_SPECIALIZE && (int)RV_NOTE_BATCH == NOTE_BATCH &&
                    (int)RV_NOTE_REFACTOR == NOTE_REFACTOR &&
                    (int)RV_NOTE_GPU_BATCHES == NOTE_GPU_BATCHES &&
+                   (int)RV_NOTE_UNROLL == NOTE_UNROLL &&
                    (int)RV_NOTE_KIND_COUNT == NOTE_COUNT,
                "rv_stage_note_kind follows StageNoteKind");
 

@@ -178,6 +178,50 @@ static rv_status check_refactor(Schedule *s, Stage *st, Recurse *g, const SchedS
     return RV_OK;
 }
 
+/* unroll_recursion(): lowering (src/lower/unroll.c) computes, in one
+ * iteration, a head node's internal children and then the head, each
+ * member's nest at one node; the iterations of an unrolled batch are one
+ * loop. So: trees and sequences only (a DAG's shared child would be
+ * computed once per parent), after dynamic_batch() (the leaves are batch
+ * 0, the iterations come in batches), no GPU binding (one iteration is
+ * one thread's), and each member's node loop stays one loop, outermost,
+ * serial or parallel: the loop over an unrolled batch's iterations is
+ * parallel when a member's node loop is. */
+static rv_status check_unroll(const Schedule *s, const Stage *st, const Recurse *g,
+                              const IterVar *n,
+                              const SchedStep *step, const SrcFile *src) {
+    if (g->st->kind == RV_STRUCT_DAG)
+        return fail(step, src,
+                    "unroll_recursion(): recursion %s is over DAG structure %s, whose nodes may "
+                    "have several parents: a shared child would be computed once per parent "
+                    "(trees and sequences only)",
+                    g->name, g->st->name);
+    if (!sched_group_has(s, g, NOTE_DYNAMIC_BATCH))
+        return fail(step, src,
+                    "unroll_recursion() runs the iterations of recursion %s in batches after "
+                    "the leaves (batch 0): write `dynamic_batch()` before it in `schedule %s { "
+                    "... }`",
+                    g->name, g->name);
+    if (sched_group_has(s, g, NOTE_GPU_BATCHES))
+        return fail(step, src,
+                    "unroll_recursion() and gpu_batches() in recursion %s: an unrolled iteration "
+                    "(a node and its children, one after the other) is not spread over a GPU's "
+                    "threads; unrolling is for the CPU",
+                    g->name);
+    if (!st->leaves.len || st->leaves.data[0] != n)
+        return fail(step, src,
+                    "the node loop %s of %s must stay its outermost loop, one loop (not split, "
+                    "fused or moved inward) with unroll_recursion(): recursion %s computes a "
+                    "member at one node at a time, a head's children and then the head",
+                    n->name, st->name, g->name);
+    if (n->kind != LOOP_SERIAL && n->kind != LOOP_PARALLEL)
+        return fail(step, src,
+                    "the node loop %s of %s cannot be %s with unroll_recursion(): it is the loop "
+                    "over the iterations of an unrolled batch, serial or parallel",
+                    n->name, st->name, sched_loop_kind_name(n->kind));
+    return RV_OK;
+}
+
 static rv_status check_member(Schedule *s, Stage *st, Recurse *g, const SchedStep *step,
                               const SrcFile *src) {
     if (st->attach == ATTACH_INLINE)
@@ -199,6 +243,11 @@ static rv_status check_member(Schedule *s, Stage *st, Recurse *g, const SchedSte
                     st->name, by->name, g->name);
     const IterVar *n = node_root(st);
     RV_ASSERT(n);
+    if (sched_stage_has_note(st, NOTE_UNROLL)) {
+        rv_status r = check_unroll(s, st, g, n, step, src);
+        if (r != RV_OK)
+            return r;
+    }
     /* With dynamic batches a member's nest runs over the nodes of one
      * batch, which are independent: its node loop is a loop like the
      * others (split into tiles of nodes for register blocking, moved

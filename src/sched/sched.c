@@ -25,7 +25,8 @@ const char *sched_loop_kind_name(LoopKind k) {
 }
 
 static const char *const note_kind_names[NOTE_COUNT] = {"dynamic_batch", "specialize", "batch",
-                                                             "refactor", "gpu_batches"};
+                                                             "refactor", "gpu_batches",
+                                                             "unroll_recursion"};
 
 const char *sched_note_kind_name(StageNoteKind k) {
     return k >= 0 && k < NOTE_COUNT ? note_kind_names[k] : "?";

@@ -129,6 +129,7 @@ typedef enum StageNoteKind {
     NOTE_BATCH,         /* ACROBAT: calls batched across instances */
     NOTE_REFACTOR,      /* Cortex: a member computed at its parents' nodes (refactor) */
     NOTE_GPU_BATCHES,   /* CUDA: how the group's batches are separated (SchedGpuBatches) */
+    NOTE_UNROLL,        /* Cortex: a node computed with its children (unroll_recursion) */
     NOTE_COUNT
 } StageNoteKind;
 
@@ -145,7 +146,7 @@ typedef struct StageNote {
     StageNoteKind kind;
     int64_t payload;
 } StageNote;
-#define SCHED_MAX_NOTES 5 /* one of each kind */
+#define SCHED_MAX_NOTES 6 /* one of each kind */
 
 typedef struct Stage Stage;
 struct Stage {

@@ -10,8 +10,9 @@
  * is its level (0 without children, else 1 + its children's largest), so
  * every child is computed in an earlier batch and numbered higher; leaves
  * are exactly the numbers >= first_leaf; children, data and roots are the
- * original ones renumbered. It runs on random structures of every kind and
- * size and on batches mixing them.
+ * original ones renumbered; the unrolled partition (check_unroll_props). It
+ * runs on random structures of every kind and size and on batches mixing
+ * them.
  */
 #include <stdlib.h>
 #include <unistd.h>
@@ -30,6 +31,85 @@ static uint32_t rnd(uint32_t n) {
 }
 
 /* ---- the property check ---- */
+
+/* The unrolled batch of head v (include/ravel.h): 0 when none of its
+ * grandchildren is internal, else 1 + the largest batch of those. */
+static int32_t unroll_batch_of(const rv_linear *lin, int32_t v, int32_t *memo) {
+    if (memo[v] >= 0)
+        return memo[v];
+    int32_t K = lin->max_children, u = 0;
+    for (int32_t k = 0; k < lin->nchild[v]; k++) {
+        int32_t c = lin->child[(size_t)v * K + k];
+        for (int32_t j = 0; j < lin->nchild[c]; j++) {
+            int32_t g = lin->child[(size_t)c * K + j];
+            if (lin->nchild[g] > 0 && unroll_batch_of(lin, g, memo) + 1 > u)
+                u = unroll_batch_of(lin, g, memo) + 1;
+        }
+    }
+    return memo[v] = u;
+}
+
+/* The unrolled partition from first principles: none when some node has
+ * two parents; else the heads (internal nodes at even depth, depth from
+ * the parents) in batch order, each in its batch, then every other node in
+ * increasing order; and every internal node is a head or the child of
+ * exactly one head. */
+static void check_unroll_props(const rv_linear *lin) {
+    int32_t n = lin->num_nodes, K = lin->max_children;
+    int32_t *parent = malloc(sizeof(int32_t) * (size_t)n);
+    int32_t *memo = malloc(sizeof(int32_t) * (size_t)n);
+    bool forest = true;
+    for (int32_t v = 0; v < n; v++)
+        parent[v] = -1, memo[v] = -1;
+    for (int32_t v = 0; v < n; v++)
+        for (int32_t k = 0; k < lin->nchild[v]; k++) {
+            int32_t c = lin->child[(size_t)v * K + k];
+            forest &= parent[c] < 0;
+            parent[c] = v;
+        }
+    if (!forest) {
+        CHECK_EQ_INT(lin->num_unroll, 0);
+        free(parent);
+        free(memo);
+        return;
+    }
+    int32_t at = 0;
+    for (int32_t u = 0; u < lin->num_unroll; u++) {
+        CHECK_EQ_INT(lin->unroll_begin[u], at);
+        CHECK(lin->unroll_length[u] > 0);
+        for (int32_t j = at; j < at + lin->unroll_length[u] && j < n; j++) {
+            int32_t v = lin->unroll_node[j], d = 0;
+            for (int32_t p = parent[v]; p >= 0; p = parent[p])
+                d++;
+            CHECK(lin->nchild[v] > 0 && d % 2 == 0);
+            CHECK_EQ_INT(unroll_batch_of(lin, v, memo), u);
+            CHECK(j == at || lin->unroll_node[j - 1] < v);
+        }
+        at += lin->unroll_length[u];
+    }
+    int32_t heads = at;
+    char *seen = calloc((size_t)n, 1); /* unroll_node is a permutation */
+    for (int32_t v = 0; v < n; v++) {
+        int32_t d = 0;
+        for (int32_t p = parent[v]; p >= 0; p = parent[p])
+            d++;
+        heads -= lin->nchild[v] > 0 && d % 2 == 0; /* each listed above */
+        int32_t x = lin->unroll_node[v];
+        CHECK(x >= 0 && x < n && !seen[x]);
+        if (x >= 0 && x < n)
+            seen[x] = 1;
+    }
+    free(seen);
+    CHECK_EQ_INT(heads, 0);
+    for (int32_t j = at + 1; j < n; j++)
+        CHECK(lin->unroll_node[j - 1] < lin->unroll_node[j]);
+    for (int32_t j = at; j < n; j++) { /* the others: leaves, or a head's child */
+        int32_t v = lin->unroll_node[j];
+        CHECK(lin->nchild[v] == 0 || (parent[v] >= 0 && memo[parent[v]] >= 0));
+    }
+    free(parent);
+    free(memo);
+}
 
 static int check_linear_props(const rv_structs *bs, const rv_linear *lin) {
     int before = harness_failed;
@@ -115,6 +195,7 @@ static int check_linear_props(const rv_structs *bs, const rv_linear *lin) {
                     CHECK(lin->linear_of[g0 + j] < lin->linear_of[g0 + i]);
     }
     free(batch);
+    check_unroll_props(lin);
     return harness_failed == before;
 }
 
@@ -773,12 +854,12 @@ static void test_error_empty(void) {
 static void test_linearize_oom(void) {
     rv_structs *bs = rv_structs_new(RV_STRUCT_TREE, 2, 1);
     CHECK_EQ_INT(rv_structs_add_perfect_tree(bs, 5, NULL), RV_OK);
-    for (long fail = 1; fail <= 9; fail++) {
+    for (long fail = 1; fail <= 13; fail++) {
         rv_linear lin = {0};
         base_alloc_fail_after(fail);
         rv_status st = rv_linearize(bs, &lin);
         base_alloc_fail_after(0);
-        if (fail <= 8) {
+        if (fail <= 12) {
             CHECK_EQ_INT(st, RV_ERR_OOM);
             CHECK(lin.child == NULL && lin.cap_nodes == 0);
         } else {
@@ -814,6 +895,32 @@ static void test_sst_child_order(void) {
     remove_sst(dir);
 }
 
+/* The unrolled partition of a chain of 5 (node t's child t - 1), numbered
+ * 0 (t = 4, the root) .. 4 (the leaf): heads 2 (with its child 3, whose
+ * child is the leaf) in batch 0 and 0 (with 1, whose child is head 2) in
+ * batch 1; and a DAG batch whose node has two parents has none. */
+static void test_unroll_partition(void) {
+    rv_structs *bs = rv_structs_new(RV_STRUCT_SEQUENCE, 1, 0);
+    CHECK_EQ_INT(rv_structs_add_sequence(bs, 5, NULL), RV_OK);
+    rv_linear lin = {0};
+    CHECK_EQ_INT(rv_linearize(bs, &lin), RV_OK);
+    CHECK_EQ_INT(lin.num_unroll, 2);
+    const int32_t node[] = {2, 0, 1, 3, 4};
+    for (int j = 0; j < 5; j++)
+        CHECK_EQ_INT(lin.unroll_node[j], node[j]);
+    CHECK(lin.unroll_begin[0] == 0 && lin.unroll_length[0] == 1);
+    CHECK(lin.unroll_begin[1] == 1 && lin.unroll_length[1] == 1);
+    rv_structs_free(bs);
+    /* a diamond: 3 -> {1, 2} -> 0 */
+    bs = rv_structs_new(RV_STRUCT_DAG, 2, 0);
+    const int32_t begin[] = {0, 0, 1, 2, 4}, child[] = {0, 0, 1, 2};
+    CHECK_EQ_INT(rv_structs_add_children(bs, 4, begin, child, NULL), RV_OK);
+    CHECK_EQ_INT(rv_linearize(bs, &lin), RV_OK);
+    CHECK_EQ_INT(lin.num_unroll, 0);
+    rv_structs_free(bs);
+    rv_linear_free(&lin);
+}
+
 int main(void) {
     RUN(test_single_nodes);
     RUN(test_numbering_by_hand);
@@ -836,5 +943,6 @@ int main(void) {
     RUN(test_error_empty);
     RUN(test_linearize_oom);
     RUN(test_sst_child_order);
+    RUN(test_unroll_partition);
     return harness_report();
 }

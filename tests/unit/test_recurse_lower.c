@@ -1079,6 +1079,86 @@ static void test_refactor(void) {
                    "refactor: refactor(hs): recursion R is over DAG structure T");
 }
 
+/* The plan of an unrolled recursion replays its partition before the
+ * kernel runs: on a perfect tree of height 3 (heads: the 4 nodes at depth
+ * 2 in unrolled batch 0, the root in batch 1), the root moved into batch 0
+ * reads grandchildren not computed yet, and a partition without the
+ * root's batch computes no root: both fail naming the structure. The
+ * linearizer's own partition runs and matches the interpreter. */
+static const char *const unrolled_rnn =
+    "size N in 1..100\nsize B in 1..10\n"
+    "structure T : tree(N, 2) {\n children child, nchild\n roots root[s < B]\n"
+    " data word in 0..12\n}\n"
+    "input Emb : f32[13, 8]\ninput W : f32[8, 16]\n"
+    "recurse R over T {\n"
+    " h[n, i < 8] = if nchild[n] == 0 then Emb[word[n], i]\n"
+    "   else tanh(sum(k < nchild[n], j < 8) W[i, 8 * k + j] * h[child[n, k], j] / 4.0)\n}\n"
+    "Out[s, i] = h[root[s], i]\n"
+    "schedule R { dynamic_batch() unroll_recursion() }\n";
+
+static void expect_bad_unroll(const rv_linear *lin, int32_t nu, const int32_t *begin,
+                              const int32_t *len, const int32_t *node, const char *msg) {
+    rv_module *m = parse_ok(unrolled_rnn);
+    if (!m)
+        return;
+    rv_compile_options opt = {.cache_dir = cache_dir, .cflags = PROGRAM_CFLAGS};
+    rv_program *p = NULL;
+    CHECK_EQ_INT(rv_program_compile(m, &opt, &p), RV_OK);
+    Run r = {0}, ref = {0};
+    r.b = rv_bindings_new(m);
+    ref.b = rv_bindings_new(m);
+    CHECK_EQ_INT(rv_bindings_set_linear(r.b, "T", lin), RV_OK);
+    CHECK_EQ_INT(rv_bindings_set_linear(ref.b, "T", lin), RV_OK);
+    bind(&r, "Emb", arr_f32(V, H, 1));
+    bind(&r, "W", arr_f32(H, 2 * H, 2));
+    bind(&ref, "Emb", arr_f32(V, H, 1));
+    bind(&ref, "W", arr_f32(H, 2 * H, 2));
+    if (!msg) {
+        CHECK_EQ_INT(rv_program_run(p, r.b), RV_OK);
+        CHECK_EQ_INT(rv_interp_run(m, ref.b), RV_OK);
+        const rv_array *a = rv_bindings_get_array(r.b, "Out"), *e = rv_bindings_get_array(ref.b, "Out");
+        CHECK(a && e && rv_array_numel(a) == rv_array_numel(e));
+        for (int64_t i = 0; a && e && i < rv_array_numel(a); i++)
+            CHECK(fabsf(((const float *)rv_array_cdata(a))[i] -
+                        ((const float *)rv_array_cdata(e))[i]) < 1e-5f);
+    } else {
+        rv_bindings_set_size(r.b, "_T_nunroll", nu);
+        bind(&r, "_T_unroll_begin", arr_i32(nu, begin));
+        bind(&r, "_T_unroll_length", arr_i32(nu, len));
+        bind(&r, "_T_unroll_node", arr_i32(lin->num_nodes, node));
+        CHECK_EQ_INT(rv_program_run(p, r.b), RV_ERR_ARG);
+        CHECK_STR_CONTAINS(rv_last_error(), msg);
+    }
+    run_free(&r);
+    run_free(&ref);
+    rv_program_free(p);
+    rv_module_free(m);
+}
+
+static void test_plan_checks_unroll(void) {
+    rv_structs *bs = rv_structs_new(RV_STRUCT_TREE, 2, 1);
+    int32_t words[15] = {0};
+    CHECK_EQ_INT(rv_structs_add_perfect_tree(bs, 3, words), RV_OK);
+    rv_linear lin = {0};
+    CHECK_EQ_INT(rv_linearize(bs, &lin), RV_OK);
+    CHECK_EQ_INT(lin.num_unroll, 2);
+    CHECK(lin.unroll_length[0] == 4 && lin.unroll_length[1] == 1 && lin.unroll_node[4] == 0);
+    expect_bad_unroll(&lin, 0, NULL, NULL, NULL, NULL);
+    int32_t node[15], begin[] = {0, 1}, len[] = {1, 4};
+    memcpy(node, lin.unroll_node, sizeof node);
+    node[0] = 0; /* the root first, alone in batch 0 */
+    for (int j = 1; j < 5; j++)
+        node[j] = lin.unroll_node[j - 1];
+    expect_bad_unroll(&lin, 2, begin, len, node,
+                      "structure T: head node 0 of unrolled batch 0 has a grandchild not "
+                      "computed in an earlier batch");
+    const int32_t len1[] = {4};
+    expect_bad_unroll(&lin, 1, begin, len1, lin.unroll_node,
+                      "structure T: node 0 is in no unrolled iteration");
+    rv_linear_free(&lin);
+    rv_structs_free(bs);
+}
+
 int main(void) {
     snprintf(cache_dir, sizeof cache_dir, "/tmp/ravel-test-recurse-XXXXXX");
     if (!mkdtemp(cache_dir)) {
@@ -1104,6 +1184,7 @@ int main(void) {
     RUN(test_leaf_fold_tiles);
     RUN(test_tail_tile_rows);
     RUN(test_hoisted_weights_nested);
+    RUN(test_plan_checks_unroll);
     char cmd[PATH_MAX + 16];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", cache_dir);
     if (system(cmd) != 0)
