@@ -156,9 +156,19 @@ Stmt *lower_attach_one(LowerCtx *c, StageNest *n, Stage *p, Buffer **buf_out) {
      * tensor (`clamped`), and the reads of it are then checked against
      * the tensor as those of an unpadded copy. */
     bool inside = p->local_pad && copy_read_inside(c, p), clamped = false;
+    /* a fused variable loop over dimensions 0..fk: dimension 0 is a range
+     * of its rows (the bounds pass's), the others one point */
+    int fk = -1;
+    const IterVar *fv = sched_region_vfuse(p, &fk);
     for (int d = 0; d < nd; d++) {
-        /* a ragged dimension: its largest row in the region */
-        Expr *full = lower_ragged_extent(c, p, d, have ? reg : NULL);
+        if (fv && d > 0 && d <= fk) {
+            origin[d] = ir_int(m, 0);
+            ext[d] = alloc[d] = ir_int(m, 1);
+            continue;
+        }
+        /* a ragged dimension: its largest row in the region (fused: every
+         * row there is) */
+        Expr *full = fv && d == 0 ? lower_vfuse_extent(c, fv) : lower_ragged_extent(c, p, d, have ? reg : NULL);
         if (!full)
             return NULL;
         if (!have) {
@@ -193,11 +203,13 @@ Stmt *lower_attach_one(LowerCtx *c, StageNest *n, Stage *p, Buffer **buf_out) {
          * len - len/4*4 <= 3, which the ranges of len alone bound by N.
          * Its constant replaces a bound that may exceed it, or one that
          * holds UF values (it would size a buffer anew per tile or
-         * level); not one over sizes that reaches it only at their
-         * largest values. */
+         * level), or loads a prelude's array (the last tile of a fused
+         * variable loop spans T - T/4*4 rows, T = start[B]); not one over
+         * sizes that reaches it only at their largest values. */
         int64_t cub, uub;
         if (lower_upper_bound(m, span, &cub) &&
-            (!ub || reads_uf(ub) || !lower_upper_bound(m, ub, &uub) || cub < uub))
+            (!ub || reads_uf(ub) || !sizes_only(ub) || !lower_upper_bound(m, ub, &uub) ||
+             cub < uub))
             ub = ir_int(m, cub);
         Expr *fub = inside ? lower_bounds_upper(m, full) : NULL;
         fub = fub ? lower_ctx_simp(c, fub) : NULL;
@@ -215,6 +227,14 @@ Stmt *lower_attach_one(LowerCtx *c, StageNest *n, Stage *p, Buffer **buf_out) {
             alloc[d] = lower_ctx_simp(c, ir_binary(m, EX_MAX, fub, ir_int(m, 0)));
             clamped = true;
             continue;
+        }
+        if (fv && d == 0) {
+            /* fused rows: at most every row there is */
+            Expr *rb = lower_vfuse_rows_bound(c, fv);
+            int64_t a, r;
+            if (rb && (!ub || !sizes_only(ub) ||
+                       (ir_is_const_int(ub, &a) && ir_is_const_int(rb, &r) && r < a)))
+                ub = rb;
         }
         if (!ub || !sizes_only(ub)) {
             /* a ragged dimension: at most its longest row */
@@ -282,6 +302,10 @@ Stmt *lower_attach_one(LowerCtx *c, StageNest *n, Stage *p, Buffer **buf_out) {
     v->buf = ir_buffer_new(m, p->name, p->t->dtype, scope == BUF_LOCAL ? ir_int(m, elems) : size,
                            scope);
     v->local_pad = p->local_pad && !clamped;
+    if (fv) {
+        v->fused = lower_vfuse_layout(c, fv);
+        v->fused_k = fk;
+    }
     ptrmap_put(&c->views, p->t, v);
     *buf_out = v->buf;
     return lower_stage_nest(c, p, origin, ext, v);

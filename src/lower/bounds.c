@@ -26,6 +26,8 @@
  * a read cannot be bounded; attach.c then takes the whole tensor or
  * rejects the schedule.
  */
+#include <string.h>
+
 #include "lower/lower.h"
 
 typedef struct Bounds {
@@ -378,7 +380,9 @@ static bool iv_range(LowerCtx *c, StageNest *n, const IterVar *v, bool clip, con
         if (!iv_range(c, n, v->fused, clip, vary, &f))
             return false;
         Axis *x = lower_loop_var(m, "x", NULL);
-        Expr *a = lower_vfuse_part(c, v->fused, x->var, true);
+        Expr *base = n->base[v->fused->id]; /* a region of fused rows: its first */
+        Expr *a = lower_vfuse_part(c, v->fused, base ? ir_binary(m, EX_ADD, base, x->var) : x->var,
+                                   true);
         PtrMap over = {0};
         ptrmap_put(&over, x, &f);
         bool ok = a && lower_bounds_range(m, a, &over, false, out);
@@ -407,21 +411,84 @@ static void find_reads(const Expr *e, void *ctx) {
         vec_push(&r->reads, (Expr *)e);
 }
 
+/* A reader's fused variable loops over the rows a region stage's rows
+ * are read at: the values of their roots as functions of a variable per
+ * loop, and each loop's row in its own numbering (over that variable). */
+typedef struct Rows {
+    PtrMap vals; /* root Axis* -> value */
+    PtrMap row;  /* fused IterVar* -> its row */
+} Rows;
+
+/* The levels of fused loop f, each a root: their axes into ax; false
+ * otherwise. */
+static bool level_axes(const IterVar *f, Axis **ax, int *n) {
+    const IterVar *lv[SCHED_MAX_IVS];
+    *n = sched_vfuse_levels(f, lv);
+    for (int j = 0; j < *n; j++) {
+        if (lv[j]->rel != IV_ROOT || j >= RV_MAX_DIMS)
+            return false;
+        ax[j] = lv[j]->axis;
+    }
+    return true;
+}
+
+/* The row of p's fused loop fv that `read` (of p, in reader) reads,
+ * over the variables of `rows`. A read at the rows of a fused loop of
+ * the reader that numbers the same rows (p's indices its levels' axes)
+ * is at that loop's row itself, whatever the simplifier makes of the
+ * maps (with rows of at most one element it folds the inner index to 0). */
+static Expr *read_row(LowerCtx *c, const Stage *reader, const IterVar *fv, const Expr *read,
+                      const Rows *rows) {
+    Module *m = c->m;
+    for (int i = 0; rows && i < reader->ivs.len; i++) {
+        const IterVar *f = reader->ivs.data[i];
+        Expr *x = f->variable ? ptrmap_get(&rows->row, f) : NULL;
+        Axis *ax[SCHED_MAX_IVS];
+        int n;
+        if (!x || !level_axes(f, ax, &n) || !lower_vfuse_same_rows(c, fv, f))
+            continue;
+        bool at = true;
+        for (int j = 0; j < n && at; j++)
+            at = read->args[j]->kind == EX_VAR && read->args[j]->u.axis == ax[j];
+        if (at)
+            return x;
+    }
+    Expr *e = lower_vfuse_row(c, fv, read->args);
+    return e ? lower_ctx_simp(c, rows ? ir_substitute(m, e, &rows->vals) : e) : NULL;
+}
+
 /* The union over the reads of p in stage `reader` of their index ranges
- * when the reader's axes range as `vary` says. */
+ * when the reader's axes range as `vary` says. Where p fuses its
+ * dimensions 0..k (sched_region_vfuse), dimension 0 is the range of the
+ * rows read (CoRa Fig. 7 the other way): each read's row, its indices
+ * replaced by `rows` (the reader's axes fused in a loop of its own, as
+ * values of a variable standing for that loop, which `vary` ranges), is
+ * that variable where both fused loops number the same rows. */
 static bool reads_region(LowerCtx *c, const Stage *reader, const Stage *p, const PtrMap *vary,
-                         Range *reg) {
+                         const Rows *rows, Range *reg) {
     Module *m = c->m;
     ReadIdx ri = {p->t, {0}};
     ir_visit(reader->body, find_reads, &ri);
     ir_visit(reader->pred, find_reads, &ri);
     ir_visit(reader->else_body, find_reads, &ri);
     bool ok = ri.reads.len > 0;
+    int fk = -1;
+    const IterVar *fv = sched_region_vfuse(p, &fk);
     for (int d = 0; d < p->t->ndim && ok; d++) {
         reg[d].lo = reg[d].hi = NULL;
+        if (fv && d > 0 && d <= fk) {
+            reg[d].lo = reg[d].hi = ir_int(m, 0);
+            continue;
+        }
         for (int k = 0; k < ri.reads.len && ok; k++) {
             Range r;
-            ok = lower_bounds_range(m, ri.reads.data[k]->args[d], vary, false, &r);
+            Expr *e = ri.reads.data[k]->args[d];
+            if (fv && d == 0) {
+                e = read_row(c, reader, fv, ri.reads.data[k], rows);
+                if (!e)
+                    return false;
+            }
+            ok = lower_bounds_range(m, e, vary, false, &r);
             if (!ok)
                 break;
             reg[d].lo = reg[d].lo ? ir_binary(m, EX_MIN, reg[d].lo, r.lo) : r.lo;
@@ -430,6 +497,58 @@ static bool reads_region(LowerCtx *c, const Stage *reader, const Stage *p, const
     }
     vec_free(&ri.reads);
     return ok;
+}
+
+/* The values of the roots fused in n->st's variable loop f, whose
+ * value (from f's first row in a region of rows) ranges over *fr: as
+ * functions of a variable x over *fr (in vary), into `rows`. */
+static void part_values(LowerCtx *c, const StageNest *n, const IterVar *f, Range *fr,
+                        PtrMap *vary, Rows *rows) {
+    Axis *x = lower_loop_var(c->m, "x", NULL);
+    ptrmap_put(vary, x, fr);
+    Expr *base = n->base[f->id]; /* a region of rows: x counts from its first */
+    ptrmap_put(&rows->row, f, base ? ir_binary(c->m, EX_ADD, base, x->var) : x->var);
+    StageNest at = *n;
+    at.value[f->id] = x->var;
+    for (int i = 0; i < n->st->ivs.len; i++) {
+        IterVar *r = n->st->ivs.data[i];
+        Expr *v = r->rel == IV_ROOT && sched_iv_derives_from(f, r) ? lower_iv_value(c, &at, r)
+                                                                   : NULL;
+        if (v)
+            ptrmap_put(&rows->vals, r->axis, v);
+    }
+}
+
+/* A reader computed inside n->st over a region of the rows of its fused
+ * loop f (*fr; NULL: all of them): the values of f's roots over a
+ * variable over those rows, into `rows`, and their ranges into vary.
+ * False where one cannot be bounded. */
+static bool fused_rows(LowerCtx *c, const Stage *reader, const IterVar *f, Range *fr,
+                       PtrMap *vary, Rows *rows) {
+    Module *m = c->m;
+    if (!fr) {
+        Expr *t = lower_vfuse_extent(c, f);
+        if (!t)
+            return false;
+        fr = arena_alloc(m->arena, sizeof *fr);
+        fr->lo = ir_int(m, 0);
+        fr->hi = lower_ctx_simp(c, ir_binary(m, EX_SUB, t, ir_int(m, 1)));
+    }
+    StageNest at;
+    memset(&at, 0, sizeof at);
+    at.st = (Stage *)reader;
+    part_values(c, &at, f, fr, vary, rows);
+    for (int i = 0; i < reader->ivs.len; i++) {
+        IterVar *r = reader->ivs.data[i];
+        Expr *v = r->rel == IV_ROOT ? ptrmap_get(&rows->vals, r->axis) : NULL;
+        if (!v)
+            continue;
+        Range *rr = arena_alloc(m->arena, sizeof *rr);
+        if (!lower_bounds_range(m, v, vary, false, rr))
+            return false;
+        ptrmap_put(vary, r->axis, rr);
+    }
+    return true;
 }
 
 /* The region of p that `reader` reads in the remaining iterations of
@@ -452,7 +571,12 @@ static bool reader_region(LowerCtx *c, StageNest *n, Stage *reader, Stage *p, bo
         if (whole && reader->local_pad)
             return false;
         PtrMap vary = {0};
+        Rows rows = {0};
+        int rk = -1;
+        const IterVar *rf = sched_region_vfuse(reader, &rk);
         for (int d = 0; d < reader->t->ndim; d++) {
+            if (rf && d <= rk)
+                continue; /* fused_rows below */
             Expr *full = lower_ragged_extent(c, reader, d, whole ? NULL : rr);
             if (!full)
                 return false;
@@ -469,8 +593,11 @@ static bool reader_region(LowerCtx *c, StageNest *n, Stage *reader, Stage *p, bo
             }
             ptrmap_put(&vary, reader->t->axes[d], &rr[d]);
         }
-        bool ok = reads_region(c, reader, p, &vary, reg);
+        bool ok = !rf || fused_rows(c, reader, rf, whole ? NULL : &rr[0], &vary, &rows);
+        ok = ok && reads_region(c, reader, p, &vary, &rows, reg);
         ptrmap_free(&vary);
+        ptrmap_free(&rows.vals);
+        ptrmap_free(&rows.row);
         return ok;
     }
     PtrMap vary = {0};
@@ -488,8 +615,22 @@ static bool reader_region(LowerCtx *c, StageNest *n, Stage *reader, Stage *p, bo
         }
         ptrmap_put(&vary, r->axis, &rs[i]);
     }
-    ok = ok && reads_region(c, st, p, &vary, reg);
+    /* the rows of st's fused variable loops that range here */
+    Rows rows = {0};
+    for (int i = 0; i < st->ivs.len && ok; i++) {
+        IterVar *f = st->ivs.data[i];
+        if (f->rel != IV_FUSED || !f->variable || (f->fused && f->fused->variable) ||
+            lower_iv_value(c, n, f))
+            continue;
+        Range *fr = arena_alloc(m->arena, sizeof *fr);
+        ok = iv_range(c, n, f, clip, &vary, fr);
+        if (ok)
+            part_values(c, n, f, fr, &vary, &rows);
+    }
+    ok = ok && reads_region(c, st, p, &vary, &rows, reg);
     ptrmap_free(&vary);
+    ptrmap_free(&rows.vals);
+    ptrmap_free(&rows.row);
     return ok;
 }
 

@@ -30,9 +30,14 @@
 /* The flat offset of element idx of a view. */
 Expr *lower_view_offset(Module *m, const RegionView *v, Expr *const *idx) {
     Expr *off = ir_int(m, 0);
-    for (int d = 0; d < v->ndim; d++)
+    for (int d = 0; d < v->ndim; d++) {
+        /* fused rows: the row of (idx[0], .., idx[k]) */
+        Expr *at = v->fused && d == 0 ? ir_storage_offset(m, v->fused, idx) : idx[d];
+        if (v->fused && d > 0 && d <= v->fused_k)
+            continue;
         off = ir_binary(m, EX_ADD, off,
-                        ir_binary(m, EX_MUL, ir_binary(m, EX_SUB, idx[d], v->lo[d]), v->stride[d]));
+                        ir_binary(m, EX_MUL, ir_binary(m, EX_SUB, at, v->lo[d]), v->stride[d]));
+    }
     return off;
 }
 

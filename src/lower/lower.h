@@ -348,6 +348,12 @@ typedef struct RegionView {
      * the reader makes is inside it. Otherwise it is clipped to the
      * tensor, and a read is inside when it is inside the tensor. */
     bool local_pad;
+    /* A stage whose fused variable loop runs over the tensor's dimensions
+     * 0..fused_k (sched_region_vfuse): its region there is a range of the
+     * fused rows, dimension 0 standing for all of them (lo[0] the first
+     * row, in `fused`'s numbering; dimensions 1..fused_k stride 0). */
+    const Storage *fused;
+    int fused_k;
 } RegionView;
 
 typedef struct RegionTable RegionTable; /* regions.c */
@@ -552,6 +558,15 @@ Expr *lower_vfuse_part(LowerCtx *c, const IterVar *f, Expr *fv, bool outer);
 /* The prelude of the current kernel's fused variable loops: their row
  * starts and row maps no earlier kernel fills (NULL: none). */
 Stmt *lower_vfuse_prelude(LowerCtx *c);
+/* The row of tuple idx (one index per level of f) in f's numbering,
+ * start[prefix] + last index: the fused loop's value there. */
+Expr *lower_vfuse_row(LowerCtx *c, const IterVar *f, Expr *const *idx);
+/* The layout of f's fused space (NULL with c->st set). */
+const Storage *lower_vfuse_layout(LowerCtx *c, const IterVar *f);
+/* A bound of f's number of rows over the sizes (NULL: none known). */
+Expr *lower_vfuse_rows_bound(LowerCtx *c, const IterVar *f);
+/* Do fused loops f and g number the same rows (one raggedness pattern)? */
+bool lower_vfuse_same_rows(LowerCtx *c, const IterVar *f, const IterVar *g);
 /* e with the fused loops' arrays of another context (the bounds pass's
  * regions) replaced by this context's. */
 Expr *lower_vfuse_adopt(LowerCtx *c, Expr *e);

@@ -37,8 +37,11 @@ Expr *lower_iv_value(LowerCtx *c, StageNest *n, const IterVar *v) {
     if (n->value[v->id])
         return n->value[v->id];
     if (v->fused && v->fused->variable) {
-        /* through the prelude's maps (vfuse.c) */
-        Expr *f = lower_iv_value(c, n, v->fused);
+        /* through the prelude's maps (vfuse.c), from the first row of a
+         * region of fused rows */
+        Expr *f = lower_iv_value(c, n, v->fused), *base = n->base[v->fused->id];
+        if (f && base)
+            f = ir_binary(m, EX_ADD, base, f);
         return f ? lower_vfuse_part(c, v->fused, f, v == v->fused->fa) : NULL;
     }
     if (v->fused) {
@@ -225,8 +228,8 @@ Expr *lower_iv_extent_over(LowerCtx *c, StageNest *n, const IterVar *v, const Pt
             c, ir_binary(m, EX_SUB, e, ir_binary(m, EX_MUL, o, ir_int(m, v->factor))));
     }
     case IV_FUSED: {
-        if (v->variable) /* the sum of the inner extents: the prelude's */
-            return lower_vfuse_extent(c, v);
+        if (v->variable) /* a region's rows, or the sum of the inner extents: the prelude's */
+            return n->root_ext[v->id] ? n->root_ext[v->id] : lower_vfuse_extent(c, v);
         /* an extent below 0 runs no iterations; in a product it must
          * count as 0, not flip the sign of the other */
         Expr *a = lower_iv_extent_over(c, n, v->fa, vary),
@@ -589,9 +592,19 @@ bool lower_nest_init(LowerCtx *c, StageNest *n, Stage *st, Expr *const *origin,
             return false;
         n->dst_storage = sto;
     }
+    /* a region of fused rows (sched_region_vfuse): dimension 0's origin
+     * and extent are the fused loop's, in rows; the roots it fuses take
+     * their values from its */
+    int fk = -1;
+    const IterVar *f = origin ? sched_region_vfuse(st, &fk) : NULL;
+    if (f && origin[0]) {
+        n->base[f->id] = origin[0];
+        n->root_ext[f->id] = ext[0];
+    }
     for (int i = 0; i < st->ivs.len; i++) {
         IterVar *r = st->ivs.data[i];
-        if (r->rel == IV_ROOT && !r->reduce && origin && origin[r->axis->pos]) {
+        if (r->rel == IV_ROOT && !r->reduce && origin && origin[r->axis->pos] &&
+            !(f && r->axis->pos <= fk)) {
             n->base[r->id] = origin[r->axis->pos];
             n->root_ext[r->id] = ext[r->axis->pos];
         }

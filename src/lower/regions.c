@@ -71,9 +71,17 @@ static bool attach_nest(LowerCtx *c, RegionBox *b, StageNest *n) {
     memset(n, 0, sizeof *n);
     n->st = h;
     n->mode = MODE_TOP;
+    /* a host over a region of fused rows: their first and their number */
+    int fk = -1;
+    const IterVar *f = sched_region_vfuse(h, &fk);
+    if (f) {
+        n->base[f->id] = param(m, b, RP_ORIGIN, f, NULL, h->name, f->name, "lo");
+        n->root_ext[f->id] = param(m, b, RP_EXTENT, f, NULL, h->name, f->name, "ext");
+    }
     for (int i = 0; i < h->ivs.len; i++) {
         IterVar *r = h->ivs.data[i];
-        if (r->rel == IV_ROOT && !r->reduce && h->attach == ATTACH_AT) {
+        if (r->rel == IV_ROOT && !r->reduce && h->attach == ATTACH_AT &&
+            !(f && r->axis->pos <= fk)) {
             n->base[r->id] = param(m, b, RP_ORIGIN, r, NULL, h->name, r->axis->name, "lo");
             n->root_ext[r->id] = param(m, b, RP_EXTENT, r, NULL, h->name, r->axis->name, "ext");
         }
@@ -179,8 +187,15 @@ void lower_print_regions(Buf *b, const RegionTable *t) {
         for (int i = 0; i < r->params.len; i++)
             buf_printf(b, "%s%s", i ? ", " : " over ", r->params.data[i].sym->name);
         buf_printf(b, "%s\n", r->whole ? ": whole tensor" : ":");
+        int fk = -1;
+        const IterVar *f = sched_region_vfuse(p, &fk);
         for (int d = 0; !r->whole && d < p->t->ndim; d++) {
-            buf_printf(b, "  %s: [", p->t->axes[d]->name);
+            if (f && d > 0 && d <= fk)
+                continue;
+            if (f && d == 0)
+                buf_printf(b, "  rows of %s: [", f->name);
+            else
+                buf_printf(b, "  %s: [", p->t->axes[d]->name);
             ir_print_expr(b, r->dim[d].lo);
             buf_printf(b, ", ");
             ir_print_expr(b, r->dim[d].hi);
@@ -361,7 +376,9 @@ void lower_debug_region(LowerCtx *walk, StageNest *n, Stage *p, bool have, const
     } else {
         bool same = true;
         for (int d = 0; have && d < p->t->ndim; d++) {
-            Range a = {lower_ctx_simp(&c, w[d].lo), lower_ctx_simp(&c, w[d].hi)};
+            /* (the fused loops' arrays: the walk's, as instance() takes them) */
+            Range a = {lower_ctx_simp(&c, lower_vfuse_adopt(walk, w[d].lo)),
+                       lower_ctx_simp(&c, lower_vfuse_adopt(walk, w[d].hi))};
             Range u = {lower_ctx_simp(&c, reg[d].lo), lower_ctx_simp(&c, reg[d].hi)};
             if (a.lo == u.lo && a.hi == u.hi)
                 continue;

@@ -244,6 +244,36 @@ Expr *lower_vfuse_part(LowerCtx *c, const IterVar *f, Expr *fv, bool outer) {
     return ir_binary(m, EX_SUB, fv, ir_load(m, vf->lay.start[vf->level], a));
 }
 
+Expr *lower_vfuse_row(LowerCtx *c, const IterVar *f, Expr *const *idx) {
+    VFuse *vf = vfuse_of(c, f);
+    if (!vf)
+        return NULL;
+    use(c, vf);
+    return ir_storage_offset(c->m, &vf->lay, idx);
+}
+
+const Storage *lower_vfuse_layout(LowerCtx *c, const IterVar *f) {
+    VFuse *vf = vfuse_of(c, f);
+    return vf ? &vf->lay : NULL;
+}
+
+Expr *lower_vfuse_rows_bound(LowerCtx *c, const IterVar *f) {
+    VFuse *vf = vfuse_of(c, f);
+    return vf ? tuples_bound(c->m, &vf->lay, vf->level) : NULL;
+}
+
+bool lower_vfuse_same_rows(LowerCtx *c, const IterVar *f, const IterVar *g) {
+    VFuse *a = vfuse_of(c, f), *b = vfuse_of(c, g);
+    if (!a || !b || a->level != b->level)
+        return false;
+    for (int k = 0; k <= a->level; k++)
+        if (a->lay.variable[k] != b->lay.variable[k] ||
+            (a->lay.variable[k] ? a->lay.start[k] != b->lay.start[k]
+                                : lower_ctx_simp(c, a->lay.ext[k]) != lower_ctx_simp(c, b->lay.ext[k])))
+            return false;
+    return true;
+}
+
 /* row[x] = r for every x of prefix r: for r < count: for j < start[r + 1]
  * - start[r]: row[start[r] + j] = r. */
 static Stmt *row_prelude(LowerCtx *c, const VFuse *vf) {

@@ -824,13 +824,17 @@ static rv_status prim_compute_at(Ctx *c) {
                         "has not when computed inside %s",
                         p->name, p->ivs.data[i]->name, p->ivs.data[i]->name,
                         (long long)p->ivs.data[i]->pad, st->name);
-    /* a fused variable loop is enumerated over the whole tensor by the
-     * prelude (vfuse.c); fuse rejects the other order the same way */
-    if (sched_stage_has_vfuse(p))
-        return fail(c, loc,
-                    "%s fuses variable loops, which run over its whole tensor; it cannot be "
-                    "computed inside %s",
-                    p->name, st->name);
+    /* a fused variable loop covers a region as a range of its rows
+     * (vfuse.c); fuse checks the other order the same way */
+    if (sched_stage_has_vfuse(p)) {
+        Buf why = {0};
+        const char *bad = sched_vfuse_region_illegal(p, &why);
+        r = bad ? fail(c, loc, "%s cannot be computed inside %s: %s", p->name, st->name, bad)
+                : RV_OK;
+        buf_free(&why);
+        if (r != RV_OK)
+            return r;
+    }
     if (st->attach == ATTACH_INLINE)
         return fail(c, loc, "%s is inlined", st->name);
     if (v && st->reduce && read_outside(st->body, st->reduce, p->t)) {

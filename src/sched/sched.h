@@ -317,9 +317,15 @@ bool sched_fuse_is_variable(const Stage *st, const IterVar *a, const IterVar *b)
 /* Why fuse(a, b) of variable loops cannot be lowered, or NULL when it
  * can (docs/schedules.md lists the rules); a message for the step. */
 const char *sched_vfuse_illegal(const Stage *st, const IterVar *a, const IterVar *b, Buf *why);
-/* Does st have a fused variable loop (its loops then need its own
- * storage and the whole tensor: no compute_at, no cache stage)? */
+/* Does st have a fused variable loop? */
 bool sched_stage_has_vfuse(const Stage *st);
+/* Why st's fused variable loops cannot run over a region of its tensor
+ * (st computed at a loop), or NULL (the rule of sched_vfuse_illegal). */
+const char *sched_vfuse_region_illegal(const Stage *st, Buf *why);
+/* The fused variable loop over the leading dimensions 0..*k of the
+ * tensor of st, a stage computed at a loop: its region is a range of
+ * the fused rows (src/lower/attach.c); NULL when st has none. */
+const IterVar *sched_region_vfuse(const Stage *st, int *k);
 /* Are roots o and r fused by a variable fuse, o in its outer part and r
  * in its inner one (r's extent on o is then the fused loop's business:
  * its parts may go anywhere)? */

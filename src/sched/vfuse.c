@@ -14,9 +14,13 @@
  *     outside f, and `a`'s own extent mentions no axis of the stage);
  *   - no loop padding on those axes (`pad` changes an extent the prelude
  *     sums);
- *   - the stage is its own kernel over its whole tensor: a cache stage or
- *     a stage computed at a loop covers a region whose origin and extent
- *     are the reader's, which the prelude cannot enumerate.
+ *   - a stage over a region of its tensor (a cache stage, or one computed
+ *     at a loop of its reader) fuses reduction loops (each element's
+ *     reduction is over all of them) and, of its spatial loops, only its
+ *     tensor's leading dimensions,
+ *     in storage order, unpadded, without local padding: its region is
+ *     then a range of the fused rows (the tiles of its reader's fused
+ *     loop), which the prelude's maps enumerate as they do the whole.
  */
 #include <string.h>
 
@@ -84,6 +88,37 @@ bool sched_fuse_is_variable(const Stage *st, const IterVar *a, const IterVar *b)
     return false;
 }
 
+static int mirror_level(const Stage *st, const IterVar *f);
+
+/* Why fused variable loop f of st cannot run over a region of st's
+ * tensor (st a cache stage, or computed at a loop), or NULL: the region
+ * is a range of the fused rows only where f's levels are the tensor's
+ * leading dimensions, stored outermost in their order. */
+static const char *region_illegal(const Stage *st, const IterVar *f, Buf *why) {
+    if (f->reduce) /* over the whole reduction at every element, as unfused */
+        return NULL;
+    int k = mirror_level(st, f);
+    for (int j = 0; j <= k; j++)
+        if (st->order[j] != j)
+            k = -1;
+    if (k < 0) {
+        buf_printf(why,
+                   "over a region of %s (a cache stage's, or one computed at a loop of its "
+                   "reader), a fused variable loop runs over a range of rows only when it "
+                   "fuses the tensor's leading dimensions, in storage order",
+                   st->name);
+        return buf_str(why);
+    }
+    if (st->local_pad) {
+        buf_printf(why,
+                   "%s computes whole tiles (pad=1), which have no rows past a sequence's end "
+                   "in a fused variable loop",
+                   st->name);
+        return buf_str(why);
+    }
+    return NULL;
+}
+
 const char *sched_vfuse_illegal(const Stage *st, const IterVar *a, const IterVar *b, Buf *why) {
     if (st->kind == STAGE_PART) {
         buf_printf(why,
@@ -93,12 +128,11 @@ const char *sched_vfuse_illegal(const Stage *st, const IterVar *a, const IterVar
         return buf_str(why);
     }
     if (st->kind != STAGE_OP || st->attach != ATTACH_ROOT) {
-        buf_printf(why,
-                   "%s covers a region of its tensor (a cache stage, or computed at a loop of "
-                   "its reader); only a stage computed over its whole tensor fuses variable "
-                   "loops",
-                   st->name);
-        return buf_str(why);
+        IterVar f = {.name = "", .rel = IV_FUSED, .fa = (IterVar *)a, .fb = (IterVar *)b,
+                     .variable = true, .reduce = a->reduce};
+        const char *bad = region_illegal(st, &f, why);
+        if (bad)
+            return bad;
     }
     const IterVar *v[2] = {a, b};
     for (int k = 0; k < 2; k++)
@@ -129,6 +163,28 @@ const char *sched_vfuse_illegal(const Stage *st, const IterVar *a, const IterVar
                        all[i]->name, q->name);
             return buf_str(why);
         }
+    }
+    return NULL;
+}
+
+const char *sched_vfuse_region_illegal(const Stage *st, Buf *why) {
+    for (int i = 0; i < st->ivs.len; i++) {
+        const IterVar *f = st->ivs.data[i];
+        const char *bad = f->rel == IV_FUSED && f->variable ? region_illegal(st, f, why) : NULL;
+        if (bad)
+            return bad;
+    }
+    return NULL;
+}
+
+const IterVar *sched_region_vfuse(const Stage *st, int *k) {
+    if (st->attach != ATTACH_AT)
+        return NULL;
+    for (int i = 0; i < st->ivs.len; i++) {
+        const IterVar *f = st->ivs.data[i];
+        if (f->rel == IV_FUSED && f->variable && !(f->fused && f->fused->variable) &&
+            !f->reduce && (*k = mirror_level(st, f)) >= 1)
+            return f;
     }
     return NULL;
 }
