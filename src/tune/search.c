@@ -94,6 +94,7 @@ typedef struct Tuner {
     int threads;       /* the measured kernels' thread pool: the records' count */
     StrMap by_sched;   /* schedule text -> candidate index + 1 */
     TuneResult *res;
+    char sum_name[80]; /* ragged rows: their variable, "sum(len)" */
     double t0;
     long begun; /* candidates whose measuring began (RAVEL_TUNE_FAULT counts them) */
 } Tuner;
@@ -107,8 +108,39 @@ static uint64_t next_rand(Tuner *t) {
 
 /* ---- shapes ---- */
 
-static const char *size_name(const Tuner *t, int i) {
-    return rv_size_name(rv_module_size_at(t->m, i));
+/* The tuning variables: the module's sizes, then for ragged rows their
+ * sum (TuneStage.rows_uf), at v[nsizes] of a shape and in the dispatch's
+ * input after the sizes (rv_dispatch.sums). */
+static int num_vars(const Tuner *t) {
+    return rv_module_num_sizes(t->m) + (t->sp.stage.rows_uf != NULL);
+}
+
+static const char *var_name(const Tuner *t, int i) {
+    return i < rv_module_num_sizes(t->m) ? rv_size_name(rv_module_size_at(t->m, i))
+                                         : t->sum_name;
+}
+
+/* Shape sh with its outer size's value read as packed rows: the size
+ * becomes the number of sequences they are drawn over (a mean length
+ * midway in the UF's range, within the size's range). False when no
+ * count in the range fits. */
+static bool packed_shape(const Tuner *t, TuneShape *sh) {
+    const TuneStage *st = &t->sp.stage;
+    const rv_size *outer = st->rows_outer;
+    int64_t p = sh->v[outer->id], lo = st->len_lo, hi = st->len_hi;
+    int64_t mid = (lo + hi) / 2 > 0 ? (lo + hi) / 2 : 1;
+    int64_t least = hi > 0 ? (p + hi - 1) / hi : outer->lo, most = lo > 0 ? p / lo : outer->hi;
+    least = least > outer->lo ? least : outer->lo;
+    most = most < outer->hi ? most : outer->hi;
+    int64_t n = (p + mid - 1) / mid;
+    n = n < least ? least : n > most ? most : n;
+    if (least > most || p < 0)
+        return false;
+    sh->rows_uf = st->rows_uf;
+    sh->packed = p;
+    sh->v[outer->id] = n;
+    sh->v[rv_module_num_sizes(t->m)] = p;
+    return true;
 }
 
 /* The shapes of the range when the caller gives none: every point when
@@ -122,6 +154,10 @@ static void default_shapes(Tuner *t) {
     for (int i = 0; i < nsz; i++) {
         const rv_size *sz = rv_module_size_at(t->m, i);
         int64_t lo = sz->lo, hi = sz->hi;
+        if (sz == t->sp.stage.rows_outer) { /* packed rows in its place */
+            lo = sz->lo * t->sp.stage.len_lo;
+            hi = sz->hi * t->sp.stage.len_hi;
+        }
         if (hi - lo + 1 <= all) {
             for (int64_t v = lo; v <= hi; v++)
                 vals[i][nv[i]++] = v;
@@ -150,12 +186,21 @@ static void default_shapes(Tuner *t) {
         }
         t->w[s] = 1;
     }
+    if (!t->sp.stage.rows_uf)
+        return;
+    int kept = 0;
+    for (int s = 0; s < n; s++) {
+        TuneShape sh = t->shapes[s];
+        if (packed_shape(t, &sh))
+            t->shapes[kept++] = sh;
+    }
+    t->ns = kept;
 }
 
 static int find_shape(const Tuner *t, const int64_t *v) {
-    int nsz = rv_module_num_sizes(t->m);
+    int nvar = num_vars(t);
     for (int s = 0; s < t->ns; s++)
-        if (memcmp(t->shapes[s].v, v, sizeof(int64_t) * (size_t)nsz) == 0)
+        if (memcmp(t->shapes[s].v, v, sizeof(int64_t) * (size_t)nvar) == 0)
             return s;
     return -1;
 }
@@ -484,14 +529,14 @@ static int choose(Tuner *t, Pair *out, int want) {
 static void record(Tuner *t, int c, int s, double seconds, TuneStatus st) {
     if (!t->o->records)
         return;
-    int nsz = rv_module_num_sizes(t->m);
+    int nvar = num_vars(t);
     const char *names[8];
-    for (int i = 0; i < nsz; i++)
-        names[i] = size_name(t, i);
+    for (int i = 0; i < nvar; i++)
+        names[i] = var_name(t, i);
     TuneRecord r = {.program = t->program,
                     .machine = buf_str(&t->machine),
                     .trace = t->sp.cands[c].sched,
-                    .nsizes = nsz,
+                    .nsizes = nvar,
                     .size_names = names,
                     .size_values = t->shapes[s].v,
                     .seconds = seconds,
@@ -794,7 +839,7 @@ static rv_status resume(Tuner *t) {
     rv_status st = tune_records_load(t->o->records, &rs);
     if (st == RV_OK && rs.warnings.len && !t->o->quiet)
         fprintf(stderr, "ravel tune: %s", buf_str(&rs.warnings));
-    int nsz = rv_module_num_sizes(t->m);
+    int nsz = num_vars(t);
     for (int i = 0; st == RV_OK && i < rs.len; i++) {
         const TuneRecord *r = &rs.data[i];
         /* a record without a count was measured on the shared pool */
@@ -808,7 +853,7 @@ static rv_status resume(Tuner *t) {
         int found = 0;
         for (int q = 0; q < nsz; q++)
             for (int p = 0; p < nsz; p++)
-                if (strcmp(r->size_names[p], size_name(t, q)) == 0)
+                if (strcmp(r->size_names[p], var_name(t, q)) == 0)
                     v[q] = r->size_values[p], found++;
         int s = found == nsz ? find_shape(t, v) : -1;
         if (c < 0 || s < 0)
@@ -862,9 +907,7 @@ static void progress(Tuner *t, int round, int trials, const Pair *pairs, int npa
         if (!first)
             continue;
         buf_puts(&b, b.len ? ", " : "        ");
-        for (int i = 0; i < rv_module_num_sizes(t->m); i++)
-            buf_printf(&b, "%s%s=%lld", i ? "," : "", size_name(t, i),
-                       (long long)t->shapes[s].v[i]);
+        tune_shape_format(&t->shapes[s], t->m, &b);
         buf_printf(&b, ": %.2f GFLOP/s", t->best[s]);
     }
     if (b.len)
@@ -960,14 +1003,21 @@ static rv_status dispatcher(Tuner *t) {
     r->shape_variant = base_xcalloc((size_t)t->ns, sizeof *r->shape_variant);
     r->shape_gflops = base_xcalloc((size_t)t->ns, sizeof *r->shape_gflops);
     int64_t *sizes = base_xcalloc((size_t)t->ns * 8, sizeof *sizes);
-    int nsz = rv_module_num_sizes(t->m);
+    int nsz = num_vars(t);
     for (int s = 0; s < t->ns; s++) {
         int b = best_kept(t, kept, nk, s);
         r->shapes[s] = t->shapes[s];
         r->shape_variant[s] = b;
         r->shape_gflops[s] = score(t, kept[b], s);
         memcpy(&sizes[(size_t)s * nsz], t->shapes[s].v, sizeof(int64_t) * (size_t)nsz);
+        /* packed rows: the tree reads their sum, not the number of
+         * sequences the tuner drew them over (a constant column is never
+         * split on) */
+        if (t->sp.stage.rows_outer)
+            sizes[(size_t)s * nsz + t->sp.stage.rows_outer->id] = 0;
     }
+    if (t->sp.stage.rows_uf)
+        snprintf(r->sum_ufun, sizeof r->sum_ufun, "%s", rv_ufun_name(t->sp.stage.rows_uf));
     r->nvariants = nk;
     r->variant_sched = base_xcalloc((size_t)nk, sizeof(char *));
     r->variant_desc = base_xcalloc((size_t)nk, sizeof(char *));
@@ -1021,6 +1071,13 @@ static rv_status setup(Tuner *t, const char *program_text) {
     st = tune_space_build(t->m, t->hw, &t->sp);
     if (st != RV_OK)
         return st;
+    if (t->sp.stage.rows_uf) {
+        snprintf(t->sum_name, sizeof t->sum_name, "sum(%s)", rv_ufun_name(t->sp.stage.rows_uf));
+        if (num_vars(t) > 8)
+            return base_error(RV_ERR_UNSUPPORTED, "ravel tune: the program has %d size "
+                                                  "variables (1 to 7 with ragged rows)",
+                              rv_module_num_sizes(t->m));
+    }
     t->lanes = t->hw->vector_bytes > 0 ? t->hw->vector_bytes / (int)t->sp.stage.dsize : 1;
     const TuneOptions *o = t->o;
     default_shapes(t);
@@ -1041,10 +1098,17 @@ static rv_status setup(Tuner *t, const char *program_text) {
         t->shapes = base_xrealloc(t->shapes, sizeof *t->shapes * (size_t)(t->ns + o->nshapes));
         t->w = base_xrealloc(t->w, sizeof *t->w * (size_t)(t->ns + o->nshapes));
         for (int q = 0; q < o->nshapes; q++) {
-            int s = find_shape(t, o->shapes[q].v);
+            TuneShape sh = o->shapes[q];
+            if (t->sp.stage.rows_uf && !packed_shape(t, &sh))
+                return base_error(RV_ERR_ARG,
+                                  "ravel tune: shape %d: %lld packed rows fit no number of "
+                                  "sequences in %s's range",
+                                  q + 1, (long long)o->shapes[q].v[t->sp.stage.rows_outer->id],
+                                  rv_size_name(t->sp.stage.rows_outer));
+            int s = find_shape(t, sh.v);
             if (s < 0) {
                 s = t->ns++;
-                t->shapes[s] = o->shapes[q];
+                t->shapes[s] = sh;
             }
             t->w[s] = o->weights ? o->weights[q] : 1;
         }
@@ -1149,10 +1213,13 @@ rv_status tune_run(rv_module *m, const char *program_text, const TuneOptions *op
 }
 
 void tune_result_dispatch_c(const TuneResult *r, rv_module *m, const char *name, Buf *out) {
-    const char *vars[8];
+    const char *vars[9];
+    char sum[80];
     int n = rv_module_num_sizes(m);
     for (int i = 0; i < n && i < 8; i++)
         vars[i] = rv_size_name(rv_module_size_at(m, i));
+    snprintf(sum, sizeof sum, "sum(%s)", r->sum_ufun);
+    vars[n < 8 ? n : 8] = sum;
     tune_dtree_emit_c(&r->tree, name, vars, (const char *const *)r->variant_desc, out);
 }
 

@@ -239,6 +239,15 @@ typedef struct TuneStage {
     size_t dsize;               /* element bytes */
     rv_tensor *y;               /* the stage's tensor */
     rv_expr *k_expr;            /* k's extent */
+    /* Ragged rows (Y[b, i < len[b], j]: packed tokens): every candidate
+     * fuses b and i into one loop `fused` over the sum of len (CoRa's
+     * fuse(b, l)), and the stage is tuned and dispatched on that sum, a
+     * quantity of the UF array rather than of the sizes (docs/tuning.md,
+     * "Ragged rows"). NULL: dense rows. */
+    rv_ufun *rows_uf;
+    const rv_size *rows_outer;  /* b's extent, the UF's one argument's: a size */
+    int64_t len_lo, len_hi;     /* the UF's value range (constant) */
+    const char *fused;          /* the fused loop's name in the candidates */
 } TuneStage;
 
 /* Candidate templates: each a family of micro-kernels with integer knobs. */
@@ -247,6 +256,7 @@ typedef enum TuneTemplate {
     TUNE_T_TILE,   /* an mr x nr register tile of Y, k outside it, B packed k-major */
     TUNE_T_KBLOCK, /* a panel of Y accumulated per block of kc values of k */
     TUNE_T_STREAM, /* a tile of Y^T: i in the vector lanes, A copied k-major */
+    TUNE_T_ROWS,   /* ragged rows: an mr x nv*lanes tile of the fused rows, accumulated in Y */
     TUNE_T_COUNT
 } TuneTemplate;
 
@@ -316,10 +326,22 @@ enum {
 };
 
 /* A point of the size range: one value per size of the module, in
- * rv_module_size_at order. */
+ * rv_module_size_at order; for a stage of ragged rows (TuneStage.rows_uf)
+ * also the packed rows, the sum of the UF, which its inputs are drawn to
+ * meet (tune_shape_bind). */
 typedef struct TuneShape {
     int64_t v[8];
+    const rv_ufun *rows_uf; /* NULL: a shape of sizes alone */
+    int64_t packed;         /* the sum of rows_uf over its domain */
 } TuneShape;
+
+/* Binds the shape's sizes into b, and for packed rows the UF array: B =
+ * the shape's size, lengths in the UF's range summing to sh->packed,
+ * spread by `seed`; every other unbound size, UF and input at random
+ * (seeded). */
+rv_status tune_shape_bind(rv_bindings *b, rv_module *m, const TuneShape *sh, uint64_t seed);
+/* "M=4" or, for packed rows, "B=2,sum(len)=9": the shape's variables. */
+void tune_shape_format(const TuneShape *sh, rv_module *m, Buf *out);
 
 /* Lowers m with the schedule blocks `sched` (in place of its own) and
  * writes TUNE_F_COUNT features of the loop IR at each of the nshapes shapes
@@ -404,7 +426,8 @@ typedef struct TuneOptions {
     const char *records;    /* records file (NULL: none, nothing resumes) */
     /* The workload: shapes and their frequencies (NULL weights: 1 each).
      * They are tuned for with their weight, the rest of the range (every
-     * point up to 256, else sampled) at a hundredth of the rarest. */
+     * point up to 256, else sampled) at a hundredth of the rarest. For
+     * ragged rows the outer size's value is the packed rows' count. */
     const double *weights;
     const TuneShape *shapes;
     int nshapes;
@@ -427,7 +450,10 @@ typedef struct TuneResult {
     int nvariants;
     char **variant_sched;  /* each variant's schedule blocks */
     char **variant_desc;   /* its knobs, one line */
-    DTree tree;            /* the dispatcher over the sizes */
+    DTree tree;            /* the dispatcher over the sizes (and sum_ufun's sum) */
+    /* Ragged rows (TuneStage.rows_uf): the UF whose sum the tree reads
+     * after the sizes, as rv_dispatch.sums[0]; "" when it reads sizes only */
+    char sum_ufun[64];
     TuneShape *shapes;     /* the shapes tuned for */
     int nshapes;
     int *shape_variant;    /* the variant each shape voted for (after merging) */

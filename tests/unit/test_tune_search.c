@@ -249,7 +249,7 @@ static void test_sketch_of_each_template(void) {
     CHECK(kinds >= 2);
     char path[160];
     snprintf(path, sizeof path, "%s/kinds.jsonl", dir);
-    TuneShape sh = {{5}};
+    TuneShape sh = {.v = {5}};
     TuneOptions o = options(8);
     o.records = path;
     o.shapes = &sh;
@@ -329,6 +329,94 @@ static void test_missing_sketch_revisited(void) {
     rv_module_free(m);
 }
 
+/* Ragged rows (packed tokens, fuse(b, l)): tuned and dispatched on the
+ * sum of len, which the runtime computes from the UF array after the
+ * argument check. Every shape of the sum's range (0 and 1 rows among
+ * them) and random batches run the variant the tree names for their sum
+ * and match the interpreter; a resumed run measures nothing. */
+static const char *ragged = "size B in 1..3\n"
+                            "ufun len[b < B] in 0..4\n"
+                            "input X : f32[b < B, l < len[b], k < 8]\n"
+                            "input W : f32[j < 16, k < 8]\n"
+                            "Y[b, l < len[b], j < 16] = sum(k < 8) X[b, l, k] * W[j, k]\n";
+
+static int64_t bound_sum(const rv_bindings *b) {
+    const rv_array *len = rv_bindings_get_array(b, "len");
+    int64_t s = 0;
+    for (int64_t i = 0; len && i < rv_array_numel(len); i++)
+        s += (int64_t)rv_array_get_f64(len, i);
+    return s;
+}
+
+static void test_ragged_tuning(void) {
+    rv_module *m = NULL;
+    CHECK_EQ_INT(rv_module_parse("ragged.rv", ragged, &m), RV_OK);
+    char rec[160];
+    snprintf(rec, sizeof rec, "%s/ragged.jsonl", dir);
+    TuneOptions o = options(6);
+    o.records = rec;
+    TuneResult r;
+    CHECK_EQ_INT(tune_run(m, ragged, &o, &r), RV_OK);
+    if (r.nvariants == 0) {
+        printf("tuning failed: %s\n", rv_last_error());
+        rv_module_free(m);
+        return;
+    }
+    CHECK_EQ_INT(r.measured, 6);
+    CHECK_EQ_INT(r.wrong, 0);
+    CHECK(strcmp(r.sum_ufun, "len") == 0);
+    /* the packed rows' whole range, 0 .. 3 * 4 */
+    CHECK_EQ_INT(r.nshapes, 13);
+    for (int s = 0; s < r.nshapes; s++) {
+        CHECK_EQ_INT((int)r.shapes[s].packed, s);
+        CHECK_EQ_INT((int)r.shapes[s].v[1], s); /* after the size B */
+        CHECK_EQ_INT(tune_dtree_eval(&r.tree, r.shapes[s].v), r.shape_variant[s]);
+    }
+    const char *sums[1] = {"len"};
+    rv_dispatch d = {.fn = tree_dispatch, .user = &r.tree, .nsums = 1, .sums = sums};
+    rv_compile_options co = {.threads = 1};
+    rv_program *p = NULL;
+    CHECK_EQ_INT(rv_program_compile_variants(m, r.nvariants, (const char *const *)r.variant_sched,
+                                             &d, &co, &p),
+                 RV_OK);
+    /* each tuned shape's inputs, then random batches (any B, any lengths) */
+    for (int s = 0; p && s < r.nshapes + 12; s++) {
+        rv_bindings *want = rv_bindings_new(m), *got = rv_bindings_new(m);
+        if (s < r.nshapes) {
+            CHECK_EQ_INT(tune_shape_bind(want, m, &r.shapes[s], 5), RV_OK);
+            CHECK_EQ_INT(tune_shape_bind(got, m, &r.shapes[s], 5), RV_OK);
+        } else {
+            CHECK_EQ_INT(rv_bindings_randomize(want, (uint64_t)s), RV_OK);
+            CHECK_EQ_INT(rv_bindings_randomize(got, (uint64_t)s), RV_OK);
+        }
+        int64_t sum = bound_sum(got);
+        CHECK_EQ_INT(rv_interp_run(m, want), RV_OK);
+        CHECK_EQ_INT(rv_program_run(p, got), RV_OK);
+        CHECK_EQ_INT(rv_program_last_variant(p), r.shape_variant[sum]);
+        CHECK_SAME_TENSOR(want, got, "Y", 1e-4);
+        rv_bindings_free(got);
+        rv_bindings_free(want);
+    }
+    rv_program_free(p);
+    /* an unknown UF, or one that is no sum of sizes' domain, is refused */
+    sums[0] = "nope";
+    CHECK_EQ_INT(rv_program_compile_variants(m, r.nvariants, (const char *const *)r.variant_sched,
+                                             &d, &co, &p),
+                 RV_ERR_ARG);
+    CHECK_STR_CONTAINS(rv_last_error(), "no ufun named 'nope'");
+    Buf c = {0};
+    tune_result_dispatch_c(&r, m, "ragged", &c);
+    CHECK_STR_CONTAINS(buf_str(&c), "sum(len)");
+    buf_free(&c);
+    tune_result_free(&r);
+    /* resumed: nothing new is measured */
+    CHECK_EQ_INT(tune_run(m, ragged, &o, &r), RV_OK);
+    CHECK_EQ_INT(r.measured, 0);
+    CHECK_EQ_INT(r.reused, 6);
+    tune_result_free(&r);
+    rv_module_free(m);
+}
+
 int main(void) {
     CHECK(mkdtemp(dir) != NULL);
     snprintf(records, sizeof records, "%s/records.jsonl", dir);
@@ -346,6 +434,7 @@ int main(void) {
     RUN(test_never_below_a_sketch);
     RUN(test_sketch_of_each_template);
     RUN(test_missing_sketch_revisited);
+    RUN(test_ragged_tuning);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     CHECK_EQ_INT(system(cmd), 0);
