@@ -108,11 +108,47 @@ static uint64_t next_rand(Tuner *t) {
 
 /* ---- shapes ---- */
 
-/* The tuning variables: the module's sizes, then for ragged rows their
- * sum (TuneStage.rows_uf), at v[nsizes] of a shape and in the dispatch's
- * input after the sizes (rv_dispatch.sums). */
+/* The tuning variables: the module's sizes, then a quantity at
+ * v[nsizes] of a shape and in the dispatch's input after the sizes: for
+ * ragged rows their sum (TuneStage.rows_uf; rv_dispatch.sums), for a
+ * recursion's member the nodes per level (TuneStage.group; the emitted
+ * dispatch computes N / _T_nbatch). */
 static int num_vars(const Tuner *t) {
-    return rv_module_num_sizes(t->m) + (t->sp.stage.rows_uf != NULL);
+    return rv_module_num_sizes(t->m) + (t->sp.stage.rows_uf || t->sp.stage.group);
+}
+
+/* The size whose place in a shape the quantity takes while shapes are
+ * made (its range is the quantity's); NULL: none. */
+static const rv_size *quantity_carrier(const Tuner *t) {
+    const TuneStage *st = &t->sp.stage;
+    if (st->group)
+        return st->group->st->count ? st->group->st->count : st->group->st->nodes;
+    return st->rows_outer;
+}
+
+/* Is size z determined by the quantity (its column is no input of the
+ * tree, and shapes do not range over it)? */
+static bool set_by_quantity(const Tuner *t, const rv_size *z) {
+    const TuneStage *st = &t->sp.stage;
+    const Structure *T = st->group ? st->group->st : NULL;
+    return z == st->rows_outer || (T && (z == T->nodes || z == T->count || z == T->nbatch));
+}
+
+/* The quantity's range: packed rows from the fewest to the most; nodes
+ * per level from 1 to what the structure's sizes allow with
+ * TUNE_LEVELS levels. */
+static void quantity_range(const Tuner *t, int64_t *lo, int64_t *hi) {
+    const TuneStage *st = &t->sp.stage;
+    if (st->rows_uf) {
+        *lo = st->rows_outer->lo * st->len_lo;
+        *hi = st->rows_outer->hi * st->len_hi;
+        return;
+    }
+    const Structure *T = st->group->st;
+    *lo = T->count && T->count->lo > 1 ? T->count->lo : 1;
+    *hi = T->nodes->hi / TUNE_LEVELS;
+    if (T->count && T->count->hi < *hi)
+        *hi = T->count->hi;
 }
 
 static const char *var_name(const Tuner *t, int i) {
@@ -137,27 +173,58 @@ static bool packed_shape(const Tuner *t, TuneShape *sh) {
     if (least > most || p < 0)
         return false;
     sh->rows_uf = st->rows_uf;
-    sh->packed = p;
+    sh->quantity = p;
     sh->v[outer->id] = n;
     sh->v[rv_module_num_sizes(t->m)] = p;
     return true;
+}
+
+/* Shape sh with its carrier's value read as nodes per level: chains of
+ * that many nodes side by side, TUNE_LEVELS long (tune_shape_bind), so
+ * N, B and _T_nbatch follow. False when the structure's sizes do not
+ * allow it. */
+static bool level_shape(const Tuner *t, TuneShape *sh) {
+    const Structure *T = t->sp.stage.group->st;
+    int64_t q = sh->v[quantity_carrier(t)->id], lo, hi;
+    quantity_range(t, &lo, &hi);
+    if (q < lo || q > hi || q * TUNE_LEVELS < T->nodes->lo)
+        return false;
+    sh->group = t->sp.stage.group;
+    sh->quantity = q;
+    sh->v[T->nodes->id] = q * TUNE_LEVELS;
+    if (T->count)
+        sh->v[T->count->id] = q;
+    sh->v[T->nbatch->id] = TUNE_LEVELS;
+    sh->v[rv_module_num_sizes(t->m)] = q;
+    return true;
+}
+
+/* sh's carrier read as the quantity (packed_shape, level_shape); true
+ * for a stage without one. */
+static bool quantity_shape(const Tuner *t, TuneShape *sh) {
+    return t->sp.stage.rows_uf ? packed_shape(t, sh)
+                               : t->sp.stage.group ? level_shape(t, sh) : true;
 }
 
 /* The shapes of the range when the caller gives none: every point when
  * there are at most 256, else up to 64 per size spread geometrically
  * (small sizes differ most), in a product capped at 512 points. */
 static void default_shapes(Tuner *t) {
-    int nsz = rv_module_num_sizes(t->m);
+    int nsz = rv_module_num_sizes(t->m), nfree = 0;
+    for (int i = 0; i < nsz; i++) {
+        const rv_size *sz = rv_module_size_at(t->m, i);
+        nfree += !set_by_quantity(t, sz) || sz == quantity_carrier(t);
+    }
     int64_t vals[8][256];
     int nv[8] = {0};
-    int per = nsz <= 1 ? 64 : nsz == 2 ? 22 : 8, all = nsz <= 1 ? 256 : per;
+    int per = nfree <= 1 ? 64 : nfree == 2 ? 22 : 8, all = nfree <= 1 ? 256 : per;
     for (int i = 0; i < nsz; i++) {
         const rv_size *sz = rv_module_size_at(t->m, i);
         int64_t lo = sz->lo, hi = sz->hi;
-        if (sz == t->sp.stage.rows_outer) { /* packed rows in its place */
-            lo = sz->lo * t->sp.stage.len_lo;
-            hi = sz->hi * t->sp.stage.len_hi;
-        }
+        if (sz == quantity_carrier(t)) /* the quantity in its place */
+            quantity_range(t, &lo, &hi);
+        else if (set_by_quantity(t, sz)) /* quantity_shape sets it */
+            hi = lo;
         if (hi - lo + 1 <= all) {
             for (int64_t v = lo; v <= hi; v++)
                 vals[i][nv[i]++] = v;
@@ -186,12 +253,10 @@ static void default_shapes(Tuner *t) {
         }
         t->w[s] = 1;
     }
-    if (!t->sp.stage.rows_uf)
-        return;
     int kept = 0;
     for (int s = 0; s < n; s++) {
         TuneShape sh = t->shapes[s];
-        if (packed_shape(t, &sh))
+        if (quantity_shape(t, &sh))
             t->shapes[kept++] = sh;
     }
     t->ns = kept;
@@ -1010,14 +1075,21 @@ static rv_status dispatcher(Tuner *t) {
         r->shape_variant[s] = b;
         r->shape_gflops[s] = score(t, kept[b], s);
         memcpy(&sizes[(size_t)s * nsz], t->shapes[s].v, sizeof(int64_t) * (size_t)nsz);
-        /* packed rows: the tree reads their sum, not the number of
-         * sequences the tuner drew them over (a constant column is never
-         * split on) */
-        if (t->sp.stage.rows_outer)
-            sizes[(size_t)s * nsz + t->sp.stage.rows_outer->id] = 0;
+        /* the tree reads the quantity, not the sizes it was drawn with
+         * (the number of sequences of packed rows; N, B, _T_nbatch of
+         * levels): a constant column is never split on */
+        for (int i = 0; i < rv_module_num_sizes(t->m); i++)
+            if (set_by_quantity(t, rv_module_size_at(t->m, i)))
+                sizes[(size_t)s * nsz + i] = 0;
     }
     if (t->sp.stage.rows_uf)
         snprintf(r->sum_ufun, sizeof r->sum_ufun, "%s", rv_ufun_name(t->sp.stage.rows_uf));
+    snprintf(r->quantity, sizeof r->quantity, "%s", t->sum_name);
+    r->level_nodes = r->level_batches = -1;
+    if (t->sp.stage.group) {
+        r->level_nodes = t->sp.stage.group->st->nodes->id;
+        r->level_batches = t->sp.stage.group->st->nbatch->id;
+    }
     r->nvariants = nk;
     r->variant_sched = base_xcalloc((size_t)nk, sizeof(char *));
     r->variant_desc = base_xcalloc((size_t)nk, sizeof(char *));
@@ -1071,11 +1143,15 @@ static rv_status setup(Tuner *t, const char *program_text) {
     st = tune_space_build(t->m, t->hw, &t->sp);
     if (st != RV_OK)
         return st;
-    if (t->sp.stage.rows_uf) {
+    if (t->sp.stage.rows_uf)
         snprintf(t->sum_name, sizeof t->sum_name, "sum(%s)", rv_ufun_name(t->sp.stage.rows_uf));
+    if (t->sp.stage.group)
+        snprintf(t->sum_name, sizeof t->sum_name, "%s/%s", t->sp.stage.group->st->nodes->name,
+                 t->sp.stage.group->st->nbatch->name);
+    if (num_vars(t) > rv_module_num_sizes(t->m)) {
         if (num_vars(t) > 8)
             return base_error(RV_ERR_UNSUPPORTED, "ravel tune: the program has %d size "
-                                                  "variables (1 to 7 with ragged rows)",
+                                                  "variables (1 to 7 when a quantity is tuned too)",
                               rv_module_num_sizes(t->m));
     }
     t->lanes = t->hw->vector_bytes > 0 ? t->hw->vector_bytes / (int)t->sp.stage.dsize : 1;
@@ -1099,12 +1175,13 @@ static rv_status setup(Tuner *t, const char *program_text) {
         t->w = base_xrealloc(t->w, sizeof *t->w * (size_t)(t->ns + o->nshapes));
         for (int q = 0; q < o->nshapes; q++) {
             TuneShape sh = o->shapes[q];
-            if (t->sp.stage.rows_uf && !packed_shape(t, &sh))
+            if (!quantity_shape(t, &sh))
                 return base_error(RV_ERR_ARG,
-                                  "ravel tune: shape %d: %lld packed rows fit no number of "
-                                  "sequences in %s's range",
-                                  q + 1, (long long)o->shapes[q].v[t->sp.stage.rows_outer->id],
-                                  rv_size_name(t->sp.stage.rows_outer));
+                                  "ravel tune: shape %d: %s = %lld stands for %s, which does not "
+                                  "fit the sizes' ranges",
+                                  q + 1, rv_size_name(quantity_carrier(t)),
+                                  (long long)o->shapes[q].v[quantity_carrier(t)->id],
+                                  t->sum_name);
             int s = find_shape(t, sh.v);
             if (s < 0) {
                 s = t->ns++;
@@ -1214,13 +1291,44 @@ rv_status tune_run(rv_module *m, const char *program_text, const TuneOptions *op
 
 void tune_result_dispatch_c(const TuneResult *r, rv_module *m, const char *name, Buf *out) {
     const char *vars[9];
-    char sum[80];
     int n = rv_module_num_sizes(m);
     for (int i = 0; i < n && i < 8; i++)
         vars[i] = rv_size_name(rv_module_size_at(m, i));
-    snprintf(sum, sizeof sum, "sum(%s)", r->sum_ufun);
-    vars[n < 8 ? n : 8] = sum;
-    tune_dtree_emit_c(&r->tree, name, vars, (const char *const *)r->variant_desc, out);
+    vars[n < 8 ? n : 8] = r->quantity;
+    if (r->level_nodes < 0) {
+        tune_dtree_emit_c(&r->tree, name, vars, (const char *const *)r->variant_desc, out);
+        return;
+    }
+    /* nodes per level: the tree's last input, computed from the sizes */
+    Buf inner = {0};
+    buf_printf(&inner, "%s_levels", name);
+    tune_dtree_emit_c(&r->tree, buf_str(&inner), vars, (const char *const *)r->variant_desc, out);
+    buf_printf(out,
+               "\n/* %s_dispatch: the tree above at the run's nodes per level (%s), the mean\n"
+               " * of the levels' lengths: one choice per call. */\n"
+               "int %s_dispatch(const int64_t *sizes);\n"
+               "int %s_dispatch(const int64_t *sizes) {\n"
+               "    int64_t x[%d];\n"
+               "    for (int i = 0; i < %d; i++)\n"
+               "        x[i] = sizes[i];\n"
+               "    x[%d] = sizes[%d] / (sizes[%d] > 0 ? sizes[%d] : 1);\n"
+               "    return %s_dispatch(x);\n}\n",
+               name, r->quantity, name, name, n + 1, n, n, r->level_nodes, r->level_batches,
+               r->level_batches, buf_str(&inner));
+    buf_free(&inner);
+}
+
+int tune_result_pick(const TuneResult *r, const int64_t *sizes, int nsizes) {
+    int64_t x[9] = {0};
+    for (int i = 0; i < nsizes && i < 8; i++)
+        x[i] = sizes[i];
+    if (r->level_nodes >= 0) {
+        int64_t nb = sizes[r->level_batches];
+        x[nsizes] = sizes[r->level_nodes] / (nb > 0 ? nb : 1);
+    } else if (r->sum_ufun[0]) {
+        x[nsizes] = sizes[nsizes];
+    }
+    return tune_dtree_eval(&r->tree, x);
 }
 
 void tune_result_free(TuneResult *r) {

@@ -119,8 +119,31 @@ static rv_status ragged_rows(const Tensor *t, const Axis *ai, const Axis *aj, Tu
     return RV_OK;
 }
 
-static rv_status analyze_tensor(const Tensor *t, TuneStage *out) {
-    if (!t->op || t->op->kind != OP_COMPUTE || t->ndim < 2 || t->ndim > 6)
+/* A recursion's member is tuned level by level: its group must run so
+ * (`dynamic_batch()` in `schedule R`), else its node loop is one node at
+ * a time and no tile of it is legal (RV_ERR_UNSUPPORTED, located at the
+ * group). */
+static rv_status member_of(const Module *m, const Tensor *t, TuneStage *out) {
+    Recurse *g = ir_tensor_recurse(t);
+    if (!g)
+        return RV_OK;
+    for (int i = 0; i < m->scheds.len; i++) {
+        const SchedBlock *blk = &m->scheds.data[i];
+        for (int j = 0; blk->group == g && j < blk->nsteps; j++)
+            if (strcmp(blk->steps[j].prim, "dynamic_batch") == 0) {
+                out->group = g;
+                return RV_OK;
+            }
+    }
+    return base_diag(RV_ERR_UNSUPPORTED, NULL, g->loc,
+                     "ravel tune: recursion %s: its member %s is tuned level by level: "
+                     "`schedule %s { dynamic_batch() }` first",
+                     g->name, t->name, g->name);
+}
+
+static rv_status analyze_tensor(const Module *m, const Tensor *t, TuneStage *out) {
+    if (!t->op || (t->op->kind != OP_COMPUTE && t->op->kind != OP_RECURSE) || t->op->pred ||
+        t->ndim < 2 || t->ndim > 6)
         return RV_ERR_UNSUPPORTED;
     const Expr *red = find_sum(t->op->body);
     const Expr *x, *y;
@@ -150,6 +173,8 @@ static rv_status analyze_tensor(const Tensor *t, TuneStage *out) {
     out->b_k_inner = read_dim_of(y, ak) == y->n - 1;
     int64_t v;
     rv_status st = ragged_rows(t, ai, aj, out);
+    if (st == RV_OK)
+        st = member_of(m, t, out);
     if (st != RV_OK)
         return st;
     out->n_extent = ir_is_const_int(aj->extent, &v) ? v : 0;
@@ -165,19 +190,9 @@ rv_status tune_space_analyze(rv_module *m, TuneStage *out) {
         /* a tensor that is no contraction says nothing; one whose rows
          * are not tunable says why */
         base_error_clear();
-        rv_status st = analyze_tensor(m->tensors.data[t], out);
+        rv_status st = analyze_tensor(m, m->tensors.data[t], out);
         if (st == RV_OK || base_error_status() != RV_OK)
             return st;
-    }
-    if (m->recurses.len > 0) {
-        const Recurse *g = m->recurses.data[0];
-        return base_diag(RV_ERR_UNSUPPORTED, NULL, g->loc,
-                         "ravel tune: recursion %s: a recursion's members are not tunable "
-                         "yet (a per-level product runs over a level's nodes, "
-                         "_T_batch_length[b], which changes inside one run: its dispatch "
-                         "would be per level, inside the kernel), and the program has no "
-                         "other contraction to tune",
-                         g->name);
     }
     return base_error(RV_ERR_UNSUPPORTED,
                       "nothing to tune: no tensor is a contraction Y[.., i, j] = "
