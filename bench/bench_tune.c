@@ -270,7 +270,7 @@ static int tune_per_shape(const Args *a, const Op *op, const Tuned *tu, int t, i
                           PerShape *ps) {
     memset(ps, 0, sizeof *ps);
     ps->t = t;
-    TuneShape sh = {{t}};
+    TuneShape sh = {.v = {t}};
     TuneOptions o = {.trials = a->ps_trials, .shapes = &sh, .nshapes = 1, .shapes_only = true,
                      .quiet = true, .max_variants = 1, .threads = threads};
     TuneResult r;

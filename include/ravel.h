@@ -595,12 +595,21 @@ typedef struct rv_dispatch_rule {
 } rv_dispatch_rule;
 
 /* fn, if set, decides; otherwise the first rule that holds, in order, and
- * variant 0 when none does. A NULL dispatch always picks variant 0. */
+ * variant 0 when none does. A NULL dispatch always picks variant 0.
+ *
+ * fn may also read quantities only the UF arrays give (a tuned program
+ * over ragged tensors, docs/tuning.md): `sums` names nsums UFs of one
+ * argument over a domain of sizes (`ufun len[b < B]`), and fn sees the sum
+ * of UF sums[q]'s values at sizes[rv_module_num_sizes(m) + q] (the sum of
+ * len is the extent of the fused loop `fuse(b, l)`, l < len[b]: the
+ * packed tokens). They are computed after the arguments are checked. */
 typedef struct rv_dispatch {
     rv_dispatch_fn fn;
     void *user;
     int nrules;
     const rv_dispatch_rule *rules;
+    int nsums;
+    const char *const *sums;
 } rv_dispatch;
 
 /* Compiles nvariants variants of m: variant i with the schedule blocks of

@@ -157,6 +157,27 @@ if {
         test "$(grep -c 'dispatch: variant 0' "$d/err.txt")" -eq 4 &&
         test "$(grep -c 'dispatch: variant 1' "$d/err.txt")" -eq 4
 } >"$log" 2>&1; then pass; else fail "build $f: variants by NAME_dispatch"; fi
+# a dispatch on the sum of a UF (--dispatch-sum len: a tuned program over
+# ragged rows reads the packed rows after the sizes): B = 1 sums at most
+# 40, B = 64 at least 64, so each takes its side of the threshold
+variant_sum_runs() {
+    for B in 1 64; do
+        rm -rf "$d/ref" "$d/out" && mkdir -p "$d/ref" "$d/out" &&
+            "$RAVEL" eval "$f" --random 2 --size B=$B --save-inputs --output "$d/ref" >/dev/null &&
+            "$d/driver" "$d/ref" "$d/out" B=$B 2>>"$d/err_$B.txt" || return 1
+    done
+}
+# shellcheck disable=SC2086
+if {
+    rm -f "$d"/err_*.txt &&
+        "$RAVEL" build "$f" -o "$d/model" $variants --dispatch extern --dispatch-sum len &&
+        grep -q "rv_sizes\[1\] += (int64_t)len\[rv_i\];" "$d/model.c" &&
+        $CC -std=c11 $CFLAGS -I"$d" -o "$d/driver" tests/e2e/aot_driver.c "$d/model.c" \
+            tests/variants/dispatch_sum.c -lm &&
+        variant_sum_runs &&
+        grep -q 'variant 0' "$d/err_1.txt" && ! grep -q 'variant 1' "$d/err_1.txt" &&
+        grep -q 'variant 1' "$d/err_64.txt" && ! grep -q 'variant 0' "$d/err_64.txt"
+} >"$log" 2>&1; then pass; else fail "build $f: variants by NAME_dispatch over sum(len)"; fi
 # a dispatch without variants, or a malformed rule, is a usage error
 if "$RAVEL" build "$f" -o "$d/model" --dispatch B=1..2:1 >"$log" 2>&1; then
     fail "build --dispatch without variants succeeded"

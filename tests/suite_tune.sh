@@ -96,6 +96,39 @@ else
             "$wd/t.c" "$wd/t_dispatch.c" -lm
     fi
 
+    # ragged rows (packed tokens): tuned and dispatched on the sum of len;
+    # OUT.rv runs, the build reads the sum, a resumed run measures nothing
+    cat >"$wd/ragged.rv" <<'EOF'
+size B in 1..3
+ufun len[b < B] in 0..4
+input X : f32[b < B, l < len[b], k < 8]
+input W : f32[j < 16, k < 8]
+Y[b, l < len[b], j < 16] = sum(k < 8) X[b, l, k] * W[j, k]
+EOF
+    "$RAVEL" tune "$wd/ragged.rv" --trials 6 --batch 3 --threads 1 --records "$wd/rr.jsonl" \
+        -o "$wd/rt" >"$wd/rlog" 2>&1
+    expect_status 0 "6 measurements (0 from the records), 0 wrong" cat "$wd/rlog"
+    expect_status 0 "B=1,sum(len)=0: variant" cat "$wd/rlog"
+    expect_status 0 "fuse(b, l)" cat "$wd/rt.rv"
+    for s in 1 2 3; do
+        expect_status 0 "Y: " "$RAVEL" run "$wd/rt.rv" --random $s --check
+    done
+    expect_status 0 "6 measurements (6 from the records)" \
+        "$RAVEL" tune "$wd/ragged.rv" --trials 6 --threads 1 --records "$wd/rr.jsonl"
+    expect_status 0 "wrote" "$RAVEL" build "$wd/ragged.rv" --records "$wd/rr.jsonl" -o "$wd/rb"
+    if grep -q 'rb_tree_dispatch' "$wd/rb.c"; then
+        expect_status 0 "+= (int64_t)len[rv_i];" cat "$wd/rb.c"
+    fi
+    expect_status 0 "" ${CC:-cc} -std=c11 -c "$wd/rb.c" -o "$wd/rb.o"
+    # what is not tunable is said, located: a recursion's member without
+    # dynamic_batch() (its node loop is one node at a time), a ragged
+    # extent other than packed rows
+    expect_status 1 "examples/tree_lstm.rv:29:9: error: ravel tune: recursion R: its member iou is tuned level by level" \
+        "$RAVEL" tune examples/tree_lstm.rv --trials 2
+    printf 'size B in 1..3\nufun len[b < B] in 0..4\ninput X : f32[b < B, i < 4, k < 8]\ninput W : f32[b < B, j < len[b], k < 8]\nY[b, i < 4, j < len[b]] = sum(k < 8) X[b, i, k] * W[b, j, k]\n' >"$wd/rj.rv"
+    expect_status 1 "$wd/rj.rv:5:1: error: ravel tune: Y: ragged rows are tuned in the form" \
+        "$RAVEL" tune "$wd/rj.rv" --trials 2
+
     # a candidate that crashes or hangs (the RAVEL_TUNE_FAULT hook: the
     # second candidate measured aborts, or the first hangs) costs that
     # candidate, recorded failed, not the run; the others are measured

@@ -25,7 +25,10 @@
  * `--dispatch SIZE=LO..HI[,SIZE=LO..HI]:V` (repeatable) is a rule of the
  * table (the first rule whose sizes all lie in their ranges gives the
  * variant, else variant 0), `--dispatch extern` makes NAME_run call
- * NAME_dispatch(sizes, NULL), which the user (or a tuner) defines.
+ * NAME_dispatch(sizes, NULL), which the user (or a tuner) defines;
+ * `--dispatch-sum UF` appends the sum of UF's values to its sizes (a
+ * tuned program over ragged rows dispatches on the packed rows,
+ * rv_dispatch.sums).
  *
  * TUNED. `--records FILE` builds what `ravel tune FILE.rv --records FILE`
  * found, measuring nothing (src/tune, docs/tuning.md): the variants the
@@ -65,6 +68,7 @@ typedef struct BuildArgs {
     int nrules;
     rv_dispatch_rule rule[MAX_VARIANTS * 4]; /* --dispatch RULE */
     int dispatch_extern;                     /* --dispatch extern */
+    char dispatch_sum[64];                   /* --dispatch-sum UF; "" none */
     int threads;       /* --threads N: NAME_run's pool (1: serial, 0: every CPU) */
     const char *march; /* --march CPU for --shared; NULL: the compiler's default */
     const char *records;                     /* --records FILE */
@@ -127,6 +131,8 @@ static int parse(int argc, char **argv, BuildArgs *a) {
                         argv[i]);
                 return 0;
             }
+        } else if (strcmp(argv[i], "--dispatch-sum") == 0 && i + 1 < argc) {
+            snprintf(a->dispatch_sum, sizeof a->dispatch_sum, "%s", argv[++i]);
         } else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
             char *end;
             long v = strtol(argv[++i], &end, 10);
@@ -155,7 +161,8 @@ static int parse(int argc, char **argv, BuildArgs *a) {
             a->target = argv[i] + 9;
         } else if (argv[i][0] == '-') {
             static const char *const options[] = {"-o",        "--output",  "--shared", "--variant",
-                                                  "--dispatch", "--threads", "--march",  "--target"};
+                                                  "--dispatch", "--threads", "--march",  "--target",
+                                                  "--dispatch-sum"};
             tool_unknown("build", "option", argv[i], options, RV_COUNT(options));
             return 0;
         } else if (a->file) {
@@ -323,6 +330,7 @@ static rv_status tuned(BuildArgs *a, rv_module *m, const char *name, char **text
     a->nvariants = r.nvariants;
     if (r.nvariants > 1) {
         a->dispatch_extern = 1;
+        memcpy(a->dispatch_sum, r.sum_ufun, sizeof a->dispatch_sum);
         Buf fn = {0};
         buf_printf(&fn, "%s_tree", name);
         buf_printf(disp, "\n/* The dispatch `ravel tune` trained (--records %s). */\n", a->records);
@@ -367,7 +375,9 @@ int cmd_build(int argc, char **argv) {
         size_t len;
         st = base_read_file(a.variant[v], &text[v], &len);
     }
-    rv_dispatch d = {.nrules = a.nrules, .rules = a.rule};
+    const char *sums[1] = {a.dispatch_sum};
+    rv_dispatch d = {.nrules = a.nrules, .rules = a.rule, .nsums = a.dispatch_sum[0] != 0,
+                     .sums = sums};
     if (st == RV_OK)
         st = driver_dispatch(m, nv, &d, &pd);
     pd.c_function = a.dispatch_extern;

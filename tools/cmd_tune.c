@@ -140,7 +140,7 @@ static int read_shapes(const char *path, rv_module *m, TuneShape **shapes, doubl
             base_free(text);
             return 0;
         }
-        TuneShape sh = {{0}};
+        TuneShape sh = {0};
         for (int i = 0; i < nsz; i++) {
             const Size *sz = rv_module_size_at(m, i);
             sh.v[i] = (int64_t)vals[i];
@@ -213,12 +213,15 @@ static int write_outputs(const TuneArgs *a, rv_module *m, const TuneResult *r) {
                       "    (void)user;\n    return %s_dispatch(sizes);\n}\n",
                buf_str(&id), buf_str(&tree));
     buf_printf(&rv, "# %s.rv — %s tuned by `ravel tune` (docs/tuning.md): %d kernel variant(s)\n"
-                    "# chosen over %d shapes, dispatched by a decision tree over the sizes.\n"
+                    "# chosen over %d shapes, dispatched by a decision tree over the sizes%s%s%s.\n"
                     "# This file runs as is with variant 0. All variants:\n"
                     "#   ravel build %s.rv -o NAME",
-               base, a->file, r->nvariants, r->nshapes, base);
+               base, a->file, r->nvariants, r->nshapes, r->sum_ufun[0] ? " and sum(" : "",
+               r->sum_ufun, r->sum_ufun[0] ? ")" : "", base);
     for (int v = 0; v < r->nvariants; v++)
         buf_printf(&rv, " --variant %s.v%d.sched", base, v);
+    if (r->sum_ufun[0])
+        buf_printf(&rv, " --dispatch-sum %s", r->sum_ufun);
     buf_printf(&rv, " --dispatch extern\n#   (and compile %s_dispatch.c with NAME.c, NAME = %s)\n#\n",
                base, base);
     for (int v = 0; v < r->nvariants; v++) {
@@ -290,9 +293,7 @@ static int plot(const TuneResult *r, rv_module *m, const char *file, const char 
             continue;
         fprintf(f, "%d %g\n", r->ntrials, best);
         buf_puts(&titles, blocks++ ? " " : "");
-        for (int v = 0; v < rv_module_num_sizes(m); v++)
-            buf_printf(&titles, "%s%s=%lld", v ? "," : "", rv_size_name(rv_module_size_at(m, v)),
-                       (long long)r->shapes[s].v[v]);
+        tune_shape_format(&r->shapes[s], m, &titles);
     }
     fclose(f);
     FILE *g = popen("gnuplot", "w");
@@ -331,11 +332,11 @@ static void summary(const TuneResult *r, rv_module *m) {
         if (s > 0 && s + 1 < r->nshapes && r->shape_variant[s] == r->shape_variant[s - 1] &&
             r->shape_variant[s] == r->shape_variant[s + 1])
             continue;
-        printf("  ");
-        for (int i = 0; i < rv_module_num_sizes(m); i++)
-            printf("%s%s=%lld", i ? "," : "", rv_size_name(rv_module_size_at(m, i)),
-                   (long long)r->shapes[s].v[i]);
-        printf(": variant %d, %.2f GFLOP/s\n", r->shape_variant[s], r->shape_gflops[s]);
+        Buf sh = {0};
+        tune_shape_format(&r->shapes[s], m, &sh);
+        printf("  %s: variant %d, %.2f GFLOP/s\n", buf_str(&sh), r->shape_variant[s],
+               r->shape_gflops[s]);
+        buf_free(&sh);
     }
 }
 

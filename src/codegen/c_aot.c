@@ -1311,11 +1311,21 @@ static void emit_dispatch(Aot *a, Buf *b) {
     buf_puts(b, "    /* dispatch: the variant for these sizes */\n    int rv_v = 0;\n");
     bool fn = d->fn || d->c_function;
     if (fn) {
-        buf_puts(b, "    {\n        const int64_t rv_sizes[] = {");
+        buf_printf(b, "    {\n        %sint64_t rv_sizes[] = {", d->nsums ? "" : "const ");
         for (int i = 0; i < m->sizes.len; i++)
             buf_printf(b, "%s%s", i ? ", " : "", cg_name(&a->e, m->sizes.data[i], m->sizes.data[i]->name));
-        buf_printf(b, "%s};\n        rv_v = %s_dispatch(rv_sizes, NULL);\n    }\n",
-                   m->sizes.len ? "" : "0", a->name);
+        for (int q = 0; q < d->nsums; q++)
+            buf_printf(b, "%s0", m->sizes.len + q ? ", " : "");
+        buf_printf(b, "%s};\n", m->sizes.len + d->nsums ? "" : "0");
+        /* then the sums of the UFs it reads (plan.h) */
+        for (int q = 0; q < d->nsums; q++) {
+            Ufun *f = d->sums[q];
+            buf_printf(b, "        for (int64_t rv_i = 0; rv_i < ");
+            put_expr(a, b, f->args[0]->extent);
+            buf_printf(b, "; rv_i++)\n            rv_sizes[%d] += (int64_t)%s[rv_i];\n",
+                       m->sizes.len + q, cg_name(&a->e, field_of(a, f)->ufbuf, f->name));
+        }
+        buf_printf(b, "        rv_v = %s_dispatch(rv_sizes, NULL);\n    }\n", a->name);
     }
     for (int r = 0; !fn && r < d->nrules; r++) {
         const PlanRule *rule = &d->rules[r];

@@ -64,6 +64,7 @@ void rv_program_free(rv_program *p) {
     base_free(p->plans);
     base_free(p->variant_first);
     base_free(p->dispatch.rules);
+    base_free(p->dispatch.sums);
     tp_free(p->pool);
     pthread_mutex_destroy(&p->stats_mu);
     arena_free(p->arena);
@@ -251,6 +252,40 @@ static void build_plans(rv_program *p) {
     }
 }
 
+/* Does e read nothing but sizes and constants? */
+static bool sizes_only(const Expr *e) {
+    if (e->kind == EX_UFCALL || e->kind == EX_VAR || e->kind == EX_READ || e->kind == EX_LOAD ||
+        e->kind == EX_REDUCE)
+        return false;
+    for (int i = 0; i < e->n; i++)
+        if (!sizes_only(e->args[i]))
+            return false;
+    return true;
+}
+
+/* rv_dispatch.sums resolved into pd (RV_ERR_ARG naming a bad one). */
+static rv_status dispatch_sums(Module *m, int nsums, const char *const *names, PlanDispatch *pd) {
+    if (nsums <= 0)
+        return RV_OK;
+    if (!names)
+        return base_error(RV_ERR_ARG, "rv_program_compile_variants: %d sums and no names", nsums);
+    pd->sums = base_xcalloc((size_t)nsums, sizeof *pd->sums);
+    pd->nsums = nsums;
+    for (int q = 0; q < nsums; q++) {
+        Ufun *f = names[q] ? rv_module_ufun(m, names[q]) : NULL;
+        if (!f)
+            return base_error(RV_ERR_ARG, "dispatch sum %d: no ufun named '%s'", q,
+                              names[q] ? names[q] : "(null)");
+        /* one argument over sizes: the AOT output sums it in one loop */
+        if (f->nargs != 1 || !sizes_only(f->args[0]->extent))
+            return base_error(RV_ERR_ARG,
+                              "dispatch sum %d: ufun %s is not of one argument over sizes", q,
+                              f->name);
+        pd->sums[q] = f;
+    }
+    return RV_OK;
+}
+
 rv_status driver_dispatch(Module *m, int nvariants, const rv_dispatch *d, PlanDispatch *pd) {
     memset(pd, 0, sizeof *pd);
     pd->nvariants = nvariants;
@@ -258,8 +293,9 @@ rv_status driver_dispatch(Module *m, int nvariants, const rv_dispatch *d, PlanDi
         return RV_OK;
     pd->fn = d->fn;
     pd->user = d->user;
-    if (d->fn || d->nrules <= 0)
-        return RV_OK;
+    rv_status st = dispatch_sums(m, d->nsums, d->sums, pd);
+    if (st != RV_OK || d->fn || d->nrules <= 0)
+        return st;
     if (!d->rules)
         return base_error(RV_ERR_ARG, "rv_program_compile_variants: %d rules and no table",
                           d->nrules);

@@ -17,9 +17,9 @@
  * afterwards; what lowering made stays in m (or the caller's IR scope). */
 rv_status driver_lower_variants(Module *m, int nvariants, const char *const *schedules,
                                 Kernel ***ks, int *n, int *first);
-/* The public dispatch (NULL: always variant 0) as the plan's: size names
- * resolved, rules' variants checked (RV_ERR_ARG). Free out->rules with
- * base_free. */
+/* The public dispatch (NULL: always variant 0) as the plan's: size and
+ * ufun names resolved, rules' variants checked (RV_ERR_ARG). Free
+ * out->rules and out->sums with base_free. */
 rv_status driver_dispatch(Module *m, int nvariants, const rv_dispatch *d, PlanDispatch *out);
 
 #endif

@@ -274,7 +274,10 @@ rv_status plan_dispatch_pick(const PlanDispatch *d, const int64_t *sizes, int *v
 void plan_dispatch_print(Buf *b, const PlanDispatch *d) {
     buf_printf(b, "== dispatch among %d variants: ", d->nvariants);
     if (d->fn) {
-        buf_puts(b, "a C function ==\n");
+        buf_puts(b, "a C function");
+        for (int q = 0; q < d->nsums; q++)
+            buf_printf(b, "%s sum(%s)", q ? "," : " of the sizes and", d->sums[q]->name);
+        buf_puts(b, " ==\n");
         return;
     }
     buf_printf(b, "%d rules, first match, else variant 0 ==\n", d->nrules);

@@ -144,10 +144,14 @@ typedef struct PlanDispatch {
     bool c_function; /* the AOT output calls NAME_dispatch, the user's (ravel build) */
     int nrules;      /* otherwise the rule table */
     PlanRule *rules;
+    /* fn's quantities after the sizes (rv_dispatch.sums): the sum of each
+     * UF's values over its domain, at sizes[m->sizes.len + q] */
+    int nsums;
+    Ufun **sums;
 } PlanDispatch;
 
-/* The variant for these sizes (by Size.id); an answer outside
- * [0, nvariants) is reported (RV_ERR_ARG). */
+/* The variant for these sizes (by Size.id, then the sums' values); an
+ * answer outside [0, nvariants) is reported (RV_ERR_ARG). */
 rv_status plan_dispatch_pick(const PlanDispatch *d, const int64_t *sizes, int *variant);
 void plan_dispatch_print(Buf *b, const PlanDispatch *d);
 

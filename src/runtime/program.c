@@ -850,7 +850,24 @@ static rv_status pick_variant(Run *r, int *v) {
     *v = 0;
     if (p->nvariants < 2)
         return RV_OK;
-    return plan_dispatch_pick(&p->dispatch, r->in.sizes, v);
+    const PlanDispatch *d = &p->dispatch;
+    if (d->nsums == 0)
+        return plan_dispatch_pick(d, r->in.sizes, v);
+    /* the sizes, then the sums of the UFs it reads (plan.h) */
+    int ns = p->m->sizes.len;
+    int64_t stack[64];
+    int64_t *x = ns + d->nsums <= 64 ? stack : base_xcalloc((size_t)(ns + d->nsums), sizeof *x);
+    memcpy(x, r->in.sizes, sizeof *x * (size_t)ns);
+    for (int q = 0; q < d->nsums; q++) {
+        const Ufun *f = d->sums[q];
+        x[ns + q] = 0;
+        for (int64_t i = 0; i < r->in.ufl[f->id]->numel; i++)
+            x[ns + q] += r->in.ufv[f->id][i];
+    }
+    rv_status st = plan_dispatch_pick(d, x, v);
+    if (x != stack)
+        base_free(x);
+    return st;
 }
 
 /* The plan's steps in order; with variants, the first step (CHECK_ARGS,

@@ -12,7 +12,10 @@
  *
  * Extents are evaluated at the shape: sizes take the shape's values; loop
  * variables (a partitioned tail's `min(f, E - io * f)`) read 0, which gives
- * a full tile; an extent that loads (a ragged layout) or selects counts as 1.
+ * a full tile; a load is the shape's quantity where it has one (the
+ * extent of a fused loop over ragged rows, CoRa's fuse(b, l): the packed
+ * rows; a recursion's level: its nodes); any other extent that loads or
+ * selects counts as 1.
  */
 #include <math.h>
 #include <string.h>
@@ -65,6 +68,13 @@ static int64_t eval(const Expr *e, const TuneShape *sh, bool *ok) {
         return a < b ? a : b;
     case EX_MAX:
         return a > b ? a : b;
+    case EX_LOAD:
+        /* packed rows: the one load in the extents of a fused stage is
+         * its row count (the row starts' last), the shape's sum; levels:
+         * a level's length */
+        if (sh && (sh->rows_uf || sh->group))
+            return sh->quantity;
+        break;
     default:
         break;
     }
@@ -248,9 +258,20 @@ void tune_stage_extents(const TuneStage *s, const TuneShape *sh, double *batch, 
                         double *cols, double *red) {
     const Tensor *y = s->y;
     *batch = 1;
-    for (int d = 0; d < s->nbatch; d++)
+    if (s->group && sh) { /* a level's nodes, once per level */
+        int64_t nodes = sh->v[s->group->st->nodes->id];
+        *rows = (double)(sh->quantity > 0 ? sh->quantity : 1);
+        *batch = (double)(nodes > 0 ? nodes : 1) / *rows;
+        *cols = (double)eval_or_1(y->axes[y->ndim - 1]->extent, sh);
+        *red = (double)eval_or_1(s->k_expr, sh);
+        return;
+    }
+    for (int d = 0; d < s->nbatch && !s->rows_uf; d++)
         *batch *= (double)eval_or_1(y->axes[d]->extent, sh);
-    *rows = (double)eval_or_1(y->axes[y->ndim - 2]->extent, sh);
+    /* packed rows: every sequence's rows, the shape's sum (at least 1, so
+     * no shape has no work) */
+    *rows = s->rows_uf && sh ? (double)(sh->quantity > 0 ? sh->quantity : 1)
+                             : (double)eval_or_1(y->axes[y->ndim - 2]->extent, sh);
     *cols = (double)eval_or_1(y->axes[y->ndim - 1]->extent, sh);
     *red = (double)eval_or_1(s->k_expr, sh);
 }

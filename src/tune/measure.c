@@ -18,6 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "interp/interp.h"
+#include "ir/ir.h"
 #include "runtime/program.h"
 #include "tune/tune.h"
 
@@ -45,10 +47,86 @@ void tune_batch_free(TuneBatch *b) {
     memset(b, 0, sizeof *b);
 }
 
-static rv_status bind_shape(rv_bindings *b, rv_module *m, const TuneShape *sh, uint64_t seed) {
+/* Lengths in [lo, hi] summing to `packed` over n rows: each lo, then the
+ * rest one at a time to rows drawn by `seed` that have room (the
+ * caller's shape is feasible: n * lo <= packed <= n * hi). */
+static void spread_lengths(int64_t *len, int64_t n, int64_t lo, int64_t hi, int64_t packed,
+                           uint64_t seed) {
+    uint64_t r = seed * 0x9E3779B97F4A7C15ull + 1;
+    int64_t rest = packed - n * lo;
+    for (int64_t i = 0; i < n; i++)
+        len[i] = lo;
+    for (int64_t i = 0; rest > 0; i = (i + 1) % n) {
+        r ^= r << 13;
+        r ^= r >> 7;
+        r ^= r << 17;
+        int64_t room = hi - len[i], add = room < rest ? room : rest;
+        add = add > 0 ? (int64_t)(r % (uint64_t)add) + 1 : 0;
+        len[i] += add;
+        rest -= add;
+    }
+}
+
+void tune_shape_format(const TuneShape *sh, rv_module *m, Buf *out) {
+    for (int i = 0; i < rv_module_num_sizes(m); i++)
+        buf_printf(out, "%s%s=%lld", i ? "," : "", rv_size_name(rv_module_size_at(m, i)),
+                   (long long)sh->v[i]);
+    if (sh->rows_uf)
+        buf_printf(out, ",sum(%s)=%lld", rv_ufun_name(sh->rows_uf), (long long)sh->quantity);
+    if (sh->group)
+        buf_printf(out, ",%s/%s=%lld", sh->group->st->nodes->name, sh->group->st->nbatch->name,
+                   (long long)sh->quantity);
+}
+
+/* sh->quantity chains of TUNE_LEVELS nodes as the group's structure
+ * (chains bind to trees and DAGs too); the data columns are left to
+ * rv_bindings_randomize. */
+static rv_status bind_levels(rv_bindings *b, const TuneShape *sh) {
+    const Structure *st = sh->group->st;
+    rv_structs *bs = rv_structs_new(st->kind, st->max_children, st->ndata);
+    rv_status st_ = bs ? RV_OK : base_error_status();
+    for (int64_t c = 0; st_ == RV_OK && c < sh->quantity; c++)
+        st_ = rv_structs_add_sequence(bs, TUNE_LEVELS, NULL);
+    rv_linear lin = {0};
+    if (st_ == RV_OK)
+        st_ = rv_linearize(bs, &lin);
+    if (st_ == RV_OK)
+        st_ = interp_bindings_set_linear(b, st, &lin, false);
+    rv_linear_free(&lin);
+    rv_structs_free(bs);
+    return st_;
+}
+
+/* Is size z one that a recursion shape's structure binds? */
+static bool bound_by_levels(const TuneShape *sh, const Size *z) {
+    const Structure *st = sh->group ? sh->group->st : NULL;
+    return st && (z == st->nodes || z == st->count || z == st->nbatch);
+}
+
+rv_status tune_shape_bind(rv_bindings *b, rv_module *m, const TuneShape *sh, uint64_t seed) {
     rv_status st = RV_OK;
     for (int i = 0; st == RV_OK && i < rv_module_num_sizes(m); i++)
-        st = rv_bindings_set_size(b, rv_size_name(rv_module_size_at(m, i)), sh->v[i]);
+        if (!bound_by_levels(sh, rv_module_size_at(m, i)))
+            st = rv_bindings_set_size(b, rv_size_name(rv_module_size_at(m, i)), sh->v[i]);
+    if (st == RV_OK && sh->group)
+        st = bind_levels(b, sh);
+    const Ufun *f = sh->rows_uf;
+    if (st == RV_OK && f) {
+        int64_t n = sh->v[f->args[0]->extent->u.size->id], lo, hi;
+        if (!ir_is_const_int(f->lo_dom, &lo) || !ir_is_const_int(f->hi_dom, &hi) ||
+            n * lo > sh->quantity || n * hi < sh->quantity)
+            return base_error(RV_ERR_ARG, "ravel tune: %lld rows of ufun %s cannot sum to %lld",
+                              (long long)n, f->name, (long long)sh->quantity);
+        int64_t shape[1] = {n};
+        rv_array *a = rv_array_new(ir_ufun_dtype(f), 1, shape);
+        int64_t *len = base_xcalloc((size_t)(n > 0 ? n : 1), sizeof *len);
+        spread_lengths(len, n, lo, hi, sh->quantity, seed);
+        for (int64_t i = 0; i < n; i++)
+            rv_array_set_f64(a, i, (double)len[i]);
+        base_free(len);
+        if ((st = interp_bindings_adopt_array(b, f->name, a)) != RV_OK)
+            rv_array_free(a);
+    }
     return st == RV_OK ? rv_bindings_randomize(b, seed) : st;
 }
 
@@ -68,7 +146,7 @@ static bool arrays_match(const rv_array *got, const rv_array *want) {
 
 rv_status tune_reference(rv_module *m, const TuneShape *shape, uint64_t seed, rv_bindings **out) {
     *out = rv_bindings_new(m);
-    rv_status st = bind_shape(*out, m, shape, seed);
+    rv_status st = tune_shape_bind(*out, m, shape, seed);
     if (st == RV_OK)
         st = rv_interp_run(m, *out);
     if (st != RV_OK) {
@@ -82,7 +160,7 @@ rv_status tune_batch_check(TuneBatch *bt, int v, rv_module *m, const TuneShape *
                            uint64_t seed, const rv_bindings *ref, bool *ok) {
     *ok = false;
     rv_bindings *b = rv_bindings_new(m), *own = NULL;
-    rv_status st = bind_shape(b, m, shape, seed);
+    rv_status st = tune_shape_bind(b, m, shape, seed);
     if (st == RV_OK && !ref)
         st = tune_reference(m, shape, seed, &own);
     if (own)
@@ -116,7 +194,7 @@ rv_status tune_batch_time(TuneBatch *bt, int v, rv_module *m, const TuneShape *s
     if (repeats < 1)
         repeats = 1;
     rv_bindings *b = rv_bindings_new(m);
-    rv_status st = bind_shape(b, m, shape, 1);
+    rv_status st = tune_shape_bind(b, m, shape, 1);
     *bt->pick = v;
     if (st == RV_OK)
         st = rv_program_run(bt->prog, b); /* warm: caches, pages, the pool */

@@ -94,6 +94,7 @@ typedef struct Tuner {
     int threads;       /* the measured kernels' thread pool: the records' count */
     StrMap by_sched;   /* schedule text -> candidate index + 1 */
     TuneResult *res;
+    char sum_name[80]; /* ragged rows: their variable, "sum(len)" */
     double t0;
     long begun; /* candidates whose measuring began (RAVEL_TUNE_FAULT counts them) */
 } Tuner;
@@ -107,21 +108,123 @@ static uint64_t next_rand(Tuner *t) {
 
 /* ---- shapes ---- */
 
-static const char *size_name(const Tuner *t, int i) {
-    return rv_size_name(rv_module_size_at(t->m, i));
+/* The tuning variables: the module's sizes, then a quantity at
+ * v[nsizes] of a shape and in the dispatch's input after the sizes: for
+ * ragged rows their sum (TuneStage.rows_uf; rv_dispatch.sums), for a
+ * recursion's member the nodes per level (TuneStage.group; the emitted
+ * dispatch computes N / _T_nbatch). */
+static int num_vars(const Tuner *t) {
+    return rv_module_num_sizes(t->m) + (t->sp.stage.rows_uf || t->sp.stage.group);
+}
+
+/* The size whose place in a shape the quantity takes while shapes are
+ * made (its range is the quantity's); NULL: none. */
+static const rv_size *quantity_carrier(const Tuner *t) {
+    const TuneStage *st = &t->sp.stage;
+    if (st->group)
+        return st->group->st->count ? st->group->st->count : st->group->st->nodes;
+    return st->rows_outer;
+}
+
+/* Is size z determined by the quantity (its column is no input of the
+ * tree, and shapes do not range over it)? */
+static bool set_by_quantity(const Tuner *t, const rv_size *z) {
+    const TuneStage *st = &t->sp.stage;
+    const Structure *T = st->group ? st->group->st : NULL;
+    return z == st->rows_outer || (T && (z == T->nodes || z == T->count || z == T->nbatch));
+}
+
+/* The quantity's range: packed rows from the fewest to the most; nodes
+ * per level from 1 to what the structure's sizes allow with
+ * TUNE_LEVELS levels. */
+static void quantity_range(const Tuner *t, int64_t *lo, int64_t *hi) {
+    const TuneStage *st = &t->sp.stage;
+    if (st->rows_uf) {
+        *lo = st->rows_outer->lo * st->len_lo;
+        *hi = st->rows_outer->hi * st->len_hi;
+        return;
+    }
+    const Structure *T = st->group->st;
+    *lo = T->count && T->count->lo > 1 ? T->count->lo : 1;
+    *hi = T->nodes->hi / TUNE_LEVELS;
+    if (T->count && T->count->hi < *hi)
+        *hi = T->count->hi;
+}
+
+static const char *var_name(const Tuner *t, int i) {
+    return i < rv_module_num_sizes(t->m) ? rv_size_name(rv_module_size_at(t->m, i))
+                                         : t->sum_name;
+}
+
+/* Shape sh with its outer size's value read as packed rows: the size
+ * becomes the number of sequences they are drawn over (a mean length
+ * midway in the UF's range, within the size's range). False when no
+ * count in the range fits. */
+static bool packed_shape(const Tuner *t, TuneShape *sh) {
+    const TuneStage *st = &t->sp.stage;
+    const rv_size *outer = st->rows_outer;
+    int64_t p = sh->v[outer->id], lo = st->len_lo, hi = st->len_hi;
+    int64_t mid = (lo + hi) / 2 > 0 ? (lo + hi) / 2 : 1;
+    int64_t least = hi > 0 ? (p + hi - 1) / hi : outer->lo, most = lo > 0 ? p / lo : outer->hi;
+    least = least > outer->lo ? least : outer->lo;
+    most = most < outer->hi ? most : outer->hi;
+    int64_t n = (p + mid - 1) / mid;
+    n = n < least ? least : n > most ? most : n;
+    if (least > most || p < 0)
+        return false;
+    sh->rows_uf = st->rows_uf;
+    sh->quantity = p;
+    sh->v[outer->id] = n;
+    sh->v[rv_module_num_sizes(t->m)] = p;
+    return true;
+}
+
+/* Shape sh with its carrier's value read as nodes per level: chains of
+ * that many nodes side by side, TUNE_LEVELS long (tune_shape_bind), so
+ * N, B and _T_nbatch follow. False when the structure's sizes do not
+ * allow it. */
+static bool level_shape(const Tuner *t, TuneShape *sh) {
+    const Structure *T = t->sp.stage.group->st;
+    int64_t q = sh->v[quantity_carrier(t)->id], lo, hi;
+    quantity_range(t, &lo, &hi);
+    if (q < lo || q > hi || q * TUNE_LEVELS < T->nodes->lo)
+        return false;
+    sh->group = t->sp.stage.group;
+    sh->quantity = q;
+    sh->v[T->nodes->id] = q * TUNE_LEVELS;
+    if (T->count)
+        sh->v[T->count->id] = q;
+    sh->v[T->nbatch->id] = TUNE_LEVELS;
+    sh->v[rv_module_num_sizes(t->m)] = q;
+    return true;
+}
+
+/* sh's carrier read as the quantity (packed_shape, level_shape); true
+ * for a stage without one. */
+static bool quantity_shape(const Tuner *t, TuneShape *sh) {
+    return t->sp.stage.rows_uf ? packed_shape(t, sh)
+                               : t->sp.stage.group ? level_shape(t, sh) : true;
 }
 
 /* The shapes of the range when the caller gives none: every point when
  * there are at most 256, else up to 64 per size spread geometrically
  * (small sizes differ most), in a product capped at 512 points. */
 static void default_shapes(Tuner *t) {
-    int nsz = rv_module_num_sizes(t->m);
+    int nsz = rv_module_num_sizes(t->m), nfree = 0;
+    for (int i = 0; i < nsz; i++) {
+        const rv_size *sz = rv_module_size_at(t->m, i);
+        nfree += !set_by_quantity(t, sz) || sz == quantity_carrier(t);
+    }
     int64_t vals[8][256];
     int nv[8] = {0};
-    int per = nsz <= 1 ? 64 : nsz == 2 ? 22 : 8, all = nsz <= 1 ? 256 : per;
+    int per = nfree <= 1 ? 64 : nfree == 2 ? 22 : 8, all = nfree <= 1 ? 256 : per;
     for (int i = 0; i < nsz; i++) {
         const rv_size *sz = rv_module_size_at(t->m, i);
         int64_t lo = sz->lo, hi = sz->hi;
+        if (sz == quantity_carrier(t)) /* the quantity in its place */
+            quantity_range(t, &lo, &hi);
+        else if (set_by_quantity(t, sz)) /* quantity_shape sets it */
+            hi = lo;
         if (hi - lo + 1 <= all) {
             for (int64_t v = lo; v <= hi; v++)
                 vals[i][nv[i]++] = v;
@@ -150,12 +253,19 @@ static void default_shapes(Tuner *t) {
         }
         t->w[s] = 1;
     }
+    int kept = 0;
+    for (int s = 0; s < n; s++) {
+        TuneShape sh = t->shapes[s];
+        if (quantity_shape(t, &sh))
+            t->shapes[kept++] = sh;
+    }
+    t->ns = kept;
 }
 
 static int find_shape(const Tuner *t, const int64_t *v) {
-    int nsz = rv_module_num_sizes(t->m);
+    int nvar = num_vars(t);
     for (int s = 0; s < t->ns; s++)
-        if (memcmp(t->shapes[s].v, v, sizeof(int64_t) * (size_t)nsz) == 0)
+        if (memcmp(t->shapes[s].v, v, sizeof(int64_t) * (size_t)nvar) == 0)
             return s;
     return -1;
 }
@@ -484,14 +594,14 @@ static int choose(Tuner *t, Pair *out, int want) {
 static void record(Tuner *t, int c, int s, double seconds, TuneStatus st) {
     if (!t->o->records)
         return;
-    int nsz = rv_module_num_sizes(t->m);
+    int nvar = num_vars(t);
     const char *names[8];
-    for (int i = 0; i < nsz; i++)
-        names[i] = size_name(t, i);
+    for (int i = 0; i < nvar; i++)
+        names[i] = var_name(t, i);
     TuneRecord r = {.program = t->program,
                     .machine = buf_str(&t->machine),
                     .trace = t->sp.cands[c].sched,
-                    .nsizes = nsz,
+                    .nsizes = nvar,
                     .size_names = names,
                     .size_values = t->shapes[s].v,
                     .seconds = seconds,
@@ -794,7 +904,7 @@ static rv_status resume(Tuner *t) {
     rv_status st = tune_records_load(t->o->records, &rs);
     if (st == RV_OK && rs.warnings.len && !t->o->quiet)
         fprintf(stderr, "ravel tune: %s", buf_str(&rs.warnings));
-    int nsz = rv_module_num_sizes(t->m);
+    int nsz = num_vars(t);
     for (int i = 0; st == RV_OK && i < rs.len; i++) {
         const TuneRecord *r = &rs.data[i];
         /* a record without a count was measured on the shared pool */
@@ -808,7 +918,7 @@ static rv_status resume(Tuner *t) {
         int found = 0;
         for (int q = 0; q < nsz; q++)
             for (int p = 0; p < nsz; p++)
-                if (strcmp(r->size_names[p], size_name(t, q)) == 0)
+                if (strcmp(r->size_names[p], var_name(t, q)) == 0)
                     v[q] = r->size_values[p], found++;
         int s = found == nsz ? find_shape(t, v) : -1;
         if (c < 0 || s < 0)
@@ -862,9 +972,7 @@ static void progress(Tuner *t, int round, int trials, const Pair *pairs, int npa
         if (!first)
             continue;
         buf_puts(&b, b.len ? ", " : "        ");
-        for (int i = 0; i < rv_module_num_sizes(t->m); i++)
-            buf_printf(&b, "%s%s=%lld", i ? "," : "", size_name(t, i),
-                       (long long)t->shapes[s].v[i]);
+        tune_shape_format(&t->shapes[s], t->m, &b);
         buf_printf(&b, ": %.2f GFLOP/s", t->best[s]);
     }
     if (b.len)
@@ -960,13 +1068,27 @@ static rv_status dispatcher(Tuner *t) {
     r->shape_variant = base_xcalloc((size_t)t->ns, sizeof *r->shape_variant);
     r->shape_gflops = base_xcalloc((size_t)t->ns, sizeof *r->shape_gflops);
     int64_t *sizes = base_xcalloc((size_t)t->ns * 8, sizeof *sizes);
-    int nsz = rv_module_num_sizes(t->m);
+    int nsz = num_vars(t);
     for (int s = 0; s < t->ns; s++) {
         int b = best_kept(t, kept, nk, s);
         r->shapes[s] = t->shapes[s];
         r->shape_variant[s] = b;
         r->shape_gflops[s] = score(t, kept[b], s);
         memcpy(&sizes[(size_t)s * nsz], t->shapes[s].v, sizeof(int64_t) * (size_t)nsz);
+        /* the tree reads the quantity, not the sizes it was drawn with
+         * (the number of sequences of packed rows; N, B, _T_nbatch of
+         * levels): a constant column is never split on */
+        for (int i = 0; i < rv_module_num_sizes(t->m); i++)
+            if (set_by_quantity(t, rv_module_size_at(t->m, i)))
+                sizes[(size_t)s * nsz + i] = 0;
+    }
+    if (t->sp.stage.rows_uf)
+        snprintf(r->sum_ufun, sizeof r->sum_ufun, "%s", rv_ufun_name(t->sp.stage.rows_uf));
+    snprintf(r->quantity, sizeof r->quantity, "%s", t->sum_name);
+    r->level_nodes = r->level_batches = -1;
+    if (t->sp.stage.group) {
+        r->level_nodes = t->sp.stage.group->st->nodes->id;
+        r->level_batches = t->sp.stage.group->st->nbatch->id;
     }
     r->nvariants = nk;
     r->variant_sched = base_xcalloc((size_t)nk, sizeof(char *));
@@ -1021,6 +1143,17 @@ static rv_status setup(Tuner *t, const char *program_text) {
     st = tune_space_build(t->m, t->hw, &t->sp);
     if (st != RV_OK)
         return st;
+    if (t->sp.stage.rows_uf)
+        snprintf(t->sum_name, sizeof t->sum_name, "sum(%s)", rv_ufun_name(t->sp.stage.rows_uf));
+    if (t->sp.stage.group)
+        snprintf(t->sum_name, sizeof t->sum_name, "%s/%s", t->sp.stage.group->st->nodes->name,
+                 t->sp.stage.group->st->nbatch->name);
+    if (num_vars(t) > rv_module_num_sizes(t->m)) {
+        if (num_vars(t) > 8)
+            return base_error(RV_ERR_UNSUPPORTED, "ravel tune: the program has %d size "
+                                                  "variables (1 to 7 when a quantity is tuned too)",
+                              rv_module_num_sizes(t->m));
+    }
     t->lanes = t->hw->vector_bytes > 0 ? t->hw->vector_bytes / (int)t->sp.stage.dsize : 1;
     const TuneOptions *o = t->o;
     default_shapes(t);
@@ -1041,10 +1174,18 @@ static rv_status setup(Tuner *t, const char *program_text) {
         t->shapes = base_xrealloc(t->shapes, sizeof *t->shapes * (size_t)(t->ns + o->nshapes));
         t->w = base_xrealloc(t->w, sizeof *t->w * (size_t)(t->ns + o->nshapes));
         for (int q = 0; q < o->nshapes; q++) {
-            int s = find_shape(t, o->shapes[q].v);
+            TuneShape sh = o->shapes[q];
+            if (!quantity_shape(t, &sh))
+                return base_error(RV_ERR_ARG,
+                                  "ravel tune: shape %d: %s = %lld stands for %s, which does not "
+                                  "fit the sizes' ranges",
+                                  q + 1, rv_size_name(quantity_carrier(t)),
+                                  (long long)o->shapes[q].v[quantity_carrier(t)->id],
+                                  t->sum_name);
+            int s = find_shape(t, sh.v);
             if (s < 0) {
                 s = t->ns++;
-                t->shapes[s] = o->shapes[q];
+                t->shapes[s] = sh;
             }
             t->w[s] = o->weights ? o->weights[q] : 1;
         }
@@ -1149,11 +1290,45 @@ rv_status tune_run(rv_module *m, const char *program_text, const TuneOptions *op
 }
 
 void tune_result_dispatch_c(const TuneResult *r, rv_module *m, const char *name, Buf *out) {
-    const char *vars[8];
+    const char *vars[9];
     int n = rv_module_num_sizes(m);
     for (int i = 0; i < n && i < 8; i++)
         vars[i] = rv_size_name(rv_module_size_at(m, i));
-    tune_dtree_emit_c(&r->tree, name, vars, (const char *const *)r->variant_desc, out);
+    vars[n < 8 ? n : 8] = r->quantity;
+    if (r->level_nodes < 0) {
+        tune_dtree_emit_c(&r->tree, name, vars, (const char *const *)r->variant_desc, out);
+        return;
+    }
+    /* nodes per level: the tree's last input, computed from the sizes */
+    Buf inner = {0};
+    buf_printf(&inner, "%s_levels", name);
+    tune_dtree_emit_c(&r->tree, buf_str(&inner), vars, (const char *const *)r->variant_desc, out);
+    buf_printf(out,
+               "\n/* %s_dispatch: the tree above at the run's nodes per level (%s), the mean\n"
+               " * of the levels' lengths: one choice per call. */\n"
+               "int %s_dispatch(const int64_t *sizes);\n"
+               "int %s_dispatch(const int64_t *sizes) {\n"
+               "    int64_t x[%d];\n"
+               "    for (int i = 0; i < %d; i++)\n"
+               "        x[i] = sizes[i];\n"
+               "    x[%d] = sizes[%d] / (sizes[%d] > 0 ? sizes[%d] : 1);\n"
+               "    return %s_dispatch(x);\n}\n",
+               name, r->quantity, name, name, n + 1, n, n, r->level_nodes, r->level_batches,
+               r->level_batches, buf_str(&inner));
+    buf_free(&inner);
+}
+
+int tune_result_pick(const TuneResult *r, const int64_t *sizes, int nsizes) {
+    int64_t x[9] = {0};
+    for (int i = 0; i < nsizes && i < 8; i++)
+        x[i] = sizes[i];
+    if (r->level_nodes >= 0) {
+        int64_t nb = sizes[r->level_batches];
+        x[nsizes] = sizes[r->level_nodes] / (nb > 0 ? nb : 1);
+    } else if (r->sum_ufun[0]) {
+        x[nsizes] = sizes[nsizes];
+    }
+    return tune_dtree_eval(&r->tree, x);
 }
 
 void tune_result_free(TuneResult *r) {

@@ -76,8 +76,74 @@ static const Expr *find_sum(const Expr *e) {
     return NULL;
 }
 
-static rv_status analyze_tensor(const Tensor *t, TuneStage *out) {
-    if (!t->op || t->op->kind != OP_COMPUTE || t->ndim < 2 || t->ndim > 6)
+static const Expr *strip_cast(const Expr *e) {
+    while (e->kind == EX_CAST)
+        e = e->args[0];
+    return e;
+}
+
+static bool mentions_ufun(const Expr *e) {
+    if (e->kind == EX_UFCALL)
+        return true;
+    for (int i = 0; i < e->n; i++)
+        if (mentions_ufun(e->args[i]))
+            return true;
+    return false;
+}
+
+/* Rows i < len[b] of the one batch axis b, len a UF of one argument over
+ * a size with a constant range: the packed tokens of a batch of
+ * sequences, tuned as the fused loop fuse(b, i) over the sum of len. Any
+ * other ragged extent is not tunable yet (RV_ERR_UNSUPPORTED naming it,
+ * at the tensor's definition). */
+static rv_status ragged_rows(const Tensor *t, const Axis *ai, const Axis *aj, TuneStage *out) {
+    const Expr *e = strip_cast(ai->extent);
+    if (!mentions_ufun(e) && !mentions_ufun(aj->extent))
+        return RV_OK;
+    const Ufun *f = e->kind == EX_UFCALL ? e->u.uf : NULL;
+    int64_t lo, hi;
+    if (out->nbatch != 1 || mentions_ufun(aj->extent) || !f || f->nargs != 1 ||
+        strip_cast(e->args[0])->kind != EX_VAR ||
+        strip_cast(e->args[0])->u.axis != t->axes[0] || f->args[0]->extent->kind != EX_SIZE ||
+        !ir_is_const_int(f->lo_dom, &lo) || !ir_is_const_int(f->hi_dom, &hi))
+        return base_diag(RV_ERR_UNSUPPORTED, NULL, t->loc,
+                         "ravel tune: %s: ragged rows are tuned in the form %s[b, i < len[b], "
+                         "j] (len a ufun of b < B with a constant range, the rows fused with "
+                         "fuse(b, i)); other ragged extents are not tunable yet",
+                         t->name, t->name);
+    out->rows_uf = (Ufun *)f;
+    out->rows_outer = f->args[0]->extent->u.size;
+    out->len_lo = lo;
+    out->len_hi = hi;
+    out->fused = "bi";
+    return RV_OK;
+}
+
+/* A recursion's member is tuned level by level: its group must run so
+ * (`dynamic_batch()` in `schedule R`), else its node loop is one node at
+ * a time and no tile of it is legal (RV_ERR_UNSUPPORTED, located at the
+ * group). */
+static rv_status member_of(const Module *m, const Tensor *t, TuneStage *out) {
+    Recurse *g = ir_tensor_recurse(t);
+    if (!g)
+        return RV_OK;
+    for (int i = 0; i < m->scheds.len; i++) {
+        const SchedBlock *blk = &m->scheds.data[i];
+        for (int j = 0; blk->group == g && j < blk->nsteps; j++)
+            if (strcmp(blk->steps[j].prim, "dynamic_batch") == 0) {
+                out->group = g;
+                return RV_OK;
+            }
+    }
+    return base_diag(RV_ERR_UNSUPPORTED, NULL, g->loc,
+                     "ravel tune: recursion %s: its member %s is tuned level by level: "
+                     "`schedule %s { dynamic_batch() }` first",
+                     g->name, t->name, g->name);
+}
+
+static rv_status analyze_tensor(const Module *m, const Tensor *t, TuneStage *out) {
+    if (!t->op || (t->op->kind != OP_COMPUTE && t->op->kind != OP_RECURSE) || t->op->pred ||
+        t->ndim < 2 || t->ndim > 6)
         return RV_ERR_UNSUPPORTED;
     const Expr *red = find_sum(t->op->body);
     const Expr *x, *y;
@@ -106,6 +172,11 @@ static rv_status analyze_tensor(const Tensor *t, TuneStage *out) {
     out->a_k_inner = read_dim_of(x, ak) == x->n - 1;
     out->b_k_inner = read_dim_of(y, ak) == y->n - 1;
     int64_t v;
+    rv_status st = ragged_rows(t, ai, aj, out);
+    if (st == RV_OK)
+        st = member_of(m, t, out);
+    if (st != RV_OK)
+        return st;
     out->n_extent = ir_is_const_int(aj->extent, &v) ? v : 0;
     out->k_extent = ir_is_const_int(ak->extent, &v) ? v : 0;
     out->dsize = rv_dtype_size(t->dtype);
@@ -115,9 +186,14 @@ static rv_status analyze_tensor(const Tensor *t, TuneStage *out) {
 }
 
 rv_status tune_space_analyze(rv_module *m, TuneStage *out) {
-    for (int t = m->tensors.len - 1; t >= 0; t--)
-        if (analyze_tensor(m->tensors.data[t], out) == RV_OK)
-            return RV_OK;
+    for (int t = m->tensors.len - 1; t >= 0; t--) {
+        /* a tensor that is no contraction says nothing; one whose rows
+         * are not tunable says why */
+        base_error_clear();
+        rv_status st = analyze_tensor(m, m->tensors.data[t], out);
+        if (st == RV_OK || base_error_status() != RV_OK)
+            return st;
+    }
     return base_error(RV_ERR_UNSUPPORTED,
                       "nothing to tune: no tensor is a contraction Y[.., i, j] = "
                       "sum(k) A[.. i .. k ..] * B[.. j .. k ..] (dense or batch_matmul, "
@@ -236,9 +312,32 @@ static void sched_stream(Buf *b, const TuneStage *s, int lanes, const int *p) {
                s->a, s->k, lanes, s->i, s->name, s->a);
 }
 
-static const char *const tmpl_name[TUNE_T_COUNT] = {"dot", "tile", "kblock", "stream"};
+/* Ragged rows: the rows of every sequence fused into one loop over the
+ * packed tokens, an mr x nr tile of it accumulated in Y itself (a
+ * cache_write tile of fused rows would be a nest per sequence inside the
+ * tile, no register tile), k outside the tile's columns (order 0: all of
+ * j per value of k, as bench/ragged/proj_fused.rv) or inside them (order
+ * 1: a register tile over the whole of k). */
+static void sched_rows(Buf *b, const TuneStage *s, int lanes, const int *p) {
+    int mr = p[0], nv = p[1], order = p[2], nr = nv * lanes;
+    buf_printf(b, "schedule %s {\n    %s = fuse(%s, %s)\n    fo, fi = split(%s, %d)\n", s->name,
+               s->fused, s->batch[0], s->i, s->fused, mr);
+    buf_printf(b, "    jo, ji = split(%s, %d)\n", s->j, nr);
+    if (nv > 1)
+        buf_printf(b, "    jw, jv = split(ji, %d)\n", lanes);
+    const char *inner = nv > 1 ? "jw, jv" : "ji";
+    if (order == 0)
+        buf_printf(b, "    reorder(fo, %s, fi, jo, %s)\n", s->k, inner);
+    else
+        buf_printf(b, "    reorder(fo, jo, %s, fi, %s)\n", s->k, inner);
+    buf_printf(b, "    parallel(fo)\n    unroll(fi)\n%s    vectorize(%s)\n}\n",
+               nv > 1 ? "    unroll(jw)\n" : "", nv > 1 ? "jv" : "ji");
+}
+
+static const char *const tmpl_name[TUNE_T_COUNT] = {"dot", "tile", "kblock", "stream", "rows"};
 static const char *const knob_name[TUNE_T_COUNT][TUNE_NPARAMS] = {
-    {NULL}, {"mr", "nv", "pack", "pad", "wide"}, {"mr", "nv", "kc"}, {"nj", "ku"}};
+    {NULL}, {"mr", "nv", "pack", "pad", "wide"}, {"mr", "nv", "kc"}, {"nj", "ku"},
+    {"mr", "nv", "order"}};
 _Static_assert(sizeof tmpl_name / sizeof tmpl_name[0] == TUNE_T_COUNT, "a name per template");
 _Static_assert(sizeof knob_name / sizeof knob_name[0] == TUNE_T_COUNT, "knobs per template");
 
@@ -296,6 +395,11 @@ static void try_add(rv_module *m, TuneSpace *sp, TuneTemplate t, const int *p, i
         sched_stream(&b, s, lanes, p);
         c.tile_i = lanes;
         c.tile_j = p[0];
+        break;
+    case TUNE_T_ROWS:
+        sched_rows(&b, s, lanes, p);
+        c.tile_i = p[0];
+        c.tile_j = p[1] * lanes;
         break;
     default:
         break;
@@ -361,6 +465,11 @@ static void mark_seeds(TuneSpace *sp, int regs, int max_nv) {
         case TUNE_T_STREAM:
             x->seed = p[0] == nj_max;
             break;
+        case TUNE_T_ROWS:
+            /* the register-maximal tiles, and the hand-written one's
+             * shape (a few rows, one vector, all of j per k) */
+            x->seed = max_tile || (p[1] == 1 && p[2] == 0 && p[0] == 4);
+            break;
         default:
             break;
         }
@@ -384,6 +493,18 @@ rv_status tune_space_build(rv_module *m, const TuneHw *hw, TuneSpace *out) {
     if (s->n_extent > 0 && (s->n_extent + lanes - 1) / lanes < max_nv)
         max_nv = (int)((s->n_extent + lanes - 1) / lanes);
     int p[TUNE_NPARAMS] = {0};
+    if (s->rows_uf) {
+        /* ragged rows: tiles of the fused rows (rows accumulated in Y) */
+        for (int nv = 1; nv <= max_nv; nv++)
+            for (size_t r = 0; r < sizeof tile_rows / sizeof tile_rows[0]; r++)
+                for (int order = 0; order <= 1; order++) {
+                    if (tile_rows[r] * nv + nv + 1 > regs)
+                        continue;
+                    int q[TUNE_NPARAMS] = {tile_rows[r], nv, order};
+                    try_add(m, out, TUNE_T_ROWS, q, lanes);
+                }
+        goto done;
+    }
     if (s->a_k_inner && s->b_k_inner)
         try_add(m, out, TUNE_T_DOT, p, lanes);
     for (int nv = 1; nv <= max_nv; nv++)
@@ -418,6 +539,7 @@ rv_status tune_space_build(rv_module *m, const TuneHw *hw, TuneSpace *out) {
             int q[TUNE_NPARAMS] = {njs[a], kus[u]};
             try_add(m, out, TUNE_T_STREAM, q, lanes);
         }
+done:
     if (out->len == 0)
         return base_error(RV_ERR_UNSUPPORTED,
                           "nothing to tune: the schedule checker refused all %d candidates for %s",

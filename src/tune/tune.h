@@ -239,6 +239,21 @@ typedef struct TuneStage {
     size_t dsize;               /* element bytes */
     rv_tensor *y;               /* the stage's tensor */
     rv_expr *k_expr;            /* k's extent */
+    /* Ragged rows (Y[b, i < len[b], j]: packed tokens): every candidate
+     * fuses b and i into one loop `fused` over the sum of len (CoRa's
+     * fuse(b, l)), and the stage is tuned and dispatched on that sum, a
+     * quantity of the UF array rather than of the sizes (docs/tuning.md,
+     * "Ragged rows"). NULL: dense rows. */
+    rv_ufun *rows_uf;
+    const rv_size *rows_outer;  /* b's extent, the UF's one argument's: a size */
+    int64_t len_lo, len_hi;     /* the UF's value range (constant) */
+    const char *fused;          /* the fused loop's name in the candidates */
+    /* A recursion's member (computed level by level, `dynamic_batch()`):
+     * its rows are a level's nodes, _T_batch_length[b], which changes
+     * inside one run. The stage is tuned on the nodes per level and
+     * dispatched per call on the run's mean level, N / _T_nbatch
+     * (docs/tuning.md, "Recursion"). NULL: none. */
+    rv_recurse *group;
 } TuneStage;
 
 /* Candidate templates: each a family of micro-kernels with integer knobs. */
@@ -247,6 +262,7 @@ typedef enum TuneTemplate {
     TUNE_T_TILE,   /* an mr x nr register tile of Y, k outside it, B packed k-major */
     TUNE_T_KBLOCK, /* a panel of Y accumulated per block of kc values of k */
     TUNE_T_STREAM, /* a tile of Y^T: i in the vector lanes, A copied k-major */
+    TUNE_T_ROWS,   /* ragged rows: an mr x nv*lanes tile of the fused rows, accumulated in Y */
     TUNE_T_COUNT
 } TuneTemplate;
 
@@ -316,10 +332,29 @@ enum {
 };
 
 /* A point of the size range: one value per size of the module, in
- * rv_module_size_at order. */
+ * rv_module_size_at order, then a quantity its inputs are drawn to meet
+ * (tune_shape_bind), at v[nsizes] too: for a stage of ragged rows
+ * (TuneStage.rows_uf) the packed rows, the sum of the UF; for a
+ * recursion's member (TuneStage.group) the nodes of each level. */
 typedef struct TuneShape {
     int64_t v[8];
+    const rv_ufun *rows_uf;  /* packed rows; NULL: none */
+    const rv_recurse *group; /* nodes per level; NULL: none */
+    int64_t quantity;
 } TuneShape;
+
+/* The levels of a shape of a recursion's member: chains of `quantity`
+ * nodes side by side, so each of its levels holds that many nodes. */
+#define TUNE_LEVELS 8
+
+/* Binds the shape's sizes into b; for packed rows the UF array: B = the
+ * shape's size, lengths in the UF's range summing to sh->quantity,
+ * spread by `seed`; for a recursion's member the structure: sh->quantity
+ * chains of TUNE_LEVELS nodes; then every other unbound size, UF and
+ * input at random (seeded). */
+rv_status tune_shape_bind(rv_bindings *b, rv_module *m, const TuneShape *sh, uint64_t seed);
+/* "M=4" or, for packed rows, "B=2,sum(len)=9": the shape's variables. */
+void tune_shape_format(const TuneShape *sh, rv_module *m, Buf *out);
 
 /* Lowers m with the schedule blocks `sched` (in place of its own) and
  * writes TUNE_F_COUNT features of the loop IR at each of the nshapes shapes
@@ -404,7 +439,8 @@ typedef struct TuneOptions {
     const char *records;    /* records file (NULL: none, nothing resumes) */
     /* The workload: shapes and their frequencies (NULL weights: 1 each).
      * They are tuned for with their weight, the rest of the range (every
-     * point up to 256, else sampled) at a hundredth of the rarest. */
+     * point up to 256, else sampled) at a hundredth of the rarest. For
+     * ragged rows the outer size's value is the packed rows' count. */
     const double *weights;
     const TuneShape *shapes;
     int nshapes;
@@ -427,7 +463,16 @@ typedef struct TuneResult {
     int nvariants;
     char **variant_sched;  /* each variant's schedule blocks */
     char **variant_desc;   /* its knobs, one line */
-    DTree tree;            /* the dispatcher over the sizes */
+    DTree tree;            /* the dispatcher over the sizes (and sum_ufun's sum) */
+    /* Ragged rows (TuneStage.rows_uf): the UF whose sum the tree reads
+     * after the sizes, as rv_dispatch.sums[0]; "" when it reads sizes only */
+    char sum_ufun[64];
+    /* A recursion's member (TuneStage.group): the tree's input after the
+     * sizes is sizes[level_nodes] / sizes[level_batches] (N / _T_nbatch,
+     * the run's mean nodes per level), which the emitted dispatch and
+     * tune_result_pick compute; -1 otherwise. */
+    int level_nodes, level_batches;
+    char quantity[80]; /* the tree's input after the sizes, "sum(len)", "N/_T_nbatch"; "" none */
     TuneShape *shapes;     /* the shapes tuned for */
     int nshapes;
     int *shape_variant;    /* the variant each shape voted for (after merging) */
@@ -446,7 +491,13 @@ typedef struct TuneResult {
  * are keyed by. */
 rv_status tune_run(rv_module *m, const char *program_text, const TuneOptions *opt,
                    TuneResult *out);
-/* The dispatcher as C (`int NAME_dispatch(const int64_t *sizes)`). */
+/* The variant r's dispatcher picks for a run: `sizes` in module order
+ * (nsizes of them), then, for packed rows, the sum (rv_dispatch.sums);
+ * nodes per level are computed here. What a tuned program's
+ * rv_dispatch_fn calls. */
+int tune_result_pick(const TuneResult *r, const int64_t *sizes, int nsizes);
+/* The dispatcher as C (`int NAME_dispatch(const int64_t *sizes)`: the
+ * sizes, then the sum of packed rows; nodes per level it computes). */
 void tune_result_dispatch_c(const TuneResult *r, rv_module *m, const char *name, Buf *out);
 void tune_result_free(TuneResult *r);
 

@@ -249,7 +249,7 @@ static void test_sketch_of_each_template(void) {
     CHECK(kinds >= 2);
     char path[160];
     snprintf(path, sizeof path, "%s/kinds.jsonl", dir);
-    TuneShape sh = {{5}};
+    TuneShape sh = {.v = {5}};
     TuneOptions o = options(8);
     o.records = path;
     o.shapes = &sh;
@@ -329,6 +329,190 @@ static void test_missing_sketch_revisited(void) {
     rv_module_free(m);
 }
 
+/* Ragged rows (packed tokens, fuse(b, l)): tuned and dispatched on the
+ * sum of len, which the runtime computes from the UF array after the
+ * argument check. Every shape of the sum's range (0 and 1 rows among
+ * them) and random batches run the variant the tree names for their sum
+ * and match the interpreter; a resumed run measures nothing. */
+static const char *ragged = "size B in 1..3\n"
+                            "ufun len[b < B] in 0..4\n"
+                            "input X : f32[b < B, l < len[b], k < 8]\n"
+                            "input W : f32[j < 16, k < 8]\n"
+                            "Y[b, l < len[b], j < 16] = sum(k < 8) X[b, l, k] * W[j, k]\n";
+
+/* The tuned program's dispatch: tune_result_pick over n sizes. */
+typedef struct Picker {
+    const TuneResult *r;
+    int nsizes;
+} Picker;
+
+static int pick_dispatch(const int64_t *sizes, void *user) {
+    const Picker *pk = user;
+    return tune_result_pick(pk->r, sizes, pk->nsizes);
+}
+
+/* The variant r names for the sizes bound in b (then the sum of the UF
+ * r's tree reads, where it reads one). */
+static int expected_variant(rv_module *m, const TuneResult *r, const rv_bindings *b) {
+    int n = rv_module_num_sizes(m);
+    int64_t x[9] = {0};
+    for (int i = 0; i < n; i++)
+        x[i] = rv_bindings_get_size(b, rv_size_name(rv_module_size_at(m, i)));
+    const rv_array *uf = r->sum_ufun[0] ? rv_bindings_get_array(b, r->sum_ufun) : NULL;
+    for (int64_t i = 0; uf && i < rv_array_numel(uf); i++)
+        x[n] += (int64_t)rv_array_get_f64(uf, i);
+    return tune_result_pick(r, x, n);
+}
+
+/* r's variants behind dispatch d: at each tuned shape's inputs and on 12
+ * random ones, the run takes the variant r names and its output matches
+ * the interpreter's. */
+static void check_tuned(rv_module *m, const TuneResult *r, const rv_dispatch *d,
+                        const char *output) {
+    rv_compile_options co = {.threads = 1};
+    rv_program *p = NULL;
+    CHECK_EQ_INT(rv_program_compile_variants(m, r->nvariants, (const char *const *)r->variant_sched,
+                                             d, &co, &p),
+                 RV_OK);
+    for (int s = 0; p && s < r->nshapes + 12; s++) {
+        rv_bindings *want = rv_bindings_new(m), *got = rv_bindings_new(m);
+        if (s < r->nshapes) {
+            CHECK_EQ_INT(tune_shape_bind(want, m, &r->shapes[s], 5), RV_OK);
+            CHECK_EQ_INT(tune_shape_bind(got, m, &r->shapes[s], 5), RV_OK);
+        } else {
+            CHECK_EQ_INT(rv_bindings_randomize(want, (uint64_t)s), RV_OK);
+            CHECK_EQ_INT(rv_bindings_randomize(got, (uint64_t)s), RV_OK);
+        }
+        CHECK_EQ_INT(rv_interp_run(m, want), RV_OK);
+        CHECK_EQ_INT(rv_program_run(p, got), RV_OK);
+        CHECK_EQ_INT(rv_program_last_variant(p), expected_variant(m, r, got));
+        if (s < r->nshapes)
+            CHECK_EQ_INT(rv_program_last_variant(p), r->shape_variant[s]);
+        CHECK_SAME_TENSOR(want, got, output, 1e-4);
+        rv_bindings_free(got);
+        rv_bindings_free(want);
+    }
+    rv_program_free(p);
+}
+
+/* Parses `text` and tunes it with 6 trials into records NAME.jsonl (in
+ * rec): false, after saying why, when tuning found nothing. */
+static bool tune_six(const char *name, const char *text, rv_module **m, char rec[160],
+                     TuneOptions *o, TuneResult *r) {
+    CHECK_EQ_INT(rv_module_parse(name, text, m), RV_OK);
+    snprintf(rec, 160, "%s/%s.jsonl", dir, name);
+    *o = options(6);
+    o->records = rec;
+    CHECK_EQ_INT(tune_run(*m, text, o, r), RV_OK);
+    if (r->nvariants == 0) {
+        printf("tuning failed: %s\n", rv_last_error());
+        rv_module_free(*m);
+        return false;
+    }
+    CHECK_EQ_INT(r->measured, 6);
+    CHECK_EQ_INT(r->wrong, 0);
+    return true;
+}
+
+static void test_ragged_tuning(void) {
+    rv_module *m = NULL;
+    char rec[160];
+    TuneOptions o;
+    TuneResult r;
+    if (!tune_six("ragged", ragged, &m, rec, &o, &r))
+        return;
+    CHECK(strcmp(r.sum_ufun, "len") == 0);
+    /* the packed rows' whole range, 0 .. 3 * 4 */
+    CHECK_EQ_INT(r.nshapes, 13);
+    for (int s = 0; s < r.nshapes; s++) {
+        CHECK_EQ_INT((int)r.shapes[s].quantity, s);
+        CHECK_EQ_INT((int)r.shapes[s].v[1], s); /* after the size B */
+        CHECK_EQ_INT(tune_dtree_eval(&r.tree, r.shapes[s].v), r.shape_variant[s]);
+    }
+    const char *sums[1] = {"len"};
+    Picker pk = {&r, 1};
+    rv_dispatch d = {.fn = pick_dispatch, .user = &pk, .nsums = 1, .sums = sums};
+    check_tuned(m, &r, &d, "Y");
+    rv_compile_options co = {.threads = 1};
+    rv_program *p = NULL;
+    /* a sum of an unknown UF is refused */
+    sums[0] = "nope";
+    CHECK_EQ_INT(rv_program_compile_variants(m, r.nvariants, (const char *const *)r.variant_sched,
+                                             &d, &co, &p),
+                 RV_ERR_ARG);
+    CHECK_STR_CONTAINS(rv_last_error(), "no ufun named 'nope'");
+    Buf c = {0};
+    tune_result_dispatch_c(&r, m, "ragged", &c);
+    CHECK_STR_CONTAINS(buf_str(&c), "sum(len)");
+    buf_free(&c);
+    tune_result_free(&r);
+    /* resumed: nothing new is measured */
+    CHECK_EQ_INT(tune_run(m, ragged, &o, &r), RV_OK);
+    CHECK_EQ_INT(r.measured, 0);
+    CHECK_EQ_INT(r.reused, 6);
+    tune_result_free(&r);
+    rv_module_free(m);
+}
+
+/* A recursion's per-level product (a reduced TreeLSTM: hidden 8, the
+ * gates' product iou with M = a level's nodes): tuned on the nodes per
+ * level (chains of M nodes side by side), dispatched per call on the
+ * run's N / _T_nbatch. Every shape (1-node levels among them) and random
+ * batches of trees (a single node, chains, bushy trees) run the variant
+ * tune_result_pick names and match the interpreter; resumed, nothing is
+ * measured. */
+static const char *levels = "size N in 1..128\n"
+                            "size B in 1..16\n"
+                            "structure T : tree(N, 2) {\n"
+                            "    children child, nchild\n"
+                            "    roots root[s < B]\n"
+                            "    data word in 0..9\n"
+                            "}\n"
+                            "input Emb : f32[10, 8]\n"
+                            "input U : f32[24, 8]\n"
+                            "X[n, g < 24] = Emb[word[n], g % 8]\n"
+                            "recurse R over T {\n"
+                            "    hs[n, i < 8] = sum(k < nchild[n]) h[child[n, k], i]\n"
+                            "    iou[n, g < 24] = X[n, g] + sum(j < 8) U[g, j] * hs[n, j]\n"
+                            "    c[n, i < 8] = sigmoid(iou[n, i]) * tanh(iou[n, 16 + i])\n"
+                            "                  + sum(k < nchild[n]) c[child[n, k], i]\n"
+                            "    h[n, i < 8] = sigmoid(iou[n, 8 + i]) * tanh(c[n, i])\n"
+                            "}\n"
+                            "Out[s, i] = h[root[s], i]\n"
+                            "schedule R {\n"
+                            "    dynamic_batch()\n"
+                            "}\n";
+
+static void test_level_tuning(void) {
+    rv_module *m = NULL;
+    char rec[160];
+    TuneOptions o;
+    TuneResult r;
+    if (!tune_six("levels", levels, &m, rec, &o, &r))
+        return;
+    CHECK(strcmp(r.quantity, "N/_T_nbatch") == 0);
+    /* 1 .. 16 nodes per level (B's range; 128 / 8 levels) */
+    CHECK_EQ_INT(r.nshapes, 16);
+    for (int s = 0; s < r.nshapes; s++) {
+        CHECK_EQ_INT((int)r.shapes[s].quantity, s + 1);
+        CHECK_EQ_INT((int)r.shapes[s].v[0], (s + 1) * TUNE_LEVELS); /* N */
+        CHECK_EQ_INT(tune_result_pick(&r, r.shapes[s].v, 3), r.shape_variant[s]);
+    }
+    Picker pk = {&r, 3};
+    rv_dispatch d = {.fn = pick_dispatch, .user = &pk};
+    check_tuned(m, &r, &d, "Out");
+    Buf c = {0};
+    tune_result_dispatch_c(&r, m, "levels", &c);
+    CHECK_STR_CONTAINS(buf_str(&c), "x[3] = sizes[0] / (sizes[2] > 0 ? sizes[2] : 1);");
+    buf_free(&c);
+    tune_result_free(&r);
+    CHECK_EQ_INT(tune_run(m, levels, &o, &r), RV_OK);
+    CHECK_EQ_INT(r.measured, 0);
+    CHECK_EQ_INT(r.reused, 6);
+    tune_result_free(&r);
+    rv_module_free(m);
+}
+
 int main(void) {
     CHECK(mkdtemp(dir) != NULL);
     snprintf(records, sizeof records, "%s/records.jsonl", dir);
@@ -346,6 +530,8 @@ int main(void) {
     RUN(test_never_below_a_sketch);
     RUN(test_sketch_of_each_template);
     RUN(test_missing_sketch_revisited);
+    RUN(test_ragged_tuning);
+    RUN(test_level_tuning);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     CHECK_EQ_INT(system(cmd), 0);

@@ -45,7 +45,7 @@ static void test_analyze(void) {
     CHECK_EQ_INT((int)s.n_extent, 64);
     CHECK_EQ_INT((int)s.k_extent, 32);
     CHECK_EQ_INT(s.nbatch, 0);
-    TuneShape sh = {{7}};
+    TuneShape sh = {.v = {7}};
     double batch, rows, cols, red;
     tune_stage_extents(&s, &sh, &batch, &rows, &cols, &red);
     CHECK(batch == 1 && rows == 7 && cols == 64 && red == 32);
@@ -102,7 +102,7 @@ static void test_hand_written_in_space(void) {
         {"bmm_nt_bcast6x64_wt.rv", "tile mr=6 nv=4 pack=2 pad=1 wide=1"},
         {"sgemm.rv", "tile mr=6 nv=4 pack=0 pad=0 wide=1"},
     };
-    TuneShape sh[3] = {{{1}}, {{7}}, {{100}}};
+    TuneShape sh[3] = {{.v = {1}}, {.v = {7}}, {.v = {100}}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char path[128];
         snprintf(path, sizeof path, "bench/programs/%s", cases[i].file);
@@ -250,7 +250,7 @@ static void test_features(void) {
                                  &m),
                  RV_OK);
     const char *sched = "schedule Y {\n    reorder(i, k, j)\n    parallel(i)\n    vectorize(j)\n}\n";
-    TuneShape sh[3] = {{{3}}, {{4}}, {{8}}};
+    TuneShape sh[3] = {{.v = {3}}, {.v = {4}}, {.v = {8}}};
     float f[3 * TUNE_F_COUNT];
     CHECK_EQ_INT(tune_features(m, sched, sh, 3, 16, 2, f), RV_OK);
     for (int s = 0; s < 3; s++) {
