@@ -412,7 +412,10 @@ rv_status rv_bindings_randomize(rv_bindings *b, uint64_t seed);
  * it declares roots (the batch's structures), nchild, child (the rows
  * child[n, k < nchild[n]] packed one after the other: a ragged UF's
  * layout), root, data column c from lin->data[n * width + c], and the
- * hidden dynamic batches (_T_nbatch, _T_batch_begin, _T_batch_length).
+ * hidden dynamic batches (_T_nbatch, _T_batch_begin, _T_batch_length) and,
+ * for a tree or sequence structure, the unrolled partition (_T_nunroll,
+ * _T_unroll_begin, _T_unroll_length, _T_unroll_node; an rv_linear with
+ * num_unroll = 0 binds none, which an unrolled recursion refuses when run).
  * RV_ERR_ARG naming the structure when the batch allows more children
  * per node than the structure declares (K), has fewer data integers per
  * node than it declares columns, or, for a tree or sequence structure,

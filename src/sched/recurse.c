@@ -4,7 +4,8 @@
  * A group `recurse R over T { ... }` is scheduled in two places: its
  * members' stages like computes (`schedule h { split(i, 16) ... }`), and
  * the group itself in `schedule R { ... }` with the PRIM_GROUP primitives
- * (dynamic_batch, specialize: prims.def). The group's choices are notes on
+ * (dynamic_batch, specialize, refactor, gpu_batches, unroll_recursion:
+ * prims.def). The group's choices are notes on
  * every member's stage (sched.h: StageNote), which the query and the
  * stage printer already report; lowering (src/lower/recurse.c) reads them.
  *

@@ -1135,6 +1135,21 @@ static void expect_bad_unroll(const rv_linear *lin, int32_t nu, const int32_t *b
     rv_module_free(m);
 }
 
+/* unroll_recursion() on the examples, with and without specialize() and
+ * parallel iterations, against the interpreter on batches mixing single
+ * nodes, chains, perfect and random trees. */
+static void test_unroll_vs_interpreter(void) {
+    const char *unr[] = {"R", "dynamic_batch()\nunroll_recursion()", NULL};
+    const char *spec[] = {"R", "dynamic_batch()\nspecialize()\nunroll_recursion()", "h",
+                          "parallel(n)", NULL};
+    const char *files[] = {"examples/tree_rnn_rec.rv", "examples/tree_lstm.rv",
+                           "examples/seq_rnn.rv"};
+    for (int f = 0; f < 3; f++) {
+        check_file(files[f], unr, f == 0);
+        check_file(files[f], spec, f == 0);
+    }
+}
+
 static void test_plan_checks_unroll(void) {
     rv_structs *bs = rv_structs_new(RV_STRUCT_TREE, 2, 1);
     int32_t words[15] = {0};
@@ -1185,6 +1200,7 @@ int main(void) {
     RUN(test_tail_tile_rows);
     RUN(test_hoisted_weights_nested);
     RUN(test_plan_checks_unroll);
+    RUN(test_unroll_vs_interpreter);
     char cmd[PATH_MAX + 16];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", cache_dir);
     if (system(cmd) != 0)
