@@ -485,8 +485,18 @@ static void args_free(KernelArgs *a) {
         base_free(a->bufs);
 }
 
+/* What a kernel gets for an empty buffer: zeroed bytes at its origin. A
+ * guarded access loads at offset 0 where its guard fails (flatten.c), and
+ * uses what it loaded: the children of a batch where no node has any
+ * (`prev[select(0 < nprev[n], start, 0)]`) read element 0 of an empty UF
+ * array, and index the states with it; here that is node 0, a real row,
+ * where an empty array's own pointer holds no element to read. Read-only:
+ * no kernel stores to an empty buffer. */
+static _Alignas(RV_ARRAY_ALIGN) const unsigned char empty_origin[RV_ARRAY_ALIGN];
+
 /* The argument list of kernel k of the plan: its sizes, and its buffers
- * as the slots hold them now (or their device copies). */
+ * as the slots hold them now (or their device copies), an empty one as
+ * empty_origin. */
 static void kernel_args(Run *r, int k, int64_t *sizes, void **bufs, JitDevPtr *dev) {
     const Kernel *kn = r->plan->ks[k];
     int ns = 0, nb = 0;
@@ -499,7 +509,8 @@ static void kernel_args(Run *r, int k, int64_t *sizes, void **bufs, JitDevPtr *d
             if (dev)
                 dev[nb++] = r->dev[slot];
             else
-                bufs[nb++] = r->slots[slot].data;
+                bufs[nb++] = r->slots[slot].nelem > 0 ? r->slots[slot].data
+                                                      : (void *)empty_origin;
         }
     }
 }
