@@ -137,14 +137,18 @@ input b : f32[{H}]
 input WM : f32[{H}, {H2}]
 
 recurse R over T {{
-    # ah[n, 0] = A_r h_l, ah[n, 1] = A_l h_r
-    ah[n, k < 2, j < {H}] = if nchild[n] == 0 then 0.0
-                            else sum(l < {H}) A[child[n, 1 - k], j, l] * h[child[n, k], l]
+    # A_r h_l and A_l h_r (each reads both children at fixed positions: the
+    # model is defined on full binary trees)
+    al[n, j < {H}] = if nchild[n] == 0 then 0.0 else sum(l < {H}) A[child[n, 1], j, l] * h[child[n, 0], l]
+    ar[n, j < {H}] = if nchild[n] == 0 then 0.0 else sum(l < {H}) A[child[n, 0], j, l] * h[child[n, 1], l]
     h[n, i < {H}] = if nchild[n] == 0 then Emb[word[n], i]
-                    else tanh(sum(j < {H}) W[i, j] * ah[n, 0, j] + sum(j < {H}) W[i, {H} + j] * ah[n, 1, j] + b[i])
-    A[n, j < {H}, l < {H}] = if nchild[n] == 0 then Mat[select(word[n] < {MW}, word[n], 0), j, l]
-                             else sum(m < {H}) WM[j, m] * A[child[n, 0], m, l]
-                                  + sum(m < {H}) WM[j, {H} + m] * A[child[n, 1], m, l]
+                    else tanh(sum(j < {H}) W[i, j] * al[n, j] + sum(j < {H}) W[i, {H} + j] * ar[n, j] + b[i])
+    # A = WM[:, :H] A_l + WM[:, H:] A_r as one reduction over the children
+    # (k) and the rows of their matrices (m), in the then-branch (a
+    # conditional's cache_write tiles that branch's sum)
+    A[n, j < {H}, l < {H}] = if nchild[n] > 0
+                             then sum(k < nchild[n], m < {H}) WM[j, {H} * k + m] * A[child[n, k], m, l]
+                             else Mat[select(word[n] < {MW}, word[n], 0), j, l]
 }}
 """)
 
@@ -290,6 +294,31 @@ def ctile(stage, weight, layout):
             "}}\n").format(s=stage, w=weight, lay=layout, nt=NT)
 
 
+def mtile(stage):
+    """A member whose value at a node is a matrix product, `x[n, j, l] =
+    sum(k < nchild[n], m) W[j, H k + m] * y[child[n, k], m, l]` (a
+    conditional's sum under its condition): per node, a tile of NT rows x
+    64 columns in registers (cache_write), a row of a child's matrix loaded
+    as 4 vectors and each W element broadcast; nodes parallel."""
+    return ("schedule {s} {{\n"
+            "    {s}_acc = cache_write({s})\n"
+            "    jo, ji = split(j, {nt})\n"
+            "    lo, li = split(l, 64)\n"
+            "    reorder(n, jo, lo, ji, li)\n"
+            "    parallel(n)\n"
+            "    lw, ll = split(li, 16)\n"
+            "    vectorize(ll)\n"
+            "    compute_at({s}_acc, lo)\n"
+            "}}\n"
+            "schedule {s}_acc {{\n"
+            "    lv2, lv = split(l, 16)\n"
+            "    reorder(n, k, m, j, lv2, lv)\n"
+            "    unroll(j)\n"
+            "    unroll(lv2)\n"
+            "    vectorize(lv)\n"
+            "}}\n").format(s=stage, nt=NT)
+
+
 GROUP = "schedule R {\n    dynamic_batch()\n    specialize()\n}\n"
 
 SCHEDULES = {
@@ -308,7 +337,7 @@ SCHEDULES = {
         upfront("XI", weights=[("W_iou", "j", "l")], gather=("x", "l")) + GROUP + vec("hs")
         + tile("iou", "j", ["l"], "U_iou", "l, j", at=["hs"])
         + ctile("fc", "U_f", "l, i") + vec("c") + vec("h")),
-    "mvrnn": lambda H: GROUP + vec("h") + vec("A", "l"),
+    "mvrnn": lambda H: GROUP + vec("h") + mtile("A"),
     "dagrnn": lambda H: upfront("XU", weights=[("U", "i", "j")]) + GROUP + vec("hs") + tile("h", "i", ["j"], "W", "j, i", at=["hs"]),
     "lstm": lambda H: (
         upfront("XG", weights=[("W_ih", "j", "l")]) + GROUP + tile("g", "j", ["l", "k"], "W_hh", "l, j") + vec("c") + vec("h")),
