@@ -12,8 +12,9 @@ Each program follows MODELS.md equation by equation; its parameters are
 inputs named like the .npy files of bench/trees (`Emb`, `W_iou`, ...), so
 `ravel run models/treelstm_h256.rv --weights DIR` style loading works by
 name. Outputs: the state of every node (h; c of TreeLSTM and LSTM as C, A
-of MV-RNN) in the linearized numbering; TreeGRU names its output (`output
-h`), as a member after h, read only by parents, would otherwise be one.
+of MV-RNN) in the linearized numbering; TreeGRU and TreeLSTM name theirs
+(`output h`, `output h, C`), as a member after h, read only by parents,
+would otherwise be one.
 """
 import os
 import sys
@@ -119,14 +120,20 @@ XI[n, j < {H3}] = sum(l < {H}) W_iou[j, l] * x[n, l]
 recurse R over T {{
     hs[n, i < {H}] = sum(k < nchild[n]) h[child[n, k], i]
     iou[n, j < {H3}] = XI[n, j] + sum(l < {H}) U_iou[j, l] * hs[n, l] + b_iou[j]
-    fc[n, k < 2, i < {H}] = if k < nchild[n]
-                            then sigmoid(sum(l < {H}) U_f[i, l] * h[child[n, k], l] + b_f[i]) * c[child[n, k], i]
-                            else 0.0
-    c[n, i < {H}] = sigmoid(iou[n, i]) * tanh(iou[n, {H2} + i]) + fc[n, 0, i] + fc[n, 1, i]
+    # each child's forget gate reads uf, the child's own U_f h (below)
+    c[n, i < {H}] = sigmoid(iou[n, i]) * tanh(iou[n, {H2} + i])
+                    + sum(k < nchild[n]) sigmoid(uf[child[n, k], i]) * c[child[n, k], i]
     h[n, i < {H}] = sigmoid(iou[n, {H} + i]) * tanh(c[n, i])
+    # U_f h + b_f at every node, once its h is known: one product over a
+    # level's nodes, which their parents read at the children (no product
+    # of a single child's state); it reads h, so the program names its
+    # outputs
+    uf[n, i < {H}] = sum(l < {H}) U_f[i, l] * h[n, l] + b_f[i]
 }}
 
 C[n, i] = c[n, i]
+
+output h, C
 """)
 
 MODELS["mvrnn"] = ("MV-RNN (Socher et al. 2012)", TREE + """
@@ -267,33 +274,6 @@ def upfront(*stages, weights=(), gather=None):
     return out
 
 
-def ctile(stage, weight, layout):
-    """A conditional member `x[n, k, i] = if k < nchild[n] then f(sum(l)
-    W[i, l] * h[child[n, k], l]) else 0.0` (a product per child): its sum
-    register-tiled over NT nodes x 2 children x 32 outputs (cache_write of
-    a conditional: the sum under the condition), the weight packed
-    k-major, the 32-wide output blocks parallel."""
-    return ("schedule {s} {{\n"
-            "    {w}_pk = cache_read({w}, layout=\"{lay}\")\n"
-            "    {s}_acc = cache_write({s})\n"
-            "    no, ni = split(n, {nt})\n"
-            "    io, ii = split(i, 32)\n"
-            "    reorder(io, no, ni, k, ii)\n"
-            "    parallel(io)\n"
-            "    iw, il = split(ii, 16)\n"
-            "    vectorize(il)\n"
-            "    compute_at({s}_acc, no)\n"
-            "}}\n"
-            "schedule {s}_acc {{\n"
-            "    iv2, iv = split(i, 16)\n"
-            "    reorder(l, n, k, iv2, iv)\n"
-            "    unroll(n)\n"
-            "    unroll(k)\n"
-            "    unroll(iv2)\n"
-            "    vectorize(iv)\n"
-            "}}\n").format(s=stage, w=weight, lay=layout, nt=NT)
-
-
 def mtile(stage):
     """A member whose value at a node is a matrix product, `x[n, j, l] =
     sum(k < nchild[n], m) W[j, H k + m] * y[child[n, k], m, l]` (a
@@ -336,7 +316,7 @@ SCHEDULES = {
     "treelstm": lambda H: (
         upfront("XI", weights=[("W_iou", "j", "l")], gather=("x", "l")) + GROUP + vec("hs")
         + tile("iou", "j", ["l"], "U_iou", "l, j", at=["hs"])
-        + ctile("fc", "U_f", "l, i") + vec("c") + vec("h")),
+        + vec("c") + vec("h") + tile("uf", "i", ["l"], "U_f", "l, i")),
     "mvrnn": lambda H: GROUP + vec("h") + mtile("A"),
     "dagrnn": lambda H: upfront("XU", weights=[("U", "i", "j")]) + GROUP + vec("hs") + tile("h", "i", ["j"], "W", "j, i", at=["hs"]),
     "lstm": lambda H: (
