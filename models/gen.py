@@ -12,8 +12,9 @@ Each program follows MODELS.md equation by equation; its parameters are
 inputs named like the .npy files of bench/trees (`Emb`, `W_iou`, ...), so
 `ravel run models/treelstm_h256.rv --weights DIR` style loading works by
 name. Outputs: the state of every node (h; c of TreeLSTM and LSTM as C, A
-of MV-RNN) in the linearized numbering; TreeGRU names its output (`output
-h`), as a member after h, read only by parents, would otherwise be one.
+of MV-RNN) in the linearized numbering; TreeGRU and TreeLSTM name theirs
+(`output h`, `output h, C`), as a member after h, read only by parents,
+would otherwise be one.
 """
 import os
 import sys
@@ -119,14 +120,20 @@ XI[n, j < {H3}] = sum(l < {H}) W_iou[j, l] * x[n, l]
 recurse R over T {{
     hs[n, i < {H}] = sum(k < nchild[n]) h[child[n, k], i]
     iou[n, j < {H3}] = XI[n, j] + sum(l < {H}) U_iou[j, l] * hs[n, l] + b_iou[j]
-    fc[n, k < 2, i < {H}] = if k < nchild[n]
-                            then sigmoid(sum(l < {H}) U_f[i, l] * h[child[n, k], l] + b_f[i]) * c[child[n, k], i]
-                            else 0.0
-    c[n, i < {H}] = sigmoid(iou[n, i]) * tanh(iou[n, {H2} + i]) + fc[n, 0, i] + fc[n, 1, i]
+    # each child's forget gate reads uf, the child's own U_f h (below)
+    c[n, i < {H}] = sigmoid(iou[n, i]) * tanh(iou[n, {H2} + i])
+                    + sum(k < nchild[n]) sigmoid(uf[child[n, k], i]) * c[child[n, k], i]
     h[n, i < {H}] = sigmoid(iou[n, {H} + i]) * tanh(c[n, i])
+    # U_f h + b_f at every node, once its h is known: one product over a
+    # level's nodes, which their parents read at the children (no product
+    # of a single child's state); it reads h, so the program names its
+    # outputs
+    uf[n, i < {H}] = sum(l < {H}) U_f[i, l] * h[n, l] + b_f[i]
 }}
 
 C[n, i] = c[n, i]
+
+output h, C
 """)
 
 MODELS["mvrnn"] = ("MV-RNN (Socher et al. 2012)", TREE + """
@@ -137,14 +144,18 @@ input b : f32[{H}]
 input WM : f32[{H}, {H2}]
 
 recurse R over T {{
-    # ah[n, 0] = A_r h_l, ah[n, 1] = A_l h_r
-    ah[n, k < 2, j < {H}] = if nchild[n] == 0 then 0.0
-                            else sum(l < {H}) A[child[n, 1 - k], j, l] * h[child[n, k], l]
+    # A_r h_l and A_l h_r (each reads both children at fixed positions: the
+    # model is defined on full binary trees)
+    al[n, j < {H}] = if nchild[n] == 0 then 0.0 else sum(l < {H}) A[child[n, 1], j, l] * h[child[n, 0], l]
+    ar[n, j < {H}] = if nchild[n] == 0 then 0.0 else sum(l < {H}) A[child[n, 0], j, l] * h[child[n, 1], l]
     h[n, i < {H}] = if nchild[n] == 0 then Emb[word[n], i]
-                    else tanh(sum(j < {H}) W[i, j] * ah[n, 0, j] + sum(j < {H}) W[i, {H} + j] * ah[n, 1, j] + b[i])
-    A[n, j < {H}, l < {H}] = if nchild[n] == 0 then Mat[select(word[n] < {MW}, word[n], 0), j, l]
-                             else sum(m < {H}) WM[j, m] * A[child[n, 0], m, l]
-                                  + sum(m < {H}) WM[j, {H} + m] * A[child[n, 1], m, l]
+                    else tanh(sum(j < {H}) W[i, j] * al[n, j] + sum(j < {H}) W[i, {H} + j] * ar[n, j] + b[i])
+    # A = WM[:, :H] A_l + WM[:, H:] A_r as one reduction over the children
+    # (k) and the rows of their matrices (m), in the then-branch (a
+    # conditional's cache_write tiles that branch's sum)
+    A[n, j < {H}, l < {H}] = if nchild[n] > 0
+                             then sum(k < nchild[n], m < {H}) WM[j, {H} * k + m] * A[child[n, k], m, l]
+                             else Mat[select(word[n] < {MW}, word[n], 0), j, l]
 }}
 """)
 
@@ -263,31 +274,29 @@ def upfront(*stages, weights=(), gather=None):
     return out
 
 
-def ctile(stage, weight, layout):
-    """A conditional member `x[n, k, i] = if k < nchild[n] then f(sum(l)
-    W[i, l] * h[child[n, k], l]) else 0.0` (a product per child): its sum
-    register-tiled over NT nodes x 2 children x 32 outputs (cache_write of
-    a conditional: the sum under the condition), the weight packed
-    k-major, the 32-wide output blocks parallel."""
+def mtile(stage):
+    """A member whose value at a node is a matrix product, `x[n, j, l] =
+    sum(k < nchild[n], m) W[j, H k + m] * y[child[n, k], m, l]` (a
+    conditional's sum under its condition): per node, a tile of NT rows x
+    64 columns in registers (cache_write), a row of a child's matrix loaded
+    as 4 vectors and each W element broadcast; nodes parallel."""
     return ("schedule {s} {{\n"
-            "    {w}_pk = cache_read({w}, layout=\"{lay}\")\n"
             "    {s}_acc = cache_write({s})\n"
-            "    no, ni = split(n, {nt})\n"
-            "    io, ii = split(i, 32)\n"
-            "    reorder(io, no, ni, k, ii)\n"
-            "    parallel(io)\n"
-            "    iw, il = split(ii, 16)\n"
-            "    vectorize(il)\n"
-            "    compute_at({s}_acc, no)\n"
+            "    jo, ji = split(j, {nt})\n"
+            "    lo, li = split(l, 64)\n"
+            "    reorder(n, jo, lo, ji, li)\n"
+            "    parallel(n)\n"
+            "    lw, ll = split(li, 16)\n"
+            "    vectorize(ll)\n"
+            "    compute_at({s}_acc, lo)\n"
             "}}\n"
             "schedule {s}_acc {{\n"
-            "    iv2, iv = split(i, 16)\n"
-            "    reorder(l, n, k, iv2, iv)\n"
-            "    unroll(n)\n"
-            "    unroll(k)\n"
-            "    unroll(iv2)\n"
-            "    vectorize(iv)\n"
-            "}}\n").format(s=stage, w=weight, lay=layout, nt=NT)
+            "    lv2, lv = split(l, 16)\n"
+            "    reorder(n, k, m, j, lv2, lv)\n"
+            "    unroll(j)\n"
+            "    unroll(lv2)\n"
+            "    vectorize(lv)\n"
+            "}}\n").format(s=stage, nt=NT)
 
 
 GROUP = "schedule R {\n    dynamic_batch()\n    specialize()\n}\n"
@@ -307,8 +316,8 @@ SCHEDULES = {
     "treelstm": lambda H: (
         upfront("XI", weights=[("W_iou", "j", "l")], gather=("x", "l")) + GROUP + vec("hs")
         + tile("iou", "j", ["l"], "U_iou", "l, j", at=["hs"])
-        + ctile("fc", "U_f", "l, i") + vec("c") + vec("h")),
-    "mvrnn": lambda H: GROUP + vec("h") + vec("A", "l"),
+        + vec("c") + vec("h") + tile("uf", "i", ["l"], "U_f", "l, i")),
+    "mvrnn": lambda H: GROUP + vec("h") + mtile("A"),
     "dagrnn": lambda H: upfront("XU", weights=[("U", "i", "j")]) + GROUP + vec("hs") + tile("h", "i", ["j"], "W", "j, i", at=["hs"]),
     "lstm": lambda H: (
         upfront("XG", weights=[("W_ih", "j", "l")]) + GROUP + tile("g", "j", ["l", "k"], "W_hh", "l, j") + vec("c") + vec("h")),

@@ -258,13 +258,7 @@ void lower_leaf_fold(LowerCtx *c, Recurse *g, const bool *needed, LeafMode *mode
         Stage *st = sched_stage_of(c->s, g->members.data[i]);
         if (!p.value[i] || st->attach == ATTACH_ROOT || needed[i])
             continue;
-        bool read = false;
-        for (int k = 0; k < c->s->stages.len && !read; k++) {
-            const Stage *q = c->s->stages.data[k];
-            read = q != st && sched_stage_in_group(q, g) && !ptrmap_has(&c->unread, q) &&
-                   sched_stage_reads_tensor(q, st->t);
-        }
-        if (!read)
+        if (!lower_group_reads(c, g, st))
             ptrmap_put(&c->unread, st, st);
     }
     ptrmap_free(&p.memo);

@@ -601,6 +601,9 @@ Stmt *lower_unroll(LowerCtx *c, Recurse *g);
 /* Stage st without its own reduction (a leaf's sum over no child): its
  * reduce loops go (in place: the caller restores the stage). */
 void lower_stage_drop_reduce(Module *m, Stage *st);
+/* Does a stage of g's kernel other than st, still emitted (not in
+ * c->unread), read st's tensor? */
+bool lower_group_reads(const LowerCtx *c, const Recurse *g, const Stage *st);
 
 /* refactor.c */
 /* Replaces, in the stages of g's kernel, every read of a refactored

@@ -237,6 +237,39 @@ static void restore_stage(const Saved *sv) {
     st->leaves.cap = sv->cap;
 }
 
+bool lower_group_reads(const LowerCtx *c, const Recurse *g, const Stage *st) {
+    for (int k = 0; k < c->s->stages.len; k++) {
+        const Stage *q = c->s->stages.data[k];
+        if (q != st && sched_stage_in_group(q, g) && !ptrmap_has(&c->unread, q) &&
+            sched_stage_reads_tensor(q, st->t))
+            return true;
+    }
+    return false;
+}
+
+/* A cache_write stage computed inside a member (a register tile) whose
+ * reader's specialized bodies no longer read it is not computed: at the
+ * leaves, MV-RNN's A is its leaf branch and its tile of the internal
+ * nodes' product has no reader, so nothing would bound its region, which
+ * would then span every node at every leaf. */
+static void drop_unread_caches(LowerCtx *c, const Recurse *g) {
+    bool changed = true;
+    while (changed) {
+        changed = false;
+        for (int k = 0; k < c->s->stages.len; k++) {
+            Stage *q = c->s->stages.data[k];
+            if (q->kind != STAGE_CACHE_WRITE || q->attach != ATTACH_AT ||
+                !sched_stage_in_group(q, g) || ptrmap_has(&c->unread, q) ||
+                ptrmap_has(&c->hoisted, q))
+                continue;
+            if (!lower_group_reads(c, g, q)) {
+                ptrmap_put(&c->unread, q, q);
+                changed = true;
+            }
+        }
+    }
+}
+
 /* ---- the nests ---- */
 
 Stmt *lower_recurse_members(LowerCtx *c, Recurse *g, Expr *first, Expr *count, int spec) {
@@ -257,6 +290,8 @@ Stmt *lower_recurse_members(LowerCtx *c, Recurse *g, Expr *first, Expr *count, i
         specialize_stage(c, sched_stage_of(c->s, g->members.data[i]), spec == 1);
     if (spec == 1)
         lower_leaf_fold(c, g, needed, mode); /* leaf.c: node-independent leaf values */
+    if (spec)
+        drop_unread_caches(c, g);
     Stmt *body = NULL;
     bool ok = true;
     for (int i = 0; i < g->members.len && ok; i++) {

@@ -1004,6 +1004,42 @@ static void test_hoisted_weights_nested(void) {
     rv_module_free(m);
 }
 
+/* A conditional member whose register tile holds its internal nodes' sum
+ * (cache_write of the then-branch) and whose leaves copy an input (MV-RNN's
+ * A) computes no tile at the leaves: their body does not read it, and a
+ * tile nothing reads has no bounded region (it ran over all N nodes at
+ * every leaf); values: check_schedule. */
+static void test_leaf_unread_tile(void) {
+    static const char text[] =
+        "size N in 1..100\nsize B in 1..10\n"
+        "structure T : tree(N, 2) {\n    children child, nchild\n    roots root[s < B]\n"
+        "    data word in 0..99\n}\n"
+        "input Mat : f32[100, 32]\ninput W : f32[32, 32]\n"
+        "recurse R over T {\n"
+        "    A[n, j < 32] = if nchild[n] > 0\n"
+        "        then sum(k < nchild[n], m < 32) W[j, m] * A[child[n, k], m] / 32.0\n"
+        "        else Mat[word[n], j]\n"
+        "}\n";
+    const char *sched[] = {"R", "dynamic_batch()\nspecialize()",
+                           "A", "A_acc = cache_write(A)\njo, ji = split(j, 16)\n"
+                                "reorder(n, jo, ji)\nparallel(n)\ncompute_at(A_acc, jo)",
+                           NULL};
+    rv_module *m = NULL;
+    CHECK_EQ_INT(rv_module_parse("tile.rv", text, &m), RV_OK);
+    char *t = m ? kernel_text(m, sched, true) : NULL;
+    CHECK(t && strstr(t, "Mat") && !strstr(t, "A_acc"));
+    if (t && strstr(t, "A_acc"))
+        fprintf(stderr, "%s\n", t);
+    base_free(t);
+    rv_module_free(m);
+    m = NULL;
+    CHECK_EQ_INT(rv_module_parse("tile.rv", text, &m), RV_OK);
+    t = m ? kernel_text(m, sched, false) : NULL;
+    CHECK(t && strstr(t, "allocate A_acc: f32[16] local")); /* the internal nodes' tile */
+    base_free(t);
+    rv_module_free(m);
+}
+
 /* Every model under its own schedule (models/gen.py: level by level,
  * leaves specialized, products register-tiled over tiles of nodes with
  * packed weights, parallel over output columns) against the interpreter;
@@ -1222,6 +1258,7 @@ int main(void) {
     RUN(test_plan_checks_unroll);
     RUN(test_unroll_vs_interpreter);
     RUN(test_empty_children);
+    RUN(test_leaf_unread_tile);
     char cmd[PATH_MAX + 16];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", cache_dir);
     if (system(cmd) != 0)
