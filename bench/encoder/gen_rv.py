@@ -74,10 +74,10 @@ HEADER = """# {path} — written by bench/encoder/gen_rv.py (edit the template t
 # the fused rows: plain offsets, no map loads). A layernorm is one pass
 # per token row, its mean and variance computed at the row (the row stays
 # in L1 between the three).
-#   - the vector tails of S, M, Z and A (len[b] % 16 columns per row) run
-#     scalar: masked tails would vectorize them; padding the rows of S
-#     and KT to 16 columns made the layer 11% slower (the padded buffers'
-#     host work);
+#   - the vector tails of S, M, Z and A (len[b] % 16 columns per row) are
+#     masked vectors (the C back end's masked tails); padding the rows of
+#     S and KT to 16 columns instead made the layer 11% slower (the padded
+#     buffers' host work);
 #   - ragged compute_at would compute S, M, Z and A per (sequence, head)
 #     inside AttnV instead of materializing len[b]^2 scores per head;
 #   - operation splitting of i at len[b] / 6 * 6 would give the tail tile
