@@ -56,18 +56,28 @@ HEADER = """# {path} — written by bench/encoder/gen_rv.py (edit the template t
 # added to the broadcast operand of QK^T, the key bias (and 1/sqrt(64)) in
 # the transposed copy KT, and the value bias after AttnV, in the output
 # projection's broadcast operand (ctx = A (V + bv) = A V + bv, since the
-# rows of A sum to 1). FF1's bias and gelu are one vectorized pass G.
+# rows of A sum to 1). The other biases, FF1's gelu and the residuals are
+# epilogues of their products: O = C' w_o^T + b_o + X, F1 = gelu(Y1 w_ff1^T
+# + b_ff1), F2 = F1 w_ff2^T + b_ff2 + Y1, applied in the register tile's
+# write-back, so no pass over the token tensors adds them.
 #
 # Schedules: the projections are bench/'s dense "packed" kernel (per
-# 64-column panel of W, parallel, the panel packed k-major once) over the
+# 64-column panel of W, parallel, the panel packed k-major once, 16 x 16
+# blocks transposed in registers) over the
 # packed tokens: fuse(b, l) makes one loop of every sequence's rows (the
 # storage mirrors it: a plain offset), tiled by 6 x 64 register tiles
 # across sequence boundaries, so one tail per batch rather than one per
 # sequence (1.05-1.07x the per-sequence tiles at MNLI lengths, 1.12-1.17x
-# at CoLA's, batch 32, 1 and 2 threads).
-#   - cache_write of a ragged tensor would let the projections keep their
-#     bias (and gelu) epilogue in the tile's write-back, dropping G's pass
-#     over the [T, {F}] activations;
+# at CoLA's, batch 32, 1 and 2 threads). A product with an epilogue
+# accumulates in a cache_write stage FL_* computed at the row tile, which
+# fuses the same token loop over the tile's rows (its region is a range of
+# the fused rows: plain offsets, no map loads). A layernorm is one pass
+# per token row, its mean and variance computed at the row (the row stays
+# in L1 between the three).
+#   - the vector tails of S, M, Z and A (len[b] % 16 columns per row) are
+#     masked vectors (the C back end's masked tails); padding the rows of
+#     S and KT to 16 columns instead made the layer 11% slower (the padded
+#     buffers' host work);
 #   - ragged compute_at would compute S, M, Z and A per (sequence, head)
 #     inside AttnV instead of materializing len[b]^2 scores per head;
 #   - operation splitting of i at len[b] / 6 * 6 would give the tail tile
@@ -104,18 +114,16 @@ Z[b, h, i] = sum(j < len[b]) exp(S[b, h, i, j] - M[b, h, i])
 A[b, h, i, j] = exp(S[b, h, i, j] - M[b, h, i]) / Z[b, h, i]
 # AttnV without the value bias (added in O's operand)
 C[b, l, c < {H}] = sum(j < len[b]) A[b, c / 64, l, j] * P[b, j, {H2} + c]
-O[b, l, n < {H}] = sum(k < {H}) (C[b, l, k] + b_qkv[{H2} + k]) * w_o[n, k]
-R1[b, l, n] = O[b, l, n] + b_o[n] + X[b, l, n]
-Mean1[b, l] = (sum(k < {H}) R1[b, l, k]) / {H}
-Var1[b, l] = (sum(k < {H}) (R1[b, l, k] - Mean1[b, l]) * (R1[b, l, k] - Mean1[b, l])) / {H}
-Y1[b, l, n] = (R1[b, l, n] - Mean1[b, l]) * rsqrt(Var1[b, l] + 1e-12) * ln1_g[n] + ln1_b[n]
-F1[b, l, n < {F}] = sum(k < {H}) Y1[b, l, k] * w_ff1[n, k]
-G[b, l, f] = gelu(F1[b, l, f] + b_ff1[f])
-F2[b, l, n < {H}] = sum(k < {F}) G[b, l, k] * w_ff2[n, k]
-R2[b, l, n] = F2[b, l, n] + b_ff2[n] + Y1[b, l, n]
-Mean2[b, l] = (sum(k < {H}) R2[b, l, k]) / {H}
-Var2[b, l] = (sum(k < {H}) (R2[b, l, k] - Mean2[b, l]) * (R2[b, l, k] - Mean2[b, l])) / {H}
-Y[b, l, n] = (R2[b, l, n] - Mean2[b, l]) * rsqrt(Var2[b, l] + 1e-12) * ln2_g[n] + ln2_b[n]
+# output projection + bias + residual
+O[b, l, n < {H}] = sum(k < {H}) (C[b, l, k] + b_qkv[{H2} + k]) * w_o[n, k] + b_o[n] + X[b, l, n]
+Mean1[b, l] = (sum(k < {H}) O[b, l, k]) / {H}
+Var1[b, l] = (sum(k < {H}) (O[b, l, k] - Mean1[b, l]) * (O[b, l, k] - Mean1[b, l])) / {H}
+Y1[b, l, n] = (O[b, l, n] - Mean1[b, l]) * rsqrt(Var1[b, l] + 1e-12) * ln1_g[n] + ln1_b[n]
+F1[b, l, n < {F}] = gelu(sum(k < {H}) Y1[b, l, k] * w_ff1[n, k] + b_ff1[n])
+F2[b, l, n < {H}] = sum(k < {F}) F1[b, l, k] * w_ff2[n, k] + b_ff2[n] + Y1[b, l, n]
+Mean2[b, l] = (sum(k < {H}) F2[b, l, k]) / {H}
+Var2[b, l] = (sum(k < {H}) (F2[b, l, k] - Mean2[b, l]) * (F2[b, l, k] - Mean2[b, l])) / {H}
+Y[b, l, n] = (F2[b, l, n] - Mean2[b, l]) * rsqrt(Var2[b, l] + 1e-12) * ln2_g[n] + ln2_b[n]
 """
 
 # The packed dense kernel of bench/programs/dense_packed.rv over the rows
@@ -134,21 +142,70 @@ schedule {T} {{
     vectorize(nv)
     compute_at(WL_{T}, no)
 }}
-schedule WL_{T} {{
-    ko, ki = split(k, 16)
-    reorder(ko, n, ki)
-    unroll(ki)
+"""
+
+# The same kernel for a product with an epilogue: the sums accumulate in
+# FL (a 6 x 64 tile of the fused token rows, in registers), the epilogue
+# runs on the tile's write-back.
+PROJ_EPI = """
+schedule {T} {{
+    FL_{T} = cache_write({T})
+    no, ni = split(n, 64)
+    t = fuse(b, l)
+    lo, li = split(t, 6)
+    nw, nv = split(ni, 16)
+    reorder(no, lo, li, nw, nv)
+    parallel(no)
+    vectorize(nv)
+    compute_at(FL_{T}, lo)
+}}
+schedule FL_{T} {{
+    WL_{T} = cache_read({W}, layout="k, n")
+    t = fuse(b, l)
+    nw, nv = split(n, 16)
+    reorder(k, t, nw, nv)
+    unroll(t)
+    unroll(nw)
+    vectorize(nv)
+}}
+schedule {T} {{
+    compute_at(WL_{T}, no)
 }}
 """
 
-# Row-parallel vectorized passes over one axis of 16-lane vectors.
-ROWS = """
-schedule {T} {{
-    parallel(b)
-    {v}o, {v}v = split({v}, 16)
-    vectorize({v}v)
+# The packing of W's panel: 16 x 16 blocks transposed in registers.
+PACK = """
+schedule WL_{T} {{
+    ko, ki = split(k, 16)
+    nb, nl = split(n, 16)
+    reorder(ko, nb, ki, nl)
+    unroll(ki)
+    vectorize(nl)
 }}
 """
+
+# Layernorm: one pass per token row (parallel over the fused token loop),
+# the row's mean and variance computed at the row, so it stays in cache
+# between the three.
+LAYERNORM = """
+schedule {Y} {{
+    t = fuse(b, l)
+    parallel(t)
+    no, nv = split(n, 16)
+    vectorize(nv)
+    compute_at({Mean}, t)
+    compute_at({Var}, t)
+}}
+schedule {Mean} {{
+    ko, kv = split(k, 16)
+    vectorize(kv)
+}}
+schedule {Var} {{
+    ko, kv = split(k, 16)
+    vectorize(kv)
+}}
+"""
+
 
 SCHEDULE = """
 schedule KT {{
@@ -207,17 +264,11 @@ MULTI = """#
 # --program option times it and reports the prelude's share).
 """
 
-INLINE = """
-schedule Y {
-    compute_inline(R1)
-    compute_inline(R2)
-}
-"""
 
 
 # The tensors a layer computes: renamed per layer in a multi-layer program
-STAGES = ("P", "KT", "S", "M", "Z", "A", "C", "O", "R1", "Mean1", "Var1", "Y1", "F1", "G",
-          "F2", "R2", "Mean2", "Var2", "Y", "WL_P", "WL_O", "WL_F1", "WL_F2")
+STAGES = ("P", "KT", "S", "M", "Z", "A", "C", "O", "Mean1", "Var1", "Y1", "F1", "F2", "Mean2",
+          "Var2", "Y", "WL_P", "WL_O", "WL_F1", "WL_F2", "FL_O", "FL_F1", "FL_F2")
 STAGE_RE = re.compile(r"\b(%s|X)\b" % "|".join(STAGES))
 
 
@@ -245,12 +296,11 @@ def program(name, layers=1):
         text += MULTI.format(L=layers)
     text += PROGRAM.format(**d)
     one = LAYER.format(**d) + SCHEDULE.format(**d)
-    for t, w in (("P", "w_qkv"), ("O", "w_o"), ("F1", "w_ff1"), ("F2", "w_ff2")):
-        one += PROJ.format(T=t, W=w)
-    for t, v in (("Mean1", "k"), ("Var1", "k"), ("Y1", "n"), ("G", "f"),
-                 ("Mean2", "k"), ("Var2", "k"), ("Y", "n")):
-        one += ROWS.format(T=t, v=v)
-    one += INLINE
+    one += PROJ.format(T="P", W="w_qkv") + PACK.format(T="P")
+    for t, w in (("O", "w_o"), ("F1", "w_ff1"), ("F2", "w_ff2")):
+        one += PROJ_EPI.format(T=t, W=w) + PACK.format(T=t)
+    for y, mean, var in (("Y1", "Mean1", "Var1"), ("Y", "Mean2", "Var2")):
+        one += LAYERNORM.format(Y=y, Mean=mean, Var=var)
     for layer in range(layers):
         if layers > 1:
             text += "\n# ---- layer %d ----\n" % (layer + 1)

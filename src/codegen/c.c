@@ -875,7 +875,7 @@ static void emit_for(CK *c, CFn *f, const Stmt *s) {
         /* explicit vector code (c_vector.c); the loop below runs what it leaves */
         const char *why = "";
         int64_t n = 0, done = cg_vector_loop(c->e, c->k->m, s, f->indent, &f->text, &why);
-        if (done && ir_is_const_int(s->u.loop.extent, &n) && done == n)
+        if (done < 0 || (done && ir_is_const_int(s->u.loop.extent, &n) && done == n))
             return;
         if (done)
             from = arena_printf(c->e->arena, "%lld", (long long)done);
@@ -936,7 +936,10 @@ static void emit_let(CK *c, CFn *f, const Stmt *s) {
     cg_expr(c->e, &f->text, s->u.let.value);
     buf_puts(&f->text, ";\n");
     declare(f, var);
+    /* (a masked vector tail bounds its extent through them, c_vector.c) */
+    ptrmap_put(&c->e->lets, s->u.let.var, s->u.let.value);
     emit_body(c, f, s->u.let.body);
+    ptrmap_put(&c->e->lets, s->u.let.var, NULL);
     if (braces) {
         close_block(f);
         line(f, "}\n");

@@ -38,7 +38,8 @@
  * serial or unrolled inner loops of lane-invariant extent (kept as scalar
  * loops around vector statements: the k loop of a reduction), and ALLOC
  * of small local arrays. Anything else keeps the scalar loop, with the
- * reason in a comment: a non-constant extent, a varying condition, a
+ * reason in a comment: a non-constant extent (but for a masked tail,
+ * masked_tail below), a varying condition, a
  * loop-local array indexed by the lane, bool memory accessed by the lane,
  * parallel or GPU loops, extern calls, a store of every lane to one
  * element other than a lane reduction.
@@ -77,6 +78,7 @@ typedef enum VHelper {
     VH_HMAX,
     VH_HMIN,
     VH_TRANSPOSE, /* rv_transpose_: a block copied transposed (c_transpose.c) */
+    VH_PARTIAL,   /* rv_loadn_, rv_storen_, rv_first_: the first n lanes (a masked tail) */
     VH_EXP,       /* math: in dependency order */
     VH_LOG,
     VH_ERF,
@@ -149,6 +151,7 @@ static void use(CgEmit *e, VHelper h, rv_dtype t, int lanes) {
         return;
     case VH_HSUM:
     case VH_TRANSPOSE:
+    case VH_PARTIAL:
         use(e, VH_TYPE, t, lanes);
         return;
     case VH_HMAX:
@@ -188,6 +191,15 @@ static const char type_tmpl[] =
     "$Q $V rv_splat_$S($E s) {\n"
     "    return ($V){0} + s;\n"
     "}\n";
+/* rv_loadn_ and rv_storen_ (partial_helpers): AVX-512's masked moves
+ * where the unit is compiled for them, else copies of n elements. */
+static const char partial_tmpl[] =
+    "$Q $I rv_first_$S(int64_t n) {\n"
+    "    $I m;\n"
+    "    for (int l = 0; l < $N; l++)\n"
+    "        m[l] = l < n ? -1 : 0;\n"
+    "    return m;\n"
+    "}\n";
 static const char select_tmpl[] =
     "$Q $V rv_select_$S($I m, $V a, $V b) {\n"
     "    return ($V)((m & ($I)a) | (~m & ($I)b));\n"
@@ -223,6 +235,48 @@ static const char *const float_tmpl[VH_COUNT] = {
 static void put_template(Buf *b, const char *tmpl, rv_dtype t, int lanes) {
     CgTemplate v = {.t = t, .lanes = lanes, .mask = mask_dtype(t), .target = CG_TARGET_C};
     cg_put_template(b, tmpl, &v);
+}
+
+/* The first n lanes (1 <= n <= lanes: a masked tail) of vectors of t,
+ * the others 0: one masked move with AVX-512 (VL for narrower vectors),
+ * else a copy of n elements (a call to memcpy in a hot loop: slower
+ * than the scalar loop it replaces). */
+static void partial_helpers(Buf *b, rv_dtype t, int lanes) {
+    const char *ty = rv_dtype_name(t), *ct = cg_ctype(t);
+    int bits = lanes * (int)rv_dtype_size(t) * 8;
+    const char *w = bits == 512 ? "_mm512" : bits == 256 ? "_mm256" : bits == 128 ? "_mm" : NULL;
+    const char *sfx = t == RV_F32 ? "ps" : t == RV_F64 ? "pd" : t == RV_I32 ? "epi32" : t == RV_I64 ? "epi64" : NULL;
+    const char *reg = t == RV_F32 ? "" : t == RV_F64 ? "d" : "i";
+    buf_printf(b, "/* The first n lanes of a vector (1 <= n <= %d: a masked tail), the others 0. */\n",
+               lanes);
+    if (w && sfx)
+        buf_printf(b, "#if defined(__AVX512F__)%s\n#include <immintrin.h>\n",
+                   bits == 512 ? "" : " && defined(__AVX512VL__)");
+    for (int k = 0; k < 2; k++) {
+        if (k == 0 && !(w && sfx))
+            continue;
+        if (k == 1 && w && sfx)
+            buf_puts(b, "#else\n");
+        buf_printf(b, "static inline __attribute__((unused)) rv_%sx%d rv_loadn_%sx%d(const %s *p, int64_t n) {\n",
+                   ty, lanes, ty, lanes, ct);
+        if (k == 0)
+            buf_printf(b, "    return (rv_%sx%d)%s_maskz_loadu_%s((__mmask%d)((1u << n) - 1), p);\n", ty,
+                       lanes, w, sfx, lanes < 8 ? 8 : lanes);
+        else
+            buf_printf(b, "    rv_%sx%d v = {0};\n    __builtin_memcpy(&v, p, (size_t)n * sizeof *p);\n    return v;\n",
+                       ty, lanes);
+        buf_puts(b, "}\n");
+        buf_printf(b, "static inline __attribute__((unused)) void rv_storen_%sx%d(%s *p, rv_%sx%d v, int64_t n) {\n",
+                   ty, lanes, ct, ty, lanes);
+        if (k == 0)
+            buf_printf(b, "    %s_mask_storeu_%s(p, (__mmask%d)((1u << n) - 1), (__m%d%s)v);\n", w, sfx,
+                       lanes < 8 ? 8 : lanes, bits, reg);
+        else
+            buf_puts(b, "    __builtin_memcpy(p, &v, (size_t)n * sizeof *p);\n");
+        buf_puts(b, "}\n");
+    }
+    if (w && sfx)
+        buf_puts(b, "#endif\n");
 }
 
 static void emit_iota(Buf *b, rv_dtype t, int lanes) {
@@ -283,6 +337,10 @@ void cg_vector_helpers(const CgEmit *e, Buf *b) {
                 case VH_SELECT:
                     tmpl = select_tmpl;
                     break;
+                case VH_PARTIAL:
+                    partial_helpers(b, t, lanes);
+                    tmpl = partial_tmpl;
+                    break;
                 case VH_HSUM:
                 case VH_HMAX:
                 case VH_HMIN:
@@ -340,6 +398,9 @@ typedef struct VC {
     PtrMap temps;          /* Expr* -> its temporary, within one statement */
     const char *lane;      /* the variable of gather and scatter loops */
     const char *red_lanes; /* the lane reduction's vector of partial results */
+    /* a masked tail: the C variable holding the number of lanes that run
+     * (1..lanes); NULL: all of them */
+    const char *count;
     Vec(const char *) decls;
     Vec(int) marks;
 } VC;
@@ -789,8 +850,11 @@ static VX gather(VC *vc, const Expr *x) {
         at = arena_printf(vc->e->arena, "%s[%s]", idx, lane);
     }
     const char *n = temp(vc, arena_printf(vc->e->arena, "%s_g", bn));
-    line(vc, "%s %s;\n", vt(vc, x->dtype), n);
-    line(vc, "for (int %s = 0; %s < %d; %s++)\n", lane, lane, vc->lanes, lane);
+    line(vc, "%s %s%s;\n", vt(vc, x->dtype), n, vc->count ? " = {0}" : "");
+    if (vc->count)
+        line(vc, "for (int %s = 0; %s < %s; %s++)\n", lane, lane, vc->count, lane);
+    else
+        line(vc, "for (int %s = 0; %s < %d; %s++)\n", lane, lane, vc->lanes, lane);
     line(vc, "    %s[%s] = %s[%s];\n", n, lane, bn, at);
     ptrmap_put(&vc->temps, x, (void *)n);
     return (VX){n, P_POSTFIX, true};
@@ -811,8 +875,12 @@ static VX load(VC *vc, const Expr *x) {
                     false};
     if (i.affine && i.stride == 1) {
         const char *t =
-            arena_printf(vc->e->arena, "%s(&%s[%s])", helper(vc, VH_TYPE, "load", x->dtype), bn,
-                         lane0(vc, x->args[0]).text);
+            vc->count
+                ? arena_printf(vc->e->arena, "%s(&%s[%s], %s)",
+                               helper(vc, VH_PARTIAL, "loadn", x->dtype), bn,
+                               lane0(vc, x->args[0]).text, vc->count)
+                : arena_printf(vc->e->arena, "%s(&%s[%s])", helper(vc, VH_TYPE, "load", x->dtype),
+                               bn, lane0(vc, x->args[0]).text);
         return named(vc, x, arena_printf(vc->e->arena, "%s_v", bn), t);
     }
     return gather(vc, x);
@@ -981,6 +1049,20 @@ static void emit_store(VC *vc, const Stmt *s) {
     const char *bn = cg_name(vc->e, b, b->name);
     const Local *l = ptrmap_get(&vc->locals, b);
     ptrmap_free(&vc->temps);
+    if (s == vc->red && vc->count) { /* the lanes that run update theirs */
+        const Expr *x = v->args[1];
+        rv_dtype t = v->dtype;
+        const char *upd =
+            v->kind == EX_ADD
+                ? arena_printf(a, "%s + %s", vc->red_lanes, operand(vc, x, P_ADD))
+                : arena_printf(a, "%s(%s, %s)",
+                               helper(vc, v->kind == EX_MAX ? VH_MAX : VH_MIN,
+                                      v->kind == EX_MAX ? "max" : "min", t),
+                               vc->red_lanes, full(vc, x));
+        line(vc, "%s = %s(%s(%s), %s, %s);\n", vc->red_lanes, helper(vc, VH_SELECT, "select", t),
+             helper(vc, VH_PARTIAL, "first", t), vc->count, upd, vc->red_lanes);
+        return;
+    }
     if (s == vc->red) { /* each lane's partial result */
         const Expr *x = v->args[1];
         if (v->kind == EX_ADD)
@@ -1011,8 +1093,12 @@ static void emit_store(VC *vc, const Stmt *s) {
     Info i = info_of(vc, idx);
     if (i.affine && i.stride == 1) {
         const char *rhs = full(vc, v);
-        line(vc, "%s(&%s[%s], %s);\n", helper(vc, VH_TYPE, "store", b->dtype), bn,
-             lane0(vc, idx).text, rhs);
+        if (vc->count)
+            line(vc, "%s(&%s[%s], %s, %s);\n", helper(vc, VH_PARTIAL, "storen", b->dtype), bn,
+                 lane0(vc, idx).text, rhs, vc->count);
+        else
+            line(vc, "%s(&%s[%s], %s);\n", helper(vc, VH_TYPE, "store", b->dtype), bn,
+                 lane0(vc, idx).text, rhs);
         return;
     }
     /* a scatter, lane by lane */
@@ -1030,7 +1116,10 @@ static void emit_store(VC *vc, const Stmt *s) {
             iv = named(vc, idx, arena_printf(a, "%s_idx", bn), iv.text);
         at = arena_printf(a, "%s[%s]", iv.text, lane);
     }
-    line(vc, "for (int %s = 0; %s < %d; %s++)\n", lane, lane, vc->lanes, lane);
+    if (vc->count)
+        line(vc, "for (int %s = 0; %s < %s; %s++)\n", lane, lane, vc->count, lane);
+    else
+        line(vc, "for (int %s = 0; %s < %d; %s++)\n", lane, lane, vc->lanes, lane);
     line(vc, "    %s[%s] = %s%s%s%s;\n", bn, at, val.vec ? val.text : wrap(vc, val, P_POSTFIX),
          val.vec ? "[" : "", val.vec ? lane : "", val.vec ? "]" : "");
 }
@@ -1193,9 +1282,10 @@ static bool analyse(VC *vc, const Stmt *s) {
  * after them. Returns false, emitting nothing, when the body cannot be
  * vectorized. */
 static bool emit_vector_block(CgEmit *e, Module *m, const Stmt *s, int lanes, Expr *base,
-                              Axis *chunk, int64_t whole, const char *bound, int indent, Buf *out,
-                              const char **why) {
-    VC vc = {.e = e, .m = m, .var = s->u.loop.var, .lanes = lanes, .out = out, .indent = indent};
+                              Axis *chunk, int64_t whole, const char *bound, const char *count,
+                              int indent, Buf *out, const char **why) {
+    VC vc = {.e = e, .m = m, .var = s->u.loop.var, .lanes = lanes, .out = out, .indent = indent,
+             .count = count};
     if (!analyse(&vc, s)) {
         *why = vc.why;
         vc_free(&vc);
@@ -1275,14 +1365,87 @@ static int pow2_floor(int64_t n) {
  */
 #define NATIVE_LANES 16
 
+/* Does e divide integers by a value other than a positive constant (in
+ * a masked tail, the lanes that do not run hold 0)? */
+static void int_div_fn(const Expr *e, void *ctx) {
+    int64_t c;
+    if ((e->kind == EX_DIV || e->kind == EX_MOD) && ir_is_int(e->dtype) &&
+        !(ir_is_const_int(e->args[1], &c) && c > 0))
+        *(bool *)ctx = true;
+}
+
+/* (StmtMutator: every expression of the body, unchanged) */
+static Expr *int_div_expr(StmtMutator *mu, Expr *x) {
+    ir_visit(x, int_div_fn, mu->ctx);
+    return x;
+}
+
+static bool divides_ints(Module *m, const Stmt *s) {
+    bool any = false;
+    StmtMutator mu = {.fe = int_div_expr, .m = m, .ctx = &any};
+    lower_mutate(&mu, (Stmt *)s);
+    return any;
+}
+
+/*
+ * A loop whose extent is not a constant but at most NATIVE_LANES (the
+ * last, partial vector of a split by 16 of a variable loop: len[b] -
+ * jo*16 < 16 by the simplifier's bound) runs as one vector of the lanes
+ * that cover the bound, masked to the extent n: loads and stores of the
+ * first n lanes, gathers and scatters of n, a lane reduction updated
+ * where a lane runs. The other lanes compute on zeros, whose results go
+ * nowhere; a body that divides integers by a non-constant would trap
+ * there, and keeps the scalar loop. Returns -1 (every iteration done) or
+ * 0 with *why.
+ */
+static int64_t masked_tail(CgEmit *e, Module *m, const Stmt *s, int indent, Buf *out,
+                           const char **why) {
+    int64_t hi;
+    /* the extent with the values of the LETs it names (hoisted index
+     * arithmetic: t3 = len_v - len_v / 16 * 16) */
+    Expr *ext = s->u.loop.extent;
+    for (int k = 0; k < 8; k++) {
+        Expr *x = ir_substitute(m, ext, &e->lets);
+        if (x == ext)
+            break;
+        ext = x;
+    }
+    if (!lower_upper_bound(m, ext, &hi) || hi > NATIVE_LANES) {
+        *why = "its extent is not a constant (nor one below 16 lanes)";
+        return 0;
+    }
+    if (hi < 2 || divides_ints(m, s->u.loop.body)) {
+        *why = hi < 2 ? "its extent is below 2" : "a masked tail would divide by its idle lanes' 0";
+        return 0;
+    }
+    int lanes = pow2_floor(hi) < hi ? pow2_floor(hi) * 2 : (int)hi;
+    const char *var = cg_name(e, s->u.loop.var, s->u.loop.var->name);
+    const char *n = cg_fresh(e, arena_printf(e->arena, "%s_n", s->u.loop.var->name));
+    Buf c_ext = {0}, text = {0};
+    cg_expr(e, &c_ext, s->u.loop.extent);
+    buf_indent(&text, 4 * indent);
+    buf_printf(&text,
+               "/* vector loop over %s: a tail of %s < %lld iterations, as %d lanes of which "
+               "lane l < %s runs %s = l */\n",
+               var, n, (long long)hi + 1, lanes, n, var);
+    buf_indent(&text, 4 * indent);
+    buf_printf(&text, "const int64_t %s = %s;\n", n, buf_str(&c_ext));
+    buf_indent(&text, 4 * indent);
+    buf_printf(&text, "if (%s > 0)\n", n);
+    bool ok = emit_vector_block(e, m, s, lanes, ir_int(m, 0), NULL, 0, NULL, n, indent, &text, why);
+    if (ok)
+        buf_puts(out, buf_str(&text));
+    buf_free(&c_ext);
+    buf_free(&text);
+    return ok ? -1 : 0;
+}
+
 int64_t cg_vector_loop(CgEmit *e, Module *m, const Stmt *s, int indent, Buf *out,
                        const char **why) {
     RV_ASSERT(s->kind == ST_FOR && s->u.loop.kind == LOOP_VECTOR && e->target == CG_TARGET_C);
     int64_t w;
-    if (!ir_is_const_int(s->u.loop.extent, &w)) {
-        *why = "its extent is not a constant";
-        return 0;
-    }
+    if (!ir_is_const_int(s->u.loop.extent, &w))
+        return masked_tail(e, m, s, indent, out, why);
     if (w < 2 || w > MAX_LANES) {
         *why = "its extent is not within 2..64";
         return 0;
@@ -1296,7 +1459,8 @@ int64_t cg_vector_loop(CgEmit *e, Module *m, const Stmt *s, int indent, Buf *out
         buf_indent(&text, 4 * indent);
         buf_printf(&text, "/* vector loop over %s: %d lanes, lane l runs %s = l */\n", var, lanes,
                    var);
-        if (emit_vector_block(e, m, s, lanes, ir_int(m, 0), NULL, 0, NULL, indent, &text, why))
+        if (emit_vector_block(e, m, s, lanes, ir_int(m, 0), NULL, 0, NULL, NULL, indent, &text,
+                              why))
             done = lanes;
     } else {
         Axis *chunk = ir_axis_new(m, arena_printf(e->arena, "%s_v", s->u.loop.var->name), AX_LOOP,
@@ -1307,7 +1471,7 @@ int64_t cg_vector_loop(CgEmit *e, Module *m, const Stmt *s, int indent, Buf *out
                    "/* vector loop over %s: %lld lanes as %lld vectors of %d, lane l of vector "
                    "%s runs %s = %s + l */\n",
                    var, (long long)whole, (long long)(whole / lanes), lanes, cv, var, cv);
-        if (emit_vector_block(e, m, s, lanes, NULL, chunk, whole, NULL, indent, &text, why))
+        if (emit_vector_block(e, m, s, lanes, NULL, chunk, whole, NULL, NULL, indent, &text, why))
             done = whole;
     }
     /* the rest past the whole vectors: one narrower vector where it fits */
@@ -1318,8 +1482,8 @@ int64_t cg_vector_loop(CgEmit *e, Module *m, const Stmt *s, int indent, Buf *out
         buf_printf(&block, "/* vector loop over %s: %d lanes, lane l runs %s = %lld + l */\n", var,
                    rest, var, (long long)done);
         const char *ignored;
-        if (emit_vector_block(e, m, s, rest, ir_int(m, done), NULL, 0, NULL, indent, &block,
-                              &ignored)) {
+        if (emit_vector_block(e, m, s, rest, ir_int(m, done), NULL, 0, NULL, NULL, indent,
+                              &block, &ignored)) {
             buf_puts(&text, buf_str(&block));
             done += rest;
         }
@@ -1368,7 +1532,8 @@ const char *cg_vector_map(CgEmit *e, Module *m, const Stmt *s, int indent, Buf *
                "/* element-wise loop over %s as vectors of %d: lane l of vector %s runs %s = %s "
                "+ l */\n",
                var, NATIVE_LANES, cv, var, cv);
-    bool ok = emit_vector_block(e, m, v, NATIVE_LANES, NULL, chunk, 0, bound, indent, &text, &why);
+    bool ok = emit_vector_block(e, m, v, NATIVE_LANES, NULL, chunk, 0, bound, NULL, indent, &text,
+                                &why);
     if (ok)
         buf_puts(out, buf_str(&text));
     buf_free(&text);

@@ -91,6 +91,7 @@ typedef struct CgEmit {
     PtrMap scalars;               /* Buffer* held in a scalar variable (1-element local) */
     PtrMap unread;                /* scalars nothing loads (an empty reduction's accumulator) */
     PtrMap shared;                /* CUDA: Buffer* of a local shared by a block's threads */
+    PtrMap lets;                  /* Axis* of the LETs around the statement -> value (C) */
     unsigned helpers[CG_H_COUNT]; /* bit (1 << dtype) per helper used */
     /* c_vector.c: per vector helper kind, bit 8 * dtype + log2(lanes) per
      * vector type it is used on */
@@ -157,8 +158,10 @@ void cg_extern_define(Buf *b, const char *kernel, rv_dtype dtype);
 /* Explicit vector code for the LOOP_VECTOR loop `s` (C target), appended
  * to `out` at `indent` levels: one block computing lanes [0, P) with GCC
  * vector types, P the largest power of two <= the loop's constant extent.
- * Returns P; the caller runs iterations [P, extent) as scalar code. Returns
- * 0 and appends nothing when the loop cannot be vectorized, with the
+ * Returns P; the caller runs iterations [P, extent) as scalar code. An
+ * extent that is not a constant but at most 16 (a variable loop's last,
+ * partial vector) is one masked vector: returns -1, every iteration done.
+ * Returns 0 and appends nothing when the loop cannot be vectorized, with the
  * reason in *why ("its extent is not a constant", ...). Expressions may be
  * rebuilt in module m (lane 0's index). The vector types and helpers used
  * are recorded in e->vec_use. */

@@ -40,6 +40,32 @@ static inline __attribute__((unused)) rv_f32x8 rv_splat_f32x8(float s) {
     return (rv_f32x8){0} + s;
 }
 
+/* The first n lanes of a vector (1 <= n <= 8: a masked tail), the others 0. */
+#if defined(__AVX512F__) && defined(__AVX512VL__)
+#include <immintrin.h>
+static inline __attribute__((unused)) rv_f32x8 rv_loadn_f32x8(const float *p, int64_t n) {
+    return (rv_f32x8)_mm256_maskz_loadu_ps((__mmask8)((1u << n) - 1), p);
+}
+static inline __attribute__((unused)) void rv_storen_f32x8(float *p, rv_f32x8 v, int64_t n) {
+    _mm256_mask_storeu_ps(p, (__mmask8)((1u << n) - 1), (__m256)v);
+}
+#else
+static inline __attribute__((unused)) rv_f32x8 rv_loadn_f32x8(const float *p, int64_t n) {
+    rv_f32x8 v = {0};
+    __builtin_memcpy(&v, p, (size_t)n * sizeof *p);
+    return v;
+}
+static inline __attribute__((unused)) void rv_storen_f32x8(float *p, rv_f32x8 v, int64_t n) {
+    __builtin_memcpy(p, &v, (size_t)n * sizeof *p);
+}
+#endif
+static inline __attribute__((unused)) rv_i32x8 rv_first_f32x8(int64_t n) {
+    rv_i32x8 m;
+    for (int l = 0; l < 8; l++)
+        m[l] = l < n ? -1 : 0;
+    return m;
+}
+
 /* What the parallel loop over b in kernel_Z reads from its kernel. */
 struct kernel_Z_par0 {
     const int64_t *Z_start1;
@@ -81,10 +107,13 @@ static void kernel_Z_par0(void *arg, int64_t begin, int64_t end, int tid) {
             const int64_t Z_start1_b0 = Z_start1[b];
             const int64_t t2 = (int64_t)len[b] / 8 * 8;
             const int64_t t3 = (int64_t)len[b] - t2;
-            /* not vectorized: its extent is not a constant */
-            #pragma omp simd
-            for (int64_t li_1 = 0; li_1 < t3; li_1++) {
-                Z[li_1 + Z_start1_b0 + t2] = X[li_1 + Z_start1_b0 + t2] * 2.0f + Y[li_1 + Z_start1_b0 + t2];
+            /* vector loop over li_1: a tail of li_n < 8 iterations, as 8 lanes of which lane l < li_n runs li_1 = l */
+            const int64_t li_n = t3;
+            if (li_n > 0)
+            {
+                const rv_f32x8 X_v_1 = rv_loadn_f32x8(&X[Z_start1_b0 + t2], li_n);
+                const rv_f32x8 Y_v_1 = rv_loadn_f32x8(&Y[Z_start1_b0 + t2], li_n);
+                rv_storen_f32x8(&Z[Z_start1_b0 + t2], X_v_1 * 2.0f + Y_v_1, li_n);
             }
         }
     }
