@@ -52,6 +52,10 @@ static int parse(int argc, char **argv, TuneArgs *a) {
             a->o.quiet = true;
             continue;
         }
+        if (strcmp(o, "--shapes-only") == 0) {
+            a->o.shapes_only = true;
+            continue;
+        }
         if (o[0] != '-') {
             if (a->file) {
                 fprintf(stderr, "ravel tune: more than one file\n");
