@@ -4,6 +4,7 @@
  *
  *     bench_trees [--sst DIR] [--models a,b,...] [--threads 1,2] [--batch 1,10]
  *                 [--variants default,dynamic,tuned] [--min-time S] [--quick]
+ *                 [--records FILE]
  *
  * The SST directory: --sst, else $RAVEL_SST_DIR, else ../shared/data/sst.
  * Workloads (bench/trees/MODELS.md): the SST test split's trees (TreeRNN,
@@ -22,6 +23,12 @@
  *   tuned    the file's own schedule (models/gen.py: register-tiled
  *            products over tiles of nodes, packed weights, parallel
  *            output columns);
+ *   autotuned
+ *            what `ravel tune models/<model>_h<H>.rv --records FILE`
+ *            found for the per-level product (--records FILE, at the
+ *            run's thread count; docs/tuning.md, "What is tunable"): its
+ *            variants in place of that product's schedule, the rest of
+ *            the file's, dispatched per call on N / _T_nbatch;
  *   cuda_launch, cuda_persistent
  *            on the GPU (--target cuda), the two ways of separating the
  *            levels (docs/recursion.md, "CUDA"): `schedule R {
@@ -64,6 +71,7 @@
 #include <time.h>
 
 #include "ravel.h"
+#include "tune/tune.h"
 #include "timing.h"
 
 static void die(const char *what) {
@@ -330,14 +338,42 @@ static void run_call(Call *c) {
     c->next = (c->next + 1) % c->w->nbatches;
 }
 
+static const char *records; /* --records FILE: the autotuned variant's */
+
+static int pick_tuned(const int64_t *sizes, void *user) {
+    const TuneResult *r = user;
+    return tune_result_pick(r, sizes, r->level_nodes >= 0 ? 3 : 0);
+}
+
+/* The autotuned program of m (whose text is the tuned file's): the
+ * records' variants behind their tree, replayed as `ravel build
+ * --records` does. */
+static rv_status compile_autotuned(rv_module *m, const char *model, int H,
+                                   const rv_compile_options *opt, TuneResult *r, rv_program **p) {
+    char path[256];
+    snprintf(path, sizeof path, "models/%s_h%d.rv", model, H);
+    char *text = read_text(path);
+    TuneOptions o = {.records = records, .replay = true, .quiet = true, .threads = opt->threads};
+    rv_status st = tune_run(m, text, &o, r);
+    free(text);
+    rv_dispatch d = {.fn = pick_tuned, .user = r};
+    if (st == RV_OK)
+        st = rv_program_compile_variants(m, r->nvariants, (const char *const *)r->variant_sched,
+                                         &d, opt, p);
+    return st;
+}
+
 static void bench_one(const char *model, int H, const char *variant, int threads, int batch,
                       const Work *w, double min_time) {
-    rv_module *m = load_variant(model, H, variant);
+    int autotuned = !strcmp(variant, "autotuned");
+    rv_module *m = load_variant(model, H, autotuned ? "tuned" : variant);
     int cuda = !strncmp(variant, "cuda_", 5);
     rv_compile_options opt = {.threads = threads, .target = cuda ? RV_TARGET_CUDA : RV_TARGET_CPU};
     rv_program *p = NULL;
+    TuneResult tr = {0};
     double t0 = bench_now();
-    if (rv_program_compile(m, &opt, &p) != RV_OK)
+    if ((autotuned ? compile_autotuned(m, model, H, &opt, &tr, &p) : rv_program_compile(m, &opt, &p)) !=
+        RV_OK)
         die(model);
     double compile_s = bench_now() - t0;
     Call c = {p, rv_bindings_new(m), w, "T", 0};
@@ -371,6 +407,9 @@ static void bench_one(const char *model, int H, const char *variant, int threads
         total += t[n++] = bench_now() - a;
     }
     rv_program_stats(p, &after);
+    if (autotuned)
+        fprintf(stderr, "bench_trees: autotuned: the last call ran variant %d of %d\n",
+                rv_program_last_variant(p), tr.nvariants);
     char kernel[64] = "";
     if (cuda)
         snprintf(kernel, sizeof kernel, ", \"kernel_us\": %.2f",
@@ -390,6 +429,7 @@ static void bench_one(const char *model, int H, const char *variant, int threads
     free(cpu);
     rv_bindings_free(c.b);
     rv_program_free(p);
+    tune_result_free(&tr);
     rv_module_free(m);
 }
 
@@ -423,10 +463,12 @@ int main(int argc, char **argv) {
             min_time = atof(argv[++i]);
         else if (!strcmp(argv[i], "--quick"))
             min_time = 0.1;
+        else if (!strcmp(argv[i], "--records") && i + 1 < argc)
+            records = argv[++i];
         else {
             fprintf(stderr, "usage: bench_trees [--sst DIR] [--models a,b] [--threads 1,2] "
                             "[--batch 1,10] [--variants default,dynamic,tuned] "
-                            "[--min-time S] [--quick]\n");
+                            "[--min-time S] [--quick] [--records FILE]\n");
             return 2;
         }
     }
@@ -460,7 +502,7 @@ int main(int argc, char **argv) {
             rv_structs_add_grid(grids, 10, 10, ids) != RV_OK)
             die("perfect tree or grid");
     }
-    const char *const variant_names[] = {"default",     "dynamic",         "tuned",
+    const char *const variant_names[] = {"default",     "dynamic",         "tuned",   "autotuned",
                                          "cuda_launch", "cuda_persistent", "unrolled"};
     for (int bi = 0; bi < 2; bi++) {
         int batch = bi ? 10 : 1;
@@ -482,10 +524,10 @@ int main(int argc, char **argv) {
             int small = !strcmp(model, "mvrnn");
             for (int hi = 0; hi < 2; hi++)
                 for (int th = 1; th <= 2; th++)
-                    for (int v = 0; v < 6; v++)
+                    for (int v = 0; v < 7; v++)
                         if (listed(threads, th == 1 ? "1" : "2") &&
                             listed(variants, variant_names[v]) &&
-                            (v < 3 || th == 1 || v == 5) && (v != 5 || strcmp(model, "dagrnn")))
+                            (v < 4 || th == 1 || v == 6) && (v != 6 || strcmp(model, "dagrnn")))
                             bench_one(model, small ? 64 << hi : 256 << hi, variant_names[v], th,
                                       batch, w, min_time);
         }

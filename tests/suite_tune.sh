@@ -120,6 +120,14 @@ EOF
         expect_status 0 "+= (int64_t)len[rv_i];" cat "$wd/rb.c"
     fi
     expect_status 0 "" ${CC:-cc} -std=c11 -c "$wd/rb.c" -o "$wd/rb.o"
+    # --shapes for packed rows: their sum in B's place, in the sum's range
+    printf '7\n12 3\n' >"$wd/rshapes.txt"
+    expect_status 0 "sum(len)=12: variant" \
+        "$RAVEL" tune "$wd/ragged.rv" --trials 2 --batch 2 --threads 1 --shapes "$wd/rshapes.txt" \
+        --shapes-only
+    printf '13\n' >"$wd/rbad.txt"
+    expect_status 1 "$wd/rbad.txt:1: error: sum(len) = 13 is outside its range 0..12" \
+        "$RAVEL" tune "$wd/ragged.rv" --shapes "$wd/rbad.txt"
     # what is not tunable is said, located: a recursion's member without
     # dynamic_batch() (its node loop is one node at a time), a ragged
     # extent other than packed rows

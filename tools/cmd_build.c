@@ -392,6 +392,7 @@ int cmd_build(int argc, char **argv) {
     for (int v = 0; v < a.nvariants; v++)
         base_free(text[v]);
     base_free(pd.rules);
+    base_free(pd.sums);
     if (st != RV_OK) {
         tool_print_error(NULL);
     } else {

@@ -52,6 +52,10 @@ static int parse(int argc, char **argv, TuneArgs *a) {
             a->o.quiet = true;
             continue;
         }
+        if (strcmp(o, "--shapes-only") == 0) {
+            a->o.shapes_only = true;
+            continue;
+        }
         if (o[0] != '-') {
             if (a->file) {
                 fprintf(stderr, "ravel tune: more than one file\n");
@@ -100,7 +104,8 @@ static int parse(int argc, char **argv, TuneArgs *a) {
 /* --shapes FILE: one shape per line, the values of the size variables in
  * declaration order, optionally followed by a weight (its frequency); a
  * line repeated counts again, so a list of observed sizes is a
- * distribution as it is. '#' starts a comment. */
+ * distribution as it is. '#' starts a comment. For packed rows the outer
+ * size's place holds their sum, in the sum's range (docs/tuning.md). */
 static int read_shapes(const char *path, rv_module *m, TuneShape **shapes, double **w, int *n) {
     char *text;
     size_t len;
@@ -109,6 +114,9 @@ static int read_shapes(const char *path, rv_module *m, TuneShape **shapes, doubl
         return 0;
     }
     int nsz = rv_module_num_sizes(m), cap = 0, line = 0;
+    TuneStage stage;
+    bool staged = tune_space_analyze(m, &stage) == RV_OK;
+    base_error_clear(); /* a program with nothing to tune fails in tune_run, said there */
     *n = 0;
     *shapes = NULL;
     *w = NULL;
@@ -143,10 +151,18 @@ static int read_shapes(const char *path, rv_module *m, TuneShape **shapes, doubl
         TuneShape sh = {0};
         for (int i = 0; i < nsz; i++) {
             const Size *sz = rv_module_size_at(m, i);
+            int64_t lo = sz->lo, hi = sz->hi;
+            char name[80];
+            snprintf(name, sizeof name, "%s", sz->name);
+            if (staged && sz == stage.rows_outer) { /* the packed rows' sum */
+                lo = sz->lo * stage.len_lo;
+                hi = sz->hi * stage.len_hi;
+                snprintf(name, sizeof name, "sum(%s)", rv_ufun_name(stage.rows_uf));
+            }
             sh.v[i] = (int64_t)vals[i];
-            if ((double)sh.v[i] != vals[i] || sh.v[i] < sz->lo || sh.v[i] > sz->hi) {
+            if ((double)sh.v[i] != vals[i] || sh.v[i] < lo || sh.v[i] > hi) {
                 fprintf(stderr, "%s:%d: error: %s = %g is outside its range %lld..%lld\n", path,
-                        line, sz->name, vals[i], (long long)sz->lo, (long long)sz->hi);
+                        line, name, vals[i], (long long)lo, (long long)hi);
                 base_free(text);
                 return 0;
             }

@@ -115,7 +115,7 @@ rv_status tune_shape_bind(rv_bindings *b, rv_module *m, const TuneShape *sh, uin
         int64_t n = sh->v[f->args[0]->extent->u.size->id], lo, hi;
         if (!ir_is_const_int(f->lo_dom, &lo) || !ir_is_const_int(f->hi_dom, &hi) ||
             n * lo > sh->quantity || n * hi < sh->quantity)
-            return base_error(RV_ERR_ARG, "ravel tune: %lld rows of ufun %s cannot sum to %lld",
+            return base_error(RV_ERR_ARG, "%lld rows of ufun %s cannot sum to %lld",
                               (long long)n, f->name, (long long)sh->quantity);
         int64_t shape[1] = {n};
         rv_array *a = rv_array_new(ir_ufun_dtype(f), 1, shape);

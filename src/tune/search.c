@@ -1150,7 +1150,7 @@ static rv_status setup(Tuner *t, const char *program_text) {
                  t->sp.stage.group->st->nbatch->name);
     if (num_vars(t) > rv_module_num_sizes(t->m)) {
         if (num_vars(t) > 8)
-            return base_error(RV_ERR_UNSUPPORTED, "ravel tune: the program has %d size "
+            return base_error(RV_ERR_UNSUPPORTED, "the program has %d size "
                                                   "variables (1 to 7 when a quantity is tuned too)",
                               rv_module_num_sizes(t->m));
     }
@@ -1177,7 +1177,7 @@ static rv_status setup(Tuner *t, const char *program_text) {
             TuneShape sh = o->shapes[q];
             if (!quantity_shape(t, &sh))
                 return base_error(RV_ERR_ARG,
-                                  "ravel tune: shape %d: %s = %lld stands for %s, which does not "
+                                  "shape %d: %s = %lld stands for %s, which does not "
                                   "fit the sizes' ranges",
                                   q + 1, rv_size_name(quantity_carrier(t)),
                                   (long long)o->shapes[q].v[quantity_carrier(t)->id],
@@ -1190,6 +1190,11 @@ static rv_status setup(Tuner *t, const char *program_text) {
             t->w[s] = o->weights ? o->weights[q] : 1;
         }
     }
+    if (t->ns == 0) /* a quantity no shape of the sizes' ranges can meet */
+        return base_error(RV_ERR_UNSUPPORTED,
+                          "no shape of the sizes' ranges gives %s a value "
+                          "(nodes per level need N of at least %d)",
+                          t->sum_name, TUNE_LEVELS);
     size_t cs = (size_t)t->sp.len * (size_t)t->ns;
     t->feat = base_xcalloc(cs * TUNE_F_COUNT, sizeof *t->feat);
     t->has_feat = base_xcalloc((size_t)t->sp.len, sizeof *t->has_feat);

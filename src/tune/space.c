@@ -350,8 +350,10 @@ void tune_cand_describe(const TuneCand *c, Buf *out) {
 /* ---- the space ---- */
 
 /* The program's own schedule blocks except those of the tuned stage and
- * of the stages they create (cache_read / cache_write outputs), as text. */
-static char *other_blocks(rv_module *m, const TuneStage *s) {
+ * of the stages they create (cache_read / cache_write outputs), as text;
+ * the producers the stage's own blocks compute inside it (compute_at of
+ * a stage they did not create) into s->inside. */
+static char *other_blocks(rv_module *m, TuneStage *s) {
     Buf b = {0};
     StrMap tuned = {0};
     strmap_put(&tuned, s->name, (void *)1);
@@ -361,12 +363,32 @@ static char *other_blocks(rv_module *m, const TuneStage *s) {
             ir_print_schedule(&b, blk);
             continue;
         }
-        for (int j = 0; j < blk->nsteps; j++)
-            for (int o = 0; o < blk->steps[j].nout; o++)
-                strmap_put(&tuned, blk->steps[j].outs[o], (void *)1);
+        for (int j = 0; j < blk->nsteps; j++) {
+            const SchedStep *st = &blk->steps[j];
+            for (int o = 0; o < st->nout; o++)
+                strmap_put(&tuned, st->outs[o], (void *)1);
+            if (strcmp(blk->name, s->name) == 0 && strcmp(st->prim, "compute_at") == 0 &&
+                st->nargs == 2 && st->args[0].s && !strmap_has(&tuned, st->args[0].s) &&
+                s->ninside < (int)(sizeof s->inside / sizeof s->inside[0]))
+                s->inside[s->ninside++] = st->args[0].s;
+        }
     }
     strmap_free(&tuned);
     return buf_take(&b);
+}
+
+/* The loop over tiles of rows of template t's schedule, where the
+ * stage's producers are computed (TuneStage.inside); NULL: none. */
+static const char *row_tile_loop(TuneTemplate t) {
+    switch (t) {
+    case TUNE_T_TILE:
+    case TUNE_T_STREAM:
+        return "io";
+    case TUNE_T_ROWS:
+        return "fo";
+    default:
+        return NULL;
+    }
 }
 
 /* Adds the candidate if the checker and lowering accept it. */
@@ -404,6 +426,9 @@ static void try_add(rv_module *m, TuneSpace *sp, TuneTemplate t, const int *p, i
     default:
         break;
     }
+    for (int k = 0; k < s->ninside && row_tile_loop(t); k++)
+        buf_printf(&b, "schedule %s {\n    compute_at(%s, %s)\n}\n", s->name, s->inside[k],
+                   row_tile_loop(t));
     if (tune_features(m, buf_str(&b), NULL, 0, lanes, 1, NULL) != RV_OK) {
         sp->rejected++;
         buf_free(&b);
@@ -481,8 +506,8 @@ rv_status tune_space_build(rv_module *m, const TuneHw *hw, TuneSpace *out) {
     rv_status st = tune_space_analyze(m, &out->stage);
     if (st != RV_OK)
         return st;
+    out->keep = other_blocks(m, &out->stage);
     const TuneStage *s = &out->stage;
-    out->keep = other_blocks(m, s);
     int lanes = hw->vector_bytes > 0 ? hw->vector_bytes / (int)s->dsize : 1;
     if (lanes < 1)
         lanes = 1;

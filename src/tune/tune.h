@@ -254,6 +254,11 @@ typedef struct TuneStage {
      * dispatched per call on the run's mean level, N / _T_nbatch
      * (docs/tuning.md, "Recursion"). NULL: none. */
     rv_recurse *group;
+    /* Producers the program's own schedule computes inside the stage
+     * (`compute_at(hs, no)` in its block: TreeLSTM's child sums per tile
+     * of nodes); every candidate computes them at its tile of rows. */
+    const char *inside[4];
+    int ninside;
 } TuneStage;
 
 /* Candidate templates: each a family of micro-kernels with integer knobs. */

@@ -275,6 +275,36 @@ static void test_features(void) {
     rv_module_free(m);
 }
 
+/* A producer the program's schedule computes inside the tuned stage
+ * (compute_at(P, io): TreeLSTM's child sums per tile of nodes) is
+ * computed at every tiled candidate's tile of rows; the templates without
+ * one (dot, kblock) leave it where its own schedule puts it. */
+static void test_producers_inside(void) {
+    rv_module *m = NULL;
+    CHECK_EQ_INT(rv_module_parse("inside.rv",
+                                 "size M in 1..50\ninput X : f32[M, 32]\n"
+                                 "input W : f32[64, 32]\n"
+                                 "P[i, k < 32] = X[i, k] * 2.0\n"
+                                 "Y[i, j < 64] = sum(k < 32) P[i, k] * W[j, k]\n"
+                                 "schedule Y {\n    io, ii = split(i, 4)\n"
+                                 "    compute_at(P, io)\n}\n",
+                                 &m),
+                 RV_OK);
+    TuneSpace sp;
+    CHECK_EQ_INT(tune_space_build(m, &avx512, &sp), RV_OK);
+    CHECK_EQ_INT(sp.stage.ninside, 1);
+    int tiled = 0;
+    for (int c = 0; c < sp.len; c++) {
+        bool at = strstr(sp.cands[c].sched, "compute_at(P, io)") != NULL;
+        bool rows = sp.cands[c].tmpl == TUNE_T_TILE || sp.cands[c].tmpl == TUNE_T_STREAM;
+        CHECK_EQ_INT(at, rows);
+        tiled += at;
+    }
+    CHECK(tiled > 0);
+    tune_space_free(&sp);
+    rv_module_free(m);
+}
+
 int main(void) {
     RUN(test_analyze);
     RUN(test_hand_written_in_space);
@@ -282,5 +312,6 @@ int main(void) {
     RUN(test_other_stages_kept);
     RUN(test_space_from_hw);
     RUN(test_features);
+    RUN(test_producers_inside);
     return harness_report();
 }
