@@ -97,16 +97,14 @@ static rv_status bind_levels(rv_bindings *b, const TuneShape *sh) {
     return st_;
 }
 
-/* Is size z one that a recursion shape's structure binds? */
-static bool bound_by_levels(const TuneShape *sh, const Size *z) {
-    const Structure *st = sh->group ? sh->group->st : NULL;
-    return st && (z == st->nodes || z == st->count || z == st->nbatch);
+bool tune_size_set_by_levels(const Structure *st, const Size *z) {
+    return st && (z == st->nodes || z == st->count || z == st->nbatch || z == st->nunroll);
 }
 
 rv_status tune_shape_bind(rv_bindings *b, rv_module *m, const TuneShape *sh, uint64_t seed) {
     rv_status st = RV_OK;
     for (int i = 0; st == RV_OK && i < rv_module_num_sizes(m); i++)
-        if (!bound_by_levels(sh, rv_module_size_at(m, i)))
+        if (!tune_size_set_by_levels(sh->group ? sh->group->st : NULL, rv_module_size_at(m, i)))
             st = rv_bindings_set_size(b, rv_size_name(rv_module_size_at(m, i)), sh->v[i]);
     if (st == RV_OK && sh->group)
         st = bind_levels(b, sh);
@@ -115,8 +113,8 @@ rv_status tune_shape_bind(rv_bindings *b, rv_module *m, const TuneShape *sh, uin
         int64_t n = sh->v[f->args[0]->extent->u.size->id], lo, hi;
         if (!ir_is_const_int(f->lo_dom, &lo) || !ir_is_const_int(f->hi_dom, &hi) ||
             n * lo > sh->quantity || n * hi < sh->quantity)
-            return base_error(RV_ERR_ARG, "%lld rows of ufun %s cannot sum to %lld",
-                              (long long)n, f->name, (long long)sh->quantity);
+            return base_error(RV_ERR_ARG, "%lld rows of ufun %s cannot sum to %lld", (long long)n,
+                              f->name, (long long)sh->quantity);
         int64_t shape[1] = {n};
         rv_array *a = rv_array_new(ir_ufun_dtype(f), 1, shape);
         int64_t *len = base_xcalloc((size_t)(n > 0 ? n : 1), sizeof *len);

@@ -131,7 +131,7 @@ static const rv_size *quantity_carrier(const Tuner *t) {
 static bool set_by_quantity(const Tuner *t, const rv_size *z) {
     const TuneStage *st = &t->sp.stage;
     const Structure *T = st->group ? st->group->st : NULL;
-    return z == st->rows_outer || (T && (z == T->nodes || z == T->count || z == T->nbatch));
+    return z == st->rows_outer || tune_size_set_by_levels(T, z);
 }
 
 /* The quantity's range: packed rows from the fewest to the most; nodes

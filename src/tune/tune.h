@@ -352,6 +352,11 @@ typedef struct TuneShape {
  * nodes side by side, so each of its levels holds that many nodes. */
 #define TUNE_LEVELS 8
 
+/* Is z a size that linearizing a recursion's structure binds (its nodes,
+ * structures, batches, unrolled iterations)? A level shape's chains set
+ * them; the search does not vary them. */
+bool tune_size_set_by_levels(const rv_structure *st, const rv_size *z);
+
 /* Binds the shape's sizes into b; for packed rows the UF array: B = the
  * shape's size, lengths in the UF's range summing to sh->quantity,
  * spread by `seed`; for a recursion's member the structure: sh->quantity

@@ -491,19 +491,24 @@ static void test_level_tuning(void) {
     if (!tune_six("levels", levels, &m, rec, &o, &r))
         return;
     CHECK(strcmp(r.quantity, "N/_T_nbatch") == 0);
+    /* N, B, _T_nbatch and the structure's other hidden sizes (_T_nunroll):
+     * the dispatch reads the quantity after all of them */
+    int ns = rv_module_num_sizes(m);
     /* 1 .. 16 nodes per level (B's range; 128 / 8 levels) */
     CHECK_EQ_INT(r.nshapes, 16);
     for (int s = 0; s < r.nshapes; s++) {
         CHECK_EQ_INT((int)r.shapes[s].quantity, s + 1);
         CHECK_EQ_INT((int)r.shapes[s].v[0], (s + 1) * TUNE_LEVELS); /* N */
-        CHECK_EQ_INT(tune_result_pick(&r, r.shapes[s].v, 3), r.shape_variant[s]);
+        CHECK_EQ_INT(tune_result_pick(&r, r.shapes[s].v, ns), r.shape_variant[s]);
     }
-    Picker pk = {&r, 3};
+    Picker pk = {&r, ns};
     rv_dispatch d = {.fn = pick_dispatch, .user = &pk};
     check_tuned(m, &r, &d, "Out");
     Buf c = {0};
     tune_result_dispatch_c(&r, m, "levels", &c);
-    CHECK_STR_CONTAINS(buf_str(&c), "x[3] = sizes[0] / (sizes[2] > 0 ? sizes[2] : 1);");
+    char want[80];
+    snprintf(want, sizeof want, "x[%d] = sizes[0] / (sizes[2] > 0 ? sizes[2] : 1);", ns);
+    CHECK_STR_CONTAINS(buf_str(&c), want);
     buf_free(&c);
     tune_result_free(&r);
     CHECK_EQ_INT(tune_run(m, levels, &o, &r), RV_OK);
