@@ -990,8 +990,13 @@ static void emit_place_tensor(Aot *a, Buf *b, const AotSlot *s) {
                        N, s->t->name, a->vsym, arr, i);
         return;
     }
-    buf_printf(b, "    if (%s_aligned(%s)) {\n        rv_slot[%d] = (void *)%s;\n    } else {\n", N,
-               arr, i, arr);
+    /* an empty array gets a zeroed element of its own (zalloc): kernels
+     * read a buffer's origin where a guard fails (the CPU runtime's
+     * empty_origin) */
+    buf_printf(b,
+               "    if (rv_n > 0 && %s_aligned(%s)) {\n        rv_slot[%d] = (void *)%s;\n    } else "
+               "{\n",
+               N, arr, i, arr);
     buf_printf(b,
                "        if (!(rv_own[%d] = rv_slot[%d] = %s_zalloc(rv_ctx, rv_n, sizeof(%s)))) {\n"
                "            rv_rc = RV_RT_ERR_OOM;\n            goto rv_done;\n        }\n",
@@ -1062,7 +1067,8 @@ static void emit_place_uf(Aot *a, Buf *b, int i) {
     buf_printf(b, "    /* ufun %s */\n    rv_n = %s_numel_%s(rv_args);\n    rv_nel[%d] = rv_n;\n",
                f->name, N, f->name, i);
     buf_printf(b,
-               "    if (%s_aligned(rv_args->%s)) {\n        rv_slot[%d] = (void *)rv_args->%s;\n",
+               "    if (rv_n > 0 && %s_aligned(rv_args->%s)) {\n"
+               "        rv_slot[%d] = (void *)rv_args->%s;\n",
                N, f->cname, i, f->cname);
     buf_printf(b,
                "    } else {\n"
