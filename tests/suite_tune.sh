@@ -72,6 +72,10 @@ if [ $rc -ne 0 ] && grep -qF "libxgboost-dev" "$wd/log"; then
     echo "skipped the tuning run: XGBoost is not installed"
 else
     expect_status 0 "4 measurements (0 from the records)" cat "$wd/log"
+    # the tuning layer's errors carry no prefix of their own: the tool adds it once
+    printf 'input X : f32[4, 16]\nY[i, j < 8] = sum(k < 16) X[i, k]\n' >"$wd/nosize.rv"
+    expect_status 1 "error: ravel tune: the program has 0 size variables" \
+        "$RAVEL" tune "$wd/nosize.rv" --trials 4
     expect_status 0 "Y: 64 elements" "$RAVEL" run "$wd/t.rv" --size M=2 --random 1 --check
     expect_status 0 "int t_dispatch(const int64_t *sizes, void *user)" cat "$wd/t_dispatch.c"
     expect_status 0 "4 measurements (4 from the records)" \

@@ -29,7 +29,7 @@ rv_status tune_child_start(TuneChild *c, void (*fn)(int fd, void *user), void *u
     c->fd = -1;
     int p[2];
     if (pipe(p) != 0)
-        return base_error(RV_ERR_IO, "ravel tune: pipe: %s", strerror(errno));
+        return base_error(RV_ERR_IO, "pipe: %s", strerror(errno));
     /* buffered output would otherwise be written by both processes */
     fflush(stdout);
     fflush(stderr);
@@ -37,7 +37,7 @@ rv_status tune_child_start(TuneChild *c, void (*fn)(int fd, void *user), void *u
     if (pid < 0) {
         close(p[0]);
         close(p[1]);
-        return base_error(RV_ERR_IO, "ravel tune: fork: %s", strerror(errno));
+        return base_error(RV_ERR_IO, "fork: %s", strerror(errno));
     }
     if (pid == 0) {
         close(p[0]);

@@ -1025,7 +1025,7 @@ static rv_status dispatcher(Tuner *t) {
             base_free(all);
             base_free(vote);
             return base_error(RV_ERR_ARG,
-                              "ravel tune: no candidate was measured correct: raise --trials");
+                              "no candidate was measured correct: raise --trials");
         }
     }
     base_free(all);
@@ -1138,7 +1138,7 @@ static rv_status setup(Tuner *t, const char *program_text) {
         return st;
     if (rv_module_num_sizes(t->m) < 1 || rv_module_num_sizes(t->m) > 8)
         return base_error(RV_ERR_UNSUPPORTED,
-                          "ravel tune: the program has %d size variables (1 to 8 are tuned)",
+                          "the program has %d size variables (1 to 8 are tuned)",
                           rv_module_num_sizes(t->m));
     st = tune_space_build(t->m, t->hw, &t->sp);
     if (st != RV_OK)
