@@ -710,7 +710,8 @@ static rv_status cuda_launch_kernel(Run *r, int k) {
 }
 
 /* TO_DEVICE: every slot copied to device memory, which lives for this
- * call only. */
+ * call only. An empty slot gets device bytes holding empty_origin's zeros,
+ * for the reason empty_origin gives (a guarded load reads the origin). */
 static rv_status to_device(Run *r) {
     int ns = r->plan->slots.len;
     r->dev = base_xcalloc((size_t)ns + 1, sizeof *r->dev);
@@ -718,9 +719,11 @@ static rv_status to_device(Run *r) {
     for (int i = 0; st == RV_OK && i < ns; i++) {
         const Slot *s = &r->slots[i];
         size_t bytes = (size_t)s->nelem * rv_dtype_size(r->plan->slots.data[i].buf->dtype);
-        st = jit_cuda_alloc(bytes, &r->dev[i]);
+        const void *src = bytes ? s->data : (const void *)empty_origin;
+        size_t dev_bytes = bytes ? bytes : sizeof empty_origin;
+        st = jit_cuda_alloc(dev_bytes, &r->dev[i]);
         if (st == RV_OK)
-            st = jit_cuda_to_device(r->dev[i], s->data, bytes);
+            st = jit_cuda_to_device(r->dev[i], src, dev_bytes);
     }
     return st;
 }
