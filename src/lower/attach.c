@@ -295,8 +295,9 @@ Stmt *lower_attach_one(LowerCtx *c, StageNest *n, Stage *p, Buffer **buf_out) {
      * partitioned tail's N%4 rows) is a local of the bound's size */
     int64_t elems;
     bool bounded = ir_is_const_int(size, &elems) || lower_upper_bound(m, size, &elems);
+    /* (a bound near INT64_MAX, a saturated one, must not wrap in bytes) */
     BufScope scope = bounded && elems >= 1 &&
-                             elems * (int64_t)rv_dtype_size(p->t->dtype) <= LOCAL_STACK_BYTES
+                             elems <= LOCAL_STACK_BYTES / (int64_t)rv_dtype_size(p->t->dtype)
                          ? BUF_LOCAL
                          : BUF_GLOBAL;
     v->buf = ir_buffer_new(m, p->name, p->t->dtype, scope == BUF_LOCAL ? ir_int(m, elems) : size,
