@@ -242,6 +242,17 @@ rv_tensor *rv_input_begin(rv_module *m, const char *name, rv_dtype t, int ndim,
                           const char *const *dim_names);
 rv_expr *rv_input_var(rv_tensor *t, int dim);
 rv_tensor *rv_input_end(rv_tensor *t, rv_expr *const *extents, const int *pads);
+/* Declares input t constant across runs (on = 1; `param` in the language): a
+ * model parameter, such as a weight matrix. The promise lets a compiled
+ * program keep data it derives from the bound array (a schedule's packed
+ * layout of it, cache_read(W, layout=...)) from one run to the next: it
+ * derives them again only when the input is bound again
+ * (rv_bindings_set_array, which counts as a new binding even with the same
+ * array: each binding gets a stamp of its own). A caller that
+ * writes into a param's memory in place must therefore bind it again before
+ * the next run; otherwise runs may use the old contents. RV_ERR_ARG if t is
+ * not an input. */
+rv_status rv_input_set_param(rv_tensor *t, int on);
 
 /* Compute definitions: begin with the axis names (and extents; a NULL array
  * or NULL entry means "infer from the body": the extent of the first tensor
@@ -335,6 +346,7 @@ const char *rv_tensor_name(const rv_tensor *t);
 rv_dtype rv_tensor_dtype(const rv_tensor *t);
 int rv_tensor_ndim(const rv_tensor *t);
 int rv_tensor_is_input(const rv_tensor *t);
+int rv_tensor_is_param(const rv_tensor *t); /* an input declared constant across runs */
 /* A program output: one the module names (rv_module_add_output, `output h, y`
  * in the language) when it names any, else a computed tensor that no later
  * operation reads. */

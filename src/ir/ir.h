@@ -176,6 +176,10 @@ struct rv_tensor {
     bool complete; /* definition finished */
     Module *module;
     int id;        /* index in m->tensors */
+    /* An input declared constant across runs (`param`, rv_input_set_param):
+     * a program may keep what it derives from the bound array (packed
+     * layouts) until the input is bound again. Inputs only. */
+    bool param;
 };
 
 /* A structure the recursion runs over (Cortex §2, §4.2): the N nodes of
