@@ -273,6 +273,7 @@ typedef enum BufScope {
     BUF_AUX,    /* computed by the prelude from UF arrays (ragged offsets) */
     BUF_GLOBAL, /* a temporary in the per-call scratch arena */
     BUF_LOCAL,  /* a small temporary on the stack / in registers */
+    BUF_PACK,   /* kept by the runtime across runs: a param's pack, or its fill flag */
     BUF_COUNT
 } BufScope;
 struct Buffer {
@@ -296,6 +297,13 @@ struct Buffer {
      * remaps a region the bounds pass inferred with its own arrays */
     const void *vfuse_key;
     int vfuse_level;
+    /* BUF_PACK (lower/attach.c, kept_pack): the pack's contents depend on
+     * the param input pack_of alone; pack_fill is its flag, an i32 buffer
+     * of one element the runtime sets to 1 when the kept contents are
+     * stale (the pack's nest then fills them), 0 otherwise. The flag
+     * itself has neither. */
+    Tensor *pack_of;
+    Buffer *pack_fill;
 };
 
 /* One schedule primitive as written (`io, ii = split(i, 32)`); src/sched
