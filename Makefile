@@ -189,7 +189,7 @@ asan-test:
 
 # Not part of `make test`: ThreadSanitizer slows the pool's spinning down a
 # lot, so only the suites that exercise concurrency run under it.
-TSAN_TESTS = test_thread_safety test_threadpool
+TSAN_TESTS = test_thread_safety test_threadpool test_param
 tsan-test: deps
 	@$(MAKE) --no-print-directory SAN=thread $(TSAN_TESTS:%=build-tsan/tests/%)
 	@for t in $(TSAN_TESTS); do TSAN_OPTIONS="halt_on_error=1 die_after_fork=0" build-tsan/tests/$$t || exit 1; done

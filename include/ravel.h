@@ -242,6 +242,19 @@ rv_tensor *rv_input_begin(rv_module *m, const char *name, rv_dtype t, int ndim,
                           const char *const *dim_names);
 rv_expr *rv_input_var(rv_tensor *t, int dim);
 rv_tensor *rv_input_end(rv_tensor *t, rv_expr *const *extents, const int *pads);
+/* Declares input t constant across runs (on = 1; `param` in the language): a
+ * model parameter, such as a weight matrix. The promise lets a compiled
+ * program keep data it derives from the bound array (a schedule's packed
+ * layout of it, cache_read(W, layout=...)) from one run to the next: it
+ * derives them again only when the input is bound again
+ * (rv_bindings_set_array, which counts as a new binding even with the same
+ * array: each binding gets a stamp of its own) or the program is told
+ * (rv_program_invalidate). A caller that writes into a param's memory in
+ * place must therefore bind it again (or invalidate the program) before
+ * the next run; otherwise runs may use what was derived from the old
+ * contents. RV_ERR_ARG if t is
+ * not an input. */
+rv_status rv_input_set_param(rv_tensor *t, int on);
 
 /* Compute definitions: begin with the axis names (and extents; a NULL array
  * or NULL entry means "infer from the body": the extent of the first tensor
@@ -335,6 +348,7 @@ const char *rv_tensor_name(const rv_tensor *t);
 rv_dtype rv_tensor_dtype(const rv_tensor *t);
 int rv_tensor_ndim(const rv_tensor *t);
 int rv_tensor_is_input(const rv_tensor *t);
+int rv_tensor_is_param(const rv_tensor *t); /* an input declared constant across runs */
 /* A program output: one the module names (rv_module_add_output, `output h, y`
  * in the language) when it names any, else a computed tensor that no later
  * operation reads. */
@@ -553,8 +567,12 @@ rv_status rv_program_run_into(rv_program *p, rv_bindings *b, rv_array *const *ou
  *     for bit. The calls share the program's pool (or the process's) and
  *     take turns on it, loop by loop; with .threads = 1 they do not
  *     share one.
- *   - rv_program_stats and rv_program_last_variant (the variant of a run
- *     that has picked one most recently) alongside those runs;
+ *     Packs of params the program keeps (rv_input_set_param) are shared
+ *     by the runs: each run reads the copy made from its own binding of
+ *     the param, or makes its own (tests/unit/test_param.c).
+ *   - rv_program_stats, rv_program_invalidate and rv_program_last_variant
+ *     (the variant of a run that has picked one most recently) alongside
+ *     those runs;
  *   - parsing, building, compiling and running different modules;
  *   - rv_last_error, which is per thread.
  *
@@ -646,8 +664,19 @@ typedef struct rv_program_counters {
      * whatever the number of kernels that use it */
     int64_t prelude_runs;
     int64_t aux_bytes;
+    /* packs of params filled (rv_input_set_param): a run fills a pack the
+     * program keeps only when its param was bound anew since the pack was
+     * filled (or the program was invalidated); other runs reuse it */
+    int64_t pack_fills;
 } rv_program_counters;
 void rv_program_stats(const rv_program *p, rv_program_counters *out);
+/* Drops the data the program keeps across runs that it derived from param
+ * inputs (their packed layouts, rv_input_set_param): the next run derives
+ * them again. Binding a param again does the same for that param alone;
+ * this is for a caller that wrote into a bound param's memory in place.
+ * Not concurrently with a run of p on the same bindings as a write it
+ * follows; thread-safe otherwise. */
+void rv_program_invalidate(rv_program *p);
 
 /* ------------------------------------------- recursive data structures */
 

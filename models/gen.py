@@ -9,9 +9,10 @@ models/gen.py --check` fails when a committed file differs from what this
 script writes (tests/suite_models.sh runs it).
 
 Each program follows MODELS.md equation by equation; its parameters are
-inputs named like the .npy files of bench/trees (`Emb`, `W_iou`, ...), so
-`ravel run models/treelstm_h256.rv --weights DIR` style loading works by
-name. Outputs: the state of every node (h; c of TreeLSTM and LSTM as C, A
+`param` inputs (constant across runs: the program keeps their packed
+layouts, docs/schedules.md) named like the .npy files of bench/trees
+(`Emb`, `W_iou`, ...), so `ravel run models/treelstm_h256.rv --weights
+DIR` style loading works by name. Outputs: the state of every node (h; c of TreeLSTM and LSTM as C, A
 of MV-RNN) in the linearized numbering; TreeGRU and TreeLSTM name theirs
 (`output h`, `output h, C`), as a member after h, read only by parents,
 would otherwise be one.
@@ -44,10 +45,10 @@ structure S : sequence(N) {{
 MODELS = {}
 
 MODELS["treefc"] = ("TreeFC over perfect binary trees (Looks et al. 2017)", TREE + """
-input Emb : f32[{V}, {H}]
-input Wl : f32[{H}, {H}]
-input Wr : f32[{H}, {H}]
-input b : f32[{H}]
+param Emb : f32[{V}, {H}]
+param Wl : f32[{H}, {H}]
+param Wr : f32[{H}, {H}]
+param b : f32[{H}]
 
 # Wl and Wr stacked and transposed once per call (k-major: the product's
 # vectors are rows of WT), so the children's product is one reduction
@@ -62,7 +63,7 @@ recurse R over T {{
 """)
 
 MODELS["treernn"] = ("TreeRNN, Cortex's running example (Fig. 1)", TREE + """
-input Emb : f32[{V}, {H}]
+param Emb : f32[{V}, {H}]
 
 recurse R over T {{
     h[n, i < {H}] = if nchild[n] == 0 then Emb[word[n], i]
@@ -71,15 +72,15 @@ recurse R over T {{
 """)
 
 MODELS["treegru"] = ("child-sum TreeGRU", TREE + """
-input Emb : f32[{V}, {H}]
-input W_z : f32[{H}, {H}]
-input W_h : f32[{H}, {H}]
-input b_z : f32[{H}]
-input b_h : f32[{H}]
-input U_z : f32[{H}, {H}]
-input U_r : f32[{H}, {H}]
-input U_h : f32[{H}, {H}]
-input b_r : f32[{H}]
+param Emb : f32[{V}, {H}]
+param W_z : f32[{H}, {H}]
+param W_h : f32[{H}, {H}]
+param b_z : f32[{H}]
+param b_h : f32[{H}]
+param U_z : f32[{H}, {H}]
+param U_r : f32[{H}, {H}]
+param U_h : f32[{H}, {H}]
+param b_r : f32[{H}]
 
 # the input products, for every node up front (only nodes with words have
 # them: x is 0 at the others): each one dense product over all nodes
@@ -105,12 +106,12 @@ output h
 """)
 
 MODELS["treelstm"] = ("child-sum TreeLSTM (Tai et al. 2015)", TREE + """
-input Emb : f32[{V}, {H}]
-input W_iou : f32[{H3}, {H}]
-input b_iou : f32[{H3}]
-input U_iou : f32[{H3}, {H}]
-input U_f : f32[{H}, {H}]
-input b_f : f32[{H}]
+param Emb : f32[{V}, {H}]
+param W_iou : f32[{H3}, {H}]
+param b_iou : f32[{H3}]
+param U_iou : f32[{H3}, {H}]
+param U_f : f32[{H}, {H}]
+param b_f : f32[{H}]
 
 # the input product, for every node up front, as one dense product (x is 0
 # where a node has no word)
@@ -137,11 +138,11 @@ output h, C
 """)
 
 MODELS["mvrnn"] = ("MV-RNN (Socher et al. 2012)", TREE + """
-input Emb : f32[{V}, {H}]
-input Mat : f32[{MW}, {H}, {H}]
-input W : f32[{H}, {H2}]
-input b : f32[{H}]
-input WM : f32[{H}, {H2}]
+param Emb : f32[{V}, {H}]
+param Mat : f32[{MW}, {H}, {H}]
+param W : f32[{H}, {H2}]
+param b : f32[{H}]
+param WM : f32[{H}, {H2}]
 
 recurse R over T {{
     # A_r h_l and A_l h_r (each reads both children at fixed positions: the
@@ -160,10 +161,10 @@ recurse R over T {{
 """)
 
 MODELS["dagrnn"] = ("DAG-RNN over grid DAGs (Shuai et al. 2015)", DAG + """
-input Emb : f32[{V}, {H}]
-input U : f32[{H}, {H}]
-input W : f32[{H}, {H}]
-input b : f32[{H}]
+param Emb : f32[{V}, {H}]
+param U : f32[{H}, {H}]
+param W : f32[{H}, {H}]
+param b : f32[{H}]
 
 XU[n, i < {H}] = sum(j < {H}) U[i, j] * Emb[word[n], j]
 
@@ -174,10 +175,10 @@ recurse R over T {{
 """)
 
 MODELS["lstm"] = ("sequential LSTM (PyTorch gate order i, f, g, o)", SEQ + """
-input Emb : f32[{V}, {H}]
-input W_ih : f32[{H4}, {H}]
-input W_hh : f32[{H4}, {H}]
-input b : f32[{H4}]
+param Emb : f32[{V}, {H}]
+param W_ih : f32[{H4}, {H}]
+param W_hh : f32[{H4}, {H}]
+param b : f32[{H4}]
 
 XG[n, j < {H4}] = sum(l < {H}) W_ih[j, l] * Emb[word[n], l] + b[j]
 
@@ -192,11 +193,11 @@ C[n, i] = c[n, i]
 """)
 
 MODELS["gru"] = ("sequential GRU (PyTorch/cuDNN form)", SEQ + """
-input Emb : f32[{V}, {H}]
-input W_ih : f32[{H3}, {H}]
-input W_hh : f32[{H3}, {H}]
-input b_ih : f32[{H3}]
-input b_hh : f32[{H3}]
+param Emb : f32[{V}, {H}]
+param W_ih : f32[{H3}, {H}]
+param W_hh : f32[{H3}, {H}]
+param b_ih : f32[{H3}]
+param b_hh : f32[{H3}]
 
 XR[n, j < {H3}] = sum(l < {H}) W_ih[j, l] * Emb[word[n], l] + b_ih[j]
 

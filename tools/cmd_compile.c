@@ -311,8 +311,11 @@ static int cmp_double(const void *x, const void *y) {
  * bindings (the first run, already done, is the warm-up: it touched the
  * pages and woke the pool), each timed alone around rv_program_run; prints
  * the median and the minimum (the median is the figure to quote, the
- * minimum the noise floor), with the compile time apart. */
-static int time_runs(rv_program *p, rv_bindings *b, int repeat, int threads, double compile_ms) {
+ * minimum the noise floor), with the compile time and the first run's apart
+ * (first_ms: it also fills the packs of params the program keeps, which
+ * the timed runs on the same bindings reuse; their count says so). */
+static int time_runs(rv_program *p, rv_bindings *b, int repeat, int threads, double compile_ms,
+                     double first_ms) {
     double *t = base_xcalloc((size_t)repeat, sizeof *t);
     int ok = 1;
     rv_program_counters c0, c1;
@@ -339,6 +342,8 @@ static int time_runs(rv_program *p, rv_bindings *b, int repeat, int threads, dou
         printf("time: per run (mean) kernels %.4f ms, preludes %.4f ms\n",
                (c1.kernel_seconds - c0.kernel_seconds) * 1e3 / repeat,
                (c1.prelude_seconds - c0.prelude_seconds) * 1e3 / repeat);
+        printf("time: first run %.4f ms (filled %lld packs of params); timed runs filled %lld\n",
+               first_ms, (long long)c0.pack_fills, (long long)(c1.pack_fills - c0.pack_fills));
     }
     base_free(t);
     return ok;
@@ -361,10 +366,12 @@ int cmd_run(int argc, char **argv) {
     if (ok && !(p = compile(m, a.target, a.threads)))
         ok = 0;
     compile_ms = now_ms() - t0;
+    double first_ms = now_ms();
     if (ok && rv_program_run(p, b) != RV_OK) {
         tool_print_error(NULL);
         ok = 0;
     }
+    first_ms = now_ms() - first_ms;
     if (ok && check && rv_interp_run(m, ref) != RV_OK) {
         tool_print_error("interpreter");
         ok = 0;
@@ -393,7 +400,7 @@ int cmd_run(int argc, char **argv) {
     if (ok && a.output)
         ok = tool_write_results(&a, m, b);
     if (ok && a.time)
-        ok = time_runs(p, b, a.repeat ? a.repeat : 10, a.threads, compile_ms);
+        ok = time_runs(p, b, a.repeat ? a.repeat : 10, a.threads, compile_ms, first_ms);
     rv_program_free(p);
     rv_bindings_free(b);
     rv_bindings_free(ref);

@@ -89,18 +89,18 @@ size B in 1..{BMAX}
 ufun len[b < B] in {LMIN}..{LMAX}
 
 input X : f32[b < B, l < len[b], {H}]
-input w_qkv : f32[{H3}, {H}]
-input b_qkv : f32[{H3}]
-input w_o : f32[{H}, {H}]
-input b_o : f32[{H}]
-input ln1_g : f32[{H}]
-input ln1_b : f32[{H}]
-input w_ff1 : f32[{F}, {H}]
-input b_ff1 : f32[{F}]
-input w_ff2 : f32[{H}, {F}]
-input b_ff2 : f32[{H}]
-input ln2_g : f32[{H}]
-input ln2_b : f32[{H}]
+param w_qkv : f32[{H3}, {H}]
+param b_qkv : f32[{H3}]
+param w_o : f32[{H}, {H}]
+param b_o : f32[{H}]
+param ln1_g : f32[{H}]
+param ln1_b : f32[{H}]
+param w_ff1 : f32[{F}, {H}]
+param b_ff1 : f32[{F}]
+param w_ff2 : f32[{H}, {F}]
+param b_ff2 : f32[{H}]
+param ln2_g : f32[{H}]
+param ln2_b : f32[{H}]
 """
 
 LAYER = """

@@ -54,6 +54,7 @@ class ProgramCounters(ctypes.Structure):
         ("kernel_seconds", ctypes.c_double),
         ("prelude_runs", c_i64),
         ("aux_bytes", c_i64),
+        ("pack_fills", c_i64),
     ]
 
 

@@ -275,7 +275,7 @@ class Program:
     def stats(self):
         """Counters over the program's life: runs, kernel_calls,
         compile_seconds, cc_seconds, prelude_seconds, kernel_seconds,
-        prelude_runs, aux_bytes."""
+        prelude_runs, aux_bytes, pack_fills."""
         c = ProgramCounters()
         lib.rv_program_stats(self._ptr, ctypes.byref(c))
         return {name: getattr(c, name) for name, _ in c._fields_}

@@ -1155,6 +1155,8 @@ static const char *param_role(const Param *p) {
         return "tensor";
     case PARAM_AUX:
         return "aux";
+    case PARAM_PACK:
+        return "pack";
     default:
         return "size";
     }

@@ -158,7 +158,7 @@ static void take_variant(Aot *a, int v) {
     for (int i = 0; i < a->plan.slots.len; i++) {
         const PlanSlot *ps = &a->plan.slots.data[i];
         AotSlot s = {.kind = ps->kind, .buf = ps->buf, .t = ps->t, .field = -1};
-        Field *f = s.kind == PLAN_SLOT_AUX ? NULL
+        Field *f = s.kind == PLAN_SLOT_AUX || s.kind == PLAN_SLOT_PACK ? NULL
                    : field_of(a, s.kind == PLAN_SLOT_UF ? (const void *)s.buf->uf
                                                         : (const void *)s.t);
         if (f)
@@ -1096,6 +1096,28 @@ static void emit_alloc_aux(Aot *a, Buf *b, int i) {
     buf_printf(b, "    const %s *%s = rv_slot[%d];\n    (void)%s;\n", ct, v, i, v);
 }
 
+/* PLACE_PACK: a param's pack and its fill flag. The generated library
+ * keeps no state between calls (its functions are reentrant, NAME_run's
+ * contract): every call fills the pack, flag 1, as the CUDA target does;
+ * docs/schedules.md, "Packs of params". */
+static void emit_place_pack(Aot *a, Buf *b, int i) {
+    AotSlot *s = &a->slots.data[i];
+    const PlanSlot *fs = plan_slot_for(&a->plan, s->buf->pack_fill);
+    RV_ASSERT(fs);
+    int j = plan_slot_index(&a->plan, fs);
+    const char *ct = cg_ctype(s->buf->dtype);
+    emit_slot_size(a, b, s);
+    buf_printf(b,
+               "    rv_nel[%d] = rv_n;\n"
+               "    if (!(rv_own[%d] = rv_slot[%d] = %s_zalloc(rv_ctx, rv_n, sizeof(%s)))) {\n"
+               "        " OOM_EXIT "    }\n"
+               "    rv_nel[%d] = 1;\n"
+               "    if (!(rv_own[%d] = rv_slot[%d] = %s_zalloc(rv_ctx, 1, sizeof(int32_t)))) {\n"
+               "        " OOM_EXIT "    }\n"
+               "    *(int32_t *)rv_slot[%d] = 1; /* fill it */\n",
+               i, i, i, a->name, ct, j, j, j, a->name, j);
+}
+
 /* CHECK_UF_SIZE: the kernels' size of a UF array (a ragged domain's loads
  * the row starts the preludes filled) against the user's. */
 static void emit_check_uf_size(Aot *a, Buf *b, int i) {
@@ -1258,6 +1280,9 @@ static void emit_step(Aot *a, Buf *b, const PlanStep *step) {
         return;
     case PLAN_PLACE_TENSOR:
         emit_place_tensor(a, b, &a->slots.data[step->slot]);
+        return;
+    case PLAN_PLACE_PACK:
+        emit_place_pack(a, b, step->slot);
         return;
     case PLAN_CALL:
         emit_call(a, b, a->variant_first[a->v] + step->kernel, false);

@@ -67,6 +67,7 @@ void rv_program_free(rv_program *p) {
     base_free(p->dispatch.sums);
     tp_free(p->pool);
     pthread_mutex_destroy(&p->stats_mu);
+    rt_packs_free(&p->packs);
     arena_free(p->arena);
     base_free(p);
 }
@@ -363,6 +364,7 @@ static rv_status compile_program(const char *fn, rv_module *m, int nvariants,
     p->variant_first = base_xcalloc((size_t)nvariants + 1, sizeof *p->variant_first);
     p->last_variant = -1;
     pthread_mutex_init(&p->stats_mu, NULL);
+    rt_packs_init(&p->packs);
     st = driver_dispatch(m, nvariants, d, &p->dispatch);
     if (st == RV_OK) {
         IrScope scope;

@@ -9,6 +9,7 @@
  * against its declared range, an array's dtype); shapes and UF values
  * depend on the sizes and are checked when a run starts.
  */
+#include <stdatomic.h>
 #include <string.h>
 
 #include "interp/interp.h"
@@ -37,6 +38,7 @@ void rv_bindings_free(rv_bindings *b) {
     base_free(b->uf_own);
     base_free(b->t_arr);
     base_free(b->t_own);
+    base_free(b->t_stamp);
     base_free(b);
 }
 
@@ -63,6 +65,7 @@ void interp_bindings_sync(rv_bindings *b) {
     if (m->tensors.len > b->ntensors || !b->t_arr) {
         b->t_arr = grow(b->t_arr, b->ntensors, m->tensors.len, sizeof *b->t_arr);
         b->t_own = grow(b->t_own, b->ntensors, m->tensors.len, sizeof *b->t_own);
+        b->t_stamp = grow(b->t_stamp, b->ntensors, m->tensors.len, sizeof *b->t_stamp);
         b->ntensors = m->tensors.len;
     }
 }
@@ -77,12 +80,26 @@ void interp_bindings_clear_outputs(rv_bindings *b) {
     }
 }
 
+/* A new binding of tensor t: a stamp no binding of any bindings object
+ * had before, so that a program keeping data derived from one binding
+ * never takes another for it (the same array bound again, or another
+ * bindings object's array at the same address). */
+static void stamp(rv_bindings *b, const Tensor *t) {
+    static _Atomic uint64_t next = 1;
+    b->t_stamp[t->id] = atomic_fetch_add(&next, 1);
+}
+
+uint64_t interp_bindings_stamp(const rv_bindings *b, const Tensor *t) {
+    return t->id < b->ntensors && b->t_arr[t->id] ? b->t_stamp[t->id] : 0;
+}
+
 void interp_bindings_own_tensor(rv_bindings *b, const Tensor *t, rv_array *a) {
     interp_bindings_sync(b);
     if (b->t_own[t->id] != a)
         rv_array_free(b->t_own[t->id]);
     b->t_own[t->id] = a;
     b->t_arr[t->id] = a;
+    stamp(b, t);
 }
 
 rv_array *interp_bindings_take_tensor(rv_bindings *b, const Tensor *t) {
@@ -91,6 +108,7 @@ rv_array *interp_bindings_take_tensor(rv_bindings *b, const Tensor *t) {
     if (a) {
         b->t_own[t->id] = NULL;
         b->t_arr[t->id] = NULL;
+        stamp(b, t);
     }
     return a;
 }
@@ -163,6 +181,7 @@ rv_status rv_bindings_set_array(rv_bindings *b, const char *name, const rv_array
                               rv_dtype_name(t->dtype), rv_dtype_name(rv_array_dtype(a)));
         interp_bindings_own_tensor(b, t, NULL);
         b->t_arr[t->id] = a;
+        stamp(b, t);
         return RV_OK;
     }
     if (t)

@@ -44,6 +44,12 @@ struct rv_bindings {
     rv_array **uf_own;       /* the owned ones among them (drawn) */
     const rv_array **t_arr;  /* inputs (bound or drawn) and computed tensors */
     rv_array **t_own;        /* the owned ones among them */
+    /* Per tensor: the stamp of its binding, unique over all bindings of
+     * the process (interp_bindings_stamp), 0 while unbound. Binding again,
+     * even the same array, gives a new stamp: what a program derives from
+     * a param input (its packed layout) is valid while the stamp is the
+     * one it was derived from. */
+    uint64_t *t_stamp;
 };
 
 /* One value during evaluation; the static dtype of the node says which
@@ -89,6 +95,9 @@ void interp_bindings_sync(rv_bindings *b);
 void interp_bindings_clear_outputs(rv_bindings *b);
 /* Binds an owned array to a tensor or UF, replacing what was there. */
 void interp_bindings_own_tensor(rv_bindings *b, const Tensor *t, rv_array *a);
+/* The stamp of tensor t's binding in b (rv_bindings.t_stamp); 0 when t is
+ * unbound. */
+uint64_t interp_bindings_stamp(const rv_bindings *b, const Tensor *t);
 /* The computed tensor's array the bindings own, detached from them (the
  * caller owns it now); NULL when they own none. */
 rv_array *interp_bindings_take_tensor(rv_bindings *b, const Tensor *t);

@@ -176,6 +176,10 @@ struct rv_tensor {
     bool complete; /* definition finished */
     Module *module;
     int id;        /* index in m->tensors */
+    /* An input declared constant across runs (`param`, rv_input_set_param):
+     * a program may keep what it derives from the bound array (packed
+     * layouts) until the input is bound again. Inputs only. */
+    bool param;
 };
 
 /* A structure the recursion runs over (Cortex §2, §4.2): the N nodes of
@@ -269,6 +273,7 @@ typedef enum BufScope {
     BUF_AUX,    /* computed by the prelude from UF arrays (ragged offsets) */
     BUF_GLOBAL, /* a temporary in the per-call scratch arena */
     BUF_LOCAL,  /* a small temporary on the stack / in registers */
+    BUF_PACK,   /* kept by the runtime across runs: a param's pack, or its fill flag */
     BUF_COUNT
 } BufScope;
 struct Buffer {
@@ -292,6 +297,13 @@ struct Buffer {
      * remaps a region the bounds pass inferred with its own arrays */
     const void *vfuse_key;
     int vfuse_level;
+    /* BUF_PACK (lower/attach.c, kept_pack): the pack's contents depend on
+     * the param input pack_of alone; pack_fill is its flag, an i32 buffer
+     * of one element the runtime sets to 1 when the kept contents are
+     * stale (the pack's nest then fills them), 0 otherwise. The flag
+     * itself has neither. */
+    Tensor *pack_of;
+    Buffer *pack_fill;
 };
 
 /* One schedule primitive as written (`io, ii = split(i, 32)`); src/sched

@@ -762,6 +762,18 @@ int rv_tensor_is_input(const rv_tensor *t) {
     return t->op->kind == OP_INPUT;
 }
 
+rv_status rv_input_set_param(rv_tensor *t, int on) {
+    if (!t || t->op->kind != OP_INPUT)
+        return base_error(RV_ERR_ARG, "rv_input_set_param: '%s' is not an input",
+                          t ? t->name : "(null)");
+    t->param = on != 0;
+    return RV_OK;
+}
+
+int rv_tensor_is_param(const rv_tensor *t) {
+    return t->param;
+}
+
 int rv_tensor_is_output(const rv_module *m, const rv_tensor *t) {
     return ir_tensor_is_output(m, t);
 }

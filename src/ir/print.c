@@ -508,7 +508,7 @@ static void print_recurse(Buf *b, const Recurse *r) {
 static void print_tensor(Buf *b, const Tensor *t) {
     switch (t->op->kind) {
     case OP_INPUT:
-        buf_printf(b, "input %s : ", t->name);
+        buf_printf(b, "%s %s : ", t->param ? "param" : "input", t->name);
         print_type(b, t);
         buf_putc(b, '\n');
         return;

@@ -237,6 +237,8 @@ static rv_status check_op(Verifier *v, const Tensor *t) {
     const Op *op = t->op;
     if (!op || op->out != t)
         return fail(v, NULL, "has no operation");
+    if (t->param && op->kind != OP_INPUT)
+        return fail(v, NULL, "a computed tensor is marked param (only inputs are)");
     switch (op->kind) {
     case OP_INPUT:
         return op->body ? fail(v, NULL, "an input has a body") : RV_OK;

@@ -764,6 +764,7 @@ static void check_input(Checker *c, const Item *it) {
         return;
     for (int i = 0; i < it->type.ndim; i++)
         pads[i] = it->type.dims[i].has_pad ? (int)it->type.dims[i].pad : 1;
+    t->param = it->param;
     if (built(c, rv_input_end(t, exts, pads), it->name_loc))
         declare_global(c, it->name, SYM_TENSOR, t, it->name_loc);
 }

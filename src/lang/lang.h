@@ -155,7 +155,7 @@ typedef struct TypeSpec {
 typedef enum ItemKind {
     IT_SIZE,      /* size T in lo..hi */
     IT_UFUN,      /* ufun f[binds] in lo..hi */
-    IT_INPUT,     /* input X : type */
+    IT_INPUT,     /* input X : type, or param X : type (param set) */
     IT_COMPUTE,   /* Y[binds] (: dtype)? = body */
     IT_EXTERN,    /* P : type = extern "kernel"(args) */
     IT_SCHEDULE,  /* schedule Y { steps } */
@@ -178,6 +178,8 @@ typedef struct Item {
     Binder *binds;
     /* INPUT, EXTERN: declared type */
     TypeSpec type;
+    /* INPUT: declared with `param` (constant across runs) */
+    bool param;
     /* COMPUTE: optional dtype annotation, body */
     const char *dtype;
     SrcLoc dtype_loc;

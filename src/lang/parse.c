@@ -559,9 +559,11 @@ static Item *parse_ufun(Parser *p) {
     return it;
 }
 
-/* input X : f32[dims] */
+/* input X : f32[dims], or param X : f32[dims] (an input constant across
+ * runs: a model's weights) */
 static Item *parse_input(Parser *p) {
     Item *it = new_item(p, IT_INPUT);
+    it->param = p->tok->kind == TK_IDENT; /* the word `param`: `input` is a keyword */
     next(p);
     it->name = ident(p, "an input name", &it->name_loc);
     skip(p, ":");
@@ -871,9 +873,12 @@ static Item *parse_item(Parser *p) {
      * a declaration when a name follows it, as no definition starts so */
     if (is_word(t, "output") && t[1].kind == TK_IDENT)
         return parse_output(p);
+    /* `param` too: `param W : f32[..]`, an input constant across runs */
+    if (is_word(t, "param") && t[1].kind == TK_IDENT)
+        return parse_input(p);
     /* A definition never starts with two names: the first is a misspelt
      * keyword when it is near one (`szie T in 1..4`). */
-    static const char *const item_keywords[] = {"size", "ufun", "input", "schedule"};
+    static const char *const item_keywords[] = {"size", "ufun", "input", "param", "schedule"};
     const char *near = t->kind == TK_IDENT && t[1].kind == TK_IDENT
                            ? base_near_name(t->text, item_keywords, RV_COUNT(item_keywords))
                            : NULL;
@@ -891,7 +896,8 @@ static Item *parse_item(Parser *p) {
             return parse_extern(p, it);
         return parse_compute(p, it);
     }
-    expected(p, "a definition (size, ufun, input, structure, recurse, schedule, or a tensor name)");
+    expected(p, "a definition (size, ufun, input, param, structure, recurse, schedule, or a "
+                "tensor name)");
     return NULL;
 }
 

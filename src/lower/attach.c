@@ -138,8 +138,38 @@ static bool copy_read_inside(LowerCtx *c, const Stage *p) {
     return true;
 }
 
+/* A pack kept across runs (docs/schedules.md, "Packs of params"): a
+ * cache_read of an input declared constant across runs (`param`), of
+ * constant shape, over a region of constant origin and extent, placed at
+ * the top of its reader's kernel (a root stage's, or a recursion group's,
+ * whose invariant packs go above its loops: recurse.c) and not inside a
+ * loop another stage shares (hfuse, split_op). Its contents then depend
+ * on the bound array alone, so the runtime may keep them from one run to
+ * the next. A size in the shape or the region would make them depend on
+ * the run: such a pack stays a per-run temporary. */
+static bool kept_pack(const StageNest *n, const Stage *p, Expr *const *origin,
+                      Expr *const *ext, const Expr *size) {
+    const Tensor *src = p->source;
+    const Stage *r = n->st;
+    int64_t v;
+    if (p->kind != STAGE_CACHE_READ || !src || src->op->kind != OP_INPUT || !src->param ||
+        p->at_iv || p->local_pad || !ir_is_const_int(size, &v) ||
+        !(r->attach == ATTACH_ROOT || sched_stage_group(r)) || r->whole || r->parts[0] ||
+        r->hfuse_with || r->hfused_by)
+        return false;
+    for (int d = 0; d < src->ndim; d++)
+        if (!ir_is_const_int(src->axes[d]->extent, &v))
+            return false;
+    for (int d = 0; d < p->t->ndim; d++)
+        if (!ir_is_const_int(origin[d], &v) || !ir_is_const_int(ext[d], &v))
+            return false;
+    return true;
+}
+
 /* Stage p computed here, in reader n: its buffer (a view for the reader)
- * and its nest, allocated around the reader's rest by the caller. */
+ * and its nest, allocated around the reader's rest by the caller (unless
+ * the buffer is a kept pack, BUF_PACK: a kernel parameter, and its nest
+ * runs only when the runtime's flag says so). */
 Stmt *lower_attach_one(LowerCtx *c, StageNest *n, Stage *p, Buffer **buf_out) {
     Module *m = c->m;
     Range reg[RV_MAX_DIMS];
@@ -300,8 +330,17 @@ Stmt *lower_attach_one(LowerCtx *c, StageNest *n, Stage *p, Buffer **buf_out) {
                              elems <= LOCAL_STACK_BYTES / (int64_t)rv_dtype_size(p->t->dtype)
                          ? BUF_LOCAL
                          : BUF_GLOBAL;
+    bool kept = kept_pack(n, p, origin, ext, size);
+    if (kept)
+        scope = BUF_PACK;
     v->buf = ir_buffer_new(m, p->name, p->t->dtype, scope == BUF_LOCAL ? ir_int(m, elems) : size,
                            scope);
+    if (kept) {
+        v->buf->pack_of = p->source;
+        v->buf->pack_fill = ir_buffer_new(m, arena_printf(m->arena, "%s_fill", p->name), RV_I32,
+                                          ir_int(m, 1), BUF_PACK);
+        lower_use_pack(c, v->buf);
+    }
     v->local_pad = p->local_pad && !clamped;
     if (fv) {
         v->fused = lower_vfuse_layout(c, fv);
@@ -309,7 +348,15 @@ Stmt *lower_attach_one(LowerCtx *c, StageNest *n, Stage *p, Buffer **buf_out) {
     }
     ptrmap_put(&c->views, p->t, v);
     *buf_out = v->buf;
-    return lower_stage_nest(c, p, origin, ext, v);
+    Stmt *nest = lower_stage_nest(c, p, origin, ext, v);
+    if (!kept || !nest)
+        return nest;
+    Expr *stale = ir_binary(m, EX_NE, ir_load(m, v->buf->pack_fill, ir_int(m, 0)), ir_int(m, 0));
+    return lower_if(m, stale, nest, NULL);
+}
+
+Stmt *lower_alloc_attached(Module *m, Buffer *b, Stmt *body) {
+    return b->scope == BUF_PACK ? body : lower_alloc(m, b, body);
 }
 
 Stmt *lower_emit_attached(LowerCtx *c, StageNest *n, const IterVar *at, int i) {
@@ -338,7 +385,7 @@ Stmt *lower_emit_attached(LowerCtx *c, StageNest *n, const IterVar *at, int i) {
     Stmt *rest = lower_gen(c, *n, i);
     for (int k = nests.len - 1; rest && k >= 0; k--) {
         Stmt *both[2] = {nests.data[k], rest};
-        rest = lower_alloc(m, bufs.data[k], lower_seq(m, 2, both));
+        rest = lower_alloc_attached(m, bufs.data[k], lower_seq(m, 2, both));
     }
     vec_free(&nests);
     vec_free(&bufs);

@@ -89,6 +89,11 @@ void lower_use_aux(LowerCtx *c, Buffer *b) {
     add_param(c, PARAM_AUX, b);
 }
 
+void lower_use_pack(LowerCtx *c, Buffer *b) {
+    add_param(c, PARAM_PACK, b);
+    add_param(c, PARAM_PACK, b->pack_fill);
+}
+
 Expr *lower_ctx_simp(LowerCtx *c, Expr *e) {
     return e ? lower_simplify_expr(c->m, e) : NULL;
 }

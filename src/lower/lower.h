@@ -107,6 +107,7 @@ typedef enum ParamKind {
     PARAM_UF,     /* a UF's integer array */
     PARAM_TENSOR, /* a tensor's storage: inputs, and outputs the caller receives */
     PARAM_AUX,    /* a prelude array the runtime computes before the call */
+    PARAM_PACK,   /* a param's pack the runtime keeps across runs, or its fill flag */
     PARAM_COUNT
 } ParamKind;
 typedef struct Param {
@@ -451,6 +452,8 @@ rv_status lower_storage_of_tensor(LowerCtx *c, Tensor *t, Storage **out);
 void lower_use_storage(LowerCtx *c, const Storage *st, ParamKind k);
 /* Registers one AUX buffer as a parameter of the current kernel. */
 void lower_use_aux(LowerCtx *c, Buffer *b);
+/* Registers a kept pack's buffer and its fill flag (BUF_PACK). */
+void lower_use_pack(LowerCtx *c, Buffer *b);
 /* lower_index as a LowerExprFn (preludes: the extent must lower). */
 Expr *lower_index_fn(void *ctx, Expr *e);
 /* Frees what a LowerCtx holds outside the module's arena. */
@@ -706,6 +709,9 @@ Stmt *lower_emit_attached(LowerCtx *c, StageNest *n, const IterVar *at, int i);
 /* Stage p computed where n is, over the region n's remaining iterations
  * read: its nest, its buffer in *buf_out (to allocate around its readers). */
 Stmt *lower_attach_one(LowerCtx *c, StageNest *n, Stage *p, Buffer **buf_out);
+/* The allocation of an attached stage's buffer around body: none for a
+ * kept pack (BUF_PACK), which the runtime passes in. */
+Stmt *lower_alloc_attached(Module *m, Buffer *b, Stmt *body);
 
 /* ---- flatten.c: multi-dimensional accesses -> flat storage offsets ---- */
 

@@ -423,7 +423,7 @@ static Stmt *hoist_invariant(LowerCtx *c, Recurse *g, Stmt *(*make)(LowerCtx *, 
     Stmt *body = ok ? make(c, g) : NULL;
     for (int k = nests.len - 1; body && k >= 0; k--) {
         Stmt *both[2] = {nests.data[k], body};
-        body = lower_alloc(m, bufs.data[k], lower_seq(m, 2, both));
+        body = lower_alloc_attached(m, bufs.data[k], lower_seq(m, 2, both));
     }
     vec_free(&nests);
     vec_free(&bufs);

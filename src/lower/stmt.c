@@ -66,7 +66,7 @@ _Static_assert(RV_COUNT(lower_stmt_name) == ST_COUNT, "lower_stmt_name parallels
 _Static_assert(RV_COUNT(lower_loop_kind_name) == LOOP_COUNT,
                "lower_loop_kind_name parallels LoopKind");
 
-static const char *const scope_name[BUF_COUNT] = {"arg", "aux", "global", "local"};
+static const char *const scope_name[BUF_COUNT] = {"arg", "aux", "global", "local", "pack"};
 _Static_assert(RV_COUNT(scope_name) == BUF_COUNT, "scope_name parallels BufScope");
 
 /* ---- construction ---- */
@@ -518,6 +518,7 @@ static void print_param(Buf *b, const Param *p) {
     case PARAM_UF:
     case PARAM_TENSOR:
     case PARAM_AUX:
+    case PARAM_PACK:
         buf_printf(b, "%s: %s*", p->buf->name, rv_dtype_name(p->buf->dtype));
         break;
     default:

@@ -62,9 +62,10 @@ static void gather_slots(Plan *p) {
             if (pa->kind == PARAM_SIZE || plan_slot_for(p, pa->buf))
                 continue;
             PlanSlot s = {.buf = pa->buf, .t = pa->buf->tensor};
-            s.kind = pa->kind == PARAM_UF    ? PLAN_SLOT_UF
-                     : pa->kind == PARAM_AUX ? PLAN_SLOT_AUX
-                                             : PLAN_SLOT_TENSOR;
+            s.kind = pa->kind == PARAM_UF     ? PLAN_SLOT_UF
+                     : pa->kind == PARAM_AUX  ? PLAN_SLOT_AUX
+                     : pa->kind == PARAM_PACK ? PLAN_SLOT_PACK
+                                              : PLAN_SLOT_TENSOR;
             RV_ASSERT(s.kind != PLAN_SLOT_UF || pa->buf->uf);
             RV_ASSERT(s.kind != PLAN_SLOT_TENSOR || s.t);
             vec_push(&p->slots, s);
@@ -150,6 +151,9 @@ void plan_build(Plan *p, Module *m, Kernel *const *ks, int n, const bool *prelud
     add_prelude_steps(p, prelude);
     add_slot_steps(p, PLAN_SLOT_UF, PLAN_CHECK_UF_SIZE);
     add_slot_steps(p, PLAN_SLOT_TENSOR, PLAN_PLACE_TENSOR);
+    for (int i = 0; i < p->slots.len; i++) /* a pack with its flag */
+        if (p->slots.data[i].kind == PLAN_SLOT_PACK && p->slots.data[i].buf->pack_fill)
+            add_step(p, PLAN_PLACE_PACK, i, -1);
     /* a recursion's loops rely on the numbering of its structure: checked
      * before any kernel runs, never a silently wrong result */
     for (int k = 0; k < n; k++)
@@ -195,7 +199,10 @@ void plan_free(Plan *p) {
 }
 
 static const char *slot_kind_name(PlanSlotKind k) {
-    return k == PLAN_SLOT_UF ? "ufun" : k == PLAN_SLOT_AUX ? "aux" : "tensor";
+    return k == PLAN_SLOT_UF     ? "ufun"
+           : k == PLAN_SLOT_AUX  ? "aux"
+           : k == PLAN_SLOT_PACK ? "pack"
+                                 : "tensor";
 }
 
 void plan_print(Buf *b, const Plan *p) {

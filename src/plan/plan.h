@@ -39,6 +39,12 @@
  * array is computed once per call, whatever the number of kernels using
  * it) and counts the preludes and AUX bytes (rv_program_counters).
  *
+ * PACKS. A param's pack that the lowering keeps across runs (BUF_PACK,
+ * lower/attach.c) has a slot, and so has its fill flag; PLACE_PACK gives
+ * the kernels the kept contents and sets the flag to 0 when they were
+ * derived from the binding the run has, else it gives them a buffer to
+ * fill and sets the flag to 1 (the runtime's packs.c; the AOT's context).
+ *
  * RAVEL_DEBUG=plan prints every plan when it is built (stderr), and the
  * preludes' time and AUX bytes of every run.
  */
@@ -47,7 +53,12 @@
 
 #include "lower/lower.h"
 
-typedef enum PlanSlotKind { PLAN_SLOT_UF, PLAN_SLOT_AUX, PLAN_SLOT_TENSOR } PlanSlotKind;
+typedef enum PlanSlotKind {
+    PLAN_SLOT_UF,
+    PLAN_SLOT_AUX,
+    PLAN_SLOT_TENSOR,
+    PLAN_SLOT_PACK /* a param's kept pack (Buffer.pack_of), or its fill flag */
+} PlanSlotKind;
 
 typedef struct PlanSlot {
     PlanSlotKind kind;
@@ -62,6 +73,7 @@ typedef struct PlanSlot {
     X(PRELUDE, "prelude")               /* kernel: fills AUX arrays no earlier prelude fills */    \
     X(CHECK_UF_SIZE, "check ufun size") /* slot: Buffer.size against the UF's domain */            \
     X(PLACE_TENSOR, "place tensor")     /* slot: in place, copied, or padded storage */            \
+    X(PLACE_PACK, "place pack")         /* slot: a kept pack, and its fill flag (PACKS) */         \
     X(CHECK_STRUCT, "check structure")  /* kernel: a recursion's numbering (runtime/numbering.c) */ \
     X(TO_DEVICE, "copy to device")      /* every slot (RV_TARGET_CUDA) */                          \
     X(CALL, "call")                     /* kernel */                                               \

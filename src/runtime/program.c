@@ -106,6 +106,11 @@ static void serial_for(int64_t n, void (*fn)(void *, int64_t, int64_t, int), voi
         fn(closure, 0, n, 0);
 }
 
+void rv_program_invalidate(rv_program *p) {
+    if (p)
+        rt_packs_forget(&p->packs);
+}
+
 int rv_program_last_variant(const rv_program *p) {
     return p ? p->last_variant : -1;
 }
@@ -131,6 +136,7 @@ static void add_counters(rv_program *p, const rv_program_counters *run) {
     p->stats.kernel_seconds += run->kernel_seconds;
     p->stats.prelude_runs += run->prelude_runs;
     p->stats.aux_bytes += run->aux_bytes;
+    p->stats.pack_fills += run->pack_fills;
     pthread_mutex_unlock(&p->stats_mu);
     if (run->prelude_runs && plan_debug())
         fprintf(stderr, "plan run: %lld preludes, %.6f s, %lld bytes of aux arrays\n",
@@ -146,6 +152,7 @@ typedef struct Slot {
     void *owned;   /* rt_aligned_zalloc'd storage to free, if any */
     rv_array *arr; /* a computed tensor's array (its storage when unpadded) */
     Layout *store; /* padded tensors: the storage order (ir_storage_eval) */
+    RtPack *pack;  /* a param's pack: the copy this run reads or fills (packs.c) */
 } Slot;
 
 #define RUN_ON_STACK 8
@@ -277,10 +284,12 @@ static void free_device(Run *r) {
     r->dev = NULL;
 }
 
-static void run_release(Run *r) {
+/* ok: the run succeeded, so the packs it filled are kept (packs.c). */
+static void run_release(Run *r, bool ok) {
     free_device(r);
     for (int i = 0; r->slots && i < r->plan->slots.len; i++) {
         Slot *s = &r->slots[i];
+        rt_pack_release(&r->p->packs, s->pack, ok);
         rt_aligned_free(s->owned);
         rv_array_free(s->arr);
         ir_layout_free(s->store);
@@ -757,6 +766,35 @@ static rv_status check_structure(Run *r, int k) {
 }
 
 /* One step of the plan. */
+/* PLACE_PACK: a param's pack (plan.h, PACKS) and its fill flag: the copy
+ * kept from a run with the same binding of the param, flag 0, or a new
+ * one for the kernel to fill, flag 1. On a device the kept copy would
+ * have to live there: the CUDA target packs on every run. */
+static rv_status place_pack(Run *r, const PlanSlot *ps, Slot *s) {
+    const Buffer *b = ps->buf;
+    Slot *flag = slot_for(r, b->pack_fill);
+    RV_ASSERT(b->pack_of && flag);
+    rv_status st = buffer_size(r, b, &s->nelem);
+    if (st != RV_OK)
+        return st;
+    bool fill = true;
+    if (r->p->target == RV_TARGET_CUDA) {
+        s->owned = s->data = rt_aligned_zalloc((size_t)s->nelem * rv_dtype_size(b->dtype));
+    } else {
+        uint64_t stamp = interp_bindings_stamp(r->in.b, b->pack_of);
+        s->pack = rt_pack_acquire(&r->p->packs, b, stamp, s->nelem, &fill);
+        s->data = s->pack ? rt_pack_data(s->pack) : NULL;
+    }
+    flag->nelem = 1;
+    flag->owned = flag->data = rt_aligned_zalloc(sizeof(int32_t));
+    if (!s->data || !flag->data)
+        return base_error(RV_ERR_OOM, "pack %s: cannot allocate %lld elements", b->name,
+                          (long long)s->nelem);
+    *(int32_t *)flag->data = fill;
+    r->stats.pack_fills += fill;
+    return RV_OK;
+}
+
 static rv_status run_step(Run *r, const PlanStep *step) {
     const PlanSlot *ps = step->slot >= 0 ? &r->plan->slots.data[step->slot] : NULL;
     Slot *s = step->slot >= 0 ? &r->slots[step->slot] : NULL;
@@ -772,6 +810,8 @@ static rv_status run_step(Run *r, const PlanStep *step) {
         return check_uf_size(r, ps, s);
     case PLAN_PLACE_TENSOR:
         return place_tensor(r, ps, s);
+    case PLAN_PLACE_PACK:
+        return place_pack(r, ps, s);
     case PLAN_CHECK_STRUCT:
         return check_structure(r, step->kernel);
     case PLAN_TO_DEVICE:
@@ -958,7 +998,7 @@ static rv_status run_program(const char *fn, rv_program *p, rv_bindings *b,
     }
     interp_bindings_clear_outputs(b);
     rv_status st = run_steps(&r, outputs, noutputs);
-    run_release(&r);
+    run_release(&r, st == RV_OK && !r.check_failed);
     if (r.check_failed)
         st = run_failed(p, b);
     if (st != RV_OK)

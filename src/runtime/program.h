@@ -21,6 +21,13 @@
 #include "ravel_rt.h"
 #include "runtime/threadpool.h"
 
+/* The packs of params a program keeps across runs (packs.c). */
+typedef struct RtPack RtPack;
+typedef struct RtPacks {
+    pthread_mutex_t mu;
+    Vec(RtPack *) kept; /* one per pack buffer at most */
+} RtPacks;
+
 struct rv_program {
     Module *m;
     Arena *arena;     /* what runs read of the kernels (the driver's copies) */
@@ -51,7 +58,24 @@ struct rv_program {
     CgLaunch *cuda_launch;    /* RV_TARGET_CUDA: per kernel */
     rv_program_counters stats;
     pthread_mutex_t stats_mu; /* guards stats: runs on several threads add to it */
+    RtPacks packs;
 };
+
+/* ---- packs.c ---- */
+void rt_packs_init(RtPacks *ps);
+void rt_packs_free(RtPacks *ps);
+/* The copy of pack buffer buf a run reads (*fill false: the kept one,
+ * derived from the binding with this stamp, nelem elements) or fills
+ * (*fill true: a new one, zeroed); NULL when out of memory. Stamp 0 (no
+ * binding) never matches. */
+RtPack *rt_pack_acquire(RtPacks *ps, const Buffer *buf, uint64_t stamp, int64_t nelem,
+                        bool *fill);
+void *rt_pack_data(const RtPack *k);
+/* The run is done with k; keep: it succeeded, so k (filled or kept)
+ * becomes its buffer's kept copy. NULL does nothing. */
+void rt_pack_release(RtPacks *ps, RtPack *k, bool keep);
+/* Drops every kept copy (rv_program_invalidate): the next runs re-pack. */
+void rt_packs_forget(RtPacks *ps);
 
 /* Seconds on a monotonic clock (the program's counters). */
 double rt_now_seconds(void);

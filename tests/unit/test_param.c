@@ -1,0 +1,320 @@
+/*
+ * test_param.c — inputs declared constant across runs (`param W : ...`,
+ * rv_input_set_param): the flag survives the printer and the parser, the
+ * verifier refuses it on a computed tensor, the C API sets it on inputs
+ * only, and every binding of an input gets a stamp of its own (what a
+ * program keeping data derived from a param compares before reusing it):
+ * a new one when the same array is bound again, when another is, and in
+ * another bindings object. Then compiled runs of a program whose param W
+ * has a pack the program keeps (and V one it cannot: its shape holds a
+ * size): the interpreter's results on the first run, on repeated runs, after
+ * W is bound to another array and to the same array with new contents,
+ * with two bindings objects in turn, with another N, after
+ * rv_program_invalidate, and on threads at once; the program's
+ * pack_fills counter shows the pack filled exactly when it must be.
+ */
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <unistd.h>
+#include <string.h>
+
+#include "harness.h"
+#include "interp/interp.h"
+#include "ir/ir.h"
+
+static const char *const program = "size N in 1..64\n"
+                                   "param W : f32[4, N]\n"
+                                   "input x : f32[N]\n"
+                                   "Y[j < 4] = sum(l < N) W[j, l] * x[l]\n";
+
+static void test_roundtrip(void) {
+    rv_module *m = parse_ok(program);
+    if (!m)
+        return;
+    CHECK(rv_tensor_is_param(rv_module_tensor(m, "W")));
+    CHECK(!rv_tensor_is_param(rv_module_tensor(m, "x")));
+    char *text = rv_module_print(m);
+    CHECK_STR_CONTAINS(text, "param W : f32[4, N]");
+    CHECK_STR_CONTAINS(text, "input x : f32[N]");
+    rv_module *m2 = parse_ok(text);
+    if (m2) {
+        char *again = rv_module_print(m2);
+        CHECK(strcmp(text, again) == 0);
+        CHECK(rv_tensor_is_param(rv_module_tensor(m2, "W")));
+        rv_free(again);
+        rv_module_free(m2);
+    }
+    rv_free(text);
+    rv_module_free(m);
+}
+
+/* `param` is a word, not a keyword: a tensor may still be named so. */
+static void test_word(void) {
+    rv_module *m = parse_ok("param[i < 4] = 1.0\noutput param\n");
+    if (m) {
+        CHECK(!rv_tensor_is_param(rv_module_tensor(m, "param")));
+        rv_module_free(m);
+    }
+}
+
+static void test_api(void) {
+    rv_module *m = parse_ok(program);
+    if (!m)
+        return;
+    rv_tensor *x = rv_module_tensor(m, "x"), *y = rv_module_tensor(m, "Y");
+    CHECK_EQ_INT(rv_input_set_param(x, 1), RV_OK);
+    CHECK(rv_tensor_is_param(x));
+    CHECK_EQ_INT(rv_module_verify(m), RV_OK);
+    CHECK_EQ_INT(rv_input_set_param(x, 0), RV_OK);
+    CHECK(!rv_tensor_is_param(x));
+    CHECK_EQ_INT(rv_input_set_param(y, 1), RV_ERR_ARG);
+    CHECK_STR_CONTAINS(rv_last_error(), "'Y' is not an input");
+    /* the verifier catches the flag set behind the API's back */
+    y->param = true;
+    CHECK(rv_module_verify(m) != RV_OK);
+    CHECK_STR_CONTAINS(rv_last_error(), "marked param");
+    y->param = false;
+    rv_module_free(m);
+}
+
+static void test_stamps(void) {
+    rv_module *m = parse_ok(program);
+    if (!m)
+        return;
+    const Tensor *w = rv_module_tensor(m, "W");
+    rv_bindings *b1 = rv_bindings_new(m), *b2 = rv_bindings_new(m);
+    CHECK(interp_bindings_stamp(b1, w) == 0); /* unbound */
+    int64_t shape[2] = {4, 8};
+    rv_array *a = rv_array_new(RV_F32, 2, shape), *c = rv_array_new(RV_F32, 2, shape);
+    CHECK_EQ_INT(rv_bindings_set_array(b1, "W", a), RV_OK);
+    uint64_t s1 = interp_bindings_stamp(b1, w);
+    CHECK(s1 != 0);
+    CHECK(interp_bindings_stamp(b1, w) == s1); /* reading keeps it */
+    CHECK_EQ_INT(rv_bindings_set_array(b1, "W", a), RV_OK);
+    uint64_t s2 = interp_bindings_stamp(b1, w);
+    CHECK(s2 != 0 && s2 != s1); /* the same array, bound again */
+    CHECK_EQ_INT(rv_bindings_set_array(b1, "W", c), RV_OK);
+    uint64_t s3 = interp_bindings_stamp(b1, w);
+    CHECK(s3 != s1 && s3 != s2);
+    CHECK_EQ_INT(rv_bindings_set_array(b2, "W", c), RV_OK); /* another bindings object */
+    uint64_t s4 = interp_bindings_stamp(b2, w);
+    CHECK(s4 != s1 && s4 != s2 && s4 != s3);
+    CHECK(interp_bindings_stamp(b1, w) == s3);
+    /* a drawn input is a binding too */
+    rv_bindings *b3 = rv_bindings_new(m);
+    CHECK_EQ_INT(rv_bindings_set_size(b3, "N", 8), RV_OK);
+    CHECK_EQ_INT(rv_bindings_randomize(b3, 1), RV_OK);
+    uint64_t s5 = interp_bindings_stamp(b3, w);
+    CHECK(s5 != 0 && s5 != s1 && s5 != s2 && s5 != s3 && s5 != s4);
+    rv_bindings_free(b3);
+    rv_bindings_free(b1);
+    rv_bindings_free(b2);
+    rv_array_free(a);
+    rv_array_free(c);
+    rv_module_free(m);
+}
+
+/* ---- runs of a compiled program ---- */
+
+static char cache_dir[64];
+
+static const char *const packed = "size N in 1..300\n"
+                                  "param W : f32[48, 40]\n"
+                                  "param V : f32[N, 8]\n"
+                                  "input x : f32[N, 40]\n"
+                                  "Y[n, j < 48] = sum(l < 40) W[j, l] * x[n, l]\n"
+                                  "Z[n, k < 8] = sum(m < N) V[m, k] * Y[m, k] + x[n, k]\n"
+                                  "output Y, Z\n"
+                                  "schedule Y {\n"
+                                  "    W_pk = cache_read(W, layout=\"l, j\")\n"
+                                  "    parallel(n)\n"
+                                  "    jo, ji = split(j, 16)\n"
+                                  "    vectorize(ji)\n"
+                                  "}\n"
+                                  "schedule Z { V_pk = cache_read(V, layout=\"k, m\") }\n";
+
+static rv_array *draw(int64_t rows, int64_t cols, unsigned seed) {
+    int64_t shape[2] = {rows, cols};
+    rv_array *a = rv_array_new(RV_F32, 2, shape);
+    for (int64_t i = 0; i < rows * cols; i++)
+        rv_array_set_f64(a, i, (double)((i * 7919 + seed * 104729) % 2001) / 1000.0 - 1.0);
+    return a;
+}
+
+typedef struct Args {
+    rv_array *W, *V, *x;
+    int64_t n;
+} Args;
+
+static void bind(rv_bindings *b, const Args *a) {
+    CHECK_EQ_INT(rv_bindings_set_size(b, "N", a->n), RV_OK);
+    CHECK_EQ_INT(rv_bindings_set_array(b, "W", a->W), RV_OK);
+    CHECK_EQ_INT(rv_bindings_set_array(b, "V", a->V), RV_OK);
+    CHECK_EQ_INT(rv_bindings_set_array(b, "x", a->x), RV_OK);
+}
+
+static int64_t fills(const rv_program *p) {
+    rv_program_counters c;
+    rv_program_stats(p, &c);
+    return c.pack_fills;
+}
+
+/* Runs p on got (bound to a's arrays, perhaps long ago), and the
+ * interpreter on the same arrays; the results must agree. */
+static void run_and_compare(rv_module *m, rv_program *p, rv_bindings *got, const Args *a) {
+    rv_bindings *want = rv_bindings_new(m);
+    bind(want, a);
+    CHECK_EQ_INT(rv_interp_run(m, want), RV_OK);
+    CHECK_EQ_INT(rv_program_run(p, got), RV_OK);
+    CHECK_SAME_TENSOR(want, got, "Y", 1e-4);
+    CHECK_SAME_TENSOR(want, got, "Z", 1e-3);
+    rv_bindings_free(want);
+}
+
+static rv_program *compile(rv_module *m, int threads) {
+    rv_compile_options opt = {.cache_dir = cache_dir, .threads = threads};
+    rv_program *p = NULL;
+    CHECK_EQ_INT(rv_program_compile(m, &opt, &p), RV_OK);
+    return p;
+}
+
+static void test_kept(void) {
+    rv_module *m = parse_ok(packed);
+    rv_program *p = m ? compile(m, 0) : NULL;
+    if (!p) {
+        rv_module_free(m);
+        return;
+    }
+    Args a = {draw(48, 40, 1), draw(17, 8, 2), draw(17, 40, 3), 17};
+    rv_bindings *b = rv_bindings_new(m);
+    bind(b, &a);
+    run_and_compare(m, p, b, &a); /* the first run fills W's pack */
+    CHECK_EQ_INT(fills(p), 1);
+    for (int i = 0; i < 3; i++)
+        run_and_compare(m, p, b, &a); /* and the next ones reuse it */
+    CHECK_EQ_INT(fills(p), 1);
+
+    /* W bound to another array */
+    rv_array *w2 = draw(48, 40, 4);
+    Args a2 = a;
+    a2.W = w2;
+    CHECK_EQ_INT(rv_bindings_set_array(b, "W", w2), RV_OK);
+    run_and_compare(m, p, b, &a2);
+    CHECK_EQ_INT(fills(p), 2);
+
+    /* the same array with new contents, bound again */
+    for (int64_t i = 0; i < 48 * 40; i++)
+        rv_array_set_f64(w2, i, rv_array_get_f64(w2, i) * -0.5);
+    CHECK_EQ_INT(rv_bindings_set_array(b, "W", w2), RV_OK);
+    run_and_compare(m, p, b, &a2);
+    CHECK_EQ_INT(fills(p), 3);
+
+    /* another N: W's pack holds no size, V's (made every run) does */
+    rv_array *v3 = draw(29, 8, 5), *x3 = draw(29, 40, 6);
+    Args a3 = {w2, v3, x3, 29};
+    CHECK_EQ_INT(rv_bindings_set_size(b, "N", 29), RV_OK);
+    CHECK_EQ_INT(rv_bindings_set_array(b, "V", v3), RV_OK);
+    CHECK_EQ_INT(rv_bindings_set_array(b, "x", x3), RV_OK);
+    run_and_compare(m, p, b, &a3);
+    CHECK_EQ_INT(fills(p), 3);
+
+    /* written in place without binding again: the promise is broken, and
+     * rv_program_invalidate is the way to say so */
+    for (int64_t i = 0; i < 48 * 40; i++)
+        rv_array_set_f64(w2, i, rv_array_get_f64(w2, i) + 0.25);
+    rv_program_invalidate(p);
+    run_and_compare(m, p, b, &a3);
+    CHECK_EQ_INT(fills(p), 4);
+
+    /* two bindings objects in turn: each run re-packs, none reads the
+     * other's pack */
+    rv_bindings *c = rv_bindings_new(m);
+    bind(c, &a);
+    for (int i = 0; i < 2; i++) {
+        run_and_compare(m, p, c, &a);
+        run_and_compare(m, p, b, &a3);
+    }
+    CHECK_EQ_INT(fills(p), 8);
+    run_and_compare(m, p, b, &a3); /* b's again: its pack is the kept one */
+    CHECK_EQ_INT(fills(p), 8);
+
+    rv_bindings_free(b);
+    rv_bindings_free(c);
+    rv_array_free(a.W);
+    rv_array_free(a.V);
+    rv_array_free(a.x);
+    rv_array_free(w2);
+    rv_array_free(v3);
+    rv_array_free(x3);
+    rv_program_free(p);
+    rv_module_free(m);
+}
+
+/* Runs on threads at once, each with its own bindings and its own W:
+ * every result is its own W's, however the kept pack changes hands. */
+typedef struct Worker {
+    rv_module *m;
+    rv_program *p;
+    Args a;
+    int bad;
+} Worker;
+
+static void *work(void *arg) {
+    Worker *w = arg;
+    rv_bindings *want = rv_bindings_new(w->m), *got = rv_bindings_new(w->m);
+    bind(want, &w->a);
+    bind(got, &w->a);
+    w->bad = rv_interp_run(w->m, want) != RV_OK;
+    for (int i = 0; i < 20 && !w->bad; i++) {
+        if (i % 3 == 0) /* now and then a new binding of the same array */
+            rv_bindings_set_array(got, "W", w->a.W);
+        if (rv_program_run(w->p, got) != RV_OK) {
+            w->bad = 1;
+            break;
+        }
+        const rv_array *y0 = rv_bindings_get_array(want, "Y"), *y1 = rv_bindings_get_array(got, "Y");
+        for (int64_t j = 0; j < rv_array_numel(y0); j++)
+            w->bad |= fabs(rv_array_get_f64(y0, j) - rv_array_get_f64(y1, j)) > 1e-4;
+    }
+    rv_bindings_free(want);
+    rv_bindings_free(got);
+    return NULL;
+}
+
+static void test_threads(void) {
+    rv_module *m = parse_ok(packed);
+    rv_program *p = m ? compile(m, 2) : NULL;
+    if (!p) {
+        rv_module_free(m);
+        return;
+    }
+    enum { NW = 4 };
+    Worker w[NW];
+    pthread_t th[NW];
+    for (int i = 0; i < NW; i++) {
+        w[i] = (Worker){.m = m, .p = p};
+        w[i].a = (Args){draw(48, 40, 10 + i), draw(9, 8, 20 + i), draw(9, 40, 30 + i), 9};
+        CHECK(pthread_create(&th[i], NULL, work, &w[i]) == 0);
+    }
+    for (int i = 0; i < NW; i++) {
+        pthread_join(th[i], NULL);
+        CHECK_EQ_INT(w[i].bad, 0);
+        rv_array_free(w[i].a.W);
+        rv_array_free(w[i].a.V);
+        rv_array_free(w[i].a.x);
+    }
+    rv_program_free(p);
+    rv_module_free(m);
+}
+
+int main(void) {
+    snprintf(cache_dir, sizeof cache_dir, "/tmp/ravel-test-param-%d", (int)getpid());
+    RUN(test_roundtrip);
+    RUN(test_word);
+    RUN(test_api);
+    RUN(test_stamps);
+    RUN(test_kept);
+    RUN(test_threads);
+    return harness_report();
+}
