@@ -60,6 +60,7 @@ typedef struct TuneHw {
     int64_t l1d_bytes, l2_bytes, l3_bytes; /* per instance; 0 when unknown */
     TuneSource cache_src;
     int line_bytes; /* L1d cache line; 64 when unknown */
+    int l1d_ways;   /* L1d associativity; 8 when unknown */
     int logical_cores, physical_cores;
     TuneSource logical_src, physical_src;
     int usable_cores;  /* logical cores this process may run on (affinity, cpusets) */
