@@ -685,7 +685,7 @@ typedef struct MeasureMsg {
     int s;          /* MSG_TIME: the shape */
     int status;     /* rv_status of the run */
     int good;       /* MSG_CHECK: its outputs matched the interpreter's */
-    double seconds; /* MSG_TIME: the median time */
+    double seconds; /* MSG_TIME: the time (tune_time_estimate) */
     char error[256]; /* rv_last_error() of a failed run */
 } MeasureMsg;
 

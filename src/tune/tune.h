@@ -406,10 +406,13 @@ rv_status tune_reference(rv_module *m, const TuneShape *shape, uint64_t seed, rv
  * failed run. */
 rv_status tune_batch_check(TuneBatch *b, int v, rv_module *m, const TuneShape *shape,
                            uint64_t seed, const rv_bindings *ref, bool *ok);
-/* The median time of `repeats` runs of variant v at `shape` (after a warm
- * run; more runs while their total stays under min_seconds, up to 4x). */
+/* The time of variant v at `shape`: tune_time_estimate of `repeats` runs
+ * (after a warm run; more runs while their total stays under
+ * min_seconds, up to 4x). */
 rv_status tune_batch_time(TuneBatch *b, int v, rv_module *m, const TuneShape *shape, int repeats,
                           double min_seconds, double *seconds);
+/* A candidate's time from the times of n runs: the fastest (0 when none). */
+double tune_time_estimate(const double *runs, int n);
 
 /* ---- child.c: measuring in a child process ---- */
 

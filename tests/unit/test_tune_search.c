@@ -518,6 +518,21 @@ static void test_level_tuning(void) {
     rv_module_free(m);
 }
 
+/* A timing is the fastest run: runs slowed by another job's load (the
+ * tail of the list, 4-14x) move neither it nor the candidates' order; a
+ * failed or absent run counts as none. */
+static void test_time_estimate(void) {
+    double quiet[] = {1.02e-3, 1.00e-3, 1.01e-3, 1.03e-3, 1.00e-3};
+    double loaded[] = {4.1e-3, 1.00e-3, 9.0e-3, 14.0e-3, 5.5e-3};
+    CHECK(tune_time_estimate(quiet, 5) == 1.00e-3);
+    CHECK(tune_time_estimate(loaded, 5) == 1.00e-3);
+    double other[] = {1.2e-3, 1.3e-3, 1.25e-3, 1.2e-3, 1.21e-3};
+    CHECK(tune_time_estimate(loaded, 5) < tune_time_estimate(other, 5));
+    double none[] = {0, 0};
+    CHECK(tune_time_estimate(none, 2) == 0);
+    CHECK(tune_time_estimate(none, 0) == 0);
+}
+
 int main(void) {
     CHECK(mkdtemp(dir) != NULL);
     snprintf(records, sizeof records, "%s/records.jsonl", dir);
@@ -537,6 +552,7 @@ int main(void) {
     RUN(test_missing_sketch_revisited);
     RUN(test_ragged_tuning);
     RUN(test_level_tuning);
+    RUN(test_time_estimate);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     CHECK_EQ_INT(system(cmd), 0);
