@@ -512,17 +512,20 @@ static void mark_seeds(TuneSpace *sp, const TuneHw *hw, int regs, int max_nv) {
              * loop unless packed row by row */
             x->seed = max_tile && ((p[2] == 1 && !p[3] && !p[4]) || (p[2] == 2 && p[3] && p[4]) ||
                                    (p[2] == 0 && p[4]));
+            x->sketch = p[2];
             break;
         case TUNE_T_KBLOCK:
             x->seed = p[1] == max_nv && p[0] == mr_max;
             break;
         case TUNE_T_STREAM:
             x->seed = p[0] == nj_max || p[0] == nj_fit;
+            x->sketch = p[0] == nj_fit;
             break;
         case TUNE_T_ROWS:
             /* the register-maximal tiles, and the hand-written one's
              * shape (a few rows, one vector, all of j per k) */
             x->seed = max_tile || (p[1] == 1 && p[2] == 0 && p[0] == 4);
+            x->sketch = !max_tile;
             break;
         default:
             break;

@@ -282,6 +282,9 @@ typedef struct TuneCand {
     char *sched;         /* `schedule Y { ... }` blocks */
     int tile_i, tile_j;  /* the rows and columns one tile covers (f_pad) */
     bool seed;           /* a known-good sketch (tune_space_build): the search starts from it */
+    int sketch;          /* a seed's kind within its template: seeds of one kind differ
+                          * only in the register tile's size (tile: B packed row by row,
+                          * transposed in blocks, or read in place) */
 } TuneCand;
 
 typedef struct TuneSpace {
