@@ -479,6 +479,15 @@ static bool stream_rows_fit(const TuneStage *s, const TuneHw *hw, int nj) {
     return same < ways;
 }
 
+/* Whether the space holds the tile of knobs q (the checker may refuse
+ * one: a padded tile over a packed B whose rows are a size). */
+static bool has_tile(const TuneSpace *sp, const int q[TUNE_NPARAMS]) {
+    for (int c = 0; c < sp->len; c++)
+        if (sp->cands[c].tmpl == TUNE_T_TILE && memcmp(sp->cands[c].p, q, sizeof sp->cands[c].p) == 0)
+            return true;
+    return false;
+}
+
 /* Marks the known-good sketches (tune.h): what a BLIS-style library
  * would pick for this register file, so the search starts where a
  * hand-written schedule does (bench/programs' are among them) and the
@@ -507,11 +516,16 @@ static void mark_seeds(TuneSpace *sp, const TuneHw *hw, int regs, int max_nv) {
             x->seed = true;
             break;
         case TUNE_T_TILE:
-            /* B packed k-major (no padding), transposed in blocks (padded),
-             * or read in place (padded or not), copied out as one vector
-             * loop unless packed row by row */
-            x->seed = max_tile && ((p[2] == 1 && !p[3] && !p[4]) || (p[2] == 2 && p[3] && p[4]) ||
-                                   (p[2] == 0 && p[4]));
+            /* B packed k-major (no padding), transposed in blocks (padded;
+             * unpadded where the checker refuses the padded one: B's rows
+             * are a size, bmm_nt's N = T, and a packed B cannot be padded
+             * past them), or read in place (padded or not), copied out as
+             * one vector loop unless packed row by row */
+            {
+                int padded[TUNE_NPARAMS] = {p[0], p[1], 2, 1, 1};
+                bool block = p[2] == 2 && p[4] && (p[3] || !has_tile(sp, padded));
+                x->seed = max_tile && ((p[2] == 1 && !p[3] && !p[4]) || block || (p[2] == 0 && p[4]));
+            }
             x->sketch = p[2];
             break;
         case TUNE_T_KBLOCK:
