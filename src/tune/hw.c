@@ -133,6 +133,7 @@ static bool probe_caches_cpuid(TuneHw *hw) {
         if (level == 1 && type == 1) {
             hw->l1d_bytes = size;
             hw->line_bytes = (int)line;
+            hw->l1d_ways = (int)ways;
         } else if (level == 2 && type != 2) {
             hw->l2_bytes = size;
         } else if (level == 3 && type != 2) {
@@ -213,6 +214,10 @@ static bool probe_caches_sysfs(const char *root, TuneHw *hw) {
             snprintf(path, sizeof path, "%s/cpu0/cache/index%d/coherency_line_size", root, i);
             if (read_long(path, &line) && line > 0)
                 hw->line_bytes = (int)line;
+            long ways;
+            snprintf(path, sizeof path, "%s/cpu0/cache/index%d/ways_of_associativity", root, i);
+            if (read_long(path, &ways) && ways > 0)
+                hw->l1d_ways = (int)ways;
         } else if (level == 2) {
             hw->l2_bytes = bytes;
         } else if (level == 3) {
@@ -277,6 +282,7 @@ static void probe_cores_sysfs(const char *root, TuneHw *hw) {
 void tune_hw_probe(const char *sysfs_cpu, bool use_cpuid, TuneHw *hw) {
     memset(hw, 0, sizeof *hw);
     hw->line_bytes = 64;
+    hw->l1d_ways = 8;
     bool isa = false, caches = probe_caches_sysfs(sysfs_cpu, hw);
 #if TUNE_HAVE_CPUID
     if (use_cpuid) {
@@ -390,7 +396,8 @@ void tune_hw_format(const TuneHw *hw, Buf *out) {
     buf_printf(out, "vector registers: %d\n", hw->vector_regs);
     buf_puts(out, "L1d cache:        ");
     format_bytes(out, hw->l1d_bytes);
-    buf_printf(out, " (line %d B)  [%s]\n", hw->line_bytes, tune_source_name(hw->cache_src));
+    buf_printf(out, " (line %d B, %d-way)  [%s]\n", hw->line_bytes, hw->l1d_ways,
+               tune_source_name(hw->cache_src));
     buf_puts(out, "L2 cache:         ");
     format_bytes(out, hw->l2_bytes);
     buf_puts(out, "\nL3 cache:         ");

@@ -52,7 +52,8 @@
  * SKETCHES. The known-good sketches (space.c: among them every
  * hand-written schedule of bench/programs) start the population and stay
  * in it, and the first candidates measured at a shape are the best
- * predicted sketch of each template (dot, tile, kblock, stream).
+ * predicted sketch of each kind (dot; tile with B packed row by row,
+ * transposed in blocks or read in place; kblock; stream).
  */
 #include <math.h>
 #include <stdio.h>
@@ -449,28 +450,34 @@ typedef struct Pair {
     int c, s;
 } Pair;
 
-/* Whether a known-good sketch of template tm was measured at s or is
- * among the n pairs already chosen there. */
-static bool sketch_seen(const Tuner *t, const Pair *out, int n, int s, TuneTemplate tm) {
+/* Whether candidates a and b are known-good sketches of one kind (one
+ * template, differing only in the register tile's size). */
+static bool same_sketch(const Tuner *t, int a, int b) {
+    const TuneCand *x = &t->sp.cands[a], *y = &t->sp.cands[b];
+    return x->seed && y->seed && x->tmpl == y->tmpl && x->sketch == y->sketch;
+}
+
+/* Whether a known-good sketch of candidate k's kind was measured at s or
+ * is among the n pairs already chosen there. */
+static bool sketch_seen(const Tuner *t, const Pair *out, int n, int s, int k) {
     for (int c = 0; c < t->sp.len; c++)
-        if (t->sp.cands[c].seed && t->sp.cands[c].tmpl == tm && t->meas[c * t->ns + s] != 0)
+        if (same_sketch(t, c, k) && t->meas[c * t->ns + s] != 0)
             return true;
     for (int j = 0; j < n; j++)
-        if (out[j].s == s && t->sp.cands[out[j].c].seed && t->sp.cands[out[j].c].tmpl == tm)
+        if (out[j].s == s && same_sketch(t, out[j].c, k))
             return true;
     return false;
 }
 
-/* Whether some template with a usable known-good sketch has none
- * measured at s. */
+/* Whether some kind of usable known-good sketch has none measured at s
+ * (the kinds of one template run apart: bmm_nn's tile at T = 128 with B
+ * packed row by row takes 1.9x the time of the one reading B in place,
+ * the hand-written kind, which a per-template rule never measured above
+ * T = 24). */
 static bool sketch_missing(const Tuner *t, int s) {
-    for (int tm = 0; tm < TUNE_T_COUNT; tm++) {
-        bool has = false;
-        for (int c = 0; c < t->sp.len && !has; c++)
-            has = t->sp.cands[c].seed && (int)t->sp.cands[c].tmpl == tm && t->ok[c] >= 0;
-        if (has && !sketch_seen(t, NULL, 0, s, (TuneTemplate)tm))
+    for (int c = 0; c < t->sp.len; c++)
+        if (t->sp.cands[c].seed && t->ok[c] >= 0 && !sketch_seen(t, NULL, 0, s, c))
             return true;
-    }
     return false;
 }
 
@@ -499,7 +506,7 @@ static double gain(Tuner *t, int s, const bool *used) {
     double g = cur > 0 ? top / cur - 1 : 1e3;
     if (t->best[s] == 0)
         g += distance(t, s, used) / t->ns;
-    /* a measured shape where a template's sketch never ran: the model has
+    /* a measured shape where a kind of sketch never ran: the model has
      * seen no kernel of that kind there (stream at T = 1, where it wins),
      * so it knows as little as at an unmeasured shape: as much gain */
     if (t->best[s] > 0 && sketch_missing(t, s))
@@ -510,7 +517,7 @@ static double gain(Tuner *t, int s, const bool *used) {
 /* The population's candidate of the best predicted throughput at s (a
  * random one before a model) that is neither measured there nor among the
  * n pairs already chosen; with new_sketch, only a known-good sketch of a
- * template none of whose sketches is measured or chosen there. -1 when
+ * kind none of whose sketches is measured or chosen there. -1 when
  * none. */
 static int pick_predicted(Tuner *t, const Pair *out, int n, int s, bool new_sketch) {
     int pick = -1;
@@ -518,7 +525,7 @@ static int pick_predicted(Tuner *t, const Pair *out, int n, int s, bool new_sket
     for (int i = 0; i < t->npop; i++) {
         int c = t->pop[i];
         if (new_sketch &&
-            (!t->sp.cands[c].seed || sketch_seen(t, out, n, s, t->sp.cands[c].tmpl)))
+            (!t->sp.cands[c].seed || sketch_seen(t, out, n, s, c)))
             continue;
         bool taken = false;
         for (int j = 0; j < n; j++)
@@ -560,10 +567,10 @@ static int choose(Tuner *t, Pair *out, int want) {
         int per = (want - n) / (nsh - k);
         if (per < 1)
             per = 1;
-        /* first the best predicted known-good sketch of each template
-         * with none measured here yet (any before a model), so the records
+        /* first the best predicted known-good sketch of each kind with
+         * none measured here yet (any before a model), so the records
          * hold every kind of sketch at every measured shape (the model may
-         * misjudge a template where it has seen none: stream at T = 1),
+         * misjudge a kind where it has seen none: stream at T = 1),
          * then the population's best predicted (any order before a model) */
         for (int m = 0; m < per - 1 || (m < per && t->sp.len <= t->npop); m++) {
             int pick = pick_predicted(t, out, n, s, true);
@@ -685,7 +692,7 @@ typedef struct MeasureMsg {
     int s;          /* MSG_TIME: the shape */
     int status;     /* rv_status of the run */
     int good;       /* MSG_CHECK: its outputs matched the interpreter's */
-    double seconds; /* MSG_TIME: the median time */
+    double seconds; /* MSG_TIME: the time (tune_time_estimate) */
     char error[256]; /* rv_last_error() of a failed run */
 } MeasureMsg;
 

@@ -26,7 +26,9 @@
  * The knobs come from the machine (hw.c): the vector width in elements
  * (lanes), the vector registers (a register tile's accumulators, the
  * vectors of B and a broadcast must fit), the L2 size (a k block of a
- * packed panel stays in it). Nothing is hard-coded to one CPU.
+ * packed panel stays in it), the L1's size and ways (the rows of B a
+ * stream tile reads together must not share one set). Nothing is
+ * hard-coded to one CPU.
  *
  * Every candidate is lowered once here (tune_features with no shapes),
  * which applies the checker and bounds inference; a refused one is
@@ -457,18 +459,54 @@ static int max_rows(const int *mrs, int n, int nv, int regs, bool pow2) {
 
 static const int tile_rows[] = {1, 2, 3, 4, 6, 8, 12, 16};
 
+/* Whether a stream tile's nj rows of B stay in L1 together. The tile
+ * reads them at the same k, K * dsize bytes apart, and a line's set
+ * repeats every span bytes (L1 / ways): where K * dsize is a multiple of
+ * the span (K = 3072 floats, 12 KiB, on a 48 KiB 12-way L1) every row's
+ * line maps to one set, and as many rows as the set has ways (less the
+ * line of A's copy read with them) evict each other at every k. Counts
+ * the rows that share row 0's set. A K unknown before run time: true. */
+static bool stream_rows_fit(const TuneStage *s, const TuneHw *hw, int nj) {
+    int ways = hw->l1d_ways > 0 ? hw->l1d_ways : 8;
+    int64_t line = hw->line_bytes > 0 ? hw->line_bytes : 64;
+    int64_t span = hw->l1d_bytes > 0 ? hw->l1d_bytes / ways : 4096;
+    int64_t stride = s->k_extent * (int64_t)s->dsize;
+    if (stride <= 0 || span < line || !s->b_k_inner)
+        return true;
+    int same = 0;
+    for (int r = 0; r < nj; r++)
+        same += (r * stride) % span < line;
+    return same < ways;
+}
+
+/* Whether the space holds the tile of knobs q (the checker may refuse
+ * one: a padded tile over a packed B whose rows are a size). */
+static bool has_tile(const TuneSpace *sp, const int q[TUNE_NPARAMS]) {
+    for (int c = 0; c < sp->len; c++)
+        if (sp->cands[c].tmpl == TUNE_T_TILE && memcmp(sp->cands[c].p, q, sizeof sp->cands[c].p) == 0)
+            return true;
+    return false;
+}
+
 /* Marks the known-good sketches (tune.h): what a BLIS-style library
  * would pick for this register file, so the search starts where a
  * hand-written schedule does (bench/programs' are among them) and the
  * model learns around them. */
-static void mark_seeds(TuneSpace *sp, int regs, int max_nv) {
+static void mark_seeds(TuneSpace *sp, const TuneHw *hw, int regs, int max_nv) {
     int n = (int)(sizeof tile_rows / sizeof tile_rows[0]);
     int mr_max = max_rows(tile_rows, n, max_nv, regs, false);
     int mr_pow2 = max_rows(tile_rows, n, max_nv, regs, true);
-    int nj_max = 0;
-    for (int c = 0; c < sp->len; c++)
-        if (sp->cands[c].tmpl == TUNE_T_STREAM && sp->cands[c].p[0] > nj_max)
-            nj_max = sp->cands[c].p[0];
+    /* the widest Y^T tile the registers hold, and the widest whose rows
+     * of B also stay in L1 (dense_stream_k3072.rv's 8 rows at K = 3072) */
+    int nj_max = 0, nj_fit = 0;
+    for (int c = 0; c < sp->len; c++) {
+        int nj = sp->cands[c].p[0];
+        if (sp->cands[c].tmpl != TUNE_T_STREAM)
+            continue;
+        nj_max = nj > nj_max ? nj : nj_max;
+        if (stream_rows_fit(&sp->stage, hw, nj) && nj > nj_fit)
+            nj_fit = nj;
+    }
     for (int c = 0; c < sp->len; c++) {
         TuneCand *x = &sp->cands[c];
         const int *p = x->p;
@@ -478,22 +516,30 @@ static void mark_seeds(TuneSpace *sp, int regs, int max_nv) {
             x->seed = true;
             break;
         case TUNE_T_TILE:
-            /* B packed k-major (no padding), transposed in blocks (padded),
-             * or read in place (padded or not), copied out as one vector
-             * loop unless packed row by row */
-            x->seed = max_tile && ((p[2] == 1 && !p[3] && !p[4]) || (p[2] == 2 && p[3] && p[4]) ||
-                                   (p[2] == 0 && p[4]));
+            /* B packed k-major (no padding), transposed in blocks (padded;
+             * unpadded where the checker refuses the padded one: B's rows
+             * are a size, bmm_nt's N = T, and a packed B cannot be padded
+             * past them), or read in place (padded or not), copied out as
+             * one vector loop unless packed row by row */
+            {
+                int padded[TUNE_NPARAMS] = {p[0], p[1], 2, 1, 1};
+                bool block = p[2] == 2 && p[4] && (p[3] || !has_tile(sp, padded));
+                x->seed = max_tile && ((p[2] == 1 && !p[3] && !p[4]) || block || (p[2] == 0 && p[4]));
+            }
+            x->sketch = p[2];
             break;
         case TUNE_T_KBLOCK:
             x->seed = p[1] == max_nv && p[0] == mr_max;
             break;
         case TUNE_T_STREAM:
-            x->seed = p[0] == nj_max;
+            x->seed = p[0] == nj_max || p[0] == nj_fit;
+            x->sketch = p[0] == nj_fit;
             break;
         case TUNE_T_ROWS:
             /* the register-maximal tiles, and the hand-written one's
              * shape (a few rows, one vector, all of j per k) */
             x->seed = max_tile || (p[1] == 1 && p[2] == 0 && p[0] == 4);
+            x->sketch = !max_tile;
             break;
         default:
             break;
@@ -569,7 +615,7 @@ done:
         return base_error(RV_ERR_UNSUPPORTED,
                           "nothing to tune: the schedule checker refused all %d candidates for %s",
                           out->rejected, s->name);
-    mark_seeds(out, regs, max_nv);
+    mark_seeds(out, hw, regs, max_nv);
     return RV_OK;
 }
 

@@ -60,6 +60,7 @@ typedef struct TuneHw {
     int64_t l1d_bytes, l2_bytes, l3_bytes; /* per instance; 0 when unknown */
     TuneSource cache_src;
     int line_bytes; /* L1d cache line; 64 when unknown */
+    int l1d_ways;   /* L1d associativity; 8 when unknown */
     int logical_cores, physical_cores;
     TuneSource logical_src, physical_src;
     int usable_cores;  /* logical cores this process may run on (affinity, cpusets) */
@@ -281,6 +282,9 @@ typedef struct TuneCand {
     char *sched;         /* `schedule Y { ... }` blocks */
     int tile_i, tile_j;  /* the rows and columns one tile covers (f_pad) */
     bool seed;           /* a known-good sketch (tune_space_build): the search starts from it */
+    int sketch;          /* a seed's kind within its template: seeds of one kind differ
+                          * only in the register tile's size (tile: B packed row by row,
+                          * transposed in blocks, or read in place) */
 } TuneCand;
 
 typedef struct TuneSpace {
@@ -405,10 +409,13 @@ rv_status tune_reference(rv_module *m, const TuneShape *shape, uint64_t seed, rv
  * failed run. */
 rv_status tune_batch_check(TuneBatch *b, int v, rv_module *m, const TuneShape *shape,
                            uint64_t seed, const rv_bindings *ref, bool *ok);
-/* The median time of `repeats` runs of variant v at `shape` (after a warm
- * run; more runs while their total stays under min_seconds, up to 4x). */
+/* The time of variant v at `shape`: tune_time_estimate of `repeats` runs
+ * (after a warm run; more runs while their total stays under
+ * min_seconds, up to 4x). */
 rv_status tune_batch_time(TuneBatch *b, int v, rv_module *m, const TuneShape *shape, int repeats,
                           double min_seconds, double *seconds);
+/* A candidate's time from the times of n runs: the fastest (0 when none). */
+double tune_time_estimate(const double *runs, int n);
 
 /* ---- child.c: measuring in a child process ---- */
 

@@ -37,6 +37,7 @@ static void make_fake_sysfs(const char *root) {
         put(dir, "type", type[i]);
         put(dir, "size", size[i]);
         put(dir, "coherency_line_size", "64\n");
+        put(dir, "ways_of_associativity", i == 0 ? "12\n" : "16\n");
     }
     for (int c = 0; c < 4; c++) {
         char id[8];
@@ -63,6 +64,7 @@ static void test_fake_sysfs(void) {
     CHECK_EQ_INT(hw.l2_bytes, 2048 << 10);
     CHECK_EQ_INT(hw.l3_bytes, 32 << 20);
     CHECK_EQ_INT(hw.line_bytes, 64);
+    CHECK_EQ_INT(hw.l1d_ways, 12);
     CHECK_EQ_INT(hw.cache_src, TUNE_SRC_SYSFS);
     CHECK_EQ_INT(hw.logical_cores, 4);
     CHECK_EQ_INT(hw.physical_cores, 2);
@@ -91,7 +93,7 @@ static void test_nothing_readable(void) {
     CHECK_STR_CONTAINS(hw.notes, "physical core count unknown");
     Buf b = {0};
     tune_hw_format(&hw, &b);
-    CHECK_STR_CONTAINS(buf_str(&b), "L1d cache:        32 KiB (line 64 B)  [fallback]");
+    CHECK_STR_CONTAINS(buf_str(&b), "L1d cache:        32 KiB (line 64 B, 8-way)  [fallback]");
     CHECK_STR_CONTAINS(buf_str(&b), "note: ");
     buf_free(&b);
 }
@@ -130,6 +132,7 @@ static void test_this_machine(void) {
         if (c.cache_src == TUNE_SRC_CPUID) {
             CHECK_EQ_INT(c.l1d_bytes, hw->l1d_bytes);
             CHECK_EQ_INT(c.l2_bytes, hw->l2_bytes);
+            CHECK_EQ_INT(c.l1d_ways, hw->l1d_ways);
         }
     }
 #endif

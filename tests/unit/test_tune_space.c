@@ -18,6 +18,7 @@ static const TuneHw avx512 = {.isa = TUNE_ISA_AVX512,
                               .vector_bytes = 64,
                               .vector_regs = 32,
                               .l1d_bytes = 48 << 10,
+                              .l1d_ways = 12,
                               .l2_bytes = 2 << 20,
                               .usable_cores = 2};
 static const TuneHw avx2 = {.isa = TUNE_ISA_AVX2,
@@ -97,6 +98,7 @@ static void test_hand_written_in_space(void) {
         {"dense_packed.rv", "tile mr=6 nv=4 pack=1 pad=0 wide=0"},
         {"dense_kblock.rv", "kblock mr=6 nv=4 kc=256"},
         {"dense_stream.rv", "stream nj=24 ku=8"},
+        {"dense_stream_k3072.rv", "stream nj=8 ku=8"},
         {"bmm_nt_dot.rv", "dot"},
         {"bmm_nn_bcast4x64.rv", "tile mr=4 nv=4 pack=0 pad=1 wide=1"},
         {"bmm_nt_bcast6x64_wt.rv", "tile mr=6 nv=4 pack=2 pad=1 wide=1"},
@@ -305,6 +307,27 @@ static void test_producers_inside(void) {
     rv_module_free(m);
 }
 
+/* A kind of known-good sketch the checker refuses as written gets its
+ * nearest legal form: bench/tune/bmm_nt.rv's rows of W are T, so the
+ * padded tile over W transposed in blocks (bmm_nt_bcast6x64_wt.rv at
+ * N = 64) would read the packed copy past its rows; the unpadded one is
+ * the sketch of that kind. */
+static void test_refused_sketch_unpadded(void) {
+    rv_module *m = NULL;
+    CHECK_EQ_INT(rv_module_load("bench/tune/bmm_nt.rv", &m), RV_OK);
+    if (!m)
+        return;
+    TuneSpace sp;
+    CHECK_EQ_INT(tune_space_build(m, &avx512, &sp), RV_OK);
+    CHECK(find_cand(&sp, "tile mr=6 nv=4 pack=2 pad=1 wide=1") < 0);
+    int c = find_cand(&sp, "tile mr=6 nv=4 pack=2 pad=0 wide=1");
+    CHECK(c >= 0 && sp.cands[c].seed);
+    int d = find_cand(&sp, "tile mr=6 nv=4 pack=2 pad=0 wide=0");
+    CHECK(d >= 0 && !sp.cands[d].seed);
+    tune_space_free(&sp);
+    rv_module_free(m);
+}
+
 int main(void) {
     RUN(test_analyze);
     RUN(test_hand_written_in_space);
@@ -313,5 +336,6 @@ int main(void) {
     RUN(test_space_from_hw);
     RUN(test_features);
     RUN(test_producers_inside);
+    RUN(test_refused_sketch_unpadded);
     return harness_report();
 }
