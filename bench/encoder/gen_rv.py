@@ -82,6 +82,17 @@ HEADER = """# {path} — written by bench/encoder/gen_rv.py (edit the template t
 #     inside AttnV instead of materializing len[b]^2 scores per head;
 #   - operation splitting of i at len[b] / 6 * 6 would give the tail tile
 #     a schedule of its own (a padded 6-row tile).
+#   - k-blocking the products as bench/'s dense "kblock" kernel does (k
+#     split by KC outside the row tiles, W's KC x 64 block packed per
+#     block, FL over a block of MC fused rows or over all of them; the
+#     latter runs out of scratch memory today: interval.c bounds a fused
+#     loop's row starts by INT64_MAX / 4, which sizes its region) was
+#     slower: F2 1.05-1.3x, P 1.2-1.3x the CPU time of the tiles above (KC
+#     64-256, MC 24-96, mnli batch 32, 1 thread, perf cpu-clock samples).
+#     W's panel (128 KiB at K = 512, 512 KiB at K = 2048) stays in L2
+#     and its streaming is not what limits the tile: P and F2 run at
+#     145-157 GFLOP/s of CPU time on one core, the packed C baseline's
+#     OpenBLAS sgemm at 154 with its packing.
 """
 
 PROGRAM = """
