@@ -120,11 +120,15 @@ recurse R over T {{
     # them (x is 0 at a leaf without a word)
     x[n, l < {H}] = if word[n] >= 0 then Emb[word[n], l] else 0.0
     xi[n, j < {H3}] = if nchild[n] == 0 then sum(l < {H}) W_iou[j, l] * x[n, l] + b_iou[j] else 0.0
-    iou[n, j < {H3}] = if nchild[n] > 0 then sum(l < {H}) U_iou[j, l] * hs[n, l] + b_iou[j] else xi[n, j]
-    # each child's forget gate reads uf, the child's own U_f h (below)
-    c[n, i < {H}] = sigmoid(iou[n, i]) * tanh(iou[n, {H2} + i])
-                    + sum(k < nchild[n]) sigmoid(uf[child[n, k], i]) * c[child[n, k], i]
-    h[n, i < {H}] = sigmoid(iou[n, {H} + i]) * tanh(c[n, i])
+    iou[n, j < {H3}] = if nchild[n] > 0 then sum(l < {H}) U_iou[j, l] * hs[n, l] + b_iou[j] else 0.0
+    # each child's forget gate reads uf, the child's own U_f h (below); the
+    # leaves read their gates from xi (no copy into iou)
+    c[n, i < {H}] = if nchild[n] > 0
+                    then sigmoid(iou[n, i]) * tanh(iou[n, {H2} + i])
+                         + sum(k < nchild[n]) sigmoid(uf[child[n, k], i]) * c[child[n, k], i]
+                    else sigmoid(xi[n, i]) * tanh(xi[n, {H2} + i])
+    h[n, i < {H}] = if nchild[n] > 0 then sigmoid(iou[n, {H} + i]) * tanh(c[n, i])
+                    else sigmoid(xi[n, {H} + i]) * tanh(c[n, i])
     # U_f h + b_f at every node, once its h is known: one product over a
     # level's nodes, which their parents read at the children (no product
     # of a single child's state); it reads h, so the program names its

@@ -321,10 +321,11 @@ Stmt *lower_recurse_members(LowerCtx *c, Recurse *g, Expr *first, Expr *count, i
         if (st->attach != ATTACH_ROOT || mode[i] == LEAF_NONE ||
             sched_stage_has_note(st, NOTE_REFACTOR))
             continue; /* computed inside another member, read at no leaf, or at its parents */
-        /* a member the internal nodes' bodies no longer read (TreeLSTM's
-         * leaf-only input product, 0 there) is not stored there: nothing
-         * reads it at its children, outside the group or as an output */
-        if (spec == 2 && !needed[i] && !lower_group_reads(c, g, st))
+        /* a member the case's bodies no longer read (TreeLSTM's leaf-only
+         * input product, 0 at the internal nodes; its internal nodes'
+         * product, 0 at the leaves) is not stored there: nothing reads it
+         * at its children, outside the group or as an output */
+        if (spec && !needed[i] && !lower_group_reads(c, g, st))
             continue;
         Expr *origin[RV_MAX_DIMS] = {first};
         Expr *ext[RV_MAX_DIMS] = {mode[i] == LEAF_ONCE ? ir_int(m, 1) : count};

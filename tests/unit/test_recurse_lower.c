@@ -1045,7 +1045,8 @@ static void test_leaf_unread_tile(void) {
  * its member: at the leaves a leaf-only input product (TreeLSTM's W_iou x)
  * and at the internal nodes a children's product (MV-RNN's A) test no
  * nchild[n] in the tile, and a member that only the leaves read (X) is
- * not stored at the internal nodes; values:
+ * not stored at the internal nodes, nor one only they read (P) at the
+ * leaves; values:
  * tests/regress/rec_tile_condition_specialize.rv. */
 static void test_tile_condition_specialized(void) {
     static const char text[] =
@@ -1058,10 +1059,14 @@ static void test_tile_condition_specialized(void) {
         "    A[n, j < 32] = if nchild[n] > 0\n"
         "        then sum(k < nchild[n], m < 32) W[j, m] * A[child[n, k], m] / 32.0\n"
         "        else X[n, j]\n"
-        "}\n";
+        "    P[n, j < 32] = if nchild[n] > 0 then sum(m < 32) W[j, m] * A[n, m] else 0.0\n"
+        "    Q[n, j < 32] = if nchild[n] > 0 then P[n, j] else X[n, j]\n"
+        "}\n"
+        "output A, Q\n";
     const char *sched[] = {"R", "dynamic_batch()\nspecialize()",
                            "X", "X_acc = cache_write(X)\nparallel(n)\ncompute_at(X_acc, n)",
                            "A", "A_acc = cache_write(A)\nparallel(n)\ncompute_at(A_acc, n)",
+                           "P", "P_acc = cache_write(P)\nparallel(n)\ncompute_at(P_acc, n)",
                            NULL};
     for (int leaves = 1; leaves >= 0; leaves--) {
         rv_module *m = NULL;
@@ -1071,8 +1076,8 @@ static void test_tile_condition_specialized(void) {
         const char *body = t ? (leaves ? t : strstr(t, "for b in")) : NULL;
         const char *tile = body ? strstr(body, leaves ? "X_acc[" : "A_acc[") : NULL;
         /* X, 0 at the internal nodes where A no longer reads it, is not
-         * stored there */
-        bool dead = !leaves && body && strstr(body, "X[");
+         * stored there; nor P, 0 at the leaves where Q does not read it */
+        bool dead = body && strstr(body, leaves ? "P[" : "X[");
         CHECK(tile && !strstr(body, "if ") && !dead);
         if (!tile || strstr(body, "if ") || dead)
             fprintf(stderr, "%s\n", t ? t : "");
