@@ -47,6 +47,9 @@
  *     runs only where the original ran it.
  *   - Nothing from the extent of a GPU-bound loop, which must stay an
  *     expression over sizes to size the launch (cuda.c).
+ *   - Run-time checks (`if !ok: fail N`) whose condition loads nothing and
+ *     does not change in L, at the head of L's body, out of a loop that
+ *     provably runs (peel_checks): in a vector loop they kept it scalar.
  *
  * Moving out of a parallel loop is fine for codegen: the outlined body
  * captures the LET variable like any other (c.c, emit_parallel).
