@@ -82,19 +82,20 @@ param U_r : f32[{H}, {H}]
 param U_h : f32[{H}, {H}]
 param b_r : f32[{H}]
 
-# the input products, for every node up front (only nodes with words have
-# them: x is 0 at the others): each one dense product over all nodes
-x[n, j < {H}] = if word[n] >= 0 then Emb[word[n], j] else 0.0
-XZ[n, i < {H}] = sum(j < {H}) W_z[i, j] * x[n, j]
-XH[n, i < {H}] = sum(j < {H}) W_h[i, j] * x[n, j]
-
 recurse R over T {{
     hs[n, i < {H}] = sum(k < nchild[n]) h[child[n, k], i]
+    # the input products at the leaves only (MODELS.md: nodes with children
+    # take no input): with the leaves specialized, each one product over all
+    # of them (x is 0 at a leaf without a word)
+    x[n, j < {H}] = if word[n] >= 0 then Emb[word[n], j] else 0.0
+    xz[n, i < {H}] = if nchild[n] == 0 then sum(j < {H}) W_z[i, j] * x[n, j] + b_z[i] else 0.0
+    xh[n, i < {H}] = if nchild[n] == 0 then sum(j < {H}) W_h[i, j] * x[n, j] + b_h[i] else 0.0
     # each child's reset gate reads ur, the child's own U_r h (below)
     rh[n, i < {H}] = sum(k < nchild[n]) sigmoid(ur[child[n, k], i]) * h[child[n, k], i]
-    z[n, i < {H}] = sigmoid(XZ[n, i] + sum(j < {H}) U_z[i, j] * hs[n, j] + b_z[i])
+    z[n, i < {H}] = if nchild[n] > 0 then sigmoid(sum(j < {H}) U_z[i, j] * hs[n, j] + b_z[i]) else sigmoid(xz[n, i])
     uh[n, i < {H}] = sum(j < {H}) U_h[i, j] * rh[n, j]
-    h[n, i < {H}] = z[n, i] * hs[n, i] + (1.0 - z[n, i]) * tanh(XH[n, i] + uh[n, i] + b_h[i])
+    h[n, i < {H}] = if nchild[n] > 0 then z[n, i] * hs[n, i] + (1.0 - z[n, i]) * tanh(uh[n, i] + b_h[i])
+                    else (1.0 - z[n, i]) * tanh(xh[n, i])
     # U_r h + b_r at every node, once its h is known: one product over a
     # level's nodes, which their parents read at the children (no product
     # of a single child's state); no later definition reads it, so the
@@ -113,18 +114,22 @@ param U_iou : f32[{H3}, {H}]
 param U_f : f32[{H}, {H}]
 param b_f : f32[{H}]
 
-# the input product, for every node up front, as one dense product (x is 0
-# where a node has no word)
-x[n, l < {H}] = if word[n] >= 0 then Emb[word[n], l] else 0.0
-XI[n, j < {H3}] = sum(l < {H}) W_iou[j, l] * x[n, l]
-
 recurse R over T {{
     hs[n, i < {H}] = sum(k < nchild[n]) h[child[n, k], i]
-    iou[n, j < {H3}] = XI[n, j] + sum(l < {H}) U_iou[j, l] * hs[n, l] + b_iou[j]
-    # each child's forget gate reads uf, the child's own U_f h (below)
-    c[n, i < {H}] = sigmoid(iou[n, i]) * tanh(iou[n, {H2} + i])
-                    + sum(k < nchild[n]) sigmoid(uf[child[n, k], i]) * c[child[n, k], i]
-    h[n, i < {H}] = sigmoid(iou[n, {H} + i]) * tanh(c[n, i])
+    # the input product at the leaves only (MODELS.md: nodes with children
+    # take no input): with the leaves specialized, one product over all of
+    # them (x is 0 at a leaf without a word)
+    x[n, l < {H}] = if word[n] >= 0 then Emb[word[n], l] else 0.0
+    xi[n, j < {H3}] = if nchild[n] == 0 then sum(l < {H}) W_iou[j, l] * x[n, l] + b_iou[j] else 0.0
+    iou[n, j < {H3}] = if nchild[n] > 0 then sum(l < {H}) U_iou[j, l] * hs[n, l] + b_iou[j] else 0.0
+    # each child's forget gate reads uf, the child's own U_f h (below); the
+    # leaves read their gates from xi (no copy into iou)
+    c[n, i < {H}] = if nchild[n] > 0
+                    then sigmoid(iou[n, i]) * tanh(iou[n, {H2} + i])
+                         + sum(k < nchild[n]) sigmoid(uf[child[n, k], i]) * c[child[n, k], i]
+                    else sigmoid(xi[n, i]) * tanh(xi[n, {H2} + i])
+    h[n, i < {H}] = if nchild[n] > 0 then sigmoid(iou[n, {H} + i]) * tanh(c[n, i])
+                    else sigmoid(xi[n, {H} + i]) * tanh(c[n, i])
     # U_f h + b_f at every node, once its h is known: one product over a
     # level's nodes, which their parents read at the children (no product
     # of a single child's state); it reads h, so the program names its
@@ -309,13 +314,13 @@ SCHEDULES = {
         + tile("z", "i", ["j", "k"]) + vec("h")),
     "treernn": lambda H: GROUP + vec("h"),
     "treegru": lambda H: (
-        upfront("XZ", "XH", weights=[("W_z", "i", "j"), ("W_h", "i", "j")], gather=("x", "j"))
-        + GROUP + vec("hs") + vec("rh")
+        GROUP + vec("hs") + vec("x", "j")
+        + tile("xz", "i", ["j"], "W_z", "j, i") + tile("xh", "i", ["j"], "W_h", "j, i") + vec("rh")
         + tile("z", "i", ["j"], "U_z", "j, i")
         + tile("uh", "i", ["j"], "U_h", "j, i", at=["rh"]) + vec("h")
         + tile("ur", "i", ["j"], "U_r", "j, i")),
     "treelstm": lambda H: (
-        upfront("XI", weights=[("W_iou", "j", "l")], gather=("x", "l")) + GROUP + vec("hs")
+        GROUP + vec("hs") + vec("x", "l") + tile("xi", "j", ["l"], "W_iou", "l, j")
         + tile("iou", "j", ["l"], "U_iou", "l, j", at=["hs"])
         + vec("c") + vec("h") + tile("uf", "i", ["l"], "U_f", "l, i")),
     "mvrnn": lambda H: GROUP + vec("h") + mtile("A"),

@@ -107,7 +107,7 @@ def _node(model, W, s, v, st):
         H = W["U_f"].shape[0]
         hs = sum((st[c]["h"] for c in ch), np.zeros(H))
         iou = W["b_iou"] + W["U_iou"] @ hs
-        if x is not None:
+        if x is not None and not ch:  # input at the leaves only (MODELS.md)
             iou = iou + W["W_iou"] @ x
         i, o, u = sig(iou[:H]), sig(iou[H:2 * H]), np.tanh(iou[2 * H:])
         c = i * u
@@ -120,7 +120,7 @@ def _node(model, W, s, v, st):
         z = W["U_z"] @ hs + W["b_z"]
         n = W["b_h"] + W["U_h"] @ sum((sig(W["U_r"] @ st[c]["h"] + W["b_r"]) * st[c]["h"] for c in ch),
                                       np.zeros(H))
-        if x is not None:
+        if x is not None and not ch:  # input at the leaves only (MODELS.md)
             z = z + W["W_z"] @ x
             n = n + W["W_h"] @ x
         z = sig(z)
@@ -194,8 +194,8 @@ def struct_arrays(structs):
 def flops(model, H, structs):
     """Useful FLOPs of a call: the matrix products only (2 per multiply-add, as
     Cortex's Fig. 14 counts them), the products a node needs given its
-    inputs: W·x only where a node has a word, U·h only where it has children
-    (a zero state is not multiplied). Element-wise work is not counted, so
+    inputs: W·x only where a node has a word (TreeLSTM, TreeGRU: a leaf with
+    a word), U·h only where it has children (a zero state is not multiplied). Element-wise work is not counted, so
     TreeRNN (no matrix) is 0."""
     total = 0
     for s in structs:
@@ -205,9 +205,9 @@ def flops(model, H, structs):
             if model == "treefc":
                 total += 4 * H * H if k else 0
             elif model == "treelstm":
-                total += (6 * H * H if x else 0) + ((6 * H * H + k * 2 * H * H) if k else 0)
+                total += (6 * H * H if x and not k else 0) + ((6 * H * H + k * 2 * H * H) if k else 0)
             elif model == "treegru":
-                total += (4 * H * H if x else 0) + ((4 * H * H + k * 2 * H * H) if k else 0)
+                total += (4 * H * H if x and not k else 0) + ((4 * H * H + k * 2 * H * H) if k else 0)
             elif model == "mvrnn":
                 total += (8 * H * H + 4 * H ** 3) if k else 0
             elif model == "dagrnn":

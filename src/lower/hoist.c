@@ -47,6 +47,9 @@
  *     runs only where the original ran it.
  *   - Nothing from the extent of a GPU-bound loop, which must stay an
  *     expression over sizes to size the launch (cuda.c).
+ *   - Run-time checks (`if !ok: fail N`) whose condition loads nothing and
+ *     does not change in L, at the head of L's body, out of a loop that
+ *     provably runs (peel_checks): in a vector loop they kept it scalar.
  *
  * Moving out of a parallel loop is fine for codegen: the outlined body
  * captures the LET variable like any other (c.c, emit_parallel).
@@ -405,6 +408,44 @@ static void note_node(const Expr *e, void *ctx) {
     ptrmap_put(ctx, e, (void *)e);
 }
 
+/* Is s a run-time check (`if !ok: fail N`) whose condition does not
+ * change in L and loads nothing? */
+static bool invariant_check(Loop *L, const Stmt *s) {
+    if (s->kind != ST_IF || s->u.if_.else_s || !s->u.if_.then_s)
+        return false;
+    const Stmt *t = s->u.if_.then_s;
+    for (int i = 0; t->kind == ST_SEQ && i < t->u.seq.n; i++)
+        if (t->u.seq.stmts[i]->kind != ST_FAIL)
+            return false;
+    return (t->kind == ST_FAIL || t->kind == ST_SEQ) && classify(L, s->u.if_.cond) == INV_PURE;
+}
+
+/* Loop s (its body nb, visited) with the invariant run-time checks at the
+ * head of its body run once before it (`if nchild_v <= 1: fail 3` in the
+ * vector loop over a node's lanes, which the check kept scalar: a
+ * TreeRNN's tanh per element). A check that fails in the loop fails at
+ * its first iteration, so only a prefix of the body moves (the checks
+ * keep their order, ahead of all the first iteration runs), and only out
+ * of a loop that provably runs (it would fail where the loop ran none). */
+static Stmt *peel_checks(Loop *L, Stmt *s, Stmt *nb, Expr *ext) {
+    Module *m = L->h->m;
+    if (gpu_loop(s) || !runs(L->h, ext))
+        return NULL;
+    int n = nb->kind == ST_SEQ ? nb->u.seq.n : 1;
+    Stmt *const *kids = nb->kind == ST_SEQ ? nb->u.seq.stmts : &nb;
+    int k = 0;
+    while (k < n - 1 && invariant_check(L, kids[k]))
+        k++;
+    if (!k)
+        return NULL;
+    Stmt **out = base_xmalloc(sizeof(Stmt *) * (size_t)(k + 1));
+    memcpy(out, kids, sizeof(Stmt *) * (size_t)k);
+    out[k] = lower_for_like(m, s, s->u.loop.var, ext, lower_seq(m, n - k, kids + k));
+    Stmt *r = lower_seq(m, k + 1, out);
+    base_free(out);
+    return r;
+}
+
 /* Loop s: its invariants bound outside it, then its body visited. */
 static Stmt *hoist_loop(Hoist *h, Stmt *s) {
     Module *m = h->m;
@@ -474,9 +515,11 @@ static Stmt *hoist_loop(Hoist *h, Stmt *s) {
         ext = subst(&x, ext);
         ptrmap_free(&x.memo);
     }
-    Stmt *r = nb == s->u.loop.body && ext == s->u.loop.extent
-                  ? s
-                  : lower_for_like(m, s, s->u.loop.var, ext, nb);
+    Stmt *r = peel_checks(&L, s, nb, ext);
+    if (!r)
+        r = nb == s->u.loop.body && ext == s->u.loop.extent
+                ? s
+                : lower_for_like(m, s, s->u.loop.var, ext, nb);
     /* the guarded lets inside the `if`, the others outside it (they never
      * use a guarded one: they load nothing, or only in range, or are run
      * by the extent, and so is what they contain) */

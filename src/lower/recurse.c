@@ -214,6 +214,22 @@ static void specialize_stage(LowerCtx *c, Stage *st, bool leaf) {
     ptrmap_free(&f.memo);
 }
 
+/* The cache_write stage of a conditional member (its register tile) adds
+ * its terms under the member's condition (sched's cache_write), over its
+ * own axes, the node first: where the case decides the condition true the
+ * test leaves the tile's inner loop (TreeLSTM's leaf-only input product,
+ * MV-RNN's A). Where it decides it false the member no longer reads the
+ * tile, which drop_unread_caches removes; its bodies are left alone (the
+ * leaves' values of the tile itself are leaf.c's). */
+static void specialize_cache_pred(LowerCtx *c, const Recurse *g, Stage *q, bool leaf) {
+    Fold f = {c->m, g->st, q->t->axes[0], leaf, {0}};
+    Expr *pred = fold(&f, q->pred);
+    bool v;
+    if (const_bool(pred, &v) && v)
+        q->pred = q->else_body = NULL;
+    ptrmap_free(&f.memo);
+}
+
 void lower_stage_drop_reduce(Module *m, Stage *st) {
     st->reduce = NULL;
     Vec(IterVar *) kept = {0};
@@ -284,10 +300,16 @@ Stmt *lower_recurse_members(LowerCtx *c, Recurse *g, Expr *first, Expr *count, i
     bool *needed = base_xcalloc((size_t)g->members.len, sizeof(bool));
     LeafMode *mode = base_xcalloc((size_t)g->members.len, sizeof(LeafMode));
     lower_refactor(c, g); /* refactor.c: refactored members at their readers */
-    if (spec == 1)
+    if (spec)
         lower_leaf_needed(c, g, needed);
     for (int i = 0; i < g->members.len && spec; i++)
         specialize_stage(c, sched_stage_of(c->s, g->members.data[i]), spec == 1);
+    for (int k = 0; k < c->s->stages.len && spec; k++) {
+        Stage *q = c->s->stages.data[k];
+        if (q->kind == STAGE_CACHE_WRITE && q->attach == ATTACH_AT && q->pred &&
+            sched_stage_in_group(q, g))
+            specialize_cache_pred(c, g, q, spec == 1);
+    }
     if (spec == 1)
         lower_leaf_fold(c, g, needed, mode); /* leaf.c: node-independent leaf values */
     if (spec)
@@ -299,6 +321,12 @@ Stmt *lower_recurse_members(LowerCtx *c, Recurse *g, Expr *first, Expr *count, i
         if (st->attach != ATTACH_ROOT || mode[i] == LEAF_NONE ||
             sched_stage_has_note(st, NOTE_REFACTOR))
             continue; /* computed inside another member, read at no leaf, or at its parents */
+        /* a member the case's bodies no longer read (TreeLSTM's leaf-only
+         * input product, 0 at the internal nodes; its internal nodes'
+         * product, 0 at the leaves) is not stored there: nothing reads it
+         * at its children, outside the group or as an output */
+        if (spec && !needed[i] && !lower_group_reads(c, g, st))
+            continue;
         Expr *origin[RV_MAX_DIMS] = {first};
         Expr *ext[RV_MAX_DIMS] = {mode[i] == LEAF_ONCE ? ir_int(m, 1) : count};
         Stmt *s = lower_stage_nest(c, st, origin, ext, NULL);

@@ -342,6 +342,60 @@ static void check_ragged_jit(bool par) {
     rv_module_free(m);
 }
 
+/* A run-time check at the head of a loop's body that the loop does not
+ * change runs once before the loop (it kept a vector loop scalar): only
+ * out of a loop that provably runs, only a prefix of the body, not one
+ * that reads the loop's variable. */
+static void test_invariant_checks(void) {
+    Module *m = rv_module_new();
+    Size *N = rv_size_new(m, "N", 1, 100);
+    Expr *n = ir_size(m, N);
+    Buffer *len = ir_buffer_new(m, "len", RV_I32, n, BUF_ARG);
+    Ufun *f = rv_ufun_begin(m, "len", 1, (const char *const[]){"i"});
+    len->uf = rv_ufun_end(f, (Expr *const[]){n}, I(m, 0), I(m, 9));
+    Buffer *Y = ir_buffer_new(m, "Y", RV_F32, bin(m, EX_MUL, n, I(m, 16)), BUF_ARG);
+    Axis *i = lower_loop_var(m, "i", n), *j = lower_loop_var(m, "j", I(m, 16));
+    Expr *at = bin(m, EX_ADD, bin(m, EX_MUL, i->var, I(m, 16)), j->var);
+    Stmt *st = lower_store(m, Y, at, ir_float(m, RV_F32, 1));
+    Stmt *chk_i = lower_if(m, bin(m, EX_GE, i->var, I(m, 5)), lower_fail(m, 0), NULL);
+    Stmt *chk_j = lower_if(m, bin(m, EX_GE, j->var, I(m, 5)), lower_fail(m, 1), NULL);
+    Stmt *s = loop(m, i, LOOP_SERIAL,
+                   loop(m, j, LOOP_SERIAL, lower_seq(m, 3, (Stmt *[]){chk_i, chk_j, st})));
+    check_text(lower_hoist(m, s), "for i in 0..N:\n"
+                                  "  let t0 = i*16\n"
+                                  "  if i >= 5:\n"
+                                  "    fail 0\n"
+                                  "  for j in 0..16:\n"
+                                  "    if j >= 5:\n"
+                                  "      fail 1\n"
+                                  "    Y[t0 + j] = 1.0\n");
+    /* behind a check that varies: stays */
+    s = loop(m, i, LOOP_SERIAL,
+             loop(m, j, LOOP_SERIAL, lower_seq(m, 3, (Stmt *[]){chk_j, chk_i, st})));
+    check_text(lower_hoist(m, s), "for i in 0..N:\n"
+                                  "  let t0 = i*16\n"
+                                  "  for j in 0..16:\n"
+                                  "    if j >= 5:\n"
+                                  "      fail 1\n"
+                                  "    if i >= 5:\n"
+                                  "      fail 0\n"
+                                  "    Y[t0 + j] = 1.0\n");
+    /* a loop that may run no iteration keeps it */
+    Axis *k = lower_loop_var(m, "k", ir_cast(m, RV_I64, ir_load(m, len, i->var)));
+    Expr *at2 = bin(m, EX_ADD, bin(m, EX_MUL, i->var, I(m, 16)), k->var);
+    s = loop(m, i, LOOP_SERIAL,
+             loop(m, k, LOOP_SERIAL,
+                  seq2(m, chk_i, lower_store(m, Y, at2, ir_float(m, RV_F32, 1)))));
+    check_text(lower_hoist(m, s), "for i in 0..N:\n"
+                                  "  let t0 = i*16\n"
+                                  "  let len_i = i64(len[i])\n"
+                                  "  for k in 0..len_i:\n"
+                                  "    if i >= 5:\n"
+                                  "      fail 0\n"
+                                  "    Y[t0 + k] = 1.0\n");
+    rv_module_free(m);
+}
+
 static void test_jit_same_results(void) {
     check_ragged_jit(false);
     check_ragged_jit(true);
@@ -405,6 +459,7 @@ int main(void) {
     RUN(test_speculation);
     RUN(test_jit_same_results);
     RUN(test_verify);
+    RUN(test_invariant_checks);
     char cmd[PATH_MAX + 16];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", cache_dir);
     if (system(cmd) != 0)

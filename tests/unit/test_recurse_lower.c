@@ -1040,6 +1040,52 @@ static void test_leaf_unread_tile(void) {
     rv_module_free(m);
 }
 
+/* The register tile of a conditional member (cache_write moves the sum of
+ * its then-branch, added under the member's condition) is specialized with
+ * its member: at the leaves a leaf-only input product (TreeLSTM's W_iou x)
+ * and at the internal nodes a children's product (MV-RNN's A) test no
+ * nchild[n] in the tile, and a member that only the leaves read (X) is
+ * not stored at the internal nodes, nor one only they read (P) at the
+ * leaves; values:
+ * tests/regress/rec_tile_condition_specialize.rv. */
+static void test_tile_condition_specialized(void) {
+    static const char text[] =
+        "size N in 1..100\nsize B in 1..10\n"
+        "structure T : tree(N, 2) {\n    children child, nchild\n    roots root[s < B]\n"
+        "    data word in 0..99\n}\n"
+        "input E : f32[100, 32]\ninput W : f32[32, 32]\n"
+        "recurse R over T {\n"
+        "    X[n, j < 32] = if nchild[n] == 0 then sum(l < 32) W[j, l] * E[word[n], l] else 0.0\n"
+        "    A[n, j < 32] = if nchild[n] > 0\n"
+        "        then sum(k < nchild[n], m < 32) W[j, m] * A[child[n, k], m] / 32.0\n"
+        "        else X[n, j]\n"
+        "    P[n, j < 32] = if nchild[n] > 0 then sum(m < 32) W[j, m] * A[n, m] else 0.0\n"
+        "    Q[n, j < 32] = if nchild[n] > 0 then P[n, j] else X[n, j]\n"
+        "}\n"
+        "output A, Q\n";
+    const char *sched[] = {"R", "dynamic_batch()\nspecialize()",
+                           "X", "X_acc = cache_write(X)\nparallel(n)\ncompute_at(X_acc, n)",
+                           "A", "A_acc = cache_write(A)\nparallel(n)\ncompute_at(A_acc, n)",
+                           "P", "P_acc = cache_write(P)\nparallel(n)\ncompute_at(P_acc, n)",
+                           NULL};
+    for (int leaves = 1; leaves >= 0; leaves--) {
+        rv_module *m = NULL;
+        CHECK_EQ_INT(rv_module_parse("tile.rv", text, &m), RV_OK);
+        char *t = m ? kernel_text(m, sched, leaves) : NULL;
+        /* the internal nodes' text starts at their loop over levels */
+        const char *body = t ? (leaves ? t : strstr(t, "for b in")) : NULL;
+        const char *tile = body ? strstr(body, leaves ? "X_acc[" : "A_acc[") : NULL;
+        /* X, 0 at the internal nodes where A no longer reads it, is not
+         * stored there; nor P, 0 at the leaves where Q does not read it */
+        bool dead = body && strstr(body, leaves ? "P[" : "X[");
+        CHECK(tile && !strstr(body, "if ") && !dead);
+        if (!tile || strstr(body, "if ") || dead)
+            fprintf(stderr, "%s\n", t ? t : "");
+        base_free(t);
+        rv_module_free(m);
+    }
+}
+
 /* Every model under its own schedule (models/gen.py: level by level,
  * leaves specialized, products register-tiled over tiles of nodes with
  * packed weights, parallel over output columns) against the interpreter;
@@ -1259,6 +1305,7 @@ int main(void) {
     RUN(test_unroll_vs_interpreter);
     RUN(test_empty_children);
     RUN(test_leaf_unread_tile);
+    RUN(test_tile_condition_specialized);
     char cmd[PATH_MAX + 16];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", cache_dir);
     if (system(cmd) != 0)
