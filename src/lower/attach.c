@@ -333,6 +333,23 @@ Stmt *lower_attach_one(LowerCtx *c, StageNest *n, Stage *p, Buffer **buf_out) {
     bool kept = kept_pack(n, p, origin, ext, size);
     if (kept)
         scope = BUF_PACK;
+    /* Scratch memory is zeroed on every allocation (runtime/scratch.c), and
+     * a ragged dimension's allocation is the longest row the ranges allow
+     * (vgemm's panel of B, k < K[g] in 0..1408: 1408 rows for a problem of
+     * 64, zeroed per problem and column panel, which cost more than the
+     * product). The strides stay the bound's; the allocation ends after
+     * the region's last element, one element at least (a guarded load
+     * reads the origin). Fused rows keep their bound. */
+    if (scope == BUF_GLOBAL && !fv) {
+        Expr *last = ir_int(m, 0);
+        for (int d = 0; d < nd; d++) {
+            Expr *rows = ir_binary(m, EX_MAX, ext[d], ir_int(m, 1));
+            last = ir_binary(m, EX_ADD, last,
+                             ir_binary(m, EX_MUL, ir_binary(m, EX_SUB, rows, ir_int(m, 1)),
+                                       v->stride[d]));
+        }
+        size = lower_ctx_simp(c, ir_binary(m, EX_ADD, last, ir_int(m, 1)));
+    }
     v->buf = ir_buffer_new(m, p->name, p->t->dtype, scope == BUF_LOCAL ? ir_int(m, elems) : size,
                            scope);
     if (kept) {

@@ -60,7 +60,7 @@ int32_t kernel_T0(const int64_t *sizes, void *const *bufs, struct rv_rt_ctx *ctx
     const int64_t N = sizes[0];
     const float *restrict A = __builtin_assume_aligned(bufs[0], 64);
     float *restrict T0 = __builtin_assume_aligned(bufs[1], 64);
-    float *restrict AR = ctx->alloc(ctx, (size_t)(rv_max_i64(0, N - 1)) * sizeof(float));
+    float *restrict AR = ctx->alloc(ctx, (size_t)(rv_max_i64(1, rv_max_i64(0, N - 1))) * sizeof(float));
     if (AR) {
         /* element-wise loop over a as vectors of 16: lane l of vector a_v runs a = a_v + l */
         for (int64_t a_v = 0; a_v < (rv_max_i64(0, N - 1)) / 16 * 16; a_v += 16) {
