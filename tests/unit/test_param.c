@@ -308,6 +308,66 @@ static void test_threads(void) {
     rv_module_free(m);
 }
 
+/* rv_bindings_inherit: the weights bound once in a base object, each
+ * call's inputs on fresh bindings inheriting them: the kept pack serves
+ * every call; a base bound anew is a new binding. */
+static void test_inherit(void) {
+    rv_module *m = parse_ok(packed);
+    rv_program *p = m ? compile(m, 0) : NULL;
+    if (!p) {
+        rv_module_free(m);
+        return;
+    }
+    const Tensor *w = rv_module_tensor(m, "W");
+    Args a = {draw(48, 40, 1), draw(17, 8, 2), draw(17, 40, 3), 17};
+    rv_bindings *base = rv_bindings_new(m);
+    CHECK_EQ_INT(rv_bindings_set_array(base, "W", a.W), RV_OK);
+    CHECK_EQ_INT(rv_bindings_set_size(base, "N", 5), RV_OK); /* overridden per call */
+    rv_array *xs[3] = {a.x, draw(17, 40, 7), draw(17, 40, 8)};
+    for (int i = 0; i < 3; i++) {
+        rv_bindings *b = rv_bindings_new(m);
+        CHECK_EQ_INT(rv_bindings_set_array(b, "W", a.V), RV_OK); /* inherit overrides it */
+        CHECK_EQ_INT(rv_bindings_inherit(b, base), RV_OK);
+        CHECK(interp_bindings_stamp(b, w) == interp_bindings_stamp(base, w));
+        CHECK(rv_bindings_get_array(b, "W") == a.W);
+        CHECK_EQ_INT(rv_bindings_get_size(b, "N"), 5);
+        Args ai = {a.W, a.V, xs[i], 17};
+        CHECK_EQ_INT(rv_bindings_set_size(b, "N", 17), RV_OK);
+        CHECK_EQ_INT(rv_bindings_set_array(b, "V", a.V), RV_OK);
+        CHECK_EQ_INT(rv_bindings_set_array(b, "x", xs[i]), RV_OK);
+        run_and_compare(m, p, b, &ai);
+        CHECK(rv_bindings_get_array(base, "Y") == NULL); /* results stay in b */
+        rv_bindings_free(b);
+    }
+    CHECK_EQ_INT(fills(p), 1);
+    CHECK_EQ_INT(rv_bindings_set_array(base, "W", a.W), RV_OK); /* bound anew */
+    rv_bindings *b = rv_bindings_new(m);
+    CHECK_EQ_INT(rv_bindings_inherit(b, base), RV_OK);
+    bind(b, &a);
+    CHECK_EQ_INT(rv_bindings_inherit(b, base), RV_OK); /* W and N are base's again */
+    CHECK_EQ_INT(rv_bindings_get_size(b, "N"), 5);
+    CHECK_EQ_INT(rv_bindings_set_size(b, "N", 17), RV_OK);
+    run_and_compare(m, p, b, &a);
+    CHECK_EQ_INT(fills(p), 2);
+    rv_bindings_free(b);
+
+    rv_module *other = parse_ok(packed);
+    rv_bindings *o = other ? rv_bindings_new(other) : NULL;
+    CHECK_EQ_INT(rv_bindings_inherit(o, base), RV_ERR_ARG);
+    CHECK(strstr(rv_last_error(), "different modules") != NULL);
+    CHECK_EQ_INT(rv_bindings_inherit(NULL, base), RV_ERR_ARG);
+    rv_bindings_free(o);
+    rv_module_free(other);
+
+    rv_bindings_free(base);
+    rv_array_free(a.W);
+    rv_array_free(a.V);
+    for (int i = 0; i < 3; i++)
+        rv_array_free(xs[i]);
+    rv_program_free(p);
+    rv_module_free(m);
+}
+
 int main(void) {
     snprintf(cache_dir, sizeof cache_dir, "/tmp/ravel-test-param-%d", (int)getpid());
     RUN(test_roundtrip);
@@ -316,5 +376,6 @@ int main(void) {
     RUN(test_stamps);
     RUN(test_kept);
     RUN(test_threads);
+    RUN(test_inherit);
     return harness_report();
 }
