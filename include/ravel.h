@@ -449,6 +449,15 @@ rv_status rv_bindings_set_linear(rv_bindings *b, const char *structure, const rv
  * rv_program_run and rv_bindings_randomize call it when a size is unbound,
  * so a caller may simply leave such sizes out. */
 rv_status rv_bindings_infer_sizes(rv_bindings *b);
+/* Binds in b every size, UF array and input array bound in `from` (a
+ * bindings object of the same module; its computed tensors are not
+ * copied), overriding b's, each as the same binding: b borrows the arrays
+ * (also those `from` owns, so `from` must stay alive and keep them bound
+ * while b runs), and an input keeps its binding's stamp, so a program
+ * keeping data derived from a param (rv_input_set_param) reuses it in b's
+ * runs. For callers that bind the weights once and the per-call inputs
+ * on fresh bindings per call (the Python package's Program.bind). */
+rv_status rv_bindings_inherit(rv_bindings *b, const rv_bindings *from);
 /* Binds every tensor of the weights file at `path` whose name is an input
  * or ufun of the module (the bindings own these arrays); other tensors are
  * ignored, and inputs the file lacks stay unbound. A dtype, rank or

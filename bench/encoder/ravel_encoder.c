@@ -1,7 +1,9 @@
 /*
  * bench/encoder/ravel_encoder.c — ravel's side of the encoder benchmark
- * (ravel_encoder.h): compile once, bind the batch's lengths as the UF len
- * and its packed tokens as the ragged X, run into the caller's Y.
+ * (ravel_encoder.h): compile once, bind the weights once (every batch's
+ * bindings inherit that one binding: the packs the program keeps of its
+ * params are made once, not per batch), bind the batch's lengths as the UF
+ * len and its packed tokens as the ragged X, run into the caller's Y.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "ravel_encoder.h"
@@ -22,6 +24,7 @@ struct ReProgram {
     int hidden;
     float *wdata[RE_NWEIGHTS]; /* aligned copies, owned */
     rv_array *w[RE_NWEIGHTS];  /* wrapping them */
+    rv_bindings *weights;      /* bound to them, once */
 };
 
 struct ReBatch {
@@ -57,10 +60,15 @@ ReProgram *re_program_new(const char *path, int threads, int hidden, int ff,
         if (rv_array_wrap(RV_F32, nd, shapes[i], p->wdata[i], &p->w[i]) != RV_OK)
             re_fail();
     }
+    p->weights = rv_bindings_new(p->m);
+    for (int i = 0; i < RE_NWEIGHTS; i++)
+        if (!p->weights || rv_bindings_set_array(p->weights, re_weight_names[i], p->w[i]) != RV_OK)
+            re_fail();
     return p;
 }
 
 void re_program_free(ReProgram *p) {
+    rv_bindings_free(p->weights);
     for (int i = 0; i < RE_NWEIGHTS; i++) {
         rv_array_free(p->w[i]);
         free(p->wdata[i]);
@@ -84,11 +92,10 @@ ReBatch *re_batch_new(ReProgram *p, const int *len, int batch, const float *x, f
         rv_array_wrap(RV_F32, 1, &nx, (void *)x, &rb->x) != RV_OK ||
         rv_array_wrap(RV_F32, 1, &nx, y, &rb->y) != RV_OK)
         re_fail();
-    rv_status st = rv_bindings_set_size(rb->b, "B", batch);
+    rv_status st = rv_bindings_inherit(rb->b, p->weights);
+    st = st != RV_OK ? st : rv_bindings_set_size(rb->b, "B", batch);
     st = st != RV_OK ? st : rv_bindings_set_array(rb->b, "len", rb->lens);
     st = st != RV_OK ? st : rv_bindings_set_array(rb->b, "X", rb->x);
-    for (int i = 0; i < RE_NWEIGHTS && st == RV_OK; i++)
-        st = rv_bindings_set_array(rb->b, re_weight_names[i], p->w[i]);
     if (st != RV_OK)
         re_fail();
     return rb;

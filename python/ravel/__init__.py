@@ -16,7 +16,7 @@ from .aot import Library, load_library
 from .errors import (ArgumentError, BoundsError, CompilerError, Error, FileError,
                      OutOfMemoryError, ParseError, ScheduleError, ShapeError, TypeCheckError,
                      UnsupportedError)
-from .module import Module, Program, TensorInfo, load, parse
+from .module import Bound, Module, Program, TensorInfo, load, parse
 from .ragged import Ragged
 from .structs import Linear, Structs
 from .weights import load_weights
@@ -26,7 +26,7 @@ version = _lib.rv_version().decode()
 """The version of the libravel loaded (``__version__`` is the package's)."""
 
 __all__ = [
-    "ArgumentError", "BoundsError", "CompilerError", "Error", "FileError", "Library",
+    "ArgumentError", "Bound", "BoundsError", "CompilerError", "Error", "FileError", "Library",
     "Linear", "Module", "OutOfMemoryError", "ParseError", "Program", "Ragged", "ScheduleError",
     "ShapeError", "Structs", "TensorInfo", "TypeCheckError", "UnsupportedError", "empty",
     "library_path", "load", "load_library", "load_weights", "parse", "version",

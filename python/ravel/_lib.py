@@ -198,6 +198,8 @@ _PROTOTYPES = [
 # functions of newer libraries, used when the loaded one has them
 _OPTIONAL = [
     ("rv_bindings_infer_sizes", c_int, [c_void_p]),
+    ("rv_bindings_inherit", c_int, [c_void_p, c_void_p]),
+    ("rv_program_invalidate", None, [c_void_p]),
 ]
 
 for _name, _res, _args in _PROTOTYPES:

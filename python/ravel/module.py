@@ -8,9 +8,9 @@ import numpy as np
 
 from . import _arrays, errors
 from ._bindings import Bindings
-from ._lib import CompileOptions, ProgramCounters, lib
+from ._lib import CompileOptions, ProgramCounters, has, lib
 
-__all__ = ["Module", "Program", "TensorInfo", "load", "parse"]
+__all__ = ["Bound", "Module", "Program", "TensorInfo", "load", "parse"]
 
 TensorInfo = namedtuple("TensorInfo", "name dtype ndim")
 TensorInfo.__doc__ = "An input or output of a module: its name, NumPy dtype and rank."
@@ -237,8 +237,29 @@ class Program:
             self._ptr = None
 
     def __call__(self, args=None, /, *, weights=None, out=None, **kwargs):
-        args = _merge(args, kwargs)
-        b = Bindings(self.module).bind(args, weights)
+        return self._run(Bindings(self.module).bind(_merge(args, kwargs), weights), out)
+
+    def bind(self, args=None, /, *, weights=None, **kwargs):
+        """The program with ``weights`` and these arguments bound once: a
+        :class:`Bound`, called with the rest of each call's arguments.
+
+        Calling the program itself binds every argument anew on each call,
+        so what it keeps derived from its ``param`` inputs (their packed
+        layouts) is derived again every call; a Bound's calls share one
+        binding of the weights and reuse it.
+        """
+        for fn in ("rv_bindings_inherit", "rv_program_invalidate"):
+            if not has(fn):
+                raise errors.ArgumentError("Program.bind: the loaded libravel has no %s" % fn)
+        return Bound(self, Bindings(self.module).bind(_merge(args, kwargs), weights))
+
+    def invalidate(self):
+        """Drops what the program derived from its ``param`` inputs: for a
+        caller that wrote into a bound param's array in place (see
+        :class:`Bound`)."""
+        lib.rv_program_invalidate(self._ptr)
+
+    def _run(self, b, out):
         if out is None:
             errors.check(lib.rv_program_run(self._ptr, b.ptr))
             return _outputs(self.module, b)
@@ -279,3 +300,45 @@ class Program:
         c = ProgramCounters()
         lib.rv_program_stats(self._ptr, ctypes.byref(c))
         return {name: getattr(c, name) for name, _ in c._fields_}
+
+
+class Bound:
+    """A :class:`Program` with some arguments bound once (``prog.bind(...)``,
+    typically the weights), called with the rest of each call's arguments:
+
+        model = prog.bind(weights="w.safetensors")
+        for x in requests:
+            y = model(X=x)["Y"]
+
+    Each call binds its own arguments on fresh bindings that inherit the
+    bound ones (rv_bindings_inherit), overriding them where a call gives an
+    argument again, and returns the outputs as calling the program does
+    (results of different calls never share memory). Calls may run from
+    several threads at once.
+
+    The bound ones stay one binding for every call: what the program
+    derives from a ``param`` input (a packed layout of a weight matrix) is
+    made at the first call and reused by the next ones. NumPy arrays are
+    mutable and are bound without a copy (when 64-byte aligned and
+    C-contiguous; other arrays are copied when bound), so the rule is:
+    after writing into a bound param's array in place, call
+    :meth:`invalidate` (or bind again with ``prog.bind``) before the next
+    call, or calls may go on using what was derived from the old values.
+    Non-param arrays are read by every call, so writes to them are seen.
+    """
+
+    def __init__(self, program, base):
+        self.program = program
+        self._base = base
+
+    def __call__(self, args=None, /, *, out=None, **kwargs):
+        b = Bindings(self.program.module)
+        b.inherited = self._base  # borrows its arrays: keep it alive with the results
+        errors.check(lib.rv_bindings_inherit(b.ptr, self._base.ptr))
+        return self.program._run(b.bind(_merge(args, kwargs)), out)
+
+    def invalidate(self):
+        """Says that a bound param's array was written in place: the next
+        call derives the program's data from it again (rv_program_invalidate;
+        this drops what the program keeps for every binding)."""
+        self.program.invalidate()

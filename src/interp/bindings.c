@@ -206,6 +206,36 @@ rv_status interp_bindings_adopt_array(rv_bindings *b, const char *name, rv_array
     return RV_OK;
 }
 
+rv_status rv_bindings_inherit(rv_bindings *b, const rv_bindings *from) {
+    if (!b || !from)
+        return base_error(RV_ERR_ARG, "rv_bindings_inherit: no bindings");
+    if (b->m != from->m)
+        return base_error(RV_ERR_ARG, "rv_bindings_inherit: the bindings are of different modules");
+    interp_bindings_sync(b);
+    const Module *m = b->m;
+    for (int i = 0; i < from->nsizes; i++)
+        if (from->size_set[i]) {
+            b->size_val[i] = from->size_val[i];
+            b->size_set[i] = true;
+        }
+    for (int i = 0; i < from->nufuns; i++)
+        if (from->uf_arr[i]) {
+            interp_bindings_own_ufun(b, m->ufuns.data[i], NULL);
+            b->uf_arr[i] = from->uf_arr[i];
+        }
+    for (int i = 0; i < from->ntensors; i++) {
+        const Tensor *t = m->tensors.data[i];
+        if (t->op->kind != OP_INPUT || !from->t_arr[i])
+            continue;
+        interp_bindings_own_tensor(b, t, NULL);
+        b->t_arr[i] = from->t_arr[i];
+        /* the same binding, not a new one: what a program derived from
+         * it (a param's kept pack) stays valid for b's runs */
+        b->t_stamp[i] = from->t_stamp[i];
+    }
+    return RV_OK;
+}
+
 int rv_bindings_has(const rv_bindings *b, const char *name) {
     return b && name &&
            (rv_bindings_get_array(b, name) != NULL || rv_bindings_get_size(b, name) >= 0);

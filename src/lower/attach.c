@@ -138,32 +138,109 @@ static bool copy_read_inside(LowerCtx *c, const Stage *p) {
     return true;
 }
 
-/* A pack kept across runs (docs/schedules.md, "Packs of params"): a
- * cache_read of an input declared constant across runs (`param`), of
- * constant shape, over a region of constant origin and extent, placed at
- * the top of its reader's kernel (a root stage's, or a recursion group's,
- * whose invariant packs go above its loops: recurse.c) and not inside a
- * loop another stage shares (hfuse, split_op). Its contents then depend
- * on the bound array alone, so the runtime may keep them from one run to
- * the next. A size in the shape or the region would make them depend on
- * the run: such a pack stays a per-run temporary. */
-static bool kept_pack(const StageNest *n, const Stage *p, Expr *const *origin,
-                      Expr *const *ext, const Expr *size) {
+/* The conditions of a kept pack (docs/schedules.md, "Packs of params")
+ * that do not depend on where it is placed: a cache_read of an input
+ * declared constant across runs (`param`), of constant shape, of constant
+ * size, unpadded, read by a root stage (or a recursion group's member)
+ * whose loops no other stage shares (hfuse, split_op). A size in the
+ * shape or the region would make its contents depend on the run. */
+static bool kept_source(const StageNest *n, const Stage *p, const Expr *size) {
     const Tensor *src = p->source;
     const Stage *r = n->st;
     int64_t v;
     if (p->kind != STAGE_CACHE_READ || !src || src->op->kind != OP_INPUT || !src->param ||
-        p->at_iv || p->local_pad || !ir_is_const_int(size, &v) ||
+        p->local_pad || !ir_is_const_int(size, &v) ||
         !(r->attach == ATTACH_ROOT || sched_stage_group(r)) || r->whole || r->parts[0] ||
         r->hfuse_with || r->hfused_by)
         return false;
     for (int d = 0; d < src->ndim; d++)
         if (!ir_is_const_int(src->axes[d]->extent, &v))
             return false;
+    return true;
+}
+
+/* A pack kept across runs placed at the top of its reader's kernel (a
+ * root stage's, or a recursion group's, whose invariant packs go above
+ * its loops: recurse.c), over a region of constant origin and extent: its
+ * contents depend on the bound array alone. */
+static bool kept_pack(const StageNest *n, const Stage *p, Expr *const *origin,
+                      Expr *const *ext, const Expr *size) {
+    int64_t v;
+    if (p->at_iv || !kept_source(n, p, size))
+        return false;
     for (int d = 0; d < p->t->ndim; d++)
         if (!ir_is_const_int(origin[d], &v) || !ir_is_const_int(ext[d], &v))
             return false;
     return true;
+}
+
+/* A pack placed at a loop of its reader whose iterations copy the blocks
+ * of the param one each: a weight matrix's 64-row panels packed in a
+ * parallel loop over the panels, each thread its own. It is kept too, as
+ * the blocks side by side (block s at s times the block's size, in the
+ * layout the schedule gives one block, so each iteration reads the slice
+ * it would have packed). Sound when the iterations of the reader's loops
+ * down to the placement (all of constant extent: every one runs in every
+ * run) and the blocks of a grid over the param (constant block extents
+ * dividing the param's) correspond one to one, iteration L (the loops'
+ * row-major index) copying block L, which the simplifier must prove from
+ * the region's origin: every block is then filled by exactly one
+ * iteration of a run that fills the pack (no two threads write one), and
+ * read back by the same iteration of later runs. Returns L, the block of
+ * the current iteration, and *nblocks; NULL where these do not hold. */
+static Expr *kept_block(LowerCtx *c, StageNest *n, const Stage *p, Expr *const *origin,
+                        Expr *const *ext, const Expr *size, int64_t *nblocks) {
+    Module *m = c->m;
+    const Stage *r = n->st;
+    int64_t v;
+    /* (a recursion group's member runs its loops once per dynamic batch,
+     * some only for internal nodes: not every run runs them) */
+    if (!p->at_iv || !kept_source(n, p, size) || sched_stage_group(r))
+        return NULL;
+    Expr *L = ir_int(m, 0);
+    int64_t iters = 1;
+    bool found = false;
+    for (int i = 0; i < r->leaves.len && !found; i++) {
+        const IterVar *l = r->leaves.data[i];
+        Expr *e = lower_iv_extent_over(c, n, l, NULL), *x = lower_iv_value(c, n, l);
+        if (!e || !x || !ir_is_const_int(e, &v) || v < 1 || iters > INT64_MAX / v)
+            return NULL;
+        iters *= v;
+        L = ir_binary(m, EX_ADD, ir_binary(m, EX_MUL, L, ir_int(m, v)), x);
+        found = l == p->at_iv;
+    }
+    if (!found)
+        return NULL;
+    L = lower_ctx_simp(c, L);
+    const Tensor *src = p->source;
+    int64_t nb[RV_MAX_DIMS], blocks = 1;
+    for (int d = 0; d < src->ndim; d++) {
+        int64_t x, e;
+        ir_is_const_int(src->axes[d]->extent, &x);
+        if (!ir_is_const_int(ext[d], &e) || e < 1 || x % e)
+            return NULL;
+        nb[d] = x / e;
+        blocks *= nb[d];
+    }
+    if (blocks != iters)
+        return NULL;
+    /* block L's origin in dimension d: e_d * ((L / stride_d) % nb_d), no
+     * remainder in the outermost dimension of more than one block */
+    int64_t stride = 1;
+    for (int d = src->ndim - 1; d >= 0; d--) {
+        int64_t e;
+        ir_is_const_int(ext[d], &e);
+        Expr *k = ir_binary(m, EX_DIV, L, ir_int(m, stride));
+        if (stride * nb[d] < blocks)
+            k = ir_binary(m, EX_MOD, k, ir_int(m, nb[d]));
+        Expr *want = nb[d] == 1 ? ir_int(m, 0) : ir_binary(m, EX_MUL, ir_int(m, e), k);
+        Expr *diff = lower_ctx_simp(c, ir_binary(m, EX_SUB, origin[d], want));
+        if (!ir_is_const_int(diff, &v) || v)
+            return NULL;
+        stride *= nb[d];
+    }
+    *nblocks = blocks;
+    return L;
 }
 
 /* Stage p computed here, in reader n: its buffer (a view for the reader)
@@ -330,7 +407,9 @@ Stmt *lower_attach_one(LowerCtx *c, StageNest *n, Stage *p, Buffer **buf_out) {
                              elems <= LOCAL_STACK_BYTES / (int64_t)rv_dtype_size(p->t->dtype)
                          ? BUF_LOCAL
                          : BUF_GLOBAL;
-    bool kept = kept_pack(n, p, origin, ext, size);
+    int64_t nblocks = 1;
+    Expr *block = kept_block(c, n, p, origin, ext, size, &nblocks);
+    bool kept = block || kept_pack(n, p, origin, ext, size);
     if (kept)
         scope = BUF_PACK;
     /* Scratch memory is zeroed on every allocation (runtime/scratch.c), and
@@ -349,6 +428,14 @@ Stmt *lower_attach_one(LowerCtx *c, StageNest *n, Stage *p, Buffer **buf_out) {
                                        v->stride[d]));
         }
         size = lower_ctx_simp(c, ir_binary(m, EX_ADD, last, ir_int(m, 1)));
+    }
+    if (block && nd) {
+        /* the blocks side by side: block L's offsets start at L * size,
+         * counted in the outermost storage dimension's origin */
+        int d0 = p->order[0];
+        v->lo[d0] = lower_ctx_simp(
+            c, ir_binary(m, EX_SUB, v->lo[d0], ir_binary(m, EX_MUL, block, alloc[d0])));
+        size = lower_ctx_simp(c, ir_binary(m, EX_MUL, size, ir_int(m, nblocks)));
     }
     v->buf = ir_buffer_new(m, p->name, p->t->dtype, scope == BUF_LOCAL ? ir_int(m, elems) : size,
                            scope);

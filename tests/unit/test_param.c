@@ -308,6 +308,151 @@ static void test_threads(void) {
     rv_module_free(m);
 }
 
+/* rv_bindings_inherit: the weights bound once in a base object, each
+ * call's inputs on fresh bindings inheriting them: the kept pack serves
+ * every call; a base bound anew is a new binding. */
+static void test_inherit(void) {
+    rv_module *m = parse_ok(packed);
+    rv_program *p = m ? compile(m, 0) : NULL;
+    if (!p) {
+        rv_module_free(m);
+        return;
+    }
+    const Tensor *w = rv_module_tensor(m, "W");
+    Args a = {draw(48, 40, 1), draw(17, 8, 2), draw(17, 40, 3), 17};
+    rv_bindings *base = rv_bindings_new(m);
+    CHECK_EQ_INT(rv_bindings_set_array(base, "W", a.W), RV_OK);
+    CHECK_EQ_INT(rv_bindings_set_size(base, "N", 5), RV_OK); /* overridden per call */
+    rv_array *xs[3] = {a.x, draw(17, 40, 7), draw(17, 40, 8)};
+    for (int i = 0; i < 3; i++) {
+        rv_bindings *b = rv_bindings_new(m);
+        CHECK_EQ_INT(rv_bindings_set_array(b, "W", a.V), RV_OK); /* inherit overrides it */
+        CHECK_EQ_INT(rv_bindings_inherit(b, base), RV_OK);
+        CHECK(interp_bindings_stamp(b, w) == interp_bindings_stamp(base, w));
+        CHECK(rv_bindings_get_array(b, "W") == a.W);
+        CHECK_EQ_INT(rv_bindings_get_size(b, "N"), 5);
+        Args ai = {a.W, a.V, xs[i], 17};
+        CHECK_EQ_INT(rv_bindings_set_size(b, "N", 17), RV_OK);
+        CHECK_EQ_INT(rv_bindings_set_array(b, "V", a.V), RV_OK);
+        CHECK_EQ_INT(rv_bindings_set_array(b, "x", xs[i]), RV_OK);
+        run_and_compare(m, p, b, &ai);
+        CHECK(rv_bindings_get_array(base, "Y") == NULL); /* results stay in b */
+        rv_bindings_free(b);
+    }
+    CHECK_EQ_INT(fills(p), 1);
+    CHECK_EQ_INT(rv_bindings_set_array(base, "W", a.W), RV_OK); /* bound anew */
+    rv_bindings *b = rv_bindings_new(m);
+    CHECK_EQ_INT(rv_bindings_inherit(b, base), RV_OK);
+    bind(b, &a);
+    CHECK_EQ_INT(rv_bindings_inherit(b, base), RV_OK); /* W and N are base's again */
+    CHECK_EQ_INT(rv_bindings_get_size(b, "N"), 5);
+    CHECK_EQ_INT(rv_bindings_set_size(b, "N", 17), RV_OK);
+    run_and_compare(m, p, b, &a);
+    CHECK_EQ_INT(fills(p), 2);
+    rv_bindings_free(b);
+
+    rv_module *other = parse_ok(packed);
+    rv_bindings *o = other ? rv_bindings_new(other) : NULL;
+    CHECK_EQ_INT(rv_bindings_inherit(o, base), RV_ERR_ARG);
+    CHECK(strstr(rv_last_error(), "different modules") != NULL);
+    CHECK_EQ_INT(rv_bindings_inherit(NULL, base), RV_ERR_ARG);
+    rv_bindings_free(o);
+    rv_module_free(other);
+
+    rv_bindings_free(base);
+    rv_array_free(a.W);
+    rv_array_free(a.V);
+    for (int i = 0; i < 3; i++)
+        rv_array_free(xs[i]);
+    rv_program_free(p);
+    rv_module_free(m);
+}
+
+/* A pack placed at a loop whose iterations copy the param's blocks one
+ * each (a weight's panels in a parallel loop over them) is kept as the
+ * blocks side by side; a pack whose iterations do not enumerate the
+ * blocks stays a per-run temporary. Every run checked against the
+ * interpreter, with new inputs each time. */
+static void blocked_case(const char *sched, int kept) {
+    char src[1024];
+    snprintf(src, sizeof src,
+             "size N in 1..300\n"
+             "param W : f32[48, 40]\n"
+             "param V : f32[N, 8]\n"
+             "input x : f32[N, 40]\n"
+             "Y[n, j < 48] = sum(l < 40) W[j, l] * x[n, l]\n"
+             "Z[n, k < 8] = sum(m < N) V[m, k] * Y[m, k] + x[n, k]\n"
+             "output Y, Z\n"
+             "schedule Y {\n%s}\n",
+             sched);
+    rv_module *m = parse_ok(src);
+    rv_program *p = m ? compile(m, 2) : NULL;
+    if (!p) {
+        rv_module_free(m);
+        return;
+    }
+    Args a = {draw(48, 40, 1), draw(17, 8, 2), draw(17, 40, 3), 17};
+    rv_bindings *b = rv_bindings_new(m);
+    bind(b, &a);
+    for (int i = 0; i < 3; i++) {
+        rv_array *x = draw(17, 40, 10 + (unsigned)i);
+        Args ai = a;
+        ai.x = x;
+        CHECK_EQ_INT(rv_bindings_set_array(b, "x", x), RV_OK);
+        run_and_compare(m, p, b, &ai);
+        rv_array_free(x);
+    }
+    if (fills(p) != kept)
+        fprintf(stderr, "    schedule:\n%s", sched);
+    CHECK_EQ_INT(fills(p), kept);
+    rv_bindings_free(b);
+    rv_array_free(a.W);
+    rv_array_free(a.V);
+    rv_array_free(a.x);
+    rv_program_free(p);
+    rv_module_free(m);
+}
+
+static void test_blocked(void) {
+    /* 16-row panels in a parallel loop over them: kept */
+    blocked_case("    WL = cache_read(W, layout=\"l, j\")\n"
+                 "    jo, ji = split(j, 16)\n"
+                 "    reorder(jo, n, l, ji)\n"
+                 "    parallel(jo)\n"
+                 "    vectorize(ji)\n"
+                 "    compute_at(WL, jo)\n",
+                 1);
+    /* 16 x 20 blocks at the second of two loops (block jo * 2 + lo): kept */
+    blocked_case("    WL = cache_read(W, layout=\"l, j\")\n"
+                 "    jo, ji = split(j, 16)\n"
+                 "    lo, li = split(l, 20)\n"
+                 "    reorder(jo, lo, n, li, ji)\n"
+                 "    parallel(jo)\n"
+                 "    compute_at(WL, lo)\n",
+                 1);
+    /* the same blocks, the loops the other way round (block lo + 2 * jo
+     * at iteration lo * 3 + jo): made every run */
+    blocked_case("    WL = cache_read(W, layout=\"l, j\")\n"
+                 "    jo, ji = split(j, 16)\n"
+                 "    lo, li = split(l, 20)\n"
+                 "    reorder(lo, jo, n, li, ji)\n"
+                 "    compute_at(WL, jo)\n",
+                 0);
+    /* at a loop of a size's extent (each n copies every panel): made every run */
+    blocked_case("    WL = cache_read(W, layout=\"l, j\")\n"
+                 "    jo, ji = split(j, 16)\n"
+                 "    reorder(jo, n, l, ji)\n"
+                 "    compute_at(WL, n)\n",
+                 0);
+    /* panels that do not divide W (32 rows of 48: a shorter last one): made every run */
+    blocked_case("    WL = cache_read(W, layout=\"l, j\")\n"
+                 "    jo, ji = split(j, 32)\n"
+                 "    reorder(jo, n, l, ji)\n"
+                 "    parallel(jo)\n"
+                 "    compute_at(WL, jo)\n",
+                 0);
+}
+
 int main(void) {
     snprintf(cache_dir, sizeof cache_dir, "/tmp/ravel-test-param-%d", (int)getpid());
     RUN(test_roundtrip);
@@ -316,5 +461,7 @@ int main(void) {
     RUN(test_stamps);
     RUN(test_kept);
     RUN(test_threads);
+    RUN(test_inherit);
+    RUN(test_blocked);
     return harness_report();
 }

@@ -1,0 +1,93 @@
+"""Program.bind: weights bound once, the per-call inputs on each call; a
+param's packed layout is made once, not per call."""
+
+import numpy as np
+import pytest
+
+import ravel
+
+SRC = """
+size N in 1..300
+param W : f32[48, 40]
+input x : f32[N, 40]
+Y[n, j < 48] = sum(l < 40) W[j, l] * x[n, l]
+output Y
+schedule Y {
+    W_pk = cache_read(W, layout="l, j")
+    parallel(n)
+    jo, ji = split(j, 16)
+    vectorize(ji)
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def prog():
+    return ravel.parse(SRC).compile()
+
+
+def draw(shape, seed):
+    a = ravel.empty(shape, np.float32)
+    a[...] = np.random.default_rng(seed).uniform(-1, 1, shape)
+    return a
+
+
+def fills(p):
+    return p.stats()["pack_fills"]
+
+
+def test_bound_packs_once(prog):
+    w = draw((48, 40), 1)
+    model = prog.bind(W=w)
+    f0 = fills(prog)
+    outs = []
+    for i, n in enumerate([3, 17, 5]):
+        x = draw((n, 40), 10 + i)
+        y = model(x=x)["Y"]  # N inferred from x per call
+        np.testing.assert_allclose(y, x @ w.T, rtol=1e-4, atol=1e-4)
+        outs.append((y, x))
+    assert fills(prog) == f0 + 1
+    for y, x in outs:  # each call's results are its own
+        np.testing.assert_allclose(y, x @ w.T, rtol=1e-4, atol=1e-4)
+    # calling the program binds W anew every call
+    prog(W=w, x=outs[0][1])
+    prog(W=w, x=outs[0][1])
+    assert fills(prog) == f0 + 3
+
+
+def test_bound_in_place_write_needs_invalidate(prog):
+    w = draw((48, 40), 2)
+    x = draw((7, 40), 3)
+    model = prog.bind(W=w)
+    model(x=x)
+    w *= -0.5  # in place: the promise of a param is broken ...
+    model.invalidate()  # ... and said so
+    np.testing.assert_allclose(model(x=x)["Y"], x @ w.T, rtol=1e-4, atol=1e-4)
+    # binding again is the other way
+    w += 0.25
+    np.testing.assert_allclose(prog.bind(W=w)(x=x)["Y"], x @ w.T, rtol=1e-4, atol=1e-4)
+
+
+def test_bound_overrides_and_out(prog):
+    w, w2 = draw((48, 40), 4), draw((48, 40), 5)
+    x = draw((9, 40), 6)
+    model = prog.bind({"W": w}, N=9)
+    np.testing.assert_allclose(model(W=w2, x=x)["Y"], x @ w2.T, rtol=1e-4, atol=1e-4)
+    out = ravel.empty((9, 48), np.float32)
+    assert model(x=x, out={"Y": out})["Y"] is out
+    np.testing.assert_allclose(out, x @ w.T, rtol=1e-4, atol=1e-4)
+    with pytest.raises(ravel.ShapeError):
+        model(x=draw((4, 40), 7))  # N = 9 is bound; x has 4 rows
+    with pytest.raises(ravel.ArgumentError, match="no size, ufun or input named 'V'"):
+        prog.bind(V=w)
+
+
+def test_bound_weights_file(prog, tmp_path):
+    w = draw((48, 40), 8)
+    path = tmp_path / "w.npz"
+    np.savez(path, W=w)
+    model = prog.bind(weights=str(path))
+    x = draw((2, 40), 9)
+    y = model(x=x)["Y"]
+    del model  # the results keep the weights they were computed from alive
+    np.testing.assert_allclose(y, x @ w.T, rtol=1e-4, atol=1e-4)
