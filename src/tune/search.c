@@ -1032,6 +1032,12 @@ static int best_kept(const Tuner *t, const int *kept, int n, int s) {
     return b;
 }
 
+/* How much faster than the kept kernels a shape's own measured best must
+ * be to get its vote back as one more kernel: the issue's bound on the
+ * tuned kernel against per-shape tuning, and above the noise of a time
+ * that is the fastest of its runs. */
+#define VOTE_LOSS 1.1
+
 /* The best measured throughput of a known-good sketch at s; 0 when none
  * was measured there. */
 static double best_seed(const Tuner *t, int s) {
@@ -1077,18 +1083,31 @@ static rv_status dispatcher(Tuner *t) {
         kept[nk++] = b;
         wsum[b] = 0;
     }
-    /* Never below a known-good sketch where the records show one: a shape
-     * whose kept kernels all measured slower there than a sketch gets its
-     * own vote back (the heaviest such shape first; past max_variants,
-     * up to TUNE_MAX_VARIANTS kernels). */
+    /* Never below a known-good sketch where the records show one, nor
+     * far below the shape's own measured best: a shape whose kept kernels
+     * all measured slower there than a sketch, or whose vote measured
+     * more than VOTE_LOSS faster than the best kept kernel there, gets its
+     * own vote back (the heaviest loss first; past max_variants, up to
+     * TUNE_MAX_VARIANTS kernels). Without the second, bmm_nt's records
+     * answered T = 16, 32 and 64 with the dot product, 1.5-2x slower
+     * there than the tile with B transposed in blocks measured at each:
+     * that tile had the most votes of no merge, and dot is a sketch. */
     while (nk < TUNE_MAX_VARIANTS) {
         int worst = -1;
+        double most = 0;
         for (int s = 0; s < t->ns; s++) {
-            double seed = best_seed(t, s);
-            int b = best_kept(t, kept, nk, s);
-            if (seed > 0 && t->meas[kept[b] * t->ns + s] < seed && wsum[vote[s]] >= 0 &&
-                (worst < 0 || t->w[s] > t->w[worst]))
-                worst = s;
+            if (wsum[vote[s]] < 0)
+                continue;
+            /* (a kept kernel neither measured nor predicted here: none) */
+            double have = fmax(score(t, kept[best_kept(t, kept, nk, s)], s), 1e-12);
+            double seed = best_seed(t, s), own = t->meas[vote[s] * t->ns + s];
+            double loss = 0;
+            if (seed > 0 && have < seed)
+                loss = seed / have;
+            if (own > VOTE_LOSS * have && own / have > loss)
+                loss = own / have;
+            if (loss > 0 && t->w[s] * loss > most)
+                most = t->w[s] * loss, worst = s;
         }
         if (worst < 0)
             break;

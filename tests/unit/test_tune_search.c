@@ -187,6 +187,19 @@ static void fake_record(const char *path, const char *program, const char *machi
     CHECK_EQ_INT(tune_record_append(path, &r), RV_OK);
 }
 
+/* Replays the nrecords records at path with one variant asked for into
+ * r; whether the dispatcher made two (one shape's vote came back). */
+static bool replay_one_variant(rv_module *m, const char *path, int nrecords, TuneResult *r) {
+    TuneOptions o = options(0);
+    o.records = path;
+    o.replay = true;
+    o.max_variants = 1;
+    CHECK_EQ_INT(tune_run(m, tiny, &o, r), RV_OK);
+    CHECK_EQ_INT(r->reused, nrecords);
+    CHECK_EQ_INT(r->nvariants, 2);
+    return r->nvariants == 2;
+}
+
 /* The dispatcher never answers a shape with a kernel the records show
  * slower there than a known-good sketch: records (replayed) where a
  * non-sketch is fastest at every M but 3, where a sketch is; with one
@@ -215,17 +228,54 @@ static void test_never_below_a_sketch(void) {
         fake_record(path, hex, buf_str(&machine), sp.cands[other].sched, M, M == 3 ? 2e-6 : 1e-6);
         fake_record(path, hex, buf_str(&machine), sp.cands[seed].sched, M, M == 3 ? 1e-6 : 2e-6);
     }
-    TuneOptions o = options(0);
-    o.records = path;
-    o.replay = true;
-    o.max_variants = 1;
     TuneResult r;
-    CHECK_EQ_INT(tune_run(m, tiny, &o, &r), RV_OK);
-    CHECK_EQ_INT(r.reused, 18);
-    CHECK_EQ_INT(r.nvariants, 2);
-    for (int64_t M = 1; r.nvariants == 2 && M <= 9; M++) {
+    bool two = replay_one_variant(m, path, 18, &r);
+    for (int64_t M = 1; two && M <= 9; M++) {
         int v = tune_dtree_eval(&r.tree, &M);
         CHECK_EQ_INT(strcmp(r.variant_sched[v], sp.cands[M == 3 ? seed : other].sched), 0);
+    }
+    tune_result_free(&r);
+    buf_free(&machine);
+    tune_space_free(&sp);
+    rv_module_free(m);
+}
+
+/* Nor far below a shape's own measured best: records (replayed) where
+ * non-sketch A is fastest at every M but 3, where B measured 2x faster,
+ * and 5, where C measured 5% faster (within the noise); a sketch slower
+ * everywhere. With one variant allowed, M = 3 gets B back as a second
+ * variant, M = 5 keeps A. */
+static void test_vote_back_on_loss(void) {
+    rv_module *m = NULL;
+    CHECK_EQ_INT(rv_module_parse("tiny.rv", tiny, &m), RV_OK);
+    TuneSpace sp;
+    CHECK_EQ_INT(tune_space_build(m, tune_hw(), &sp), RV_OK);
+    int seed = -1, cand[3], n = 0;
+    for (int c = 0; c < sp.len; c++) {
+        if (sp.cands[c].seed && seed < 0)
+            seed = c;
+        if (!sp.cands[c].seed && n < 3)
+            cand[n++] = c;
+    }
+    CHECK(seed >= 0 && n == 3);
+    char path[160], hex[17];
+    snprintf(path, sizeof path, "%s/loss.jsonl", dir);
+    hash_hex(hash_str(tiny), hex);
+    Buf machine = {0};
+    tune_hw_machine_id(tune_hw(), &machine);
+    for (int64_t M = 1; seed >= 0 && n == 3 && M <= 9; M++) {
+        fake_record(path, hex, buf_str(&machine), sp.cands[cand[0]].sched, M, 1e-6);
+        fake_record(path, hex, buf_str(&machine), sp.cands[seed].sched, M, 4e-6);
+        if (M == 3)
+            fake_record(path, hex, buf_str(&machine), sp.cands[cand[1]].sched, M, 0.5e-6);
+        if (M == 5)
+            fake_record(path, hex, buf_str(&machine), sp.cands[cand[2]].sched, M, 1e-6 / 1.05);
+    }
+    TuneResult r;
+    bool two = replay_one_variant(m, path, 20, &r);
+    for (int64_t M = 1; two && M <= 9; M++) {
+        int v = tune_dtree_eval(&r.tree, &M);
+        CHECK_EQ_INT(strcmp(r.variant_sched[v], sp.cands[cand[M == 3]].sched), 0);
     }
     tune_result_free(&r);
     buf_free(&machine);
@@ -581,6 +631,7 @@ int main(void) {
     RUN(test_ragged_tuning);
     RUN(test_level_tuning);
     RUN(test_time_estimate);
+    RUN(test_vote_back_on_loss);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     CHECK_EQ_INT(system(cmd), 0);
