@@ -1089,7 +1089,7 @@ static rv_status dispatcher(Tuner *t) {
      * more than VOTE_LOSS faster than the best kept kernel there, gets its
      * own vote back (the heaviest loss first; past max_variants, up to
      * TUNE_MAX_VARIANTS kernels). Without the second, bmm_nt's records
-     * answered T = 16, 32 and 64 with the dot product, 1.5-2x slower
+     * answered T = 16 and 64 with the dot product, 1.5-2x slower
      * there than the tile with B transposed in blocks measured at each:
      * that tile had the most votes of no merge, and dot is a sketch. */
     while (nk < TUNE_MAX_VARIANTS) {
