@@ -51,9 +51,10 @@
  *
  * SKETCHES. The known-good sketches (space.c: among them every
  * hand-written schedule of bench/programs) start the population and stay
- * in it, and the first candidates measured at a shape are the best
- * predicted sketch of each kind (dot; tile with B packed row by row,
- * transposed in blocks or read in place; kblock; stream).
+ * in it, and the first candidates measured at a shape with no sketch of
+ * some kind measured near it (within a factor of 1.5 in each size) are
+ * the best predicted sketch of each such kind (dot; tile with B packed
+ * row by row, transposed in blocks or read in place; kblock; stream).
  */
 #include <math.h>
 #include <stdio.h>
@@ -457,19 +458,42 @@ static bool same_sketch(const Tuner *t, int a, int b) {
     return x->seed && y->seed && x->tmpl == y->tmpl && x->sketch == y->sketch;
 }
 
-/* Whether a known-good sketch of candidate k's kind was measured at s or
- * is among the n pairs already chosen there. */
+/* How far a sketch's measurement reaches: shapes whose every variable is
+ * within this factor of another's (T = 16 and 21) share what the model
+ * knows of each kind of sketch. Measuring every kind at every shape
+ * (8 kinds at bmm_nt) spent 256 trials on about 12 of its 128 shapes; at
+ * anchors a factor of 1.5 apart the kinds cost about ten shapes' worth
+ * (1, 2-3, 4-6, ..., 86-128), and elsewhere the model's picks run. */
+#define SKETCH_REACH 1.5
+
+/* Whether shapes a and b are within SKETCH_REACH of each other in every
+ * variable (0 only of 0). */
+static bool near_shape(const Tuner *t, int a, int b) {
+    for (int i = 0; i < num_vars(t); i++) {
+        double x = (double)t->shapes[a].v[i], y = (double)t->shapes[b].v[i];
+        double lo = fmin(x, y), hi = fmax(x, y);
+        if (hi > lo && (lo <= 0 || hi > SKETCH_REACH * lo))
+            return false;
+    }
+    return true;
+}
+
+/* Whether a known-good sketch of candidate k's kind was measured at a
+ * shape near s (near_shape) or is among the n pairs already chosen
+ * there. */
 static bool sketch_seen(const Tuner *t, const Pair *out, int n, int s, int k) {
     for (int c = 0; c < t->sp.len; c++)
-        if (same_sketch(t, c, k) && t->meas[c * t->ns + s] != 0)
-            return true;
+        if (same_sketch(t, c, k))
+            for (int q = 0; q < t->ns; q++)
+                if (t->meas[c * t->ns + q] != 0 && near_shape(t, q, s))
+                    return true;
     for (int j = 0; j < n; j++)
-        if (out[j].s == s && same_sketch(t, out[j].c, k))
+        if (near_shape(t, out[j].s, s) && same_sketch(t, out[j].c, k))
             return true;
     return false;
 }
 
-/* Whether some kind of usable known-good sketch has none measured at s
+/* Whether some kind of usable known-good sketch has none measured near s
  * (the kinds of one template run apart: bmm_nn's tile at T = 128 with B
  * packed row by row takes 1.9x the time of the one reading B in place,
  * the hand-written kind, which a per-template rule never measured above
@@ -506,9 +530,10 @@ static double gain(Tuner *t, int s, const bool *used) {
     double g = cur > 0 ? top / cur - 1 : 1e3;
     if (t->best[s] == 0)
         g += distance(t, s, used) / t->ns;
-    /* a measured shape where a kind of sketch never ran: the model has
-     * seen no kernel of that kind there (stream at T = 1, where it wins),
-     * so it knows as little as at an unmeasured shape: as much gain */
+    /* a measured shape where a kind of sketch never ran nearby: the
+     * model has seen no kernel of that kind there (stream at T = 1, where
+     * it wins), so it knows as little as at an unmeasured shape: as much
+     * gain */
     if (t->best[s] > 0 && sketch_missing(t, s))
         g = (g > 0 ? g : 0) + 1e3;
     return t->w[s] * (g > 0 ? g : 0);
@@ -568,9 +593,9 @@ static int choose(Tuner *t, Pair *out, int want) {
         if (per < 1)
             per = 1;
         /* first the best predicted known-good sketch of each kind with
-         * none measured here yet (any before a model), so the records
-         * hold every kind of sketch at every measured shape (the model may
-         * misjudge a kind where it has seen none: stream at T = 1),
+         * none measured near here yet (any before a model), so the records
+         * hold every kind of sketch near every measured shape (the model
+         * may misjudge a kind where it has seen none: stream at T = 1),
          * then the population's best predicted (any order before a model) */
         for (int m = 0; m < per - 1 || (m < per && t->sp.len <= t->npop); m++) {
             int pick = pick_predicted(t, out, n, s, true);
@@ -1007,6 +1032,12 @@ static int best_kept(const Tuner *t, const int *kept, int n, int s) {
     return b;
 }
 
+/* How much faster than the kept kernels a shape's own measured best must
+ * be to get its vote back as one more kernel: the issue's bound on the
+ * tuned kernel against per-shape tuning, and above the noise of a time
+ * that is the fastest of its runs. */
+#define VOTE_LOSS 1.1
+
 /* The best measured throughput of a known-good sketch at s; 0 when none
  * was measured there. */
 static double best_seed(const Tuner *t, int s) {
@@ -1052,18 +1083,31 @@ static rv_status dispatcher(Tuner *t) {
         kept[nk++] = b;
         wsum[b] = 0;
     }
-    /* Never below a known-good sketch where the records show one: a shape
-     * whose kept kernels all measured slower there than a sketch gets its
-     * own vote back (the heaviest such shape first; past max_variants,
-     * up to TUNE_MAX_VARIANTS kernels). */
+    /* Never below a known-good sketch where the records show one, nor
+     * far below the shape's own measured best: a shape whose kept kernels
+     * all measured slower there than a sketch, or whose vote measured
+     * more than VOTE_LOSS faster than the best kept kernel there, gets its
+     * own vote back (the heaviest loss first; past max_variants, up to
+     * TUNE_MAX_VARIANTS kernels). Without the second, bmm_nt's records
+     * answered T = 16 and 64 with the dot product, 1.5-2x slower
+     * there than the tile with B transposed in blocks measured at each:
+     * that tile had the most votes of no merge, and dot is a sketch. */
     while (nk < TUNE_MAX_VARIANTS) {
         int worst = -1;
+        double most = 0;
         for (int s = 0; s < t->ns; s++) {
-            double seed = best_seed(t, s);
-            int b = best_kept(t, kept, nk, s);
-            if (seed > 0 && t->meas[kept[b] * t->ns + s] < seed && wsum[vote[s]] >= 0 &&
-                (worst < 0 || t->w[s] > t->w[worst]))
-                worst = s;
+            if (wsum[vote[s]] < 0)
+                continue;
+            /* (a kept kernel neither measured nor predicted here: none) */
+            double have = fmax(score(t, kept[best_kept(t, kept, nk, s)], s), 1e-12);
+            double seed = best_seed(t, s), own = t->meas[vote[s] * t->ns + s];
+            double loss = 0;
+            if (seed > 0 && have < seed)
+                loss = seed / have;
+            if (own > VOTE_LOSS * have && own / have > loss)
+                loss = own / have;
+            if (loss > 0 && t->w[s] * loss > most)
+                most = t->w[s] * loss, worst = s;
         }
         if (worst < 0)
             break;

@@ -187,6 +187,19 @@ static void fake_record(const char *path, const char *program, const char *machi
     CHECK_EQ_INT(tune_record_append(path, &r), RV_OK);
 }
 
+/* Replays the nrecords records at path with one variant asked for into
+ * r; whether the dispatcher made two (one shape's vote came back). */
+static bool replay_one_variant(rv_module *m, const char *path, int nrecords, TuneResult *r) {
+    TuneOptions o = options(0);
+    o.records = path;
+    o.replay = true;
+    o.max_variants = 1;
+    CHECK_EQ_INT(tune_run(m, tiny, &o, r), RV_OK);
+    CHECK_EQ_INT(r->reused, nrecords);
+    CHECK_EQ_INT(r->nvariants, 2);
+    return r->nvariants == 2;
+}
+
 /* The dispatcher never answers a shape with a kernel the records show
  * slower there than a known-good sketch: records (replayed) where a
  * non-sketch is fastest at every M but 3, where a sketch is; with one
@@ -215,17 +228,54 @@ static void test_never_below_a_sketch(void) {
         fake_record(path, hex, buf_str(&machine), sp.cands[other].sched, M, M == 3 ? 2e-6 : 1e-6);
         fake_record(path, hex, buf_str(&machine), sp.cands[seed].sched, M, M == 3 ? 1e-6 : 2e-6);
     }
-    TuneOptions o = options(0);
-    o.records = path;
-    o.replay = true;
-    o.max_variants = 1;
     TuneResult r;
-    CHECK_EQ_INT(tune_run(m, tiny, &o, &r), RV_OK);
-    CHECK_EQ_INT(r.reused, 18);
-    CHECK_EQ_INT(r.nvariants, 2);
-    for (int64_t M = 1; r.nvariants == 2 && M <= 9; M++) {
+    bool two = replay_one_variant(m, path, 18, &r);
+    for (int64_t M = 1; two && M <= 9; M++) {
         int v = tune_dtree_eval(&r.tree, &M);
         CHECK_EQ_INT(strcmp(r.variant_sched[v], sp.cands[M == 3 ? seed : other].sched), 0);
+    }
+    tune_result_free(&r);
+    buf_free(&machine);
+    tune_space_free(&sp);
+    rv_module_free(m);
+}
+
+/* Nor far below a shape's own measured best: records (replayed) where
+ * non-sketch A is fastest at every M but 3, where B measured 2x faster,
+ * and 5, where C measured 5% faster (within the noise); a sketch slower
+ * everywhere. With one variant allowed, M = 3 gets B back as a second
+ * variant, M = 5 keeps A. */
+static void test_vote_back_on_loss(void) {
+    rv_module *m = NULL;
+    CHECK_EQ_INT(rv_module_parse("tiny.rv", tiny, &m), RV_OK);
+    TuneSpace sp;
+    CHECK_EQ_INT(tune_space_build(m, tune_hw(), &sp), RV_OK);
+    int seed = -1, cand[3], n = 0;
+    for (int c = 0; c < sp.len; c++) {
+        if (sp.cands[c].seed && seed < 0)
+            seed = c;
+        if (!sp.cands[c].seed && n < 3)
+            cand[n++] = c;
+    }
+    CHECK(seed >= 0 && n == 3);
+    char path[160], hex[17];
+    snprintf(path, sizeof path, "%s/loss.jsonl", dir);
+    hash_hex(hash_str(tiny), hex);
+    Buf machine = {0};
+    tune_hw_machine_id(tune_hw(), &machine);
+    for (int64_t M = 1; seed >= 0 && n == 3 && M <= 9; M++) {
+        fake_record(path, hex, buf_str(&machine), sp.cands[cand[0]].sched, M, 1e-6);
+        fake_record(path, hex, buf_str(&machine), sp.cands[seed].sched, M, 4e-6);
+        if (M == 3)
+            fake_record(path, hex, buf_str(&machine), sp.cands[cand[1]].sched, M, 0.5e-6);
+        if (M == 5)
+            fake_record(path, hex, buf_str(&machine), sp.cands[cand[2]].sched, M, 1e-6 / 1.05);
+    }
+    TuneResult r;
+    bool two = replay_one_variant(m, path, 20, &r);
+    for (int64_t M = 1; two && M <= 9; M++) {
+        int v = tune_dtree_eval(&r.tree, &M);
+        CHECK_EQ_INT(strcmp(r.variant_sched[v], sp.cands[cand[M == 3]].sched), 0);
     }
     tune_result_free(&r);
     buf_free(&machine);
@@ -293,10 +343,13 @@ static void test_sketch_of_each_template(void) {
     rv_module_free(m);
 }
 
-/* A measured shape where a kind of sketch never ran is where the model
- * knows least: records with a sketch of every kind at every M but 7,
- * which has one kind of tile only, all at one throughput; the next round
- * goes to M = 7 and measures a sketch of a missing kind there. */
+/* A measured shape where a kind of sketch never ran near it (within a
+ * factor of 1.5 in M) is where the model knows least; one near a shape
+ * with every kind is not. Records with a sketch of every kind at M = 1..4
+ * and one kind of tile only at 5..9, all at one throughput; M = 5 weighs
+ * 100 times the rest, so a rule that wanted every kind at every measured
+ * shape would go there; the next round goes to M = 7..9 (nothing with
+ * every kind within 1.5x) and measures a sketch of a missing kind. */
 static void test_missing_sketch_revisited(void) {
     rv_module *m = NULL;
     CHECK_EQ_INT(rv_module_parse("tiny.rv", tiny, &m), RV_OK);
@@ -314,16 +367,21 @@ static void test_missing_sketch_revisited(void) {
     for (int64_t M = 1; M <= 9; M++)
         for (int tm = 0; tm < TUNE_T_COUNT; tm++)
             for (int k = 0; k < MAX_KINDS; k++)
-                if (first[tm][k] >= 0 && (M != 7 || first[tm][k] == only)) {
+                if (first[tm][k] >= 0 && (M <= 4 || first[tm][k] == only)) {
                     fake_record(path, hex, buf_str(&machine), sp.cands[first[tm][k]].sched, M,
                                 1e-6 * (double)M);
                     n++;
                 }
     CHECK(only >= 0 && first[TUNE_T_TILE][0] >= 0 && n > 9);
+    TuneShape heavy = {.v = {5}};
+    double weight = 100;
     TuneOptions o = options(n + 2);
     o.records = path;
     o.batch = 2;
     o.shapes_per_round = 1;
+    o.shapes = &heavy;
+    o.weights = &weight;
+    o.nshapes = 1;
     TuneResult r;
     CHECK_EQ_INT(tune_run(m, tiny, &o, &r), RV_OK);
     CHECK_EQ_INT(r.measured, 2);
@@ -332,15 +390,17 @@ static void test_missing_sketch_revisited(void) {
     tune_records_init(&rs);
     CHECK_EQ_INT(tune_records_load(path, &rs), RV_OK);
     CHECK_EQ_INT(rs.len, n + 2);
-    bool sketch_at_7 = false;
+    bool missing_kind = false;
+    int64_t at = rs.data[n].size_values[0];
+    CHECK(at >= 7 && at <= 9);
     for (int i = n; i < rs.len; i++) {
-        CHECK_EQ_INT((int)rs.data[i].size_values[0], 7);
+        CHECK_EQ_INT((int)rs.data[i].size_values[0], (int)at);
         for (int c = 0; c < sp.len; c++)
-            sketch_at_7 |= sp.cands[c].seed && c != only &&
-                           !(sp.cands[c].tmpl == TUNE_T_TILE && sp.cands[c].sketch == 1) &&
-                           strcmp(rs.data[i].trace, sp.cands[c].sched) == 0;
+            missing_kind |= sp.cands[c].seed && c != only &&
+                            !(sp.cands[c].tmpl == TUNE_T_TILE && sp.cands[c].sketch == 1) &&
+                            strcmp(rs.data[i].trace, sp.cands[c].sched) == 0;
     }
-    CHECK(sketch_at_7);
+    CHECK(missing_kind);
     tune_records_free(&rs);
     buf_free(&machine);
     tune_space_free(&sp);
@@ -571,6 +631,7 @@ int main(void) {
     RUN(test_ragged_tuning);
     RUN(test_level_tuning);
     RUN(test_time_estimate);
+    RUN(test_vote_back_on_loss);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     CHECK_EQ_INT(system(cmd), 0);
