@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 BenchOpts bench_default_opts(void) {
@@ -34,11 +35,30 @@ static void fill_stats(double *t, int n, BenchStats *s) {
     s->median_ms = 1e3 * (n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]));
 }
 
-/* Times one call of the side, by its clock or bench_now(). */
+/* The clock of a call: BENCH_CLOCK=cpu times the process's CPU time
+ * (CLOCK_PROCESS_CPUTIME_ID) instead of the wall: on this machine, shared
+ * at a load above its core count, a one-thread call waits for a core as
+ * long as it runs, and the wait, not the work, differs between two
+ * processes timed minutes apart (a C side and a PyTorch side). Only for
+ * one thread: with more, it sums the threads' time. */
+static double run_clock(void) {
+    static int cpu = -1;
+    if (cpu < 0) {
+        const char *e = getenv("BENCH_CLOCK");
+        cpu = e && !strcmp(e, "cpu");
+    }
+    if (!cpu)
+        return bench_now();
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Times one call of the side, by its clock or run_clock(). */
 static double time_call(const BenchSide *s) {
-    double t0 = s->clock ? s->clock(s->ctx) : bench_now();
+    double t0 = s->clock ? s->clock(s->ctx) : run_clock();
     s->fn(s->ctx);
-    return (s->clock ? s->clock(s->ctx) : bench_now()) - t0;
+    return (s->clock ? s->clock(s->ctx) : run_clock()) - t0;
 }
 
 /*

@@ -96,10 +96,15 @@ def time_calls(fn, min_time, min_runs=10, max_runs=10000, warmup=3):
     return {"median_ms": 1e3 * median, "min_ms": 1e3 * ts[0], "max_ms": 1e3 * ts[-1], "runs": runs}
 
 
+# BENCH_CLOCK=cpu: the process's CPU time, as bench/timing.c's run_clock
+# (one thread only: with more it sums the threads' time)
+_CLOCK = time.process_time if os.environ.get("BENCH_CLOCK") == "cpu" else time.perf_counter
+
+
 def timed(fn):
-    t0 = time.perf_counter()
+    t0 = _CLOCK()
     fn()
-    return time.perf_counter() - t0
+    return _CLOCK() - t0
 
 
 def emit(bench, config, flops, base):

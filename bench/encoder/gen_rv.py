@@ -74,10 +74,11 @@ HEADER = """# {path} — written by bench/encoder/gen_rv.py (edit the template t
 # the fused rows: plain offsets, no map loads). A layernorm is one pass
 # per token row, its mean and variance computed at the row (the row stays
 # in L1 between the three).
-#   - the vector tails of S, M, Z and A (len[b] % 16 columns per row) are
-#     masked vectors (the C back end's masked tails); padding the rows of
-#     S and KT to 16 columns instead made the layer 11% slower (the padded
-#     buffers' host work);
+#   - the vector tails of M, Z and A (len[b] % 16 columns per row) are
+#     masked vectors (the C back end's masked tails), S's a padded tile
+#     in registers (its schedule); padding the rows of S and KT to 16
+#     columns instead made the layer 11% slower (the padded buffers' host
+#     work);
 #   - ragged compute_at would compute S, M, Z and A per (sequence, head)
 #     inside AttnV instead of materializing len[b]^2 scores per head;
 #   - operation splitting of i at len[b] / 6 * 6 would give the tail tile
@@ -223,17 +224,35 @@ schedule KT {{
     f = fuse(b, h)
     parallel(f)
 }}
-# QK^T: per (sequence, head) (parallel), a 6-row x 16-column tile of S in
-# registers while d runs outside it; the last partial vector of columns and
-# the last partial tile of rows partitioned off (no register tile there)
+# QK^T: per (sequence, head) (parallel), a 6-row x 16-column tile of S
+# accumulated in SL (a local: registers) while d runs outside it, written
+# back once. Written into S itself (reorder(f, io, jo, d, ii, jv)), the
+# tile was S's rows in memory, loaded and stored per d (the ragged row
+# offsets keep the C compiler from promoting them), 1.5x the samples of
+# this one. SL is padded (pad=1): the tiles past the last full vector of
+# columns or the last full 6 rows compute whole 16 x 6 tiles on padded
+# copies of their operands (QL: 6 values of Q, KL: 16 of KT, per d) and
+# write back the valid part; unpadded, those tiles were masked vectors of
+# a local, stored and loaded again per d (no store forwarding for masked
+# accesses: slower than the tile in S).
 schedule S {{
+    SL = cache_write(S, pad=1)
     f = fuse(b, h)
     parallel(f)
     jo, jv = split(j, 16)
     io, ii = split(i, 6)
-    reorder(f, io, jo, d, ii, jv)
-    unroll(ii)
+    reorder(f, io, jo, ii, jv)
     vectorize(jv)
+    compute_at(SL, jo)
+}}
+schedule SL {{
+    QL = cache_read(P, pad=1)
+    KL = cache_read(KT, pad=1)
+    reorder(d, i, j)
+    unroll(i)
+    vectorize(j)
+    compute_at(QL, d)
+    compute_at(KL, d)
 }}
 schedule M {{
     f = fuse(b, h)
@@ -279,7 +298,8 @@ MULTI = """#
 
 # The tensors a layer computes: renamed per layer in a multi-layer program
 STAGES = ("P", "KT", "S", "M", "Z", "A", "C", "O", "Mean1", "Var1", "Y1", "F1", "F2", "Mean2",
-          "Var2", "Y", "WL_P", "WL_O", "WL_F1", "WL_F2", "FL_O", "FL_F1", "FL_F2")
+          "Var2", "Y", "WL_P", "WL_O", "WL_F1", "WL_F2", "FL_O", "FL_F1", "FL_F2", "SL", "QL",
+          "KL")
 STAGE_RE = re.compile(r"\b(%s|X)\b" % "|".join(STAGES))
 
 

@@ -297,6 +297,10 @@ struct Buffer {
      * remaps a region the bounds pass inferred with its own arrays */
     const void *vfuse_key;
     int vfuse_level;
+    /* the largest value its elements take (row starts: the level's number
+     * of tuples; the row map: the prefixes'), over sizes and declared
+     * ranges, for interval.c; NULL when unbounded */
+    Expr *vfuse_hi;
     /* BUF_PACK (lower/attach.c, kept_pack): the pack's contents depend on
      * the param input pack_of alone; pack_fill is its flag, an i32 buffer
      * of one element the runtime sets to 1 when the kept contents are

@@ -163,6 +163,7 @@ Buffer *ir_keep_buffer(IrKeep *k, Buffer *b) {
         c->rowmap_count = c->rowmap_ext = NULL;
         c->rowmap_r = NULL;
         c->vfuse_key = NULL;
+        c->vfuse_hi = NULL;
         c->pack_fill = ir_keep_buffer(k, b->pack_fill); /* the runtime sets it */
     }
     return c;

@@ -458,8 +458,11 @@ static Ival atom_ival(Simp *S, Expr *x) {
     }
     case EX_UFCALL:
     case EX_LOAD: {
-        if (x->u.buf->vfuse_key) /* a fused loop's row starts or row map */
-            return ival_make(0, INT64_MAX / 4); /* (element counts) */
+        if (x->u.buf->vfuse_key) { /* a fused loop's row starts or row map */
+            /* (element counts: a region over all the fused rows is sized by them) */
+            a = x->u.buf->vfuse_hi ? lower_ival_of(S, x->u.buf->vfuse_hi) : ival_none();
+            return ival_make(0, a.ok ? a.hi : INT64_MAX / 4);
+        }
         Ufun *f = uf_of(x);
         if (!f || !f->lo_dom || !f->hi_dom)
             return ival_none();

@@ -173,6 +173,7 @@ static VFuse *vfuse_of(LowerCtx *c, const IterVar *f) {
         if (vf->lay.start[k] && !vf->lay.start[k]->vfuse_key) {
             vf->lay.start[k]->vfuse_key = f;
             vf->lay.start[k]->vfuse_level = k;
+            vf->lay.start[k]->vfuse_hi = tuples_bound(m, &vf->lay, k);
         }
     Buffer *start = vf->lay.start[vf->level];
     if (!start) { /* the inner extent does not vary after all: the schedule said it does */
@@ -193,6 +194,7 @@ static VFuse *vfuse_of(LowerCtx *c, const IterVar *f) {
                                 BUF_AUX);
         vf->row->vfuse_key = f;
         vf->row->vfuse_level = -1;
+        vf->row->vfuse_hi = vf->level > 0 ? tuples_bound(m, &vf->lay, vf->level - 1) : NULL;
         vf->row->rowmap_start = start;
         vf->row->rowmap_count = prefix_count(c, &vf->lay, vf->level);
         vf->row->rowmap_ext = rank_extent(c, vf, vf->row->rowmap_count, &vf->row->rowmap_r);

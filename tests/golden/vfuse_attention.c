@@ -57,21 +57,25 @@ static void kernel_S_par0(void *arg, int64_t begin, int64_t end, int tid) {
     const int64_t *restrict S_start3 = __builtin_assume_aligned(env->S_start3, 64);
     for (int64_t fo = begin; fo < end; fo++) {
         const int64_t t1 = fo * 8;
+        const int64_t t2 = fo * 32;
         for (int64_t fi = 0; fi < 8; fi++) {
-            const int64_t t2 = fi + t1;
-            const int64_t fuse_f_start2_row_v = fuse_f_start2_row[t2];
+            const int64_t t3 = fi + t1;
+            const int64_t t4 = fi * 4 + t2;
+            const int64_t fuse_f_start2_row_v = fuse_f_start2_row[t3];
+            const int64_t t5 = fuse_f_start2_row_v * 4;
             const int64_t fuse_f_start2_v = fuse_f_start2[fuse_f_start2_row_v];
-            const int64_t t3 = H * fuse_f1_start1_row[fuse_f_start2_row_v];
+            const int64_t t6 = H * fuse_f1_start1_row[fuse_f_start2_row_v];
+            const int64_t t7 = fuse_f_start2_v * 4;
             const int64_t fuse_f1_start1_v = fuse_f1_start1[fuse_f1_start1_row[fuse_f_start2_row_v]];
+            const int64_t t8 = fuse_f1_start1_v * 4;
             for (int64_t h = 0; h < H; h++) {
                 float acc0;
                 acc0 = 0.0f;
-                const int64_t t4 = (fuse_f_start2_row_v + S_start2[h + t3] - fuse_f1_start1_v) * 4;
-                const int64_t t5 = (t2 + S_start2[h + t3] - fuse_f_start2_v) * 4;
+                const int64_t t9 = S_start2[h + t6] * 4;
                 for (int64_t d = 0; d < 4; d++) {
-                    acc0 += Q[d + t4] * K[d + t5];
+                    acc0 += Q[d + t5 + t9 - t8] * K[d + t4 + t9 - t7];
                 }
-                S[t2 + S_start3[fuse_f_start2_row_v + S_start2[h + t3] - fuse_f1_start1_v] - fuse_f_start2_v] = acc0;
+                S[t3 + S_start3[fuse_f_start2_row_v + S_start2[h + t6] - fuse_f1_start1_v] - fuse_f_start2_v] = acc0;
             }
         }
     }
@@ -108,23 +112,29 @@ int32_t kernel_S(const int64_t *sizes, void *const *bufs, struct rv_rt_ctx *ctx)
     struct kernel_S_par0 par0 = {.H = H, .fuse_f_start2_row = fuse_f_start2_row, .fuse_f_start2 = fuse_f_start2, .fuse_f1_start1_row = fuse_f1_start1_row, .fuse_f1_start1 = fuse_f1_start1, .S_start2 = S_start2, .Q = Q, .K = K, .S = S, .S_start3 = S_start3};
     ctx->parallel_for(t0, kernel_S_par0, &par0);
     if (0 < fuse_f_start2[fuse_f1_start1[B]] % 8) {
-        const int64_t t6 = fuse_f_start2[fuse_f1_start1[B]] / 8 * 8;
-        const int64_t t7 = fuse_f_start2[fuse_f1_start1[B]] - t6;
-        for (int64_t fi_1 = 0; fi_1 < t7; fi_1++) {
-            const int64_t t8 = fi_1 + t6;
-            const int64_t fuse_f_start2_row_v0 = fuse_f_start2_row[t8];
-            const int64_t fuse_f_start2_v0 = fuse_f_start2[fuse_f_start2_row_v0];
-            const int64_t t9 = H * fuse_f1_start1_row[fuse_f_start2_row_v0];
-            const int64_t fuse_f1_start1_v0 = fuse_f1_start1[fuse_f1_start1_row[fuse_f_start2_row_v0]];
-            for (int64_t h_1 = 0; h_1 < H; h_1++) {
-                float acc1;
-                acc1 = 0.0f;
-                const int64_t t10 = (fuse_f_start2_row_v0 + S_start2[h_1 + t9] - fuse_f1_start1_v0) * 4;
-                const int64_t t11 = (t8 + S_start2[h_1 + t9] - fuse_f_start2_v0) * 4;
-                for (int64_t d_1 = 0; d_1 < 4; d_1++) {
-                    acc1 += Q[d_1 + t10] * K[d_1 + t11];
+        const int64_t t10 = fuse_f_start2[fuse_f1_start1[B]] / 8 * 8;
+        const int64_t t12 = fuse_f_start2[fuse_f1_start1[B]] - t10;
+        if (0 < t12) {
+            const int64_t t11 = fuse_f_start2[fuse_f1_start1[B]] / 8 * 32;
+            for (int64_t fi_1 = 0; fi_1 < t12; fi_1++) {
+                const int64_t t13 = fi_1 + t10;
+                const int64_t t14 = fi_1 * 4 + t11;
+                const int64_t fuse_f_start2_row_v0 = fuse_f_start2_row[t13];
+                const int64_t t15 = fuse_f_start2_row_v0 * 4;
+                const int64_t fuse_f_start2_v0 = fuse_f_start2[fuse_f_start2_row_v0];
+                const int64_t t16 = H * fuse_f1_start1_row[fuse_f_start2_row_v0];
+                const int64_t t17 = fuse_f_start2_v0 * 4;
+                const int64_t fuse_f1_start1_v0 = fuse_f1_start1[fuse_f1_start1_row[fuse_f_start2_row_v0]];
+                const int64_t t18 = fuse_f1_start1_v0 * 4;
+                for (int64_t h_1 = 0; h_1 < H; h_1++) {
+                    float acc1;
+                    acc1 = 0.0f;
+                    const int64_t t19 = S_start2[h_1 + t16] * 4;
+                    for (int64_t d_1 = 0; d_1 < 4; d_1++) {
+                        acc1 += Q[d_1 + t15 + t19 - t18] * K[d_1 + t14 + t19 - t17];
+                    }
+                    S[t13 + S_start3[fuse_f_start2_row_v0 + S_start2[h_1 + t16] - fuse_f1_start1_v0] - fuse_f_start2_v0] = acc1;
                 }
-                S[t8 + S_start3[fuse_f_start2_row_v0 + S_start2[h_1 + t9] - fuse_f1_start1_v0] - fuse_f_start2_v0] = acc1;
             }
         }
     }

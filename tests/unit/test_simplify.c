@@ -1038,6 +1038,38 @@ static void test_random_stmts(void) {
     env_free(&E);
 }
 
+/* ---- a fused loop's row starts and row map (lower/vfuse.c) ----
+ * Their values are element counts of the fused levels: without a bound
+ * they range over [0, INT64_MAX/4] (a region over all the fused rows was
+ * sized by that: "out of scratch memory"); with the bound vfuse.c stores,
+ * the level's number of tuples, they range over [0, that bound]. */
+static void test_vfuse_bounds(void) {
+    Env E;
+    env_init(&E);
+    /* the row starts of l < len[b]: B*T tuples at most (32*64 = 2048) */
+    Buffer *st = ir_buffer_new(E.m, "st", RV_I64, add(&E, E.eB, K(&E, 1)), BUF_AUX);
+    st->vfuse_key = E.b;
+    st->vfuse_level = 1;
+    Expr *at = ir_load(E.m, st, E.b->var);
+    CHECK_SIMP(&E, bin(&E, EX_LE, at, K(&E, 2048)), "st[b] <= 2048");
+    st->vfuse_hi = mul(&E, E.eB, E.eT);
+    CHECK_SIMP(&E, bin(&E, EX_LE, at, K(&E, 2048)), "true");
+    CHECK_SIMP(&E, bin(&E, EX_LT, at, K(&E, 2048)), "st[b] < 2048"); /* the bound is tight */
+    CHECK_SIMP(&E, bin(&E, EX_GE, at, K(&E, 0)), "true");
+    /* its row map: the row (a prefix index b < B) of each fused index */
+    Buffer *row = ir_buffer_new(E.m, "st_row", RV_I64, mul(&E, E.eB, E.eT), BUF_AUX);
+    row->vfuse_key = E.b;
+    row->vfuse_level = -1;
+    row->vfuse_hi = E.eB;
+    Expr *r = ir_load(E.m, row, E.i->var);
+    CHECK_SIMP(&E, bin(&E, EX_LE, r, K(&E, 32)), "true");
+    CHECK_SIMP(&E, bin(&E, EX_LE, r, K(&E, 31)), "st_row[i] <= 31");
+    /* a region's size over all rows (st[B] rows of 64 elements) is bounded */
+    Expr *all = mul(&E, ir_load(E.m, st, E.eB), K(&E, 64));
+    CHECK_SIMP(&E, bin(&E, EX_LE, all, K(&E, 2048 * 64)), "true");
+    env_free(&E);
+}
+
 int main(void) {
     RUN(test_linear);
     RUN(test_bounds);
@@ -1048,5 +1080,6 @@ int main(void) {
     RUN(test_random_bounds);
     RUN(test_random_stmts);
     RUN(test_values);
+    RUN(test_vfuse_bounds);
     return harness_report();
 }
