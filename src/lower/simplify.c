@@ -59,7 +59,8 @@
  * arrays, prelude arrays inside the kernel) are as good as sizes. The pass
  * drops `if`s whose condition is decided, loops of extent <= 0, empty
  * loops and lets, and replaces a loop of extent 1 by its body with the
- * variable set to 0.
+ * variable set to 0, and one of extent at most 1 by `if (0 < extent)`
+ * around that body (a sequence's `k < nprev[n]`).
  *
  * Integer values (tensor elements, accumulators) go through the same
  * rules, but they are not bounded by any extent: a rewrite may not form a
@@ -1017,6 +1018,12 @@ static Stmt *simp_stmt(Simp *S, Stmt *s) {
             return NULL;
         if (iv.ok && iv.lo == 1 && iv.hi == 1)
             return with_constant(S, var, k_int(S, RV_I64, 0), s->u.loop.body);
+        if (iv.ok && iv.hi == 1) /* runs once or not at all: a test, not a loop around
+                                    its body (GCC hoists an invariant body's products
+                                    out of a loop it cannot count, unfused) */
+            return simp_stmt(S, lower_if(m, ir_binary(m, EX_LT, k_int(S, ext->dtype, 0), ext),
+                                         lower_let(m, var, k_int(S, RV_I64, 0), s->u.loop.body),
+                                         NULL));
         Binding bd = {0};
         if (lower_loads_mutable(S, ext)) { /* only its range at loop entry is known */
             bd.opaque = true;
