@@ -225,7 +225,8 @@ HIDDEN = {m: (64, 128) if m == "mvrnn" else (256, 512) for m in MODELS}
 # nodes as its rows: the weight packed k-major once per call (cache_read
 # with layout=, at the top of the member: hoisted above the loop over
 # levels), a tile of NT nodes x 64 outputs summed in registers (cache_write:
-# NT x 4 vector accumulators) with the reduction outside the tile, and the
+# NT x 4 vector accumulators) with the reduction outside the tile (a child
+# axis k < nchild[n] unrolled: a guarded copy per child, no loop), and the
 # tiles of 64 outputs parallel, so each thread reads only its slice of the
 # weight at every level (which stays in its L2 across levels). A gathered
 # operand (hs, the sum of the children's states) is computed at the tile
@@ -256,9 +257,11 @@ def tile(stage, j, red, weight=None, layout=None, at=()):
     out += ("    {j}v2, {j}v = split({j}, 16)\n"
             "    reorder({order}, {j}v2, {j}v)\n"
             "    unroll(n)\n"
+            "{child}"
             "    unroll({j}v2)\n"
             "    vectorize({j}v)\n"
-            "}}\n").format(j=j, order=", ".join(red_n)).replace("}}", "}")
+            "}}\n").format(j=j, order=", ".join(red_n),
+                           child="".join("    unroll(%s)\n" % a for a in red[1:])).replace("}}", "}")
     return out
 
 

@@ -359,6 +359,14 @@ static void test_stmts(void) {
     Stmt *upto1 = lower_for(m, z, bin(&E, EX_DIV, E.eT, K(&E, 64)), LOOP_SERIAL,
                             lower_store(m, Y, add(&E, z->var, K(&E, 3)), z->var));
     CHECK_STMT(lower_simplify(m, upto1), "if 0 < T/64:\n  Y[3] = 0\n");
+    /* unrolled, extent at most 2 (T/32): a guarded copy per iteration; a
+     * serial loop stays */
+    Stmt *upto2 = lower_for(m, z, bin(&E, EX_DIV, E.eT, K(&E, 32)), LOOP_UNROLL,
+                            lower_store(m, Y, add(&E, z->var, K(&E, 3)), z->var));
+    CHECK_STMT(lower_simplify(m, upto2), "if 0 < T/32:\n  Y[3] = 0\nif 1 < T/32:\n  Y[4] = 1\n");
+    Stmt *upto2s = lower_for(m, z, bin(&E, EX_DIV, E.eT, K(&E, 32)), LOOP_SERIAL,
+                             lower_store(m, Y, add(&E, z->var, K(&E, 3)), z->var));
+    CHECK(lower_simplify(m, upto2s) == upto2s);
 
     /* ... unless something the pass does not rewrite still uses the variable */
     Buffer *tmp = ir_buffer_new(m, "tmp", RV_I64, add(&E, z->var, K(&E, 1)), BUF_LOCAL);
