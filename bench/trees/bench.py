@@ -130,11 +130,27 @@ def cross_check(model, H, W, P, dm, baselines, rm):
         sys.exit("bench.py: %s H=%d disagrees with the reference: %s" % (model, H, bad))
 
 
+def build_peak(path):
+    """Makes bench/peak.c's driver where it is missing, when `path` is the
+    <BUILD>/bench/peak of a build directory of this tree (it needs no
+    library, only a C compiler: seconds); elsewhere the caller says how."""
+    import subprocess
+    rel = os.path.relpath(os.path.abspath(path), trv.REPO)
+    parts = rel.split(os.sep)
+    if rel.startswith("..") or len(parts) < 3 or parts[-2:] != ["bench", "peak"]:
+        return
+    print("bench.py: making %s for the roofline" % rel, file=sys.stderr, flush=True)
+    subprocess.run(["make", "-C", trv.REPO, "BUILD=" + os.path.join(*parts[:-2]), rel],
+                   stdout=sys.stderr, check=False)
+
+
 def measure_peak(path, threads):
     """bench/peak.c's lines for these thread counts: {threads: (gflops, gb_s)},
     each the best over the thread counts up to it (a shared machine's noise
     only ever subtracts); {} without the driver."""
     import subprocess
+    if path and not os.access(path, os.X_OK):
+        build_peak(path)
     if not path or not os.access(path, os.X_OK):
         print("bench.py: no peak driver at %s (make %s): no roofline" % (path, path or "build/bench/peak"),
               file=sys.stderr)

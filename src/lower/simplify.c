@@ -59,7 +59,9 @@
  * arrays, prelude arrays inside the kernel) are as good as sizes. The pass
  * drops `if`s whose condition is decided, loops of extent <= 0, empty
  * loops and lets, and replaces a loop of extent 1 by its body with the
- * variable set to 0.
+ * variable set to 0, one of extent at most 1 by `if (0 < extent)`
+ * around that body (a sequence's `k < nprev[n]`), and an unrolled loop of
+ * varying extent at most 8 by guarded copies (guarded_copies).
  *
  * Integer values (tensor elements, accumulators) go through the same
  * rules, but they are not bounded by any extent: a rewrite may not form a
@@ -989,6 +991,26 @@ static Stmt *with_constant(Simp *S, Axis *var, Expr *v, Stmt *body) {
     return r;
 }
 
+/* An unrolled loop whose extent varies but is at most GUARDED_UNROLL_MAX
+ * (a child sum's k < nchild[n] of a binary tree, the tail of a split's
+ * register tile): copy c of its body runs under `if (c < extent)`, with
+ * the variable c, so the tile's accumulators stay at constant indices (in
+ * registers) and no loop counts the children. Loop `s` itself where a copy
+ * would still name the variable (a let the pass keeps: the copies' lets
+ * would share one C scope). */
+#define GUARDED_UNROLL_MAX 8
+
+static Stmt *guarded_copies(Simp *S, Stmt *s, Expr *ext, int64_t hi) {
+    Module *m = S->m;
+    Axis *var = s->u.loop.var;
+    Stmt *copies[GUARDED_UNROLL_MAX];
+    for (int64_t c = 0; c < hi; c++)
+        copies[c] = lower_if(m, ir_binary(m, EX_LT, k_int(S, ext->dtype, c), ext),
+                             lower_let(m, var, k_int(S, RV_I64, c), s->u.loop.body), NULL);
+    Stmt *r = simp_stmt(S, lower_seq(m, (int)hi, copies));
+    return r && stmt_uses(S, r, var) ? s : r;
+}
+
 static Stmt *simp_branch(Simp *S, Expr *fact, Stmt *s) {
     if (!s)
         return NULL;
@@ -1017,6 +1039,18 @@ static Stmt *simp_stmt(Simp *S, Stmt *s) {
             return NULL;
         if (iv.ok && iv.lo == 1 && iv.hi == 1)
             return with_constant(S, var, k_int(S, RV_I64, 0), s->u.loop.body);
+        if (iv.ok && iv.hi == 1) /* runs once or not at all: a test, not a loop around
+                                    its body (GCC hoists an invariant body's products
+                                    out of a loop it cannot count, unfused) */
+            return simp_stmt(S, lower_if(m, ir_binary(m, EX_LT, k_int(S, ext->dtype, 0), ext),
+                                         lower_let(m, var, k_int(S, RV_I64, 0), s->u.loop.body),
+                                         NULL));
+        if (s->u.loop.kind == LOOP_UNROLL && ext->kind != EX_CONST_INT && iv.ok &&
+            iv.hi <= GUARDED_UNROLL_MAX) {
+            Stmt *r = guarded_copies(S, s, ext, iv.hi);
+            if (r != s)
+                return r;
+        }
         Binding bd = {0};
         if (lower_loads_mutable(S, ext)) { /* only its range at loop entry is known */
             bd.opaque = true;

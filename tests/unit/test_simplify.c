@@ -2,7 +2,7 @@
  * test_simplify.c — the index simplifier: canonical sums, bounds proved
  * symbolically (loop extents, UF ranges, ceil-division tiles), division
  * and remainder rules under C's truncating semantics, comparisons and
- * boolean folding, the statement pass (guards, extent 0/1 loops, lets,
+ * boolean folding, the statement pass (guards, extent 0/1 and <= 1 loops, lets,
  * branch facts), and two randomized self-checks: random expressions and
  * random loop nests are simplified and evaluated, before and after, at
  * random points inside the declared ranges by a small evaluator written
@@ -355,6 +355,18 @@ static void test_stmts(void) {
     Stmt *one = lower_for(m, z, sub(&E, add(&E, E.eT, K(&E, 1)), E.eT), LOOP_SERIAL,
                           lower_store(m, Y, add(&E, z->var, K(&E, 3)), z->var));
     CHECK_STMT(lower_simplify(m, one), "Y[3] = 0\n");
+    /* extent at most 1 (T/64 with T in 1..64): a test, the variable 0 */
+    Stmt *upto1 = lower_for(m, z, bin(&E, EX_DIV, E.eT, K(&E, 64)), LOOP_SERIAL,
+                            lower_store(m, Y, add(&E, z->var, K(&E, 3)), z->var));
+    CHECK_STMT(lower_simplify(m, upto1), "if 0 < T/64:\n  Y[3] = 0\n");
+    /* unrolled, extent at most 2 (T/32): a guarded copy per iteration; a
+     * serial loop stays */
+    Stmt *upto2 = lower_for(m, z, bin(&E, EX_DIV, E.eT, K(&E, 32)), LOOP_UNROLL,
+                            lower_store(m, Y, add(&E, z->var, K(&E, 3)), z->var));
+    CHECK_STMT(lower_simplify(m, upto2), "if 0 < T/32:\n  Y[3] = 0\nif 1 < T/32:\n  Y[4] = 1\n");
+    Stmt *upto2s = lower_for(m, z, bin(&E, EX_DIV, E.eT, K(&E, 32)), LOOP_SERIAL,
+                             lower_store(m, Y, add(&E, z->var, K(&E, 3)), z->var));
+    CHECK(lower_simplify(m, upto2s) == upto2s);
 
     /* ... unless something the pass does not rewrite still uses the variable */
     Buffer *tmp = ir_buffer_new(m, "tmp", RV_I64, add(&E, z->var, K(&E, 1)), BUF_LOCAL);
