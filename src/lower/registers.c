@@ -33,8 +33,9 @@
  * The tile: a local array of constant size, at most REG_FILE_BYTES (the
  * 32 vector registers of AVX-512), at least two elements, every access in
  * its allocation at an index c + sum(a_v * v) over the variables v of
- * unrolled loops of constant extent inside the allocation, or serial ones
- * around unrolled and vector loops only (those are unrolled) and, for a vector access, the innermost loop's variable
+ * unrolled loops of constant extent inside the allocation, or, for a tile
+ * of vectors, serial ones around unrolled and vector loops only (those are
+ * unrolled) and, for a vector access, the innermost loop's variable
  * when that loop is a vector loop of constant extent W (a power of two up
  * to 16 lanes) with coefficient 1; c and the a_v multiples of W, the same
  * W for every access (1 when none is a vector access), every index inside
@@ -66,9 +67,12 @@ typedef struct Tile {
     bool ok;
 } Tile;
 
-/* Does s hold only unrolled and vector loops? A serial loop indexing the
- * tile is unrolled only then (a write-back nest), not around loops the
- * schedule left rolled (a tile of dot products, each a k loop). */
+/* Does s hold only unrolled and vector loops? A serial loop indexing a
+ * tile of vectors is unrolled only then (the write-back nest of a tile
+ * whose consumer's schedule did not unroll it), not around loops the
+ * schedule left rolled (a tile of dot products, each a k loop); one
+ * indexing a tile of scalars never (a cache_read row the schedule reads
+ * in a rolled loop stays an array). */
 static bool straight(const Stmt *s) {
     if (!s)
         return true;
@@ -125,7 +129,7 @@ static void check_access(Tile *t, Expr *idx) {
             continue;
         }
         if (l->u.loop.kind != LOOP_UNROLL &&
-            (l->u.loop.kind != LOOP_SERIAL || !straight(l->u.loop.body)))
+            (l->u.loop.kind != LOOP_SERIAL || w == 1 || !straight(l->u.loop.body)))
             goto fail_map;
         if (a % w)
             goto fail_map;
