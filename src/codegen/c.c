@@ -152,11 +152,13 @@ static bool const_size(const Buffer *b, int64_t *n) {
 }
 
 /* Where an ALLOC puts its buffer. */
-typedef enum Place { PLACE_SCALAR, PLACE_STACK, PLACE_SCRATCH } Place;
+typedef enum Place { PLACE_SCALAR, PLACE_VECTOR, PLACE_STACK, PLACE_SCRATCH } Place;
 
 static Place place_of(CK *c, const Buffer *b) {
     if (ptrmap_has(&c->e->scalars, b))
         return PLACE_SCALAR;
+    if (ptrmap_has(&c->e->vregs, b))
+        return PLACE_VECTOR;
     int64_t n;
     if (b->scope == BUF_LOCAL && const_size(b, &n) && n >= 0 &&
         n * (int64_t)rv_dtype_size(b->dtype) <= STACK_LIMIT)
@@ -178,13 +180,34 @@ typedef struct Scan {
     PtrMap alloc_depth; /* candidate Buffer* -> 1 + parallel depth at its ALLOC */
     PtrMap spoiled;     /* candidates that cannot be scalars */
     PtrMap loaded;      /* candidates some expression loads */
+    const Stmt *inner;  /* the innermost loop around */
 } Scan;
+
+/* A local of `lanes` elements (a vector of a register tile, registers.c)
+ * lives in a vector variable when every access is the whole vector: at
+ * the variable of the innermost loop, a vector loop of that extent (one
+ * block of c_vector.c, whose lanes are the variable's). */
+static bool vreg_lanes(int64_t n) {
+    return n >= 2 && n <= 16 && !(n & (n - 1));
+}
+
+static bool whole_vector(const Scan *sc, const Buffer *b, const Expr *idx) {
+    int64_t n, w;
+    const Stmt *l = sc->inner;
+    return ir_is_const_int(b->size, &n) && l && l->u.loop.kind == LOOP_VECTOR &&
+           ir_is_const_int(l->u.loop.extent, &w) && w == n && idx->kind == EX_VAR &&
+           idx->u.axis == l->u.loop.var;
+}
 
 static void scan_access(Scan *sc, const Buffer *b, const Expr *idx) {
     intptr_t d = (intptr_t)ptrmap_get(&sc->alloc_depth, b);
     if (!d)
         return;
-    if (!cg_is_zero(idx) || d - 1 != sc->pdepth)
+    bool whole = cg_is_zero(idx);
+    int64_t n;
+    if (ir_is_const_int(b->size, &n) && n > 1)
+        whole = whole_vector(sc, b, idx);
+    if (!whole || d - 1 != sc->pdepth)
         ptrmap_put(&sc->spoiled, b, (void *)b);
 }
 
@@ -208,8 +231,11 @@ static void scan_stmt(Scan *sc, const Stmt *s) {
     case ST_FOR: {
         scan_expr(sc, s->u.loop.extent);
         bool par = s->u.loop.kind == LOOP_PARALLEL;
+        const Stmt *inner = sc->inner;
         sc->pdepth += par;
+        sc->inner = s;
         scan_stmt(sc, s->u.loop.body);
+        sc->inner = inner;
         sc->pdepth -= par;
         return;
     }
@@ -233,7 +259,8 @@ static void scan_stmt(Scan *sc, const Stmt *s) {
     case ST_ALLOC: {
         const Buffer *b = s->u.alloc.buf;
         int64_t n;
-        if (b->scope == BUF_LOCAL && const_size(b, &n) && n == 1)
+        if (b->scope == BUF_LOCAL && const_size(b, &n) &&
+            (n == 1 || (vreg_lanes(n) && sc->e->target == CG_TARGET_C)))
             ptrmap_put(&sc->alloc_depth, b, (void *)(intptr_t)(sc->pdepth + 1));
         scan_stmt(sc, s->u.alloc.body);
         return;
@@ -261,13 +288,18 @@ static void scan_function(CgEmit *e, const Stmt *s, PtrMap *written, PtrMap *let
     ptrmap_free(written);
     ptrmap_free(&e->scalars);
     ptrmap_free(&e->unread);
+    ptrmap_free(&e->vregs);
     Scan sc = {.e = e, .written = written, .let_type = let_type};
     scan_stmt(&sc, s);
     for (int i = 0; i < sc.alloc_depth.cap; i++) {
         const void *b = sc.alloc_depth.keys ? sc.alloc_depth.keys[i] : NULL;
         /* a block-shared local is memory the threads share, never a
          * thread's scalar */
-        if (b && !ptrmap_has(&sc.spoiled, b) && !ptrmap_has(&e->shared, b)) {
+        int64_t n;
+        if (b && !ptrmap_has(&sc.spoiled, b) && !ptrmap_has(&e->shared, b) &&
+            const_size(b, &n) && n > 1) {
+            ptrmap_put(&e->vregs, b, (void *)b);
+        } else if (b && !ptrmap_has(&sc.spoiled, b) && !ptrmap_has(&e->shared, b)) {
             ptrmap_put(&e->scalars, b, (void *)b);
             if (!ptrmap_has(&sc.loaded, b))
                 ptrmap_put(&e->unread, b, (void *)b);
@@ -1010,6 +1042,11 @@ static void emit_alloc(CK *c, CFn *f, const Stmt *s) {
         line(f, "%s %s;\n", t, n);
         if (ptrmap_has(&c->e->unread, b)) /* stored, never read: not a warning */
             line(f, "(void)%s;\n", n);
+        emit_body(c, f, s->u.alloc.body);
+        break;
+    case PLACE_VECTOR: /* zero: stores before loads are not always provable (-Wmaybe-uninitialized) */
+        const_size(b, &size);
+        line(f, "%s %s = {0};\n", cg_vector_type(c->e, b->dtype, (int)size), n);
         emit_body(c, f, s->u.alloc.body);
         break;
     case PLACE_STACK:

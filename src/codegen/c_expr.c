@@ -81,6 +81,7 @@ void cg_emit_free(CgEmit *e) {
     ptrmap_free(&e->names);
     ptrmap_free(&e->scalars);
     ptrmap_free(&e->unread);
+    ptrmap_free(&e->vregs);
     ptrmap_free(&e->shared);
     ptrmap_free(&e->lets);
     arena_free(e->arena);
@@ -92,6 +93,7 @@ void cg_emit_begin_kernel(CgEmit *e) {
     ptrmap_free(&e->names);
     ptrmap_free(&e->scalars);
     ptrmap_free(&e->unread);
+    ptrmap_free(&e->vregs);
     ptrmap_free(&e->shared);
     ptrmap_free(&e->lets);
 }

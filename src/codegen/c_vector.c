@@ -724,6 +724,11 @@ static const char *helper(VC *vc, VHelper h, const char *base, rv_dtype t) {
     return arena_printf(vc->e->arena, "rv_%s_%sx%d", base, rv_dtype_name(lane_dtype(t)), vc->lanes);
 }
 
+const char *cg_vector_type(CgEmit *e, rv_dtype t, int lanes) {
+    use(e, VH_TYPE, t, lanes);
+    return vtype_name(e, t, lanes);
+}
+
 const char *cg_vector_use_transpose(CgEmit *e, rv_dtype t, int lanes) {
     use(e, VH_TRANSPOSE, t, lanes);
     return arena_printf(e->arena, "rv_transpose_%sx%d", rv_dtype_name(lane_dtype(t)), lanes);
@@ -869,6 +874,8 @@ static VX load(VC *vc, const Expr *x) {
         return (VX){arena_printf(vc->e->arena, "%s[%s]", bn, lane0(vc, x->args[0]).text), P_POSTFIX,
                     true};
     }
+    if (ptrmap_has(&vc->e->vregs, b)) /* a vector of a register tile, this block's lanes (c.c) */
+        return (VX){bn, P_POSTFIX, true};
     Info i = info_of(vc, x->args[0]);
     if (same_element(i))
         return (VX){arena_printf(vc->e->arena, "%s[%s]", bn, lane0(vc, x->args[0]).text), P_POSTFIX,
@@ -1037,7 +1044,7 @@ static void emit_body(VC *vc, const Stmt *s) {
 /* `name` or `name[i]` of a local or scalar-held buffer, lane 0's index. */
 static const char *elem(VC *vc, const Buffer *b, const Expr *idx) {
     const char *bn = cg_name(vc->e, b, b->name);
-    if (ptrmap_has(&vc->e->scalars, b))
+    if (ptrmap_has(&vc->e->scalars, b) || ptrmap_has(&vc->e->vregs, b))
         return bn;
     return arena_printf(vc->e->arena, "%s[%s]", bn, lane0(vc, idx).text);
 }
@@ -1078,7 +1085,7 @@ static void emit_store(VC *vc, const Stmt *s) {
         line(vc, "%s = %s;\n", elem(vc, b, idx), scalar(vc, v).text);
         return;
     }
-    if (l) { /* a vector local: `acc += x` for an update */
+    if (l || ptrmap_has(&vc->e->vregs, b)) { /* a vector local: `acc += x` for an update */
         const char *dst = elem(vc, b, idx);
         if (v->kind == EX_ADD && v->args[0]->kind == EX_LOAD && v->args[0]->u.buf == b &&
             v->args[0]->args[0] == idx && info_of(vc, v->args[1]).vary) {

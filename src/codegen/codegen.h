@@ -90,6 +90,7 @@ typedef struct CgEmit {
     PtrMap names;                 /* Axis*, Size*, Buffer* -> name (current kernel) */
     PtrMap scalars;               /* Buffer* held in a scalar variable (1-element local) */
     PtrMap unread;                /* scalars nothing loads (an empty reduction's accumulator) */
+    PtrMap vregs;                 /* Buffer* held in a vector variable (a vector of a register tile) */
     PtrMap shared;                /* CUDA: Buffer* of a local shared by a block's threads */
     PtrMap lets;                  /* Axis* of the LETs around the statement -> value (C) */
     unsigned helpers[CG_H_COUNT]; /* bit (1 << dtype) per helper used */
@@ -179,6 +180,8 @@ void cg_vector_helpers(const CgEmit *e, Buf *b);
 /* Records that the unit uses rv_transpose_<t>x<lanes> (c_transpose.c) and
  * returns its name. */
 const char *cg_vector_use_transpose(CgEmit *e, rv_dtype t, int lanes);
+/* The vector type of `lanes` t's ("rv_f32x16"), emitted with the unit. */
+const char *cg_vector_type(CgEmit *e, rv_dtype t, int lanes);
 
 /* ---- c_transpose.c ---- */
 

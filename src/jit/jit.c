@@ -856,12 +856,20 @@ static rv_status compile_in_dir(const char *dir, const char *key, const char *sr
  * ident. */
 static int compiler_flags(const char *ident, const char **flags, int cap) {
     int n = 0;
-    /* GCC's scalar replacement of aggregates splits a register tile
-     * (`float YL[384]`, indexed by constants only in its unrolled write-back
-     * loop) into pieces that then live in memory inside the k loop: the
-     * accumulators of the micro-kernel spill, at half the speed. Without
-     * SRA, loop-invariant motion keeps the whole tile in registers. Clang
-     * has no such pass (nor the flag). */
+    /* GCC's scalar replacement of aggregates stays off. It once decided
+     * whether a register tile (`float YL[384]`) stayed in registers: with
+     * SRA, GCC split some tiles into pieces that spilled inside the k
+     * loop; without it, others spilled (a 6 x 64 tile: 26-34 stack stores
+     * per k). Since src/lower/registers.c emits a tile as vector variables
+     * the micro-kernels do not depend on it: zmm stack stores in the
+     * innermost loops of >= 8 FMAs (gcc 12.2 -O3 -march=native on the
+     * emitted C), with / without the flag, before -> after that pass:
+     * bench/programs sgemm, dense_packed, dense_kblock, bmm_nn_bcast6x64:
+     * 0 / 17 -> 0 / 0; trmm.rv 6 x 64: 30 / 3 (whole kernel) -> 0 / 0;
+     * vgemm.rv 6 x 64: 34 / 0 -> 0 / 0; encoder_cora512: 0 / 17-18 ->
+     * 0 / 0. It is kept for what the pass leaves as arrays: TreeLSTM
+     * (models/treelstm_h512.rv) has four 16-FMA loops with 0 stores with
+     * the flag and 1 without. Clang has no such pass (nor the flag). */
     /* GCC's loop vectorizer stays off too. The hot loops are vectorized by
      * ravel itself (vector types, lane reductions; element-wise loops no
      * schedule vectorized by c.c's plain_map), so it gains nothing there

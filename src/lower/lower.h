@@ -751,6 +751,16 @@ Stmt *lower_forward_copies(Module *m, Stmt *s);
  * without LETs; guarantees the same values. */
 Stmt *lower_promote_accumulators(Module *m, Stmt *s);
 
+/* ---- registers.c: a register tile becomes a local per vector ---- */
+
+/* A local array of at most a vector register file's size whose every
+ * access is at a constant plus a vector loop's variable once the serial
+ * and unrolled loops indexing it are unrolled: those loops are unrolled
+ * and each vector (or element) of the tile becomes its own local.
+ * Requires a simplified body without LETs; guarantees the same
+ * operations in the same order. */
+Stmt *lower_register_tiles(Module *m, Stmt *s);
+
 /* ---- pipeline.c, verify.c, hoist.c: the pass pipeline ---- */
 
 /* A loop-IR pass over a kernel body: requires and guarantees what its
@@ -766,6 +776,7 @@ typedef Stmt *(*LowerPass)(Module *m, Stmt *s);
  *     simplify   simplify.c: canonical index arithmetic, proven guards go
  *     forward    forward.c: reads of a local copy of a window read the source
  *     promote    promote.c: an accumulation repeated by a loop runs in a local tile
+ *     registers  registers.c: a register tile becomes a local per vector
  *     hoist      hoist.c: loop-invariant UF/AUX loads and index arithmetic
  *     simplify   again, on what hoisting exposed
  *

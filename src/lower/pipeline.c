@@ -81,6 +81,7 @@ static const LowerPassInfo passes[] = {
     {"simplify", lower_simplify, NULL, NULL},            /* canonical index arithmetic, proven guards removed */
     {"forward", lower_forward_copies, NULL, NULL},       /* whole tiles read a padded copy's source */
     {"promote", lower_promote_accumulators, NULL, NULL}, /* in-place accumulations in a local tile */
+    {"registers", lower_register_tiles, NULL, NULL},     /* a register tile as a local per vector */
     {"hoist", lower_hoist, NULL, NULL},                  /* loop-invariant UF/AUX loads and index arithmetic */
     {"simplify", lower_simplify, NULL, NULL},            /* what hoisting exposed */
 };

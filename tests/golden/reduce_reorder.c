@@ -57,30 +57,28 @@ int32_t kernel_S(const int64_t *sizes, void *const *bufs, struct rv_rt_ctx *ctx)
         {
             rv_store_f32x16(&S[t0], rv_splat_f32x16(0.0f));
         }
-        float S_acc[16] __attribute__((aligned(64)));
+        rv_f32x16 S_acc_0 = {0};
         const int64_t t1 = r * 16;
         /* vector loop over j_1: 16 lanes, lane l runs j_1 = l */
         {
             const rv_f32x16 S_v = rv_load_f32x16(&S[t1]);
-            rv_store_f32x16(&S_acc[0], S_v);
+            S_acc_0 = S_v;
         }
         const int64_t t2 = r * 768;
         for (int64_t k = 0; k < 48; k++) {
             const int64_t t3 = k + t2;
             /* vector loop over j_2: 16 lanes, lane l runs j_2 = l */
             {
-                const rv_f32x16 S_acc_v = rv_load_f32x16(&S_acc[0]);
                 rv_f32x16 X_g;
                 for (int lane = 0; lane < 16; lane++)
                     X_g[lane] = X[t3 + lane * 48];
-                rv_store_f32x16(&S_acc[0], S_acc_v + X_g);
+                S_acc_0 += X_g;
             }
         }
         const int64_t t4 = r * 16;
         /* vector loop over j_3: 16 lanes, lane l runs j_3 = l */
         {
-            const rv_f32x16 S_acc_v_1 = rv_load_f32x16(&S_acc[0]);
-            rv_store_f32x16(&S[t4], S_acc_v_1);
+            rv_store_f32x16(&S[t4], S_acc_0);
         }
     }
     return RV_RT_OK;
