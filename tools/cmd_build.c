@@ -56,7 +56,7 @@ static const char *const aot_cflags[] = {
     "-O3", "-std=c11", "-fPIC", "-ffp-contract=fast", "-fno-math-errno", "-fopenmp-simd",
 };
 
-#define MAX_VARIANTS 16
+#define MAX_VARIANTS TUNE_MAX_VARIANTS /* the tree's and the specialized leaves */
 
 typedef struct BuildArgs {
     const char *file;

@@ -49,6 +49,13 @@
  * kept kernel, and a decision tree (dtree.c) over the sizes learns the
  * map.
  *
+ * SPECIALIZED LEAVES. A few small, frequent measured shapes (spec_shapes)
+ * also have their best candidates measured compiled for that shape alone,
+ * its sizes constants (rv_dispatch.variant_sizes: no tails, constant
+ * extents, as a kernel written for one shape); where one beats the tree's
+ * kernel there, the shape gets it as a leaf of its own, which the
+ * dispatcher tests for exactly, ahead of the tree (docs/tuning.md).
+ *
  * SKETCHES. The known-good sketches (space.c: among them every
  * hand-written schedule of bench/programs) start the population and stay
  * in it, and the first candidates measured at a shape with no sketch of
@@ -1040,7 +1047,7 @@ static int spec_shapes(const Tuner *t, int *out, int max) {
 
 static int spec_count(const Tuner *t) {
     int want = t->o->specialize < 0 ? 0 : t->o->specialize > 0 ? t->o->specialize : TUNE_SPECIALIZE;
-    return want < TUNE_MAX_VARIANTS / 2 ? want : TUNE_MAX_VARIANTS / 2;
+    return want < TUNE_MAX_SPEC ? want : TUNE_MAX_SPEC;
 }
 
 /* The best verified candidates measured at s (generic), best first, into
@@ -1068,8 +1075,8 @@ static int spec_cands(const Tuner *t, int s, int *out) {
 static void spec_measure(Tuner *t) {
     int *shapes = base_xcalloc((size_t)t->ns + 1, sizeof *shapes);
     int nsh = spec_shapes(t, shapes, spec_count(t));
-    Pair pairs[TUNE_MAX_VARIANTS * SPEC_CANDS];
-    int cands[TUNE_MAX_VARIANTS * SPEC_CANDS], n = 0;
+    Pair pairs[TUNE_MAX_SPEC * SPEC_CANDS];
+    int cands[TUNE_MAX_SPEC * SPEC_CANDS], n = 0;
     for (int i = 0; i < nsh; i++) {
         int cs[SPEC_CANDS], nc = spec_cands(t, shapes[i], cs);
         for (int k = 0; k < nc; k++)
@@ -1079,8 +1086,8 @@ static void spec_measure(Tuner *t) {
             }
     }
     base_free(shapes);
-    const char *sch[TUNE_MAX_VARIANTS * SPEC_CANDS];
-    rv_variant_sizes at[TUNE_MAX_VARIANTS * SPEC_CANDS];
+    const char *sch[TUNE_MAX_SPEC * SPEC_CANDS];
+    rv_variant_sizes at[TUNE_MAX_SPEC * SPEC_CANDS];
     for (int q = 0; q < n; q++) {
         sch[q] = t->sp.cands[cands[q]].sched;
         at[q] = shape_at(t, pairs[q].s);
@@ -1302,8 +1309,8 @@ static rv_status dispatcher(Tuner *t) {
     double *wsum = base_xcalloc((size_t)t->sp.len, sizeof *wsum);
     for (int s = 0; s < t->ns; s++)
         wsum[vote[s]] += t->w[s];
-    int kept[TUNE_MAX_VARIANTS], nk = 0;
-    while (nk < maxv && nk < TUNE_MAX_VARIANTS) {
+    int kept[TUNE_MAX_TREE_VARIANTS], nk = 0;
+    while (nk < maxv && nk < TUNE_MAX_TREE_VARIANTS) {
         int b = -1;
         for (int c = 0; c < t->sp.len; c++)
             if (wsum[c] > 0 && (b < 0 || wsum[c] > wsum[b]))
@@ -1318,11 +1325,11 @@ static rv_status dispatcher(Tuner *t) {
      * all measured slower there than a sketch, or whose vote measured
      * more than VOTE_LOSS faster than the best kept kernel there, gets its
      * own vote back (the heaviest loss first; past max_variants, up to
-     * TUNE_MAX_VARIANTS kernels). Without the second, bmm_nt's records
+     * TUNE_MAX_TREE_VARIANTS kernels). Without the second, bmm_nt's records
      * answered T = 16 and 64 with the dot product, 1.5-2x slower
      * there than the tile with B transposed in blocks measured at each:
      * that tile had the most votes of no merge, and dot is a sketch. */
-    while (nk < TUNE_MAX_VARIANTS) {
+    while (nk < TUNE_MAX_TREE_VARIANTS) {
         int worst = -1;
         double most = 0;
         for (int s = 0; s < t->ns; s++) {

@@ -448,11 +448,14 @@ void tune_child_finish(TuneChild *c);
 
 /* ---- search.c: the joint search and the dispatcher ---- */
 
-/* The most kernels a tuned program dispatches among. */
-#define TUNE_MAX_VARIANTS 16
+/* The most kernels the tree of a tuned program dispatches among, the
+ * most specialized leaves ahead of it, and so the most variants. */
+#define TUNE_MAX_TREE_VARIANTS 16
+#define TUNE_MAX_SPEC 8
+#define TUNE_MAX_VARIANTS (TUNE_MAX_TREE_VARIANTS + TUNE_MAX_SPEC)
 /* Specialized leaves by default (TuneOptions.specialize): each costs one
  * more kernel to compile per tuned program. */
-#define TUNE_SPECIALIZE 6
+#define TUNE_SPECIALIZE 8
 
 typedef struct TuneOptions {
     int trials;             /* measurements (candidate x shape) in all; 0: 64 */
@@ -460,7 +463,7 @@ typedef struct TuneOptions {
     int shapes_per_round;   /* shapes measured per round; 0: 2 */
     int max_variants;       /* kernels chosen by vote; 0: 4 (a shape where all of
                              * them measured slower than a known-good sketch adds
-                             * its own, up to TUNE_MAX_VARIANTS in all) */
+                             * its own, up to TUNE_MAX_TREE_VARIANTS in all) */
     int threads;            /* of the measured kernels (0: the shared pool) */
     int repeats;            /* timed runs per measurement; 0: 5 */
     double timeout;         /* seconds a candidate's check or timing may take; 0: 60 */

@@ -120,7 +120,8 @@ static void test_tiny_tuning(void) {
     CHECK_EQ_INT(r.nshapes, 9);
     /* at most the 4 voted for, plus one per shape where a known-good
      * sketch measured faster than all of them (timing decides how many) */
-    CHECK(r.nvariants >= 1 && r.nvariants <= 4 + r.nshapes && r.nvariants <= TUNE_MAX_VARIANTS);
+    CHECK(r.nvariants >= 1 && r.nvariants <= 4 + r.nshapes &&
+          r.nvariants <= TUNE_MAX_TREE_VARIANTS);
     for (int s = 0; s < r.nshapes; s++) {
         CHECK_EQ_INT((int)r.shapes[s].v[0], s + 1);
         int v = tune_dtree_eval(&r.tree, r.shapes[s].v);
