@@ -181,8 +181,9 @@ static int wanted(const Args *a, const char *name) {
 
 /* ---- the tuned program ---- */
 
-static int tree_dispatch(const int64_t *sizes, void *user) {
-    return tune_dtree_eval(user, sizes);
+/* The tuned dispatcher: the specialized leaves, then the tree. */
+static int result_dispatch(const int64_t *sizes, void *user) {
+    return tune_result_pick(user, sizes, 1);
 }
 
 typedef struct Tuned {
@@ -225,12 +226,15 @@ static void free_tuned(Tuned *tu) {
 }
 
 /* Compiles schedules as one program for `threads` (1: the caller only),
- * dispatched by tree (NULL: variant 0). */
-static rv_program *compile(rv_module *m, int n, char *const *scheds, DTree *tree, int threads) {
-    rv_dispatch d = {.fn = tree_dispatch, .user = tree};
+ * dispatched as r's dispatcher says, its specialized leaves compiled for
+ * their sizes (r NULL: variant 0). */
+static rv_program *compile(rv_module *m, int n, char *const *scheds, const TuneResult *r,
+                           int threads) {
+    rv_dispatch d = {
+        .fn = result_dispatch, .user = (void *)r, .variant_sizes = r ? r->variant_at : NULL};
     rv_compile_options o = {.threads = threads, .cflags = getenv("RAVEL_BENCH_CFLAGS")};
     rv_program *p = NULL;
-    if (rv_program_compile_variants(m, n, (const char *const *)scheds, tree ? &d : NULL, &o, &p) !=
+    if (rv_program_compile_variants(m, n, (const char *const *)scheds, r ? &d : NULL, &o, &p) !=
         RV_OK) {
         fprintf(stderr, "bench_tune: compile: %s\n", rv_last_error());
         return NULL;
@@ -244,15 +248,16 @@ static double thread_cpu_seconds(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* Nanoseconds per call of the tree over every T of the range, in this
- * thread's CPU time (a shared machine's other jobs do not count). */
-static double dispatch_ns(const DTree *tree) {
+/* Nanoseconds per call of the dispatcher (leaves, then tree) over every T
+ * of the range, in this thread's CPU time (a shared machine's other jobs
+ * do not count). */
+static double dispatch_ns(const TuneResult *r) {
     volatile int sink = 0;
     int calls = 0;
     double t0 = thread_cpu_seconds();
     for (int rep = 0; rep < 20000; rep++)
         for (int64_t t = 1; t <= MAX_T; t++, calls++)
-            sink += tune_dtree_eval(tree, &t);
+            sink += tune_result_pick(r, &t, 1);
     (void)sink;
     return (thread_cpu_seconds() - t0) * 1e9 / calls;
 }
@@ -271,8 +276,14 @@ static int tune_per_shape(const Args *a, const Op *op, const Tuned *tu, int t, i
     memset(ps, 0, sizeof *ps);
     ps->t = t;
     TuneShape sh = {.v = {t}};
-    TuneOptions o = {.trials = a->ps_trials, .shapes = &sh, .nshapes = 1, .shapes_only = true,
-                     .quiet = true, .max_variants = 1, .threads = threads};
+    TuneOptions o = {.trials = a->ps_trials,
+                     .shapes = &sh,
+                     .nshapes = 1,
+                     .shapes_only = true,
+                     .quiet = true,
+                     .max_variants = 1,
+                     .threads = threads,
+                     .specialize = -1 /* its one kernel is compiled generic */};
     TuneResult r;
     double t0 = bench_now();
     if (tune_run(tu->m, tu->text, &o, &r) != RV_OK) {
@@ -363,7 +374,7 @@ static void print_tuned(const Op *op, int threads, const TuneResult *r) {
         printf("%s\"%s\"", v ? ", " : "", r->variant_desc[v]);
     printf("], \"tree_leaves\": %d", r->nvariants ? tune_dtree_leaves(&r->tree) : 0);
     if (r->nvariants)
-        printf(", \"dispatch_ns\": %.2f}\n", dispatch_ns(&r->tree));
+        printf(", \"dispatch_ns\": %.2f}\n", dispatch_ns(r));
     else
         printf(", \"dispatch_ns\": null}\n");
     fflush(stdout);
@@ -400,8 +411,7 @@ static void bench_op(const Args *a, const Op *op) {
             nps += tune_per_shape(a, op, &tu, a->ps_t[i], th, &ps[nps]);
         bl_set_threads(th);
         RavelKernelShape rs = {op->kind, is_dense(op) ? 0 : BATCH, 0, op->n, op->k, th};
-        rv_program *tp = r->nvariants ? compile(tu.m, r->nvariants, r->variant_sched, &r->tree, th)
-                                      : NULL;
+        rv_program *tp = r->nvariants ? compile(tu.m, r->nvariants, r->variant_sched, r, th) : NULL;
         RavelKernel *tuned = tp ? ravel_kernel_wrap(tu.m, tp, &rs, size, div, "tuned") : NULL;
         rv_program *pp[MAX_T] = {0};
         RavelKernel *pk[MAX_T] = {0};
@@ -460,7 +470,7 @@ static void bench_op(const Args *a, const Op *op) {
             printf(", \"vendor\": \"%s\", \"vendor_ms\": %.4f", best >= 0 ? vendor_names[best] : "",
                    best >= 0 ? sides[3 + best].stats.median_ms : 0.0);
             printf(", \"tuned_variant\": \"%s\", \"handwritten_variant\": \"%s\"",
-                   tuned ? r->variant_desc[tune_dtree_eval(&r->tree, &tv)] : "",
+                   tuned ? r->variant_desc[tune_result_pick(r, &tv, 1)] : "",
                    hand ? hand->name : "");
             if (psi >= 0)
                 printf(", \"per_shape_variant\": \"%s\"", ps[psi].desc);

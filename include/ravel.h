@@ -640,6 +640,20 @@ typedef struct rv_dispatch_rule {
  * of UF sums[q]'s values at sizes[rv_module_num_sizes(m) + q] (the sum of
  * len is the extent of the fused loop `fuse(b, l)`, l < len[b]: the
  * packed tokens). They are computed after the arguments are checked. */
+/* A variant compiled for constant sizes: while it is lowered each named
+ * size is the constant `value` (its range narrowed to that one point), so
+ * its loops over the size have constant extents (no tails, no masked
+ * vectors, full unrolling: what a kernel written for one shape gets). The
+ * dispatch must choose it only where the sizes have these values: a run
+ * where it chose it otherwise fails (RV_ERR_ARG) before any kernel. */
+typedef struct rv_variant_sizes {
+    int nsizes; /* 0: a variant for every size */
+    struct {
+        const char *size;
+        int64_t value;
+    } at[RV_DISPATCH_MAX_CONDS];
+} rv_variant_sizes;
+
 typedef struct rv_dispatch {
     rv_dispatch_fn fn;
     void *user;
@@ -647,6 +661,8 @@ typedef struct rv_dispatch {
     const rv_dispatch_rule *rules;
     int nsums;
     const char *const *sums;
+    /* NULL, or one per variant: the sizes each variant is compiled for */
+    const rv_variant_sizes *variant_sizes;
 } rv_dispatch;
 
 /* Compiles nvariants variants of m: variant i with the schedule blocks of

@@ -90,6 +90,26 @@ else
         "$RAVEL" build "$wd/tiny.rv" --records "$wd/r.jsonl" --threads 3 -o "$wd/b3"
     expect_status 0 "wrote" "$RAVEL" build "$wd/tiny.rv" --records "$wd/r.jsonl" -o "$wd/b"
     expect_status 0 "" ${CC:-cc} -std=c11 -c "$wd/b.c" -o "$wd/b.o"
+    # a specialized leaf (docs/tuning.md): a record of a candidate compiled
+    # for M = 4 alone, far faster than any there, so the build has a leaf
+    # at M = 4 whatever the timings: NAME.c compiles it for M = 4 (its
+    # guard and the exact test ahead of the tree), and the library matches
+    # the interpreter at every M, the leaf's and the others'
+    line=$(grep '"shape":{"M":4}' "$wd/r.jsonl" | grep '"status":"ok"' | head -n 1)
+    printf '%s\n' "$line" | sed 's/"seconds":[^,]*,/"seconds":1e-12,/; s/}$/,"spec":true}/' \
+        >>"$wd/r.jsonl"
+    mkdir -p "$wd/aot"
+    expect_status 0 "wrote" "$RAVEL" build "$wd/tiny.rv" --records "$wd/r.jsonl" -o "$wd/aot/model"
+    expect_status 0 "compiled for M = 4" cat "$wd/aot/model.c"
+    expect_status 0 "if (sizes[0] == 4LL)" cat "$wd/aot/model.c"
+    expect_status 0 "built" sh -c "${CC:-cc} -std=c11 -O1 -march=native -fopenmp-simd \
+        -I'$wd/aot' -o '$wd/aot/driver' tests/e2e/aot_driver.c '$wd/aot/model.c' -lm && echo built"
+    for M in 1 2 3 4 5 6; do
+        rm -rf "$wd/aot/ref" "$wd/aot/out" && mkdir -p "$wd/aot/ref" "$wd/aot/out"
+        "$RAVEL" eval "$wd/tiny.rv" --random "$M" --size M=$M --save-inputs \
+            --output "$wd/aot/ref" >/dev/null 2>&1
+        expect_status 0 "" "$wd/aot/driver" "$wd/aot/ref" "$wd/aot/out" M=$M
+    done
     # the written variants and dispatch, as OUT.rv's comment says to build them
     set -- "$wd"/t.v*.sched
     if [ $# -gt 1 ]; then
@@ -144,8 +164,9 @@ EOF
     # a candidate that crashes or hangs (the RAVEL_TUNE_FAULT hook: the
     # second candidate measured aborts, or the first hangs) costs that
     # candidate, recorded failed, not the run; the others are measured
+    # (--specialize 0: the records hold the 6 trials alone)
     RAVEL_TUNE_FAULT=abort:1 "$RAVEL" tune "$wd/tiny.rv" --trials 6 --batch 3 --threads 1 \
-        --records "$wd/crash.jsonl" >"$wd/crash.log" 2>&1
+        --specialize 0 --records "$wd/crash.jsonl" >"$wd/crash.log" 2>&1
     expect_status 0 "6 measurements (0 from the records), 0 wrong and 1 failed" cat "$wd/crash.log"
     expect_status 0 "killed by signal 6" cat "$wd/crash.log"
     expect_status 0 '"status":"failed"' cat "$wd/crash.jsonl"

@@ -56,7 +56,7 @@ static const char *const aot_cflags[] = {
     "-O3", "-std=c11", "-fPIC", "-ffp-contract=fast", "-fno-math-errno", "-fopenmp-simd",
 };
 
-#define MAX_VARIANTS 16
+#define MAX_VARIANTS TUNE_MAX_VARIANTS /* the tree's and the specialized leaves */
 
 typedef struct BuildArgs {
     const char *file;
@@ -72,6 +72,7 @@ typedef struct BuildArgs {
     int threads;       /* --threads N: NAME_run's pool (1: serial, 0: every CPU) */
     const char *march; /* --march CPU for --shared; NULL: the compiler's default */
     const char *records;                     /* --records FILE */
+    rv_variant_sizes at[MAX_VARIANTS];       /* --records: the sizes of specialized leaves */
 } BuildArgs;
 
 /* "SIZE=LO..HI[,SIZE=LO..HI]:V" into r; the size names point into s. */
@@ -326,6 +327,7 @@ static rv_status tuned(BuildArgs *a, rv_module *m, const char *name, char **text
     for (int v = 0; v < r.nvariants; v++) {
         text[v] = r.variant_sched[v];
         r.variant_sched[v] = NULL;
+        a->at[v] = r.variant_at[v]; /* size names are the module's */
     }
     a->nvariants = r.nvariants;
     if (r.nvariants > 1) {
@@ -376,14 +378,17 @@ int cmd_build(int argc, char **argv) {
         st = base_read_file(a.variant[v], &text[v], &len);
     }
     const char *sums[1] = {a.dispatch_sum};
-    rv_dispatch d = {.nrules = a.nrules, .rules = a.rule, .nsums = a.dispatch_sum[0] != 0,
-                     .sums = sums};
+    rv_dispatch d = {.nrules = a.nrules,
+                     .rules = a.rule,
+                     .nsums = a.dispatch_sum[0] != 0,
+                     .sums = sums,
+                     .variant_sizes = a.records ? a.at : NULL};
     if (st == RV_OK)
         st = driver_dispatch(m, nv, &d, &pd);
     pd.c_function = a.dispatch_extern;
     if (st == RV_OK)
-        st = driver_lower_variants(m, nv, a.nvariants ? (const char *const *)text : NULL, &ks, &n,
-                                   first);
+        st = driver_lower_variants(m, nv, a.nvariants ? (const char *const *)text : NULL, pd.at,
+                                   &ks, &n, first);
     if (st == RV_OK) {
         cg_c_module(ks, n, &unit);
         st = cg_c_aot(m, ks, n, nv, first, &pd, &unit, buf_str(&name), src_name, a.threads,
@@ -393,6 +398,7 @@ int cmd_build(int argc, char **argv) {
         base_free(text[v]);
     base_free(pd.rules);
     base_free(pd.sums);
+    base_free(pd.at);
     if (st != RV_OK) {
         tool_print_error(NULL);
     } else {

@@ -83,6 +83,8 @@ static int parse(int argc, char **argv, TuneArgs *a) {
             a->o.batch = n;
         else if (strcmp(o, "--variants") == 0 && int_opt(v, 1, &n))
             a->o.max_variants = n;
+        else if (strcmp(o, "--specialize") == 0 && int_opt(v, 0, &n))
+            a->o.specialize = n > 0 ? n : -1;
         else if (strcmp(o, "--threads") == 0 && int_opt(v, 0, &n))
             a->o.threads = n;
         else if (strcmp(o, "--seed") == 0 && int_opt(v, 0, &n))
@@ -238,8 +240,14 @@ static int write_outputs(const TuneArgs *a, rv_module *m, const TuneResult *r) {
         buf_printf(&rv, " --variant %s.v%d.sched", base, v);
     if (r->sum_ufun[0])
         buf_printf(&rv, " --dispatch-sum %s", r->sum_ufun);
-    buf_printf(&rv, " --dispatch extern\n#   (and compile %s_dispatch.c with NAME.c, NAME = %s)\n#\n",
+    buf_printf(&rv, " --dispatch extern\n#   (and compile %s_dispatch.c with NAME.c, NAME = %s)\n",
                base, base);
+    if (r->nspec) /* --variant files carry no sizes: --records builds the leaves specialized */
+        buf_printf(&rv,
+                   "#   builds the %d specialized leaves generic; `ravel build --records`\n"
+                   "#   compiles them for their sizes\n",
+                   r->nspec);
+    buf_puts(&rv, "#\n");
     for (int v = 0; v < r->nvariants; v++) {
         int nshapes = 0;
         for (int s = 0; s < r->nshapes; s++)
@@ -341,6 +349,10 @@ static void summary(const TuneResult *r, rv_module *m) {
            r->nshapes, r->nvariants, r->measured + r->reused, r->reused, r->wrong, r->failed,
            r->total_seconds,
            r->compile_seconds, r->measure_seconds);
+    if (r->spec_measured + r->spec_reused)
+        printf("specialized %d leaf(s): %d measurements of candidates compiled for one shape "
+               "(%d from the records)\n",
+               r->nspec, r->spec_measured + r->spec_reused, r->spec_reused);
     for (int v = 0; v < r->nvariants; v++)
         printf("  variant %d: %s\n", v, r->variant_desc[v]);
     /* shapes where the variant changes, so a long range prints short */

@@ -76,7 +76,7 @@ static const ToolCommand commands[] = {
     {"tune", "auto-schedule a program's contraction for every shape of its size range",
      "ravel tune FILE.rv [--trials N] [--shapes FILE] [--records FILE] [-o OUT]\n"
      "           [--batch N] [--variants N] [--threads N] [--seed S] [--timeout S]\n"
-     "           [--plot FILE.png] [--quiet] [--hw] [--shapes-only]\n\n"
+     "           [--plot FILE.png] [--quiet] [--hw] [--shapes-only] [--specialize N]\n\n"
      "Searches micro-kernel schedules of the program's contraction (dense, batch_matmul)\n"
      "jointly for every shape of its size range (DietCode): N measurements in all\n"
      "(default 64), chosen by a cost model learned with XGBoost. --shapes FILE gives\n"
@@ -90,7 +90,10 @@ static const ToolCommand commands[] = {
      "Candidates run in a child\n"
      "process: one that crashes, or gives no result in --timeout S seconds (60), is\n"
      "recorded failed and the search goes on. --plot FILE.png draws best GFLOP/s vs\n"
-     "trials per shape with gnuplot. --hw prints the machine's facts.",
+     "trials per shape with gnuplot. --hw prints the machine's facts. --specialize N\n"
+     "(default 8, 0: none) measures the kernels of up to N small frequent shapes\n"
+     "compiled for that shape alone, its sizes constants, and dispatches a shape to\n"
+     "such a specialized leaf, exactly there, where it is faster.",
      cmd_tune},
 };
 

@@ -1370,6 +1370,27 @@ static void emit_dispatch(Aot *a, Buf *b) {
     }
 }
 
+/* A variant compiled for constant sizes (PlanDispatch.at) runs only at
+ * them: the dispatch choosing it elsewhere fails the run, as the runtime
+ * does (plan_dispatch_pick). */
+static void emit_variant_guard(Aot *a, Buf *b, int v) {
+    const PlanAt *at = a->dispatch->at ? &a->dispatch->at[v] : NULL;
+    if (!at || !at->nsizes)
+        return;
+    buf_puts(b, "        if (");
+    for (int i = 0; i < at->nsizes; i++)
+        buf_printf(b, "%s%s != %lldLL", i ? " || " : "",
+                   cg_name(&a->e, at->size[i], at->size[i]->name), (long long)at->value[i]);
+    buf_printf(
+        b,
+        ") {\n            rv_rc = %s_fail(RV_RT_ERR_BOUNDS, \"the dispatch chose variant %d, "
+        "compiled for ",
+        a->name, v);
+    for (int i = 0; i < at->nsizes; i++)
+        buf_printf(b, "%s%s = %lld", i ? ", " : "", at->size[i]->name, (long long)at->value[i]);
+    buf_puts(b, "\");\n            break;\n        }\n");
+}
+
 /* NAME_run: the plan's first step (the argument checks), the dispatch
  * among variants, the context (NULL: the default one, on the embedded pool
  * when there is one) and the chosen variant's remaining steps; a failure
@@ -1399,11 +1420,14 @@ static void emit_run(Aot *a, Buf *b) {
         buf_printf(b, "    rv_rc = %s_run_v0(rv_args, rv_ctx, &rv_failed);\n", N);
     } else {
         buf_puts(b, "    switch (rv_v) {\n");
-        for (int v = 0; v < a->nvariants; v++)
+        for (int v = 0; v < a->nvariants; v++) {
+            buf_printf(b, "    case %d:\n", v);
+            emit_variant_guard(a, b, v);
             buf_printf(b,
-                       "    case %d:\n        rv_rc = %s_run_v%d(rv_args, rv_ctx, &rv_failed);\n"
+                       "        rv_rc = %s_run_v%d(rv_args, rv_ctx, &rv_failed);\n"
                        "        break;\n",
-                       v, N, v);
+                       N, v);
+        }
         buf_printf(b,
                    "    default:\n"
                    "        rv_rc = %s_fail(RV_RT_ERR_BOUNDS, \"the dispatch chose variant %%d, "

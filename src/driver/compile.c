@@ -65,6 +65,7 @@ void rv_program_free(rv_program *p) {
     base_free(p->variant_first);
     base_free(p->dispatch.rules);
     base_free(p->dispatch.sums);
+    base_free(p->dispatch.at);
     tp_free(p->pool);
     pthread_mutex_destroy(&p->stats_mu);
     rt_packs_free(&p->packs);
@@ -109,7 +110,19 @@ typedef Vec(Kernel *) KernelVec;
  * module's own (NULL: the module's own), appending its kernels. The
  * variant's blocks are made in the compile scope and the module's are put
  * back whatever happens. */
-static rv_status lower_variant(Module *m, int v, const char *schedule, KernelVec *all, int *first) {
+static rv_status lower_variant(Module *m, int v, const char *schedule, const PlanAt *at,
+                               KernelVec *all, int *first) {
+    /* Sizes the variant is compiled for: each range narrowed to its value
+     * while it is lowered, so the simplifier folds the size to a constant
+     * wherever it appears (loop extents, tails, offsets), as if the program
+     * had been written for it; the ranges are put back after. */
+    int64_t lo[RV_DISPATCH_MAX_CONDS], hi[RV_DISPATCH_MAX_CONDS];
+    int nat = at ? at->nsizes : 0;
+    for (int i = 0; i < nat; i++) {
+        Size *z = at->size[i];
+        lo[i] = z->lo, hi[i] = z->hi;
+        z->lo = z->hi = at->value[i];
+    }
     SchedBlock *own = m->scheds.data;
     int own_len = m->scheds.len, own_cap = m->scheds.cap;
     rv_status st = RV_OK;
@@ -129,6 +142,8 @@ static rv_status lower_variant(Module *m, int v, const char *schedule, KernelVec
         m->scheds.len = own_len;
         m->scheds.cap = own_cap;
     }
+    for (int i = nat - 1; i >= 0; i--) /* in reverse: a size named twice gets its own back */
+        at->size[i]->lo = lo[i], at->size[i]->hi = hi[i];
     first[v] = all->len;
     for (int i = 0; i < n; i++)
         vec_push(all, ks[i]);
@@ -137,11 +152,11 @@ static rv_status lower_variant(Module *m, int v, const char *schedule, KernelVec
 }
 
 rv_status driver_lower_variants(Module *m, int nvariants, const char *const *schedules,
-                                Kernel ***ks, int *n, int *first) {
+                                const PlanAt *at, Kernel ***ks, int *n, int *first) {
     KernelVec all = {0};
     rv_status st = RV_OK;
     for (int v = 0; st == RV_OK && v < nvariants; v++)
-        st = lower_variant(m, v, schedules ? schedules[v] : NULL, &all, first);
+        st = lower_variant(m, v, schedules ? schedules[v] : NULL, at ? &at[v] : NULL, &all, first);
     *ks = all.data;
     *n = all.len;
     return st;
@@ -153,8 +168,8 @@ rv_status driver_lower_variants(Module *m, int nvariants, const char *const *sch
  * the scope's until keep_kernels. */
 static rv_status compile_in_scope(rv_program *p, const char *const *schedules,
                                   const rv_compile_options *opt) {
-    rv_status st =
-        driver_lower_variants(p->m, p->nvariants, schedules, &p->kernels, &p->n, p->variant_first);
+    rv_status st = driver_lower_variants(p->m, p->nvariants, schedules, p->dispatch.at, &p->kernels,
+                                         &p->n, p->variant_first);
     if (st != RV_OK)
         return st;
     cg_c_module(p->kernels, p->n, &p->unit);
@@ -287,6 +302,36 @@ static rv_status dispatch_sums(Module *m, int nsums, const char *const *names, P
     return RV_OK;
 }
 
+/* rv_dispatch.variant_sizes resolved into pd->at (RV_ERR_ARG naming an
+ * unknown size or a value outside its range). */
+static rv_status dispatch_at(Module *m, int nvariants, const rv_variant_sizes *vs,
+                             PlanDispatch *pd) {
+    if (!vs)
+        return RV_OK;
+    pd->at = base_xcalloc((size_t)nvariants, sizeof *pd->at);
+    for (int v = 0; v < nvariants; v++) {
+        if (vs[v].nsizes < 0 || vs[v].nsizes > RV_DISPATCH_MAX_CONDS)
+            return base_error(RV_ERR_ARG, "variant %d: %d constant sizes (at most %d)", v,
+                              vs[v].nsizes, RV_DISPATCH_MAX_CONDS);
+        for (int i = 0; i < vs[v].nsizes; i++) {
+            const char *name = vs[v].at[i].size;
+            Size *z = name ? rv_module_size(m, name) : NULL;
+            int64_t x = vs[v].at[i].value;
+            if (!z)
+                return base_error(RV_ERR_ARG, "variant %d: no size named '%s'", v,
+                                  name ? name : "(null)");
+            if (x < z->lo || x > z->hi)
+                return base_error(RV_ERR_ARG,
+                                  "variant %d: %s = %lld is outside its range %lld..%lld", v,
+                                  z->name, (long long)x, (long long)z->lo, (long long)z->hi);
+            pd->at[v].size[i] = z;
+            pd->at[v].value[i] = x;
+        }
+        pd->at[v].nsizes = vs[v].nsizes;
+    }
+    return RV_OK;
+}
+
 rv_status driver_dispatch(Module *m, int nvariants, const rv_dispatch *d, PlanDispatch *pd) {
     memset(pd, 0, sizeof *pd);
     pd->nvariants = nvariants;
@@ -295,6 +340,8 @@ rv_status driver_dispatch(Module *m, int nvariants, const rv_dispatch *d, PlanDi
     pd->fn = d->fn;
     pd->user = d->user;
     rv_status st = dispatch_sums(m, d->nsums, d->sums, pd);
+    if (st == RV_OK)
+        st = dispatch_at(m, nvariants, d->variant_sizes, pd);
     if (st != RV_OK || d->fn || d->nrules <= 0)
         return st;
     if (!d->rules)
@@ -412,7 +459,7 @@ rv_status rv_program_emit(rv_module *m, char **source) {
     ir_scope_begin(m, &scope);
     Kernel **ks = NULL;
     int n = 0, first = 0;
-    st = driver_lower_variants(m, 1, NULL, &ks, &n, &first);
+    st = driver_lower_variants(m, 1, NULL, NULL, &ks, &n, &first);
     if (st == RV_OK) {
         CgUnit unit = {0};
         cg_c_module(ks, n, &unit);

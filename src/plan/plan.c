@@ -274,6 +274,15 @@ rv_status plan_dispatch_pick(const PlanDispatch *d, const int64_t *sizes, int *v
     if (v < 0 || v >= d->nvariants)
         return base_error(RV_ERR_ARG, "the dispatch function chose variant %d of %d", v,
                           d->nvariants);
+    /* a variant lowered with a size constant is wrong at any other value */
+    for (int i = 0; d->at && i < d->at[v].nsizes; i++) {
+        const PlanAt *at = &d->at[v];
+        if (sizes[at->size[i]->id] != at->value[i])
+            return base_error(RV_ERR_ARG,
+                              "the dispatch chose variant %d, compiled for %s = %lld, at %s = %lld",
+                              v, at->size[i]->name, (long long)at->value[i], at->size[i]->name,
+                              (long long)sizes[at->size[i]->id]);
+    }
     *variant = v;
     return RV_OK;
 }

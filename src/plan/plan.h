@@ -146,6 +146,13 @@ typedef struct PlanRule {
     int variant;
 } PlanRule;
 
+/* Sizes a variant is compiled for: size[i] == value[i] (nsizes 0: any). */
+typedef struct PlanAt {
+    int nsizes;
+    Size *size[RV_DISPATCH_MAX_CONDS];
+    int64_t value[RV_DISPATCH_MAX_CONDS];
+} PlanAt;
+
 /* The choice of a variant from the sizes, values indexed by Size.id. */
 typedef int (*PlanDispatchFn)(const int64_t *sizes, void *user);
 
@@ -160,10 +167,16 @@ typedef struct PlanDispatch {
      * UF's values over its domain, at sizes[m->sizes.len + q] */
     int nsums;
     Ufun **sums;
+    /* NULL, or per variant the sizes it was compiled for
+     * (rv_dispatch.variant_sizes): the lowering makes them constants, and
+     * the runtime and the AOT output fail a run that chose the variant at
+     * other values */
+    PlanAt *at;
 } PlanDispatch;
 
 /* The variant for these sizes (by Size.id, then the sums' values); an
- * answer outside [0, nvariants) is reported (RV_ERR_ARG). */
+ * answer outside [0, nvariants), or a variant compiled for other values
+ * of the sizes (PlanDispatch.at), is reported (RV_ERR_ARG). */
 rv_status plan_dispatch_pick(const PlanDispatch *d, const int64_t *sizes, int *variant);
 void plan_dispatch_print(Buf *b, const PlanDispatch *d);
 

@@ -286,7 +286,7 @@ rv_status tune_features(rv_module *m, const char *sched, const TuneShape *shapes
     ir_scope_begin(m, &scope);
     Kernel **ks = NULL;
     int n = 0, first = 0;
-    rv_status st = driver_lower_variants(m, 1, &sched, &ks, &n, &first);
+    rv_status st = driver_lower_variants(m, 1, &sched, NULL, &ks, &n, &first);
     for (int s = 0; st == RV_OK && feat && s < nshapes; s++)
         features_at(ks, n, &shapes[s], lanes, cores, output_elements(m, &shapes[s]),
                     &feat[(size_t)s * TUNE_F_COUNT]);

@@ -30,10 +30,15 @@ static int pick_variant(const int64_t *sizes, void *user) {
 
 rv_status tune_batch_compile(rv_module *m, int n, const char *const *scheds, int threads,
                              TuneBatch *out) {
+    return tune_batch_compile_at(m, n, scheds, NULL, threads, out);
+}
+
+rv_status tune_batch_compile_at(rv_module *m, int n, const char *const *scheds,
+                                const rv_variant_sizes *at, int threads, TuneBatch *out) {
     memset(out, 0, sizeof *out);
     out->pick = base_xcalloc(1, sizeof *out->pick);
     out->n = n;
-    rv_dispatch d = {.fn = pick_variant, .user = out->pick};
+    rv_dispatch d = {.fn = pick_variant, .user = out->pick, .variant_sizes = at};
     rv_compile_options o = {.threads = threads};
     rv_status st = rv_program_compile_variants(m, n, scheds, &d, &o, &out->prog);
     if (st != RV_OK)

@@ -10,6 +10,10 @@
  * "threads" is the size of the thread pool the kernel ran on: records of
  * one count never stand for another (a line without it, written before
  * the field, reads as 0: the shared pool of every usable core).
+ * "spec":true marks a candidate compiled for that shape alone, its sizes
+ * constants (a specialized leaf; absent, as in records written before the
+ * field: the generic candidate); the two are different measurements of one
+ * trace and neither replaces the other.
  *
  * The file is append-only: each record is written with one write() on an
  * O_APPEND descriptor under an exclusive flock, so concurrent writers do
@@ -79,7 +83,9 @@ static void sort_shape(SizePair *pairs, const char *const *names, const int64_t 
 }
 
 static void make_key(Buf *b, const char *program, int threads, const SizePair *pairs, int n,
-                     const char *trace) {
+                     const char *trace, bool spec) {
+    if (spec)
+        buf_puts(b, "spec:");
     key_part(b, program);
     buf_printf(b, "%d:", threads);
     buf_printf(b, "%d:", n);
@@ -109,7 +115,7 @@ void tune_records_add(TuneRecords *rs, const TuneRecord *r) {
     }
     rs->data[rs->len++] = c;
     Buf key = {0};
-    make_key(&key, c.program, c.threads, pairs, c.nsizes, c.trace);
+    make_key(&key, c.program, c.threads, pairs, c.nsizes, c.trace, c.spec);
     const char *k = strmap_key_n(&rs->index, buf_str(&key), key.len);
     if (!k)
         k = arena_strdup(rs->arena, buf_str(&key));
@@ -124,7 +130,7 @@ const TuneRecord *tune_records_find(const TuneRecords *rs, const char *program, 
     SizePair *pairs = base_xmalloc(sizeof *pairs * (size_t)(nsizes ? nsizes : 1));
     sort_shape(pairs, size_names, size_values, nsizes);
     Buf key = {0};
-    make_key(&key, program, threads, pairs, nsizes, trace);
+    make_key(&key, program, threads, pairs, nsizes, trace, false);
     intptr_t i = (intptr_t)strmap_get(&rs->index, buf_str(&key));
     buf_free(&key);
     base_free(pairs);
@@ -147,6 +153,8 @@ char *tune_record_to_json(const TuneRecord *r) {
     cJSON_AddItemToObject(o, "shape", shape);
     cJSON_AddNumberToObject(o, "seconds", r->seconds);
     cJSON_AddStringToObject(o, "status", tune_status_name(r->status));
+    if (r->spec)
+        cJSON_AddBoolToObject(o, "spec", true);
     char *s = cJSON_PrintUnformatted(o);
     cJSON_Delete(o);
     RV_ASSERT(s);
@@ -187,6 +195,7 @@ static bool parse_line(TuneRecords *rs, const char *text, int line, const char *
     const cJSON *shape = cJSON_GetObjectItemCaseSensitive(o, "shape");
     const cJSON *seconds = cJSON_GetObjectItemCaseSensitive(o, "seconds");
     const cJSON *threads = cJSON_GetObjectItemCaseSensitive(o, "threads");
+    const cJSON *spec = cJSON_GetObjectItemCaseSensitive(o, "spec");
     TuneRecord r = {.line = line};
     r.program = get_string(o, "program");
     r.machine = get_string(o, "machine");
@@ -205,6 +214,8 @@ static bool parse_line(TuneRecords *rs, const char *text, int line, const char *
         *why = "\"trace\" is missing or not a string";
     else if (threads && (!exact_int(threads, &v) || v < 1 || v > 4096))
         *why = "\"threads\" is not an integer in 1..4096";
+    else if (spec && !cJSON_IsBool(spec))
+        *why = "\"spec\" is not true or false";
     else if (!cJSON_IsObject(shape))
         *why = "\"shape\" is missing or not an object of size = integer";
     else if (!cJSON_IsNumber(seconds) || !(seconds->valuedouble >= 0) ||
@@ -219,6 +230,7 @@ static bool parse_line(TuneRecords *rs, const char *text, int line, const char *
                 r.status = (TuneStatus)s;
         r.seconds = seconds->valuedouble;
         r.threads = threads ? (int)threads->valuedouble : 0;
+        r.spec = spec && cJSON_IsTrue(spec);
         r.nsizes = cJSON_GetArraySize(shape);
         r.size_names = base_xmalloc(sizeof *r.size_names * (size_t)(r.nsizes + 1));
         r.size_values = base_xmalloc(sizeof *r.size_values * (size_t)(r.nsizes + 1));

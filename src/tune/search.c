@@ -49,6 +49,13 @@
  * kept kernel, and a decision tree (dtree.c) over the sizes learns the
  * map.
  *
+ * SPECIALIZED LEAVES. A few small, frequent measured shapes (spec_shapes)
+ * also have their best candidates measured compiled for that shape alone,
+ * its sizes constants (rv_dispatch.variant_sizes: no tails, constant
+ * extents, as a kernel written for one shape); where one beats the tree's
+ * kernel there, the shape gets it as a leaf of its own, which the
+ * dispatcher tests for exactly, ahead of the tree (docs/tuning.md).
+ *
  * SKETCHES. The known-good sketches (space.c: among them every
  * hand-written schedule of bench/programs) start the population and stay
  * in it, and the first candidates measured at a shape with no sketch of
@@ -81,6 +88,7 @@ typedef struct Tuner {
     double *gflop;     /* useful GFLOP per shape */
     signed char *ok;   /* per candidate: 1 verified, -1 wrong or failed, 0 not yet */
     double *meas;      /* [c * ns + s]: GFLOP/s measured; 0 not measured, -1 failed */
+    double *smeas;     /* the same of c compiled for shape s alone (specialized) */
     double *best;      /* per shape: the best measured GFLOP/s */
     float *pred;       /* [c * ns + s]: predicted GFLOP/s (valid when trained) */
     rv_bindings **refs; /* per shape: the interpreter's results, once computed */
@@ -623,7 +631,7 @@ static int choose(Tuner *t, Pair *out, int want) {
 
 /* ---- measuring ---- */
 
-static void record(Tuner *t, int c, int s, double seconds, TuneStatus st) {
+static void record(Tuner *t, int c, int s, double seconds, TuneStatus st, bool spec) {
     if (!t->o->records)
         return;
     int nvar = num_vars(t);
@@ -638,7 +646,8 @@ static void record(Tuner *t, int c, int s, double seconds, TuneStatus st) {
                     .size_values = t->shapes[s].v,
                     .seconds = seconds,
                     .status = st,
-                    .threads = t->threads};
+                    .threads = t->threads,
+                    .spec = spec};
     if (tune_record_append(t->o->records, &r) != RV_OK)
         fprintf(stderr, "ravel tune: warning: %s\n", rv_last_error());
 }
@@ -701,7 +710,7 @@ static void mark_failed(Tuner *t, int c, const Pair *pairs, int n, TuneStatus st
             t->meas[c * t->ns + pairs[j].s] = -1;
             t->res->measured++;
             note_trial(t, pairs[j].s, 0);
-            record(t, c, pairs[j].s, 0, st);
+            record(t, c, pairs[j].s, 0, st, false);
         }
 }
 
@@ -728,6 +737,9 @@ typedef struct BatchRun {
     int nc, start;    /* the child measures variants start..nc-1 */
     const Pair *pairs;
     int n;
+    /* specialized: variant q is pairs[q].c compiled for shape pairs[q].s
+     * alone, checked and timed there */
+    bool spec;
 } BatchRun;
 
 /* RAVEL_TUNE_FAULT=abort:N or hang:N makes the N-th candidate this run
@@ -761,6 +773,19 @@ static void child_measure(int fd, void *user) {
     for (int q = run->start; q < run->nc; q++) {
         int c = run->cands[q];
         test_fault(t->begun + q - run->start);
+        if (run->spec) { /* a specialized variant runs at its own shape alone */
+            int s = run->pairs[q].s;
+            bool good = true;
+            double sec = 0;
+            rv_status st = tune_batch_check(run->bt, q, t->m, &t->shapes[s], 7, t->refs[s], &good);
+            send_msg(fd, MSG_CHECK, q, s, st, good, 0);
+            if (st == RV_OK && good) {
+                st = tune_batch_time(run->bt, q, t->m, &t->shapes[s], reps, 0.02, &sec);
+                send_msg(fd, MSG_TIME, q, s, st, true, sec);
+            }
+            send_msg(fd, MSG_DONE, q, 0, RV_OK, true, 0);
+            continue;
+        }
         if (t->ok[c] == 0) {
             int cs[2], ncs = check_shapes(t, c, cs);
             bool good = true;
@@ -786,8 +811,46 @@ static void child_measure(int fd, void *user) {
     }
 }
 
+/* A specialized measurement of c at s that failed (or was wrong). */
+static void spec_failed(Tuner *t, int c, int s, TuneStatus st) {
+    t->smeas[c * t->ns + s] = -1;
+    record(t, c, s, 0, st, true);
+}
+
+/* In the parent: a message about a specialized variant. */
+static void apply_spec_msg(Tuner *t, const BatchRun *run, const MeasureMsg *m) {
+    int c = run->cands[m->q], s = run->pairs[m->q].s;
+    if (m->kind == MSG_CHECK && (m->status != RV_OK || !m->good)) {
+        /* the generic candidate was right: lowering for constant sizes is wrong */
+        Buf d = {0}, sh = {0};
+        tune_cand_describe(&t->sp.cands[c], &d);
+        tune_shape_format(&t->shapes[s], t->m, &sh);
+        fprintf(stderr, "ravel tune: BUG: candidate '%s' compiled for %s %s%s; its schedule:\n%s",
+                buf_str(&d), buf_str(&sh),
+                m->status != RV_OK ? "failed to run: " : "differs from the interpreter",
+                m->status != RV_OK ? m->error : "", t->sp.cands[c].sched);
+        buf_free(&d);
+        buf_free(&sh);
+        t->res->wrong += m->status == RV_OK;
+        t->res->failed += m->status != RV_OK;
+        spec_failed(t, c, s, m->status == RV_OK ? TUNE_STATUS_WRONG : TUNE_STATUS_FAILED);
+    } else if (m->kind == MSG_TIME) {
+        t->res->spec_measured++;
+        if (m->status != RV_OK || m->seconds <= 0) {
+            spec_failed(t, c, s, TUNE_STATUS_FAILED);
+            return;
+        }
+        t->smeas[c * t->ns + s] = t->gflop[s] / m->seconds;
+        record(t, c, s, m->seconds, TUNE_STATUS_OK, true);
+    }
+}
+
 /* In the parent: what a message says, applied to the tuner. */
 static void apply_msg(Tuner *t, const BatchRun *run, const MeasureMsg *m) {
+    if (run->spec) {
+        apply_spec_msg(t, run, m);
+        return;
+    }
     int c = run->cands[m->q];
     if (m->kind == MSG_CHECK) {
         if (m->status == RV_OK && m->good) {
@@ -819,7 +882,7 @@ static void apply_msg(Tuner *t, const BatchRun *run, const MeasureMsg *m) {
     if (m->status != RV_OK || m->seconds <= 0) {
         t->meas[c * t->ns + s] = -1;
         note_trial(t, s, 0);
-        record(t, c, s, 0, TUNE_STATUS_FAILED);
+        record(t, c, s, 0, TUNE_STATUS_FAILED, false);
         return;
     }
     double g = t->gflop[s] / m->seconds;
@@ -827,7 +890,7 @@ static void apply_msg(Tuner *t, const BatchRun *run, const MeasureMsg *m) {
     note_trial(t, s, g);
     if (g > t->best[s])
         t->best[s] = g;
-    record(t, c, s, m->seconds, TUNE_STATUS_OK);
+    record(t, c, s, m->seconds, TUNE_STATUS_OK, false);
 }
 
 /* Checks and times the nc candidates of bt (variant q is cands[q]) on
@@ -835,16 +898,18 @@ static void apply_msg(Tuner *t, const BatchRun *run, const MeasureMsg *m) {
  * fresh one after a candidate that crashed or hung, which is reported
  * and recorded failed. */
 static void measure_batch(Tuner *t, TuneBatch *bt, const int *cands, int nc, const Pair *pairs,
-                          int n) {
+                          int n, bool spec) {
     /* the interpreter's results, computed here so every child has them */
-    for (int q = 0; q < nc; q++)
+    for (int q = 0; spec && q < nc; q++)
+        reference(t, pairs[q].s);
+    for (int q = 0; !spec && q < nc; q++)
         if (t->ok[cands[q]] == 0) {
             int cs[2], ncs = check_shapes(t, cands[q], cs);
             for (int k = 0; k < ncs; k++)
                 reference(t, cs[k]);
         }
     double timeout = t->o->timeout > 0 ? t->o->timeout : 60;
-    BatchRun run = {t, bt, cands, nc, 0, pairs, n};
+    BatchRun run = {t, bt, cands, nc, 0, pairs, n, spec};
     while (run.start < nc) {
         TuneChild ch;
         if (tune_child_start(&ch, child_measure, &run) != RV_OK) {
@@ -875,7 +940,10 @@ static void measure_batch(Tuner *t, TuneBatch *bt, const int *cands, int nc, con
                     r == 0 ? "BUG: " : "", buf_str(&d), buf_str(&why), t->sp.cands[c].sched);
             buf_free(&d);
             t->res->failed++;
-            mark_failed(t, c, pairs, n, TUNE_STATUS_FAILED);
+            if (spec)
+                spec_failed(t, c, pairs[run.start].s, TUNE_STATUS_FAILED);
+            else
+                mark_failed(t, c, pairs, n, TUNE_STATUS_FAILED);
             run.start++;
             t->begun++;
         } else {
@@ -903,7 +971,7 @@ static void measure(Tuner *t, const Pair *pairs, int n) {
     if (st == RV_OK) {
         t->res->compile_seconds += rt_now_seconds() - t0;
         double t1 = rt_now_seconds();
-        measure_batch(t, &bt, cands, nc, pairs, n);
+        measure_batch(t, &bt, cands, nc, pairs, n, false);
         tune_batch_free(&bt);
         t->res->measure_seconds += rt_now_seconds() - t1;
         return;
@@ -920,7 +988,129 @@ static void measure(Tuner *t, const Pair *pairs, int n) {
             continue;
         }
         double t1 = rt_now_seconds();
-        measure_batch(t, &bt, &cands[q], 1, pairs, n);
+        measure_batch(t, &bt, &cands[q], 1, pairs, n, false);
+        tune_batch_free(&bt);
+        t->res->measure_seconds += rt_now_seconds() - t1;
+    }
+}
+
+/* ---- specialized leaves ---- */
+
+/* How much faster than the tree's kernel at a shape its best candidate
+ * compiled for that shape alone must measure to get a leaf of its own:
+ * above the noise of a time that is the fastest of its runs. */
+#define SPEC_GAIN 1.03
+/* Candidates measured specialized per shape: its best measured generic. */
+#define SPEC_CANDS 2
+
+/* The sizes of shape s, in module order, as constants of a variant. */
+static rv_variant_sizes shape_at(const Tuner *t, int s) {
+    rv_variant_sizes at = {.nsizes = rv_module_num_sizes(t->m)};
+    for (int i = 0; i < at.nsizes; i++) {
+        at.at[i].size = rv_size_name(rv_module_size_at(t->m, i));
+        at.at[i].value = t->shapes[s].v[i];
+    }
+    return at;
+}
+
+/* The shapes that may get a specialized leaf, the most deserving first,
+ * into out (at most max of them); how many. A leaf is exact (the
+ * dispatcher tests every size for equality), so a shape deserves one
+ * where it is frequent and where constant extents matter: a tile's tail
+ * is a large part of a small output, so only shapes whose rows or columns
+ * number at most 4 vectors are eligible, and of those the shapes the
+ * search measured (the frequent ones get the measurements; a shape's
+ * candidates to specialize are its best measured, which a resumed run
+ * and `ravel build --records` find again in the records, where a
+ * prediction would depend on the model's history), ranked by weight
+ * (--shapes), then smaller work first. Ragged rows and a recursion's
+ * levels are dispatched on a quantity, not on sizes alone: none. */
+static int spec_shapes(const Tuner *t, int *out, int max) {
+    if (t->sp.stage.rows_uf || t->sp.stage.group ||
+        rv_module_num_sizes(t->m) > RV_DISPATCH_MAX_CONDS)
+        return 0;
+    int n = 0;
+    for (int s = 0; s < t->ns; s++) {
+        double batch, rows, cols, red;
+        tune_stage_extents(&t->sp.stage, &t->shapes[s], &batch, &rows, &cols, &red);
+        if (fmin(rows, cols) <= 4.0 * t->lanes && t->best[s] > 0)
+            out[n++] = s;
+    }
+    for (int i = 0; i < n && i < max; i++) /* selection: the best of the rest at i */
+        for (int j = i + 1; j < n; j++) {
+            int a = out[i], b = out[j];
+            if (t->w[b] > t->w[a] || (t->w[b] == t->w[a] && t->gflop[b] < t->gflop[a]))
+                out[i] = b, out[j] = a;
+        }
+    return n < max ? n : max;
+}
+
+static int spec_count(const Tuner *t) {
+    int want = t->o->specialize < 0 ? 0 : t->o->specialize > 0 ? t->o->specialize : TUNE_SPECIALIZE;
+    return want < TUNE_MAX_SPEC ? want : TUNE_MAX_SPEC;
+}
+
+/* The best verified candidates measured at s (generic), best first, into
+ * out (at most SPEC_CANDS); how many. */
+static int spec_cands(const Tuner *t, int s, int *out) {
+    int n = 0;
+    for (int c = 0; c < t->sp.len; c++) {
+        if (t->ok[c] <= 0 || t->meas[c * t->ns + s] <= 0)
+            continue;
+        int i = n < SPEC_CANDS ? n++ : SPEC_CANDS;
+        for (; i > 0 && t->meas[out[i - 1] * t->ns + s] < t->meas[c * t->ns + s]; i--)
+            if (i < SPEC_CANDS)
+                out[i] = out[i - 1];
+        if (i < SPEC_CANDS)
+            out[i] = c;
+    }
+    return n;
+}
+
+/* Measures, compiled for their shape alone, the best candidates of each
+ * shape that may get a specialized leaf, unless the records have them:
+ * the dispatcher compares those times with its kernels' (a leaf is
+ * measured as it will run). One program for all of them, each variant
+ * compiled for its shape; one at a time where that does not compile. */
+static void spec_measure(Tuner *t) {
+    int *shapes = base_xcalloc((size_t)t->ns + 1, sizeof *shapes);
+    int nsh = spec_shapes(t, shapes, spec_count(t));
+    Pair pairs[TUNE_MAX_SPEC * SPEC_CANDS];
+    int cands[TUNE_MAX_SPEC * SPEC_CANDS], n = 0;
+    for (int i = 0; i < nsh; i++) {
+        int cs[SPEC_CANDS], nc = spec_cands(t, shapes[i], cs);
+        for (int k = 0; k < nc; k++)
+            if (t->smeas[cs[k] * t->ns + shapes[i]] == 0) {
+                pairs[n] = (Pair){cs[k], shapes[i]};
+                cands[n++] = cs[k];
+            }
+    }
+    base_free(shapes);
+    const char *sch[TUNE_MAX_SPEC * SPEC_CANDS];
+    rv_variant_sizes at[TUNE_MAX_SPEC * SPEC_CANDS];
+    for (int q = 0; q < n; q++) {
+        sch[q] = t->sp.cands[cands[q]].sched;
+        at[q] = shape_at(t, pairs[q].s);
+    }
+    /* all at once, or each alone when one of them does not compile */
+    for (int q = 0, len = n; q < n; q += len, len = 1) {
+        double t0 = rt_now_seconds();
+        TuneBatch bt;
+        rv_status st = tune_batch_compile_at(t->m, len, &sch[q], &at[q], t->o->threads, &bt);
+        t->res->compile_seconds += rt_now_seconds() - t0;
+        if (st != RV_OK && len > 1) {
+            len = 0; /* the loop's step: q stays, one at a time from here */
+            continue;
+        }
+        if (st != RV_OK) {
+            fprintf(stderr, "ravel tune: candidate compiled for one shape does not compile: %s\n",
+                    rv_last_error());
+            t->res->failed++;
+            spec_failed(t, cands[q], pairs[q].s, TUNE_STATUS_FAILED);
+            continue;
+        }
+        double t1 = rt_now_seconds();
+        measure_batch(t, &bt, &cands[q], len, &pairs[q], len, true);
         tune_batch_free(&bt);
         t->res->measure_seconds += rt_now_seconds() - t1;
     }
@@ -955,6 +1145,12 @@ static rv_status resume(Tuner *t) {
         int s = found == nsz ? find_shape(t, v) : -1;
         if (c < 0 || s < 0)
             continue;
+        if (r->spec) { /* not a trial: a specialized leaf's, outside the budget */
+            t->smeas[c * t->ns + s] =
+                r->status == TUNE_STATUS_OK && r->seconds > 0 ? t->gflop[s] / r->seconds : -1;
+            t->res->spec_reused++;
+            continue;
+        }
         if (r->status == TUNE_STATUS_OK && r->seconds > 0) {
             double g = t->gflop[s] / r->seconds;
             t->meas[c * t->ns + s] = g;
@@ -1048,6 +1244,47 @@ static double best_seed(const Tuner *t, int s) {
     return g;
 }
 
+/* Appends candidate c to the result's variants, compiled for shape s
+ * alone (s >= 0: a specialized leaf) or for every shape (-1). */
+static int add_variant(Tuner *t, int c, int s) {
+    TuneResult *r = t->res;
+    int k = r->nvariants++;
+    r->variant_sched[k] = base_xstrdup(t->sp.cands[c].sched);
+    Buf d = {0};
+    tune_cand_describe(&t->sp.cands[c], &d);
+    if (s >= 0) {
+        r->variant_at[k] = shape_at(t, s);
+        buf_puts(&d, " for ");
+        tune_shape_format(&t->shapes[s], t->m, &d);
+        r->nspec++;
+    }
+    r->variant_desc[k] = base_xstrdup(buf_str(&d));
+    buf_free(&d);
+    return k;
+}
+
+/* The specialized leaves: at each shape that may have one (spec_shapes),
+ * the best of its candidates measured compiled for it alone, where that
+ * beats the tree's kernel there by SPEC_GAIN; the dispatcher takes it at
+ * exactly that shape, ahead of the tree, which was trained without them. */
+static void spec_leaves(Tuner *t) {
+    TuneResult *r = t->res;
+    int *shapes = base_xcalloc((size_t)t->ns + 1, sizeof *shapes);
+    int nsh = spec_shapes(t, shapes, spec_count(t));
+    for (int i = 0; i < nsh && r->nvariants < TUNE_MAX_VARIANTS; i++) {
+        int s = shapes[i], b = -1;
+        for (int c = 0; c < t->sp.len; c++)
+            if (t->smeas[c * t->ns + s] > 0 &&
+                (b < 0 || t->smeas[c * t->ns + s] > t->smeas[b * t->ns + s]))
+                b = c;
+        if (b < 0 || t->smeas[b * t->ns + s] <= SPEC_GAIN * r->shape_gflops[s])
+            continue;
+        r->shape_variant[s] = add_variant(t, b, s);
+        r->shape_gflops[s] = t->smeas[b * t->ns + s];
+    }
+    base_free(shapes);
+}
+
 static rv_status dispatcher(Tuner *t) {
     TuneResult *r = t->res;
     int *vote = base_xcalloc((size_t)t->ns, sizeof *vote);
@@ -1072,8 +1309,8 @@ static rv_status dispatcher(Tuner *t) {
     double *wsum = base_xcalloc((size_t)t->sp.len, sizeof *wsum);
     for (int s = 0; s < t->ns; s++)
         wsum[vote[s]] += t->w[s];
-    int kept[TUNE_MAX_VARIANTS], nk = 0;
-    while (nk < maxv && nk < TUNE_MAX_VARIANTS) {
+    int kept[TUNE_MAX_TREE_VARIANTS], nk = 0;
+    while (nk < maxv && nk < TUNE_MAX_TREE_VARIANTS) {
         int b = -1;
         for (int c = 0; c < t->sp.len; c++)
             if (wsum[c] > 0 && (b < 0 || wsum[c] > wsum[b]))
@@ -1088,11 +1325,11 @@ static rv_status dispatcher(Tuner *t) {
      * all measured slower there than a sketch, or whose vote measured
      * more than VOTE_LOSS faster than the best kept kernel there, gets its
      * own vote back (the heaviest loss first; past max_variants, up to
-     * TUNE_MAX_VARIANTS kernels). Without the second, bmm_nt's records
+     * TUNE_MAX_TREE_VARIANTS kernels). Without the second, bmm_nt's records
      * answered T = 16 and 64 with the dot product, 1.5-2x slower
      * there than the tile with B transposed in blocks measured at each:
      * that tile had the most votes of no merge, and dot is a sketch. */
-    while (nk < TUNE_MAX_VARIANTS) {
+    while (nk < TUNE_MAX_TREE_VARIANTS) {
         int worst = -1;
         double most = 0;
         for (int s = 0; s < t->ns; s++) {
@@ -1141,20 +1378,15 @@ static rv_status dispatcher(Tuner *t) {
         r->level_nodes = t->sp.stage.group->st->nodes->id;
         r->level_batches = t->sp.stage.group->st->nbatch->id;
     }
-    r->nvariants = nk;
-    r->variant_sched = base_xcalloc((size_t)nk, sizeof(char *));
-    r->variant_desc = base_xcalloc((size_t)nk, sizeof(char *));
-    for (int k = 0; k < nk; k++) {
-        const char *sc = t->sp.cands[kept[k]].sched;
-        r->variant_sched[k] = base_xmalloc(strlen(sc) + 1);
-        strcpy(r->variant_sched[k], sc);
-        Buf d = {0};
-        tune_cand_describe(&t->sp.cands[kept[k]], &d);
-        r->variant_desc[k] = base_xmalloc(d.len + 1);
-        memcpy(r->variant_desc[k], buf_str(&d), d.len + 1);
-        buf_free(&d);
-    }
+    /* room for the specialized leaves after the tree's variants */
+    r->variant_sched = base_xcalloc(TUNE_MAX_VARIANTS, sizeof(char *));
+    r->variant_desc = base_xcalloc(TUNE_MAX_VARIANTS, sizeof(char *));
+    r->variant_at = base_xcalloc(TUNE_MAX_VARIANTS, sizeof *r->variant_at);
+    for (int k = 0; k < nk; k++)
+        add_variant(t, kept[k], -1);
     rv_status st = tune_dtree_train(sizes, r->shape_variant, t->w, t->ns, nsz, 0, &r->tree);
+    if (st == RV_OK)
+        spec_leaves(t);
     base_free(sizes);
     base_free(wsum);
     base_free(vote);
@@ -1172,6 +1404,7 @@ static void tuner_free(Tuner *t) {
     base_free(t->gflop);
     base_free(t->ok);
     base_free(t->meas);
+    base_free(t->smeas);
     base_free(t->best);
     base_free(t->pred);
     base_free(t->pop);
@@ -1251,6 +1484,7 @@ static rv_status setup(Tuner *t, const char *program_text) {
     t->has_feat = base_xcalloc((size_t)t->sp.len, sizeof *t->has_feat);
     t->ok = base_xcalloc((size_t)t->sp.len, 1);
     t->meas = base_xcalloc(cs, sizeof *t->meas);
+    t->smeas = base_xcalloc(cs, sizeof *t->smeas);
     t->pred = base_xcalloc(cs, sizeof *t->pred);
     t->best = base_xcalloc((size_t)t->ns, sizeof *t->best);
     t->gflop = base_xcalloc((size_t)t->ns, sizeof *t->gflop);
@@ -1328,6 +1562,8 @@ rv_status tune_run(rv_module *m, const char *program_text, const TuneOptions *op
         evolve(&t, popsize);
         progress(&t, round, trials, pairs, n);
     }
+    if (st == RV_OK && !opt->replay)
+        spec_measure(&t);
     if (st == RV_OK) {
         /* the dispatcher ranks every verified candidate */
         t.npop = 0;
@@ -1345,12 +1581,41 @@ rv_status tune_run(rv_module *m, const char *program_text, const TuneOptions *op
     return st;
 }
 
+/* The dispatcher with specialized leaves: each leaf's exact test, then
+ * the tree (emitted as NAME_general_dispatch). */
+static void spec_dispatch_c(const TuneResult *r, const char *const *vars, const char *name,
+                            Buf *out) {
+    Buf general = {0};
+    buf_printf(&general, "%s_general", name);
+    tune_dtree_emit_c(&r->tree, buf_str(&general), vars, (const char *const *)r->variant_desc, out);
+    buf_printf(out,
+               "\n/* %s_dispatch: the specialized leaves, each compiled for its sizes as\n"
+               " * constants and taken at exactly those, then the tree above. */\n"
+               "int %s_dispatch(const int64_t *sizes);\n"
+               "int %s_dispatch(const int64_t *sizes) {\n",
+               name, name, name);
+    for (int k = r->nvariants - r->nspec; k < r->nvariants; k++) {
+        const rv_variant_sizes *at = &r->variant_at[k];
+        buf_puts(out, "    if (");
+        for (int i = 0; i < at->nsizes; i++)
+            buf_printf(out, "%ssizes[%d] == %lldLL", i ? " && " : "", i,
+                       (long long)at->at[i].value);
+        buf_printf(out, ")\n        return %d; /* %s */\n", k, r->variant_desc[k]);
+    }
+    buf_printf(out, "    return %s_dispatch(sizes);\n}\n", buf_str(&general));
+    buf_free(&general);
+}
+
 void tune_result_dispatch_c(const TuneResult *r, rv_module *m, const char *name, Buf *out) {
     const char *vars[9];
     int n = rv_module_num_sizes(m);
     for (int i = 0; i < n && i < 8; i++)
         vars[i] = rv_size_name(rv_module_size_at(m, i));
     vars[n < 8 ? n : 8] = r->quantity;
+    if (r->nspec > 0) { /* only for a stage dispatched on sizes alone (spec_shapes) */
+        spec_dispatch_c(r, vars, name, out);
+        return;
+    }
     if (r->level_nodes < 0) {
         tune_dtree_emit_c(&r->tree, name, vars, (const char *const *)r->variant_desc, out);
         return;
@@ -1375,6 +1640,14 @@ void tune_result_dispatch_c(const TuneResult *r, rv_module *m, const char *name,
 }
 
 int tune_result_pick(const TuneResult *r, const int64_t *sizes, int nsizes) {
+    for (int k = r->nvariants - r->nspec; k < r->nvariants; k++) {
+        const rv_variant_sizes *at = &r->variant_at[k];
+        bool here = at->nsizes <= nsizes;
+        for (int i = 0; here && i < at->nsizes; i++)
+            here = sizes[i] == at->at[i].value;
+        if (here)
+            return k;
+    }
     int64_t x[9] = {0};
     for (int i = 0; i < nsizes && i < 8; i++)
         x[i] = sizes[i];
@@ -1394,6 +1667,7 @@ void tune_result_free(TuneResult *r) {
     }
     base_free(r->variant_sched);
     base_free(r->variant_desc);
+    base_free(r->variant_at);
     tune_dtree_free(&r->tree);
     base_free(r->shapes);
     base_free(r->shape_variant);

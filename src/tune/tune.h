@@ -148,6 +148,10 @@ typedef struct TuneRecord {
      * own count. 0 in a record written before the field: the shared pool,
      * every usable core of the machine class. */
     int threads;
+    /* The candidate was compiled for this shape alone, its sizes constants
+     * (a specialized leaf, docs/tuning.md); false in a record written
+     * before the field. Its time is not the generic candidate's. */
+    bool spec;
     int line; /* 1-based line of the file it was read from; 0 when added */
 } TuneRecord;
 
@@ -170,10 +174,11 @@ rv_status tune_records_load(const char *path, TuneRecords *rs);
 /* The same over text in memory; `name` is the file name in messages. */
 rv_status tune_records_parse(const char *name, const char *text, size_t len, TuneRecords *rs);
 /* Copies r into rs (the shape is sorted by name); a record with the same
- * (program, threads, shape, trace) as an earlier one replaces it for lookup. */
+ * (program, threads, shape, trace, spec) as an earlier one replaces it for
+ * lookup. */
 void tune_records_add(TuneRecords *rs, const TuneRecord *r);
-/* The latest record of (program, threads, shape, trace), the shape in any
- * order; NULL when none. */
+/* The latest record of (program, threads, shape, trace) of the generic
+ * candidate (not spec), the shape in any order; NULL when none. */
 const TuneRecord *tune_records_find(const TuneRecords *rs, const char *program, int threads,
                                     const char *const *size_names, const int64_t *size_values,
                                     int nsizes, const char *trace);
@@ -398,6 +403,10 @@ typedef struct TuneBatch {
  * rv_compile_options.threads). */
 rv_status tune_batch_compile(rv_module *m, int n, const char *const *scheds, int threads,
                              TuneBatch *out);
+/* The same with variant v compiled for the sizes at[v] (NULL: none), as
+ * rv_dispatch.variant_sizes: a specialized candidate, run only there. */
+rv_status tune_batch_compile_at(rv_module *m, int n, const char *const *scheds,
+                                const rv_variant_sizes *at, int threads, TuneBatch *out);
 void tune_batch_free(TuneBatch *b);
 /* The interpreter's results at `shape` on random inputs (seeded): the
  * reference candidates are checked against (free with rv_bindings_free). */
@@ -439,8 +448,14 @@ void tune_child_finish(TuneChild *c);
 
 /* ---- search.c: the joint search and the dispatcher ---- */
 
-/* The most kernels a tuned program dispatches among. */
-#define TUNE_MAX_VARIANTS 16
+/* The most kernels the tree of a tuned program dispatches among, the
+ * most specialized leaves ahead of it, and so the most variants. */
+#define TUNE_MAX_TREE_VARIANTS 16
+#define TUNE_MAX_SPEC 8
+#define TUNE_MAX_VARIANTS (TUNE_MAX_TREE_VARIANTS + TUNE_MAX_SPEC)
+/* Specialized leaves by default (TuneOptions.specialize): each costs one
+ * more kernel to compile per tuned program. */
+#define TUNE_SPECIALIZE 8
 
 typedef struct TuneOptions {
     int trials;             /* measurements (candidate x shape) in all; 0: 64 */
@@ -448,7 +463,7 @@ typedef struct TuneOptions {
     int shapes_per_round;   /* shapes measured per round; 0: 2 */
     int max_variants;       /* kernels chosen by vote; 0: 4 (a shape where all of
                              * them measured slower than a known-good sketch adds
-                             * its own, up to TUNE_MAX_VARIANTS in all) */
+                             * its own, up to TUNE_MAX_TREE_VARIANTS in all) */
     int threads;            /* of the measured kernels (0: the shared pool) */
     int repeats;            /* timed runs per measurement; 0: 5 */
     double timeout;         /* seconds a candidate's check or timing may take; 0: 60 */
@@ -464,6 +479,10 @@ typedef struct TuneOptions {
     /* Tune for the given shapes alone, not the rest of the range (per-shape
      * tuning: the Ansor-style baseline bench_tune compares with). */
     bool shapes_only;
+    /* Specialized leaves (docs/tuning.md): the most shapes whose kernel is
+     * also measured compiled for that shape alone and, where faster, taken
+     * there exactly; 0: TUNE_SPECIALIZE, -1: none. */
+    int specialize;
     bool quiet;             /* no progress on stderr */
     bool replay;            /* measure nothing: the records decide (ravel build --records) */
 } TuneOptions;
@@ -480,6 +499,13 @@ typedef struct TuneResult {
     int nvariants;
     char **variant_sched;  /* each variant's schedule blocks */
     char **variant_desc;   /* its knobs, one line */
+    /* The sizes each variant is compiled for (rv_dispatch.variant_sizes;
+     * names are the module's): nsizes 0 for the tree's variants; for a
+     * specialized leaf every size, at[i] the module's size i, at the
+     * shape's value, which the dispatcher takes exactly at that shape,
+     * before the tree */
+    rv_variant_sizes *variant_at;
+    int nspec;             /* the specialized leaves: the last nspec variants */
     DTree tree;            /* the dispatcher over the sizes (and sum_ufun's sum) */
     /* Ragged rows (TuneStage.rows_uf): the UF whose sum the tree reads
      * after the sizes, as rv_dispatch.sums[0]; "" when it reads sizes only */
@@ -498,6 +524,9 @@ typedef struct TuneResult {
     int reused;            /* measurements read from the records */
     int wrong;             /* candidates that differed from the interpreter */
     int failed;            /* candidates that did not compile, failed, crashed or hung */
+    /* measurements of specialized candidates (made, from the records):
+     * outside the trial budget */
+    int spec_measured, spec_reused;
     double compile_seconds, measure_seconds, total_seconds;
     TuneTrial *trials;     /* every measurement, reused and made, in order */
     int ntrials, captrials;

@@ -274,6 +274,40 @@ static void test_threads(void) {
                    "\"threads\" is not an integer");
 }
 
+/* A specialized measurement ("spec":true: the candidate compiled for the
+ * shape alone) of the same trace and shape as a generic one: both kept,
+ * the generic one found by lookup (a spec never replaces it); a record
+ * without the field (written before it) is generic; a "spec" that is
+ * not a boolean is an error naming the field. */
+static void test_spec(void) {
+    const char *path = tmp_path("spec.jsonl");
+    TuneRecord gen = record(8, "split i 4", 2e-4, TUNE_STATUS_OK);
+    TuneRecord spec = record(8, "split i 4", 1e-4, TUNE_STATUS_OK);
+    spec.spec = true;
+    CHECK_EQ_INT(tune_record_append(path, &gen), RV_OK);
+    CHECK_EQ_INT(tune_record_append(path, &spec), RV_OK);
+    char *json = tune_record_to_json(&spec);
+    CHECK_STR_CONTAINS(json, "\"spec\":true");
+    base_free(json);
+    json = tune_record_to_json(&gen);
+    CHECK(strstr(json, "spec") == NULL);
+    base_free(json);
+    TuneRecords rs;
+    tune_records_init(&rs);
+    CHECK_EQ_INT(tune_records_load(path, &rs), RV_OK);
+    CHECK_EQ_INT(rs.len, 2);
+    CHECK(!rs.data[0].spec && rs.data[1].spec);
+    CHECK(rs.data[1].seconds == 1e-4);
+    const char *names_kt[] = {"K", "T"};
+    int64_t kt[] = {768, 8};
+    const TuneRecord *r =
+        tune_records_find(&rs, "3fa9c0de12345678", 0, names_kt, kt, 2, "split i 4");
+    CHECK(r && !r->spec && r->seconds == 2e-4);
+    tune_records_free(&rs);
+    expect_corrupt(GOOD_START "\"spec\":1,\"shape\":{\"T\":1},\"seconds\":1,\"status\":\"ok\"}",
+                   "\"spec\" is not true or false");
+}
+
 int main(void) {
     CHECK(mkdtemp(dir) != NULL);
     RUN(test_round_trip);
@@ -283,6 +317,7 @@ int main(void) {
     RUN(test_corrupt_lines);
     RUN(test_concurrent_appends);
     RUN(test_threads);
+    RUN(test_spec);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     CHECK_EQ_INT(system(cmd), 0);

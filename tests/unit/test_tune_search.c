@@ -30,6 +30,8 @@ static TuneOptions options(int trials) {
                      .repeats = 1,
                      .seed = 3,
                      .records = records,
+                     /* the search's tests: specialized leaves have their own */
+                     .specialize = -1,
                      .quiet = true};
     return o;
 }
@@ -47,8 +49,40 @@ static void test_missing_xgboost(void) {
     unsetenv("RAVEL_XGBOOST");
 }
 
-static int tree_dispatch(const int64_t *sizes, void *user) {
-    return tune_dtree_eval(user, sizes);
+static int result_dispatch(const int64_t *sizes, void *user) {
+    return tune_result_pick(user, sizes, 1);
+}
+
+/* The tuned program as it is built (ravel build --records): every variant,
+ * the specialized leaves compiled for their sizes, behind the result's
+ * dispatcher; at every M of the range it runs the variant the result
+ * names for M (a specialized leaf exactly at its M) and matches the
+ * interpreter. */
+static void check_tuned_program(rv_module *m, TuneResult *r) {
+    rv_dispatch d = {.fn = result_dispatch, .user = r, .variant_sizes = r->variant_at};
+    rv_compile_options co = {.threads = 1};
+    rv_program *p = NULL;
+    CHECK_EQ_INT(rv_program_compile_variants(m, r->nvariants, (const char *const *)r->variant_sched,
+                                             &d, &co, &p),
+                 RV_OK);
+    for (int64_t M = 1; p && M <= 9; M++) {
+        int v = tune_result_pick(r, &M, 1);
+        CHECK_EQ_INT(v, r->shape_variant[M - 1]);
+        /* a leaf is taken at its own M alone */
+        CHECK(v < r->nvariants - r->nspec || r->variant_at[v].at[0].value == M);
+        rv_bindings *want = rv_bindings_new(m), *got = rv_bindings_new(m);
+        CHECK_EQ_INT(rv_bindings_set_size(want, "M", M), RV_OK);
+        CHECK_EQ_INT(rv_bindings_set_size(got, "M", M), RV_OK);
+        CHECK_EQ_INT(rv_bindings_randomize(want, (uint64_t)M), RV_OK);
+        CHECK_EQ_INT(rv_bindings_randomize(got, (uint64_t)M), RV_OK);
+        CHECK_EQ_INT(rv_interp_run(m, want), RV_OK);
+        CHECK_EQ_INT(rv_program_run(p, got), RV_OK);
+        CHECK_EQ_INT(rv_program_last_variant(p), v);
+        CHECK_SAME_TENSOR(want, got, "Y", 1e-4);
+        rv_bindings_free(got);
+        rv_bindings_free(want);
+    }
+    rv_program_free(p);
 }
 
 /* Each record's (trace, shape) once. */
@@ -86,7 +120,8 @@ static void test_tiny_tuning(void) {
     CHECK_EQ_INT(r.nshapes, 9);
     /* at most the 4 voted for, plus one per shape where a known-good
      * sketch measured faster than all of them (timing decides how many) */
-    CHECK(r.nvariants >= 1 && r.nvariants <= 4 + r.nshapes && r.nvariants <= TUNE_MAX_VARIANTS);
+    CHECK(r.nvariants >= 1 && r.nvariants <= 4 + r.nshapes &&
+          r.nvariants <= TUNE_MAX_TREE_VARIANTS);
     for (int s = 0; s < r.nshapes; s++) {
         CHECK_EQ_INT((int)r.shapes[s].v[0], s + 1);
         int v = tune_dtree_eval(&r.tree, r.shapes[s].v);
@@ -95,26 +130,7 @@ static void test_tiny_tuning(void) {
     }
     /* the tuned program: its variants behind the tree, against the
      * interpreter at every shape */
-    rv_dispatch d = {.fn = tree_dispatch, .user = &r.tree};
-    rv_compile_options co = {.threads = 1};
-    rv_program *p = NULL;
-    CHECK_EQ_INT(rv_program_compile_variants(m, r.nvariants, (const char *const *)r.variant_sched,
-                                             &d, &co, &p),
-                 RV_OK);
-    for (int64_t M = 1; p && M <= 9; M++) {
-        rv_bindings *want = rv_bindings_new(m), *got = rv_bindings_new(m);
-        CHECK_EQ_INT(rv_bindings_set_size(want, "M", M), RV_OK);
-        CHECK_EQ_INT(rv_bindings_set_size(got, "M", M), RV_OK);
-        CHECK_EQ_INT(rv_bindings_randomize(want, (uint64_t)M), RV_OK);
-        CHECK_EQ_INT(rv_bindings_randomize(got, (uint64_t)M), RV_OK);
-        CHECK_EQ_INT(rv_interp_run(m, want), RV_OK);
-        CHECK_EQ_INT(rv_program_run(p, got), RV_OK);
-        CHECK_EQ_INT(rv_program_last_variant(p), r.shape_variant[M - 1]);
-        CHECK_SAME_TENSOR(want, got, "Y", 1e-4);
-        rv_bindings_free(got);
-        rv_bindings_free(want);
-    }
-    rv_program_free(p);
+    check_tuned_program(m, &r);
     Buf c = {0};
     tune_result_dispatch_c(&r, m, "tiny", &c);
     CHECK_STR_CONTAINS(buf_str(&c), "int tiny_dispatch(const int64_t *sizes)");
@@ -611,6 +627,144 @@ static void test_time_estimate(void) {
     CHECK(tune_time_estimate(none, 0) == 0);
 }
 
+/* ---- specialized leaves ---- */
+
+/* The records' key of the tiny program: its text's hash. */
+static const char *hex_of_tiny(void) {
+    static char hex[17];
+    hash_hex(hash_str(tiny), hex);
+    return hex;
+}
+
+/* The tiny tuning run with specialized leaves: the best candidates of
+ * the 3 smallest measured shapes (their weights are equal) measured
+ * compiled for each alone, recorded as such; whatever timing decides,
+ * every kernel is right at every shape, a leaf only at its own; a resumed
+ * run measures nothing, specialized or not, and decides the same. */
+static void test_specialized_tuning(void) {
+    rv_module *m = NULL;
+    CHECK_EQ_INT(rv_module_parse("tiny.rv", tiny, &m), RV_OK);
+    char path[160];
+    snprintf(path, sizeof path, "%s/spec.jsonl", dir);
+    TuneOptions o = options(8);
+    o.records = path;
+    o.specialize = 3;
+    TuneResult r;
+    CHECK_EQ_INT(tune_run(m, tiny, &o, &r), RV_OK);
+    CHECK_EQ_INT(r.measured, 8);
+    CHECK(r.spec_measured >= 1 && r.spec_measured <= 6);
+    CHECK_EQ_INT(r.wrong, 0);
+    CHECK(r.nspec >= 0 && r.nspec <= 3);
+    for (int k = r.nvariants - r.nspec; k < r.nvariants; k++) {
+        CHECK_EQ_INT(r.variant_at[k].nsizes, 1);
+        CHECK_STR_CONTAINS(r.variant_desc[k], " for M=");
+    }
+    check_tuned_program(m, &r);
+    TuneRecords rs;
+    tune_records_init(&rs);
+    CHECK_EQ_INT(tune_records_load(path, &rs), RV_OK);
+    /* at most 3 shapes, each measured generic too, at most 2 candidates each */
+    int spec = 0, per_shape[10] = {0}, shapes = 0;
+    for (int i = 0; i < rs.len; i++) {
+        int64_t M = rs.data[i].size_values[0];
+        if (!rs.data[i].spec)
+            continue;
+        spec++;
+        CHECK(M >= 1 && M <= 9);
+        shapes += per_shape[M]++ == 0;
+        CHECK(tune_records_find(&rs, hex_of_tiny(), 1, (const char *const *)rs.data[i].size_names,
+                                &M, 1, rs.data[i].trace) != NULL);
+    }
+    CHECK(shapes >= 1 && shapes <= 3);
+    for (int M = 1; M <= 9; M++)
+        CHECK(per_shape[M] <= 2);
+    CHECK_EQ_INT(spec, r.spec_measured);
+    CHECK_EQ_INT(rs.len, 8 + spec);
+    tune_records_free(&rs);
+    int nspec = r.nspec, nvariants = r.nvariants;
+    tune_result_free(&r);
+
+    CHECK_EQ_INT(tune_run(m, tiny, &o, &r), RV_OK);
+    CHECK_EQ_INT(r.measured, 0);
+    CHECK_EQ_INT(r.spec_measured, 0);
+    CHECK_EQ_INT(r.spec_reused, spec);
+    CHECK_EQ_INT(r.nspec, nspec);
+    CHECK_EQ_INT(r.nvariants, nvariants);
+    tune_result_free(&r);
+    rv_module_free(m);
+}
+
+/* Records (replayed) where one candidate is measured at every M and,
+ * compiled for M = 2 alone, 10x faster there, and for M = 3 alone only 1%
+ * faster (below SPEC_GAIN): one leaf, at M = 2, taken exactly there, in
+ * the emitted C ahead of the tree; the program is right at every M. */
+static void test_specialized_leaf_replayed(void) {
+    rv_module *m = NULL;
+    CHECK_EQ_INT(rv_module_parse("tiny.rv", tiny, &m), RV_OK);
+    TuneSpace sp;
+    CHECK_EQ_INT(tune_space_build(m, tune_hw(), &sp), RV_OK);
+    int c = 0;
+    while (c < sp.len && !sp.cands[c].seed)
+        c++;
+    CHECK(c < sp.len);
+    char path[160], hex[17];
+    snprintf(path, sizeof path, "%s/leaf.jsonl", dir);
+    hash_hex(hash_str(tiny), hex);
+    Buf machine = {0};
+    tune_hw_machine_id(tune_hw(), &machine);
+    for (int64_t M = 1; M <= 9; M++)
+        fake_record(path, hex, buf_str(&machine), sp.cands[c].sched, M, 1e-6 * (double)M);
+    const char *names[] = {"M"};
+    int64_t two = 2, three = 3;
+    TuneRecord fast = {.program = hex,
+                       .machine = buf_str(&machine),
+                       .trace = sp.cands[c].sched,
+                       .nsizes = 1,
+                       .size_names = names,
+                       .size_values = &two,
+                       .seconds = 2e-7,
+                       .status = TUNE_STATUS_OK,
+                       .threads = 1,
+                       .spec = true};
+    CHECK_EQ_INT(tune_record_append(path, &fast), RV_OK);
+    TuneRecord slight = fast;
+    slight.size_values = &three;
+    slight.seconds = 3e-6 / 1.01;
+    CHECK_EQ_INT(tune_record_append(path, &slight), RV_OK);
+    TuneOptions o = options(0);
+    o.records = path;
+    o.replay = true;
+    o.specialize = 0; /* the default: M = 1..6, the smallest work first */
+    TuneResult r;
+    CHECK_EQ_INT(tune_run(m, tiny, &o, &r), RV_OK);
+    CHECK_EQ_INT(r.reused, 9);
+    CHECK_EQ_INT(r.spec_reused, 2);
+    CHECK_EQ_INT(r.nspec, 1);
+    CHECK_EQ_INT(r.nvariants, 2);
+    if (r.nvariants == 2 && r.nspec == 1) {
+        CHECK_EQ_INT((int)r.variant_at[1].at[0].value, 2);
+        CHECK_STR_CONTAINS(r.variant_at[1].at[0].size, "M");
+        for (int64_t M = 1; M <= 9; M++)
+            CHECK_EQ_INT(tune_result_pick(&r, &M, 1), M == 2 ? 1 : 0);
+        Buf cc = {0};
+        tune_result_dispatch_c(&r, m, "tiny", &cc);
+        CHECK_STR_CONTAINS(buf_str(&cc), "    if (sizes[0] == 2LL)\n        return 1;");
+        CHECK_STR_CONTAINS(buf_str(&cc), "return tiny_general_dispatch(sizes);");
+        buf_free(&cc);
+        check_tuned_program(m, &r);
+    }
+    tune_result_free(&r);
+    /* none asked for: no leaf */
+    o.specialize = -1;
+    CHECK_EQ_INT(tune_run(m, tiny, &o, &r), RV_OK);
+    CHECK_EQ_INT(r.nspec, 0);
+    CHECK_EQ_INT(r.nvariants, 1);
+    tune_result_free(&r);
+    buf_free(&machine);
+    tune_space_free(&sp);
+    rv_module_free(m);
+}
+
 int main(void) {
     CHECK(mkdtemp(dir) != NULL);
     snprintf(records, sizeof records, "%s/records.jsonl", dir);
@@ -632,6 +786,8 @@ int main(void) {
     RUN(test_level_tuning);
     RUN(test_time_estimate);
     RUN(test_vote_back_on_loss);
+    RUN(test_specialized_tuning);
+    RUN(test_specialized_leaf_replayed);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     CHECK_EQ_INT(system(cmd), 0);

@@ -5,7 +5,8 @@
  * variant's results match the interpreter's on both sides of the
  * threshold. The module's own schedule is left as it was. Errors: a rule
  * naming an unknown size or variant, a dispatch answering outside the
- * variants, an illegal step in a variant's schedule (located in it).
+ * variants, an illegal step in a variant's schedule (located in it). A
+ * variant compiled for constant sizes runs only at them.
  * tests/suite_aot.sh builds the same variants ahead of time.
  */
 #include <unistd.h>
@@ -204,11 +205,66 @@ static void test_errors(void) {
     rv_module_free(m);
 }
 
+static int always_one(const int64_t *sizes, void *user) {
+    (void)sizes, (void)user;
+    return 1;
+}
+
+/* A variant compiled for constant sizes (rv_dispatch.variant_sizes: a
+ * tuner's specialized leaf): lowered with B = 16, so its code has the
+ * constant where the generic variant reads B; taken exactly at B = 16 by
+ * the rule and right there; a dispatch choosing it at another B fails the
+ * run before any kernel, naming the sizes; a bad binding is refused. */
+static void test_constant_sizes(void) {
+    rv_module *m = parse();
+    rv_dispatch_rule at16 = {1, {{"B", 16, 16}}, 1};
+    rv_variant_sizes sizes[2] = {{0}, {1, {{"B", 16}}}};
+    rv_dispatch d = {.nrules = 1, .rules = &at16, .variant_sizes = sizes};
+    rv_program *p = NULL;
+    CHECK_EQ_INT(rv_program_compile_variants(m, 2, schedules, &d, NULL, &p), RV_OK);
+    CHECK_EQ_INT(check_run(m, p, 15), 0);
+    CHECK_EQ_INT(check_run(m, p, 16), 1);
+    CHECK_EQ_INT(check_run(m, p, 17), 0);
+    /* the specialized kernel's loop over b runs to the constant, the
+     * generic one's to B */
+    const char *src = rv_program_source(p);
+    const char *v0 = strstr(src, "int32_t kernel_M("), *v1 = strstr(src, "int32_t kernel_M_1(");
+    CHECK(v0 && v1);
+    const char *end0 = v0 ? strstr(v0, "\n}\n") : NULL, *end1 = v1 ? strstr(v1, "\n}\n") : NULL;
+    const char *loop0 = v0 ? strstr(v0, "for (int64_t b = 0; b < B; b++)") : NULL;
+    const char *loop1 = v1 ? strstr(v1, "for (int64_t b = 0; b < 16; b++)") : NULL;
+    CHECK(loop0 && loop0 < end0);
+    CHECK(loop1 && loop1 < end1);
+    rv_program_free(p);
+
+    rv_dispatch wrong = {.fn = always_one, .variant_sizes = sizes};
+    CHECK_EQ_INT(rv_program_compile_variants(m, 2, schedules, &wrong, NULL, &p), RV_OK);
+    CHECK_EQ_INT(check_run(m, p, 16), 1);
+    rv_bindings *b = rv_bindings_new(m);
+    CHECK_EQ_INT(rv_bindings_set_size(b, "B", 9), RV_OK);
+    CHECK_EQ_INT(rv_bindings_randomize(b, 9), RV_OK);
+    CHECK_EQ_INT(rv_program_run(p, b), RV_ERR_ARG);
+    CHECK_STR_CONTAINS(rv_last_error(),
+                       "the dispatch chose variant 1, compiled for B = 16, at B = 9");
+    rv_bindings_free(b);
+    rv_program_free(p);
+
+    rv_variant_sizes bad[2] = {{0}, {1, {{"B", 65}}}};
+    d.variant_sizes = bad;
+    CHECK_EQ_INT(rv_program_compile_variants(m, 2, schedules, &d, NULL, &p), RV_ERR_ARG);
+    CHECK_STR_CONTAINS(rv_last_error(), "variant 1: B = 65 is outside its range 1..64");
+    bad[1].at[0].size = "Q";
+    CHECK_EQ_INT(rv_program_compile_variants(m, 2, schedules, &d, NULL, &p), RV_ERR_ARG);
+    CHECK_STR_CONTAINS(rv_last_error(), "variant 1: no size named 'Q'");
+    rv_module_free(m);
+}
+
 int main(void) {
     snprintf(cache_dir, sizeof cache_dir, "/tmp/ravel-test-variants-%d", (int)getpid());
     RUN(test_rules);
     RUN(test_function);
     RUN(test_run_into);
     RUN(test_errors);
+    RUN(test_constant_sizes);
     return harness_report();
 }
