@@ -398,8 +398,9 @@ static rv_status check_uf_size(Run *r, const PlanSlot *ps, const Slot *s) {
 /* A computed tensor's canonical array: the one the bindings held from
  * their previous run when its dtype and shape are this run's, else a new
  * one. Called where every element is then written (the tensor's kernels,
- * or the copy out of padded storage), so the old values need no zeroing;
- * a caller running a program again and again on bindings of one shape
+ * or the copy out of padded storage), so neither the old values nor a
+ * new array need zeroing (ir_layout_array_new's shape, uninitialized); a
+ * caller running a program again and again on bindings of one shape
  * (serving, benchmarks) thus allocates no intermediate, where a fresh
  * array of a large one cost its page faults on every call. */
 static rv_array *run_array(Run *r, const Tensor *t, const Layout *l) {
@@ -414,7 +415,9 @@ static rv_array *run_array(Run *r, const Tensor *t, const Layout *l) {
             return old;
         rv_array_free(old); /* before the new one: not both at once */
     }
-    return ir_layout_array_new(t->dtype, l);
+    int64_t one[1] = {l->numel};
+    return ir_array_new_uninit(t->dtype, l->ragged ? 1 : l->ndim,
+                               l->ragged || !l->ndim ? one : l->shape);
 }
 
 /* PLACE_TENSOR: a tensor's storage, checked against the lowering's size.
