@@ -57,9 +57,11 @@
  *    "threads": 2, "variant": "tuned", "workload": "sst_test"},
  *    "median_us": ..., "mean_us": ..., "min_us": ..., "runs": ...,
  *    "mflop_per_call": ..., "gflops": ..., "linearize_us": ...,
- *    "compile_s": ..., "cpu_median_us": ...}
+ *    "linearize_frac": ..., "compile_s": ..., "cpu_median_us": ...}
  * gflops is the model's useful work (its matrix products, counted from
  * each batch's nodes: MODELS.md's equations) over the mean time of a call;
+ * linearize_frac the linearization's share of a call that linearizes its
+ * batch first (linearize_us over linearize_us + median_us);
  * cpu_median_us the median CPU time of a call, all threads' together (with
  * one thread, the call's work without the waits for a core that other
  * jobs on a shared machine cause).
@@ -419,11 +421,12 @@ static void bench_one(const char *model, int H, const char *variant, int threads
     printf("{\"bench\": \"trees\", \"config\": {\"model\": \"%s\", \"H\": %d, \"batch\": %d, "
            "\"threads\": %d, \"variant\": \"%s\", \"workload\": \"%s\"}, \"median_us\": %.2f, "
            "\"mean_us\": %.2f, \"min_us\": %.2f, \"runs\": %d, \"mflop_per_call\": %.3f, "
-           "\"gflops\": %.2f, \"linearize_us\": %.2f, \"compile_s\": %.2f, "
-           "\"cpu_median_us\": %.2f%s}\n",
+           "\"gflops\": %.2f, \"linearize_us\": %.2f, \"linearize_frac\": %.4f, "
+           "\"compile_s\": %.2f, \"cpu_median_us\": %.2f%s}\n",
            model, H, batch, threads, variant, w->name, 1e6 * t[n / 2], 1e6 * total / n,
-           1e6 * t[0], n, flops / n / 1e6, flops / total / 1e9, w->linearize_us, compile_s,
-           1e6 * cpu[n / 2], kernel);
+           1e6 * t[0], n, flops / n / 1e6, flops / total / 1e9, w->linearize_us,
+           w->linearize_us / (w->linearize_us + 1e6 * t[n / 2]), compile_s, 1e6 * cpu[n / 2],
+           kernel);
     fflush(stdout);
     free(t);
     free(cpu);

@@ -436,7 +436,9 @@ rv_status rv_bindings_randomize(rv_bindings *b, uint64_t seed);
  * hidden dynamic batches (_T_nbatch, _T_batch_begin, _T_batch_length) and,
  * for a tree or sequence structure, the unrolled partition (_T_nunroll,
  * _T_unroll_begin, _T_unroll_length, _T_unroll_node; an rv_linear with
- * num_unroll = 0 binds none, which an unrolled recursion refuses when run).
+ * num_unroll = 0, as rv_linearize leaves it, binds none until a program
+ * that reads it runs on b, or rv_bindings_get_array / _get_size reads it:
+ * then it is computed from the bound nchild and child arrays).
  * RV_ERR_ARG naming the structure when the batch allows more children
  * per node than the structure declares (K), has fewer data integers per
  * node than it declares columns, or, for a tree or sequence structure,
@@ -850,7 +852,11 @@ rv_status rv_structs_read_sst(rv_structs *bs, const char *dir, rv_sst_split spli
  * its grandchildren is internal, else 1 + the largest batch of those (they
  * are heads); so every node a head's iteration reads is done by then.
  * unroll_node lists the heads in batch order, then every other node in
- * increasing order (a permutation of 0..N-1).
+ * increasing order (a permutation of 0..N-1). rv_linearize leaves it out
+ * (num_unroll = 0): only an unrolled recursion reads it, so
+ * rv_linear_unroll computes it on request, and rv_bindings_set_linear of a
+ * batch without one leaves it to the run of a program that reads it,
+ * which computes it from the bound arrays.
  *
  * Start from a zeroed rv_linear; each rv_linearize reuses its buffers and
  * grows them only when a batch is larger than any before. */
@@ -878,6 +884,10 @@ typedef struct rv_linear {
 /* RV_ERR_ARG for an empty batch; RV_ERR_OOM if a buffer cannot grow (the
  * rv_linear is then empty but can be used again or freed). */
 rv_status rv_linearize(const rv_structs *bs, rv_linear *out);
+/* Computes the unrolled partition (above) of a batch rv_linearize filled:
+ * num_unroll 0 when a node has two parents (a DAG batch). RV_ERR_ARG for
+ * an rv_linear rv_linearize has not filled. */
+rv_status rv_linear_unroll(rv_linear *lin);
 void rv_linear_free(rv_linear *lin);
 
 /* -------------------------------------------------- the schedule as data

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "interp/interp.h"
+#include "recursive/recursive.h"
 
 rv_bindings *rv_bindings_new(const rv_module *m) {
     if (!m) {
@@ -36,6 +37,7 @@ void rv_bindings_free(rv_bindings *b) {
     base_free(b->size_set);
     base_free(b->uf_arr);
     base_free(b->uf_own);
+    base_free(b->uf_pending);
     base_free(b->t_arr);
     base_free(b->t_own);
     base_free(b->t_stamp);
@@ -60,6 +62,7 @@ void interp_bindings_sync(rv_bindings *b) {
     if (m->ufuns.len > b->nufuns || !b->uf_arr) {
         b->uf_arr = grow(b->uf_arr, b->nufuns, m->ufuns.len, sizeof *b->uf_arr);
         b->uf_own = grow(b->uf_own, b->nufuns, m->ufuns.len, sizeof *b->uf_own);
+        b->uf_pending = grow(b->uf_pending, b->nufuns, m->ufuns.len, sizeof *b->uf_pending);
         b->nufuns = m->ufuns.len;
     }
     if (m->tensors.len > b->ntensors || !b->t_arr) {
@@ -119,6 +122,7 @@ void interp_bindings_own_ufun(rv_bindings *b, const Ufun *f, rv_array *a) {
         rv_array_free(b->uf_own[f->id]);
     b->uf_own[f->id] = a;
     b->uf_arr[f->id] = a;
+    b->uf_pending[f->id] = false; /* a new binding */
 }
 
 /* Lookups by name, each over one kind of object (names are one namespace
@@ -222,6 +226,7 @@ rv_status rv_bindings_inherit(rv_bindings *b, const rv_bindings *from) {
         if (from->uf_arr[i]) {
             interp_bindings_own_ufun(b, m->ufuns.data[i], NULL);
             b->uf_arr[i] = from->uf_arr[i];
+            b->uf_pending[i] = from->uf_pending[i]; /* b's runs compute b's own */
         }
     for (int i = 0; i < from->ntensors; i++) {
         const Tensor *t = m->tensors.data[i];
@@ -241,10 +246,25 @@ int rv_bindings_has(const rv_bindings *b, const char *name) {
            (rv_bindings_get_array(b, name) != NULL || rv_bindings_get_size(b, name) >= 0);
 }
 
+/* Reading a structure's unrolled partition (obj: its size or one of its
+ * UFs) while it is left to the run (uf_pending) computes it first, so a
+ * reader, or a copy of the bindings made by reading them, sees the
+ * batch's partition: a cache filled on demand, the bound batch unchanged. */
+static void settle_unroll(const rv_bindings *b, const void *obj) {
+    const Module *m = b->m;
+    for (int i = 0; obj && i < m->structures.len; i++) {
+        const Structure *st = m->structures.data[i];
+        if (st->unroll_node && (obj == st->nunroll || obj == st->unroll_begin ||
+                                obj == st->unroll_length || obj == st->unroll_node))
+            interp_bindings_unroll((rv_bindings *)b, st);
+    }
+}
+
 int64_t rv_bindings_get_size(const rv_bindings *b, const char *name) {
     if (!b || !name)
         return -1;
     const Size *s = find_size(b->m, name);
+    settle_unroll(b, s);
     return s && s->id < b->nsizes && b->size_set[s->id] ? b->size_val[s->id] : -1;
 }
 
@@ -252,6 +272,7 @@ const rv_array *rv_bindings_get_array(const rv_bindings *b, const char *name) {
     if (!b || !name)
         return NULL;
     const Ufun *f = find_ufun(b->m, name);
+    settle_unroll(b, f);
     if (f)
         return f->id < b->nufuns ? b->uf_arr[f->id] : NULL;
     const Tensor *t = find_tensor(b->m, name);
@@ -272,9 +293,10 @@ rv_status rv_bindings_randomize(rv_bindings *b, uint64_t seed) {
 /* ---- structures bound from a linearized batch ---- */
 
 /* A new owned array of n integers in f's array dtype (i32 when its range
- * fits, as compiled code keeps it: the array then passes in place). */
+ * fits, as compiled code keeps it: the array then passes in place),
+ * uninitialized: its callers write every element. */
 static rv_array *uf_array(const Ufun *f, int64_t n) {
-    return rv_array_new(ir_ufun_dtype(f), 1, &n);
+    return ir_array_new_uninit(ir_ufun_dtype(f), 1, &n);
 }
 
 static void uf_array_set(rv_array *a, int64_t i, int64_t v) {
@@ -413,13 +435,16 @@ rv_status interp_bindings_set_linear(rv_bindings *b, const Structure *st, const 
         uf_array_set(arr[UBEGIN], i, lin->unroll_begin[i]);
         uf_array_set(arr[ULENGTH], i, lin->unroll_length[i]);
     }
-    /* an rv_linear made by hand may have no partition (num_unroll 0): its
-     * nodes in order, which the plan refuses for an unrolled recursion */
+    /* without a partition (num_unroll 0, as rv_linearize leaves it): the
+     * nodes in order, until a run that reads it computes it
+     * (interp_bindings_unroll) */
     for (int32_t i = 0; st->unroll_node && i < N; i++)
         uf_array_set(arr[UNODE], i, lin->num_unroll ? lin->unroll_node[i] : i);
     for (int i = 0; i < narr; i++)
         if (uf[i])
             interp_bindings_own_ufun(b, uf[i], arr[i]);
+    if (st->unroll_node)
+        b->uf_pending[st->unroll_node->id] = lin->num_unroll == 0;
     const Size *sz[] = {st->nodes, st->nbatch, st->root ? st->count : NULL, st->nunroll};
     int64_t v[] = {N, NB, lin->num_structs, lin->num_unroll};
     for (int i = 0; i < 4; i++)
@@ -432,6 +457,71 @@ done:
     base_free(arr);
     base_free(len);
     return s;
+}
+
+static int64_t uf_array_get(const rv_array *a, int64_t i) {
+    if (rv_array_dtype(a) == RV_I32)
+        return ((const int32_t *)rv_array_cdata(a))[i];
+    return ((const int64_t *)rv_array_cdata(a))[i];
+}
+
+rv_status interp_bindings_unroll(rv_bindings *b, const Structure *st) {
+    interp_bindings_sync(b);
+    if (!st->unroll_node || !b->uf_pending[st->unroll_node->id])
+        return RV_OK;
+    const rv_array *nc = b->uf_arr[st->nchild->id], *ch = b->uf_arr[st->child->id];
+    int64_t N = b->size_set[st->nodes->id] ? b->size_val[st->nodes->id] : 0;
+    /* the arrays rebound since to something else: left as they are, for
+     * the run's own checks to name */
+    if (!nc || !ch || N < 1 || N > INT32_MAX || rv_array_numel(nc) != N)
+        return RV_OK;
+    /* int32 copies (nchild, row starts, child) and the partition's arrays
+     * (scratch, batch begin and length: at most N batches, node) */
+    int64_t E = rv_array_numel(ch);
+    int32_t *nchild = base_xmalloc(sizeof(int32_t) * (size_t)(N + (N + 1) + E + 4 * N));
+    int32_t *start = nchild + N, *child = start + N + 1, *s = child + E;
+    int32_t *begin = s + N, *count = begin + N, *node = count + N;
+    bool ok = true;
+    start[0] = 0;
+    for (int64_t n = 0; ok && n < N; n++) {
+        int64_t k = uf_array_get(nc, n);
+        ok = k >= 0 && k <= st->max_children && start[n] + k <= E;
+        nchild[n] = (int32_t)k;
+        start[n + 1] = ok ? start[n] + (int32_t)k : 0;
+    }
+    for (int64_t e = 0; ok && e < E; e++) {
+        int64_t c = uf_array_get(ch, e);
+        ok = c >= 0 && c < N;
+        child[e] = (int32_t)c;
+    }
+    rv_status r = RV_OK;
+    if (ok && start[N] == E) {
+        int32_t nu = rec_unroll_partition((int32_t)N, 0, start, child, nchild, begin, count, node,
+                                          s);
+        rv_array *ub = uf_array(st->unroll_begin, nu), *ul = uf_array(st->unroll_length, nu);
+        rv_array *un = uf_array(st->unroll_node, N);
+        if (!ub || !ul || !un) {
+            rv_array_free(ub);
+            rv_array_free(ul);
+            rv_array_free(un);
+            r = base_error(RV_ERR_OOM, "structure %s: cannot allocate its unrolled partition",
+                           st->name);
+        } else {
+            for (int32_t u = 0; u < nu; u++) {
+                uf_array_set(ub, u, begin[u]);
+                uf_array_set(ul, u, count[u]);
+            }
+            for (int64_t j = 0; j < N; j++)
+                uf_array_set(un, j, node[j]);
+            interp_bindings_own_ufun(b, st->unroll_begin, ub);
+            interp_bindings_own_ufun(b, st->unroll_length, ul);
+            interp_bindings_own_ufun(b, st->unroll_node, un); /* no longer pending */
+            b->size_val[st->nunroll->id] = nu;
+            b->size_set[st->nunroll->id] = true;
+        }
+    }
+    base_free(nchild);
+    return r;
 }
 
 rv_status rv_bindings_set_linear(rv_bindings *b, const char *structure, const rv_linear *lin) {

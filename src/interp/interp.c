@@ -140,16 +140,11 @@ static rv_status prepare_sizes(Interp *in, const uint64_t *seed) {
 }
 
 /* Does f's value range use its arguments (so it differs per element)?
- * Constant bounds, the usual case, are answered without walking them: a
- * walk allocates, and every compiled run checks every UF. */
+ * rv_ufun_end keeps lo_dom and hi_dom as lo and hi themselves exactly
+ * when they use no argument (ir_bound_over_axes), so no walk is needed:
+ * a walk allocates, and every compiled run checks every UF. */
 static bool range_per_element(const Ufun *f) {
-    int64_t c;
-    if (ir_is_const_int(f->lo, &c) && ir_is_const_int(f->hi, &c))
-        return false;
-    for (int i = 0; i < f->nargs; i++)
-        if (ir_uses_axis(f->lo, f->args[i]) || ir_uses_axis(f->hi, f->args[i]))
-            return true;
-    return false;
+    return f->lo_dom != f->lo || f->hi_dom != f->hi;
 }
 
 /* f's value range lo..hi at domain element idx (its arguments bound to it). */
@@ -188,11 +183,24 @@ static rv_status range_error(const Ufun *f, const Layout *dom, const int64_t *id
  * order, so a range without arguments draws as it always has. */
 static rv_status fill_or_check_ufun(Interp *in, const Ufun *f, const Layout *dom, int64_t *v,
                                     bool draw, uint64_t seed) {
-    Rng r = interp_rng_for(seed, f->name);
     bool per_element = range_per_element(f);
     int64_t lo = 0, hi = 0;
     rv_status st;
     LayoutIter it;
+    /* checking against one range (the usual case, and every compiled
+     * run's): a flat pass over the values; the walk below only names the
+     * element of a value out of range */
+    if (!draw && !per_element && dom->numel > 0) {
+        int64_t any[RV_MAX_DIMS] = {0}; /* the range reads no argument */
+        if ((st = range_at(in, f, any, &lo, &hi)) != RV_OK)
+            return st;
+        int64_t i = 0;
+        while (i < dom->numel && v[i] >= lo && v[i] <= hi)
+            i++;
+        if (i == dom->numel)
+            return RV_OK;
+    }
+    Rng r = interp_rng_for(seed, f->name);
     bool first = true;
     for (bool ok = ir_layout_iter_begin(dom, &it); ok; ok = ir_layout_iter_next(dom, &it)) {
         if ((first || per_element) && (st = range_at(in, f, it.idx, &lo, &hi)) != RV_OK)

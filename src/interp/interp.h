@@ -50,6 +50,10 @@ struct rv_bindings {
      * a param input (its packed layout) is valid while the stamp is the
      * one it was derived from. */
     uint64_t *t_stamp;
+    /* Per UF: true for a structure's _T_unroll_node bound by
+     * rv_bindings_set_linear from a batch without its unrolled partition;
+     * a run that reads the partition computes it (interp_bindings_unroll). */
+    bool *uf_pending;
 };
 
 /* One value during evaluation; the static dtype of the node says which
@@ -110,6 +114,10 @@ rv_status interp_bindings_adopt_array(rv_bindings *b, const char *name, rv_array
  * any UF). */
 rv_status interp_bindings_set_linear(rv_bindings *b, const Structure *st, const rv_linear *lin,
                                      bool with_data);
+/* Binds structure st's unrolled partition, computed from its bound nchild
+ * and child arrays, when rv_bindings_set_linear left it out (uf_pending);
+ * else nothing. Called by the runs of programs that read it. */
+rv_status interp_bindings_unroll(rv_bindings *b, const Structure *st);
 
 /* ---- interp.c ---- */
 

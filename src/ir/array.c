@@ -67,6 +67,13 @@ rv_status ir_array_init(rv_array *a, rv_dtype t, int ndim, const int64_t *shape)
 /* Returns NULL with a message on a bad description (RV_ERR_ARG) or when
  * memory runs out (RV_ERR_OOM). */
 rv_array *rv_array_new(rv_dtype t, int ndim, const int64_t *shape) {
+    rv_array *a = ir_array_new_uninit(t, ndim, shape);
+    if (a)
+        memset(a->dl.data, 0, a->nbytes);
+    return a;
+}
+
+rv_array *ir_array_new_uninit(rv_dtype t, int ndim, const int64_t *shape) {
     rv_array *a = base_malloc(sizeof *a);
     if (!a) {
         base_error(RV_ERR_OOM, "array: out of memory");
@@ -84,7 +91,6 @@ rv_array *rv_array_new(rv_dtype t, int ndim, const int64_t *shape) {
     }
     uintptr_t p = ((uintptr_t)a->block + IR_ARRAY_ALIGN - 1) & ~(uintptr_t)(IR_ARRAY_ALIGN - 1);
     a->dl.data = (char *)a->block + (p - (uintptr_t)a->block);
-    memset(a->dl.data, 0, a->nbytes);
     return a;
 }
 

@@ -608,6 +608,10 @@ struct rv_array {
  * the dtype, rank and extents and computes numel and nbytes. RV_ERR_ARG
  * (with a message) on a bad description, including a size overflow. */
 rv_status ir_array_init(rv_array *a, rv_dtype t, int ndim, const int64_t *shape);
+/* rv_array_new without zeroing the data: for an array whose every
+ * element is written next (a compiled run's result, which its kernels
+ * fill), where zeroing is a second pass over it. */
+rv_array *ir_array_new_uninit(rv_dtype t, int ndim, const int64_t *shape);
 
 /* ---- verify.c ---- */
 

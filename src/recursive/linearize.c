@@ -29,13 +29,29 @@
  * first hands out numbers level by level (a counting sort, stable, so the
  * within-batch order falls out) and permutes the data; the second renumbers
  * the children, which needs every child's new number, hence the second
- * pass. The output buffers belong to the caller's rv_linear and only grow,
+ * pass. The unrolled partition (Cortex Fig. 3) is not computed here: only
+ * a program with unroll_recursion() reads it, so rv_linear_unroll computes
+ * it on request and a binding without it (rv_bindings_set_linear) leaves
+ * it to the run of such a program (interp_bindings_unroll), from the bound
+ * arrays, with rec_unroll_partition below.
+ *
+ * The output buffers belong to the caller's rv_linear and only grow,
  * so a server linearizing one request after another allocates nothing once
  * it has seen its largest batch.
  */
 #include <stdlib.h>
 
 #include "recursive/recursive.h"
+
+/* Pass 3 (on request), when every node has at most one parent (trees,
+ * sequences, a DAG batch that is a forest): the unrolled partition
+ * (ravel.h; Cortex Fig. 3). Parents are numbered below their children, so
+ * one pass up the numbers gives every node its depth's parity, and one
+ * pass down gives every head its unrolled batch (its grandchildren's are
+ * known by then); the heads are then counting-sorted by batch, as pass 1
+ * sorts the nodes by level. s[n]: the parity (pass a), then the head's
+ * batch or -1 (pass b); a root has no parent, -1, and depth 0. The batches
+ * number at most the levels: a head's batch is at most half its height. */
 
 /* Grows the arrays *ps[0..np) that share the capacity *cap to hold n int32
  * each; false when out of memory. */
@@ -71,24 +87,16 @@ static rv_status reserve(rv_linear *out, size_t n, size_t k, size_t w, size_t b,
     return base_error(RV_ERR_OOM, "rv_linearize: out of memory for %zu nodes", n);
 }
 
-/* Pass 3, when every node has at most one parent (trees, sequences, a DAG
- * batch that is a forest): the unrolled partition (ravel.h; Cortex Fig. 3). Parents are numbered below their children, so one pass up the
- * numbers gives every node its depth's parity, and one pass down gives
- * every head its unrolled batch (its grandchildren's are known by then);
- * the heads are then counting-sorted by batch, as pass 1 sorts the nodes
- * by level. s[n]: the parity (pass a), then the head's batch or -1 (pass
- * b); a root has no parent, -1, and depth 0. The batches number at most the levels: a head's batch is at most
- * half its height, so the batch arrays' capacity holds them. */
-static void unroll_partition(rv_linear *out) {
-    int32_t N = out->num_nodes, K = out->max_children;
-    const int32_t *child = out->child, *nchild = out->nchild;
-    int32_t *s = out->scratch, *count = out->unroll_length, *begin = out->unroll_begin;
+int32_t rec_unroll_partition(int32_t N, int32_t K, const int32_t *start, const int32_t *child,
+                             const int32_t *nchild, int32_t *begin, int32_t *count,
+                             int32_t *node, int32_t *s) {
+#define REC_CHILD(n, k) child[(start ? (size_t)start[n] : (size_t)(n) * (size_t)K) + (size_t)(k)]
     memset(s, 0xff, sizeof(int32_t) * (size_t)N); /* -1: no parent (yet) */
     for (int32_t n = 0; n < N; n++)
         for (int32_t k = 0; k < nchild[n]; k++) {
-            int32_t c = child[(size_t)n * K + k];
+            int32_t c = REC_CHILD(n, k);
             if (s[c] >= 0)
-                return; /* two parents: a DAG has no unrolled partition */
+                return 0; /* two parents: a DAG has no unrolled partition */
             s[c] = s[n] != 1;
         }
     int32_t nu = 0;
@@ -99,9 +107,9 @@ static void unroll_partition(rv_linear *out) {
         }
         int32_t u = 0;
         for (int32_t k = 0; k < nchild[n]; k++) {
-            int32_t c = child[(size_t)n * K + k];
+            int32_t c = REC_CHILD(n, k);
             for (int32_t j = 0; j < nchild[c]; j++) {
-                int32_t g = child[(size_t)c * K + j];
+                int32_t g = REC_CHILD(c, j);
                 if (nchild[g] > 0 && s[g] + 1 > u)
                     u = s[g] + 1;
             }
@@ -111,6 +119,7 @@ static void unroll_partition(rv_linear *out) {
         count[u]++;
         s[n] = u;
     }
+#undef REC_CHILD
     int32_t next = 0;
     for (int32_t u = 0; u < nu; u++) {
         begin[u] = next;
@@ -119,10 +128,21 @@ static void unroll_partition(rv_linear *out) {
     }
     int32_t rest = next;
     for (int32_t n = 0; n < N; n++)
-        out->unroll_node[s[n] >= 0 ? count[s[n]]++ : rest++] = n;
+        node[s[n] >= 0 ? count[s[n]]++ : rest++] = n;
     for (int32_t u = 0; u < nu; u++)
         count[u] -= begin[u];
-    out->num_unroll = nu;
+    return nu;
+}
+
+rv_status rv_linear_unroll(rv_linear *lin) {
+    if (!lin || lin->num_nodes < 1 || !lin->child || !lin->nchild)
+        return base_error(RV_ERR_ARG, "rv_linear_unroll: no linearized batch (rv_linearize fills "
+                                      "an rv_linear)");
+    /* rv_linearize grew the partition's arrays with the batch's */
+    lin->num_unroll = rec_unroll_partition(lin->num_nodes, lin->max_children, NULL, lin->child,
+                                           lin->nchild, lin->unroll_begin, lin->unroll_length,
+                                           lin->unroll_node, lin->scratch);
+    return RV_OK;
 }
 
 rv_status rv_linearize(const rv_structs *bs, rv_linear *out) {
@@ -184,8 +204,7 @@ rv_status rv_linearize(const rv_structs *bs, rv_linear *out) {
         }
         out->root[s] = local_to_linear[bs->root.data[s]];
     }
-    out->num_unroll = 0;
-    unroll_partition(out);
+    out->num_unroll = 0; /* rv_linear_unroll, or the program that needs it */
     return RV_OK;
 }
 

@@ -52,4 +52,14 @@ void rec_truncate(rv_structs *bs, int count);
 rv_status rec_add_parents(rv_structs *bs, int32_t n, const int32_t *parent, const int32_t *order,
                           const int32_t *data);
 
+/* linearize.c */
+/* The unrolled partition (ravel.h, rv_linear) of N linearized nodes:
+ * node n's children are child[start[n] + k] (start NULL: child[n * K + k]),
+ * k < nchild[n]. Writes begin and count (the batches' lengths; room for
+ * the levels' count), node [N] and uses s [N] as scratch; returns the
+ * number of unrolled batches, 0 when a node has two parents (a DAG). */
+int32_t rec_unroll_partition(int32_t N, int32_t K, const int32_t *start, const int32_t *child,
+                             const int32_t *nchild, int32_t *begin, int32_t *count,
+                             int32_t *node, int32_t *s);
+
 #endif

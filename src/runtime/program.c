@@ -398,8 +398,9 @@ static rv_status check_uf_size(Run *r, const PlanSlot *ps, const Slot *s) {
 /* A computed tensor's canonical array: the one the bindings held from
  * their previous run when its dtype and shape are this run's, else a new
  * one. Called where every element is then written (the tensor's kernels,
- * or the copy out of padded storage), so the old values need no zeroing;
- * a caller running a program again and again on bindings of one shape
+ * or the copy out of padded storage), so neither the old values nor a
+ * new array need zeroing (ir_layout_array_new's shape, uninitialized); a
+ * caller running a program again and again on bindings of one shape
  * (serving, benchmarks) thus allocates no intermediate, where a fresh
  * array of a large one cost its page faults on every call. */
 static rv_array *run_array(Run *r, const Tensor *t, const Layout *l) {
@@ -414,7 +415,9 @@ static rv_array *run_array(Run *r, const Tensor *t, const Layout *l) {
             return old;
         rv_array_free(old); /* before the new one: not both at once */
     }
-    return ir_layout_array_new(t->dtype, l);
+    int64_t one[1] = {l->numel};
+    return ir_array_new_uninit(t->dtype, l->ragged ? 1 : l->ndim,
+                               l->ragged || !l->ndim ? one : l->shape);
 }
 
 /* PLACE_TENSOR: a tensor's storage, checked against the lowering's size.
@@ -751,18 +754,35 @@ static rv_status from_device(Run *r) {
     return st;
 }
 
+/* Does kernel kn take UF f's array? */
+static bool reads_uf(const Kernel *kn, const Ufun *f) {
+    for (int i = 0; f && i < kn->nparams; i++)
+        if (kn->params[i].kind == PARAM_UF && kn->params[i].buf->uf == f)
+            return true;
+    return false;
+}
+
 /* CHECK_STRUCT: the numbering kernel k's recursion relies on, its
  * batches too when the kernel reads them, and its unrolled partition. */
 static rv_status check_structure(Run *r, int k) {
     const Kernel *kn = r->p->kernels[r->first + k];
-    bool batches = false, unrolled = false;
-    for (int i = 0; i < kn->nparams; i++) {
-        const Ufun *f = kn->params[i].kind == PARAM_UF ? kn->params[i].buf->uf : NULL;
-        batches |= f && f == kn->rec->st->batch_begin;
-        unrolled |= f && f == kn->rec->st->unroll_node;
-    }
+    bool batches = reads_uf(kn, kn->rec->st->batch_begin);
+    bool unrolled = reads_uf(kn, kn->rec->st->unroll_node);
     rv_status st = rt_check_numbering(kn->rec, r->in.sizes, r->in.ufv, batches);
     return st == RV_OK && unrolled ? rt_check_unroll(kn->rec, r->in.sizes, r->in.ufv) : st;
+}
+
+/* The unrolled partitions the program's unrolled recursions read, bound
+ * by the batch's binding without them (rv_linearize leaves them out: only
+ * these programs need them), computed before the arguments are checked. */
+static rv_status bind_unrolled(rv_program *p, rv_bindings *b) {
+    rv_status st = RV_OK;
+    for (int k = 0; st == RV_OK && k < p->n; k++) {
+        const Kernel *kn = p->kernels[k];
+        if (kn->rec && reads_uf(kn, kn->rec->st->unroll_node))
+            st = interp_bindings_unroll(b, kn->rec->st);
+    }
+    return st;
 }
 
 /* One step of the plan. */
@@ -984,6 +1004,9 @@ static rv_status run_program(const char *fn, rv_program *p, rv_bindings *b,
         return base_error(RV_ERR_ARG, "%s: the module gained tensors after it was "
                                       "compiled; compile it again", fn);
     interp_bindings_sync(b);
+    rv_status st = bind_unrolled(p, b);
+    if (st != RV_OK)
+        return st;
     Run r = {.p = p};
     r.in.b = b;
     if (outputs)
@@ -997,7 +1020,7 @@ static rv_status run_program(const char *fn, rv_program *p, rv_bindings *b,
         r.spare[i] = t->op->kind == OP_INPUT ? NULL : interp_bindings_take_tensor(b, t);
     }
     interp_bindings_clear_outputs(b);
-    rv_status st = run_steps(&r, outputs, noutputs);
+    st = run_steps(&r, outputs, noutputs);
     run_release(&r, st == RV_OK && !r.check_failed);
     if (r.check_failed)
         st = run_failed(p, b);

@@ -111,7 +111,7 @@ static void check_unroll_props(const rv_linear *lin) {
     free(memo);
 }
 
-static int check_linear_props(const rv_structs *bs, const rv_linear *lin) {
+static int check_linear_props(const rv_structs *bs, rv_linear *lin) {
     int before = harness_failed;
     int32_t n = rv_structs_num_nodes(bs);
     int k = rv_structs_max_children(bs), w = rv_structs_width(bs), B = rv_structs_count(bs);
@@ -195,6 +195,9 @@ static int check_linear_props(const rv_structs *bs, const rv_linear *lin) {
                     CHECK(lin->linear_of[g0 + j] < lin->linear_of[g0 + i]);
     }
     free(batch);
+    /* rv_linearize leaves the partition to rv_linear_unroll */
+    CHECK_EQ_INT(lin->num_unroll, 0);
+    CHECK_EQ_INT(rv_linear_unroll(lin), RV_OK);
     check_unroll_props(lin);
     return harness_failed == before;
 }
@@ -202,7 +205,7 @@ static int check_linear_props(const rv_structs *bs, const rv_linear *lin) {
 /* The property check of one linearization counts as one check (its
  * per-node checks would count millions over the SST), and failures are
  * still reported one by one. */
-static int check_linear(const rv_structs *bs, const rv_linear *lin) {
+static int check_linear(const rv_structs *bs, rv_linear *lin) {
     int passed = harness_passed;
     int ok = check_linear_props(bs, lin);
     harness_passed = passed + ok;
@@ -904,6 +907,8 @@ static void test_unroll_partition(void) {
     CHECK_EQ_INT(rv_structs_add_sequence(bs, 5, NULL), RV_OK);
     rv_linear lin = {0};
     CHECK_EQ_INT(rv_linearize(bs, &lin), RV_OK);
+    CHECK_EQ_INT(lin.num_unroll, 0); /* only on request */
+    CHECK_EQ_INT(rv_linear_unroll(&lin), RV_OK);
     CHECK_EQ_INT(lin.num_unroll, 2);
     const int32_t node[] = {2, 0, 1, 3, 4};
     for (int j = 0; j < 5; j++)
@@ -916,8 +921,54 @@ static void test_unroll_partition(void) {
     const int32_t begin[] = {0, 0, 1, 2, 4}, child[] = {0, 0, 1, 2};
     CHECK_EQ_INT(rv_structs_add_children(bs, 4, begin, child, NULL), RV_OK);
     CHECK_EQ_INT(rv_linearize(bs, &lin), RV_OK);
+    CHECK_EQ_INT(rv_linear_unroll(&lin), RV_OK);
     CHECK_EQ_INT(lin.num_unroll, 0);
     rv_structs_free(bs);
+    rv_linear_free(&lin);
+    rv_linear none = {0};
+    CHECK_EQ_INT(rv_linear_unroll(&none), RV_ERR_ARG);
+    CHECK_EQ_INT(rv_linear_unroll(NULL), RV_ERR_ARG);
+}
+
+/* One rv_linear reused across batches of different sizes, larger, then
+ * smaller, then larger again (its buffers only grow): every linearization
+ * and its partition are those of a fresh rv_linear, so nothing of an
+ * earlier, larger batch shows through. */
+static void test_reuse_across_sizes(void) {
+    const int heights[] = {7, 2, 9, 1, 6};
+    rv_linear lin = {0};
+    for (int r = 0; r < 5; r++) {
+        rv_structs *bs = rv_structs_new(RV_STRUCT_TREE, 2, 1);
+        int32_t n = (1 << (heights[r] + 1)) - 1;
+        int32_t *words = calloc((size_t)n, sizeof(int32_t));
+        for (int32_t i = 0; i < n; i++)
+            words[i] = (int32_t)rnd(1000);
+        CHECK_EQ_INT(rv_structs_add_perfect_tree(bs, heights[r], words), RV_OK);
+        CHECK_EQ_INT(rv_structs_add_sequence(bs, 3 + r, NULL), RV_OK);
+        rv_linear fresh = {0};
+        CHECK_EQ_INT(rv_linearize(bs, &lin), RV_OK);
+        CHECK_EQ_INT(rv_linearize(bs, &fresh), RV_OK);
+        check_linear_props(bs, &lin); /* rv_linear_unroll(&lin) too */
+        CHECK_EQ_INT(rv_linear_unroll(&fresh), RV_OK);
+        int32_t N = fresh.num_nodes, K = fresh.max_children;
+        CHECK(lin.num_nodes == N && lin.num_batches == fresh.num_batches &&
+              lin.num_unroll == fresh.num_unroll && lin.first_leaf == fresh.first_leaf);
+        CHECK(!memcmp(lin.child, fresh.child, sizeof(int32_t) * (size_t)N * (size_t)K));
+        CHECK(!memcmp(lin.nchild, fresh.nchild, sizeof(int32_t) * (size_t)N));
+        CHECK(!memcmp(lin.data, fresh.data, sizeof(int32_t) * (size_t)N));
+        CHECK(!memcmp(lin.batch_begin, fresh.batch_begin,
+                      sizeof(int32_t) * (size_t)fresh.num_batches));
+        CHECK(!memcmp(lin.batch_length, fresh.batch_length,
+                      sizeof(int32_t) * (size_t)fresh.num_batches));
+        CHECK(!memcmp(lin.unroll_node, fresh.unroll_node, sizeof(int32_t) * (size_t)N));
+        CHECK(!memcmp(lin.unroll_begin, fresh.unroll_begin,
+                      sizeof(int32_t) * (size_t)fresh.num_unroll));
+        CHECK(!memcmp(lin.unroll_length, fresh.unroll_length,
+                      sizeof(int32_t) * (size_t)fresh.num_unroll));
+        rv_linear_free(&fresh);
+        free(words);
+        rv_structs_free(bs);
+    }
     rv_linear_free(&lin);
 }
 
@@ -944,5 +995,6 @@ int main(void) {
     RUN(test_linearize_oom);
     RUN(test_sst_child_order);
     RUN(test_unroll_partition);
+    RUN(test_reuse_across_sizes);
     return harness_report();
 }

@@ -1198,14 +1198,21 @@ static const char *const unrolled_rnn =
     "Out[s, i] = h[root[s], i]\n"
     "schedule R { dynamic_batch() unroll_recursion() }\n";
 
+/* unrolled_rnn parsed (NULL on failure) and compiled into *p. */
+static rv_module *compile_unrolled(rv_program **p) {
+    rv_module *m = parse_ok(unrolled_rnn);
+    rv_compile_options opt = {.cache_dir = cache_dir, .cflags = PROGRAM_CFLAGS};
+    if (m)
+        CHECK_EQ_INT(rv_program_compile(m, &opt, p), RV_OK);
+    return m;
+}
+
 static void expect_bad_unroll(const rv_linear *lin, int32_t nu, const int32_t *begin,
                               const int32_t *len, const int32_t *node, const char *msg) {
-    rv_module *m = parse_ok(unrolled_rnn);
+    rv_program *p = NULL;
+    rv_module *m = compile_unrolled(&p);
     if (!m)
         return;
-    rv_compile_options opt = {.cache_dir = cache_dir, .cflags = PROGRAM_CFLAGS};
-    rv_program *p = NULL;
-    CHECK_EQ_INT(rv_program_compile(m, &opt, &p), RV_OK);
     Run r = {0}, ref = {0};
     r.b = rv_bindings_new(m);
     ref.b = rv_bindings_new(m);
@@ -1258,6 +1265,9 @@ static void test_plan_checks_unroll(void) {
     CHECK_EQ_INT(rv_structs_add_perfect_tree(bs, 3, words), RV_OK);
     rv_linear lin = {0};
     CHECK_EQ_INT(rv_linearize(bs, &lin), RV_OK);
+    CHECK_EQ_INT(lin.num_unroll, 0);
+    expect_bad_unroll(&lin, 0, NULL, NULL, NULL, NULL); /* the run computes it */
+    CHECK_EQ_INT(rv_linear_unroll(&lin), RV_OK);
     CHECK_EQ_INT(lin.num_unroll, 2);
     CHECK(lin.unroll_length[0] == 4 && lin.unroll_length[1] == 1 && lin.unroll_node[4] == 0);
     expect_bad_unroll(&lin, 0, NULL, NULL, NULL, NULL);
@@ -1274,6 +1284,91 @@ static void test_plan_checks_unroll(void) {
                       "structure T: node 0 is in no unrolled iteration");
     rv_linear_free(&lin);
     rv_structs_free(bs);
+}
+
+/* Out of `p`'s run on b against the interpreter's on the same batch. */
+static void expect_out_as_interp(rv_module *m, rv_program *p, rv_bindings *b,
+                                 const rv_linear *lin, const rv_bindings *w) {
+    rv_bindings *ref = rv_bindings_new(m);
+    CHECK_EQ_INT(rv_bindings_inherit(ref, w), RV_OK);
+    CHECK_EQ_INT(rv_bindings_set_linear(ref, "T", lin), RV_OK);
+    CHECK_EQ_INT(rv_program_run(p, b), RV_OK);
+    CHECK_EQ_INT(rv_interp_run(m, ref), RV_OK);
+    const rv_array *a = rv_bindings_get_array(b, "Out"), *e = rv_bindings_get_array(ref, "Out");
+    CHECK(a && e && rv_array_numel(a) == rv_array_numel(e));
+    for (int64_t i = 0; a && e && i < rv_array_numel(a); i++)
+        CHECK(fabsf(((const float *)rv_array_cdata(a))[i] -
+                    ((const float *)rv_array_cdata(e))[i]) < 1e-5f);
+    rv_bindings_free(ref);
+}
+
+/* rv_linearize leaves the unrolled partition out; the run of an unrolled
+ * recursion computes it from the bound batch: on one bindings object
+ * rebound to batches larger, then smaller, then larger again, on fresh
+ * bindings inheriting the weights (as the Python package's calls do), and
+ * never in place of a partition bound by hand after the batch. */
+static void test_unroll_computed_by_the_run(void) {
+    rv_program *p = NULL;
+    rv_module *m = compile_unrolled(&p);
+    if (!m)
+        return;
+    Run w = {.b = rv_bindings_new(m)}, same = {.b = rv_bindings_new(m)};
+    bind(&w, "Emb", arr_f32(V, H, 1));
+    bind(&w, "W", arr_f32(H, 2 * H, 2));
+    CHECK_EQ_INT(rv_bindings_inherit(same.b, w.b), RV_OK);
+    const int heights[] = {4, 1, 3, 0, 5}; /* N in 1..100 */
+    rv_linear lin = {0};
+    for (int r = 0; r < 5; r++) {
+        rv_structs *bs = rv_structs_new(RV_STRUCT_TREE, 2, 1);
+        int32_t words[127] = {0};
+        for (int i = 0; i < 127; i++)
+            words[i] = (i * 7 + r) % V;
+        CHECK_EQ_INT(rv_structs_add_perfect_tree(bs, heights[r], words), RV_OK);
+        CHECK_EQ_INT(rv_structs_add_sequence(bs, 2 + 3 * r, words), RV_OK);
+        CHECK_EQ_INT(rv_linearize(bs, &lin), RV_OK);
+        CHECK_EQ_INT(rv_bindings_set_linear(same.b, "T", &lin), RV_OK);
+        expect_out_as_interp(m, p, same.b, &lin, w.b);
+        rv_bindings *fresh = rv_bindings_new(m);
+        CHECK_EQ_INT(rv_bindings_inherit(fresh, w.b), RV_OK);
+        CHECK_EQ_INT(rv_bindings_set_linear(fresh, "T", &lin), RV_OK);
+        expect_out_as_interp(m, p, fresh, &lin, w.b);
+        /* the partition the run computed is rv_linear_unroll's */
+        CHECK_EQ_INT(rv_linear_unroll(&lin), RV_OK);
+        CHECK_EQ_INT(rv_bindings_get_size(fresh, "_T_nunroll"), lin.num_unroll);
+        const rv_array *un = rv_bindings_get_array(fresh, "_T_unroll_node");
+        CHECK(un && rv_array_numel(un) == lin.num_nodes);
+        for (int32_t j = 0; un && j < lin.num_nodes; j++)
+            CHECK_EQ_INT(((const int32_t *)rv_array_cdata(un))[j], lin.unroll_node[j]);
+        rv_bindings_free(fresh);
+        /* read before any run (a copy of the bindings reads them) */
+        rv_bindings *read = rv_bindings_new(m);
+        CHECK_EQ_INT(rv_bindings_set_linear(read, "T", &lin), RV_OK);
+        const rv_array *ub = rv_bindings_get_array(read, "_T_unroll_begin");
+        CHECK(ub && rv_array_numel(ub) == lin.num_unroll);
+        CHECK_EQ_INT(rv_bindings_get_size(read, "_T_nunroll"), lin.num_unroll);
+        for (int32_t u = 0; ub && u < lin.num_unroll; u++)
+            CHECK_EQ_INT(((const int32_t *)rv_array_cdata(ub))[u], lin.unroll_begin[u]);
+        rv_bindings_free(read);
+        rv_structs_free(bs);
+    }
+    /* a partition bound by hand after the batch is the one the run checks */
+    rv_structs *bs = rv_structs_new(RV_STRUCT_TREE, 2, 1);
+    int32_t words[15] = {0};
+    CHECK_EQ_INT(rv_structs_add_perfect_tree(bs, 3, words), RV_OK);
+    CHECK_EQ_INT(rv_linearize(bs, &lin), RV_OK);
+    CHECK_EQ_INT(rv_bindings_set_linear(same.b, "T", &lin), RV_OK);
+    int32_t none[15];
+    for (int j = 0; j < 15; j++)
+        none[j] = j;
+    bind(&same, "_T_unroll_node", arr_i32(15, none));
+    CHECK_EQ_INT(rv_program_run(p, same.b), RV_ERR_ARG);
+    CHECK_STR_CONTAINS(rv_last_error(), "structure T");
+    rv_structs_free(bs);
+    rv_linear_free(&lin);
+    run_free(&same);
+    run_free(&w);
+    rv_program_free(p);
+    rv_module_free(m);
 }
 
 int main(void) {
@@ -1306,6 +1401,7 @@ int main(void) {
     RUN(test_empty_children);
     RUN(test_leaf_unread_tile);
     RUN(test_tile_condition_specialized);
+    RUN(test_unroll_computed_by_the_run);
     char cmd[PATH_MAX + 16];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", cache_dir);
     if (system(cmd) != 0)
