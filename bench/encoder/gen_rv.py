@@ -138,16 +138,26 @@ Var2[b, l] = (sum(k < {H}) (F2[b, l, k] - Mean2[b, l]) * (F2[b, l, k] - Mean2[b,
 Y[b, l, n] = (F2[b, l, n] - Mean2[b, l]) * rsqrt(Var2[b, l] + 1e-12) * ln2_g[n] + ln2_b[n]
 """
 
-# The packed dense kernel of bench/programs/dense_packed.rv over the rows
-# of each sequence: WL (W's 64-row panel, k-major) once per panel.
+# The packed dense kernel of bench/programs/dense_packed.rv over the
+# packed token rows, in blocks of R rows (tb): for each block, every 64-row
+# panel of W (WL, k-major, kept across runs and copied in the first block)
+# runs over the block's rows, which stay in L2 across the panels. Without
+# the blocks every panel streamed all the tokens' rows of X from L3 or
+# memory (squadv2 batch 128: X 23 MiB at K = 512). Layer CPU time, old
+# over new, 1 thread, 2 interleaved rounds, load 5-7: race 1.07-1.22
+# (batch 32-128), squadv2 1.01-1.20, mnli 0.97 at batch 32 (and 0.97-1.14
+# at 64, 128); vs the packed C baseline, geomean over the 9 (2 rounds)
+# 1.045 (0.967 before). A batch of fewer than R tokens runs only the
+# partitioned last block.
 PROJ = """
 schedule {T} {{
     WL_{T} = cache_read({W}, layout="k, n")
     no, ni = split(n, 64)
     t = fuse(b, l)
-    lo, li = split(t, 6)
+    tb, tr = split(t, {R})
+    lo, li = split(tr, 6)
     nw, nv = split(ni, 16)
-    reorder(no, lo, k, li, nw, nv)
+    reorder(tb, no, lo, k, li, nw, nv)
     parallel(no)
     unroll(li)
     unroll(nw)
@@ -164,9 +174,10 @@ schedule {T} {{
     FL_{T} = cache_write({T})
     no, ni = split(n, 64)
     t = fuse(b, l)
-    lo, li = split(t, 6)
+    tb, tr = split(t, {R})
+    lo, li = split(tr, 6)
     nw, nv = split(ni, 16)
-    reorder(no, lo, li, nw, nv)
+    reorder(tb, no, lo, li, nw, nv)
     parallel(no)
     vectorize(nv)
     compute_at(FL_{T}, lo)
@@ -314,6 +325,17 @@ def rename(text, layer, layers):
     return STAGE_RE.sub(sub, text)
 
 
+def rows(name, k):
+    """The token rows of a product's row block (a multiple of the 6-row
+    tile) over a reduction of k: 384 rows of 512 floats (768 KiB, with the
+    panel's 128 KiB in a 2 MiB L2), 192 of 2048 (FF2). The interpreter's
+    configurations (at most 120 tokens) take 24, so that their checks run
+    full blocks and the partitioned last one."""
+    if name.startswith("small"):
+        return 24
+    return 384 if k <= 768 else 192
+
+
 def program(name, layers=1):
     H, NH, F, BMAX, LMAX, path, head = CONFIGS[name]
     d = dict(name=name, path=path, H=H, NH=NH, F=F, H2=2 * H, H3=3 * H, Hm1=H - 1,
@@ -327,9 +349,9 @@ def program(name, layers=1):
         text += MULTI.format(L=layers)
     text += PROGRAM.format(**d)
     one = LAYER.format(**d) + SCHEDULE.format(**d)
-    one += PROJ.format(T="P", W="w_qkv") + PACK.format(T="P")
-    for t, w in (("O", "w_o"), ("F1", "w_ff1"), ("F2", "w_ff2")):
-        one += PROJ_EPI.format(T=t, W=w) + PACK.format(T=t)
+    one += PROJ.format(T="P", W="w_qkv", R=rows(name, H)) + PACK.format(T="P")
+    for t, w, k in (("O", "w_o", H), ("F1", "w_ff1", H), ("F2", "w_ff2", F)):
+        one += PROJ_EPI.format(T=t, W=w, R=rows(name, k)) + PACK.format(T=t)
     for y, mean, var in (("Y1", "Mean1", "Var1"), ("Y", "Mean2", "Var2")):
         one += LAYERNORM.format(Y=y, Mean=mean, Var=var)
     for layer in range(layers):

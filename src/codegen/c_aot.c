@@ -1111,8 +1111,8 @@ static void emit_place_pack(Aot *a, Buf *b, int i) {
                "    rv_nel[%d] = rv_n;\n"
                "    if (!(rv_own[%d] = rv_slot[%d] = %s_zalloc(rv_ctx, rv_n, sizeof(%s)))) {\n"
                "        " OOM_EXIT "    }\n"
-               "    rv_nel[%d] = 1;\n"
-               "    if (!(rv_own[%d] = rv_slot[%d] = %s_zalloc(rv_ctx, 1, sizeof(int32_t)))) {\n"
+               "    rv_nel[%d] = 2;\n"
+               "    if (!(rv_own[%d] = rv_slot[%d] = %s_zalloc(rv_ctx, 2, sizeof(int32_t)))) {\n"
                "        " OOM_EXIT "    }\n"
                "    *(int32_t *)rv_slot[%d] = 1; /* fill it */\n",
                i, i, i, a->name, ct, j, j, j, a->name, j);

@@ -303,11 +303,14 @@ struct Buffer {
     Expr *vfuse_hi;
     /* BUF_PACK (lower/attach.c, kept_pack): the pack's contents depend on
      * the param input pack_of alone; pack_fill is its flag, an i32 buffer
-     * of one element the runtime sets to 1 when the kept contents are
-     * stale (the pack's nest then fills them), 0 otherwise. The flag
-     * itself has neither. */
+     * of two elements: [0] the runtime sets to 1 when the kept contents
+     * are stale (the pack's nest then fills them), 0 otherwise; [1] is 0
+     * on entry, and a pack that pack_reports (copied in the first
+     * iteration of a loop that may run none) sets it to 1 once filled, so
+     * the runtime keeps only a filled copy. The flag itself has neither. */
     Tensor *pack_of;
     Buffer *pack_fill;
+    bool pack_reports;
 };
 
 /* One schedule primitive as written (`io, ii = split(i, 32)`); src/sched

@@ -187,9 +187,21 @@ static bool kept_pack(const StageNest *n, const Stage *p, Expr *const *origin,
  * the region's origin: every block is then filled by exactly one
  * iteration of a run that fills the pack (no two threads write one), and
  * read back by the same iteration of later runs. Returns L, the block of
- * the current iteration, and *nblocks; NULL where these do not hold. */
+ * the current iteration, and *nblocks; NULL where these do not hold.
+ *
+ * A serial loop of varying extent among them (a block of token rows
+ * around the panels: every panel is read once per block) is left out of
+ * L: the proof of the origin then shows that the blocks do not depend on
+ * it, so its iterations copy the same blocks again. *first is the test of
+ * its first iteration (value 0; true in a partitioned last tile, where it
+ * is a value and the copy of the nest has a pack of its own), the only one
+ * that copies; the others read. Such a loop may run
+ * no iteration, in which case no block is copied: the pack then reports
+ * in its flag which runs filled it (lower_attach_one). *first is NULL when
+ * there is no such loop. */
 static Expr *kept_block(LowerCtx *c, StageNest *n, const Stage *p, Expr *const *origin,
-                        Expr *const *ext, const Expr *size, int64_t *nblocks) {
+                        Expr *const *ext, const Expr *size, int64_t *nblocks,
+                        Expr **first) {
     Module *m = c->m;
     const Stage *r = n->st;
     int64_t v;
@@ -197,17 +209,30 @@ static Expr *kept_block(LowerCtx *c, StageNest *n, const Stage *p, Expr *const *
      * some only for internal nodes: not every run runs them) */
     if (!p->at_iv || !kept_source(n, p, size) || sched_stage_group(r))
         return NULL;
-    Expr *L = ir_int(m, 0);
+    Expr *L = ir_int(m, 0), *once = NULL;
     int64_t iters = 1;
     bool found = false;
     for (int i = 0; i < r->leaves.len && !found; i++) {
         const IterVar *l = r->leaves.data[i];
         Expr *e = lower_iv_extent_over(c, n, l, NULL), *x = lower_iv_value(c, n, l);
-        if (!e || !x || !ir_is_const_int(e, &v) || v < 1 || iters > INT64_MAX / v)
+        if (!e || !x)
+            return NULL;
+        found = l == p->at_iv;
+        if (!ir_is_const_int(e, &v)) {
+            /* (parallel, two threads would copy one block, or read it
+             * before the first iteration copied it) */
+            if (l->kind != LOOP_SERIAL || found)
+                return NULL;
+            /* (a value, not a loop: a partitioned last tile, whose copy
+             * of the nest has a pack of its own, copied there) */
+            Expr *at0 = x->kind == EX_VAR ? ir_binary(m, EX_EQ, x, ir_int(m, 0)) : ir_bool(m, true);
+            once = once ? ir_binary(m, EX_AND, once, at0) : at0;
+            continue;
+        }
+        if (v < 1 || iters > INT64_MAX / v)
             return NULL;
         iters *= v;
         L = ir_binary(m, EX_ADD, ir_binary(m, EX_MUL, L, ir_int(m, v)), x);
-        found = l == p->at_iv;
     }
     if (!found)
         return NULL;
@@ -240,6 +265,7 @@ static Expr *kept_block(LowerCtx *c, StageNest *n, const Stage *p, Expr *const *
         stride *= nb[d];
     }
     *nblocks = blocks;
+    *first = once ? lower_ctx_simp(c, once) : NULL;
     return L;
 }
 
@@ -408,7 +434,8 @@ Stmt *lower_attach_one(LowerCtx *c, StageNest *n, Stage *p, Buffer **buf_out) {
                          ? BUF_LOCAL
                          : BUF_GLOBAL;
     int64_t nblocks = 1;
-    Expr *block = kept_block(c, n, p, origin, ext, size, &nblocks);
+    Expr *first = NULL;
+    Expr *block = kept_block(c, n, p, origin, ext, size, &nblocks, &first);
     bool kept = block || kept_pack(n, p, origin, ext, size);
     if (kept)
         scope = BUF_PACK;
@@ -442,7 +469,8 @@ Stmt *lower_attach_one(LowerCtx *c, StageNest *n, Stage *p, Buffer **buf_out) {
     if (kept) {
         v->buf->pack_of = p->source;
         v->buf->pack_fill = ir_buffer_new(m, arena_printf(m->arena, "%s_fill", p->name), RV_I32,
-                                          ir_int(m, 1), BUF_PACK);
+                                          ir_int(m, 2), BUF_PACK);
+        v->buf->pack_reports = first != NULL;
         lower_use_pack(c, v->buf);
     }
     v->local_pad = p->local_pad && !clamped;
@@ -456,6 +484,17 @@ Stmt *lower_attach_one(LowerCtx *c, StageNest *n, Stage *p, Buffer **buf_out) {
     if (!kept || !nest)
         return nest;
     Expr *stale = ir_binary(m, EX_NE, ir_load(m, v->buf->pack_fill, ir_int(m, 0)), ir_int(m, 0));
+    if (first) {
+        /* copied in the first iteration of the loops around the blocks,
+         * which block 0's iteration reports (one store: one iteration
+         * copies block 0) */
+        Stmt *report = lower_if(
+            m, lower_ctx_simp(c, ir_binary(m, EX_EQ, block, ir_int(m, 0))),
+            lower_store(m, v->buf->pack_fill, ir_int(m, 1), ir_cast(m, RV_I32, ir_int(m, 1))), NULL);
+        Stmt *both[2] = {nest, report};
+        nest = lower_seq(m, 2, both);
+        stale = ir_binary(m, EX_AND, stale, first);
+    }
     return lower_if(m, stale, nest, NULL);
 }
 

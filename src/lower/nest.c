@@ -522,14 +522,20 @@ int lower_splits_here(LowerCtx *c, StageNest *n, int i, Expr **ext) {
     IterVar *p = v->rel == IV_OUTER ? v->parent : NULL;
     if (!p || p->tail != TAIL_PARTITION || n->state[p->id] != SPLIT_GUARD || iv_gpu_bound(p))
         return 0;
-    int j;
-    for (j = i + 1; j < st->leaves.len && st->leaves.data[j] != p->inner; j++)
-        ;
+    /* the inner loop, or every loop a split of it made (a block of rows
+     * split again into register tiles), inside the outer one */
+    bool inside = false;
+    for (int j = 0; j < st->leaves.len; j++)
+        if (sched_iv_derives_from(st->leaves.data[j], p->inner)) {
+            if (j < i)
+                return 0;
+            inside = true;
+        }
     Expr *e = iv_extent(c, n, p);
     if (!e)
         return -1;
     *ext = e;
-    return j < st->leaves.len && !divides(c, e, v->factor);
+    return inside && !divides(c, e, v->factor);
 }
 
 Stmt *lower_gen(LowerCtx *c, StageNest n, int i) {

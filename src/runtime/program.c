@@ -153,6 +153,7 @@ typedef struct Slot {
     rv_array *arr; /* a computed tensor's array (its storage when unpadded) */
     Layout *store; /* padded tensors: the storage order (ir_storage_eval) */
     RtPack *pack;  /* a param's pack: the copy this run reads or fills (packs.c) */
+    int32_t *pack_flag; /* its fill flag (Buffer.pack_fill); NULL when it needs none read back */
 } Slot;
 
 #define RUN_ON_STACK 8
@@ -284,12 +285,18 @@ static void free_device(Run *r) {
     r->dev = NULL;
 }
 
-/* ok: the run succeeded, so the packs it filled are kept (packs.c). */
+/* ok: the run succeeded, so the packs it filled are kept (packs.c); a
+ * pack that reports its fill (Buffer.pack_reports) only if its kernel
+ * filled it (the loop around its copy may have run no iteration). */
 static void run_release(Run *r, bool ok) {
     free_device(r);
     for (int i = 0; r->slots && i < r->plan->slots.len; i++) {
         Slot *s = &r->slots[i];
-        rt_pack_release(&r->p->packs, s->pack, ok);
+        if (s->pack)
+            rt_pack_release(&r->p->packs, s->pack, ok && (!s->pack_flag || s->pack_flag[1]));
+    }
+    for (int i = 0; r->slots && i < r->plan->slots.len; i++) {
+        Slot *s = &r->slots[i];
         rt_aligned_free(s->owned);
         rv_array_free(s->arr);
         ir_layout_free(s->store);
@@ -805,12 +812,13 @@ static rv_status place_pack(Run *r, const PlanSlot *ps, Slot *s) {
         s->pack = rt_pack_acquire(&r->p->packs, b, stamp, s->nelem, &fill);
         s->data = s->pack ? rt_pack_data(s->pack) : NULL;
     }
-    flag->nelem = 1;
-    flag->owned = flag->data = rt_aligned_zalloc(sizeof(int32_t));
+    flag->nelem = 2;
+    flag->owned = flag->data = rt_aligned_zalloc(2 * sizeof(int32_t));
     if (!s->data || !flag->data)
         return base_error(RV_ERR_OOM, "pack %s: cannot allocate %lld elements", b->name,
                           (long long)s->nelem);
     *(int32_t *)flag->data = fill;
+    s->pack_flag = fill && b->pack_reports ? flag->data : NULL;
     r->stats.pack_fills += fill;
     return RV_OK;
 }

@@ -373,7 +373,7 @@ static void test_inherit(void) {
  * blocks side by side; a pack whose iterations do not enumerate the
  * blocks stays a per-run temporary. Every run checked against the
  * interpreter, with new inputs each time. */
-static void blocked_case(const char *sched, int kept) {
+static rv_module *blocked_module(const char *sched) {
     char src[1024];
     snprintf(src, sizeof src,
              "size N in 1..300\n"
@@ -385,7 +385,11 @@ static void blocked_case(const char *sched, int kept) {
              "output Y, Z\n"
              "schedule Y {\n%s}\n",
              sched);
-    rv_module *m = parse_ok(src);
+    return parse_ok(src);
+}
+
+static void blocked_case(const char *sched, int kept) {
+    rv_module *m = blocked_module(sched);
     rv_program *p = m ? compile(m, 2) : NULL;
     if (!p) {
         rv_module_free(m);
@@ -453,6 +457,46 @@ static void test_blocked(void) {
                  0);
 }
 
+/* The panels of W packed at jo inside a serial loop over blocks of 8 rows
+ * of n (every panel read once per block): kept, copied in the first
+ * block. The full blocks and the partitioned last one (N % 8 rows) each
+ * have a pack. A run with N < 8 runs no full block, so that pack is not
+ * filled and must not be kept: the next run, with full blocks, fills it.
+ * Fills: both packs (run 1), the full blocks' again (run 2), none (3). */
+static void test_blocked_rows(void) {
+    rv_module *m = blocked_module("    WL = cache_read(W, layout=\"l, j\")\n"
+                                  "    jo, ji = split(j, 16)\n"
+                                  "    nb, ni = split(n, 8)\n"
+                                  "    reorder(nb, jo, ni, l, ji)\n"
+                                  "    parallel(jo)\n"
+                                  "    vectorize(ji)\n"
+                                  "    compute_at(WL, jo)\n");
+    rv_program *p = m ? compile(m, 2) : NULL;
+    if (!p) {
+        rv_module_free(m);
+        return;
+    }
+    rv_array *W = draw(48, 40, 1);
+    rv_bindings *b = rv_bindings_new(m);
+    CHECK_EQ_INT(rv_bindings_set_array(b, "W", W), RV_OK);
+    const int64_t ns[3] = {5, 21, 21};
+    const int64_t want[3] = {2, 3, 3};
+    for (int i = 0; i < 3; i++) {
+        Args a = {W, draw(ns[i], 8, 20 + (unsigned)i), draw(ns[i], 40, 30 + (unsigned)i), ns[i]};
+        CHECK_EQ_INT(rv_bindings_set_size(b, "N", a.n), RV_OK);
+        CHECK_EQ_INT(rv_bindings_set_array(b, "V", a.V), RV_OK);
+        CHECK_EQ_INT(rv_bindings_set_array(b, "x", a.x), RV_OK);
+        run_and_compare(m, p, b, &a);
+        CHECK_EQ_INT(fills(p), want[i]);
+        rv_array_free(a.V);
+        rv_array_free(a.x);
+    }
+    rv_bindings_free(b);
+    rv_array_free(W);
+    rv_program_free(p);
+    rv_module_free(m);
+}
+
 int main(void) {
     snprintf(cache_dir, sizeof cache_dir, "/tmp/ravel-test-param-%d", (int)getpid());
     RUN(test_roundtrip);
@@ -463,5 +507,6 @@ int main(void) {
     RUN(test_threads);
     RUN(test_inherit);
     RUN(test_blocked);
+    RUN(test_blocked_rows);
     return harness_report();
 }
