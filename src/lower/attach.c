@@ -197,6 +197,10 @@ static Expr *kept_block(LowerCtx *c, StageNest *n, const Stage *p, Expr *const *
      * some only for internal nodes: not every run runs them) */
     if (!p->at_iv || !kept_source(n, p, size) || sched_stage_group(r))
         return NULL;
+    /* (blocks side by side shift the outermost storage dimension's
+     * origin, which a split layout's panel division would not keep) */
+    if (p->nslots)
+        return NULL;
     Expr *L = ir_int(m, 0);
     int64_t iters = 1;
     bool found = false;
@@ -368,10 +372,25 @@ Stmt *lower_attach_one(LowerCtx *c, StageNest *n, Stage *p, Buffer **buf_out) {
         ext[d] = lower_ctx_simp(c, ir_cast(m, RV_I64, ext[d]));
         alloc[d] = lower_ctx_simp(c, ir_cast(m, RV_I64, alloc[d]));
     }
-    int inner = nd ? p->order[nd - 1] : 0; /* the innermost dimension in storage */
-    if (nd && p->align > 1)
-        alloc[inner] =
-            lower_ctx_simp(c, ir_binary(m, EX_MUL, lower_ceil_div(m, alloc[inner], p->align),
+    /* the storage dimensions, outermost first: d, or ~d for the offset in
+     * a panel of d (a split layout) */
+    int slots[2 * RV_MAX_DIMS], nslots = p->nslots;
+    if (nslots)
+        memcpy(slots, p->slots, sizeof slots);
+    else
+        for (int k = 0; k < nd; k++)
+            slots[nslots++] = p->order[k];
+    /* each one's extent: a panel's count rounds up (the last panel padded) */
+    Expr *sext[2 * RV_MAX_DIMS];
+    for (int k = 0; k < nslots; k++) {
+        int d = slots[k] < 0 ? ~slots[k] : slots[k];
+        sext[k] = !p->split[d]   ? alloc[d]
+                  : slots[k] < 0 ? ir_int(m, p->split[d])
+                                 : lower_ctx_simp(c, lower_ceil_div(m, alloc[d], p->split[d]));
+    }
+    if (nslots && p->align > 1)
+        sext[nslots - 1] =
+            lower_ctx_simp(c, ir_binary(m, EX_MUL, lower_ceil_div(m, sext[nslots - 1], p->align),
                                         ir_int(m, p->align)));
     if (p->local_pad && p->kind != STAGE_CACHE_READ) {
         bool is_uf;
@@ -392,11 +411,15 @@ Stmt *lower_attach_one(LowerCtx *c, StageNest *n, Stage *p, Buffer **buf_out) {
     RegionView *v = arena_alloc(m->arena, sizeof(RegionView));
     v->ndim = nd;
     Expr *size = ir_int(m, 1);
-    for (int k = nd - 1; k >= 0; k--) {
-        int d = p->order[k]; /* storage order, innermost last */
+    for (int k = nslots - 1; k >= 0; k--) {
+        int d = slots[k] < 0 ? ~slots[k] : slots[k]; /* storage order, innermost last */
         v->lo[d] = origin[d];
-        v->stride[d] = size;
-        size = lower_ctx_simp(c, ir_binary(m, EX_MUL, size, alloc[d]));
+        v->split[d] = p->split[d];
+        if (slots[k] < 0)
+            v->stride_in[d] = size;
+        else
+            v->stride[d] = size;
+        size = lower_ctx_simp(c, ir_binary(m, EX_MUL, size, sext[k]));
     }
     /* a region whose size varies but is bounded by the declared ranges (a
      * partitioned tail's N%4 rows) is a local of the bound's size */
@@ -418,8 +441,9 @@ Stmt *lower_attach_one(LowerCtx *c, StageNest *n, Stage *p, Buffer **buf_out) {
      * 64, zeroed per problem and column panel, which cost more than the
      * product). The strides stay the bound's; the allocation ends after
      * the region's last element, one element at least (a guarded load
-     * reads the origin). Fused rows keep their bound. */
-    if (scope == BUF_GLOBAL && !fv) {
+     * reads the origin). Fused rows and split layouts (whose last
+     * element need not be stored last) keep their bound. */
+    if (scope == BUF_GLOBAL && !fv && !p->nslots) {
         Expr *last = ir_int(m, 0);
         for (int d = 0; d < nd; d++) {
             Expr *rows = ir_binary(m, EX_MAX, ext[d], ir_int(m, 1));
