@@ -247,6 +247,30 @@ static Expr *kept_block(LowerCtx *c, StageNest *n, const Stage *p, Expr *const *
     return L;
 }
 
+/* The key under which kept pack v of stage p may be shared (ir.h,
+ * Buffer.pack_key): its source, element type, and where each element of
+ * the region goes (origin unless blocked, extents, strides, panels), all
+ * constants; the blocks' number where the blocks lie side by side (their
+ * origins follow from the extents). NULL where a part is not constant. */
+static const char *pack_key(LowerCtx *c, const Stage *p, const RegionView *v, Expr *const *origin,
+                            Expr *const *ext, int64_t nblocks, bool blocked) {
+    Buf b = {0};
+    buf_printf(&b, "%s:%s:%lld", p->source->name, rv_dtype_name(p->t->dtype),
+               (long long)(blocked ? nblocks : 0));
+    bool ok = true;
+    for (int d = 0; d < v->ndim && ok; d++) {
+        int64_t o = 0, e, s, si = 0;
+        ok = (blocked || ir_is_const_int(origin[d], &o)) && ir_is_const_int(ext[d], &e) &&
+             ir_is_const_int(v->stride[d], &s) &&
+             (!v->split[d] || ir_is_const_int(v->stride_in[d], &si));
+        buf_printf(&b, "|%lld+%lld*%lld/%lld*%lld", (long long)o, (long long)e, (long long)s,
+                   (long long)v->split[d], (long long)si);
+    }
+    const char *key = ok ? arena_printf(c->m->arena, "%s", buf_str(&b)) : NULL;
+    buf_free(&b);
+    return key;
+}
+
 /* Stage p computed here, in reader n: its buffer (a view for the reader)
  * and its nest, allocated around the reader's rest by the caller (unless
  * the buffer is a kept pack, BUF_PACK: a kernel parameter, and its nest
@@ -465,6 +489,7 @@ Stmt *lower_attach_one(LowerCtx *c, StageNest *n, Stage *p, Buffer **buf_out) {
                            scope);
     if (kept) {
         v->buf->pack_of = p->source;
+        v->buf->pack_key = fv ? NULL : pack_key(c, p, v, origin, ext, nblocks, block != NULL);
         v->buf->pack_fill = ir_buffer_new(m, arena_printf(m->arena, "%s_fill", p->name), RV_I32,
                                           ir_int(m, 1), BUF_PACK);
         lower_use_pack(c, v->buf);
