@@ -412,10 +412,13 @@ Stmt *lower_attach_one(LowerCtx *c, StageNest *n, Stage *p, Buffer **buf_out) {
                   : slots[k] < 0 ? ir_int(m, p->split[d])
                                  : lower_ctx_simp(c, lower_ceil_div(m, alloc[d], p->split[d]));
     }
-    if (nslots && p->align > 1)
+    if (nslots && p->align > 1) {
         sext[nslots - 1] =
             lower_ctx_simp(c, ir_binary(m, EX_MUL, lower_ceil_div(m, sext[nslots - 1], p->align),
                                         ir_int(m, p->align)));
+        if (slots[nslots - 1] >= 0) /* (blocks side by side step by the rounded extent) */
+            alloc[slots[nslots - 1]] = sext[nslots - 1];
+    }
     if (p->local_pad && p->kind != STAGE_CACHE_READ) {
         bool is_uf;
         const char *bad = padded_reads_outside(c, p, origin, ext, &is_uf);
