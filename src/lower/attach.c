@@ -199,7 +199,7 @@ static Expr *kept_block(LowerCtx *c, StageNest *n, const Stage *p, Expr *const *
         return NULL;
     /* (blocks side by side shift the outermost storage dimension's
      * origin, which a split layout's panel division would not keep) */
-    if (p->nslots)
+    if (p->panels)
         return NULL;
     Expr *L = ir_int(m, 0);
     int64_t iters = 1;
@@ -398,19 +398,23 @@ Stmt *lower_attach_one(LowerCtx *c, StageNest *n, Stage *p, Buffer **buf_out) {
     }
     /* the storage dimensions, outermost first: d, or ~d for the offset in
      * a panel of d (a split layout) */
-    int slots[2 * RV_MAX_DIMS], nslots = p->nslots;
-    if (nslots)
-        memcpy(slots, p->slots, sizeof slots);
-    else
+    const StagePanels *sp = p->panels;
+    int slots[2 * RV_MAX_DIMS], nslots = sp ? sp->nslots : 0;
+    int64_t split[RV_MAX_DIMS] = {0};
+    if (sp) {
+        memcpy(slots, sp->slots, sizeof slots);
+        memcpy(split, sp->split, sizeof split);
+    } else {
         for (int k = 0; k < nd; k++)
             slots[nslots++] = p->order[k];
+    }
     /* each one's extent: a panel's count rounds up (the last panel padded) */
     Expr *sext[2 * RV_MAX_DIMS];
     for (int k = 0; k < nslots; k++) {
         int d = slots[k] < 0 ? ~slots[k] : slots[k];
-        sext[k] = !p->split[d]   ? alloc[d]
-                  : slots[k] < 0 ? ir_int(m, p->split[d])
-                                 : lower_ctx_simp(c, lower_ceil_div(m, alloc[d], p->split[d]));
+        sext[k] = !split[d]      ? alloc[d]
+                  : slots[k] < 0 ? ir_int(m, split[d])
+                                 : lower_ctx_simp(c, lower_ceil_div(m, alloc[d], split[d]));
     }
     if (nslots && p->align > 1) {
         sext[nslots - 1] =
@@ -441,7 +445,7 @@ Stmt *lower_attach_one(LowerCtx *c, StageNest *n, Stage *p, Buffer **buf_out) {
     for (int k = nslots - 1; k >= 0; k--) {
         int d = slots[k] < 0 ? ~slots[k] : slots[k]; /* storage order, innermost last */
         v->lo[d] = origin[d];
-        v->split[d] = p->split[d];
+        v->split[d] = split[d];
         if (slots[k] < 0)
             v->stride_in[d] = size;
         else
@@ -470,7 +474,7 @@ Stmt *lower_attach_one(LowerCtx *c, StageNest *n, Stage *p, Buffer **buf_out) {
      * the region's last element, one element at least (a guarded load
      * reads the origin). Fused rows and split layouts (whose last
      * element need not be stored last) keep their bound. */
-    if (scope == BUF_GLOBAL && !fv && !p->nslots) {
+    if (scope == BUF_GLOBAL && !fv && !sp) {
         Expr *last = ir_int(m, 0);
         for (int d = 0; d < nd; d++) {
             Expr *rows = ir_binary(m, EX_MAX, ext[d], ir_int(m, 1));

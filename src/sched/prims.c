@@ -1045,14 +1045,24 @@ static bool layout_space(char ch) {
     return ch == ' ' || ch == '\t';
 }
 
+/* An error at the layout string's character `at`: what is wrong (fmt),
+ * then the copy's dimensions. */
 static rv_status layout_fail(Ctx *c, const SchedArg *a, const char *at, const char *name,
-                             const char *const *names, int ndim, const char *what) {
-    Buf b = {0};
+                             const char *const *names, int ndim, const char *fmt, ...)
+    RV_PRINTF(7, 8);
+static rv_status layout_fail(Ctx *c, const SchedArg *a, const char *at, const char *name,
+                             const char *const *names, int ndim, const char *fmt, ...) {
+    Buf what = {0}, dims = {0};
+    va_list ap;
+    va_start(ap, fmt);
+    buf_vprintf(&what, fmt, ap);
+    va_end(ap);
     for (int e = 0; e < ndim; e++)
-        buf_printf(&b, "%s%s", e ? ", " : "", names[e]);
-    rv_status r = fail(c, layout_loc(a, at), "layout of %s: %s (its dimensions: %s)", name, what,
-                       buf_str(&b));
-    buf_free(&b);
+        buf_printf(&dims, "%s%s", e ? ", " : "", names[e]);
+    rv_status r = fail(c, layout_loc(a, at), "layout of %s: %s (its dimensions: %s)", name,
+                       buf_str(&what), buf_str(&dims));
+    buf_free(&what);
+    buf_free(&dims);
     return r;
 }
 
@@ -1092,13 +1102,8 @@ static rv_status cache_layout(Ctx *c, Stage *l, const char *name, const char *co
         for (d = 0; d < ndim; d++)
             if (strcmp(buf, names[d]) == 0)
                 break;
-        if (d == ndim) {
-            Buf w = {0};
-            buf_printf(&w, "no dimension named '%s'", buf);
-            rv_status r = layout_fail(c, a, item, name, names, ndim, buf_str(&w));
-            buf_free(&w);
-            return r;
-        }
+        if (d == ndim)
+            return layout_fail(c, a, item, name, names, ndim, "no dimension named '%s'", buf);
         p = q;
         while (layout_space(*p))
             p++;
@@ -1116,14 +1121,10 @@ static rv_status cache_layout(Ctx *c, Stage *l, const char *name, const char *co
                 digits = *t >= '0' && *t <= '9';
             if (digits)
                 f = strtoll(num, NULL, 10);
-            if (f < 1) {
-                Buf w = {0};
-                buf_printf(&w, "the panel size in %s%c%.*s must be a positive integer constant",
-                           names[d], op, (int)(p - num), num);
-                rv_status r = layout_fail(c, a, num, name, names, ndim, buf_str(&w));
-                buf_free(&w);
-                return r;
-            }
+            if (f < 1)
+                return layout_fail(c, a, num, name, names, ndim,
+                                   "the panel size in %s%c%.*s must be a positive integer constant",
+                                   names[d], op, (int)(p - num), num);
             while (layout_space(*p))
                 p++;
         }
@@ -1132,22 +1133,13 @@ static rv_status cache_layout(Ctx *c, Stage *l, const char *name, const char *co
         if (*p == ',')
             p++;
         bool *mark = op == '/' ? panel : op == '%' ? in : whole;
-        if (mark[d] || (op == 0 && (panel[d] || in[d])) || (op && whole[d])) {
-            Buf w = {0};
-            buf_printf(&w, "%s is named twice", names[d]);
-            rv_status r = layout_fail(c, a, item, name, names, ndim, buf_str(&w));
-            buf_free(&w);
-            return r;
-        }
-        if (op && split[d] && split[d] != f) {
-            Buf w = {0};
-            buf_printf(&w, "%s/%lld and %s%%%lld: one panel size for both", names[d],
-                       (long long)(op == '/' ? f : split[d]), names[d],
-                       (long long)(op == '%' ? f : split[d]));
-            rv_status r = layout_fail(c, a, item, name, names, ndim, buf_str(&w));
-            buf_free(&w);
-            return r;
-        }
+        if (mark[d] || (op == 0 && (panel[d] || in[d])) || (op && whole[d]))
+            return layout_fail(c, a, item, name, names, ndim, "%s is named twice", names[d]);
+        if (op && split[d] && split[d] != f)
+            return layout_fail(c, a, item, name, names, ndim,
+                               "%s/%lld and %s%%%lld: one panel size for both", names[d],
+                               (long long)(op == '/' ? f : split[d]), names[d],
+                               (long long)(op == '%' ? f : split[d]));
         mark[d] = true;
         if (op) {
             split[d] = f;
@@ -1156,21 +1148,13 @@ static rv_status cache_layout(Ctx *c, Stage *l, const char *name, const char *co
         slots[nslots++] = op == '%' ? ~d : d;
     }
     for (int d = 0; d < ndim; d++) {
-        if (panel[d] != in[d]) {
-            Buf w = {0};
-            buf_printf(&w, "%s is split: name its panel %s/%lld and its offset %s%%%lld", names[d],
-                       names[d], (long long)split[d], names[d], (long long)split[d]);
-            rv_status r = layout_fail(c, a, part_at[d], name, names, ndim, buf_str(&w));
-            buf_free(&w);
-            return r;
-        }
-        if (!whole[d] && !panel[d]) {
-            Buf w = {0};
-            buf_printf(&w, "%s is missing", names[d]);
-            rv_status r = layout_fail(c, a, a->s, name, names, ndim, buf_str(&w));
-            buf_free(&w);
-            return r;
-        }
+        if (panel[d] != in[d])
+            return layout_fail(c, a, part_at[d], name, names, ndim,
+                               "%s is split: name its panel %s/%lld and its offset %s%%%lld",
+                               names[d], names[d], (long long)split[d], names[d],
+                               (long long)split[d]);
+        if (!whole[d] && !panel[d])
+            return layout_fail(c, a, a->s, name, names, ndim, "%s is missing", names[d]);
     }
     bool any = false;
     for (int k = 0; k < nslots; k++)
@@ -1179,9 +1163,11 @@ static rv_status cache_layout(Ctx *c, Stage *l, const char *name, const char *co
         else
             any = true;
     if (any) {
-        memcpy(l->split, split, sizeof split);
-        memcpy(l->slots, slots, sizeof slots);
-        l->nslots = nslots;
+        StagePanels *sp = arena_alloc(c->s->m->arena, sizeof *sp);
+        memcpy(sp->split, split, sizeof split);
+        memcpy(sp->slots, slots, sizeof slots);
+        sp->nslots = nslots;
+        l->panels = sp;
     }
     return RV_OK;
 }
@@ -1190,9 +1176,7 @@ static rv_status cache_layout(Ctx *c, Stage *l, const char *name, const char *co
  * the step has none). */
 static void cache_layout_set(Stage *l, const Stage *lay, int ndim) {
     memcpy(l->order, lay->order, sizeof(int) * (size_t)ndim);
-    memcpy(l->split, lay->split, sizeof lay->split);
-    memcpy(l->slots, lay->slots, sizeof lay->slots);
-    l->nslots = lay->nslots;
+    l->panels = lay->panels;
 }
 
 static rv_status check_stage_name(Ctx *c, const char *name) {
