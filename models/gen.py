@@ -236,6 +236,31 @@ HIDDEN = {m: (64, 128) if m == "mvrnn" else (256, 512) for m in MODELS}
 
 NT = 4  # nodes per register tile (NT x 4 accumulators of 16 lanes)
 
+# The weights packed in 64-output panels, panel-major (layout="j/64, l,
+# j%64", docs/schedules.md): a thread's panel is contiguous, its rows 256
+# bytes apart instead of a whole row of the matrix (6 KiB for TreeLSTM's
+# U_iou at H = 512), which a level's small-M product streams through the
+# TLB and the prefetchers at every level. PANELS names, per model, the
+# weights so packed: every tiled weight, none measured slower (old/new
+# time, `ravel run --random 3|4 --time --threads 1`, 6 interleaved pairs:
+# TreeLSTM 1.08-2.75, LSTM 1.17-1.29, GRU 1.01-1.17, TreeGRU 1.01-1.10,
+# DAG-RNN 0.99-1.19, the larger at H = 512). TreeFC's stacked weight WT is
+# a stage stored in panels by its own definition.
+PANELS = {
+    "treegru": {"W_z", "W_h", "U_z", "U_h", "U_r"},
+    "treelstm": {"W_iou", "U_iou", "U_f"},
+    "dagrnn": {"U", "W"},
+    "lstm": {"W_ih", "W_hh"},
+    "gru": {"W_ih", "W_hh"},
+}
+_panels = set()  # PANELS[model] while render() writes it
+
+
+def panels(layout, j):
+    """layout "l, j" (reduction outermost) in 64-output panels."""
+    red = [a.strip() for a in layout.split(",") if a.strip() != j]
+    return "%s/64, %s, %s%%64" % (j, ", ".join(red), j)
+
 
 def tile(stage, j, red, weight=None, layout=None, at=()):
     """The register-tiled product `stage` over nodes n, outputs j, reduction
@@ -243,6 +268,8 @@ def tile(stage, j, red, weight=None, layout=None, at=()):
     acc = stage + "_acc"
     out = "schedule %s {\n" % stage
     if weight:
+        if weight in _panels:
+            layout = panels(layout, j)
         out += "    %s_pk = cache_read(%s, layout=\"%s\")\n" % (weight, weight, layout)
     out += ("    {acc} = cache_write({s})\n"
             "    no, ni = split(n, {nt})\n"
@@ -338,6 +365,8 @@ SCHEDULES = {
 
 
 def render(model, H):
+    global _panels
+    _panels = PANELS.get(model, set())
     what, body = MODELS[model]
     head = "# %s_h%d.rv — %s, hidden size %d: bench/trees/MODELS.md.\n" % (model, H, what, H)
     head += "# Written by models/gen.py; edit the template there, not this file.\n\n"

@@ -311,6 +311,11 @@ struct Buffer {
     Tensor *pack_of;
     Buffer *pack_fill;
     bool pack_reports;
+    /* what the contents are, besides the binding of pack_of: its region
+     * and layout, in a string two packs of one program share exactly
+     * when their contents are the same (packs.c keeps one copy for
+     * both); NULL: not shared */
+    const char *pack_key;
 };
 
 /* One schedule primitive as written (`io, ii = split(i, 32)`); src/sched

@@ -165,6 +165,7 @@ Buffer *ir_keep_buffer(IrKeep *k, Buffer *b) {
         c->vfuse_key = NULL;
         c->vfuse_hi = NULL;
         c->pack_fill = ir_keep_buffer(k, b->pack_fill); /* the runtime sets it */
+        c->pack_key = b->pack_key ? arena_strdup(k->arena, b->pack_key) : NULL;
     }
     return c;
 }

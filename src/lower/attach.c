@@ -209,6 +209,10 @@ static Expr *kept_block(LowerCtx *c, StageNest *n, const Stage *p, Expr *const *
      * some only for internal nodes: not every run runs them) */
     if (!p->at_iv || !kept_source(n, p, size) || sched_stage_group(r))
         return NULL;
+    /* (blocks side by side shift the outermost storage dimension's
+     * origin, which a split layout's panel division would not keep) */
+    if (p->panels)
+        return NULL;
     Expr *L = ir_int(m, 0), *once = NULL;
     int64_t iters = 1;
     bool found = false;
@@ -267,6 +271,30 @@ static Expr *kept_block(LowerCtx *c, StageNest *n, const Stage *p, Expr *const *
     *nblocks = blocks;
     *first = once ? lower_ctx_simp(c, once) : NULL;
     return L;
+}
+
+/* The key under which kept pack v of stage p may be shared (ir.h,
+ * Buffer.pack_key): its source, element type, and where each element of
+ * the region goes (origin unless blocked, extents, strides, panels), all
+ * constants; the blocks' number where the blocks lie side by side (their
+ * origins follow from the extents). NULL where a part is not constant. */
+static const char *pack_key(LowerCtx *c, const Stage *p, const RegionView *v, Expr *const *origin,
+                            Expr *const *ext, int64_t nblocks, bool blocked) {
+    Buf b = {0};
+    buf_printf(&b, "%s:%s:%lld", p->source->name, rv_dtype_name(p->t->dtype),
+               (long long)(blocked ? nblocks : 0));
+    bool ok = true;
+    for (int d = 0; d < v->ndim && ok; d++) {
+        int64_t o = 0, e, s, si = 0;
+        ok = (blocked || ir_is_const_int(origin[d], &o)) && ir_is_const_int(ext[d], &e) &&
+             ir_is_const_int(v->stride[d], &s) &&
+             (!v->split[d] || ir_is_const_int(v->stride_in[d], &si));
+        buf_printf(&b, "|%lld+%lld*%lld/%lld*%lld", (long long)o, (long long)e, (long long)s,
+                   (long long)v->split[d], (long long)si);
+    }
+    const char *key = ok ? arena_printf(c->m->arena, "%s", buf_str(&b)) : NULL;
+    buf_free(&b);
+    return key;
 }
 
 /* Stage p computed here, in reader n: its buffer (a view for the reader)
@@ -394,11 +422,33 @@ Stmt *lower_attach_one(LowerCtx *c, StageNest *n, Stage *p, Buffer **buf_out) {
         ext[d] = lower_ctx_simp(c, ir_cast(m, RV_I64, ext[d]));
         alloc[d] = lower_ctx_simp(c, ir_cast(m, RV_I64, alloc[d]));
     }
-    int inner = nd ? p->order[nd - 1] : 0; /* the innermost dimension in storage */
-    if (nd && p->align > 1)
-        alloc[inner] =
-            lower_ctx_simp(c, ir_binary(m, EX_MUL, lower_ceil_div(m, alloc[inner], p->align),
+    /* the storage dimensions, outermost first: d, or ~d for the offset in
+     * a panel of d (a split layout) */
+    const StagePanels *sp = p->panels;
+    int slots[2 * RV_MAX_DIMS], nslots = sp ? sp->nslots : 0;
+    int64_t split[RV_MAX_DIMS] = {0};
+    if (sp) {
+        memcpy(slots, sp->slots, sizeof slots);
+        memcpy(split, sp->split, sizeof split);
+    } else {
+        for (int k = 0; k < nd; k++)
+            slots[nslots++] = p->order[k];
+    }
+    /* each one's extent: a panel's count rounds up (the last panel padded) */
+    Expr *sext[2 * RV_MAX_DIMS];
+    for (int k = 0; k < nslots; k++) {
+        int d = slots[k] < 0 ? ~slots[k] : slots[k];
+        sext[k] = !split[d]      ? alloc[d]
+                  : slots[k] < 0 ? ir_int(m, split[d])
+                                 : lower_ctx_simp(c, lower_ceil_div(m, alloc[d], split[d]));
+    }
+    if (nslots && p->align > 1) {
+        sext[nslots - 1] =
+            lower_ctx_simp(c, ir_binary(m, EX_MUL, lower_ceil_div(m, sext[nslots - 1], p->align),
                                         ir_int(m, p->align)));
+        if (slots[nslots - 1] >= 0) /* (blocks side by side step by the rounded extent) */
+            alloc[slots[nslots - 1]] = sext[nslots - 1];
+    }
     if (p->local_pad && p->kind != STAGE_CACHE_READ) {
         bool is_uf;
         const char *bad = padded_reads_outside(c, p, origin, ext, &is_uf);
@@ -418,11 +468,15 @@ Stmt *lower_attach_one(LowerCtx *c, StageNest *n, Stage *p, Buffer **buf_out) {
     RegionView *v = arena_alloc(m->arena, sizeof(RegionView));
     v->ndim = nd;
     Expr *size = ir_int(m, 1);
-    for (int k = nd - 1; k >= 0; k--) {
-        int d = p->order[k]; /* storage order, innermost last */
+    for (int k = nslots - 1; k >= 0; k--) {
+        int d = slots[k] < 0 ? ~slots[k] : slots[k]; /* storage order, innermost last */
         v->lo[d] = origin[d];
-        v->stride[d] = size;
-        size = lower_ctx_simp(c, ir_binary(m, EX_MUL, size, alloc[d]));
+        v->split[d] = split[d];
+        if (slots[k] < 0)
+            v->stride_in[d] = size;
+        else
+            v->stride[d] = size;
+        size = lower_ctx_simp(c, ir_binary(m, EX_MUL, size, sext[k]));
     }
     /* a region whose size varies but is bounded by the declared ranges (a
      * partitioned tail's N%4 rows) is a local of the bound's size */
@@ -445,8 +499,9 @@ Stmt *lower_attach_one(LowerCtx *c, StageNest *n, Stage *p, Buffer **buf_out) {
      * 64, zeroed per problem and column panel, which cost more than the
      * product). The strides stay the bound's; the allocation ends after
      * the region's last element, one element at least (a guarded load
-     * reads the origin). Fused rows keep their bound. */
-    if (scope == BUF_GLOBAL && !fv) {
+     * reads the origin). Fused rows and split layouts (whose last
+     * element need not be stored last) keep their bound. */
+    if (scope == BUF_GLOBAL && !fv && !sp) {
         Expr *last = ir_int(m, 0);
         for (int d = 0; d < nd; d++) {
             Expr *rows = ir_binary(m, EX_MAX, ext[d], ir_int(m, 1));
@@ -468,6 +523,11 @@ Stmt *lower_attach_one(LowerCtx *c, StageNest *n, Stage *p, Buffer **buf_out) {
                            scope);
     if (kept) {
         v->buf->pack_of = p->source;
+        /* a pack copied in the first iteration of a loop that may run
+         * none is kept only when its kernel reports it filled: not shared
+         * (a kernel sharing it would read it unfilled) */
+        v->buf->pack_key = fv || first ? NULL
+                                       : pack_key(c, p, v, origin, ext, nblocks, block != NULL);
         v->buf->pack_fill = ir_buffer_new(m, arena_printf(m->arena, "%s_fill", p->name), RV_I32,
                                           ir_int(m, 2), BUF_PACK);
         v->buf->pack_reports = first != NULL;

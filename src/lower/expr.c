@@ -35,8 +35,14 @@ Expr *lower_view_offset(Module *m, const RegionView *v, Expr *const *idx) {
         Expr *at = v->fused && d == 0 ? ir_storage_offset(m, v->fused, idx) : idx[d];
         if (v->fused && d > 0 && d <= v->fused_k)
             continue;
-        off = ir_binary(m, EX_ADD, off,
-                        ir_binary(m, EX_MUL, ir_binary(m, EX_SUB, at, v->lo[d]), v->stride[d]));
+        Expr *rel = ir_binary(m, EX_SUB, at, v->lo[d]);
+        if (v->split[d]) {
+            Expr *f = ir_int(m, v->split[d]);
+            off = ir_binary(m, EX_ADD, off,
+                            ir_binary(m, EX_MUL, ir_binary(m, EX_MOD, rel, f), v->stride_in[d]));
+            rel = ir_binary(m, EX_DIV, rel, f);
+        }
+        off = ir_binary(m, EX_ADD, off, ir_binary(m, EX_MUL, rel, v->stride[d]));
     }
     return off;
 }

@@ -345,6 +345,10 @@ typedef struct RegionView {
     int ndim;
     Expr *lo[RV_MAX_DIMS];     /* region origin, loop-IR */
     Expr *stride[RV_MAX_DIMS]; /* elements */
+    /* a dimension stored in panels (a split layout): (idx - lo) / split
+     * at stride, (idx - lo) % split at stride_in */
+    int64_t split[RV_MAX_DIMS];
+    Expr *stride_in[RV_MAX_DIMS];
     /* The region is the read window unclipped (local padding): every read
      * the reader makes is inside it. Otherwise it is clipped to the
      * tensor, and a read is inside when it is inside the tensor. */

@@ -18,6 +18,12 @@
  * reference to its kept copy and each run one to the copy it reads or
  * fills, so replacing the kept copy never frees one a run still reads. The
  * lock is held only to look up, count and swap, never while packing.
+ *
+ * Packs of one program whose contents are the same (Buffer.pack_key: one
+ * param, region and layout; the layers of an encoder with tied weights)
+ * share one copy: the kept one across runs, and within a run the one the
+ * first of them fills (program.c, place_pack), its fill flag shared too
+ * and cleared once a kernel has run, so later kernels read the copy.
  */
 #include <string.h>
 
@@ -51,10 +57,15 @@ void rt_packs_free(RtPacks *ps) {
     pthread_mutex_destroy(&ps->mu);
 }
 
+bool rt_pack_same(const Buffer *a, const Buffer *b) {
+    return a == b || (a->pack_key && b->pack_key && a->pack_of == b->pack_of &&
+                      strcmp(a->pack_key, b->pack_key) == 0);
+}
+
 /* The kept copy of buf's pack (its index in kept), or -1. Under the lock. */
 static int kept_index(const RtPacks *ps, const Buffer *buf) {
     for (int i = 0; i < ps->kept.len; i++)
-        if (ps->kept.data[i]->buf == buf)
+        if (rt_pack_same(ps->kept.data[i]->buf, buf))
             return i;
     return -1;
 }
@@ -85,6 +96,17 @@ RtPack *rt_pack_acquire(RtPacks *ps, const Buffer *buf, uint64_t stamp, int64_t 
 
 void *rt_pack_data(const RtPack *k) {
     return k->data;
+}
+
+RtPack *rt_pack_share(RtPacks *ps, RtPack *k) {
+    pthread_mutex_lock(&ps->mu);
+    k->refs++;
+    pthread_mutex_unlock(&ps->mu);
+    return k;
+}
+
+const Buffer *rt_pack_buffer(const RtPack *k) {
+    return k->buf;
 }
 
 void rt_pack_release(RtPacks *ps, RtPack *k, bool keep) {

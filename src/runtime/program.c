@@ -566,6 +566,10 @@ static rv_status call_kernel(Run *r, int k) {
         return base_error(RV_ERR_OOM, "kernel %s: out of scratch memory", kn->name);
     if (rc != RV_RT_OK)
         return base_error(RV_ERR_BOUNDS, "kernel %s failed (code %d)", kn->name, (int)rc);
+    /* its packs are filled: a later kernel sharing one (packs.c) reads it */
+    for (int i = 0; i < kn->nparams; i++)
+        if (kn->params[i].kind == PARAM_PACK && !kn->params[i].buf->pack_of)
+            *(int32_t *)r->slots[plan_arg_slot(r->plan, k, i)].data = 0;
     if (r->ctx.error) {
         r->check_failed = true;
         return base_error(RV_ERR_BOUNDS, "kernel %s: %s", kn->name,
@@ -792,6 +796,18 @@ static rv_status bind_unrolled(rv_program *p, rv_bindings *b) {
     return st;
 }
 
+/* A pack placed before ps in this run whose contents are the same (the
+ * layers of an encoder with tied weights: packs.c), or NULL. */
+static const Slot *placed_same_pack(Run *r, const PlanSlot *ps, const Slot *s) {
+    for (int i = 0; i < r->plan->slots.len; i++) {
+        const Slot *o = &r->slots[i];
+        if (o != s && o->pack && o->nelem == s->nelem &&
+            rt_pack_same(rt_pack_buffer(o->pack), ps->buf))
+            return o;
+    }
+    return NULL;
+}
+
 /* One step of the plan. */
 /* PLACE_PACK: a param's pack (plan.h, PACKS) and its fill flag: the copy
  * kept from a run with the same binding of the param, flag 0, or a new
@@ -805,6 +821,15 @@ static rv_status place_pack(Run *r, const PlanSlot *ps, Slot *s) {
     if (st != RV_OK)
         return st;
     bool fill = true;
+    const Slot *same = r->p->target == RV_TARGET_CUDA ? NULL : placed_same_pack(r, ps, s);
+    if (same) {
+        /* the copy another pack of this run fills, and its flag */
+        s->pack = rt_pack_share(&r->p->packs, same->pack);
+        s->data = same->data;
+        *flag = *slot_for(r, rt_pack_buffer(same->pack)->pack_fill);
+        flag->owned = NULL;
+        return RV_OK;
+    }
     if (r->p->target == RV_TARGET_CUDA) {
         s->owned = s->data = rt_aligned_zalloc((size_t)s->nelem * rv_dtype_size(b->dtype));
     } else {

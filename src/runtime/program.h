@@ -71,6 +71,12 @@ void rt_packs_free(RtPacks *ps);
 RtPack *rt_pack_acquire(RtPacks *ps, const Buffer *buf, uint64_t stamp, int64_t nelem,
                         bool *fill);
 void *rt_pack_data(const RtPack *k);
+/* Whether pack buffers a and b hold the same contents (Buffer.pack_key). */
+bool rt_pack_same(const Buffer *a, const Buffer *b);
+/* Another reference to k, for a second pack buffer of a run that holds
+ * the same contents; released as the first (rt_pack_release). */
+RtPack *rt_pack_share(RtPacks *ps, RtPack *k);
+const Buffer *rt_pack_buffer(const RtPack *k);
 /* The run is done with k; keep: it succeeded, so k (filled or kept)
  * becomes its buffer's kept copy. NULL does nothing. */
 void rt_pack_release(RtPacks *ps, RtPack *k, bool keep);

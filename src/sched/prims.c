@@ -13,6 +13,7 @@
  * caller discards the schedule. sched_check_placements checks the readers
  * of every placed stage once all blocks are applied.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "sched/sched.h"
@@ -1031,43 +1032,151 @@ static rv_status cache_options(Ctx *c, bool *local_pad, int64_t *align) {
     return RV_OK;
 }
 
-/* layout="k, j": the local buffer's dimensions in storage order. */
-static rv_status cache_layout(Ctx *c, const char *name, const char *const *names, int ndim,
-                              int *order) {
+/* Where the layout string's character at p is: the string's location
+ * names its opening quote. */
+static SrcLoc layout_loc(const SchedArg *a, const char *p) {
+    SrcLoc loc = a->loc;
+    if (loc.col > 0)
+        loc.col += 1 + (int)(p - a->s);
+    return loc;
+}
+
+static bool layout_space(char ch) {
+    return ch == ' ' || ch == '\t';
+}
+
+/* An error at the layout string's character `at`: what is wrong (fmt),
+ * then the copy's dimensions. */
+static rv_status layout_fail(Ctx *c, const SchedArg *a, const char *at, const char *name,
+                             const char *const *names, int ndim, const char *fmt, ...)
+    RV_PRINTF(7, 8);
+static rv_status layout_fail(Ctx *c, const SchedArg *a, const char *at, const char *name,
+                             const char *const *names, int ndim, const char *fmt, ...) {
+    Buf what = {0}, dims = {0};
+    va_list ap;
+    va_start(ap, fmt);
+    buf_vprintf(&what, fmt, ap);
+    va_end(ap);
+    for (int e = 0; e < ndim; e++)
+        buf_printf(&dims, "%s%s", e ? ", " : "", names[e]);
+    rv_status r = fail(c, layout_loc(a, at), "layout of %s: %s (its dimensions: %s)", name,
+                       buf_str(&what), buf_str(&dims));
+    buf_free(&what);
+    buf_free(&dims);
+    return r;
+}
+
+/* layout="k, j": the local buffer's dimensions in storage order, each
+ * named once. A dimension may be split into panels instead, named twice:
+ * `j/64` (the panel) and `j%64` (the offset in it), one positive constant
+ * for both, so layout="j/64, l, j%64" stores [ceil(J/64)][L][64] (the
+ * last panel padded when 64 does not divide J). */
+static rv_status cache_layout(Ctx *c, Stage *l, const char *name, const char *const *names,
+                              int ndim) {
+    for (int d = 0; d < RV_MAX_DIMS; d++)
+        l->order[d] = d;
     const SchedArg *a = keyword(c->step, "layout");
     if (!a)
         return RV_OK;
-    int n = 0;
-    bool used[RV_MAX_DIMS] = {0};
+    int n = 0, nslots = 0;
+    /* per dimension: named whole, as a panel, as an offset in a panel */
+    bool whole[RV_MAX_DIMS] = {0}, panel[RV_MAX_DIMS] = {0}, in[RV_MAX_DIMS] = {0};
+    int64_t split[RV_MAX_DIMS] = {0};
+    const char *part_at[RV_MAX_DIMS] = {0};
+    int slots[2 * RV_MAX_DIMS];
     const char *p = a->s;
-    while (*p) {
-        while (*p == ' ' || *p == ',')
+    for (;;) {
+        while (layout_space(*p))
             p++;
-        const char *q = p;
-        while (*q && *q != ' ' && *q != ',')
-            q++;
-        if (q == p)
+        if (!*p)
             break;
+        const char *item = p, *q = p;
+        while (*q && *q != ',' && *q != '/' && *q != '%' && !layout_space(*q))
+            q++;
+        char buf[128];
+        if (q == p || (size_t)(q - p) >= sizeof buf)
+            return layout_fail(c, a, item, name, names, ndim, "expected a dimension's name");
+        memcpy(buf, p, (size_t)(q - p));
+        buf[q - p] = 0;
         int d;
         for (d = 0; d < ndim; d++)
-            if ((size_t)(q - p) == strlen(names[d]) && strncmp(p, names[d], (size_t)(q - p)) == 0)
+            if (strcmp(buf, names[d]) == 0)
                 break;
-        if (d == ndim || used[d] || n == ndim) {
-            Buf b = {0};
-            for (int e = 0; e < ndim; e++)
-                buf_printf(&b, "%s%s", e ? ", " : "", names[e]);
-            rv_status r = fail(c, a->loc, "layout must name each dimension of %s once (%s)", name,
-                               buf_str(&b));
-            buf_free(&b);
-            return r;
-        }
-        used[d] = true;
-        order[n++] = d;
+        if (d == ndim)
+            return layout_fail(c, a, item, name, names, ndim, "no dimension named '%s'", buf);
         p = q;
+        while (layout_space(*p))
+            p++;
+        char op = 0;
+        int64_t f = 0;
+        if (*p == '/' || *p == '%') {
+            op = *p++;
+            while (layout_space(*p))
+                p++;
+            const char *num = p;
+            while (*p && *p != ',' && !layout_space(*p))
+                p++;
+            bool digits = p > num && p - num <= 9;
+            for (const char *t = num; digits && t < p; t++)
+                digits = *t >= '0' && *t <= '9';
+            if (digits)
+                f = strtoll(num, NULL, 10);
+            if (f < 1)
+                return layout_fail(c, a, num, name, names, ndim,
+                                   "the panel size in %s%c%.*s must be a positive integer constant",
+                                   names[d], op, (int)(p - num), num);
+            while (layout_space(*p))
+                p++;
+        }
+        if (*p && *p != ',')
+            return layout_fail(c, a, p, name, names, ndim, "expected ',' between dimensions");
+        if (*p == ',')
+            p++;
+        bool *mark = op == '/' ? panel : op == '%' ? in : whole;
+        if (mark[d] || (op == 0 && (panel[d] || in[d])) || (op && whole[d]))
+            return layout_fail(c, a, item, name, names, ndim, "%s is named twice", names[d]);
+        if (op && split[d] && split[d] != f)
+            return layout_fail(c, a, item, name, names, ndim,
+                               "%s/%lld and %s%%%lld: one panel size for both", names[d],
+                               (long long)(op == '/' ? f : split[d]), names[d],
+                               (long long)(op == '%' ? f : split[d]));
+        mark[d] = true;
+        if (op) {
+            split[d] = f;
+            part_at[d] = item;
+        }
+        slots[nslots++] = op == '%' ? ~d : d;
     }
-    if (n != ndim)
-        return fail(c, a->loc, "layout must name all %d dimensions of %s", ndim, name);
+    for (int d = 0; d < ndim; d++) {
+        if (panel[d] != in[d])
+            return layout_fail(c, a, part_at[d], name, names, ndim,
+                               "%s is split: name its panel %s/%lld and its offset %s%%%lld",
+                               names[d], names[d], (long long)split[d], names[d],
+                               (long long)split[d]);
+        if (!whole[d] && !panel[d])
+            return layout_fail(c, a, a->s, name, names, ndim, "%s is missing", names[d]);
+    }
+    bool any = false;
+    for (int k = 0; k < nslots; k++)
+        if (slots[k] >= 0)
+            l->order[n++] = slots[k];
+        else
+            any = true;
+    if (any) {
+        StagePanels *sp = arena_alloc(c->s->m->arena, sizeof *sp);
+        memcpy(sp->split, split, sizeof split);
+        memcpy(sp->slots, slots, sizeof slots);
+        sp->nslots = nslots;
+        l->panels = sp;
+    }
     return RV_OK;
+}
+
+/* Gives stage l the layout cache_layout parsed into lay (identity when
+ * the step has none). */
+static void cache_layout_set(Stage *l, const Stage *lay, int ndim) {
+    memcpy(l->order, lay->order, sizeof(int) * (size_t)ndim);
+    l->panels = lay->panels;
 }
 
 static rv_status check_stage_name(Ctx *c, const char *name) {
@@ -1201,10 +1310,8 @@ static rv_status prim_cache_read(Ctx *c) {
         return r;
     const char *names[RV_MAX_DIMS];
     cache_axis_names(m, st, x, names);
-    int order[RV_MAX_DIMS];
-    for (int d = 0; d < RV_MAX_DIMS; d++)
-        order[d] = d;
-    if ((r = cache_layout(c, name, names, x->ndim, order)) != RV_OK)
+    Stage lay = {0};
+    if ((r = cache_layout(c, &lay, name, names, x->ndim)) != RV_OK)
         return r;
     Tensor *t = cache_tensor(m, name, x, x->dtype, names, c->s->stages.len);
     Expr *idx[RV_MAX_DIMS];
@@ -1214,7 +1321,7 @@ static rv_status prim_cache_read(Ctx *c) {
     l->loc = loc;
     l->local_pad = local_pad;
     l->align = align;
-    memcpy(l->order, order, sizeof order);
+    cache_layout_set(l, &lay, x->ndim);
     l->source = x;
     l->body = t->op->body = ir_read(m, x, x->ndim, idx);
     sched_stage_init_ivs(c->s, l);
@@ -1302,17 +1409,15 @@ static rv_status prim_cache_write(Ctx *c) {
     const char *names[RV_MAX_DIMS];
     for (int d = 0; d < st->t->ndim; d++)
         names[d] = st->t->axes[d]->name;
-    int order[RV_MAX_DIMS];
-    for (int d = 0; d < RV_MAX_DIMS; d++)
-        order[d] = d;
-    if ((r = cache_layout(c, name, names, st->t->ndim, order)) != RV_OK)
+    Stage lay = {0};
+    if ((r = cache_layout(c, &lay, name, names, st->t->ndim)) != RV_OK)
         return r;
     Tensor *t = cache_tensor(m, name, st->t, red->dtype, names, c->s->stages.len);
     Stage *l = sched_stage_add(c->s, t->name, STAGE_CACHE_WRITE, t);
     l->loc = loc;
     l->local_pad = local_pad;
     l->align = align;
-    memcpy(l->order, order, sizeof order);
+    cache_layout_set(l, &lay, st->t->ndim);
     PtrMap map = {0};
     Expr *idx[RV_MAX_DIMS];
     for (int d = 0; d < st->t->ndim; d++) {

@@ -149,6 +149,17 @@ typedef struct StageNote {
 #define SCHED_MAX_NOTES 6 /* one of each kind */
 
 typedef struct Stage Stage;
+/* A split layout (layout="j/64, l, j%64"): dimension d is stored as its
+ * panel d/split[d] and its offset in the panel d%split[d] (0: not split);
+ * slots lists the storage dimensions, outermost first, a whole dimension
+ * or a panel as d, an offset in a panel as ~d. Out of line: most stages
+ * have none (a program of 24000 stages checks in 40 bytes per byte). */
+typedef struct StagePanels {
+    int64_t split[RV_MAX_DIMS];
+    int slots[2 * RV_MAX_DIMS];
+    int nslots;
+} StagePanels;
+
 struct Stage {
     const char *name;
     StageKind kind;
@@ -175,6 +186,7 @@ struct Stage {
      * (cache_read(W, layout="k, j") packs a transposed copy); identity by
      * default */
     int order[RV_MAX_DIMS];
+    const StagePanels *panels; /* a split layout, or NULL (none split) */
     Tensor *source; /* CACHE_READ: the tensor copied */
     bool touched;   /* a loop primitive has run (cache_write must come first) */
     SrcLoc loc;     /* where it was created (cache stages) */

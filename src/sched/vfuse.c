@@ -99,7 +99,7 @@ static const char *region_illegal(const Stage *st, const IterVar *f, Buf *why) {
         return NULL;
     int k = mirror_level(st, f);
     for (int j = 0; j <= k; j++)
-        if (st->order[j] != j)
+        if (st->order[j] != j || (st->panels && st->panels->split[j]))
             k = -1;
     if (k < 0) {
         buf_printf(why,

@@ -497,6 +497,86 @@ static void test_blocked_rows(void) {
     rv_module_free(m);
 }
 
+/* Two stages packing W (its layers' tied weights): where their packs
+ * hold the same contents (one region, one layout) the program keeps one
+ * copy for both, filled once by the first kernel that reads it and read
+ * by the other; other layouts, or blocks side by side against one whole
+ * copy, are copies of their own. Every run checked against the
+ * interpreter; `want` fills after three runs, and one more pass over the
+ * packs after W is bound again. */
+static void shared_case(const char *sched_y, const char *sched_z, int want) {
+    char src[2048];
+    snprintf(src, sizeof src,
+             "size N in 1..300\n"
+             "param W : f32[48, 40]\n"
+             "param V : f32[N, 8]\n"
+             "input x : f32[N, 40]\n"
+             "Y[n, j < 48] = sum(l < 40) W[j, l] * x[n, l]\n"
+             "Z[n, j < 48] = sum(l < 40) W[j, l] * (Y[n, l] + V[n, 0])\n"
+             "output Y, Z\n"
+             "schedule Y {\n%s}\n"
+             "schedule Z {\n%s}\n",
+             sched_y, sched_z);
+    rv_module *m = parse_ok(src);
+    rv_program *p = m ? compile(m, 2) : NULL;
+    if (!p) {
+        rv_module_free(m);
+        return;
+    }
+    Args a = {draw(48, 40, 1), draw(17, 8, 2), draw(17, 40, 3), 17};
+    rv_bindings *b = rv_bindings_new(m);
+    bind(b, &a);
+    for (int i = 0; i < 3; i++)
+        run_and_compare(m, p, b, &a);
+    if (fills(p) != want)
+        fprintf(stderr, "    schedules:\n%s%s", sched_y, sched_z);
+    CHECK_EQ_INT(fills(p), want);
+    rv_array *w2 = draw(48, 40, 4);
+    Args a2 = a;
+    a2.W = w2;
+    CHECK_EQ_INT(rv_bindings_set_array(b, "W", w2), RV_OK);
+    run_and_compare(m, p, b, &a2);
+    run_and_compare(m, p, b, &a2);
+    CHECK_EQ_INT(fills(p), 2 * want);
+    rv_bindings_free(b);
+    rv_array_free(a.W);
+    rv_array_free(a.V);
+    rv_array_free(a.x);
+    rv_array_free(w2);
+    rv_program_free(p);
+    rv_module_free(m);
+}
+
+static void test_shared(void) {
+    const char *panels = "    WL = cache_read(W, layout=\"l, j/16, j%16\")\n"
+                         "    jo, ji = split(j, 16)\n"
+                         "    reorder(n, jo, l, ji)\n"
+                         "    parallel(n)\n"
+                         "    vectorize(ji)\n";
+    const char *whole = "    WL = cache_read(W, layout=\"l, j\")\n"
+                        "    parallel(n)\n";
+    const char *blocked = "    WL = cache_read(W, layout=\"l, j\")\n"
+                          "    jo, ji = split(j, 16)\n"
+                          "    reorder(jo, n, l, ji)\n"
+                          "    parallel(jo)\n"
+                          "    compute_at(WL, jo)\n";
+    const char *panels2 = "    WZ = cache_read(W, layout=\"l, j/16, j%16\")\n"
+                          "    jo, ji = split(j, 16)\n"
+                          "    reorder(n, jo, l, ji)\n"
+                          "    vectorize(ji)\n";
+    const char *whole2 = "    WZ = cache_read(W, layout=\"l, j\")\n";
+    const char *blocked2 = "    WZ = cache_read(W, layout=\"l, j\")\n"
+                           "    jo, ji = split(j, 16)\n"
+                           "    reorder(jo, n, l, ji)\n"
+                           "    parallel(jo)\n"
+                           "    compute_at(WZ, jo)\n";
+    shared_case(panels, panels2, 1); /* one layout, loops of their own */
+    shared_case(whole, whole2, 1);
+    shared_case(blocked, blocked2, 1); /* the same blocks side by side */
+    shared_case(panels, whole2, 2);    /* other layouts */
+    shared_case(whole, blocked2, 2);   /* one copy against blocks of 16 rows */
+}
+
 int main(void) {
     snprintf(cache_dir, sizeof cache_dir, "/tmp/ravel-test-param-%d", (int)getpid());
     RUN(test_roundtrip);
@@ -508,5 +588,6 @@ int main(void) {
     RUN(test_inherit);
     RUN(test_blocked);
     RUN(test_blocked_rows);
+    RUN(test_shared);
     return harness_report();
 }

@@ -290,6 +290,53 @@ static void test_query_variable_fuse(void) {
     rv_module_free(m);
 }
 
+/* A split layout (layout="j/16, k, j%16", docs/schedules.md): every
+ * dimension once, whole or as a panel and its offset in the panel with
+ * one positive constant; each bad form refused at its part of the string
+ * (the step is line 2 of the schedule's text, the string's first
+ * character at column 28). */
+static void test_layout_split(void) {
+    static const char *const good[] = {
+        "BL = cache_read(B, layout=\"j/16, k, j%16\")",
+        "BL = cache_read(B, layout=\"k, j/4, j%4\")",
+        "BL = cache_read(B, layout=\"j%8, k, j/8\")",
+        "BL = cache_read(B, layout=\"j / 16 , k , j % 16\")",
+        "BL = cache_read(B, layout=\"j/16, k/2, j%16, k%2\")",
+        "BL = cache_read(B, layout=\"j/100, k, j%100\")", /* larger than N: one padded panel */
+        "CL = cache_write(C, layout=\"j/16, i, j%16\")",
+    };
+    for (int i = 0; i < (int)RV_COUNT(good); i++) {
+        rv_status st = apply("C", good[i]);
+        CHECK_EQ_INT(st, RV_OK);
+        if (st != RV_OK)
+            fprintf(stderr, "    %s: %s\n", good[i], rv_last_error());
+    }
+    static const struct {
+        const char *layout, *col, *msg;
+    } bad[] = {
+        {"j/0, k, j%0", ":2:30:", "the panel size in j/0 must be a positive integer constant"},
+        {"j/N, k, j%N", ":2:30:", "the panel size in j/N must be a positive integer constant"},
+        {"j/-4, k, j%4", ":2:30:", "the panel size in j/-4 must be a positive"},
+        {"x/16, k, x%16", ":2:28:", "no dimension named 'x'"},
+        {"j/16, k, j%16, k", ":2:43:", "k is named twice"},
+        {"j, k, j%16", ":2:34:", "j is named twice"},
+        {"j/16, j/16, k, j%16", ":2:34:", "j is named twice"},
+        {"j/16, k", ":2:28:", "j is split: name its panel j/16 and its offset j%16"},
+        {"k, j%16", ":2:31:", "j is split: name its panel j/16 and its offset j%16"},
+        {"j/16, k, j%8", ":2:37:", "j/16 and j%8: one panel size for both"},
+        {"j/16, j%16", ":2:28:", "k is missing"},
+        {"j/16 k, j%16", ":2:33:", "expected ',' between dimensions"},
+        {"j/16, , k, j%16", ":2:34:", "expected a dimension's name"},
+    };
+    for (int i = 0; i < (int)RV_COUNT(bad); i++) {
+        char step[128];
+        snprintf(step, sizeof step, "BL = cache_read(B, layout=\"%s\")", bad[i].layout);
+        CHECK_EQ_INT(apply("C", step), RV_ERR_SCHEDULE);
+        CHECK_STR_CONTAINS(rv_last_error(), bad[i].msg);
+        CHECK_STR_CONTAINS(rv_last_error(), bad[i].col);
+    }
+}
+
 int main(void) {
     RUN(test_table_rows);
     RUN(test_shape_errors);
@@ -298,5 +345,6 @@ int main(void) {
     RUN(test_query_inline_pad_ragged);
     RUN(test_stage_notes);
     RUN(test_query_variable_fuse);
+    RUN(test_layout_split);
     return harness_report();
 }
