@@ -70,7 +70,7 @@ static inline __attribute__((unused)) rv_f32x16 rv_splat_f32x16(float s) {
  * Kernel kernel_Y (tensor Y)
  *   sizes[0]  T
  *   bufs[0]   pack  f32 WL, 3200 elements
- *   bufs[1]   pack  i32 WL_fill, 1 elements
+ *   bufs[1]   pack  i32 WL_fill, 2 elements
  *   bufs[2]   tensor f32 W, 2880 elements
  *   bufs[3]   tensor f32 X, 1 * T * 40 elements
  *   bufs[4]   tensor f32 Y, 1 * T * 72 elements
