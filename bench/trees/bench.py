@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """bench/trees/bench.py — the recursive-model benchmark (MODELS.md): ravel
 (models/*.rv compiled, trees_ravel.py) against PyTorch eager per node,
-PyTorch batched level by level by hand and DyNet with autobatching. Run it
+PyTorch batched level by level by hand and DyNet with autobatching (from
+Python, and from C++: trees_dynet_cpp.py). Run it
 with the venv of setup.sh (`ravel bench trees [ARGS]` does):
 
   bench/trees/.venv/bin/python bench/trees/bench.py [--models treelstm,gru]
       [--hidden 256] [--batch 1,10] [--threads 1,2]
-      [--baselines pytorch_eager,pytorch_batched,dynet_autobatch]
+      [--baselines pytorch_eager,pytorch_batched,dynet_autobatch,dynet_cpp]
       [--ravel compiled|interp|none] [--peak PATH]
       [--min-time S] [--max-runs N] [--weights DIR] [--check-only] [--quick]
 
@@ -27,8 +28,8 @@ one line per (model, hidden, batch, threads, side):
    trees_ref.flops, over its time), "peak_frac" (gflops over the FP32 peak
    of that many threads),
    + pytorch_batched: "linearize_ms" (host-side level numbering, not in median_ms)
-   + dynet_autobatch: "graph_ms", "forward_ms" (medians of the two parts;
-     median_ms is the median of their per-call sum)
+   + dynet_autobatch, dynet_cpp: "graph_ms", "forward_ms" (medians of the
+     two parts; median_ms is the median of their per-call sum)
    + ravel ("baseline": "ravel"): "build_ms", "linearize_ms", "run_ms"
      (medians of the parts of a call: adding the batch's structures, checked;
      rv_linearize; binding and the kernels; median_ms is the median of
@@ -36,6 +37,9 @@ one line per (model, hidden, batch, threads, side):
      total, medians), "compile_s", "bound_ms" (roofline.py's bound of the
      median batch) and "bound_frac" (median over the calls of the call's
      batch's bound over its time: the fraction of the roofline reached)}
+
+dynet_cpp needs the driver dynet_cpp/setup.sh builds; without it the
+baseline is left out (trees_env's "dynet_cpp" is null, stderr says why).
 
 A model whose program does not compile yet prints {"bench": "trees_ravel",
 "model", "hidden", "error"} and runs without ravel.
@@ -73,7 +77,7 @@ import trees_ref as tr  # noqa: E402
 import trees_torch as tt  # noqa: E402
 import trees_ravel as trv  # noqa: E402
 
-BASELINES = ["pytorch_eager", "pytorch_batched", "dynet_autobatch"]
+BASELINES = ["pytorch_eager", "pytorch_batched", "dynet_autobatch", "dynet_cpp"]
 WORKLOAD = {"treefc": "perfect-h7", "dagrnn": "grid-10x10", "lstm": "sst-test-seq", "gru": "sst-test-seq"}
 TOL = 1e-4
 
@@ -103,7 +107,7 @@ def med_ms(xs):
     return round(statistics.median(xs) * 1e3, 4)
 
 
-def cross_check(model, H, W, P, dm, baselines, rm):
+def cross_check(model, H, W, P, dm, cm, baselines, rm):
     sb = td.small_batch(model)
     ref = tr.reference(model, W, sb)
     got = {}
@@ -119,6 +123,8 @@ def cross_check(model, H, W, P, dm, baselines, rm):
         outs, f = dm.graph(sb)
         trees_dynet.forward(f)
         got["dynet_autobatch"] = trees_dynet.stack(outs, sb)
+    if cm is not None:
+        got["dynet_cpp"] = cm.states(sb)
     err = {b: max(float(np.abs(g[k] - ref[k]).max()) for k in ref) for b, g in got.items()}
     names = list(got)
     pair = {"%s~%s" % (a, b): max(float(np.abs(got[a][k] - got[b][k]).max()) for k in ref)
@@ -217,8 +223,16 @@ def main():
     dyn = None
     if "dynet_autobatch" in baselines:
         import trees_dynet as dyn
+    dcpp, cm = None, None
+    if "dynet_cpp" in baselines:
+        import trees_dynet_cpp as dcpp
+        why = dcpp.available()
+        if why:
+            print("bench.py: %s; the dynet_cpp baseline is left out" % why, file=sys.stderr, flush=True)
+            dcpp = None
     print(json.dumps({"bench": "trees_env", "torch": torch.__version__, "numpy": np.__version__,
-                      "dynet": "dynet38" if dyn else None, "ravel": trv.ravel.version,
+                      "dynet": "dynet38" if dyn else None,
+                      "dynet_cpp": dcpp.DRIVER if dcpp else None, "ravel": trv.ravel.version,
                       "libravel": trv.ravel.library_path, "ravel_side": a.ravel, "cpus": os.cpu_count(),
                       "loadavg": os.getloadavg(), "min_time": a.min_time, "max_runs": a.max_runs}), flush=True)
     threads = [int(t) for t in a.threads.split(",")]
@@ -230,8 +244,11 @@ def main():
             W = tr.load_weights(a.weights, model, H) if a.weights else tr.weights(model, H)
             P = tt.torch_params(model, W)
             dm = dyn.DyModel(model, W) if dyn else None
+            if cm is not None:
+                cm.close()
+            cm = dcpp.CppModel(model, W) if dcpp else None
             torch.set_num_threads(1)
-            cross_check(model, H, W, P, dm, baselines, ravel_model(model, H, W, 1, a.ravel))
+            cross_check(model, H, W, P, dm, cm, baselines, ravel_model(model, H, W, 1, a.ravel))
             if a.check_only:
                 continue
             for B in [int(b) for b in a.batch.split(",")]:
@@ -243,6 +260,8 @@ def main():
                 cfg0 = {"model": model, "hidden": H, "batch": B, "workload": WORKLOAD.get(model, "sst-" + a.split),
                         "nodes_per_batch": round(sum(s.n for bt in batches for s in bt) / len(batches), 2)}
                 fl = [tr.flops(model, H, bt) for bt in batches]
+                if cm is not None:
+                    cm.load(batches)
                 for T in threads:
                     torch_bench.set_threads(T)
                     fns = {}
@@ -270,6 +289,8 @@ def main():
                             t2 = time.perf_counter()
                             return {"total": t2 - t, "graph": t1 - t, "forward": t2 - t1}
                         fns["dynet_autobatch"] = dynet_call
+                    if cm is not None:
+                        fns["dynet_cpp"] = cm.call
                     allres = time_sides(list(fns.values()), len(batches), a.min_time, a.max_runs)
                     rv_ms = med_ms([r["total"] for r in allres[0]]) if rm is not None else None
                     pk = peak.get(T)
@@ -297,7 +318,7 @@ def main():
                                     bounds[j % len(batches)] / (r["total"] * 1e3) for j, r in enumerate(res)), 4)
                         if b == "pytorch_batched":
                             line["linearize_ms"] = lin_ms
-                        if b == "dynet_autobatch":
+                        if b in ("dynet_autobatch", "dynet_cpp"):
                             line["graph_ms"] = med_ms([r["graph"] for r in res])
                             line["forward_ms"] = med_ms([r["forward"] for r in res])
                         print(json.dumps(line), flush=True)

@@ -5,9 +5,9 @@ issue-13 targets (5x DyNet, 2x hand-batched PyTorch: target_ms = min(dynet
 / 5, batched / 2)) and, where ravel ran, its median, the share of building
 and linearizing the batch in it, its fraction of the FP32 peak and of the
 roofline bound (bench/trees/roofline.py), and the ratios ravel vs DyNet
-autobatch, vs PyTorch batched and vs PyTorch eager (how many times faster
-ravel is) with their geometric means, and the targets' verdicts. Stdlib
-only.
+autobatch, vs DyNet autobatch from C++ (dynet_cpp, where it ran), vs
+PyTorch batched and vs PyTorch eager (how many times faster ravel is) with
+their geometric means, and the targets' verdicts. Stdlib only.
 
   python3 bench/trees/summarize.py [bench/trees/out/results-full.jsonl]
 """
@@ -43,16 +43,18 @@ def main():
     fmt = lambda x: "%.3g" % x if x is not None else "–"  # noqa: E731
     pct = lambda x: "%.0f%%" % (100 * x) if x is not None else "–"  # noqa: E731
     print("| model | H | B | thr | nodes | PyTorch eager | PyTorch batched [lin.] | DyNet autobatch "
-          "(graph + fwd) | target ms | ravel ms [build+lin.] | peak | bound | ×DyNet | ×batched | ×eager |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-    ratios = {"dynet_autobatch": [], "pytorch_batched": [], "pytorch_eager": []}
+          "(graph + fwd) | DyNet C++ (graph + fwd) | target ms | ravel ms [build+lin.] | peak | bound "
+          "| ×DyNet | ×DyNet C++ | ×batched | ×eager |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    ratios = {"dynet_autobatch": [], "dynet_cpp": [], "pytorch_batched": [], "pytorch_eager": []}
     lin_frac_b10, roof = [], []
     for k in order:
         r = rows[k]
-        e, b, y, rv = (r.get(n) for n in ("pytorch_eager", "pytorch_batched", "dynet_autobatch", "ravel"))
+        e, b, y, yc, rv = (r.get(n) for n in ("pytorch_eager", "pytorch_batched", "dynet_autobatch",
+                                              "dynet_cpp", "ravel"))
         cell = lambda d: "%s (min %s)" % (fmt(d["median_ms"]), fmt(d["min_ms"])) if d else "–"  # noqa: E731
         bc = cell(b) + (" [%s]" % fmt(b["linearize_ms"]) if b else "")
-        yc = cell(y) + (" = %s + %s" % (fmt(y["graph_ms"]), fmt(y["forward_ms"])) if y else "")
+        dyn = lambda d: cell(d) + (" = %s + %s" % (fmt(d["graph_ms"]), fmt(d["forward_ms"])) if d else "")  # noqa: E731
         tg = [x for x in (y and y["median_ms"] / 5, b and b["median_ms"] / 2) if x]
         rc = "–"
         if rv:
@@ -62,17 +64,19 @@ def main():
             if (k[0], k[1], k[2]) == ("treelstm", 512, 10):
                 roof.append((k[3], rv))
         x = {n: (d["median_ms"] / rv["median_ms"] if rv and d else None)
-             for n, d in (("dynet_autobatch", y), ("pytorch_batched", b), ("pytorch_eager", e))}
+             for n, d in (("dynet_autobatch", y), ("dynet_cpp", yc), ("pytorch_batched", b),
+                          ("pytorch_eager", e))}
         for n, v in x.items():
             ratios[n].append(v)
-        print("| %s | %d | %d | %d | %g | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
-            k[0], k[1], k[2], k[3], r["nodes"], cell(e), bc, yc, fmt(min(tg) if tg else None), rc,
-            pct(rv and rv.get("peak_frac")), pct(rv and rv.get("bound_frac")),
-            fmt(x["dynet_autobatch"]), fmt(x["pytorch_batched"]), fmt(x["pytorch_eager"])))
+        print("| %s | %d | %d | %d | %g | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            k[0], k[1], k[2], k[3], r["nodes"], cell(e), bc, dyn(y), dyn(yc), fmt(min(tg) if tg else None), rc,
+            pct(rv and rv.get("peak_frac")), pct(rv and rv.get("bound_frac")), fmt(x["dynet_autobatch"]),
+            fmt(x["dynet_cpp"]), fmt(x["pytorch_batched"]), fmt(x["pytorch_eager"])))
     g = {n: geomean(v) for n, v in ratios.items()}
     print("\ngeomean of ravel's speedup over models × sizes × batch sizes × threads: "
-          "×DyNet autobatch %s (target ≥ 5), ×PyTorch batched %s (target ≥ 2), ×PyTorch eager %s"
-          % (fmt(g["dynet_autobatch"]), fmt(g["pytorch_batched"]), fmt(g["pytorch_eager"])))
+          "×DyNet autobatch %s (target ≥ 5; from C++: %s), ×PyTorch batched %s (target ≥ 2), "
+          "×PyTorch eager %s" % (fmt(g["dynet_autobatch"]), fmt(g["dynet_cpp"]), fmt(g["pytorch_batched"]),
+                                 fmt(g["pytorch_eager"])))
     if lin_frac_b10:
         worst = max(v for v in lin_frac_b10 if v is not None)
         print("building + linearizing at batch 10: at most %s of a call (target < 5%%)" % pct(worst))
