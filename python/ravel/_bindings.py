@@ -37,6 +37,15 @@ class Bindings:
             lib.rv_bindings_free(self.ptr)
             self.ptr = None
 
+    def reset(self, base=None):
+        """Unbinds every argument (then binds ``base``'s again, when given),
+        keeping the computed tensors' arrays for the next run
+        (rv_bindings_reset), and releases the arrays borrowed for them."""
+        errors.check(lib.rv_bindings_reset(self.ptr, base.ptr if base is not None else None))
+        for b in self._borrowed:
+            b.close()
+        self._borrowed = []
+
     # ---- binding
 
     def bind(self, args, weights=None):
