@@ -212,7 +212,7 @@ def _merge(args, kwargs):
 
 
 def _outputs(m, b):
-    return {name: b.array(name, info.ndim) for name, info in m.outputs.items()}
+    return {name: b.array(name, info.ndim, info.dtype) for name, info in m.outputs.items()}
 
 
 class Program:
