@@ -467,6 +467,17 @@ rv_status rv_bindings_infer_sizes(rv_bindings *b);
  * runs. For callers that bind the weights once and the per-call inputs
  * on fresh bindings per call (the Python package's Program.bind). */
 rv_status rv_bindings_inherit(rv_bindings *b, const rv_bindings *from);
+/* Unbinds every size, UF array and input of b, as in new bindings, and
+ * then inherits `from` (NULL: nothing), keeping the arrays of b's
+ * computed tensors: the next run on b computes each into its previous
+ * array where that array's memory holds it (rv_program_run), so a caller that
+ * runs call after call on one bindings object with per-call arguments
+ * over fixed ones (the Python package's Bound) allocates no result
+ * arrays, and nothing bound for one call leaks into the next (a size
+ * inferred from a previous call's array is inferred again). The arrays
+ * rv_bindings_get_array returned for computed tensors stay valid until
+ * the next run on b. */
+rv_status rv_bindings_reset(rv_bindings *b, const rv_bindings *from);
 /* Binds every tensor of the weights file at `path` whose name is an input
  * or ufun of the module (the bindings own these arrays); other tensors are
  * ignored, and inputs the file lacks stay unbound. A dtype, rank or
@@ -558,9 +569,11 @@ typedef struct rv_compile_options {
  * fails (the message has its output). */
 rv_status rv_program_compile(rv_module *m, const rv_compile_options *opt, rv_program **out);
 /* The computed tensors end in the bindings (rv_bindings_get_array); a
- * later run on the same bindings computes each intermediate into its
- * previous array when the shape is unchanged (docs/pipeline.md), so
- * arrays got from the bindings hold the last run's values. */
+ * later run on the same bindings computes each computed tensor into its
+ * previous array when the dtype agrees and the array's memory holds the
+ * new shape, which the array then takes (docs/pipeline.md; the memory
+ * stays that of the largest result, as an rv_linear's buffers do), so
+ * arrays got from the bindings hold the last run's values and shape. */
 rv_status rv_program_run(rv_program *p, rv_bindings *b);
 /* As rv_program_run, but the program's outputs (rv_tensor_is_output, in
  * definition order; noutputs of them) are computed into the caller's
@@ -776,6 +789,21 @@ int32_t rv_structs_root(const rv_structs *bs, int s);
  * for -1 everywhere. */
 rv_status rv_structs_add_children(rv_structs *bs, int32_t n, const int32_t *child_begin,
                                   const int32_t *child, const int32_t *data);
+/* Adds `count` structures from concatenated arrays in one call, as a
+ * server receives a batch: structure j has sizes[j] nodes; child_begin
+ * (num_begin values) holds each structure's sizes[j] + 1 offsets (each
+ * structure's starting at 0), one structure after the other; `child`
+ * (num_child values) their children (structure-local indices) likewise;
+ * `data` (num_data values) the nodes' rows of width integers, or NULL for
+ * -1 everywhere. Each structure is checked as by rv_structs_add_children,
+ * and every array against its length: nothing is read past one, and each
+ * must be used up exactly. All or nothing: on an error (RV_ERR_ARG naming
+ * the structure, by its index in the batch, and the node) none of the
+ * `count` structures is added. */
+rv_status rv_structs_add_many(rv_structs *bs, int count, const int32_t *sizes,
+                              const int32_t *child_begin, int64_t num_begin,
+                              const int32_t *child, int64_t num_child, const int32_t *data,
+                              int64_t num_data);
 /* The same from a parent array: parent[i] is node i's parent, -1 for the
  * root; a node's children are in increasing index order. */
 rv_status rv_structs_add_parents(rv_structs *bs, int32_t n, const int32_t *parent,

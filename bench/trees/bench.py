@@ -7,7 +7,7 @@ with the venv of setup.sh (`ravel bench trees [ARGS]` does):
 
   bench/trees/.venv/bin/python bench/trees/bench.py [--models treelstm,gru]
       [--hidden 256] [--batch 1,10] [--threads 1,2]
-      [--baselines pytorch_eager,pytorch_batched,dynet_autobatch,dynet_cpp]
+      [--baselines pytorch_eager,pytorch_batched,dynet_autobatch,dynet_cpp|none]
       [--ravel compiled|interp|none] [--peak PATH]
       [--min-time S] [--max-runs N] [--weights DIR] [--check-only] [--quick]
 
@@ -216,7 +216,7 @@ def main():
     a = ap.parse_args()
     if a.quick:
         a.min_time, a.max_runs = 0.1, 20
-    baselines = a.baselines.split(",")
+    baselines = [] if a.baselines == "none" else a.baselines.split(",")  # none: ravel alone
     for b in baselines:
         if b not in BASELINES:
             sys.exit("bench.py: unknown baseline " + b)

@@ -41,7 +41,7 @@ class Prepared:
 
     def __init__(self, structs):
         self.kind = structs[0].kind
-        self.sizes = [s.n for s in structs]
+        self.sizes = np.array([s.n for s in structs], np.int32)
         self.begin = np.concatenate([np.cumsum([0] + [len(c) for c in s.children]) for s in structs]
                                     ).astype(np.int32)
         self.child = np.array([c for s in structs for cs in s.children for c in cs], np.int32)

@@ -199,17 +199,19 @@ def take_array(ptr):
     return np.from_dlpack(_DLPackOwner(capsule))
 
 
-def view_array(ptr, owner):
+def view_array(ptr, owner, dtype=None):
     """A read-write NumPy view of rv_array ``ptr`` that keeps ``owner`` (the
-    object that frees the rv_array) alive through its base."""
-    t = lib.rv_array_dtype(ptr)
-    ndim = lib.rv_array_ndim(ptr)
-    sp = lib.rv_array_shape(ptr)
-    shape = tuple(sp[k] for k in range(ndim))
-    dtype = np_dtype(t)
-    n = lib.rv_array_numel(ptr)
-    if n == 0:
+    object that frees the rv_array) alive through its base. ``dtype``: the
+    array's NumPy dtype when the caller knows it (a result's: one query of
+    the library less per call)."""
+    if dtype is None:
+        dtype = np_dtype(lib.rv_array_dtype(ptr))
+    shape = tuple(lib.rv_array_shape(ptr)[:lib.rv_array_ndim(ptr)])
+    nbytes = dtype.itemsize
+    for n in shape:
+        nbytes *= n
+    if nbytes == 0:
         return np.empty(shape, dtype)
-    buf = (ctypes.c_byte * (n * dtype.itemsize)).from_address(lib.rv_array_data(ptr))
+    buf = (ctypes.c_byte * nbytes).from_address(lib.rv_array_data(ptr))
     buf._ravel_owner = owner  # the ctypes buffer is the view's base
     return np.frombuffer(buf, dtype=dtype).reshape(shape)

@@ -37,6 +37,15 @@ class Bindings:
             lib.rv_bindings_free(self.ptr)
             self.ptr = None
 
+    def reset(self, base=None):
+        """Unbinds every argument (then binds ``base``'s again, when given),
+        keeping the computed tensors' arrays for the next run
+        (rv_bindings_reset), and releases the arrays borrowed for them."""
+        errors.check(lib.rv_bindings_reset(self.ptr, base.ptr if base is not None else None))
+        for b in self._borrowed:
+            b.close()
+        self._borrowed = []
+
     # ---- binding
 
     def bind(self, args, weights=None):
@@ -150,14 +159,15 @@ class Bindings:
         finally:
             lib.rv_layout_free(out.value)
 
-    def array(self, name, ndim):
+    def array(self, name, ndim, dtype=None):
         """The bound or computed array ``name`` as a NumPy view that keeps
         these bindings alive; a Ragged when the tensor is ragged (its array
-        is 1-D while the tensor has more dimensions)."""
+        is 1-D while the tensor has more dimensions). ``dtype``: its NumPy
+        dtype, when known."""
         ptr = lib.rv_bindings_get_array(self.ptr, name.encode())
         if not ptr:
             return None
-        a = _arrays.view_array(ptr, self)
+        a = _arrays.view_array(ptr, self, dtype)
         if a.ndim != ndim:
             return Ragged(a, self.layout(name))
         return a

@@ -201,6 +201,9 @@ _OPTIONAL = [
     ("rv_bindings_inherit", c_int, [c_void_p, c_void_p]),
     ("rv_program_invalidate", None, [c_void_p]),
     ("rv_struct_size", c_size_t, [c_char_p]),
+    ("rv_bindings_reset", c_int, [c_void_p, c_void_p]),
+    ("rv_structs_add_many", c_int, [c_void_p, c_int, c_void_p, c_void_p, c_i64, c_void_p,
+                                    c_i64, c_void_p, c_i64]),
 ]
 
 for _name, _res, _args in _PROTOTYPES:

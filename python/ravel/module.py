@@ -2,6 +2,8 @@
 
 import ctypes
 import os
+import threading
+import weakref
 from collections import namedtuple
 
 import numpy as np
@@ -9,6 +11,7 @@ import numpy as np
 from . import _arrays, errors
 from ._bindings import Bindings
 from ._lib import CompileOptions, ProgramCounters, has, lib
+from .ragged import Ragged
 
 __all__ = ["Bound", "Module", "Program", "TensorInfo", "load", "parse"]
 
@@ -51,6 +54,7 @@ class Module:
 
     def __init__(self, ptr):
         self._ptr = ptr
+        self._kinds = {}  # _kind_of's answers: a module's names do not change
         self._index()
 
     def __del__(self):
@@ -86,6 +90,12 @@ class Module:
     """Outputs (computed tensors no other definition reads) by name."""
 
     def _kind_of(self, name):
+        kind = self._kinds.get(name)
+        if kind is None:
+            kind = self._kinds[name] = self._find_kind(name)
+        return kind
+
+    def _find_kind(self, name):
         if name in self.inputs:
             return "input"
         if name in self.sizes:
@@ -202,7 +212,7 @@ def _merge(args, kwargs):
 
 
 def _outputs(m, b):
-    return {name: b.array(name, info.ndim) for name, info in m.outputs.items()}
+    return {name: b.array(name, info.ndim, info.dtype) for name, info in m.outputs.items()}
 
 
 class Program:
@@ -310,11 +320,29 @@ class Bound:
         for x in requests:
             y = model(X=x)["Y"]
 
-    Each call binds its own arguments on fresh bindings that inherit the
-    bound ones (rv_bindings_inherit), overriding them where a call gives an
-    argument again, and returns the outputs as calling the program does
-    (results of different calls never share memory). Calls may run from
-    several threads at once.
+    Each call binds its own arguments over the bound ones (overriding them
+    where a call gives an argument again) and returns the outputs as
+    calling the program does. Nothing bound for one call stays for the
+    next: an argument a call leaves out is unbound (or the bound one), and
+    sizes are inferred from each call's arrays again.
+
+    Calls reuse memory: the bindings of a call (rv_bindings_reset) and the
+    arrays of its results, which the next call computes into where their
+    shapes are unchanged, so a serving loop allocates no result arrays.
+    A call's results are NumPy views of those arrays, and they are reused
+    only once no result of the call (nor any view of one) is alive: the
+    results a call returns never change under the caller, and results
+    alive at the same time never share memory. So keep results as long as
+    needed; drop them (or copy what you keep) before the next call to let
+    it reuse their memory (a loop that rebinds ``y`` keeps one call's
+    results alive during the next: the Bound then alternates between two
+    sets of arrays). Results written into ``out=`` arrays are the caller's.
+
+    Threads: calls may run from several threads at once. Each call takes
+    bindings of its own from the Bound's pool (under a lock, or new ones
+    when every pooled one is in use or its results are alive) and gives
+    them back when it returns, so concurrent calls never share bindings or
+    result arrays.
 
     The bound ones stay one binding for every call: what the program
     derives from a ``param`` input (a packed layout of a weight matrix) is
@@ -327,18 +355,71 @@ class Bound:
     Non-param arrays are read by every call, so writes to them are seen.
     """
 
+    _POOL = 4  # idle bindings kept: a few threads' calls, each with a live result
+
     def __init__(self, program, base):
         self.program = program
         self._base = base
+        self._lock = threading.Lock()
+        self._idle = []  # (Bindings, weak references to its last results' buffers)
+        self._reuse = has("rv_bindings_reset")
 
     def __call__(self, args=None, /, *, out=None, **kwargs):
+        b = self._take()
+        try:
+            res = self.program._run(b.bind(_merge(args, kwargs)), out)
+        except BaseException:
+            self._give(b, ())
+            raise
+        self._give(b, res.values() if out is None else ())
+        return res
+
+    def _take(self):
+        """Bindings for one call: a pooled one none of whose results is
+        alive, reset to the bound arguments, else new ones."""
+        b = None
+        if self._reuse:
+            with self._lock:
+                for i, (c, refs) in enumerate(self._idle):
+                    if all(r() is None for r in refs):
+                        b = c
+                        del self._idle[i]
+                        break
+        if b is not None:
+            errors.check(lib.rv_bindings_inherit(b.ptr, self._base.ptr))
+            return b
         b = Bindings(self.program.module)
         b.inherited = self._base  # borrows its arrays: keep it alive with the results
         errors.check(lib.rv_bindings_inherit(b.ptr, self._base.ptr))
-        return self.program._run(b.bind(_merge(args, kwargs)), out)
+        return b
+
+    def _give(self, b, results):
+        """Pools b after a call, with weak references to the buffers its
+        results view (a result alive keeps b's arrays from reuse)."""
+        if not self._reuse:
+            return
+        b.reset()  # holds nothing of the caller's while pooled
+        refs = [weakref.ref(buf) for buf in map(_buffer_of, results) if buf is not None]
+        with self._lock:
+            self._idle.append((b, refs))
+            if len(self._idle) > self._POOL:
+                # drop one whose results are alive (they keep it alive), else the oldest
+                busy = [i for i, (_, rs) in enumerate(self._idle)
+                        if any(r() is not None for r in rs)]
+                del self._idle[busy[0] if busy else 0]
 
     def invalidate(self):
         """Says that a bound param's array was written in place: the next
         call derives the program's data from it again (rv_program_invalidate;
         this drops what the program keeps for every binding)."""
         self.program.invalidate()
+
+
+def _buffer_of(result):
+    """The object that owns a result's memory (the base at the end of a
+    view's chain: the ctypes buffer _arrays.view_array made), None for an
+    array with its own memory."""
+    a = result.values if isinstance(result, Ragged) else result
+    while isinstance(a, np.ndarray):
+        a = a.base
+    return a

@@ -91,3 +91,62 @@ def test_bound_weights_file(prog, tmp_path):
     y = model(x=x)["Y"]
     del model  # the results keep the weights they were computed from alive
     np.testing.assert_allclose(y, x @ w.T, rtol=1e-4, atol=1e-4)
+
+
+def test_bound_reuses_memory_without_stale_results(prog):
+    """A Bound's calls reuse one bindings object and its result arrays
+    (rv_bindings_reset; a smaller result in a larger one's memory): bigger,
+    smaller, bigger batches each give their own values, never a previous
+    call's, and results kept alive are never written by later calls."""
+    w = draw((48, 40), 8)
+    model = prog.bind(W=w)
+    addr = []
+    for n in [20, 5, 20, 1, 33, 2]:
+        x = draw((n, 40), 100 + n)
+        y = model(x=x)["Y"]
+        assert y.shape == (n, 48)
+        np.testing.assert_allclose(y, x @ w.T, rtol=1e-4, atol=1e-4)
+        addr.append(y.ctypes.data)
+        del y  # gone: the next call may reuse its memory
+    assert addr[0] == addr[1] == addr[2] == addr[3]  # 20 rows' memory holds 5, 20, 1
+    assert addr[5] in (addr[0], addr[4])
+    # results alive are the caller's: later calls write elsewhere
+    x1, x2 = draw((6, 40), 201), draw((6, 40), 202)
+    y1 = model(x=x1)["Y"]
+    row = y1[2]  # a view keeps them alive too
+    del y1
+    y2 = model(x=x2)["Y"]
+    assert not np.shares_memory(row, y2)
+    np.testing.assert_allclose(row, (x1 @ w.T)[2], rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(y2, x2 @ w.T, rtol=1e-4, atol=1e-4)
+    # nothing of one call's arguments stays bound for the next
+    with pytest.raises(ravel.Error, match="not bound"):
+        model()  # x (and N from its shape) were the previous call's
+
+
+def test_bound_concurrent_calls(prog):
+    """Calls on one Bound from several threads at once: each gets bindings
+    of its own, so every result is its own call's."""
+    import threading
+
+    w = draw((48, 40), 9)
+    model = prog.bind(W=w)
+    errors = []
+
+    def worker(t):
+        try:
+            for i in range(40):
+                n = 1 + (7 * t + 13 * i) % 40
+                x = draw((n, 40), 1000 * t + i)
+                y = model(x=x)["Y"]
+                np.testing.assert_allclose(y, x @ w.T, rtol=1e-4, atol=1e-4)
+        except Exception as e:  # noqa: BLE001 (reported below)
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker, args=(t,)) for t in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert not errors, errors[0]
+    assert len(model._idle) <= model._POOL

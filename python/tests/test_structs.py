@@ -187,6 +187,60 @@ def test_add_many_is_add_children_one_by_one():
     bad = ravel.Structs("tree", 2, 1)
     with pytest.raises(ravel.ArgumentError, match="structure 1"):
         bad.add_many([1, 3], [0, 0, 0, 1, 2, 3], [1, 2, 0])  # a cycle in the second
-    assert len(bad) == 1  # the first stays
+    assert len(bad) == 0  # all or nothing: the first is taken back
     with pytest.raises(ravel.ArgumentError, match="child"):
         ravel.Structs("tree", 2, 1).add_many([3], [0, 2, 2, 2], [1, 2, 0])  # one child too many
+
+
+def test_add_many_checks_every_array():
+    """rv_structs_add_many checks each array against its length and each
+    structure as add_children does, naming the structure (by its index in
+    the batch) and the node; nothing of the call stays added."""
+    bs = ravel.Structs("tree", 2, 1).add_children([[]], data=[3])  # structure 0
+    cases = [
+        # (sizes, child_begin, child, data, message)
+        ([3], [0, 2, 2, 2], [1, 2, 0], None, r"have 4 offsets, 2 children .* child 3"),
+        ([3], [0, 2, 2], [1, 2], None, "structure 1: its 3 nodes need 4 values of child_begin"),
+        ([3, 1], [0, 2, 2, 2, 0, 0], [1, 2], [1, 2], "structure 1: its 3 nodes need 3 values of data"),
+        ([1, 3], [0, 0, 0, 2, 2, 5], [1, 2], None, "structure 2: node 2: child_begin is 5"),
+        ([1, 3], [0, 0, 0, 1, 2, 3], [1, 2, 0], None, "structure 2: cycle"),
+        ([1, 3], [0, 0, 0, 1, 2, 2], [1, 5], None, "structure 2: node 1: child 0 is node 5"),
+        ([2, 0], [0, 1, 1, 0], [1], None, "structure 2 has no nodes"),
+        ([3], [0, 2, 2, 2], [1, 1], None, "structure 1: node 0 lists node 1 twice"),
+    ]
+    for sizes, begin, child, data, msg in cases:
+        with pytest.raises(ravel.ArgumentError, match=msg):
+            bs.add_many(sizes, begin, child, data)
+        assert len(bs) == 1 and bs.num_nodes == 1, msg
+    with pytest.raises(ravel.ArgumentError, match="no structures"):
+        bs.add_many([], [], [])
+    # and a good call after the bad ones
+    bs.add_many(np.array([3, 1], np.int32), [0, 2, 2, 2, 0, 0], [1, 2], [[-1], [4], [5], [6]])
+    assert len(bs) == 3 and bs.children(1, 0) == [1, 2] and bs.data(2, 0) == [6]
+
+
+def test_bound_tree_batches_bigger_smaller_bigger():
+    """A Bound recursive model called on batches of changing sizes reuses its
+    bindings and result arrays (the structure's UFs and dynamic batches are
+    bound anew each call): every call matches the interpreter on its own
+    batch, never on a previous one's."""
+    m = ravel.parse(TREERNN, name="treernn.rv")
+    try:
+        prog = m.compile(threads=1)
+    except ravel.UnsupportedError as e:
+        pytest.skip("compiled recursion is not in this build: %s" % e)
+    emb = np.random.default_rng(2).uniform(-1, 1, (10, 4)).astype(np.float32)
+    model = prog.bind(Emb=emb)
+    bs, lin = ravel.Structs("tree", 2, 1), ravel.Linear()
+    rng = np.random.default_rng(5)
+    for height in [4, 1, 5, 0, 3]:
+        bs.clear()
+        for _ in range(1 + height % 3):
+            n = (1 << (height + 1)) - 1
+            bs.add_perfect_tree(height, data=rng.integers(0, 10, n).astype(np.int32))
+        bs.linearize(lin)
+        h = model(T=lin)["h"]
+        want = m.run_interp(T=lin, Emb=emb)["h"]
+        assert h.shape == want.shape
+        assert np.abs(h - want).max() < 1e-5, height
+        del h

@@ -241,6 +241,30 @@ rv_status rv_bindings_inherit(rv_bindings *b, const rv_bindings *from) {
     return RV_OK;
 }
 
+rv_status rv_bindings_reset(rv_bindings *b, const rv_bindings *from) {
+    if (!b)
+        return base_error(RV_ERR_ARG, "rv_bindings_reset: no bindings");
+    if (from && b->m != from->m)
+        return base_error(RV_ERR_ARG, "rv_bindings_reset: the bindings are of different modules");
+    interp_bindings_sync(b);
+    const Module *m = b->m;
+    for (int i = 0; i < b->nsizes; i++)
+        b->size_set[i] = false;
+    for (int i = 0; i < b->nufuns; i++) {
+        interp_bindings_own_ufun(b, m->ufuns.data[i], NULL);
+        b->uf_arr[i] = NULL;
+    }
+    /* inputs only: the computed tensors' arrays stay for the next run */
+    for (int i = 0; i < b->ntensors; i++)
+        if (m->tensors.data[i]->op->kind == OP_INPUT) {
+            rv_array_free(b->t_own[i]);
+            b->t_own[i] = NULL;
+            b->t_arr[i] = NULL;
+            b->t_stamp[i] = 0;
+        }
+    return from ? rv_bindings_inherit(b, from) : RV_OK;
+}
+
 int rv_bindings_has(const rv_bindings *b, const char *name) {
     return b && name &&
            (rv_bindings_get_array(b, name) != NULL || rv_bindings_get_size(b, name) >= 0);

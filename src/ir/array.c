@@ -91,7 +91,21 @@ rv_array *ir_array_new_uninit(rv_dtype t, int ndim, const int64_t *shape) {
     }
     uintptr_t p = ((uintptr_t)a->block + IR_ARRAY_ALIGN - 1) & ~(uintptr_t)(IR_ARRAY_ALIGN - 1);
     a->dl.data = (char *)a->block + (p - (uintptr_t)a->block);
+    a->capacity = a->nbytes;
     return a;
+}
+
+bool ir_array_reshape_within(rv_array *a, rv_dtype t, int ndim, const int64_t *shape) {
+    rv_array h;
+    if (!a->block || a->dtype != t || ir_array_init(&h, t, ndim, shape) != RV_OK ||
+        h.nbytes > a->capacity)
+        return false;
+    h.block = a->block;
+    h.capacity = a->capacity;
+    h.dl.data = a->dl.data;
+    *a = h;
+    a->dl.shape = a->shape; /* its own, not h's */
+    return true;
 }
 
 /* The caller keeps the data: block and owner stay NULL, so rv_array_free

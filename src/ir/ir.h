@@ -609,6 +609,7 @@ struct rv_array {
     int64_t numel;              /* product of shape (1 for ndim 0) */
     size_t nbytes;              /* numel * rv_dtype_size(dtype) */
     void *block;                /* owned allocation holding the data, or NULL */
+    size_t capacity;            /* bytes of block from dl.data on (0 unless owned) */
     DLManagedTensor *owner;     /* borrowed from DLPack: deleted on free, or NULL */
 };
 
@@ -620,6 +621,11 @@ rv_status ir_array_init(rv_array *a, rv_dtype t, int ndim, const int64_t *shape)
  * element is written next (a compiled run's result, which its kernels
  * fill), where zeroing is a second pass over it. */
 rv_array *ir_array_new_uninit(rv_dtype t, int ndim, const int64_t *shape);
+/* Gives owned array a (of dtype t) a new shape in its own memory when the
+ * memory holds it: false, a unchanged, for a borrowed array, another
+ * dtype, a bad shape, or one larger than the allocation. Its data are
+ * then stale: for a result whose every element is written next. */
+bool ir_array_reshape_within(rv_array *a, rv_dtype t, int ndim, const int64_t *shape);
 
 /* ---- verify.c ---- */
 

@@ -378,6 +378,76 @@ rv_status rv_structs_add_children(rv_structs *bs, int32_t n, const int32_t *chil
     return RV_OK;
 }
 
+/* The children offsets of one structure of an rv_structs_add_many batch,
+ * checked to stay within the `left` values of `child` still unread, so no
+ * read of the structure's children runs past the caller's array (the
+ * other checks are rv_structs_add_children's). */
+static rv_status check_offsets(int s, int32_t n, const int32_t *begin, int64_t left) {
+    for (int32_t i = 0; i <= n; i++)
+        if (begin[i] < 0 || begin[i] > left)
+            return base_error(RV_ERR_ARG,
+                              "structure %d: node %d: child_begin is %d, outside 0..%lld (the "
+                              "values of child left for it)",
+                              s, (int)(i < n ? i : n - 1), (int)begin[i], (long long)left);
+    return RV_OK;
+}
+
+rv_status rv_structs_add_many(rv_structs *bs, int count, const int32_t *sizes,
+                              const int32_t *child_begin, int64_t num_begin,
+                              const int32_t *child, int64_t num_child, const int32_t *data,
+                              int64_t num_data) {
+    if (!bs)
+        return base_error(RV_ERR_ARG, "%s: no batch (NULL)", __func__);
+    if (count < 1 || !sizes)
+        return base_error(RV_ERR_ARG, "%s: no structures (count = %d)", __func__, count);
+    if (num_begin < 0 || num_child < 0 || num_data < 0 || (num_begin > 0 && !child_begin) ||
+        (num_child > 0 && !child) || (num_data > 0 && !data))
+        return base_error(RV_ERR_ARG, "%s: an array is NULL or has a negative length", __func__);
+    int first = bs->root.len;
+    int64_t b = 0, e = 0, node = 0;
+    rv_status st = RV_OK;
+    for (int j = 0; j < count && st == RV_OK; j++) {
+        int32_t n = sizes[j];
+        if (n < 1) {
+            st = base_error(RV_ERR_ARG, "structure %d has no nodes (n = %d)", first + j, (int)n);
+            break;
+        }
+        if (n + 1 > num_begin - b) {
+            st = base_error(RV_ERR_ARG,
+                            "structure %d: its %d nodes need %lld values of child_begin, %lld are "
+                            "left of %lld",
+                            first + j, (int)n, (long long)n + 1, (long long)(num_begin - b),
+                            (long long)num_begin);
+            break;
+        }
+        if (data && (int64_t)n * bs->width > num_data - node * bs->width) {
+            st = base_error(RV_ERR_ARG,
+                            "structure %d: its %d nodes need %lld values of data, %lld are left "
+                            "of %lld",
+                            first + j, (int)n, (long long)n * bs->width,
+                            (long long)(num_data - node * bs->width), (long long)num_data);
+            break;
+        }
+        if ((st = check_offsets(first + j, n, child_begin + b, num_child - e)) != RV_OK)
+            break;
+        st = rv_structs_add_children(bs, n, child_begin + b, child ? child + e : NULL,
+                                     data ? data + node * bs->width : NULL);
+        e += child_begin[b + n];
+        b += n + 1;
+        node += n;
+    }
+    if (st == RV_OK && (b != num_begin || e != num_child || (data && node * bs->width != num_data)))
+        st = base_error(RV_ERR_ARG,
+                        "%s: the %d structures (%lld nodes) have %lld offsets, %lld children and "
+                        "%lld data values, but child_begin has %lld, child %lld and data %lld",
+                        __func__, count, (long long)node, (long long)b, (long long)e,
+                        (long long)(data ? node * bs->width : 0), (long long)num_begin,
+                        (long long)num_child, (long long)num_data);
+    if (st != RV_OK)
+        rec_truncate(bs, first); /* all or nothing */
+    return st;
+}
+
 /* Scratch children lists for a structure of n nodes and `edges` children,
  * built by the generators below and handed to rv_structs_add_children
  * (which checks them like any other). */

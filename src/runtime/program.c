@@ -403,8 +403,11 @@ static rv_status check_uf_size(Run *r, const PlanSlot *ps, const Slot *s) {
 }
 
 /* A computed tensor's canonical array: the one the bindings held from
- * their previous run when its dtype and shape are this run's, else a new
- * one. Called where every element is then written (the tensor's kernels,
+ * their previous run when its dtype is this run's and its memory holds
+ * this run's shape (which it then takes: a batch smaller than an earlier
+ * one, as calls of a recursive model on sentences of varying lengths
+ * are, allocates nothing; the memory is the largest result's), else a
+ * new one. Called where every element is then written (the tensor's kernels,
  * or the copy out of padded storage), so neither the old values nor a
  * new array need zeroing (ir_layout_array_new's shape, uninitialized); a
  * caller running a program again and again on bindings of one shape
@@ -413,18 +416,15 @@ static rv_status check_uf_size(Run *r, const PlanSlot *ps, const Slot *s) {
 static rv_array *run_array(Run *r, const Tensor *t, const Layout *l) {
     rv_array *old = r->spare[t->id];
     r->spare[t->id] = NULL;
+    int64_t one[1] = {l->numel};
+    int nd = l->ragged ? 1 : l->ndim;
+    const int64_t *shape = l->ragged || !l->ndim ? one : l->shape;
     if (old) {
-        int64_t one[1] = {l->numel};
-        int nd = l->ragged || !l->ndim ? 1 : l->ndim;
-        const int64_t *shape = l->ragged || !l->ndim ? one : l->shape;
-        if (rv_array_dtype(old) == t->dtype && rv_array_ndim(old) == nd &&
-            memcmp(rv_array_shape(old), shape, sizeof(int64_t) * (size_t)nd) == 0)
+        if (ir_array_reshape_within(old, t->dtype, nd, shape))
             return old;
         rv_array_free(old); /* before the new one: not both at once */
     }
-    int64_t one[1] = {l->numel};
-    return ir_array_new_uninit(t->dtype, l->ragged ? 1 : l->ndim,
-                               l->ragged || !l->ndim ? one : l->shape);
+    return ir_array_new_uninit(t->dtype, nd, shape);
 }
 
 /* PLACE_TENSOR: a tensor's storage, checked against the lowering's size.

@@ -972,6 +972,71 @@ static void test_reuse_across_sizes(void) {
     rv_linear_free(&lin);
 }
 
+/* rv_structs_add_many: one call adds what add_children adds one by one,
+ * checks each array against its length (nothing read past one), and on
+ * any error adds nothing, naming the structure and node. */
+static void expect_many_refused(int count, const int32_t *sizes, const int32_t *begin,
+                                int64_t nbegin, const int32_t *child, int64_t nchild,
+                                const int32_t *data, int64_t ndata, const char *msg) {
+    rv_structs *bs = rv_structs_new(RV_STRUCT_TREE, 2, 1);
+    CHECK_EQ_INT(rv_structs_add_sequence(bs, 1, NULL), RV_OK);
+    CHECK_EQ_INT(rv_structs_add_many(bs, count, sizes, begin, nbegin, child, nchild, data, ndata),
+                 RV_ERR_ARG);
+    CHECK_STR_CONTAINS(rv_last_error(), msg);
+    CHECK_EQ_INT(rv_structs_count(bs), 1);
+    CHECK_EQ_INT(rv_structs_num_nodes(bs), 1);
+    linearize_and_check(bs);
+    rv_structs_free(bs);
+}
+
+static void test_add_many(void) {
+    /* (0: 1 2) (1) (0: 1, 1: 2) */
+    int32_t sizes[3] = {3, 1, 3}, begin[10] = {0, 2, 2, 2, 0, 0, 0, 1, 2, 2};
+    int32_t child[4] = {1, 2, 1, 2}, data[7] = {-1, 4, 5, 6, -1, -1, 7};
+    rv_structs *one = rv_structs_new(RV_STRUCT_TREE, 2, 1);
+    rv_structs *many = rv_structs_new(RV_STRUCT_TREE, 2, 1);
+    CHECK_EQ_INT(rv_structs_add_children(one, 3, begin, child, data), RV_OK);
+    CHECK_EQ_INT(rv_structs_add_children(one, 1, begin + 4, NULL, data + 3), RV_OK);
+    CHECK_EQ_INT(rv_structs_add_children(one, 3, begin + 6, child + 2, data + 4), RV_OK);
+    CHECK_EQ_INT(rv_structs_add_many(many, 3, sizes, begin, 10, child, 4, data, 7), RV_OK);
+    CHECK_EQ_INT(rv_structs_count(many), 3);
+    rv_linear a = {0}, b = {0};
+    CHECK_EQ_INT(rv_linearize(one, &a), RV_OK);
+    CHECK_EQ_INT(rv_linearize(many, &b), RV_OK);
+    CHECK(a.num_nodes == 7 && b.num_nodes == 7 && a.num_batches == b.num_batches);
+    CHECK(!memcmp(a.child, b.child, sizeof(int32_t) * 14));
+    CHECK(!memcmp(a.data, b.data, sizeof(int32_t) * 7));
+    CHECK(!memcmp(a.node_of, b.node_of, sizeof(int32_t) * 7));
+    rv_linear_free(&a);
+    rv_linear_free(&b);
+    rv_structs_free(one);
+    rv_structs_free(many);
+    /* lengths: child_begin, child and data each used up exactly */
+    expect_many_refused(3, sizes, begin, 9, child, 4, data, 7,
+                        "structure 3: its 3 nodes need 4 values of child_begin, 3 are left of 9");
+    expect_many_refused(3, sizes, begin, 11, child, 4, data, 7,
+                        "have 10 offsets, 4 children and 7 data values, but child_begin has 11");
+    expect_many_refused(3, sizes, begin, 10, child, 3, data, 7,
+                        "structure 3: node 2: child_begin is 2, outside 0..1");
+    expect_many_refused(3, sizes, begin, 10, child, 5, data, 7, "4 children and 7 data values, "
+                                                                "but child_begin has 10, child 5");
+    expect_many_refused(3, sizes, begin, 10, child, 4, data, 6,
+                        "structure 3: its 3 nodes need 3 values of data, 2 are left of 6");
+    /* the structures' own checks, the bad one named by its index in the batch */
+    int32_t twice[4] = {1, 1, 1, 2}, cyc[4] = {1, 2, 2, 1};
+    expect_many_refused(3, sizes, begin, 10, twice, 4, NULL, 0,
+                        "structure 1: node 0 lists node 1 twice");
+    expect_many_refused(3, sizes, begin, 10, cyc, 4, NULL, 0,
+                        "structure 3: cycle through nodes 1 -> 1");
+    int32_t zero[2] = {3, 0};
+    expect_many_refused(2, zero, begin, 10, child, 4, NULL, 0, "structure 2 has no nodes (n = 0)");
+    int32_t out[4] = {1, 2, 1, 9};
+    expect_many_refused(3, sizes, begin, 10, out, 4, NULL, 0,
+                        "structure 3: node 1: child 0 is node 9, outside 0..2");
+    expect_many_refused(0, sizes, begin, 10, child, 4, NULL, 0, "no structures (count = 0)");
+    expect_many_refused(3, sizes, NULL, 10, child, 4, NULL, 0, "an array is NULL");
+}
+
 int main(void) {
     RUN(test_single_nodes);
     RUN(test_numbering_by_hand);
@@ -996,5 +1061,6 @@ int main(void) {
     RUN(test_sst_child_order);
     RUN(test_unroll_partition);
     RUN(test_reuse_across_sizes);
+    RUN(test_add_many);
     return harness_report();
 }

@@ -187,27 +187,37 @@ static int reuse_wrong(const rv_bindings *b, const rv_array *w) {
     return bad;
 }
 
-/* A second run on the same bindings computes its intermediates into the
- * arrays of the first (the unpadded T, and Q's canonical copy out of its
- * padded storage) when the shapes agree, with the second run's values;
- * new arrays of the new shape otherwise. */
-static void test_reuse_intermediates(void) {
-    rv_module *m = NULL;
+/* The program of the reuse tests: T (3 W), Q (W + 1, stored padded) and
+ * Y (T + Q) over N x 16; NULL (checked failed) if it does not compile. */
+static rv_program *reuse_program(rv_module **m) {
+    *m = NULL;
     CHECK_EQ_INT(rv_module_parse("reuse.rv",
                                  "size N in 1..64\n"
                                  "input W : f32[i < N, j < 16]\n"
                                  "T[i, j] = W[i, j] * 3.0\n"
                                  "Q[i, j pad 32] = W[i, j] + 1.0\n"
                                  "Y[i, j] = T[i, j] + Q[i, j]\n",
-                                 &m),
+                                 m),
                  RV_OK);
     rv_compile_options opt = {.cache_dir = cache_dir};
     rv_program *p = NULL;
-    if (!m || rv_program_compile(m, &opt, &p) != RV_OK) {
+    if (!*m || rv_program_compile(*m, &opt, &p) != RV_OK) {
         CHECK(p != NULL);
-        rv_module_free(m);
-        return;
+        rv_module_free(*m);
+        *m = NULL;
     }
+    return p;
+}
+
+/* A second run on the same bindings computes its intermediates into the
+ * arrays of the first (the unpadded T, and Q's canonical copy out of its
+ * padded storage) when the shapes agree, with the second run's values;
+ * new arrays of the new shape otherwise. */
+static void test_reuse_intermediates(void) {
+    rv_module *m;
+    rv_program *p = reuse_program(&m);
+    if (!p)
+        return;
     rv_bindings *b = rv_bindings_new(m);
     rv_array *w1 = reuse_input(5, 0), *w2 = reuse_input(5, 100), *w3 = reuse_input(7, 50);
     CHECK_EQ_INT(rv_bindings_set_size(b, "N", 5), RV_OK);
@@ -236,11 +246,54 @@ static void test_reuse_intermediates(void) {
     rv_module_free(m);
 }
 
+/* rv_bindings_reset: arguments unbound (then the base's inherited), the
+ * computed tensors' arrays kept, and a smaller result computed in a larger
+ * one's memory (taking its shape): bigger, smaller, bigger again, each run
+ * with its own values, never a previous run's. */
+static void test_reset_reuse(void) {
+    rv_module *m;
+    rv_program *p = reuse_program(&m);
+    if (!p)
+        return;
+    rv_bindings *b = rv_bindings_new(m), *base = rv_bindings_new(m);
+    CHECK_EQ_INT(rv_bindings_set_size(base, "N", 5), RV_OK);
+    const int64_t n[4] = {7, 3, 7, 9};
+    rv_array *w[4];
+    const rv_array *y0 = NULL;
+    for (int k = 0; k < 4; k++) {
+        w[k] = reuse_input(n[k], 10 * k);
+        CHECK_EQ_INT(rv_bindings_reset(b, k % 2 ? base : NULL), RV_OK);
+        CHECK_EQ_INT(rv_bindings_get_size(b, "N"), k % 2 ? 5 : -1);
+        CHECK(rv_bindings_get_array(b, "W") == NULL);
+        CHECK_EQ_INT(rv_bindings_set_size(b, "N", n[k]), RV_OK);
+        CHECK_EQ_INT(rv_bindings_set_array(b, "W", w[k]), RV_OK);
+        CHECK_EQ_INT(rv_program_run(p, b), RV_OK);
+        CHECK_EQ_INT(reuse_wrong(b, w[k]), 0);
+        const rv_array *y = rv_bindings_get_array(b, "Y");
+        CHECK_EQ_INT(rv_array_shape(y)[0], n[k]);
+        if (k == 0)
+            y0 = y;
+        else if (k < 3)
+            CHECK(y == y0); /* 7 rows' memory holds 3, then 7 */
+    }
+    CHECK_EQ_INT(rv_bindings_reset(b, NULL), RV_OK);
+    CHECK_EQ_INT(rv_bindings_set_size(b, "N", 3), RV_OK);
+    CHECK_EQ_INT(rv_program_run(p, b), RV_ERR_ARG); /* W is not the previous run's */
+    CHECK_EQ_INT(rv_bindings_reset(NULL, NULL), RV_ERR_ARG);
+    for (int k = 0; k < 4; k++)
+        rv_array_free(w[k]);
+    rv_bindings_free(b);
+    rv_bindings_free(base);
+    rv_program_free(p);
+    rv_module_free(m);
+}
+
 int main(void) {
     snprintf(cache_dir, sizeof cache_dir, "/tmp/ravel-test-serving-%d", (int)getpid());
     RUN(test_wrap);
     RUN(test_run_into_checks);
     RUN(test_threads);
     RUN(test_reuse_intermediates);
+    RUN(test_reset_reuse);
     return harness_report();
 }
