@@ -65,7 +65,7 @@ else
 fi
 
 printf '1\n4 3\n' >"$wd/shapes.txt"
-"$RAVEL" tune "$wd/tiny.rv" --trials 4 --batch 2 --threads 1 --shapes "$wd/shapes.txt" \
+"$RAVEL" tune "$wd/tiny.rv" --trials 4 --verify 0 --batch 2 --threads 1 --shapes "$wd/shapes.txt" \
     --records "$wd/r.jsonl" -o "$wd/t" >"$wd/log" 2>&1
 rc=$?
 if [ $rc -ne 0 ] && grep -qF "libxgboost-dev" "$wd/log"; then
@@ -79,12 +79,12 @@ else
     expect_status 0 "Y: 64 elements" "$RAVEL" run "$wd/t.rv" --size M=2 --random 1 --check
     expect_status 0 "int t_dispatch(const int64_t *sizes, void *user)" cat "$wd/t_dispatch.c"
     expect_status 0 "4 measurements (4 from the records)" \
-        "$RAVEL" tune "$wd/tiny.rv" --trials 4 --threads 1 --shapes "$wd/shapes.txt" \
+        "$RAVEL" tune "$wd/tiny.rv" --trials 4 --verify 0 --threads 1 --shapes "$wd/shapes.txt" \
         --records "$wd/r.jsonl"
     # records are per thread count: those of 1 thread are not 3 threads'
     cp "$wd/r.jsonl" "$wd/r3.jsonl"
     expect_status 0 "4 measurements (0 from the records)" \
-        "$RAVEL" tune "$wd/tiny.rv" --trials 4 --threads 3 --shapes "$wd/shapes.txt" \
+        "$RAVEL" tune "$wd/tiny.rv" --trials 4 --verify 0 --threads 3 --shapes "$wd/shapes.txt" \
         --records "$wd/r3.jsonl"
     expect_status 1 "at 3 thread(s)" \
         "$RAVEL" build "$wd/tiny.rv" --records "$wd/r.jsonl" --threads 3 -o "$wd/b3"
@@ -129,7 +129,7 @@ input X : f32[b < B, l < len[b], k < 8]
 input W : f32[j < 16, k < 8]
 Y[b, l < len[b], j < 16] = sum(k < 8) X[b, l, k] * W[j, k]
 EOF
-    "$RAVEL" tune "$wd/ragged.rv" --trials 6 --batch 3 --threads 1 --records "$wd/rr.jsonl" \
+    "$RAVEL" tune "$wd/ragged.rv" --trials 6 --verify 0 --batch 3 --threads 1 --records "$wd/rr.jsonl" \
         -o "$wd/rt" >"$wd/rlog" 2>&1
     expect_status 0 "6 measurements (0 from the records), 0 wrong" cat "$wd/rlog"
     expect_status 0 "B=1,sum(len)=0: variant" cat "$wd/rlog"
@@ -138,7 +138,7 @@ EOF
         expect_status 0 "Y: " "$RAVEL" run "$wd/rt.rv" --random $s --check
     done
     expect_status 0 "6 measurements (6 from the records)" \
-        "$RAVEL" tune "$wd/ragged.rv" --trials 6 --threads 1 --records "$wd/rr.jsonl"
+        "$RAVEL" tune "$wd/ragged.rv" --trials 6 --verify 0 --threads 1 --records "$wd/rr.jsonl"
     expect_status 0 "wrote" "$RAVEL" build "$wd/ragged.rv" --records "$wd/rr.jsonl" -o "$wd/rb"
     if grep -q 'rb_tree_dispatch' "$wd/rb.c"; then
         expect_status 0 "+= (int64_t)len[rv_i];" cat "$wd/rb.c"
@@ -165,7 +165,7 @@ EOF
     # second candidate measured aborts, or the first hangs) costs that
     # candidate, recorded failed, not the run; the others are measured
     # (--specialize 0: the records hold the 6 trials alone)
-    RAVEL_TUNE_FAULT=abort:1 "$RAVEL" tune "$wd/tiny.rv" --trials 6 --batch 3 --threads 1 \
+    RAVEL_TUNE_FAULT=abort:1 "$RAVEL" tune "$wd/tiny.rv" --trials 6 --verify 0 --batch 3 --threads 1 \
         --specialize 0 --records "$wd/crash.jsonl" >"$wd/crash.log" 2>&1
     expect_status 0 "6 measurements (0 from the records), 0 wrong and 1 failed" cat "$wd/crash.log"
     expect_status 0 "killed by signal 6" cat "$wd/crash.log"
@@ -175,6 +175,15 @@ EOF
         --timeout 1 >"$wd/hang.log" 2>&1
     expect_status 0 "0 wrong and 1 failed" cat "$wd/hang.log"
     expect_status 0 "gave no result in 1 s and was killed" cat "$wd/hang.log"
+
+    # the dispatcher verified by measurement (the default --verify: half
+    # the trials, past them), said so; a resumed run measures nothing
+    "$RAVEL" tune "$wd/tiny.rv" --trials 4 --batch 2 --threads 1 --specialize 0 \
+        --records "$wd/v.jsonl" >"$wd/v.log" 2>&1
+    expect_status 0 "verified the dispatcher: 2 measurements" cat "$wd/v.log"
+    expect_status 0 "6 measurements (6 from the records)" \
+        "$RAVEL" tune "$wd/tiny.rv" --trials 4 --batch 2 --threads 1 --specialize 0 \
+        --records "$wd/v.jsonl"
 
     # --plot: the tuning curve as PNG with gnuplot, or a message naming it
     if command -v gnuplot >/dev/null 2>&1; then

@@ -85,6 +85,8 @@ static int parse(int argc, char **argv, TuneArgs *a) {
             a->o.max_variants = n;
         else if (strcmp(o, "--specialize") == 0 && int_opt(v, 0, &n))
             a->o.specialize = n > 0 ? n : -1;
+        else if (strcmp(o, "--verify") == 0 && int_opt(v, 0, &n))
+            a->o.verify = n > 0 ? n : -1;
         else if (strcmp(o, "--threads") == 0 && int_opt(v, 0, &n))
             a->o.threads = n;
         else if (strcmp(o, "--seed") == 0 && int_opt(v, 0, &n))
@@ -349,6 +351,10 @@ static void summary(const TuneResult *r, rv_module *m) {
            r->nshapes, r->nvariants, r->measured + r->reused, r->reused, r->wrong, r->failed,
            r->total_seconds,
            r->compile_seconds, r->measure_seconds);
+    if (r->verify_measured)
+        printf("verified the dispatcher: %d measurements of kernels at shapes where they were "
+               "never measured (%.1fs)\n",
+               r->verify_measured, r->verify_seconds);
     if (r->spec_measured + r->spec_reused)
         printf("specialized %d leaf(s): %d measurements of candidates compiled for one shape "
                "(%d from the records)\n",

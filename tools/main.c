@@ -76,7 +76,8 @@ static const ToolCommand commands[] = {
     {"tune", "auto-schedule a program's contraction for every shape of its size range",
      "ravel tune FILE.rv [--trials N] [--shapes FILE] [--records FILE] [-o OUT]\n"
      "           [--batch N] [--variants N] [--threads N] [--seed S] [--timeout S]\n"
-     "           [--plot FILE.png] [--quiet] [--hw] [--shapes-only] [--specialize N]\n\n"
+     "           [--plot FILE.png] [--quiet] [--hw] [--shapes-only] [--specialize N]\n"
+     "           [--verify N]\n\n"
      "Searches micro-kernel schedules of the program's contraction (dense, batch_matmul)\n"
      "jointly for every shape of its size range (DietCode): N measurements in all\n"
      "(default 64), chosen by a cost model learned with XGBoost. --shapes FILE gives\n"
@@ -93,7 +94,10 @@ static const ToolCommand commands[] = {
      "trials per shape with gnuplot. --hw prints the machine's facts. --specialize N\n"
      "(default 8, 0: none) measures the kernels of up to N small frequent shapes\n"
      "compiled for that shape alone, its sizes constants, and dispatches a shape to\n"
-     "such a specialized leaf, exactly there, where it is faster.",
+     "such a specialized leaf, exactly there, where it is faster. --verify N (default\n"
+     "half the trials, 0: none) measures, past the trials, the kernel the dispatcher\n"
+     "gives each shape where it was never measured there (and the best predicted\n"
+     "there) and redoes the votes, a measured time first.",
      cmd_tune},
 };
 

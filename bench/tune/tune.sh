@@ -20,7 +20,9 @@
 # $NOTE (default: the load average when the run began) goes into
 # OP.tune.json's "note". $SHAPES names a --shapes file (the effort goes
 # to its shapes; e.g. bench/tune/small_t.txt for a top-up at small T);
-# its time counts in OP.tune.json as any run's.
+# its time counts in OP.tune.json as any run's. $VERIFY is ravel tune's
+# --verify (default: half the trials; docs/tuning.md "Verifying the
+# dispatcher"); the verification's measurements count in "trials".
 set -eu
 cd "$(dirname "$0")/../.."
 RAVEL=${RAVEL:-build/ravel}
@@ -35,7 +37,7 @@ for op in $ops; do
     for th in $threads; do
         log=$(mktemp)
         nice -n 10 "$RAVEL" tune "bench/tune/$op.rv" --trials "$trials" --threads "$th" --quiet \
-            ${SHAPES:+--shapes "$SHAPES"} \
+            ${SHAPES:+--shapes "$SHAPES"} ${VERIFY:+--verify "$VERIFY"} \
             --records "bench/records/$op.jsonl" >"$log" 2>&1 || { cat "$log"; rm -f "$log"; exit 1; }
         summary=$(grep '^tuned ' "$log")
         rm -f "$log"

@@ -49,6 +49,11 @@
  * kept kernel, and a decision tree (dtree.c) over the sizes learns the
  * map.
  *
+ * VERIFYING. Before it finishes, the kernel the dispatcher gives each
+ * shape is measured there where it never was (with the best predicted
+ * there), and the votes are redone, measured times first, until each is
+ * measured or --verify's budget is spent (verify()).
+ *
  * SPECIALIZED LEAVES. A few small, frequent measured shapes (spec_shapes)
  * also have their best candidates measured compiled for that shape alone,
  * its sizes constants (rv_dispatch.variant_sizes: no tails, constant
@@ -1285,8 +1290,11 @@ static void spec_leaves(Tuner *t) {
     base_free(shapes);
 }
 
-static rv_status dispatcher(Tuner *t) {
-    TuneResult *r = t->res;
+/* The dispatcher's kernels into kept[] (at most TUNE_MAX_TREE_VARIANTS):
+ * each shape's vote, merged to max_variants, plus the votes given back;
+ * how many, or -1 (error set) when no candidate was measured correct.
+ * Each shape s then runs kept[best_kept(t, kept, nk, s)]. */
+static int pick_kernels(Tuner *t, int *kept) {
     int *vote = base_xcalloc((size_t)t->ns, sizeof *vote);
     int *all = base_xcalloc((size_t)t->sp.len, sizeof *all), nall = 0;
     for (int c = 0; c < t->sp.len; c++)
@@ -1299,8 +1307,8 @@ static rv_status dispatcher(Tuner *t) {
         if (vote[s] < 0) {
             base_free(all);
             base_free(vote);
-            return base_error(RV_ERR_ARG,
-                              "no candidate was measured correct: raise --trials");
+            base_error(RV_ERR_ARG, "no candidate was measured correct: raise --trials");
+            return -1;
         }
     }
     base_free(all);
@@ -1309,7 +1317,7 @@ static rv_status dispatcher(Tuner *t) {
     double *wsum = base_xcalloc((size_t)t->sp.len, sizeof *wsum);
     for (int s = 0; s < t->ns; s++)
         wsum[vote[s]] += t->w[s];
-    int kept[TUNE_MAX_TREE_VARIANTS], nk = 0;
+    int nk = 0;
     while (nk < maxv && nk < TUNE_MAX_TREE_VARIANTS) {
         int b = -1;
         for (int c = 0; c < t->sp.len; c++)
@@ -1351,6 +1359,17 @@ static rv_status dispatcher(Tuner *t) {
         kept[nk++] = vote[worst];
         wsum[vote[worst]] = -1;
     }
+    base_free(wsum);
+    base_free(vote);
+    return nk;
+}
+
+static rv_status dispatcher(Tuner *t) {
+    TuneResult *r = t->res;
+    int kept[TUNE_MAX_TREE_VARIANTS];
+    int nk = pick_kernels(t, kept);
+    if (nk < 0)
+        return RV_ERR_ARG;
     r->nshapes = t->ns;
     r->shapes = base_xcalloc((size_t)t->ns, sizeof *r->shapes);
     r->shape_variant = base_xcalloc((size_t)t->ns, sizeof *r->shape_variant);
@@ -1388,8 +1407,113 @@ static rv_status dispatcher(Tuner *t) {
     if (st == RV_OK)
         spec_leaves(t);
     base_free(sizes);
-    base_free(wsum);
-    base_free(vote);
+    return st;
+}
+
+/* ---- verifying the dispatcher's choices ---- */
+
+/* Candidates measured at an unverified shape besides its dispatched
+ * kernel: the best predicted verified ones never measured there. */
+#define VERIFY_CANDS 2
+
+/* The verification's budget of measurements left: --verify (default half
+ * the trials) less what earlier runs spent on it, which the records hold
+ * as the measurements past the trial budget. So a resumed run spends only
+ * what is left, and nothing where the first run finished verifying. */
+static int verify_budget(const Tuner *t, int trials) {
+    int cap = t->o->verify < 0 ? 0 : t->o->verify > 0 ? t->o->verify : (trials + 1) / 2;
+    int spent = t->res->measured + t->res->reused - trials;
+    return cap - (spent > 0 ? spent : 0);
+}
+
+/* Measures the n pairs in programs of at most `batch` candidates each. */
+static void measure_chunked(Tuner *t, Pair *pairs, int n, int batch) {
+    for (int i = 1; i < n; i++) /* by candidate: a chunk compiles each once */
+        for (int j = i; j > 0 && pairs[j - 1].c > pairs[j].c; j--) {
+            Pair x = pairs[j];
+            pairs[j] = pairs[j - 1];
+            pairs[j - 1] = x;
+        }
+    for (int i = 0; i < n;) {
+        int j = i, nc = 0;
+        for (; j < n && (j == i || pairs[j].c == pairs[j - 1].c || nc < batch); j++)
+            nc += j == i || pairs[j].c != pairs[j - 1].c;
+        measure(t, &pairs[i], j - i);
+        i = j;
+    }
+}
+
+/* Verifies by measurement the kernel the dispatcher gives each shape: the
+ * cost model voted where the records hold few measurements, and a vote
+ * nobody timed may be a kernel that runs slower there than one the
+ * records show (bmm_nt's dot product at T = 24, 32, 96). A shape whose
+ * dispatched kernel was never measured there has it measured, with the
+ * VERIFY_CANDS best predicted verified candidates never measured there;
+ * then the model is refitted and the votes redone, in which a measured
+ * time beats a prediction (best_kept), until every dispatched kernel was
+ * measured where it runs or the budget is spent (each round measures
+ * pairs never measured, so it ends).
+ * The shapes of most weight go first (--shapes frequencies), then those
+ * furthest from the measured ones. Only verified candidates are ranked
+ * (the state the records give back), so a resumed run redoes the same
+ * votes and measures nothing. */
+static rv_status verify(Tuner *t, int trials, int batch) {
+    int left = verify_budget(t, trials);
+    int *order = base_xcalloc((size_t)t->ns + 1, sizeof *order);
+    double *key = base_xcalloc((size_t)t->ns + 1, sizeof *key);
+    Pair *pairs = base_xcalloc((size_t)t->ns * (VERIFY_CANDS + 1) + 1, sizeof *pairs);
+    bool *none = base_xcalloc((size_t)t->ns + 1, sizeof *none);
+    rv_status st = RV_OK;
+    int before = t->res->measured;
+    double t0 = rt_now_seconds();
+    while (st == RV_OK && left > 0) {
+        int kept[TUNE_MAX_TREE_VARIANTS];
+        int nk = pick_kernels(t, kept);
+        if (nk < 0)
+            break; /* the dispatcher reports it */
+        int nu = 0;
+        for (int s = 0; s < t->ns; s++) {
+            int c = kept[best_kept(t, kept, nk, s)];
+            if (t->meas[c * t->ns + s] != 0)
+                continue;
+            key[s] = t->w[s] * (distance(t, s, none) + 1);
+            int i = nu++;
+            for (; i > 0 && key[order[i - 1]] < key[s]; i--)
+                order[i] = order[i - 1];
+            order[i] = s;
+        }
+        int n = 0;
+        for (int i = 0; i < nu && n < left; i++) {
+            int s = order[i], c = kept[best_kept(t, kept, nk, s)];
+            pairs[n++] = (Pair){c, s};
+            for (int k = 0; k < VERIFY_CANDS && n < left; k++) {
+                int b = -1;
+                for (int q = 0; q < t->sp.len; q++) {
+                    bool taken = false;
+                    for (int j = 0; j < n; j++)
+                        taken |= pairs[j].c == q && pairs[j].s == s;
+                    if (!taken && t->ok[q] > 0 && t->meas[q * t->ns + s] == 0 &&
+                        (b < 0 || t->pred[q * t->ns + s] > t->pred[b * t->ns + s]))
+                        b = q;
+                }
+                if (b < 0)
+                    break;
+                pairs[n++] = (Pair){b, s};
+            }
+        }
+        if (n == 0)
+            break; /* every dispatched kernel measured where it runs */
+        left -= n;
+        measure_chunked(t, pairs, n, batch);
+        if ((st = train(t)) == RV_OK)
+            st = predict(t);
+    }
+    t->res->verify_measured = t->res->measured - before;
+    t->res->verify_seconds = rt_now_seconds() - t0;
+    base_free(order);
+    base_free(key);
+    base_free(pairs);
+    base_free(none);
     return st;
 }
 
@@ -1562,8 +1686,6 @@ rv_status tune_run(rv_module *m, const char *program_text, const TuneOptions *op
         evolve(&t, popsize);
         progress(&t, round, trials, pairs, n);
     }
-    if (st == RV_OK && !opt->replay)
-        spec_measure(&t);
     if (st == RV_OK) {
         /* the dispatcher ranks every verified candidate */
         t.npop = 0;
@@ -1572,6 +1694,10 @@ rv_status tune_run(rv_module *m, const char *program_text, const TuneOptions *op
                 t.pop[t.npop++] = c;
         st = predict(&t);
     }
+    if (st == RV_OK && !opt->replay)
+        st = verify(&t, trials, batch);
+    if (st == RV_OK && !opt->replay)
+        spec_measure(&t);
     if (st == RV_OK)
         st = dispatcher(&t);
     out->total_seconds = rt_now_seconds() - t.t0;

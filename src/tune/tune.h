@@ -483,6 +483,11 @@ typedef struct TuneOptions {
      * also measured compiled for that shape alone and, where faster, taken
      * there exactly; 0: TUNE_SPECIALIZE, -1: none. */
     int specialize;
+    /* Verifying the dispatcher (docs/tuning.md): the most measurements
+     * past the trials of the kernels it dispatches at shapes where they
+     * were never measured (and of the best predicted there); 0: half the
+     * trials, -1: none. */
+    int verify;
     bool quiet;             /* no progress on stderr */
     bool replay;            /* measure nothing: the records decide (ravel build --records) */
 } TuneOptions;
@@ -527,6 +532,10 @@ typedef struct TuneResult {
     /* measurements of specialized candidates (made, from the records):
      * outside the trial budget */
     int spec_measured, spec_reused;
+    /* measurements made by this run to verify the dispatcher's choices
+     * (among `measured`), and its seconds */
+    int verify_measured;
+    double verify_seconds;
     double compile_seconds, measure_seconds, total_seconds;
     TuneTrial *trials;     /* every measurement, reused and made, in order */
     int ntrials, captrials;
