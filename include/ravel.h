@@ -72,6 +72,13 @@ extern "C" {
  * newer than the RV_VERSION_* it was compiled with. */
 const char *rv_version(void);
 
+/* sizeof the library's public struct `name` ("rv_compile_options",
+ * "rv_program_counters", "rv_linear"), 0 for another name. A binding that
+ * mirrors a struct (the Python package's ctypes declarations) checks its
+ * copy against the library it loaded, so a struct that gained a field is
+ * an error at load time instead of a write past the caller's memory. */
+size_t rv_struct_size(const char *name);
+
 /* ---------------------------------------------------------------- status */
 
 typedef enum rv_status {

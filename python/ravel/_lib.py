@@ -200,6 +200,7 @@ _OPTIONAL = [
     ("rv_bindings_infer_sizes", c_int, [c_void_p]),
     ("rv_bindings_inherit", c_int, [c_void_p, c_void_p]),
     ("rv_program_invalidate", None, [c_void_p]),
+    ("rv_struct_size", c_size_t, [c_char_p]),
 ]
 
 for _name, _res, _args in _PROTOTYPES:
@@ -218,6 +219,27 @@ for _name, _res, _args in _OPTIONAL:
     _present.add(_name)
 
 
+def check_struct(name, mirror):
+    """Raise ImportError unless ctypes struct ``mirror`` has the size of the
+    loaded library's struct ``name`` (rv_struct_size): a field added on one
+    side only would make the library write past the Python object. A
+    library older than rv_struct_size is not checked."""
+    if "rv_struct_size" not in _present:
+        return
+    size = lib.rv_struct_size(name.encode())
+    if size != ctypes.sizeof(mirror):
+        raise ImportError(
+            "ravel: %s is %d bytes in %s but %d in the Python package's "
+            "declaration (%s): the package and the library are from different "
+            "versions, or the declaration was not updated with include/ravel.h"
+            % (name, size, library_path, ctypes.sizeof(mirror), mirror.__qualname__)
+        )
+
+
 def has(name):
     """Whether the loaded library has optional function ``name``."""
     return name in _present
+
+
+check_struct("rv_compile_options", CompileOptions)
+check_struct("rv_program_counters", ProgramCounters)

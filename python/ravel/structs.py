@@ -18,7 +18,7 @@ import os
 import numpy as np
 
 from . import errors
-from ._lib import lib
+from ._lib import check_struct, lib
 
 __all__ = ["Linear", "Structs", "KINDS", "SST_SPLITS"]
 
@@ -287,6 +287,9 @@ class _CLinear(ctypes.Structure):
         ("num_unroll", ctypes.c_int32), ("unroll_begin", _i32p),
         ("unroll_length", _i32p), ("unroll_node", _i32p), ("scratch", _i32p),
     ]
+
+
+check_struct("rv_linear", _CLinear)
 
 
 class Linear:

@@ -1,5 +1,7 @@
 """Loading and parsing: modules, their arguments, and located errors."""
 
+import ctypes
+
 import pytest
 
 import ravel
@@ -104,3 +106,26 @@ def test_library_of_the_source_tree():
     r = run_python("import ravel; print(ravel.library_path)", PYTHONPATH=str(REPO / "python"))
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip().endswith("build/libravel.so.0")
+
+
+def test_struct_mirrors_match_the_library():
+    # the import already checked them; a test says so where it can fail
+    import importlib
+
+    from ravel.structs import _CLinear
+
+    _lib = importlib.import_module("ravel._lib")
+    assert _lib.has("rv_struct_size")
+    for name, mirror in [
+        ("rv_compile_options", _lib.CompileOptions),
+        ("rv_program_counters", _lib.ProgramCounters),
+        ("rv_linear", _CLinear),
+    ]:
+        assert _lib.lib.rv_struct_size(name.encode()) == ctypes.sizeof(mirror), name
+    assert _lib.lib.rv_struct_size(b"rv_no_such_struct") == 0
+    # a declaration that lost (or never gained) a field is refused by name
+    class Short(ctypes.Structure):
+        _fields_ = [("runs", ctypes.c_int64)]
+
+    with pytest.raises(ImportError, match="rv_program_counters is .* bytes"):
+        _lib.check_struct("rv_program_counters", Short)
