@@ -557,8 +557,9 @@ typedef struct rv_compile_options {
 rv_status rv_program_compile(rv_module *m, const rv_compile_options *opt, rv_program **out);
 /* The computed tensors end in the bindings (rv_bindings_get_array); a
  * later run on the same bindings computes each intermediate into its
- * previous array when the shape is unchanged (docs/pipeline.md), so
- * arrays got from the bindings hold the last run's values. */
+ * previous array when that array's storage has room for the new shape
+ * (the array then takes that shape; docs/pipeline.md), so arrays got from
+ * the bindings hold the last run's values and shapes. */
 rv_status rv_program_run(rv_program *p, rv_bindings *b);
 /* As rv_program_run, but the program's outputs (rv_tensor_is_output, in
  * definition order; noutputs of them) are computed into the caller's

@@ -84,8 +84,21 @@ rv_array *rv_array_new(rv_dtype t, int ndim, const int64_t *shape) {
     }
     uintptr_t p = ((uintptr_t)a->block + IR_ARRAY_ALIGN - 1) & ~(uintptr_t)(IR_ARRAY_ALIGN - 1);
     a->dl.data = (char *)a->block + (p - (uintptr_t)a->block);
+    a->cap = a->nbytes;
     memset(a->dl.data, 0, a->nbytes);
     return a;
+}
+
+bool ir_array_refit(rv_array *a, rv_dtype t, int ndim, const int64_t *shape) {
+    rv_array fit;
+    if (!a->block || ir_array_init(&fit, t, ndim, shape) != RV_OK || fit.nbytes > a->cap)
+        return false;
+    fit.block = a->block;
+    fit.cap = a->cap;
+    fit.dl.data = a->dl.data;
+    *a = fit;
+    a->dl.shape = a->shape; /* into a, not the copy on the stack */
+    return true;
 }
 
 /* The caller keeps the data: block and owner stay NULL, so rv_array_free

@@ -604,6 +604,7 @@ struct rv_array {
     int64_t numel;              /* product of shape (1 for ndim 0) */
     size_t nbytes;              /* numel * rv_dtype_size(dtype) */
     void *block;                /* owned allocation holding the data, or NULL */
+    size_t cap;                 /* bytes of data block has room for (>= nbytes); 0 without */
     DLManagedTensor *owner;     /* borrowed from DLPack: deleted on free, or NULL */
 };
 
@@ -611,6 +612,12 @@ struct rv_array {
  * the dtype, rank and extents and computes numel and nbytes. RV_ERR_ARG
  * (with a message) on a bad description, including a size overflow. */
 rv_status ir_array_init(rv_array *a, rv_dtype t, int ndim, const int64_t *shape);
+
+/* Gives an array that owns its data (rv_array_new) a new dtype and shape
+ * in the block it has when that block has room for them; the values are
+ * then whatever the block held. false, the array unchanged, when it does
+ * not own its data or the block is too small. */
+bool ir_array_refit(rv_array *a, rv_dtype t, int ndim, const int64_t *shape);
 
 /* ---- verify.c ---- */
 

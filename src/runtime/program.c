@@ -403,21 +403,22 @@ static rv_status check_uf_size(Run *r, const PlanSlot *ps, const Slot *s) {
 }
 
 /* A computed tensor's canonical array: the one the bindings held from
- * their previous run when its dtype and shape are this run's, else a new
- * one. Called where every element is then written (the tensor's kernels,
- * or the copy out of padded storage), so the old values need no zeroing;
- * a caller running a program again and again on bindings of one shape
- * (serving, benchmarks) thus allocates no intermediate, where a fresh
- * array of a large one cost its page faults on every call. */
+ * their previous run, refitted to this run's shape, when its block has
+ * room for it (ir_array_refit), else a new one. Called where every
+ * element is then written (the tensor's kernels, or the copy out of
+ * padded storage), so the old values need no zeroing; a caller running a
+ * program again and again on the same bindings (serving, benchmarks)
+ * thus allocates no intermediate once the largest shape has run, where a
+ * fresh array of a large one cost its page faults on every call (a ragged
+ * batch's token count changes with every batch). */
 static rv_array *run_array(Run *r, const Tensor *t, const Layout *l) {
     rv_array *old = r->spare[t->id];
     r->spare[t->id] = NULL;
     if (old) {
-        int64_t one[1] = {l->numel};
-        int nd = l->ragged || !l->ndim ? 1 : l->ndim;
+        int64_t one[1] = {l->numel}; /* the rank ir_layout_array_new gives */
+        int nd = l->ragged ? 1 : l->ndim;
         const int64_t *shape = l->ragged || !l->ndim ? one : l->shape;
-        if (rv_array_dtype(old) == t->dtype && rv_array_ndim(old) == nd &&
-            memcmp(rv_array_shape(old), shape, sizeof(int64_t) * (size_t)nd) == 0)
+        if (ir_array_refit(old, t->dtype, nd, shape))
             return old;
         rv_array_free(old); /* before the new one: not both at once */
     }
