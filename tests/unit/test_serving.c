@@ -188,27 +188,38 @@ static int reuse_wrong(const rv_bindings *b, const rv_array *w) {
     return bad;
 }
 
-/* A second run on the same bindings computes its intermediates into the
- * arrays of the first (the unpadded T, and Q's canonical copy out of its
- * padded storage) when the shapes agree, with the second run's values;
- * new arrays of the new shape otherwise. */
-static void test_reuse_intermediates(void) {
-    rv_module *m = NULL;
+/* The program of the reuse tests: T (3 W) unpadded, Q (W + 1) padded,
+ * Y (T + Q) their result; NULL (and *m freed) when it does not compile. */
+static rv_program *reuse_program(rv_module **m) {
+    *m = NULL;
     CHECK_EQ_INT(rv_module_parse("reuse.rv",
                                  "size N in 1..64\n"
                                  "input W : f32[i < N, j < 16]\n"
                                  "T[i, j] = W[i, j] * 3.0\n"
                                  "Q[i, j pad 32] = W[i, j] + 1.0\n"
                                  "Y[i, j] = T[i, j] + Q[i, j]\n",
-                                 &m),
+                                 m),
                  RV_OK);
     rv_compile_options opt = {.cache_dir = cache_dir};
     rv_program *p = NULL;
-    if (!m || rv_program_compile(m, &opt, &p) != RV_OK) {
+    if (!*m || rv_program_compile(*m, &opt, &p) != RV_OK) {
         CHECK(p != NULL);
-        rv_module_free(m);
-        return;
+        rv_module_free(*m);
+        *m = NULL;
+        return NULL;
     }
+    return p;
+}
+
+/* A second run on the same bindings computes its intermediates into the
+ * arrays of the first (the unpadded T, and Q's canonical copy out of its
+ * padded storage) when the shapes agree, with the second run's values;
+ * new arrays of the new shape otherwise. */
+static void test_reuse_intermediates(void) {
+    rv_module *m = NULL;
+    rv_program *p = reuse_program(&m);
+    if (!p)
+        return;
     rv_bindings *b = rv_bindings_new(m);
     rv_array *w1 = reuse_input(5, 0), *w2 = reuse_input(5, 100), *w3 = reuse_input(7, 50);
     CHECK_EQ_INT(rv_bindings_set_size(b, "N", 5), RV_OK);
@@ -244,21 +255,9 @@ static void test_reuse_intermediates(void) {
  * them too (the block's room, not the last shape, decides). */
 static void test_reuse_smaller(void) {
     rv_module *m = NULL;
-    CHECK_EQ_INT(rv_module_parse("reuse_smaller.rv",
-                                 "size N in 1..64\n"
-                                 "input W : f32[i < N, j < 16]\n"
-                                 "T[i, j] = W[i, j] * 3.0\n"
-                                 "Q[i, j pad 32] = W[i, j] + 1.0\n"
-                                 "Y[i, j] = T[i, j] + Q[i, j]\n",
-                                 &m),
-                 RV_OK);
-    rv_compile_options opt = {.cache_dir = cache_dir};
-    rv_program *p = NULL;
-    if (!m || rv_program_compile(m, &opt, &p) != RV_OK) {
-        CHECK(p != NULL);
-        rv_module_free(m);
+    rv_program *p = reuse_program(&m);
+    if (!p)
         return;
-    }
     rv_bindings *b = rv_bindings_new(m);
     const int64_t ns[3] = {7, 3, 7};
     const rv_array *first[3] = {NULL, NULL, NULL};
