@@ -5,7 +5,8 @@
  * refusing, by the output's name, an array of the wrong dtype, shape or
  * alignment, and rv_compile_options.threads (a program's own pool size,
  * or serial) giving the interpreter's results; a run reusing the arrays of
- * the intermediates the bindings hold from their previous run.
+ * the intermediates the bindings hold from their previous run, also when
+ * the run is smaller (refitted into the larger arrays).
  */
 #include <stdlib.h>
 #include <unistd.h>
@@ -288,12 +289,49 @@ static void test_reset_reuse(void) {
     rv_module_free(m);
 }
 
+/* Runs of 7, 3, then 7 rows on the same bindings: the smaller run
+ * computes into the arrays of the first (their blocks have room), with the
+ * first run's values still in them, so a kernel relying on zeroed storage
+ * gives stale values here; the third run, as large as the first, keeps
+ * them too (the block's room, not the last shape, decides). */
+static void test_reuse_smaller(void) {
+    rv_module *m = NULL;
+    rv_program *p = reuse_program(&m);
+    if (!p)
+        return;
+    rv_bindings *b = rv_bindings_new(m);
+    const int64_t ns[3] = {7, 3, 7};
+    const rv_array *first[3] = {NULL, NULL, NULL};
+    const char *const names[3] = {"T", "Q", "Y"};
+    for (int r = 0; r < 3; r++) {
+        rv_array *w = reuse_input(ns[r], 10 * r + 1);
+        CHECK_EQ_INT(rv_bindings_set_size(b, "N", ns[r]), RV_OK);
+        CHECK_EQ_INT(rv_bindings_set_array(b, "W", w), RV_OK);
+        CHECK_EQ_INT(rv_program_run(p, b), RV_OK);
+        CHECK_EQ_INT(reuse_wrong(b, w), 0);
+        for (int k = 0; k < 3; k++) {
+            const rv_array *a = rv_bindings_get_array(b, names[k]);
+            CHECK(a && rv_array_ndim(a) == 2 && rv_array_shape(a)[0] == ns[r] &&
+                  rv_array_shape(a)[1] == 16);
+            if (r == 0)
+                first[k] = a;
+            else if (k < 2) /* the intermediates; Y is the caller's result */
+                CHECK(a == first[k]);
+        }
+        rv_array_free(w);
+    }
+    rv_bindings_free(b);
+    rv_program_free(p);
+    rv_module_free(m);
+}
+
 int main(void) {
     snprintf(cache_dir, sizeof cache_dir, "/tmp/ravel-test-serving-%d", (int)getpid());
     RUN(test_wrap);
     RUN(test_run_into_checks);
     RUN(test_threads);
     RUN(test_reuse_intermediates);
+    RUN(test_reuse_smaller);
     RUN(test_reset_reuse);
     return harness_report();
 }
