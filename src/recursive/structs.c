@@ -187,15 +187,18 @@ static rv_status cycle_error(const rv_structs *bs, int s, int32_t c) {
  * parents. Fills bs->parent (a parent of each node, -1 for none). */
 static rv_status check_children(rv_structs *bs, int s, int32_t n, const int32_t *begin,
                                 const int32_t *child) {
-    int32_t *parent = bs->parent.data;
+    /* The offsets first, all of them: child has begin[n] values, and only
+     * non-decreasing offsets keep every node's list inside it. */
     for (int32_t i = 0; i < n; i++)
-        parent[i] = -1;
-    for (int32_t i = 0; i < n; i++) {
         if (begin[i + 1] < begin[i])
             return base_error(RV_ERR_ARG,
                               "structure %d: node %d: its children list ends (%d) before it "
                               "begins (%d)",
                               s, (int)i, (int)begin[i + 1], (int)begin[i]);
+    int32_t *parent = bs->parent.data;
+    for (int32_t i = 0; i < n; i++)
+        parent[i] = -1;
+    for (int32_t i = 0; i < n; i++) {
         int32_t nc = begin[i + 1] - begin[i];
         if (nc > bs->max_children)
             return base_error(RV_ERR_ARG,

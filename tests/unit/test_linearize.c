@@ -1037,6 +1037,24 @@ static void test_add_many(void) {
     expect_many_refused(3, sizes, NULL, 10, child, 4, NULL, 0, "an array is NULL");
 }
 
+/* Offsets that go down again end the children lists before any is read:
+ * `child` holds child_begin[n] values, and node 0's list (0..5) would read
+ * past the 2 given here (an exact heap block, so ASan sees any overread)
+ * had node 1's offset not been checked first. */
+static void test_offsets_checked_before_reads(void) {
+    rv_structs *bs = rv_structs_new(RV_STRUCT_TREE, 8, 1);
+    int32_t begin[3] = {0, 5, 2};
+    int32_t *child = malloc(2 * sizeof *child);
+    child[0] = 1;
+    child[1] = 1;
+    CHECK_EQ_INT(rv_structs_add_children(bs, 2, begin, child, NULL), RV_ERR_ARG);
+    CHECK_STR_CONTAINS(rv_last_error(), "structure 0: node 1: its children list ends (2) before "
+                                        "it begins (5)");
+    CHECK_EQ_INT(rv_structs_count(bs), 0);
+    free(child);
+    rv_structs_free(bs);
+}
+
 int main(void) {
     RUN(test_single_nodes);
     RUN(test_numbering_by_hand);
@@ -1062,5 +1080,6 @@ int main(void) {
     RUN(test_unroll_partition);
     RUN(test_reuse_across_sizes);
     RUN(test_add_many);
+    RUN(test_offsets_checked_before_reads);
     return harness_report();
 }
