@@ -42,47 +42,52 @@ class Bindings:
         keeping the computed tensors' arrays for the next run
         (rv_bindings_reset), and releases the arrays borrowed for them."""
         errors.check(lib.rv_bindings_reset(self.ptr, base.ptr if base is not None else None))
-        for b in self._borrowed:
-            b.close()
-        self._borrowed = []
+        if self._borrowed:
+            for b in self._borrowed:
+                b.close()
+            self._borrowed = []
 
     # ---- binding
 
-    def bind(self, args, weights=None):
+    def bind(self, args, weights=None, infer=True):
         """Binds ``weights`` (a safetensors or .npz file, or a dict of
         arrays: the inputs and ufuns among its tensors) and then the keyword
-        arguments ``args``, which override the weights."""
+        arguments ``args``, which override the weights. ``infer``: bind the
+        sizes the arrays' shapes determine now (a run infers them itself,
+        so the calls that run next need not)."""
         if isinstance(weights, dict):
             # as from a file: tensors that are no input or ufun are ignored
             args = dict({k: v for k, v in weights.items()
                          if self.module._kind_of(k) in ("input", "ufun")}, **args)
         elif weights is not None:
             errors.check(lib.rv_bindings_load_weights(self.ptr, _path(weights)))
+        # structures first (they bind their sizes and UFs, which explicit
+        # ones then override), then sizes and UFs: they decide the layouts
+        # of ragged inputs. One pass over the names (a server's call gives
+        # only a structure); the others are bound after it, by kind.
         m = self.module
-        kinds = {name: m._kind_of(name) for name in args}
-        for name, kind in kinds.items():
-            if kind is None:
+        rest = []
+        for name, value in args.items():
+            kind = m._kind_of(name)
+            if kind == "structure":
+                self.set_linear(name, value)
+            elif kind in _ORDER:
+                rest.append((_ORDER[kind], name, value))
+            elif kind is None:
                 raise errors.ArgumentError(_unknown(m, name))
-            if kind == "output":
+            else:
                 raise errors.ArgumentError(
                     "'%s' is computed by the program; only sizes, ufuns and inputs are "
                     "arguments" % name)
-        # structures first (they bind their sizes and UFs, which explicit
-        # ones then override), then sizes and UFs: they decide the layouts
-        # of ragged inputs
-        for name, value in args.items():
-            if kinds[name] == "structure":
-                self.set_linear(name, value)
-        for name, value in args.items():
-            if kinds[name] == "size":
+        rest.sort(key=_first)  # stable: in the order given within a kind
+        for order, name, value in rest:
+            if order == 0:
                 self.set_size(name, value)
-        for name, value in args.items():
-            if kinds[name] == "ufun":
+            elif order == 1:
                 self._set_array(name, _index_array(name, value))
-        for name, value in args.items():
-            if kinds[name] == "input":
+            else:
                 self._set_array(name, self._input_array(name, value))
-        if has("rv_bindings_infer_sizes"):
+        if infer and has("rv_bindings_infer_sizes"):
             # sizes the arrays' shapes determine need not be given
             errors.check(lib.rv_bindings_infer_sizes(self.ptr))
         return self
@@ -159,18 +164,27 @@ class Bindings:
         finally:
             lib.rv_layout_free(out.value)
 
-    def array(self, name, ndim, dtype=None):
+    def array(self, name, ndim, dtype=None, owner=None):
         """The bound or computed array ``name`` as a NumPy view that keeps
-        these bindings alive; a Ragged when the tensor is ragged (its array
-        is 1-D while the tensor has more dimensions). ``dtype``: its NumPy
-        dtype, when known."""
+        ``owner`` (default: these bindings; an object that keeps them
+        alive) alive; a Ragged when the tensor is ragged (its array is 1-D
+        while the tensor has more dimensions). ``dtype``: its NumPy dtype,
+        when known."""
         ptr = lib.rv_bindings_get_array(self.ptr, name.encode())
         if not ptr:
             return None
-        a = _arrays.view_array(ptr, self, dtype)
+        a = _arrays.view_array(ptr, self if owner is None else owner, dtype)
         if a.ndim != ndim:
             return Ragged(a, self.layout(name))
         return a
+
+
+# the order in which bind binds the kinds of argument after structures
+_ORDER = {"size": 0, "ufun": 1, "input": 2}
+
+
+def _first(t):
+    return t[0]
 
 
 def size_value(name, value):
