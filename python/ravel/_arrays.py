@@ -206,7 +206,7 @@ def view_array(ptr, owner, dtype=None):
     the library less per call)."""
     if dtype is None:
         dtype = np_dtype(lib.rv_array_dtype(ptr))
-    shape = tuple(lib.rv_array_shape(ptr)[:lib.rv_array_ndim(ptr)])
+    shape = lib.rv_array_shape(ptr)[:lib.rv_array_ndim(ptr)]
     nbytes = dtype.itemsize
     for n in shape:
         nbytes *= n
@@ -214,4 +214,4 @@ def view_array(ptr, owner, dtype=None):
         return np.empty(shape, dtype)
     buf = (ctypes.c_byte * nbytes).from_address(lib.rv_array_data(ptr))
     buf._ravel_owner = owner  # the ctypes buffer is the view's base
-    return np.frombuffer(buf, dtype=dtype).reshape(shape)
+    return np.ndarray(shape, dtype, buf)
