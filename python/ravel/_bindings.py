@@ -15,7 +15,7 @@ import os
 import numpy as np
 
 from . import _arrays, errors
-from ._lib import has, lib
+from ._lib import ArrayInfo, has, lib
 from .ragged import Layout, Ragged, flatten_rows
 from .structs import Linear
 
@@ -29,6 +29,10 @@ class Bindings:
         if not self.ptr:
             raise errors.ArgumentError(errors.last_error())
         self._borrowed = []
+        # where rv_bindings_get_info describes an array: a bindings object
+        # serves one call at a time, so one buffer per object is enough
+        self._info = ArrayInfo()
+        self._info_ref = ctypes.byref(self._info)
 
     def __del__(self):
         for b in self._borrowed:
@@ -170,14 +174,22 @@ class Bindings:
         alive) alive; a Ragged when the tensor is ragged (its array is 1-D
         while the tensor has more dimensions). ``dtype``: its NumPy dtype,
         when known."""
-        ptr = lib.rv_bindings_get_array(self.ptr, name.encode())
-        if not ptr:
-            return None
-        a = _arrays.view_array(ptr, self if owner is None else owner, dtype)
+        owner = self if owner is None else owner
+        if _HAS_INFO:  # one call of the library per array
+            if not lib.rv_bindings_get_info(self.ptr, name.encode(), self._info_ref):
+                return None
+            a = _arrays.view_info(self._info, owner, dtype)
+        else:
+            ptr = lib.rv_bindings_get_array(self.ptr, name.encode())
+            if not ptr:
+                return None
+            a = _arrays.view_array(ptr, owner, dtype)
         if a.ndim != ndim:
             return Ragged(a, self.layout(name))
         return a
 
+
+_HAS_INFO = has("rv_bindings_get_info")
 
 # the order in which bind binds the kinds of argument after structures
 _ORDER = {"size": 0, "ufun": 1, "input": 2}
