@@ -205,6 +205,8 @@ def _merge(args, kwargs):
     not Python identifiers, or are ``weights`` or ``out``), then keywords."""
     if args is None:
         return kwargs
+    if not kwargs and isinstance(args, dict):
+        return args  # read only: a server's call passes its dict as it is
     merged = dict(args)
     merged.update(kwargs)
     return merged
