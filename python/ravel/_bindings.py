@@ -130,7 +130,7 @@ class Bindings:
                 "structure %s: expected a linearized batch (ravel.Structs(...).linearize()), "
                 "got %s" % (name, type(value).__name__))
         errors.check(lib.rv_bindings_set_linear(self.ptr, name.encode(),
-                                                ctypes.byref(value._c)))
+                                                value._ref))
 
     def _set_array(self, name, value):
         if isinstance(value, _arrays.Borrowed):

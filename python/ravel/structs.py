@@ -153,10 +153,16 @@ class Structs:
             raise errors.ArgumentError("add_many: no structures (sizes is empty)")
         begin = _i32("child_begin", child_begin)
         flat = _i32("child", child)
-        rows = _i32("data", data) if data is not None else None
-        errors.check(lib.rv_structs_add_many(
-            self._ptr, sizes.size, _ptr(sizes), _ptr(begin), begin.size, _ptr(flat), flat.size,
-            _ptr(rows), rows.size if rows is not None else 0))
+        if data is None:
+            rows, nrows = None, 0
+        else:
+            rows = _i32("data", data)
+            nrows = rows.size
+            rows = _ptr(rows)
+        st = lib.rv_structs_add_many(self._ptr, sizes.size, _ptr(sizes), _ptr(begin), begin.size,
+                                     _ptr(flat), flat.size, rows, nrows)
+        if st:
+            raise errors.error_for(st)
         return self
 
     def add_parents(self, parent, data=None):
@@ -267,7 +273,7 @@ class Structs:
         when this batch is larger than any before, and arrays read from it
         earlier then show this batch."""
         lin = out if out is not None else Linear()
-        errors.check(lib.rv_linearize(self._ptr, ctypes.byref(lin._c)))
+        errors.check(lib.rv_linearize(self._ptr, lin._ref))
         return lin
 
 
@@ -307,6 +313,7 @@ class Linear:
 
     def __init__(self):
         self._c = _CLinear()
+        self._ref = ctypes.byref(self._c)  # made once: every call passes it twice
 
     def __del__(self):
         if getattr(self, "_c", None) is not None:
