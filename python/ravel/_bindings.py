@@ -32,7 +32,7 @@ class Bindings:
         # where rv_bindings_get_info describes an array: a bindings object
         # serves one call at a time, so one buffer per object is enough
         self._info = ArrayInfo()
-        self._info_ref = ctypes.byref(self._info)
+        self._info_addr = ctypes.addressof(self._info)
 
     def __del__(self):
         for b in self._borrowed:
@@ -176,7 +176,7 @@ class Bindings:
         when known."""
         owner = self if owner is None else owner
         if _HAS_INFO:  # one call of the library per array
-            if not lib.rv_bindings_get_info(self.ptr, name.encode(), self._info_ref):
+            if not lib.rv_bindings_get_info(self.ptr, name.encode(), self._info_addr):
                 return None
             a = _arrays.view_info(self._info, owner, dtype)
         else:

@@ -213,7 +213,7 @@ def _merge(args, kwargs):
 
 
 def _outputs(m, b, owner=None):
-    return {name: b.array(name, info.ndim, info.dtype, owner) for name, info in m.outputs.items()}
+    return {name: b.array(name, ndim, dtype, owner) for name, dtype, ndim in m.outputs.values()}
 
 
 class Program:
