@@ -73,7 +73,8 @@ extern "C" {
 const char *rv_version(void);
 
 /* sizeof the library's public struct `name` ("rv_compile_options",
- * "rv_program_counters", "rv_linear"), 0 for another name. A binding that
+ * "rv_program_counters", "rv_linear",
+ * "rv_array_info"), 0 for another name. A binding that
  * mirrors a struct (the Python package's ctypes declarations) checks its
  * copy against the library it loaded, so a struct that gained a field is
  * an error at load time instead of a write past the caller's memory. */
@@ -136,6 +137,16 @@ double rv_array_get_f64(const rv_array *a, int64_t i);
 int64_t rv_array_get_i64(const rv_array *a, int64_t i);
 void rv_array_set_f64(rv_array *a, int64_t i, double v);
 void rv_array_set_i64(rv_array *a, int64_t i, int64_t v);
+/* An array's data, dtype, rank and shape at once: what a language binding
+ * needs to view an array in its own type (the Python package reads each
+ * result with one foreign call instead of four). */
+typedef struct rv_array_info {
+    void *data;
+    int64_t shape[RV_MAX_DIMS]; /* the first ndim entries */
+    rv_dtype dtype;
+    int ndim;
+} rv_array_info;
+void rv_array_get_info(const rv_array *a, rv_array_info *out);
 
 /* The alignment of every array's data in bytes (a cache line and an
  * AVX-512 vector): kernels assume it. */
@@ -418,6 +429,9 @@ int rv_bindings_has(const rv_bindings *b, const char *name);
 /* -1 when `name` is not a bound size. */
 int64_t rv_bindings_get_size(const rv_bindings *b, const char *name);
 const rv_array *rv_bindings_get_array(const rv_bindings *b, const char *name);
+/* rv_bindings_get_array and rv_array_get_info in one call: nonzero with
+ * *out filled when `name` has an array, 0 (*out untouched) when not. */
+int rv_bindings_get_info(const rv_bindings *b, const char *name, rv_array_info *out);
 /* Draws every size, UF array and input not yet bound, within its declared
  * range, reproducibly from `seed`. A structure whose children are unbound
  * gets a random batch of structures of its kind, linearized and bound as

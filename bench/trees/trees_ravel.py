@@ -69,6 +69,7 @@ class RavelModel:
         self.bound = self.prog.bind(self.W) if self.prog else None
         self.structs = {}  # kind -> the Structs its batches are built in, reused
         self.lin = ravel.Linear()
+        self.structure = structure_name(model)
 
     def call(self, prep):
         """One call on a Prepared batch: the outputs (linearized numbering) and
@@ -82,7 +83,7 @@ class RavelModel:
         t1 = time.perf_counter()
         lin = bs.linearize(self.lin)
         t2 = time.perf_counter()
-        args = {structure_name(self.model): lin}
+        args = {self.structure: lin}
         out = self.bound(args) if self.bound else self.module.run_interp(args, **self.W)
         t3 = time.perf_counter()
         return out, {"total": t3 - t0, "build": t1 - t0, "linearize": t2 - t1, "run": t3 - t2}

@@ -206,12 +206,24 @@ def view_array(ptr, owner, dtype=None):
     the library less per call)."""
     if dtype is None:
         dtype = np_dtype(lib.rv_array_dtype(ptr))
-    shape = tuple(lib.rv_array_shape(ptr)[:lib.rv_array_ndim(ptr)])
+    return _view(lib.rv_array_data(ptr), lib.rv_array_shape(ptr)[:lib.rv_array_ndim(ptr)],
+                 dtype, owner)
+
+
+def view_info(info, owner, dtype=None):
+    """As view_array, from the rv_array_info of the array (read with one
+    call of the library: rv_bindings_get_info)."""
+    if dtype is None:
+        dtype = np_dtype(info.dtype)
+    return _view(info.data, info.shape[:info.ndim], dtype, owner)
+
+
+def _view(data, shape, dtype, owner):
     nbytes = dtype.itemsize
     for n in shape:
         nbytes *= n
     if nbytes == 0:
         return np.empty(shape, dtype)
-    buf = (ctypes.c_byte * nbytes).from_address(lib.rv_array_data(ptr))
+    buf = (ctypes.c_byte * nbytes).from_address(data)
     buf._ravel_owner = owner  # the ctypes buffer is the view's base
-    return np.frombuffer(buf, dtype=dtype).reshape(shape)
+    return np.ndarray(shape, dtype, buf)

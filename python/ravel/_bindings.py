@@ -15,7 +15,7 @@ import os
 import numpy as np
 
 from . import _arrays, errors
-from ._lib import has, lib
+from ._lib import ArrayInfo, has, lib
 from .ragged import Layout, Ragged, flatten_rows
 from .structs import Linear
 
@@ -29,6 +29,10 @@ class Bindings:
         if not self.ptr:
             raise errors.ArgumentError(errors.last_error())
         self._borrowed = []
+        # where rv_bindings_get_info describes an array: a bindings object
+        # serves one call at a time, so one buffer per object is enough
+        self._info = ArrayInfo()
+        self._info_addr = ctypes.addressof(self._info)
 
     def __del__(self):
         for b in self._borrowed:
@@ -42,47 +46,52 @@ class Bindings:
         keeping the computed tensors' arrays for the next run
         (rv_bindings_reset), and releases the arrays borrowed for them."""
         errors.check(lib.rv_bindings_reset(self.ptr, base.ptr if base is not None else None))
-        for b in self._borrowed:
-            b.close()
-        self._borrowed = []
+        if self._borrowed:
+            for b in self._borrowed:
+                b.close()
+            self._borrowed = []
 
     # ---- binding
 
-    def bind(self, args, weights=None):
+    def bind(self, args, weights=None, infer=True):
         """Binds ``weights`` (a safetensors or .npz file, or a dict of
         arrays: the inputs and ufuns among its tensors) and then the keyword
-        arguments ``args``, which override the weights."""
+        arguments ``args``, which override the weights. ``infer``: bind the
+        sizes the arrays' shapes determine now (a run infers them itself,
+        so the calls that run next need not)."""
         if isinstance(weights, dict):
             # as from a file: tensors that are no input or ufun are ignored
             args = dict({k: v for k, v in weights.items()
                          if self.module._kind_of(k) in ("input", "ufun")}, **args)
         elif weights is not None:
             errors.check(lib.rv_bindings_load_weights(self.ptr, _path(weights)))
+        # structures first (they bind their sizes and UFs, which explicit
+        # ones then override), then sizes and UFs: they decide the layouts
+        # of ragged inputs. One pass over the names (a server's call gives
+        # only a structure); the others are bound after it, by kind.
         m = self.module
-        kinds = {name: m._kind_of(name) for name in args}
-        for name, kind in kinds.items():
-            if kind is None:
+        rest = []
+        for name, value in args.items():
+            kind = m._kind_of(name)
+            if kind == "structure":
+                self.set_linear(name, value)
+            elif kind in _ORDER:
+                rest.append((_ORDER[kind], name, value))
+            elif kind is None:
                 raise errors.ArgumentError(_unknown(m, name))
-            if kind == "output":
+            else:
                 raise errors.ArgumentError(
                     "'%s' is computed by the program; only sizes, ufuns and inputs are "
                     "arguments" % name)
-        # structures first (they bind their sizes and UFs, which explicit
-        # ones then override), then sizes and UFs: they decide the layouts
-        # of ragged inputs
-        for name, value in args.items():
-            if kinds[name] == "structure":
-                self.set_linear(name, value)
-        for name, value in args.items():
-            if kinds[name] == "size":
+        rest.sort(key=_first)  # stable: in the order given within a kind
+        for order, name, value in rest:
+            if order == 0:
                 self.set_size(name, value)
-        for name, value in args.items():
-            if kinds[name] == "ufun":
+            elif order == 1:
                 self._set_array(name, _index_array(name, value))
-        for name, value in args.items():
-            if kinds[name] == "input":
+            else:
                 self._set_array(name, self._input_array(name, value))
-        if has("rv_bindings_infer_sizes"):
+        if infer and has("rv_bindings_infer_sizes"):
             # sizes the arrays' shapes determine need not be given
             errors.check(lib.rv_bindings_infer_sizes(self.ptr))
         return self
@@ -121,7 +130,7 @@ class Bindings:
                 "structure %s: expected a linearized batch (ravel.Structs(...).linearize()), "
                 "got %s" % (name, type(value).__name__))
         errors.check(lib.rv_bindings_set_linear(self.ptr, name.encode(),
-                                                ctypes.byref(value._c)))
+                                                value._ref))
 
     def _set_array(self, name, value):
         if isinstance(value, _arrays.Borrowed):
@@ -159,18 +168,35 @@ class Bindings:
         finally:
             lib.rv_layout_free(out.value)
 
-    def array(self, name, ndim, dtype=None):
+    def array(self, name, ndim, dtype=None, owner=None):
         """The bound or computed array ``name`` as a NumPy view that keeps
-        these bindings alive; a Ragged when the tensor is ragged (its array
-        is 1-D while the tensor has more dimensions). ``dtype``: its NumPy
-        dtype, when known."""
-        ptr = lib.rv_bindings_get_array(self.ptr, name.encode())
-        if not ptr:
-            return None
-        a = _arrays.view_array(ptr, self, dtype)
+        ``owner`` (default: these bindings; an object that keeps them
+        alive) alive; a Ragged when the tensor is ragged (its array is 1-D
+        while the tensor has more dimensions). ``dtype``: its NumPy dtype,
+        when known."""
+        owner = self if owner is None else owner
+        if _HAS_INFO:  # one call of the library per array
+            if not lib.rv_bindings_get_info(self.ptr, name.encode(), self._info_addr):
+                return None
+            a = _arrays.view_info(self._info, owner, dtype)
+        else:
+            ptr = lib.rv_bindings_get_array(self.ptr, name.encode())
+            if not ptr:
+                return None
+            a = _arrays.view_array(ptr, owner, dtype)
         if a.ndim != ndim:
             return Ragged(a, self.layout(name))
         return a
+
+
+_HAS_INFO = has("rv_bindings_get_info")
+
+# the order in which bind binds the kinds of argument after structures
+_ORDER = {"size": 0, "ufun": 1, "input": 2}
+
+
+def _first(t):
+    return t[0]
 
 
 def size_value(name, value):

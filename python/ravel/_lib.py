@@ -58,6 +58,17 @@ class ProgramCounters(ctypes.Structure):
     ]
 
 
+class ArrayInfo(ctypes.Structure):
+    """rv_array_info."""
+
+    _fields_ = [
+        ("data", c_void_p),
+        ("shape", c_i64 * 8),  # RV_MAX_DIMS
+        ("dtype", c_int),
+        ("ndim", c_int),
+    ]
+
+
 def _candidates():
     env = os.environ.get("RAVEL_LIBRARY")
     if env:
@@ -204,6 +215,8 @@ _OPTIONAL = [
     ("rv_bindings_reset", c_int, [c_void_p, c_void_p]),
     ("rv_structs_add_many", c_int, [c_void_p, c_int, c_void_p, c_void_p, c_i64, c_void_p,
                                     c_i64, c_void_p, c_i64]),
+    # the rv_array_info * as an address: a byref costs as much again per call
+    ("rv_bindings_get_info", c_int, [c_void_p, c_char_p, c_void_p]),
 ]
 
 for _name, _res, _args in _PROTOTYPES:
@@ -246,3 +259,5 @@ def has(name):
 
 check_struct("rv_compile_options", CompileOptions)
 check_struct("rv_program_counters", ProgramCounters)
+if has("rv_bindings_get_info"):
+    check_struct("rv_array_info", ArrayInfo)

@@ -11,7 +11,6 @@ import numpy as np
 from . import _arrays, errors
 from ._bindings import Bindings
 from ._lib import CompileOptions, ProgramCounters, has, lib
-from .ragged import Ragged
 
 __all__ = ["Bound", "Module", "Program", "TensorInfo", "load", "parse"]
 
@@ -177,7 +176,7 @@ class Module:
 
         Arguments as for calling a :class:`Program`.
         """
-        b = Bindings(self).bind(_merge(args, kwargs), weights)
+        b = Bindings(self).bind(_merge(args, kwargs), weights, infer=False)
         errors.check(lib.rv_interp_run(self._ptr, b.ptr))
         return _outputs(self, b)
 
@@ -206,13 +205,15 @@ def _merge(args, kwargs):
     not Python identifiers, or are ``weights`` or ``out``), then keywords."""
     if args is None:
         return kwargs
+    if not kwargs and isinstance(args, dict):
+        return args  # read only: a server's call passes its dict as it is
     merged = dict(args)
     merged.update(kwargs)
     return merged
 
 
-def _outputs(m, b):
-    return {name: b.array(name, info.ndim, info.dtype) for name, info in m.outputs.items()}
+def _outputs(m, b, owner=None):
+    return {name: b.array(name, ndim, dtype, owner) for name, dtype, ndim in m.outputs.values()}
 
 
 class Program:
@@ -247,7 +248,7 @@ class Program:
             self._ptr = None
 
     def __call__(self, args=None, /, *, weights=None, out=None, **kwargs):
-        return self._run(Bindings(self.module).bind(_merge(args, kwargs), weights), out)
+        return self._run(Bindings(self.module).bind(_merge(args, kwargs), weights, infer=False), out)
 
     def bind(self, args=None, /, *, weights=None, **kwargs):
         """The program with ``weights`` and these arguments bound once: a
@@ -269,10 +270,12 @@ class Program:
         :class:`Bound`)."""
         lib.rv_program_invalidate(self._ptr)
 
-    def _run(self, b, out):
+    def _run(self, b, out, owner=None):
+        """Runs on bindings b: the outputs as views that keep ``owner``
+        (default: b) alive, or written into ``out``."""
         if out is None:
             errors.check(lib.rv_program_run(self._ptr, b.ptr))
-            return _outputs(self.module, b)
+            return _outputs(self.module, b, owner)
         names = list(self.module.outputs)
         missing = [n for n in names if n not in out]
         extra = [n for n in out if n not in names]
@@ -361,51 +364,44 @@ class Bound:
         self.program = program
         self._base = base
         self._lock = threading.Lock()
-        self._idle = []  # (Bindings, weak references to its last results' buffers)
+        self._idle = []  # (Bindings, a weak reference to its last call's _Lease)
         self._reuse = has("rv_bindings_reset")
 
     def __call__(self, args=None, /, *, out=None, **kwargs):
         b = self._take()
+        lease = _Lease(b)
         try:
-            res = self.program._run(b.bind(_merge(args, kwargs)), out)
-        except BaseException:
-            self._give(b, ())
-            raise
-        self._give(b, res.values() if out is None else ())
-        return res
+            return self.program._run(b.bind(_merge(args, kwargs), infer=False), out, lease)
+        finally:
+            self._give(b, lease)
 
     def _take(self):
-        """Bindings for one call: a pooled one none of whose results is
-        alive, reset to the bound arguments, else new ones."""
-        b = None
+        """Bindings for one call: a pooled one whose last call's results
+        are all gone (they were reset to the bound arguments when pooled),
+        else new ones."""
         if self._reuse:
             with self._lock:
-                for i, (c, refs) in enumerate(self._idle):
-                    if all(r() is None for r in refs):
-                        b = c
-                        del self._idle[i]
-                        break
-        if b is not None:
-            errors.check(lib.rv_bindings_inherit(b.ptr, self._base.ptr))
-            return b
+                idle = self._idle
+                for i in range(len(idle)):
+                    if idle[i][1]() is None:
+                        return idle.pop(i)[0]
         b = Bindings(self.program.module)
         b.inherited = self._base  # borrows its arrays: keep it alive with the results
         errors.check(lib.rv_bindings_inherit(b.ptr, self._base.ptr))
         return b
 
-    def _give(self, b, results):
-        """Pools b after a call, with weak references to the buffers its
-        results view (a result alive keeps b's arrays from reuse)."""
+    def _give(self, b, lease):
+        """Pools b after a call, reset to the bound arguments (it holds
+        nothing of the caller's while pooled), with a weak reference to
+        the call's lease: a result alive keeps b's arrays from reuse."""
         if not self._reuse:
             return
-        b.reset()  # holds nothing of the caller's while pooled
-        refs = [weakref.ref(buf) for buf in map(_buffer_of, results) if buf is not None]
+        b.reset(self._base)
         with self._lock:
-            self._idle.append((b, refs))
+            self._idle.append((b, weakref.ref(lease)))
             if len(self._idle) > self._POOL:
                 # drop one whose results are alive (they keep it alive), else the oldest
-                busy = [i for i, (_, rs) in enumerate(self._idle)
-                        if any(r() is not None for r in rs)]
+                busy = [i for i, (_, r) in enumerate(self._idle) if r() is not None]
                 del self._idle[busy[0] if busy else 0]
 
     def invalidate(self):
@@ -415,11 +411,14 @@ class Bound:
         self.program.invalidate()
 
 
-def _buffer_of(result):
-    """The object that owns a result's memory (the base at the end of a
-    view's chain: the ctypes buffer _arrays.view_array made), None for an
-    array with its own memory."""
-    a = result.values if isinstance(result, Ragged) else result
-    while isinstance(a, np.ndarray):
-        a = a.base
-    return a
+class _Lease:
+    """One Bound call's hold on its bindings: the call's results (their
+    buffers, the base of every view of them) keep it, and so the bindings,
+    alive; the pool reuses the bindings once it is gone. One object per
+    call, whatever the number of outputs, so checking a pooled bindings
+    object is one weak reference."""
+
+    __slots__ = ("bindings", "__weakref__")
+
+    def __init__(self, bindings):
+        self.bindings = bindings

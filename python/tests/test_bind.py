@@ -150,3 +150,41 @@ def test_bound_concurrent_calls(prog):
         th.join()
     assert not errors, errors[0]
     assert len(model._idle) <= model._POOL
+
+
+TWO = """
+size N in 1..300
+input W : f32[48, 40]
+input x : f32[N, 40]
+Y[n, j < 48] = sum(l < 40) W[j, l] * x[n, l]
+Z[n, j < 48] = Y[n, j] * 2.0
+output Y, Z
+"""
+
+
+@pytest.mark.parametrize("one_call_info", [True, False])
+def test_bound_results_of_several_outputs(one_call_info, monkeypatch):
+    """Each call's results keep its bindings from reuse while any one of
+    them (or a view of one) is alive, whichever output it is; with the
+    library's rv_bindings_get_info (one call per result) and without it
+    (an older library: four calls), the same views."""
+    from ravel import _bindings
+
+    monkeypatch.setattr(_bindings, "_HAS_INFO", one_call_info and _bindings._HAS_INFO)
+    w = draw((48, 40), 5)
+    model = ravel.parse(TWO).compile().bind(W=w)
+    x1, x2 = draw((7, 40), 301), draw((7, 40), 302)
+    r1 = model(x=x1)
+    z1 = r1["Z"][1:]  # only a view of the second output stays
+    del r1
+    r2 = model(x=x2)
+    for k in "YZ":
+        assert r2[k].shape == (7, 48) and r2[k].dtype == np.float32
+        assert not np.shares_memory(z1, r2[k])
+    np.testing.assert_allclose(z1, 2 * (x1 @ w.T)[1:], rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(r2["Y"], x2 @ w.T, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(r2["Z"], 2 * (x2 @ w.T), rtol=1e-4, atol=1e-4)
+    del z1, r2
+    y3 = model(x=x1[:3])["Y"]  # everything gone: a pooled bindings object computes it
+    np.testing.assert_allclose(y3, (x1 @ w.T)[:3], rtol=1e-4, atol=1e-4)
+    assert len(model._idle) <= model._POOL

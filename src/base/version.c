@@ -26,6 +26,7 @@ size_t rv_struct_size(const char *name) {
         {"rv_compile_options", sizeof(rv_compile_options)},
         {"rv_program_counters", sizeof(rv_program_counters)},
         {"rv_linear", sizeof(rv_linear)},
+        {"rv_array_info", sizeof(rv_array_info)},
     };
     if (name == NULL)
         return 0;

@@ -305,6 +305,14 @@ const rv_array *rv_bindings_get_array(const rv_bindings *b, const char *name) {
     return NULL;
 }
 
+int rv_bindings_get_info(const rv_bindings *b, const char *name, rv_array_info *out) {
+    const rv_array *a = rv_bindings_get_array(b, name);
+    if (!a || !out)
+        return 0;
+    rv_array_get_info(a, out);
+    return 1;
+}
+
 rv_status rv_bindings_randomize(rv_bindings *b, uint64_t seed) {
     if (!b)
         return base_error(RV_ERR_ARG, "rv_bindings_randomize: no bindings");

@@ -173,6 +173,13 @@ void *rv_array_data(rv_array *a) {
     return a->dl.data;
 }
 
+void rv_array_get_info(const rv_array *a, rv_array_info *out) {
+    out->data = a->dl.data;
+    out->dtype = a->dtype;
+    out->ndim = a->ndim;
+    memcpy(out->shape, a->shape, sizeof out->shape);
+}
+
 const void *rv_array_cdata(const rv_array *a) {
     return a->dl.data;
 }

@@ -6,7 +6,8 @@
  * alignment, and rv_compile_options.threads (a program's own pool size,
  * or serial) giving the interpreter's results; a run reusing the arrays of
  * the intermediates the bindings hold from their previous run, also when
- * the run is smaller (refitted into the larger arrays).
+ * the run is smaller (refitted into the larger arrays); rv_bindings_get_info
+ * describing a bound and a computed array as the separate accessors do.
  */
 #include <stdlib.h>
 #include <unistd.h>
@@ -325,6 +326,37 @@ static void test_reuse_smaller(void) {
     rv_module_free(m);
 }
 
+/* rv_bindings_get_info: the bound input's and the computed result's data,
+ * dtype, rank and shape as rv_bindings_get_array and the rv_array
+ * accessors give them; 0 with *out untouched for an unbound or unknown
+ * name. */
+static void test_get_info(void) {
+    rv_module *m = parse();
+    rv_bindings *b = rv_bindings_new(m);
+    const int64_t shape[2] = {3, 16};
+    rv_array *x = rv_array_new(RV_F32, 2, shape);
+    CHECK_EQ_INT(rv_bindings_set_size(b, "N", 3), RV_OK);
+    CHECK_EQ_INT(rv_bindings_set_array(b, "X", x), RV_OK);
+    rv_array_info info = {.ndim = -7};
+    CHECK_EQ_INT(rv_bindings_get_info(b, "Y", &info), 0); /* not computed yet */
+    CHECK_EQ_INT(rv_bindings_get_info(b, "Z", &info), 0);
+    CHECK_EQ_INT(info.ndim, -7);
+    CHECK_EQ_INT(rv_bindings_get_info(b, "X", &info), 1);
+    CHECK(info.data == rv_array_data(x) && info.dtype == RV_F32 && info.ndim == 2 &&
+          info.shape[0] == 3 && info.shape[1] == 16);
+    CHECK_EQ_INT(rv_interp_run(m, b), RV_OK);
+    CHECK_EQ_INT(rv_bindings_get_info(b, "Y", &info), 1);
+    rv_array *y = (rv_array *)rv_bindings_get_array(b, "Y");
+    CHECK(info.data == rv_array_data(y) && info.dtype == rv_array_dtype(y) &&
+          info.ndim == rv_array_ndim(y) && info.shape[0] == 3 && info.shape[1] == 16);
+    CHECK_EQ_INT(rv_bindings_get_info(b, "Y", NULL), 0);
+    CHECK_EQ_INT(rv_bindings_get_info(NULL, "Y", &info), 0);
+    CHECK_EQ_INT((int)rv_struct_size("rv_array_info"), (int)sizeof(rv_array_info));
+    rv_bindings_free(b);
+    rv_array_free(x);
+    rv_module_free(m);
+}
+
 int main(void) {
     snprintf(cache_dir, sizeof cache_dir, "/tmp/ravel-test-serving-%d", (int)getpid());
     RUN(test_wrap);
@@ -333,5 +365,6 @@ int main(void) {
     RUN(test_reuse_intermediates);
     RUN(test_reuse_smaller);
     RUN(test_reset_reuse);
+    RUN(test_get_info);
     return harness_report();
 }
