@@ -10,7 +10,7 @@
  * Compiles PROGRAM.rv with T threads (rv_compile_options.threads; default
  * 1), loads every input of the program from WEIGHTS_DIR/<name>.npy
  * (trees_ref.save_weights' files; rv_npy_load), checked against its
- * declaration (dtype, rank, extents), and binds them once, as a server
+ * declaration (dtype and rank here, extents by the first run), and binds them once, as a server
  * does: what the program derives from its params (packed weights) is made
  * at the first call and kept. STRUCTURE is the structure the batches bind
  * to; its batches are built as its declaration says (rv_structure_kind,
@@ -76,10 +76,10 @@ static double now(void) {
 
 /* ---- the weights ---------------------------------------------------- */
 
-/* Loads input t from dir/<name>.npy and checks it against its declaration
- * before any call: dtype and rank here, each extent against the tensor's
- * layout under the bound sizes (rv_bindings_layout) where the layout does
- * not depend on the batch (the run checks the others). */
+/* Loads input t from dir/<name>.npy and checks its dtype and rank against
+ * the declaration; its extents are checked by the first call's run, which
+ * names the input (the public API has no per-input check of a lone array:
+ * rv_bindings_load_weights does it for .npz and safetensors files). */
 static rv_array *load_input(rv_bindings *b, const rv_tensor *t, const char *dir) {
     const char *name = rv_tensor_name(t);
     size_t n = strlen(dir) + strlen(name) + 6;
@@ -88,19 +88,12 @@ static rv_array *load_input(rv_bindings *b, const rv_tensor *t, const char *dir)
     rv_array *a = NULL;
     if (rv_npy_load(path, &a) != RV_OK)
         die("weight %s: %s", name, rv_last_error());
-    if (rv_array_dtype(a) != rv_tensor_dtype(t) || rv_array_ndim(a) != rv_tensor_ndim(t))
-        die("weight %s: %s holds a %d-d array of another dtype or rank than the program's %d-d input",
-            name, path, rv_array_ndim(a), rv_tensor_ndim(t));
-    rv_layout *l = NULL;
-    if (rv_bindings_layout(b, name, &l) == RV_OK) {
-        for (int k = 0; k < rv_array_ndim(a); k++) {
-            int64_t e = rv_layout_extent(l, k);
-            if (e >= 0 && e != rv_array_shape(a)[k])
-                die("weight %s: %s has extent %lld in dimension %d, the program declares %lld", name,
-                    path, (long long)rv_array_shape(a)[k], k, (long long)e);
-        }
-        rv_layout_free(l);
-    }
+    if (rv_array_dtype(a) != rv_tensor_dtype(t))
+        die("weight %s: %s holds %s, the program declares %s", name, path,
+            rv_dtype_name(rv_array_dtype(a)), rv_dtype_name(rv_tensor_dtype(t)));
+    if (rv_array_ndim(a) != rv_tensor_ndim(t))
+        die("weight %s: %s has %d dimensions, the program declares %d", name, path,
+            rv_array_ndim(a), rv_tensor_ndim(t));
     check(rv_bindings_set_array(b, name, a), name);
     free(path);
     return a;
@@ -319,6 +312,8 @@ int main(int argc, char **argv) {
     while (fgets(line, sizeof line, stdin)) {
         int i;
         double tm[3];
+        if (strspn(line, " \t\r\n") == strlen(line))
+            continue; /* a blank line */
         if (sscanf(line, "batches %4095s", arg) == 1) {
             free_batches(sv.batches, sv.nbatches);
             sv.batches = read_batches(arg, width, &sv.nbatches);
