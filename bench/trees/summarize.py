@@ -103,8 +103,9 @@ def main():
               "(target ≥ 60%%), %s of FP32 peak" % (T, fmt(rv["median_ms"]), fmt(rv.get("bound_ms")),
                                                    pct(rv.get("bound_frac")), pct(rv.get("peak_frac"))))
     for d in skipped:
-        print("ravel did not run %s H=%d (%d threads): %s" % (d["model"], d["hidden"], d.get("threads", 0),
-                                                             d["error"]))
+        print("%s did not run %s H=%d (%d threads): %s" % (
+            "ravel from C" if d.get("side") == "ravel_c" else "ravel", d["model"], d["hidden"],
+            d.get("threads", 0), d["error"]))
 
 
 if __name__ == "__main__":
