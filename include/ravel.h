@@ -340,6 +340,13 @@ rv_ufun *rv_structure_set_roots(rv_structure *s, const char *root, rv_size *coun
  * columns are the linearized batch's data columns, in order. */
 rv_ufun *rv_structure_add_data(rv_structure *s, const char *name, rv_expr *lo, rv_expr *hi);
 rv_structure *rv_module_structure(const rv_module *m, const char *name);
+/* What a batch bound to the structure must be (rv_structs_new's arguments
+ * for it): its kind, K and number of data columns, so a caller that loads
+ * a model from a .rv file builds batches that fit it without knowing the
+ * file. The kind of NULL is RV_STRUCT_KIND_COUNT, its counts -1. */
+rv_struct_kind rv_structure_kind(const rv_structure *s);
+int rv_structure_max_children(const rv_structure *s);
+int rv_structure_num_data(const rv_structure *s);
 
 /* A recursion group over structure s. Declare every member first (so
  * bodies can read members defined later), then define each, then end. */

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """bench/trees/bench.py — the recursive-model benchmark (MODELS.md): ravel
-(models/*.rv compiled, trees_ravel.py) against PyTorch eager per node,
+(models/*.rv compiled; called from Python, trees_ravel.py, and from C,
+trees_ravel_c.py) against PyTorch eager per node,
 PyTorch batched level by level by hand and DyNet with autobatching (from
 Python, and from C++: trees_dynet_cpp.py). Run it
 with the venv of setup.sh (`ravel bench trees [ARGS]` does):
@@ -8,7 +9,7 @@ with the venv of setup.sh (`ravel bench trees [ARGS]` does):
   bench/trees/.venv/bin/python bench/trees/bench.py [--models treelstm,gru]
       [--hidden 256] [--batch 1,10] [--threads 1,2]
       [--baselines pytorch_eager,pytorch_batched,dynet_autobatch,dynet_cpp|none]
-      [--ravel compiled|interp|none] [--peak PATH]
+      [--ravel compiled,c|compiled|c|interp|none] [--peak PATH]
       [--min-time S] [--max-runs N] [--weights DIR] [--check-only] [--quick]
 
 First the machine's roofline (bench/peak.c's driver, --peak: FP32 FMA peak
@@ -21,16 +22,19 @@ one line per (model, hidden, batch, threads, side):
 
   {"bench": "trees", "config": {"model", "hidden", "batch", "threads",
    "workload", "nodes_per_batch"}, "baseline", "median_ms", "min_ms",
-   "max_ms", "runs", "ravel_ms" (ravel's median in the same run, null
-   without ravel), "ratio" (median_ms / ravel_ms: how many times faster
-   ravel is), "loadavg" (1-minute, after the line),
+   "max_ms", "runs", "ravel_ms" (the median of ravel called from Python in
+   the same run, null without that side), "ratio" (median_ms / ravel_ms:
+   how many times faster ravel is), "ravel_c_ms" and "ratio_c" (the same
+   for ravel called from C, null without that side), "loadavg" (1-minute,
+   after the line),
    "gflops" (median over the calls of the call's batch's matrix FLOPs,
    trees_ref.flops, over its time), "peak_frac" (gflops over the FP32 peak
    of that many threads),
    + pytorch_batched: "linearize_ms" (host-side level numbering, not in median_ms)
    + dynet_autobatch, dynet_cpp: "graph_ms", "forward_ms" (medians of the
      two parts; median_ms is the median of their per-call sum)
-   + ravel ("baseline": "ravel"): "build_ms", "linearize_ms", "run_ms"
+   + ravel ("baseline": "ravel": from Python; "ravel_c": from C, the
+     same call timed inside trees_ravel_c.c): "build_ms", "linearize_ms", "run_ms"
      (medians of the parts of a call: adding the batch's structures, checked;
      rv_linearize; binding and the kernels; median_ms is the median of
      their per-call sum), "linearize_frac" (build + linearize over the
@@ -40,6 +44,11 @@ one line per (model, hidden, batch, threads, side):
 
 dynet_cpp needs the driver dynet_cpp/setup.sh builds; without it the
 baseline is left out (trees_env's "dynet_cpp" is null, stderr says why).
+Likewise ravel_c (--ravel's "c": the driver `make bench-build` makes,
+trees_ravel_c.py; trees_env's "ravel_c" is its path or null). --ravel
+names the ravel sides: "compiled" (from Python) or "interp" (the
+interpreter from Python: checks the harness; slow), and "c" (compiled,
+from C); "compiled,c" by default; "none" for neither.
 
 A model whose program does not compile yet prints {"bench": "trees_ravel",
 "model", "hidden", "error"} and runs without ravel.
@@ -107,7 +116,7 @@ def med_ms(xs):
     return round(statistics.median(xs) * 1e3, 4)
 
 
-def cross_check(model, H, W, P, dm, cm, baselines, rm):
+def cross_check(model, H, W, P, dm, cm, baselines, rm, rc=None):
     sb = td.small_batch(model)
     ref = tr.reference(model, W, sb)
     got = {}
@@ -125,6 +134,8 @@ def cross_check(model, H, W, P, dm, cm, baselines, rm):
         got["dynet_autobatch"] = trees_dynet.stack(outs, sb)
     if cm is not None:
         got["dynet_cpp"] = cm.states(sb)
+    if rc is not None:
+        got["ravel_c"] = rc.states(sb)
     err = {b: max(float(np.abs(g[k] - ref[k]).max()) for k in ref) for b, g in got.items()}
     names = list(got)
     pair = {"%s~%s" % (a, b): max(float(np.abs(got[a][k] - got[b][k]).max()) for k in ref)
@@ -182,15 +193,16 @@ def l2_bytes():
         return 1 << 20
 
 
-def ravel_model(model, H, W, threads, mode):
-    """trees_ravel's model, or None (with a line saying why) where it does not compile."""
+def ravel_model(model, H, W, threads, mode, rc=None):
+    """trees_ravel's model (rc: trees_ravel_c's module, for that side's),
+    or None (with a line saying why) where it does not compile."""
     if mode == "none":
         return None
     try:
-        return trv.RavelModel(model, H, W, threads, mode)
-    except trv.ravel.Error as e:
-        print(json.dumps({"bench": "trees_ravel", "model": model, "hidden": H, "threads": threads,
-                          "error": str(e)}), flush=True)
+        return rc.CModel(model, W, threads) if rc else trv.RavelModel(model, H, W, threads, mode)
+    except (trv.ravel.Error, RuntimeError) as e:
+        print(json.dumps({"bench": "trees_ravel", "side": "ravel_c" if rc else "ravel", "model": model,
+                          "hidden": H, "threads": threads, "error": str(e)}), flush=True)
         return None
 
 
@@ -207,9 +219,10 @@ def main():
     ap.add_argument("--split", default="test")
     ap.add_argument("--check-only", action="store_true")
     ap.add_argument("--quick", action="store_true", help="min-time 0.1, max 20 runs")
-    ap.add_argument("--ravel", default="compiled", choices=["compiled", "interp", "none"],
-                    help="ravel's side: compiled programs, the interpreter (checks the harness; "
-                         "slow), or none")
+    ap.add_argument("--ravel", default="compiled,c",
+                    help="ravel's sides, comma-separated: compiled (programs called from Python) or "
+                         "interp (the interpreter: checks the harness; slow), and c (programs called "
+                         "from C: trees_ravel_c); or none")
     ap.add_argument("--peak", default=os.environ.get("RAVEL_PEAK", os.path.join(
         os.environ.get("RAVEL_BENCH_DIR") or os.path.join(trv.REPO, "build", "bench"), "peak")),
         help="bench/peak.c's driver (default: build/bench/peak)")
@@ -220,6 +233,17 @@ def main():
     for b in baselines:
         if b not in BASELINES:
             sys.exit("bench.py: unknown baseline " + b)
+    sides = [] if a.ravel == "none" else a.ravel.split(",")
+    if any(x not in ("compiled", "interp", "c") for x in sides) or ("compiled" in sides and "interp" in sides):
+        sys.exit("bench.py: --ravel takes compiled or interp, and c (comma-separated), or none")
+    a.ravel = "compiled" if "compiled" in sides else "interp" if "interp" in sides else "none"
+    trc = None
+    if "c" in sides:
+        import trees_ravel_c as trc
+        why = trc.available()
+        if why:
+            print("bench.py: %s; the ravel_c side is left out" % why, file=sys.stderr, flush=True)
+            trc = None
     dyn = None
     if "dynet_autobatch" in baselines:
         import trees_dynet as dyn
@@ -233,11 +257,13 @@ def main():
     print(json.dumps({"bench": "trees_env", "torch": torch.__version__, "numpy": np.__version__,
                       "dynet": "dynet38" if dyn else None,
                       "dynet_cpp": dcpp.DRIVER if dcpp else None, "ravel": trv.ravel.version,
-                      "libravel": trv.ravel.library_path, "ravel_side": a.ravel, "cpus": os.cpu_count(),
+                      "libravel": trv.ravel.library_path, "ravel_side": a.ravel,
+                      "ravel_c": trc.DRIVER if trc else None, "cpus": os.cpu_count(),
                       "loadavg": os.getloadavg(), "min_time": a.min_time, "max_runs": a.max_runs}), flush=True)
     threads = [int(t) for t in a.threads.split(",")]
     peak = {} if a.check_only else measure_peak(a.peak, threads)
     l2 = l2_bytes()
+    rcs = {}
     for model in a.models.split(","):
         hs = [int(h) for h in a.hidden.split(",")] if a.hidden else tr.HIDDEN[model]
         for H in hs:
@@ -247,8 +273,13 @@ def main():
             if cm is not None:
                 cm.close()
             cm = dcpp.CppModel(model, W) if dcpp else None
+            for c in rcs.values():
+                if c is not None:
+                    c.close()
+            # ravel_c's drivers, one per thread count, made when first needed
+            rcs = {1: ravel_model(model, H, W, 1, "compiled", trc)} if trc else {}
             torch.set_num_threads(1)
-            cross_check(model, H, W, P, dm, cm, baselines, ravel_model(model, H, W, 1, a.ravel))
+            cross_check(model, H, W, P, dm, cm, baselines, ravel_model(model, H, W, 1, a.ravel), rcs.get(1))
             if a.check_only:
                 continue
             for B in [int(b) for b in a.batch.split(",")]:
@@ -268,6 +299,12 @@ def main():
                     rm = ravel_model(model, H, W, T, a.ravel)
                     if rm is not None:
                         fns["ravel"] = lambda i: rm.call(preps[i])[1]
+                    if trc and T not in rcs:
+                        rcs[T] = ravel_model(model, H, W, T, "compiled", trc)
+                    rc = rcs.get(T)
+                    if rc is not None:
+                        rc.load(batches)
+                        fns["ravel_c"] = rc.call
                     if "pytorch_eager" in baselines:
                         def eager_call(i):
                             t = time.perf_counter()
@@ -292,7 +329,8 @@ def main():
                     if cm is not None:
                         fns["dynet_cpp"] = cm.call
                     allres = time_sides(list(fns.values()), len(batches), a.min_time, a.max_runs)
-                    rv_ms = med_ms([r["total"] for r in allres[0]]) if rm is not None else None
+                    meds = {b: med_ms([r["total"] for r in res]) for b, res in zip(fns, allres)}
+                    rv_ms, rvc_ms = meds.get("ravel"), meds.get("ravel_c")
                     pk = peak.get(T)
                     for b, res in zip(fns, allres):
                         tot = [r["total"] for r in res]
@@ -300,17 +338,19 @@ def main():
                                 "median_ms": med_ms(tot), "min_ms": round(min(tot) * 1e3, 4),
                                 "max_ms": round(max(tot) * 1e3, 4), "runs": len(res),
                                 "ravel_ms": rv_ms, "ratio": round(med_ms(tot) / rv_ms, 3) if rv_ms and b != "ravel" else None,
+                                "ravel_c_ms": rvc_ms,
+                                "ratio_c": round(med_ms(tot) / rvc_ms, 3) if rvc_ms and b != "ravel_c" else None,
                                 "loadavg": round(os.getloadavg()[0], 2)}
                         # GFLOP/s of each call's own batch, median over the calls
                         line["gflops"] = round(statistics.median(
                             fl[j % len(batches)] / r["total"] * 1e-9 for j, r in enumerate(res)), 3)
                         line["peak_frac"] = round(line["gflops"] / pk[0], 4) if pk else None
-                        if b == "ravel":
+                        if b in ("ravel", "ravel_c"):
                             for part in ("build", "linearize", "run"):
                                 line[part + "_ms"] = med_ms([r[part] for r in res])
                             line["linearize_frac"] = round(
                                 (line["build_ms"] + line["linearize_ms"]) / line["median_ms"], 4)
-                            line["compile_s"] = round(rm.compile_s, 3)
+                            line["compile_s"] = round((rm if b == "ravel" else rc).compile_s, 3)
                             if pk:
                                 bounds = [roofline.bound_ms(model, H, bt, T, pk[0], pk[1], l2) for bt in batches]
                                 line["bound_ms"] = round(statistics.median(bounds), 4)

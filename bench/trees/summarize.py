@@ -7,7 +7,14 @@ and linearizing the batch in it, its fraction of the FP32 peak and of the
 roofline bound (bench/trees/roofline.py), and the ratios ravel vs DyNet
 autobatch, vs DyNet autobatch from C++ (dynet_cpp, where it ran), vs
 PyTorch batched and vs PyTorch eager (how many times faster ravel is) with
-their geometric means, and the targets' verdicts. Stdlib only.
+their geometric means, and the targets' verdicts.
+
+ravel has two sides (bench.py's --ravel): called from Python ("ravel",
+trees_ravel.py) and from C ("ravel_c", trees_ravel_c.c; its own column).
+Each ratio pairs sides called from the same language: ×DyNet C++ uses
+ravel from C (marked "py" where only ravel from Python ran); ×DyNet,
+×batched and ×eager, whose baselines are Python, use ravel from Python
+(ravel from C where only it ran, marked "C"). Stdlib only.
 
   python3 bench/trees/summarize.py [bench/trees/out/results-full.jsonl]
 """
@@ -44,39 +51,50 @@ def main():
     pct = lambda x: "%.0f%%" % (100 * x) if x is not None else "–"  # noqa: E731
     print("| model | H | B | thr | nodes | PyTorch eager | PyTorch batched [lin.] | DyNet autobatch "
           "(graph + fwd) | DyNet C++ (graph + fwd) | target ms | ravel ms [build+lin.] | peak | bound "
-          "| ×DyNet | ×DyNet C++ | ×batched | ×eager |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "| ravel C ms [build+lin.] | ×DyNet | ×DyNet C++ | ×batched | ×eager |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     ratios = {"dynet_autobatch": [], "dynet_cpp": [], "pytorch_batched": [], "pytorch_eager": []}
     lin_frac_b10, roof = [], []
     for k in order:
         r = rows[k]
-        e, b, y, yc, rv = (r.get(n) for n in ("pytorch_eager", "pytorch_batched", "dynet_autobatch",
-                                              "dynet_cpp", "ravel"))
+        e, b, y, yc, rp, rcs = (r.get(n) for n in ("pytorch_eager", "pytorch_batched", "dynet_autobatch",
+                                                   "dynet_cpp", "ravel", "ravel_c"))
+        rv = rp or rcs  # the Python baselines' pairing (and the targets' columns)
         cell = lambda d: "%s (min %s)" % (fmt(d["median_ms"]), fmt(d["min_ms"])) if d else "–"  # noqa: E731
         bc = cell(b) + (" [%s]" % fmt(b["linearize_ms"]) if b else "")
         dyn = lambda d: cell(d) + (" = %s + %s" % (fmt(d["graph_ms"]), fmt(d["forward_ms"])) if d else "")  # noqa: E731
         tg = [x for x in (y and y["median_ms"] / 5, b and b["median_ms"] / 2) if x]
         rc = "–"
+        side = lambda d: cell(d) + " [%s]" % pct(d.get("linearize_frac")) if d else "–"  # noqa: E731
         if rv:
-            rc = "%s [%s]" % (cell(rv), pct(rv.get("linearize_frac")))
+            rc = side(rp)
             if k[2] == 10:
                 lin_frac_b10.append(rv.get("linearize_frac"))
             if (k[0], k[1], k[2]) == ("treelstm", 512, 10):
                 roof.append((k[3], rv))
         x = {n: (d["median_ms"] / rv["median_ms"] if rv and d else None)
-             for n, d in (("dynet_autobatch", y), ("dynet_cpp", yc), ("pytorch_batched", b),
-                          ("pytorch_eager", e))}
+             for n, d in (("dynet_autobatch", y), ("pytorch_batched", b), ("pytorch_eager", e))}
+        rcpp = rcs or rp
+        x["dynet_cpp"] = yc["median_ms"] / rcpp["median_ms"] if rcpp and yc else None
         for n, v in x.items():
             ratios[n].append(v)
-        print("| %s | %d | %d | %d | %g | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+        mark = lambda v, m: fmt(v) + (" " + m if m and v is not None else "")  # noqa: E731
+        py = "C" if rv is rcs else ""
+        print("| %s | %d | %d | %d | %g | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             k[0], k[1], k[2], k[3], r["nodes"], cell(e), bc, dyn(y), dyn(yc), fmt(min(tg) if tg else None), rc,
-            pct(rv and rv.get("peak_frac")), pct(rv and rv.get("bound_frac")), fmt(x["dynet_autobatch"]),
-            fmt(x["dynet_cpp"]), fmt(x["pytorch_batched"]), fmt(x["pytorch_eager"])))
+            pct(rv and rv.get("peak_frac")), pct(rv and rv.get("bound_frac")), side(rcs),
+            mark(x["dynet_autobatch"], py), mark(x["dynet_cpp"], "" if rcpp is rcs else "py"),
+            mark(x["pytorch_batched"], py), mark(x["pytorch_eager"], py)))
     g = {n: geomean(v) for n, v in ratios.items()}
     print("\ngeomean of ravel's speedup over models × sizes × batch sizes × threads: "
           "×DyNet autobatch %s (target ≥ 5; from C++: %s), ×PyTorch batched %s (target ≥ 2), "
-          "×PyTorch eager %s" % (fmt(g["dynet_autobatch"]), fmt(g["dynet_cpp"]), fmt(g["pytorch_batched"]),
-                                 fmt(g["pytorch_eager"])))
+          "×PyTorch eager %s (ravel from Python against the Python baselines, from C against DyNet "
+          "C++)" % (fmt(g["dynet_autobatch"]), fmt(g["dynet_cpp"]), fmt(g["pytorch_batched"]),
+                    fmt(g["pytorch_eager"])))
+    pc = geomean([rows[k]["ravel"]["median_ms"] / rows[k]["ravel_c"]["median_ms"] for k in order
+                  if "ravel" in rows[k] and "ravel_c" in rows[k]])
+    if pc:
+        print("ravel from C is %s× ravel from Python (geomean of the rows with both)" % fmt(pc))
     if lin_frac_b10:
         worst = max(v for v in lin_frac_b10 if v is not None)
         print("building + linearizing at batch 10: at most %s of a call (target < 5%%)" % pct(worst))
@@ -85,8 +103,9 @@ def main():
               "(target ≥ 60%%), %s of FP32 peak" % (T, fmt(rv["median_ms"]), fmt(rv.get("bound_ms")),
                                                    pct(rv.get("bound_frac")), pct(rv.get("peak_frac"))))
     for d in skipped:
-        print("ravel did not run %s H=%d (%d threads): %s" % (d["model"], d["hidden"], d.get("threads", 0),
-                                                             d["error"]))
+        print("%s did not run %s H=%d (%d threads): %s" % (
+            "ravel from C" if d.get("side") == "ravel_c" else "ravel", d["model"], d["hidden"],
+            d.get("threads", 0), d["error"]))
 
 
 if __name__ == "__main__":

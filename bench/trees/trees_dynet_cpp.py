@@ -50,24 +50,32 @@ def batch_stream(batches):
 
 
 class CppModel:
-    """One model's driver process, its weights loaded."""
+    """One model's driver process, its weights loaded. trees_ravel_c.CModel
+    drives ravel's C driver the same way: a subclass names its command
+    (argv) and reads its reply to "run I" (call)."""
+
+    NAME = "trees_dynet_cpp"
 
     def __init__(self, model, W):
         self.model = model
         self.H = W["Emb"].shape[1]
-        self.dir = tempfile.mkdtemp(prefix="trees_dynet_cpp.")
+        self.dir = tempfile.mkdtemp(prefix=self.NAME + ".")
         wd = tr.save_weights(self.dir, model, self.H, W)
         self.err = open(os.path.join(self.dir, "stderr"), "w+")
-        self.proc = subprocess.Popen([DRIVER] + FLAGS + [model, str(self.H), wd], stdin=subprocess.PIPE,
+        self.proc = subprocess.Popen(self.argv(wd), stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=self.err, text=True, bufsize=1)
         atexit.register(self.close)  # also when the run stops early (sys.exit)
-        self._reply("ready")
+        self.ready = self._reply("ready")
+
+    def argv(self, weights_dir):
+        """The driver's command line."""
+        return [DRIVER] + FLAGS + [self.model, str(self.H), weights_dir]
 
     def _reply(self, expect=None):
         ln = self.proc.stdout.readline()
         if not ln or (expect and not ln.startswith(expect)):
             self.err.seek(0)
-            raise RuntimeError("trees_dynet_cpp (%s) failed: %s%s" % (self.model, ln, self.err.read()[-2000:]))
+            raise RuntimeError("%s (%s) failed: %s%s" % (self.NAME, self.model, ln, self.err.read()[-2000:]))
         return ln
 
     def _send(self, line, expect=None):
@@ -99,7 +107,7 @@ class CppModel:
         elif self.model == "mvrnn":
             out["A"] = v[N * H:].reshape(N, H, H)
         elif v.size != N * H:
-            raise RuntimeError("trees_dynet_cpp: %d values for %d nodes" % (v.size, N))
+            raise RuntimeError("%s: %d values for %d nodes" % (self.NAME, v.size, N))
         return out
 
     def close(self):

@@ -204,6 +204,18 @@ rv_structure *rv_module_structure(const rv_module *m, const char *name) {
     return m && name ? ir_lookup(m, name, NAME_STRUCT) : NULL;
 }
 
+rv_struct_kind rv_structure_kind(const rv_structure *s) {
+    return s ? s->kind : RV_STRUCT_KIND_COUNT;
+}
+
+int rv_structure_max_children(const rv_structure *s) {
+    return s ? s->max_children : -1;
+}
+
+int rv_structure_num_data(const rv_structure *s) {
+    return s ? s->ndata : -1;
+}
+
 /* ---- recursion groups ---- */
 
 rv_recurse *rv_recurse_begin(rv_module *m, const char *name, rv_structure *s) {

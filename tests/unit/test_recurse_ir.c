@@ -171,11 +171,31 @@ static void test_data_range_sizes_only(void) {
     rv_module_free(f.m);
 }
 
+/* A structure's kind, K and data columns, read back as a caller sizing
+ * its rv_structs from a loaded module does; NULL gives the documented
+ * values. */
+static void test_structure_accessors(void) {
+    Fix f = fix_new();
+    CHECK_EQ_INT(rv_structure_kind(f.st), RV_STRUCT_TREE);
+    CHECK_EQ_INT(rv_structure_max_children(f.st), 2);
+    CHECK_EQ_INT(rv_structure_num_data(f.st), 1);
+    rv_structure *s = rv_structure_new(f.m, "S", RV_STRUCT_SEQUENCE, f.N, 1, "c", "nc");
+    CHECK(s != NULL);
+    CHECK_EQ_INT(rv_structure_kind(s), RV_STRUCT_SEQUENCE);
+    CHECK_EQ_INT(rv_structure_max_children(s), 1);
+    CHECK_EQ_INT(rv_structure_num_data(s), 0);
+    CHECK_EQ_INT(rv_structure_kind(NULL), RV_STRUCT_KIND_COUNT);
+    CHECK_EQ_INT(rv_structure_max_children(NULL), -1);
+    CHECK_EQ_INT(rv_structure_num_data(NULL), -1);
+    rv_module_free(f.m);
+}
+
 int main(void) {
     RUN(test_child_sum_group);
     RUN(test_refused_reads);
     RUN(test_same_node_order);
     RUN(test_declarations);
     RUN(test_data_range_sizes_only);
+    RUN(test_structure_accessors);
     return harness_report();
 }
