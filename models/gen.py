@@ -195,7 +195,11 @@ param b : f32[{H4}]
 XG[n, j < {H4}] = sum(l < {H}) W_ih[j, l] * Emb[word[n], l] + b[j]
 
 recurse R over S {{
-    g[n, j < {H4}] = XG[n, j] + sum(k < nprev[n], l < {H}) W_hh[j, l] * h[prev[n, k], l]
+    # the previous state, 0 before the first element: the product is one
+    # reduction of constant extent, with no guard or index load in its
+    # inner loop (as TreeFC's hc: 1.2-1.3x at batch 10, H = 256)
+    hp[n, l < {H}] = if nprev[n] > 0 then h[prev[n, 0], l] else 0.0
+    g[n, j < {H4}] = XG[n, j] + sum(l < {H}) W_hh[j, l] * hp[n, l]
     c[n, i < {H}] = if nprev[n] == 0 then sigmoid(g[n, i]) * tanh(g[n, {H2} + i])
                     else sigmoid(g[n, {H} + i]) * c[prev[n, 0], i] + sigmoid(g[n, i]) * tanh(g[n, {H2} + i])
     h[n, i < {H}] = sigmoid(g[n, {H3} + i]) * tanh(c[n, i])
@@ -214,7 +218,9 @@ param b_hh : f32[{H3}]
 XR[n, j < {H3}] = sum(l < {H}) W_ih[j, l] * Emb[word[n], l] + b_ih[j]
 
 recurse R over S {{
-    gh[n, j < {H3}] = sum(k < nprev[n], l < {H}) W_hh[j, l] * h[prev[n, k], l] + b_hh[j]
+    # the previous state, 0 before the first element (as LSTM's)
+    hp[n, l < {H}] = if nprev[n] > 0 then h[prev[n, 0], l] else 0.0
+    gh[n, j < {H3}] = sum(l < {H}) W_hh[j, l] * hp[n, l] + b_hh[j]
     z[n, i < {H}] = sigmoid(XR[n, {H} + i] + gh[n, {H} + i])
     nn[n, i < {H}] = tanh(XR[n, {H2} + i] + sigmoid(XR[n, i] + gh[n, i]) * gh[n, {H2} + i])
     h[n, i < {H}] = if nprev[n] == 0 then (1.0 - z[n, i]) * nn[n, i]
@@ -369,9 +375,9 @@ SCHEDULES = {
     "mvrnn": lambda H: GROUP + vec("h") + mtile("A"),
     "dagrnn": lambda H: upfront("XU", weights=[("U", "i", "j")]) + GROUP + vec("hs") + tile("h", "i", ["j"], "W", "j, i", at=["hs"]),
     "lstm": lambda H: (
-        upfront("XG", weights=[("W_ih", "j", "l")]) + GROUP + tile("g", "j", ["l", "k"], "W_hh", "l, j") + vec("c") + vec("h")),
+        upfront("XG", weights=[("W_ih", "j", "l")]) + GROUP + vec("hp", "l") + tile("g", "j", ["l"], "W_hh", "l, j", at=["hp"]) + vec("c") + vec("h")),
     "gru": lambda H: (
-        upfront("XR", weights=[("W_ih", "j", "l")]) + GROUP + tile("gh", "j", ["l", "k"], "W_hh", "l, j") + vec("z") + vec("nn") + vec("h")),
+        upfront("XR", weights=[("W_ih", "j", "l")]) + GROUP + vec("hp", "l") + tile("gh", "j", ["l"], "W_hh", "l, j", at=["hp"]) + vec("z") + vec("nn") + vec("h")),
 }
 
 
