@@ -880,6 +880,22 @@ static VX load(VC *vc, const Expr *x) {
     if (same_element(i))
         return (VX){arena_printf(vc->e->arena, "%s[%s]", bn, lane0(vc, x->args[0]).text), P_POSTFIX,
                     false};
+    const Expr *ix = x->args[0];
+    if (ix->kind == EX_SELECT && same_element(info_of(vc, ix->args[0]))) {
+        /* a checked access (rtcheck.c: select(ok, i, 0)) whose check is
+         * the same for every lane (a row index read from data): the
+         * vector's contiguous load where it holds, the safe element
+         * splatted where it fails, instead of a gather of both */
+        Info ti = info_of(vc, ix->args[1]);
+        if (ti.affine && ti.stride == 1 && same_element(info_of(vc, ix->args[2])) && !vc->count) {
+            Arena *a = vc->e->arena;
+            const char *t = arena_printf(
+                a, "%s ? %s(&%s[%s]) : %s(%s[%s])", wrap(vc, lane0(vc, ix->args[0]), P_COND + 1),
+                helper(vc, VH_TYPE, "load", x->dtype), bn, lane0(vc, ix->args[1]).text,
+                helper(vc, VH_TYPE, "splat", x->dtype), bn, lane0(vc, ix->args[2]).text);
+            return named(vc, x, arena_printf(a, "%s_v", bn), t);
+        }
+    }
     if (i.affine && i.stride == 1) {
         const char *t =
             vc->count

@@ -328,6 +328,17 @@ static Stmt *build_math(Module *m, Buffer **b, LoopKind k, int w) {
     return rows(m, k, w, math_body, b);
 }
 
+/* Y[at] = A[select(i*w < 3*w, at, 0)]: a checked row (rtcheck.c's
+ * select(ok, index, 0)) whose check is the same for every lane */
+static Stmt *guarded_row_body(Module *m, Buffer **b, Expr *at, Axis *j) {
+    Expr *row = lower_simplify_expr(m, bin(m, EX_SUB, at, j->var)); /* i * w */
+    Expr *ok = bin(m, EX_LT, row, bin(m, EX_MUL, I(m, 3), j->extent));
+    return lower_store(m, b[1], at, ld(m, b[0], ir_select(m, ok, at, I(m, 0))));
+}
+static Stmt *build_guarded_row(Module *m, Buffer **b, LoopKind k, int w) {
+    return rows(m, k, w, guarded_row_body, b);
+}
+
 static void test_elementwise(void) {
     static const int ws[] = {2, 3, 5, 8, 16, 17, 32, 64};
     for (int wi = 0; wi < RV_COUNT(ws); wi++) {
@@ -765,6 +776,24 @@ static Stmt *build_widen(Module *m, Buffer **b, LoopKind k, int w) {
     return rows(m, k, w, widen_body, b);
 }
 
+/* A load whose index is checked the same way for all lanes is the
+ * contiguous load where the check holds, element 0 splatted where it
+ * fails (rows 3.. here), not a gather; a partial vector (w = 17's last
+ * lane) keeps the gather. */
+static void test_uniform_guard(void) {
+    static const int ws[] = {8, 16, 17};
+    for (int wi = 0; wi < RV_COUNT(ws); wi++) {
+        int w = ws[wi];
+        int64_t n = ROWS * w;
+        Case c = {"guarded row", 2, {RV_F32, RV_F32}, {n, n}, build_guarded_row, w, 0, -4, 4};
+        char *src = check_case(&c);
+        if (w == 16)
+            CHECK_STR_CONTAINS(src, "? rv_load_f32x16(&A[i * 16]) : rv_splat_f32x16(A[0]);");
+        CHECK(w == 17 || strstr(src, "A_g[lane]") == NULL);
+        base_free(src);
+    }
+}
+
 static void test_widen_at_O0(void) {
     static const int ws[] = {1, 8, 16, 32};
     opt_level = "-O0";
@@ -794,6 +823,7 @@ int main(void) {
     RUN(test_fallback);
     RUN(test_accuracy);
     RUN(test_widen_at_O0);
+    RUN(test_uniform_guard);
     char cmd[PATH_MAX + 16];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", cache_dir);
     if (system(cmd) != 0)
