@@ -63,6 +63,7 @@ Expr *lower_iv_value(LowerCtx *c, StageNest *n, const IterVar *v) {
 }
 
 static Expr *root_extent(LowerCtx *c, StageNest *n, const IterVar *v, const PtrMap *vary);
+static Expr *extent_over_free_leaves(LowerCtx *c, StageNest *n, const IterVar *v);
 static bool bind_outer_roots(LowerCtx *c, StageNest *n, const IterVar *v);
 
 /* The first value of root r where n is: the origin of a region, the split
@@ -161,6 +162,8 @@ static Expr *root_extent(LowerCtx *c, StageNest *n, const IterVar *v, const PtrM
             return ir_binary(m, EX_MIN, hi, ir_int(m, v->part_mult - 1));
         return hi;
     }
+    if (!bound)
+        return extent_over_free_leaves(c, n, v);
     Expr *e = lower_index(c, v->axis->extent);
     if (!e)
         return NULL;
@@ -191,6 +194,51 @@ static Expr *root_extent(LowerCtx *c, StageNest *n, const IterVar *v, const PtrM
             g = g ? ir_binary(m, EX_AND, g, p) : p;
     }
     return g ? ir_select(m, g, e, ir_int(m, 0)) : e;
+}
+
+/* The extent of root v where an outer root it mentions has leaves not
+ * bound here: the schedule checker lets v's loop move above such leaves
+ * only where the extent, that root written over its leaves, does not
+ * depend on them (k < i/6*6 over i = io*6 + ii is k < io*6). Each unbound
+ * leaf becomes a fresh variable over its extent, which the simplified
+ * extent must not mention; NULL otherwise. A guard of a split tail it
+ * mentions is taken at the leaf's first value (0): the extent is the same
+ * for every value, and row io*6 of a tile is always in range. */
+static Expr *extent_over_free_leaves(LowerCtx *c, StageNest *n, const IterVar *v) {
+    Module *m = c->m;
+    Stage *st = n->st;
+    Axis *fresh[SCHED_MAX_IVS] = {0};
+    PtrMap zero = {0};
+    for (int i = 0; i < st->leaves.len; i++) {
+        IterVar *l = st->leaves.data[i];
+        bool outer = false;
+        for (int j = 0; j < st->ivs.len; j++) {
+            IterVar *r = st->ivs.data[j];
+            outer |= r->rel == IV_ROOT && r != v && ir_uses_axis(v->axis->extent, r->axis) &&
+                     sched_iv_derives_from(l, r);
+        }
+        Expr *e;
+        if (!outer || n->value[l->id] || !(e = iv_extent(c, n, l)))
+            continue;
+        fresh[l->id] = lower_loop_var(m, l->name, e);
+        n->value[l->id] = fresh[l->id]->var;
+        ptrmap_put(&zero, fresh[l->id], ir_int(m, 0));
+    }
+    Expr *e = NULL;
+    if (bind_outer_roots(c, n, v)) {
+        Expr *x = lower_ctx_simp(c, lower_index(c, v->axis->extent));
+        bool free = x != NULL;
+        for (int i = 0; free && i < st->ivs.len; i++)
+            free = !fresh[i] || !ir_uses_axis(x, fresh[i]);
+        e = free ? root_extent(c, n, v, NULL) : NULL;
+        e = e ? lower_ctx_simp(c, ir_substitute(m, e, &zero)) : NULL;
+    }
+    for (int i = 0; i < st->ivs.len; i++)
+        if (fresh[i])
+            n->value[i] = NULL;
+    bind_outer_roots(c, n, v);
+    ptrmap_free(&zero);
+    return e;
 }
 
 /* The extent of v where n is; `vary` as for root_extent. */

@@ -17,6 +17,8 @@
 #include <string.h>
 
 #include "sched/sched.h"
+/* the simplifier decides whether a variable extent depends on a loop */
+#include "lower/lower.h"
 
 typedef struct Ctx {
     Schedule *s;
@@ -134,9 +136,50 @@ static bool stage_has_loops(Ctx *c, SrcLoc loc, rv_status *r) {
 
 /* ---- loop order legality ---- */
 
+/* The value of v over its leaves, each leaf a fresh loop variable over
+ * its range ([0, ext) for v itself); the variables go to leaf_ax by id.
+ * NULL through a fuse (its parts are a division and a remainder). */
+static Expr *value_over_leaves(Module *m, const IterVar *v, Expr *ext, Axis **leaf_ax) {
+    if (v->fused || !ext)
+        return NULL;
+    if (!v->outer) {
+        Axis *a = ir_axis_new(m, v->name, AX_LOOP, ext);
+        leaf_ax[v->id] = a;
+        return a->var;
+    }
+    int64_t f = v->inner->factor;
+    Expr *oe = ir_binary(m, EX_DIV, ir_binary(m, EX_ADD, ext, ir_int(m, f - 1)), ir_int(m, f));
+    Expr *o = value_over_leaves(m, v->outer, oe, leaf_ax),
+         *i = value_over_leaves(m, v->inner, ir_int(m, f), leaf_ax);
+    return o && i ? ir_binary(m, EX_ADD, ir_binary(m, EX_MUL, o, ir_int(m, f)), i) : NULL;
+}
+
+/* Is the extent of root r the same for every value of o's leaves from
+ * position `from` on? o written over its leaves (i = io*6 + ii after
+ * split(i, 6)) and simplified with their ranges, the extent may no longer
+ * mention them: k < i/6*6 is k < io*6 for every ii < 6. */
+static bool extent_free_of_leaves(Ctx *c, const IterVar *r, const IterVar *o, int from) {
+    Stage *st = c->st;
+    Module *m = c->s->m;
+    Axis *leaf_ax[SCHED_MAX_IVS] = {0};
+    Expr *val = value_over_leaves(m, o, o->axis->extent, leaf_ax);
+    if (!val)
+        return false;
+    PtrMap map = {0};
+    ptrmap_put(&map, o->axis, val);
+    Expr *e = lower_simplify_expr(m, ir_substitute(m, r->axis->extent, &map));
+    ptrmap_free(&map);
+    for (int k = from; k < st->leaves.len; k++) {
+        const IterVar *l = st->leaves.data[k];
+        if (sched_iv_derives_from(l, o) && (!leaf_ax[l->id] || ir_uses_axis(e, leaf_ax[l->id])))
+            return false;
+    }
+    return true;
+}
+
 /* Loops whose extent depends on another axis (l < len[b]) stay inside
- * every loop derived from it; a spatial loop inside a reduction loop needs
- * the reduction to accumulate in place. */
+ * every loop derived from it that their extent depends on; a spatial loop
+ * inside a reduction loop needs the reduction to accumulate in place. */
 static rv_status check_order(Ctx *c, SrcLoc loc) {
     Stage *st = c->st;
     for (int i = 0; i < st->ivs.len; i++) {
@@ -156,7 +199,7 @@ static rv_status check_order(Ctx *c, SrcLoc loc) {
                 if (sched_iv_derives_from(st->leaves.data[k], r) && k < first_r)
                     first_r = k;
             }
-            if (last_o > first_r)
+            if (last_o > first_r && !extent_free_of_leaves(c, r, o, first_r))
                 return fail(c, loc,
                             "loop %s must stay inside loop %s: the extent of %s depends on %s",
                             st->leaves.data[first_r]->name, st->leaves.data[last_o]->name, r->name,

@@ -337,6 +337,38 @@ static void test_layout_split(void) {
     }
 }
 
+/* A loop whose extent mentions a split axis moves above the split's inner
+ * part only where the extent, the axis written over its parts and
+ * simplified with their ranges, no longer mentions it: k < i/6*6 is
+ * k < io*6 for every ii < 6 after split(i, 6), not after split(i, 4). */
+static void test_variable_extent_reorder(void) {
+    static const char *const tri = "size N in 1..40\ninput A : f32[N, N]\n"
+                                   "C[i < N] = sum(k < i / 6 * 6) A[i, k]\n"
+                                   "D[i < N] = sum(k < i) A[i, k]\n";
+    static const struct {
+        const char *target, *steps;
+        bool ok;
+    } cases[] = {
+        {"C", "io, ii = split(i, 6)  reorder(io, k, ii)", true},
+        {"C", "io, ii = split(i, 6)  a, b = split(ii, 2)  reorder(io, k, a, b)", true},
+        {"C", "io, ii = split(i, 4)  reorder(io, k, ii)", false},
+        {"C", "reorder(k, i)", false},
+        {"D", "io, ii = split(i, 6)  reorder(io, k, ii)", false},
+    };
+    for (int i = 0; i < RV_COUNT(cases); i++) {
+        rv_module *m = parse_ok(tri);
+        if (!m)
+            return;
+        rv_status st = rv_module_schedule(m, cases[i].target, cases[i].steps);
+        if (st == RV_OK)
+            st = rv_module_check_schedule(m);
+        CHECK_EQ_INT(st, cases[i].ok ? RV_OK : RV_ERR_SCHEDULE);
+        if (!cases[i].ok)
+            CHECK_STR_CONTAINS(rv_last_error(), "must stay inside loop");
+        rv_module_free(m);
+    }
+}
+
 int main(void) {
     RUN(test_table_rows);
     RUN(test_shape_errors);
@@ -346,5 +378,6 @@ int main(void) {
     RUN(test_stage_notes);
     RUN(test_query_variable_fuse);
     RUN(test_layout_split);
+    RUN(test_variable_extent_reorder);
     return harness_report();
 }
