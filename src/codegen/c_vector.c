@@ -25,6 +25,12 @@
  *   otherwise  a gather or scatter, lane by lane (a transposing copy
  *              of whole blocks: c_transpose.c)
  *
+ * A load at a checked index `c ? a : b` whose c is lane-invariant (the
+ * lowering's safe index of a read it could not prove in bounds, such as
+ * an embedding row at a node's word) loads the arm c picks, each arm by
+ * the rules above (checked_load), when both arms are contiguous or one
+ * element.
+ *
  * Non-affine varying integers become integer vectors (iota for the loop
  * variable). Comparisons give masks, held as int32 vectors of -1/0
  * whatever the compared type; SELECT is a bitwise blend (C has no vector
@@ -865,6 +871,43 @@ static VX gather(VC *vc, const Expr *x) {
     return (VX){n, P_POSTFIX, true};
 }
 
+/* The load of buffer bn at index ix as one C expression (no statement, so
+ * it may stand in one arm of a ?:), or NULL: a vector load when ix is
+ * affine with stride 1, lane 0's element broadcast when it addresses one. */
+static const char *load_text(VC *vc, const char *bn, rv_dtype t, const Expr *ix) {
+    Info i = info_of(vc, ix);
+    Arena *a = vc->e->arena;
+    if (same_element(i))
+        return arena_printf(a, "%s(%s[%s])", helper(vc, VH_TYPE, "splat", t), bn,
+                            lane0(vc, ix).text);
+    if (!i.affine || i.stride != 1)
+        return NULL;
+    if (vc->count)
+        return arena_printf(a, "%s(&%s[%s], %s)", helper(vc, VH_PARTIAL, "loadn", t), bn,
+                            lane0(vc, ix).text, vc->count);
+    return arena_printf(a, "%s(&%s[%s])", helper(vc, VH_TYPE, "load", t), bn, lane0(vc, ix).text);
+}
+
+/* A read at a checked index, `c ? base + lane : 0` with c the same in every
+ * lane (the lowering's safe index of a read whose bounds it could not
+ * prove: an embedding row at a node's word): the arm that c picks, loaded
+ * whole (a vector load where the arm is contiguous) instead of gathered
+ * lane by lane through the select's index vector. NULL when an arm is
+ * neither contiguous nor one element. Only the arm c picks is read, as
+ * the gather read only its indices. */
+static const char *checked_load(VC *vc, const Expr *x) {
+    const Expr *ix = x->args[0];
+    if (ix->kind != EX_SELECT || info_of(vc, ix->args[0]).vary)
+        return NULL;
+    const char *bn = cg_name(vc->e, x->u.buf, x->u.buf->name);
+    const char *then = load_text(vc, bn, x->dtype, ix->args[1]);
+    const char *other = then ? load_text(vc, bn, x->dtype, ix->args[2]) : NULL;
+    if (!other)
+        return NULL;
+    return arena_printf(vc->e->arena, "%s ? %s : %s", wrap(vc, vx(vc, ix->args[0]), P_BOR), then,
+                        other);
+}
+
 static VX load(VC *vc, const Expr *x) {
     const Buffer *b = x->u.buf;
     const char *bn = cg_name(vc->e, b, b->name);
@@ -880,22 +923,6 @@ static VX load(VC *vc, const Expr *x) {
     if (same_element(i))
         return (VX){arena_printf(vc->e->arena, "%s[%s]", bn, lane0(vc, x->args[0]).text), P_POSTFIX,
                     false};
-    const Expr *ix = x->args[0];
-    if (ix->kind == EX_SELECT && same_element(info_of(vc, ix->args[0]))) {
-        /* a checked access (rtcheck.c: select(ok, i, 0)) whose check is
-         * the same for every lane (a row index read from data): the
-         * vector's contiguous load where it holds, the safe element
-         * splatted where it fails, instead of a gather of both */
-        Info ti = info_of(vc, ix->args[1]);
-        if (ti.affine && ti.stride == 1 && same_element(info_of(vc, ix->args[2])) && !vc->count) {
-            Arena *a = vc->e->arena;
-            const char *t = arena_printf(
-                a, "%s ? %s(&%s[%s]) : %s(%s[%s])", wrap(vc, lane0(vc, ix->args[0]), P_COND + 1),
-                helper(vc, VH_TYPE, "load", x->dtype), bn, lane0(vc, ix->args[1]).text,
-                helper(vc, VH_TYPE, "splat", x->dtype), bn, lane0(vc, ix->args[2]).text);
-            return named(vc, x, arena_printf(a, "%s_v", bn), t);
-        }
-    }
     if (i.affine && i.stride == 1) {
         const char *t =
             vc->count
@@ -906,6 +933,9 @@ static VX load(VC *vc, const Expr *x) {
                                bn, lane0(vc, x->args[0]).text);
         return named(vc, x, arena_printf(vc->e->arena, "%s_v", bn), t);
     }
+    const char *checked = checked_load(vc, x);
+    if (checked)
+        return named(vc, x, arena_printf(vc->e->arena, "%s_v", bn), checked);
     return gather(vc, x);
 }
 

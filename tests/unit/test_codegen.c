@@ -1599,6 +1599,61 @@ static void test_balanced_parallel(void) {
     rv_module_free(m);
 }
 
+/* for i < N: vector for j < 32: Y[i*32 + j] = X[c ? w*32 + j : 0] with
+ * w = Wd[i], c = 0 <= w && w < R: a read through the lowering's safe
+ * index (an embedding row at a node's word) whose check is the same in
+ * every lane is one vector load of the row, or X[0] broadcast where the
+ * check fails, not a gather of the select's index vector; each row reads
+ * what the gather read. */
+static void test_checked_row_load(void) {
+    KB kb = {rv_module_new(), {0}};
+    Module *m = kb.m;
+    Size *N = kb_size(&kb, "N", 1, 100), *R = kb_size(&kb, "R", 1, 100);
+    Expr *n = ir_size(m, N), *r = ir_size(m, R);
+    Buffer *X = kb_buf(&kb, PARAM_TENSOR, "X", RV_F32, bin(m, EX_MUL, r, I(m, 32)));
+    Buffer *Wd = kb_buf(&kb, PARAM_TENSOR, "Wd", RV_I32, n);
+    Buffer *Y = kb_buf(&kb, PARAM_TENSOR, "Y", RV_F32, bin(m, EX_MUL, n, I(m, 32)));
+    Axis *i = lower_loop_var(m, "i", n), *j = lower_loop_var(m, "j", I(m, 32));
+    Expr *w = ir_cast(m, RV_I64, ld(m, Wd, i->var));
+    Expr *c = bin(m, EX_AND, bin(m, EX_LE, I(m, 0), w), bin(m, EX_LT, w, r));
+    Expr *at = ir_select(m, c, bin(m, EX_ADD, bin(m, EX_MUL, w, I(m, 32)), j->var), I(m, 0));
+    Stmt *body = lower_store(m, Y, bin(m, EX_ADD, bin(m, EX_MUL, i->var, I(m, 32)), j->var),
+                             ld(m, X, at));
+    Kernel *k = kb_kernel(&kb, "Y", loop(m, i, LOOP_SERIAL, loop(m, j, LOOP_VECTOR, body)), NULL);
+    char *src;
+    JitLib *lib;
+    rv_rt_kernel_fn fn = build(k, &src, &lib, NULL);
+    CHECK_STR_CONTAINS(src, "? rv_load_f32x16(&X[");
+    CHECK_STR_CONTAINS(src, ": rv_splat_f32x16(X[0])");
+    CHECK(strstr(src, "X_g") == NULL);
+    if (fn) {
+        enum { NN = 4, RR = 3 };
+        float *xs = aligned(RR * 32 * 4), *ys = aligned(NN * 32 * 4);
+        int32_t *ws = aligned(NN * 4);
+        for (int q = 0; q < RR * 32; q++)
+            xs[q] = (float)(q + 1);
+        const int32_t words[NN] = {2, -1, 0, 3}; /* -1 and 3 fail the check */
+        for (int q = 0; q < NN; q++)
+            ws[q] = words[q];
+        int64_t sizes[2] = {NN, RR};
+        void *bufs[3] = {xs, ws, ys};
+        struct rv_rt_ctx ctx = make_ctx(false);
+        CHECK_EQ_INT(fn(sizes, bufs, &ctx), RV_RT_OK);
+        int bad = 0;
+        for (int q = 0; q < NN; q++)
+            for (int l = 0; l < 32; l++)
+                bad += ys[q * 32 + l] !=
+                       (words[q] >= 0 && words[q] < RR ? xs[words[q] * 32 + l] : xs[0]);
+        CHECK_EQ_INT(bad, 0);
+        free(xs);
+        free(ys);
+        free(ws);
+    }
+    base_free(src);
+    jit_close(lib);
+    rv_module_free(m);
+}
+
 int main(void) {
     snprintf(cache_dir, sizeof cache_dir, "/tmp/ravel-test-codegen-XXXXXX");
     if (!mkdtemp(cache_dir)) {
@@ -1623,6 +1678,7 @@ int main(void) {
     RUN(test_program_shared_prelude);
     RUN(test_work_start);
     RUN(test_balanced_parallel);
+    RUN(test_checked_row_load);
     char cmd[PATH_MAX + 16];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", cache_dir);
     if (system(cmd) != 0)
