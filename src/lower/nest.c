@@ -238,7 +238,8 @@ static Expr *extent_over_free_leaves(LowerCtx *c, StageNest *n, const IterVar *v
             n->value[i] = NULL;
     bind_outer_roots(c, n, v);
     ptrmap_free(&zero);
-    return e;
+    /* not such an extent: reported as a use of an unbound axis, as before */
+    return e ? e : lower_index(c, v->axis->extent);
 }
 
 /* The extent of v where n is; `vary` as for root_extent. */

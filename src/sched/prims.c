@@ -162,7 +162,8 @@ static bool extent_free_of_leaves(Ctx *c, const IterVar *r, const IterVar *o, in
     Stage *st = c->st;
     Module *m = c->s->m;
     Axis *leaf_ax[SCHED_MAX_IVS] = {0};
-    Expr *val = value_over_leaves(m, o, o->axis->extent, leaf_ax);
+    /* a padded loop runs past the extent the ranges below assume */
+    Expr *val = o->pad == 1 ? value_over_leaves(m, o, o->axis->extent, leaf_ax) : NULL;
     if (!val)
         return false;
     PtrMap map = {0};
