@@ -8,8 +8,9 @@
  *
  * Workloads, each at batch sizes 1 and 10: the SST test split (2210
  * sentences, as listed in datasetSplit.txt; consecutive sentences form a
- * batch), perfect binary trees of height 7 (255 nodes) and 10x10 grid DAGs
- * (Cortex's DAG-RNN input). Two sides per workload, timed with the
+ * batch), perfect binary trees of height 7 (255 nodes), 10x10 grid DAGs
+ * (Cortex's DAG-RNN input) and sequences of the SST test sentences' words
+ * (an LSTM's input: (n + 1) / 2 nodes for a binary tree of n). Two sides per workload, timed with the
  * benchmarks' method (timing.h), each call on the next batch in turn:
  *
  *   - linearize: rv_linearize of a batch already built, into one reused
@@ -198,14 +199,20 @@ int main(int argc, char **argv) {
         if (rv_structs_add_grid(grids, 10, 10, NULL) != RV_OK)
             die("grid");
     }
+    rv_structs *seqs = rv_structs_new(RV_STRUCT_SEQUENCE, 1, 1);
+    for (int s = 0; s < rv_structs_count(trees); s++)
+        if (rv_structs_add_sequence(seqs, (rv_structs_size(trees, s) + 1) / 2, NULL) != RV_OK)
+            die("sequence");
     static const int batches[] = {1, 10};
     for (int i = 0; i < 2; i++) {
         bench(&o, "sst_test", trees, batches[i]);
         bench(&o, "perfect_tree_h7", perfect, batches[i]);
         bench(&o, "grid_10x10", grids, batches[i]);
+        bench(&o, "sst_test_sequences", seqs, batches[i]);
     }
     rv_structs_free(trees);
     rv_structs_free(perfect);
     rv_structs_free(grids);
+    rv_structs_free(seqs);
     return 0;
 }

@@ -236,31 +236,58 @@ static int32_t node_level(int32_t v, const int32_t *begin, const int32_t *child,
     return lv;
 }
 
+/* Levels in index order, or -1 at the first node with a child not below
+ * it (check_children has checked every child is in 0..n-1). Children
+ * before parents (SST, grids, sequences) is a topological order: every
+ * child's level is known when its parent's is computed, and every edge
+ * going down proves there is no cycle. The test and the levels are one
+ * pass, so an input in this order pays for one look at each edge. */
+static int32_t levels_down(int32_t n, const int32_t *begin, const int32_t *child,
+                           int32_t *level) {
+    for (int32_t v = 0; v < n; v++) {
+        int32_t lv = 0;
+        for (int32_t e = begin[v]; e < begin[v + 1]; e++) {
+            int32_t c = child[e];
+            if (c >= v)
+                return v;
+            if (level[c] >= lv)
+                lv = level[c] + 1;
+        }
+        level[v] = lv;
+    }
+    return -1;
+}
+
+/* The same for parents first (heap-ordered trees): every child above its
+ * parent, levels from the last node down. -1, or the first node (from the
+ * top) with a child not above it. */
+static int32_t levels_up(int32_t n, const int32_t *begin, const int32_t *child, int32_t *level) {
+    for (int32_t v = n - 1; v >= 0; v--) {
+        int32_t lv = 0;
+        for (int32_t e = begin[v]; e < begin[v + 1]; e++) {
+            int32_t c = child[e];
+            if (c <= v)
+                return v;
+            if (level[c] >= lv)
+                lv = level[c] + 1;
+        }
+        level[v] = lv;
+    }
+    return -1;
+}
+
 /* Levels, and the proof there is no cycle. Most inputs list nodes in a
  * topological order (SST and grids: children before parents; heap-ordered
- * trees: parents first), and then one loop in that order does both: every
- * edge goes the same way, so there is no cycle. Anything else gets an
- * iterative depth-first traversal from every node not yet visited: a child
- * found on the stack closes a cycle; a node leaving the stack has all its
- * children done and gets its level. `level` has n entries. */
+ * trees: parents first), and then one loop in that order does both
+ * (levels_down, levels_up). An input in neither order stops each at its
+ * first edge the wrong way, and gets an iterative depth-first traversal
+ * from every node not yet visited: a child found on the stack closes a
+ * cycle; a node leaving the stack has all its children done and gets its
+ * level. `level` has n entries. */
 static rv_status compute_levels(rv_structs *bs, int s, int32_t n, const int32_t *begin,
                                 const int32_t *child, int32_t *level) {
-    bool down = true, up = true; /* every child below / above its parent */
-    for (int32_t v = 0; v < n && (down || up); v++)
-        for (int32_t e = begin[v]; e < begin[v + 1]; e++) {
-            down &= child[e] < v;
-            up &= child[e] > v;
-        }
-    if (down) {
-        for (int32_t v = 0; v < n; v++)
-            level[v] = node_level(v, begin, child, level);
+    if (levels_down(n, begin, child, level) < 0 || levels_up(n, begin, child, level) < 0)
         return RV_OK;
-    }
-    if (up) {
-        for (int32_t v = n - 1; v >= 0; v--)
-            level[v] = node_level(v, begin, child, level);
-        return RV_OK;
-    }
     enum { NEW, ON_STACK, DONE };
     uint8_t *state = bs->state.data;
     memset(state, NEW, (size_t)n);
@@ -353,15 +380,21 @@ rv_status rv_structs_add_children(rv_structs *bs, int32_t n, const int32_t *chil
         return st;
 
     /* Accepted: append. */
+    /* The root's level is the structure's highest: every node is below
+     * the root (one root, no cycle), so level_count grows once, and the
+     * loop below writes without a capacity test per node. */
     bs->level.len = nodes + n;
-    int32_t e0 = bs->child.len;
+    const int32_t *level = bs->level.data + nodes;
+    while (bs->level_count.len <= level[root])
+        vec_push(&bs->level_count, 0);
+    rec_vec_reserve(&bs->child_begin, nodes + n + 1);
+    int32_t e0 = bs->child.len, *cb = bs->child_begin.data + nodes + 1,
+            *count = bs->level_count.data;
     for (int32_t i = 0; i < n; i++) {
-        vec_push(&bs->child_begin, e0 + child_begin[i + 1]);
-        int32_t lv = bs->level.data[nodes + i];
-        while (bs->level_count.len <= lv)
-            vec_push(&bs->level_count, 0);
-        bs->level_count.data[lv]++;
+        cb[i] = e0 + child_begin[i + 1];
+        count[level[i]]++;
     }
+    bs->child_begin.len = nodes + n + 1;
     rec_vec_reserve(&bs->child, e0 + child_begin[n]);
     if (child_begin[n] > 0)
         memcpy(bs->child.data + e0, child, sizeof(int32_t) * (size_t)child_begin[n]);

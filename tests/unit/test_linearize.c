@@ -1055,6 +1055,40 @@ static void test_offsets_checked_before_reads(void) {
     rv_structs_free(bs);
 }
 
+/* compute_levels tries children-before-parents, then parents-first, each
+ * stopping at its first edge the wrong way, and only then the traversal:
+ * a structure ordered for a while and then not must still have its cycle
+ * found (after an ordered prefix in either direction), and its levels
+ * computed whole (not left from the ordered pass that stopped). */
+static void test_levels_ordered_prefix(void) {
+    /* children first up to node 3, then 4 <-> 5 */
+    int32_t b1[7] = {0, 0, 1, 2, 4, 5, 6}, c1[6] = {0, 1, 2, 4, 5, 4};
+    expect_refused(RV_STRUCT_DAG, 2, 6, b1, c1, "structure 1: cycle through nodes 4 -> 5 -> 4");
+    /* parents first from node 5 down to 3, then 1 <-> 2 under the root 0 */
+    int32_t b2[7] = {0, 2, 3, 4, 5, 6, 6}, c2[6] = {1, 3, 2, 1, 4, 5};
+    expect_refused(RV_STRUCT_DAG, 2, 6, b2, c2, "structure 1: cycle through nodes 1 -> 2 -> 1");
+    expect_refused(RV_STRUCT_TREE, 2, 6, b2, c2, "structure 1: node 1 has two parents");
+    /* heap order but for one node listed by two parents: refused as a tree */
+    int32_t b3[6] = {0, 2, 3, 4, 4, 4}, c3[4] = {1, 2, 3, 3};
+    expect_refused(RV_STRUCT_TREE, 2, 5, b3, c3,
+                   "structure 1: node 3 has two parents (nodes 1 and 2); in a tree");
+    /* no cycle: 1 -> 0 in order, then the root 2 -> 3 -> 1 against it; and
+     * parents first from 4 down to 3, then the root 0 -> 2 -> 1 -> 3 -> 4 */
+    rv_structs *bs = rv_structs_new(RV_STRUCT_TREE, 2, 0);
+    int32_t b4[5] = {0, 0, 1, 2, 3}, c4[3] = {0, 3, 1};
+    CHECK_EQ_INT(rv_structs_add_children(bs, 4, b4, c4, NULL), RV_OK);
+    int32_t b5[6] = {0, 1, 2, 3, 4, 4}, c5[4] = {2, 3, 1, 4};
+    CHECK_EQ_INT(rv_structs_add_children(bs, 5, b5, c5, NULL), RV_OK);
+    CHECK_EQ_INT(rv_structs_root(bs, 0), 2);
+    CHECK_EQ_INT(rv_structs_root(bs, 1), 0);
+    linearize_and_check(bs); /* levels checked against the children */
+    rv_linear lin = {0};
+    CHECK_EQ_INT(rv_linearize(bs, &lin), RV_OK);
+    CHECK_EQ_INT(lin.num_batches, 5); /* the chain of 5: levels 0..4 */
+    rv_linear_free(&lin);
+    rv_structs_free(bs);
+}
+
 int main(void) {
     RUN(test_single_nodes);
     RUN(test_numbering_by_hand);
@@ -1081,5 +1115,6 @@ int main(void) {
     RUN(test_reuse_across_sizes);
     RUN(test_add_many);
     RUN(test_offsets_checked_before_reads);
+    RUN(test_levels_ordered_prefix);
     return harness_report();
 }
