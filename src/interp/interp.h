@@ -54,6 +54,14 @@ struct rv_bindings {
      * rv_bindings_set_linear from a batch without its unrolled partition;
      * a run that reads the partition computes it (interp_bindings_unroll). */
     bool *uf_pending;
+    /* Per UF: an owned array a rebind or rv_bindings_reset released,
+     * kept for its memory: rv_bindings_set_linear builds the next batch's
+     * array in it when it holds it, so a call after call on one bindings
+     * object allocates no UF array (results are reused the same way). */
+    rv_array **uf_spare;
+    /* rv_bindings_set_linear's scratch, kept by capacity */
+    void *scratch;
+    size_t scratch_cap;
 };
 
 /* One value during evaluation; the static dtype of the node says which
