@@ -41,6 +41,8 @@ void rv_bindings_free(rv_bindings *b) {
     base_free(b->uf_own);
     base_free(b->uf_pending);
     base_free(b->uf_spare);
+    base_free(b->uf_sealed);
+    base_free(b->st_numbered);
     base_free(b->scratch);
     base_free(b->t_arr);
     base_free(b->t_own);
@@ -68,7 +70,13 @@ void interp_bindings_sync(rv_bindings *b) {
         b->uf_own = grow(b->uf_own, b->nufuns, m->ufuns.len, sizeof *b->uf_own);
         b->uf_pending = grow(b->uf_pending, b->nufuns, m->ufuns.len, sizeof *b->uf_pending);
         b->uf_spare = grow(b->uf_spare, b->nufuns, m->ufuns.len, sizeof *b->uf_spare);
+        b->uf_sealed = grow(b->uf_sealed, b->nufuns, m->ufuns.len, sizeof *b->uf_sealed);
         b->nufuns = m->ufuns.len;
+    }
+    if (m->structures.len > b->nstructs || !b->st_numbered) {
+        b->st_numbered = grow(b->st_numbered, b->nstructs, m->structures.len,
+                              sizeof *b->st_numbered);
+        b->nstructs = m->structures.len;
     }
     if (m->tensors.len > b->ntensors || !b->t_arr) {
         b->t_arr = grow(b->t_arr, b->ntensors, m->tensors.len, sizeof *b->t_arr);
@@ -131,6 +139,21 @@ void interp_bindings_own_ufun(rv_bindings *b, const Ufun *f, rv_array *a) {
     b->uf_own[f->id] = a;
     b->uf_arr[f->id] = a;
     b->uf_pending[f->id] = false; /* a new binding */
+    b->uf_sealed[f->id] = false;  /* set_linear seals after this */
+}
+
+/* A structure's numbering seal holds while its four arrays are sealed
+ * (each rebind clears its UF's seal). */
+void interp_bindings_take_seals(rv_bindings *b, Interp *in) {
+    const Module *m = b->m;
+    for (int i = 0; i < m->structures.len && i < b->nstructs; i++) {
+        const Structure *st = m->structures.data[i];
+        in->numbered[i] = b->st_numbered[i] && b->uf_sealed[st->nchild->id] &&
+                          b->uf_sealed[st->child->id] && b->uf_sealed[st->batch_begin->id] &&
+                          b->uf_sealed[st->batch_length->id];
+        b->st_numbered[i] = false;
+    }
+    memset(b->uf_sealed, 0, sizeof *b->uf_sealed * (size_t)b->nufuns);
 }
 
 /* Lookups by name, each over one kind of object (names are one namespace
@@ -168,6 +191,8 @@ rv_status rv_bindings_set_size(rv_bindings *b, const char *name, int64_t v) {
                           s->name, (long long)v, (long long)s->lo, (long long)s->hi);
     b->size_val[s->id] = v;
     b->size_set[s->id] = true;
+    /* the seals' ranges and numbering were checked under the old value */
+    memset(b->uf_sealed, 0, sizeof *b->uf_sealed * (size_t)b->nufuns);
     return RV_OK;
 }
 
@@ -229,6 +254,7 @@ rv_status rv_bindings_inherit(rv_bindings *b, const rv_bindings *from) {
         if (from->size_set[i]) {
             b->size_val[i] = from->size_val[i];
             b->size_set[i] = true;
+            memset(b->uf_sealed, 0, sizeof *b->uf_sealed * (size_t)b->nufuns);
         }
     for (int i = 0; i < from->nufuns; i++)
         if (from->uf_arr[i]) {
@@ -459,16 +485,45 @@ static rv_status check_linear(const Structure *st, const rv_linear *lin, bool wi
     return RV_OK;
 }
 
+/* Do the batch's dynamic batches lie consecutive from node 0 (the last
+ * batch) to node N-1, each of 1..N nodes, as rt_check_numbering requires?
+ * (*in_range: every begin in 0..N-1 and length in 1..N, their UFs'
+ * declared ranges.) O(batches). */
+static bool batches_consecutive(const rv_linear *lin, bool *in_range) {
+    int32_t N = lin->num_nodes;
+    int64_t top = 0;
+    bool consecutive = true;
+    *in_range = true;
+    for (int32_t b = lin->num_batches - 1; b >= 0; b--) {
+        int32_t at = lin->batch_begin[b], len = lin->batch_length[b];
+        *in_range = *in_range && at >= 0 && at < N && len >= 1 && len <= N;
+        consecutive = consecutive && at == top && len >= 1;
+        top += len;
+    }
+    return *in_range && consecutive && top == N;
+}
+
 /* Copies the batch's children into child (packed rows, as docs/ir.md
  * lays out child[n, k < nchild[n]]) and its other per-node arrays, checking
  * each child as it goes: one pass over the nodes. A sequence or tree
  * structure promises one parent per node (lowering may compute a child
  * inside its parent); a DAG structure takes any batch, and a tree or DAG
- * structure takes chains. parents: scratch for N nodes. */
+ * structure takes chains. parents: scratch for N nodes.
+ *
+ * *numbered (with `batches`, the batches consecutive): the pass also
+ * checks what rt_check_numbering checks with batches, without refusing
+ * the batch (the interpreter runs any numbering; a compiled recursion's
+ * run refuses it, naming the node): batch 0 holds exactly the leaves and
+ * every child lies in a batch before its parent's, so above it. */
 static rv_status copy_nodes(const Structure *st, const rv_linear *lin, rv_array *nchild,
-                            rv_array *child, rv_array *const *data, int ndata, int32_t *parents) {
+                            rv_array *child, rv_array *const *data, int ndata, int32_t *parents,
+                            bool batches, bool *numbered) {
     const char *T = st->name;
     int32_t N = lin->num_nodes, K = lin->max_children;
+    /* the node's batch bt and where bt ends */
+    int32_t bt = lin->num_batches - 1;
+    int64_t end = batches ? (int64_t)lin->batch_begin[bt] + lin->batch_length[bt] : 0;
+    bool ok = batches;
     bool tree = st->kind != RV_STRUCT_DAG;
     if (tree)
         memset(parents, 0xff, sizeof(int32_t) * (size_t)N);
@@ -476,6 +531,13 @@ static rv_status copy_nodes(const Structure *st, const rv_linear *lin, rv_array 
     int64_t *c64 = c32 ? NULL : rv_array_data(child);
     int64_t e = 0;
     for (int32_t n = 0; n < N; n++) {
+        if (ok) {
+            while (n >= end) {
+                bt--;
+                end = (int64_t)lin->batch_begin[bt] + lin->batch_length[bt];
+            }
+            ok = (lin->nchild[n] == 0) == (bt == 0);
+        }
         for (int32_t k = 0; k < lin->nchild[n]; k++) {
             int32_t c = lin->child[(int64_t)n * K + k];
             if (c < 0 || c >= N)
@@ -491,12 +553,14 @@ static rv_status copy_nodes(const Structure *st, const rv_linear *lin, rv_array 
                                   parents[c], n);
             if (tree)
                 parents[c] = n;
+            ok = ok && c >= end;
             if (c32)
                 c32[e++] = c;
             else
                 c64[e++] = c;
         }
     }
+    *numbered = ok;
     uf_array_copy(nchild, lin->nchild, N, 1); /* checked by check_linear */
     for (int c = 0; c < ndata; c++)
         uf_array_copy(data[c], lin->data + c, N, lin->width);
@@ -541,8 +605,10 @@ rv_status interp_bindings_set_linear(rv_bindings *b, const Structure *st, const 
             goto fail;
         }
     }
-    if ((s = copy_nodes(st, lin, arr[NCHILD], arr[CHILD], arr + NFIXED, narr - NFIXED,
-                        parents)) != RV_OK)
+    bool batches_in_range, numbered = false;
+    bool batches = batches_consecutive(lin, &batches_in_range);
+    if ((s = copy_nodes(st, lin, arr[NCHILD], arr[CHILD], arr + NFIXED, narr - NFIXED, parents,
+                        batches, &numbered)) != RV_OK)
         goto fail;
     if (st->root)
         uf_array_copy(arr[ROOT], lin->root, lin->num_structs, 1);
@@ -567,9 +633,17 @@ rv_status interp_bindings_set_linear(rv_bindings *b, const Structure *st, const 
     int64_t v[] = {N, NB, lin->num_structs, lin->num_unroll};
     for (int i = 0; i < 4; i++)
         if (sz[i]) {
+            /* a size another structure's seals were checked under */
+            if (b->size_set[sz[i]->id] && b->size_val[sz[i]->id] != v[i])
+                memset(b->uf_sealed, 0, sizeof *b->uf_sealed * (size_t)b->nufuns);
             b->size_val[sz[i]->id] = v[i];
             b->size_set[sz[i]->id] = true;
         }
+    /* checked above against their declared ranges (0..K, 0..N-1; the
+     * batches' 0..N-1 and 1..N), for the next run not to check again */
+    b->uf_sealed[st->nchild->id] = b->uf_sealed[st->child->id] = true;
+    b->uf_sealed[st->batch_begin->id] = b->uf_sealed[st->batch_length->id] = batches_in_range;
+    b->st_numbered[st->id] = numbered;
     return RV_OK;
 fail:
     for (int i = 0; i < narr; i++)
