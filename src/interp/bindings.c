@@ -131,10 +131,17 @@ rv_array *interp_bindings_take_tensor(rv_bindings *b, const Tensor *t) {
 
 void interp_bindings_own_ufun(rv_bindings *b, const Ufun *f, rv_array *a) {
     interp_bindings_sync(b);
-    if (b->uf_own[f->id] != a && b->uf_own[f->id]) {
-        /* the released array becomes the spare (uf_spare) */
-        rv_array_free(b->uf_spare[f->id]);
-        b->uf_spare[f->id] = b->uf_own[f->id];
+    rv_array *old = b->uf_own[f->id], **spare = &b->uf_spare[f->id];
+    if (old != a && old) {
+        /* the released array becomes the spare (uf_spare), unless the
+         * spare is larger: batches of varying sizes then reach the
+         * largest one's arrays and allocate no more */
+        if (*spare && (*spare)->capacity > old->capacity) {
+            rv_array_free(old);
+        } else {
+            rv_array_free(*spare);
+            *spare = old;
+        }
     }
     b->uf_own[f->id] = a;
     b->uf_arr[f->id] = a;
