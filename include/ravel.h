@@ -465,7 +465,15 @@ rv_status rv_bindings_randomize(rv_bindings *b, uint64_t seed);
  * node than it declares columns, or, for a tree or sequence structure,
  * has a node with two parents (a DAG batch binds only to a dag structure;
  * chains bind to trees and DAGs, trees to DAGs); RV_ERR_BOUNDS when N or
- * B falls outside its declared range. Nothing is bound on failure. */
+ * B falls outside its declared range. Nothing is bound on failure.
+ * For serving call after call: the copies are made in the memory of the
+ * arrays a previous batch's binding on b left (replaced, or unbound by
+ * rv_bindings_reset) when it holds them, so that a steady stream of
+ * batches allocates nothing, and what the copy checked (the children's
+ * ranges and the numbering the compiled recursions rely on, left to the
+ * run to refuse: the interpreter runs any numbering) the next run does
+ * not check again; an array rv_bindings_get_array returned for one of
+ * these UFs is overwritten by a later batch's binding. */
 typedef struct rv_linear rv_linear; /* defined with the linearizer below */
 rv_status rv_bindings_set_linear(rv_bindings *b, const char *structure, const rv_linear *lin);
 /* Binds every unbound size that the shapes of the bound input and UF arrays

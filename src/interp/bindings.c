@@ -29,8 +29,10 @@ rv_bindings *rv_bindings_new(const rv_module *m) {
 void rv_bindings_free(rv_bindings *b) {
     if (!b)
         return;
-    for (int i = 0; i < b->nufuns; i++)
+    for (int i = 0; i < b->nufuns; i++) {
         rv_array_free(b->uf_own[i]);
+        rv_array_free(b->uf_spare[i]);
+    }
     for (int i = 0; i < b->ntensors; i++)
         rv_array_free(b->t_own[i]);
     base_free(b->size_val);
@@ -38,6 +40,10 @@ void rv_bindings_free(rv_bindings *b) {
     base_free(b->uf_arr);
     base_free(b->uf_own);
     base_free(b->uf_pending);
+    base_free(b->uf_spare);
+    base_free(b->uf_sealed);
+    base_free(b->st_numbered);
+    base_free(b->scratch);
     base_free(b->t_arr);
     base_free(b->t_own);
     base_free(b->t_stamp);
@@ -63,7 +69,14 @@ void interp_bindings_sync(rv_bindings *b) {
         b->uf_arr = grow(b->uf_arr, b->nufuns, m->ufuns.len, sizeof *b->uf_arr);
         b->uf_own = grow(b->uf_own, b->nufuns, m->ufuns.len, sizeof *b->uf_own);
         b->uf_pending = grow(b->uf_pending, b->nufuns, m->ufuns.len, sizeof *b->uf_pending);
+        b->uf_spare = grow(b->uf_spare, b->nufuns, m->ufuns.len, sizeof *b->uf_spare);
+        b->uf_sealed = grow(b->uf_sealed, b->nufuns, m->ufuns.len, sizeof *b->uf_sealed);
         b->nufuns = m->ufuns.len;
+    }
+    if (m->structures.len > b->nstructs || !b->st_numbered) {
+        b->st_numbered = grow(b->st_numbered, b->nstructs, m->structures.len,
+                              sizeof *b->st_numbered);
+        b->nstructs = m->structures.len;
     }
     if (m->tensors.len > b->ntensors || !b->t_arr) {
         b->t_arr = grow(b->t_arr, b->ntensors, m->tensors.len, sizeof *b->t_arr);
@@ -118,11 +131,36 @@ rv_array *interp_bindings_take_tensor(rv_bindings *b, const Tensor *t) {
 
 void interp_bindings_own_ufun(rv_bindings *b, const Ufun *f, rv_array *a) {
     interp_bindings_sync(b);
-    if (b->uf_own[f->id] != a)
-        rv_array_free(b->uf_own[f->id]);
+    rv_array *old = b->uf_own[f->id], **spare = &b->uf_spare[f->id];
+    if (old != a && old) {
+        /* the released array becomes the spare (uf_spare), unless the
+         * spare is larger: batches of varying sizes then reach the
+         * largest one's arrays and allocate no more */
+        if (*spare && (*spare)->capacity > old->capacity) {
+            rv_array_free(old);
+        } else {
+            rv_array_free(*spare);
+            *spare = old;
+        }
+    }
     b->uf_own[f->id] = a;
     b->uf_arr[f->id] = a;
     b->uf_pending[f->id] = false; /* a new binding */
+    b->uf_sealed[f->id] = false;  /* set_linear seals after this */
+}
+
+/* A structure's numbering seal holds while its four arrays are sealed
+ * (each rebind clears its UF's seal). */
+void interp_bindings_take_seals(rv_bindings *b, Interp *in) {
+    const Module *m = b->m;
+    for (int i = 0; i < m->structures.len && i < b->nstructs; i++) {
+        const Structure *st = m->structures.data[i];
+        in->numbered[i] = b->st_numbered[i] && b->uf_sealed[st->nchild->id] &&
+                          b->uf_sealed[st->child->id] && b->uf_sealed[st->batch_begin->id] &&
+                          b->uf_sealed[st->batch_length->id];
+        b->st_numbered[i] = false;
+    }
+    memset(b->uf_sealed, 0, sizeof *b->uf_sealed * (size_t)b->nufuns);
 }
 
 /* Lookups by name, each over one kind of object (names are one namespace
@@ -160,6 +198,8 @@ rv_status rv_bindings_set_size(rv_bindings *b, const char *name, int64_t v) {
                           s->name, (long long)v, (long long)s->lo, (long long)s->hi);
     b->size_val[s->id] = v;
     b->size_set[s->id] = true;
+    /* the seals' ranges and numbering were checked under the old value */
+    memset(b->uf_sealed, 0, sizeof *b->uf_sealed * (size_t)b->nufuns);
     return RV_OK;
 }
 
@@ -221,6 +261,7 @@ rv_status rv_bindings_inherit(rv_bindings *b, const rv_bindings *from) {
         if (from->size_set[i]) {
             b->size_val[i] = from->size_val[i];
             b->size_set[i] = true;
+            memset(b->uf_sealed, 0, sizeof *b->uf_sealed * (size_t)b->nufuns);
         }
     for (int i = 0; i < from->nufuns; i++)
         if (from->uf_arr[i]) {
@@ -338,6 +379,31 @@ static void uf_array_set(rv_array *a, int64_t i, int64_t v) {
         ((int64_t *)rv_array_data(a))[i] = v;
 }
 
+/* Writes 0..n-1 to a's elements 0..n-1. */
+static void uf_array_iota(rv_array *a, int64_t n) {
+    void *d = rv_array_data(a);
+    if (rv_array_dtype(a) == RV_I32)
+        for (int64_t i = 0; i < n; i++)
+            ((int32_t *)d)[i] = (int32_t)i;
+    else
+        for (int64_t i = 0; i < n; i++)
+            ((int64_t *)d)[i] = i;
+}
+
+/* Writes n values src[i * stride] to a's elements 0..n-1, a in either of
+ * its dtypes: one call per array, not per element. */
+static void uf_array_copy(rv_array *a, const int32_t *src, int64_t n, int64_t stride) {
+    void *d = rv_array_data(a);
+    if (rv_array_dtype(a) == RV_I32 && stride == 1)
+        memcpy(d, src, sizeof(int32_t) * (size_t)n);
+    else if (rv_array_dtype(a) == RV_I32)
+        for (int64_t i = 0; i < n; i++)
+            ((int32_t *)d)[i] = src[i * stride];
+    else
+        for (int64_t i = 0; i < n; i++)
+            ((int64_t *)d)[i] = src[i * stride];
+}
+
 static rv_status size_in_range(const Structure *st, const Size *s, int64_t v, const char *what) {
     if (v >= s->lo && v <= s->hi)
         return RV_OK;
@@ -347,11 +413,43 @@ static rv_status size_in_range(const Structure *st, const Size *s, int64_t v, co
                       st->name, (long long)v, what, (long long)s->lo, (long long)s->hi, s->name);
 }
 
-/* Checks the batch's arrays against each other and against the structure
- * (its K, its data columns, its kind); sets *nedges to the number of child
- * entries. parents: scratch for N nodes (a parent of each seen so far). */
+/* An array of n integers for f: f's spare (uf_spare) reshaped when its
+ * memory holds them, taken from it; else a new one. Its data are stale. */
+static rv_array *uf_array_reuse(rv_bindings *b, const Ufun *f, int64_t n) {
+    rv_array *a = b->uf_spare[f->id];
+    if (a && ir_array_reshape_within(a, ir_ufun_dtype(f), 1, &n)) {
+        b->uf_spare[f->id] = NULL;
+        return a;
+    }
+    return uf_array(f, n);
+}
+
+/* Gives an array uf_array_reuse returned back (a batch refused after it
+ * was taken): f's spare again, so a refused call allocates nothing next. */
+static void uf_array_release(rv_bindings *b, const Ufun *f, rv_array *a) {
+    if (!b->uf_spare[f->id])
+        b->uf_spare[f->id] = a;
+    else
+        rv_array_free(a);
+}
+
+/* The bindings' scratch of at least n bytes (its contents not kept). */
+static void *scratch(rv_bindings *b, size_t n) {
+    if (n > b->scratch_cap) {
+        base_free(b->scratch);
+        b->scratch = base_xmalloc(n);
+        b->scratch_cap = n;
+    }
+    return b->scratch;
+}
+
+/* Checks what of the batch needs no pass over its children: its counts
+ * against each other and against the structure (its K, its data columns,
+ * its sizes' ranges), and every node's number of children; sets *nedges
+ * to the number of child entries. The children are checked as they are
+ * copied (interp_bindings_set_linear). */
 static rv_status check_linear(const Structure *st, const rv_linear *lin, bool with_data,
-                              int32_t *parents, int64_t *nedges) {
+                              int64_t *nedges) {
     const char *T = st->name;
     int32_t N = lin->num_nodes, K = lin->max_children;
     if (N < 1 || lin->num_batches < 1 || K < 1 || lin->width < 0 || lin->num_structs < 1 ||
@@ -382,53 +480,119 @@ static rv_status check_linear(const Structure *st, const rv_linear *lin, bool wi
     if ((s = size_in_range(st, st->nodes, N, "nodes")) != RV_OK ||
         (st->root && (s = size_in_range(st, st->count, lin->num_structs, "structures")) != RV_OK))
         return s;
-    /* A sequence or tree structure promises one parent per node (lowering
-     * may compute a child inside its parent); a DAG structure takes any
-     * batch, and a tree or DAG structure takes chains. */
-    memset(parents, 0xff, sizeof(int32_t) * (size_t)N);
     int64_t e = 0;
     for (int32_t n = 0; n < N; n++) {
         int32_t nc = lin->nchild[n];
         if (nc < 0 || nc > K)
             return base_error(RV_ERR_ARG, "structure %s: node %d of the batch has %d children (0..%d)",
                               T, n, nc, K);
-        for (int32_t k = 0; k < nc; k++) {
-            int32_t c = lin->child[(int64_t)n * K + k];
-            if (c < 0 || c >= N)
-                return base_error(RV_ERR_ARG,
-                                  "structure %s: child %d of node %d of the batch is %d, outside "
-                                  "0..%d",
-                                  T, k, n, c, N - 1);
-            if (st->kind != RV_STRUCT_DAG && parents[c] >= 0)
-                return base_error(RV_ERR_ARG,
-                                  "structure %s is a %s, but node %d of the batch has two parents "
-                                  "(%d and %d); bind a DAG batch to a dag structure",
-                                  T, st->kind == RV_STRUCT_TREE ? "tree" : "sequence", c,
-                                  parents[c], n);
-            parents[c] = n;
-        }
         e += nc;
     }
     *nedges = e;
     return RV_OK;
 }
 
+/* Do the batch's dynamic batches lie consecutive from node 0 (the last
+ * batch) to node N-1, each of 1..N nodes, as rt_check_numbering requires?
+ * (*in_range: every begin in 0..N-1 and length in 1..N, their UFs'
+ * declared ranges.) O(batches). */
+static bool batches_consecutive(const rv_linear *lin, bool *in_range) {
+    int32_t N = lin->num_nodes;
+    int64_t top = 0;
+    bool consecutive = true;
+    *in_range = true;
+    for (int32_t b = lin->num_batches - 1; b >= 0; b--) {
+        int32_t at = lin->batch_begin[b], len = lin->batch_length[b];
+        *in_range = *in_range && at >= 0 && at < N && len >= 1 && len <= N;
+        consecutive = consecutive && at == top && len >= 1;
+        top += len;
+    }
+    return *in_range && consecutive && top == N;
+}
+
+/* Copies the batch's children into child (packed rows, as docs/ir.md
+ * lays out child[n, k < nchild[n]]) and its other per-node arrays, checking
+ * each child as it goes: one pass over the nodes. A sequence or tree
+ * structure promises one parent per node (lowering may compute a child
+ * inside its parent); a DAG structure takes any batch, and a tree or DAG
+ * structure takes chains. parents: scratch for N nodes.
+ *
+ * *numbered (with `batches`, the batches consecutive): the pass also
+ * checks what rt_check_numbering checks with batches, without refusing
+ * the batch (the interpreter runs any numbering; a compiled recursion's
+ * run refuses it, naming the node): batch 0 holds exactly the leaves and
+ * every child lies in a batch before its parent's, so above it. */
+static rv_status copy_nodes(const Structure *st, const rv_linear *lin, rv_array *nchild,
+                            rv_array *child, rv_array *const *data, int ndata, int32_t *parents,
+                            bool batches, bool *numbered) {
+    const char *T = st->name;
+    int32_t N = lin->num_nodes, K = lin->max_children;
+    /* the node's batch bt and where bt ends */
+    int32_t bt = lin->num_batches - 1;
+    int64_t end = batches ? (int64_t)lin->batch_begin[bt] + lin->batch_length[bt] : 0;
+    bool ok = batches;
+    bool tree = st->kind != RV_STRUCT_DAG;
+    if (tree)
+        memset(parents, 0xff, sizeof(int32_t) * (size_t)N);
+    int32_t *c32 = rv_array_dtype(child) == RV_I32 ? rv_array_data(child) : NULL;
+    int64_t *c64 = c32 ? NULL : rv_array_data(child);
+    int64_t e = 0;
+    for (int32_t n = 0; n < N; n++) {
+        if (ok) {
+            while (n >= end) {
+                bt--;
+                end = (int64_t)lin->batch_begin[bt] + lin->batch_length[bt];
+            }
+            ok = (lin->nchild[n] == 0) == (bt == 0);
+        }
+        for (int32_t k = 0; k < lin->nchild[n]; k++) {
+            int32_t c = lin->child[(int64_t)n * K + k];
+            if (c < 0 || c >= N)
+                return base_error(RV_ERR_ARG,
+                                  "structure %s: child %d of node %d of the batch is %d, outside "
+                                  "0..%d",
+                                  T, k, n, c, N - 1);
+            if (tree && parents[c] >= 0)
+                return base_error(RV_ERR_ARG,
+                                  "structure %s is a %s, but node %d of the batch has two parents "
+                                  "(%d and %d); bind a DAG batch to a dag structure",
+                                  T, st->kind == RV_STRUCT_TREE ? "tree" : "sequence", c,
+                                  parents[c], n);
+            if (tree)
+                parents[c] = n;
+            ok = ok && c >= end;
+            if (c32)
+                c32[e++] = c;
+            else
+                c64[e++] = c;
+        }
+    }
+    *numbered = ok;
+    uf_array_copy(nchild, lin->nchild, N, 1); /* checked by check_linear */
+    for (int c = 0; c < ndata; c++)
+        uf_array_copy(data[c], lin->data + c, N, lin->width);
+    return RV_OK;
+}
+
 rv_status interp_bindings_set_linear(rv_bindings *b, const Structure *st, const rv_linear *lin,
                                      bool with_data) {
     interp_bindings_sync(b);
-    int32_t N = lin->num_nodes, K = lin->max_children, NB = lin->num_batches;
     int64_t nedges = 0;
-    int32_t *parents = base_xmalloc(sizeof(int32_t) * (size_t)(N > 0 ? N : 1));
-    rv_status s = check_linear(st, lin, with_data, parents, &nedges);
-    base_free(parents);
+    rv_status s = check_linear(st, lin, with_data, &nedges);
     if (s != RV_OK)
         return s;
-    /* every array first, so a failure binds nothing */
+    int32_t N = lin->num_nodes, NB = lin->num_batches;
+    /* every array first, so a failure binds nothing; in the spares the
+     * previous binding or reset left (uf_array_reuse): no allocation per
+     * call once they are as large as the calls' batches */
     enum { NCHILD, CHILD, ROOT, BEGIN, LENGTH, UBEGIN, ULENGTH, UNODE, NFIXED };
     int narr = NFIXED + (with_data ? st->ndata : 0);
-    const Ufun **uf = base_xcalloc((size_t)narr, sizeof *uf);
-    rv_array **arr = base_xcalloc((size_t)narr, sizeof *arr);
-    int64_t *len = base_xcalloc((size_t)narr, sizeof *len);
+    size_t tables = (size_t)narr * (sizeof(Ufun *) + sizeof(rv_array *) + sizeof(int64_t));
+    char *mem = scratch(b, tables + sizeof(int32_t) * (size_t)N);
+    const Ufun **uf = (const Ufun **)mem;
+    rv_array **arr = (rv_array **)(mem + (size_t)narr * sizeof(Ufun *));
+    int64_t *len = (int64_t *)(mem + (size_t)narr * (sizeof(Ufun *) + sizeof(rv_array *)));
+    int32_t *parents = (int32_t *)(mem + tables);
     uf[NCHILD] = st->nchild, len[NCHILD] = N;
     uf[CHILD] = st->child, len[CHILD] = nedges;
     uf[ROOT] = st->root, len[ROOT] = lin->num_structs;
@@ -440,38 +604,33 @@ rv_status interp_bindings_set_linear(rv_bindings *b, const Structure *st, const 
     uf[UNODE] = st->unroll_node, len[UNODE] = N;
     for (int c = 0; c < narr - NFIXED; c++)
         uf[NFIXED + c] = st->data[c], len[NFIXED + c] = N;
-    for (int i = 0; i < narr; i++)
-        if (uf[i] && !(arr[i] = uf_array(uf[i], len[i]))) {
+    for (int i = 0; i < narr; i++) {
+        arr[i] = NULL;
+        if (uf[i] && !(arr[i] = uf_array_reuse(b, uf[i], len[i]))) {
             s = base_error(RV_ERR_OOM, "structure %s: cannot allocate %lld values for %s",
                            st->name, (long long)len[i], uf[i]->name);
-            for (int j = 0; j < i; j++)
-                rv_array_free(arr[j]);
-            goto done;
+            goto fail;
         }
-    /* child[n, k < nchild[n]]: ragged, its rows packed (docs/ir.md) */
-    int64_t e = 0;
-    for (int32_t n = 0; n < N; n++) {
-        uf_array_set(arr[NCHILD], n, lin->nchild[n]);
-        for (int32_t k = 0; k < lin->nchild[n]; k++)
-            uf_array_set(arr[CHILD], e++, lin->child[(int64_t)n * K + k]);
-        for (int c = 0; c < narr - NFIXED; c++)
-            uf_array_set(arr[NFIXED + c], n, lin->data[(int64_t)n * lin->width + c]);
     }
-    for (int32_t i = 0; st->root && i < lin->num_structs; i++)
-        uf_array_set(arr[ROOT], i, lin->root[i]);
-    for (int32_t i = 0; i < NB; i++) {
-        uf_array_set(arr[BEGIN], i, lin->batch_begin[i]);
-        uf_array_set(arr[LENGTH], i, lin->batch_length[i]);
-    }
-    for (int32_t i = 0; st->unroll_node && i < lin->num_unroll; i++) {
-        uf_array_set(arr[UBEGIN], i, lin->unroll_begin[i]);
-        uf_array_set(arr[ULENGTH], i, lin->unroll_length[i]);
+    bool batches_in_range, numbered = false;
+    bool batches = batches_consecutive(lin, &batches_in_range);
+    if ((s = copy_nodes(st, lin, arr[NCHILD], arr[CHILD], arr + NFIXED, narr - NFIXED, parents,
+                        batches, &numbered)) != RV_OK)
+        goto fail;
+    if (st->root)
+        uf_array_copy(arr[ROOT], lin->root, lin->num_structs, 1);
+    uf_array_copy(arr[BEGIN], lin->batch_begin, NB, 1);
+    uf_array_copy(arr[LENGTH], lin->batch_length, NB, 1);
+    if (st->unroll_node && lin->num_unroll) {
+        uf_array_copy(arr[UBEGIN], lin->unroll_begin, lin->num_unroll, 1);
+        uf_array_copy(arr[ULENGTH], lin->unroll_length, lin->num_unroll, 1);
+        uf_array_copy(arr[UNODE], lin->unroll_node, N, 1);
     }
     /* without a partition (num_unroll 0, as rv_linearize leaves it): the
      * nodes in order, until a run that reads it computes it
      * (interp_bindings_unroll) */
-    for (int32_t i = 0; st->unroll_node && i < N; i++)
-        uf_array_set(arr[UNODE], i, lin->num_unroll ? lin->unroll_node[i] : i);
+    if (st->unroll_node && !lin->num_unroll)
+        uf_array_iota(arr[UNODE], N);
     for (int i = 0; i < narr; i++)
         if (uf[i])
             interp_bindings_own_ufun(b, uf[i], arr[i]);
@@ -481,13 +640,22 @@ rv_status interp_bindings_set_linear(rv_bindings *b, const Structure *st, const 
     int64_t v[] = {N, NB, lin->num_structs, lin->num_unroll};
     for (int i = 0; i < 4; i++)
         if (sz[i]) {
+            /* a size another structure's seals were checked under */
+            if (b->size_set[sz[i]->id] && b->size_val[sz[i]->id] != v[i])
+                memset(b->uf_sealed, 0, sizeof *b->uf_sealed * (size_t)b->nufuns);
             b->size_val[sz[i]->id] = v[i];
             b->size_set[sz[i]->id] = true;
         }
-done:
-    base_free(uf);
-    base_free(arr);
-    base_free(len);
+    /* checked above against their declared ranges (0..K, 0..N-1; the
+     * batches' 0..N-1 and 1..N), for the next run not to check again */
+    b->uf_sealed[st->nchild->id] = b->uf_sealed[st->child->id] = true;
+    b->uf_sealed[st->batch_begin->id] = b->uf_sealed[st->batch_length->id] = batches_in_range;
+    b->st_numbered[st->id] = numbered;
+    return RV_OK;
+fail:
+    for (int i = 0; i < narr; i++)
+        if (arr[i])
+            uf_array_release(b, uf[i], arr[i]);
     return s;
 }
 

@@ -254,7 +254,9 @@ static rv_status prepare_ufun(Interp *in, const Ufun *f, const uint64_t *seed) {
     const void *data = rv_array_cdata(a);
     for (int64_t i = 0; i < dom->numel; i++)
         v[i] = t == RV_I32 ? ((const int32_t *)data)[i] : ((const int64_t *)data)[i];
-    return fill_or_check_ufun(in, f, dom, v, false, 0);
+    /* sealed: checked by this call's rv_bindings_set_linear, into memory
+     * the bindings own (rv_bindings.uf_sealed) */
+    return in->b->uf_sealed[f->id] ? RV_OK : fill_or_check_ufun(in, f, dom, v, false, 0);
 }
 
 /* Draws an input array: floats uniform in [-1, 1) times `scale`
@@ -327,17 +329,19 @@ rv_status interp_prepare_env(Interp *in, const Module *m, rv_bindings *b, const 
     in->names = names;
     in->b = b;
     interp_bindings_sync(b);
-    /* the four tables in one block (a compiled run prepares per call) */
+    /* the five tables in one block (a compiled run prepares per call) */
     size_t ns = (size_t)m->sizes.len + 1, nu = (size_t)m->ufuns.len + 1;
-    size_t nt = (size_t)m->tensors.len + 1;
+    size_t nt = (size_t)m->tensors.len + 1, nst = (size_t)m->structures.len + 1;
     _Static_assert(_Alignof(TensorVal) <= _Alignof(max_align_t), "table alignment");
     size_t tv_at = ns * sizeof *in->sizes + nu * (sizeof *in->ufv + sizeof *in->ufl);
     tv_at = (tv_at + _Alignof(TensorVal) - 1) / _Alignof(TensorVal) * _Alignof(TensorVal);
-    char *block = base_xcalloc(1, tv_at + nt * sizeof *in->tv);
+    size_t nb_at = tv_at + nt * sizeof *in->tv;
+    char *block = base_xcalloc(1, nb_at + nst * sizeof *in->numbered);
     in->sizes = (int64_t *)block;
     in->ufv = (int64_t **)(block + ns * sizeof *in->sizes);
     in->ufl = (Layout **)(block + ns * sizeof *in->sizes + nu * sizeof *in->ufv);
     in->tv = (TensorVal *)(block + tv_at);
+    in->numbered = (bool *)(block + nb_at);
     in->env = (LayoutEnv){.m = m, .sizes = in->sizes, .uf_vals = in->ufv, .uf_dom = in->ufl};
     /* structures first: a batch binds N, B and UFs together (after the
      * sizes bound arrays determine: X[N, 64] bound fixes the batch's N) */
@@ -348,6 +352,7 @@ rv_status interp_prepare_env(Interp *in, const Module *m, rv_bindings *b, const 
         st = prepare_sizes(in, seed);
     for (int i = 0; st == RV_OK && i < m->ufuns.len; i++)
         st = prepare_ufun(in, m->ufuns.data[i], seed);
+    interp_bindings_take_seals(b, in); /* one call's; a failed one's too */
     return st;
 }
 
@@ -375,7 +380,7 @@ void interp_release(Interp *in) {
     }
     for (int i = 0; in->tv && i < in->m->tensors.len; i++)
         ir_layout_free(in->tv[i].lay);
-    base_free(in->sizes); /* the block of all four tables */
+    base_free(in->sizes); /* the block of all five tables */
     memset(in, 0, sizeof *in);
 }
 

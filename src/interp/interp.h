@@ -54,6 +54,28 @@ struct rv_bindings {
      * rv_bindings_set_linear from a batch without its unrolled partition;
      * a run that reads the partition computes it (interp_bindings_unroll). */
     bool *uf_pending;
+    /* Per UF: an owned array a rebind or rv_bindings_reset released,
+     * kept for its memory: rv_bindings_set_linear builds the next batch's
+     * array in it when it holds it, so a call after call on one bindings
+     * object allocates no UF array (results are reused the same way). */
+    rv_array **uf_spare;
+    /* Per UF: its array is one rv_bindings_set_linear wrote into memory
+     * the bindings own and checked against the UF's declared range; per
+     * structure (nstructs): set_linear also checked the numbering its
+     * recursions rely on (rt_check_numbering, with batches). Seals for the
+     * next run only: its preparation (interp_prepare_env) takes them into
+     * the run (Interp.numbered) and clears them, so a check is skipped only
+     * in the call whose bind did it. A rebind of the UF or a size, which
+     * the ranges and the numbering depend on, clears them; the user can
+     * forge none of them (the bindings are opaque), and the arrays they
+     * cover are the bindings' own, handed out read-only
+     * (rv_bindings_get_array). */
+    bool *uf_sealed;
+    bool *st_numbered;
+    int nstructs;
+    /* rv_bindings_set_linear's scratch, kept by capacity */
+    void *scratch;
+    size_t scratch_cap;
 };
 
 /* One value during evaluation; the static dtype of the node says which
@@ -89,6 +111,9 @@ typedef struct Interp {
     Layout **ufl;   /* by ufun id: domain layouts */
     TensorVal *tv;  /* by tensor id; data is NULL until computed */
     const InterpNames *names; /* NULL: formatted per run */
+    /* by structure id: the run's batch was bound by rv_bindings_set_linear,
+     * which checked its numbering (rv_bindings.st_numbered) */
+    bool *numbered;
 } Interp;
 
 /* ---- bindings.c ---- */
@@ -106,6 +131,9 @@ uint64_t interp_bindings_stamp(const rv_bindings *b, const Tensor *t);
  * caller owns it now); NULL when they own none. */
 rv_array *interp_bindings_take_tensor(rv_bindings *b, const Tensor *t);
 void interp_bindings_own_ufun(rv_bindings *b, const Ufun *f, rv_array *a);
+/* Takes b's seals (rv_bindings.uf_sealed, st_numbered) into the run
+ * being prepared: in->numbered; clears them in b. */
+void interp_bindings_take_seals(rv_bindings *b, Interp *in);
 /* rv_bindings_set_array, but the bindings own `a` on success (the caller
  * still does on failure). */
 rv_status interp_bindings_adopt_array(rv_bindings *b, const char *name, rv_array *a);

@@ -779,7 +779,10 @@ static rv_status check_structure(Run *r, int k) {
     const Kernel *kn = r->p->kernels[r->first + k];
     bool batches = reads_uf(kn, kn->rec->st->batch_begin);
     bool unrolled = reads_uf(kn, kn->rec->st->unroll_node);
-    rv_status st = rt_check_numbering(kn->rec, r->in.sizes, r->in.ufv, batches);
+    /* the batch's bind checked it, in this call (Interp.numbered) */
+    rv_status st = r->in.numbered[kn->rec->st->id]
+                       ? RV_OK
+                       : rt_check_numbering(kn->rec, r->in.sizes, r->in.ufv, batches);
     return st == RV_OK && unrolled ? rt_check_unroll(kn->rec, r->in.sizes, r->in.ufv) : st;
 }
 

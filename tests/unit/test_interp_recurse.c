@@ -1246,6 +1246,68 @@ static void test_randomize_weight_scale(void) {
     rv_module_free(m);
 }
 
+/* A batch edited by hand after rv_linearize is refused with the array and
+ * index named, and refused atomically: the bindings keep the previous
+ * batch, whose arrays (in the spares a rebind or reset keeps) the next
+ * batch is bound in, not in new ones, with every value of its own. */
+static void test_set_linear_reuse(void) {
+    Fix f = fix_new(RV_STRUCT_TREE, 2, 1000);
+    rv_structs *bs = small_batch(), *one = rv_structs_new(RV_STRUCT_TREE, 2, 1);
+    int32_t w = 3;
+    CHECK_EQ_INT(rv_structs_add_perfect_tree(one, 0, &w), RV_OK);
+    rv_linear lin = {0}, small = {0};
+    CHECK_EQ_INT(rv_linearize(bs, &lin), RV_OK);
+    CHECK_EQ_INT(rv_linearize(one, &small), RV_OK);
+    rv_bindings *b = rv_bindings_new(f.m);
+    CHECK_EQ_INT(rv_bindings_set_linear(b, "T", &lin), RV_OK);
+    const rv_array *ch = rv_bindings_get_array(b, "child");
+    const rv_array *wd = rv_bindings_get_array(b, "word");
+    /* each error once, the batch restored after it */
+    struct {
+        int32_t *at, bad;
+        const char *msg;
+    } edits[] = {
+        {&lin.child[0], 8, "structure T: child 0 of node 0 of the batch is 8, outside 0..7"},
+        {&lin.child[1], -1, "structure T: child 1 of node 0 of the batch is -1, outside 0..7"},
+        {&lin.nchild[1], 3, "structure T: node 1 of the batch has 3 children (0..2)"},
+        {&lin.child[1], lin.child[0], "structure T is a tree, but node"},
+    };
+    for (size_t i = 0; i < sizeof edits / sizeof *edits; i++) {
+        int32_t keep = *edits[i].at;
+        *edits[i].at = edits[i].bad;
+        CHECK_EQ_INT(rv_bindings_set_linear(b, "T", &lin), RV_ERR_ARG);
+        CHECK_STR_CONTAINS(rv_last_error(), edits[i].msg);
+        *edits[i].at = keep;
+        CHECK(rv_bindings_get_array(b, "child") == ch);
+        CHECK_EQ_INT(rv_bindings_get_size(b, "N"), 8);
+        CHECK_EQ_INT(elem(ch, 0), lin.child[0]);
+    }
+    /* a reset and a smaller batch: in the same arrays, its own values */
+    CHECK_EQ_INT(rv_bindings_reset(b, NULL), RV_OK);
+    CHECK_EQ_INT(rv_bindings_set_linear(b, "T", &small), RV_OK);
+    CHECK(rv_bindings_get_array(b, "word") == wd);
+    CHECK_EQ_INT(rv_array_numel(wd), 1);
+    CHECK_EQ_INT(elem(wd, 0), 3);
+    CHECK_EQ_INT(rv_array_numel(rv_bindings_get_array(b, "child")), 0);
+    /* rebinding without a reset: the two batches alternate between two
+     * sets of arrays */
+    CHECK_EQ_INT(rv_bindings_set_linear(b, "T", &lin), RV_OK);
+    const rv_array *ch2 = rv_bindings_get_array(b, "child");
+    CHECK_EQ_INT(rv_bindings_set_linear(b, "T", &small), RV_OK);
+    CHECK_EQ_INT(rv_bindings_set_linear(b, "T", &lin), RV_OK);
+    CHECK(rv_bindings_get_array(b, "child") == ch2);
+    for (int64_t e = 0, n = 0; n < lin.num_nodes; n++)
+        for (int k = 0; k < lin.nchild[n]; k++)
+            CHECK_EQ_INT(elem(ch2, e++), lin.child[n * lin.max_children + k]);
+    CHECK_EQ_INT(rv_interp_run(f.m, b), RV_OK);
+    rv_bindings_free(b);
+    rv_linear_free(&lin);
+    rv_linear_free(&small);
+    rv_structs_free(bs);
+    rv_structs_free(one);
+    rv_module_free(f.m);
+}
+
 int main(void) {
     RUN(test_set_linear_arrays);
     RUN(test_set_linear_read_by_compute);
@@ -1262,5 +1324,6 @@ int main(void) {
     RUN(test_randomize_ranges);
     RUN(test_randomize_full_trees);
     RUN(test_randomize_weight_scale);
+    RUN(test_set_linear_reuse);
     return harness_report();
 }

@@ -524,7 +524,11 @@ static void test_trace(void) {
 }
 
 /* Arrays bound by hand that break the numbering the loops rely on: the
- * run fails before any kernel, naming the structure and the node. */
+ * run fails before any kernel, naming the structure and the node. Bound
+ * one by one, and as a batch built by hand (rv_linear, K 2, one data
+ * integer per node) bound by rv_bindings_set_linear, which checks the
+ * numbering as it copies the batch but leaves refusing it to the run
+ * (the interpreter takes any numbering). */
 static void expect_bad_numbering(const char *sched, int32_t N, const int32_t *nchild,
                                  const int32_t *child, int32_t nchildren, int32_t nbatch,
                                  const int32_t *begin, const int32_t *len, const char *msg) {
@@ -534,23 +538,36 @@ static void expect_bad_numbering(const char *sched, int32_t N, const int32_t *nc
     rv_compile_options opt = {.cache_dir = cache_dir, .cflags = PROGRAM_CFLAGS};
     rv_program *p = NULL;
     CHECK_EQ_INT(rv_program_compile(md.m, &opt, &p), RV_OK);
-    Run r = {0};
-    r.b = rv_bindings_new(md.m);
-    int32_t word[8] = {0}, root[1] = {0};
-    rv_bindings_set_size(r.b, "N", N);
-    rv_bindings_set_size(r.b, "B", 1);
-    rv_bindings_set_size(r.b, "_T_nbatch", nbatch);
-    bind(&r, "child", arr_i32(nchildren, child));
-    bind(&r, "nchild", arr_i32(N, nchild));
-    bind(&r, "root", arr_i32(1, root));
-    bind(&r, "word", arr_i32(N, word));
-    bind(&r, "_T_batch_begin", arr_i32(nbatch, begin));
-    bind(&r, "_T_batch_length", arr_i32(nbatch, len));
-    bind(&r, "Emb", arr_f32(V, H, 1));
-    bind(&r, "W", arr_f32(H, 2 * H, 2));
-    CHECK_EQ_INT(rv_program_run(p, r.b), RV_ERR_ARG);
-    CHECK_STR_CONTAINS(rv_last_error(), msg);
-    run_free(&r);
+    int32_t word[8] = {0}, root[1] = {0}, rows[16] = {0};
+    for (int32_t n = 0, e = 0; n < N; n++)
+        for (int32_t k = 0; k < nchild[n]; k++)
+            rows[2 * n + k] = child[e++];
+    rv_linear lin = {.num_nodes = N, .num_structs = 1, .max_children = 2, .width = 1,
+                     .num_batches = nbatch, .batch_begin = (int32_t *)begin,
+                     .batch_length = (int32_t *)len, .child = rows,
+                     .nchild = (int32_t *)nchild, .data = word, .root = root};
+    for (int linear = 0; linear < 2; linear++) {
+        Run r = {0};
+        r.b = rv_bindings_new(md.m);
+        if (linear) {
+            CHECK_EQ_INT(rv_bindings_set_linear(r.b, "T", &lin), RV_OK);
+        } else {
+            rv_bindings_set_size(r.b, "N", N);
+            rv_bindings_set_size(r.b, "B", 1);
+            rv_bindings_set_size(r.b, "_T_nbatch", nbatch);
+            bind(&r, "child", arr_i32(nchildren, child));
+            bind(&r, "nchild", arr_i32(N, nchild));
+            bind(&r, "root", arr_i32(1, root));
+            bind(&r, "word", arr_i32(N, word));
+            bind(&r, "_T_batch_begin", arr_i32(nbatch, begin));
+            bind(&r, "_T_batch_length", arr_i32(nbatch, len));
+        }
+        bind(&r, "Emb", arr_f32(V, H, 1));
+        bind(&r, "W", arr_f32(H, 2 * H, 2));
+        CHECK_EQ_INT(rv_program_run(p, r.b), RV_ERR_ARG);
+        CHECK_STR_CONTAINS(rv_last_error(), msg);
+        run_free(&r);
+    }
     rv_program_free(p);
     rv_module_free(md.m);
 }
@@ -1371,6 +1388,47 @@ static void test_unroll_computed_by_the_run(void) {
     rv_module_free(m);
 }
 
+/* What rv_bindings_set_linear checked is not checked again by the run of
+ * the same call, and only by it: a UF rebound after the bind, or the
+ * bound batch's memory written after the run of its call, is checked by
+ * the next run (the chain 0 <- 1 <- 2, numbered and batched right, then
+ * node 1's child made node 0). */
+static void test_linear_checks_once(void) {
+    Model md = tree_rnn();
+    CHECK_EQ_INT(rv_module_schedule(md.m, "R", "dynamic_batch()\nspecialize()"), RV_OK);
+    rv_compile_options opt = {.cache_dir = cache_dir, .cflags = PROGRAM_CFLAGS};
+    rv_program *p = NULL;
+    CHECK_EQ_INT(rv_program_compile(md.m, &opt, &p), RV_OK);
+    int32_t nchild[] = {1, 1, 0}, child[] = {1, 0, 2, 0, 0, 0}, word[3] = {0}, root[1] = {0};
+    int32_t begin[] = {2, 1, 0}, len[] = {1, 1, 1}, bad[] = {1, 0};
+    rv_linear lin = {.num_nodes = 3, .num_structs = 1, .max_children = 2, .width = 1,
+                     .num_batches = 3, .batch_begin = begin, .batch_length = len,
+                     .child = child, .nchild = nchild, .data = word, .root = root};
+    const char *msg = "structure T: child 0 of node 1 is node 0, not numbered above it";
+    Run r = {0};
+    r.b = rv_bindings_new(md.m);
+    bind(&r, "Emb", arr_f32(V, H, 1));
+    bind(&r, "W", arr_f32(H, 2 * H, 2));
+    CHECK_EQ_INT(rv_bindings_set_linear(r.b, "T", &lin), RV_OK);
+    CHECK_EQ_INT(rv_program_run(p, r.b), RV_OK);
+    bind(&r, "child", arr_i32(2, bad));
+    CHECK_EQ_INT(rv_program_run(p, r.b), RV_ERR_ARG);
+    CHECK_STR_CONTAINS(rv_last_error(), msg);
+    CHECK_EQ_INT(rv_bindings_set_linear(r.b, "T", &lin), RV_OK);
+    CHECK_EQ_INT(rv_program_run(p, r.b), RV_OK);
+    /* outside the API (its arrays are read-only), but never silently
+     * wrong in a later call */
+    rv_array *ch = (rv_array *)rv_bindings_get_array(r.b, "child");
+    CHECK(ch && rv_array_dtype(ch) == RV_I32);
+    if (ch && rv_array_dtype(ch) == RV_I32)
+        ((int32_t *)rv_array_data(ch))[1] = 0;
+    CHECK_EQ_INT(rv_program_run(p, r.b), RV_ERR_ARG);
+    CHECK_STR_CONTAINS(rv_last_error(), msg);
+    run_free(&r);
+    rv_program_free(p);
+    rv_module_free(md.m);
+}
+
 int main(void) {
     snprintf(cache_dir, sizeof cache_dir, "/tmp/ravel-test-recurse-XXXXXX");
     if (!mkdtemp(cache_dir)) {
@@ -1402,6 +1460,7 @@ int main(void) {
     RUN(test_leaf_unread_tile);
     RUN(test_tile_condition_specialized);
     RUN(test_unroll_computed_by_the_run);
+    RUN(test_linear_checks_once);
     char cmd[PATH_MAX + 16];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", cache_dir);
     if (system(cmd) != 0)
