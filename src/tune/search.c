@@ -464,11 +464,17 @@ typedef struct Pair {
     int c, s;
 } Pair;
 
-/* Whether candidates a and b are known-good sketches of one kind (one
- * template, differing only in the register tile's size). */
-static bool same_sketch(const Tuner *t, int a, int b) {
+/* Whether candidates a and b are of one kind: one template and one
+ * structural choice within it (TuneCand.sketch: how B is packed, the
+ * stream width class), differing only in the knobs that size the tile. */
+static bool same_kind(const Tuner *t, int a, int b) {
     const TuneCand *x = &t->sp.cands[a], *y = &t->sp.cands[b];
-    return x->seed && y->seed && x->tmpl == y->tmpl && x->sketch == y->sketch;
+    return x->tmpl == y->tmpl && x->sketch == y->sketch;
+}
+
+/* Whether candidates a and b are known-good sketches of one kind. */
+static bool same_sketch(const Tuner *t, int a, int b) {
+    return t->sp.cands[a].seed && t->sp.cands[b].seed && same_kind(t, a, b);
 }
 
 /* How far a sketch's measurement reaches: shapes whose every variable is
@@ -1443,29 +1449,142 @@ static void measure_chunked(Tuner *t, Pair *pairs, int n, int batch) {
     }
 }
 
+/* The anchor shapes: a cover of the range at SKETCH_REACH (every shape
+ * is near_shape to one of them), chosen heaviest first (--shapes
+ * weights), then in the range's order: T = 1, 2, 4, 7, 11, 17, 26, 40,
+ * 61, 92 over 1..128. How many, into out[] (room for every shape). */
+static int anchor_shapes(const Tuner *t, int *out) {
+    int *order = base_xcalloc((size_t)t->ns + 1, sizeof *order), n = 0;
+    for (int s = 0; s < t->ns; s++) {
+        int i = s;
+        for (; i > 0 && t->w[order[i - 1]] < t->w[s]; i--)
+            order[i] = order[i - 1];
+        order[i] = s;
+    }
+    for (int i = 0; i < t->ns; i++) {
+        bool covered = false;
+        for (int j = 0; j < n && !covered; j++)
+            covered = near_shape(t, out[j], order[i]);
+        if (!covered)
+            out[n++] = order[i];
+    }
+    base_free(order);
+    return n;
+}
+
+/* KINDS: at each anchor shape, the best predicted candidate of each kind
+ * (same_kind) of which no candidate was measured there; at most `left`
+ * pairs into pairs[] (room for anchors x kinds), anchors in
+ * anchor_shapes' order. The search and the verification rank by the
+ * model, which judges a kind by what it has seen of it, and at a shape
+ * a measured time beats any prediction: a kind the model under-rates
+ * never runs where it would win (bmm_nt's tile with B transposed in
+ * blocks, the hand-written kernel, below the model's two best at T = 24
+ * and 32, where the dot product measured 0.73x its time). Candidates
+ * never run count (a kind's best tile may be one): measuring checks them
+ * first. Whether a kind was measured at a shape is what the records say,
+ * so a resumed run picks nothing its first run measured. */
+static int kind_pairs(const Tuner *t, Pair *pairs, int left) {
+    int *anchor = base_xcalloc((size_t)t->ns + 1, sizeof *anchor);
+    int na = anchor_shapes(t, anchor), n = 0;
+    for (int i = 0; i < na && n < left; i++) {
+        int s = anchor[i];
+        for (int k = 0; k < t->sp.len && n < left; k++) {
+            /* k stands for its kind when it is the kind's first */
+            bool first = true, seen = false;
+            for (int c = 0; c < t->sp.len && first && !seen; c++)
+                if (same_kind(t, c, k)) {
+                    first = c >= k;
+                    seen = t->meas[c * t->ns + s] != 0;
+                }
+            if (!first || seen)
+                continue;
+            int b = -1;
+            for (int c = k; c < t->sp.len; c++)
+                if (same_kind(t, c, k) && t->ok[c] >= 0 &&
+                    (b < 0 || t->pred[c * t->ns + s] > t->pred[b * t->ns + s]))
+                    b = c;
+            if (b >= 0)
+                pairs[n++] = (Pair){b, s};
+        }
+    }
+    base_free(anchor);
+    return n;
+}
+
+/* The verified candidate never measured at s, not among the n pairs,
+ * that the model predicts best there; -1 when none. */
+static int best_unmeasured(const Tuner *t, const Pair *pairs, int n, int s) {
+    int b = -1;
+    for (int q = 0; q < t->sp.len; q++) {
+        bool taken = false;
+        for (int j = 0; j < n; j++)
+            taken |= pairs[j].c == q && pairs[j].s == s;
+        if (!taken && t->ok[q] > 0 && t->meas[q * t->ns + s] == 0 &&
+            (b < 0 || t->pred[q * t->ns + s] > t->pred[b * t->ns + s]))
+            b = q;
+    }
+    return b;
+}
+
+/* Inserts shape s into order[0..n) by key, largest first; n + 1. */
+static int insert_by_key(int *order, int n, const double *key, int s) {
+    int i = n;
+    for (; i > 0 && key[order[i - 1]] < key[s]; i--)
+        order[i] = order[i - 1];
+    order[i] = s;
+    return n + 1;
+}
+
 /* Verifies by measurement the kernel the dispatcher gives each shape: the
  * cost model voted where the records hold few measurements, and a vote
  * nobody timed may be a kernel that runs slower there than one the
- * records show (bmm_nt's dot product at T = 24, 32, 96). A shape whose
- * dispatched kernel was never measured there has it measured, with the
- * VERIFY_CANDS best predicted verified candidates never measured there;
- * then the model is refitted and the votes redone, in which a measured
- * time beats a prediction (best_kept), until every dispatched kernel was
- * measured where it runs or the budget is spent (each round measures
- * pairs never measured, so it ends).
+ * records show (bmm_nt's dot product at T = 24, 32, 96). First the kinds
+ * at the anchor shapes (kind_pairs), so that no kind is judged by the
+ * model alone; then, in rounds: a shape whose dispatched kernel was
+ * never measured there has it measured, with the VERIFY_CANDS best
+ * predicted verified candidates never measured there; a shape whose
+ * dispatched kernel was measured there, but where a verified candidate
+ * never measured there is predicted more than VOTE_LOSS faster, has that
+ * one measured (a time beats a prediction in the votes, so without the
+ * challenge a kind measured near a shape but not at it could never take
+ * it); then the model is refitted and the votes redone, in which a
+ * measured time beats a prediction (best_kept), until neither remains or
+ * the budget is spent (each round measures pairs never measured, so it
+ * ends).
  * The shapes of most weight go first (--shapes frequencies), then those
- * furthest from the measured ones. Only verified candidates are ranked
- * (the state the records give back), so a resumed run redoes the same
+ * furthest from the measured ones; challenges after them, the largest
+ * predicted gain first. Only the state the records give back is ranked
+ * (measured kinds, verified candidates), so a resumed run redoes the same
  * votes and measures nothing. */
 static rv_status verify(Tuner *t, int trials, int batch) {
     int left = verify_budget(t, trials);
     int *order = base_xcalloc((size_t)t->ns + 1, sizeof *order);
     double *key = base_xcalloc((size_t)t->ns + 1, sizeof *key);
-    Pair *pairs = base_xcalloc((size_t)t->ns * (VERIFY_CANDS + 1) + 1, sizeof *pairs);
+    int room = t->ns * (VERIFY_CANDS + 1) + 1;
+    if (room < t->ns * t->sp.len + 1)
+        room = t->ns * t->sp.len + 1;
+    Pair *pairs = base_xcalloc((size_t)room, sizeof *pairs);
     bool *none = base_xcalloc((size_t)t->ns + 1, sizeof *none);
     rv_status st = RV_OK;
     int before = t->res->measured;
     double t0 = rt_now_seconds();
+    if (left > 0) {
+        /* every candidate not known bad is ranked: a kind's best may never have run */
+        t->npop = 0;
+        for (int c = 0; c < t->sp.len; c++)
+            if (t->ok[c] >= 0)
+                t->pop[t->npop++] = c;
+        st = predict(t);
+        int n = st == RV_OK ? kind_pairs(t, pairs, left) : 0;
+        if (n > 0) {
+            left -= n;
+            measure_chunked(t, pairs, n, batch);
+            if ((st = train(t)) == RV_OK)
+                st = predict(t);
+        }
+        t->res->kinds_measured = t->res->measured - before;
+    }
     while (st == RV_OK && left > 0) {
         int kept[TUNE_MAX_TREE_VARIANTS];
         int nk = pick_kernels(t, kept);
@@ -1477,32 +1596,35 @@ static rv_status verify(Tuner *t, int trials, int batch) {
             if (t->meas[c * t->ns + s] != 0)
                 continue;
             key[s] = t->w[s] * (distance(t, s, none) + 1);
-            int i = nu++;
-            for (; i > 0 && key[order[i - 1]] < key[s]; i--)
-                order[i] = order[i - 1];
-            order[i] = s;
+            nu = insert_by_key(order, nu, key, s);
         }
         int n = 0;
         for (int i = 0; i < nu && n < left; i++) {
             int s = order[i], c = kept[best_kept(t, kept, nk, s)];
             pairs[n++] = (Pair){c, s};
             for (int k = 0; k < VERIFY_CANDS && n < left; k++) {
-                int b = -1;
-                for (int q = 0; q < t->sp.len; q++) {
-                    bool taken = false;
-                    for (int j = 0; j < n; j++)
-                        taken |= pairs[j].c == q && pairs[j].s == s;
-                    if (!taken && t->ok[q] > 0 && t->meas[q * t->ns + s] == 0 &&
-                        (b < 0 || t->pred[q * t->ns + s] > t->pred[b * t->ns + s]))
-                        b = q;
-                }
+                int b = best_unmeasured(t, pairs, n, s);
                 if (b < 0)
                     break;
                 pairs[n++] = (Pair){b, s};
             }
         }
+        /* the challenges */
+        int nc = 0;
+        for (int s = 0; s < t->ns; s++) {
+            double have = t->meas[kept[best_kept(t, kept, nk, s)] * t->ns + s];
+            int b = have > 0 ? best_unmeasured(t, pairs, n, s) : -1;
+            if (b < 0 || t->pred[b * t->ns + s] <= VOTE_LOSS * have)
+                continue;
+            key[s] = t->w[s] * t->pred[b * t->ns + s] / have;
+            nc = insert_by_key(order, nc, key, s);
+        }
+        for (int i = 0; i < nc && n < left; i++) {
+            int b = best_unmeasured(t, pairs, n, order[i]);
+            pairs[n++] = (Pair){b, order[i]};
+        }
         if (n == 0)
-            break; /* every dispatched kernel measured where it runs */
+            break; /* every dispatched kernel measured where it runs, unchallenged */
         left -= n;
         measure_chunked(t, pairs, n, batch);
         if ((st = train(t)) == RV_OK)

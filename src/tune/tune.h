@@ -535,6 +535,8 @@ typedef struct TuneResult {
     /* measurements made by this run to verify the dispatcher's choices
      * (among `measured`), and its seconds */
     int verify_measured;
+    /* among them, the kinds measured at the anchor shapes (docs/tuning.md) */
+    int kinds_measured;
     double verify_seconds;
     double compile_seconds, measure_seconds, total_seconds;
     TuneTrial *trials;     /* every measurement, reused and made, in order */

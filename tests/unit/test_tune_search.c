@@ -835,6 +835,79 @@ static void test_verified_dispatch(void) {
     rv_module_free(m);
 }
 
+/* ---- each kind at the anchor shapes ---- */
+
+/* A kind the model has never seen is measured at the anchor shapes
+ * before the dispatcher is built, and wins where it is faster. Records
+ * give one candidate of every kind but F (the dot products) at every M
+ * of 1..9, each 10 ms, far slower than any real kernel of this size, and
+ * the trial budget is theirs: every shape's dispatched kernel was
+ * measured there and no verified candidate is of kind F, so the
+ * verification without the kinds measures nothing and never sees F. With
+ * them, F's best predicted is measured at the 4 anchors (M = 1, 2, 4, 7:
+ * 1.5x apart), and the challenges take it to every other M: each shape
+ * dispatches a kernel of kind F and matches the interpreter. A resumed
+ * run measures nothing. */
+static void test_kinds_at_anchors(void) {
+    rv_module *m = NULL;
+    CHECK_EQ_INT(rv_module_parse("tiny.rv", tiny, &m), RV_OK);
+    TuneSpace sp;
+    CHECK_EQ_INT(tune_space_build(m, tune_hw(), &sp), RV_OK);
+    char hex[17];
+    hash_hex(hash_str(tiny), hex);
+    Buf machine = {0};
+    tune_hw_machine_id(tune_hw(), &machine);
+    unlink(records);
+    int n = 0;
+    for (int c = 0; c < sp.len; c++) {
+        bool first = sp.cands[c].tmpl != TUNE_T_DOT;
+        for (int q = 0; q < c && first; q++)
+            first = sp.cands[q].tmpl != sp.cands[c].tmpl || sp.cands[q].sketch != sp.cands[c].sketch;
+        for (int64_t M = 1; first && M <= 9; M++, n++)
+            fake_record(records, hex, buf_str(&machine), sp.cands[c].sched, M, 1e-2);
+    }
+    CHECK(n >= 2 * 9);
+    TuneOptions o = options(n);
+    o.verify = 80;
+    o.batch = 8;
+    TuneResult r;
+    CHECK_EQ_INT(tune_run(m, tiny, &o, &r), RV_OK);
+    CHECK_EQ_INT(r.reused, n);
+    CHECK_EQ_INT(r.kinds_measured, 4);
+    CHECK(r.verify_measured >= 4 && r.verify_measured <= 80);
+    int64_t anchors[] = {1, 2, 4, 7};
+    for (int i = 0; i < 4; i++) {
+        bool dot = false;
+        for (int c = 0; c < sp.len; c++)
+            dot |= sp.cands[c].tmpl == TUNE_T_DOT && has_record(sp.cands[c].sched, anchors[i]);
+        CHECK(dot);
+    }
+    for (int s = 0; s < r.nshapes; s++) {
+        const char *v = r.variant_sched[r.shape_variant[s]];
+        bool dot = false;
+        for (int c = 0; c < sp.len; c++)
+            dot |= sp.cands[c].tmpl == TUNE_T_DOT && strcmp(sp.cands[c].sched, v) == 0;
+        CHECK(dot);
+    }
+    check_tuned_program(m, &r);
+    bool unique;
+    int total = count_records(&unique);
+    CHECK(unique);
+    CHECK_EQ_INT(total, n + r.measured);
+    tune_result_free(&r);
+
+    /* resumed: nothing measured, kinds or otherwise */
+    CHECK_EQ_INT(tune_run(m, tiny, &o, &r), RV_OK);
+    CHECK_EQ_INT(r.measured, 0);
+    CHECK_EQ_INT(r.kinds_measured, 0);
+    CHECK_EQ_INT(r.reused, total);
+    tune_result_free(&r);
+    CHECK_EQ_INT(count_records(&unique), total);
+    buf_free(&machine);
+    tune_space_free(&sp);
+    rv_module_free(m);
+}
+
 int main(void) {
     CHECK(mkdtemp(dir) != NULL);
     snprintf(records, sizeof records, "%s/records.jsonl", dir);
@@ -859,6 +932,7 @@ int main(void) {
     RUN(test_specialized_tuning);
     RUN(test_specialized_leaf_replayed);
     RUN(test_verified_dispatch);
+    RUN(test_kinds_at_anchors);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     CHECK_EQ_INT(system(cmd), 0);
