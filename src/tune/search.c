@@ -464,17 +464,18 @@ typedef struct Pair {
     int c, s;
 } Pair;
 
-/* Whether candidates a and b are of one kind: one template and one
- * structural choice within it (TuneCand.sketch: how B is packed, the
- * stream width class), differing only in the knobs that size the tile. */
-static bool same_kind(const Tuner *t, int a, int b) {
+/* Whether candidates a and b are known-good sketches of one kind (one
+ * template, differing only in the register tile's size). */
+static bool same_sketch(const Tuner *t, int a, int b) {
     const TuneCand *x = &t->sp.cands[a], *y = &t->sp.cands[b];
-    return x->tmpl == y->tmpl && x->sketch == y->sketch;
+    return x->seed && y->seed && x->tmpl == y->tmpl && x->sketch == y->sketch;
 }
 
-/* Whether candidates a and b are known-good sketches of one kind. */
-static bool same_sketch(const Tuner *t, int a, int b) {
-    return t->sp.cands[a].seed && t->sp.cands[b].seed && same_kind(t, a, b);
+/* Whether candidates a and b are of one kind (TuneCand.kind: one template
+ * and structure, any tile size), sketches or not. */
+static bool same_kind(const Tuner *t, int a, int b) {
+    const TuneCand *x = &t->sp.cands[a], *y = &t->sp.cands[b];
+    return x->tmpl == y->tmpl && x->kind == y->kind;
 }
 
 /* How far a sketch's measurement reaches: shapes whose every variable is

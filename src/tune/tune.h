@@ -290,6 +290,10 @@ typedef struct TuneCand {
     int sketch;          /* a seed's kind within its template: seeds of one kind differ
                           * only in the register tile's size (tile: B packed row by row,
                           * transposed in blocks, or read in place) */
+    int kind;            /* its structure within its template: the knobs that are not the
+                          * tile's size (tile: pack, pad, wide; stream: ku; rows: the
+                          * order); candidates of one template and kind differ only in
+                          * the tile's size (the verification measures every kind) */
 } TuneCand;
 
 typedef struct TuneSpace {
