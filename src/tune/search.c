@@ -49,10 +49,14 @@
  * kept kernel, and a decision tree (dtree.c) over the sizes learns the
  * map.
  *
- * VERIFYING. Before it finishes, the kernel the dispatcher gives each
+ * VERIFYING. Before it finishes, the best predicted candidate of each
+ * kind (a template and its knobs but the tile's size) is measured at
+ * anchor shapes 1.5x apart where none of that kind was, so no kind is
+ * judged by the model alone; then the kernel the dispatcher gives each
  * shape is measured there where it never was (with the best predicted
- * there), and the votes are redone, measured times first, until each is
- * measured or --verify's budget is spent (verify()).
+ * there), a measured one is challenged by a candidate predicted 1.1x
+ * faster, and the votes are redone, measured times first, until each is
+ * measured and unchallenged or --verify's budget is spent (verify()).
  *
  * SPECIALIZED LEAVES. A few small, frequent measured shapes (spec_shapes)
  * also have their best candidates measured compiled for that shape alone,
