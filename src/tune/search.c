@@ -98,6 +98,7 @@ typedef struct Tuner {
     signed char *ok;   /* per candidate: 1 verified, -1 wrong or failed, 0 not yet */
     double *meas;      /* [c * ns + s]: GFLOP/s measured; 0 not measured, -1 failed */
     double *smeas;     /* the same of c compiled for shape s alone (specialized) */
+    bool *stale;       /* [c * ns + s]: meas is a record of another code generator */
     double *best;      /* per shape: the best measured GFLOP/s */
     float *pred;       /* [c * ns + s]: predicted GFLOP/s (valid when trained) */
     rv_bindings **refs; /* per shape: the interpreter's results, once computed */
@@ -663,7 +664,8 @@ static void record(Tuner *t, int c, int s, double seconds, TuneStatus st, bool s
                     .seconds = seconds,
                     .status = st,
                     .threads = t->threads,
-                    .spec = spec};
+                    .spec = spec,
+                    .codegen = tune_codegen_version()};
     if (tune_record_append(t->o->records, &r) != RV_OK)
         fprintf(stderr, "ravel tune: warning: %s\n", rv_last_error());
 }
@@ -895,6 +897,7 @@ static void apply_msg(Tuner *t, const BatchRun *run, const MeasureMsg *m) {
         return;
     int s = m->s;
     t->res->measured++;
+    t->stale[c * t->ns + s] = false;
     if (m->status != RV_OK || m->seconds <= 0) {
         t->meas[c * t->ns + s] = -1;
         note_trial(t, s, 0);
@@ -1161,12 +1164,22 @@ static rv_status resume(Tuner *t) {
         int s = found == nsz ? find_shape(t, v) : -1;
         if (c < 0 || s < 0)
             continue;
+        bool current = tune_record_current(r);
         if (r->spec) { /* not a trial: a specialized leaf's, outside the budget */
-            t->smeas[c * t->ns + s] =
+            /* of another code generator: measured again (a leaf is chosen
+             * by its time alone), unless nothing is measured (replay) */
+            bool use = current || t->o->replay;
+            double g =
                 r->status == TUNE_STATUS_OK && r->seconds > 0 ? t->gflop[s] / r->seconds : -1;
-            t->res->spec_reused++;
+            t->smeas[c * t->ns + s] = use ? g : 0;
+            t->res->spec_reused += use;
             continue;
         }
+        /* of another code generator: the model learns from it (features ->
+         * time is still information), the dispatcher's choices are timed
+         * again (retime_pairs) */
+        t->stale[c * t->ns + s] = !current;
+        t->res->stale += !current;
         if (r->status == TUNE_STATUS_OK && r->seconds > 0) {
             double g = t->gflop[s] / r->seconds;
             t->meas[c * t->ns + s] = g;
@@ -1428,13 +1441,68 @@ static rv_status dispatcher(Tuner *t) {
 #define VERIFY_CANDS 2
 
 /* The verification's budget of measurements left: --verify (default half
- * the trials) less what earlier runs spent on it, which the records hold
- * as the measurements past the trial budget. So a resumed run spends only
- * what is left, and nothing where the first run finished verifying. */
+ * the trials) less what earlier runs of this code generator spent on it,
+ * which the records hold as its measurements past the trial budget (stale
+ * records fill the trial budget first: they were the search's). So a
+ * resumed run spends only what is left, nothing where the first run
+ * finished verifying, and a run over another version's records has the
+ * whole budget to time the dispatcher's choices again. */
 static int verify_budget(const Tuner *t, int trials) {
     int cap = t->o->verify < 0 ? 0 : t->o->verify > 0 ? t->o->verify : (trials + 1) / 2;
-    int spent = t->res->measured + t->res->reused - trials;
+    int search = trials - t->res->stale;
+    int spent = t->res->measured + t->res->reused - t->res->stale - (search > 0 ? search : 0);
     return cap - (spent > 0 ? spent : 0);
+}
+
+/* Kernels measured at s by another code generator that each compete for
+ * the dispatcher there besides its choice c: at most this many, the
+ * fastest recorded first. */
+#define RETIME_RIVALS 2
+
+/* RETIMING: at each shape (in order[0..ns)), the dispatcher's kernel and
+ * its rivals there (the other kept kernels and the best known-good
+ * sketch, which pick_kernels weighs against them) whose times are records
+ * of another code generator: pairs into pairs[n..), at most `left`; the
+ * new n. Their times decide the dispatcher, and a stale time may be 4x
+ * what the code runs in today; the rest of the stale records stay hints
+ * for the model. */
+static int retime_pairs(const Tuner *t, const int *kept, int nk, const int *order, Pair *pairs,
+                        int n, int left) {
+    for (int i = 0; i < t->ns && n < left; i++) {
+        int s = order[i], c = kept[best_kept(t, kept, nk, s)];
+        int rival[TUNE_MAX_TREE_VARIANTS + 2], nr = 0;
+        rival[nr++] = c;
+        for (int k = 0; k < nk; k++)
+            if (kept[k] != c)
+                rival[nr++] = kept[k];
+        int seed = -1;
+        for (int q = 0; q < t->sp.len; q++)
+            if (t->sp.cands[q].seed && t->ok[q] > 0 && t->meas[q * t->ns + s] > 0 &&
+                (seed < 0 || t->meas[q * t->ns + s] > t->meas[seed * t->ns + s]))
+                seed = q;
+        bool listed = seed < 0;
+        for (int k = 0; k < nr && !listed; k++)
+            listed = rival[k] == seed;
+        if (!listed)
+            rival[nr++] = seed;
+        /* the rivals by recorded time, fastest first (c stays first) */
+        for (int k = 2; k < nr; k++)
+            for (int j = k;
+                 j > 1 && t->meas[rival[j - 1] * t->ns + s] < t->meas[rival[j] * t->ns + s]; j--) {
+                int x = rival[j];
+                rival[j] = rival[j - 1];
+                rival[j - 1] = x;
+            }
+        for (int k = 0, taken = 0; k < nr && taken <= RETIME_RIVALS && n < left; k++) {
+            int q = rival[k];
+            if (t->meas[q * t->ns + s] <= 0)
+                continue;
+            taken++;
+            if (t->stale[q * t->ns + s])
+                pairs[n++] = (Pair){q, s};
+        }
+    }
+    return n;
 }
 
 /* Measures the n pairs in programs of at most `batch` candidates each. */
@@ -1564,9 +1632,9 @@ static int insert_by_key(int *order, int n, const double *key, int s) {
  * votes and measures nothing. */
 static rv_status verify(Tuner *t, int trials, int batch) {
     int left = verify_budget(t, trials);
-    int *order = base_xcalloc((size_t)t->ns + 1, sizeof *order);
+    int *order = base_xcalloc(2 * (size_t)t->ns + 1, sizeof *order);
     double *key = base_xcalloc((size_t)t->ns + 1, sizeof *key);
-    int room = t->ns * (VERIFY_CANDS + 1) + 1;
+    int room = t->ns * (VERIFY_CANDS + RETIME_RIVALS + 2) + 1;
     if (room < t->ns * t->sp.len + 1)
         room = t->ns * t->sp.len + 1;
     Pair *pairs = base_xcalloc((size_t)room, sizeof *pairs);
@@ -1596,16 +1664,23 @@ static rv_status verify(Tuner *t, int trials, int batch) {
         if (nk < 0)
             break; /* the dispatcher reports it */
         int nu = 0;
+        /* the stale times that decide, heaviest shapes first */
+        int no = 0;
+        for (int s = 0; s < t->ns; s++) {
+            key[s] = t->w[s];
+            no = insert_by_key(order, no, key, s);
+        }
+        int n = retime_pairs(t, kept, nk, order, pairs, 0, left);
+        t->res->retimed += n;
         for (int s = 0; s < t->ns; s++) {
             int c = kept[best_kept(t, kept, nk, s)];
             if (t->meas[c * t->ns + s] != 0)
                 continue;
             key[s] = t->w[s] * (distance(t, s, none) + 1);
-            nu = insert_by_key(order, nu, key, s);
+            nu = insert_by_key(order + t->ns, nu, key, s);
         }
-        int n = 0;
         for (int i = 0; i < nu && n < left; i++) {
-            int s = order[i], c = kept[best_kept(t, kept, nk, s)];
+            int s = order[t->ns + i], c = kept[best_kept(t, kept, nk, s)];
             pairs[n++] = (Pair){c, s};
             for (int k = 0; k < VERIFY_CANDS && n < left; k++) {
                 int b = best_unmeasured(t, pairs, n, s);
@@ -1617,8 +1692,10 @@ static rv_status verify(Tuner *t, int trials, int batch) {
         /* the challenges */
         int nc = 0;
         for (int s = 0; s < t->ns; s++) {
-            double have = t->meas[kept[best_kept(t, kept, nk, s)] * t->ns + s];
-            int b = have > 0 ? best_unmeasured(t, pairs, n, s) : -1;
+            int c = kept[best_kept(t, kept, nk, s)];
+            double have = t->meas[c * t->ns + s];
+            /* not against a stale time: it is timed again first */
+            int b = have > 0 && !t->stale[c * t->ns + s] ? best_unmeasured(t, pairs, n, s) : -1;
             if (b < 0 || t->pred[b * t->ns + s] <= VOTE_LOSS * have)
                 continue;
             key[s] = t->w[s] * t->pred[b * t->ns + s] / have;
@@ -1656,6 +1733,7 @@ static void tuner_free(Tuner *t) {
     base_free(t->ok);
     base_free(t->meas);
     base_free(t->smeas);
+    base_free(t->stale);
     base_free(t->best);
     base_free(t->pred);
     base_free(t->pop);
@@ -1736,6 +1814,7 @@ static rv_status setup(Tuner *t, const char *program_text) {
     t->ok = base_xcalloc((size_t)t->sp.len, 1);
     t->meas = base_xcalloc(cs, sizeof *t->meas);
     t->smeas = base_xcalloc(cs, sizeof *t->smeas);
+    t->stale = base_xcalloc(cs, sizeof *t->stale);
     t->pred = base_xcalloc(cs, sizeof *t->pred);
     t->best = base_xcalloc((size_t)t->ns, sizeof *t->best);
     t->gflop = base_xcalloc((size_t)t->ns, sizeof *t->gflop);

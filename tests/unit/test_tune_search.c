@@ -195,13 +195,21 @@ static void test_tiny_tuning(void) {
     rv_module_free(m);
 }
 
-/* Writes an ok record of candidate `sched` at M = m taking `seconds`. */
+/* Writes an ok record of candidate `sched` at M = m taking `seconds`,
+ * measured by this code generator. */
 static void fake_record(const char *path, const char *program, const char *machine,
                         const char *sched, int64_t mv, double seconds) {
     const char *names[] = {"M"};
-    TuneRecord r = {.program = program, .machine = machine, .trace = sched, .nsizes = 1,
-                    .size_names = names, .size_values = &mv, .seconds = seconds,
-                    .status = TUNE_STATUS_OK, .threads = 1};
+    TuneRecord r = {.program = program,
+                    .machine = machine,
+                    .trace = sched,
+                    .nsizes = 1,
+                    .size_names = names,
+                    .size_values = &mv,
+                    .seconds = seconds,
+                    .status = TUNE_STATUS_OK,
+                    .threads = 1,
+                    .codegen = tune_codegen_version()};
     CHECK_EQ_INT(tune_record_append(path, &r), RV_OK);
 }
 
@@ -727,7 +735,8 @@ static void test_specialized_leaf_replayed(void) {
                        .seconds = 2e-7,
                        .status = TUNE_STATUS_OK,
                        .threads = 1,
-                       .spec = true};
+                       .spec = true,
+                       .codegen = tune_codegen_version()};
     CHECK_EQ_INT(tune_record_append(path, &fast), RV_OK);
     TuneRecord slight = fast;
     slight.size_values = &three;
@@ -769,15 +778,17 @@ static void test_specialized_leaf_replayed(void) {
 
 /* ---- verifying the dispatcher ---- */
 
-/* Whether the records hold a generic measurement of `sched` at M = mv. */
-static bool has_record(const char *sched, int64_t mv) {
+/* Whether the records hold a generic measurement of `sched` at M = mv
+ * (made by this code generator when `current`). */
+static bool has_record(const char *sched, int64_t mv, bool current) {
     TuneRecords rs;
     tune_records_init(&rs);
     CHECK_EQ_INT(tune_records_load(records, &rs), RV_OK);
     bool found = false;
     for (int i = 0; i < rs.len; i++)
         found |= !rs.data[i].spec && rs.data[i].size_values[0] == mv &&
-                 strcmp(rs.data[i].trace, sched) == 0;
+                 strcmp(rs.data[i].trace, sched) == 0 &&
+                 (!current || tune_record_current(&rs.data[i]));
     tune_records_free(&rs);
     return found;
 }
@@ -802,7 +813,7 @@ static void test_verified_dispatch(void) {
     CHECK(r.verify_measured > 0 && r.verify_measured < 200);
     CHECK_EQ_INT(r.measured, 6 + r.verify_measured);
     for (int s = 0; s < r.nshapes; s++)
-        CHECK(has_record(r.variant_sched[r.shape_variant[s]], r.shapes[s].v[0]));
+        CHECK(has_record(r.variant_sched[r.shape_variant[s]], r.shapes[s].v[0], false));
     check_tuned_program(m, &r);
     int *was = base_xcalloc((size_t)r.nshapes, sizeof *was);
     memcpy(was, r.shape_variant, sizeof *was * (size_t)r.nshapes);
@@ -832,6 +843,87 @@ static void test_verified_dispatch(void) {
     CHECK_EQ_INT(tune_run(m, tiny, &o, &r), RV_OK);
     CHECK_EQ_INT(r.measured, 0);
     tune_result_free(&r);
+    rv_module_free(m);
+}
+
+/* ---- records of another code generator ---- */
+
+/* The records rewritten as if an older code generator had measured them:
+ * every "codegen" field says `old`, or is dropped when old is NULL (a
+ * record written before the field). */
+static void age_records(const char *old) {
+    char *text;
+    size_t len;
+    CHECK_EQ_INT(base_read_file(records, &text, &len), RV_OK);
+    Buf from = {0}, out = {0};
+    buf_printf(&from, ",\"codegen\":\"%s\"", tune_codegen_version());
+    for (const char *p = text, *q; *p; p = q + from.len) {
+        q = strstr(p, buf_str(&from));
+        if (!q) {
+            buf_puts(&out, p);
+            break;
+        }
+        buf_printf(&out, "%.*s", (int)(q - p), p);
+        if (old)
+            buf_printf(&out, ",\"codegen\":\"%s\"", old);
+    }
+    CHECK(strstr(buf_str(&out), tune_codegen_version()) == NULL);
+    CHECK_EQ_INT(base_write_file(records, out.data, out.len), RV_OK);
+    buf_free(&from);
+    buf_free(&out);
+    base_free(text);
+}
+
+/* Records of another code generator are hints, not measurements: a run
+ * resumed over them searches nothing new (they fill the trial budget)
+ * but times the dispatcher's kernel again at every shape (within the
+ * verify budget), so its choice rests on times of the code it runs; a
+ * second resume measures nothing. Records without the field (an unknown
+ * version) are treated the same. */
+static void test_stale_records_retimed(void) {
+    rv_module *m = NULL;
+    CHECK_EQ_INT(rv_module_parse("tiny.rv", tiny, &m), RV_OK);
+    TuneOptions o = options(6);
+    o.verify = 200;
+    for (int unknown = 0; unknown < 2; unknown++) {
+        unlink(records);
+        TuneResult r;
+        if (tune_run(m, tiny, &o, &r) != RV_OK) {
+            CHECK_STR_CONTAINS(rv_last_error(), "(no error: tuning should succeed)");
+            break;
+        }
+        CHECK_EQ_INT(r.stale, 0);
+        CHECK_EQ_INT(r.retimed, 0);
+        tune_result_free(&r);
+        bool unique;
+        int n = count_records(&unique);
+        age_records(unknown ? NULL : "0123456789abcdef");
+
+        /* resumed over old records: the dispatcher's kernels timed again */
+        CHECK_EQ_INT(tune_run(m, tiny, &o, &r), RV_OK);
+        CHECK_EQ_INT(r.stale, n);
+        CHECK_EQ_INT(r.reused, n);
+        CHECK(r.retimed > 0);
+        CHECK(r.retimed <= r.verify_measured);
+        CHECK_EQ_INT(r.measured, r.verify_measured);
+        for (int s = 0; s < r.nshapes; s++)
+            CHECK(has_record(r.variant_sched[r.shape_variant[s]], r.shapes[s].v[0], true));
+        check_tuned_program(m, &r);
+        int *was = base_xcalloc((size_t)r.nshapes, sizeof *was);
+        memcpy(was, r.shape_variant, sizeof *was * (size_t)r.nshapes);
+        int made = r.measured;
+        tune_result_free(&r);
+        CHECK_EQ_INT(count_records(&unique), n + made);
+
+        /* again: nothing measured, the same votes */
+        CHECK_EQ_INT(tune_run(m, tiny, &o, &r), RV_OK);
+        CHECK_EQ_INT(r.measured, 0);
+        CHECK_EQ_INT(r.retimed, 0);
+        for (int s = 0; s < r.nshapes; s++)
+            CHECK_EQ_INT(r.shape_variant[s], was[s]);
+        tune_result_free(&r);
+        base_free(was);
+    }
     rv_module_free(m);
 }
 
@@ -879,7 +971,8 @@ static void test_kinds_at_anchors(void) {
     for (int i = 0; i < 4; i++) {
         bool dot = false;
         for (int c = 0; c < sp.len; c++)
-            dot |= sp.cands[c].tmpl == TUNE_T_DOT && has_record(sp.cands[c].sched, anchors[i]);
+            dot |=
+                sp.cands[c].tmpl == TUNE_T_DOT && has_record(sp.cands[c].sched, anchors[i], false);
         CHECK(dot);
     }
     for (int s = 0; s < r.nshapes; s++) {
@@ -933,6 +1026,7 @@ int main(void) {
     RUN(test_specialized_leaf_replayed);
     RUN(test_verified_dispatch);
     RUN(test_kinds_at_anchors);
+    RUN(test_stale_records_retimed);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     CHECK_EQ_INT(system(cmd), 0);
