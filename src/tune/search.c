@@ -99,6 +99,7 @@ typedef struct Tuner {
     double *meas;      /* [c * ns + s]: GFLOP/s measured; 0 not measured, -1 failed */
     double *smeas;     /* the same of c compiled for shape s alone (specialized) */
     bool *stale;       /* [c * ns + s]: meas is a record of another code generator */
+    unsigned char *nmeas; /* [c * ns + s]: times of this code generator, meas their best */
     double *best;      /* per shape: the best measured GFLOP/s */
     float *pred;       /* [c * ns + s]: predicted GFLOP/s (valid when trained) */
     rv_bindings **refs; /* per shape: the interpreter's results, once computed */
@@ -829,6 +830,21 @@ static void child_measure(int fd, void *user) {
     }
 }
 
+/* A time of c at s (GFLOP/s g; -1 failed), of this code generator when
+ * `current`: a candidate's times of this version at a shape are one
+ * measurement, their best (the estimate of tune_time_estimate over more
+ * runs); another version's is kept only where none of this one is, a
+ * hint that is stale. */
+static void note_time(Tuner *t, int c, int s, double g, bool current) {
+    int i = c * t->ns + s;
+    if (!current && t->nmeas[i] > 0)
+        return;
+    bool again = current && t->nmeas[i] > 0 && t->meas[i] > 0 && g > 0;
+    t->meas[i] = again && t->meas[i] > g ? t->meas[i] : g;
+    t->stale[i] = !current;
+    t->nmeas[i] += current && t->nmeas[i] < 255;
+}
+
 /* A specialized measurement of c at s that failed (or was wrong). */
 static void spec_failed(Tuner *t, int c, int s, TuneStatus st) {
     t->smeas[c * t->ns + s] = -1;
@@ -897,15 +913,14 @@ static void apply_msg(Tuner *t, const BatchRun *run, const MeasureMsg *m) {
         return;
     int s = m->s;
     t->res->measured++;
-    t->stale[c * t->ns + s] = false;
     if (m->status != RV_OK || m->seconds <= 0) {
-        t->meas[c * t->ns + s] = -1;
+        note_time(t, c, s, -1, true);
         note_trial(t, s, 0);
         record(t, c, s, 0, TUNE_STATUS_FAILED, false);
         return;
     }
     double g = t->gflop[s] / m->seconds;
-    t->meas[c * t->ns + s] = g;
+    note_time(t, c, s, g, true);
     note_trial(t, s, g);
     if (g > t->best[s])
         t->best[s] = g;
@@ -1178,17 +1193,16 @@ static rv_status resume(Tuner *t) {
         /* of another code generator: the model learns from it (features ->
          * time is still information), the dispatcher's choices are timed
          * again (retime_pairs) */
-        t->stale[c * t->ns + s] = !current;
         t->res->stale += !current;
         if (r->status == TUNE_STATUS_OK && r->seconds > 0) {
             double g = t->gflop[s] / r->seconds;
-            t->meas[c * t->ns + s] = g;
+            note_time(t, c, s, g, current);
             t->ok[c] = t->ok[c] < 0 ? -1 : 1;
             if (g > t->best[s])
                 t->best[s] = g;
             note_trial(t, s, g);
         } else {
-            t->meas[c * t->ns + s] = -1;
+            note_time(t, c, s, -1, current);
             t->ok[c] = -1;
             note_trial(t, s, 0);
         }
@@ -1454,45 +1468,51 @@ static int verify_budget(const Tuner *t, int trials) {
     return cap - (spent > 0 ? spent : 0);
 }
 
-/* Kernels measured at s by another code generator that each compete for
- * the dispatcher there besides its choice c: at most this many, the
- * fastest recorded first. */
+/* At most this many rivals of the dispatcher's kernel at a shape are
+ * timed again where their times are stale (RETIMING). */
 #define RETIME_RIVALS 2
 
+/* The kernels that compete for the dispatcher at s into rival[]: its
+ * choice first (kept[best_kept]), then the other kept kernels and the
+ * best known-good sketch measured there (which pick_kernels weighs
+ * against them), fastest measured first; how many. */
+static int rivals(const Tuner *t, const int *kept, int nk, int s, int *rival) {
+    int c = kept[best_kept(t, kept, nk, s)], nr = 0;
+    rival[nr++] = c;
+    for (int k = 0; k < nk; k++)
+        if (kept[k] != c)
+            rival[nr++] = kept[k];
+    int seed = -1;
+    for (int q = 0; q < t->sp.len; q++)
+        if (t->sp.cands[q].seed && t->ok[q] > 0 && t->meas[q * t->ns + s] > 0 &&
+            (seed < 0 || t->meas[q * t->ns + s] > t->meas[seed * t->ns + s]))
+            seed = q;
+    bool listed = seed < 0;
+    for (int k = 0; k < nr && !listed; k++)
+        listed = rival[k] == seed;
+    if (!listed)
+        rival[nr++] = seed;
+    for (int k = 2; k < nr; k++) /* c stays first */
+        for (int j = k; j > 1 && t->meas[rival[j - 1] * t->ns + s] < t->meas[rival[j] * t->ns + s];
+             j--) {
+            int x = rival[j];
+            rival[j] = rival[j - 1];
+            rival[j - 1] = x;
+        }
+    return nr;
+}
+
 /* RETIMING: at each shape (in order[0..ns)), the dispatcher's kernel and
- * its rivals there (the other kept kernels and the best known-good
- * sketch, which pick_kernels weighs against them) whose times are records
- * of another code generator: pairs into pairs[n..), at most `left`; the
- * new n. Their times decide the dispatcher, and a stale time may be 4x
- * what the code runs in today; the rest of the stale records stay hints
- * for the model. */
+ * up to RETIME_RIVALS of its measured rivals there whose times are
+ * records of another code generator: pairs into pairs[n..), at most
+ * `left`; the new n. Their times decide the dispatcher, and a stale time
+ * may be 4x what the code runs in today; the rest of the stale records
+ * stay hints for the model. */
 static int retime_pairs(const Tuner *t, const int *kept, int nk, const int *order, Pair *pairs,
                         int n, int left) {
+    int rival[TUNE_MAX_TREE_VARIANTS + 2];
     for (int i = 0; i < t->ns && n < left; i++) {
-        int s = order[i], c = kept[best_kept(t, kept, nk, s)];
-        int rival[TUNE_MAX_TREE_VARIANTS + 2], nr = 0;
-        rival[nr++] = c;
-        for (int k = 0; k < nk; k++)
-            if (kept[k] != c)
-                rival[nr++] = kept[k];
-        int seed = -1;
-        for (int q = 0; q < t->sp.len; q++)
-            if (t->sp.cands[q].seed && t->ok[q] > 0 && t->meas[q * t->ns + s] > 0 &&
-                (seed < 0 || t->meas[q * t->ns + s] > t->meas[seed * t->ns + s]))
-                seed = q;
-        bool listed = seed < 0;
-        for (int k = 0; k < nr && !listed; k++)
-            listed = rival[k] == seed;
-        if (!listed)
-            rival[nr++] = seed;
-        /* the rivals by recorded time, fastest first (c stays first) */
-        for (int k = 2; k < nr; k++)
-            for (int j = k;
-                 j > 1 && t->meas[rival[j - 1] * t->ns + s] < t->meas[rival[j] * t->ns + s]; j--) {
-                int x = rival[j];
-                rival[j] = rival[j - 1];
-                rival[j - 1] = x;
-            }
+        int s = order[i], nr = rivals(t, kept, nk, s, rival);
         for (int k = 0, taken = 0; k < nr && taken <= RETIME_RIVALS && n < left; k++) {
             int q = rival[k];
             if (t->meas[q * t->ns + s] <= 0)
@@ -1501,6 +1521,34 @@ static int retime_pairs(const Tuner *t, const int *kept, int nk, const int *orde
             if (t->stale[q * t->ns + s])
                 pairs[n++] = (Pair){q, s};
         }
+    }
+    return n;
+}
+
+/* CLOSE CALLS: at each shape (in order[0..ns)) where the dispatcher's
+ * kernel and its fastest measured rival, both timed by this code
+ * generator, are within TUNE_CLOSE_CALL, the one of them timed only once is
+ * timed again (its best time counts, note_time): pairs into pairs[n..),
+ * at most `left`; the new n. A decision by a few percent rests on two
+ * timings of each, taken in different rounds, not on one lucky run. */
+static int close_pairs(const Tuner *t, const int *kept, int nk, const int *order, Pair *pairs,
+                       int n, int left) {
+    int rival[TUNE_MAX_TREE_VARIANTS + 2];
+    for (int i = 0; i < t->ns && n < left; i++) {
+        int s = order[i], nr = rivals(t, kept, nk, s, rival), r = -1;
+        for (int k = 1; k < nr && r < 0; k++)
+            if (t->meas[rival[k] * t->ns + s] > 0)
+                r = rival[k];
+        int c = rival[0], ic = c * t->ns + s, ir = r * t->ns + s;
+        if (r < 0 || t->meas[ic] <= 0 || t->stale[ic] || t->stale[ir])
+            continue;
+        double hi = fmax(t->meas[ic], t->meas[ir]), lo = fmin(t->meas[ic], t->meas[ir]);
+        if (hi > TUNE_CLOSE_CALL * lo)
+            continue;
+        if (t->nmeas[ic] < 2 && n < left)
+            pairs[n++] = (Pair){c, s};
+        if (t->nmeas[ir] < 2 && n < left)
+            pairs[n++] = (Pair){r, s};
     }
     return n;
 }
@@ -1672,6 +1720,9 @@ static rv_status verify(Tuner *t, int trials, int batch) {
         }
         int n = retime_pairs(t, kept, nk, order, pairs, 0, left);
         t->res->retimed += n;
+        int close = close_pairs(t, kept, nk, order, pairs, n, left);
+        t->res->close_retimed += close - n;
+        n = close;
         for (int s = 0; s < t->ns; s++) {
             int c = kept[best_kept(t, kept, nk, s)];
             if (t->meas[c * t->ns + s] != 0)
@@ -1734,6 +1785,7 @@ static void tuner_free(Tuner *t) {
     base_free(t->meas);
     base_free(t->smeas);
     base_free(t->stale);
+    base_free(t->nmeas);
     base_free(t->best);
     base_free(t->pred);
     base_free(t->pop);
@@ -1815,6 +1867,7 @@ static rv_status setup(Tuner *t, const char *program_text) {
     t->meas = base_xcalloc(cs, sizeof *t->meas);
     t->smeas = base_xcalloc(cs, sizeof *t->smeas);
     t->stale = base_xcalloc(cs, sizeof *t->stale);
+    t->nmeas = base_xcalloc(cs, sizeof *t->nmeas);
     t->pred = base_xcalloc(cs, sizeof *t->pred);
     t->best = base_xcalloc((size_t)t->ns, sizeof *t->best);
     t->gflop = base_xcalloc((size_t)t->ns, sizeof *t->gflop);

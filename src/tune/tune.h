@@ -514,6 +514,11 @@ typedef struct TuneTrial {
 } TuneTrial;
 
 /* What a tuning run found. */
+/* Two kernels whose times at a shape are within this factor are a close
+ * call: one timing each is noise (a shared machine's load varies more
+ * between rounds), so the verification times each again (search.c). */
+#define TUNE_CLOSE_CALL 1.05
+
 typedef struct TuneResult {
     int nvariants;
     char **variant_sched;  /* each variant's schedule blocks */
@@ -543,6 +548,7 @@ typedef struct TuneResult {
     int reused;            /* measurements read from the records */
     int stale;             /* among them, of another code generator (docs/tuning.md) */
     int retimed;           /* stale ones measured again by this run (among `measured`) */
+    int close_retimed;     /* close calls timed again by this run (among `measured`) */
     int wrong;             /* candidates that differed from the interpreter */
     int failed;            /* candidates that did not compile, failed, crashed or hung */
     /* measurements of specialized candidates (made, from the records):

@@ -88,17 +88,21 @@ static void check_tuned_program(rv_module *m, TuneResult *r) {
 }
 
 /* Each record's (trace, shape) once. */
-static int count_records(bool *unique) {
+/* The records; *repeated: how many repeat an earlier one's candidate,
+ * shape and threads (only a close call is timed twice). */
+static int count_records(int *repeated) {
     TuneRecords rs;
     tune_records_init(&rs);
     CHECK_EQ_INT(tune_records_load(records, &rs), RV_OK);
-    *unique = true;
-    for (int i = 0; i < rs.len; i++)
+    *repeated = 0;
+    for (int i = 0; i < rs.len; i++) {
+        bool again = false;
         for (int j = 0; j < i; j++)
-            if (strcmp(rs.data[i].trace, rs.data[j].trace) == 0 &&
-                rs.data[i].size_values[0] == rs.data[j].size_values[0] &&
-                rs.data[i].threads == rs.data[j].threads)
-                *unique = false;
+            again |= strcmp(rs.data[i].trace, rs.data[j].trace) == 0 &&
+                     rs.data[i].size_values[0] == rs.data[j].size_values[0] &&
+                     rs.data[i].threads == rs.data[j].threads;
+        *repeated += again;
+    }
     int n = rs.len;
     tune_records_free(&rs);
     return n;
@@ -138,16 +142,16 @@ static void test_tiny_tuning(void) {
     CHECK_STR_CONTAINS(buf_str(&c), "int tiny_dispatch(const int64_t *sizes)");
     buf_free(&c);
     tune_result_free(&r);
-    bool unique;
-    CHECK_EQ_INT(count_records(&unique), 8);
-    CHECK(unique);
+    int repeated;
+    CHECK_EQ_INT(count_records(&repeated), 8);
+    CHECK_EQ_INT(repeated, 0);
 
     /* resumed with the same budget: every trial is in the records */
     CHECK_EQ_INT(tune_run(m, tiny, &o, &r), RV_OK);
     CHECK_EQ_INT(r.measured, 0);
     CHECK_EQ_INT(r.reused, 8);
     tune_result_free(&r);
-    CHECK_EQ_INT(count_records(&unique), 8);
+    CHECK_EQ_INT(count_records(&repeated), 8);
 
     /* a larger budget measures only what is new */
     o.trials = 11;
@@ -157,8 +161,8 @@ static void test_tiny_tuning(void) {
     char *last = r.variant_sched[0];
     r.variant_sched[0] = NULL;
     tune_result_free(&r);
-    CHECK_EQ_INT(count_records(&unique), 11);
-    CHECK(unique);
+    CHECK_EQ_INT(count_records(&repeated), 11);
+    CHECK_EQ_INT(repeated, 0);
 
     /* replay (ravel build --records): the records decide, nothing is
      * measured, the same kernels come out */
@@ -171,7 +175,7 @@ static void test_tiny_tuning(void) {
     /* another program has no records here: said so */
     CHECK_EQ_INT(tune_run(m, "another program", &o, &r), RV_ERR_ARG);
     CHECK_STR_CONTAINS(rv_last_error(), "no tuning records of this program");
-    CHECK_EQ_INT(count_records(&unique), 11);
+    CHECK_EQ_INT(count_records(&repeated), 11);
 
     /* records are per thread count: the 1-thread records do not stand for
      * 2 threads, neither in a replay nor in a run, which measures its own */
@@ -184,8 +188,8 @@ static void test_tiny_tuning(void) {
     CHECK_EQ_INT(r.reused, 0);
     CHECK_EQ_INT(r.measured, 2);
     tune_result_free(&r);
-    CHECK_EQ_INT(count_records(&unique), 13);
-    CHECK(unique);
+    CHECK_EQ_INT(count_records(&repeated), 13);
+    CHECK_EQ_INT(repeated, 0);
     TuneRecords rs;
     tune_records_init(&rs);
     CHECK_EQ_INT(tune_records_load(records, &rs), RV_OK);
@@ -817,9 +821,9 @@ static void test_verified_dispatch(void) {
     check_tuned_program(m, &r);
     int *was = base_xcalloc((size_t)r.nshapes, sizeof *was);
     memcpy(was, r.shape_variant, sizeof *was * (size_t)r.nshapes);
-    bool unique;
-    int n = count_records(&unique);
-    CHECK(unique);
+    int repeated;
+    int n = count_records(&repeated);
+    CHECK_EQ_INT(repeated, r.close_retimed);
     tune_result_free(&r);
 
     /* resumed: the same votes, nothing measured */
@@ -831,7 +835,7 @@ static void test_verified_dispatch(void) {
         CHECK_EQ_INT(r.shape_variant[s], was[s]);
     tune_result_free(&r);
     base_free(was);
-    CHECK_EQ_INT(count_records(&unique), n);
+    CHECK_EQ_INT(count_records(&repeated), n);
 
     /* the budget bounds it */
     unlink(records);
@@ -895,8 +899,8 @@ static void test_stale_records_retimed(void) {
         CHECK_EQ_INT(r.stale, 0);
         CHECK_EQ_INT(r.retimed, 0);
         tune_result_free(&r);
-        bool unique;
-        int n = count_records(&unique);
+        int repeated;
+        int n = count_records(&repeated);
         age_records(unknown ? NULL : "0123456789abcdef");
 
         /* resumed over old records: the dispatcher's kernels timed again */
@@ -913,7 +917,7 @@ static void test_stale_records_retimed(void) {
         memcpy(was, r.shape_variant, sizeof *was * (size_t)r.nshapes);
         int made = r.measured;
         tune_result_free(&r);
-        CHECK_EQ_INT(count_records(&unique), n + made);
+        CHECK_EQ_INT(count_records(&repeated), n + made);
 
         /* again: nothing measured, the same votes */
         CHECK_EQ_INT(tune_run(m, tiny, &o, &r), RV_OK);
@@ -924,6 +928,54 @@ static void test_stale_records_retimed(void) {
         tune_result_free(&r);
         base_free(was);
     }
+    rv_module_free(m);
+}
+
+/* A close call is timed twice: records where a non-sketch is 2% faster
+ * than a known-good sketch at every M (one timing each, 1 ns: faster than
+ * any real kernel, so the best time stays theirs); verification times
+ * each of the two again at every M before it finishes, and a resumed run
+ * measures nothing. */
+static void test_close_call_timed_twice(void) {
+    rv_module *m = NULL;
+    CHECK_EQ_INT(rv_module_parse("tiny.rv", tiny, &m), RV_OK);
+    TuneSpace sp;
+    CHECK_EQ_INT(tune_space_build(m, tune_hw(), &sp), RV_OK);
+    int seed = -1, other = -1;
+    for (int c = 0; c < sp.len; c++) {
+        if (sp.cands[c].seed && seed < 0)
+            seed = c;
+        if (!sp.cands[c].seed && other < 0)
+            other = c;
+    }
+    CHECK(seed >= 0 && other >= 0);
+    char hex[17];
+    hash_hex(hash_str(tiny), hex);
+    Buf machine = {0};
+    tune_hw_machine_id(tune_hw(), &machine);
+    unlink(records);
+    for (int64_t M = 1; seed >= 0 && other >= 0 && M <= 9; M++) {
+        fake_record(records, hex, buf_str(&machine), sp.cands[other].sched, M, 1e-9);
+        fake_record(records, hex, buf_str(&machine), sp.cands[seed].sched, M, 1.02e-9);
+    }
+    TuneOptions o = options(18);
+    o.verify = 400;
+    o.max_variants = 1;
+    TuneResult r;
+    if (seed >= 0 && other >= 0 && tune_run(m, tiny, &o, &r) == RV_OK) {
+        CHECK_EQ_INT(r.close_retimed, 18);
+        int repeated, n = count_records(&repeated);
+        CHECK_EQ_INT(repeated, 18);
+        for (int s = 0; s < r.nshapes; s++)
+            CHECK_EQ_INT(strcmp(r.variant_sched[r.shape_variant[s]], sp.cands[other].sched), 0);
+        tune_result_free(&r);
+        CHECK_EQ_INT(tune_run(m, tiny, &o, &r), RV_OK);
+        CHECK_EQ_INT(r.measured, 0);
+        CHECK_EQ_INT(r.reused, n);
+        tune_result_free(&r);
+    }
+    buf_free(&machine);
+    tune_space_free(&sp);
     rv_module_free(m);
 }
 
@@ -983,9 +1035,9 @@ static void test_kinds_at_anchors(void) {
         CHECK(dot);
     }
     check_tuned_program(m, &r);
-    bool unique;
-    int total = count_records(&unique);
-    CHECK(unique);
+    int repeated;
+    int total = count_records(&repeated);
+    CHECK_EQ_INT(repeated, r.close_retimed);
     CHECK_EQ_INT(total, n + r.measured);
     tune_result_free(&r);
 
@@ -995,7 +1047,7 @@ static void test_kinds_at_anchors(void) {
     CHECK_EQ_INT(r.kinds_measured, 0);
     CHECK_EQ_INT(r.reused, total);
     tune_result_free(&r);
-    CHECK_EQ_INT(count_records(&unique), total);
+    CHECK_EQ_INT(count_records(&repeated), total);
     buf_free(&machine);
     tune_space_free(&sp);
     rv_module_free(m);
@@ -1027,6 +1079,7 @@ int main(void) {
     RUN(test_verified_dispatch);
     RUN(test_kinds_at_anchors);
     RUN(test_stale_records_retimed);
+    RUN(test_close_call_timed_twice);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     CHECK_EQ_INT(system(cmd), 0);
