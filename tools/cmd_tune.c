@@ -353,8 +353,15 @@ static void summary(const TuneResult *r, rv_module *m) {
            r->compile_seconds, r->measure_seconds);
     if (r->verify_measured)
         printf("verified the dispatcher: %d measurements of kernels at shapes where they were "
-               "never measured (%.1fs)\n",
-               r->verify_measured, r->verify_seconds);
+               "never measured (%d of them each kind at the anchor shapes; %.1fs)\n",
+               r->verify_measured, r->kinds_measured, r->verify_seconds);
+    if (r->stale)
+        printf("%d record(s) of another code generator (hints for the model); %d of the "
+               "dispatcher's kernels and their rivals timed again\n",
+               r->stale, r->retimed);
+    if (r->close_retimed)
+        printf("%d timing(s) again of kernels within %.0f%% of their rival at a shape\n",
+               r->close_retimed, 100 * (TUNE_CLOSE_CALL - 1));
     if (r->spec_measured + r->spec_reused)
         printf("specialized %d leaf(s): %d measurements of candidates compiled for one shape "
                "(%d from the records)\n",

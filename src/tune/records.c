@@ -10,6 +10,11 @@
  * "threads" is the size of the thread pool the kernel ran on: records of
  * one count never stand for another (a line without it, written before
  * the field, reads as 0: the shared pool of every usable core).
+ * "codegen" is the version of the code generator that measured it (a
+ * hash of its sources, tune_codegen_version()); a record without it was
+ * written before the field, by an unknown version. A time measured by
+ * another version is no longer a measurement of the code this one would
+ * run (docs/tuning.md, "Stale records").
  * "spec":true marks a candidate compiled for that shape alone, its sizes
  * constants (a specialized leaf; absent, as in records written before the
  * field: the generic candidate); the two are different measurements of one
@@ -28,6 +33,8 @@
  */
 #include "tune/tune.h"
 
+#include "codegen_version.h"
+
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -41,6 +48,14 @@ enum { RECORD_VERSION = 1 };
 
 static const char *const status_names[] = {"ok", "wrong", "failed"};
 _Static_assert(sizeof status_names / sizeof status_names[0] == TUNE_STATUS_COUNT, "status_names");
+
+const char *tune_codegen_version(void) {
+    return TUNE_CODEGEN_VERSION;
+}
+
+bool tune_record_current(const TuneRecord *r) {
+    return r->codegen && strcmp(r->codegen, TUNE_CODEGEN_VERSION) == 0;
+}
 
 const char *tune_status_name(TuneStatus st) {
     return status_names[st];
@@ -103,6 +118,7 @@ void tune_records_add(TuneRecords *rs, const TuneRecord *r) {
     c.program = arena_strdup(rs->arena, r->program);
     c.machine = arena_strdup(rs->arena, r->machine);
     c.trace = arena_strdup(rs->arena, r->trace);
+    c.codegen = r->codegen ? arena_strdup(rs->arena, r->codegen) : NULL;
     c.size_names = arena_alloc(rs->arena, sizeof *c.size_names * (size_t)(r->nsizes + 1));
     c.size_values = arena_alloc(rs->arena, sizeof *c.size_values * (size_t)(r->nsizes + 1));
     for (int i = 0; i < r->nsizes; i++) {
@@ -155,6 +171,8 @@ char *tune_record_to_json(const TuneRecord *r) {
     cJSON_AddStringToObject(o, "status", tune_status_name(r->status));
     if (r->spec)
         cJSON_AddBoolToObject(o, "spec", true);
+    if (r->codegen)
+        cJSON_AddStringToObject(o, "codegen", r->codegen);
     char *s = cJSON_PrintUnformatted(o);
     cJSON_Delete(o);
     RV_ASSERT(s);
@@ -196,10 +214,12 @@ static bool parse_line(TuneRecords *rs, const char *text, int line, const char *
     const cJSON *seconds = cJSON_GetObjectItemCaseSensitive(o, "seconds");
     const cJSON *threads = cJSON_GetObjectItemCaseSensitive(o, "threads");
     const cJSON *spec = cJSON_GetObjectItemCaseSensitive(o, "spec");
+    const cJSON *codegen = cJSON_GetObjectItemCaseSensitive(o, "codegen");
     TuneRecord r = {.line = line};
     r.program = get_string(o, "program");
     r.machine = get_string(o, "machine");
     r.trace = get_string(o, "trace");
+    r.codegen = get_string(o, "codegen");
     const char *status = get_string(o, "status");
     int64_t v;
     if (!cJSON_IsObject(o))
@@ -216,6 +236,8 @@ static bool parse_line(TuneRecords *rs, const char *text, int line, const char *
         *why = "\"threads\" is not an integer in 1..4096";
     else if (spec && !cJSON_IsBool(spec))
         *why = "\"spec\" is not true or false";
+    else if (codegen && (!r.codegen || !r.codegen[0]))
+        *why = "\"codegen\" is not a non-empty string";
     else if (!cJSON_IsObject(shape))
         *why = "\"shape\" is missing or not an object of size = integer";
     else if (!cJSON_IsNumber(seconds) || !(seconds->valuedouble >= 0) ||

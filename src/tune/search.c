@@ -49,10 +49,14 @@
  * kept kernel, and a decision tree (dtree.c) over the sizes learns the
  * map.
  *
- * VERIFYING. Before it finishes, the kernel the dispatcher gives each
+ * VERIFYING. Before it finishes, the best predicted candidate of each
+ * kind (a template and its knobs but the tile's size) is measured at
+ * anchor shapes 1.5x apart where none of that kind was, so no kind is
+ * judged by the model alone; then the kernel the dispatcher gives each
  * shape is measured there where it never was (with the best predicted
- * there), and the votes are redone, measured times first, until each is
- * measured or --verify's budget is spent (verify()).
+ * there), a measured one is challenged by a candidate predicted 1.1x
+ * faster, and the votes are redone, measured times first, until each is
+ * measured and unchallenged or --verify's budget is spent (verify()).
  *
  * SPECIALIZED LEAVES. A few small, frequent measured shapes (spec_shapes)
  * also have their best candidates measured compiled for that shape alone,
@@ -94,6 +98,8 @@ typedef struct Tuner {
     signed char *ok;   /* per candidate: 1 verified, -1 wrong or failed, 0 not yet */
     double *meas;      /* [c * ns + s]: GFLOP/s measured; 0 not measured, -1 failed */
     double *smeas;     /* the same of c compiled for shape s alone (specialized) */
+    bool *stale;       /* [c * ns + s]: meas is a record of another code generator */
+    unsigned char *nmeas; /* [c * ns + s]: times of this code generator, meas their best */
     double *best;      /* per shape: the best measured GFLOP/s */
     float *pred;       /* [c * ns + s]: predicted GFLOP/s (valid when trained) */
     rv_bindings **refs; /* per shape: the interpreter's results, once computed */
@@ -471,6 +477,13 @@ static bool same_sketch(const Tuner *t, int a, int b) {
     return x->seed && y->seed && x->tmpl == y->tmpl && x->sketch == y->sketch;
 }
 
+/* Whether candidates a and b are of one kind (TuneCand.kind: one template
+ * and structure, any tile size), sketches or not. */
+static bool same_kind(const Tuner *t, int a, int b) {
+    const TuneCand *x = &t->sp.cands[a], *y = &t->sp.cands[b];
+    return x->tmpl == y->tmpl && x->kind == y->kind;
+}
+
 /* How far a sketch's measurement reaches: shapes whose every variable is
  * within this factor of another's (T = 16 and 21) share what the model
  * knows of each kind of sketch. Measuring every kind at every shape
@@ -652,7 +665,8 @@ static void record(Tuner *t, int c, int s, double seconds, TuneStatus st, bool s
                     .seconds = seconds,
                     .status = st,
                     .threads = t->threads,
-                    .spec = spec};
+                    .spec = spec,
+                    .codegen = tune_codegen_version()};
     if (tune_record_append(t->o->records, &r) != RV_OK)
         fprintf(stderr, "ravel tune: warning: %s\n", rv_last_error());
 }
@@ -816,6 +830,21 @@ static void child_measure(int fd, void *user) {
     }
 }
 
+/* A time of c at s (GFLOP/s g; -1 failed), of this code generator when
+ * `current`: a candidate's times of this version at a shape are one
+ * measurement, their best (the estimate of tune_time_estimate over more
+ * runs); another version's is kept only where none of this one is, a
+ * hint that is stale. */
+static void note_time(Tuner *t, int c, int s, double g, bool current) {
+    int i = c * t->ns + s;
+    if (!current && t->nmeas[i] > 0)
+        return;
+    bool again = current && t->nmeas[i] > 0 && t->meas[i] > 0 && g > 0;
+    t->meas[i] = again && t->meas[i] > g ? t->meas[i] : g;
+    t->stale[i] = !current;
+    t->nmeas[i] += current && t->nmeas[i] < 255;
+}
+
 /* A specialized measurement of c at s that failed (or was wrong). */
 static void spec_failed(Tuner *t, int c, int s, TuneStatus st) {
     t->smeas[c * t->ns + s] = -1;
@@ -885,13 +914,13 @@ static void apply_msg(Tuner *t, const BatchRun *run, const MeasureMsg *m) {
     int s = m->s;
     t->res->measured++;
     if (m->status != RV_OK || m->seconds <= 0) {
-        t->meas[c * t->ns + s] = -1;
+        note_time(t, c, s, -1, true);
         note_trial(t, s, 0);
         record(t, c, s, 0, TUNE_STATUS_FAILED, false);
         return;
     }
     double g = t->gflop[s] / m->seconds;
-    t->meas[c * t->ns + s] = g;
+    note_time(t, c, s, g, true);
     note_trial(t, s, g);
     if (g > t->best[s])
         t->best[s] = g;
@@ -1150,21 +1179,30 @@ static rv_status resume(Tuner *t) {
         int s = found == nsz ? find_shape(t, v) : -1;
         if (c < 0 || s < 0)
             continue;
+        bool current = tune_record_current(r);
         if (r->spec) { /* not a trial: a specialized leaf's, outside the budget */
-            t->smeas[c * t->ns + s] =
+            /* of another code generator: measured again (a leaf is chosen
+             * by its time alone), unless nothing is measured (replay) */
+            bool use = current || t->o->replay;
+            double g =
                 r->status == TUNE_STATUS_OK && r->seconds > 0 ? t->gflop[s] / r->seconds : -1;
-            t->res->spec_reused++;
+            t->smeas[c * t->ns + s] = use ? g : 0;
+            t->res->spec_reused += use;
             continue;
         }
+        /* of another code generator: the model learns from it (features ->
+         * time is still information), the dispatcher's choices are timed
+         * again (retime_pairs) */
+        t->res->stale += !current;
         if (r->status == TUNE_STATUS_OK && r->seconds > 0) {
             double g = t->gflop[s] / r->seconds;
-            t->meas[c * t->ns + s] = g;
+            note_time(t, c, s, g, current);
             t->ok[c] = t->ok[c] < 0 ? -1 : 1;
             if (g > t->best[s])
                 t->best[s] = g;
             note_trial(t, s, g);
         } else {
-            t->meas[c * t->ns + s] = -1;
+            note_time(t, c, s, -1, current);
             t->ok[c] = -1;
             note_trial(t, s, 0);
         }
@@ -1417,13 +1455,102 @@ static rv_status dispatcher(Tuner *t) {
 #define VERIFY_CANDS 2
 
 /* The verification's budget of measurements left: --verify (default half
- * the trials) less what earlier runs spent on it, which the records hold
- * as the measurements past the trial budget. So a resumed run spends only
- * what is left, and nothing where the first run finished verifying. */
+ * the trials) less what earlier runs of this code generator spent on it,
+ * which the records hold as its measurements past the trial budget (stale
+ * records fill the trial budget first: they were the search's). So a
+ * resumed run spends only what is left, nothing where the first run
+ * finished verifying, and a run over another version's records has the
+ * whole budget to time the dispatcher's choices again. */
 static int verify_budget(const Tuner *t, int trials) {
     int cap = t->o->verify < 0 ? 0 : t->o->verify > 0 ? t->o->verify : (trials + 1) / 2;
-    int spent = t->res->measured + t->res->reused - trials;
+    int search = trials - t->res->stale;
+    int spent = t->res->measured + t->res->reused - t->res->stale - (search > 0 ? search : 0);
     return cap - (spent > 0 ? spent : 0);
+}
+
+/* At most this many rivals of the dispatcher's kernel at a shape are
+ * timed again where their times are stale (RETIMING). */
+#define RETIME_RIVALS 2
+
+/* The kernels that compete for the dispatcher at s into rival[]: its
+ * choice first (kept[best_kept]), then the other kept kernels and the
+ * best known-good sketch measured there (which pick_kernels weighs
+ * against them), fastest measured first; how many. */
+static int rivals(const Tuner *t, const int *kept, int nk, int s, int *rival) {
+    int c = kept[best_kept(t, kept, nk, s)], nr = 0;
+    rival[nr++] = c;
+    for (int k = 0; k < nk; k++)
+        if (kept[k] != c)
+            rival[nr++] = kept[k];
+    int seed = -1;
+    for (int q = 0; q < t->sp.len; q++)
+        if (t->sp.cands[q].seed && t->ok[q] > 0 && t->meas[q * t->ns + s] > 0 &&
+            (seed < 0 || t->meas[q * t->ns + s] > t->meas[seed * t->ns + s]))
+            seed = q;
+    bool listed = seed < 0;
+    for (int k = 0; k < nr && !listed; k++)
+        listed = rival[k] == seed;
+    if (!listed)
+        rival[nr++] = seed;
+    for (int k = 2; k < nr; k++) /* c stays first */
+        for (int j = k; j > 1 && t->meas[rival[j - 1] * t->ns + s] < t->meas[rival[j] * t->ns + s];
+             j--) {
+            int x = rival[j];
+            rival[j] = rival[j - 1];
+            rival[j - 1] = x;
+        }
+    return nr;
+}
+
+/* RETIMING: at each shape (in order[0..ns)), the dispatcher's kernel and
+ * up to RETIME_RIVALS of its measured rivals there whose times are
+ * records of another code generator: pairs into pairs[n..), at most
+ * `left`; the new n. Their times decide the dispatcher, and a stale time
+ * may be 4x what the code runs in today; the rest of the stale records
+ * stay hints for the model. */
+static int retime_pairs(const Tuner *t, const int *kept, int nk, const int *order, Pair *pairs,
+                        int n, int left) {
+    int rival[TUNE_MAX_TREE_VARIANTS + 2];
+    for (int i = 0; i < t->ns && n < left; i++) {
+        int s = order[i], nr = rivals(t, kept, nk, s, rival);
+        for (int k = 0, taken = 0; k < nr && taken <= RETIME_RIVALS && n < left; k++) {
+            int q = rival[k];
+            if (t->meas[q * t->ns + s] <= 0)
+                continue;
+            taken++;
+            if (t->stale[q * t->ns + s])
+                pairs[n++] = (Pair){q, s};
+        }
+    }
+    return n;
+}
+
+/* CLOSE CALLS: at each shape (in order[0..ns)) where the dispatcher's
+ * kernel and its fastest measured rival, both timed by this code
+ * generator, are within TUNE_CLOSE_CALL, the one of them timed only once is
+ * timed again (its best time counts, note_time): pairs into pairs[n..),
+ * at most `left`; the new n. A decision by a few percent rests on two
+ * timings of each, taken in different rounds, not on one lucky run. */
+static int close_pairs(const Tuner *t, const int *kept, int nk, const int *order, Pair *pairs,
+                       int n, int left) {
+    int rival[TUNE_MAX_TREE_VARIANTS + 2];
+    for (int i = 0; i < t->ns && n < left; i++) {
+        int s = order[i], nr = rivals(t, kept, nk, s, rival), r = -1;
+        for (int k = 1; k < nr && r < 0; k++)
+            if (t->meas[rival[k] * t->ns + s] > 0)
+                r = rival[k];
+        int c = rival[0], ic = c * t->ns + s, ir = r * t->ns + s;
+        if (r < 0 || t->meas[ic] <= 0 || t->stale[ic] || t->stale[ir])
+            continue;
+        double hi = fmax(t->meas[ic], t->meas[ir]), lo = fmin(t->meas[ic], t->meas[ir]);
+        if (hi > TUNE_CLOSE_CALL * lo)
+            continue;
+        if (t->nmeas[ic] < 2 && n < left)
+            pairs[n++] = (Pair){c, s};
+        if (t->nmeas[ir] < 2 && n < left)
+            pairs[n++] = (Pair){r, s};
+    }
+    return n;
 }
 
 /* Measures the n pairs in programs of at most `batch` candidates each. */
@@ -1443,66 +1570,194 @@ static void measure_chunked(Tuner *t, Pair *pairs, int n, int batch) {
     }
 }
 
+/* The anchor shapes: a cover of the range at SKETCH_REACH (every shape
+ * is near_shape to one of them), chosen heaviest first (--shapes
+ * weights), then in the range's order: T = 1, 2, 4, 7, 11, 17, 26, 40,
+ * 61, 92 over 1..128. How many, into out[] (room for every shape). */
+static int anchor_shapes(const Tuner *t, int *out) {
+    int *order = base_xcalloc((size_t)t->ns + 1, sizeof *order), n = 0;
+    for (int s = 0; s < t->ns; s++) {
+        int i = s;
+        for (; i > 0 && t->w[order[i - 1]] < t->w[s]; i--)
+            order[i] = order[i - 1];
+        order[i] = s;
+    }
+    for (int i = 0; i < t->ns; i++) {
+        bool covered = false;
+        for (int j = 0; j < n && !covered; j++)
+            covered = near_shape(t, out[j], order[i]);
+        if (!covered)
+            out[n++] = order[i];
+    }
+    base_free(order);
+    return n;
+}
+
+/* KINDS: at each anchor shape, the best predicted candidate of each kind
+ * (same_kind) of which no candidate was measured there; at most `left`
+ * pairs into pairs[] (room for anchors x kinds), anchors in
+ * anchor_shapes' order. The search and the verification rank by the
+ * model, which judges a kind by what it has seen of it, and at a shape
+ * a measured time beats any prediction: a kind the model under-rates
+ * never runs where it would win (bmm_nt's tile with B transposed in
+ * blocks, the hand-written kernel, below the model's two best at T = 24
+ * and 32, where the dot product measured 0.73x its time). Candidates
+ * never run count (a kind's best tile may be one): measuring checks them
+ * first. Whether a kind was measured at a shape is what the records say,
+ * so a resumed run picks nothing its first run measured. */
+static int kind_pairs(const Tuner *t, Pair *pairs, int left) {
+    int *anchor = base_xcalloc((size_t)t->ns + 1, sizeof *anchor);
+    int na = anchor_shapes(t, anchor), n = 0;
+    for (int i = 0; i < na && n < left; i++) {
+        int s = anchor[i];
+        for (int k = 0; k < t->sp.len && n < left; k++) {
+            /* k stands for its kind when it is the kind's first */
+            bool first = true, seen = false;
+            for (int c = 0; c < t->sp.len && first && !seen; c++)
+                if (same_kind(t, c, k)) {
+                    first = c >= k;
+                    seen = t->meas[c * t->ns + s] != 0;
+                }
+            if (!first || seen)
+                continue;
+            int b = -1;
+            for (int c = k; c < t->sp.len; c++)
+                if (same_kind(t, c, k) && t->ok[c] >= 0 &&
+                    (b < 0 || t->pred[c * t->ns + s] > t->pred[b * t->ns + s]))
+                    b = c;
+            if (b >= 0)
+                pairs[n++] = (Pair){b, s};
+        }
+    }
+    base_free(anchor);
+    return n;
+}
+
+/* The verified candidate never measured at s, not among the n pairs,
+ * that the model predicts best there; -1 when none. */
+static int best_unmeasured(const Tuner *t, const Pair *pairs, int n, int s) {
+    int b = -1;
+    for (int q = 0; q < t->sp.len; q++) {
+        bool taken = false;
+        for (int j = 0; j < n; j++)
+            taken |= pairs[j].c == q && pairs[j].s == s;
+        if (!taken && t->ok[q] > 0 && t->meas[q * t->ns + s] == 0 &&
+            (b < 0 || t->pred[q * t->ns + s] > t->pred[b * t->ns + s]))
+            b = q;
+    }
+    return b;
+}
+
+/* Inserts shape s into order[0..n) by key, largest first; n + 1. */
+static int insert_by_key(int *order, int n, const double *key, int s) {
+    int i = n;
+    for (; i > 0 && key[order[i - 1]] < key[s]; i--)
+        order[i] = order[i - 1];
+    order[i] = s;
+    return n + 1;
+}
+
 /* Verifies by measurement the kernel the dispatcher gives each shape: the
  * cost model voted where the records hold few measurements, and a vote
  * nobody timed may be a kernel that runs slower there than one the
- * records show (bmm_nt's dot product at T = 24, 32, 96). A shape whose
- * dispatched kernel was never measured there has it measured, with the
- * VERIFY_CANDS best predicted verified candidates never measured there;
- * then the model is refitted and the votes redone, in which a measured
- * time beats a prediction (best_kept), until every dispatched kernel was
- * measured where it runs or the budget is spent (each round measures
- * pairs never measured, so it ends).
+ * records show (bmm_nt's dot product at T = 24, 32, 96). First the kinds
+ * at the anchor shapes (kind_pairs), so that no kind is judged by the
+ * model alone; then, in rounds: a shape whose dispatched kernel was
+ * never measured there has it measured, with the VERIFY_CANDS best
+ * predicted verified candidates never measured there; a shape whose
+ * dispatched kernel was measured there, but where a verified candidate
+ * never measured there is predicted more than VOTE_LOSS faster, has that
+ * one measured (a time beats a prediction in the votes, so without the
+ * challenge a kind measured near a shape but not at it could never take
+ * it); then the model is refitted and the votes redone, in which a
+ * measured time beats a prediction (best_kept), until neither remains or
+ * the budget is spent (each round measures pairs never measured, so it
+ * ends).
  * The shapes of most weight go first (--shapes frequencies), then those
- * furthest from the measured ones. Only verified candidates are ranked
- * (the state the records give back), so a resumed run redoes the same
+ * furthest from the measured ones; challenges after them, the largest
+ * predicted gain first. Only the state the records give back is ranked
+ * (measured kinds, verified candidates), so a resumed run redoes the same
  * votes and measures nothing. */
 static rv_status verify(Tuner *t, int trials, int batch) {
     int left = verify_budget(t, trials);
-    int *order = base_xcalloc((size_t)t->ns + 1, sizeof *order);
+    int *order = base_xcalloc(2 * (size_t)t->ns + 1, sizeof *order);
     double *key = base_xcalloc((size_t)t->ns + 1, sizeof *key);
-    Pair *pairs = base_xcalloc((size_t)t->ns * (VERIFY_CANDS + 1) + 1, sizeof *pairs);
+    int room = t->ns * (VERIFY_CANDS + RETIME_RIVALS + 2) + 1;
+    if (room < t->ns * t->sp.len + 1)
+        room = t->ns * t->sp.len + 1;
+    Pair *pairs = base_xcalloc((size_t)room, sizeof *pairs);
     bool *none = base_xcalloc((size_t)t->ns + 1, sizeof *none);
     rv_status st = RV_OK;
     int before = t->res->measured;
     double t0 = rt_now_seconds();
+    if (left > 0) {
+        /* every candidate not known bad is ranked: a kind's best may never have run */
+        t->npop = 0;
+        for (int c = 0; c < t->sp.len; c++)
+            if (t->ok[c] >= 0)
+                t->pop[t->npop++] = c;
+        st = predict(t);
+        int n = st == RV_OK ? kind_pairs(t, pairs, left) : 0;
+        if (n > 0) {
+            left -= n;
+            measure_chunked(t, pairs, n, batch);
+            if ((st = train(t)) == RV_OK)
+                st = predict(t);
+        }
+        t->res->kinds_measured = t->res->measured - before;
+    }
     while (st == RV_OK && left > 0) {
         int kept[TUNE_MAX_TREE_VARIANTS];
         int nk = pick_kernels(t, kept);
         if (nk < 0)
             break; /* the dispatcher reports it */
         int nu = 0;
+        /* the stale times that decide, heaviest shapes first */
+        int no = 0;
+        for (int s = 0; s < t->ns; s++) {
+            key[s] = t->w[s];
+            no = insert_by_key(order, no, key, s);
+        }
+        int n = retime_pairs(t, kept, nk, order, pairs, 0, left);
+        t->res->retimed += n;
+        int close = close_pairs(t, kept, nk, order, pairs, n, left);
+        t->res->close_retimed += close - n;
+        n = close;
         for (int s = 0; s < t->ns; s++) {
             int c = kept[best_kept(t, kept, nk, s)];
             if (t->meas[c * t->ns + s] != 0)
                 continue;
             key[s] = t->w[s] * (distance(t, s, none) + 1);
-            int i = nu++;
-            for (; i > 0 && key[order[i - 1]] < key[s]; i--)
-                order[i] = order[i - 1];
-            order[i] = s;
+            nu = insert_by_key(order + t->ns, nu, key, s);
         }
-        int n = 0;
         for (int i = 0; i < nu && n < left; i++) {
-            int s = order[i], c = kept[best_kept(t, kept, nk, s)];
+            int s = order[t->ns + i], c = kept[best_kept(t, kept, nk, s)];
             pairs[n++] = (Pair){c, s};
             for (int k = 0; k < VERIFY_CANDS && n < left; k++) {
-                int b = -1;
-                for (int q = 0; q < t->sp.len; q++) {
-                    bool taken = false;
-                    for (int j = 0; j < n; j++)
-                        taken |= pairs[j].c == q && pairs[j].s == s;
-                    if (!taken && t->ok[q] > 0 && t->meas[q * t->ns + s] == 0 &&
-                        (b < 0 || t->pred[q * t->ns + s] > t->pred[b * t->ns + s]))
-                        b = q;
-                }
+                int b = best_unmeasured(t, pairs, n, s);
                 if (b < 0)
                     break;
                 pairs[n++] = (Pair){b, s};
             }
         }
+        /* the challenges */
+        int nc = 0;
+        for (int s = 0; s < t->ns; s++) {
+            int c = kept[best_kept(t, kept, nk, s)];
+            double have = t->meas[c * t->ns + s];
+            /* not against a stale time: it is timed again first */
+            int b = have > 0 && !t->stale[c * t->ns + s] ? best_unmeasured(t, pairs, n, s) : -1;
+            if (b < 0 || t->pred[b * t->ns + s] <= VOTE_LOSS * have)
+                continue;
+            key[s] = t->w[s] * t->pred[b * t->ns + s] / have;
+            nc = insert_by_key(order, nc, key, s);
+        }
+        for (int i = 0; i < nc && n < left; i++) {
+            int b = best_unmeasured(t, pairs, n, order[i]);
+            pairs[n++] = (Pair){b, order[i]};
+        }
         if (n == 0)
-            break; /* every dispatched kernel measured where it runs */
+            break; /* every dispatched kernel measured where it runs, unchallenged */
         left -= n;
         measure_chunked(t, pairs, n, batch);
         if ((st = train(t)) == RV_OK)
@@ -1529,6 +1784,8 @@ static void tuner_free(Tuner *t) {
     base_free(t->ok);
     base_free(t->meas);
     base_free(t->smeas);
+    base_free(t->stale);
+    base_free(t->nmeas);
     base_free(t->best);
     base_free(t->pred);
     base_free(t->pop);
@@ -1609,6 +1866,8 @@ static rv_status setup(Tuner *t, const char *program_text) {
     t->ok = base_xcalloc((size_t)t->sp.len, 1);
     t->meas = base_xcalloc(cs, sizeof *t->meas);
     t->smeas = base_xcalloc(cs, sizeof *t->smeas);
+    t->stale = base_xcalloc(cs, sizeof *t->stale);
+    t->nmeas = base_xcalloc(cs, sizeof *t->nmeas);
     t->pred = base_xcalloc(cs, sizeof *t->pred);
     t->best = base_xcalloc((size_t)t->ns, sizeof *t->best);
     t->gflop = base_xcalloc((size_t)t->ns, sizeof *t->gflop);

@@ -393,6 +393,23 @@ static const char *row_tile_loop(TuneTemplate t) {
     }
 }
 
+/* A candidate's kind within its template (TuneCand.kind): the knobs
+ * that are not the tile's size, so the members of a kind differ in mr,
+ * nv, nj or kc alone: tile: how B is packed, padding, the wide copy-out;
+ * stream: k's unrolling; rows: the loop order; dot and kblock: one kind. */
+static int cand_kind(TuneTemplate t, const int *p) {
+    switch (t) {
+    case TUNE_T_TILE:
+        return p[2] * 4 + p[3] * 2 + p[4];
+    case TUNE_T_STREAM:
+        return p[1];
+    case TUNE_T_ROWS:
+        return p[2];
+    default:
+        return 0;
+    }
+}
+
 /* Adds the candidate if the checker and lowering accept it. */
 static void try_add(rv_module *m, TuneSpace *sp, TuneTemplate t, const int *p, int lanes) {
     const TuneStage *s = &sp->stage;
@@ -428,6 +445,7 @@ static void try_add(rv_module *m, TuneSpace *sp, TuneTemplate t, const int *p, i
     default:
         break;
     }
+    c.kind = cand_kind(t, p);
     for (int k = 0; k < s->ninside && row_tile_loop(t); k++)
         buf_printf(&b, "schedule %s {\n    compute_at(%s, %s)\n}\n", s->name, s->inside[k],
                    row_tile_loop(t));

@@ -152,6 +152,10 @@ typedef struct TuneRecord {
      * (a specialized leaf, docs/tuning.md); false in a record written
      * before the field. Its time is not the generic candidate's. */
     bool spec;
+    /* The code generator that measured it (tune_codegen_version()); NULL
+     * in a record written before the field: an unknown version. A time
+     * of another version is a hint, not a measurement (docs/tuning.md). */
+    const char *codegen;
     int line; /* 1-based line of the file it was read from; 0 when added */
 } TuneRecord;
 
@@ -166,6 +170,12 @@ typedef struct TuneRecords {
 const char *tune_status_name(TuneStatus st);
 void tune_records_init(TuneRecords *rs);
 void tune_records_free(TuneRecords *rs);
+/* The version of the code generator this library was built with: a hash
+ * of the sources that decide what C a schedule becomes and how it is
+ * compiled and run (Makefile, codegen_version.h). */
+const char *tune_codegen_version(void);
+/* Whether r was measured by this code generator. */
+bool tune_record_current(const TuneRecord *r);
 /* Reads a records file into rs (initialized). A file that does not exist
  * holds no records. A torn last line (no newline and not JSON: a write cut
  * short) is skipped with a line in rs->warnings; any other bad line is
@@ -290,6 +300,10 @@ typedef struct TuneCand {
     int sketch;          /* a seed's kind within its template: seeds of one kind differ
                           * only in the register tile's size (tile: B packed row by row,
                           * transposed in blocks, or read in place) */
+    int kind;            /* its structure within its template: the knobs that are not the
+                          * tile's size (tile: pack, pad, wide; stream: ku; rows: the
+                          * order); candidates of one template and kind differ only in
+                          * the tile's size (the verification measures every kind) */
 } TuneCand;
 
 typedef struct TuneSpace {
@@ -500,6 +514,11 @@ typedef struct TuneTrial {
 } TuneTrial;
 
 /* What a tuning run found. */
+/* Two kernels whose times at a shape are within this factor are a close
+ * call: one timing each is noise (a shared machine's load varies more
+ * between rounds), so the verification times each again (search.c). */
+#define TUNE_CLOSE_CALL 1.05
+
 typedef struct TuneResult {
     int nvariants;
     char **variant_sched;  /* each variant's schedule blocks */
@@ -527,6 +546,9 @@ typedef struct TuneResult {
     double *shape_gflops;  /* its best measured or predicted GFLOP/s */
     int measured;          /* measurements made by this run */
     int reused;            /* measurements read from the records */
+    int stale;             /* among them, of another code generator (docs/tuning.md) */
+    int retimed;           /* stale ones measured again by this run (among `measured`) */
+    int close_retimed;     /* close calls timed again by this run (among `measured`) */
     int wrong;             /* candidates that differed from the interpreter */
     int failed;            /* candidates that did not compile, failed, crashed or hung */
     /* measurements of specialized candidates (made, from the records):
@@ -535,6 +557,8 @@ typedef struct TuneResult {
     /* measurements made by this run to verify the dispatcher's choices
      * (among `measured`), and its seconds */
     int verify_measured;
+    /* among them, the kinds measured at the anchor shapes (docs/tuning.md) */
+    int kinds_measured;
     double verify_seconds;
     double compile_seconds, measure_seconds, total_seconds;
     TuneTrial *trials;     /* every measurement, reused and made, in order */

@@ -88,17 +88,21 @@ static void check_tuned_program(rv_module *m, TuneResult *r) {
 }
 
 /* Each record's (trace, shape) once. */
-static int count_records(bool *unique) {
+/* The records; *repeated: how many repeat an earlier one's candidate,
+ * shape and threads (only a close call is timed twice). */
+static int count_records(int *repeated) {
     TuneRecords rs;
     tune_records_init(&rs);
     CHECK_EQ_INT(tune_records_load(records, &rs), RV_OK);
-    *unique = true;
-    for (int i = 0; i < rs.len; i++)
+    *repeated = 0;
+    for (int i = 0; i < rs.len; i++) {
+        bool again = false;
         for (int j = 0; j < i; j++)
-            if (strcmp(rs.data[i].trace, rs.data[j].trace) == 0 &&
-                rs.data[i].size_values[0] == rs.data[j].size_values[0] &&
-                rs.data[i].threads == rs.data[j].threads)
-                *unique = false;
+            again |= strcmp(rs.data[i].trace, rs.data[j].trace) == 0 &&
+                     rs.data[i].size_values[0] == rs.data[j].size_values[0] &&
+                     rs.data[i].threads == rs.data[j].threads;
+        *repeated += again;
+    }
     int n = rs.len;
     tune_records_free(&rs);
     return n;
@@ -138,16 +142,16 @@ static void test_tiny_tuning(void) {
     CHECK_STR_CONTAINS(buf_str(&c), "int tiny_dispatch(const int64_t *sizes)");
     buf_free(&c);
     tune_result_free(&r);
-    bool unique;
-    CHECK_EQ_INT(count_records(&unique), 8);
-    CHECK(unique);
+    int repeated;
+    CHECK_EQ_INT(count_records(&repeated), 8);
+    CHECK_EQ_INT(repeated, 0);
 
     /* resumed with the same budget: every trial is in the records */
     CHECK_EQ_INT(tune_run(m, tiny, &o, &r), RV_OK);
     CHECK_EQ_INT(r.measured, 0);
     CHECK_EQ_INT(r.reused, 8);
     tune_result_free(&r);
-    CHECK_EQ_INT(count_records(&unique), 8);
+    CHECK_EQ_INT(count_records(&repeated), 8);
 
     /* a larger budget measures only what is new */
     o.trials = 11;
@@ -157,8 +161,8 @@ static void test_tiny_tuning(void) {
     char *last = r.variant_sched[0];
     r.variant_sched[0] = NULL;
     tune_result_free(&r);
-    CHECK_EQ_INT(count_records(&unique), 11);
-    CHECK(unique);
+    CHECK_EQ_INT(count_records(&repeated), 11);
+    CHECK_EQ_INT(repeated, 0);
 
     /* replay (ravel build --records): the records decide, nothing is
      * measured, the same kernels come out */
@@ -171,7 +175,7 @@ static void test_tiny_tuning(void) {
     /* another program has no records here: said so */
     CHECK_EQ_INT(tune_run(m, "another program", &o, &r), RV_ERR_ARG);
     CHECK_STR_CONTAINS(rv_last_error(), "no tuning records of this program");
-    CHECK_EQ_INT(count_records(&unique), 11);
+    CHECK_EQ_INT(count_records(&repeated), 11);
 
     /* records are per thread count: the 1-thread records do not stand for
      * 2 threads, neither in a replay nor in a run, which measures its own */
@@ -184,8 +188,8 @@ static void test_tiny_tuning(void) {
     CHECK_EQ_INT(r.reused, 0);
     CHECK_EQ_INT(r.measured, 2);
     tune_result_free(&r);
-    CHECK_EQ_INT(count_records(&unique), 13);
-    CHECK(unique);
+    CHECK_EQ_INT(count_records(&repeated), 13);
+    CHECK_EQ_INT(repeated, 0);
     TuneRecords rs;
     tune_records_init(&rs);
     CHECK_EQ_INT(tune_records_load(records, &rs), RV_OK);
@@ -195,13 +199,21 @@ static void test_tiny_tuning(void) {
     rv_module_free(m);
 }
 
-/* Writes an ok record of candidate `sched` at M = m taking `seconds`. */
+/* Writes an ok record of candidate `sched` at M = m taking `seconds`,
+ * measured by this code generator. */
 static void fake_record(const char *path, const char *program, const char *machine,
                         const char *sched, int64_t mv, double seconds) {
     const char *names[] = {"M"};
-    TuneRecord r = {.program = program, .machine = machine, .trace = sched, .nsizes = 1,
-                    .size_names = names, .size_values = &mv, .seconds = seconds,
-                    .status = TUNE_STATUS_OK, .threads = 1};
+    TuneRecord r = {.program = program,
+                    .machine = machine,
+                    .trace = sched,
+                    .nsizes = 1,
+                    .size_names = names,
+                    .size_values = &mv,
+                    .seconds = seconds,
+                    .status = TUNE_STATUS_OK,
+                    .threads = 1,
+                    .codegen = tune_codegen_version()};
     CHECK_EQ_INT(tune_record_append(path, &r), RV_OK);
 }
 
@@ -727,7 +739,8 @@ static void test_specialized_leaf_replayed(void) {
                        .seconds = 2e-7,
                        .status = TUNE_STATUS_OK,
                        .threads = 1,
-                       .spec = true};
+                       .spec = true,
+                       .codegen = tune_codegen_version()};
     CHECK_EQ_INT(tune_record_append(path, &fast), RV_OK);
     TuneRecord slight = fast;
     slight.size_values = &three;
@@ -769,15 +782,17 @@ static void test_specialized_leaf_replayed(void) {
 
 /* ---- verifying the dispatcher ---- */
 
-/* Whether the records hold a generic measurement of `sched` at M = mv. */
-static bool has_record(const char *sched, int64_t mv) {
+/* Whether the records hold a generic measurement of `sched` at M = mv
+ * (made by this code generator when `current`). */
+static bool has_record(const char *sched, int64_t mv, bool current) {
     TuneRecords rs;
     tune_records_init(&rs);
     CHECK_EQ_INT(tune_records_load(records, &rs), RV_OK);
     bool found = false;
     for (int i = 0; i < rs.len; i++)
         found |= !rs.data[i].spec && rs.data[i].size_values[0] == mv &&
-                 strcmp(rs.data[i].trace, sched) == 0;
+                 strcmp(rs.data[i].trace, sched) == 0 &&
+                 (!current || tune_record_current(&rs.data[i]));
     tune_records_free(&rs);
     return found;
 }
@@ -792,23 +807,23 @@ static void test_verified_dispatch(void) {
     CHECK_EQ_INT(rv_module_parse("tiny.rv", tiny, &m), RV_OK);
     unlink(records);
     TuneOptions o = options(6);
-    o.verify = 60;
+    o.verify = 200; /* each kind at 4 anchors first, then the votes */
     TuneResult r;
     if (tune_run(m, tiny, &o, &r) != RV_OK) {
         CHECK_STR_CONTAINS(rv_last_error(), "(no error: tuning should succeed)");
         rv_module_free(m);
         return;
     }
-    CHECK(r.verify_measured > 0 && r.verify_measured < 60);
+    CHECK(r.verify_measured > 0 && r.verify_measured < 200);
     CHECK_EQ_INT(r.measured, 6 + r.verify_measured);
     for (int s = 0; s < r.nshapes; s++)
-        CHECK(has_record(r.variant_sched[r.shape_variant[s]], r.shapes[s].v[0]));
+        CHECK(has_record(r.variant_sched[r.shape_variant[s]], r.shapes[s].v[0], false));
     check_tuned_program(m, &r);
     int *was = base_xcalloc((size_t)r.nshapes, sizeof *was);
     memcpy(was, r.shape_variant, sizeof *was * (size_t)r.nshapes);
-    bool unique;
-    int n = count_records(&unique);
-    CHECK(unique);
+    int repeated;
+    int n = count_records(&repeated);
+    CHECK_EQ_INT(repeated, r.close_retimed);
     tune_result_free(&r);
 
     /* resumed: the same votes, nothing measured */
@@ -820,7 +835,7 @@ static void test_verified_dispatch(void) {
         CHECK_EQ_INT(r.shape_variant[s], was[s]);
     tune_result_free(&r);
     base_free(was);
-    CHECK_EQ_INT(count_records(&unique), n);
+    CHECK_EQ_INT(count_records(&repeated), n);
 
     /* the budget bounds it */
     unlink(records);
@@ -832,6 +847,209 @@ static void test_verified_dispatch(void) {
     CHECK_EQ_INT(tune_run(m, tiny, &o, &r), RV_OK);
     CHECK_EQ_INT(r.measured, 0);
     tune_result_free(&r);
+    rv_module_free(m);
+}
+
+/* ---- records of another code generator ---- */
+
+/* The records rewritten as if an older code generator had measured them:
+ * every "codegen" field says `old`, or is dropped when old is NULL (a
+ * record written before the field). */
+static void age_records(const char *old) {
+    char *text;
+    size_t len;
+    CHECK_EQ_INT(base_read_file(records, &text, &len), RV_OK);
+    Buf from = {0}, out = {0};
+    buf_printf(&from, ",\"codegen\":\"%s\"", tune_codegen_version());
+    for (const char *p = text, *q; *p; p = q + from.len) {
+        q = strstr(p, buf_str(&from));
+        if (!q) {
+            buf_puts(&out, p);
+            break;
+        }
+        buf_printf(&out, "%.*s", (int)(q - p), p);
+        if (old)
+            buf_printf(&out, ",\"codegen\":\"%s\"", old);
+    }
+    CHECK(strstr(buf_str(&out), tune_codegen_version()) == NULL);
+    CHECK_EQ_INT(base_write_file(records, out.data, out.len), RV_OK);
+    buf_free(&from);
+    buf_free(&out);
+    base_free(text);
+}
+
+/* Records of another code generator are hints, not measurements: a run
+ * resumed over them searches nothing new (they fill the trial budget)
+ * but times the dispatcher's kernel again at every shape (within the
+ * verify budget), so its choice rests on times of the code it runs; a
+ * second resume measures nothing. Records without the field (an unknown
+ * version) are treated the same. */
+static void test_stale_records_retimed(void) {
+    rv_module *m = NULL;
+    CHECK_EQ_INT(rv_module_parse("tiny.rv", tiny, &m), RV_OK);
+    TuneOptions o = options(6);
+    o.verify = 200;
+    for (int unknown = 0; unknown < 2; unknown++) {
+        unlink(records);
+        TuneResult r;
+        if (tune_run(m, tiny, &o, &r) != RV_OK) {
+            CHECK_STR_CONTAINS(rv_last_error(), "(no error: tuning should succeed)");
+            break;
+        }
+        CHECK_EQ_INT(r.stale, 0);
+        CHECK_EQ_INT(r.retimed, 0);
+        tune_result_free(&r);
+        int repeated;
+        int n = count_records(&repeated);
+        age_records(unknown ? NULL : "0123456789abcdef");
+
+        /* resumed over old records: the dispatcher's kernels timed again */
+        CHECK_EQ_INT(tune_run(m, tiny, &o, &r), RV_OK);
+        CHECK_EQ_INT(r.stale, n);
+        CHECK_EQ_INT(r.reused, n);
+        CHECK(r.retimed > 0);
+        CHECK(r.retimed <= r.verify_measured);
+        CHECK_EQ_INT(r.measured, r.verify_measured);
+        for (int s = 0; s < r.nshapes; s++)
+            CHECK(has_record(r.variant_sched[r.shape_variant[s]], r.shapes[s].v[0], true));
+        check_tuned_program(m, &r);
+        int *was = base_xcalloc((size_t)r.nshapes, sizeof *was);
+        memcpy(was, r.shape_variant, sizeof *was * (size_t)r.nshapes);
+        int made = r.measured;
+        tune_result_free(&r);
+        CHECK_EQ_INT(count_records(&repeated), n + made);
+
+        /* again: nothing measured, the same votes */
+        CHECK_EQ_INT(tune_run(m, tiny, &o, &r), RV_OK);
+        CHECK_EQ_INT(r.measured, 0);
+        CHECK_EQ_INT(r.retimed, 0);
+        for (int s = 0; s < r.nshapes; s++)
+            CHECK_EQ_INT(r.shape_variant[s], was[s]);
+        tune_result_free(&r);
+        base_free(was);
+    }
+    rv_module_free(m);
+}
+
+/* A close call is timed twice: records where a non-sketch is 2% faster
+ * than a known-good sketch at every M (one timing each, 1 ns: faster than
+ * any real kernel, so the best time stays theirs); verification times
+ * each of the two again at every M before it finishes, and a resumed run
+ * measures nothing. */
+static void test_close_call_timed_twice(void) {
+    rv_module *m = NULL;
+    CHECK_EQ_INT(rv_module_parse("tiny.rv", tiny, &m), RV_OK);
+    TuneSpace sp;
+    CHECK_EQ_INT(tune_space_build(m, tune_hw(), &sp), RV_OK);
+    int seed = -1, other = -1;
+    for (int c = 0; c < sp.len; c++) {
+        if (sp.cands[c].seed && seed < 0)
+            seed = c;
+        if (!sp.cands[c].seed && other < 0)
+            other = c;
+    }
+    CHECK(seed >= 0 && other >= 0);
+    char hex[17];
+    hash_hex(hash_str(tiny), hex);
+    Buf machine = {0};
+    tune_hw_machine_id(tune_hw(), &machine);
+    unlink(records);
+    for (int64_t M = 1; seed >= 0 && other >= 0 && M <= 9; M++) {
+        fake_record(records, hex, buf_str(&machine), sp.cands[other].sched, M, 1e-9);
+        fake_record(records, hex, buf_str(&machine), sp.cands[seed].sched, M, 1.02e-9);
+    }
+    TuneOptions o = options(18);
+    o.verify = 400;
+    o.max_variants = 1;
+    TuneResult r;
+    if (seed >= 0 && other >= 0 && tune_run(m, tiny, &o, &r) == RV_OK) {
+        CHECK_EQ_INT(r.close_retimed, 18);
+        int repeated, n = count_records(&repeated);
+        CHECK_EQ_INT(repeated, 18);
+        for (int s = 0; s < r.nshapes; s++)
+            CHECK_EQ_INT(strcmp(r.variant_sched[r.shape_variant[s]], sp.cands[other].sched), 0);
+        tune_result_free(&r);
+        CHECK_EQ_INT(tune_run(m, tiny, &o, &r), RV_OK);
+        CHECK_EQ_INT(r.measured, 0);
+        CHECK_EQ_INT(r.reused, n);
+        tune_result_free(&r);
+    }
+    buf_free(&machine);
+    tune_space_free(&sp);
+    rv_module_free(m);
+}
+
+/* ---- each kind at the anchor shapes ---- */
+
+/* A kind the model has never seen is measured at the anchor shapes
+ * before the dispatcher is built, and wins where it is faster. Records
+ * give one candidate of every kind but F (the dot products) at every M
+ * of 1..9, each 10 ms, far slower than any real kernel of this size, and
+ * the trial budget is theirs: every shape's dispatched kernel was
+ * measured there and no verified candidate is of kind F, so the
+ * verification without the kinds measures nothing and never sees F. With
+ * them, F's best predicted is measured at the 4 anchors (M = 1, 2, 4, 7:
+ * 1.5x apart), and the challenges take it to every other M: each shape
+ * dispatches a kernel of kind F and matches the interpreter. A resumed
+ * run measures nothing. */
+static void test_kinds_at_anchors(void) {
+    rv_module *m = NULL;
+    CHECK_EQ_INT(rv_module_parse("tiny.rv", tiny, &m), RV_OK);
+    TuneSpace sp;
+    CHECK_EQ_INT(tune_space_build(m, tune_hw(), &sp), RV_OK);
+    char hex[17];
+    hash_hex(hash_str(tiny), hex);
+    Buf machine = {0};
+    tune_hw_machine_id(tune_hw(), &machine);
+    unlink(records);
+    int n = 0;
+    for (int c = 0; c < sp.len; c++) {
+        bool first = sp.cands[c].tmpl != TUNE_T_DOT;
+        for (int q = 0; q < c && first; q++)
+            first = sp.cands[q].tmpl != sp.cands[c].tmpl || sp.cands[q].kind != sp.cands[c].kind;
+        for (int64_t M = 1; first && M <= 9; M++, n++)
+            fake_record(records, hex, buf_str(&machine), sp.cands[c].sched, M, 1e-2);
+    }
+    CHECK(n >= 2 * 9);
+    TuneOptions o = options(n);
+    o.verify = 120;
+    o.batch = 8;
+    TuneResult r;
+    CHECK_EQ_INT(tune_run(m, tiny, &o, &r), RV_OK);
+    CHECK_EQ_INT(r.reused, n);
+    CHECK_EQ_INT(r.kinds_measured, 4);
+    CHECK(r.verify_measured >= 4 && r.verify_measured < 120);
+    int64_t anchors[] = {1, 2, 4, 7};
+    for (int i = 0; i < 4; i++) {
+        bool dot = false;
+        for (int c = 0; c < sp.len; c++)
+            dot |=
+                sp.cands[c].tmpl == TUNE_T_DOT && has_record(sp.cands[c].sched, anchors[i], false);
+        CHECK(dot);
+    }
+    for (int s = 0; s < r.nshapes; s++) {
+        const char *v = r.variant_sched[r.shape_variant[s]];
+        bool dot = false;
+        for (int c = 0; c < sp.len; c++)
+            dot |= sp.cands[c].tmpl == TUNE_T_DOT && strcmp(sp.cands[c].sched, v) == 0;
+        CHECK(dot);
+    }
+    check_tuned_program(m, &r);
+    int repeated;
+    int total = count_records(&repeated);
+    CHECK_EQ_INT(repeated, r.close_retimed);
+    CHECK_EQ_INT(total, n + r.measured);
+    tune_result_free(&r);
+
+    /* resumed: nothing measured, kinds or otherwise */
+    CHECK_EQ_INT(tune_run(m, tiny, &o, &r), RV_OK);
+    CHECK_EQ_INT(r.measured, 0);
+    CHECK_EQ_INT(r.kinds_measured, 0);
+    CHECK_EQ_INT(r.reused, total);
+    tune_result_free(&r);
+    CHECK_EQ_INT(count_records(&repeated), total);
+    buf_free(&machine);
+    tune_space_free(&sp);
     rv_module_free(m);
 }
 
@@ -859,6 +1077,9 @@ int main(void) {
     RUN(test_specialized_tuning);
     RUN(test_specialized_leaf_replayed);
     RUN(test_verified_dispatch);
+    RUN(test_kinds_at_anchors);
+    RUN(test_stale_records_retimed);
+    RUN(test_close_call_timed_twice);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     CHECK_EQ_INT(system(cmd), 0);
