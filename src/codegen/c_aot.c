@@ -252,7 +252,7 @@ static Expr *lower_ufcalls(Aot *a, Expr *e) {
     Expr *off = lower_ufcalls(a, ir_storage_offset(a->m, st, idx));
     if (!off)
         return NULL;
-    return ir_cast(a->m, e->dtype, ir_load(a->m, st->buf, lower_simplify_expr(a->m, off)));
+    return ir_cast(a->m, e->dtype, ir_load(a->m, st->buf, ir_simplify_expr(a->m, off)));
 }
 
 static void put_expr(Aot *a, Buf *b, Expr *x) {
@@ -526,7 +526,7 @@ static void emit_copy(Aot *a, Buf *b, const AotSlot *s, bool pack) {
     }
     put_indent(b, 1 + nd);
     buf_puts(b, pack ? "rv_to[" : "rv_to[rv_c] = rv_from[");
-    put_expr(a, b, lower_simplify_expr(a->m, ir_storage_offset(a->m, st, idx)));
+    put_expr(a, b, ir_simplify_expr(a->m, ir_storage_offset(a->m, st, idx)));
     buf_puts(b, pack ? "] = rv_from[rv_c];\n" : "];\n");
     put_indent(b, 1 + nd);
     buf_puts(b, "rv_c++;\n");

@@ -176,7 +176,7 @@ Expr *cg_loop_work(Module *m, const Stmt *s, const PtrMap *written) {
     Expr *body = work_of(&w, s->u.loop.body);
     Expr *cost = NULL;
     if (body && ir_uses_axis(body, s->u.loop.var))
-        cost = lower_simplify_expr(m, add(&w, ir_int(m, 1), body));
+        cost = ir_simplify_expr(m, add(&w, ir_int(m, 1), body));
     ptrmap_free(&w.lets);
     ptrmap_free(&w.inner);
     ptrmap_free(&w.opaque);

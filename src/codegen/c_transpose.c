@@ -54,8 +54,8 @@ static bool side_of(Module *m, const Buffer *b, Expr *idx, const Axis *c, const 
     ptrmap_put(&zero, r, ir_int(m, 0));
     Expr *base = ir_substitute(m, idx, &zero);
     ptrmap_free(&zero);
-    *out = (Side){b, lower_simplify_expr(m, base), lower_simplify_expr(m, dc),
-                  lower_simplify_expr(m, dr)};
+    *out = (Side){b, ir_simplify_expr(m, base), ir_simplify_expr(m, dc),
+                  ir_simplify_expr(m, dr)};
     return out->base && out->dc && out->dr;
 }
 

@@ -779,7 +779,7 @@ static VX scalar(VC *vc, const Expr *x) {
 static VX lane0(VC *vc, const Expr *x) {
     if (info_of(vc, x).vary) {
         Expr *y = ir_substitute(vc->m, (Expr *)x, &vc->zero);
-        Expr *z = y ? lower_simplify_expr(vc->m, y) : NULL;
+        Expr *z = y ? ir_simplify_expr(vc->m, y) : NULL;
         RV_ASSERT(y);
         x = z ? z : y;
     }
@@ -1463,7 +1463,7 @@ static int64_t masked_tail(CgEmit *e, Module *m, const Stmt *s, int indent, Buf 
             break;
         ext = x;
     }
-    if (!lower_upper_bound(m, ext, &hi) || hi > NATIVE_LANES) {
+    if (!ir_upper_bound(m, ext, &hi) || hi > NATIVE_LANES) {
         *why = "its extent is not a constant (nor one below 16 lanes)";
         return 0;
     }

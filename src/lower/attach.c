@@ -368,8 +368,8 @@ Stmt *lower_attach_one(LowerCtx *c, StageNest *n, Stage *p, Buffer **buf_out) {
          * variable loop spans T - T/4*4 rows, T = start[B]); not one over
          * sizes that reaches it only at their largest values. */
         int64_t cub, uub;
-        if (lower_upper_bound(m, span, &cub) &&
-            (!ub || reads_uf(ub) || !sizes_only(ub) || !lower_upper_bound(m, ub, &uub) ||
+        if (ir_upper_bound(m, span, &cub) &&
+            (!ub || reads_uf(ub) || !sizes_only(ub) || !ir_upper_bound(m, ub, &uub) ||
              cub < uub))
             ub = ir_int(m, cub);
         Expr *fub = inside ? lower_bounds_upper(m, full) : NULL;
@@ -481,7 +481,7 @@ Stmt *lower_attach_one(LowerCtx *c, StageNest *n, Stage *p, Buffer **buf_out) {
     /* a region whose size varies but is bounded by the declared ranges (a
      * partitioned tail's N%4 rows) is a local of the bound's size */
     int64_t elems;
-    bool bounded = ir_is_const_int(size, &elems) || lower_upper_bound(m, size, &elems);
+    bool bounded = ir_is_const_int(size, &elems) || ir_upper_bound(m, size, &elems);
     /* (a bound near INT64_MAX, a saturated one, must not wrap in bytes) */
     BufScope scope = bounded && elems >= 1 &&
                              elems <= LOCAL_STACK_BYTES / (int64_t)rv_dtype_size(p->t->dtype)

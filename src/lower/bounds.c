@@ -40,7 +40,7 @@ typedef struct Bounds {
 static bool range_rec(Bounds *b, Expr *e, Range *out);
 
 static Expr *bin(Module *m, ExprKind k, Expr *a, Expr *c) {
-    return lower_simplify_expr(m, ir_binary(m, k, a, c));
+    return ir_simplify_expr(m, ir_binary(m, k, a, c));
 }
 
 static bool is_fixed(const Range *r) {
@@ -122,7 +122,7 @@ static bool range_rowmap(Bounds *b, Expr *e, Range *out) {
         Expr *v = ir_load(m, rb, i);
         if (row != e)
             v = ir_load(m, e->u.buf, v);
-        at[k] = lower_simplify_expr(m, ir_select(m, some, v, ir_int(m, 0)));
+        at[k] = ir_simplify_expr(m, ir_select(m, some, v, ir_int(m, 0)));
     }
     out->lo = at[0];
     out->hi = at[1];
@@ -149,8 +149,8 @@ static bool range_compute(Bounds *b, Expr *e, Range *out) {
     case EX_NEG:
         if (!range_rec(b, e->args[0], &x))
             return false;
-        out->lo = lower_simplify_expr(m, ir_unary(m, EX_NEG, x.hi));
-        out->hi = lower_simplify_expr(m, ir_unary(m, EX_NEG, x.lo));
+        out->lo = ir_simplify_expr(m, ir_unary(m, EX_NEG, x.hi));
+        out->hi = ir_simplify_expr(m, ir_unary(m, EX_NEG, x.lo));
         return true;
     case EX_ADD:
     case EX_SUB:
@@ -337,7 +337,7 @@ Expr *lower_bounds_upper(Module *m, Expr *e) {
     Range r;
     if (!lower_bounds_range(m, distribute(m, e), NULL, true, &r))
         return NULL;
-    Expr *hi = lower_simplify_expr(m, r.hi);
+    Expr *hi = ir_simplify_expr(m, r.hi);
     int64_t c;
     while (hi->kind == EX_MIN && (ir_is_const_int(hi->args[0], &c) || ir_is_const_int(hi->args[1], &c)))
         hi = ir_is_const_int(hi->args[0], &c) ? hi->args[0] : hi->args[1];

@@ -61,7 +61,7 @@ static bool is_copy(Module *m, const Stmt *s, Buffer *local, Copy *c) {
     if (v->kind != EX_LOAD || v->u.buf == local || v->dtype != local->dtype)
         return false;
     Expr *off = ir_binary(m, EX_SUB, v->args[0], st->u.store.index);
-    off = off ? lower_simplify_expr(m, off) : NULL;
+    off = off ? ir_simplify_expr(m, off) : NULL;
     if (!off)
         return false;
     for (int i = 0; i < n; i++)
@@ -108,7 +108,7 @@ static Expr *redirect_load(Module *m, void *ctx, Expr *load) {
     Copy *c = ctx;
     if (load->u.buf != c->local)
         return load;
-    Expr *at = lower_simplify_expr(m, ir_binary(m, EX_ADD, load->args[0], c->offset));
+    Expr *at = ir_simplify_expr(m, ir_binary(m, EX_ADD, load->args[0], c->offset));
     return ir_load(m, c->src, at);
 }
 

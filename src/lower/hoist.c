@@ -150,7 +150,7 @@ static Expr *expand_lets(Hoist *h, Expr *e) {
 
 static bool proven(Hoist *h, Expr *cond) {
     int64_t v;
-    Expr *t = lower_simplify_expr(h->m, cond);
+    Expr *t = ir_simplify_expr(h->m, cond);
     return t && ir_is_const_int(t, &v) && v;
 }
 

@@ -95,7 +95,7 @@ void lower_use_pack(LowerCtx *c, Buffer *b) {
 }
 
 Expr *lower_ctx_simp(LowerCtx *c, Expr *e) {
-    return e ? lower_simplify_expr(c->m, e) : NULL;
+    return e ? ir_simplify_expr(c->m, e) : NULL;
 }
 /* LowerExprFn for the prelude. */
 Expr *lower_index_fn(void *ctx, Expr *e) {

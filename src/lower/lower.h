@@ -17,6 +17,7 @@
 #define RAVEL_LOWER_H
 
 #include "ir/layout.h"
+#include "ir/simplify.h"
 #include "sched/sched.h"
 
 typedef enum StmtKind {
@@ -210,83 +211,12 @@ rv_status lower_partition(Kernel *k);
 /* Does the pass find the guard of loop's split (nest.c marks it only then)? */
 bool lower_partition_applies(Stmt *loop);
 
-/* ---- simplify.c: canonical index arithmetic, the simplifier ---- */
+/* ---- simplify.c: the simplifier's statement pass (ir/simplify.h) ---- */
 
-/* Simplifies index arithmetic using the declared ranges of sizes, UF
- * values and loop extents: constant folding, canonical sums, x/c*c + x%c,
- * (a*c)/c, min/max and comparisons decided by intervals, so provably true
- * guards disappear. Requires nothing; guarantees the same values.
- * lower_simplify returns NULL when no statement remains. */
-Expr *lower_simplify_expr(Module *m, Expr *e);
-/* The least constant upper bound of integer expression e that the
- * declared ranges prove (M - M/6*6: 5); false when none is known. */
-bool lower_upper_bound(Module *m, Expr *e, int64_t *hi);
+/* Simplifies a statement's index arithmetic and drops what the declared
+ * ranges decide: proven guards, empty loops, loops of extent 1. Requires
+ * nothing; guarantees the same values; NULL when no statement remains. */
 Stmt *lower_simplify(Module *m, Stmt *s);
-
-/* The simplifier's context and linear forms, shared with interval.c. */
-/* What is known about a variable in the current scope. */
-typedef struct Binding {
-    Expr *extent; /* a loop variable: 0 <= var < extent */
-    Expr *value;  /* a let variable with a pure value: var == value */
-    bool opaque;  /* a let value or loop extent that loads: only lo..hi is known */
-    bool known;
-    int64_t lo, hi;
-} Binding;
-
-typedef struct Ival {
-    bool ok;
-    int64_t lo, hi;
-} Ival;
-
-typedef struct Term {
-    Expr *x;
-    int64_t c;
-} Term;
-
-/* c0 + sum t[i].c * t[i].x, atoms in increasing id, no zero coefficient. */
-typedef struct Lin {
-    int64_t c0;
-    int n;
-    Term t[];
-} Lin;
-
-typedef struct Simp {
-    Module *m;
-    Arena *scratch;    /* Lins, Ivals, Bindings: freed with the context */
-    PtrMap lins;       /* Expr -> Lin: structural, valid for the whole run */
-    PtrMap memo;       /* Expr -> simplified Expr: valid in the current scope */
-    PtrMap ivals;      /* Expr -> Ival: valid in the current scope */
-    PtrMap binds;      /* Axis -> Binding (NULL: unbound) */
-    PtrMap loads;      /* Expr -> whether it loads from a buffer that changes */
-    PtrMap stored;     /* Buffer -> stored to somewhere in the statement */
-    bool stmt_mode;    /* lower_simplify (else lower_simplify_expr) */
-    Vec(Expr *) facts; /* conditions known to hold here */
-    int branch_depth;  /* min/max/select splits in progress */
-} Simp;
-
-extern const Lin lower_lin_zero;
-/* The linear form of an integer expression, read structurally. */
-const Lin *lower_lin_of(Simp *S, Expr *e);
-/* ka*a + kb*b, merging equal atoms; NULL on overflow (or a NULL operand). */
-const Lin *lower_lin_comb(Simp *S, int64_t ka, const Lin *a, int64_t kb, const Lin *b);
-const Lin *lower_lin_add_const(Simp *S, const Lin *a, int64_t c);
-/* a with its term i replaced by the form `by` (NULL when `by` is). */
-const Lin *lower_lin_replace(Simp *S, const Lin *a, int i, const Lin *by);
-/* The simplified form of e in the current scope (memoized). */
-Expr *lower_simp(Simp *S, Expr *e);
-/* Does e load from a buffer that may change within the statement? */
-bool lower_loads_mutable(Simp *S, Expr *e);
-
-/* ---- interval.c: bounds of linear forms, intervals of atoms ---- */
-
-/* The best bound (least upper or greatest lower) of L that the context
- * proves; false when none is known. */
-bool lower_lin_bound(Simp *S, const Lin *L, bool upper, int64_t *out);
-/* The interval of an integer expression in the current scope (!ok:
- * unknown). */
-Ival lower_ival_of(Simp *S, Expr *e);
-int64_t lower_fdiv(int64_t a, int64_t c); /* floor(a / c), for c > 0 */
-int64_t lower_gcd64(int64_t a, int64_t b);
 
 /* ---- read.c: the loop-IR reader ---- */
 
@@ -462,7 +392,7 @@ void lower_use_pack(LowerCtx *c, Buffer *b);
 Expr *lower_index_fn(void *ctx, Expr *e);
 /* Frees what a LowerCtx holds outside the module's arena. */
 void lower_ctx_free(LowerCtx *c);
-/* lower_simplify_expr, NULL for NULL. */
+/* ir_simplify_expr, NULL for NULL. */
 Expr *lower_ctx_simp(LowerCtx *c, Expr *e);
 /* A schedule error (NULL, c->st set); about stage p it is located at the
  * step that placed p. */

@@ -345,7 +345,7 @@ static Stmt *partition_loop(Sources *src, Module *m, Stmt *s) {
     if (!conj)
         return lower_for(m, o, s->u.loop.extent, s->u.loop.kind, walk(src, m, s->u.loop.body));
     Expr *E = conj->args[1], *F = ir_int(m, f);
-    Expr *last = lower_simplify_expr(m, ir_binary(m, EX_DIV, E, F));
+    Expr *last = ir_simplify_expr(m, ir_binary(m, EX_DIV, E, F));
     Copy c = {m, o, f, E, {0}, {0}, false, NULL, src};
     collect(&c, s->u.loop.body);
     /* the full tiles: o itself over fewer iterations (a new variable
@@ -355,13 +355,13 @@ static Stmt *partition_loop(Sources *src, Module *m, Stmt *s) {
     Stmt *a = lower_for(m, o, last, s->u.loop.kind, copy(&c, s->u.loop.body));
     /* the last tile */
     c.fresh = true;
-    c.inner_ext = lower_simplify_expr(m, ir_binary(m, EX_SUB, E, ir_binary(m, EX_MUL, last, F)));
+    c.inner_ext = ir_simplify_expr(m, ir_binary(m, EX_SUB, E, ir_binary(m, EX_MUL, last, F)));
     ptrmap_put(&c.subst, o, last);
     Stmt *b = copy(&c, s->u.loop.body);
     ptrmap_free(&c.subst);
     ptrmap_free(&c.inner);
     Expr *has_tail =
-        lower_simplify_expr(m, ir_binary(m, EX_GT, ir_binary(m, EX_MOD, E, F), ir_int(m, 0)));
+        ir_simplify_expr(m, ir_binary(m, EX_GT, ir_binary(m, EX_MOD, E, F), ir_int(m, 0)));
     /* then the copies' own marked loops (the inner splits) */
     Stmt *both[2] = {walk(src, m, a), lower_if(m, has_tail, walk(src, m, b), NULL)};
     return lower_seq(m, 2, both);

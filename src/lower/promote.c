@@ -87,7 +87,7 @@ static bool find_tile(Module *m, const Stmt *loop, Tile *t) {
             return false;
         /* the tile spans the largest extent (a partial tile's rows: M%6 < 6);
          * the copies run the loop's own extent, outside the nest */
-        if (!lower_upper_bound(m, s->u.loop.extent, &t->extent[t->nloops]) ||
+        if (!ir_upper_bound(m, s->u.loop.extent, &t->extent[t->nloops]) ||
             t->extent[t->nloops] < 1 || ir_uses_axis(s->u.loop.extent, loop->u.loop.var))
             return false;
         for (int i = 0; i < t->nloops; i++)
@@ -117,7 +117,7 @@ static bool find_tile(Module *m, const Stmt *loop, Tile *t) {
             continue;
         }
         Expr *c = ir_linear_coeff(m, t->index, v);
-        c = c ? lower_simplify_expr(m, c) : NULL;
+        c = c ? ir_simplify_expr(m, c) : NULL;
         if (!c || !ir_is_const_int(c, &t->coeff[i]) || t->coeff[i] <= 0)
             return false;
         t->dim[i] = true;
@@ -158,7 +158,7 @@ static Expr *tile_index(Module *m, const Tile *t, Axis *const *vars) {
         idx = ir_binary(m, EX_ADD, idx, term);
         stride *= t->extent[i];
     }
-    return lower_simplify_expr(m, idx);
+    return ir_simplify_expr(m, idx);
 }
 
 /* A nest over the tile's dimensions copying B's tile into acc (in) or

@@ -118,7 +118,7 @@ static void check_access(Tile *t, Expr *idx) {
         if (!ir_uses_axis(idx, v))
             continue;
         Expr *c = ir_linear_coeff(m, idx, v);
-        c = c ? lower_simplify_expr(m, c) : NULL;
+        c = c ? ir_simplify_expr(m, c) : NULL;
         int64_t a;
         if (!c || !ir_is_const_int(c, &a) || !ir_is_const_int(l->u.loop.extent, &ext) || ext < 1)
             goto fail_map;
@@ -140,7 +140,7 @@ static void check_access(Tile *t, Expr *idx) {
         ptrmap_put(&t->unroll, v, v);
     }
     int64_t c0;
-    Expr *base = lower_simplify_expr(m, ir_substitute(m, idx, &zero));
+    Expr *base = ir_simplify_expr(m, ir_substitute(m, idx, &zero));
     ptrmap_free(&zero);
     if (!ir_is_const_int(base, &c0) || c0 % w || c0 + lo < 0 || c0 + hi >= t->size)
         goto fail;
@@ -338,7 +338,7 @@ static Buffer *part_of(Split *sp, Expr *idx, Expr **at) {
         ptrmap_put(&zero, inner->u.loop.var, ir_int(m, 0));
     }
     int64_t c;
-    RV_ASSERT(ir_is_const_int(lower_simplify_expr(m, ir_substitute(m, idx, &zero)), &c));
+    RV_ASSERT(ir_is_const_int(ir_simplify_expr(m, ir_substitute(m, idx, &zero)), &c));
     ptrmap_free(&zero);
     int64_t k = c / t->lanes;
     if (!sp->part[k]) {

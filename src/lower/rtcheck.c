@@ -52,7 +52,7 @@ static const char *site_message(Module *m, const char *what, const Expr *e) {
 /* Does the simplified *ok hold by the declared ranges? */
 static bool proven(Module *m, Expr **ok) {
     int64_t v;
-    *ok = lower_simplify_expr(m, *ok);
+    *ok = ir_simplify_expr(m, *ok);
     return ir_is_const_int(*ok, &v) && v;
 }
 

@@ -113,14 +113,14 @@ static Expr *tuples_bound(Module *m, const Storage *lay, int k) {
             return NULL;
         n = ir_binary(m, EX_MUL, n, ir_int(m, hi < 0 ? 0 : hi));
     }
-    return lower_simplify_expr(m, n);
+    return ir_simplify_expr(m, n);
 }
 
 /* The extent of b's level at prefix rank r, as an expression over an
  * axis standing for r, where the levels before it are constant (r then
  * names their indices by / and %: [b, l < len[b]], [b, h, l < len[b]]);
  * NULL otherwise. The simplifier proves with it that b = f - start[row[f]]
- * stays below that extent (interval.c), so reads at (a, b) need no check. */
+ * stays below that extent (ir/interval.c), so reads at (a, b) need no check. */
 static Expr *rank_extent(LowerCtx *c, const VFuse *vf, Expr *count, Axis **r) {
     Module *m = c->m;
     const Storage *lay = &vf->lay;

@@ -18,7 +18,7 @@
 
 #include "sched/sched.h"
 /* the simplifier decides whether a variable extent depends on a loop */
-#include "lower/lower.h"
+#include "ir/simplify.h"
 
 typedef struct Ctx {
     Schedule *s;
@@ -168,7 +168,7 @@ static bool extent_free_of_leaves(Ctx *c, const IterVar *r, const IterVar *o, in
         return false;
     PtrMap map = {0};
     ptrmap_put(&map, o->axis, val);
-    Expr *e = lower_simplify_expr(m, ir_substitute(m, r->axis->extent, &map));
+    Expr *e = ir_simplify_expr(m, ir_substitute(m, r->axis->extent, &map));
     ptrmap_free(&map);
     for (int k = from; k < st->leaves.len; k++) {
         const IterVar *l = st->leaves.data[k];

@@ -50,7 +50,7 @@ static Expr *tile_at(Case *c) {
 static Expr *x_at(Case *c) {
     Module *m = c->m;
     Expr *at =
-        lower_simplify_expr(m, bin(m, EX_ADD, bin(m, EX_MUL, c->k->var, I(m, 192)), tile_at(c)));
+        ir_simplify_expr(m, bin(m, EX_ADD, bin(m, EX_MUL, c->k->var, I(m, 192)), tile_at(c)));
     return ir_load(m, c->X, at);
 }
 

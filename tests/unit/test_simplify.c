@@ -87,7 +87,7 @@ static char *estr(Env *E, Expr *e) {
 
 #define CHECK_SIMP(E, e, want) check_simp(E, e, want, __LINE__)
 static void check_simp(Env *E, Expr *e, const char *want, int line) {
-    Expr *r = lower_simplify_expr(E->m, e);
+    Expr *r = ir_simplify_expr(E->m, e);
     char *got = estr(E, r);
     bool ok = strcmp(got, want) == 0;
     CHECK(ok && "simplified form");
@@ -108,8 +108,8 @@ static void test_linear(void) {
     CHECK_SIMP(&E, sub(&E, add(&E, i, K(&E, 1)), i), "1");
     CHECK_SIMP(&E, mul(&E, add(&E, mul(&E, i, K(&E, 4)), j), K(&E, 2)), "i*8 + j*2");
     /* term order does not depend on how the sum was written */
-    Expr *a = lower_simplify_expr(E.m, add(&E, mul(&E, j, K(&E, 2)), mul(&E, K(&E, 8), i)));
-    Expr *b = lower_simplify_expr(E.m, mul(&E, add(&E, j, mul(&E, i, K(&E, 4))), K(&E, 2)));
+    Expr *a = ir_simplify_expr(E.m, add(&E, mul(&E, j, K(&E, 2)), mul(&E, K(&E, 8), i)));
+    Expr *b = ir_simplify_expr(E.m, mul(&E, add(&E, j, mul(&E, i, K(&E, 4))), K(&E, 2)));
     CHECK(a == b);
     CHECK_SIMP(&E, sub(&E, mul(&E, E.eT, K(&E, 16)), add(&E, i, mul(&E, K(&E, 16), E.eT))), "-i");
     CHECK_SIMP(&E, add(&E, mul(&E, K(&E, 2), sub(&E, i, K(&E, 3))), K(&E, 6)), "i*2");
@@ -122,8 +122,8 @@ static void test_linear(void) {
     /* products of sums are multiplied out into monomials */
     Expr *bT = mul(&E, E.b->var, E.eT);
     CHECK_SIMP(&E, add(&E, mul(&E, add(&E, bT, i), E.eT), j), "j + T*i + T*T*b");
-    CHECK(lower_simplify_expr(E.m, mul(&E, E.eT, mul(&E, E.eT, E.b->var))) ==
-          lower_simplify_expr(E.m, mul(&E, bT, E.eT)));
+    CHECK(ir_simplify_expr(E.m, mul(&E, E.eT, mul(&E, E.eT, E.b->var))) ==
+          ir_simplify_expr(E.m, mul(&E, bT, E.eT)));
     CHECK_SIMP(&E, mul(&E, add(&E, i, K(&E, 1)), sub(&E, i, K(&E, 1))), "i*i - 1");
     /* x/c*c + x%c is x */
     Expr *q = bin(&E, EX_DIV, j, K(&E, 4)), *r = bin(&E, EX_MOD, j, K(&E, 4));
@@ -134,10 +134,10 @@ static void test_linear(void) {
                "j*2 - N*2");
     /* i32 arithmetic stays i32 */
     Expr *i32 = ir_cast(E.m, RV_I32, i);
-    Expr *r32 = lower_simplify_expr(E.m, sub(&E, add(&E, i32, ir_const_int(E.m, RV_I32, 3)), i32));
+    Expr *r32 = ir_simplify_expr(E.m, sub(&E, add(&E, i32, ir_const_int(E.m, RV_I32, 3)), i32));
     CHECK(r32 == ir_const_int(E.m, RV_I32, 3));
     CHECK_SIMP(&E, mul(&E, add(&E, i32, K(&E, 2)), K(&E, 4)), "i32(i)*4 + 8");
-    CHECK(lower_simplify_expr(E.m, mul(&E, add(&E, i32, K(&E, 2)), K(&E, 4)))->dtype == RV_I32);
+    CHECK(ir_simplify_expr(E.m, mul(&E, add(&E, i32, K(&E, 2)), K(&E, 4)))->dtype == RV_I32);
     CHECK_SIMP(&E, bin(&E, EX_LT, i32, mul(&E, ir_cast(E.m, RV_I32, E.eT), K(&E, 16))),
                "i32(i) < i32(T)*16"); /* casts are atoms */
     /* a point interval is a constant */
@@ -156,8 +156,8 @@ static void test_values(void) {
     Expr *acc = ir_load(E.m, E.Y, K(&E, 0)), *x = ir_load(E.m, E.Y, E.k->var),
          *y = ir_load(E.m, E.Y, add(&E, E.k->var, K(&E, 1)));
     /* a comparison keeps its sides: no acc + Y[k + 1] */
-    Expr *c = lower_simplify_expr(E.m, bin(&E, EX_GT, sub(&E, x, y), acc));
-    CHECK(c->kind == EX_LT && c->args[0] == acc && c->args[1] == lower_simplify_expr(E.m, sub(&E, x, y)));
+    Expr *c = ir_simplify_expr(E.m, bin(&E, EX_GT, sub(&E, x, y), acc));
+    CHECK(c->kind == EX_LT && c->args[0] == acc && c->args[1] == ir_simplify_expr(E.m, sub(&E, x, y)));
     /* one operation whose value is the original's is fine */
     CHECK_SIMP(&E, sub(&E, add(&E, x, y), y), "Y[k]");
     CHECK_SIMP(&E, sub(&E, add(&E, x, K(&E, 2)), K(&E, 3)), "Y[k] - 1");
@@ -165,13 +165,13 @@ static void test_values(void) {
     CHECK_SIMP(&E, sub(&E, add(&E, x, mul(&E, y, K(&E, 2))), y), "Y[k] + Y[k + 1]");
     /* three unbounded pieces are not reordered: (x - y) + acc stays */
     Expr *three = add(&E, sub(&E, x, y), acc);
-    CHECK(lower_simplify_expr(E.m, three) == three);
+    CHECK(ir_simplify_expr(E.m, three) == three);
     /* a prelude array holds indices (row starts): sums of them are still
      * put in one canonical order, as any index arithmetic */
     Buffer *starts = ir_buffer_new(E.m, "starts", RV_I64, E.eB, BUF_AUX);
     Expr *st = ir_load(E.m, starts, E.b->var);
-    CHECK(lower_simplify_expr(E.m, add(&E, add(&E, E.k->var, st), K(&E, 3))) ==
-          lower_simplify_expr(E.m, add(&E, add(&E, st, K(&E, 3)), E.k->var)));
+    CHECK(ir_simplify_expr(E.m, add(&E, add(&E, E.k->var, st), K(&E, 3))) ==
+          ir_simplify_expr(E.m, add(&E, add(&E, st, K(&E, 3)), E.k->var)));
     /* ... while bounded index terms still are (k < 5, b < 32) */
     CHECK_SIMP(&E, add(&E, sub(&E, E.k->var, E.b->var), K(&E, 3)), "k + 3 - b");
     CHECK_SIMP(&E, bin(&E, EX_LT, E.k->var, sub(&E, E.b->var, K(&E, 2))), "k + 2 < b");
@@ -783,9 +783,9 @@ static void test_random_exprs(void) {
     for (int n = 0; n < cases && bad < 5; n++) {
         int depth = 1 + (int)(rnd(&r) % 5);
         Expr *e = rnd(&r) % 3 ? gen_int(&E, &r, depth) : gen_bool(&E, &r, depth);
-        Expr *s = lower_simplify_expr(E.m, e);
+        Expr *s = ir_simplify_expr(E.m, e);
         changed += s != e;
-        Expr *s2 = lower_simplify_expr(E.m, s);
+        Expr *s2 = ir_simplify_expr(E.m, s);
         if (s2 != s) {
             if (unstable++ < 3) {
                 char *a = estr(&E, s), *b2 = estr(&E, s2), *o = estr(&E, e);
@@ -861,7 +861,7 @@ static void test_random_bounds(void) {
         } q[4] = {
             {EX_LE, hi - 1, true}, {EX_GE, lo + 1, true}, {EX_LE, hi, false}, {EX_GE, lo, false}};
         for (int t = 0; t < 4; t++) {
-            Expr *s = lower_simplify_expr(E.m, bin(&E, q[t].k, L, K(&E, q[t].c)));
+            Expr *s = ir_simplify_expr(E.m, bin(&E, q[t].k, L, K(&E, q[t].c)));
             if (s->kind != EX_CONST_INT)
                 continue;
             decided++;

@@ -331,7 +331,7 @@ static Stmt *build_math(Module *m, Buffer **b, LoopKind k, int w) {
 /* Y[at] = A[select(i*w < 3*w, at, 0)]: a checked row (rtcheck.c's
  * select(ok, index, 0)) whose check is the same for every lane */
 static Stmt *guarded_row_body(Module *m, Buffer **b, Expr *at, Axis *j) {
-    Expr *row = lower_simplify_expr(m, bin(m, EX_SUB, at, j->var)); /* i * w */
+    Expr *row = ir_simplify_expr(m, bin(m, EX_SUB, at, j->var)); /* i * w */
     Expr *ok = bin(m, EX_LT, row, bin(m, EX_MUL, I(m, 3), j->extent));
     return lower_store(m, b[1], at, ld(m, b[0], ir_select(m, ok, at, I(m, 0))));
 }

@@ -3,10 +3,10 @@
  * integer expression: bounds of linear forms and intervals of atoms.
  *
  * The simplifier (simplify.c) asks two questions: the least upper or
- * greatest lower bound of a linear form (lower_lin_bound), and the
- * interval of an expression (lower_ival_of). Both read the context of
+ * greatest lower bound of a linear form (ir_lin_bound), and the
+ * interval of an expression (ir_ival_of). Both read the context of
  * simplify.c: the bindings of loop and let variables in scope and which
- * buffers may change, and they call back into lower_simp for the
+ * buffers may change, and they call back into ir_simp for the
  * simplified extents and UF ranges they bound with.
  *
  * To bound a linear form, the prover first eliminates atoms symbolically
@@ -26,7 +26,7 @@
  * the best bound wins. Everything is exact i64 arithmetic; an overflow
  * makes a bound unknown, never wrong.
  */
-#include "lower/lower.h"
+#include "ir/simplify.h"
 
 /* ---- small integer helpers ---- */
 
@@ -35,7 +35,7 @@ static bool is_int_expr(const Expr *e) {
 }
 
 /* floor(a / c) and the matching non-negative remainder, for c > 0. */
-int64_t lower_fdiv(int64_t a, int64_t c) {
+int64_t ir_fdiv(int64_t a, int64_t c) {
     int64_t q = a / c;
     if (a % c != 0 && a < 0)
         q--;
@@ -47,7 +47,7 @@ static int64_t fmod_pos(int64_t a, int64_t c) {
     return r < 0 ? r + c : r;
 }
 
-int64_t lower_gcd64(int64_t a, int64_t b) {
+int64_t ir_gcd64(int64_t a, int64_t b) {
     if (a < 0)
         a = -a;
     if (b < 0)
@@ -67,12 +67,12 @@ static Binding *binding_of(Simp *S, const Axis *a) {
 }
 
 /* The extent of a loop variable in scope, or its axis's own extent; NULL
- * when unknown or when it loads (see lower_loads_mutable). */
+ * when unknown or when it loads (see ir_loads_mutable). */
 static Expr *var_extent(Simp *S, const Axis *a) {
     Binding *b = binding_of(S, a);
     if (b)
         return b->extent;
-    return a->extent && !lower_loads_mutable(S, a->extent) ? lower_simp(S, a->extent) : NULL;
+    return a->extent && !ir_loads_mutable(S, a->extent) ? ir_simp(S, a->extent) : NULL;
 }
 
 /* The declared range bound of a UF value: a UF call, or a load from the
@@ -125,7 +125,7 @@ static ElimClass elim_class(Simp *S, const Term *t) {
         if (!ir_is_const_int(x->args[1], &c) || c <= 1)
             return EL_NONE;
         if (x->kind == EX_DIV) {
-            Ival iv = lower_ival_of(S, x->args[0]);
+            Ival iv = ir_ival_of(S, x->args[0]);
             if (!iv.ok || iv.lo < 0)
                 return EL_NONE;
         }
@@ -148,23 +148,23 @@ static const Lin *elim_map(Simp *S, const Expr *x, bool up) {
     Module *m = S->m;
     const Buffer *row = rowmap_of(x);
     if (row) /* in [0, count) */
-        return up ? lower_lin_add_const(S, lower_lin_of(S, lower_simp(S, row->rowmap_count)), -1)
-                  : &lower_lin_zero;
+        return up ? ir_lin_add_const(S, ir_lin_of(S, ir_simp(S, row->rowmap_count)), -1)
+                  : &ir_lin_zero;
     const Expr *r = rowstart_index(x);
     Expr *at = r->args[0]; /* x's index: start[row[at]] <= at */
     if (at->kind == EX_CAST)
         at = at->args[0];
     if (up)
-        return lower_lin_of(S, at);
+        return ir_lin_of(S, at);
     row = r->u.buf;
     if (!row->rowmap_ext)
         return NULL;
     PtrMap sub = {0};
     ptrmap_put(&sub, row->rowmap_r, (void *)r);
-    Expr *ext = lower_simp(S, ir_substitute(m, row->rowmap_ext, &sub));
+    Expr *ext = ir_simp(S, ir_substitute(m, row->rowmap_ext, &sub));
     ptrmap_free(&sub);
-    return lower_lin_comb(S, 1, lower_lin_add_const(S, lower_lin_of(S, at), 1), -1,
-                          lower_lin_of(S, ext));
+    return ir_lin_comb(S, 1, ir_lin_add_const(S, ir_lin_of(S, at), 1), -1,
+                          ir_lin_of(S, ext));
 }
 
 /* The form that bounds term t from above (upper) or below. */
@@ -173,31 +173,31 @@ static const Lin *elim_term(Simp *S, const Term *t, ElimClass cl, bool upper) {
     bool up = (t->c > 0) == upper; /* the bound of x we need */
     switch (cl) {
     case EL_LET:
-        return lower_lin_comb(S, t->c, lower_lin_of(S, binding_of(S, x->u.axis)->value), 0,
-                              &lower_lin_zero);
+        return ir_lin_comb(S, t->c, ir_lin_of(S, binding_of(S, x->u.axis)->value), 0,
+                              &ir_lin_zero);
     case EL_VAR:
         if (!up)
-            return &lower_lin_zero;
-        return lower_lin_comb(S, t->c,
-                              lower_lin_add_const(S, lower_lin_of(S, var_extent(S, x->u.axis)), -1),
-                              0, &lower_lin_zero);
+            return &ir_lin_zero;
+        return ir_lin_comb(S, t->c,
+                              ir_lin_add_const(S, ir_lin_of(S, var_extent(S, x->u.axis)), -1),
+                              0, &ir_lin_zero);
     case EL_UF: {
         Ufun *f = uf_of(x);
-        return lower_lin_comb(S, t->c, lower_lin_of(S, lower_simp(S, up ? f->hi_dom : f->lo_dom)), 0,
-                              &lower_lin_zero);
+        return ir_lin_comb(S, t->c, ir_lin_of(S, ir_simp(S, up ? f->hi_dom : f->lo_dom)), 0,
+                              &ir_lin_zero);
     }
     case EL_START:
     case EL_MAP: {
         const Lin *b = elim_map(S, x, up);
-        return b ? lower_lin_comb(S, t->c, b, 0, &lower_lin_zero) : NULL;
+        return b ? ir_lin_comb(S, t->c, b, 0, &ir_lin_zero) : NULL;
     }
     case EL_DIV: {
         /* c*(x0/c) in [x0 - c + 1, x0] */
         int64_t c = x->args[1]->u.ival, s = t->c / c;
-        const Lin *x0 = lower_lin_of(S, x->args[0]);
+        const Lin *x0 = ir_lin_of(S, x->args[0]);
         bool hi = (s > 0) == upper;
-        return lower_lin_comb(S, s, hi ? x0 : lower_lin_add_const(S, x0, 1 - c), 0,
-                              &lower_lin_zero);
+        return ir_lin_comb(S, s, hi ? x0 : ir_lin_add_const(S, x0, 1 - c), 0,
+                              &ir_lin_zero);
     }
     default:
         RV_UNREACHABLE();
@@ -237,7 +237,7 @@ static int pick_term(Simp *S, const Lin *L, bool divs_first, bool *saw_div, Elim
 static bool numeric_bound(Simp *S, const Lin *L, bool upper, int64_t *out) {
     int64_t acc = L->c0;
     for (int i = 0; i < L->n; i++) {
-        Ival iv = lower_ival_of(S, L->t[i].x);
+        Ival iv = ir_ival_of(S, L->t[i].x);
         if (!iv.ok)
             return false;
         int64_t c = L->t[i].c, v;
@@ -277,9 +277,9 @@ static bool branch_bound(Simp *S, const Lin *L, bool upper, int64_t *out) {
         bool ok[2];
         S->branch_depth++;
         for (int a = 0; a < 2; a++) {
-            const Lin *r = lower_lin_replace(
-                S, L, i, lower_lin_comb(S, c, lower_lin_of(S, arm[a]), 0, &lower_lin_zero));
-            ok[a] = r && lower_lin_bound(S, r, upper, &v[a]);
+            const Lin *r = ir_lin_replace(
+                S, L, i, ir_lin_comb(S, c, ir_lin_of(S, arm[a]), 0, &ir_lin_zero));
+            ok[a] = r && ir_lin_bound(S, r, upper, &v[a]);
         }
         S->branch_depth--;
         bool have = false;
@@ -298,7 +298,7 @@ static bool branch_bound(Simp *S, const Lin *L, bool upper, int64_t *out) {
 
 /* A bound v of scale*L as a bound of L (L is an integer: round inwards). */
 static int64_t scaled_back(int64_t v, int64_t scale, bool upper) {
-    return upper || v == INT64_MIN ? lower_fdiv(v, scale) : -lower_fdiv(-v, scale);
+    return upper || v == INT64_MIN ? ir_fdiv(v, scale) : -ir_fdiv(-v, scale);
 }
 
 static bool branchable(const Lin *L) {
@@ -334,13 +334,13 @@ static bool bound_in_order(Simp *S, const Lin *L, bool upper, bool divs_first, b
             /* k*(x/c) with c not dividing k: scale the form by c/gcd(k, c)
              * first (the bound is divided back, rounding inwards), so the
              * answer does not depend on how the form was scaled */
-            int64_t c = L->t[i].x->args[1]->u.ival, f = c / lower_gcd64(L->t[i].c, c);
+            int64_t c = L->t[i].x->args[1]->u.ival, f = c / ir_gcd64(L->t[i].c, c);
             if (f > 1 && (__builtin_mul_overflow(scale, f, &scale) || scale > (1 << 20) ||
-                          !(L = lower_lin_comb(S, f, L, 0, &lower_lin_zero))))
+                          !(L = ir_lin_comb(S, f, L, 0, &ir_lin_zero))))
                 return have;
         }
         const Lin *by = elim_term(S, &L->t[i], cl, upper);
-        L = lower_lin_replace(S, L, i, by);
+        L = ir_lin_replace(S, L, i, by);
         if (!L)
             return have;
         split = by && branchable(by);
@@ -352,7 +352,7 @@ static bool bound_in_order(Simp *S, const Lin *L, bool upper, bool divs_first, b
 
 /* The best bound (least upper or greatest lower) of L that the context
  * proves; false when none is known. */
-bool lower_lin_bound(Simp *S, const Lin *L, bool upper, int64_t *out) {
+bool ir_lin_bound(Simp *S, const Lin *L, bool upper, int64_t *out) {
     if (L->n == 0) {
         *out = L->c0;
         return true;
@@ -422,7 +422,7 @@ static Ival ival_mod(Ival a, Ival b, bool floor) {
         return ival_none();
     int64_t mb = (b.hi > -b.lo ? b.hi : -b.lo) - 1; /* largest |remainder| */
     if (b.lo == b.hi && b.lo > 0 && (a.lo >= 0 || floor) &&
-        lower_fdiv(a.lo, b.lo) == lower_fdiv(a.hi, b.lo)) /* one period: exact */
+        ir_fdiv(a.lo, b.lo) == ir_fdiv(a.hi, b.lo)) /* one period: exact */
         return ival_make(fmod_pos(a.lo, b.lo), fmod_pos(a.hi, b.lo));
     if (floor) {
         if (b.lo > 0)
@@ -447,27 +447,27 @@ static Ival atom_ival(Simp *S, Expr *x) {
     case EX_VAR: {
         Binding *bd = binding_of(S, x->u.axis);
         if (bd && bd->value)
-            return lower_ival_of(S, bd->value);
+            return ir_ival_of(S, bd->value);
         if (bd && bd->opaque)
             return bd->known ? ival_make(bd->lo, bd->hi) : ival_none();
         Expr *ext = var_extent(S, x->u.axis);
         if (!ext)
             return ival_none();
-        a = lower_ival_of(S, ext);
+        a = ir_ival_of(S, ext);
         return a.ok && a.hi >= 1 ? ival_make(0, a.hi - 1) : ival_none();
     }
     case EX_UFCALL:
     case EX_LOAD: {
         if (x->u.buf->vfuse_key) { /* a fused loop's row starts or row map */
             /* (element counts: a region over all the fused rows is sized by them) */
-            a = x->u.buf->vfuse_hi ? lower_ival_of(S, x->u.buf->vfuse_hi) : ival_none();
+            a = x->u.buf->vfuse_hi ? ir_ival_of(S, x->u.buf->vfuse_hi) : ival_none();
             return ival_make(0, a.ok ? a.hi : INT64_MAX / 4);
         }
         Ufun *f = uf_of(x);
         if (!f || !f->lo_dom || !f->hi_dom)
             return ival_none();
-        a = lower_ival_of(S, lower_simp(S, f->lo_dom));
-        b = lower_ival_of(S, lower_simp(S, f->hi_dom));
+        a = ir_ival_of(S, ir_simp(S, f->lo_dom));
+        b = ir_ival_of(S, ir_simp(S, f->hi_dom));
         return a.ok && b.ok ? ival_make(a.lo, b.hi) : ival_none();
     }
     case EX_CAST:
@@ -475,26 +475,26 @@ static Ival atom_ival(Simp *S, Expr *x) {
             return ival_make(0, 1);
         if (!is_int_expr(x->args[0]))
             return ival_none();
-        a = lower_ival_of(S, x->args[0]);
+        a = ir_ival_of(S, x->args[0]);
         if (a.ok && x->dtype == RV_I32 && (!ir_dtype_fits(RV_I32, a.lo) || !ir_dtype_fits(RV_I32, a.hi)))
             return ival_make(INT32_MIN, INT32_MAX);
         return a;
     case EX_MUL:
-        return ival_mul(lower_ival_of(S, x->args[0]), lower_ival_of(S, x->args[1]));
+        return ival_mul(ir_ival_of(S, x->args[0]), ir_ival_of(S, x->args[1]));
     case EX_DIV:
     case EX_FLOORDIV:
-        return ival_div(lower_ival_of(S, x->args[0]), lower_ival_of(S, x->args[1]),
+        return ival_div(ir_ival_of(S, x->args[0]), ir_ival_of(S, x->args[1]),
                         x->kind == EX_FLOORDIV);
     case EX_MOD:
     case EX_FLOORMOD:
-        return ival_mod(lower_ival_of(S, x->args[0]), lower_ival_of(S, x->args[1]),
+        return ival_mod(ir_ival_of(S, x->args[0]), ir_ival_of(S, x->args[1]),
                         x->kind == EX_FLOORMOD);
     case EX_MIN:
     case EX_MAX:
     case EX_SELECT: {
         int k = x->kind == EX_SELECT;
-        a = lower_ival_of(S, x->args[k]);
-        b = lower_ival_of(S, x->args[k + 1]);
+        a = ir_ival_of(S, x->args[k]);
+        b = ir_ival_of(S, x->args[k + 1]);
         if (!a.ok || !b.ok)
             return ival_none();
         if (x->kind == EX_MIN)
@@ -504,7 +504,7 @@ static Ival atom_ival(Simp *S, Expr *x) {
         return ival_make(a.lo < b.lo ? a.lo : b.lo, a.hi > b.hi ? a.hi : b.hi);
     }
     case EX_ABS:
-        a = lower_ival_of(S, x->args[0]);
+        a = ir_ival_of(S, x->args[0]);
         if (!a.ok || a.lo == INT64_MIN)
             return ival_none();
         if (a.lo >= 0)
@@ -519,7 +519,7 @@ static Ival atom_ival(Simp *S, Expr *x) {
 
 /* The interval of an integer expression in the current scope: symbolic
  * elimination over its linear form, or the atom rules for an atom. */
-Ival lower_ival_of(Simp *S, Expr *e) {
+Ival ir_ival_of(Simp *S, Expr *e) {
     if (!is_int_expr(e))
         return ival_none();
     Ival *memo = ptrmap_get(&S->ivals, e);
@@ -529,12 +529,12 @@ Ival lower_ival_of(Simp *S, Expr *e) {
     ptrmap_put(&S->ivals, e, memo); /* "unknown" while in progress: no cycles */
     int depth = S->branch_depth;    /* a memoized answer must not depend on */
     S->branch_depth = 0;            /* where it was first asked */
-    const Lin *L = lower_lin_of(S, e);
+    const Lin *L = ir_lin_of(S, e);
     Ival r;
     if (L->n == 1 && L->c0 == 0 && L->t[0].c == 1 && L->t[0].x == e) {
         r = atom_ival(S, e);
     } else {
-        r.ok = lower_lin_bound(S, L, false, &r.lo) && lower_lin_bound(S, L, true, &r.hi);
+        r.ok = ir_lin_bound(S, L, false, &r.lo) && ir_lin_bound(S, L, true, &r.hi);
     }
     if (r.ok && r.lo > r.hi) /* an empty range: only in code that never runs */
         r.ok = false;
