@@ -123,25 +123,11 @@ static rv_status lower_variant(Module *m, int v, const char *schedule, const Pla
         lo[i] = z->lo, hi[i] = z->hi;
         z->lo = z->hi = at->value[i];
     }
-    SchedBlock *own = m->scheds.data;
-    int own_len = m->scheds.len, own_cap = m->scheds.cap;
-    rv_status st = RV_OK;
-    if (schedule) {
-        memset(&m->scheds, 0, sizeof m->scheds);
-        char name[32];
-        snprintf(name, sizeof name, "<variant %d>", v);
-        st = lang_parse_schedules(m, name, schedule);
-    }
+    char name[32];
+    snprintf(name, sizeof name, "<variant %d>", v);
     Kernel **ks = NULL;
     int n = 0;
-    if (st == RV_OK)
-        st = lower_pipeline(m, &ks, &n);
-    if (schedule) {
-        vec_free(&m->scheds);
-        m->scheds.data = own;
-        m->scheds.len = own_len;
-        m->scheds.cap = own_cap;
-    }
+    rv_status st = lower_pipeline_scheduled(m, name, schedule, &ks, &n);
     for (int i = nat - 1; i >= 0; i--) /* in reverse: a size named twice gets its own back */
         at->size[i]->lo = lo[i], at->size[i]->hi = hi[i];
     first[v] = all->len;

@@ -720,6 +720,12 @@ typedef Stmt *(*LowerPass)(Module *m, Stmt *s);
  * lower_module and every pass, a pass name (`hoist`, `lower.hoist`) after
  * that pass. docs/pipeline.md describes both. */
 rv_status lower_pipeline(Module *m, Kernel ***out, int *n);
+/* lower_pipeline with the schedule blocks of the text `schedule` (a
+ * file's `schedule` blocks; `name` names it in messages) in place of the
+ * module's own, which are put back whatever happens: a variant of a
+ * program, a tuner's candidate. NULL: the module's own. */
+rv_status lower_pipeline_scheduled(Module *m, const char *name, const char *schedule,
+                                   Kernel ***out, int *n);
 /* The passes of lower_pipeline's list over the schedule, into the table
  * the walk reads, before the nests are built (lower_schedule); t is the
  * caller's to free (lower_regions_free), also on failure. */

@@ -61,6 +61,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lang/lang.h"
 #include "lower/lower.h"
 
 typedef struct LowerPassInfo {
@@ -178,4 +179,23 @@ rv_status lower_pipeline(Module *m, Kernel ***out, int *n) {
     *out = ks;
     *n = nk;
     return RV_OK;
+}
+
+rv_status lower_pipeline_scheduled(Module *m, const char *name, const char *schedule,
+                                   Kernel ***out, int *n) {
+    if (!schedule)
+        return lower_pipeline(m, out, n);
+    /* the variant's blocks are parsed into the current scope, in place of
+     * the module's own, which are put back whatever happens */
+    SchedBlock *own = m->scheds.data;
+    int own_len = m->scheds.len, own_cap = m->scheds.cap;
+    memset(&m->scheds, 0, sizeof m->scheds);
+    rv_status st = lang_parse_schedules(m, name, schedule);
+    if (st == RV_OK)
+        st = lower_pipeline(m, out, n);
+    vec_free(&m->scheds);
+    m->scheds.data = own;
+    m->scheds.len = own_len;
+    m->scheds.cap = own_cap;
+    return st;
 }

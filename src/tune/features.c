@@ -20,7 +20,6 @@
 #include <math.h>
 #include <string.h>
 
-#include "driver/driver.h"
 #include "lower/lower.h"
 #include "tune/tune.h"
 
@@ -285,8 +284,8 @@ rv_status tune_features(rv_module *m, const char *sched, const TuneShape *shapes
     IrScope scope;
     ir_scope_begin(m, &scope);
     Kernel **ks = NULL;
-    int n = 0, first = 0;
-    rv_status st = driver_lower_variants(m, 1, &sched, NULL, &ks, &n, &first);
+    int n = 0;
+    rv_status st = lower_pipeline_scheduled(m, "<candidate>", sched, &ks, &n);
     for (int s = 0; st == RV_OK && feat && s < nshapes; s++)
         features_at(ks, n, &shapes[s], lanes, cores, output_elements(m, &shapes[s]),
                     &feat[(size_t)s * TUNE_F_COUNT]);
