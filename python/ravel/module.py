@@ -8,7 +8,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from . import _arrays, errors
+from . import _arrays, _bindings, errors
 from ._bindings import Bindings
 from ._lib import CompileOptions, ProgramCounters, has, lib
 
@@ -78,6 +78,9 @@ class Module:
                 self._computed.add(info.name)
                 if lib.rv_tensor_is_output(p, t):
                     self.outputs[info.name] = info
+        # what each call reads its outputs with (Bindings.results)
+        self._results = tuple((i.name, i.name.encode(), i.dtype, i.ndim)
+                              for i in self.outputs.values())
 
     sizes = ()
     """Names of the size variables, in declaration order."""
@@ -213,7 +216,7 @@ def _merge(args, kwargs):
 
 
 def _outputs(m, b, owner=None):
-    return {name: b.array(name, ndim, dtype, owner) for name, dtype, ndim in m.outputs.values()}
+    return b.results(m._results, owner)
 
 
 class Program:
@@ -368,10 +371,19 @@ class Bound:
         self._reuse = has("rv_bindings_reset")
 
     def __call__(self, args=None, /, *, out=None, **kwargs):
+        args = _merge(args, kwargs)
         b = self._take()
         lease = _Lease(b)
         try:
-            return self.program._run(b.bind(_merge(args, kwargs), infer=False), out, lease)
+            if out is None and len(args) == 1 and _bindings.HAS_RUN_LINEAR:
+                # a recursive model's call as a server makes it: the batch's
+                # structure is the only argument; bound, run and read in
+                # one call of the library (rv_program_run_linear)
+                for name, value in args.items():
+                    m = self.program.module
+                    if m._kind_of(name) == "structure":
+                        return b.run_linear(self.program, name, value, m._results, lease)
+            return self.program._run(b.bind(args, infer=False), out, lease)
         finally:
             self._give(b, lease)
 

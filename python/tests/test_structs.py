@@ -244,3 +244,55 @@ def test_bound_tree_batches_bigger_smaller_bigger():
         assert h.shape == want.shape
         assert np.abs(h - want).max() < 1e-5, height
         del h
+
+
+def test_bound_structure_only_call_is_one_library_call(monkeypatch):
+    """A Bound called with the structure as its only argument binds, runs and
+    reads the outputs in one call of the library (rv_program_run_linear):
+    the same results as the general path (the weights given again), results
+    kept from a call unchanged by the next, and every refusal as the general
+    path's (not a batch, a batch the structure refuses, a run that fails),
+    the Bound serving the next call after each."""
+    m = ravel.parse(TREERNN, name="treernn.rv")
+    try:
+        prog = m.compile(threads=1)
+    except ravel.UnsupportedError as e:
+        pytest.skip("compiled recursion is not in this build: %s" % e)
+    from ravel import _bindings
+    if not _bindings.HAS_RUN_LINEAR:
+        pytest.skip("the loaded libravel has no rv_program_run_linear")
+    calls = []
+    real = _bindings._run_linear
+
+    def counted(*a):
+        calls.append(a)
+        return real(*a)
+
+    monkeypatch.setattr(_bindings, "_run_linear", counted)
+    emb = np.random.default_rng(4).uniform(-1, 1, (10, 4)).astype(np.float32)
+    model = prog.bind(Emb=emb)
+    bs, lin = ravel.Structs("tree", 2, 1), ravel.Linear()
+    kept = []
+    for height in [3, 0, 2]:
+        bs.clear()
+        n = (1 << (height + 1)) - 1
+        bs.add_perfect_tree(height, data=(np.arange(n) % 10).astype(np.int32))
+        bs.linearize(lin)
+        got = model(T=lin)["h"]
+        assert len(calls) == len(kept) + 1
+        want = model(T=lin, Emb=emb)["h"]  # two arguments: the general path
+        assert len(calls) == len(kept) + 1
+        assert got.shape == (n, 4)
+        assert np.array_equal(got, want)
+        kept.append((got, got.copy()))
+    for got, copy in kept:
+        assert np.array_equal(got, copy)  # later calls did not write into them
+    with pytest.raises(ravel.ArgumentError, match="structure T: expected a linearized batch"):
+        model(T=[[1, 2], [], []])
+    wide = ravel.Structs("tree", 3, 1).add_children([[1, 2, 3], [], [], []], data=[0, 1, 2, 3])
+    with pytest.raises(ravel.ArgumentError, match="T"):
+        model(T=wide.linearize())
+    nowords = ravel.Structs("tree", 2, 1).add_perfect_tree(1)  # leaves' word -1
+    with pytest.raises(ravel.BoundsError, match=r"Emb\[-1"):
+        model(T=nowords.linearize())
+    assert np.array_equal(model(T=lin)["h"], kept[-1][1])
