@@ -218,12 +218,26 @@ def view_info(info, owner, dtype=None):
     return _view(info.data, info.shape[:info.ndim], dtype, owner)
 
 
+class _Memory:
+    """The base of a view: describes the memory to NumPy (the array
+    interface) and keeps its owner alive. Not a ctypes array over the
+    memory: ctypes makes a new array type per length, caches it only while
+    it lives, and a type lives until the cyclic garbage collector frees
+    it, so where anything else in the process makes garbage (another
+    framework's graphs) every call paid for a new type (TreeRNN b1 from
+    Python interleaved with DyNet: 11 us of a 24 us call)."""
+
+    __slots__ = ("__array_interface__", "owner")
+
+    def __init__(self, data, shape, typestr, owner):
+        self.__array_interface__ = {"data": (data, False), "shape": shape,
+                                    "typestr": typestr, "version": 3}
+        self.owner = owner
+
+
 def _view(data, shape, dtype, owner):
-    nbytes = dtype.itemsize
+    shape = tuple(shape)
     for n in shape:
-        nbytes *= n
-    if nbytes == 0:
-        return np.empty(shape, dtype)
-    buf = (ctypes.c_byte * nbytes).from_address(data)
-    buf._ravel_owner = owner  # the ctypes buffer is the view's base
-    return np.ndarray(shape, dtype, buf)
+        if n == 0:
+            return np.empty(shape, dtype)
+    return np.asarray(_Memory(data, shape, dtype.str, owner))

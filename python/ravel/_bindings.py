@@ -34,6 +34,7 @@ class Bindings:
         self._info = ArrayInfo()
         self._info_addr = ctypes.addressof(self._info)
         self._infos = None  # run_linear's, one per output: made at its first call
+        self.dirty = False  # a Bound's: a call bound arguments since the last reset
 
     def __del__(self):
         for b in self._borrowed:
@@ -47,6 +48,7 @@ class Bindings:
         keeping the computed tensors' arrays for the next run
         (rv_bindings_reset), and releases the arrays borrowed for them."""
         errors.check(lib.rv_bindings_reset(self.ptr, base.ptr if base is not None else None))
+        self.dirty = False
         if self._borrowed:
             for b in self._borrowed:
                 b.close()
@@ -129,18 +131,20 @@ class Bindings:
         errors.check(lib.rv_bindings_set_linear(self.ptr, name.encode(),
                                                 _linear(name, value)._ref))
 
-    def run_linear(self, program, name, value, specs, owner=None):
-        """Binds structure ``name`` from a linearized batch, runs
-        ``program`` and returns its outputs (``specs`` as for
-        :meth:`results`) in one call of the library
-        (rv_program_run_linear): a recursive model's call as a server
-        makes it, the structure its only argument."""
+    def run_linear(self, program, name, value, specs, owner=None, base=None):
+        """Resets these bindings to ``base`` (when given), binds structure
+        ``name`` from a linearized batch, runs ``program`` and returns its
+        outputs (``specs`` as for :meth:`results`), in one call of the
+        library (rv_program_run_linear): a recursive model's call as a
+        server makes it, the structure its only argument."""
         n = len(specs)
         if self._infos is None or len(self._infos) != n:
             self._infos = (ArrayInfo * max(n, 1))()
             self._infos_addr = ctypes.addressof(self._infos)
-        st = _run_linear(program._ptr, self.ptr, name.encode(), _linear(name, value)._ref,
-                         self._infos_addr, n)
+        if base is not None and self._borrowed:
+            self.reset()  # the library's reset would leave them borrowed here
+        st = _run_linear(program._ptr, self.ptr, base.ptr if base is not None else None,
+                         name.encode(), _linear(name, value)._ref, self._infos_addr, n)
         if st:
             raise errors.error_for(st)
         owner = self if owner is None else owner

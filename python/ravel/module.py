@@ -377,12 +377,18 @@ class Bound:
         try:
             if out is None and len(args) == 1 and _bindings.HAS_RUN_LINEAR:
                 # a recursive model's call as a server makes it: the batch's
-                # structure is the only argument; bound, run and read in
-                # one call of the library (rv_program_run_linear)
+                # structure is the only argument; reset to the bound
+                # arguments, bound, run and read in one call of the library
+                # (rv_program_run_linear), the bindings pooled as they are
                 for name, value in args.items():
                     m = self.program.module
                     if m._kind_of(name) == "structure":
-                        return b.run_linear(self.program, name, value, m._results, lease)
+                        b.dirty = True
+                        return b.run_linear(self.program, name, value, m._results, lease,
+                                            self._base)
+            if b.dirty:
+                b.reset(self._base)
+            b.dirty = True
             return self.program._run(b.bind(args, infer=False), out, lease)
         finally:
             self._give(b, lease)
@@ -403,12 +409,15 @@ class Bound:
         return b
 
     def _give(self, b, lease):
-        """Pools b after a call, reset to the bound arguments (it holds
-        nothing of the caller's while pooled), with a weak reference to
-        the call's lease: a result alive keeps b's arrays from reuse."""
+        """Pools b after a call with a weak reference to the call's lease (a
+        result alive keeps b's arrays from reuse), reset to the bound
+        arguments when the call borrowed the caller's arrays (it holds
+        nothing of the caller's while pooled; a structure's batch is the
+        bindings' own copy, and the next call resets b first: b.dirty)."""
         if not self._reuse:
             return
-        b.reset(self._base)
+        if b._borrowed:
+            b.reset(self._base)
         with self._lock:
             self._idle.append((b, weakref.ref(lease)))
             if len(self._idle) > self._POOL:

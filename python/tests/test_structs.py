@@ -296,3 +296,21 @@ def test_bound_structure_only_call_is_one_library_call(monkeypatch):
     with pytest.raises(ravel.BoundsError, match=r"Emb\[-1"):
         model(T=nowords.linearize())
     assert np.array_equal(model(T=lin)["h"], kept[-1][1])
+
+
+def test_bound_call_after_a_structure_only_call_binds_nothing_stale():
+    """The bindings of a structure-only call are pooled without a reset (the
+    next call resets them): a following call that gives no structure finds
+    none bound, never the previous call's batch."""
+    m = ravel.parse(TREERNN, name="treernn.rv")
+    try:
+        prog = m.compile(threads=1)
+    except ravel.UnsupportedError as e:
+        pytest.skip("compiled recursion is not in this build: %s" % e)
+    emb = np.random.default_rng(6).uniform(-1, 1, (10, 4)).astype(np.float32)
+    model = prog.bind(Emb=emb)
+    lin = doc_batch().linearize()
+    for _ in range(3):
+        assert model(T=lin)["h"].shape == (8, 4)  # dropped at once: its bindings pooled
+        with pytest.raises(ravel.Error, match="N"):
+            model(Emb=emb)
