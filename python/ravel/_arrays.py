@@ -206,7 +206,7 @@ def view_array(ptr, owner, dtype=None):
     the library less per call)."""
     if dtype is None:
         dtype = np_dtype(lib.rv_array_dtype(ptr))
-    return _view(lib.rv_array_data(ptr), lib.rv_array_shape(ptr)[:lib.rv_array_ndim(ptr)],
+    return view_memory(lib.rv_array_data(ptr), lib.rv_array_shape(ptr)[:lib.rv_array_ndim(ptr)],
                  dtype, owner)
 
 
@@ -215,7 +215,7 @@ def view_info(info, owner, dtype=None):
     call of the library: rv_bindings_get_info)."""
     if dtype is None:
         dtype = np_dtype(info.dtype)
-    return _view(info.data, info.shape[:info.ndim], dtype, owner)
+    return view_memory(info.data, info.shape[:info.ndim], dtype, owner)
 
 
 class _Memory:
@@ -235,7 +235,9 @@ class _Memory:
         self.owner = owner
 
 
-def _view(data, shape, dtype, owner):
+def view_memory(data, shape, dtype, owner):
+    """A read-write NumPy view of ``shape`` elements of ``dtype`` at address
+    ``data`` (C order) that keeps ``owner`` alive through its base."""
     shape = tuple(shape)
     for n in shape:
         if n == 0:

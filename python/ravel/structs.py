@@ -17,7 +17,7 @@ import os
 
 import numpy as np
 
-from . import errors
+from . import _arrays, errors
 from ._lib import check_struct, has, lib
 
 __all__ = ["Linear", "Structs", "KINDS", "SST_SPLITS"]
@@ -351,7 +351,11 @@ class Linear:
         n = int(np.prod(shape))
         if n == 0:
             return np.zeros(shape, _I32)
-        a = np.ctypeslib.as_array(getattr(self._c, field), (n,)).reshape(shape)
+        # as a result is viewed (not np.ctypeslib.as_array: a ctypes type
+        # per length, made again whenever the GC freed it), keeping the
+        # Linear alive
+        addr = ctypes.cast(getattr(self._c, field), ctypes.c_void_p).value
+        a = _arrays.view_memory(addr, shape, _I32_DTYPE, self)
         a.flags.writeable = False
         return a
 

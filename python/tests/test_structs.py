@@ -246,6 +246,16 @@ def test_bound_tree_batches_bigger_smaller_bigger():
         del h
 
 
+def compiled_treernn():
+    """TREERNN and its program (1 thread), or the test skipped where this
+    build cannot compile recursion."""
+    m = ravel.parse(TREERNN, name="treernn.rv")
+    try:
+        return m, m.compile(threads=1)
+    except ravel.UnsupportedError as e:
+        pytest.skip("compiled recursion is not in this build: %s" % e)
+
+
 def test_bound_structure_only_call_is_one_library_call(monkeypatch):
     """A Bound called with the structure as its only argument binds, runs and
     reads the outputs in one call of the library (rv_program_run_linear):
@@ -253,11 +263,7 @@ def test_bound_structure_only_call_is_one_library_call(monkeypatch):
     kept from a call unchanged by the next, and every refusal as the general
     path's (not a batch, a batch the structure refuses, a run that fails),
     the Bound serving the next call after each."""
-    m = ravel.parse(TREERNN, name="treernn.rv")
-    try:
-        prog = m.compile(threads=1)
-    except ravel.UnsupportedError as e:
-        pytest.skip("compiled recursion is not in this build: %s" % e)
+    m, prog = compiled_treernn()
     from ravel import _bindings
     if not _bindings.HAS_RUN_LINEAR:
         pytest.skip("the loaded libravel has no rv_program_run_linear")
@@ -302,11 +308,7 @@ def test_bound_call_after_a_structure_only_call_binds_nothing_stale():
     """The bindings of a structure-only call are pooled without a reset (the
     next call resets them): a following call that gives no structure finds
     none bound, never the previous call's batch."""
-    m = ravel.parse(TREERNN, name="treernn.rv")
-    try:
-        prog = m.compile(threads=1)
-    except ravel.UnsupportedError as e:
-        pytest.skip("compiled recursion is not in this build: %s" % e)
+    m, prog = compiled_treernn()
     emb = np.random.default_rng(6).uniform(-1, 1, (10, 4)).astype(np.float32)
     model = prog.bind(Emb=emb)
     lin = doc_batch().linearize()
@@ -314,3 +316,33 @@ def test_bound_call_after_a_structure_only_call_binds_nothing_stale():
         assert model(T=lin)["h"].shape == (8, 4)  # dropped at once: its bindings pooled
         with pytest.raises(ravel.Error, match="N"):
             model(Emb=emb)
+
+
+def test_views_make_no_type_per_length():
+    """A call's results and a Linear's arrays are viewed without making a
+    type per length (ctypes array types, kept only until the cyclic GC
+    frees them: made again call after call where other code makes garbage)."""
+    import gc
+    m, prog = compiled_treernn()
+    emb = np.random.default_rng(7).uniform(-1, 1, (10, 4)).astype(np.float32)
+    model = prog.bind(Emb=emb)
+    bs, lin = ravel.Structs("tree", 2, 1), ravel.Linear()
+
+    def types():
+        return sum(1 for o in gc.get_objects() if isinstance(o, type))
+
+    def call(height):
+        bs.clear()
+        bs.add_perfect_tree(height, data=np.zeros((1 << (height + 1)) - 1, np.int32))
+        bs.linearize(lin)
+        return model(T=lin)["h"].sum() + lin.node_of.sum() + lin.child.sum()
+
+    call(0)
+    gc.disable()
+    try:
+        before = types()
+        for height in range(1, 7):  # new lengths every call
+            call(height)
+        assert types() == before
+    finally:
+        gc.enable()
