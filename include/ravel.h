@@ -615,6 +615,20 @@ rv_status rv_program_run(rv_program *p, rv_bindings *b);
  * rv_array_wrap or rv_array_from_dlpack. */
 rv_status rv_program_run_into(rv_program *p, rv_bindings *b, rv_array *const *outputs,
                               int noutputs);
+/* One call of a recursive model as a server makes it on pooled bindings,
+ * in one call of the library (for bindings through a foreign-function
+ * interface, whose cost per call of the library is that of a small
+ * model's whole call): rv_bindings_reset(b, base) when base is not NULL
+ * (the weights bound once), rv_bindings_set_linear(b, structure, lin),
+ * rv_program_run(p, b), then rv_bindings_get_info of each of the
+ * program's outputs (rv_tensor_is_output, in definition order; noutputs of
+ * them) into outputs[k] (data NULL and ndim -1 for one the run left
+ * without an array). Returns the first failing step's status and message
+ * (nothing done after it; outputs untouched); RV_ERR_ARG before any step
+ * when noutputs is not the program's count of outputs. */
+rv_status rv_program_run_linear(rv_program *p, rv_bindings *b, const rv_bindings *base,
+                                const char *structure, const rv_linear *lin,
+                                rv_array_info *outputs, int noutputs);
 
 /* Thread safety (tests/unit/test_thread_safety.c, also under
  * ThreadSanitizer: `make tsan-test`).

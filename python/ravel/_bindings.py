@@ -33,6 +33,8 @@ class Bindings:
         # serves one call at a time, so one buffer per object is enough
         self._info = ArrayInfo()
         self._info_addr = ctypes.addressof(self._info)
+        self._infos = None  # run_linear's, one per output: made at its first call
+        self.dirty = False  # a Bound's: a call bound arguments since the last reset
 
     def __del__(self):
         for b in self._borrowed:
@@ -46,6 +48,7 @@ class Bindings:
         keeping the computed tensors' arrays for the next run
         (rv_bindings_reset), and releases the arrays borrowed for them."""
         errors.check(lib.rv_bindings_reset(self.ptr, base.ptr if base is not None else None))
+        self.dirty = False
         if self._borrowed:
             for b in self._borrowed:
                 b.close()
@@ -125,12 +128,37 @@ class Bindings:
     def set_linear(self, name, value):
         """Binds structure ``name`` from a linearized batch: its size, UFs
         and dynamic batches (copied: the Linear may be reused at once)."""
-        if not isinstance(value, Linear):
-            raise errors.ArgumentError(
-                "structure %s: expected a linearized batch (ravel.Structs(...).linearize()), "
-                "got %s" % (name, type(value).__name__))
         errors.check(lib.rv_bindings_set_linear(self.ptr, name.encode(),
-                                                value._ref))
+                                                _linear(name, value)._ref))
+
+    def run_linear(self, program, name, value, specs, owner=None, base=None):
+        """Resets these bindings to ``base`` (when given), binds structure
+        ``name`` from a linearized batch, runs ``program`` and returns its
+        outputs (``specs`` as for :meth:`results`), in one call of the
+        library (rv_program_run_linear): a recursive model's call as a
+        server makes it, the structure its only argument."""
+        n = len(specs)
+        if self._infos is None or len(self._infos) != n:
+            self._infos = (ArrayInfo * max(n, 1))()
+            self._infos_addr = ctypes.addressof(self._infos)
+        if base is not None and self._borrowed:
+            self.reset()  # the library's reset would leave them borrowed here
+        st = _run_linear(program._ptr, self.ptr, base.ptr if base is not None else None,
+                         name.encode(), _linear(name, value)._ref, self._infos_addr, n)
+        if st:
+            raise errors.error_for(st)
+        owner = self if owner is None else owner
+        infos, view = self._infos, _arrays.view_info
+        out = {}
+        for k in range(n):
+            oname, _, dtype, ndim = specs[k]
+            info = infos[k]
+            if info.ndim < 0:
+                out[oname] = None
+                continue
+            a = view(info, owner, dtype)
+            out[oname] = a if a.ndim == ndim else Ragged(a, self.layout(oname))
+        return out
 
     def _set_array(self, name, value):
         if isinstance(value, _arrays.Borrowed):
@@ -189,7 +217,40 @@ class Bindings:
         return a
 
 
+    def results(self, specs, owner=None):
+        """The outputs by name, as :meth:`array` gives each: ``specs`` holds
+        (name, name encoded, NumPy dtype, ndim) per output (a module's
+        ``_results``). One loop over the outputs, with one call of the
+        library each where it has rv_bindings_get_info: this is the end of
+        every call of a program."""
+        owner = self if owner is None else owner
+        if not _HAS_INFO:
+            return {name: self.array(name, ndim, dtype, owner) for name, _, dtype, ndim in specs}
+        ptr, info, addr = self.ptr, self._info, self._info_addr
+        view = _arrays.view_info
+        out = {}
+        for name, cname, dtype, ndim in specs:
+            if not _get_info(ptr, cname, addr):
+                out[name] = None
+                continue
+            a = view(info, owner, dtype)
+            out[name] = a if a.ndim == ndim else Ragged(a, self.layout(name))
+        return out
+
+
 _HAS_INFO = has("rv_bindings_get_info")
+_get_info = lib.rv_bindings_get_info if _HAS_INFO else None
+HAS_RUN_LINEAR = has("rv_program_run_linear")
+_run_linear = lib.rv_program_run_linear if HAS_RUN_LINEAR else None
+
+
+def _linear(name, value):
+    """``value`` when it is a linearized batch, the value of structure ``name``."""
+    if not isinstance(value, Linear):
+        raise errors.ArgumentError(
+            "structure %s: expected a linearized batch (ravel.Structs(...).linearize()), "
+            "got %s" % (name, type(value).__name__))
+    return value
 
 # the order in which bind binds the kinds of argument after structures
 _ORDER = {"size": 0, "ufun": 1, "input": 2}

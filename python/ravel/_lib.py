@@ -217,6 +217,9 @@ _OPTIONAL = [
                                     c_i64, c_void_p, c_i64]),
     # the rv_array_info * as an address: a byref costs as much again per call
     ("rv_bindings_get_info", c_int, [c_void_p, c_char_p, c_void_p]),
+    # the rv_linear * and the rv_array_info array as addresses, likewise
+    ("rv_program_run_linear", c_int, [c_void_p, c_void_p, c_void_p, c_char_p, c_void_p, c_void_p,
+                                      c_int]),
 ]
 
 for _name, _res, _args in _PROTOTYPES:

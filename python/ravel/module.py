@@ -8,7 +8,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from . import _arrays, errors
+from . import _arrays, _bindings, errors
 from ._bindings import Bindings
 from ._lib import CompileOptions, ProgramCounters, has, lib
 
@@ -78,6 +78,9 @@ class Module:
                 self._computed.add(info.name)
                 if lib.rv_tensor_is_output(p, t):
                     self.outputs[info.name] = info
+        # what each call reads its outputs with (Bindings.results)
+        self._results = tuple((i.name, i.name.encode(), i.dtype, i.ndim)
+                              for i in self.outputs.values())
 
     sizes = ()
     """Names of the size variables, in declaration order."""
@@ -213,7 +216,7 @@ def _merge(args, kwargs):
 
 
 def _outputs(m, b, owner=None):
-    return {name: b.array(name, ndim, dtype, owner) for name, dtype, ndim in m.outputs.values()}
+    return b.results(m._results, owner)
 
 
 class Program:
@@ -368,10 +371,25 @@ class Bound:
         self._reuse = has("rv_bindings_reset")
 
     def __call__(self, args=None, /, *, out=None, **kwargs):
+        args = _merge(args, kwargs)
         b = self._take()
         lease = _Lease(b)
         try:
-            return self.program._run(b.bind(_merge(args, kwargs), infer=False), out, lease)
+            if out is None and len(args) == 1 and _bindings.HAS_RUN_LINEAR:
+                # a recursive model's call as a server makes it: the batch's
+                # structure is the only argument; reset to the bound
+                # arguments, bound, run and read in one call of the library
+                # (rv_program_run_linear), the bindings pooled as they are
+                for name, value in args.items():
+                    m = self.program.module
+                    if m._kind_of(name) == "structure":
+                        b.dirty = True
+                        return b.run_linear(self.program, name, value, m._results, lease,
+                                            self._base)
+            if b.dirty:
+                b.reset(self._base)
+            b.dirty = True
+            return self.program._run(b.bind(args, infer=False), out, lease)
         finally:
             self._give(b, lease)
 
@@ -391,12 +409,15 @@ class Bound:
         return b
 
     def _give(self, b, lease):
-        """Pools b after a call, reset to the bound arguments (it holds
-        nothing of the caller's while pooled), with a weak reference to
-        the call's lease: a result alive keeps b's arrays from reuse."""
+        """Pools b after a call with a weak reference to the call's lease (a
+        result alive keeps b's arrays from reuse), reset to the bound
+        arguments when the call borrowed the caller's arrays (it holds
+        nothing of the caller's while pooled; a structure's batch is the
+        bindings' own copy, and the next call resets b first: b.dirty)."""
         if not self._reuse:
             return
-        b.reset(self._base)
+        if b._borrowed:
+            b.reset(self._base)
         with self._lock:
             self._idle.append((b, weakref.ref(lease)))
             if len(self._idle) > self._POOL:

@@ -17,7 +17,7 @@ import os
 
 import numpy as np
 
-from . import errors
+from . import _arrays, errors
 from ._lib import check_struct, has, lib
 
 __all__ = ["Linear", "Structs", "KINDS", "SST_SPLITS"]
@@ -52,6 +52,10 @@ def _i32(name, a, n=None):
     return arr
 
 
+_from_buffer = ctypes.c_char.from_buffer
+_addressof = ctypes.addressof
+
+
 def _ptr(a):
     """The address of an int32 array (the C functions take int32_t *), None
     for NULL or an empty one. A writeable array's through ctypes' buffer
@@ -60,7 +64,7 @@ def _ptr(a):
     if a is None or a.size == 0:
         return None
     try:
-        return ctypes.addressof(ctypes.c_char.from_buffer(a))
+        return _addressof(_from_buffer(a))
     except TypeError:  # read-only
         return a.ctypes.data
 
@@ -105,7 +109,7 @@ class Structs:
 
     def clear(self):
         """Drops every structure (keeps the vocabulary and the buffers)."""
-        lib.rv_structs_clear(self._ptr)
+        _clear(self._ptr)
 
     # ---- adding structures (each returns self, so calls chain)
 
@@ -145,11 +149,12 @@ class Structs:
         ``data`` the nodes' rows. Each structure is checked as by
         :meth:`add_children`; all or nothing: on an error none is added
         (the message names the bad one's index in the batch and its node)."""
-        if not has("rv_structs_add_many"):
+        if _add_many is None:
             raise errors.ArgumentError("Structs.add_many: the loaded libravel has no "
                                        "rv_structs_add_many")
         sizes = _i32("sizes", sizes)
-        if sizes.size == 0:
+        nsizes = sizes.size
+        if nsizes == 0:
             raise errors.ArgumentError("add_many: no structures (sizes is empty)")
         begin = _i32("child_begin", child_begin)
         flat = _i32("child", child)
@@ -159,8 +164,10 @@ class Structs:
             rows = _i32("data", data)
             nrows = rows.size
             rows = _ptr(rows)
-        st = lib.rv_structs_add_many(self._ptr, sizes.size, _ptr(sizes), _ptr(begin), begin.size,
-                                     _ptr(flat), flat.size, rows, nrows)
+        # nsizes > 0; begin and flat may be empty (NULL: the library says
+        # what is missing)
+        st = _add_many(self._ptr, nsizes, _ptr(sizes), _ptr(begin), begin.size,
+                       _ptr(flat), flat.size, rows, nrows)
         if st:
             raise errors.error_for(st)
         return self
@@ -273,8 +280,17 @@ class Structs:
         when this batch is larger than any before, and arrays read from it
         earlier then show this batch."""
         lin = out if out is not None else Linear()
-        errors.check(lib.rv_linearize(self._ptr, lin._ref))
+        st = _linearize(self._ptr, lin._ref)
+        if st:
+            raise errors.error_for(st)
         return lin
+
+
+# the functions a server's call runs, looked up once (an attribute of the
+# library object is a dictionary lookup and a method call per use)
+_add_many = lib.rv_structs_add_many if has("rv_structs_add_many") else None
+_clear = lib.rv_structs_clear
+_linearize = lib.rv_linearize
 
 
 class _CLinear(ctypes.Structure):
@@ -335,7 +351,11 @@ class Linear:
         n = int(np.prod(shape))
         if n == 0:
             return np.zeros(shape, _I32)
-        a = np.ctypeslib.as_array(getattr(self._c, field), (n,)).reshape(shape)
+        # as a result is viewed (not np.ctypeslib.as_array: a ctypes type
+        # per length, made again whenever the GC freed it), keeping the
+        # Linear alive
+        addr = ctypes.cast(getattr(self._c, field), ctypes.c_void_p).value
+        a = _arrays.view_memory(addr, shape, _I32_DTYPE, self)
         a.flags.writeable = False
         return a
 

@@ -244,3 +244,105 @@ def test_bound_tree_batches_bigger_smaller_bigger():
         assert h.shape == want.shape
         assert np.abs(h - want).max() < 1e-5, height
         del h
+
+
+def compiled_treernn():
+    """TREERNN and its program (1 thread), or the test skipped where this
+    build cannot compile recursion."""
+    m = ravel.parse(TREERNN, name="treernn.rv")
+    try:
+        return m, m.compile(threads=1)
+    except ravel.UnsupportedError as e:
+        pytest.skip("compiled recursion is not in this build: %s" % e)
+
+
+def test_bound_structure_only_call_is_one_library_call(monkeypatch):
+    """A Bound called with the structure as its only argument binds, runs and
+    reads the outputs in one call of the library (rv_program_run_linear):
+    the same results as the general path (the weights given again), results
+    kept from a call unchanged by the next, and every refusal as the general
+    path's (not a batch, a batch the structure refuses, a run that fails),
+    the Bound serving the next call after each."""
+    m, prog = compiled_treernn()
+    from ravel import _bindings
+    if not _bindings.HAS_RUN_LINEAR:
+        pytest.skip("the loaded libravel has no rv_program_run_linear")
+    calls = []
+    real = _bindings._run_linear
+
+    def counted(*a):
+        calls.append(a)
+        return real(*a)
+
+    monkeypatch.setattr(_bindings, "_run_linear", counted)
+    emb = np.random.default_rng(4).uniform(-1, 1, (10, 4)).astype(np.float32)
+    model = prog.bind(Emb=emb)
+    bs, lin = ravel.Structs("tree", 2, 1), ravel.Linear()
+    kept = []
+    for height in [3, 0, 2]:
+        bs.clear()
+        n = (1 << (height + 1)) - 1
+        bs.add_perfect_tree(height, data=(np.arange(n) % 10).astype(np.int32))
+        bs.linearize(lin)
+        got = model(T=lin)["h"]
+        assert len(calls) == len(kept) + 1
+        want = model(T=lin, Emb=emb)["h"]  # two arguments: the general path
+        assert len(calls) == len(kept) + 1
+        assert got.shape == (n, 4)
+        assert np.array_equal(got, want)
+        kept.append((got, got.copy()))
+    for got, copy in kept:
+        assert np.array_equal(got, copy)  # later calls did not write into them
+    with pytest.raises(ravel.ArgumentError, match="structure T: expected a linearized batch"):
+        model(T=[[1, 2], [], []])
+    wide = ravel.Structs("tree", 3, 1).add_children([[1, 2, 3], [], [], []], data=[0, 1, 2, 3])
+    with pytest.raises(ravel.ArgumentError, match="T"):
+        model(T=wide.linearize())
+    nowords = ravel.Structs("tree", 2, 1).add_perfect_tree(1)  # leaves' word -1
+    with pytest.raises(ravel.BoundsError, match=r"Emb\[-1"):
+        model(T=nowords.linearize())
+    assert np.array_equal(model(T=lin)["h"], kept[-1][1])
+
+
+def test_bound_call_after_a_structure_only_call_binds_nothing_stale():
+    """The bindings of a structure-only call are pooled without a reset (the
+    next call resets them): a following call that gives no structure finds
+    none bound, never the previous call's batch."""
+    m, prog = compiled_treernn()
+    emb = np.random.default_rng(6).uniform(-1, 1, (10, 4)).astype(np.float32)
+    model = prog.bind(Emb=emb)
+    lin = doc_batch().linearize()
+    for _ in range(3):
+        assert model(T=lin)["h"].shape == (8, 4)  # dropped at once: its bindings pooled
+        with pytest.raises(ravel.Error, match="N"):
+            model(Emb=emb)
+
+
+def test_views_make_no_type_per_length():
+    """A call's results and a Linear's arrays are viewed without making a
+    type per length (ctypes array types, kept only until the cyclic GC
+    frees them: made again call after call where other code makes garbage)."""
+    import gc
+    m, prog = compiled_treernn()
+    emb = np.random.default_rng(7).uniform(-1, 1, (10, 4)).astype(np.float32)
+    model = prog.bind(Emb=emb)
+    bs, lin = ravel.Structs("tree", 2, 1), ravel.Linear()
+
+    def types():
+        return sum(1 for o in gc.get_objects() if isinstance(o, type))
+
+    def call(height):
+        bs.clear()
+        bs.add_perfect_tree(height, data=np.zeros((1 << (height + 1)) - 1, np.int32))
+        bs.linearize(lin)
+        return model(T=lin)["h"].sum() + lin.node_of.sum() + lin.child.sum()
+
+    call(0)
+    gc.disable()
+    try:
+        before = types()
+        for height in range(1, 7):  # new lengths every call
+            call(height)
+        assert types() == before
+    finally:
+        gc.enable()
