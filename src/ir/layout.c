@@ -428,11 +428,27 @@ static rv_status visit(Build *bd, int k, int64_t r) {
 
 rv_status ir_layout_eval(const LayoutEnv *env, const char *what, int ndim, Axis *const *axes,
                          Layout **out) {
+    return ir_layout_eval_reuse(env, what, ndim, axes, NULL, out);
+}
+
+rv_status ir_layout_eval_reuse(const LayoutEnv *env, const char *what, int ndim,
+                               Axis *const *axes, Layout *reuse, Layout **out) {
     RV_ASSERT(ndim >= 0 && ndim <= RV_MAX_DIMS);
+    RV_ASSERT(!reuse || !reuse->borrowed);
     *out = NULL;
-    Layout *l = base_xcalloc(1, sizeof *l);
+    Build bd = {.env = env, .what = what, .last_var = -1};
+    /* the old row-start arrays become the builder's, empty, with their
+     * room (a level that is not variable now frees its array below) */
+    for (int k = 0; reuse && k < reuse->ndim; k++) {
+        if (k < ndim && reuse->cap[k] > 0)
+            bd.starts[k] = (I64Vec){reuse->start[k], 0, reuse->cap[k]};
+        else
+            base_free(reuse->start[k]);
+    }
+    Layout *l = reuse ? reuse : base_xmalloc(sizeof *l);
+    memset(l, 0, sizeof *l);
     l->ndim = ndim;
-    Build bd = {.env = env, .what = what, .l = l, .last_var = -1};
+    bd.l = l;
     rv_status st = RV_OK;
 
     /* Constant levels first: their extents never change. */
@@ -463,10 +479,13 @@ rv_status ir_layout_eval(const LayoutEnv *env, const char *what, int ndim, Axis 
         RV_ASSERT(bd.starts[k].len == l->count[k]);
         i64vec_push(&bd.starts[k], bd.running[k]);
         l->start[k] = bd.starts[k].data;
+        l->cap[k] = bd.starts[k].cap;
         bd.starts[k].data = NULL;
         l->count[k + 1] = bd.running[k];
     }
     l->numel = l->count[ndim];
+    for (int k = 0; k < ndim; k++)
+        base_free(bd.starts[k].data); /* a reused array of a level now constant */
     *out = l;
     return RV_OK;
 

@@ -339,8 +339,7 @@ static rv_status check_args(Run *r) {
         const Tensor *t = m->tensors.data[i];
         if (t->op->kind == OP_INPUT)
             continue;
-        if ((st = ir_layout_tensor(&r->in.env, names->tensor[t->id], t, &r->in.tv[t->id].lay)) !=
-            RV_OK)
+        if ((st = interp_tensor_layout(&r->in, names->tensor[t->id], t)) != RV_OK)
             return st;
     }
     return RV_OK;
