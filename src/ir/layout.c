@@ -369,12 +369,42 @@ typedef struct Build {
     I64Vec starts[RV_MAX_DIMS];   /* variable levels' prefix sums, in order */
     int64_t running[RV_MAX_DIMS]; /* variable levels: elements so far */
     int64_t idx[RV_MAX_DIMS];     /* the current prefix */
+    /* variable levels whose extent is a UF applied to exactly the outer
+     * axes in order (nchild[n], len[b]): the UF, else NULL */
+    const Ufun *direct[RV_MAX_DIMS];
 } Build;
+
+/* The UF of an extent f[a0, ..., a(k-1)] over exactly the k outer axes,
+ * or NULL. */
+static const Ufun *direct_ufun(const Expr *e, int k, Axis *const *axes) {
+    if (e->kind != EX_UFCALL || e->n != k)
+        return NULL;
+    for (int i = 0; i < k; i++)
+        if (e->args[i]->kind != EX_VAR || e->args[i]->u.axis != axes[i])
+            return NULL;
+    return e->u.uf;
+}
 
 /* Evaluates level k's extent under the prefix idx[0..np-1] (np = k for a
  * variable level, 0 for a constant one). */
 static rv_status level_extent(Build *bd, int k, int np, int64_t *ext) {
     Layout *l = bd->l;
+    const Ufun *f = np == k ? bd->direct[k] : NULL;
+    if (f) {
+        /* the UF's value at the prefix read directly: a ragged level over
+         * a batch's nodes evaluates its extent at every node, where the
+         * evaluator's walk costs more than the read; anything unusual (an
+         * unbound UF, a prefix outside its domain, a negative value) takes
+         * the walk below, for its message */
+        const Layout *dom = bd->env->uf_dom[f->id];
+        const int64_t *vals = bd->env->uf_vals[f->id];
+        int bad_dim;
+        int64_t bad_ext, off = dom && vals ? ir_layout_offset(dom, bd->idx, &bad_dim, &bad_ext) : -1;
+        if (off >= 0 && vals[off] >= 0) {
+            *ext = vals[off];
+            return RV_OK;
+        }
+    }
     Buf b = {0};
     rv_status st = ir_eval_index(bd->env, l->axes[k]->extent, np, l->axes, bd->idx, ext);
     if (st == RV_OK && *ext >= 0)
@@ -458,6 +488,7 @@ rv_status ir_layout_eval_reuse(const LayoutEnv *env, const char *what, int ndim,
             l->shape[k] = -1;
             l->ragged = true;
             bd.last_var = k;
+            bd.direct[k] = direct_ufun(axes[k]->extent, k, axes);
         } else if ((st = level_extent(&bd, k, 0, &l->shape[k])) != RV_OK) {
             goto fail;
         } else {
