@@ -15,8 +15,10 @@
  * each model's own list when not given (MV-RNN 64, the others 256). The
  * SST test split's trees, consecutive ones forming a batch. Weights are
  * random (rv_bindings_randomize, x 0.1), bound once. Per model, H and
- * batch one JSON line: the medians of a call's parts and of the whole
- * (wall and, BENCH_CLOCK-free, the process's CPU time), in microseconds.
+ * batch one JSON line: the medians of a call's parts (wall), of the
+ * whole call's CPU time (the process's) and of its kernels' time
+ * (kernel_us: rv_program_stats' kernel_seconds of the call; the run's
+ * host work is run_us less that), in microseconds.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
@@ -135,8 +137,8 @@ static void bench(const char *model, int H, int batch, int threads, const rv_str
             die("weights");
     }
     int cap = 200000, n = 0, next = 0;
-    double *t[5];
-    for (int k = 0; k < 5; k++)
+    double *t[6]; /* build, linearize, bind, run, CPU, kernels */
+    for (int k = 0; k < 6; k++)
         t[k] = malloc(sizeof(double) * (size_t)cap);
     double start = bench_now();
     for (int warm = 3 * nb;
@@ -157,25 +159,30 @@ static void bench(const char *model, int H, int batch, int threads, const rv_str
             rv_bindings_set_linear(call, "T", &lin) != RV_OK)
             die("bind");
         double t3 = bench_now();
+        rv_program_counters k0, k1;
+        rv_program_stats(p, &k0);
         if (rv_program_run(p, call) != RV_OK)
             die("rv_program_run");
         double t4 = bench_now(), c1 = cpu_now();
+        rv_program_stats(p, &k1);
         if (warm > 0) {
             if (--warm == 0)
                 start = bench_now();
             continue;
         }
         t[0][n] = t1 - t0, t[1][n] = t2 - t1, t[2][n] = t3 - t2, t[3][n] = t4 - t3;
+        t[5][n] = k1.kernel_seconds - k0.kernel_seconds;
         t[4][n++] = c1 - c0;
     }
+    double kernel = median(t[5], n);
     double build = median(t[0], n), linz = median(t[1], n), bind = median(t[2], n),
            run = median(t[3], n), cpu = median(t[4], n);
     printf("{\"bench\": \"call\", \"config\": {\"model\": \"%s\", \"H\": %d, \"batch\": %d, "
            "\"threads\": %d}, \"build_us\": %.2f, \"linearize_us\": %.2f, \"bind_us\": %.2f, "
-           "\"run_us\": %.2f, \"cpu_median_us\": %.2f, \"runs\": %d}\n",
-           model, H, batch, threads, build, linz, bind, run, cpu, n);
+           "\"run_us\": %.2f, \"kernel_us\": %.2f, \"cpu_median_us\": %.2f, \"runs\": %d}\n",
+           model, H, batch, threads, build, linz, bind, run, kernel, cpu, n);
     fflush(stdout);
-    for (int k = 0; k < 5; k++)
+    for (int k = 0; k < 6; k++)
         free(t[k]);
     rv_bindings_free(call);
     rv_bindings_free(weights);
