@@ -44,6 +44,7 @@ void rv_bindings_free(rv_bindings *b) {
     base_free(b->uf_sealed);
     base_free(b->st_numbered);
     base_free(b->scratch);
+    interp_keep_free(b->keep);
     base_free(b->t_arr);
     base_free(b->t_own);
     base_free(b->t_stamp);

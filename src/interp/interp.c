@@ -226,7 +226,9 @@ static rv_status prepare_ufun(Interp *in, const Ufun *f, const uint64_t *seed) {
     if (!f->complete)
         return base_error(RV_ERR_TYPE, "%s: its definition is incomplete", what);
     Layout *dom; /* ir_layout_ufun, with the name made above */
-    if ((st = ir_layout_eval(&in->env, what, f->nargs, f->args, &dom)) != RV_OK)
+    Layout *old = in->keep->lay[f->id];
+    in->keep->lay[f->id] = NULL;
+    if ((st = ir_layout_eval_reuse(&in->env, what, f->nargs, f->args, old, &dom)) != RV_OK)
         return st;
     in->ufl[f->id] = dom; /* released with the run */
     const rv_array *a = in->b->uf_arr[f->id];
@@ -249,7 +251,15 @@ static rv_status prepare_ufun(Interp *in, const Ufun *f, const uint64_t *seed) {
                           rv_dtype_name(t));
     if ((st = check_shape(in, what, a, dom)) != RV_OK)
         return st;
-    int64_t *v = base_xmalloc(sizeof(int64_t) * (size_t)(dom->numel ? dom->numel : 1));
+    /* the int64 copy, in the room the bindings' last run left */
+    int64_t *v = in->keep->ufv[f->id], room = in->keep->ufv_room[f->id];
+    in->keep->ufv[f->id] = NULL;
+    if (!v || room < dom->numel) {
+        base_free(v);
+        room = dom->numel ? dom->numel : 1;
+        v = base_xmalloc(sizeof(int64_t) * (size_t)room);
+    }
+    in->keep->ufv_room[f->id] = room;
     in->ufv[f->id] = v;
     const void *data = rv_array_cdata(a);
     for (int64_t i = 0; i < dom->numel; i++)
@@ -303,10 +313,9 @@ static rv_status prepare_input(Interp *in, const Tensor *t, const uint64_t *seed
     const rv_array *a = in->b->t_arr[t->id];
     if (a && seed)
         return RV_OK; /* drawing only: the run checks what the caller bound */
-    Layout *l;
-    if ((st = ir_layout_tensor(&in->env, what, t, &l)) != RV_OK)
+    if ((st = interp_tensor_layout(in, what, t)) != RV_OK)
         return st;
-    in->tv[t->id].lay = l;
+    const Layout *l = in->tv[t->id].lay;
     if (!a && seed && (st = draw_input(in, t, l, *seed, scale)) != RV_OK)
         return st;
     if (!(a = in->b->t_arr[t->id]))
@@ -322,6 +331,66 @@ static rv_status prepare_input(Interp *in, const Tensor *t, const uint64_t *seed
     return RV_OK;
 }
 
+void interp_keep_free(InterpKeep *k) {
+    if (!k)
+        return;
+    for (int i = 0; i < k->nufuns + k->ntensors; i++)
+        ir_layout_free(k->lay[i]);
+    for (int i = 0; i < k->nufuns; i++)
+        base_free(k->ufv[i]);
+    base_free(k->tables);
+    base_free(k->lay);
+    base_free(k);
+}
+
+/* The size of the five tables' block, and where the TensorVal and
+ * `numbered` tables start in it. */
+static size_t tables_size(const Module *m, size_t *tv_at, size_t *nb_at) {
+    size_t ns = (size_t)m->sizes.len + 1, nu = (size_t)m->ufuns.len + 1;
+    size_t nt = (size_t)m->tensors.len + 1, nst = (size_t)m->structures.len + 1;
+    _Static_assert(_Alignof(TensorVal) <= _Alignof(max_align_t), "table alignment");
+    size_t at = ns * sizeof(int64_t) + nu * (sizeof(int64_t *) + sizeof(Layout *));
+    *tv_at = (at + _Alignof(TensorVal) - 1) / _Alignof(TensorVal) * _Alignof(TensorVal);
+    *nb_at = *tv_at + nt * sizeof(TensorVal);
+    return *nb_at + nst * sizeof(bool);
+}
+
+/* The memory b's last run kept when the module is the same size, else
+ * new (a module that grew between runs drops the old). The tables are
+ * zeroed: every run fills them from its own arguments. */
+static InterpKeep *keep_take(rv_bindings *b, const Module *m, size_t size) {
+    InterpKeep *k = b->keep;
+    b->keep = NULL;
+    if (k && (k->nsizes != m->sizes.len || k->nufuns != m->ufuns.len ||
+              k->ntensors != m->tensors.len || k->nstructs != m->structures.len)) {
+        interp_keep_free(k);
+        k = NULL;
+    }
+    if (!k) {
+        k = base_xcalloc(1, sizeof *k);
+        *k = (InterpKeep){.nsizes = m->sizes.len, .nufuns = m->ufuns.len,
+                          .ntensors = m->tensors.len, .nstructs = m->structures.len};
+        k->tables = base_xmalloc(size);
+        /* lay, ufv and ufv_room in one block too */
+        size_t nl = (size_t)(k->nufuns + k->ntensors) + 1, nu = (size_t)k->nufuns + 1;
+        char *rest = base_xcalloc(1, nl * sizeof *k->lay + nu * (sizeof *k->ufv + sizeof *k->ufv_room));
+        k->lay = (Layout **)rest;
+        k->ufv = (int64_t **)(rest + nl * sizeof *k->lay);
+        k->ufv_room = (int64_t *)(rest + nl * sizeof *k->lay + nu * sizeof *k->ufv);
+    }
+    memset(k->tables, 0, size);
+    return k;
+}
+
+rv_status interp_tensor_layout(Interp *in, const char *what, const Tensor *t) {
+    Layout **old = &in->keep->lay[in->m->ufuns.len + t->id];
+    Layout *reuse = *old;
+    *old = NULL;
+    ir_layout_free(in->tv[t->id].lay); /* none, unless evaluated twice in one run */
+    in->tv[t->id].lay = NULL;
+    return ir_layout_eval_reuse(&in->env, what, t->ndim, t->axes, reuse, &in->tv[t->id].lay);
+}
+
 rv_status interp_prepare_env(Interp *in, const Module *m, rv_bindings *b, const uint64_t *seed,
                              const InterpNames *names) {
     memset(in, 0, sizeof *in);
@@ -329,14 +398,12 @@ rv_status interp_prepare_env(Interp *in, const Module *m, rv_bindings *b, const 
     in->names = names;
     in->b = b;
     interp_bindings_sync(b);
-    /* the five tables in one block (a compiled run prepares per call) */
+    /* the five tables in one block (a compiled run prepares per call),
+     * the one the bindings' last run left */
+    size_t tv_at, nb_at, size = tables_size(m, &tv_at, &nb_at);
     size_t ns = (size_t)m->sizes.len + 1, nu = (size_t)m->ufuns.len + 1;
-    size_t nt = (size_t)m->tensors.len + 1, nst = (size_t)m->structures.len + 1;
-    _Static_assert(_Alignof(TensorVal) <= _Alignof(max_align_t), "table alignment");
-    size_t tv_at = ns * sizeof *in->sizes + nu * (sizeof *in->ufv + sizeof *in->ufl);
-    tv_at = (tv_at + _Alignof(TensorVal) - 1) / _Alignof(TensorVal) * _Alignof(TensorVal);
-    size_t nb_at = tv_at + nt * sizeof *in->tv;
-    char *block = base_xcalloc(1, nb_at + nst * sizeof *in->numbered);
+    in->keep = keep_take(b, m, size);
+    char *block = in->keep->tables;
     in->sizes = (int64_t *)block;
     in->ufv = (int64_t **)(block + ns * sizeof *in->sizes);
     in->ufl = (Layout **)(block + ns * sizeof *in->sizes + nu * sizeof *in->ufv);
@@ -373,14 +440,31 @@ rv_status interp_prepare(Interp *in, const Module *m, rv_bindings *b, const uint
     return st;
 }
 
+/* Puts x in *slot, freeing what is there (a slot this run did not take). */
+static void keep_layout(Layout **slot, Layout *x) {
+    if (!x)
+        return;
+    ir_layout_free(*slot);
+    *slot = x;
+}
+
 void interp_release(Interp *in) {
-    for (int i = 0; in->ufl && i < in->m->ufuns.len; i++) {
-        ir_layout_free(in->ufl[i]);
-        base_free(in->ufv[i]);
+    InterpKeep *k = in->keep;
+    if (!k) {
+        memset(in, 0, sizeof *in);
+        return;
     }
-    for (int i = 0; in->tv && i < in->m->tensors.len; i++)
-        ir_layout_free(in->tv[i].lay);
-    base_free(in->sizes); /* the block of all five tables */
+    for (int i = 0; i < in->m->ufuns.len; i++) {
+        keep_layout(&k->lay[i], in->ufl[i]);
+        if (in->ufv[i]) {
+            base_free(k->ufv[i]);
+            k->ufv[i] = in->ufv[i];
+        }
+    }
+    for (int i = 0; i < in->m->tensors.len; i++)
+        keep_layout(&k->lay[in->m->ufuns.len + i], in->tv[i].lay);
+    interp_keep_free(in->b->keep); /* none, unless a run began inside this one */
+    in->b->keep = k;
     memset(in, 0, sizeof *in);
 }
 
@@ -393,10 +477,9 @@ rv_status interp_result_new(Interp *in, const Tensor *t, rv_array **out) {
     *out = NULL;
     if (!t->complete)
         return base_error(RV_ERR_TYPE, "%s: its definition is incomplete", what);
-    Layout *l;
-    if ((st = ir_layout_tensor(&in->env, what, t, &l)) != RV_OK)
+    if ((st = interp_tensor_layout(in, what, t)) != RV_OK)
         return st;
-    in->tv[t->id].lay = l;
+    const Layout *l = in->tv[t->id].lay;
     if (!(*out = ir_layout_array_new(t->dtype, l)))
         return base_error(RV_ERR_OOM, "%s: cannot allocate %lld elements", what,
                           (long long)l->numel);

@@ -76,7 +76,27 @@ struct rv_bindings {
     /* rv_bindings_set_linear's scratch, kept by capacity */
     void *scratch;
     size_t scratch_cap;
+    /* The memory of the last run's preparation (interp_release keeps it,
+     * the next interp_prepare_env takes it back; NULL: none): its tables
+     * and the layouts and int64 UF values they pointed to (InterpKeep). */
+    struct InterpKeep *keep;
 };
+
+/* What a run's preparation allocates, kept by its bindings for the next
+ * run on them: the Interp's tables (one block), and by ufun id, then
+ * nufuns + tensor id, the layouts evaluated (ir_layout_eval_reuse
+ * evaluates the next run's in their memory) and the int64 copies of the
+ * UF arrays with their room. The contents are computed again by every
+ * run (they depend on its sizes and UF arrays); only the memory is
+ * reused, so call after call on one bindings object (a server's, a
+ * benchmark's) allocates none of it once the largest batch was seen. */
+typedef struct InterpKeep {
+    int nsizes, nufuns, ntensors, nstructs; /* the module's when kept */
+    void *tables;
+    Layout **lay;      /* nufuns + ntensors */
+    int64_t **ufv;     /* nufuns */
+    int64_t *ufv_room; /* nufuns: elements ufv[i] holds */
+} InterpKeep;
 
 /* One value during evaluation; the static dtype of the node says which
  * member is live (integers and bools in i, floats in f). */
@@ -114,6 +134,7 @@ typedef struct Interp {
     /* by structure id: the run's batch was bound by rv_bindings_set_linear,
      * which checked its numbering (rv_bindings.st_numbered) */
     bool *numbered;
+    InterpKeep *keep; /* the memory this run reuses, taken from b (never NULL once prepared) */
 } Interp;
 
 /* ---- bindings.c ---- */
@@ -160,7 +181,14 @@ rv_status interp_prepare(Interp *in, const Module *m, rv_bindings *b, const uint
  * every layout can be evaluated in in->env (rv_bindings_layout). */
 rv_status interp_prepare_env(Interp *in, const Module *m, rv_bindings *b, const uint64_t *seed,
                              const InterpNames *names);
+/* Ends a run's use of `in`: its memory goes to its bindings for the next
+ * run (InterpKeep). */
 void interp_release(Interp *in);
+/* Frees what interp_release kept (rv_bindings_free). */
+void interp_keep_free(InterpKeep *k);
+/* Tensor t's layout into in->tv[t->id].lay, evaluated in the memory of
+ * the layout of t that the bindings' last run made (ir_layout_eval_reuse). */
+rv_status interp_tensor_layout(Interp *in, const char *what, const Tensor *t);
 /* A computed tensor's result: its layout evaluated (in->tv[t->id].lay)
  * and a zeroed array of its dtype; then, once computed (or, for a
  * recursion group's members, before: they read each other), stored in the

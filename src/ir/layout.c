@@ -369,12 +369,42 @@ typedef struct Build {
     I64Vec starts[RV_MAX_DIMS];   /* variable levels' prefix sums, in order */
     int64_t running[RV_MAX_DIMS]; /* variable levels: elements so far */
     int64_t idx[RV_MAX_DIMS];     /* the current prefix */
+    /* variable levels whose extent is a UF applied to exactly the outer
+     * axes in order (nchild[n], len[b]): the UF, else NULL */
+    const Ufun *direct[RV_MAX_DIMS];
 } Build;
+
+/* The UF of an extent f[a0, ..., a(k-1)] over exactly the k outer axes,
+ * or NULL. */
+static const Ufun *direct_ufun(const Expr *e, int k, Axis *const *axes) {
+    if (e->kind != EX_UFCALL || e->n != k)
+        return NULL;
+    for (int i = 0; i < k; i++)
+        if (e->args[i]->kind != EX_VAR || e->args[i]->u.axis != axes[i])
+            return NULL;
+    return e->u.uf;
+}
 
 /* Evaluates level k's extent under the prefix idx[0..np-1] (np = k for a
  * variable level, 0 for a constant one). */
 static rv_status level_extent(Build *bd, int k, int np, int64_t *ext) {
     Layout *l = bd->l;
+    const Ufun *f = np == k ? bd->direct[k] : NULL;
+    if (f) {
+        /* the UF's value at the prefix read directly: a ragged level over
+         * a batch's nodes evaluates its extent at every node, where the
+         * evaluator's walk costs more than the read; anything unusual (an
+         * unbound UF, a prefix outside its domain, a negative value) takes
+         * the walk below, for its message */
+        const Layout *dom = bd->env->uf_dom[f->id];
+        const int64_t *vals = bd->env->uf_vals[f->id];
+        int bad_dim;
+        int64_t bad_ext, off = dom && vals ? ir_layout_offset(dom, bd->idx, &bad_dim, &bad_ext) : -1;
+        if (off >= 0 && vals[off] >= 0) {
+            *ext = vals[off];
+            return RV_OK;
+        }
+    }
     Buf b = {0};
     rv_status st = ir_eval_index(bd->env, l->axes[k]->extent, np, l->axes, bd->idx, ext);
     if (st == RV_OK && *ext >= 0)
@@ -428,11 +458,27 @@ static rv_status visit(Build *bd, int k, int64_t r) {
 
 rv_status ir_layout_eval(const LayoutEnv *env, const char *what, int ndim, Axis *const *axes,
                          Layout **out) {
+    return ir_layout_eval_reuse(env, what, ndim, axes, NULL, out);
+}
+
+rv_status ir_layout_eval_reuse(const LayoutEnv *env, const char *what, int ndim,
+                               Axis *const *axes, Layout *reuse, Layout **out) {
     RV_ASSERT(ndim >= 0 && ndim <= RV_MAX_DIMS);
+    RV_ASSERT(!reuse || !reuse->borrowed);
     *out = NULL;
-    Layout *l = base_xcalloc(1, sizeof *l);
+    Build bd = {.env = env, .what = what, .last_var = -1};
+    /* the old row-start arrays become the builder's, empty, with their
+     * room (a level that is not variable now frees its array below) */
+    for (int k = 0; reuse && k < reuse->ndim; k++) {
+        if (k < ndim && reuse->cap[k] > 0)
+            bd.starts[k] = (I64Vec){reuse->start[k], 0, reuse->cap[k]};
+        else
+            base_free(reuse->start[k]);
+    }
+    Layout *l = reuse ? reuse : base_xmalloc(sizeof *l);
+    memset(l, 0, sizeof *l);
     l->ndim = ndim;
-    Build bd = {.env = env, .what = what, .l = l, .last_var = -1};
+    bd.l = l;
     rv_status st = RV_OK;
 
     /* Constant levels first: their extents never change. */
@@ -442,6 +488,7 @@ rv_status ir_layout_eval(const LayoutEnv *env, const char *what, int ndim, Axis 
             l->shape[k] = -1;
             l->ragged = true;
             bd.last_var = k;
+            bd.direct[k] = direct_ufun(axes[k]->extent, k, axes);
         } else if ((st = level_extent(&bd, k, 0, &l->shape[k])) != RV_OK) {
             goto fail;
         } else {
@@ -463,10 +510,13 @@ rv_status ir_layout_eval(const LayoutEnv *env, const char *what, int ndim, Axis 
         RV_ASSERT(bd.starts[k].len == l->count[k]);
         i64vec_push(&bd.starts[k], bd.running[k]);
         l->start[k] = bd.starts[k].data;
+        l->cap[k] = bd.starts[k].cap;
         bd.starts[k].data = NULL;
         l->count[k + 1] = bd.running[k];
     }
     l->numel = l->count[ndim];
+    for (int k = 0; k < ndim; k++)
+        base_free(bd.starts[k].data); /* a reused array of a level now constant */
     *out = l;
     return RV_OK;
 

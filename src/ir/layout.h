@@ -71,6 +71,7 @@ struct Layout {
     int64_t maxext[RV_MAX_DIMS];    /* the largest extent of each level (0 if none) */
     int64_t count[RV_MAX_DIMS + 1]; /* |P_k|: valid prefixes of length k; count[ndim] = numel */
     int64_t *start[RV_MAX_DIMS];    /* variable levels: count[k] + 1 prefix sums; else NULL */
+    int64_t cap[RV_MAX_DIMS];       /* start[k]'s room in elements (ir_layout_eval_reuse) */
     bool borrowed;                  /* start arrays belong to the caller (ir_storage_eval) */
 };
 
@@ -86,6 +87,14 @@ rv_status ir_layout_eval(const LayoutEnv *env, const char *what, int ndim, Axis 
 rv_status ir_layout_tensor(const LayoutEnv *env, const char *what, const Tensor *t, Layout **out);
 rv_status ir_layout_ufun(const LayoutEnv *env, const Ufun *f, Layout **out);
 void ir_layout_free(Layout *l);
+/* ir_layout_eval in the memory of `reuse` (NULL: none), a layout an
+ * earlier ir_layout_eval made and the caller no longer uses: its struct
+ * and row-start arrays hold the new layout where they have room, so a
+ * caller evaluating the layouts of call after call (a run's preparation,
+ * interp.c) allocates nothing once they reach the largest. `reuse` is
+ * consumed: it becomes *out, or is freed on failure. */
+rv_status ir_layout_eval_reuse(const LayoutEnv *env, const char *what, int ndim,
+                               Axis *const *axes, Layout *reuse, Layout **out);
 /* A zeroed host array for a tensor of this layout: its shape, or 1-D of
  * numel elements when ragged (as users exchange ragged tensors). NULL with
  * the last error set when out of memory. */

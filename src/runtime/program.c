@@ -149,14 +149,14 @@ static void add_counters(rv_program *p, const rv_program_counters *run) {
 typedef struct Slot {
     void *data;    /* what kernels get */
     int64_t nelem; /* elements in data */
-    void *owned;   /* rt_aligned_zalloc'd storage to free, if any */
+    void *owned;   /* rt_scratch_alloc'd storage to free, if any */
     rv_array *arr; /* a computed tensor's array (its storage when unpadded) */
     Layout *store; /* padded tensors: the storage order (ir_storage_eval) */
     RtPack *pack;  /* a param's pack: the copy this run reads or fills (packs.c) */
     int32_t *pack_flag; /* its fill flag (Buffer.pack_fill); NULL when it needs none read back */
 } Slot;
 
-#define RUN_ON_STACK 8
+#define RUN_ON_STACK 32
 typedef struct Run {
     rv_program *p;
     const Plan *plan; /* the variant's */
@@ -172,7 +172,8 @@ typedef struct Run {
     struct rv_rt_ctx ctx;
     rv_program_counters stats; /* this run's, added to the program's when it ends */
     bool check_failed; /* a kernel's run-time check failed (see run_failed) */
-    /* slots and into of a small program: a small run's host work is
+    /* slots, into and spare of a program of up to RUN_ON_STACK slots and
+     * tensors (TreeLSTM's plan has 25 slots): a small run's host work is
      * counted in nanoseconds, an allocation in tens of them */
     Slot slots_stack[RUN_ON_STACK];
     rv_array *into_stack[RUN_ON_STACK];
@@ -297,7 +298,7 @@ static void run_release(Run *r, bool ok) {
     }
     for (int i = 0; r->slots && i < r->plan->slots.len; i++) {
         Slot *s = &r->slots[i];
-        rt_aligned_free(s->owned);
+        rt_scratch_free(s->owned);
         rv_array_free(s->arr);
         ir_layout_free(s->store);
     }
@@ -339,8 +340,7 @@ static rv_status check_args(Run *r) {
         const Tensor *t = m->tensors.data[i];
         if (t->op->kind == OP_INPUT)
             continue;
-        if ((st = ir_layout_tensor(&r->in.env, names->tensor[t->id], t, &r->in.tv[t->id].lay)) !=
-            RV_OK)
+        if ((st = interp_tensor_layout(&r->in, names->tensor[t->id], t)) != RV_OK)
             return st;
     }
     return RV_OK;
@@ -370,7 +370,7 @@ static rv_status place_uf_or_aux(Run *r, const PlanSlot *ps, Slot *s) {
         }
     }
     if ((uint64_t)s->nelem > SIZE_MAX / es ||
-        !(s->owned = s->data = rt_aligned_zalloc((size_t)s->nelem * es)))
+        !(s->owned = s->data = rt_scratch_alloc((size_t)s->nelem * es)))
         return base_error(RV_ERR_OOM, "buffer %s: cannot allocate %lld elements", ps->buf->name,
                           (long long)s->nelem);
     if (ps->kind == PLAN_SLOT_AUX)
@@ -471,7 +471,7 @@ static rv_status place_tensor(Run *r, const PlanSlot *ps, Slot *s) {
         return RV_OK;
     }
     if ((uint64_t)need > SIZE_MAX / es ||
-        !(s->owned = s->data = rt_aligned_zalloc((size_t)need * es)))
+        !(s->owned = s->data = rt_scratch_alloc((size_t)need * es)))
         return base_error(RV_ERR_OOM, "tensor %s: cannot allocate %lld elements", t->name,
                           (long long)need);
     if (input && s->store)
@@ -483,7 +483,7 @@ static rv_status place_tensor(Run *r, const PlanSlot *ps, Slot *s) {
 
 /* A kernel's argument arrays: on the stack for the usual few parameters
  * (a small run's host work is counted in microseconds). */
-#define ARGS_ON_STACK 16
+#define ARGS_ON_STACK 32
 typedef struct KernelArgs {
     int64_t *sizes;
     void **bufs;
@@ -834,14 +834,14 @@ static rv_status place_pack(Run *r, const PlanSlot *ps, Slot *s) {
         return RV_OK;
     }
     if (r->p->target == RV_TARGET_CUDA) {
-        s->owned = s->data = rt_aligned_zalloc((size_t)s->nelem * rv_dtype_size(b->dtype));
+        s->owned = s->data = rt_scratch_alloc((size_t)s->nelem * rv_dtype_size(b->dtype));
     } else {
         uint64_t stamp = interp_bindings_stamp(r->in.b, b->pack_of);
         s->pack = rt_pack_acquire(&r->p->packs, b, stamp, s->nelem, &fill);
         s->data = s->pack ? rt_pack_data(s->pack) : NULL;
     }
     flag->nelem = 2;
-    flag->owned = flag->data = rt_aligned_zalloc(2 * sizeof(int32_t));
+    flag->owned = flag->data = rt_scratch_alloc(2 * sizeof(int32_t));
     if (!s->data || !flag->data)
         return base_error(RV_ERR_OOM, "pack %s: cannot allocate %lld elements", b->name,
                           (long long)s->nelem);

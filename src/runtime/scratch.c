@@ -12,7 +12,10 @@
  * request they fit: the steady state of a kernel costs a memset (the
  * runtime promises zeroed scratch), not a trip through malloc. The cache
  * holds at most SCRATCH_CACHED blocks of at most SCRATCH_CACHE_MAX bytes
- * per thread and is freed when the thread exits.
+ * per thread and is freed when the thread exits. The host plan's own
+ * zeroed buffers of a run (AUX arrays, pack flags, padded storage:
+ * program.c) come from the same cache, so a call after call allocates
+ * none of them either.
  */
 #include <pthread.h>
 #include <stdint.h>
