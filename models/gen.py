@@ -62,9 +62,11 @@ recurse R over T {{
     # select of a half's weight folds once k is unrolled, and each weight
     # is read through its own pack, kept across calls (a stage stacking
     # them, WT[i, k, j], was made again on every call: a fifth of the
-    # call at batch 1)
-    z[n, i < {H}] = sum(k < 2, j < {H}) select(k == 0, Wl[i, j], Wr[i, j]) * hc[n, {H} * k + j]
-    h[n, i < {H}] = if nchild[n] == 0 then Emb[word[n], i] else tanh(z[n, i] + b[i])
+    # call at batch 1); the sum in h itself, so its register tile's
+    # epilogue is tanh (no member z of N rows and no pass over it)
+    h[n, i < {H}] = if nchild[n] > 0
+                    then tanh(sum(k < 2, j < {H}) select(k == 0, Wl[i, j], Wr[i, j]) * hc[n, {H} * k + j] + b[i])
+                    else Emb[word[n], i]
 }}
 """)
 
@@ -396,7 +398,7 @@ GROUP = "schedule R {\n    dynamic_batch()\n    specialize()\n}\n"
 SCHEDULES = {
     "treefc": lambda H: (
         GROUP + CHILDREN.format(H=H)
-        + tile("z", "i", ["j"], ("Wl", "Wr"), "j, i", at=["hc"], nt=NT_FC, fold=["k"]) + vec("h")),
+        + tile("h", "i", ["j"], ("Wl", "Wr"), "j, i", at=["hc"], nt=NT_FC, fold=["k"])),
     "treernn": lambda H: GROUP + vec("h"),
     "treegru": lambda H: (
         GROUP + vec("hs") + vec("x", "j")
