@@ -50,12 +50,6 @@ param Wl : f32[{H}, {H}]
 param Wr : f32[{H}, {H}]
 param b : f32[{H}]
 
-# Wl and Wr stacked and transposed once per call, so the children's
-# product is one reduction, in panels of 64 outputs (k-major within one:
-# the product's vectors are rows of a panel, which a thread's tiles read
-# in order, not 2 KiB apart; 0.66x the CPU time of WT[k, j, i] at H = 512)
-WT[io < {H64}, k < 2, j < {H}, ii < 64] = if k == 0 then Wl[io * 64 + ii, j] else Wr[io * 64 + ii, j]
-
 recurse R over T {{
     # the children's states side by side (0 past a node's last child),
     # copied at the product's tile of nodes, so the product is one
@@ -64,8 +58,15 @@ recurse R over T {{
     # innermost loop (~60 scalar instructions beside 32 FMAs; 1.2-1.4x
     # the CPU time)
     hc[n, j < {H2}] = if j / {H} < nchild[n] then h[child[n, j / {H}], j % {H}] else 0.0
-    z[n, i < {H}] = sum(j < {H2}) WT[i / 64, j / {H}, j % {H}, i % 64] * hc[n, j]
-    h[n, i < {H}] = if nchild[n] == 0 then Emb[word[n], i] else tanh(z[n, i] + b[i])
+    # Wl h_l + Wr h_r as that one reduction, k < 2 over the halves: the
+    # select of a half's weight folds once k is unrolled, and each weight
+    # is read through its own pack, kept across calls (a stage stacking
+    # them, WT[i, k, j], was made again on every call: a fifth of the
+    # call at batch 1); the sum in h itself, so its register tile's
+    # epilogue is tanh (no member z of N rows and no pass over it)
+    h[n, i < {H}] = if nchild[n] > 0
+                    then tanh(sum(k < 2, j < {H}) select(k == 0, Wl[i, j], Wr[i, j]) * hc[n, {H} * k + j] + b[i])
+                    else Emb[word[n], i]
 }}
 """)
 
@@ -247,6 +248,11 @@ HIDDEN = {m: (64, 128) if m == "mvrnn" else (256, 512) for m in MODELS}
 # of nodes that reads it. Elementwise members are vectorized.
 
 NT = 4  # nodes per register tile (NT x 4 accumulators of 16 lanes)
+# TreeFC's levels are perfect trees' (128 nodes per tree at the leaves' parents):
+# 6 x 4 accumulators read each vector of its weight panel, which comes
+# from L2, for 6 nodes, not 4 (8 x 2 accumulators, 12 x 2 and 8 x 4,
+# which spills, were slower)
+NT_FC = 6
 
 # The weights packed in 64-output panels, panel-major (layout="j/64, l,
 # j%64", docs/schedules.md): a thread's panel is contiguous, its rows 256
@@ -256,14 +262,14 @@ NT = 4  # nodes per register tile (NT x 4 accumulators of 16 lanes)
 # weights so packed: every tiled weight, none measured slower (old/new
 # time, `ravel run --random 3|4 --time --threads 1`, 6 interleaved pairs:
 # TreeLSTM 1.08-2.75, LSTM 1.17-1.29, GRU 1.01-1.17, TreeGRU 1.01-1.10,
-# DAG-RNN 0.99-1.19, the larger at H = 512). TreeFC's stacked weight WT is
-# a stage stored in panels by its own definition.
+# DAG-RNN 0.99-1.19, the larger at H = 512).
 PANELS = {
     "treegru": {"W_z", "W_h", "U_z", "U_h", "U_r"},
     "treelstm": {"W_iou", "U_iou", "U_f"},
     "dagrnn": {"U", "W"},
     "lstm": {"W_ih", "W_hh"},
     "gru": {"W_ih", "W_hh"},
+    "treefc": {"Wl", "Wr"},
 }
 _panels = set()  # PANELS[model] while render() writes it
 
@@ -274,15 +280,17 @@ def panels(layout, j):
     return "%s/64, %s, %s%%64" % (j, ", ".join(red), j)
 
 
-def tile(stage, j, red, weight=None, layout=None, at=()):
+def tile(stage, j, red, weight=None, layout=None, at=(), nt=NT, fold=()):
     """The register-tiled product `stage` over nodes n, outputs j, reduction
-    axes red (the reduction loops outermost in the tile, in this order)."""
+    axes red (the reduction loops outermost in the tile, in this order),
+    weight one weight's name or a tuple of names packed alike, nt nodes
+    per tile. fold: reduction axes of constant extent put outside red and
+    unrolled, so that a select on them (a weight per child) folds."""
     acc = stage + "_acc"
     out = "schedule %s {\n" % stage
-    if weight:
-        if weight in _panels:
-            layout = panels(layout, j)
-        out += "    %s_pk = cache_read(%s, layout=\"%s\")\n" % (weight, weight, layout)
+    for w in (weight,) if isinstance(weight, str) else weight or ():
+        wl = panels(layout, j) if w in _panels else layout
+        out += "    %s_pk = cache_read(%s, layout=\"%s\")\n" % (w, w, wl)
     out += ("    {acc} = cache_write({s})\n"
             "    no, ni = split(n, {nt})\n"
             "    {j}o, {j}i = split({j}, 64)\n"
@@ -290,18 +298,20 @@ def tile(stage, j, red, weight=None, layout=None, at=()):
             "    parallel({j}o)\n"
             "    {j}w, {j}l = split({j}i, 16)\n"
             "    vectorize({j}l)\n"
-            "    compute_at({acc}, no)\n").format(acc=acc, s=stage, nt=NT, j=j)
+            "    compute_at({acc}, no)\n").format(acc=acc, s=stage, nt=nt, j=j)
     for a in at:
         out += "    compute_at(%s, no)\n" % a
     out += "}}\nschedule {acc} {{\n".format(acc=acc).replace("{{", "{").replace("}}", "}")
-    red_n = red[:1] + ["n"] + red[1:]  # extents that depend on n stay inside it
+    red_n = list(fold) + red[:1] + ["n"] + red[1:]  # extents that depend on n stay inside it
     out += ("    {j}v2, {j}v = split({j}, 16)\n"
             "    reorder({order}, {j}v2, {j}v)\n"
+            "{fold}"
             "    unroll(n)\n"
             "{child}"
             "    unroll({j}v2)\n"
             "    vectorize({j}v)\n"
             "}}\n").format(j=j, order=", ".join(red_n),
+                           fold="".join("    unroll(%s)\n" % a for a in fold),
                            child="".join("    unroll(%s)\n" % a for a in red[1:])).replace("}}", "}")
     return out
 
@@ -387,9 +397,8 @@ GROUP = "schedule R {\n    dynamic_batch()\n    specialize()\n}\n"
 
 SCHEDULES = {
     "treefc": lambda H: (
-        "schedule WT {\n    jo, ji = split(j, 16)\n    iw, iv = split(ii, 16)\n"
-        "    reorder(io, k, jo, iw, ji, iv)\n    unroll(ji)\n    vectorize(iv)\n}\n" + GROUP
-        + CHILDREN.format(H=H) + tile("z", "i", ["j"], at=["hc"]) + vec("h")),
+        GROUP + CHILDREN.format(H=H)
+        + tile("h", "i", ["j"], ("Wl", "Wr"), "j, i", at=["hc"], nt=NT_FC, fold=["k"])),
     "treernn": lambda H: GROUP + vec("h"),
     "treegru": lambda H: (
         GROUP + vec("hs") + vec("x", "j")

@@ -263,18 +263,29 @@ bool lower_group_reads(const LowerCtx *c, const Recurse *g, const Stage *st) {
     return false;
 }
 
-/* A cache_write stage computed inside a member (a register tile) whose
- * reader's specialized bodies no longer read it is not computed: at the
- * leaves, MV-RNN's A is its leaf branch and its tile of the internal
- * nodes' product has no reader, so nothing would bound its region, which
- * would then span every node at every leaf. */
-static void drop_unread_caches(LowerCtx *c, const Recurse *g) {
+/* A stage computed inside a member whose reader's specialized bodies no
+ * longer read it is not computed: a cache_write stage (a register tile:
+ * at the leaves, MV-RNN's A is its leaf branch and its tile of the
+ * internal nodes' product has no reader), or a member read only at its
+ * own node (needed[i] false: TreeFC's children's states hc, at the tile
+ * of its product h, whose leaf branch reads none). Nothing would bound
+ * its region, which would then span every node at every leaf tile. */
+static bool dropped_kind(const Recurse *g, const Stage *q, const bool *needed) {
+    if (q->kind == STAGE_CACHE_WRITE)
+        return true;
+    for (int i = 0; i < g->members.len; i++)
+        if (g->members.data[i] == q->t)
+            return !needed[i];
+    return false;
+}
+
+static void drop_unread_caches(LowerCtx *c, const Recurse *g, const bool *needed) {
     bool changed = true;
     while (changed) {
         changed = false;
         for (int k = 0; k < c->s->stages.len; k++) {
             Stage *q = c->s->stages.data[k];
-            if (q->kind != STAGE_CACHE_WRITE || q->attach != ATTACH_AT ||
+            if (q->attach != ATTACH_AT || !dropped_kind(g, q, needed) ||
                 !sched_stage_in_group(q, g) || ptrmap_has(&c->unread, q) ||
                 ptrmap_has(&c->hoisted, q))
                 continue;
@@ -313,7 +324,7 @@ Stmt *lower_recurse_members(LowerCtx *c, Recurse *g, Expr *first, Expr *count, i
     if (spec == 1)
         lower_leaf_fold(c, g, needed, mode); /* leaf.c: node-independent leaf values */
     if (spec)
-        drop_unread_caches(c, g);
+        drop_unread_caches(c, g, needed);
     Stmt *body = NULL;
     bool ok = true;
     for (int i = 0; i < g->members.len && ok; i++) {

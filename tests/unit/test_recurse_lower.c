@@ -1057,6 +1057,43 @@ static void test_leaf_unread_tile(void) {
     rv_module_free(m);
 }
 
+/* A member read only at its own node and computed at another member's
+ * tile of nodes (TreeFC's children's states hc, at the tile of h, whose
+ * register tile holds tanh's sum) is not computed at the leaves, whose
+ * body does not read it: nothing bounds its region there, and it was
+ * copied for all N nodes at every leaf tile (a call at batch 10 ran 100x
+ * longer); at the internal nodes it is the tile's local buffer. */
+static void test_leaf_unread_member(void) {
+    static const char text[] =
+        "size N in 1..100\nsize B in 1..10\n"
+        "structure T : tree(N, 2) {\n    children child, nchild\n    roots root[s < B]\n"
+        "    data word in 0..99\n}\n"
+        "input E : f32[100, 32]\ninput W : f32[32, 64]\n"
+        "recurse R over T {\n"
+        "    hc[n, j < 64] = if j / 32 < nchild[n] then h[child[n, j / 32], j % 32] else 0.0\n"
+        "    h[n, i < 32] = if nchild[n] > 0 then tanh(sum(j < 64) W[i, j] * hc[n, j])\n"
+        "        else E[word[n], i]\n"
+        "}\n";
+    const char *sched[] = {"R", "dynamic_batch()\nspecialize()",
+                           "h", "h_acc = cache_write(h)\nno, ni = split(n, 4)\n"
+                                "io, ii = split(i, 16)\nreorder(io, no, ni, ii)\n"
+                                "compute_at(h_acc, no)\ncompute_at(hc, no)",
+                           NULL};
+    for (int leaves = 1; leaves >= 0; leaves--) {
+        rv_module *m = NULL;
+        CHECK_EQ_INT(rv_module_parse("member.rv", text, &m), RV_OK);
+        char *t = m ? kernel_text(m, sched, leaves) : NULL;
+        const char *inner = t ? strstr(t, "for b in") : NULL;
+        bool ok = leaves ? t && strstr(t, "E{") && !strstr(t, "hc")
+                         : inner && strstr(inner, "allocate hc") && strstr(inner, "h_acc");
+        CHECK(ok);
+        if (t && !ok)
+            fprintf(stderr, "%s\n", t);
+        base_free(t);
+        rv_module_free(m);
+    }
+}
+
 /* The register tile of a conditional member (cache_write moves the sum of
  * its then-branch, added under the member's condition) is specialized with
  * its member: at the leaves a leaf-only input product (TreeLSTM's W_iou x)
@@ -1461,6 +1498,7 @@ int main(void) {
     RUN(test_tile_condition_specialized);
     RUN(test_unroll_computed_by_the_run);
     RUN(test_linear_checks_once);
+    RUN(test_leaf_unread_member);
     char cmd[PATH_MAX + 16];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", cache_dir);
     if (system(cmd) != 0)
