@@ -61,7 +61,10 @@
  * SPECIALIZED LEAVES. A few small, frequent measured shapes (spec_shapes)
  * also have their best candidates measured compiled for that shape alone,
  * its sizes constants (rv_dispatch.variant_sizes: no tails, constant
- * extents, as a kernel written for one shape); where one beats the tree's
+ * extents, as a kernel written for one shape), and the best of the
+ * leaf's own space: candidates the checker accepts only at those
+ * constant sizes (space.c's tune_space_add_leaf: a tile padded over j
+ * where j's extent is a multiple of it); where one beats the tree's
  * kernel there, the shape gets it as a leaf of its own, which the
  * dispatcher tests for exactly, ahead of the tree (docs/tuning.md).
  *
