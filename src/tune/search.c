@@ -61,7 +61,10 @@
  * SPECIALIZED LEAVES. A few small, frequent measured shapes (spec_shapes)
  * also have their best candidates measured compiled for that shape alone,
  * its sizes constants (rv_dispatch.variant_sizes: no tails, constant
- * extents, as a kernel written for one shape); where one beats the tree's
+ * extents, as a kernel written for one shape), and the best of the
+ * leaf's own space: candidates the checker accepts only at those
+ * constant sizes (space.c's tune_space_add_leaf: a tile padded over j
+ * where j's extent is a multiple of it); where one beats the tree's
  * kernel there, the shape gets it as a leaf of its own, which the
  * dispatcher tests for exactly, ahead of the tree (docs/tuning.md).
  *
@@ -82,6 +85,17 @@
 #include "runtime/program.h"
 #include "tune/tune.h"
 
+enum { LEAF_LEGAL = 1, LEAF_SEED = 2 }; /* Tuner.leaf_legal */
+
+/* A specialized record of a schedule not in the generic space (legal
+ * only at its shape): matched once the leaf's space at the shape is
+ * built (leaf_space). g: GFLOP/s, -1 failed, 0 not to be used (stale). */
+typedef struct LeafRecord {
+    char *trace;
+    int s;
+    double g;
+} LeafRecord;
+
 typedef struct Tuner {
     rv_module *m;
     const TuneOptions *o;
@@ -97,7 +111,12 @@ typedef struct Tuner {
     double *gflop;     /* useful GFLOP per shape */
     signed char *ok;   /* per candidate: 1 verified, -1 wrong or failed, 0 not yet */
     double *meas;      /* [c * ns + s]: GFLOP/s measured; 0 not measured, -1 failed */
-    double *smeas;     /* the same of c compiled for shape s alone (specialized) */
+    double *smeas;     /* the same of c compiled for shape s alone (specialized); c
+                        * counts the leaves' candidates too (sp.cands[sp.len..]) */
+    unsigned char *leaf_legal; /* [(c - sp.len) * ns + s]: leaf candidate c at s: 0 not
+                                * legal, LEAF_LEGAL, LEAF_SEED (a known-good sketch there) */
+    LeafRecord *leaf_recs; /* records of candidates only the leaves' spaces hold */
+    int nleaf_recs;
     bool *stale;       /* [c * ns + s]: meas is a record of another code generator */
     unsigned char *nmeas; /* [c * ns + s]: times of this code generator, meas their best */
     double *best;      /* per shape: the best measured GFLOP/s */
@@ -1057,25 +1076,33 @@ static rv_variant_sizes shape_at(const Tuner *t, int s) {
  * candidates to specialize are its best measured, which a resumed run
  * and `ravel build --records` find again in the records, where a
  * prediction would depend on the model's history), ranked by weight
- * (--shapes), then smaller work first. Ragged rows and a recursion's
- * levels are dispatched on a quantity, not on sizes alone: none. */
+ * (--shapes), then, where j's extent is a size, the shapes whose columns
+ * are whole vectors (only there does a leaf's own space hold what the
+ * generic one refuses: a tile padded over j, tune_space_add_leaf), then
+ * smaller work first. Ragged rows and a recursion's levels are
+ * dispatched on a quantity, not on sizes alone: none. */
 static int spec_shapes(const Tuner *t, int *out, int max) {
     if (t->sp.stage.rows_uf || t->sp.stage.group ||
         rv_module_num_sizes(t->m) > RV_DISPATCH_MAX_CONDS)
         return 0;
     int n = 0;
+    bool *whole = base_xcalloc((size_t)t->ns, sizeof *whole);
     for (int s = 0; s < t->ns; s++) {
         double batch, rows, cols, red;
         tune_stage_extents(&t->sp.stage, &t->shapes[s], &batch, &rows, &cols, &red);
         if (fmin(rows, cols) <= 4.0 * t->lanes && t->best[s] > 0)
             out[n++] = s;
+        whole[s] = t->sp.stage.n_extent == 0 && fmod(cols, t->lanes) == 0;
     }
     for (int i = 0; i < n && i < max; i++) /* selection: the best of the rest at i */
         for (int j = i + 1; j < n; j++) {
             int a = out[i], b = out[j];
-            if (t->w[b] > t->w[a] || (t->w[b] == t->w[a] && t->gflop[b] < t->gflop[a]))
+            if (t->w[b] != t->w[a] ? t->w[b] > t->w[a]
+                : whole[b] != whole[a] ? whole[b]
+                                       : t->gflop[b] < t->gflop[a])
                 out[i] = b, out[j] = a;
         }
+    base_free(whole);
     return n < max ? n : max;
 }
 
@@ -1101,18 +1128,121 @@ static int spec_cands(const Tuner *t, int s, int *out) {
     return n;
 }
 
+/* The leaf's own candidates measured per shape: legal at its constant
+ * sizes alone (tune_space_add_leaf). */
+#define SPEC_LEAF_CANDS 3
+/* The most candidates a space holds (space.c's knobs: under 400). */
+#define SPACE_MAX 1024
+
+/* Builds the space of a leaf at shape s (tune_space_add_leaf): its
+ * candidates legal at s alone are appended to t->sp (smeas grows with
+ * them) and marked legal at s, and the records resume kept aside for
+ * them at s are applied. */
+static void leaf_space(Tuner *t, int s) {
+    rv_variant_sizes at = shape_at(t, s);
+    int *legal = base_xcalloc(SPACE_MAX, sizeof *legal);
+    int before = t->sp.len + t->sp.nleaf;
+    int n = tune_space_add_leaf(t->m, t->hw, &at, &t->sp, legal, SPACE_MAX);
+    int after = t->sp.len + t->sp.nleaf;
+    if (after > before) {
+        size_t ns = (size_t)t->ns;
+        t->smeas = base_xrealloc(t->smeas, sizeof *t->smeas * (size_t)after * ns);
+        memset(&t->smeas[(size_t)before * ns], 0, sizeof *t->smeas * (size_t)(after - before) * ns);
+        t->leaf_legal = base_xrealloc(t->leaf_legal, sizeof *t->leaf_legal * (size_t)t->sp.nleaf * ns);
+        memset(&t->leaf_legal[(size_t)(before - t->sp.len) * ns], 0,
+               sizeof *t->leaf_legal * (size_t)(after - before) * ns);
+    }
+    for (int k = 0; k < n; k++) {
+        int c = legal[k];
+        t->leaf_legal[(c - t->sp.len) * t->ns + s] = t->sp.cands[c].seed ? LEAF_SEED : LEAF_LEGAL;
+        for (int i = 0; i < t->nleaf_recs; i++) {
+            LeafRecord *r = &t->leaf_recs[i];
+            if (r->s != s || strcmp(r->trace, t->sp.cands[c].sched) != 0)
+                continue;
+            t->smeas[c * t->ns + s] = r->g;
+            t->res->spec_reused += r->g != 0;
+            r->s = -1; /* applied */
+        }
+    }
+    base_free(legal);
+}
+
+/* The leaves' spaces at the shapes that may get a leaf: every such shape
+ * in a tuning run (spec_measure measures their best), those with records
+ * of a leaf's own candidate in a replay (nothing is measured there). */
+static void leaf_spaces(Tuner *t) {
+    int *shapes = base_xcalloc((size_t)t->ns + 1, sizeof *shapes);
+    int nsh = spec_shapes(t, shapes, spec_count(t));
+    for (int i = 0; i < nsh; i++) {
+        bool recorded = false;
+        for (int k = 0; k < t->nleaf_recs; k++)
+            recorded |= t->leaf_recs[k].s == shapes[i];
+        if (!t->o->replay || recorded)
+            leaf_space(t, shapes[i]);
+    }
+    base_free(shapes);
+}
+
+/* How a candidate of a leaf's own space stands at s before it is
+ * measured: the best time at s of the verified generic candidates
+ * nearest it (its template, the fewest knobs differing: the padded tile
+ * is judged by the unpadded one measured there); 0 where none was. */
+static double leaf_standing(const Tuner *t, int c, int s) {
+    const TuneCand *x = &t->sp.cands[c];
+    int nearest = TUNE_NPARAMS + 1;
+    double g = 0;
+    for (int q = 0; q < t->sp.len; q++) {
+        const TuneCand *y = &t->sp.cands[q];
+        double m = t->meas[q * t->ns + s];
+        if (y->tmpl != x->tmpl || t->ok[q] <= 0 || m <= 0)
+            continue;
+        int d = 0;
+        for (int k = 0; k < TUNE_NPARAMS; k++)
+            d += y->p[k] != x->p[k];
+        if (d < nearest || (d == nearest && m > g))
+            nearest = d, g = m;
+    }
+    return g;
+}
+
+/* The leaf's own candidates to measure at s (legal there alone), into
+ * out (at most SPEC_LEAF_CANDS); how many: the best standing first
+ * (leaf_standing), a known-good sketch of the leaf's space first among
+ * equals. */
+static int spec_leaf_cands(const Tuner *t, int s, int *out) {
+    int n = 0;
+    double stand[SPEC_LEAF_CANDS];
+    for (int c = t->sp.len; c < t->sp.len + t->sp.nleaf; c++) {
+        unsigned char at = t->leaf_legal[(c - t->sp.len) * t->ns + s];
+        if (at == 0)
+            continue;
+        /* a sketch ahead of an equal standing: a hair more */
+        double g = leaf_standing(t, c, s) * (at == LEAF_SEED ? 1.0 + 1e-9 : 1.0);
+        int i = n < SPEC_LEAF_CANDS ? n++ : SPEC_LEAF_CANDS;
+        for (; i > 0 && stand[i - 1] < g; i--)
+            if (i < SPEC_LEAF_CANDS)
+                out[i] = out[i - 1], stand[i] = stand[i - 1];
+        if (i < SPEC_LEAF_CANDS)
+            out[i] = c, stand[i] = g;
+    }
+    return n;
+}
+
 /* Measures, compiled for their shape alone, the best candidates of each
- * shape that may get a specialized leaf, unless the records have them:
- * the dispatcher compares those times with its kernels' (a leaf is
- * measured as it will run). One program for all of them, each variant
- * compiled for its shape; one at a time where that does not compile. */
+ * shape that may get a specialized leaf and the best of the leaf's own
+ * space (spec_leaf_cands), unless the records have them: the dispatcher
+ * compares those times with its kernels' (a leaf is measured as it will
+ * run). One program for all of them, each variant compiled for its
+ * shape; one at a time where that does not compile. */
 static void spec_measure(Tuner *t) {
     int *shapes = base_xcalloc((size_t)t->ns + 1, sizeof *shapes);
     int nsh = spec_shapes(t, shapes, spec_count(t));
-    Pair pairs[TUNE_MAX_SPEC * SPEC_CANDS];
-    int cands[TUNE_MAX_SPEC * SPEC_CANDS], n = 0;
+    enum { MAXN = TUNE_MAX_SPEC * (SPEC_CANDS + SPEC_LEAF_CANDS) };
+    Pair pairs[MAXN];
+    int cands[MAXN], n = 0;
     for (int i = 0; i < nsh; i++) {
-        int cs[SPEC_CANDS], nc = spec_cands(t, shapes[i], cs);
+        int cs[SPEC_CANDS + SPEC_LEAF_CANDS], nc = spec_cands(t, shapes[i], cs);
+        nc += spec_leaf_cands(t, shapes[i], &cs[nc]);
         for (int k = 0; k < nc; k++)
             if (t->smeas[cs[k] * t->ns + shapes[i]] == 0) {
                 pairs[n] = (Pair){cs[k], shapes[i]};
@@ -1120,8 +1250,8 @@ static void spec_measure(Tuner *t) {
             }
     }
     base_free(shapes);
-    const char *sch[TUNE_MAX_SPEC * SPEC_CANDS];
-    rv_variant_sizes at[TUNE_MAX_SPEC * SPEC_CANDS];
+    const char *sch[MAXN];
+    rv_variant_sizes at[MAXN];
     for (int q = 0; q < n; q++) {
         sch[q] = t->sp.cands[cands[q]].sched;
         at[q] = shape_at(t, pairs[q].s);
@@ -1177,7 +1307,7 @@ static rv_status resume(Tuner *t) {
                 if (strcmp(r->size_names[p], var_name(t, q)) == 0)
                     v[q] = r->size_values[p], found++;
         int s = found == nsz ? find_shape(t, v) : -1;
-        if (c < 0 || s < 0)
+        if ((c < 0 && !r->spec) || s < 0)
             continue;
         bool current = tune_record_current(r);
         if (r->spec) { /* not a trial: a specialized leaf's, outside the budget */
@@ -1186,6 +1316,12 @@ static rv_status resume(Tuner *t) {
             bool use = current || t->o->replay;
             double g =
                 r->status == TUNE_STATUS_OK && r->seconds > 0 ? t->gflop[s] / r->seconds : -1;
+            if (c < 0) { /* legal at its shape alone: its leaf's space holds it */
+                t->leaf_recs = base_xrealloc(t->leaf_recs,
+                                             sizeof *t->leaf_recs * (size_t)(t->nleaf_recs + 1));
+                t->leaf_recs[t->nleaf_recs++] = (LeafRecord){base_xstrdup(r->trace), s, use ? g : 0};
+                continue;
+            }
             t->smeas[c * t->ns + s] = use ? g : 0;
             t->res->spec_reused += use;
             continue;
@@ -1316,7 +1452,7 @@ static void spec_leaves(Tuner *t) {
     int nsh = spec_shapes(t, shapes, spec_count(t));
     for (int i = 0; i < nsh && r->nvariants < TUNE_MAX_VARIANTS; i++) {
         int s = shapes[i], b = -1;
-        for (int c = 0; c < t->sp.len; c++)
+        for (int c = 0; c < t->sp.len + t->sp.nleaf; c++)
             if (t->smeas[c * t->ns + s] > 0 &&
                 (b < 0 || t->smeas[c * t->ns + s] > t->smeas[b * t->ns + s]))
                 b = c;
@@ -1784,6 +1920,10 @@ static void tuner_free(Tuner *t) {
     base_free(t->ok);
     base_free(t->meas);
     base_free(t->smeas);
+    base_free(t->leaf_legal);
+    for (int i = 0; i < t->nleaf_recs; i++)
+        base_free(t->leaf_recs[i].trace);
+    base_free(t->leaf_recs);
     base_free(t->stale);
     base_free(t->nmeas);
     base_free(t->best);
@@ -1955,6 +2095,8 @@ rv_status tune_run(rv_module *m, const char *program_text, const TuneOptions *op
     }
     if (st == RV_OK && !opt->replay)
         st = verify(&t, trials, batch);
+    if (st == RV_OK)
+        leaf_spaces(&t);
     if (st == RV_OK && !opt->replay)
         spec_measure(&t);
     if (st == RV_OK)

@@ -143,6 +143,14 @@ static rv_status member_of(const Module *m, const Tensor *t, TuneStage *out) {
                      g->name, t->name, g->name);
 }
 
+/* An extent known before run time, else 0: a constant, or an expression
+ * whose range is one value (a size narrowed to a leaf's shape:
+ * tune_space_add_leaf), so the knobs fit the leaf's columns. */
+static int64_t known_extent(const Expr *e) {
+    int64_t lo, hi;
+    return ir_int_bounds(e, &lo, &hi) && lo == hi ? lo : 0;
+}
+
 static rv_status analyze_tensor(const Module *m, const Tensor *t, TuneStage *out) {
     if (!t->op || (t->op->kind != OP_COMPUTE && t->op->kind != OP_RECURSE) || t->op->pred ||
         t->ndim < 2 || t->ndim > 6)
@@ -173,14 +181,13 @@ static rv_status analyze_tensor(const Module *m, const Tensor *t, TuneStage *out
     out->b = y->u.tensor->name;
     out->a_k_inner = read_dim_of(x, ak) == x->n - 1;
     out->b_k_inner = read_dim_of(y, ak) == y->n - 1;
-    int64_t v;
     rv_status st = ragged_rows(t, ai, aj, out);
     if (st == RV_OK)
         st = member_of(m, t, out);
     if (st != RV_OK)
         return st;
-    out->n_extent = ir_is_const_int(aj->extent, &v) ? v : 0;
-    out->k_extent = ir_is_const_int(ak->extent, &v) ? v : 0;
+    out->n_extent = known_extent(aj->extent);
+    out->k_extent = known_extent(ak->extent);
     out->dsize = rv_dtype_size(t->dtype);
     out->y = (Tensor *)t;
     out->k_expr = ak->extent;
@@ -657,8 +664,58 @@ int tune_space_neighbour(const TuneSpace *s, int c, uint64_t r) {
     return pick;
 }
 
+/* Why a space per leaf: the checker judges a schedule for every value
+ * of a size's range, so the generic space refuses a tile that is legal
+ * only at some sizes: a padded tile (pad=1) over j reads a packed B past
+ * its rows unless j's extent is a multiple of the tile (bmm_nt, N = T),
+ * which the hand-written bcast6x64_wt is where bench/ compiles it for one
+ * T. A leaf is compiled for one shape, its sizes constants, so its space
+ * is the templates' candidates that lower with every size's range
+ * narrowed to its value, as the leaf's variant is (driver/compile.c). */
+int tune_space_add_leaf(rv_module *m, const TuneHw *hw, const rv_variant_sizes *at, TuneSpace *sp,
+                        int *out, int max) {
+    int64_t lo[RV_DISPATCH_MAX_CONDS], hi[RV_DISPATCH_MAX_CONDS];
+    Size *z[RV_DISPATCH_MAX_CONDS];
+    int nat = at->nsizes < RV_DISPATCH_MAX_CONDS ? at->nsizes : RV_DISPATCH_MAX_CONDS;
+    for (int i = 0; i < nat; i++) {
+        z[i] = rv_module_size(m, at->at[i].size);
+        lo[i] = z[i]->lo, hi[i] = z[i]->hi;
+        z[i]->lo = z[i]->hi = at->at[i].value;
+    }
+    TuneSpace at_space;
+    rv_status st = tune_space_build(m, hw, &at_space);
+    for (int i = nat - 1; i >= 0; i--) /* in reverse: a size named twice gets its own back */
+        z[i]->lo = lo[i], z[i]->hi = hi[i];
+    if (st != RV_OK)
+        base_error_clear();
+    int n = 0;
+    for (int a = 0; st == RV_OK && a < at_space.len; a++) {
+        TuneCand *x = &at_space.cands[a];
+        int c = 0;
+        while (c < sp->len + sp->nleaf && strcmp(sp->cands[c].sched, x->sched) != 0)
+            c++;
+        if (c < sp->len) /* legal for every shape: the generic search's */
+            continue;
+        if (c == sp->len + sp->nleaf) {
+            if (c == sp->cap) {
+                sp->cap = sp->cap ? 2 * sp->cap : 64;
+                sp->cands = base_xrealloc(sp->cands, sizeof *sp->cands * (size_t)sp->cap);
+            }
+            sp->cands[c] = *x;
+            sp->cands[c].leaf = true;
+            x->sched = NULL; /* moved */
+            sp->nleaf++;
+        }
+        sp->cands[c].seed = x->seed; /* a known-good sketch at this shape */
+        if (n < max)
+            out[n++] = c;
+    }
+    tune_space_free(&at_space);
+    return n;
+}
+
 void tune_space_free(TuneSpace *s) {
-    for (int i = 0; i < s->len; i++)
+    for (int i = 0; i < s->len + s->nleaf; i++)
         base_free(s->cands[i].sched);
     base_free(s->cands);
     base_free(s->keep);

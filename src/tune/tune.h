@@ -304,6 +304,9 @@ typedef struct TuneCand {
                           * tile's size (tile: pack, pad, wide; stream: ku; rows: the
                           * order); candidates of one template and kind differ only in
                           * the tile's size (the verification measures every kind) */
+    bool leaf;           /* legal only where the sizes are constants (tune_space_add_leaf):
+                          * a specialized leaf's, never the generic search's; its `seed`
+                          * is of the shape of the last tune_space_add_leaf */
 } TuneCand;
 
 typedef struct TuneSpace {
@@ -312,6 +315,8 @@ typedef struct TuneSpace {
     TuneCand *cands;
     int len, cap;
     int rejected; /* candidates the schedule checker refused */
+    int nleaf;    /* candidates after len (cands[len..len+nleaf)): legal only at
+                   * some constant shape (tune_space_add_leaf) */
 } TuneSpace;
 
 /* Finds the tunable stage of m (the last computed tensor with a sum
@@ -330,6 +335,14 @@ rv_status tune_space_analyze(rv_module *m, TuneStage *out);
  * widest power-of-two row count, which pads fewer rows), each way of
  * packing B, every k block; the dot products. */
 rv_status tune_space_build(rv_module *m, const TuneHw *hw, TuneSpace *out);
+/* The space of a specialized leaf: the candidates legal where every size
+ * is the constant `at` names, which the generic space (sp->cands[0..len))
+ * lacks (a padded tile over j where j's extent is a multiple of the
+ * tile). Those not yet there are appended after the generic ones
+ * (sp->nleaf, TuneCand.leaf); the indices of those legal at `at` go to
+ * out (at most max; the order of the space); how many. */
+int tune_space_add_leaf(rv_module *m, const TuneHw *hw, const rv_variant_sizes *at, TuneSpace *sp,
+                        int *out, int max);
 /* The knobs of c as one line, e.g. "tile mr=6 nv=4 pack=1 pad=0". */
 void tune_cand_describe(const TuneCand *c, Buf *out);
 /* The index of a candidate differing from c in one knob, chosen by `r`;

@@ -57,26 +57,27 @@ static int result_dispatch(const int64_t *sizes, void *user) {
 
 /* The tuned program as it is built (ravel build --records): every variant,
  * the specialized leaves compiled for their sizes, behind the result's
- * dispatcher; at every M of the range it runs the variant the result
- * names for M (a specialized leaf exactly at its M) and matches the
- * interpreter. */
-static void check_tuned_program(rv_module *m, TuneResult *r) {
+ * dispatcher; at every value lo..hi of the one size `size` (the result's
+ * shapes, in order) it runs the variant the result names there (a
+ * specialized leaf exactly at its value) and matches the interpreter. */
+static void check_tuned_range(rv_module *m, TuneResult *r, const char *size, int64_t lo,
+                              int64_t hi) {
     rv_dispatch d = {.fn = result_dispatch, .user = r, .variant_sizes = r->variant_at};
     rv_compile_options co = {.threads = 1};
     rv_program *p = NULL;
     CHECK_EQ_INT(rv_program_compile_variants(m, r->nvariants, (const char *const *)r->variant_sched,
                                              &d, &co, &p),
                  RV_OK);
-    for (int64_t M = 1; p && M <= 9; M++) {
-        int v = tune_result_pick(r, &M, 1);
-        CHECK_EQ_INT(v, r->shape_variant[M - 1]);
-        /* a leaf is taken at its own M alone */
-        CHECK(v < r->nvariants - r->nspec || r->variant_at[v].at[0].value == M);
+    for (int64_t x = lo; p && x <= hi; x++) {
+        int v = tune_result_pick(r, &x, 1);
+        CHECK_EQ_INT(v, r->shape_variant[x - lo]);
+        /* a leaf is taken at its own value alone */
+        CHECK(v < r->nvariants - r->nspec || r->variant_at[v].at[0].value == x);
         rv_bindings *want = rv_bindings_new(m), *got = rv_bindings_new(m);
-        CHECK_EQ_INT(rv_bindings_set_size(want, "M", M), RV_OK);
-        CHECK_EQ_INT(rv_bindings_set_size(got, "M", M), RV_OK);
-        CHECK_EQ_INT(rv_bindings_randomize(want, (uint64_t)M), RV_OK);
-        CHECK_EQ_INT(rv_bindings_randomize(got, (uint64_t)M), RV_OK);
+        CHECK_EQ_INT(rv_bindings_set_size(want, size, x), RV_OK);
+        CHECK_EQ_INT(rv_bindings_set_size(got, size, x), RV_OK);
+        CHECK_EQ_INT(rv_bindings_randomize(want, (uint64_t)x), RV_OK);
+        CHECK_EQ_INT(rv_bindings_randomize(got, (uint64_t)x), RV_OK);
         CHECK_EQ_INT(rv_interp_run(m, want), RV_OK);
         CHECK_EQ_INT(rv_program_run(p, got), RV_OK);
         CHECK_EQ_INT(rv_program_last_variant(p), v);
@@ -85,6 +86,11 @@ static void check_tuned_program(rv_module *m, TuneResult *r) {
         rv_bindings_free(want);
     }
     rv_program_free(p);
+}
+
+/* The tiny program tuned over M = 1..9 (check_tuned_range). */
+static void check_tuned_program(rv_module *m, TuneResult *r) {
+    check_tuned_range(m, r, "M", 1, 9);
 }
 
 /* Each record's (trace, shape) once. */
@@ -1053,6 +1059,148 @@ static void test_kinds_at_anchors(void) {
     rv_module_free(m);
 }
 
+/* ---- a leaf's own space ---- */
+
+/* A tiny batch_matmul NT: W's rows are T, so a tile padded over j reads
+ * W's packed copy past its rows unless T is a multiple of the tile's
+ * width (16 lanes of AVX-512, 8 of AVX2: T = 16 is one either way). */
+static const char *tiny_nt = "size T in 15..16\n"
+                             "input X : f32[2, T, 16]\n"
+                             "input W : f32[2, T, 16]\n"
+                             "Y[b, i, j] = sum(k < 16) X[b, i, k] * W[b, j, k]\n";
+
+/* Whether `sched` is a candidate of the generic space (sp.cands[0..len)). */
+static bool in_generic(const TuneSpace *sp, const char *sched) {
+    for (int c = 0; c < sp->len; c++)
+        if (strcmp(sp->cands[c].sched, sched) == 0)
+            return true;
+    return false;
+}
+
+/* A tuning run with leaves at T = 15 and 16 measures, at T = 16, a
+ * candidate of the leaf's own space (legal only where T is a constant
+ * multiple of its tile: not in the generic space), checked against the
+ * interpreter (recorded ok, nothing wrong); whatever timing decides, the
+ * tuned program is right at both T; a resumed run measures nothing and
+ * finds the leaf's records again. */
+static void test_leaf_own_space_tuned(void) {
+    rv_module *m = NULL;
+    CHECK_EQ_INT(rv_module_parse("tiny_nt.rv", tiny_nt, &m), RV_OK);
+    char path[160];
+    snprintf(path, sizeof path, "%s/leaf_space.jsonl", dir);
+    TuneOptions o = options(8);
+    o.records = path;
+    o.specialize = 2;
+    TuneResult r;
+    CHECK_EQ_INT(tune_run(m, tiny_nt, &o, &r), RV_OK);
+    CHECK_EQ_INT(r.wrong, 0);
+    CHECK_EQ_INT(r.failed, 0);
+    check_tuned_range(m, &r, "T", 15, 16);
+    int spec_measured = r.spec_measured, nspec = r.nspec;
+    tune_result_free(&r);
+    TuneSpace sp;
+    CHECK_EQ_INT(tune_space_build(m, tune_hw(), &sp), RV_OK);
+    TuneRecords rs;
+    tune_records_init(&rs);
+    CHECK_EQ_INT(tune_records_load(path, &rs), RV_OK);
+    int own = 0;
+    for (int i = 0; i < rs.len; i++) {
+        bool leaf_only = !in_generic(&sp, rs.data[i].trace);
+        CHECK(!leaf_only || rs.data[i].spec); /* the generic search never tries one */
+        if (leaf_only && rs.data[i].size_values[0] == 16 && rs.data[i].status == TUNE_STATUS_OK)
+            own++;
+    }
+    CHECK(own >= 1);
+    tune_records_free(&rs);
+    tune_space_free(&sp);
+
+    CHECK_EQ_INT(tune_run(m, tiny_nt, &o, &r), RV_OK);
+    CHECK_EQ_INT(r.measured, 0);
+    CHECK_EQ_INT(r.spec_measured, 0);
+    CHECK_EQ_INT(r.spec_reused, spec_measured);
+    CHECK_EQ_INT(r.nspec, nspec);
+    tune_result_free(&r);
+    rv_module_free(m);
+}
+
+/* Records (replayed) where a padded tile of the leaf's own space at
+ * T = 16 (refused by the generic space) is 10x faster there than the
+ * generic kernel: T = 16 gets it as its leaf, compiled for T = 16, and
+ * the program is right at T = 15 and 16. */
+static void test_leaf_own_space_replayed(void) {
+    rv_module *m = NULL;
+    CHECK_EQ_INT(rv_module_parse("tiny_nt.rv", tiny_nt, &m), RV_OK);
+    TuneSpace sp;
+    CHECK_EQ_INT(tune_space_build(m, tune_hw(), &sp), RV_OK);
+    int g = 0;
+    while (g < sp.len && !sp.cands[g].seed)
+        g++;
+    rv_variant_sizes at = {.nsizes = 1, .at = {{"T", 16}}};
+    int legal[1024], n = tune_space_add_leaf(m, tune_hw(), &at, &sp, legal, 1024), c = -1;
+    for (int k = 0; k < n && c < 0; k++)
+        if (sp.cands[legal[k]].tmpl == TUNE_T_TILE && sp.cands[legal[k]].p[3])
+            c = legal[k];
+    CHECK(g < sp.len && c >= sp.len && !in_generic(&sp, sp.cands[c < 0 ? 0 : c].sched));
+    if (g >= sp.len || c < 0) {
+        tune_space_free(&sp);
+        rv_module_free(m);
+        return;
+    }
+    char path[160], hex[17];
+    snprintf(path, sizeof path, "%s/leaf_own.jsonl", dir);
+    hash_hex(hash_str(tiny_nt), hex);
+    Buf machine = {0};
+    tune_hw_machine_id(tune_hw(), &machine);
+    const char *names[] = {"T"};
+    int64_t sixteen = 16;
+    for (int64_t T = 15; T <= 16; T++) {
+        TuneRecord gen = {.program = hex,
+                          .machine = buf_str(&machine),
+                          .trace = sp.cands[g].sched,
+                          .nsizes = 1,
+                          .size_names = names,
+                          .size_values = &T,
+                          .seconds = 1e-5,
+                          .status = TUNE_STATUS_OK,
+                          .threads = 1,
+                          .codegen = tune_codegen_version()};
+        CHECK_EQ_INT(tune_record_append(path, &gen), RV_OK);
+    }
+    TuneRecord fast = {.program = hex,
+                       .machine = buf_str(&machine),
+                       .trace = sp.cands[c].sched,
+                       .nsizes = 1,
+                       .size_names = names,
+                       .size_values = &sixteen,
+                       .seconds = 1e-6,
+                       .status = TUNE_STATUS_OK,
+                       .threads = 1,
+                       .spec = true,
+                       .codegen = tune_codegen_version()};
+    CHECK_EQ_INT(tune_record_append(path, &fast), RV_OK);
+    TuneOptions o = options(0);
+    o.records = path;
+    o.replay = true;
+    o.specialize = 0;
+    TuneResult r;
+    CHECK_EQ_INT(tune_run(m, tiny_nt, &o, &r), RV_OK);
+    CHECK_EQ_INT(r.spec_reused, 1);
+    CHECK_EQ_INT(r.nspec, 1);
+    if (r.nspec == 1) {
+        int v = r.nvariants - 1;
+        CHECK_EQ_INT((int)r.variant_at[v].at[0].value, 16);
+        CHECK(strcmp(r.variant_sched[v], sp.cands[c].sched) == 0);
+        CHECK_STR_CONTAINS(r.variant_desc[v], "pad=1");
+        int64_t T = 16;
+        CHECK_EQ_INT(tune_result_pick(&r, &T, 1), v);
+        check_tuned_range(m, &r, "T", 15, 16);
+    }
+    tune_result_free(&r);
+    buf_free(&machine);
+    tune_space_free(&sp);
+    rv_module_free(m);
+}
+
 int main(void) {
     CHECK(mkdtemp(dir) != NULL);
     snprintf(records, sizeof records, "%s/records.jsonl", dir);
@@ -1080,6 +1228,8 @@ int main(void) {
     RUN(test_kinds_at_anchors);
     RUN(test_stale_records_retimed);
     RUN(test_close_call_timed_twice);
+    RUN(test_leaf_own_space_tuned);
+    RUN(test_leaf_own_space_replayed);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     CHECK_EQ_INT(system(cmd), 0);

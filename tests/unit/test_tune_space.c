@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "harness.h"
+#include "ir/ir.h"
 #include "tune/tune.h"
 
 /* A machine with AVX-512's vectors and registers and two cores, so the
@@ -75,16 +76,22 @@ static void test_analyze(void) {
 }
 
 /* The candidate with these knobs, or -1. */
-static int find_cand(const TuneSpace *sp, const char *knobs) {
-    for (int i = 0; i < sp->len; i++) {
+/* The position k among the candidates idx[0..n) (idx NULL: 0..n-1) of
+ * the one with these knobs; -1. */
+static int find_in(const TuneSpace *sp, const int *idx, int n, const char *knobs) {
+    for (int k = 0; k < n; k++) {
         Buf b = {0};
-        tune_cand_describe(&sp->cands[i], &b);
+        tune_cand_describe(&sp->cands[idx ? idx[k] : k], &b);
         bool eq = strcmp(buf_str(&b), knobs) == 0;
         buf_free(&b);
         if (eq)
-            return i;
+            return k;
     }
     return -1;
+}
+
+static int find_cand(const TuneSpace *sp, const char *knobs) {
+    return find_in(sp, NULL, sp->len, knobs);
 }
 
 /* Each hand-written schedule of bench/programs that reaches the vendor
@@ -307,6 +314,17 @@ static void test_producers_inside(void) {
     rv_module_free(m);
 }
 
+/* bench/tune/bmm_nt.rv and its space on the AVX-512 machine; false when
+ * it does not load. */
+static bool bmm_nt_space(rv_module **m, TuneSpace *sp) {
+    *m = NULL;
+    CHECK_EQ_INT(rv_module_load("bench/tune/bmm_nt.rv", m), RV_OK);
+    if (!*m)
+        return false;
+    CHECK_EQ_INT(tune_space_build(*m, &avx512, sp), RV_OK);
+    return true;
+}
+
 /* A kind of known-good sketch the checker refuses as written gets its
  * nearest legal form: bench/tune/bmm_nt.rv's rows of W are T, so the
  * padded tile over W transposed in blocks (bmm_nt_bcast6x64_wt.rv at
@@ -314,16 +332,53 @@ static void test_producers_inside(void) {
  * the sketch of that kind. */
 static void test_refused_sketch_unpadded(void) {
     rv_module *m = NULL;
-    CHECK_EQ_INT(rv_module_load("bench/tune/bmm_nt.rv", &m), RV_OK);
-    if (!m)
-        return;
     TuneSpace sp;
-    CHECK_EQ_INT(tune_space_build(m, &avx512, &sp), RV_OK);
+    if (!bmm_nt_space(&m, &sp))
+        return;
     CHECK(find_cand(&sp, "tile mr=6 nv=4 pack=2 pad=1 wide=1") < 0);
     int c = find_cand(&sp, "tile mr=6 nv=4 pack=2 pad=0 wide=1");
     CHECK(c >= 0 && sp.cands[c].seed);
     int d = find_cand(&sp, "tile mr=6 nv=4 pack=2 pad=0 wide=0");
     CHECK(d >= 0 && !sp.cands[d].seed);
+    tune_space_free(&sp);
+    rv_module_free(m);
+}
+
+/* A leaf's space: at T = 64 (N = T a multiple of the 64-wide tile) the
+ * padded tile over W transposed in blocks (bmm_nt_bcast6x64_wt.rv),
+ * refused by the generic space, is legal and appended after it, marked
+ * a leaf's; at T = 24 it is not (its padded tile would read past row 24
+ * of the copy), but the 16-wide padded tile is not either, while at
+ * T = 32 the 32-wide one is. A second leaf space at T = 64 adds nothing
+ * new, returns the same candidates, and T's range is put back. */
+static void test_leaf_space(void) {
+    rv_module *m = NULL;
+    TuneSpace sp;
+    if (!bmm_nt_space(&m, &sp))
+        return;
+    int len = sp.len, out[1024];
+    rv_variant_sizes at = {.nsizes = 1, .at = {{"T", 64}}};
+    int n = tune_space_add_leaf(m, &avx512, &at, &sp, out, 1024);
+    CHECK(n > 0 && sp.len == len && sp.nleaf == n);
+    int k = find_in(&sp, out, n, "tile mr=6 nv=4 pack=2 pad=1 wide=1");
+    CHECK(k >= 0 && out[k] >= len && sp.cands[out[k]].leaf);
+    for (int q = 0; q < n; q++) /* none of them is in the generic space */
+        for (int c = 0; c < len; c++)
+            CHECK(strcmp(sp.cands[c].sched, sp.cands[out[q]].sched) != 0);
+    int again[1024], nleaf = sp.nleaf;
+    CHECK_EQ_INT(tune_space_add_leaf(m, &avx512, &at, &sp, again, 1024), n);
+    CHECK(sp.nleaf == nleaf && memcmp(again, out, sizeof *out * (size_t)n) == 0);
+    rv_size *T = rv_module_size(m, "T");
+    CHECK(T && T->lo == 1 && T->hi == 128);
+
+    at.at[0].value = 24;
+    n = tune_space_add_leaf(m, &avx512, &at, &sp, out, 1024);
+    CHECK(find_in(&sp, out, n, "tile mr=6 nv=4 pack=2 pad=1 wide=1") < 0);
+    CHECK(find_in(&sp, out, n, "tile mr=6 nv=1 pack=2 pad=1 wide=1") < 0);
+    at.at[0].value = 32;
+    n = tune_space_add_leaf(m, &avx512, &at, &sp, out, 1024);
+    CHECK(find_in(&sp, out, n, "tile mr=6 nv=2 pack=2 pad=1 wide=1") >= 0);
+    CHECK(find_in(&sp, out, n, "tile mr=6 nv=4 pack=2 pad=1 wide=1") < 0);
     tune_space_free(&sp);
     rv_module_free(m);
 }
@@ -337,5 +392,6 @@ int main(void) {
     RUN(test_features);
     RUN(test_producers_inside);
     RUN(test_refused_sketch_unpadded);
+    RUN(test_leaf_space);
     return harness_report();
 }
