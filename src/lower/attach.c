@@ -201,6 +201,8 @@ static bool kept_pack(const StageNest *n, const Stage *p, Expr *const *origin,
  * loop may run no iteration, in which case no block is copied: the pack
  * then reports in its flag which runs filled it (lower_attach_one).
  * *first and *own are NULL when there is no such loop. */
+enum { KEPT_MAX_LOOPS = 64 }; /* (kept_block's loops around a pack) */
+
 static Expr *kept_block(LowerCtx *c, StageNest *n, const Stage *p, Expr *const *origin,
                         Expr *const *ext, const Expr *size, int64_t *nblocks,
                         Expr **first, Expr **own) {
@@ -219,17 +221,28 @@ static Expr *kept_block(LowerCtx *c, StageNest *n, const Stage *p, Expr *const *
     bool tail = false;
     int64_t iters = 1;
     bool found = false;
+    const Axis *outer[KEPT_MAX_LOOPS]; /* the loop variables outside l */
+    int nouter = 0;
     for (int i = 0; i < r->leaves.len && !found; i++) {
         const IterVar *l = r->leaves.data[i];
         Expr *e = lower_iv_extent_over(c, n, l, NULL), *x = lower_iv_value(c, n, l);
-        if (!e || !x)
+        if (!e || !x || nouter == KEPT_MAX_LOOPS)
             return NULL;
         found = l == p->at_iv;
+        if (x->kind == EX_VAR)
+            outer[nouter++] = x->u.axis;
         if (!ir_is_const_int(e, &v)) {
             /* (parallel, two threads would copy one block, or read it
              * before the first iteration copied it) */
             if (l->kind != LOOP_SERIAL || found)
                 return NULL;
+            /* (an extent that varies with an outer loop may be 0 at that
+             * loop's first iteration and not at a later one: iteration 0
+             * of every loop would never run and nothing would copy the
+             * pack: `tb < len[b]/48` inside `b`) */
+            for (int o = 0; o < nouter - (x->kind == EX_VAR); o++)
+                if (ir_uses_axis(e, outer[o]))
+                    return NULL;
             Expr *at0 = ir_binary(m, EX_EQ, x, ir_int(m, 0));
             /* (a value, not a loop: a partitioned last tile, whose own
              * pack is copied there) */
