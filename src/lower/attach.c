@@ -193,15 +193,19 @@ static bool kept_pack(const StageNest *n, const Stage *p, Expr *const *origin,
  * around the panels: every panel is read once per block) is left out of
  * L: the proof of the origin then shows that the blocks do not depend on
  * it, so its iterations copy the same blocks again. *first is the test of
- * its first iteration (value 0; true in a partitioned last tile, where it
- * is a value and the copy of the nest has a pack of its own), the only one
- * that copies; the others read. Such a loop may run
- * no iteration, in which case no block is copied: the pack then reports
- * in its flag which runs filled it (lower_attach_one). *first is NULL when
- * there is no such loop. */
+ * its first iteration (value 0), the only one that copies; the others
+ * read. In a partitioned last tile the loop is a value (E/f: the number of
+ * full tiles before it), and *first tests it the same way when the copy
+ * of the nest shares the full tiles' pack (lower_attach_one); *own is the
+ * test for a copy with a pack of its own (true for such a value). Such a
+ * loop may run no iteration, in which case no block is copied: the pack
+ * then reports in its flag which runs filled it (lower_attach_one).
+ * *first and *own are NULL when there is no such loop. */
+enum { KEPT_MAX_LOOPS = 64 }; /* (kept_block's loops around a pack) */
+
 static Expr *kept_block(LowerCtx *c, StageNest *n, const Stage *p, Expr *const *origin,
                         Expr *const *ext, const Expr *size, int64_t *nblocks,
-                        Expr **first) {
+                        Expr **first, Expr **own) {
     Module *m = c->m;
     const Stage *r = n->st;
     int64_t v;
@@ -213,24 +217,39 @@ static Expr *kept_block(LowerCtx *c, StageNest *n, const Stage *p, Expr *const *
      * origin, which a split layout's panel division would not keep) */
     if (p->panels)
         return NULL;
-    Expr *L = ir_int(m, 0), *once = NULL;
+    Expr *L = ir_int(m, 0), *once = NULL, *mine = NULL;
+    bool tail = false;
     int64_t iters = 1;
     bool found = false;
+    const Axis *outer[KEPT_MAX_LOOPS]; /* the loop variables outside l */
+    int nouter = 0;
     for (int i = 0; i < r->leaves.len && !found; i++) {
         const IterVar *l = r->leaves.data[i];
         Expr *e = lower_iv_extent_over(c, n, l, NULL), *x = lower_iv_value(c, n, l);
-        if (!e || !x)
+        if (!e || !x || nouter == KEPT_MAX_LOOPS)
             return NULL;
         found = l == p->at_iv;
+        if (x->kind == EX_VAR)
+            outer[nouter++] = x->u.axis;
         if (!ir_is_const_int(e, &v)) {
             /* (parallel, two threads would copy one block, or read it
              * before the first iteration copied it) */
             if (l->kind != LOOP_SERIAL || found)
                 return NULL;
-            /* (a value, not a loop: a partitioned last tile, whose copy
-             * of the nest has a pack of its own, copied there) */
-            Expr *at0 = x->kind == EX_VAR ? ir_binary(m, EX_EQ, x, ir_int(m, 0)) : ir_bool(m, true);
+            /* (an extent that varies with an outer loop may be 0 at that
+             * loop's first iteration and not at a later one: iteration 0
+             * of every loop would never run and nothing would copy the
+             * pack: `tb < len[b]/48` inside `b`) */
+            for (int o = 0; o < nouter - (x->kind == EX_VAR); o++)
+                if (ir_uses_axis(e, outer[o]))
+                    return NULL;
+            Expr *at0 = ir_binary(m, EX_EQ, x, ir_int(m, 0));
+            /* (a value, not a loop: a partitioned last tile, whose own
+             * pack is copied there) */
+            Expr *own0 = x->kind == EX_VAR ? at0 : ir_bool(m, true);
+            tail |= x->kind != EX_VAR;
             once = once ? ir_binary(m, EX_AND, once, at0) : at0;
+            mine = mine ? ir_binary(m, EX_AND, mine, own0) : own0;
             continue;
         }
         if (v < 1 || iters > INT64_MAX / v)
@@ -270,6 +289,7 @@ static Expr *kept_block(LowerCtx *c, StageNest *n, const Stage *p, Expr *const *
     }
     *nblocks = blocks;
     *first = once ? lower_ctx_simp(c, once) : NULL;
+    *own = tail ? lower_ctx_simp(c, mine) : *first; /* (the same pointer: no last tile) */
     return L;
 }
 
@@ -488,8 +508,8 @@ Stmt *lower_attach_one(LowerCtx *c, StageNest *n, Stage *p, Buffer **buf_out) {
                          ? BUF_LOCAL
                          : BUF_GLOBAL;
     int64_t nblocks = 1;
-    Expr *first = NULL;
-    Expr *block = kept_block(c, n, p, origin, ext, size, &nblocks, &first);
+    Expr *first = NULL, *own = NULL;
+    Expr *block = kept_block(c, n, p, origin, ext, size, &nblocks, &first, &own);
     bool kept = block || kept_pack(n, p, origin, ext, size);
     if (kept)
         scope = BUF_PACK;
@@ -519,9 +539,33 @@ Stmt *lower_attach_one(LowerCtx *c, StageNest *n, Stage *p, Buffer **buf_out) {
             c, ir_binary(m, EX_SUB, v->lo[d0], ir_binary(m, EX_MUL, block, alloc[d0])));
         size = lower_ctx_simp(c, ir_binary(m, EX_MUL, size, ir_int(m, nblocks)));
     }
-    v->buf = ir_buffer_new(m, p->name, p->t->dtype, scope == BUF_LOCAL ? ir_int(m, elems) : size,
-                           scope);
-    if (kept) {
+    /* A pack copied in the first iteration of a loop around the blocks
+     * is the same in every copy of the nest the walk partitions (the
+     * full tiles, the last tile of a block of rows around the panels):
+     * the copies share it, the full tiles' loop copying it in its first
+     * iteration and a last tile only when that loop ran none (its value,
+     * the number of full tiles, 0), so the last tile reads the panels the
+     * full tiles packed rather than a second copy of the weights. The
+     * full tiles' copy comes first in the walk and in the kernel. */
+    const char *key = first ? pack_key(c, p, v, origin, ext, nblocks, block != NULL) : NULL;
+    KeptShare *ks = key ? ptrmap_get(&c->kept_share, p) : NULL;
+    bool shared = ks && strcmp(ks->key, key) == 0, full = own == first;
+    if (!shared)
+        first = own; /* (a pack of its own) */
+    if (shared) {
+        v->buf = ks->buf;
+    } else {
+        v->buf = ir_buffer_new(m, p->name, p->t->dtype,
+                               scope == BUF_LOCAL ? ir_int(m, elems) : size, scope);
+        if (key && !ks && full) {
+            /* (every loop around the blocks a loop: the full tiles) */
+            ks = arena_alloc(m->arena, sizeof *ks);
+            ks->key = key;
+            ks->buf = v->buf;
+            ptrmap_put(&c->kept_share, p, ks);
+        }
+    }
+    if (kept && !shared) {
         v->buf->pack_of = p->source;
         /* a pack copied in the first iteration of a loop that may run
          * none is kept only when its kernel reports it filled: not shared

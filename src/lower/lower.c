@@ -147,6 +147,7 @@ static void kernel_begin(LowerCtx *c) {
     ptrmap_free(&c->used_bufs);
     ptrmap_free(&c->axis_value);
     ptrmap_free(&c->views);
+    ptrmap_free(&c->kept_share);
     c->par_depth = 0;
     for (int i = 0; i < m->sizes.len; i++) {
         Param p = {.kind = PARAM_SIZE, .size = m->sizes.data[i]};
@@ -256,6 +257,7 @@ void lower_ctx_free(LowerCtx *c) {
     ptrmap_free(&c->views);
     ptrmap_free(&c->storage);
     ptrmap_free(&c->accs);
+    ptrmap_free(&c->kept_share);
     ptrmap_free(&c->hoisted);
     ptrmap_free(&c->unread);
     ir_storage_share_free(&c->share);

@@ -293,6 +293,13 @@ typedef struct RegionView {
 
 typedef struct RegionTable RegionTable; /* regions.c */
 
+/* A pack the copies of a partitioned nest share (attach.c): its key
+ * (pack_key) and buffer. */
+typedef struct KeptShare {
+    const char *key;
+    Buffer *buf;
+} KeptShare;
+
 /* The state of lower_schedule: the whole schedule, and the kernel being
  * built. */
 typedef struct LowerCtx {
@@ -309,6 +316,7 @@ typedef struct LowerCtx {
     int nacc;                /* accumulator counter for names */
     int par_depth;           /* parallel loops around the current position */
     PtrMap accs;             /* accumulator buffers lower_wrap_locals declares */
+    PtrMap kept_share;       /* Stage* of a pack copied in a first iteration -> KeptShare* */
     Vec(const char *) sites; /* the kernel's run-time checks (Kernel.sites) */
     Vec(CheckSrc) check_src; /* Kernel.check_src */
     bool loop_pad;           /* the stage being emitted pads a loop (schedule `pad`) */
