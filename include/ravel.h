@@ -955,6 +955,16 @@ typedef struct rv_linear {
 /* RV_ERR_ARG for an empty batch; RV_ERR_OOM if a buffer cannot grow (the
  * rv_linear is then empty but can be used again or freed). */
 rv_status rv_linearize(const rv_structs *bs, rv_linear *out);
+/* A server's batch from its request's arrays in one call: rv_structs_clear,
+ * rv_structs_add_many (the same arguments, checks and messages) and
+ * rv_linearize into `out`. On an error the batch is empty and `out` as it
+ * was (RV_ERR_OOM: see rv_linearize). For a binding that pays per call of
+ * the library (a foreign-function interface); in C the three calls cost
+ * the same. */
+rv_status rv_structs_build_linear(rv_structs *bs, int count, const int32_t *sizes,
+                                  const int32_t *child_begin, int64_t num_begin,
+                                  const int32_t *child, int64_t num_child, const int32_t *data,
+                                  int64_t num_data, rv_linear *out);
 /* Computes the unrolled partition (above) of a batch rv_linearize filled:
  * num_unroll 0 when a node has two parents (a DAG batch). RV_ERR_ARG for
  * an rv_linear rv_linearize has not filled. */

@@ -36,7 +36,9 @@ one line per (model, hidden, batch, threads, side):
    + ravel ("baseline": "ravel": from Python; "ravel_c": from C, the
      same call timed inside trees_ravel_c.c): "build_ms", "linearize_ms", "run_ms"
      (medians of the parts of a call: adding the batch's structures, checked;
-     rv_linearize; binding and the kernels; median_ms is the median of
+     rv_linearize; binding and the kernels; from Python the first two are
+     one call of the library, rv_structs_build_linear, in build_ms with
+     linearize_ms 0; median_ms is the median of
      their per-call sum), "linearize_frac" (build + linearize over the
      total, medians), "compile_s", "bound_ms" (roofline.py's bound of the
      median batch) and "bound_frac" (median over the calls of the call's

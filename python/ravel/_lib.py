@@ -215,6 +215,8 @@ _OPTIONAL = [
     ("rv_bindings_reset", c_int, [c_void_p, c_void_p]),
     ("rv_structs_add_many", c_int, [c_void_p, c_int, c_void_p, c_void_p, c_i64, c_void_p,
                                     c_i64, c_void_p, c_i64]),
+    ("rv_structs_build_linear", c_int, [c_void_p, c_int, c_void_p, c_void_p, c_i64, c_void_p,
+                                        c_i64, c_void_p, c_i64, c_void_p]),
     # the rv_array_info * as an address: a byref costs as much again per call
     ("rv_bindings_get_info", c_int, [c_void_p, c_char_p, c_void_p]),
     # the rv_linear * and the rv_array_info array as addresses, likewise

@@ -69,6 +69,40 @@ def _ptr(a):
         return a.ctypes.data
 
 
+def _many_args(what, sizes, child_begin, child, data):
+    """rv_structs_add_many's arguments after the batch (count, sizes,
+    child_begin, num_begin, child, num_child, data, num_data: addresses and
+    lengths), and the converted arrays they point into, to keep until the
+    call."""
+    try:
+        # the fast path: a server's int32 arrays as they are, one look at
+        # each (ctypes' from_buffer refuses an empty, read-only or
+        # non-contiguous buffer: those are converted below); the other
+        # checks (counts, lengths, the structures) are the library's
+        if (sizes.dtype is _I32_DTYPE and child_begin.dtype is _I32_DTYPE
+                and child.dtype is _I32_DTYPE):
+            if data is None:
+                rows, nrows = None, 0
+            elif data.dtype is _I32_DTYPE:
+                rows, nrows = _addressof(_from_buffer(data)), data.size
+            else:
+                raise TypeError
+            return (sizes.size, _addressof(_from_buffer(sizes)),
+                    _addressof(_from_buffer(child_begin)), child_begin.size,
+                    _addressof(_from_buffer(child)), child.size, rows, nrows), None
+    except (AttributeError, TypeError, ValueError):
+        pass
+    sizes = _i32("sizes", sizes)
+    if sizes.size == 0:
+        raise errors.ArgumentError("%s: no structures (sizes is empty)" % what)
+    begin = _i32("child_begin", child_begin)
+    flat = _i32("child", child)
+    rows = None if data is None else _i32("data", data)
+    # begin and flat may be empty (NULL: the library says what is missing)
+    return (sizes.size, _ptr(sizes), _ptr(begin), begin.size, _ptr(flat), flat.size,
+            _ptr(rows), 0 if rows is None else rows.size), (sizes, begin, flat, rows)
+
+
 class Structs:
     """A batch of structures of one kind (``"sequence"``, ``"tree"`` or
     ``"dag"``) whose nodes have at most ``max_children`` children and
@@ -152,25 +186,47 @@ class Structs:
         if _add_many is None:
             raise errors.ArgumentError("Structs.add_many: the loaded libravel has no "
                                        "rv_structs_add_many")
-        sizes = _i32("sizes", sizes)
-        nsizes = sizes.size
-        if nsizes == 0:
-            raise errors.ArgumentError("add_many: no structures (sizes is empty)")
-        begin = _i32("child_begin", child_begin)
-        flat = _i32("child", child)
-        if data is None:
-            rows, nrows = None, 0
-        else:
-            rows = _i32("data", data)
-            nrows = rows.size
-            rows = _ptr(rows)
-        # nsizes > 0; begin and flat may be empty (NULL: the library says
-        # what is missing)
-        st = _add_many(self._ptr, nsizes, _ptr(sizes), _ptr(begin), begin.size,
-                       _ptr(flat), flat.size, rows, nrows)
+        args, _alive = _many_args("add_many", sizes, child_begin, child, data)
+        st = _add_many(self._ptr, *args)
         if st:
             raise errors.error_for(st)
         return self
+
+    def build_linear(self, sizes, child_begin, child, data=None, out=None):
+        """A server's batch in one call of the library
+        (rv_structs_build_linear): :meth:`clear`, :meth:`add_many` (the
+        same arguments, checks and errors) and :meth:`linearize` into
+        ``out`` (a :class:`Linear`, reused as by linearize; a new one when
+        None). Returns the Linear. int32 arrays that are C-contiguous and
+        writeable are passed as they are, anything else converted as by
+        add_many. On an error the batch is empty and ``out`` as it was."""
+        lin = out if out is not None else Linear()
+        st = None
+        try:
+            # _many_args' fast path written out (a server's call with data:
+            # a function call and a tuple cost a microsecond with the
+            # caches cold from the model's run, a tenth of the call)
+            if (sizes.dtype is _I32_DTYPE and child_begin.dtype is _I32_DTYPE
+                    and child.dtype is _I32_DTYPE and data.dtype is _I32_DTYPE):
+                st = _build_linear(self._ptr, sizes.size, _addressof(_from_buffer(sizes)),
+                                   _addressof(_from_buffer(child_begin)), child_begin.size,
+                                   _addressof(_from_buffer(child)), child.size,
+                                   _addressof(_from_buffer(data)), data.size, lin._ref)
+        except (AttributeError, TypeError, ValueError):
+            pass  # not int32 arrays as they are (or no rv_structs_build_linear)
+        if st is None:
+            if _build_linear is None:
+                raise errors.ArgumentError("Structs.build_linear: the loaded libravel has no "
+                                           "rv_structs_build_linear")
+            try:
+                args, _alive = _many_args("build_linear", sizes, child_begin, child, data)
+            except errors.ArgumentError:
+                _clear(self._ptr)  # empty on every error, as on the library's
+                raise
+            st = _build_linear(self._ptr, *args, lin._ref)
+        if st:
+            raise errors.error_for(st)
+        return lin
 
     def add_parents(self, parent, data=None):
         """A structure given by its parent array: ``parent[i]`` is node i's
@@ -289,6 +345,7 @@ class Structs:
 # the functions a server's call runs, looked up once (an attribute of the
 # library object is a dictionary lookup and a method call per use)
 _add_many = lib.rv_structs_add_many if has("rv_structs_add_many") else None
+_build_linear = lib.rv_structs_build_linear if has("rv_structs_build_linear") else None
 _clear = lib.rv_structs_clear
 _linearize = lib.rv_linearize
 

@@ -346,3 +346,97 @@ def test_views_make_no_type_per_length():
         assert types() == before
     finally:
         gc.enable()
+
+
+def test_build_linear_is_clear_add_many_linearize():
+    """Structs.build_linear (rv_structs_build_linear): the batch cleared,
+    the structures added as by add_many and linearized into ``out``, call
+    after call into one Linear; int32 arrays passed as they are, any other
+    form converted as by add_many to the same result."""
+    rng = np.random.default_rng(7)
+    bs, ref, lin = ravel.Structs("tree", 2, 1), ravel.Structs("tree", 2, 1), ravel.Linear()
+    bs.add_children([[]], data=[1])  # cleared by the first call
+    for count in [1, 4, 2, 9]:
+        rows, words = [], []
+        for _ in range(count):
+            n = 2 * int(rng.integers(0, 4)) + 1
+            rows.append([[i + 1, i + 2] if i % 2 == 0 and i + 2 < n else [] for i in range(n)])
+            words += list(rng.integers(-1, 10, n))
+        sizes = np.array([len(r) for r in rows], np.int32)
+        begin = np.concatenate([np.cumsum([0] + [len(c) for c in r]) for r in rows]).astype(np.int32)
+        child = np.array([c for r in rows for cs in r for c in cs], np.int32)
+        word = np.array(words, np.int32)
+        got = bs.build_linear(sizes, begin, child, word, out=lin)
+        assert got is lin and len(bs) == count
+        ref.clear()
+        want = ref.add_many(sizes, begin, child, word).linearize()
+        # the same from lists, int64, a non-contiguous and a read-only array
+        wide = np.zeros((word.size, 2), np.int32)
+        wide[:, 0] = word
+        ro = begin.copy()
+        ro.flags.writeable = False
+        other = ravel.Structs("tree", 2, 1).build_linear(sizes.tolist(), ro,
+                                                         child.astype(np.int64), wide[:, 0])
+        for f in ("child", "nchild", "data", "root", "batch_begin", "batch_length", "node_of",
+                  "linear_of"):
+            assert np.array_equal(getattr(got, f), getattr(want, f)), f
+            assert np.array_equal(getattr(other, f), getattr(want, f)), f
+    # no data: -1 everywhere, as add_many
+    one = bs.build_linear(np.array([1], np.int32), np.array([0, 0], np.int32),
+                          np.zeros(0, np.int32))
+    assert one.num_nodes == 1 and one.data.tolist() == [[-1]]
+
+
+def test_build_linear_refusals_leave_the_batch_empty_and_out_as_it_was():
+    """Every refusal of add_many, by build_linear: a wrong dtype, a value
+    that does not fit, wrong lengths, no structures, a bad structure; the
+    batch is then empty, the Linear unchanged, and the next call works."""
+    bs, lin = ravel.Structs("tree", 2, 1), ravel.Linear()
+    good = (np.array([3, 1], np.int32), np.array([0, 2, 2, 2, 0, 0], np.int32),
+            np.array([1, 2], np.int32), np.array([-1, 4, 5, 6], np.int32))
+    bs.build_linear(*good, out=lin)
+    before = {f: getattr(lin, f).copy() for f in ("child", "data", "node_of")}
+    cases = [
+        ((np.array([3.0]), [0, 2, 2, 2], [1, 2], None), "sizes: expected integers"),
+        (([3], [0, 2, 2, 2], np.array([1.5, 2.0]), None), "child: expected integers"),
+        (([3], [0, 2, 2, 2], [1, 2], np.array([1.0, 2, 3])), "data: expected integers"),
+        (([3], [0, 2, 2, 2], np.array([1, 2 ** 40]), None), "child: a value does not fit"),
+        (([], [], [], None), "build_linear: no structures"),
+        ((np.array([3], np.int32), np.array([0, 2, 2], np.int32), np.array([1, 2], np.int32),
+          None), "structure 0: its 3 nodes need 4 values of child_begin"),
+        ((np.array([3], np.int32), np.array([0, 2, 2, 2], np.int32), np.array([1, 2], np.int32),
+          np.array([1, 2], np.int32)), "structure 0: its 3 nodes need 3 values of data"),
+        ((np.array([1, 3], np.int32), np.array([0, 0, 0, 1, 2, 3], np.int32),
+          np.array([1, 2, 0], np.int32), None), "structure 1: cycle"),
+    ]
+    for args, msg in cases:
+        with pytest.raises(ravel.ArgumentError, match=msg):
+            bs.build_linear(*args, out=lin)
+        assert len(bs) == 0, msg
+        for f, a in before.items():
+            assert np.array_equal(getattr(lin, f), a), (msg, f)
+    assert bs.build_linear(*good, out=lin) is lin and len(bs) == 2
+
+
+def test_build_linear_passes_int32_arrays_as_they_are(monkeypatch):
+    """A server's C-contiguous int32 arrays go to the library without a
+    conversion or a copy (the conversions' function is never called), in
+    one call of it."""
+    from ravel import structs
+    if structs._build_linear is None:
+        pytest.skip("the loaded libravel has no rv_structs_build_linear")
+
+    def no_conversion(*a):
+        raise AssertionError("converted")
+
+    calls = []
+    real = structs._build_linear
+    monkeypatch.setattr(structs, "_i32", no_conversion)
+    monkeypatch.setattr(structs, "_build_linear", lambda *a: calls.append(a) or real(*a))
+    sizes, begin = np.array([3], np.int32), np.array([0, 2, 2, 2], np.int32)
+    child, word = np.array([1, 2], np.int32), np.array([[-1], [4], [5]], np.int32)
+    lin = ravel.Structs("tree", 2, 1).build_linear(sizes, begin, child, word)
+    assert len(calls) == 1
+    assert calls[0][2] == sizes.ctypes.data and calls[0][5] == child.ctypes.data
+    assert calls[0][7] == word.ctypes.data and calls[0][8] == 3
+    assert lin.num_nodes == 3 and sorted(lin.data.ravel().tolist()) == [-1, 4, 5]
