@@ -684,7 +684,10 @@ static const struct {
 } bounds[] = {{EX_EXP, 1.5}, {EX_LOG, 1.5},  {EX_TANH, 2.5}, {EX_SIGMOID, 2.5},
               {EX_ERF, 2.5}, {EX_GELU, 5.0}, {EX_SQRT, 0.5}, {EX_RSQRT, 1.5}};
 
-static void test_accuracy(void) {
+/* The helpers on vectors of w lanes: each width has its own code path
+ * where the ISA has one (rv_recip_: AVX-512's 512-bit, or with VL its
+ * 256- and 128-bit reciprocal). */
+static void accuracy_at(int w) {
     /* the inputs: every 4099th float of each sign, a grid, the specials */
     enum { STRIDE = 4099, GRID = 1 << 20 };
     int64_t n = 0, cap = 2 * (0x7f800000 / STRIDE + 2) + GRID + 64;
@@ -704,15 +707,15 @@ static void test_accuracy(void) {
                              3.92f,    -3.92f,  0.70710678f, -0.70710678f};
     for (int q = 0; q < RV_COUNT(special); q++)
         x[n++] = special[q];
-    n = n / 16 * 16;
+    n = n / w * w;
     for (int bi = 0; bi < RV_COUNT(bounds); bi++) {
         ExprKind k = bounds[bi].k;
         Module *m = rv_module_new();
         Buffer *X = ir_buffer_new(m, "X", RV_F32, I(m, n), BUF_ARG);
         Buffer *Y = ir_buffer_new(m, "Y", RV_F32, I(m, n), BUF_ARG);
         Param params[2] = {{.kind = PARAM_TENSOR, .buf = X}, {.kind = PARAM_TENSOR, .buf = Y}};
-        Axis *i = lower_loop_var(m, "i", I(m, n / 16)), *j = lower_loop_var(m, "j", I(m, 16));
-        Expr *at = bin(m, EX_ADD, bin(m, EX_MUL, i->var, I(m, 16)), j->var);
+        Axis *i = lower_loop_var(m, "i", I(m, n / w)), *j = lower_loop_var(m, "j", I(m, w));
+        Expr *at = bin(m, EX_ADD, bin(m, EX_MUL, i->var, I(m, w)), j->var);
         Stmt *body =
             loop(m, i, LOOP_SERIAL,
                  loop(m, j, LOOP_VECTOR, lower_store(m, Y, at, ir_unary(m, k, ld(m, X, at)))));
@@ -748,19 +751,25 @@ static void test_accuracy(void) {
             }
         }
         if (getenv("RAVEL_TEST_SHOW_ERRORS"))
-            printf("%-8s max %.3f ulp (at %.9g), max relative %.3g\n", ir_expr_info[k].text, worst,
-                   worst_at, worst_rel);
+            printf("%2d lanes: %-8s max %.3f ulp (at %.9g), max relative %.3g\n", w, ir_expr_info[k].text,
+                   worst, worst_at, worst_rel);
         CHECK_EQ_INT(wrong, 0);
         CHECK(worst <= bounds[bi].ulps);
         if (worst > bounds[bi].ulps)
-            fprintf(stderr, "    %s: %.3f ulp at %.9g, bound %.1f\n", ir_expr_info[k].text, worst,
-                    worst_at, bounds[bi].ulps);
+            fprintf(stderr, "    %s (%d lanes): %.3f ulp at %.9g, bound %.1f\n", ir_expr_info[k].text,
+                    w, worst, worst_at, bounds[bi].ulps);
         free(y);
         base_free(src);
         jit_close(lib);
         rv_module_free(m);
     }
     free(x);
+}
+
+static void test_accuracy(void) {
+    static const int ws[] = {16, 8, 4};
+    for (int wi = 0; wi < RV_COUNT(ws); wi++)
+        accuracy_at(ws[wi]);
 }
 
 /* Y = f64(A) + f64(A * A): i32 -> f64 of a vector variable, which gcc 12
