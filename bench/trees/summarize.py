@@ -16,7 +16,13 @@ ravel from C (marked "py" where only ravel from Python ran); ×DyNet,
 ×batched and ×eager, whose baselines are Python, use ravel from Python
 (ravel from C where only it ran, marked "C"). Stdlib only.
 
-  python3 bench/trees/summarize.py [bench/trees/out/results-full.jsonl]
+Several files (e.g. a --threads 1 run and a --threads 2 run) make one
+table. Where rows have more than one thread count, it also prints the
+geomeans against each baseline's best thread count (a baseline slower
+with more threads, as PyTorch's small operators are on few cores, is
+compared at the count it does best with; ravel at every count).
+
+  python3 bench/trees/summarize.py [bench/trees/out/results-full.jsonl ...]
 """
 import json
 import math
@@ -32,21 +38,22 @@ def geomean(xs):
 
 
 def main():
-    path = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "out", "results-full.jsonl")
+    paths = sys.argv[1:] or [os.path.join(HERE, "out", "results-full.jsonl")]
     rows, order, skipped = {}, [], []
-    with open(path) as f:
-        for ln in f:
-            d = json.loads(ln)
-            if d.get("bench") == "trees_ravel":
-                skipped.append(d)
-            if d.get("bench") != "trees":
-                continue
-            c = d["config"]
-            key = (c["model"], c["hidden"], c["batch"], c["threads"])
-            if key not in rows:
-                rows[key] = {"nodes": c["nodes_per_batch"]}
-                order.append(key)
-            rows[key][d["baseline"]] = d
+    for path in paths:
+        with open(path) as f:
+            for ln in f:
+                d = json.loads(ln)
+                if d.get("bench") == "trees_ravel":
+                    skipped.append(d)
+                if d.get("bench") != "trees":
+                    continue
+                c = d["config"]
+                key = (c["model"], c["hidden"], c["batch"], c["threads"])
+                if key not in rows:
+                    rows[key] = {"nodes": c["nodes_per_batch"]}
+                    order.append(key)
+                rows[key][d["baseline"]] = d
     fmt = lambda x: "%.3g" % x if x is not None else "–"  # noqa: E731
     pct = lambda x: "%.0f%%" % (100 * x) if x is not None else "–"  # noqa: E731
     print("| model | H | B | thr | nodes | PyTorch eager | PyTorch batched [lin.] | DyNet autobatch "
@@ -91,6 +98,7 @@ def main():
           "×PyTorch eager %s (ravel from Python against the Python baselines, from C against DyNet "
           "C++)" % (fmt(g["dynet_autobatch"]), fmt(g["dynet_cpp"]), fmt(g["pytorch_batched"]),
                     fmt(g["pytorch_eager"])))
+    best_thread_counts(rows, order, fmt)
     pc = geomean([rows[k]["ravel"]["median_ms"] / rows[k]["ravel_c"]["median_ms"] for k in order
                   if "ravel" in rows[k] and "ravel_c" in rows[k]])
     if pc:
@@ -106,6 +114,31 @@ def main():
         print("%s did not run %s H=%d (%d threads): %s" % (
             "ravel from C" if d.get("side") == "ravel_c" else "ravel", d["model"], d["hidden"],
             d.get("threads", 0), d["error"]))
+
+
+def best_thread_counts(rows, order, fmt):
+    """The geomeans against each baseline at its best thread count, where
+    the rows have several (ravel's pairing as in the table's ratios)."""
+    if len({k[3] for k in order}) < 2:
+        return
+    best = {}
+    for k in order:
+        for n, d in rows[k].items():
+            if isinstance(d, dict) and "median_ms" in d:
+                w = best.setdefault(k[:3], {})
+                w[n] = min(w.get(n, d["median_ms"]), d["median_ms"])
+    ratios = {"dynet_autobatch": [], "dynet_cpp": [], "pytorch_batched": [], "pytorch_eager": []}
+    for k in order:
+        rp, rcs = rows[k].get("ravel"), rows[k].get("ravel_c")
+        for n in ratios:
+            rv = (rcs or rp) if n == "dynet_cpp" else (rp or rcs)
+            if rv and n in best[k[:3]]:
+                ratios[n].append(best[k[:3]][n] / rv["median_ms"])
+    g = {n: geomean(v) for n, v in ratios.items()}
+    print("against each baseline's best thread count (ravel at every count): ×DyNet autobatch %s "
+          "(from C++: %s), ×PyTorch batched %s, ×PyTorch eager %s" % (
+              fmt(g["dynet_autobatch"]), fmt(g["dynet_cpp"]), fmt(g["pytorch_batched"]),
+              fmt(g["pytorch_eager"])))
 
 
 if __name__ == "__main__":
