@@ -177,13 +177,23 @@ rv_status rv_linearize(const rv_structs *bs, rv_linear *out) {
     /* Pass 1: numbers, in (structure, node) order within each level. */
     const int32_t *level = bs->level.data, *in_data = bs->data.data;
     int32_t *node_of = out->node_of, *linear_of = out->linear_of, *data = out->data;
+    /* The leaves' cursor lives in a register: cursor[0]++ per leaf would
+     * be a chain of store-to-load forwards (most nodes are leaves). */
+    int32_t leaf_cursor = cursor[0];
     for (int32_t g = 0; g < n; g++) {
-        int32_t v = cursor[level[g]]++;
+        int32_t v = level[g] ? cursor[level[g]]++ : leaf_cursor++;
         node_of[v] = g;
         linear_of[g] = v;
-        for (size_t c = 0; c < w; c++)
-            data[(size_t)v * w + c] = in_data[(size_t)g * w + c];
     }
+    cursor[0] = leaf_cursor;
+    /* The data rows in a pass of their own: one word per node (a word id)
+     * is one load and one store, without a loop of unknown count inside. */
+    if (w == 1)
+        for (int32_t v = 0; v < n; v++)
+            data[v] = in_data[node_of[v]];
+    else
+        for (int32_t v = 0; v < n; v++)
+            memcpy(data + (size_t)v * w, in_data + (size_t)node_of[v] * w, sizeof(int32_t) * w);
     for (int32_t l = 0; l < nlevels; l++)
         out->batch_length[l] = cursor[l] - begin[l];
 

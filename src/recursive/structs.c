@@ -6,11 +6,14 @@
  * second parent in a tree a state counted twice. So every structure is
  * checked completely when it is added, and refused with a message naming
  * the structure (its index in the batch) and the offending node; the batch
- * is left exactly as it was. The checks are one pass over the children
- * lists (ranges, K, duplicates, parents) and one iterative depth-first
- * traversal (cycles); the traversal's postorder also gives every node its
- * level (0 for a leaf, else 1 + the largest level of its children), which
- * is all the linearizer needs (linearize.c).
+ * is left exactly as it was. A structure listed in a topological order
+ * (children before parents, or parents first: nearly every input) is
+ * checked and given its levels (0 for a leaf, else 1 + the largest level of
+ * its children; all the linearizer needs, linearize.c) in one pass over
+ * its children lists (check_in_order); any other, and any with an error,
+ * then goes through the general checks, which name the error: one pass
+ * over the lists (ranges, K, duplicates, parents) and one iterative
+ * depth-first traversal (cycles), whose postorder gives the levels.
  *
  * Every structure has exactly one root: the node no other node lists as a
  * child, whose state is the structure's result. A DAG with several roots is
@@ -98,8 +101,12 @@ void rec_truncate(rv_structs *bs, int count) {
     bs->level.len = nodes;
 }
 
+/* rec_truncate(bs, 0) without its walk over the nodes to take them off
+ * the level counts: none is left (a server clears per request). */
 void rv_structs_clear(rv_structs *bs) {
-    rec_truncate(bs, 0);
+    bs->node_begin.len = bs->child_begin.len = 1;
+    bs->root.len = bs->child.len = bs->data.len = 0;
+    bs->level.len = bs->level_count.len = 0;
 }
 
 rv_struct_kind rv_structs_kind(const rv_structs *bs) {
@@ -322,6 +329,56 @@ static rv_status compute_levels(rv_structs *bs, int s, int32_t n, const int32_t 
     return RV_OK;
 }
 
+/* The checks and the levels of a structure in the orders most inputs
+ * come in, in one pass over the children lists: children before parents
+ * (SST, grids, sequences; `up` false) or parents first (preorder: the
+ * s-expression reader, heap-ordered trees; `up` true, nodes visited from
+ * the last). A child on the far side of its parent in that order (one
+ * unsigned comparison checks range and order together) proves no cycle
+ * through that edge, and its level is known when the parent's is
+ * computed. True when the structure passed every check this way, with its
+ * levels in `level` and its root in *root; false at the first thing it
+ * does not prove (an error, or just another order), and the general checks
+ * then run from the start and name the error or accept the structure.
+ * They accept exactly what this accepts: every test here is one of
+ * theirs, or implies one (an edge in order never closes a cycle; the first
+ * node of the order, n-1 or 0, has no parent, so n-1 edges and no second
+ * parent leave it the only root). Half the general path's cost on SST
+ * batches (bench_linearize). */
+static bool check_in_order(rv_structs *bs, int32_t n, const int32_t *begin, const int32_t *child,
+                           bool up, int32_t *level, int32_t *root) {
+    int32_t *parent = bs->parent.data;
+    memset(parent, 0xff, sizeof(int32_t) * (size_t)n);
+    uint32_t k = (uint32_t)bs->max_children;
+    bool dag = bs->kind == RV_STRUCT_DAG;
+    for (int32_t i = 0; i < n; i++) {
+        int32_t v = up ? n - 1 - i : i, e0 = begin[v], e1 = begin[v + 1], lv = 0;
+        if ((uint32_t)(e1 - e0) > k) /* also a list ending before it begins */
+            return false;
+        /* children in v+1..n-1 (up) or 0..v-1 */
+        uint32_t lo = up ? (uint32_t)v + 1 : 0, span = up ? (uint32_t)(n - 1 - v) : (uint32_t)v;
+        for (int32_t e = e0; e < e1; e++) {
+            int32_t c = child[e];
+            if ((uint32_t)c - lo >= span)
+                return false;
+            int32_t p = parent[c];
+            if (p == v || (p >= 0 && !dag))
+                return false;
+            parent[c] = v;
+            lv = level[c] >= lv ? level[c] + 1 : lv;
+        }
+        level[v] = lv;
+    }
+    int32_t r = up ? 0 : n - 1;
+    if (!dag && begin[n] != n - 1)
+        return false;
+    for (int32_t v = 0; dag && v < n; v++)
+        if (parent[v] < 0 && v != r)
+            return false;
+    *root = r;
+    return true;
+}
+
 /* The single node without a parent, or an error for none or several. */
 static rv_status find_root(const rv_structs *bs, int s, int32_t n, int32_t *root) {
     int32_t first = -1;
@@ -370,14 +427,18 @@ rv_status rv_structs_add_children(rv_structs *bs, int32_t n, const int32_t *chil
     rec_vec_reserve(&bs->parent, n);
     rec_vec_reserve(&bs->state, n);
     rec_vec_reserve(&bs->level, nodes + n);
-    rv_status st = check_children(bs, s, n, child_begin, child);
-    if (st == RV_OK)
-        st = compute_levels(bs, s, n, child_begin, child, bs->level.data + nodes);
     int32_t root = -1;
-    if (st == RV_OK)
-        st = find_root(bs, s, n, &root);
-    if (st != RV_OK)
-        return st;
+    int32_t *level_out = bs->level.data + nodes;
+    if (!check_in_order(bs, n, child_begin, child, false, level_out, &root) &&
+        !check_in_order(bs, n, child_begin, child, true, level_out, &root)) {
+        rv_status st = check_children(bs, s, n, child_begin, child);
+        if (st == RV_OK)
+            st = compute_levels(bs, s, n, child_begin, child, level_out);
+        if (st == RV_OK)
+            st = find_root(bs, s, n, &root);
+        if (st != RV_OK)
+            return st;
+    }
 
     /* Accepted: append. */
     /* The root's level is the structure's highest: every node is below
@@ -390,10 +451,17 @@ rv_status rv_structs_add_children(rv_structs *bs, int32_t n, const int32_t *chil
     rec_vec_reserve(&bs->child_begin, nodes + n + 1);
     int32_t e0 = bs->child.len, *cb = bs->child_begin.data + nodes + 1,
             *count = bs->level_count.data;
+    /* Leaves counted in a register: count[0]++ per leaf would be a chain
+     * of store-to-load forwards, one per node (most nodes are leaves). */
+    int32_t leaves = 0;
     for (int32_t i = 0; i < n; i++) {
         cb[i] = e0 + child_begin[i + 1];
-        count[level[i]]++;
+        if (level[i])
+            count[level[i]]++;
+        else
+            leaves++;
     }
+    count[0] += leaves;
     bs->child_begin.len = nodes + n + 1;
     rec_vec_reserve(&bs->child, e0 + child_begin[n]);
     if (child_begin[n] > 0)

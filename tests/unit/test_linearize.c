@@ -1089,6 +1089,111 @@ static void test_levels_ordered_prefix(void) {
     rv_structs_free(bs);
 }
 
+/* ---- every small structure against the rules, from first principles ---- */
+
+/* The rules of rv_structs_add_children, checked the slow way: every list
+ * in range and at most K long, no child listed twice by one node, one
+ * parent per node outside DAGs, no cycle (a node's level, by fixpoint,
+ * settles below n), exactly one root. True and the levels and root when
+ * the structure is acceptable. */
+static bool reference_accepts(rv_struct_kind kind, int K, int32_t n, const int32_t *begin,
+                              const int32_t *child, int32_t *level, int32_t *root) {
+    int32_t parents[16] = {0};
+    for (int32_t v = 0; v < n; v++) {
+        if (begin[v + 1] < begin[v] || begin[v + 1] - begin[v] > K)
+            return false;
+        for (int32_t e = begin[v]; e < begin[v + 1]; e++) {
+            if (child[e] < 0 || child[e] >= n)
+                return false;
+            for (int32_t f = begin[v]; f < e; f++)
+                if (child[f] == child[e])
+                    return false;
+            parents[child[e]]++;
+        }
+    }
+    int32_t roots = 0;
+    for (int32_t v = 0; v < n; v++) {
+        if (parents[v] > 1 && kind != RV_STRUCT_DAG)
+            return false;
+        if (parents[v] == 0)
+            *root = v, roots++;
+        level[v] = 0;
+    }
+    /* levels by relaxation: n rounds settle an acyclic structure; a change
+     * in round n+1 is a cycle */
+    for (int32_t round = 0; round <= n; round++) {
+        bool changed = false;
+        for (int32_t v = 0; v < n; v++)
+            for (int32_t e = begin[v]; e < begin[v + 1]; e++)
+                if (level[child[e]] + 1 > level[v])
+                    level[v] = level[child[e]] + 1, changed = true;
+        if (!changed)
+            return roots == 1;
+    }
+    return false;
+}
+
+/* Random structures of up to 8 nodes, most of them acceptable and in one
+ * of the two orders the checks take in one pass (children before parents,
+ * parents first; else a random topological order), a quarter with one
+ * child disturbed and some wider than K, so the one-pass checks meet every
+ * error in their own order as well as inputs they must hand on to the
+ * general checks: add_children agrees with the reference on every one,
+ * accepted or refused, and on the root of those it accepts (their levels:
+ * linearize_and_check). */
+static void test_orders_against_reference(void) {
+    static const rv_struct_kind kinds[] = {RV_STRUCT_TREE, RV_STRUCT_DAG, RV_STRUCT_SEQUENCE};
+    int agreed = 0, accepted = 0, trials = 6000;
+    for (int trial = 0; trial < trials; trial++) {
+        rv_struct_kind kind = kinds[rnd(3)];
+        int K = kind == RV_STRUCT_SEQUENCE ? 1 : 1 + (int)rnd(3);
+        int32_t n = 1 + (int32_t)rnd(8), pos[8];
+        /* pos: the topological order, the root first */
+        int order = (int)rnd(3); /* 0: children first, 1: parents first, 2: any */
+        for (int32_t v = 0; v < n; v++)
+            pos[v] = order == 0 ? n - 1 - v : v;
+        for (int32_t v = n - 1; order == 2 && v > 0; v--) {
+            int32_t j = (int32_t)rnd((uint32_t)v + 1), t = pos[v];
+            pos[v] = pos[j], pos[j] = t;
+        }
+        /* edges[u][.]: a parent before each node in pos, a sequence's the
+         * one just before; a DAG's extra edges also go down the order */
+        int32_t edges[8][8], ne[8] = {0};
+        for (int32_t i = 1; i < n; i++) {
+            int32_t p = kind == RV_STRUCT_SEQUENCE ? i - 1 : (int32_t)rnd((uint32_t)i);
+            edges[pos[p]][ne[pos[p]]++] = pos[i];
+            if (kind == RV_STRUCT_DAG && i > 1 && rnd(3) == 0) {
+                int32_t q = (int32_t)rnd((uint32_t)i);
+                if (q != p)
+                    edges[pos[q]][ne[pos[q]]++] = pos[i];
+            }
+        }
+        int32_t begin[9] = {0}, child[64];
+        for (int32_t v = 0; v < n; v++) {
+            begin[v + 1] = begin[v];
+            for (int32_t j = 0; j < ne[v]; j++)
+                child[begin[v + 1]++] = edges[v][j];
+        }
+        if (rnd(4) == 0 && begin[n] > 0) /* one child anywhere, or out of range */
+            child[rnd((uint32_t)begin[n])] = (int32_t)rnd((uint32_t)n + 2) - 1;
+        int32_t level[8], root = -1;
+        bool want = reference_accepts(kind, K, n, begin, child, level, &root);
+        rv_structs *bs = rv_structs_new(kind, K, 1);
+        int32_t data[8] = {0};
+        bool got = rv_structs_add_children(bs, n, begin, child, data) == RV_OK;
+        CHECK_EQ_INT(got, want);
+        if (got && want) {
+            accepted++;
+            CHECK_EQ_INT(rv_structs_root(bs, 0), root);
+            linearize_and_check(bs); /* levels from the children, first principles */
+        }
+        agreed += got == want;
+        rv_structs_free(bs);
+    }
+    CHECK(accepted > trials / 4 && accepted < trials * 3 / 4); /* both outcomes well represented */
+    CHECK_EQ_INT(agreed, trials);
+}
+
 int main(void) {
     RUN(test_single_nodes);
     RUN(test_numbering_by_hand);
@@ -1116,5 +1221,6 @@ int main(void) {
     RUN(test_add_many);
     RUN(test_offsets_checked_before_reads);
     RUN(test_levels_ordered_prefix);
+    RUN(test_orders_against_reference);
     return harness_report();
 }
