@@ -8,7 +8,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from . import _arrays, _bindings, errors
+from . import _arrays, _bindings, _fastpath, errors
 from ._bindings import Bindings
 from ._lib import CompileOptions, ProgramCounters, has, lib
 
@@ -371,6 +371,16 @@ class Bound:
         self._reuse = has("rv_bindings_reset")
 
     def __call__(self, args=None, /, *, out=None, **kwargs):
+        fast = _fastpath.fast
+        if fast is not None and out is None and self._reuse:
+            # a recursive model's call as a server makes it, the batch's
+            # structure its only argument: through ravel._fast
+            one = args if not kwargs else (kwargs if args is None else None)
+            if type(one) is dict and len(one) == 1:
+                for name, value in one.items():
+                    m = self.program.module
+                    if m._kind_of(name) == "structure":
+                        return self._run_linear(fast, name, value, m)
         args = _merge(args, kwargs)
         b = self._take()
         lease = _Lease(b)
@@ -390,6 +400,23 @@ class Bound:
                 b.reset(self._base)
             b.dirty = True
             return self.program._run(b.bind(args, infer=False), out, lease)
+        finally:
+            self._give(b, lease)
+
+    def _run_linear(self, fast, name, value, m):
+        """One call binding structure ``name`` only, in one call of ravel._fast
+        (rv_program_run_linear on pooled bindings reset to the bound
+        arguments, the outputs as NumPy views): as the ctypes path below
+        (Bindings.run_linear) does, with no ctypes object made per call."""
+        lin = _bindings.linear_value(name, value)
+        b = self._take()
+        lease = _Lease(b)
+        try:
+            if b._borrowed:
+                b.reset()  # the library's reset would leave them borrowed here
+            b.dirty = True
+            return fast.run_linear(self.program._ptr, b.ptr, self._base.ptr, name, lin._addr,
+                                   m._results, lease, b._ragged)
         finally:
             self._give(b, lease)
 
