@@ -304,3 +304,24 @@ def test_without_the_module():
     if "UnsupportedError" in r.stderr:
         pytest.skip("compiled recursion is not in this build")
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
+
+
+def test_results_kept_over_many_calls(call_path):
+    """Results kept alive over more calls than the pool holds: each call
+    gets bindings of its own (new ones, the pool trimmed), none writes into
+    a kept result; dropped, their bindings serve again."""
+    m, prog = compiled()
+    model, bs, lin = prog.bind(weights()), ravel.Structs("tree", 2, 1), ravel.Linear()
+    rng = np.random.default_rng(8)
+    kept = []
+    for c in (1, 5, 2, 8, 3, 1, 6, 4, 2, 7):
+        out = model(T=bs.build_linear(*random_batch(rng, c), out=lin))
+        kept.append((out, {k: v.copy() for k, v in out.items()}))
+        assert len(model._idle) <= model._POOL
+    for out, copy in kept:
+        for k in out:
+            assert np.array_equal(out[k], copy[k])
+    del kept, out
+    ptrs = {b.ptr for b, _ in model._idle}
+    model(T=bs.build_linear(*random_batch(rng, 2), out=lin))
+    assert {b.ptr for b, _ in model._idle} == ptrs  # a pooled one served
