@@ -21,17 +21,11 @@ from conftest import REPO
 
 import ravel
 from ravel import _fastpath
+from test_structs import TREERNN
 
-# TREERNN's two-output sibling: a TreeLSTM-like cell whose outputs are h and C
-TWO_OUTPUTS = """
-size N in 1..1000
-size B in 1..100
-structure T : tree(N, 2) {
-    children child, nchild
-    roots root[s < B]
-    data word in -1..9
-}
-param Emb : f32[10, 4]
+# TREERNN's two-output sibling (its sizes and structure): a TreeLSTM-like
+# cell whose outputs are h and C
+TWO_OUTPUTS = TREERNN[:TREERNN.index("input Emb")] + """param Emb : f32[10, 4]
 param U : f32[4, 4]
 recurse R over T {
     x[n, i < 4] = if word[n] >= 0 then Emb[word[n], i] else 0.0
