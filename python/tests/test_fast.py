@@ -319,3 +319,26 @@ def test_results_kept_over_many_calls(call_path):
     ptrs = {b.ptr for b, _ in model._idle}
     model(T=bs.build_linear(*random_batch(rng, 2), out=lin))
     assert {b.ptr for b, _ in model._idle} == ptrs  # a pooled one served
+
+
+def test_a_module_of_another_ravel_h_is_not_used(monkeypatch):
+    """A ravel._fast compiled against another include/ravel.h than the
+    loaded library's (a struct of another size) is refused with a warning,
+    never handed the library's functions."""
+
+    class Stale:
+        set_up = False
+
+        @staticmethod
+        def struct_size(name):
+            return 1  # no struct of the library is one byte
+
+        @classmethod
+        def setup(cls, *a):
+            cls.set_up = True
+
+    monkeypatch.delenv("RAVEL_PYTHON_EXT", raising=False)
+    monkeypatch.setattr(_fastpath, "_find", lambda: (Stale, "/stale/_fast.so"))
+    with pytest.warns(RuntimeWarning, match="/stale/_fast.so was compiled against another"):
+        assert _fastpath._load() == (None, None)
+    assert not Stale.set_up
