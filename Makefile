@@ -46,10 +46,16 @@ TOOL_OBJ  := $(TOOL_SRC:%.c=$(BUILD)/%.o)
 TEST_SRC  := $(sort $(wildcard tests/unit/test_*.c))
 TEST_BIN  := $(TEST_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 HDRS      := $(wildcard include/*.h src/*/*.h src/*/*.def tools/*.h)
+# ravel._fast for the Python package (below, "The Python package's compiled
+# hot path"): empty when $(PYTHON) has no headers
+PYTHON   ?= python3
+PY_VARS  := $(shell $(PYTHON) -c 'import sysconfig as s; print(s.get_paths()["include"], s.get_config_var("EXT_SUFFIX"))' 2>/dev/null)
+PY_INC   := $(word 1,$(PY_VARS))
+PYEXT    := $(if $(and $(word 2,$(PY_VARS)),$(wildcard $(PY_INC)/Python.h)),$(BUILD)/pyext/_fast$(word 2,$(PY_VARS)))
 
 .PHONY: all test asan-test tsan-test demo clean format lint fuzz-sched fuzz-programs fuzz-parse bench deps
 
-all: $(BUILD)/libravel.a $(BUILD)/libravel.so $(BUILD)/ravel
+all: $(BUILD)/libravel.a $(BUILD)/libravel.so $(BUILD)/ravel $(PYEXT)
 
 # Debian packages the build needs (tools/install-deps.sh says which and why).
 deps:
@@ -110,6 +116,16 @@ $(BUILD)/$(SO_FILE): $(LIB_OBJ) src/libravel.map
 $(BUILD)/libravel.so: $(BUILD)/$(SO_FILE)
 	ln -sf $(SO_FILE) $(BUILD)/$(SO_NAME)
 	ln -sf $(SO_NAME) $@
+
+# The Python package's compiled hot path (python/ravel/_fast.c, ravel._fast)
+# for the source tree's package, in $(BUILD)/pyext/ next to the library,
+# where python/ravel looks for it. Built against $(PYTHON)'s headers when it
+# has them, else left out (the package then uses ctypes only, silently);
+# `pip install ./python` builds its own copy. No link to libravel: the
+# package hands it the functions of the library it loaded.
+$(BUILD)/pyext/_fast%: python/ravel/_fast.c include/ravel.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -I$(PY_INC) -shared $(LDFLAGS) -o $@ $<
 
 # -rdynamic: JIT-compiled kernels resolve ravel_rt_* runtime symbols from the host.
 $(BUILD)/ravel: $(TOOL_OBJ) $(BUILD)/libravel.a

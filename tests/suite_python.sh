@@ -1,8 +1,9 @@
 #!/bin/sh
 # The Python package (python/): a virtual environment in $BUILD/pyvenv
-# with ./python installed (pip install ./python: pure Python, nothing
-# compiled) and NumPy and pytest from PyPI (once; later runs reinstall only
-# the package), then python/tests under pytest against $BUILD's library.
+# with ./python installed (pip install ./python: Python, and ravel._fast
+# compiled where this Python has its headers) and NumPy and pytest from
+# PyPI (once; later runs reinstall only the package), then python/tests
+# under pytest against $BUILD's library.
 # Under SAN=1 the library is instrumented: Python loads it with the
 # sanitizer runtime preloaded. Prints "python: N passed, N failed".
 BUILD=${BUILD:-build}

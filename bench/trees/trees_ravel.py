@@ -10,7 +10,9 @@ is their sum. Outputs stay in the linearized numbering (MODELS.md: the
 permutation back is not part of a call).
 
 Uses the Python package of this source tree (python/ravel) over
-build/libravel.so.0 (or $RAVEL_LIBRARY).
+build/libravel.so.0 (or $RAVEL_LIBRARY), and its compiled call path
+ravel._fast from build/pyext/ where `make` built it ($RAVEL_PYTHON_EXT=0:
+ctypes only; bench/README.md, "ravel from Python: the call path").
 """
 import os
 import sys

@@ -6,11 +6,14 @@
     >>> prog(X=np.arange(4, dtype=np.float32), N=4)["Y"]
     array([0., 2., 4., 6.], dtype=float32)
 
-See python/README.md for the tutorial. The package is pure Python over
-libravel (ctypes); ``ravel.library_path`` says which library it loaded.
+See python/README.md for the tutorial. The package is Python over libravel
+(ctypes), with an optional compiled module for a recursive model's call
+(ravel._fast); ``ravel.library_path`` says which library it loaded,
+``ravel.fast_path`` which ravel._fast (None: ctypes only).
 """
 
 from ._arrays import aligned_empty as empty
+from ._fastpath import path as fast_path
 from ._lib import library_path, lib as _lib
 from .aot import Library, load_library
 from .errors import (ArgumentError, BoundsError, CompilerError, Error, FileError,
@@ -29,5 +32,5 @@ __all__ = [
     "ArgumentError", "Bound", "BoundsError", "CompilerError", "Error", "FileError", "Library",
     "Linear", "Module", "OutOfMemoryError", "ParseError", "Program", "Ragged", "ScheduleError",
     "ShapeError", "Structs", "TensorInfo", "TypeCheckError", "UnsupportedError", "empty",
-    "library_path", "load", "load_library", "load_weights", "parse", "version",
+    "fast_path", "library_path", "load", "load_library", "load_weights", "parse", "version",
 ]

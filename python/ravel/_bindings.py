@@ -129,7 +129,7 @@ class Bindings:
         """Binds structure ``name`` from a linearized batch: its size, UFs
         and dynamic batches (copied: the Linear may be reused at once)."""
         errors.check(lib.rv_bindings_set_linear(self.ptr, name.encode(),
-                                                _linear(name, value)._ref))
+                                                linear_value(name, value)._ref))
 
     def run_linear(self, program, name, value, specs, owner=None, base=None):
         """Resets these bindings to ``base`` (when given), binds structure
@@ -144,7 +144,7 @@ class Bindings:
         if base is not None and self._borrowed:
             self.reset()  # the library's reset would leave them borrowed here
         st = _run_linear(program._ptr, self.ptr, base.ptr if base is not None else None,
-                         name.encode(), _linear(name, value)._ref, self._infos_addr, n)
+                         name.encode(), linear_value(name, value)._ref, self._infos_addr, n)
         if st:
             raise errors.error_for(st)
         owner = self if owner is None else owner
@@ -159,6 +159,11 @@ class Bindings:
             a = view(info, owner, dtype)
             out[oname] = a if a.ndim == ndim else Ragged(a, self.layout(oname))
         return out
+
+    def _ragged(self, name, flat):
+        """A ragged output's Ragged over its flat array (ravel._fast.run_linear
+        calls it)."""
+        return Ragged(flat, self.layout(name))
 
     def _set_array(self, name, value):
         if isinstance(value, _arrays.Borrowed):
@@ -244,7 +249,7 @@ HAS_RUN_LINEAR = has("rv_program_run_linear")
 _run_linear = lib.rv_program_run_linear if HAS_RUN_LINEAR else None
 
 
-def _linear(name, value):
+def linear_value(name, value):
     """``value`` when it is a linearized batch, the value of structure ``name``."""
     if not isinstance(value, Linear):
         raise errors.ArgumentError(

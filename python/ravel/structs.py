@@ -17,7 +17,7 @@ import os
 
 import numpy as np
 
-from . import _arrays, errors
+from . import _arrays, _fastpath, errors
 from ._lib import check_struct, has, lib
 
 __all__ = ["Linear", "Structs", "KINDS", "SST_SPLITS"]
@@ -201,6 +201,10 @@ class Structs:
         writeable are passed as they are, anything else converted as by
         add_many. On an error the batch is empty and ``out`` as it was."""
         lin = out if out is not None else Linear()
+        fast = _fastpath.fast
+        if fast is not None and fast.build_linear(self._ptr, sizes, child_begin, child, data,
+                                                  lin._addr) is None:
+            return lin  # ravel._fast took the arrays as they are
         st = None
         try:
             # _many_args' fast path written out (a server's call with data:
@@ -387,6 +391,7 @@ class Linear:
     def __init__(self):
         self._c = _CLinear()
         self._ref = ctypes.byref(self._c)  # made once: every call passes it twice
+        self._addr = ctypes.addressof(self._c)  # what ravel._fast takes
 
     def __del__(self):
         if getattr(self, "_c", None) is not None:

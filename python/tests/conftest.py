@@ -57,3 +57,23 @@ def assert_close(got, want, dtype):
     tol = 1e-4 if np.dtype(dtype) == np.float32 else 1e-10
     scale = max(1.0, float(np.nanmax(np.abs(want)))) if want.size else 1.0
     np.testing.assert_allclose(got, want, rtol=tol, atol=tol * scale)
+
+
+@pytest.fixture(params=["fast", "ctypes"])
+def call_path(request, monkeypatch):
+    """Runs a test on both paths of a recursive model's call: ravel._fast
+    (python/ravel/_fast.c; skipped where it is not built) and ctypes."""
+    from ravel import _fastpath
+    if request.param == "fast":
+        if _fastpath.fast is None:
+            pytest.skip("ravel._fast is not built")
+    else:
+        monkeypatch.setattr(_fastpath, "fast", None)
+    return request.param
+
+
+@pytest.fixture
+def ctypes_path(monkeypatch):
+    """The ctypes path only (ravel._fast set aside), for tests of its calls."""
+    from ravel import _fastpath
+    monkeypatch.setattr(_fastpath, "fast", None)

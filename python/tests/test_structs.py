@@ -219,7 +219,7 @@ def test_add_many_checks_every_array():
     assert len(bs) == 3 and bs.children(1, 0) == [1, 2] and bs.data(2, 0) == [6]
 
 
-def test_bound_tree_batches_bigger_smaller_bigger():
+def test_bound_tree_batches_bigger_smaller_bigger(call_path):
     """A Bound recursive model called on batches of changing sizes reuses its
     bindings and result arrays (the structure's UFs and dynamic batches are
     bound anew each call): every call matches the interpreter on its own
@@ -256,7 +256,7 @@ def compiled_treernn():
         pytest.skip("compiled recursion is not in this build: %s" % e)
 
 
-def test_bound_structure_only_call_is_one_library_call(monkeypatch):
+def test_bound_structure_only_call_is_one_library_call(monkeypatch, ctypes_path):
     """A Bound called with the structure as its only argument binds, runs and
     reads the outputs in one call of the library (rv_program_run_linear):
     the same results as the general path (the weights given again), results
@@ -304,7 +304,7 @@ def test_bound_structure_only_call_is_one_library_call(monkeypatch):
     assert np.array_equal(model(T=lin)["h"], kept[-1][1])
 
 
-def test_bound_call_after_a_structure_only_call_binds_nothing_stale():
+def test_bound_call_after_a_structure_only_call_binds_nothing_stale(call_path):
     """The bindings of a structure-only call are pooled without a reset (the
     next call resets them): a following call that gives no structure finds
     none bound, never the previous call's batch."""
@@ -318,7 +318,7 @@ def test_bound_call_after_a_structure_only_call_binds_nothing_stale():
             model(Emb=emb)
 
 
-def test_views_make_no_type_per_length():
+def test_views_make_no_type_per_length(call_path):
     """A call's results and a Linear's arrays are viewed without making a
     type per length (ctypes array types, kept only until the cyclic GC
     frees them: made again call after call where other code makes garbage)."""
@@ -348,7 +348,7 @@ def test_views_make_no_type_per_length():
         gc.enable()
 
 
-def test_build_linear_is_clear_add_many_linearize():
+def test_build_linear_is_clear_add_many_linearize(call_path):
     """Structs.build_linear (rv_structs_build_linear): the batch cleared,
     the structures added as by add_many and linearized into ``out``, call
     after call into one Linear; int32 arrays passed as they are, any other
@@ -387,7 +387,7 @@ def test_build_linear_is_clear_add_many_linearize():
     assert one.num_nodes == 1 and one.data.tolist() == [[-1]]
 
 
-def test_build_linear_refusals_leave_the_batch_empty_and_out_as_it_was():
+def test_build_linear_refusals_leave_the_batch_empty_and_out_as_it_was(call_path):
     """Every refusal of add_many, by build_linear: a wrong dtype, a value
     that does not fit, wrong lengths, no structures, a bad structure; the
     batch is then empty, the Linear unchanged, and the next call works."""
@@ -418,7 +418,7 @@ def test_build_linear_refusals_leave_the_batch_empty_and_out_as_it_was():
     assert bs.build_linear(*good, out=lin) is lin and len(bs) == 2
 
 
-def test_build_linear_passes_int32_arrays_as_they_are(monkeypatch):
+def test_build_linear_passes_int32_arrays_as_they_are(monkeypatch, ctypes_path):
     """A server's C-contiguous int32 arrays go to the library without a
     conversion or a copy (the conversions' function is never called), in
     one call of it."""
