@@ -99,16 +99,20 @@ typedef struct rv_rt_tensor {
 
 /* ---- the context ---- */
 
-/* One chunk of a parallel loop: iterations [begin, end), run by chunk
- * number `tid` (< ctx->num_threads; use it to pick per-thread scratch). */
+/* A piece of a parallel loop: iterations [begin, end), run by thread
+ * number `tid` (< ctx->num_threads; use it to pick per-thread scratch: no
+ * two pieces run at once with one tid). */
 typedef void (*rv_rt_task)(void *closure, int64_t begin, int64_t end, int tid);
 
 struct rv_rt_ctx {
     uint32_t abi_version; /* RV_RT_ABI_VERSION of the host that filled it */
     int32_t num_threads;  /* the most chunks parallel_for runs at once */
-    /* Runs fn over [0, n) split into contiguous chunks, one per thread, and
-     * returns when all are done. Called from inside a chunk, it runs the
-     * whole range on the calling thread (no nesting). */
+    /* Runs fn over [0, n) split into contiguous chunks, one per thread
+     * (each run as up to 8 pieces, normally all on its own thread; a thread
+     * done with its own may take the last unstarted pieces of another:
+     * src/runtime/threadpool.h), and returns when all are done. Called from
+     * inside a piece, it runs the whole range on the calling thread (no
+     * nesting). */
     void (*parallel_for)(int64_t n, void (*fn)(void *, int64_t, int64_t, int), void *closure);
     /* Scratch memory, RV_RT_ALIGN-aligned; thread-safe. On failure it
      * returns NULL and the host remembers the failure: generated code then

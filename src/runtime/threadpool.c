@@ -9,9 +9,10 @@
  *   - workers are created once and live as long as the pool;
  *   - a loop is published by writing the job (fn, ctx, n) and bumping a
  *     generation counter `gen`; a worker that sees the counter change
- *     claims its own static chunk, runs it and decrements `remaining`; the
- *     caller runs chunk 0, then runs every chunk that no worker has claimed
- *     yet, then waits for `remaining` to reach zero;
+ *     claims the pieces of its own static chunk, runs them, takes over
+ *     what is left of other chunks and subtracts what it ran from
+ *     `remaining`; the caller does the same from chunk 0, then waits for
+ *     `remaining` to reach zero;
  *   - waiting (workers for the next generation, the caller for `remaining`)
  *     first spins on the atomic for spin_ns (default 50 us, $RAVEL_SPIN_US),
  *     then sleeps on a condition variable. Back-to-back loops therefore
@@ -24,18 +25,29 @@
  * when someone sleeps. One of the two always sees the other's write. The
  * caller's sleep on `remaining` pairs with `caller_sleeping` the same way.
  *
- * Claiming is what keeps the pool fast when it is not alone on the machine.
- * Chunk c has a slot holding the generation that last claimed it; loop g
- * claims chunk c by a compare-and-swap of the slot from g-1 to g, so each
- * chunk runs exactly once, and a worker that was descheduled (or asleep)
- * when the loop began does not hold the caller up: the caller has already
- * run its chunk. Workers normally claim their own chunk within a fraction
- * of a microsecond, long before the caller is done with chunk 0, so the
- * static chunk-to-thread mapping (and its cache affinity) is what happens
- * in the common case. A successful claim also makes reading the job safe:
- * loop g cannot finish, and the job cannot be overwritten, while one of its
- * chunks is claimed and not done; a late worker whose claim fails never
- * reads the job. Empty chunks (n < threads) are marked claimed up front.
+ * Claiming is what keeps the pool fast when it is not alone on the machine,
+ * and what keeps each thread on its own part of the data (issue 13's
+ * persistence: a level's product split by output columns reads the same
+ * half of the weight pack on the same core at every level, so that half
+ * stays in that core's L2). Chunk t (the static partition below) belongs
+ * to thread t and is cut into up to TP_PIECES pieces; its slot holds, in
+ * one 64-bit word, the loop's generation and the pieces not yet claimed
+ * [next, end). The owner claims pieces from the front, any other thread
+ * that has run out of its own work from the back, each by one
+ * compare-and-swap, so every piece runs exactly once. A worker that is
+ * descheduled (or asleep) when the loop begins, or in the middle of its
+ * chunk, holds the caller up for at most the piece it is running: the
+ * caller takes the rest from the back. A worker that is on time runs its
+ * whole chunk, since the caller reaches the back of it only once its own
+ * equal chunk is done, so the static chunk-to-thread mapping (and its
+ * cache affinity) is what happens in the common case. Before pieces, the
+ * caller took over a late worker's whole chunk (on a loaded 2-core
+ * machine two thirds of them: the caller then read all of the weights)
+ * or, once the worker had started, waited for all of it.
+ * A successful claim also makes reading the job safe: loop g cannot
+ * finish, and the job cannot be overwritten, while one of its pieces is
+ * claimed and not done; a late worker whose claim fails (another
+ * generation, or nothing left) never reads the job.
  *
  * Nesting: a thread-local flag marks threads inside a chunk (workers
  * always); a parallel loop issued there runs serially. Fork: a child has
@@ -82,11 +94,13 @@ typedef void (*TpFn)(void *ctx, int64_t begin, int64_t end, int tid);
 #define TP_MAX_THREADS 1024
 #define TP_DEFAULT_SPIN_US 50
 #define TP_CACHE_LINE 64
+#define TP_PIECES 8 /* pieces of a chunk: what other threads may take over */
 
-/* The generation that last claimed a chunk, alone on its cache line. */
+/* A chunk's unclaimed pieces, alone on its cache line:
+ * generation << 32 | next piece << 16 | end piece (range_word). */
 typedef struct TpSlot {
-    atomic_uint claimed;
-    char pad[TP_CACHE_LINE - sizeof(atomic_uint)];
+    _Atomic uint64_t range;
+    char pad[TP_CACHE_LINE - sizeof(uint64_t)];
 } TpSlot;
 
 typedef struct TpWorker {
@@ -180,21 +194,61 @@ static bool pool_alive(const ThreadPool *p) {
 
 /* ---- the loop ---- */
 
-/* Runs chunk tid of the current loop (nothing when it is empty). */
-static void run_chunk(ThreadPool *p, int tid) {
-    int64_t q = p->n / p->nthreads, r = p->n % p->nthreads;
-    int64_t begin = q * tid + (tid < r ? tid : r);
-    int64_t end = begin + q + (tid < r ? 1 : 0);
-    if (begin < end)
-        p->fn(p->ctx, begin, end, tid);
+static uint64_t range_word(unsigned g, unsigned next, unsigned end) {
+    return (uint64_t)g << 32 | (uint64_t)next << 16 | end;
 }
 
-/* Claims chunk c for loop g; true when the caller may run it. */
-static bool claim_chunk(ThreadPool *p, int c, unsigned g) {
-    unsigned expect = g - 1;
-    if (atomic_load_explicit(&p->slots[c].claimed, memory_order_relaxed) != expect)
-        return false;
-    return atomic_compare_exchange_strong(&p->slots[c].claimed, &expect, g);
+/* Chunk c's iterations [*begin, *end) of the current loop. */
+static void chunk_bounds(const ThreadPool *p, int c, int64_t *begin, int64_t *end) {
+    int64_t q = p->n / p->nthreads, r = p->n % p->nthreads;
+    *begin = q * c + (c < r ? c : r);
+    *end = *begin + q + (c < r ? 1 : 0);
+}
+
+static unsigned chunk_pieces(int64_t len) {
+    return len < TP_PIECES ? (unsigned)len : TP_PIECES;
+}
+
+/* Runs piece k of chunk c of the current loop on thread tid. */
+static void run_piece(ThreadPool *p, int c, unsigned k, int tid) {
+    int64_t b, e;
+    chunk_bounds(p, c, &b, &e);
+    int64_t len = e - b, np = chunk_pieces(len);
+    p->fn(p->ctx, b + len * k / np, b + len * (k + 1) / np, tid);
+}
+
+/* Claims a piece of chunk c for loop g, the first unclaimed one (front)
+ * or the last; returns its index, or -1 when none is left or the slot
+ * belongs to another loop. */
+static int claim_piece(ThreadPool *p, int c, unsigned g, bool front) {
+    uint64_t w = atomic_load_explicit(&p->slots[c].range, memory_order_relaxed);
+    for (;;) {
+        unsigned wg = (unsigned)(w >> 32), next = (w >> 16) & 0xffff, end = w & 0xffff;
+        if (wg != g || next >= end)
+            return -1;
+        uint64_t claimed = front ? range_word(g, next + 1, end) : range_word(g, next, end - 1);
+        if (atomic_compare_exchange_weak(&p->slots[c].range, &w, claimed))
+            return front ? (int)next : (int)end - 1;
+    }
+}
+
+/* Thread tid's share of loop g: its own chunk's pieces from the front,
+ * then what is left of the others' from the back. Returns how many pieces
+ * it ran. */
+static int run_pieces(ThreadPool *p, int tid, unsigned g) {
+    int ran = 0, k;
+    while ((k = claim_piece(p, tid, g, true)) >= 0) {
+        run_piece(p, tid, (unsigned)k, tid);
+        ran++;
+    }
+    for (int i = 1; i < p->nthreads; i++) {
+        int c = (tid + i) % p->nthreads;
+        while ((k = claim_piece(p, c, g, false)) >= 0) {
+            run_piece(p, c, (unsigned)k, tid);
+            ran++;
+        }
+    }
+    return ran;
 }
 
 /* Waits until gen differs from seen and returns it: spin, then sleep. */
@@ -255,10 +309,10 @@ static void *worker_main(void *arg) {
         seen = wait_for_work(p, seen);
         if (atomic_load(&p->stop))
             break;
-        if (!claim_chunk(p, w->tid, seen))
-            continue; /* taken by the caller, or empty */
-        run_chunk(p, w->tid);
-        if (atomic_fetch_sub(&p->remaining, 1) == 1 && atomic_load(&p->caller_sleeping)) {
+        int ran = run_pieces(p, w->tid, seen);
+        if (ran == 0)
+            continue; /* all taken by others, empty, or an older loop */
+        if (atomic_fetch_sub(&p->remaining, ran) == ran && atomic_load(&p->caller_sleeping)) {
             pthread_mutex_lock(&p->sleep_mu);
             pthread_cond_signal(&p->done_cv);
             pthread_mutex_unlock(&p->sleep_mu);
@@ -280,16 +334,19 @@ TP_API void tp_parallel_for(ThreadPool *pool, int64_t n, TpFn fn, void *ctx) {
     }
     pthread_mutex_lock(&pool->dispatch_mu);
     int nt = pool->nthreads;
-    int nonempty = n < nt ? (int)n : nt; /* chunks [0, nonempty) have work */
     unsigned g = atomic_load_explicit(&pool->gen, memory_order_relaxed) + 1;
     pool->fn = fn;
     pool->ctx = ctx;
     pool->n = n;
-    /* Chunk 0 is the caller's, and empty chunks are nobody's. */
-    atomic_store_explicit(&pool->slots[0].claimed, g, memory_order_relaxed);
-    for (int c = nonempty; c < nt; c++)
-        atomic_store_explicit(&pool->slots[c].claimed, g, memory_order_relaxed);
-    atomic_store_explicit(&pool->remaining, nonempty - 1, memory_order_relaxed);
+    int pieces = 0;
+    for (int c = 0; c < nt; c++) {
+        int64_t b, e;
+        chunk_bounds(pool, c, &b, &e);
+        unsigned np = chunk_pieces(e - b);
+        atomic_store_explicit(&pool->slots[c].range, range_word(g, 0, np), memory_order_relaxed);
+        pieces += (int)np;
+    }
+    atomic_store_explicit(&pool->remaining, pieces, memory_order_relaxed);
     atomic_fetch_add(&pool->gen, 1); /* publishes all of the above (seq_cst) */
     if (atomic_load(&pool->sleepers) > 0) {
         pthread_mutex_lock(&pool->sleep_mu);
@@ -297,13 +354,8 @@ TP_API void tp_parallel_for(ThreadPool *pool, int64_t n, TpFn fn, void *ctx) {
         pthread_mutex_unlock(&pool->sleep_mu);
     }
     tp_in_chunk = true;
-    run_chunk(pool, 0);
-    for (int c = 1; c < nonempty; c++) {
-        if (claim_chunk(pool, c, g)) {
-            run_chunk(pool, c);
-            atomic_fetch_sub(&pool->remaining, 1);
-        }
-    }
+    int ran = run_pieces(pool, 0, g);
+    atomic_fetch_sub(&pool->remaining, ran);
     tp_in_chunk = false;
     wait_for_done(pool);
     pthread_mutex_unlock(&pool->dispatch_mu);
@@ -369,7 +421,7 @@ TP_API ThreadPool *tp_new(int nthreads) {
         return NULL;
     }
     for (int c = 0; c < nthreads; c++)
-        atomic_init(&p->slots[c].claimed, 0);
+        atomic_init(&p->slots[c].range, 0);
     if (nthreads == 1)
         return p;
 

@@ -2,19 +2,24 @@
  * threadpool.h — the runtime's persistent thread pool (threadpool.c).
  *
  * One parallel loop primitive: tp_parallel_for splits [0, n) statically
- * into one contiguous chunk per pool thread and runs fn on each, the calling
- * thread taking chunk 0. Workers persist between calls and spin briefly
- * before sleeping, so back-to-back loops cost about a microsecond to
- * dispatch, not a thread creation each.
+ * into one contiguous chunk per pool thread, the calling thread owning
+ * chunk 0. Workers persist between calls and spin briefly before sleeping,
+ * so back-to-back loops cost about a microsecond to dispatch, not a thread
+ * creation each.
  *
  * Chunk t of n over T threads is [t*q + min(t, r), (t+1)*q + min(t+1, r))
  * with q = n / T, r = n % T: sizes differ by at most one, earlier chunks are
- * the larger. Empty chunks are not run. `tid` is the chunk's index, in
- * [0, tp_num_threads(pool)): use it to pick per-thread scratch. Chunk t
- * normally runs on pool thread t (the caller is thread 0), but the caller
- * takes over chunks that a late worker has not started, so one thread may
- * run several chunks one after another; no chunk runs twice or
- * concurrently with itself.
+ * the larger. A chunk of len iterations is cut into min(len, 8) pieces of
+ * contiguous iterations (piece k: [b + len*k/np, b + len*(k+1)/np)); fn
+ * runs once per piece, with [begin, end) the piece. Chunk t's pieces
+ * normally all run on pool thread t, in order (the caller is thread 0),
+ * so a loop partitioned the same way at every call keeps each thread on
+ * the same data; a thread done with its own chunk takes over the last
+ * pieces that another has not started (a late or descheduled worker), so
+ * pieces of one chunk may run on two threads at once. `tid` is the thread
+ * running the piece, in [0, tp_num_threads(pool)): use it to pick
+ * per-thread scratch (no two pieces run at once with the same tid). No
+ * piece runs twice.
  *
  * A tp_parallel_for issued from inside a running chunk (of any pool) runs
  * serially on the calling thread as a single chunk with tid 0, so nested

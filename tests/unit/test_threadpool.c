@@ -33,30 +33,44 @@ static double now_seconds(void) {
 }
 
 /* Per-call record of what the loop body saw. */
+#define MAX_CALLS (MAX_T * 8)
 typedef struct RangeCtx {
     int64_t n;
     int nthreads;
     unsigned char *visits;
-    int64_t begin[MAX_T], end[MAX_T];
-    int64_t sum[MAX_T * 8]; /* one slot per tid, a cache line apart */
+    int64_t begin[MAX_CALLS], end[MAX_CALLS]; /* each call's piece */
+    int64_t sum[MAX_T * 8];                   /* one slot per tid, a cache line apart */
     atomic_int calls, bad_tid;
 } RangeCtx;
 
 static void range_body(void *vctx, int64_t begin, int64_t end, int tid) {
     RangeCtx *c = vctx;
-    atomic_fetch_add(&c->calls, 1);
-    if (tid < 0 || tid >= c->nthreads || begin >= end) {
+    int call = atomic_fetch_add(&c->calls, 1);
+    if (tid < 0 || tid >= c->nthreads || begin >= end || call >= MAX_CALLS) {
         atomic_fetch_add(&c->bad_tid, 1);
         return;
     }
-    c->begin[tid] = begin;
-    c->end[tid] = end;
+    c->begin[call] = begin;
+    c->end[call] = end;
     int64_t s = 0;
     for (int64_t i = begin; i < end; i++) {
         c->visits[i]++;
         s += i;
     }
-    c->sum[tid * 8] = s;
+    c->sum[tid * 8] += s; /* pieces with one tid never run at once */
+}
+
+/* True when [b, e) is one of the documented pieces of a chunk of n over nt. */
+static bool is_piece(int64_t n, int nt, int64_t b, int64_t e) {
+    for (int t = 0; t < nt; t++) {
+        int64_t q = n / nt, r = n % nt;
+        int64_t cb = q * t + (t < r ? t : r), len = q + (t < r);
+        int64_t np = len < 8 ? len : 8;
+        for (int64_t k = 0; k < np; k++)
+            if (b == cb + len * k / np && e == cb + len * (k + 1) / np)
+                return true;
+    }
+    return false;
 }
 
 /* One loop over [0, n) on pool, checked against the documented chunking. */
@@ -67,8 +81,6 @@ static void check_ranges(ThreadPool *pool, int64_t n) {
     c.n = n;
     c.nthreads = nt;
     c.visits = calloc((size_t)n + 1, 1);
-    for (int t = 0; t < MAX_T; t++)
-        c.begin[t] = c.end[t] = -1;
     tp_parallel_for(pool, n, range_body, &c);
 
     CHECK_EQ_INT(atomic_load(&c.bad_tid), 0);
@@ -82,25 +94,23 @@ static void check_ranges(ThreadPool *pool, int64_t n) {
     CHECK_EQ_INT(wrong, 0);
     free(c.visits);
 
+    int calls = atomic_load(&c.calls);
     if (n <= 1 || nt == 1) { /* run serially as one chunk */
-        CHECK_EQ_INT(atomic_load(&c.calls), n > 0 ? 1 : 0);
+        CHECK_EQ_INT(calls, n > 0 ? 1 : 0);
         if (n > 0)
             CHECK(c.begin[0] == 0 && c.end[0] == n);
         return;
     }
-    int nonempty = 0;
+    int64_t pieces = 0;
     for (int t = 0; t < nt; t++) {
-        int64_t q = n / nt, r = n % nt;
-        int64_t b = q * t + (t < r ? t : r), e = b + q + (t < r);
-        if (b == e) {
-            CHECK_EQ_INT(c.begin[t], -1);
-            continue;
-        }
-        nonempty++;
-        CHECK_EQ_INT(c.begin[t], b);
-        CHECK_EQ_INT(c.end[t], e);
+        int64_t len = n / nt + (t < n % nt);
+        pieces += len < 8 ? len : 8;
     }
-    CHECK_EQ_INT(atomic_load(&c.calls), nonempty);
+    CHECK_EQ_INT(calls, pieces);
+    int bad = 0;
+    for (int i = 0; i < calls && i < MAX_CALLS; i++)
+        bad += !is_piece(n, nt, c.begin[i], c.end[i]);
+    CHECK_EQ_INT(bad, 0);
 }
 
 static void test_ranges(void) {
@@ -414,23 +424,96 @@ static void test_jit_calls_runtime(void) {
 /* tp_use: ravel_rt_parallel_for (what kernels call) runs on the pool made
  * current on this thread, whatever the default pool's size, until the
  * previous one is restored. */
-static void record_tid(void *ctx, int64_t begin, int64_t end, int tid) {
-    atomic_int *seen = ctx;
+typedef struct UseCtx {
+    atomic_int *seen; /* per index: the bits of the tids that ran it */
+    atomic_int widest, calls;
+} UseCtx;
+
+static void record_tid(void *vctx, int64_t begin, int64_t end, int tid) {
+    UseCtx *c = vctx;
+    atomic_fetch_add(&c->calls, 1);
+    if (end - begin > atomic_load(&c->widest))
+        atomic_store(&c->widest, (int)(end - begin));
     for (int64_t i = begin; i < end; i++)
-        atomic_fetch_or(&seen[i], 1 << tid);
+        atomic_fetch_or(&c->seen[i], 1 << (tid < 31 ? tid : 31));
 }
 
 static void test_use(void) {
     int want = tp_num_threads(tp_default()) + 2;
     ThreadPool *pool = tp_new(want);
-    atomic_int seen[64] = {0};
+    /* 8 iterations per chunk of `want` threads: pieces of one iteration
+     * each, where any pool of fewer threads has chunks of more than 8 and
+     * pieces of 2 */
+    int64_t n = 8 * (int64_t)want;
+    UseCtx c = {.seen = calloc((size_t)n, sizeof(atomic_int))};
     ThreadPool *old = tp_use(pool);
     CHECK(old == NULL);
-    ravel_rt_parallel_for(want, record_tid, seen);
+    ravel_rt_parallel_for(n, record_tid, &c);
     CHECK(tp_use(old) == pool);
-    /* one index per chunk: index t ran as chunk t, the last one included */
-    for (int i = 0; i < want && i < 31; i++)
-        CHECK_EQ_INT(atomic_load(&seen[i]), 1 << i);
+    CHECK_EQ_INT(atomic_load(&c.widest), 1);
+    CHECK_EQ_INT(atomic_load(&c.calls), n);
+    int bad = 0;
+    for (int64_t i = 0; i < n; i++) {
+        int v = atomic_load(&c.seen[i]);
+        bad += v == 0 || (v & (v - 1)) != 0; /* ran once, on one thread */
+    }
+    CHECK_EQ_INT(bad, 0);
+    free(c.seen);
+    tp_free(pool);
+}
+
+/* A worker held up inside its first piece holds the caller up for that
+ * piece only: the caller takes over the rest of the worker's chunk from
+ * the back (before pieces it waited for the whole chunk: here, for ever,
+ * since the held piece waits for the others). */
+typedef struct HeldCtx {
+    pthread_t caller;
+    atomic_int done, stolen, held, timed_out;
+} HeldCtx;
+
+static void held_body(void *vctx, int64_t begin, int64_t end, int tid) {
+    HeldCtx *c = vctx;
+    (void)tid;
+    bool on_caller = pthread_equal(pthread_self(), c->caller);
+    for (int64_t i = begin; i < end; i++) {
+        if (i == 0 && on_caller) { /* give the worker time to start */
+            double t0 = now_seconds();
+            while (!atomic_load(&c->held) && now_seconds() - t0 < 0.2) {
+            }
+        }
+        if (i == 8 && !on_caller) { /* the worker's first piece */
+            atomic_store(&c->held, 1);
+            double t0 = now_seconds();
+            while (atomic_load(&c->done) < 15)
+                if (now_seconds() - t0 > 5.0) {
+                    atomic_store(&c->timed_out, 1);
+                    break;
+                }
+        }
+        if (i > 8 && on_caller)
+            atomic_fetch_add(&c->stolen, 1);
+        atomic_fetch_add(&c->done, 1);
+    }
+}
+
+static void test_take_over_pieces(void) {
+    ThreadPool *pool = tp_new(2);
+    if (tp_num_threads(pool) < 2) {
+        tp_free(pool);
+        return;
+    }
+    int held = 0;
+    for (int k = 0; k < 20 && held < 3; k++) {
+        HeldCtx c = {.caller = pthread_self()};
+        tp_parallel_for(pool, 16, held_body, &c); /* chunk 1: [8, 16), 8 pieces */
+        CHECK_EQ_INT(atomic_load(&c.done), 16);
+        CHECK_EQ_INT(atomic_load(&c.timed_out), 0);
+        if (atomic_load(&c.held)) {
+            held++;
+            CHECK_EQ_INT(atomic_load(&c.stolen), 7);
+        }
+    }
+    printf("threadpool: a worker held in its first piece, %d of the loops\n", held);
     tp_free(pool);
 }
 
@@ -442,5 +525,6 @@ int main(void) {
     RUN(test_dispatch_latency);
     RUN(test_jit_calls_runtime);
     RUN(test_use);
+    RUN(test_take_over_pieces);
     return harness_report();
 }
