@@ -580,10 +580,6 @@ static bool iv_gpu_bound(const IterVar *v) {
     return sched_kind_is_gpu(v->kind);
 }
 
-/* A split with a GPU-bound part keeps its guard whatever its tail mode: a
- * launch is sized by its bound loops' extents, which a partitioned last
- * tile makes depend on the tile (E - E/f*f threads), and the threads past
- * the end idle at the guard anyway. */
 Expr *lower_split_last(LowerCtx *c, const IterVar *p, Expr *e) {
     Module *m = c->m;
     Expr *full = ir_binary(m, EX_DIV, e, ir_int(m, p->inner->factor));
@@ -592,10 +588,13 @@ Expr *lower_split_last(LowerCtx *c, const IterVar *p, Expr *e) {
     return lower_ctx_simp(c, full);
 }
 
-/* A split with tail="merge" is always partitioned (its last block is no
- * tile of the outer loop's): the schedule checker keeps its outer loop a
- * leaf, its inner loops inside it and its loops off GPU indices, so the
- * walk reaches it here whatever E. */
+/* A split with a GPU-bound part keeps its guard whatever its tail mode: a
+ * launch is sized by its bound loops' extents, which a partitioned last
+ * tile makes depend on the tile (E - E/f*f threads), and the threads past
+ * the end idle at the guard anyway. A split with tail="merge" is always
+ * partitioned (its last block is no tile of the outer loop's): the
+ * schedule checker keeps its outer loop a leaf, its inner loops inside it
+ * and its loops off GPU indices, so the walk reaches it here whatever E. */
 int lower_splits_here(LowerCtx *c, StageNest *n, int i, Expr **ext) {
     Stage *st = n->st;
     IterVar *v = st->leaves.data[i];
