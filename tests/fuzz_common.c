@@ -401,8 +401,12 @@ static int gen_step(Gen *g, char *stage, char *step, size_t n) {
         w = 70 + rng_int(&g->r, 30);
     if (w < 20) { /* split */
         stem(v->name, a);
+        /* (tail="merge": blocks of F..2F-1; the rules refuse it where its
+         * loops are later split, moved apart, vectorized or unrolled) */
+        int t = rng_int(&g->r, 100);
         snprintf(step, n, "%so%d, %si%d = split(%s, %lld%s)", a, c, a, c, v->name,
-                 (long long)pick_factor(g), rng_chance(&g->r, 20) ? ", tail=\"guard\"" : "");
+                 (long long)pick_factor(g),
+                 t < 20 ? ", tail=\"guard\"" : t < 32 ? ", tail=\"merge\"" : "");
     } else if (w < 27) { /* tile */
         if (s->nloops < 2)
             return 0;

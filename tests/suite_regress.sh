@@ -4,7 +4,10 @@
 # must happen:
 #
 #     # expect: ok                 compiled output matches the interpreter:
-#                                  `ravel run --random S --check` for S = 1..6
+#                                  `ravel run --random S --check` for S = 1..6,
+#                                  and for S = 1 with the arguments of each
+#                                  `# sizes: ...` line (e.g. --size N=0): the
+#                                  edges a random draw may miss
 #     # expect: LINE:COL: MESSAGE  `ravel check` rejects it there (as
 #                                  tests/suite_errors.sh)
 #     # expect: run-error: MESSAGE `ravel run --random S` (S = 1..6, plus the
@@ -50,12 +53,36 @@ run_seeds() {
     done
 }
 
+# Runs `ravel run F --random 1 --check ARGS...`, which must pass.
+run_one() {
+    f=$1
+    shift
+    timeout "$LIMIT" "$RAVEL" run "$f" --random 1 --check "$@" >"$log" 2>&1
+    rc=$?
+    if [ "$rc" -eq 0 ]; then
+        passed=$((passed + 1))
+    else
+        echo "FAIL $f: run --random 1 --check $* (exit status $rc)"
+        sed 's/^/  got: /' "$log"
+        failed=$((failed + 1))
+    fi
+}
+
 for f in tests/regress/*.rv; do
     [ -f "$f" ] || continue
     expect=$(head -n 1 "$f" | sed -n 's/^# expect: //p')
     case "$expect" in
     ok)
         run_seeds "$f" 0 "" --check
+        old_ifs=$IFS
+        IFS='
+'
+        for sizes in $(sed -n 's/^# sizes: //p' "$f"); do
+            IFS=$old_ifs
+            # shellcheck disable=SC2086
+            run_one "$f" $sizes
+        done
+        IFS=$old_ifs
         continue
         ;;
     run-error:*)

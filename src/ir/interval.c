@@ -17,9 +17,10 @@
  * first: a variable's extent mentions only outer ones); a UF value by its
  * declared lo/hi; and k*c*(x/c) by k*x or k*(x - c + 1) (c*(x/c) lies in
  * [x - c + 1, x], for floordiv always and for `/` when x >= 0), which is
- * what proves `io*32 + ii < ceildiv(N, 32)*32`. Two orders are tried (loop
- * variables before divisions and after) and the better bound kept; a
- * min/max/select atom is split into its arms (a bounded number of times).
+ * what proves `io*32 + ii < ceildiv(N, 32)*32`. Three orders are tried (loop
+ * variables before divisions and after, and UF values after divisions)
+ * and the best bound kept; a min/max/select atom is split into its arms
+ * (a bounded number of times).
  * Every intermediate form is also bounded by numeric intervals of its
  * atoms (declared ranges, extents, and the usual interval rules for
  * products, divisions, remainders, min/max, select, abs and casts), and
@@ -207,9 +208,10 @@ static const Lin *elim_term(Simp *S, const Term *t, ElimClass cl, bool upper) {
 /* Picks the next term to eliminate: lets, then loop variables (innermost,
  * i.e. highest axis id, first), UF values and divisions, or divisions
  * before variables. -1 when none. */
-static int pick_term(Simp *S, const Lin *L, bool divs_first, bool *saw_div, ElimClass *cls) {
-    static const ElimClass order[2][6] = {{EL_LET, EL_START, EL_MAP, EL_VAR, EL_UF, EL_DIV},
-                                          {EL_LET, EL_START, EL_MAP, EL_DIV, EL_VAR, EL_UF}};
+static int pick_term(Simp *S, const Lin *L, int order_no, bool *saw_div, ElimClass *cls) {
+    static const ElimClass order[3][6] = {{EL_LET, EL_START, EL_MAP, EL_VAR, EL_UF, EL_DIV},
+                                          {EL_LET, EL_START, EL_MAP, EL_DIV, EL_VAR, EL_UF},
+                                          {EL_LET, EL_START, EL_MAP, EL_VAR, EL_DIV, EL_UF}};
     ElimClass cl[64];
     int n = L->n < 64 ? L->n : 64;
     for (int i = 0; i < n; i++) {
@@ -220,7 +222,7 @@ static int pick_term(Simp *S, const Lin *L, bool divs_first, bool *saw_div, Elim
     for (int o = 0; o < 6; o++) {
         int best = -1;
         for (int i = 0; i < n; i++) {
-            if (cl[i] != order[divs_first][o])
+            if (cl[i] != order[order_no][o])
                 continue;
             if (best < 0 || (cl[i] == EL_VAR && L->t[i].x->u.axis->id > L->t[best].x->u.axis->id))
                 best = i;
@@ -313,7 +315,7 @@ static bool branchable(const Lin *L) {
  * variable's extent), before the other atoms it could cancel with are
  * eliminated: inside `for t in 0..min(32, N - io*32)`, io*32 + t - N is
  * split while io is still there to cancel. */
-static bool bound_in_order(Simp *S, const Lin *L, bool upper, bool divs_first, bool *saw_div,
+static bool bound_in_order(Simp *S, const Lin *L, bool upper, int order_no, bool *saw_div,
                            int64_t *out) {
     bool have = false, ok, split = branchable(L);
     int64_t v = 0, scale = 1; /* L is scale times the form asked about */
@@ -327,7 +329,7 @@ static bool bound_in_order(Simp *S, const Lin *L, bool upper, bool divs_first, b
         ok = numeric_bound(S, L, upper, &v);
         keep_best(upper, ok, scaled_back(v, scale, upper), &have, out);
         ElimClass cl;
-        int i = pick_term(S, L, divs_first, saw_div, &cl);
+        int i = pick_term(S, L, order_no, saw_div, &cl);
         if (i < 0)
             break;
         if (cl == EL_DIV) {
@@ -359,10 +361,16 @@ bool ir_lin_bound(Simp *S, const Lin *L, bool upper, int64_t *out) {
     }
     bool saw_div = false, have = false, ok;
     int64_t v = 0;
-    ok = bound_in_order(S, L, upper, false, &saw_div, &v);
+    ok = bound_in_order(S, L, upper, 0, &saw_div, &v);
     keep_best(upper, ok, v, &have, out);
     if (saw_div) {
-        ok = bound_in_order(S, L, upper, true, &saw_div, &v);
+        ok = bound_in_order(S, L, upper, 1, &saw_div, &v);
+        keep_best(upper, ok, v, &have, out);
+        /* loop variables, then divisions, then UF values: a UF value
+         * that the loops' extents bring in as c*(E/c) cancels with E
+         * before E is bounded by its range (the full tiles of the last
+         * block of a split of len[b]: lo*6 + li + len/48*48 < len) */
+        ok = bound_in_order(S, L, upper, 2, &saw_div, &v);
         keep_best(upper, ok, v, &have, out);
     }
     return have;

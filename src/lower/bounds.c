@@ -392,7 +392,9 @@ static bool iv_range(LowerCtx *c, StageNest *n, const IterVar *v, bool clip, con
     /* an unbound leaf or fused part: its whole extent (a whole tile, even
      * the last one, for a padded reader) */
     Expr *e =
-        !clip && v->rel == IV_INNER ? ir_int(m, v->factor) : lower_iv_extent_over(c, n, v, vary);
+        !clip && v->rel == IV_INNER && v->parent->tail != TAIL_MERGE
+            ? ir_int(m, v->factor)
+            : lower_iv_extent_over(c, n, v, vary);
     if (!e)
         return false;
     out->lo = ir_int(m, 0);

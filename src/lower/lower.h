@@ -484,6 +484,9 @@ Stmt *lower_gen(LowerCtx *c, StageNest n, int i);
  * is (TAIL_PARTITION, undecided, its inner loop below, not dividing its
  * extent, set in *ext)? 1 or 0, -1 when the extent cannot be lowered. */
 int lower_splits_here(LowerCtx *c, StageNest *n, int i, Expr **ext);
+/* The outer loop's value at the last tile the walk peels off split p of
+ * extent e: E/f, or with tail="merge" the merged block's max(E/f - 1, 0). */
+Expr *lower_split_last(LowerCtx *c, const IterVar *p, Expr *e);
 /* The nest of stage st: over its whole tensor (origin NULL), or over a
  * region of it into a view; an axis whose origin is NULL is over its
  * whole extent (a recursion's member: only its node axis is set). */

@@ -24,6 +24,11 @@
  * full copy, the clipped last tile in the other. The bounds pass
  * (regions.c) takes such a split in the SPLIT_PARAM state instead: its
  * inner extent a parameter (StageNest.tile) that either copy instantiates.
+ *
+ * A split with tail="merge" is always partitioned by the walk: the full
+ * copy's outer loop runs E/f - 1 blocks of f, and the last copy, at
+ * o = max(E/f - 1, 0), runs the E - o*f rest (f..2f-1 rows when E >= f,
+ * all E rows otherwise), so no block is smaller than f unless E is.
  */
 #include <string.h>
 
@@ -260,13 +265,24 @@ Expr *lower_iv_extent_over(LowerCtx *c, StageNest *n, const IterVar *v, const Pt
         Expr *e = lower_iv_extent_over(c, n, v->parent, vary);
         if (!e)
             return NULL;
+        Expr *full = ir_binary(m, EX_DIV, e, ir_int(m, v->factor));
+        if (v->parent->tail == TAIL_MERGE) {
+            /* the blocks before the merged last one; all of them */
+            if (n->state[v->parent->id] == SPLIT_FULL)
+                return lower_ctx_simp(c, ir_binary(m, EX_SUB, full, ir_int(m, 1)));
+            return lower_ctx_simp(c, ir_binary(m, EX_MAX, full, ir_int(m, 1)));
+        }
         if (n->state[v->parent->id] == SPLIT_FULL)
-            return lower_ctx_simp(c, ir_binary(m, EX_DIV, e, ir_int(m, v->factor)));
+            return lower_ctx_simp(c, full);
         return lower_ctx_simp(c, lower_ceil_div(m, e, v->factor));
     }
     case IV_INNER: {
         if (n->state[v->parent->id] == SPLIT_PARAM)
             return n->tile[v->parent->id];
+        /* a merge split not partitioned where n is (its outer loop not
+         * bound: bounds inference over both loops): the largest block */
+        if (n->state[v->parent->id] == SPLIT_GUARD && v->parent->tail == TAIL_MERGE)
+            return ir_int(m, 2 * v->factor - 1);
         if (n->state[v->parent->id] != SPLIT_TAIL)
             return ir_int(m, v->factor);
         Expr *e = lower_iv_extent_over(c, n, v->parent, vary),
@@ -535,6 +551,9 @@ static Stmt *guarded_for_pass(LowerCtx *c, StageNest n, int i) {
     Stage *st = n.st;
     if (hosts_stages(c, st))
         return NULL;
+    /* (the pass knows the guard `o*f + i < E`, not a merged last block) */
+    if (st->leaves.data[i]->parent->tail == TAIL_MERGE)
+        return NULL;
     if (n.mode == MODE_TOP && st->reduce && n.first_red > i && !n.in_place)
         return NULL; /* the accumulator inside the loop */
     /* a trial: the walk's counters are restored where it is not taken */
@@ -561,14 +580,31 @@ static bool iv_gpu_bound(const IterVar *v) {
     return sched_kind_is_gpu(v->kind);
 }
 
+Expr *lower_split_last(LowerCtx *c, const IterVar *p, Expr *e) {
+    Module *m = c->m;
+    Expr *full = ir_binary(m, EX_DIV, e, ir_int(m, p->inner->factor));
+    if (p->tail == TAIL_MERGE)
+        full = ir_binary(m, EX_MAX, ir_binary(m, EX_SUB, full, ir_int(m, 1)), ir_int(m, 0));
+    return lower_ctx_simp(c, full);
+}
+
 /* A split with a GPU-bound part keeps its guard whatever its tail mode: a
  * launch is sized by its bound loops' extents, which a partitioned last
  * tile makes depend on the tile (E - E/f*f threads), and the threads past
- * the end idle at the guard anyway. */
+ * the end idle at the guard anyway. A split with tail="merge" is always
+ * partitioned (its last block is no tile of the outer loop's): the
+ * schedule checker keeps its outer loop a leaf, its inner loops inside it
+ * and its loops off GPU indices, so the walk reaches it here whatever E. */
 int lower_splits_here(LowerCtx *c, StageNest *n, int i, Expr **ext) {
     Stage *st = n->st;
     IterVar *v = st->leaves.data[i];
     IterVar *p = v->rel == IV_OUTER ? v->parent : NULL;
+    if (p && p->tail == TAIL_MERGE && n->state[p->id] == SPLIT_GUARD) {
+        for (int j = 0; j < i; j++)
+            RV_ASSERT(!sched_iv_derives_from(st->leaves.data[j], p->inner));
+        RV_ASSERT(!iv_gpu_bound(p));
+        return (*ext = iv_extent(c, n, p)) ? 1 : -1;
+    }
     if (!p || p->tail != TAIL_PARTITION || n->state[p->id] != SPLIT_GUARD || iv_gpu_bound(p))
         return 0;
     /* the inner loop, or every loop a split of it made (a block of rows
@@ -612,13 +648,13 @@ Stmt *lower_gen(LowerCtx *c, StageNest n, int i) {
         full.state[p->id] = SPLIT_FULL;
         Stmt *a = gen_loop(c, full, i, iv_extent(c, &full, v));
         tail.state[p->id] = SPLIT_TAIL;
-        Expr *last = lower_ctx_simp(c, ir_binary(m, EX_DIV, e, ir_int(m, pf)));
-        tail.value[v->id] = last;
+        tail.value[v->id] = lower_split_last(c, p, e);
         Stmt *b = lower_emit_attached(c, &tail, v, i + 1);
         if (!a || !b)
             return NULL;
-        Expr *has_tail = lower_ctx_simp(
-            c, ir_binary(m, EX_GT, ir_binary(m, EX_MOD, e, ir_int(m, pf)), ir_int(m, 0)));
+        /* a merged last block runs whenever there is a row */
+        Expr *rest = p->tail == TAIL_MERGE ? e : ir_binary(m, EX_MOD, e, ir_int(m, pf));
+        Expr *has_tail = lower_ctx_simp(c, ir_binary(m, EX_GT, rest, ir_int(m, 0)));
         Stmt *both[2] = {a, lower_if(m, has_tail, b, NULL)};
         return lower_seq(m, 2, both);
     }

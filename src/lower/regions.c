@@ -100,7 +100,7 @@ static bool attach_nest(LowerCtx *c, RegionBox *b, StageNest *n) {
             b->cut[j] = v->parent;
             if (b->tail & (1u << j)) {
                 n->state[v->parent->id] = SPLIT_TAIL;
-                n->value[v->id] = lower_ctx_simp(c, ir_binary(m, EX_DIV, e, ir_int(m, v->factor)));
+                n->value[v->id] = lower_split_last(c, v->parent, e);
                 if (v == p->at_iv)
                     return true;
                 continue;
@@ -109,7 +109,8 @@ static bool attach_nest(LowerCtx *c, RegionBox *b, StageNest *n) {
         if (part) {
             n->state[v->parent->id] = SPLIT_PARAM;
             n->tile[v->parent->id] =
-                param(m, b, RP_TILE, v->parent, ir_int(m, v->factor + 1),
+                param(m, b, RP_TILE, v->parent,
+                      ir_int(m, v->parent->tail == TAIL_MERGE ? 2 * v->factor : v->factor + 1),
                       v->parent->inner->name, "ext", NULL);
         }
         Expr *ext = lower_iv_extent_over(c, n, v, NULL);

@@ -207,6 +207,21 @@ static rv_status check_order(Ctx *c, SrcLoc loc) {
                             o->name);
         }
     }
+    /* a merge split's inner loops inside its outer one: the inner
+     * extent is the block's (F, or the merged last block's) */
+    for (int i = 0; i < st->ivs.len; i++) {
+        IterVar *p = st->ivs.data[i];
+        if (!p->outer || p->tail != TAIL_MERGE)
+            continue;
+        int io = leaf_index(st, p->outer);
+        for (int k = 0; k < io; k++)
+            if (sched_iv_derives_from(st->leaves.data[k], p->inner))
+                return fail(c, loc,
+                            "loop %s must stay inside loop %s: split(%s, %lld, tail=\"merge\") "
+                            "makes the extent of %s depend on %s",
+                            st->leaves.data[k]->name, p->outer->name, p->name,
+                            (long long)p->inner->factor, p->inner->name, p->outer->name);
+    }
     int first_red = -1;
     for (int k = 0; k < st->leaves.len; k++) {
         IterVar *v = st->leaves.data[k];
@@ -293,6 +308,31 @@ static rv_status check_no_stage_at(Ctx *c, const IterVar *v, SrcLoc loc) {
     return RV_OK;
 }
 
+/* The outer loop of a split with tail="merge" stays one loop: the walk
+ * runs it as its full blocks then the merged last block (nest.c), which
+ * needs that loop itself, not a part of it. */
+static rv_status check_not_merge_outer(Ctx *c, const IterVar *v, SrcLoc loc) {
+    if (v->rel == IV_OUTER && v->parent->tail == TAIL_MERGE)
+        return fail(c, loc,
+                    "loop %s is the outer loop of a split with tail=\"merge\": it stays one "
+                    "loop (split or fuse its inner loop, or split %s without tail=\"merge\")",
+                    v->name, v->parent->name);
+    return RV_OK;
+}
+
+/* Does v come from a part of a split with tail="merge"? */
+static bool iv_from_merge(const IterVar *v) {
+    switch (v->rel) {
+    case IV_OUTER:
+    case IV_INNER:
+        return v->parent->tail == TAIL_MERGE || iv_from_merge(v->parent);
+    case IV_FUSED:
+        return iv_from_merge(v->fa) || iv_from_merge(v->fb);
+    default:
+        return false;
+    }
+}
+
 static rv_status do_split(Ctx *c, IterVar *v, int64_t f, TailMode tail, const char *on,
                           const char *in, IterVar **po, IterVar **pi) {
     Stage *st = c->st;
@@ -301,6 +341,8 @@ static rv_status do_split(Ctx *c, IterVar *v, int64_t f, TailMode tail, const ch
         return fail(c, loc, "loop %s is already %s; split it before choosing its kind", v->name,
                     sched_loop_kind_name(v->kind));
     rv_status r;
+    if ((r = check_not_merge_outer(c, v, loc)) != RV_OK)
+        return r;
     if ((r = check_no_stage_at(c, v, loc)) != RV_OK)
         return r;
     if ((r = check_new_name(c, on, loc)) != RV_OK || (r = check_new_name(c, in, loc)) != RV_OK)
@@ -332,8 +374,10 @@ static rv_status split_args(Ctx *c, int first, int64_t *f, TailMode *tail) {
     if (t) {
         if (strcmp(t->s, "guard") == 0)
             *tail = TAIL_GUARD;
+        else if (strcmp(t->s, "merge") == 0)
+            *tail = TAIL_MERGE;
         else if (strcmp(t->s, "partition") != 0)
-            return fail(c, t->loc, "tail must be \"partition\" or \"guard\"");
+            return fail(c, t->loc, "tail must be \"partition\", \"guard\" or \"merge\"");
     }
     return RV_OK;
 }
@@ -425,6 +469,9 @@ static rv_status prim_fuse(Ctx *c) {
         return r;
     Stage *st = c->st;
     SrcLoc loc = c->step->loc;
+    if ((r = check_not_merge_outer(c, a, loc)) != RV_OK ||
+        (r = check_not_merge_outer(c, b, loc)) != RV_OK)
+        return r;
     int ia = leaf_index(st, a), ib = leaf_index(st, b);
     if (ib != ia + 1)
         return fail(c, loc, "%s and %s are not adjacent with %s outside (reorder them first)",
@@ -464,7 +511,7 @@ static bool const_extent(const Stage *st, const IterVar *v, int64_t *n) {
     switch (v->rel) {
     case IV_INNER:
         *n = v->factor;
-        return true;
+        return v->parent->tail != TAIL_MERGE; /* (the merged block: F..2F-1) */
     case IV_ROOT:
         if (st->kind != STAGE_OP)
             return false; /* its extent is the region it covers */
@@ -473,7 +520,8 @@ static bool const_extent(const Stage *st, const IterVar *v, int64_t *n) {
         int64_t e;
         if (!const_extent(st, v->parent, &e))
             return false;
-        *n = (e + v->factor - 1) / v->factor;
+        *n = v->parent->tail == TAIL_MERGE ? (e / v->factor > 1 ? e / v->factor : 1)
+                                           : (e + v->factor - 1) / v->factor;
         return true;
     }
     case IV_FUSED: {
@@ -505,6 +553,18 @@ static rv_status set_kind(Ctx *c, IterVar *v, LoopKind k) {
         return fail(c, loc, "%s is a reduction loop: its iterations update the same elements%s",
                     v->name, k == LOOP_VECTOR ? " (only sum, max and min vectorize)" : "");
     int64_t n = 0;
+    /* (a launch is sized by its bound loops' extents; the merged block's
+     * inner extent is not one of a loop's tiles) */
+    if (sched_kind_is_gpu(k) && iv_from_merge(v))
+        return fail(c, loc, "loop %s comes from a split with tail=\"merge\", which a GPU index "
+                            "cannot run; use tail=\"guard\"", v->name);
+    if ((k == LOOP_VECTOR || k == LOOP_UNROLL) && v->rel == IV_INNER &&
+        v->parent->tail == TAIL_MERGE)
+        return fail(c, loc, "the extent of %s is not a constant: the merged last block of "
+                            "split(%s, %lld, tail=\"merge\") has up to %lld iterations; split %s "
+                            "again",
+                    v->name, v->parent->name, (long long)v->factor, (long long)(2 * v->factor - 1),
+                    v->name);
     if (k == LOOP_VECTOR || k == LOOP_UNROLL) {
         bool cst = const_extent(st, v, &n);
         if (!cst && st->kind == STAGE_OP)

@@ -65,6 +65,7 @@ typedef enum IterRel {
 typedef enum TailMode {
     TAIL_PARTITION, /* a copy of the nest for full tiles, a guarded last tile */
     TAIL_GUARD,     /* one nest, the body guarded */
+    TAIL_MERGE,     /* the last partial tile joins the previous full one: blocks of F..2F-1 */
     TAIL_COUNT
 } TailMode;
 

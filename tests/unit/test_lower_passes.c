@@ -739,6 +739,29 @@ static void test_gpu_batches_round_trip(void) {
     rv_module_free(m);
 }
 
+/* split(i, 8, tail="merge") with a stage computed in the block: the full
+ * blocks' copy runs N/8 - 1 blocks of 8 over a region of 8 + 2, the last
+ * block's runs the rest (up to 15 rows) over a region of up to 17. */
+static void test_merge_tail_lowering(void) {
+    rv_module *m = parse_ok("size N in 1..1000\ninput X : f32[N + 2]\n"
+                            "P[i < N + 2] = X[i] * 2.0\nY[i < N] = P[i] + P[i + 2]\n"
+                            "schedule Y {\n    io, ii = split(i, 8, tail=\"merge\")\n"
+                            "    compute_at(P, io)\n}\n");
+    if (!m)
+        return;
+    char *c = NULL;
+    CHECK(rv_program_emit(m, &c) == RV_OK);
+    if (c) {
+        CHECK_STR_CONTAINS(c, "for (int64_t io = 0; io < N / 8 - 1; io++) {");
+        CHECK_STR_CONTAINS(c, "float P[10]");
+        CHECK_STR_CONTAINS(c, "float P_1[17]");
+        CHECK_STR_CONTAINS(c, "rv_max_i64(0, N / 8 - 1) * 8");
+        CHECK(strstr(c, "% 8") == NULL); /* (no test of a partial tile) */
+    }
+    rv_free(c);
+    rv_module_free(m);
+}
+
 int main(int argc, char **argv) {
     if (argc > 1) {
         for (int i = 1; i < argc; i++)
@@ -757,5 +780,6 @@ int main(int argc, char **argv) {
     RUN(test_partition_keeps_check_sources);
     RUN(test_bounds_goldens);
     RUN(test_gpu_batches_round_trip);
+    RUN(test_merge_tail_lowering);
     return harness_report();
 }

@@ -369,6 +369,55 @@ static void test_variable_extent_reorder(void) {
     }
 }
 
+/* split(v, F, tail="merge"): its outer loop stays one loop with the inner
+ * loops inside it, its loops are no GPU indices, and its inner loop has
+ * no constant extent (the merged block: F..2F-1); each refusal names the
+ * rule, and the trace prints the step back. */
+static void test_merge_tail(void) {
+    static const struct {
+        const char *steps, *want;
+    } bad[] = {
+        {"io, ii = split(i, 4, tail=\"merge\")  bind(io, \"blockIdx.x\")",
+         "loop io comes from a split with tail=\"merge\", which a GPU index cannot run"},
+        {"io, ii = split(i, 4, tail=\"merge\")  a, b = split(ii, 2)  bind(b, \"threadIdx.x\")",
+         "loop b comes from a split with tail=\"merge\""},
+        {"io, ii = split(i, 4, tail=\"merge\")  vectorize(ii)",
+         "the extent of ii is not a constant: the merged last block of split(i, 4, "
+         "tail=\"merge\") has up to 7 iterations"},
+        {"io, ii = split(i, 4, tail=\"merge\")  unroll(ii)", "the extent of ii is not a constant"},
+        {"io, ii = split(i, 4, tail=\"merge\")  a, b = split(io, 2)",
+         "loop io is the outer loop of a split with tail=\"merge\": it stays one loop"},
+        {"io, ii = split(i, 4, tail=\"merge\")  f = fuse(io, ii)",
+         "loop io is the outer loop of a split with tail=\"merge\""},
+        {"io, ii = split(i, 4, tail=\"merge\")  reorder(ii, io)",
+         "loop ii must stay inside loop io: split(i, 4, tail=\"merge\") makes the extent of ii "
+         "depend on io"},
+        {"io, ii = split(i, 4, tail=\"merge\")  a, b = split(ii, 2)  reorder(b, io)",
+         "loop b must stay inside loop io"},
+        {"io, ii = split(i, 4, tail=\"merged\")",
+         "tail must be \"partition\", \"guard\" or \"merge\""},
+    };
+    for (int i = 0; i < RV_COUNT(bad); i++) {
+        CHECK(apply("C", bad[i].steps) == RV_ERR_SCHEDULE);
+        CHECK_STR_CONTAINS(rv_last_error(), bad[i].want);
+    }
+    /* legal: the inner loop split again (its parts vectorized), fused with
+     * a loop inside, the outer one parallel, a reduction loop merged */
+    CHECK(apply("C", "io, ii = split(i, 4, tail=\"merge\")  a, b = split(ii, 2)  "
+                     "parallel(io)  unroll(b)") == RV_OK);
+    CHECK(apply("C", "io, ii = split(i, 4, tail=\"merge\")  f = fuse(ii, j)") == RV_OK);
+    CHECK(apply("C", "ko, ki = split(k, 8, tail=\"merge\")") == RV_OK);
+    CHECK(apply("C", "xo, yo, xi, yi = tile(i, j, 4, 4, tail=\"merge\")") == RV_OK);
+    rv_module *m = parse_ok(gemm);
+    if (!m)
+        return;
+    CHECK(rv_module_schedule(m, "C", "io, ii = split(i, 4, tail=\"merge\")") == RV_OK);
+    char *trace = rv_module_schedule_trace(m);
+    CHECK_STR_CONTAINS(trace, "io, ii = split(i, 4, tail=\"merge\")");
+    rv_free(trace);
+    rv_module_free(m);
+}
+
 int main(void) {
     RUN(test_table_rows);
     RUN(test_shape_errors);
@@ -379,5 +428,6 @@ int main(void) {
     RUN(test_query_variable_fuse);
     RUN(test_layout_split);
     RUN(test_variable_extent_reorder);
+    RUN(test_merge_tail);
     return harness_report();
 }

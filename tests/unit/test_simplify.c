@@ -217,6 +217,21 @@ static void test_bounds(void) {
     Axis *t =
         lower_loop_var(E.m, "t", bin(&E, EX_MIN, K(&E, 32), sub(&E, E.eN, mul(&E, io, K(&E, 32)))));
     CHECK_SIMP(&E, bin(&E, EX_LT, add(&E, mul(&E, io, K(&E, 32)), t->var), E.eN), "true");
+    /* the full 6-row tiles of the last block of a split of a UF value by
+     * 48: lo*6 + li + len/48*48 < len, the tiles' extent len/6 - len/48*8
+     * (loops, then divisions, then the UF's range; the UF bounded first
+     * proves nothing) */
+    Expr *L = lenb(&E, E.b->var);
+    Axis *lo = lower_loop_var(E.m, "lo", sub(&E, bin(&E, EX_DIV, L, K(&E, 6)),
+                                             mul(&E, bin(&E, EX_DIV, L, K(&E, 48)), K(&E, 8))));
+    Axis *li = lower_loop_var(E.m, "li", K(&E, 6));
+    Expr *row = add(&E, add(&E, mul(&E, lo->var, K(&E, 6)), li->var),
+                    mul(&E, bin(&E, EX_DIV, L, K(&E, 48)), K(&E, 48)));
+    CHECK_SIMP(&E, bin(&E, EX_LT, row, L), "true");
+    /* (not past the last whole tile: row + 6 may reach len) */
+    Expr *past = ir_simplify_expr(E.m, bin(&E, EX_LT, add(&E, row, K(&E, 6)), L));
+    int64_t pv;
+    CHECK(!ir_is_const_int(past, &pv));
     /* triangular: k2 < N - k1 */
     Axis *k1 = lower_loop_var(E.m, "k1", E.eN);
     Axis *k2 = lower_loop_var(E.m, "k2", sub(&E, E.eN, k1->var));
