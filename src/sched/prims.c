@@ -318,6 +318,16 @@ static rv_status do_split(Ctx *c, IterVar *v, int64_t f, TailMode tail, const ch
     st->leaves.data[k] = o;
     vec_insert(&st->leaves, k + 1, i);
     st->touched = true;
+    /* (a loop whose extent was free of an outer one's value may depend on
+     * its parts: l < len[b] placed outside b is legal where B is 1..1, b
+     * being 0, but after split(b, 64) b is bo*64 + bi with bi up to 63,
+     * and l's extent would need bi outside its loop) */
+    if ((r = check_order(c, loc)) != RV_OK) {
+        vec_remove(&st->leaves, k + 1);
+        st->leaves.data[k] = v;
+        v->outer = v->inner = NULL;
+        return r;
+    }
     *po = o;
     *pi = i;
     return RV_OK;
