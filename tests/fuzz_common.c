@@ -152,11 +152,13 @@ void fuzz_scan_program(Program *p) {
             p->size_lo[p->nsizes] = lo;
             p->size_hi[p->nsizes] = hi;
             p->nsizes++;
-        } else if (sscanf(line, "%63[A-Za-z0-9_]", name) == 1 && line[strlen(name)] == '[') {
+        } else if (sscanf(line + strspn(line, " "), "%63[A-Za-z0-9_]", name) == 1 &&
+                   line[strspn(line, " ") + strlen(name)] == '[') {
+            /* (a recursion group's members are indented) */
             int t = fuzz_tensor_index(p, name);
             if (t >= 0 && !p->is_input[t]) {
                 /* identifiers after the name that are tensors: reads */
-                for (char *q = line + strlen(name); *q;) {
+                for (char *q = line + strspn(line, " ") + strlen(name); *q;) {
                     if (*q == '#')
                         break;
                     if (isalpha((unsigned char)*q) || *q == '_') {
@@ -240,11 +242,17 @@ void fuzz_format_sizes(const Program *p, const Assign *a, char *buf, size_t n, c
 
 /* ---- generating one step ---- */
 
+enum { MAX_QUEUED = 16 };
+
 typedef struct Gen {
     Program *p;
     Rng r;
     int counter; /* fresh names */
     Info info;
+    /* the steps of a recipe still to draw (gen_pack_recipe), in order */
+    int nq, iq;
+    char qstage[MAX_QUEUED][MAX_NAME];
+    char qstep[MAX_QUEUED][256];
 } Gen;
 
 static const int64_t factors[] = {1, 2, 3, 4, 7, 8, 16, 32, 64, 100};
@@ -361,6 +369,154 @@ static int gen_split_op(Gen *g, const StageInfo *s, int c, char *step, size_t n)
     return 1;
 }
 
+/* Whether `name` is declared `param` in p's text (a line `param NAME :`). */
+static int is_param(const Program *p, const char *name) {
+    size_t len = strlen(name);
+    for (const char *t = p->text; t && (t = strstr(t, "param ")); t += 6)
+        if ((t == p->text || t[-1] == '\n') && strncmp(t + 6, name, len) == 0 &&
+            !fuzz_is_ident_char((unsigned char)t[6 + len]))
+            return 1;
+    return 0;
+}
+
+/* Whether `name` is a member of a recursion group: defined on an
+ * indented line (`    h[n, i < 8] = ...`). */
+static int in_group(const Program *p, const char *name) {
+    size_t len = strlen(name);
+    for (const char *t = p->text; t && (t = strstr(t, "\n    ")); t += 5)
+        if (strncmp(t + 5, name, len) == 0 && t[5 + len] == '[')
+            return 1;
+    return 0;
+}
+
+static void queue_step(Gen *g, const char *stage, const char *fmtstr, ...) {
+    if (g->nq == MAX_QUEUED)
+        return;
+    va_list ap;
+    va_start(ap, fmtstr);
+    snprintf(g->qstage[g->nq], MAX_NAME, "%s", stage);
+    vsnprintf(g->qstep[g->nq], sizeof g->qstep[0], fmtstr, ap);
+    va_end(ap);
+    g->nq++;
+}
+
+/* The packed product: the schedules of the encoder's products
+ * (bench/encoder/encoder_cora512.rv) and of the models' recurrent weights
+ * (models/NAME.rv), for a stage s reading a param w. Queues, each drawn or
+ * left out,
+ *     Wp = cache_read(w [, layout="k, n" | "n/16, k, n%16"])
+ *     no, ni = split(n, 4|8|16)     n: s's last spatial loop (the panels)
+ *     tb, tr = split(l, 5|8|16|48)  l: the spatial loop before it (rows of
+ *                                   len[b] tokens, a batch's nodes)
+ *     lo, li = split(tr, 2|3|6)     a split's inner part split again
+ *     reorder(outer.., tb, no, lo, k.., li, ni)  blocks of rows above panels
+ *     unroll(li), vectorize(ni), parallel(an outer loop or no)
+ *     compute_at(Wp, no | tb | lo | an outer loop | the top)
+ * so that the copy (a pack kept across runs, docs/schedules.md "Packs of
+ * params") lands at loops of varying extent nested in varying loops
+ * (tb < len[b]/16 inside b). The steps are then drawn one by one and each
+ * is applied and checked like any other: a rejected one is dropped, and
+ * the later ones naming its loops are rejected in turn. Returns 0 when s
+ * has no spatial loop or reads no param. */
+static int gen_pack_recipe(Gen *g, const StageInfo *s) {
+    Program *p = g->p;
+    int t = fuzz_tensor_index(p, s->name);
+    const char *w = NULL;
+    for (int k = 0; t >= 0 && k < p->nreads[t]; k++)
+        if (is_param(p, p->tname[p->reads[t][k]]) && (!w || rng_chance(&g->r, 50)))
+            w = p->tname[p->reads[t][k]];
+    const Loop *sp[MAX_LOOPS], *red[MAX_LOOPS];
+    int nsp = 0, nred = 0;
+    for (int i = 0; i < s->nloops; i++) {
+        if (s->loops[i].reduce)
+            red[nred++] = &s->loops[i];
+        else
+            sp[nsp++] = &s->loops[i];
+    }
+    if (!w || nsp == 0)
+        return 0;
+    static const int fn[] = {4, 8, 16}, fb[] = {5, 8, 16, 48}, fl[] = {2, 3, 6};
+    /* a member of a recursion group: its node loop may be split once the
+     * group has dynamic batches (the models' `dynamic_batch()`,
+     * `specialize()`) */
+    char group[MAX_NAME];
+    int dyn = 0;
+    for (int i = 0; i < g->info.nstages; i++)
+        dyn |= (int)(g->info.st[i].notes >> RV_NOTE_DYNAMIC_BATCH) & 1;
+    if (!dyn && in_group(p, s->name) && pick_group(g, group)) {
+        queue_step(g, group, "dynamic_batch()");
+        if (rng_chance(&g->r, 50))
+            queue_step(g, group, "specialize()");
+    }
+    int c = ++g->counter;
+    const char *n = sp[nsp - 1]->name, *k = nred ? red[rng_int(&g->r, nred)]->name : "k";
+    const Loop *row = nsp > 1 ? sp[nsp - 2] : NULL;
+    int pn = fn[rng_int(&g->r, 3)];
+    char no[24], ni[24], tb[24], tr[24], lo[24], li[24];
+    snprintf(no, sizeof no, "no%d", c);
+    snprintf(ni, sizeof ni, "ni%d", c);
+    snprintf(tb, sizeof tb, "tb%d", c);
+    snprintf(tr, sizeof tr, "tr%d", c);
+    snprintf(lo, sizeof lo, "lo%d", c);
+    snprintf(li, sizeof li, "li%d", c);
+    char layout[256] = "";
+    int lay = rng_int(&g->r, 3);
+    if (lay == 1)
+        snprintf(layout, sizeof layout, ", layout=\"%s, %s\"", k, n);
+    else if (lay == 2)
+        snprintf(layout, sizeof layout, ", layout=\"%s/%d, %s, %s%%%d\"", n, pn, k, n, pn);
+    queue_step(g, s->name, "Wp%d = cache_read(%s%s)", c, w, layout);
+    queue_step(g, s->name, "%s, %s = split(%s, %d)", no, ni, n, pn);
+    int blocks = row && rng_chance(&g->r, 80), lines = blocks && rng_chance(&g->r, 60);
+    if (blocks)
+        queue_step(g, s->name, "%s, %s = split(%s, %d)", tb, tr, row->name, fb[rng_int(&g->r, 4)]);
+    if (lines)
+        queue_step(g, s->name, "%s, %s = split(%s, %d)", lo, li, tr, fl[rng_int(&g->r, 3)]);
+    /* the order: the loops outside the rows, the blocks, the panels, the
+     * lines, the reductions, the rows in a line, the panel's lanes */
+    char order[512];
+    size_t o = 0;
+    order[0] = 0;
+#define ADD(x) (o += (size_t)snprintf(order + o, sizeof order - o, "%s%s", o ? ", " : "", (x)))
+    for (int i = 0; i < nsp - 1 - (row != NULL); i++)
+        ADD(sp[i]->name);
+    int panels_first = rng_chance(&g->r, 20); /* the other way round: a copy every run */
+    if (panels_first)
+        ADD(no);
+    if (blocks)
+        ADD(tb);
+    if (!panels_first)
+        ADD(no);
+    if (row)
+        ADD(lines ? lo : blocks ? tr : row->name);
+    for (int i = 0; i < nred; i++)
+        ADD(red[i]->name);
+    if (lines)
+        ADD(li);
+    ADD(ni);
+#undef ADD
+    queue_step(g, s->name, "reorder(%s)", order);
+    if (lines && rng_chance(&g->r, 50))
+        queue_step(g, s->name, "unroll(%s)", li);
+    if (rng_chance(&g->r, 50))
+        queue_step(g, s->name, "vectorize(%s)", ni);
+    if (rng_chance(&g->r, 25))
+        queue_step(g, s->name, "parallel(%s)", nsp > 1 && rng_chance(&g->r, 50) ? sp[0]->name : no);
+    /* a producer it reads computed at the same blocks (the models' `hc`,
+     * the children's states, at the product's nodes) */
+    for (int i = 0; t >= 0 && i < p->nreads[t]; i++)
+        if (!p->is_input[p->reads[t][i]] && rng_chance(&g->r, 30))
+            queue_step(g, s->name, "compute_at(%s, %s)", p->tname[p->reads[t][i]],
+                       rng_chance(&g->r, 50) ? no : lines ? lo : blocks ? tb : sp[0]->name);
+    int at = rng_int(&g->r, 10);
+    const char *where = at < 5 ? no : at < 7 ? tb : at == 7 ? lo : at == 8 ? sp[0]->name : NULL;
+    if (where)
+        queue_step(g, s->name, "compute_at(Wp%d, %s)", c, where);
+    else
+        queue_step(g, s->name, "compute_at(Wp%d)", c);
+    return 1;
+}
+
 /* Draws a stage and one step for it; returns 0 if nothing applies. A
  * recursion group gets its own primitives (dynamic_batch, specialize,
  * refactor of any stage, unroll_recursion) now and then; a repeated one,
@@ -369,6 +525,12 @@ static int gen_split_op(Gen *g, const StageInfo *s, int c, char *step, size_t n)
  * the group has dynamic batches, unrolling is drawn more often (it is
  * legal from then on). */
 static int gen_step(Gen *g, char *stage, char *step, size_t n) {
+    if (g->iq < g->nq) { /* the next step of a recipe */
+        snprintf(stage, MAX_NAME, "%s", g->qstage[g->iq]);
+        snprintf(step, n, "%s", g->qstep[g->iq++]);
+        return 1;
+    }
+    g->nq = g->iq = 0;
     if (rng_chance(&g->r, 25) && pick_group(g, stage)) {
         static const char *const prims[] = {"dynamic_batch()", "specialize()", "",
                                             "unroll_recursion()"};
@@ -390,6 +552,8 @@ static int gen_step(Gen *g, char *stage, char *step, size_t n) {
     if (ns == 0)
         return 0;
     const StageInfo *s = ss[rng_int(&g->r, ns)];
+    if (rng_chance(&g->r, 20) && gen_pack_recipe(g, s))
+        return gen_step(g, stage, step, n);
     snprintf(stage, MAX_NAME, "%s", s->name);
     int c = ++g->counter;
     char a[16], b[16];
@@ -518,7 +682,7 @@ static int mentions_prim(const char *msg, const char *step) {
 
 rv_module *fuzz_build_schedule(Program *p, Rng *r, int max_steps, int verbose, int *nkept,
                                int *rejected) {
-    Gen g = {p, *r, 0, {0}};
+    Gen g = {.p = p, .r = *r};
     Kept kept[64];
     int n = 0, nrej = 0;
     int target = 1 + rng_int(&g.r, max_steps);
@@ -532,6 +696,9 @@ rv_module *fuzz_build_schedule(Program *p, Rng *r, int max_steps, int verbose, i
         Kept k;
         if (!gen_step(&g, k.stage, k.step, sizeof k.step))
             continue;
+        /* (a recipe's steps all get their turn) */
+        if (target < n + 1 + g.nq - g.iq)
+            target = n + 1 + g.nq - g.iq;
         if (verbose)
             printf("try  schedule %s { %s }\n", k.stage, k.step);
         rv_status st = rv_module_schedule(m, k.stage, k.step);
@@ -606,15 +773,26 @@ int fuzz_check_assign(const Program *p, rv_module *m, rv_program *prog, const As
     for (int t = 0; t < p->ntensors; t++)
         if (p->is_input[t])
             rv_bindings_set_array(b, p->tname[t], rv_bindings_get_array(a->ref, p->tname[t]));
+    /* a program with params runs twice on one binding: the second run
+     * reads the packs the first one kept (docs/schedules.md "Packs of
+     * params") */
+    int params = 0;
+    for (int t = 0; t < p->ntensors; t++)
+        params |= p->is_input[t] && is_param(p, p->tname[t]);
     int ok = 1;
-    if (rv_program_run(prog, b) != RV_OK) {
-        printf("RUN ERROR: %s\n", rv_last_error());
-        ok = 0;
+    for (int run = 0; ok && run < 1 + params; run++) {
+        if (rv_program_run(prog, b) != RV_OK) {
+            printf("RUN ERROR%s: %s\n", run ? " (second run, kept packs)" : "", rv_last_error());
+            ok = 0;
+        }
+        for (int t = 0; ok && t < p->ntensors; t++)
+            if (p->is_output[t] && !fuzz_compare(p->tname[t], rv_bindings_get_array(b, p->tname[t]),
+                                                 rv_bindings_get_array(a->ref, p->tname[t]))) {
+                ok = 0;
+                if (run)
+                    printf("(the second run on one binding, reading the kept packs)\n");
+            }
     }
-    for (int t = 0; ok && t < p->ntensors; t++)
-        if (p->is_output[t])
-            ok &= fuzz_compare(p->tname[t], rv_bindings_get_array(b, p->tname[t]),
-                          rv_bindings_get_array(a->ref, p->tname[t]));
     rv_bindings_free(b);
     return ok;
 }

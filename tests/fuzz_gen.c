@@ -40,7 +40,7 @@
 const char *const fuzz_gen_feature_names[GEN_FEATURE_COUNT] = {
     "zero",   "dtypes", "pad",    "indirect", "ragged", "varext", "nested",
     "minmax", "argmax", "math",   "intops",   "select", "cond",   "sched",  "ufragged",
-    "padragged", "recurse",
+    "padragged", "recurse", "pack",
 };
 
 int fuzz_gen_parse_features(const char *list, unsigned *out) {
@@ -949,6 +949,7 @@ static char *gen_recursion(G *g) {
     static const int hs[] = {3, 4, 5, 8};
     int h = hs[pick(g, 4)], kind = pick(g, 3), k = kind == 0 ? 1 : 1 + pick(g, kind == 1 ? 3 : 2);
     int nm = 1 + pick(g, 3), bmax = 1 + pick(g, 3);
+    const char *wkind = has(g, GEN_PACK) && chance(g, 50) ? "param" : "input";
     const char *shape = kind == 0   ? "sequence(N)"
                         : kind == 1 ? fmt(g, "tree(N, %d)", k)
                                     : fmt(g, "dag(N, %d)", k);
@@ -956,10 +957,10 @@ static char *gen_recursion(G *g) {
                      "size N in %d..%d\nsize B in 1..%d\n"
                      "structure T : %s {\n    children child, nchild\n"
                      "    roots root[s < B]\n    data word in 0..7\n}\n"
-                     "input X : f32[8, %d]\ninput b : f32[%d]\n",
-                     bmax, bmax + 5 + pick(g, 40), bmax, shape, h, h);
+                     "%s X : f32[8, %d]\ninput b : f32[%d]\n",
+                     bmax, bmax + 5 + pick(g, 40), bmax, shape, wkind, h, h);
     for (int m = 0; m < nm; m++)
-        text = fmt(g, "%sinput U%d : f32[%d, %d]\n", text, m, h, h);
+        text = fmt(g, "%s%s U%d : f32[%d, %d]\n", text, wkind, m, h, h);
     text = fmt(g, "%srecurse R over T {\n", text);
     for (int m = 0; m < nm; m++) {
         char *body = rec_sum(g, m, h, k, nm);
@@ -977,6 +978,60 @@ static char *gen_recursion(G *g) {
     return text;
 }
 
+/* ---- products with param weights ---- */
+
+/* A product of rows with a param weight, `P[b, l < len[b], n < N] =
+ * sum(k < K) X[b, l, k] * W[n, k]` (or dense rows `t < T`), as the
+ * encoder and the models write it, with a bias now and then, a second
+ * product reading the same weight (a tied weight: one kept pack), and a
+ * product chained on the first. The lengths' ranges make the loops of
+ * blocks of rows vary: short first rows and long later ones (`b * 20 ..
+ * b * 20 + 12`: a block loop of 16 runs no iteration at b = 0 and some
+ * later), or any length up to 100; the rows stay few enough for the
+ * interpreter. */
+static char *gen_pack_program(G *g) {
+    static const int ks[] = {3, 8, 16, 32}, ns[] = {6, 16, 32, 48}, steps[] = {8, 20, 30};
+    int K = ks[pick(g, 4)], N = ns[pick(g, 4)], bhi = 1 + pick(g, 6);
+    int blo = has(g, GEN_ZERO) && chance(g, 30) ? 0 : 1;
+    if (blo > bhi)
+        blo = bhi;
+    int dense = chance(g, 25);
+    char *rows, *idx, *text;
+    if (dense) {
+        text = fmt(g, "size T in %d..%d\n", has(g, GEN_ZERO) ? 0 : 1, 20 + pick(g, 100));
+        rows = "t < T";
+        idx = "t";
+    } else {
+        text = fmt(g, "size B in %d..%d\n", blo, bhi);
+        int st = steps[pick(g, 3)];
+        int w = pick(g, 3);
+        const char *r = w == 0   ? fmt(g, "b * %d..b * %d + %d", st, st, 2 + pick(g, st))
+                        : w == 1 ? fmt(g, "%d..%d", has(g, GEN_ZERO) ? 0 : 1, 10 + pick(g, 90))
+                                 : fmt(g, "%d..%d", pick(g, 10), 40 + pick(g, 30));
+        text = fmt(g, "%sufun len[b < B] in %s\n", text, r);
+        rows = "b < B, l < len[b]";
+        idx = "b, l";
+    }
+    int tied = chance(g, 35), bias = chance(g, 40), chain = chance(g, 35);
+    int M = ns[pick(g, 4)];
+    text = fmt(g, "%sinput X : f32[%s, %d]\nparam W : f32[%d, %d]\n", text, rows, K, N, K);
+    if (tied)
+        text = fmt(g, "%sinput Y : f32[%s, %d]\n", text, rows, K);
+    if (bias)
+        text = fmt(g, "%sparam bias : f32[%d]\n", text, N);
+    if (chain)
+        text = fmt(g, "%sparam W2 : f32[%d, %d]\n", text, M, N);
+    const char *head = dense ? "t < T" : "b, l < len[b]";
+    text = fmt(g, "%sP[%s, n < %d] = sum(k < %d) X[%s, k] * W[n, k]%s\n", text, head, N, K, idx,
+               bias ? " + bias[n]" : "");
+    if (tied)
+        text = fmt(g, "%sQ[%s, n < %d] = sum(k < %d) Y[%s, k] * W[n, k]\n", text, head, N, K, idx);
+    if (chain)
+        text = fmt(g, "%sR[%s, m < %d] = sum(n < %d) tanh(P[%s, n]) * W2[m, n] / %d.0\n", text,
+                   head, M, N, idx, N);
+    return text;
+}
+
 char *fuzz_gen_program(uint64_t seed, unsigned features) {
     G *g = calloc(1, sizeof *g);
     g->r.s = seed;
@@ -984,6 +1039,11 @@ char *fuzz_gen_program(uint64_t seed, unsigned features) {
     g->f = features;
     if (has(g, GEN_RECURSE) && chance(g, 30)) {
         char *out = strdup(gen_recursion(g));
+        g_free(g);
+        return out;
+    }
+    if (has(g, GEN_PACK) && chance(g, 30)) {
+        char *out = strdup(gen_pack_program(g));
         g_free(g);
         return out;
     }

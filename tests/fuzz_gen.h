@@ -28,7 +28,16 @@ enum {
     GEN_UFRAGGED = 1 << 14, /* index UFs with ragged domains (with indirect, ragged) */
     GEN_PADRAGGED = 1 << 15, /* `pad` on the dimensions of ragged tensors (with pad, ragged) */
     GEN_RECURSE = 1 << 16,   /* recursion groups over sequences, trees and DAGs (3 programs in 10) */
-    GEN_FEATURE_COUNT = 17
+    /* `param` weights (packs kept across runs, docs/schedules.md "Packs of
+     * params"): 3 programs in 10 are products of ragged or dense rows with
+     * param weights (the encoder's and the models' products: rows of
+     * len[b] tokens, lengths that grow with b so that a block loop runs no
+     * iteration at b = 0 and some later; tied weights; chained products),
+     * and a recursion group's weights are params half the time. With
+     * sched, the step generator draws the packed-product recipe on them
+     * (fuzz_common.c gen_pack_recipe). */
+    GEN_PACK = 1 << 17,
+    GEN_FEATURE_COUNT = 18
 };
 
 /* The feature names, parallel to the bits ("zero", "dtypes", ...). */

@@ -5,10 +5,12 @@
  *
  *     fuzz_programs [--seed S] [--count N] [--jobs J] [--features LIST]
  *                   [--steps K] [--cflags FLAGS] [--timeout T]
- *                   [--repro-dir DIR] [--index I] [--print] [-v]
+ *                   [--repro-dir DIR] [--index I] [--print] [--trace-only] [-v]
  *
  * Program I of seed S depends only on (S, I, the feature set): --index I
- * replays it alone, --print writes the programs instead of running them.
+ * replays it alone, --print writes the programs instead of running them,
+ * --trace-only draws their schedules and compiles nothing (-v prints them:
+ * to count what the step generator draws).
  * --features picks what programs may use (fuzz_gen.h: "all", "none", or a
  * comma list like "all,-pad,-ragged"). Each program runs in a child
  * process (fuzz_common.c's fuzz_run_children: a crash or a hang, after T
@@ -72,6 +74,7 @@ static const char *opt_cflags = "";
 static const char *opt_cache;
 static const char *opt_repro_dir;
 static int opt_verbose;
+static int opt_trace_only; /* draw the schedules, compile none (-v prints them) */
 static long opt_first; /* job J runs program opt_first + J (--index) */
 
 #define NASSIGN 5
@@ -180,6 +183,10 @@ static int run_program(void *ctx, long job) {
         printf("=== trace\n%s=== end trace\n", tr ? tr : "");
         printf("@@ steps %d kept %d rejected\n", nkept, rejected);
         rv_free(tr);
+        if (opt_trace_only) {
+            rv_module_free(m);
+            return EXIT_PASS;
+        }
     }
     rv_compile_options opt = {0};
     opt.cflags = opt_cflags;
@@ -444,7 +451,7 @@ static void finish(void *ctx, long job, int status, const char *text) {
 static void usage(void) {
     fprintf(stderr, "usage: fuzz_programs [--seed S] [--count N] [--jobs J] [--features LIST] "
                     "[--steps K] [--cflags FLAGS] [--timeout T] [--repro-dir DIR] [--index I] "
-                    "[--print] [-v]\n");
+                    "[--print] [--trace-only] [-v]\n");
     exit(2);
 }
 
@@ -461,6 +468,10 @@ int main(int argc, char **argv) {
         }
         if (strcmp(a, "--print") == 0) {
             print_only = 1;
+            continue;
+        }
+        if (strcmp(a, "--trace-only") == 0) {
+            opt_trace_only = 1;
             continue;
         }
         if (!v)

@@ -4,6 +4,7 @@
  *
  *     fuzz_sched [--seed S] [--count N] [--example FILE] [--index J]
  *                [--jobs J] [--steps K] [--budget W] [--repro-dir DIR] [-v]
+ *                [--trace-only]
  *
  * For every program (the .rv files of examples/ and tests/fuzz/, or the one given
  * with --example) the fuzzer drops the program's own `schedule` blocks and
@@ -264,6 +265,7 @@ enum {
 static const char *opt_cache;
 static int opt_steps = 8;
 static int opt_verbose;
+static int opt_trace_only; /* draw the schedules, compile none (-v prints them) */
 
 /* A run (compile excluded) slower than this skips the larger sizes. */
 #define SLOW_RUN_S 20.0
@@ -285,6 +287,10 @@ static int run_one(Program *p, uint64_t seed, int j) {
     char *tr = rv_module_schedule_trace(m);
     printf("=== trace\n%s", tr ? tr : "(none)\n");
     rv_free(tr);
+    if (opt_trace_only) {
+        rv_module_free(m);
+        return EXIT_PASS;
+    }
     /* the assignments */
     int pick[3], npick = p->npool < 2 ? p->npool : 2 + rng_int(&r, p->npool < 3 ? 1 : 2);
     for (int i = 0; i < npick; i++) {
@@ -480,6 +486,10 @@ int main(int argc, char **argv) {
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(a, "-v") == 0) {
             opt_verbose = 1;
+            continue;
+        }
+        if (strcmp(a, "--trace-only") == 0) {
+            opt_trace_only = 1;
             continue;
         }
         if (!v)

@@ -200,6 +200,14 @@ static rv_status check_order(Ctx *c, SrcLoc loc) {
                 if (sched_iv_derives_from(st->leaves.data[k], r) && k < first_r)
                     first_r = k;
             }
+            /* (one fused loop over both, r outside: r's extent would need
+             * o's value before the loop gives it; a variable fusion, o
+             * outside, was skipped above) */
+            if (last_o == first_r && last_o >= 0)
+                return fail(c, loc,
+                            "the extent of %s depends on %s, fused inside it in loop %s: fuse "
+                            "%s outside %s",
+                            r->name, o->name, st->leaves.data[first_r]->name, o->name, r->name);
             if (last_o > first_r && !extent_free_of_leaves(c, r, o, first_r))
                 return fail(c, loc,
                             "loop %s must stay inside loop %s: the extent of %s depends on %s",
@@ -360,6 +368,16 @@ static rv_status do_split(Ctx *c, IterVar *v, int64_t f, TailMode tail, const ch
     st->leaves.data[k] = o;
     vec_insert(&st->leaves, k + 1, i);
     st->touched = true;
+    /* (a loop whose extent was free of an outer one's value may depend on
+     * its parts: l < len[b] placed outside b is legal where B is 1..1, b
+     * being 0, but after split(b, 64) b is bo*64 + bi with bi up to 63,
+     * and l's extent would need bi outside its loop) */
+    if ((r = check_order(c, loc)) != RV_OK) {
+        vec_remove(&st->leaves, k + 1);
+        st->leaves.data[k] = v;
+        v->outer = v->inner = NULL;
+        return r;
+    }
     *po = o;
     *pi = i;
     return RV_OK;
@@ -503,7 +521,14 @@ static rv_status prim_fuse(Ctx *c) {
     st->leaves.data[ia] = f;
     vec_remove(&st->leaves, ib);
     st->touched = true;
-    return RV_OK;
+    /* (j < i + 1 may go outside i where i is 0, M being 1..1; fused with
+     * i inside it, j's extent would need i's value first) */
+    if ((r = check_order(c, loc)) != RV_OK) {
+        st->leaves.data[ia] = a;
+        vec_insert(&st->leaves, ib, b);
+        a->fused = b->fused = NULL;
+    }
+    return r;
 }
 
 /* A loop extent that is a compile-time constant, if the schedule says so. */
