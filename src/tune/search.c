@@ -117,7 +117,7 @@ typedef struct Tuner {
                                 * legal, LEAF_LEGAL, LEAF_SEED (a known-good sketch there) */
     LeafRecord *leaf_recs; /* records of candidates only the leaves' spaces hold */
     int nleaf_recs;
-    bool *stale;       /* [c * ns + s]: meas is a record of another code generator */
+    bool *stale;       /* [c * ns + s]: meas is a record of other code than c's today */
     unsigned char *nmeas; /* [c * ns + s]: times of this code generator, meas their best */
     double *best;      /* per shape: the best measured GFLOP/s */
     float *pred;       /* [c * ns + s]: predicted GFLOP/s (valid when trained) */
@@ -137,6 +137,12 @@ typedef struct Tuner {
     char sum_name[80]; /* ragged rows: their variable, "sum(len)" */
     double t0;
     long begun; /* candidates whose measuring began (RAVEL_TUNE_FAULT counts them) */
+    /* code keys (code_key): "trace" or "trace\n@shape" -> 32 hex digits,
+     * "" where the trace does not lower; keys and values in key_arena */
+    StrMap code_keys;
+    Arena *key_arena;
+    double key_seconds; /* spent making them */
+    int nkeys;
 } Tuner;
 
 static uint64_t next_rand(Tuner *t) {
@@ -666,6 +672,49 @@ static int choose(Tuner *t, Pair *out, int want) {
     return n;
 }
 
+/* ---- code keys ---- */
+
+/* The sizes of shape s, in module order, as constants of a variant. */
+static rv_variant_sizes shape_at(const Tuner *t, int s) {
+    rv_variant_sizes at = {.nsizes = rv_module_num_sizes(t->m)};
+    for (int i = 0; i < at.nsizes; i++) {
+        at.at[i].size = rv_size_name(rv_module_size_at(t->m, i));
+        at.at[i].value = t->shapes[s].v[i];
+    }
+    return at;
+}
+
+/* The key of the code a measurement of `trace` at shape s runs
+ * (rv_program_code_key: the JIT's key of its C, its compiler and flags):
+ * the generic candidate's C is one for every shape (its sizes are
+ * arguments), a specialized one's is its shape's. A record is current
+ * where its "code" is this key (docs/tuning.md, "Stale records"). Made
+ * once per trace (and shape, when spec) by lowering and emitting C, no
+ * compile; NULL where the trace no longer lowers (its records are stale). */
+static const char *code_key(Tuner *t, const char *trace, int s, bool spec) {
+    Buf k = {0};
+    buf_puts(&k, trace);
+    if (spec)
+        buf_printf(&k, "\n@%d", s);
+    const char *key = strmap_get(&t->code_keys, buf_str(&k));
+    if (!key) {
+        double t0 = rt_now_seconds();
+        char hex[33];
+        rv_variant_sizes at = spec ? shape_at(t, s) : (rv_variant_sizes){0};
+        rv_compile_options opt = {.threads = t->o->threads};
+        if (!t->key_arena)
+            t->key_arena = arena_new();
+        key = rv_program_code_key(t->m, trace, spec ? &at : NULL, &opt, hex) == RV_OK
+                  ? arena_strdup(t->key_arena, hex)
+                  : "";
+        strmap_put(&t->code_keys, arena_strdup(t->key_arena, buf_str(&k)), (void *)key);
+        t->key_seconds += rt_now_seconds() - t0;
+        t->nkeys++;
+    }
+    buf_free(&k);
+    return key[0] ? key : NULL;
+}
+
 /* ---- measuring ---- */
 
 static void record(Tuner *t, int c, int s, double seconds, TuneStatus st, bool spec) {
@@ -685,7 +734,7 @@ static void record(Tuner *t, int c, int s, double seconds, TuneStatus st, bool s
                     .status = st,
                     .threads = t->threads,
                     .spec = spec,
-                    .codegen = tune_codegen_version()};
+                    .code = code_key(t, t->sp.cands[c].sched, s, spec)};
     if (tune_record_append(t->o->records, &r) != RV_OK)
         fprintf(stderr, "ravel tune: warning: %s\n", rv_last_error());
 }
@@ -1056,16 +1105,6 @@ static void measure(Tuner *t, const Pair *pairs, int n) {
 /* Candidates measured specialized per shape: its best measured generic. */
 #define SPEC_CANDS 2
 
-/* The sizes of shape s, in module order, as constants of a variant. */
-static rv_variant_sizes shape_at(const Tuner *t, int s) {
-    rv_variant_sizes at = {.nsizes = rv_module_num_sizes(t->m)};
-    for (int i = 0; i < at.nsizes; i++) {
-        at.at[i].size = rv_size_name(rv_module_size_at(t->m, i));
-        at.at[i].value = t->shapes[s].v[i];
-    }
-    return at;
-}
-
 /* The shapes that may get a specialized leaf, the most deserving first,
  * into out (at most max of them); how many. A leaf is exact (the
  * dispatcher tests every size for equality), so a shape deserves one
@@ -1309,9 +1348,9 @@ static rv_status resume(Tuner *t) {
         int s = found == nsz ? find_shape(t, v) : -1;
         if ((c < 0 && !r->spec) || s < 0)
             continue;
-        bool current = tune_record_current(r);
+        bool current = tune_record_current(r, code_key(t, r->trace, s, r->spec));
         if (r->spec) { /* not a trial: a specialized leaf's, outside the budget */
-            /* of another code generator: measured again (a leaf is chosen
+            /* of other code than its own today: measured again (a leaf is chosen
              * by its time alone), unless nothing is measured (replay) */
             bool use = current || t->o->replay;
             double g =
@@ -1326,7 +1365,7 @@ static rv_status resume(Tuner *t) {
             t->res->spec_reused += use;
             continue;
         }
-        /* of another code generator: the model learns from it (features ->
+        /* of other code than its own today: the model learns from it (features ->
          * time is still information), the dispatcher's choices are timed
          * again (retime_pairs) */
         t->res->stale += !current;
@@ -1640,7 +1679,7 @@ static int rivals(const Tuner *t, const int *kept, int nk, int s, int *rival) {
 
 /* RETIMING: at each shape (in order[0..ns)), the dispatcher's kernel and
  * up to RETIME_RIVALS of its measured rivals there whose times are
- * records of another code generator: pairs into pairs[n..), at most
+ * stale records (of other code than the kernel's today): pairs into pairs[n..), at most
  * `left`; the new n. Their times decide the dispatcher, and a stale time
  * may be 4x what the code runs in today; the rest of the stale records
  * stay hints for the model. */
@@ -1935,6 +1974,8 @@ static void tuner_free(Tuner *t) {
     tune_xgb_free(t->xgb);
     buf_free(&t->machine);
     strmap_free(&t->by_sched);
+    strmap_free(&t->code_keys);
+    arena_free(t->key_arena);
 }
 
 static rv_status setup(Tuner *t, const char *program_text) {
@@ -2102,6 +2143,8 @@ rv_status tune_run(rv_module *m, const char *program_text, const TuneOptions *op
     if (st == RV_OK)
         st = dispatcher(&t);
     out->total_seconds = rt_now_seconds() - t.t0;
+    out->key_seconds = t.key_seconds;
+    out->nkeys = t.nkeys;
     tuner_free(&t);
     if (st != RV_OK)
         tune_result_free(out);
