@@ -1321,6 +1321,28 @@ static void spec_measure(Tuner *t) {
 
 /* ---- records: resuming ---- */
 
+/* Whether r is a record of this run's program, machine class and thread
+ * count at one of its shapes: *s that shape, *c its candidate (-1: a
+ * trace the generic space lacks, a leaf's). */
+static bool record_pair(const Tuner *t, const TuneRecord *r, int *c, int *s) {
+    int nsz = num_vars(t);
+    /* a record without a count was measured on the shared pool */
+    int rth = r->threads > 0 ? r->threads : t->cores_usable;
+    if (strcmp(r->program, t->program) != 0 || strcmp(r->machine, buf_str(&t->machine)) != 0 ||
+        r->nsizes != nsz || rth != t->threads)
+        return false;
+    *c = (int)((intptr_t)strmap_get(&t->by_sched, r->trace) - 1);
+    /* the shape in the module's order (records sort it by name) */
+    int64_t v[8];
+    int found = 0;
+    for (int q = 0; q < nsz; q++)
+        for (int p = 0; p < nsz; p++)
+            if (strcmp(r->size_names[p], var_name(t, q)) == 0)
+                v[q] = r->size_values[p], found++;
+    *s = found == nsz ? find_shape(t, v) : -1;
+    return *s >= 0;
+}
+
 static rv_status resume(Tuner *t) {
     if (!t->o->records)
         return RV_OK;
@@ -1329,26 +1351,28 @@ static rv_status resume(Tuner *t) {
     rv_status st = tune_records_load(t->o->records, &rs);
     if (st == RV_OK && rs.warnings.len && !t->o->quiet)
         fprintf(stderr, "ravel tune: %s", buf_str(&rs.warnings));
-    int nsz = num_vars(t);
+    /* A replay measures nothing, so a record's key decides only where a
+     * candidate has several generic times at a shape (the current one
+     * wins); elsewhere its one time is used whatever its key, and no key
+     * is made (lowering and emitting C, ~10 ms a candidate). */
+    unsigned char *times = NULL;
+    if (t->o->replay) {
+        times = base_xcalloc((size_t)t->sp.len * (size_t)t->ns, 1);
+        for (int i = 0; i < rs.len; i++) {
+            int c, s;
+            if (!rs.data[i].spec && record_pair(t, &rs.data[i], &c, &s) && c >= 0 &&
+                times[c * t->ns + s] < 2)
+                times[c * t->ns + s]++;
+        }
+    }
     for (int i = 0; st == RV_OK && i < rs.len; i++) {
         const TuneRecord *r = &rs.data[i];
-        /* a record without a count was measured on the shared pool */
-        int rth = r->threads > 0 ? r->threads : t->cores_usable;
-        if (strcmp(r->program, t->program) != 0 || strcmp(r->machine, buf_str(&t->machine)) != 0 ||
-            r->nsizes != nsz || rth != t->threads)
+        int c, s;
+        if (!record_pair(t, r, &c, &s) || (c < 0 && !r->spec))
             continue;
-        intptr_t c = (intptr_t)strmap_get(&t->by_sched, r->trace) - 1;
-        /* the shape in the module's order (records sort it by name) */
-        int64_t v[8];
-        int found = 0;
-        for (int q = 0; q < nsz; q++)
-            for (int p = 0; p < nsz; p++)
-                if (strcmp(r->size_names[p], var_name(t, q)) == 0)
-                    v[q] = r->size_values[p], found++;
-        int s = found == nsz ? find_shape(t, v) : -1;
-        if ((c < 0 && !r->spec) || s < 0)
-            continue;
-        bool current = tune_record_current(r, code_key(t, r->trace, s, r->spec));
+        bool current = times && (r->spec || times[c * t->ns + s] < 2)
+                           ? true
+                           : tune_record_current(r, code_key(t, r->trace, s, r->spec));
         if (r->spec) { /* not a trial: a specialized leaf's, outside the budget */
             /* of other code than its own today: measured again (a leaf is chosen
              * by its time alone), unless nothing is measured (replay) */
@@ -1383,6 +1407,7 @@ static rv_status resume(Tuner *t) {
         }
         t->res->reused++;
     }
+    base_free(times);
     tune_records_free(&rs);
     return st;
 }
