@@ -1794,7 +1794,8 @@ static int anchor_shapes(const Tuner *t, int *out) {
 }
 
 /* KINDS: at each anchor shape, the best predicted candidate of each kind
- * (same_kind) of which no candidate was measured there; at most `left`
+ * (same_kind) of which no candidate has a current time there (a stale
+ * one is of other code than the kind's today); at most `left`
  * pairs into pairs[] (room for anchors x kinds), anchors in
  * anchor_shapes' order. The search and the verification rank by the
  * model, which judges a kind by what it has seen of it, and at a shape
@@ -1816,7 +1817,9 @@ static int kind_pairs(const Tuner *t, Pair *pairs, int left) {
             for (int c = 0; c < t->sp.len && first && !seen; c++)
                 if (same_kind(t, c, k)) {
                     first = c >= k;
-                    seen = t->meas[c * t->ns + s] != 0;
+                    /* a stale time is of other code than the kind's today
+                     * (a tile whose tail now stays in registers) */
+                    seen = t->meas[c * t->ns + s] != 0 && !t->stale[c * t->ns + s];
                 }
             if (!first || seen)
                 continue;
@@ -1833,15 +1836,16 @@ static int kind_pairs(const Tuner *t, Pair *pairs, int left) {
     return n;
 }
 
-/* The verified candidate never measured at s, not among the n pairs,
- * that the model predicts best there; -1 when none. */
+/* The verified candidate never measured at s (or only stale: its time
+ * is of other code), not among the n pairs, that the model predicts best
+ * there; -1 when none. */
 static int best_unmeasured(const Tuner *t, const Pair *pairs, int n, int s) {
     int b = -1;
     for (int q = 0; q < t->sp.len; q++) {
         bool taken = false;
         for (int j = 0; j < n; j++)
             taken |= pairs[j].c == q && pairs[j].s == s;
-        if (!taken && t->ok[q] > 0 && t->meas[q * t->ns + s] == 0 &&
+        if (!taken && t->ok[q] > 0 && (t->meas[q * t->ns + s] == 0 || t->stale[q * t->ns + s]) &&
             (b < 0 || t->pred[q * t->ns + s] > t->pred[b * t->ns + s]))
             b = q;
     }
