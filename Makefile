@@ -91,19 +91,6 @@ $(BUILD)/gen/threadpool_c.inc: src/runtime/threadpool.c
 
 $(BUILD)/src/codegen/c_aot_pool.o: $(BUILD)/gen/threadpool_c.inc
 
-# The code generator's version, which tuning records carry (src/tune/records.c,
-# docs/tuning.md "Stale records"): a hash of every source that decides what C
-# a schedule becomes and how it is compiled and run, and of the C compiler's
-# version.
-CODEGEN_SRC := $(sort $(wildcard $(foreach d,ir sched plan lower codegen jit runtime recursive,src/$(d)/*.c src/$(d)/*.h))) \
-               include/ravel_rt.h
-$(BUILD)/gen/codegen_version.h: $(CODEGEN_SRC)
-	@mkdir -p $(dir $@)
-	{ cat $(CODEGEN_SRC); $(CC) --version; } | sha256sum | cut -c1-16 | \
-	  sed 's/.*/#define TUNE_CODEGEN_VERSION "&"/' >$@.tmp && mv $@.tmp $@
-
-$(BUILD)/src/tune/records.o: $(BUILD)/gen/codegen_version.h
-
 $(BUILD)/libravel.a: $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
@@ -199,7 +186,7 @@ $(BUILD)/fuzz_parse: tests/fuzz_parse.c $(BUILD)/libravel.a
 	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libravel.a $(LDFLAGS) $(LDLIBS)
 
 $(FUZZ_PARSE_DIR)/fuzz_parse: tests/fuzz_parse.c $(LIB_SRC) $(HDRS) $(BUILD)/gen/ravel_rt_h.inc \
-                               $(BUILD)/gen/threadpool_c.inc $(BUILD)/gen/codegen_version.h
+                               $(BUILD)/gen/threadpool_c.inc
 	@mkdir -p $(dir $@)
 	clang -std=c11 -O1 -g -D_GNU_SOURCE -Iinclude -Isrc -I$(BUILD)/gen -DRV_LIBFUZZER \
 	  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \

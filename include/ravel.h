@@ -739,6 +739,17 @@ const char *rv_program_source(const rv_program *p);
  * running the compiler: what `ravel emit` prints. Free *source with
  * rv_free; NULL on an error, which rv_last_error() locates. */
 rv_status rv_program_emit(rv_module *m, char **source);
+/* key := 32 hex digits naming the code a compile of m with `schedule`
+ * (`schedule` blocks in place of the module's own, as one variant of
+ * rv_program_compile_variants; NULL: the module's own), compiled for the
+ * sizes `at` (NULL: none), would run: the JIT's cache key of its C (the
+ * text, the compiler's identity, its flags with opt's cflags, ravel_rt.h,
+ * the host CPU). It lowers and emits C, without compiling (a few ms):
+ * two schedules with equal keys run the same machine code, so a time
+ * measured under one key stands for the other (tuning records,
+ * docs/tuning.md "Stale records"). Errors: those of lowering. */
+rv_status rv_program_code_key(rv_module *m, const char *schedule, const rv_variant_sizes *at,
+                              const rv_compile_options *opt, char key[33]);
 void rv_program_free(rv_program *p);
 
 /* Counters accumulated over a program's life. */

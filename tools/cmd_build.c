@@ -322,6 +322,10 @@ static rv_status tuned(BuildArgs *a, rv_module *m, const char *name, char **text
     base_free(src);
     if (st != RV_OK)
         return st;
+    const char *debug = getenv("RAVEL_DEBUG");
+    if (debug && strstr(debug, "tune"))
+        fprintf(stderr, "ravel build: %d records (%d stale), %d code keys in %.3fs\n", r.reused,
+                r.stale, r.nkeys, r.key_seconds);
     if (r.nvariants > MAX_VARIANTS)
         r.nvariants = MAX_VARIANTS; /* tune_run keeps at most 4 by default */
     for (int v = 0; v < r.nvariants; v++) {

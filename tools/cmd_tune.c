@@ -356,9 +356,12 @@ static void summary(const TuneResult *r, rv_module *m) {
                "never measured (%d of them each kind at the anchor shapes; %.1fs)\n",
                r->verify_measured, r->kinds_measured, r->verify_seconds);
     if (r->stale)
-        printf("%d record(s) of another code generator (hints for the model); %d of the "
-               "dispatcher's kernels and their rivals timed again\n",
+        printf("%d stale record(s): their code is not the candidate's today (hints for the "
+               "model); %d of the dispatcher's kernels and their rivals timed again\n",
                r->stale, r->retimed);
+    if (r->nkeys)
+        printf("code keys of %d candidate(s) and leaves: %.2fs (%.2f ms each)\n", r->nkeys,
+               r->key_seconds, 1e3 * r->key_seconds / r->nkeys);
     if (r->close_retimed)
         printf("%d timing(s) again of kernels within %.0f%% of their rival at a shape\n",
                r->close_retimed, 100 * (TUNE_CLOSE_CALL - 1));

@@ -181,6 +181,8 @@ typedef struct Scan {
     PtrMap spoiled;     /* candidates that cannot be scalars */
     PtrMap loaded;      /* candidates some expression loads */
     const Stmt *inner;  /* the innermost loop around */
+    Module *m;          /* NULL: no masked tail is a whole vector (CUDA) */
+    PtrMap lets;        /* Axis* of the LETs around -> value */
 } Scan;
 
 /* A local of `lanes` elements (a vector of a register tile, registers.c)
@@ -194,9 +196,27 @@ static bool vreg_lanes(int64_t n) {
 static bool whole_vector(const Scan *sc, const Buffer *b, const Expr *idx) {
     int64_t n, w;
     const Stmt *l = sc->inner;
-    return ir_is_const_int(b->size, &n) && l && l->u.loop.kind == LOOP_VECTOR &&
-           ir_is_const_int(l->u.loop.extent, &w) && w == n && idx->kind == EX_VAR &&
-           idx->u.axis == l->u.loop.var;
+    if (!ir_is_const_int(b->size, &n) || !l || l->u.loop.kind != LOOP_VECTOR ||
+        idx->kind != EX_VAR || idx->u.axis != l->u.loop.var)
+        return false;
+    if (ir_is_const_int(l->u.loop.extent, &w))
+        return w == n;
+    /* a masked tail (c_vector.c, masked_tail): its block runs vectors of
+     * the power of two at or above its extent's bound, the lanes past the
+     * extent idle (registers.c keeps a tile's tail vectors so) */
+    Expr *ext = l->u.loop.extent;
+    for (int k = 0; sc->m && k < 8; k++) {
+        Expr *x = ir_substitute(sc->m, ext, (PtrMap *)&sc->lets);
+        if (x == ext)
+            break;
+        ext = x;
+    }
+    int64_t hi;
+    if (!sc->m || !ir_upper_bound(sc->m, ext, &hi) || hi < 2)
+        return false;
+    for (w = 1; w < hi; w *= 2)
+        ;
+    return w == n;
 }
 
 static void scan_access(Scan *sc, const Buffer *b, const Expr *idx) {
@@ -246,6 +266,7 @@ static void scan_stmt(Scan *sc, const Stmt *s) {
         return;
     case ST_LET:
         scan_expr(sc, s->u.let.value);
+        ptrmap_put(&sc->lets, s->u.let.var, s->u.let.value);
         if (s->u.let.value->dtype != RV_I64)
             ptrmap_put(sc->let_type, s->u.let.var, (void *)(intptr_t)(s->u.let.value->dtype + 1));
         scan_stmt(sc, s->u.let.body);
@@ -284,12 +305,13 @@ static void scan_stmt(Scan *sc, const Stmt *s) {
 
 /* Runs the prepass over a function body: the buffers it stores to, the
  * one-element locals held in scalars (e->scalars), LET dtypes. */
-static void scan_function(CgEmit *e, const Stmt *s, PtrMap *written, PtrMap *let_type) {
+static void scan_function(CgEmit *e, Module *m, const Stmt *s, PtrMap *written,
+                          PtrMap *let_type) {
     ptrmap_free(written);
     ptrmap_free(&e->scalars);
     ptrmap_free(&e->unread);
     ptrmap_free(&e->vregs);
-    Scan sc = {.e = e, .written = written, .let_type = let_type};
+    Scan sc = {.e = e, .written = written, .let_type = let_type, .m = m};
     scan_stmt(&sc, s);
     for (int i = 0; i < sc.alloc_depth.cap; i++) {
         const void *b = sc.alloc_depth.keys ? sc.alloc_depth.keys[i] : NULL;
@@ -308,15 +330,16 @@ static void scan_function(CgEmit *e, const Stmt *s, PtrMap *written, PtrMap *let
     ptrmap_free(&sc.alloc_depth);
     ptrmap_free(&sc.spoiled);
     ptrmap_free(&sc.loaded);
+    ptrmap_free(&sc.lets);
 }
 
 static void analyze(CK *c, const Stmt *s) {
-    scan_function(c->e, s, &c->written, &c->let_type);
+    scan_function(c->e, c->k->m, s, &c->written, &c->let_type);
 }
 
 void cg_analyze(CgEmit *e, const Stmt *s, PtrMap *written) {
     PtrMap let_type = {0};
-    scan_function(e, s, written, &let_type);
+    scan_function(e, NULL, s, written, &let_type);
     ptrmap_free(&let_type);
 }
 

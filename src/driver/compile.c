@@ -148,6 +148,18 @@ rv_status driver_lower_variants(Module *m, int nvariants, const char *const *sch
     return st;
 }
 
+/* The JIT's options for opt: its compiler and cache, and -fopenmp-simd
+ * and opt->cflags (their words in `flags`, allocated in `a`). One place,
+ * so rv_program_code_key hashes the flags a compile passes. */
+static JitOptions jit_options(const rv_compile_options *opt, StrVec *flags, Arena *a) {
+    vec_push(flags, "-fopenmp-simd");
+    split_flags(opt->cflags, flags, a);
+    return (JitOptions){.cc = opt->cc,
+                        .cache_dir = opt->cache_dir,
+                        .extra_flags = flags->data,
+                        .n_extra_flags = flags->len};
+}
+
 /* Lowering (every variant: one kernel list, one C unit, whose code
  * generator names a variant's kernel_Y apart from another's), C, the JIT
  * and (CUDA) the device kernels, inside the compile scope: p->kernels are
@@ -165,12 +177,7 @@ static rv_status compile_in_scope(rv_program *p, const char *const *schedules,
         return RV_OK;
     Arena *a = arena_new();
     StrVec flags = {0};
-    vec_push(&flags, "-fopenmp-simd");
-    split_flags(opt->cflags, &flags, a);
-    JitOptions jo = {.cc = opt->cc,
-                     .cache_dir = opt->cache_dir,
-                     .extra_flags = flags.data,
-                     .n_extra_flags = flags.len};
+    JitOptions jo = jit_options(opt, &flags, a);
     double cc0 = jit_stats().compile_seconds;
     st = jit_compile(p->unit.source, &jo, &p->lib);
     p->stats.cc_seconds = jit_stats().compile_seconds - cc0;
@@ -455,6 +462,44 @@ rv_status rv_program_emit(rv_module *m, char **source) {
     }
     base_free(ks);
     ir_scope_end(&scope);
+    return st;
+}
+
+rv_status rv_program_code_key(rv_module *m, const char *schedule, const rv_variant_sizes *at,
+                              const rv_compile_options *opt, char key[33]) {
+    if (!key)
+        return base_error(RV_ERR_ARG, "rv_program_code_key: key is NULL");
+    key[0] = 0;
+    if (!m)
+        return base_error(RV_ERR_ARG, "rv_program_code_key: no module");
+    rv_compile_options none = {0};
+    if (!opt)
+        opt = &none;
+    PlanDispatch pd = {0};
+    rv_dispatch d = {.variant_sizes = at};
+    rv_status st = driver_dispatch(m, 1, at ? &d : NULL, &pd);
+    IrScope scope;
+    ir_scope_begin(m, &scope);
+    Kernel **ks = NULL;
+    int n = 0, first = 0;
+    if (st == RV_OK)
+        st = driver_lower_variants(m, 1, &schedule, pd.at, &ks, &n, &first);
+    if (st == RV_OK) {
+        CgUnit unit = {0};
+        cg_c_module(ks, n, &unit);
+        Arena *a = arena_new();
+        StrVec flags = {0};
+        JitOptions jo = jit_options(opt, &flags, a);
+        st = jit_source_key(unit.source, &jo, key);
+        vec_free(&flags);
+        arena_free(a);
+        cg_unit_free(&unit);
+    }
+    base_free(ks);
+    ir_scope_end(&scope);
+    base_free(pd.rules);
+    base_free(pd.sums);
+    base_free(pd.at);
     return st;
 }
 

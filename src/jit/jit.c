@@ -904,6 +904,67 @@ int jit_compiler_flags(const char *cc, const char **flags, int cap) {
     return n;
 }
 
+/* The compiler command line for opt (args: the compiler's words, then
+ * every flag), the compiler's identity (*ident, caller frees) and the
+ * -I of a ravel_rt.h override (*inc, NULL for the embedded header): what
+ * jit_compile runs and what its cache key hashes. */
+static rv_status compile_args(const JitOptions *opt, StrVec *args, char **ident, const char **inc) {
+    const char *cc = opt->cc;
+    if (!cc || !*cc)
+        cc = getenv("RAVEL_CC");
+    if (!cc || !*cc)
+        cc = "cc";
+    *ident = NULL;
+    *inc = NULL;
+    split_words(cc, args);
+    if (args->len == 0)
+        return base_error(RV_ERR_ARG, "jit: empty compiler command");
+    rv_status st = compiler_identity(args, cc, ident);
+    if (st != RV_OK)
+        return st;
+
+    static const char *const default_flags[] = {
+        "-O3",     "-march=native",      "-std=c11",        "-fPIC",
+        "-shared", "-ffp-contract=fast", "-fno-math-errno",
+    };
+    for (int i = 0; i < RV_COUNT(default_flags); i++)
+        strvec_push(args, default_flags[i]);
+    const char *cflags[4];
+    int ncflags = compiler_flags(*ident, cflags, RV_COUNT(cflags));
+    for (int i = 0; i < ncflags; i++)
+        strvec_push(args, cflags[i]);
+    if (opt->openmp)
+        strvec_push(args, "-fopenmp");
+    *inc = opt->include_dir && *opt->include_dir ? opt->include_dir : jit_include_override();
+    if (*inc) {
+        Buf b = {0};
+        buf_printf(&b, "-I%s", *inc);
+        char *flag = buf_take(&b);
+        vec_push(args, flag);
+    }
+    for (int i = 0; i < opt->n_extra_flags; i++) {
+        if (opt->extra_flags[i] && *opt->extra_flags[i])
+            strvec_push(args, opt->extra_flags[i]);
+    }
+    return RV_OK;
+}
+
+rv_status jit_source_key(const char *c_source, const JitOptions *opt, char key[33]) {
+    key[0] = 0;
+    if (!c_source)
+        return base_error(RV_ERR_ARG, "jit_source_key: source is NULL");
+    JitOptions defaults = {0};
+    StrVec args = {0};
+    char *ident = NULL;
+    const char *inc = NULL;
+    rv_status st = compile_args(opt ? opt : &defaults, &args, &ident, &inc);
+    if (st == RV_OK)
+        compute_key(c_source, &args, ident, inc, key);
+    strvec_free(&args);
+    base_free(ident);
+    return st;
+}
+
 rv_status jit_compile(const char *c_source, const JitOptions *opt, JitLib **out) {
     if (!out)
         return base_error(RV_ERR_ARG, "jit_compile: out is NULL");
@@ -913,47 +974,13 @@ rv_status jit_compile(const char *c_source, const JitOptions *opt, JitLib **out)
     JitOptions defaults = {0};
     if (!opt)
         opt = &defaults;
-    const char *cc = opt->cc;
-    if (!cc || !*cc)
-        cc = getenv("RAVEL_CC");
-    if (!cc || !*cc)
-        cc = "cc";
 
     StrVec args = {0};
     char *ident = NULL, *dir = NULL;
-    rv_status st = RV_OK;
-    split_words(cc, &args);
-    if (args.len == 0) {
-        st = base_error(RV_ERR_ARG, "jit: empty compiler command");
+    const char *inc = NULL;
+    rv_status st = compile_args(opt, &args, &ident, &inc);
+    if (st != RV_OK)
         goto done;
-    }
-    if ((st = compiler_identity(&args, cc, &ident)) != RV_OK)
-        goto done;
-
-    static const char *const default_flags[] = {
-        "-O3",     "-march=native",      "-std=c11",        "-fPIC",
-        "-shared", "-ffp-contract=fast", "-fno-math-errno",
-    };
-    for (int i = 0; i < RV_COUNT(default_flags); i++)
-        strvec_push(&args, default_flags[i]);
-    const char *cflags[4];
-    int ncflags = compiler_flags(ident, cflags, RV_COUNT(cflags));
-    for (int i = 0; i < ncflags; i++)
-        strvec_push(&args, cflags[i]);
-    if (opt->openmp)
-        strvec_push(&args, "-fopenmp");
-    const char *inc =
-        opt->include_dir && *opt->include_dir ? opt->include_dir : jit_include_override();
-    if (inc) {
-        Buf b = {0};
-        buf_printf(&b, "-I%s", inc);
-        char *flag = buf_take(&b);
-        vec_push(&args, flag);
-    }
-    for (int i = 0; i < opt->n_extra_flags; i++) {
-        if (opt->extra_flags[i] && *opt->extra_flags[i])
-            strvec_push(&args, opt->extra_flags[i]);
-    }
 
     char key[33];
     compute_key(c_source, &args, ident, inc, key);

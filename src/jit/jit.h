@@ -65,6 +65,12 @@ typedef struct JitLib JitLib;
  * compiler's full output and the path of the kept source file) or the
  * object cannot be loaded; RV_ERR_IO when no cache or temp dir is usable. */
 rv_status jit_compile(const char *c_source, const JitOptions *opt, JitLib **out);
+/* key := the cache key jit_compile(c_source, opt, ...) would use (32 hex
+ * digits: the source, the compiler's identity, every flag, ravel_rt.h,
+ * the host CPU for -march=native), without compiling: what decides the
+ * object's bytes, so a tuning record keyed by it names the code it timed.
+ * Runs `cc --version` once per compiler. */
+rv_status jit_source_key(const char *c_source, const JitOptions *opt, char key[33]);
 /* dlsym; NULL (with a message in rv_last_error) when absent. */
 void *jit_sym(JitLib *lib, const char *name);
 /* A function symbol, cast to the function type by the caller:

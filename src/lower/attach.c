@@ -462,7 +462,36 @@ Stmt *lower_attach_one(LowerCtx *c, StageNest *n, Stage *p, Buffer **buf_out) {
                   : slots[k] < 0 ? ir_int(m, split[d])
                                  : lower_ctx_simp(c, lower_ceil_div(m, alloc[d], split[d]));
     }
-    if (nslots && p->align > 1) {
+    /* A local whose extents vary but are bounded (a partitioned tail's
+     * T % 16 columns) is allocated at the bounds anyway: it is laid out
+     * at them too, so its strides are constants (a row of the tile starts
+     * a whole vector after the last, T % 16 or not) and registers.c can
+     * keep it in registers; with strides of the varying extent, each row
+     * of a tail tile started at i * (T % 16) and lived in memory. */
+    int64_t bound[2 * RV_MAX_DIMS], elems_ub = 1;
+    bool fixed = nslots > 0;
+    for (int k = 0; k < nslots && fixed; k++) {
+        fixed = ir_upper_bound(m, sext[k], &bound[k]) && bound[k] >= 1;
+        /* the innermost rounded up to whole vectors (a power of two up to
+         * 16 lanes, or `align`): a tail's rows then start a vector apart */
+        int64_t a = p->align > 1 ? p->align : 1;
+        while (fixed && k == nslots - 1 && p->align <= 1 && a < 16 && a < bound[k])
+            a *= 2;
+        if (fixed && k == nslots - 1)
+            bound[k] = (bound[k] + a - 1) / a * a;
+        fixed = fixed && bound[k] <= LOCAL_STACK_BYTES && elems_ub <= LOCAL_STACK_BYTES / bound[k];
+        elems_ub *= fixed ? bound[k] : 1;
+    }
+    int64_t cst;
+    bool varies = false;
+    for (int k = 0; k < nslots; k++)
+        varies |= !ir_is_const_int(sext[k], &cst);
+    fixed = fixed && varies && !p->panels && !p->local_pad &&
+            elems_ub <= LOCAL_STACK_BYTES / (int64_t)rv_dtype_size(p->t->dtype);
+    if (fixed) {
+        for (int k = 0; k < nslots; k++)
+            sext[k] = ir_int(m, bound[k]);
+    } else if (nslots && p->align > 1) {
         sext[nslots - 1] =
             lower_ctx_simp(c, ir_binary(m, EX_MUL, lower_ceil_div(m, sext[nslots - 1], p->align),
                                         ir_int(m, p->align)));

@@ -37,7 +37,9 @@
  * of vectors, serial ones around unrolled and vector loops only (those are
  * unrolled) and, for a vector access, the innermost loop's variable
  * when that loop is a vector loop of constant extent W (a power of two up
- * to 16 lanes) with coefficient 1; c and the a_v multiples of W, the same
+ * to 16 lanes), or a masked tail of fewer lanes than W (an extent bounded
+ * by W, as c_vector.c runs it: the idle lanes of the tile's vector are
+ * never stored), with coefficient 1; c and the a_v multiples of W, the same
  * W for every access (1 when none is a vector access), every index inside
  * the tile; no access under a parallel or GPU loop; the tile not an
  * extern call's argument nor a reduction's; the unrolled loops around any
@@ -101,9 +103,20 @@ static void check_access(Tile *t, Expr *idx) {
     int64_t w = 1, ext;
     if (t->shared)
         goto fail;
+    int64_t tail = 0; /* the inner loop's bound when it is a masked tail */
     if (inner && inner->u.loop.kind == LOOP_VECTOR && ir_uses_axis(idx, inner->u.loop.var)) {
-        if (!ir_is_const_int(inner->u.loop.extent, &w) || w < 2 || w > REG_MAX_LANES ||
-            (w & (w - 1)))
+        if (!ir_is_const_int(inner->u.loop.extent, &w)) {
+            /* a masked tail (c_vector.c, masked_tail): n < its bound lanes
+             * of a vector of the next power of two, the lanes that do not
+             * run idle; the tile's vector holds them (never stored: the
+             * write-back is a masked tail too) */
+            if (!ir_upper_bound(m, inner->u.loop.extent, &tail) || tail < 2 ||
+                tail > REG_MAX_LANES)
+                goto fail;
+            for (w = 1; w < tail; w *= 2)
+                ;
+        }
+        if (w < 2 || w > REG_MAX_LANES || (w & (w - 1)))
             goto fail;
     }
     if (t->lanes && t->lanes != w)
@@ -120,7 +133,11 @@ static void check_access(Tile *t, Expr *idx) {
         Expr *c = ir_linear_coeff(m, idx, v);
         c = c ? ir_simplify_expr(m, c) : NULL;
         int64_t a;
-        if (!c || !ir_is_const_int(c, &a) || !ir_is_const_int(l->u.loop.extent, &ext) || ext < 1)
+        if (l == inner && w > 1 && tail)
+            ext = w;
+        else if (!ir_is_const_int(l->u.loop.extent, &ext))
+            goto fail_map;
+        if (!c || !ir_is_const_int(c, &a) || ext < 1)
             goto fail_map;
         if (l == inner && w > 1) {
             if (a != 1 || ext != w)

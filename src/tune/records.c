@@ -10,11 +10,14 @@
  * "threads" is the size of the thread pool the kernel ran on: records of
  * one count never stand for another (a line without it, written before
  * the field, reads as 0: the shared pool of every usable core).
- * "codegen" is the version of the code generator that measured it (a
- * hash of its sources, tune_codegen_version()); a record without it was
- * written before the field, by an unknown version. A time measured by
- * another version is no longer a measurement of the code this one would
- * run (docs/tuning.md, "Stale records").
+ * "code" names the code the time stands for: the JIT's cache key (32 hex
+ * digits) of the candidate's C compiled alone, for its shape alone when
+ * "spec", with the compiler's identity and flags (rv_program_code_key).
+ * A record is current where the candidate's code, generated again, has
+ * that key: a change to ravel that leaves its C alone keeps it, one that
+ * changes its C makes it stale (docs/tuning.md, "Stale records"). Records
+ * written before the field carry "codegen" (a hash of the code
+ * generator's sources) or nothing: read, and stale.
  * "spec":true marks a candidate compiled for that shape alone, its sizes
  * constants (a specialized leaf; absent, as in records written before the
  * field: the generic candidate); the two are different measurements of one
@@ -33,8 +36,6 @@
  */
 #include "tune/tune.h"
 
-#include "codegen_version.h"
-
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -49,12 +50,8 @@ enum { RECORD_VERSION = 1 };
 static const char *const status_names[] = {"ok", "wrong", "failed"};
 _Static_assert(sizeof status_names / sizeof status_names[0] == TUNE_STATUS_COUNT, "status_names");
 
-const char *tune_codegen_version(void) {
-    return TUNE_CODEGEN_VERSION;
-}
-
-bool tune_record_current(const TuneRecord *r) {
-    return r->codegen && strcmp(r->codegen, TUNE_CODEGEN_VERSION) == 0;
+bool tune_record_current(const TuneRecord *r, const char *code) {
+    return r->code && code && strcmp(r->code, code) == 0;
 }
 
 const char *tune_status_name(TuneStatus st) {
@@ -118,6 +115,7 @@ void tune_records_add(TuneRecords *rs, const TuneRecord *r) {
     c.program = arena_strdup(rs->arena, r->program);
     c.machine = arena_strdup(rs->arena, r->machine);
     c.trace = arena_strdup(rs->arena, r->trace);
+    c.code = r->code ? arena_strdup(rs->arena, r->code) : NULL;
     c.codegen = r->codegen ? arena_strdup(rs->arena, r->codegen) : NULL;
     c.size_names = arena_alloc(rs->arena, sizeof *c.size_names * (size_t)(r->nsizes + 1));
     c.size_values = arena_alloc(rs->arena, sizeof *c.size_values * (size_t)(r->nsizes + 1));
@@ -171,6 +169,8 @@ char *tune_record_to_json(const TuneRecord *r) {
     cJSON_AddStringToObject(o, "status", tune_status_name(r->status));
     if (r->spec)
         cJSON_AddBoolToObject(o, "spec", true);
+    if (r->code)
+        cJSON_AddStringToObject(o, "code", r->code);
     if (r->codegen)
         cJSON_AddStringToObject(o, "codegen", r->codegen);
     char *s = cJSON_PrintUnformatted(o);
@@ -196,6 +196,16 @@ static bool exact_int(const cJSON *v, int64_t *out) {
     return true;
 }
 
+/* A code key: 32 lower-case hex digits (jit_source_key). */
+static bool hex_key(const char *s) {
+    if (!s || strlen(s) != 32)
+        return false;
+    for (int i = 0; i < 32; i++)
+        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+            return false;
+    return true;
+}
+
 static const char not_json[] = "not valid JSON";
 
 /* One line (NUL-terminated) into rs; on error the message without the
@@ -215,11 +225,13 @@ static bool parse_line(TuneRecords *rs, const char *text, int line, const char *
     const cJSON *threads = cJSON_GetObjectItemCaseSensitive(o, "threads");
     const cJSON *spec = cJSON_GetObjectItemCaseSensitive(o, "spec");
     const cJSON *codegen = cJSON_GetObjectItemCaseSensitive(o, "codegen");
+    const cJSON *code = cJSON_GetObjectItemCaseSensitive(o, "code");
     TuneRecord r = {.line = line};
     r.program = get_string(o, "program");
     r.machine = get_string(o, "machine");
     r.trace = get_string(o, "trace");
     r.codegen = get_string(o, "codegen");
+    r.code = get_string(o, "code");
     const char *status = get_string(o, "status");
     int64_t v;
     if (!cJSON_IsObject(o))
@@ -238,6 +250,8 @@ static bool parse_line(TuneRecords *rs, const char *text, int line, const char *
         *why = "\"spec\" is not true or false";
     else if (codegen && (!r.codegen || !r.codegen[0]))
         *why = "\"codegen\" is not a non-empty string";
+    else if (code && !hex_key(r.code))
+        *why = "\"code\" is not a key of 32 hex digits";
     else if (!cJSON_IsObject(shape))
         *why = "\"shape\" is missing or not an object of size = integer";
     else if (!cJSON_IsNumber(seconds) || !(seconds->valuedouble >= 0) ||

@@ -117,7 +117,7 @@ typedef struct Tuner {
                                 * legal, LEAF_LEGAL, LEAF_SEED (a known-good sketch there) */
     LeafRecord *leaf_recs; /* records of candidates only the leaves' spaces hold */
     int nleaf_recs;
-    bool *stale;       /* [c * ns + s]: meas is a record of another code generator */
+    bool *stale;       /* [c * ns + s]: meas is a record of other code than c's today */
     unsigned char *nmeas; /* [c * ns + s]: times of this code generator, meas their best */
     double *best;      /* per shape: the best measured GFLOP/s */
     float *pred;       /* [c * ns + s]: predicted GFLOP/s (valid when trained) */
@@ -137,6 +137,12 @@ typedef struct Tuner {
     char sum_name[80]; /* ragged rows: their variable, "sum(len)" */
     double t0;
     long begun; /* candidates whose measuring began (RAVEL_TUNE_FAULT counts them) */
+    /* code keys (code_key): "trace" or "trace\n@shape" -> 32 hex digits,
+     * "" where the trace does not lower; keys and values in key_arena */
+    StrMap code_keys;
+    Arena *key_arena;
+    double key_seconds; /* spent making them */
+    int nkeys;
 } Tuner;
 
 static uint64_t next_rand(Tuner *t) {
@@ -666,6 +672,49 @@ static int choose(Tuner *t, Pair *out, int want) {
     return n;
 }
 
+/* ---- code keys ---- */
+
+/* The sizes of shape s, in module order, as constants of a variant. */
+static rv_variant_sizes shape_at(const Tuner *t, int s) {
+    rv_variant_sizes at = {.nsizes = rv_module_num_sizes(t->m)};
+    for (int i = 0; i < at.nsizes; i++) {
+        at.at[i].size = rv_size_name(rv_module_size_at(t->m, i));
+        at.at[i].value = t->shapes[s].v[i];
+    }
+    return at;
+}
+
+/* The key of the code a measurement of `trace` at shape s runs
+ * (rv_program_code_key: the JIT's key of its C, its compiler and flags):
+ * the generic candidate's C is one for every shape (its sizes are
+ * arguments), a specialized one's is its shape's. A record is current
+ * where its "code" is this key (docs/tuning.md, "Stale records"). Made
+ * once per trace (and shape, when spec) by lowering and emitting C, no
+ * compile; NULL where the trace no longer lowers (its records are stale). */
+static const char *code_key(Tuner *t, const char *trace, int s, bool spec) {
+    Buf k = {0};
+    buf_puts(&k, trace);
+    if (spec)
+        buf_printf(&k, "\n@%d", s);
+    const char *key = strmap_get(&t->code_keys, buf_str(&k));
+    if (!key) {
+        double t0 = rt_now_seconds();
+        char hex[33];
+        rv_variant_sizes at = spec ? shape_at(t, s) : (rv_variant_sizes){0};
+        rv_compile_options opt = {.threads = t->o->threads};
+        if (!t->key_arena)
+            t->key_arena = arena_new();
+        key = rv_program_code_key(t->m, trace, spec ? &at : NULL, &opt, hex) == RV_OK
+                  ? arena_strdup(t->key_arena, hex)
+                  : "";
+        strmap_put(&t->code_keys, arena_strdup(t->key_arena, buf_str(&k)), (void *)key);
+        t->key_seconds += rt_now_seconds() - t0;
+        t->nkeys++;
+    }
+    buf_free(&k);
+    return key[0] ? key : NULL;
+}
+
 /* ---- measuring ---- */
 
 static void record(Tuner *t, int c, int s, double seconds, TuneStatus st, bool spec) {
@@ -685,7 +734,7 @@ static void record(Tuner *t, int c, int s, double seconds, TuneStatus st, bool s
                     .status = st,
                     .threads = t->threads,
                     .spec = spec,
-                    .codegen = tune_codegen_version()};
+                    .code = code_key(t, t->sp.cands[c].sched, s, spec)};
     if (tune_record_append(t->o->records, &r) != RV_OK)
         fprintf(stderr, "ravel tune: warning: %s\n", rv_last_error());
 }
@@ -1056,16 +1105,6 @@ static void measure(Tuner *t, const Pair *pairs, int n) {
 /* Candidates measured specialized per shape: its best measured generic. */
 #define SPEC_CANDS 2
 
-/* The sizes of shape s, in module order, as constants of a variant. */
-static rv_variant_sizes shape_at(const Tuner *t, int s) {
-    rv_variant_sizes at = {.nsizes = rv_module_num_sizes(t->m)};
-    for (int i = 0; i < at.nsizes; i++) {
-        at.at[i].size = rv_size_name(rv_module_size_at(t->m, i));
-        at.at[i].value = t->shapes[s].v[i];
-    }
-    return at;
-}
-
 /* The shapes that may get a specialized leaf, the most deserving first,
  * into out (at most max of them); how many. A leaf is exact (the
  * dispatcher tests every size for equality), so a shape deserves one
@@ -1282,6 +1321,28 @@ static void spec_measure(Tuner *t) {
 
 /* ---- records: resuming ---- */
 
+/* Whether r is a record of this run's program, machine class and thread
+ * count at one of its shapes: *s that shape, *c its candidate (-1: a
+ * trace the generic space lacks, a leaf's). */
+static bool record_pair(const Tuner *t, const TuneRecord *r, int *c, int *s) {
+    int nsz = num_vars(t);
+    /* a record without a count was measured on the shared pool */
+    int rth = r->threads > 0 ? r->threads : t->cores_usable;
+    if (strcmp(r->program, t->program) != 0 || strcmp(r->machine, buf_str(&t->machine)) != 0 ||
+        r->nsizes != nsz || rth != t->threads)
+        return false;
+    *c = (int)((intptr_t)strmap_get(&t->by_sched, r->trace) - 1);
+    /* the shape in the module's order (records sort it by name) */
+    int64_t v[8];
+    int found = 0;
+    for (int q = 0; q < nsz; q++)
+        for (int p = 0; p < nsz; p++)
+            if (strcmp(r->size_names[p], var_name(t, q)) == 0)
+                v[q] = r->size_values[p], found++;
+    *s = found == nsz ? find_shape(t, v) : -1;
+    return *s >= 0;
+}
+
 static rv_status resume(Tuner *t) {
     if (!t->o->records)
         return RV_OK;
@@ -1290,28 +1351,30 @@ static rv_status resume(Tuner *t) {
     rv_status st = tune_records_load(t->o->records, &rs);
     if (st == RV_OK && rs.warnings.len && !t->o->quiet)
         fprintf(stderr, "ravel tune: %s", buf_str(&rs.warnings));
-    int nsz = num_vars(t);
+    /* A replay measures nothing, so a record's key decides only where a
+     * candidate has several generic times at a shape (the current one
+     * wins); elsewhere its one time is used whatever its key, and no key
+     * is made (lowering and emitting C, ~10 ms a candidate). */
+    unsigned char *times = NULL;
+    if (t->o->replay) {
+        times = base_xcalloc((size_t)t->sp.len * (size_t)t->ns, 1);
+        for (int i = 0; i < rs.len; i++) {
+            int c, s;
+            if (!rs.data[i].spec && record_pair(t, &rs.data[i], &c, &s) && c >= 0 &&
+                times[c * t->ns + s] < 2)
+                times[c * t->ns + s]++;
+        }
+    }
     for (int i = 0; st == RV_OK && i < rs.len; i++) {
         const TuneRecord *r = &rs.data[i];
-        /* a record without a count was measured on the shared pool */
-        int rth = r->threads > 0 ? r->threads : t->cores_usable;
-        if (strcmp(r->program, t->program) != 0 || strcmp(r->machine, buf_str(&t->machine)) != 0 ||
-            r->nsizes != nsz || rth != t->threads)
+        int c, s;
+        if (!record_pair(t, r, &c, &s) || (c < 0 && !r->spec))
             continue;
-        intptr_t c = (intptr_t)strmap_get(&t->by_sched, r->trace) - 1;
-        /* the shape in the module's order (records sort it by name) */
-        int64_t v[8];
-        int found = 0;
-        for (int q = 0; q < nsz; q++)
-            for (int p = 0; p < nsz; p++)
-                if (strcmp(r->size_names[p], var_name(t, q)) == 0)
-                    v[q] = r->size_values[p], found++;
-        int s = found == nsz ? find_shape(t, v) : -1;
-        if ((c < 0 && !r->spec) || s < 0)
-            continue;
-        bool current = tune_record_current(r);
+        bool current = times && (r->spec || times[c * t->ns + s] < 2)
+                           ? true
+                           : tune_record_current(r, code_key(t, r->trace, s, r->spec));
         if (r->spec) { /* not a trial: a specialized leaf's, outside the budget */
-            /* of another code generator: measured again (a leaf is chosen
+            /* of other code than its own today: measured again (a leaf is chosen
              * by its time alone), unless nothing is measured (replay) */
             bool use = current || t->o->replay;
             double g =
@@ -1326,7 +1389,7 @@ static rv_status resume(Tuner *t) {
             t->res->spec_reused += use;
             continue;
         }
-        /* of another code generator: the model learns from it (features ->
+        /* of other code than its own today: the model learns from it (features ->
          * time is still information), the dispatcher's choices are timed
          * again (retime_pairs) */
         t->res->stale += !current;
@@ -1344,6 +1407,7 @@ static rv_status resume(Tuner *t) {
         }
         t->res->reused++;
     }
+    base_free(times);
     tune_records_free(&rs);
     return st;
 }
@@ -1640,7 +1704,7 @@ static int rivals(const Tuner *t, const int *kept, int nk, int s, int *rival) {
 
 /* RETIMING: at each shape (in order[0..ns)), the dispatcher's kernel and
  * up to RETIME_RIVALS of its measured rivals there whose times are
- * records of another code generator: pairs into pairs[n..), at most
+ * stale records (of other code than the kernel's today): pairs into pairs[n..), at most
  * `left`; the new n. Their times decide the dispatcher, and a stale time
  * may be 4x what the code runs in today; the rest of the stale records
  * stay hints for the model. */
@@ -1730,7 +1794,8 @@ static int anchor_shapes(const Tuner *t, int *out) {
 }
 
 /* KINDS: at each anchor shape, the best predicted candidate of each kind
- * (same_kind) of which no candidate was measured there; at most `left`
+ * (same_kind) of which no candidate has a current time there (a stale
+ * one is of other code than the kind's today); at most `left`
  * pairs into pairs[] (room for anchors x kinds), anchors in
  * anchor_shapes' order. The search and the verification rank by the
  * model, which judges a kind by what it has seen of it, and at a shape
@@ -1752,7 +1817,9 @@ static int kind_pairs(const Tuner *t, Pair *pairs, int left) {
             for (int c = 0; c < t->sp.len && first && !seen; c++)
                 if (same_kind(t, c, k)) {
                     first = c >= k;
-                    seen = t->meas[c * t->ns + s] != 0;
+                    /* a stale time is of other code than the kind's today
+                     * (a tile whose tail now stays in registers) */
+                    seen = t->meas[c * t->ns + s] != 0 && !t->stale[c * t->ns + s];
                 }
             if (!first || seen)
                 continue;
@@ -1769,15 +1836,16 @@ static int kind_pairs(const Tuner *t, Pair *pairs, int left) {
     return n;
 }
 
-/* The verified candidate never measured at s, not among the n pairs,
- * that the model predicts best there; -1 when none. */
+/* The verified candidate never measured at s (or only stale: its time
+ * is of other code), not among the n pairs, that the model predicts best
+ * there; -1 when none. */
 static int best_unmeasured(const Tuner *t, const Pair *pairs, int n, int s) {
     int b = -1;
     for (int q = 0; q < t->sp.len; q++) {
         bool taken = false;
         for (int j = 0; j < n; j++)
             taken |= pairs[j].c == q && pairs[j].s == s;
-        if (!taken && t->ok[q] > 0 && t->meas[q * t->ns + s] == 0 &&
+        if (!taken && t->ok[q] > 0 && (t->meas[q * t->ns + s] == 0 || t->stale[q * t->ns + s]) &&
             (b < 0 || t->pred[q * t->ns + s] > t->pred[b * t->ns + s]))
             b = q;
     }
@@ -1935,6 +2003,8 @@ static void tuner_free(Tuner *t) {
     tune_xgb_free(t->xgb);
     buf_free(&t->machine);
     strmap_free(&t->by_sched);
+    strmap_free(&t->code_keys);
+    arena_free(t->key_arena);
 }
 
 static rv_status setup(Tuner *t, const char *program_text) {
@@ -2102,6 +2172,8 @@ rv_status tune_run(rv_module *m, const char *program_text, const TuneOptions *op
     if (st == RV_OK)
         st = dispatcher(&t);
     out->total_seconds = rt_now_seconds() - t.t0;
+    out->key_seconds = t.key_seconds;
+    out->nkeys = t.nkeys;
     tuner_free(&t);
     if (st != RV_OK)
         tune_result_free(out);

@@ -152,9 +152,14 @@ typedef struct TuneRecord {
      * (a specialized leaf, docs/tuning.md); false in a record written
      * before the field. Its time is not the generic candidate's. */
     bool spec;
-    /* The code generator that measured it (tune_codegen_version()); NULL
-     * in a record written before the field: an unknown version. A time
-     * of another version is a hint, not a measurement (docs/tuning.md). */
+    /* The code it timed: the JIT's key of the candidate's C compiled
+     * alone (for this shape alone when spec), its compiler and flags
+     * (rv_program_code_key); the time stands for that code and no other.
+     * NULL in a record written before the field. */
+    const char *code;
+    /* Records written before "code" named the code generator's sources
+     * instead (a hash of src/ir, lower, codegen, ...): read, kept on
+     * rewriting, never current (docs/tuning.md, "Stale records"). */
     const char *codegen;
     int line; /* 1-based line of the file it was read from; 0 when added */
 } TuneRecord;
@@ -170,12 +175,9 @@ typedef struct TuneRecords {
 const char *tune_status_name(TuneStatus st);
 void tune_records_init(TuneRecords *rs);
 void tune_records_free(TuneRecords *rs);
-/* The version of the code generator this library was built with: a hash
- * of the sources that decide what C a schedule becomes and how it is
- * compiled and run (Makefile, codegen_version.h). */
-const char *tune_codegen_version(void);
-/* Whether r was measured by this code generator. */
-bool tune_record_current(const TuneRecord *r);
+/* Whether r timed the code whose key (rv_program_code_key) is `code`:
+ * false for a record without "code" (older) or a NULL code. */
+bool tune_record_current(const TuneRecord *r, const char *code);
 /* Reads a records file into rs (initialized). A file that does not exist
  * holds no records. A torn last line (no newline and not JSON: a write cut
  * short) is skipped with a line in rs->warnings; any other bad line is
@@ -559,7 +561,8 @@ typedef struct TuneResult {
     double *shape_gflops;  /* its best measured or predicted GFLOP/s */
     int measured;          /* measurements made by this run */
     int reused;            /* measurements read from the records */
-    int stale;             /* among them, of another code generator (docs/tuning.md) */
+    int stale;             /* among them, of code other than the candidate's today
+                            * (its "code" key differs: docs/tuning.md) */
     int retimed;           /* stale ones measured again by this run (among `measured`) */
     int close_retimed;     /* close calls timed again by this run (among `measured`) */
     int wrong;             /* candidates that differed from the interpreter */
@@ -574,6 +577,10 @@ typedef struct TuneResult {
     int kinds_measured;
     double verify_seconds;
     double compile_seconds, measure_seconds, total_seconds;
+    /* making the code keys of the records and measurements (lowering and
+     * emitting C, no compile), and how many */
+    double key_seconds;
+    int nkeys;
     TuneTrial *trials;     /* every measurement, reused and made, in order */
     int ntrials, captrials;
 } TuneResult;

@@ -1265,6 +1265,58 @@ static void test_program_dense(void) {
                   NULL, 0, NULL);
 }
 
+/* A register tile over a symbolic extent: T % 16 columns of Y in the
+ * tail tile, a masked vector loop. Its local is laid out a vector per row
+ * (attach.c: a local of varying but bounded extents takes the bounds'
+ * strides) and kept in vector variables (registers.c, c.c: a masked tail
+ * is a whole vector of the tile): before, each tail row started at
+ * i * (T % 16), lived in memory, and every k step was a masked store then
+ * a masked load of it (bmm_nt's tile at T = 24: 23x the time compiled for
+ * T = 24). Right at T = 1..3, 15..19, 24..26, 31..33 (whole vectors and
+ * tails of 1 to 15 columns). */
+static const char *tail_tile =
+    "size T in 1..40\n"
+    "input X : f32[3, 12, 32]\n"
+    "input W : f32[3, T, 32]\n"
+    "Y[b, i, j] = sum(k < 32) X[b, i, k] * W[b, j, k]\n"
+    "schedule Y {\n"
+    "    YL = cache_write(Y)\n"
+    "    jo, ji = split(j, 16)\n"
+    "    io, ii = split(i, 6)\n"
+    "    reorder(b, jo, io, ii, ji)\n"
+    "    vectorize(ji)\n"
+    "    compute_at(YL, io)\n"
+    "}\n"
+    "schedule YL {\n"
+    "    WL = cache_read(W, layout=\"b, k, j\")\n"
+    "    jv2, jv = split(j, 16)\n"
+    "    reorder(k, i, jv2, jv)\n"
+    "    unroll(i)\n"
+    "    unroll(jv2)\n"
+    "    vectorize(jv)\n"
+    "}\n"
+    "schedule Y {\n"
+    "    compute_at(WL, jo)\n"
+    "}\n";
+
+static void test_tail_tile_registers(void) {
+    int64_t from[] = {1, 15, 18, 24, 31};
+    for (int i = 0; i < 5; i++)
+        check_program("tail_tile.rv", tail_tile, "T", from[i], NULL);
+    rv_module *m = NULL;
+    CHECK_EQ_INT(rv_module_parse("tail_tile.rv", tail_tile, &m), RV_OK);
+    char *src = NULL;
+    CHECK_EQ_INT(rv_program_emit(m, &src), RV_OK);
+    /* the tail's loop is masked, its tile never in memory */
+    CHECK(src && strstr(src, "rv_loadn_f32x") != NULL);
+    CHECK(src && strstr(src, "loadn_f32x16(&YL") == NULL && strstr(src, "storen_f32x16(&YL") == NULL &&
+          strstr(src, "loadn_f32x8(&YL") == NULL && strstr(src, "storen_f32x8(&YL") == NULL);
+    if (src && getenv("RAVEL_TEST_SHOW"))
+        printf("%s\n", src);
+    base_free(src);
+    rv_module_free(m);
+}
+
 static void test_program_ragged(void) {
     check_program("embedding.rv",
                   "size N in 1..100\n"
@@ -1672,6 +1724,7 @@ int main(void) {
     RUN(test_extern_calls);
     RUN(test_cuda);
     RUN(test_program_dense);
+    RUN(test_tail_tile_registers);
     RUN(test_program_ragged);
     RUN(test_program_errors);
     RUN(test_program_repeated_checks);

@@ -308,40 +308,50 @@ static void test_spec(void) {
                    "\"spec\" is not true or false");
 }
 
-/* "codegen" names the code generator that measured a record: written
- * when set, read back; a record without it (written before the field)
- * reads as an unknown version, never the current one; an empty or
- * non-string one is corrupt. */
-static void test_codegen_version(void) {
-    const char *path = tmp_path("codegen.jsonl");
+/* "code" names the code a record timed (rv_program_code_key): written
+ * when set, read back; a record is current for that key alone; one
+ * without it (written before the field, perhaps with the older
+ * "codegen", which is still read) is never current; a malformed "code"
+ * or "codegen" is corrupt, naming the line. */
+static void test_code_key(void) {
+    const char *path = tmp_path("code.jsonl");
+    const char *key = "0123456789abcdef0123456789abcdef";
+    const char *other = "ffffffffffffffff0000000000000000";
     TuneRecord cur = record(8, "split i 4", 2e-4, TUNE_STATUS_OK);
-    cur.codegen = tune_codegen_version();
+    cur.code = key;
     TuneRecord old = record(9, "split i 4", 2e-4, TUNE_STATUS_OK);
-    old.codegen = "0123456789abcdef";
+    old.codegen = "0123456789abcdef"; /* the field before "code" */
     TuneRecord unknown = record(10, "split i 4", 2e-4, TUNE_STATUS_OK);
-    CHECK(strlen(tune_codegen_version()) == 16);
-    CHECK(tune_record_current(&cur) && !tune_record_current(&old) &&
-          !tune_record_current(&unknown));
+    CHECK(tune_record_current(&cur, key) && !tune_record_current(&cur, other) &&
+          !tune_record_current(&cur, NULL));
+    CHECK(!tune_record_current(&old, key) && !tune_record_current(&unknown, key));
     CHECK_EQ_INT(tune_record_append(path, &cur), RV_OK);
     CHECK_EQ_INT(tune_record_append(path, &old), RV_OK);
     CHECK_EQ_INT(tune_record_append(path, &unknown), RV_OK);
     char *json = tune_record_to_json(&unknown);
-    CHECK(strstr(json, "codegen") == NULL);
+    CHECK(strstr(json, "code") == NULL);
     base_free(json);
     TuneRecords rs;
     tune_records_init(&rs);
     CHECK_EQ_INT(tune_records_load(path, &rs), RV_OK);
     CHECK_EQ_INT(rs.len, 3);
-    CHECK(tune_record_current(&rs.data[0]));
+    CHECK(rs.data[0].code && strcmp(rs.data[0].code, key) == 0);
+    CHECK(tune_record_current(&rs.data[0], key));
     CHECK(rs.data[1].codegen && strcmp(rs.data[1].codegen, "0123456789abcdef") == 0);
-    CHECK(!tune_record_current(&rs.data[1]));
-    CHECK(rs.data[2].codegen == NULL && !tune_record_current(&rs.data[2]));
+    CHECK(rs.data[1].code == NULL && !tune_record_current(&rs.data[1], key));
+    CHECK(rs.data[2].code == NULL && !tune_record_current(&rs.data[2], key));
     tune_records_free(&rs);
     expect_corrupt(GOOD_START
                    "\"codegen\":\"\",\"shape\":{\"T\":1},\"seconds\":1,\"status\":\"ok\"}",
                    "\"codegen\" is not a non-empty string");
-    expect_corrupt(GOOD_START "\"codegen\":7,\"shape\":{\"T\":1},\"seconds\":1,\"status\":\"ok\"}",
-                   "\"codegen\" is not a non-empty string");
+    expect_corrupt(GOOD_START "\"code\":7,\"shape\":{\"T\":1},\"seconds\":1,\"status\":\"ok\"}",
+                   "\"code\" is not a key of 32 hex digits");
+    expect_corrupt(GOOD_START
+                   "\"code\":\"0123\",\"shape\":{\"T\":1},\"seconds\":1,\"status\":\"ok\"}",
+                   "\"code\" is not a key of 32 hex digits");
+    expect_corrupt(GOOD_START "\"code\":\"0123456789ABCDEF0123456789abcdef\",\"shape\":{\"T\":1},"
+                              "\"seconds\":1,\"status\":\"ok\"}",
+                   "\"code\" is not a key of 32 hex digits");
 }
 
 int main(void) {
@@ -354,7 +364,7 @@ int main(void) {
     RUN(test_concurrent_appends);
     RUN(test_threads);
     RUN(test_spec);
-    RUN(test_codegen_version);
+    RUN(test_code_key);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     CHECK_EQ_INT(system(cmd), 0);

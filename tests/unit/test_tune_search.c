@@ -93,6 +93,20 @@ static void check_tuned_program(rv_module *m, TuneResult *r) {
     check_tuned_range(m, r, "M", 1, 9);
 }
 
+/* The key of sched's code as a 1-thread tuning run makes it
+ * (rv_program_code_key), compiled for `size` = at alone when size is not
+ * NULL: what a record of this code must carry to be current. Valid until
+ * the eighth call after. */
+static const char *code_of(rv_module *m, const char *sched, const char *size, int64_t at) {
+    static char keys[8][33];
+    static int next;
+    char *key = keys[next++ % 8];
+    rv_variant_sizes vs = {.nsizes = 1, .at = {{size, at}}};
+    rv_compile_options opt = {.threads = 1};
+    CHECK_EQ_INT(rv_program_code_key(m, sched, size ? &vs : NULL, &opt, key), RV_OK);
+    return key;
+}
+
 /* Each record's (trace, shape) once. */
 /* The records; *repeated: how many repeat an earlier one's candidate,
  * shape and threads (only a close call is timed twice). */
@@ -205,10 +219,10 @@ static void test_tiny_tuning(void) {
     rv_module_free(m);
 }
 
-/* Writes an ok record of candidate `sched` at M = m taking `seconds`,
- * measured by this code generator. */
-static void fake_record(const char *path, const char *program, const char *machine,
-                        const char *sched, int64_t mv, double seconds) {
+/* Writes an ok record of candidate `sched` of m at M = m taking
+ * `seconds`, a time of its code today (current). */
+static void fake_record(rv_module *m, const char *path, const char *program,
+                        const char *machine, const char *sched, int64_t mv, double seconds) {
     const char *names[] = {"M"};
     TuneRecord r = {.program = program,
                     .machine = machine,
@@ -219,7 +233,7 @@ static void fake_record(const char *path, const char *program, const char *machi
                     .seconds = seconds,
                     .status = TUNE_STATUS_OK,
                     .threads = 1,
-                    .codegen = tune_codegen_version()};
+                    .code = code_of(m, sched, NULL, 0)};
     CHECK_EQ_INT(tune_record_append(path, &r), RV_OK);
 }
 
@@ -261,8 +275,8 @@ static void test_never_below_a_sketch(void) {
     Buf machine = {0};
     tune_hw_machine_id(tune_hw(), &machine);
     for (int64_t M = 1; seed >= 0 && other >= 0 && M <= 9; M++) {
-        fake_record(path, hex, buf_str(&machine), sp.cands[other].sched, M, M == 3 ? 2e-6 : 1e-6);
-        fake_record(path, hex, buf_str(&machine), sp.cands[seed].sched, M, M == 3 ? 1e-6 : 2e-6);
+        fake_record(m, path, hex, buf_str(&machine), sp.cands[other].sched, M, M == 3 ? 2e-6 : 1e-6);
+        fake_record(m, path, hex, buf_str(&machine), sp.cands[seed].sched, M, M == 3 ? 1e-6 : 2e-6);
     }
     TuneResult r;
     bool two = replay_one_variant(m, path, 18, &r);
@@ -300,12 +314,12 @@ static void test_vote_back_on_loss(void) {
     Buf machine = {0};
     tune_hw_machine_id(tune_hw(), &machine);
     for (int64_t M = 1; seed >= 0 && n == 3 && M <= 9; M++) {
-        fake_record(path, hex, buf_str(&machine), sp.cands[cand[0]].sched, M, 1e-6);
-        fake_record(path, hex, buf_str(&machine), sp.cands[seed].sched, M, 4e-6);
+        fake_record(m, path, hex, buf_str(&machine), sp.cands[cand[0]].sched, M, 1e-6);
+        fake_record(m, path, hex, buf_str(&machine), sp.cands[seed].sched, M, 4e-6);
         if (M == 3)
-            fake_record(path, hex, buf_str(&machine), sp.cands[cand[1]].sched, M, 0.5e-6);
+            fake_record(m, path, hex, buf_str(&machine), sp.cands[cand[1]].sched, M, 0.5e-6);
         if (M == 5)
-            fake_record(path, hex, buf_str(&machine), sp.cands[cand[2]].sched, M, 1e-6 / 1.05);
+            fake_record(m, path, hex, buf_str(&machine), sp.cands[cand[2]].sched, M, 1e-6 / 1.05);
     }
     TuneResult r;
     bool two = replay_one_variant(m, path, 20, &r);
@@ -404,7 +418,7 @@ static void test_missing_sketch_revisited(void) {
         for (int tm = 0; tm < TUNE_T_COUNT; tm++)
             for (int k = 0; k < MAX_KINDS; k++)
                 if (first[tm][k] >= 0 && (M <= 4 || first[tm][k] == only)) {
-                    fake_record(path, hex, buf_str(&machine), sp.cands[first[tm][k]].sched, M,
+                    fake_record(m, path, hex, buf_str(&machine), sp.cands[first[tm][k]].sched, M,
                                 1e-6 * (double)M);
                     n++;
                 }
@@ -733,7 +747,7 @@ static void test_specialized_leaf_replayed(void) {
     Buf machine = {0};
     tune_hw_machine_id(tune_hw(), &machine);
     for (int64_t M = 1; M <= 9; M++)
-        fake_record(path, hex, buf_str(&machine), sp.cands[c].sched, M, 1e-6 * (double)M);
+        fake_record(m, path, hex, buf_str(&machine), sp.cands[c].sched, M, 1e-6 * (double)M);
     const char *names[] = {"M"};
     int64_t two = 2, three = 3;
     TuneRecord fast = {.program = hex,
@@ -746,10 +760,11 @@ static void test_specialized_leaf_replayed(void) {
                        .status = TUNE_STATUS_OK,
                        .threads = 1,
                        .spec = true,
-                       .codegen = tune_codegen_version()};
+                       .code = code_of(m, sp.cands[c].sched, "M", 2)};
     CHECK_EQ_INT(tune_record_append(path, &fast), RV_OK);
     TuneRecord slight = fast;
     slight.size_values = &three;
+    slight.code = code_of(m, sp.cands[c].sched, "M", 3);
     slight.seconds = 3e-6 / 1.01;
     CHECK_EQ_INT(tune_record_append(path, &slight), RV_OK);
     TuneOptions o = options(0);
@@ -788,9 +803,9 @@ static void test_specialized_leaf_replayed(void) {
 
 /* ---- verifying the dispatcher ---- */
 
-/* Whether the records hold a generic measurement of `sched` at M = mv
- * (made by this code generator when `current`). */
-static bool has_record(const char *sched, int64_t mv, bool current) {
+/* Whether the records hold a generic measurement of `sched` of m at
+ * M = mv (of its code today when `current`). */
+static bool has_record(rv_module *m, const char *sched, int64_t mv, bool current) {
     TuneRecords rs;
     tune_records_init(&rs);
     CHECK_EQ_INT(tune_records_load(records, &rs), RV_OK);
@@ -798,7 +813,7 @@ static bool has_record(const char *sched, int64_t mv, bool current) {
     for (int i = 0; i < rs.len; i++)
         found |= !rs.data[i].spec && rs.data[i].size_values[0] == mv &&
                  strcmp(rs.data[i].trace, sched) == 0 &&
-                 (!current || tune_record_current(&rs.data[i]));
+                 (!current || tune_record_current(&rs.data[i], code_of(m, sched, NULL, 0)));
     tune_records_free(&rs);
     return found;
 }
@@ -823,7 +838,7 @@ static void test_verified_dispatch(void) {
     CHECK(r.verify_measured > 0 && r.verify_measured < 200);
     CHECK_EQ_INT(r.measured, 6 + r.verify_measured);
     for (int s = 0; s < r.nshapes; s++)
-        CHECK(has_record(r.variant_sched[r.shape_variant[s]], r.shapes[s].v[0], false));
+        CHECK(has_record(m, r.variant_sched[r.shape_variant[s]], r.shapes[s].v[0], false));
     check_tuned_program(m, &r);
     int *was = base_xcalloc((size_t)r.nshapes, sizeof *was);
     memcpy(was, r.shape_variant, sizeof *was * (size_t)r.nshapes);
@@ -856,46 +871,102 @@ static void test_verified_dispatch(void) {
     rv_module_free(m);
 }
 
-/* ---- records of another code generator ---- */
+/* ---- stale records ---- */
 
-/* The records rewritten as if an older code generator had measured them:
- * every "codegen" field says `old`, or is dropped when old is NULL (a
- * record written before the field). */
-static void age_records(const char *old) {
+/* How the records are rewritten to age them (age_records). */
+typedef enum Aging {
+    AGE_SOURCES, /* "codegen" of other sources added, "code" kept: the
+                  * generator changed, the candidates' C did not */
+    AGE_CODE,    /* "code" another key: the candidate's C changed */
+    AGE_UNKNOWN, /* "code" dropped, "codegen" added: a record written
+                  * before "code" */
+    AGE_FLAGS,   /* nothing rewritten, the resumed run's compiler
+                  * command adds a -D: every candidate's code key changes */
+    AGE_COUNT
+} Aging;
+
+/* The records rewritten as `how` says (AGE_FLAGS: as they are). */
+static void age_records(Aging how) {
     char *text;
     size_t len;
     CHECK_EQ_INT(base_read_file(records, &text, &len), RV_OK);
-    Buf from = {0}, out = {0};
-    buf_printf(&from, ",\"codegen\":\"%s\"", tune_codegen_version());
-    for (const char *p = text, *q; *p; p = q + from.len) {
-        q = strstr(p, buf_str(&from));
+    Buf out = {0};
+    const char *from = ",\"code\":\"";
+    size_t fl = strlen(from);
+    for (const char *p = text, *q; *p; p = q + fl + 33) {
+        q = how == AGE_FLAGS ? NULL : strstr(p, from);
         if (!q) {
             buf_puts(&out, p);
             break;
         }
         buf_printf(&out, "%.*s", (int)(q - p), p);
-        if (old)
-            buf_printf(&out, ",\"codegen\":\"%s\"", old);
+        if (how != AGE_CODE)
+            buf_puts(&out, ",\"codegen\":\"0123456789abcdef\"");
+        if (how == AGE_SOURCES)
+            buf_printf(&out, "%s%.32s\"", from, q + fl);
+        if (how == AGE_CODE)
+            buf_printf(&out, "%sffffffffffffffffffffffffffffffff\"", from);
     }
-    CHECK(strstr(buf_str(&out), tune_codegen_version()) == NULL);
     CHECK_EQ_INT(base_write_file(records, out.data, out.len), RV_OK);
-    buf_free(&from);
     buf_free(&out);
     base_free(text);
 }
 
-/* Records of another code generator are hints, not measurements: a run
- * resumed over them searches nothing new (they fill the trial budget)
- * but times the dispatcher's kernel again at every shape (within the
- * verify budget), so its choice rests on times of the code it runs; a
- * second resume measures nothing. Records without the field (an unknown
- * version) are treated the same. */
+/* rv_program_code_key names the code: a schedule written differently
+ * (a comment, spacing) that lowers to the same C has the same key; another
+ * candidate, the same one compiled for one shape, another flag, each
+ * another. What a record's currency rests on. */
+static void test_code_key(void) {
+    rv_module *m = NULL;
+    CHECK_EQ_INT(rv_module_parse("tiny.rv", tiny, &m), RV_OK);
+    TuneSpace sp;
+    CHECK_EQ_INT(tune_space_build(m, tune_hw(), &sp), RV_OK);
+    CHECK(sp.len >= 2);
+    char a[33], b[33], spaced[33], at2[33], at3[33], flagged[33];
+    rv_compile_options opt = {.threads = 1};
+    CHECK_EQ_INT(rv_program_code_key(m, sp.cands[0].sched, NULL, &opt, a), RV_OK);
+    CHECK_EQ_INT(strlen(a), 32);
+    CHECK_EQ_INT(rv_program_code_key(m, sp.cands[1].sched, NULL, &opt, b), RV_OK);
+    CHECK(strcmp(a, b) != 0);
+    Buf text = {0};
+    buf_printf(&text, "# the same schedule, commented\n%s\n\n", sp.cands[0].sched);
+    CHECK_EQ_INT(rv_program_code_key(m, buf_str(&text), NULL, &opt, spaced), RV_OK);
+    CHECK(strcmp(a, spaced) == 0);
+    rv_variant_sizes two = {.nsizes = 1, .at = {{"M", 2}}}, three = {.nsizes = 1, .at = {{"M", 3}}};
+    CHECK_EQ_INT(rv_program_code_key(m, sp.cands[0].sched, &two, &opt, at2), RV_OK);
+    CHECK_EQ_INT(rv_program_code_key(m, sp.cands[0].sched, &three, &opt, at3), RV_OK);
+    CHECK(strcmp(a, at2) != 0 && strcmp(at2, at3) != 0);
+    opt.cflags = "-DRAVEL_TEST_KEY=1";
+    CHECK_EQ_INT(rv_program_code_key(m, sp.cands[0].sched, NULL, &opt, flagged), RV_OK);
+    CHECK(strcmp(a, flagged) != 0);
+    /* a schedule that does not lower has no key, and says why */
+    opt.cflags = NULL;
+    CHECK(rv_program_code_key(m, "schedule Y { split(nosuch, 4) }", NULL, &opt, b) != RV_OK);
+    CHECK_EQ_INT(b[0], 0);
+    buf_free(&text);
+    tune_space_free(&sp);
+    rv_module_free(m);
+}
+
+/* A record is current where its "code" is the key of the candidate's
+ * code today. Records whose generator's sources changed but whose
+ * candidates' C did not stay current: a resumed run measures nothing
+ * and votes the same (under the older "codegen" key every record went
+ * stale on any edit of src/lower or src/codegen). Records of other code
+ * (another key, no key: written before the field, or a compiler command
+ * with another flag) are hints, not measurements: a run resumed over
+ * them searches nothing new (they fill the trial budget) but times the
+ * dispatcher's kernel again at every shape (within the verify budget),
+ * so its choice rests on times of the code it runs; a second resume
+ * measures nothing. */
 static void test_stale_records_retimed(void) {
     rv_module *m = NULL;
     CHECK_EQ_INT(rv_module_parse("tiny.rv", tiny, &m), RV_OK);
     TuneOptions o = options(6);
     o.verify = 200;
-    for (int unknown = 0; unknown < 2; unknown++) {
+    const char *cc = getenv("RAVEL_CC");
+    char *cc_was = cc ? base_xstrdup(cc) : NULL;
+    for (int how = 0; how < AGE_COUNT; how++) {
         unlink(records);
         TuneResult r;
         if (tune_run(m, tiny, &o, &r) != RV_OK) {
@@ -904,11 +975,31 @@ static void test_stale_records_retimed(void) {
         }
         CHECK_EQ_INT(r.stale, 0);
         CHECK_EQ_INT(r.retimed, 0);
+        int *first = base_xcalloc((size_t)r.nshapes, sizeof *first);
+        memcpy(first, r.shape_variant, sizeof *first * (size_t)r.nshapes);
         tune_result_free(&r);
         int repeated;
         int n = count_records(&repeated);
-        age_records(unknown ? NULL : "0123456789abcdef");
+        age_records((Aging)how);
+        if (how == AGE_FLAGS) { /* another flag: other code */
+            Buf flagged = {0};
+            buf_printf(&flagged, "%s -DRAVEL_TEST_STALE=1", cc_was ? cc_was : "cc");
+            setenv("RAVEL_CC", buf_str(&flagged), 1);
+            buf_free(&flagged);
+        }
 
+        if (how == AGE_SOURCES) { /* the same code: current, nothing measured */
+            CHECK_EQ_INT(tune_run(m, tiny, &o, &r), RV_OK);
+            CHECK_EQ_INT(r.stale, 0);
+            CHECK_EQ_INT(r.reused, n);
+            CHECK_EQ_INT(r.measured, 0);
+            for (int s = 0; s < r.nshapes; s++)
+                CHECK_EQ_INT(r.shape_variant[s], first[s]);
+            tune_result_free(&r);
+            base_free(first);
+            continue;
+        }
+        base_free(first);
         /* resumed over old records: the dispatcher's kernels timed again */
         CHECK_EQ_INT(tune_run(m, tiny, &o, &r), RV_OK);
         CHECK_EQ_INT(r.stale, n);
@@ -917,7 +1008,7 @@ static void test_stale_records_retimed(void) {
         CHECK(r.retimed <= r.verify_measured);
         CHECK_EQ_INT(r.measured, r.verify_measured);
         for (int s = 0; s < r.nshapes; s++)
-            CHECK(has_record(r.variant_sched[r.shape_variant[s]], r.shapes[s].v[0], true));
+            CHECK(has_record(m, r.variant_sched[r.shape_variant[s]], r.shapes[s].v[0], true));
         check_tuned_program(m, &r);
         int *was = base_xcalloc((size_t)r.nshapes, sizeof *was);
         memcpy(was, r.shape_variant, sizeof *was * (size_t)r.nshapes);
@@ -933,7 +1024,12 @@ static void test_stale_records_retimed(void) {
             CHECK_EQ_INT(r.shape_variant[s], was[s]);
         tune_result_free(&r);
         base_free(was);
+        if (cc_was)
+            setenv("RAVEL_CC", cc_was, 1);
+        else
+            unsetenv("RAVEL_CC");
     }
+    base_free(cc_was);
     rv_module_free(m);
 }
 
@@ -961,8 +1057,8 @@ static void test_close_call_timed_twice(void) {
     tune_hw_machine_id(tune_hw(), &machine);
     unlink(records);
     for (int64_t M = 1; seed >= 0 && other >= 0 && M <= 9; M++) {
-        fake_record(records, hex, buf_str(&machine), sp.cands[other].sched, M, 1e-9);
-        fake_record(records, hex, buf_str(&machine), sp.cands[seed].sched, M, 1.02e-9);
+        fake_record(m, records, hex, buf_str(&machine), sp.cands[other].sched, M, 1e-9);
+        fake_record(m, records, hex, buf_str(&machine), sp.cands[seed].sched, M, 1.02e-9);
     }
     TuneOptions o = options(18);
     o.verify = 400;
@@ -1014,7 +1110,7 @@ static void test_kinds_at_anchors(void) {
         for (int q = 0; q < c && first; q++)
             first = sp.cands[q].tmpl != sp.cands[c].tmpl || sp.cands[q].kind != sp.cands[c].kind;
         for (int64_t M = 1; first && M <= 9; M++, n++)
-            fake_record(records, hex, buf_str(&machine), sp.cands[c].sched, M, 1e-2);
+            fake_record(m, records, hex, buf_str(&machine), sp.cands[c].sched, M, 1e-2);
     }
     CHECK(n >= 2 * 9);
     TuneOptions o = options(n);
@@ -1030,7 +1126,7 @@ static void test_kinds_at_anchors(void) {
         bool dot = false;
         for (int c = 0; c < sp.len; c++)
             dot |=
-                sp.cands[c].tmpl == TUNE_T_DOT && has_record(sp.cands[c].sched, anchors[i], false);
+                sp.cands[c].tmpl == TUNE_T_DOT && has_record(m, sp.cands[c].sched, anchors[i], false);
         CHECK(dot);
     }
     for (int s = 0; s < r.nshapes; s++) {
@@ -1163,7 +1259,7 @@ static void test_leaf_own_space_replayed(void) {
                           .seconds = 1e-5,
                           .status = TUNE_STATUS_OK,
                           .threads = 1,
-                          .codegen = tune_codegen_version()};
+                          .code = code_of(m, sp.cands[g].sched, NULL, 0)};
         CHECK_EQ_INT(tune_record_append(path, &gen), RV_OK);
     }
     TuneRecord fast = {.program = hex,
@@ -1176,7 +1272,7 @@ static void test_leaf_own_space_replayed(void) {
                        .status = TUNE_STATUS_OK,
                        .threads = 1,
                        .spec = true,
-                       .codegen = tune_codegen_version()};
+                       .code = code_of(m, sp.cands[c].sched, "T", 16)};
     CHECK_EQ_INT(tune_record_append(path, &fast), RV_OK);
     TuneOptions o = options(0);
     o.records = path;
@@ -1226,6 +1322,7 @@ int main(void) {
     RUN(test_specialized_leaf_replayed);
     RUN(test_verified_dispatch);
     RUN(test_kinds_at_anchors);
+    RUN(test_code_key);
     RUN(test_stale_records_retimed);
     RUN(test_close_call_timed_twice);
     RUN(test_leaf_own_space_tuned);
