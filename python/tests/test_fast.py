@@ -255,17 +255,17 @@ def test_no_memory_kept_over_many_failing_calls(call_path):
             if len(kept) > 5:
                 del kept[:3]
 
-    many(100)
-    gc.collect()
     tracemalloc.start()
     try:
+        many(1000)  # traced too: what the first calls keep (free lists) is not counted
+        gc.collect()
         before = tracemalloc.get_traced_memory()[0]
-        many(1500)
+        many(4000)
         gc.collect()
         grown = tracemalloc.get_traced_memory()[0] - before
     finally:
         tracemalloc.stop()
-    assert grown < 16 * 1024, grown
+    assert grown < 32 * 1024, grown  # an object kept per call: 100 KB or more
     assert 1 <= len(model._pooled()) <= model._POOL
 
 
