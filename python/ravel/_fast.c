@@ -19,9 +19,14 @@
  * a status from the library's message (rv_last_error is per thread, and
  * it is read on the thread of the failed call).
  *
+ * A Bound's structure-only calls go through a Pool, which also keeps
+ * the Bound's bindings from call to call (below, "a Bound's pool"): the
+ * Python side of such a call is then the Bound's __call__ and pool.call.
+ *
  * Where its arguments are anything else than the fast path takes (a list,
- * another dtype, an empty array), build_linear returns NotImplemented and
- * the Python code converts and checks them as it always did. The package
+ * another dtype, an empty array), build_linear and pool.call return
+ * NotImplemented and the Python code converts and checks them as it
+ * always did. The package
  * works without this module (the ctypes path); ravel.fast_path says which
  * one is used. Built by `make` (build/pyext/) and by `pip install
  * ./python` (optional: skipped where no compiler or Python headers).

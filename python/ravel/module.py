@@ -350,7 +350,11 @@ class Bound:
     bindings of its own from the Bound's pool (under a lock, or new ones
     when every pooled one is in use or its results are alive) and gives
     them back when it returns, so concurrent calls never share bindings or
-    result arrays.
+    result arrays. A call with the structure only, through ravel._fast,
+    takes them from a pool of its own kept in C (ravel._fast.Pool: the
+    GIL is its lock, and a reference count says whether results are
+    alive), so a Bound that serves both kinds of call keeps up to twice
+    _POOL bindings.
 
     The bound ones stay one binding for every call: what the program
     derives from a ``param`` input (a packed layout of a weight matrix) is

@@ -437,3 +437,26 @@ def test_a_module_of_another_ravel_h_is_not_used(monkeypatch):
     with pytest.warns(RuntimeWarning, match="/stale/_fast.so was compiled against another"):
         assert _fastpath._load() == (None, None)
     assert not Stale.set_up
+
+
+def test_a_module_of_an_older_package_is_not_used(monkeypatch):
+    """A ravel._fast of an older package (its structs as the library's,
+    but no Pool) is refused with a warning, never handed the library's
+    functions."""
+
+    class Older:
+        set_up = False
+
+        @staticmethod
+        def struct_size(name):
+            return _fastpath.lib.rv_struct_size(name.encode())
+
+        @classmethod
+        def setup(cls, *a):
+            cls.set_up = True
+
+    monkeypatch.delenv("RAVEL_PYTHON_EXT", raising=False)
+    monkeypatch.setattr(_fastpath, "_find", lambda: (Older, "/older/_fast.so"))
+    with pytest.warns(RuntimeWarning, match="/older/_fast.so is of an older ravel package"):
+        assert _fastpath._load() == (None, None)
+    assert not Older.set_up
