@@ -420,9 +420,11 @@ class Bound:
         if not (self._reuse and _bindings.HAS_RUN_LINEAR):
             return None
         m, base = self.program.module, self._base
-        self._fast = _fastpath.fast.Pool(
-            self.program, base, m._results, functools.partial(_inheriting, m, base),
-            m._kind_of, Linear, _bindings.linear_value, self._POOL)
+        with self._lock:  # one pool, whichever thread calls first
+            if self._fast is None:
+                self._fast = _fastpath.fast.Pool(
+                    self.program, base, m._results, functools.partial(_inheriting, m, base),
+                    m._kind_of, Linear, _bindings.linear_value, self._POOL)
         return self._fast
 
     def _pooled(self):

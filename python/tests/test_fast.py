@@ -407,13 +407,20 @@ def test_threads_keeping_results(call_path):
                         np.array_equal(got["C"], want[jj]["C"])):
                     bad.append((k, i))
 
+    fresh = prog.bind(weights())  # first called from eight threads at once
+    fresh_out = []
     threads = [threading.Thread(target=worker, args=(k,)) for k in range(8)]
+    threads += [threading.Thread(target=lambda: fresh_out.append(
+        fresh(T=ravel.Structs("tree", 2, 1).build_linear(*batches[1])))) for _ in range(8)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
     assert not bad
     assert len(model._pooled()) <= model._POOL
+    assert len(fresh_out) == 8 and all(np.array_equal(o["h"], want[1]["h"]) for o in fresh_out)
+    del fresh_out
+    assert 1 <= len(fresh._pooled()) <= fresh._POOL
 
 
 def test_a_module_of_another_ravel_h_is_not_used(monkeypatch):
