@@ -74,6 +74,11 @@ def _load():
                           "(%s differs); using ctypes instead (rebuild it: make, or pip "
                           "install ./python)" % (path, library_path, name), RuntimeWarning)
             return None, None
+    if not hasattr(mod, "Pool"):
+        warnings.warn("ravel: %s is of an older ravel package (no Pool); using ctypes "
+                      "instead (rebuild it: make, or pip install ./python)" % path,
+                      RuntimeWarning)
+        return None, None
     addr = ctypes.cast  # the library's functions as addresses, for C to call
     mod.setup(addr(lib.rv_structs_build_linear, ctypes.c_void_p).value,
               addr(lib.rv_program_run_linear, ctypes.c_void_p).value,

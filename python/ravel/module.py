@@ -1,6 +1,7 @@
 """Modules (parsed .rv programs) and the programs compiled from them."""
 
 import ctypes
+import functools
 import os
 import threading
 import weakref
@@ -349,7 +350,11 @@ class Bound:
     bindings of its own from the Bound's pool (under a lock, or new ones
     when every pooled one is in use or its results are alive) and gives
     them back when it returns, so concurrent calls never share bindings or
-    result arrays.
+    result arrays. A call with the structure only, through ravel._fast,
+    takes them from a pool of its own kept in C (ravel._fast.Pool: the
+    GIL is its lock, and a reference count says whether results are
+    alive), so a Bound that serves both kinds of call keeps up to twice
+    _POOL bindings.
 
     The bound ones stay one binding for every call: what the program
     derives from a ``param`` input (a packed layout of a weight matrix) is
@@ -370,18 +375,18 @@ class Bound:
         self._lock = threading.Lock()
         self._idle = []  # (Bindings, a weak reference to its last call's _Lease)
         self._reuse = has("rv_bindings_reset")
+        self._fast = None  # ravel._fast's pool, made at the first call through it
 
     def __call__(self, args=None, /, *, out=None, **kwargs):
-        fast = _fastpath.fast
-        if fast is not None and out is None and self._reuse:
+        if out is None and _fastpath.fast is not None:
             # a recursive model's call as a server makes it, the batch's
-            # structure its only argument: through ravel._fast
-            one = args if not kwargs else (kwargs if args is None else None)
-            if type(one) is dict and len(one) == 1:
-                for name, value in one.items():
-                    m = self.program.module
-                    if m._kind_of(name) == "structure":
-                        return self._run_linear(fast, name, value, m)
+            # structure its only argument: through ravel._fast's pool
+            # (NotImplemented for any other call)
+            pool = self._fast or self._fast_pool()
+            if pool is not None:
+                got = pool.call(args, kwargs)
+                if got is not NotImplemented:
+                    return got
         args = _merge(args, kwargs)
         b = self._take()
         lease = _Lease(b)
@@ -404,36 +409,27 @@ class Bound:
         finally:
             self._give(b, lease)
 
-    def _run_linear(self, fast, name, value, m):
-        """One call binding structure ``name`` only, in one call of ravel._fast
-        (rv_program_run_linear on pooled bindings reset to the bound
-        arguments, the outputs as NumPy views): what the ctypes path
-        (Bindings.run_linear) does, with no ctypes object made per call.
-        _take and _give written out, the lock taken once: at batch 1 this
-        method is a tenth of a TreeRNN H256 call."""
-        lin = value if type(value) is Linear else _bindings.linear_value(name, value)
-        idle, lock, b = self._idle, self._lock, None
-        with lock:
-            for i in range(len(idle)):
-                if idle[i][1]() is None:
-                    b = idle.pop(i)[0]
-                    break
-        if b is None:
-            b = self._take()  # none free: new bindings
-        lease = _Lease(b)
-        try:
-            b.dirty = True
-            return fast.run_linear(self.program._ptr, b.ptr, self._base.ptr, name, lin._addr,
-                                   m._results, lease, b._ragged)
-        finally:
-            # b borrowed nothing (a pooled one was reset when given back).
-            # Appending needs no lock (a list's append is atomic, and moves
-            # no item _take may be looking at); trimming does.
-            idle.append((b, weakref.ref(lease)))
-            if len(idle) > self._POOL:
-                with lock:
-                    if len(idle) > self._POOL:
-                        self._trim()
+    def _fast_pool(self):
+        """The pool of this Bound's structure-only calls through ravel._fast
+        (python/ravel/_fast.c, "a Bound's pool"), made at the first: taking
+        and giving its bindings, and knowing when their results are gone,
+        without a lock or a Python object per call. None where those calls
+        cannot be pooled (no rv_bindings_reset or rv_program_run_linear).
+        Bindings stay in the pool they came from: the other calls have the
+        Python pool below (_idle)."""
+        if not (self._reuse and _bindings.HAS_RUN_LINEAR):
+            return None
+        m, base = self.program.module, self._base
+        with self._lock:  # one pool, whichever thread calls first
+            if self._fast is None:
+                self._fast = _fastpath.fast.Pool(
+                    self.program, base, m._results, functools.partial(_inheriting, m, base),
+                    m._kind_of, Linear, _bindings.linear_value, self._POOL)
+        return self._fast
+
+    def _pooled(self):
+        """The pooled Bindings of both pools (for tests)."""
+        return [b for b, _ in self._idle] + (self._fast.bindings() if self._fast else [])
 
     def _take(self):
         """Bindings for one call: a pooled one whose last call's results
@@ -445,10 +441,7 @@ class Bound:
                 for i in range(len(idle)):
                     if idle[i][1]() is None:
                         return idle.pop(i)[0]
-        b = Bindings(self.program.module)
-        b.inherited = self._base  # borrows its arrays: keep it alive with the results
-        errors.check(lib.rv_bindings_inherit(b.ptr, self._base.ptr))
-        return b
+        return _inheriting(self.program.module, self._base)
 
     def _give(self, b, lease):
         """Pools b after a call with a weak reference to the call's lease (a
@@ -476,6 +469,16 @@ class Bound:
         call derives the program's data from it again (rv_program_invalidate;
         this drops what the program keeps for every binding)."""
         self.program.invalidate()
+
+
+def _inheriting(module, base):
+    """New bindings of ``module`` that inherit ``base``'s arguments (a
+    Bound's, for its pools; no reference to the Bound, so a pool holding
+    this function makes no cycle)."""
+    b = Bindings(module)
+    b.inherited = base  # borrows its arrays: keep it alive with the results
+    errors.check(lib.rv_bindings_inherit(b.ptr, base.ptr))
+    return b
 
 
 class _Lease:

@@ -169,6 +169,9 @@ def test_same_exceptions_as_ctypes(monkeypatch):
         for arg in (wide.linearize(), dag.linearize(), [[1, 2], [], []], lin._c):
             out.append(errors_of(lambda: model(T=arg)))
         out.append(errors_of(lambda: model(X=nowords.linearize())))  # no such argument
+        out.append(errors_of(lambda: model({"T": [1]})))   # a dict first, not a batch
+        out.append(errors_of(lambda: model({1: lin})))     # not a name: Python's error
+        out.append(errors_of(lambda: model({"T": lin}, T=wide.linearize())))  # both: bound
         return out
 
     bs0, lin0 = ravel.Structs("tree", 2, 1), ravel.Linear()
@@ -176,6 +179,8 @@ def test_same_exceptions_as_ctypes(monkeypatch):
     fast, slow = both_paths(run, monkeypatch)
     assert fast == slow
     raised = [r for r in fast if isinstance(r, tuple)]
+    assert raised[-2][0] is AttributeError  # {1: lin}: as a Program's call says it
+    del raised[-2]
     assert all(issubclass(t, ravel.Error) for t, _ in raised)
     assert len(raised) >= len(builds) - 1 + 3  # the int64 data was converted
     assert any("cycle" in msg for _, msg in raised)
@@ -227,14 +232,72 @@ def test_no_memory_kept_over_many_calls():
         tracemalloc.stop()
     assert grown < 16 * 1024, grown
     assert [sys.getrefcount(a) for b in batches for a in b] + [sys.getrefcount(W["U"])] == refs
-    assert len(model._idle) <= model._POOL
+    assert len(model._pooled()) <= model._POOL
 
 
-def test_results_outlive_the_model_and_are_not_reused_while_alive():
+def test_no_memory_kept_over_many_failing_calls(call_path):
+    """Calls that fail in the run (a word out of range) and calls with
+    results kept over several calls give their bindings back and keep no
+    memory: the pool stays at most its size."""
+    m, prog = compiled()
+    model, bs, lin = prog.bind(weights()), ravel.Structs("tree", 2, 1), ravel.Linear()
+    bad, good = ravel.Linear(), ravel.Linear()
+    bs.build_linear(np.array([1], np.int32), np.array([0, 0], np.int32),
+                    np.zeros(0, np.int32), np.array([10], np.int32), out=bad)
+    bs.build_linear(*random_batch(np.random.default_rng(6), 3), out=good)
+
+    def many(n):
+        kept = []
+        for i in range(n):
+            with pytest.raises(ravel.BoundsError):
+                model(T=bad)
+            kept.append(model({"T": good}))
+            if len(kept) > 5:
+                del kept[:3]
+
+    tracemalloc.start()
+    try:
+        many(1000)  # traced too: what the first calls keep (free lists) is not counted
+        gc.collect()
+        before = tracemalloc.get_traced_memory()[0]
+        many(4000)
+        gc.collect()
+        grown = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert grown < 32 * 1024, grown  # an object kept per call: 100 KB or more
+    assert 1 <= len(model._pooled()) <= model._POOL
+
+
+def test_the_bound_and_its_pools_go_without_the_collector(call_path):
+    """No reference cycle: the Bound, its pool and its pooled bindings are
+    freed with the last reference to the Bound (results aside), the
+    cyclic collector off."""
+    import weakref
+    m, prog = compiled()
+    model, bs, lin = prog.bind(weights()), ravel.Structs("tree", 2, 1), ravel.Linear()
+    batch = random_batch(np.random.default_rng(7), 2)
+    first = model(T=bs.build_linear(*batch, out=lin))
+    kept = model(T=bs.build_linear(*batch, out=lin))  # its bindings stay for it
+    del first
+    pooled = [weakref.ref(b) for b in model._pooled()]
+    assert len(pooled) == 2
+    gone = weakref.ref(model)
+    gc.disable()
+    try:
+        del model
+        assert gone() is None
+        assert sum(r() is None for r in pooled) == 1  # the kept result's stay
+        del kept
+        assert all(r() is None for r in pooled)
+    finally:
+        gc.enable()
+
+
+def test_results_outlive_the_model_and_are_not_reused_while_alive(call_path):
     """A result keeps the memory it views alive (its base chain holds the
     call's bindings) after the model, program and batch are gone, and a
     later call never writes into a result still alive."""
-    need_fast()
     m, prog = compiled()
     model, bs, lin = prog.bind(weights()), ravel.Structs("tree", 2, 1), ravel.Linear()
     batch = random_batch(np.random.default_rng(3), 4)
@@ -250,10 +313,9 @@ def test_results_outlive_the_model_and_are_not_reused_while_alive():
     assert np.array_equal(h, copy["h"])
 
 
-def test_concurrent_calls_from_threads(monkeypatch):
+def test_concurrent_calls_from_threads(call_path):
     """Calls from several threads at once (the GIL is released around the
     library's calls) each give their own batch's results."""
-    need_fast()
     m, prog = compiled()
     model = prog.bind(weights())
     rng = np.random.default_rng(5)
@@ -311,14 +373,54 @@ def test_results_kept_over_many_calls(call_path):
     for c in (1, 5, 2, 8, 3, 1, 6, 4, 2, 7):
         out = model(T=bs.build_linear(*random_batch(rng, c), out=lin))
         kept.append((out, {k: v.copy() for k, v in out.items()}))
-        assert len(model._idle) <= model._POOL
+        assert len(model._pooled()) <= model._POOL
     for out, copy in kept:
         for k in out:
             assert np.array_equal(out[k], copy[k])
     del kept, out
-    ptrs = {b.ptr for b, _ in model._idle}
+    ptrs = {b.ptr for b in model._pooled()}
+    assert len(ptrs) == model._POOL
     model(T=bs.build_linear(*random_batch(rng, 2), out=lin))
-    assert {b.ptr for b, _ in model._idle} == ptrs  # a pooled one served
+    assert {b.ptr for b in model._pooled()} == ptrs  # a pooled one served
+
+
+def test_threads_keeping_results(call_path):
+    """Eight threads call one Bound, each keeping its last few results
+    alive (more than the pool holds, all threads together): no call ever
+    writes into a result still alive, and each result is its batch's."""
+    m, prog = compiled()
+    model = prog.bind(weights())
+    rng = np.random.default_rng(9)
+    batches = [random_batch(rng, c) for c in (1, 3, 6, 2, 5)]
+    want = [call(model, ravel.Structs("tree", 2, 1), ravel.Linear(), b) for b in batches]
+    bad = []
+
+    def worker(k):
+        bs, lin, kept = ravel.Structs("tree", 2, 1), ravel.Linear(), []
+        for i in range(150):
+            j = (k * 7 + i) % len(batches)
+            kept.append((j, model(T=bs.build_linear(*batches[j], out=lin))))
+            if len(kept) > 1 + k % 3:
+                kept.pop(0)
+            for jj, got in kept:
+                if not (np.array_equal(got["h"], want[jj]["h"]) and
+                        np.array_equal(got["C"], want[jj]["C"])):
+                    bad.append((k, i))
+
+    fresh = prog.bind(weights())  # first called from eight threads at once
+    fresh_out = []
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(8)]
+    threads += [threading.Thread(target=lambda: fresh_out.append(
+        fresh(T=ravel.Structs("tree", 2, 1).build_linear(*batches[1])))) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not bad
+    assert len(model._pooled()) <= model._POOL
+    assert len(fresh_out) == 8 and all(np.array_equal(o["h"], want[1]["h"]) for o in fresh_out)
+    del fresh_out
+    assert 1 <= len(fresh._pooled()) <= fresh._POOL
 
 
 def test_a_module_of_another_ravel_h_is_not_used(monkeypatch):
@@ -342,3 +444,26 @@ def test_a_module_of_another_ravel_h_is_not_used(monkeypatch):
     with pytest.warns(RuntimeWarning, match="/stale/_fast.so was compiled against another"):
         assert _fastpath._load() == (None, None)
     assert not Stale.set_up
+
+
+def test_a_module_of_an_older_package_is_not_used(monkeypatch):
+    """A ravel._fast of an older package (its structs as the library's,
+    but no Pool) is refused with a warning, never handed the library's
+    functions."""
+
+    class Older:
+        set_up = False
+
+        @staticmethod
+        def struct_size(name):
+            return _fastpath.lib.rv_struct_size(name.encode())
+
+        @classmethod
+        def setup(cls, *a):
+            cls.set_up = True
+
+    monkeypatch.delenv("RAVEL_PYTHON_EXT", raising=False)
+    monkeypatch.setattr(_fastpath, "_find", lambda: (Older, "/older/_fast.so"))
+    with pytest.warns(RuntimeWarning, match="/older/_fast.so is of an older ravel package"):
+        assert _fastpath._load() == (None, None)
+    assert not Older.set_up
