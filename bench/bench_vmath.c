@@ -2,12 +2,12 @@
  * bench/bench_vmath.c — the vector math helpers of generated code
  * (src/codegen/c_vmath.c) one at a time, in nanoseconds per vector.
  *
- *     bench_vmath [--fn gelu,erf,copy] [--input normal,ff1,wide] [--min-time S]
- *                 [--runs N]
+ *     bench_vmath [--fn gelu,erf] [--input normal,ff1,wide] [--lanes 16]
+ *                 [--min-time S] [--runs N]
  *
  * For each function f, a program Y[i] = f(X[i]) over 65536 floats (256 KB
- * in, 256 KB out: L2-resident), its loop split by 16 and vectorized, so
- * that each vector of 16 lanes makes one call of rv_f_f32x16; copy is
+ * in, 256 KB out: L2-resident), its loop split by 16 (--lanes) and
+ * vectorized, so that each vector makes one call of rv_f_f32x<lanes>; copy is
  * Y[i] = X[i], the loads, stores and call overhead the others share.
  * Inputs, drawn once with a fixed seed:
  *   normal  N(0, 1)
@@ -30,7 +30,8 @@
 #include "ravel.h"
 #include "timing.h"
 
-enum { N = 65536, LANES = 16 };
+enum { N = 65536 };
+static int lanes = 16;
 
 /* One program under test. */
 typedef struct Prog {
@@ -85,7 +86,7 @@ static int prepare(Prog *g, const char *fn, rv_array *x) {
              "    vectorize(iv)\n"
              "}\n",
              N, strcmp(fn, "copy") ? fn : "", strcmp(fn, "copy") ? "(" : "",
-             strcmp(fn, "copy") ? ")" : "", LANES);
+             strcmp(fn, "copy") ? ")" : "", lanes);
     if (rv_module_parse(fn, text, &g->m) != RV_OK)
         return 1;
     g->b = rv_bindings_new(g->m);
@@ -96,7 +97,7 @@ static int prepare(Prog *g, const char *fn, rv_array *x) {
 }
 
 static int usage(void) {
-    fprintf(stderr, "usage: bench_vmath [--fn gelu,erf,copy] [--input normal,ff1,wide] "
+    fprintf(stderr, "usage: bench_vmath [--fn gelu,erf] [--input normal,ff1,wide] [--lanes W] "
                     "[--min-time S] [--runs N]\n");
     return 2;
 }
@@ -111,6 +112,8 @@ int main(int argc, char **argv) {
             snprintf(fns, sizeof fns, "%s,copy", argv[++i]);
         else if (!strcmp(argv[i], "--input"))
             snprintf(inputs, sizeof inputs, "%s", argv[++i]);
+        else if (!strcmp(argv[i], "--lanes"))
+            lanes = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--min-time"))
             o.min_time_s = atof(argv[++i]);
         else if (!strcmp(argv[i], "--runs"))
@@ -118,6 +121,8 @@ int main(int argc, char **argv) {
         else
             return usage();
     }
+    if (lanes < 2 || lanes > 64 || N % lanes)
+        return usage();
     int64_t shape[1] = {N};
     rv_array *x = rv_array_new(RV_F32, 1, shape);
     for (char *in = strtok(inputs, ","); in; in = strtok(NULL, ",")) {
@@ -146,11 +151,12 @@ int main(int argc, char **argv) {
             nf++;
         }
         bench_sides(&o, sides, nf);
-        double per = 1e6 / (N / LANES); /* ms per call -> ns per vector */
+        double per = 1e6 / (N / lanes); /* ms per call -> ns per vector */
         for (int f = 0; f < nf; f++) {
             const BenchStats *s = &sides[f].stats;
-            printf("bench_vmath fn=%-5s input=%-6s ns_per_vector=%.3f min=%.3f own=%.3f runs=%d\n",
-                   names[f], in, s->median_ms * per, s->min_ms * per,
+            printf("bench_vmath fn=%-5s input=%-6s lanes=%d ns_per_vector=%.3f min=%.3f own=%.3f "
+                   "runs=%d\n",
+                   names[f], in, lanes, s->median_ms * per, s->min_ms * per,
                    (s->median_ms - sides[copy].stats.median_ms) * per, s->runs);
         }
         fflush(stdout);
