@@ -50,17 +50,34 @@ static inline __attribute__((unused)) rv_f32x16 rv_select_f32x16(rv_i32x16 m, rv
     return (rv_f32x16)((m & (rv_i32x16)a) | (~m & (rv_i32x16)b));
 }
 
-/* e^(x - n ln2) for n = round(x / ln2), |x - n ln2| <= ln2/2
- * (Cody-Waite), by Cephes' polynomial. */
-static inline __attribute__((unused)) rv_f32x16 rv_exp_reduced_f32x16(rv_f32x16 x, rv_f32x16 n) {
-    rv_f32x16 r = x - n * 0.693359375f;
-    r = r - n * -2.12194440e-4f;
+/* e^r for |r| <= ln2/2, by Cephes' polynomial. */
+static inline __attribute__((unused)) rv_f32x16 rv_exp_poly_f32x16(rv_f32x16 r) {
     rv_f32x16 p = r * 1.9875691500e-4f + 1.3981999507e-3f;
     p = p * r + 8.3334519073e-3f;
     p = p * r + 4.1665795894e-2f;
     p = p * r + 1.6666665459e-1f;
     p = p * r + 5.0000001201e-1f;
     return p * (r * r) + r + 1.0f;
+}
+
+/* e^(x - n ln2) for n = round(x / ln2), |x - n ln2| <= ln2/2
+ * (Cody-Waite). */
+static inline __attribute__((unused)) rv_f32x16 rv_exp_reduced_f32x16(rv_f32x16 x, rv_f32x16 n) {
+    rv_f32x16 r = x - n * 0.693359375f;
+    r = r - n * -2.12194440e-4f;
+    return rv_exp_poly_f32x16(r);
+}
+
+/* e^-(hi + lo) for 0 <= hi + lo <= 87, where hi + lo is t^2 split
+ * exactly (lo < 1/16): the rounded sum would be off by up to 2^-18,
+ * 32 ulp of the result. lo joins the Cody-Waite reduction instead,
+ * whose steps each round a value below 1/2 (errors below 2^-26); 2^n
+ * is normal (n >= -126). One exponential, where e^-hi e^-lo took two. */
+static inline __attribute__((unused)) rv_f32x16 rv_exp_neg_sum_f32x16(rv_f32x16 hi, rv_f32x16 lo) {
+    rv_f32x16 n = ((hi + lo) * -1.44269504f + 12582912.0f) - 12582912.0f;
+    rv_f32x16 r = (-hi - n * 0.693359375f) - lo;
+    r = r - n * -2.12194440e-4f;
+    return rv_exp_poly_f32x16(r) * (rv_f32x16)((__builtin_convertvector(n, rv_i32x16) + 127) << 23);
 }
 
 /* e^x for -80 <= x <= ln FLT_MAX, or NaN (passed through): rv_exp
@@ -115,15 +132,29 @@ static inline __attribute__((unused)) rv_f32x16 rv_exp_f32x16(rv_f32x16 x) {
     return rv_select_f32x16(x == x, e, x);
 }
 
-/* e^-s for 0 <= s < 1/16 (the low part of a split t^2): Taylor to s^5,
- * whose remainder s^6/720 < 1e-10 is far below an ulp. 5 FMAs where
- * rv_exp's range reduction and rescaling cost about 25 instructions. */
-static inline __attribute__((unused)) rv_f32x16 rv_exp_neg_small_f32x16(rv_f32x16 s) {
-    rv_f32x16 p = s * -8.3333333e-3f + 4.1666667e-2f;
-    p = p * s - 1.6666667e-1f;
-    p = p * s + 0.5f;
-    p = p * s - 1.0f;
-    return p * s + 1.0f;
+/* The lanes where a < b, as bits (lane l: bit l; NaN: 0), one compare
+ * into a mask register with AVX-512: erf and gelu test them to skip the
+ * parts of their formula that no lane of a vector needs. */
+#if defined(__AVX512F__) && 64 == 64
+#include <immintrin.h>
+#define RV_LT_BITS_f32x16(a, b) _mm512_cmp_ps_mask((__m512)(a), (__m512)(b), _CMP_LT_OQ)
+#elif defined(__AVX__) && 64 == 32
+#include <immintrin.h>
+#define RV_LT_BITS_f32x16(a, b) _mm256_movemask_ps(_mm256_cmp_ps((__m256)(a), (__m256)(b), _CMP_LT_OQ))
+#elif defined(__SSE__) && 64 == 16
+#include <immintrin.h>
+#define RV_LT_BITS_f32x16(a, b) _mm_movemask_ps(_mm_cmplt_ps((__m128)(a), (__m128)(b)))
+#endif
+#define RV_ALL_f32x16 (~0ull >> (64 - 16))
+static inline __attribute__((unused)) uint64_t rv_lt_bits_f32x16(rv_f32x16 a, rv_f32x16 b) {
+#ifdef RV_LT_BITS_f32x16
+    return RV_LT_BITS_f32x16(a, b);
+#else
+    uint64_t bits = 0;
+    for (int lane = 0; lane < 16; lane++)
+        bits |= (uint64_t)(a[lane] < b[lane]) << lane;
+    return bits;
+#endif
 }
 
 /* erf(x) for |x| < 0.5: x P(x^2), P fitted on [0, 0.25]. */
@@ -136,49 +167,70 @@ static inline __attribute__((unused)) rv_f32x16 rv_erf_small_f32x16(rv_f32x16 x)
     return x * p;
 }
 
-/* s erfc(t) for 0.5 <= t <= 11 (past 11 it underflows), given t^2
- * split exactly as sq_hi + sq_lo: e^-t^2 R(1/t) / t, with R(u) = t
- * e^t^2 erfc(t) fitted on u in [0.5, 2] and [0.09, 0.5]. The split
- * keeps e^-t^2 precise where t^2 is large (the callers split a value
- * below 16 into its top 12 bits and the rest, so sq_lo < 1/16); the
- * scale s is applied before the smallest factor, so that a normal
- * result has no subnormal intermediate. */
-static inline __attribute__((unused)) rv_f32x16 rv_erfc_big_f32x16(rv_f32x16 t, rv_f32x16 sq_hi, rv_f32x16 sq_lo, rv_f32x16 s) {
-    rv_f32x16 u = 1.0f / t;
+/* R(u) = t e^t^2 erfc(t) for u = 1 / t in [0.5, 2] (0.5 <= t <= 2). */
+static inline __attribute__((unused)) rv_f32x16 rv_erfc_near_f32x16(rv_f32x16 u) {
     rv_f32x16 y = (u - 1.25f) * 1.33333333f;
-    rv_f32x16 r1 = y * 1.305731348e-05f + 3.927146281e-06f;
-    r1 = r1 * y - 1.196221201e-04f;
-    r1 = r1 * y + 3.227992274e-04f;
-    r1 = r1 * y - 7.022448117e-04f;
-    r1 = r1 * y + 1.382562099e-03f;
-    r1 = r1 * y - 1.819464727e-03f;
-    r1 = r1 * y - 1.208153903e-03f;
-    r1 = r1 * y + 2.066605724e-02f;
-    r1 = r1 * y - 1.019742116e-01f;
-    r1 = r1 * y + 3.912804723e-01f;
-    y = (u - 0.295f) * 4.87804878f;
-    rv_f32x16 r2 = y * -2.738827561e-06f + 2.422597936e-05f;
-    r2 = r2 * y - 6.186674000e-05f;
-    r2 = r2 * y - 1.356005814e-04f;
-    r2 = r2 * y + 1.806419925e-03f;
-    r2 = r2 * y - 5.829825066e-03f;
-    r2 = r2 * y - 2.731205896e-02f;
-    r2 = r2 * y + 5.423027873e-01f;
-    rv_f32x16 r = rv_select_f32x16(u > 0.5f, r1, r2);
-    return rv_exp_f32x16(-sq_hi) * (rv_exp_neg_small_f32x16(sq_lo) * (r * (u * s)));
+    rv_f32x16 r = y * 1.305731348e-05f + 3.927146281e-06f;
+    r = r * y - 1.196221201e-04f;
+    r = r * y + 3.227992274e-04f;
+    r = r * y - 7.022448117e-04f;
+    r = r * y + 1.382562099e-03f;
+    r = r * y - 1.819464727e-03f;
+    r = r * y - 1.208153903e-03f;
+    r = r * y + 2.066605724e-02f;
+    r = r * y - 1.019742116e-01f;
+    return r * y + 3.912804723e-01f;
+}
+
+/* The same R for u in [0.09, 0.5] (2 <= t <= 11). */
+static inline __attribute__((unused)) rv_f32x16 rv_erfc_far_f32x16(rv_f32x16 u) {
+    rv_f32x16 y = (u - 0.295f) * 4.87804878f;
+    rv_f32x16 r = y * -2.738827561e-06f + 2.422597936e-05f;
+    r = r * y - 6.186674000e-05f;
+    r = r * y - 1.356005814e-04f;
+    r = r * y + 1.806419925e-03f;
+    r = r * y - 5.829825066e-03f;
+    r = r * y - 2.731205896e-02f;
+    return r * y + 5.423027873e-01f;
+}
+
+/* s erfc(t) for 0.5 <= t <= 11 (past 11 it underflows), given t^2
+ * split exactly as sq_hi + sq_lo: e^-t^2 R(1/t) / t. The split keeps
+ * e^-t^2 precise where t^2 is large (the callers split a value below
+ * 16 into its top 12 bits and the rest, so sq_lo < 1/16); the scale s
+ * is applied before the smallest factor, so that a normal result has
+ * no subnormal intermediate. 1 / t by rv_recip (no divide), and each
+ * fit of R only where a lane needs it (typical vectors have no t >= 2);
+ * t is not NaN (the callers clamp it); lanes below 0.5 (results the
+ * caller discards) count as near. */
+static inline __attribute__((unused)) rv_f32x16 rv_erfc_big_f32x16(rv_f32x16 t, rv_f32x16 sq_hi, rv_f32x16 sq_lo, rv_f32x16 s) {
+    rv_f32x16 u = rv_recip_f32x16(t), r;
+    uint64_t near = rv_lt_bits_f32x16(t, rv_splat_f32x16(2.0f));
+    if (near == RV_ALL_f32x16)
+        r = rv_erfc_near_f32x16(u);
+    else if (near == 0)
+        r = rv_erfc_far_f32x16(u);
+    else
+        r = rv_select_f32x16(t < 2.0f, rv_erfc_near_f32x16(u), rv_erfc_far_f32x16(u));
+    return rv_exp_neg_sum_f32x16(sq_hi, sq_lo) * (r * (u * s));
 }
 
 /* erf: the polynomial below |x| = 0.5, 1 - erfc(|x|) with x's sign
  * above (1 from 3.92 on: |x| is clamped to 4, where erfc is still
- * normal). Measured max error 2.2 ulp (relative 1.9e-7). */
+ * normal); a vector whose lanes are all below 0.5 is the polynomial
+ * alone. Measured max error 2.2 ulp (relative 1.7e-7). */
 static inline __attribute__((unused)) rv_f32x16 rv_erf_f32x16(rv_f32x16 x) {
     rv_f32x16 t = (rv_f32x16)((rv_i32x16)x & 0x7fffffff);
+    uint64_t small = rv_lt_bits_f32x16(t, rv_splat_f32x16(0.5f));
+    if (small == RV_ALL_f32x16)
+        return rv_erf_small_f32x16(x);
     t = rv_select_f32x16(t < 4.0f, t, rv_splat_f32x16(4.0f)); /* NaN: fixed below */
     rv_f32x16 hi = (rv_f32x16)((rv_i32x16)t & ~0xfff); /* 12 bits: hi * hi is exact */
     rv_f32x16 lo = t - hi;
-    rv_f32x16 big = 1.0f - rv_erfc_big_f32x16(t, hi * hi, (hi + hi) * lo + lo * lo, rv_splat_f32x16(1.0f));
-    big = (rv_f32x16)((rv_i32x16)big | ((rv_i32x16)x & ~0x7fffffff));
-    rv_f32x16 r = rv_select_f32x16(t < 0.5f, rv_erf_small_f32x16(x), big);
+    rv_f32x16 r = 1.0f - rv_erfc_big_f32x16(t, hi * hi, (hi + hi) * lo + lo * lo, rv_splat_f32x16(1.0f));
+    r = (rv_f32x16)((rv_i32x16)r | ((rv_i32x16)x & ~0x7fffffff));
+    if (small)
+        r = rv_select_f32x16(t < 0.5f, rv_erf_small_f32x16(x), r);
     return rv_select_f32x16(x == x, r, x);
 }
 
@@ -189,22 +241,32 @@ static inline __attribute__((unused)) rv_f32x16 rv_erf_f32x16(rv_f32x16 x) {
  * |x| is clamped where the result stops changing: 8 above 0 (2 - erfc
  * is 2), 13.146247 below, where the result falls under FLT_MIN and is
  * 0 (no subnormal arithmetic: it costs ~100 cycles an instruction on
- * x86, and dense layers feed gelu such tails). Measured max error 4.7
- * ulp (relative 3.1e-7); -inf -> NaN as the scalar helper. */
+ * x86, and dense layers feed gelu such tails). A vector whose lanes
+ * all have |x / sqrt 2| < 0.5 is the erf polynomial alone, and the
+ * tail's select runs only where a lane is below -13.146247. Measured
+ * max error 4.4 ulp (relative 2.9e-7); -inf -> NaN as the scalar
+ * helper. */
 static inline __attribute__((unused)) rv_f32x16 rv_gelu_f32x16(rv_f32x16 x) {
     rv_f32x16 u = x * 0.70710678118654752f;
+    rv_f32x16 t = (rv_f32x16)((rv_i32x16)u & 0x7fffffff);
+    uint64_t small = rv_lt_bits_f32x16(t, rv_splat_f32x16(0.5f));
+    if (small == RV_ALL_f32x16)
+        return 0.5f * x * (1.0f + rv_erf_small_f32x16(u));
     rv_f32x16 a = (rv_f32x16)((rv_i32x16)x & 0x7fffffff);
     rv_f32x16 lim = rv_select_f32x16(x > 0.0f, rv_splat_f32x16(8.0f), rv_splat_f32x16(13.146247f));
-    a = rv_select_f32x16(a < lim, a, lim); /* NaN: fixed below */
+    a = rv_select_f32x16(a < lim, a, lim); /* NaN: lim, s stays NaN */
     rv_f32x16 hi = (rv_f32x16)((rv_i32x16)a & ~0xfff);
     rv_f32x16 lo = a - hi;
     rv_f32x16 s = rv_select_f32x16(u > 0.0f, rv_splat_f32x16(1.0f), 0.5f * x);
     rv_f32x16 c = rv_erfc_big_f32x16(a * 0.70710678118654752f, 0.5f * (hi * hi),
                           0.5f * ((hi + hi) * lo + lo * lo), s);
-    rv_f32x16 big = rv_select_f32x16(u > 0.0f, 0.5f * x * (2.0f - c), c);
-    rv_f32x16 t = (rv_f32x16)((rv_i32x16)u & 0x7fffffff);
-    rv_f32x16 r = rv_select_f32x16(t < 0.5f, 0.5f * x * (1.0f + rv_erf_small_f32x16(u)), big);
-    return rv_select_f32x16(x < -13.146247f, 0.0f * x, r);
+    rv_f32x16 r = rv_select_f32x16(u > 0.0f, 0.5f * x * (2.0f - c), c);
+    if (small)
+        r = rv_select_f32x16(t < 0.5f, 0.5f * x * (1.0f + rv_erf_small_f32x16(u)), r);
+    rv_f32x16 tail = rv_splat_f32x16(-13.146247f);
+    if (rv_lt_bits_f32x16(x, tail))
+        r = rv_select_f32x16(x < tail, 0.0f * x, r);
+    return r;
 }
 
 /*

@@ -684,6 +684,33 @@ static const struct {
 } bounds[] = {{EX_EXP, 1.5}, {EX_LOG, 1.5},  {EX_TANH, 2.5}, {EX_SIGMOID, 2.5},
               {EX_ERF, 2.5}, {EX_GELU, 5.0}, {EX_SQRT, 0.5}, {EX_RSQRT, 1.5}};
 
+/* Y = k(X) over n floats (a multiple of w), by vector loops of w lanes:
+ * one call of the helper rv_k_f32x<w> per w inputs. 0 if the kernel did
+ * not build. */
+static int run_math(ExprKind k, int w, const float *x, float *y, int64_t n) {
+    Module *m = rv_module_new();
+    Buffer *X = ir_buffer_new(m, "X", RV_F32, I(m, n), BUF_ARG);
+    Buffer *Y = ir_buffer_new(m, "Y", RV_F32, I(m, n), BUF_ARG);
+    Param params[2] = {{.kind = PARAM_TENSOR, .buf = X}, {.kind = PARAM_TENSOR, .buf = Y}};
+    Axis *i = lower_loop_var(m, "i", I(m, n / w)), *j = lower_loop_var(m, "j", I(m, w));
+    Expr *at = bin(m, EX_ADD, bin(m, EX_MUL, i->var, I(m, w)), j->var);
+    Stmt *body = loop(m, i, LOOP_SERIAL,
+                      loop(m, j, LOOP_VECTOR, lower_store(m, Y, at, ir_unary(m, k, ld(m, X, at)))));
+    Kernel kern = {.name = "K", .m = m, .nparams = 2, .params = params, .body = body};
+    char *src;
+    JitLib *lib;
+    rv_rt_kernel_fn fn = build(&kern, &src, &lib);
+    if (fn) {
+        void *bufs[2] = {(void *)x, y};
+        struct rv_rt_ctx ctx = {.abi_version = RV_RT_ABI_VERSION, .num_threads = 1};
+        CHECK_EQ_INT(fn(NULL, bufs, &ctx), RV_RT_OK);
+    }
+    base_free(src);
+    jit_close(lib);
+    rv_module_free(m);
+    return fn != NULL;
+}
+
 /* The helpers on vectors of w lanes: each width has its own code path
  * where the ISA has one (rv_recip_: AVX-512's 512-bit, or with VL its
  * 256- and 128-bit reciprocal). */
@@ -710,27 +737,11 @@ static void accuracy_at(int w) {
     n = n / w * w;
     for (int bi = 0; bi < RV_COUNT(bounds); bi++) {
         ExprKind k = bounds[bi].k;
-        Module *m = rv_module_new();
-        Buffer *X = ir_buffer_new(m, "X", RV_F32, I(m, n), BUF_ARG);
-        Buffer *Y = ir_buffer_new(m, "Y", RV_F32, I(m, n), BUF_ARG);
-        Param params[2] = {{.kind = PARAM_TENSOR, .buf = X}, {.kind = PARAM_TENSOR, .buf = Y}};
-        Axis *i = lower_loop_var(m, "i", I(m, n / w)), *j = lower_loop_var(m, "j", I(m, w));
-        Expr *at = bin(m, EX_ADD, bin(m, EX_MUL, i->var, I(m, w)), j->var);
-        Stmt *body =
-            loop(m, i, LOOP_SERIAL,
-                 loop(m, j, LOOP_VECTOR, lower_store(m, Y, at, ir_unary(m, k, ld(m, X, at)))));
-        Kernel kern = {.name = "K", .m = m, .nparams = 2, .params = params, .body = body};
-        char *src;
-        JitLib *lib;
-        rv_rt_kernel_fn fn = build(&kern, &src, &lib);
         float *y = aligned((size_t)n * 4);
         double worst = 0, worst_rel = 0;
         float worst_at = 0;
         int wrong = 0;
-        if (fn) {
-            void *bufs[2] = {x, y};
-            struct rv_rt_ctx ctx = {.abi_version = RV_RT_ABI_VERSION, .num_threads = 1};
-            CHECK_EQ_INT(fn(NULL, bufs, &ctx), RV_RT_OK);
+        if (run_math(k, w, x, y, n)) {
             for (int64_t q = 0; q < n; q++) {
                 double want = ref_of(k, x[q]);
                 double e = ulp_error(y[q], want);
@@ -759,9 +770,6 @@ static void accuracy_at(int w) {
             fprintf(stderr, "    %s (%d lanes): %.3f ulp at %.9g, bound %.1f\n", ir_expr_info[k].text,
                     w, worst, worst_at, bounds[bi].ulps);
         free(y);
-        base_free(src);
-        jit_close(lib);
-        rv_module_free(m);
     }
     free(x);
 }
@@ -770,6 +778,90 @@ static void test_accuracy(void) {
     static const int ws[] = {16, 8, 4};
     for (int wi = 0; wi < RV_COUNT(ws); wi++)
         accuracy_at(ws[wi]);
+}
+
+/* erf and gelu skip, per vector, the parts of their formula no lane
+ * needs (c_vmath.c): the erfc branch when every |t| < 0.5 (t = x for erf,
+ * x / sqrt 2 for gelu), one fit of erfc or the other when every t is
+ * below 2 or none is, gelu's tail select when no x < -13.146. Vectors of
+ * each kind and mixtures of them (small lanes with one large, NaN, +-inf,
+ * -0 or subnormal lane, near with far, random draws from every pool): a
+ * lane's result must be the one it gets in a vector of copies of itself
+ * (its neighbours choose the branch, never the value), and within the
+ * bound against libm. */
+static float pool_draw(int pool, double scale) {
+    static const float special[] = {NAN,      -NAN,    INFINITY, -INFINITY, -0.0f,  0.0f,
+                                    1e-45f,   -1e-45f, FLT_MIN,  -FLT_MIN,  1e-30f, -13.2f,
+                                    -FLT_MAX, FLT_MAX, -1e30f,   40.0f,     -20.0f};
+    double sign = uniform() < 0.5 ? -1 : 1;
+    switch (pool) {
+    case 0: /* small: t < 0.5 */
+        return (float)(sign * scale * 0.4999 * uniform());
+    case 1: /* near: 0.5 <= t < 2 */
+        return (float)(sign * scale * (0.5 + 1.4999 * uniform()));
+    case 2: /* far: 2 <= t, up to where the results saturate and beyond */
+        return (float)(sign * scale * (2 + 8 * uniform()));
+    default:
+        return special[(int)(uniform() * RV_COUNT(special))];
+    }
+}
+
+static int same_result(float a, float b) {
+    return (isnan(a) && isnan(b)) || memcmp(&a, &b, 4) == 0;
+}
+
+static void branches_at(ExprKind k, int w, double ulps) {
+    enum { PER = 48, KINDS = 9 };
+    double scale = k == EX_GELU ? sqrt(2.0) : 1.0;
+    int64_t n = (int64_t)PER * KINDS * w;
+    float *x = aligned((size_t)n * 4), *alone = aligned((size_t)n * w * 4);
+    float *y = aligned((size_t)n * 4), *ya = aligned((size_t)n * w * 4);
+    rng_state = 77;
+    int64_t q = 0;
+    for (int kind = 0; kind < KINDS; kind++) {
+        for (int v = 0; v < PER; v++) {
+            for (int l = 0; l < w; l++) {
+                int pool = kind < 4 ? kind                   /* all of one pool */
+                           : kind == 4 ? (l == v % w)        /* small, one near */
+                           : kind == 5 ? 1 + (l == v % w)    /* near, one far */
+                           : kind == 6 ? 3 * (l == v % w)    /* small, one special */
+                           : kind == 7 ? 2 * (l == v % w)    /* small, one far */
+                                       : (int)(uniform() * 4); /* anything */
+                x[q++] = pool_draw(pool, scale);
+            }
+        }
+    }
+    for (int64_t i = 0; i < n; i++)
+        for (int l = 0; l < w; l++)
+            alone[i * w + l] = x[i];
+    if (run_math(k, w, x, y, n) && run_math(k, w, alone, ya, n * w)) {
+        int differ = 0, wrong = 0;
+        for (int64_t i = 0; i < n; i++) {
+            if (!same_result(y[i], ya[i * w]) && differ++ < 3)
+                fprintf(stderr, "    %s(%.9g) = %.9g beside lanes of vector %lld, %.9g alone\n",
+                        ir_expr_info[k].text, x[i], y[i], (long long)(i / w), ya[i * w]);
+            double e = ulp_error(y[i], ref_of(k, x[i]));
+            if ((e < 0 || e > ulps) && wrong++ < 3)
+                fprintf(stderr, "    %s(%.9g) = %.9g, want %.9g\n", ir_expr_info[k].text, x[i],
+                        y[i], ref_of(k, x[i]));
+        }
+        CHECK_EQ_INT(differ, 0);
+        CHECK_EQ_INT(wrong, 0);
+    }
+    free(x);
+    free(alone);
+    free(y);
+    free(ya);
+}
+
+static void test_math_branches(void) {
+    /* 16, 8, 4 lanes: AVX-512, AVX and SSE compares; 32 and 2: the lane
+     * loop (which GCC makes as fast as two AVX-512 compares at 32) */
+    static const int ws[] = {16, 8, 4, 32, 2};
+    for (int wi = 0; wi < RV_COUNT(ws); wi++) {
+        branches_at(EX_ERF, ws[wi], 2.5);
+        branches_at(EX_GELU, ws[wi], 5.0);
+    }
 }
 
 /* Y = f64(A) + f64(A * A): i32 -> f64 of a vector variable, which gcc 12
@@ -831,6 +923,7 @@ int main(void) {
     RUN(test_transpose);
     RUN(test_fallback);
     RUN(test_accuracy);
+    RUN(test_math_branches);
     RUN(test_widen_at_O0);
     RUN(test_uniform_guard);
     char cmd[PATH_MAX + 16];
