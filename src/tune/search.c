@@ -1909,6 +1909,32 @@ static int insert_by_key(int *order, int n, const double *key, int s) {
     return n + 1;
 }
 
+/* The shapes into order[0..ns), each next the one of most weight times
+ * (1 + its distance, in the range's order, to those before it): of equal
+ * weights T = 1, 128, 64, 32, 96, ... over 1..128. Why: retiming and close
+ * calls take shapes in this order until the budget is spent, and in the
+ * range's order a budget short of every shape never reached the large T
+ * (dense 768x768's records kept a wall time under load at T = 128, 14.9
+ * ms, for a kernel that runs 22 ms there: the dispatcher's choice). */
+static void spread_order(const Tuner *t, int *order) {
+    double *near = base_xcalloc((size_t)t->ns + 1, sizeof *near);
+    bool *taken = base_xcalloc((size_t)t->ns + 1, sizeof *taken);
+    for (int s = 0; s < t->ns; s++)
+        near[s] = (double)t->ns;
+    for (int i = 0; i < t->ns; i++) {
+        int b = -1;
+        for (int s = 0; s < t->ns; s++)
+            if (!taken[s] && (b < 0 || t->w[s] * (near[s] + 1) > t->w[b] * (near[b] + 1)))
+                b = s;
+        order[i] = b;
+        taken[b] = true;
+        for (int s = 0; s < t->ns; s++)
+            near[s] = fmin(near[s], fabs((double)(s - b)));
+    }
+    base_free(near);
+    base_free(taken);
+}
+
 /* Verifies by measurement the kernel the dispatcher gives each shape: the
  * cost model voted where the records hold few measurements, and a vote
  * nobody timed may be a kernel that runs slower there than one the
@@ -1964,12 +1990,8 @@ static rv_status verify(Tuner *t, int trials, int batch) {
         if (nk < 0)
             break; /* the dispatcher reports it */
         int nu = 0;
-        /* the stale times that decide, heaviest shapes first */
-        int no = 0;
-        for (int s = 0; s < t->ns; s++) {
-            key[s] = t->w[s];
-            no = insert_by_key(order, no, key, s);
-        }
+        /* the stale times that decide, heaviest shapes first, spread */
+        spread_order(t, order);
         int n = retime_pairs(t, kept, nk, order, pairs, 0, left);
         t->res->retimed += n;
         int close = close_pairs(t, kept, nk, order, pairs, n, left);
