@@ -17,6 +17,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "interp/interp.h"
 #include "ir/ir.h"
@@ -201,8 +202,24 @@ double tune_time_estimate(const double *runs, int n) {
     return best;
 }
 
+TuneClock tune_clock_for_threads(int threads) {
+    return threads == 1 ? TUNE_CLOCK_CPU : TUNE_CLOCK_WALL;
+}
+
+const char *tune_clock_name(TuneClock c) {
+    return c == TUNE_CLOCK_CPU ? "cpu" : "wall";
+}
+
+double tune_clock_seconds(TuneClock c) {
+    if (c == TUNE_CLOCK_WALL)
+        return rt_now_seconds();
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 rv_status tune_batch_time(TuneBatch *bt, int v, rv_module *m, const TuneShape *shape, int repeats,
-                          double min_seconds, double *seconds) {
+                          double min_seconds, TuneClock clock, double *seconds) {
     *seconds = 0;
     if (repeats < 1)
         repeats = 1;
@@ -214,9 +231,9 @@ rv_status tune_batch_time(TuneBatch *bt, int v, rv_module *m, const TuneShape *s
     int cap = 4 * repeats, n = 0;
     double *t = base_xcalloc((size_t)cap, sizeof *t), total = 0;
     while (st == RV_OK && n < cap && (n < repeats || total < min_seconds)) {
-        double t0 = rt_now_seconds();
+        double t0 = tune_clock_seconds(clock);
         st = rv_program_run(bt->prog, b);
-        t[n] = rt_now_seconds() - t0;
+        t[n] = tune_clock_seconds(clock) - t0;
         total += t[n++];
     }
     if (st == RV_OK)

@@ -18,6 +18,9 @@
  * changes its C makes it stale (docs/tuning.md, "Stale records"). Records
  * written before the field carry "codegen" (a hash of the code
  * generator's sources) or nothing: read, and stale.
+ * "clock":"cpu" says "seconds" is the process's CPU time (a 1-thread
+ * kernel timed on a shared machine: tune_clock_for_threads); absent, as
+ * in records written before the field, or "wall": the wall clock.
  * "spec":true marks a candidate compiled for that shape alone, its sizes
  * constants (a specialized leaf; absent, as in records written before the
  * field: the generic candidate); the two are different measurements of one
@@ -171,6 +174,8 @@ char *tune_record_to_json(const TuneRecord *r) {
         cJSON_AddBoolToObject(o, "spec", true);
     if (r->code)
         cJSON_AddStringToObject(o, "code", r->code);
+    if (r->clock == TUNE_CLOCK_CPU)
+        cJSON_AddStringToObject(o, "clock", "cpu");
     if (r->codegen)
         cJSON_AddStringToObject(o, "codegen", r->codegen);
     char *s = cJSON_PrintUnformatted(o);
@@ -232,6 +237,8 @@ static bool parse_line(TuneRecords *rs, const char *text, int line, const char *
     r.trace = get_string(o, "trace");
     r.codegen = get_string(o, "codegen");
     r.code = get_string(o, "code");
+    const cJSON *clock = cJSON_GetObjectItemCaseSensitive(o, "clock");
+    const char *clock_name = get_string(o, "clock");
     const char *status = get_string(o, "status");
     int64_t v;
     if (!cJSON_IsObject(o))
@@ -250,6 +257,9 @@ static bool parse_line(TuneRecords *rs, const char *text, int line, const char *
         *why = "\"spec\" is not true or false";
     else if (codegen && (!r.codegen || !r.codegen[0]))
         *why = "\"codegen\" is not a non-empty string";
+    else if (clock && (!clock_name || (strcmp(clock_name, "cpu") != 0 &&
+                                        strcmp(clock_name, "wall") != 0)))
+        *why = "\"clock\" is not one of wall, cpu";
     else if (code && !hex_key(r.code))
         *why = "\"code\" is not a key of 32 hex digits";
     else if (!cJSON_IsObject(shape))
@@ -267,6 +277,7 @@ static bool parse_line(TuneRecords *rs, const char *text, int line, const char *
         r.seconds = seconds->valuedouble;
         r.threads = threads ? (int)threads->valuedouble : 0;
         r.spec = spec && cJSON_IsTrue(spec);
+        r.clock = clock && strcmp(clock_name, "cpu") == 0 ? TUNE_CLOCK_CPU : TUNE_CLOCK_WALL;
         r.nsizes = cJSON_GetArraySize(shape);
         r.size_names = base_xmalloc(sizeof *r.size_names * (size_t)(r.nsizes + 1));
         r.size_values = base_xmalloc(sizeof *r.size_values * (size_t)(r.nsizes + 1));

@@ -734,6 +734,7 @@ static void record(Tuner *t, int c, int s, double seconds, TuneStatus st, bool s
                     .status = st,
                     .threads = t->threads,
                     .spec = spec,
+                    .clock = tune_clock_for_threads(t->threads),
                     .code = code_key(t, t->sp.cands[c].sched, s, spec)};
     if (tune_record_append(t->o->records, &r) != RV_OK)
         fprintf(stderr, "ravel tune: warning: %s\n", rv_last_error());
@@ -867,7 +868,8 @@ static void child_measure(int fd, void *user) {
             rv_status st = tune_batch_check(run->bt, q, t->m, &t->shapes[s], 7, t->refs[s], &good);
             send_msg(fd, MSG_CHECK, q, s, st, good, 0);
             if (st == RV_OK && good) {
-                st = tune_batch_time(run->bt, q, t->m, &t->shapes[s], reps, 0.02, &sec);
+                st = tune_batch_time(run->bt, q, t->m, &t->shapes[s], reps, 0.02,
+                                    tune_clock_for_threads(t->threads), &sec);
                 send_msg(fd, MSG_TIME, q, s, st, true, sec);
             }
             send_msg(fd, MSG_DONE, q, 0, RV_OK, true, 0);
@@ -891,7 +893,8 @@ static void child_measure(int fd, void *user) {
             if (run->pairs[j].c == c) {
                 double sec = 0;
                 int s = run->pairs[j].s;
-                rv_status st = tune_batch_time(run->bt, q, t->m, &t->shapes[s], reps, 0.02, &sec);
+                rv_status st = tune_batch_time(run->bt, q, t->m, &t->shapes[s], reps, 0.02,
+                                    tune_clock_for_threads(t->threads), &sec);
                 send_msg(fd, MSG_TIME, q, s, st, true, sec);
             }
         send_msg(fd, MSG_DONE, q, 0, RV_OK, true, 0);
@@ -1370,9 +1373,13 @@ static rv_status resume(Tuner *t) {
         int c, s;
         if (!record_pair(t, r, &c, &s) || (c < 0 && !r->spec))
             continue;
+        /* a time on another clock than this run's (a 1-thread record of
+         * the wall clock, before "clock") is stale too: a wall time under
+         * load is not comparable with a CPU time */
         bool current = times && (r->spec || times[c * t->ns + s] < 2)
                            ? true
-                           : tune_record_current(r, code_key(t, r->trace, s, r->spec));
+                           : r->clock == tune_clock_for_threads(t->threads) &&
+                                 tune_record_current(r, code_key(t, r->trace, s, r->spec));
         if (r->spec) { /* not a trial: a specialized leaf's, outside the budget */
             /* of other code than its own today: measured again (a leaf is chosen
              * by its time alone), unless nothing is measured (replay) */
@@ -1453,6 +1460,47 @@ static void progress(Tuner *t, int round, int trials, const Pair *pairs, int npa
 
 /* ---- the dispatcher ---- */
 
+/* Why the votes bound a prediction by the measurements beside it: the
+ * model learns throughput from features of every shape at once, and
+ * where the records measured little it may predict a kernel several
+ * times faster than it ran at the shapes on either side (dense 768x3072
+ * + gelu at T = 16, between records at 13 and 17: kblock mr=12 nv=2
+ * kc=64 predicted fastest, 3x slower than the tile measured best beside
+ * it). A kernel's throughput changes smoothly between nearby shapes;
+ * a prediction that jumps over both neighbours is the model's error. */
+double tune_bounded_prediction(const double *own, const double *best, int ns, int s, double pred,
+                               double slack) {
+    if (own[s] > 0)
+        return own[s];
+    double bound = -1;
+    for (int dir = -1; dir <= 1; dir += 2) {
+        int q = s + dir;
+        while (q >= 0 && q < ns && !(best[q] > 0))
+            q += dir;
+        if (q < 0 || q >= ns)
+            continue;
+        double b = own[q] > 0 ? slack * own[q] : best[q];
+        if (b > bound)
+            bound = b;
+    }
+    return bound >= 0 && pred > bound ? bound : pred;
+}
+
+/* How much faster than its own time at the nearest measured shapes a
+ * kernel may be voted for at an unmeasured shape (tune_bounded_prediction):
+ * VOTE_LOSS, the noise of a time and the trend of a smooth curve. */
+#define VOTE_REACH 1.1
+
+/* score() for the votes: a prediction bounded by the measurements beside
+ * the shape. */
+static double vote_score(const Tuner *t, int c, int s) {
+    double g = t->meas[c * t->ns + s];
+    if (g != 0 || !t->trained)
+        return score(t, c, s);
+    return tune_bounded_prediction(&t->meas[c * t->ns], t->best, t->ns, s,
+                                   t->pred[c * t->ns + s], VOTE_REACH);
+}
+
 /* The best of the n candidates kept[] at shape s: where some of them were
  * measured at s, the best measured (a time beats a prediction: the
  * records are what the dispatcher answers for), else the best predicted.
@@ -1465,7 +1513,7 @@ static int best_kept(const Tuner *t, const int *kept, int n, int s) {
     for (int k = 0; k < n; k++) {
         if (measured && t->meas[kept[k] * t->ns + s] <= 0)
             continue;
-        if (b < 0 || score(t, kept[k], s) > score(t, kept[b], s))
+        if (b < 0 || vote_score(t, kept[k], s) > vote_score(t, kept[b], s))
             b = k;
     }
     return b;
@@ -1582,7 +1630,7 @@ static int pick_kernels(Tuner *t, int *kept) {
             if (wsum[vote[s]] < 0)
                 continue;
             /* (a kept kernel neither measured nor predicted here: none) */
-            double have = fmax(score(t, kept[best_kept(t, kept, nk, s)], s), 1e-12);
+            double have = fmax(vote_score(t, kept[best_kept(t, kept, nk, s)], s), 1e-12);
             double seed = best_seed(t, s), own = t->meas[vote[s] * t->ns + s];
             double loss = 0;
             if (seed > 0 && have < seed)
@@ -1861,6 +1909,32 @@ static int insert_by_key(int *order, int n, const double *key, int s) {
     return n + 1;
 }
 
+/* The shapes into order[0..ns), each next the one of most weight times
+ * (1 + its distance, in the range's order, to those before it): of equal
+ * weights T = 1, 128, 64, 32, 96, ... over 1..128. Why: retiming and close
+ * calls take shapes in this order until the budget is spent, and in the
+ * range's order a budget short of every shape never reached the large T
+ * (dense 768x768's records kept a wall time under load at T = 128, 14.9
+ * ms, for a kernel that runs 22 ms there: the dispatcher's choice). */
+static void spread_order(const Tuner *t, int *order) {
+    double *near = base_xcalloc((size_t)t->ns + 1, sizeof *near);
+    bool *taken = base_xcalloc((size_t)t->ns + 1, sizeof *taken);
+    for (int s = 0; s < t->ns; s++)
+        near[s] = (double)t->ns;
+    for (int i = 0; i < t->ns; i++) {
+        int b = -1;
+        for (int s = 0; s < t->ns; s++)
+            if (!taken[s] && (b < 0 || t->w[s] * (near[s] + 1) > t->w[b] * (near[b] + 1)))
+                b = s;
+        order[i] = b;
+        taken[b] = true;
+        for (int s = 0; s < t->ns; s++)
+            near[s] = fmin(near[s], fabs((double)(s - b)));
+    }
+    base_free(near);
+    base_free(taken);
+}
+
 /* Verifies by measurement the kernel the dispatcher gives each shape: the
  * cost model voted where the records hold few measurements, and a vote
  * nobody timed may be a kernel that runs slower there than one the
@@ -1916,12 +1990,8 @@ static rv_status verify(Tuner *t, int trials, int batch) {
         if (nk < 0)
             break; /* the dispatcher reports it */
         int nu = 0;
-        /* the stale times that decide, heaviest shapes first */
-        int no = 0;
-        for (int s = 0; s < t->ns; s++) {
-            key[s] = t->w[s];
-            no = insert_by_key(order, no, key, s);
-        }
+        /* the stale times that decide, heaviest shapes first, spread */
+        spread_order(t, order);
         int n = retime_pairs(t, kept, nk, order, pairs, 0, left);
         t->res->retimed += n;
         int close = close_pairs(t, kept, nk, order, pairs, n, left);
@@ -1931,7 +2001,12 @@ static rv_status verify(Tuner *t, int trials, int batch) {
             int c = kept[best_kept(t, kept, nk, s)];
             if (t->meas[c * t->ns + s] != 0)
                 continue;
-            key[s] = t->w[s] * (distance(t, s, none) + 1);
+            /* a kernel predicted far above what it or any measured beside
+             * the shape (vote_score cut it) first: the model's doubt */
+            double doubt = t->trained && vote_score(t, c, s) > 0
+                               ? fmax(1, t->pred[c * t->ns + s] / vote_score(t, c, s))
+                               : 1;
+            key[s] = t->w[s] * (distance(t, s, none) + 1) * doubt;
             nu = insert_by_key(order + t->ns, nu, key, s);
         }
         for (int i = 0; i < nu && n < left; i++) {

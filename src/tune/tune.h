@@ -134,6 +134,19 @@ typedef enum TuneStatus {
 } TuneStatus;
 
 /* One measurement of one schedule (trace) of one program on one shape. */
+/* The clock a candidate's time was read from. At 1 thread the process's
+ * CPU time: on a machine shared with other jobs a 1-thread run's wall
+ * time is mostly waiting for a core, and a long candidate never gets an
+ * undisturbed run. At 2+ threads the wall clock: CPU time would sum the
+ * pool's threads, spin waits included. */
+typedef enum TuneClock { TUNE_CLOCK_WALL, TUNE_CLOCK_CPU } TuneClock;
+/* The clock to time a kernel on a pool of `threads` threads (0: the
+ * shared pool of every usable core, so the wall clock). */
+TuneClock tune_clock_for_threads(int threads);
+const char *tune_clock_name(TuneClock c);
+/* Seconds on clock c (monotonic; only differences mean anything). */
+double tune_clock_seconds(TuneClock c);
+
 typedef struct TuneRecord {
     const char *program; /* hash of the program's text */
     const char *machine; /* the machine class it was measured on */
@@ -161,6 +174,9 @@ typedef struct TuneRecord {
      * instead (a hash of src/ir, lower, codegen, ...): read, kept on
      * rewriting, never current (docs/tuning.md, "Stale records"). */
     const char *codegen;
+    /* The clock "seconds" was read from; TUNE_CLOCK_WALL in a record
+     * written before the field. */
+    TuneClock clock;
     int line; /* 1-based line of the file it was read from; 0 when added */
 } TuneRecord;
 
@@ -447,11 +463,11 @@ rv_status tune_reference(rv_module *m, const TuneShape *shape, uint64_t seed, rv
  * failed run. */
 rv_status tune_batch_check(TuneBatch *b, int v, rv_module *m, const TuneShape *shape,
                            uint64_t seed, const rv_bindings *ref, bool *ok);
-/* The time of variant v at `shape`: tune_time_estimate of `repeats` runs
- * (after a warm run; more runs while their total stays under
- * min_seconds, up to 4x). */
+/* The time of variant v at `shape` on `clock`: tune_time_estimate of
+ * `repeats` runs (after a warm run; more runs while their total stays
+ * under min_seconds, up to 4x). */
 rv_status tune_batch_time(TuneBatch *b, int v, rv_module *m, const TuneShape *shape, int repeats,
-                          double min_seconds, double *seconds);
+                          double min_seconds, TuneClock clock, double *seconds);
 /* A candidate's time from the times of n runs: the fastest (0 when none). */
 double tune_time_estimate(const double *runs, int n);
 
@@ -476,6 +492,19 @@ int tune_child_read(TuneChild *c, void *msg, size_t size, double timeout, Buf *w
 void tune_child_finish(TuneChild *c);
 
 /* ---- search.c: the joint search and the dispatcher ---- */
+
+/* A candidate's predicted throughput at an unmeasured shape s, as far as
+ * the measurements beside it vouch for it (the votes of the dispatcher):
+ * own[q] is the candidate's measured throughput at shape q (0: none),
+ * best[q] the best measured there of any candidate (0: none), the ns
+ * shapes in the range's order. On each side of s, at the nearest shape
+ * where anything was measured, the candidate may reach `slack` times its
+ * own time there, or the best there where it was not measured; the
+ * prediction is cut to the larger of the two sides' bounds (unbounded
+ * where nothing was measured on either side). own[s] > 0 is returned as
+ * it is. */
+double tune_bounded_prediction(const double *own, const double *best, int ns, int s, double pred,
+                               double slack);
 
 /* The most kernels the tree of a tuned program dispatches among, the
  * most specialized leaves ahead of it, and so the most variants. */

@@ -274,6 +274,39 @@ static void test_threads(void) {
                    "\"threads\" is not an integer");
 }
 
+/* "clock":"cpu" names a 1-thread time of the process's CPU time; a
+ * record without the field (written before it) or with "wall" is of the
+ * wall clock, which is not written; any other value is an error naming
+ * the field. */
+static void test_clock(void) {
+    const char *path = tmp_path("clock.jsonl");
+    TuneRecord cpu = record(8, "split i 4", 1e-4, TUNE_STATUS_OK);
+    cpu.threads = 1;
+    cpu.clock = TUNE_CLOCK_CPU;
+    TuneRecord wall = record(9, "split i 4", 1e-4, TUNE_STATUS_OK);
+    CHECK_EQ_INT(tune_record_append(path, &cpu), RV_OK);
+    CHECK_EQ_INT(tune_record_append(path, &wall), RV_OK);
+    char *json = tune_record_to_json(&cpu);
+    CHECK_STR_CONTAINS(json, "\"clock\":\"cpu\"");
+    base_free(json);
+    json = tune_record_to_json(&wall);
+    CHECK(strstr(json, "clock") == NULL);
+    base_free(json);
+    append_text(path, GOOD_START "\"clock\":\"wall\",\"shape\":{\"T\":10},\"seconds\":1,"
+                                 "\"status\":\"ok\"}\n");
+    TuneRecords rs;
+    tune_records_init(&rs);
+    CHECK_EQ_INT(tune_records_load(path, &rs), RV_OK);
+    CHECK_EQ_INT(rs.len, 3);
+    CHECK(rs.data[0].clock == TUNE_CLOCK_CPU);
+    CHECK(rs.data[1].clock == TUNE_CLOCK_WALL && rs.data[2].clock == TUNE_CLOCK_WALL);
+    tune_records_free(&rs);
+    expect_corrupt(GOOD_START "\"clock\":\"tsc\",\"shape\":{\"T\":1},\"seconds\":1,\"status\":\"ok\"}",
+                   "\"clock\" is not one of wall, cpu");
+    expect_corrupt(GOOD_START "\"clock\":1,\"shape\":{\"T\":1},\"seconds\":1,\"status\":\"ok\"}",
+                   "\"clock\" is not one of wall, cpu");
+}
+
 /* A specialized measurement ("spec":true: the candidate compiled for the
  * shape alone) of the same trace and shape as a generic one: both kept,
  * the generic one found by lookup (a spec never replaces it); a record
@@ -364,6 +397,7 @@ int main(void) {
     RUN(test_concurrent_appends);
     RUN(test_threads);
     RUN(test_spec);
+    RUN(test_clock);
     RUN(test_code_key);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);

@@ -233,6 +233,7 @@ static void fake_record(rv_module *m, const char *path, const char *program,
                     .seconds = seconds,
                     .status = TUNE_STATUS_OK,
                     .threads = 1,
+                    .clock = TUNE_CLOCK_CPU,
                     .code = code_of(m, sched, NULL, 0)};
     CHECK_EQ_INT(tune_record_append(path, &r), RV_OK);
 }
@@ -659,6 +660,72 @@ static void test_time_estimate(void) {
     double none[] = {0, 0};
     CHECK(tune_time_estimate(none, 2) == 0);
     CHECK(tune_time_estimate(none, 0) == 0);
+}
+
+/* The clock is chosen by the thread count: CPU time at 1 thread (a
+ * 1-thread kernel's wall time on a shared machine is mostly waiting for
+ * a core), the wall clock at 2+ and on the shared pool (0), where CPU
+ * time would sum the threads' spin waits. A tuning run at 1 thread
+ * records "clock":"cpu"; CPU time advances with work, not with sleep. */
+static void test_clock_by_threads(void) {
+    CHECK(tune_clock_for_threads(1) == TUNE_CLOCK_CPU);
+    CHECK(tune_clock_for_threads(2) == TUNE_CLOCK_WALL);
+    CHECK(tune_clock_for_threads(16) == TUNE_CLOCK_WALL);
+    CHECK(tune_clock_for_threads(0) == TUNE_CLOCK_WALL);
+    CHECK_EQ_INT(strcmp(tune_clock_name(TUNE_CLOCK_CPU), "cpu"), 0);
+    double c0 = tune_clock_seconds(TUNE_CLOCK_CPU), w0 = tune_clock_seconds(TUNE_CLOCK_WALL);
+    usleep(50000);
+    double cs = tune_clock_seconds(TUNE_CLOCK_CPU) - c0;
+    double ws = tune_clock_seconds(TUNE_CLOCK_WALL) - w0;
+    CHECK(ws >= 0.045 && cs < 0.02);
+
+    rv_module *m = NULL;
+    CHECK_EQ_INT(rv_module_parse("tiny.rv", tiny, &m), RV_OK);
+    unlink(records);
+    TuneOptions o = options(3);
+    TuneResult r;
+    CHECK_EQ_INT(tune_run(m, tiny, &o, &r), RV_OK);
+    tune_result_free(&r);
+    TuneRecords rs;
+    tune_records_init(&rs);
+    CHECK_EQ_INT(tune_records_load(records, &rs), RV_OK);
+    CHECK(rs.len > 0);
+    for (int i = 0; i < rs.len; i++)
+        CHECK(rs.data[i].threads == 1 && rs.data[i].clock == TUNE_CLOCK_CPU);
+    tune_records_free(&rs);
+    rv_module_free(m);
+}
+
+/* The votes bound a prediction at an unmeasured shape by the
+ * measurements beside it (dense 768x3072 + gelu at T = 16: a kblock
+ * predicted fastest, 3x slower than the tile measured best at T = 13
+ * and 17). Shapes 0..6, measured at 2 and 5; a candidate's own time at
+ * the nearest measured shape on either side caps it (times the slack),
+ * else the best measured there; nothing measured: the prediction as it
+ * is; a measured shape: its own time. */
+static void test_prediction_bounded_by_neighbours(void) {
+    double best[7] = {0, 0, 9, 0, 0, 12, 0};
+    double slow[7] = {0, 0, 3, 0, 0, 4, 0}; /* measured at both, slow */
+    double half[7] = {0, 0, 0, 0, 0, 5, 0}; /* measured on one side only */
+    double none[7] = {0};
+    /* predicted 30 at shape 3: cut to 1.1x its own best beside it */
+    CHECK(fabs(tune_bounded_prediction(slow, best, 7, 3, 30, 1.1) - 4.4) < 1e-9);
+    /* below the bound: the prediction stands */
+    CHECK(tune_bounded_prediction(slow, best, 7, 3, 2, 1.1) == 2);
+    /* not measured at 2: the best there (9) bounds that side */
+    CHECK(tune_bounded_prediction(half, best, 7, 3, 30, 1.1) == 9);
+    CHECK(tune_bounded_prediction(none, best, 7, 3, 30, 1.1) == 12);
+    /* beyond the last measured shape: one side only */
+    CHECK(fabs(tune_bounded_prediction(slow, best, 7, 6, 30, 1.1) - 4.4) < 1e-9);
+    CHECK(fabs(tune_bounded_prediction(slow, best, 7, 0, 30, 1.1) - 3.3) < 1e-9);
+    /* a measured shape is its own time; nothing measured anywhere: no bound */
+    CHECK(tune_bounded_prediction(slow, best, 7, 2, 30, 1.1) == 3);
+    CHECK(tune_bounded_prediction(none, none, 7, 3, 30, 1.1) == 30);
+    /* so the kernel measured fast beside the shape wins the vote there
+     * over one predicted 3x faster but measured slow beside it */
+    double fast[7] = {0, 0, 9, 0, 0, 12, 0};
+    CHECK(tune_bounded_prediction(fast, best, 7, 3, 10, 1.1) >
+          tune_bounded_prediction(slow, best, 7, 3, 30, 1.1));
 }
 
 /* ---- specialized leaves ---- */
@@ -1317,6 +1384,8 @@ int main(void) {
     RUN(test_ragged_tuning);
     RUN(test_level_tuning);
     RUN(test_time_estimate);
+    RUN(test_clock_by_threads);
+    RUN(test_prediction_bounded_by_neighbours);
     RUN(test_vote_back_on_loss);
     RUN(test_specialized_tuning);
     RUN(test_specialized_leaf_replayed);
