@@ -191,7 +191,7 @@ rv_status rv_linearize(const rv_structs *bs, rv_linear *out) {
     if (w == 1)
         for (int32_t v = 0; v < n; v++)
             data[v] = in_data[node_of[v]];
-    else
+    else if (w > 1)
         for (int32_t v = 0; v < n; v++)
             memcpy(data + (size_t)v * w, in_data + (size_t)node_of[v] * w, sizeof(int32_t) * w);
     for (int32_t l = 0; l < nlevels; l++)
