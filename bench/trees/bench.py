@@ -13,8 +13,8 @@ with the venv of setup.sh (`ravel bench trees [ARGS]` does):
       [--min-time S] [--max-runs N] [--weights DIR] [--check-only] [--quick]
 
 First the machine's roofline (bench/peak.c's driver, --peak: FP32 FMA peak
-and STREAM triad bandwidth per thread count), one line {"bench": "peak",
-...} per probe. Then per (model, hidden), a cross-check on the fixed small
+and STREAM triad bandwidth from DRAM and from L3, per thread count), one
+line {"bench": "peak", ...} per probe. Then per (model, hidden), a cross-check on the fixed small
 batch (trees_data.small_batch): every baseline and ravel against the
 float64 NumPy oracle, one line {"bench": "trees_check", ...,
 "max_abs_err": {...}}; a side off by more than 1e-4 stops the run. Then
@@ -164,9 +164,9 @@ def build_peak(path):
 
 
 def measure_peak(path, threads):
-    """bench/peak.c's lines for these thread counts: {threads: (gflops, gb_s)},
-    each the best over the thread counts up to it (a shared machine's noise
-    only ever subtracts); {} without the driver."""
+    """bench/peak.c's lines for these thread counts: {threads: (gflops, gb_s,
+    gb_s in L3)}, each the best over the thread counts up to it (a shared
+    machine's noise only ever subtracts); {} without the driver."""
     import subprocess
     if path and not os.access(path, os.X_OK):
         build_peak(path)
@@ -176,23 +176,31 @@ def measure_peak(path, threads):
         return {}
     lines = subprocess.run([path, "--quick", "--threads", ",".join(map(str, threads))], check=True,
                            capture_output=True, text=True).stdout.splitlines()
-    fma, triad = {}, {}
+    kinds = {"fma": {}, "triad": {}, "triad_l3": {}}
     for ln in lines:
         print(ln, flush=True)
         d = json.loads(ln)
-        (fma if d["kind"] == "fma" else triad)[d["threads"]] = d.get("gflops") or d.get("gb_s")
-    return {t: (max(v for k, v in fma.items() if k <= t), max(v for k, v in triad.items() if k <= t))
-            for t in threads if t in fma and t in triad}
+        kinds[d["kind"]][d["threads"]] = d.get("gflops") or d.get("gb_s")
+
+    def best(kind, t):  # None where an older driver has no such probe
+        return max((v for k, v in kinds[kind].items() if k <= t), default=None)
+    return {t: (best("fma", t), best("triad", t), best("triad_l3", t))
+            for t in threads if t in kinds["fma"] and t in kinds["triad"]}
 
 
-def l2_bytes():
-    """One core's L2 (sysfs), 1 MiB if unknown."""
+def cache_bytes(index, default):
+    """The size of cpu0's cache `index` (sysfs: 2 is L2, 3 is L3), default if unknown."""
     try:
-        with open("/sys/devices/system/cpu/cpu0/cache/index2/size") as f:
+        with open("/sys/devices/system/cpu/cpu0/cache/index%d/size" % index) as f:
             v = f.read().strip()
         return int(v[:-1]) * {"K": 1 << 10, "M": 1 << 20}[v[-1]] if v[-1] in "KM" else int(v)
     except (OSError, ValueError, KeyError):
-        return 1 << 20
+        return default
+
+
+def l2_bytes():
+    """One core's L2, 1 MiB if unknown."""
+    return cache_bytes(2, 1 << 20)
 
 
 def ravel_model(model, H, W, threads, mode, rc=None):
@@ -264,7 +272,7 @@ def main():
                       "loadavg": os.getloadavg(), "min_time": a.min_time, "max_runs": a.max_runs}), flush=True)
     threads = [int(t) for t in a.threads.split(",")]
     peak = {} if a.check_only else measure_peak(a.peak, threads)
-    l2 = l2_bytes()
+    l2, l3 = l2_bytes(), cache_bytes(3, 8 << 20)
     rcs = {}
     for model in a.models.split(","):
         hs = [int(h) for h in a.hidden.split(",")] if a.hidden else tr.HIDDEN[model]
@@ -354,7 +362,7 @@ def main():
                                 (line["build_ms"] + line["linearize_ms"]) / line["median_ms"], 4)
                             line["compile_s"] = round((rm if b == "ravel" else rc).compile_s, 3)
                             if pk:
-                                bounds = [roofline.bound_ms(model, H, bt, T, pk[0], pk[1], l2) for bt in batches]
+                                bounds = [roofline.bound_ms(model, H, bt, T, pk[0], pk[1], l2, pk[2], l3) for bt in batches]
                                 line["bound_ms"] = round(statistics.median(bounds), 4)
                                 line["bound_frac"] = round(statistics.median(
                                     bounds[j % len(batches)] / (r["total"] * 1e3) for j, r in enumerate(res)), 4)

@@ -9,9 +9,13 @@ least the larger of
 
   - its FLOPs at the peak: the matrix FLOPs of trees_ref.flops (2 per
     multiply-add; element-wise work is not counted), and
-  - the bytes it must fetch from beyond L2 at the measured bandwidth (the
-    STREAM triad: an optimistic rate for data that is in L3, the right one
-    for DRAM):
+  - the bytes it must fetch from beyond L2 at the measured bandwidth of
+    where they live (bench/peak.c): the input phase's embedding rows and
+    input weights at the STREAM triad's rate (DRAM); a level's recurrent
+    weights and states at the L3 triad's rate (`triad_l3`: three 4 MiB
+    arrays) when the recurrent weights fit in L3, since every level reads
+    them again and they stay there (the DRAM rate for them made a bound
+    2-3x too slow: calls ran at 130-200% of it):
       * the input phase: its weights once, and one embedding row per node
         with a word (MV-RNN: also one word matrix per leaf);
       * a level: its recurrent weights, unless they fit in the L2 of the
@@ -67,11 +71,16 @@ def node_flops(model, H, k, has_input):
     return x, r
 
 
-def bound_ms(model, H, structs, threads, peak_gflops, bw_gbs, l2_bytes):
+def bound_ms(model, H, structs, threads, peak_gflops, bw_gbs, l2_bytes, bw_l3_gbs=None,
+             l3_bytes=None):
     """The roofline bound of one call on `structs` (trees_data.Struct list), in
     ms, with `threads` threads whose combined peak is peak_gflops (GFLOP/s) and
-    bandwidth bw_gbs (GB/s), each core with l2_bytes of L2."""
+    DRAM bandwidth bw_gbs (GB/s), each core with l2_bytes of L2; the levels
+    read their weights and states at bw_l3_gbs when given and the recurrent
+    weights fit in l3_bytes (None: no limit)."""
     w_in, w_rec = weight_bytes(model, H)
+    in_l3 = bw_l3_gbs is not None and (l3_bytes is None or w_rec <= l3_bytes)
+    bw_level = bw_l3_gbs if in_l3 else bw_gbs
     sf = state_floats(model, H)
     in_flops, in_bytes = 0, w_in
     levels = {}  # level -> [flops, bytes]
@@ -92,5 +101,5 @@ def bound_ms(model, H, structs, threads, peak_gflops, bw_gbs, l2_bytes):
     t = max(in_flops / (peak_gflops * 1e9), in_bytes / (bw_gbs * 1e9))
     for i, (_, (fl, by)) in enumerate(sorted(levels.items())):
         fetch = by + (w_rec if not persistent or i == 0 else 0)
-        t += max(fl / (peak_gflops * 1e9), fetch / (bw_gbs * 1e9))
+        t += max(fl / (peak_gflops * 1e9), fetch / (bw_level * 1e9))
     return t * 1e3

@@ -180,3 +180,10 @@ def test_roofline_bound_by_hand():
     fits = roofline.bound_ms("lstm", H, [deep], 1, 1000.0, 1.0, 1 << 20)
     spills = roofline.bound_ms("lstm", H, [deep], 1, 1000.0, 1.0, 1024)
     assert spills - fits == pytest.approx(4 * H * H * 4 * 1e-9 * 1e3)
+    # with an L3 rate, the levels read their weights and states at it while
+    # the weights fit in L3; the input phase stays at the DRAM rate
+    in_l3 = roofline.bound_ms("lstm", H, [deep], 1, 1000.0, 1.0, 1024, 4.0)
+    level_bytes = 2 * (4 * H * H + 2 * 2 * H) * 4  # levels 1, 2: W_hh + two nodes' h, c
+    assert spills - in_l3 == pytest.approx(level_bytes * (1 - 1 / 4) * 1e-9 * 1e3)
+    too_big = roofline.bound_ms("lstm", H, [deep], 1, 1000.0, 1.0, 1024, 4.0, l3_bytes=1024)
+    assert too_big == pytest.approx(spills)
