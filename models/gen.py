@@ -261,13 +261,17 @@ NT_FC = 6
 # of weights): 18% of the product's samples (`perf` of bench_trees). A
 # block's 8 panels (2 MiB) then come from L2 and L3 once per 96 nodes.
 # Measured (bench_trees b10, CPU time, 1 thread, interleaved rounds):
-# 0.86-0.91x the panels-outermost time; blocks of 48 0.89-0.93x, 128 and
-# 160 slower than 96 (the block's hc, 512-640 KiB, crowds the weights out
-# of L2), 96 with k split by 64 outside the tiles (the panel's block of k
-# reused from L1 across the block's tiles) 0.92-0.98x: the panel's
-# streaming from L2 is not what limits the tile. H = 256 (weights 512
-# KiB) gains nothing from it (b1 1.05x): its schedule stays.
+# 0.86-0.91x the panels-outermost time; blocks of 120 and 144 the same,
+# 48 0.92-0.94x. A block must be a multiple of NT_FC: 64, 80, 128 and
+# 160 leave a partial tile in every block (guarded rows, the whole panel
+# streamed for 2-4 nodes) and were no faster than the panels outermost;
+# so does tail="merge" (its last block's tiles are all guarded). 96 with
+# k split by 64 outside the tiles (the panel's block of k reused from L1
+# across the block's tiles) 0.92-0.98x: the panel's streaming from L2 is
+# not what limits the tile. H = 256 (weights 512 KiB) gains nothing from
+# it (b1 1.05x): its schedule stays.
 FC_BLOCK = 96
+assert FC_BLOCK % NT_FC == 0
 
 # The weights packed in 64-output panels, panel-major (layout="j/64, l,
 # j%64", docs/schedules.md): a thread's panel is contiguous, its rows 256
