@@ -253,6 +253,25 @@ NT = 4  # nodes per register tile (NT x 4 accumulators of 16 lanes)
 # from L2, for 6 nodes, not 4 (8 x 2 accumulators, 12 x 2 and 8 x 4,
 # which spills, were slower)
 NT_FC = 6
+# TreeFC at H = 512: blocks of 96 nodes outermost, the 8 panels of 64
+# outputs inside, the children's states (hc) copied once per block. With
+# the panels outermost (as at H = 256), hc was copied again for every
+# panel, 8 times per node, its rows read from L3 (the level's children,
+# 2.5 MiB at the lowest level of batch 10, do not fit L2 beside the 2 MiB
+# of weights): 18% of the product's samples (`perf` of bench_trees). A
+# block's 8 panels (2 MiB) then come from L2 and L3 once per 96 nodes.
+# Measured (bench_trees b10, CPU time, 1 thread, interleaved rounds):
+# 0.86-0.91x the panels-outermost time; blocks of 120 and 144 the same,
+# 48 0.92-0.94x. A block must be a multiple of NT_FC: 64, 80, 128 and
+# 160 leave a partial tile in every block (guarded rows, the whole panel
+# streamed for 2-4 nodes) and were no faster than the panels outermost;
+# so does tail="merge" (its last block's tiles are all guarded). 96 with
+# k split by 64 outside the tiles (the panel's block of k reused from L1
+# across the block's tiles) 0.92-0.98x: the panel's streaming from L2 is
+# not what limits the tile. H = 256 (weights 512 KiB) gains nothing from
+# it (b1 1.05x): its schedule stays.
+FC_BLOCK = 96
+assert FC_BLOCK % NT_FC == 0
 
 # The weights packed in 64-output panels, panel-major (layout="j/64, l,
 # j%64", docs/schedules.md): a thread's panel is contiguous, its rows 256
@@ -280,27 +299,34 @@ def panels(layout, j):
     return "%s/64, %s, %s%%64" % (j, ", ".join(red), j)
 
 
-def tile(stage, j, red, weight=None, layout=None, at=(), nt=NT, fold=()):
+def tile(stage, j, red, weight=None, layout=None, at=(), nt=NT, fold=(), block=None):
     """The register-tiled product `stage` over nodes n, outputs j, reduction
     axes red (the reduction loops outermost in the tile, in this order),
     weight one weight's name or a tuple of names packed alike, nt nodes
     per tile. fold: reduction axes of constant extent put outside red and
-    unrolled, so that a select on them (a weight per child) folds."""
+    unrolled, so that a select on them (a weight per child) folds.
+    block: nodes per block, the outermost loop, with the panels of 64
+    outputs inside it and the `at` stages (a gathered operand) computed
+    once per block rather than once per panel and tile."""
     acc = stage + "_acc"
     out = "schedule %s {\n" % stage
     for w in (weight,) if isinstance(weight, str) else weight or ():
         wl = panels(layout, j) if w in _panels else layout
         out += "    %s_pk = cache_read(%s, layout=\"%s\")\n" % (w, w, wl)
-    out += ("    {acc} = cache_write({s})\n"
-            "    no, ni = split(n, {nt})\n"
+    out += "    %s = cache_write(%s)\n" % (acc, stage)
+    nodes, order, where = "n", "", "no"
+    if block:
+        out += "    nb, nr = split(n, %d)\n" % block
+        nodes, order, where = "nr", "nb, ", "nb"
+    out += ("    no, ni = split({nodes}, {nt})\n"
             "    {j}o, {j}i = split({j}, 64)\n"
-            "    reorder({j}o, no, ni, {j}i)\n"
+            "    reorder({order}{j}o, no, ni, {j}i)\n"
             "    parallel({j}o)\n"
             "    {j}w, {j}l = split({j}i, 16)\n"
             "    vectorize({j}l)\n"
-            "    compute_at({acc}, no)\n").format(acc=acc, s=stage, nt=nt, j=j)
+            "    compute_at({acc}, no)\n").format(acc=acc, s=stage, nt=nt, j=j, nodes=nodes, order=order)
     for a in at:
-        out += "    compute_at(%s, no)\n" % a
+        out += "    compute_at(%s, %s)\n" % (a, where)
     out += "}}\nschedule {acc} {{\n".format(acc=acc).replace("{{", "{").replace("}}", "}")
     red_n = list(fold) + red[:1] + ["n"] + red[1:]  # extents that depend on n stay inside it
     out += ("    {j}v2, {j}v = split({j}, 16)\n"
@@ -398,7 +424,7 @@ GROUP = "schedule R {\n    dynamic_batch()\n    specialize()\n}\n"
 SCHEDULES = {
     "treefc": lambda H: (
         GROUP + CHILDREN.format(H=H)
-        + tile("h", "i", ["j"], ("Wl", "Wr"), "j, i", at=["hc"], nt=NT_FC, fold=["k"])),
+        + tile("h", "i", ["j"], ("Wl", "Wr"), "j, i", at=["hc"], nt=NT_FC, fold=["k"], block=FC_BLOCK if H >= 512 else None)),
     "treernn": lambda H: GROUP + vec("h"),
     "treegru": lambda H: (
         GROUP + vec("hs") + vec("x", "j")
