@@ -98,6 +98,22 @@ HEADER = """# {path} — written by bench/encoder/gen_rv.py (edit the template t
 #     and its streaming is not what limits the tile: P and F2 run at
 #     145-157 GFLOP/s of CPU time on one core, the packed C baseline's
 #     OpenBLAS sgemm at 154 with its packing.
+#   - none of these beat the tiles above (bert768, mnli and wiki128 batch
+#     64, 1 thread, CPU time, alternated, load 4-8; session 17): register
+#     tiles of 8 x 48, 12 x 32, 14 x 32 (TILE below; also 14 x 32 at
+#     K = 768 with 8 x 48 at K = 3072) within 3% (perf samples of the
+#     layer's kernels); KC = 128 blocks with W's whole panel kept, 1.1x
+#     (F2 only) to 1.5x (O, F1, F2) the layer's time; software prefetch
+#     of W 8-32 k ahead (the emitted C edited) 1.05-1.1x; row blocks R of
+#     96 or 120 (F2), 192 or 576 (K = 768) equal or slower; F1's rows
+#     padded to 3088 floats (storage_pad: F2's 6 broadcast rows 12 KiB
+#     apart share one L1 set) 1.2-1.3x (the padded buffer's host work);
+#     clang's loop (no register moves) the same samples. A C micro-kernel
+#     of this 6 x 64 tile runs at 180 GFLOP/s with W in L1 (K = 64),
+#     163-173 streaming W from L2 (K = 768, 3072), 156-160 k-blocked (KC
+#     128-512) and 162-168 k-blocked on a pre-packed A, against an FMA
+#     peak of 202-208 measured the same minute: streaming W from L2 costs
+#     the tile ~8%, and blocking k does not win it back here.
 """
 
 PROGRAM = """
@@ -162,10 +178,10 @@ Y[b, l, n] = (F2[b, l, n] - Mean2[b, l]) * rsqrt(Var2[b, l] + 1e-12) * ln2_g[n] 
 PROJ = """
 schedule {T} {{
     WL_{T} = cache_read({W}, layout="k, n")
-    no, ni = split(n, 64)
+    no, ni = split(n, {NR})
     t = fuse(b, l)
     tb, tr = split(t, {R}, tail="merge")
-    lo, li = split(tr, 6)
+    lo, li = split(tr, {MR})
     nw, nv = split(ni, 16)
     reorder(tb, no, lo, k, li, nw, nv)
     parallel(no)
@@ -182,10 +198,10 @@ schedule {T} {{
 PROJ_EPI = """
 schedule {T} {{
     FL_{T} = cache_write({T})
-    no, ni = split(n, 64)
+    no, ni = split(n, {NR})
     t = fuse(b, l)
     tb, tr = split(t, {R}, tail="merge")
-    lo, li = split(tr, 6)
+    lo, li = split(tr, {MR})
     nw, nv = split(ni, 16)
     reorder(tb, no, lo, li, nw, nv)
     parallel(no)
@@ -339,6 +355,12 @@ def rename(text, layer, layers):
     return STAGE_RE.sub(sub, text)
 
 
+# The products' register tile: MR token rows (broadcast) x NR columns of
+# W (NR / 16 vectors), MR * NR / 16 accumulators. 6 x 64: the other
+# shapes tried were no faster (the header's notes).
+TILE = (6, 64)
+
+
 def rows(name, k):
     """The token rows of a product's row block (a multiple of the 6-row
     tile) over a reduction of k: 384 rows of 512 floats (768 KiB, with the
@@ -363,9 +385,10 @@ def program(name, layers=1):
         text += MULTI.format(L=layers)
     text += PROGRAM.format(**d)
     one = LAYER.format(**d) + SCHEDULE.format(**d)
-    one += PROJ.format(T="P", W="w_qkv", R=rows(name, H)) + PACK.format(T="P")
+    MR, NR = TILE
+    one += PROJ.format(T="P", W="w_qkv", R=rows(name, H), MR=MR, NR=NR) + PACK.format(T="P")
     for t, w, k in (("O", "w_o", H), ("F1", "w_ff1", H), ("F2", "w_ff2", F)):
-        one += PROJ_EPI.format(T=t, W=w, R=rows(name, k)) + PACK.format(T=t)
+        one += PROJ_EPI.format(T=t, W=w, R=rows(name, k), MR=MR, NR=NR) + PACK.format(T=t)
     for y, mean, var in (("Y1", "Mean1", "Var1"), ("Y", "Mean2", "Var2")):
         one += LAYERNORM.format(Y=y, Mean=mean, Var=var)
     for layer in range(layers):
