@@ -1124,12 +1124,12 @@ static int spec_best(const Tuner *t, int s, int *out);
  * (--shapes), then, where j's extent is a size, the shapes whose columns
  * are whole vectors (only there does a leaf's own space hold what the
  * generic one refuses: a tile padded over j, tune_space_add_leaf), then
- * by the odd part of the smaller of rows and columns (smaller first: an
- * extent 2^a * 3 splits into power-of-two tiles and vectors with less
- * tail than a prime one, so a constant one pays most there; the symbolic
- * tail is what a constant removes: bmm_nt's T = 24, a 6 x 16 tile with
- * a half-vector tail, 0.71x the same tile compiled for 24), then smaller
- * work first. Ragged rows and a recursion's levels are dispatched on a
+ * by the odd part of the rows (times the columns where j's extent is a
+ * size; smaller first: an extent 2^a * 3 splits into power-of-two tiles
+ * and vectors with less tail than a prime one, so a constant one pays
+ * most there; the symbolic tail is what a constant removes: bmm_nt's
+ * T = 24, a 6 x 16 tile with a half-vector tail, 0.71x the same tile
+ * compiled for 24), then smaller work first. Ragged rows and a recursion's levels are dispatched on a
  * quantity, not on sizes alone: none. */
 static int spec_shapes(const Tuner *t, int *out, int max) {
     if (t->sp.stage.rows_uf || t->sp.stage.group ||
@@ -1144,7 +1144,9 @@ static int spec_shapes(const Tuner *t, int *out, int max) {
         if (fmin(rows, cols) <= 4.0 * t->lanes && t->best[s] > 0)
             out[n++] = s;
         whole[s] = t->sp.stage.n_extent == 0 && fmod(cols, t->lanes) == 0;
-        odd[s] = (int64_t)fmin(rows, cols);
+        /* of the extents a leaf makes constant: columns already are where
+         * j's extent is (bmm_nn's 64 would rank every T >= 64 first) */
+        odd[s] = (int64_t)(t->sp.stage.n_extent == 0 ? rows * cols : rows);
         while (odd[s] > 0 && odd[s] % 2 == 0)
             odd[s] /= 2;
     }
