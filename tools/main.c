@@ -92,7 +92,7 @@ static const ToolCommand commands[] = {
      "process: one that crashes, or gives no result in --timeout S seconds (60), is\n"
      "recorded failed and the search goes on. --plot FILE.png draws best GFLOP/s vs\n"
      "trials per shape with gnuplot. --hw prints the machine's facts. --specialize N\n"
-     "(default 8, 0: none) measures the kernels of up to N small frequent shapes\n"
+     "(default 16, 0: none) measures the kernels of up to N small frequent shapes\n"
      "compiled for that shape alone, its sizes constants, and dispatches a shape to\n"
      "such a specialized leaf, exactly there, where it is faster. --verify N (default\n"
      "half the trials, 0: none) measures, past the trials, the kernel the dispatcher\n"

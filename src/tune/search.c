@@ -1105,8 +1105,11 @@ static void measure(Tuner *t, const Pair *pairs, int n) {
  * compiled for that shape alone must measure to get a leaf of its own:
  * above the noise of a time that is the fastest of its runs. */
 #define SPEC_GAIN 1.03
-/* Candidates measured specialized per shape: its best measured generic. */
+/* Candidates measured specialized per shape: its best measured generic,
+ * and the winners of the shapes near it (spec_cands). */
 #define SPEC_CANDS 2
+#define SPEC_NEAR 3
+static int spec_best(const Tuner *t, int s, int *out);
 
 /* The shapes that may get a specialized leaf, the most deserving first,
  * into out (at most max of them); how many. A leaf is exact (the
@@ -1121,29 +1124,42 @@ static void measure(Tuner *t, const Pair *pairs, int n) {
  * (--shapes), then, where j's extent is a size, the shapes whose columns
  * are whole vectors (only there does a leaf's own space hold what the
  * generic one refuses: a tile padded over j, tune_space_add_leaf), then
- * smaller work first. Ragged rows and a recursion's levels are
- * dispatched on a quantity, not on sizes alone: none. */
+ * by the odd part of the rows (times the columns where j's extent is a
+ * size; smaller first: an extent 2^a * 3 splits into power-of-two tiles
+ * and vectors with less tail than a prime one, so a constant one pays
+ * most there; the symbolic tail is what a constant removes: bmm_nt's
+ * T = 24, a 6 x 16 tile with a half-vector tail, 0.71x the same tile
+ * compiled for 24), then smaller work first. Ragged rows and a recursion's levels are dispatched on a
+ * quantity, not on sizes alone: none. */
 static int spec_shapes(const Tuner *t, int *out, int max) {
     if (t->sp.stage.rows_uf || t->sp.stage.group ||
         rv_module_num_sizes(t->m) > RV_DISPATCH_MAX_CONDS)
         return 0;
     int n = 0;
     bool *whole = base_xcalloc((size_t)t->ns, sizeof *whole);
+    int64_t *odd = base_xcalloc((size_t)t->ns, sizeof *odd);
     for (int s = 0; s < t->ns; s++) {
         double batch, rows, cols, red;
         tune_stage_extents(&t->sp.stage, &t->shapes[s], &batch, &rows, &cols, &red);
         if (fmin(rows, cols) <= 4.0 * t->lanes && t->best[s] > 0)
             out[n++] = s;
         whole[s] = t->sp.stage.n_extent == 0 && fmod(cols, t->lanes) == 0;
+        /* of the extents a leaf makes constant: columns already are where
+         * j's extent is (bmm_nn's 64 would rank every T >= 64 first) */
+        odd[s] = (int64_t)(t->sp.stage.n_extent == 0 ? rows * cols : rows);
+        while (odd[s] > 0 && odd[s] % 2 == 0)
+            odd[s] /= 2;
     }
     for (int i = 0; i < n && i < max; i++) /* selection: the best of the rest at i */
         for (int j = i + 1; j < n; j++) {
             int a = out[i], b = out[j];
             if (t->w[b] != t->w[a] ? t->w[b] > t->w[a]
                 : whole[b] != whole[a] ? whole[b]
+                : odd[b] != odd[a]     ? odd[b] < odd[a]
                                        : t->gflop[b] < t->gflop[a])
                 out[i] = b, out[j] = a;
         }
+    base_free(odd);
     base_free(whole);
     return n < max ? n : max;
 }
@@ -1154,8 +1170,45 @@ static int spec_count(const Tuner *t) {
 }
 
 /* The best verified candidates measured at s (generic), best first, into
- * out (at most SPEC_CANDS); how many. */
+ * out (at most SPEC_CANDS), then the winners of the measured shapes near
+ * s (near_shape), the nearest first, that are not among them (at most
+ * SPEC_NEAR more); how many. Why the neighbours' winners: a kernel's
+ * symbolic tail can cost it s while its constant form wins there, and
+ * what wins beside s is the likeliest such kernel (bmm_nt's T = 24: the
+ * dot product is its fastest generic kernel, the 6 x 16 tile that wins
+ * T = 16 is faster compiled for 24, and is what the hand-written
+ * schedule runs there). */
 static int spec_cands(const Tuner *t, int s, int *out) {
+    int n = spec_best(t, s, out);
+    double *dist = base_xcalloc((size_t)t->ns, sizeof *dist);
+    int *order = base_xcalloc((size_t)t->ns, sizeof *order), no = 0;
+    for (int q = 0; q < t->ns; q++) {
+        if (q == s || !near_shape(t, q, s))
+            continue;
+        dist[q] = 0;
+        for (int i = 0; i < num_vars(t); i++)
+            dist[q] += fabs(log(((double)t->shapes[q].v[i] + 1) / ((double)t->shapes[s].v[i] + 1)));
+        int i = no++;
+        for (; i > 0 && dist[order[i - 1]] > dist[q]; i--)
+            order[i] = order[i - 1];
+        order[i] = q;
+    }
+    for (int k = 0, added = 0; k < no && added < SPEC_NEAR; k++) {
+        int win[SPEC_CANDS], nw = spec_best(t, order[k], win);
+        bool have = nw == 0;
+        for (int i = 0; i < n && !have; i++)
+            have = out[i] == win[0];
+        if (!have)
+            out[n++] = win[0], added++;
+    }
+    base_free(order);
+    base_free(dist);
+    return n;
+}
+
+/* The best verified candidates measured at s (generic), best first, into
+ * out (at most SPEC_CANDS); how many. */
+static int spec_best(const Tuner *t, int s, int *out) {
     int n = 0;
     for (int c = 0; c < t->sp.len; c++) {
         if (t->ok[c] <= 0 || t->meas[c * t->ns + s] <= 0)
@@ -1279,11 +1332,11 @@ static int spec_leaf_cands(const Tuner *t, int s, int *out) {
 static void spec_measure(Tuner *t) {
     int *shapes = base_xcalloc((size_t)t->ns + 1, sizeof *shapes);
     int nsh = spec_shapes(t, shapes, spec_count(t));
-    enum { MAXN = TUNE_MAX_SPEC * (SPEC_CANDS + SPEC_LEAF_CANDS) };
+    enum { MAXN = TUNE_MAX_SPEC * (SPEC_CANDS + SPEC_NEAR + SPEC_LEAF_CANDS) };
     Pair pairs[MAXN];
     int cands[MAXN], n = 0;
     for (int i = 0; i < nsh; i++) {
-        int cs[SPEC_CANDS + SPEC_LEAF_CANDS], nc = spec_cands(t, shapes[i], cs);
+        int cs[SPEC_CANDS + SPEC_NEAR + SPEC_LEAF_CANDS], nc = spec_cands(t, shapes[i], cs);
         nc += spec_leaf_cands(t, shapes[i], &cs[nc]);
         for (int k = 0; k < nc; k++)
             if (t->smeas[cs[k] * t->ns + shapes[i]] == 0) {

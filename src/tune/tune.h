@@ -509,11 +509,11 @@ double tune_bounded_prediction(const double *own, const double *best, int ns, in
 /* The most kernels the tree of a tuned program dispatches among, the
  * most specialized leaves ahead of it, and so the most variants. */
 #define TUNE_MAX_TREE_VARIANTS 16
-#define TUNE_MAX_SPEC 8
+#define TUNE_MAX_SPEC 16
 #define TUNE_MAX_VARIANTS (TUNE_MAX_TREE_VARIANTS + TUNE_MAX_SPEC)
 /* Specialized leaves by default (TuneOptions.specialize): each costs one
  * more kernel to compile per tuned program. */
-#define TUNE_SPECIALIZE 8
+#define TUNE_SPECIALIZE 16
 
 typedef struct TuneOptions {
     int trials;             /* measurements (candidate x shape) in all; 0: 64 */
