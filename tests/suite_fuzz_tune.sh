@@ -55,19 +55,39 @@ fi
 
 # contract_program SEED INDEX: a random contraction for the "contract"
 # feature set (fuzz_gen.c draws products only 3 programs in 10): dense NT
-# or NN, batch_matmul or packed ragged rows, with or without an epilogue
+# or NN, batch_matmul, packed ragged rows or a recursion's member (a
+# reduced TreeLSTM with dynamic_batch()), with or without an epilogue
 # (bias, gelu, tanh), a producer stage before it, a consumer after it and
 # a schedule of the program's own; size ranges from 0..0 and 0..5 to
 # 1..1000000 (small columns and k there), a symbolic k or a constant one,
 # and now and then no size at all (which must be refused, located).
 contract_program() {
     awk -v seed="$1" -v idx="$2" 'function r(n) { return int(rand() * n) }
+    # a reduced TreeLSTM: its per-level product iou is the tuned member
+    function tree_lstm(   h) {
+        h = 1 + r(6)
+        print "size N in 1.." 8 * (1 + r(12))
+        print "size B in 1.." (1 + r(8))
+        print "structure T : tree(N, " (2 + r(2)) ") {\n    children child, nchild"
+        print "    roots root[s < B]\n    data word in 0..9\n}"
+        print "input Emb : f32[10, " h "]\ninput U : f32[" 3 * h ", " h "]"
+        print "X[n, g < " 3 * h "] = Emb[word[n], g % " h "]"
+        print "recurse R over T {"
+        print "    hs[n, i < " h "] = sum(k < nchild[n]) h[child[n, k], i]"
+        print "    iou[n, g < " 3 * h "] = X[n, g] + sum(j < " h ") U[g, j] * hs[n, j]"
+        print "    c[n, i < " h "] = sigmoid(iou[n, i]) * tanh(iou[n, " 2 * h " + i])" \
+              " + sum(k < nchild[n]) c[child[n, k], i]"
+        print "    h[n, i < " h "] = sigmoid(iou[n, " h " + i]) * tanh(c[n, i])\n}"
+        print "Out[s, i] = h[root[s], i]"
+        print "schedule R {\n    dynamic_batch()\n}"
+    }
     BEGIN {
         srand(seed * 1000 + idx)
         split("0..0 0..5 1..1 1..7 2..40 1..130 0..300 1..1000000", ranges, " ")
         split("1 3 8 16 17 33", cols, " ")
         split("1 4 16 31", ks, " ")
-        kind = r(4)            # 0 dense NT, 1 dense NN, 2 bmm NT, 3 ragged rows
+        kind = r(5)            # 0 dense NT, 1 dense NN, 2 bmm NT, 3 ragged rows, 4 recursion
+        if (kind == 4) { tree_lstm(); exit }
         rg = ranges[1 + r(8)]
         big = rg == "1..1000000"
         n = big ? 1 + r(8) : cols[1 + r(6)]
@@ -117,10 +137,16 @@ contract_program() {
     }'
 }
 
-# The size assignments of program $1, one per line as "N=V M=W": each
-# range's low and high end, 0 and 1 where allowed, a prime inside, a
-# random point (seeded by $2). Sizes are drawn independently per line.
+# The size assignments of program $1, one per line as "D N=V M=W" (D the
+# data's seed for --random): each range's low and high end, 0 and 1 where
+# allowed, a prime inside, a random point (seeded by $2). Sizes are drawn
+# independently per line; a program with a structure gets six random
+# draws of its own instead (its sizes bind each other: B roots of N nodes).
 assignments() {
+    if grep -q '^structure' "$1"; then
+        for k in 1 2 3 4 5 6; do echo "$(($2 * 6 + k))"; done
+        return
+    fi
     awk -v seed="$2" 'BEGIN { n = 0 }
     /^size [A-Za-z_][A-Za-z0-9_]* in -?[0-9]+\.\.-?[0-9]+/ {
         split($4, r, "\\.\\.")
@@ -144,11 +170,11 @@ assignments() {
     }
     END {
         srand(seed)
-        if (n == 0) { print ""; exit }
+        if (n == 0) { print seed + 1; exit }
         for (k = 0; k < 6; k++) {
             line = ""
-            for (i = 0; i < n; i++) line = line (i ? " " : "") names[i] "=" pick(i, (k + i) % 6)
-            print line
+            for (i = 0; i < n; i++) line = line " " names[i] "=" pick(i, (k + i) % 6)
+            print (seed + 1) line
         }
     }' "$1" | sort -u
 }
@@ -186,16 +212,17 @@ check_program() {
         return 1
     }
     assignments "$p" "$idx" >"$d/sizes"
+    [ -s "$d/sizes" ] || { echo "no size assignments drawn"; return 1; }
     # every variant against the interpreter
     for v in "$d"/t.v*.sched; do
         [ -f "$v" ] || { echo "no variant written"; return 1; }
         # OUT.rv's definitions (up to variant 0's blocks), then the
         # variant's whole trace (the program's own blocks among them)
         awk '/^schedule /{exit} {print}' "$d/t.rv" | cat - "$v" >"$d/v.rv"
-        while read -r sz; do
+        while read -r rs sz; do
             args=""
             for a in $sz; do args="$args --size $a"; done
-            if ! timeout "$TIMEOUT" "$RAVEL" run "$d/v.rv" --random "$idx" $args --check \
+            if ! timeout "$TIMEOUT" "$RAVEL" run "$d/v.rv" --random "$rs" $args --check \
                 >"$d/run.log" 2>&1; then
                 echo "variant $(basename "$v") at $sz: $(grep -m1 -iE 'error|mismatch|differ' "$d/run.log" || tail -n 1 "$d/run.log")"
                 return 1
@@ -225,11 +252,11 @@ check_program() {
         echo "the built library does not compile: $(head -n 1 "$d/cc.log")"
         return 1
     }
-    while read -r sz; do
+    while read -r rs sz; do
         args=""
         for a in $sz; do args="$args --size $a"; done
         rm -rf "$d/ref" "$d/out" && mkdir -p "$d/ref" "$d/out"
-        timeout "$TIMEOUT" "$RAVEL" eval "$p" --random "$idx" $args --save-inputs --output "$d/ref" \
+        timeout "$TIMEOUT" "$RAVEL" eval "$p" --random "$rs" $args --save-inputs --output "$d/ref" \
             >"$d/eval.txt" 2>&1 || continue # the interpreter refused (checked above with run)
         sizes=$(sed -n 's/^\([A-Za-z_][A-Za-z0-9_]*\) = \(-\{0,1\}[0-9][0-9]*\)$/\1=\2/p' "$d/eval.txt")
         timeout "$TIMEOUT" "$d/aot/driver" "$d/ref" "$d/out" $sizes >"$d/drv.log" 2>&1 || {
