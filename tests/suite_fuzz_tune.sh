@@ -16,11 +16,12 @@
 #      the library (tests/e2e/aot_driver.c) matches the interpreter at the
 #      same sizes: the dispatcher covers the range, and a leaf it picks is
 #      right there (specialized leaves included).
-# A make-test run is short (FUZZ_TUNE_COUNT programs, default 3, over the
-# feature sets below); `make fuzz-tune` runs the long one. Knobs:
-# FUZZ_TUNE_SEED (1701), FUZZ_TUNE_COUNT, FUZZ_TUNE_FEATURES (a list of
-# feature sets separated by spaces, each as fuzz_programs --features takes
-# it), FUZZ_TUNE_KEEP (a directory: each failing program's files stay there),
+# A make-test run is short (a few programs per feature set, below, about
+# 25 s); `make fuzz-tune` runs the long one. Knobs: FUZZ_TUNE_SEED (1701),
+# FUZZ_TUNE_COUNT (programs per set, 3), FUZZ_TUNE_FEATURES (feature sets
+# separated by spaces, each as fuzz_programs --features takes it or
+# "contract", the script's own contractions, optionally with ":COUNT"),
+# FUZZ_TUNE_KEEP (a directory: each failing program's files stay there),
 # FUZZ_TUNE_VERBOSE=1 (print each rejection's message).
 # Prints one line per failure with the replay command, a summary per
 # feature set (tuned/rejected/failed), and "fuzz_tune: N passed, M failed"
@@ -31,7 +32,7 @@ GEN="$BUILD/fuzz_programs"
 CC=${CC:-cc}
 SEED=${FUZZ_TUNE_SEED:-1701}
 COUNT=${FUZZ_TUNE_COUNT:-3}
-FEATURES=${FUZZ_TUNE_FEATURES:-"contract pack,zero,ragged recurse,pack,sched"}
+FEATURES=${FUZZ_TUNE_FEATURES:-"contract:6 pack:6 recurse,pack,sched"}
 TIMEOUT=${FUZZ_TUNE_TIMEOUT:-120}
 KEEP=${FUZZ_TUNE_KEEP:-}
 VERBOSE=${FUZZ_TUNE_VERBOSE:-}
@@ -267,10 +268,12 @@ check_program() {
     return 0
 }
 
-for feats in $FEATURES; do
+for set in $FEATURES; do
+    feats=${set%%:*} n=$COUNT
+    [ "$feats" = "$set" ] || n=${set#*:}
     t=0 r=0 f=0
     i=0
-    while [ $i -lt "$COUNT" ]; do
+    while [ $i -lt "$n" ]; do
         d="$wd/$feats.$i"
         mkdir -p "$d"
         why=$(check_program "$d" "$feats" "$i")
