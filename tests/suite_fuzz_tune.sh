@@ -57,7 +57,8 @@ fi
 # contract_program SEED INDEX: a random contraction for the "contract"
 # feature set (fuzz_gen.c draws products only 3 programs in 10): dense NT
 # or NN, batch_matmul, packed ragged rows or a recursion's member (a
-# reduced TreeLSTM with dynamic_batch()), with or without an epilogue
+# reduced TreeLSTM with dynamic_batch()), f32 or now and then f64 or i32,
+# with or without an epilogue
 # (bias, gelu, tanh), a producer stage before it, a consumer after it and
 # a schedule of the program's own; size ranges from 0..0 and 0..5 to
 # 1..1000000 (small columns and k there), a symbolic k or a constant one,
@@ -89,6 +90,7 @@ contract_program() {
         split("1 4 16 31", ks, " ")
         kind = r(5)            # 0 dense NT, 1 dense NN, 2 bmm NT, 3 ragged rows, 4 recursion
         if (kind == 4) { tree_lstm(); exit }
+        dt = r(6) == 0 ? "f64" : r(6) == 0 ? "i32" : "f32"
         rg = ranges[1 + r(8)]
         big = rg == "1..1000000"
         n = big ? 1 + r(8) : cols[1 + r(6)]
@@ -106,19 +108,19 @@ contract_program() {
         if (symk) { print "size K in " r(2) ".." (2 + r(5)); kext = "K" }
         if (kind == 2) print "size H in 1.." (1 + r(3))
         if (kind == 3) {
-            print "input X : f32[b < B, l < len[b], " kext "]"
-            print "input W : f32[" n ", " kext "]"
+            print "input X : " dt "[b < B, l < len[b], " kext "]"
+            print "input W : " dt "[" n ", " kext "]"
         } else if (kind == 2) {
-            print "input X : f32[H, " rows ", " kext "]"
-            print "input W : f32[H, " n ", " kext "]"
+            print "input X : " dt "[H, " rows ", " kext "]"
+            print "input W : " dt "[H, " n ", " kext "]"
         } else {
-            print "input X : f32[" rows ", " kext "]"
-            print "input W : f32[" (kind == 1 ? kext ", " n : n ", " kext) "]"
+            print "input X : " dt "[" rows ", " kext "]"
+            print "input W : " dt "[" (kind == 1 ? kext ", " n : n ", " kext) "]"
         }
-        e = r(4)               # epilogue: 0 none, 1 bias, 2 gelu(. + bias), 3 tanh
+        e = dt == "i32" ? r(2) : r(4) # epilogue: 0 none, 1 bias, 2 gelu(. + bias), 3 tanh
         if (kind == 3 && r(2)) e = 0 # (packed rows refuse an epilogue: tune the rest)
-        if (e == 1 || e == 2) print "input bias : f32[" n "]"
-        pre = r(3) == 0
+        if (e == 1 || e == 2) print "input bias : " dt "[" n "]"
+        pre = r(3) == 0 && dt != "i32"
         if (pre && kind == 0) {
             print "X2[i, k] = X[i, k] * 0.5 + 0.25"
             xs = "X2"
@@ -132,7 +134,7 @@ contract_program() {
         if (e == 2) body = "gelu(" body " + bias[j])"
         if (e == 3) body = "tanh(" body ")"
         print lhs " = " body
-        if (r(3) == 0 && kind == 0) print "Z[i, j] = Y[i, j] * 2.0 - 1.0"
+        if (r(3) == 0 && kind == 0) print "Z[i, j] = Y[i, j] * 2 - 1"
         if (pre && kind == 0 && r(2)) print "schedule X2 {\n    parallel(i)\n}"
         else if (r(4) == 0 && kind <= 1) print "schedule Y {\n    parallel(i)\n}"
     }'
