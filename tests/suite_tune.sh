@@ -110,6 +110,8 @@ else
             "$RAVEL" build "$wd/tiny.rv" --records "$wd/h_num.jsonl" -o "$wd/h_num"
         expect_status 1 "h_num.jsonl:2: corrupt tuning record" resume_h "$wd/h_num.jsonl"
     done
+    expect_status 1 "$wd/haot: cannot read: Is a directory" \
+        "$RAVEL" build "$wd/tiny.rv" --records "$wd/haot" -o "$wd/h_dir"
     { head -n 1 "$wd/r.jsonl"; echo '{"version":1,"program":'; tail -n +2 "$wd/r.jsonl"; } >"$wd/h_json.jsonl"
     expect_status 1 "h_json.jsonl:2: corrupt tuning record: not valid JSON" \
         "$RAVEL" build "$wd/tiny.rv" --records "$wd/h_json.jsonl" -o "$wd/h_json"
