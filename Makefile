@@ -53,7 +53,7 @@ PY_VARS  := $(shell $(PYTHON) -c 'import sysconfig as s; print(s.get_paths()["in
 PY_INC   := $(word 1,$(PY_VARS))
 PYEXT    := $(if $(and $(word 2,$(PY_VARS)),$(wildcard $(PY_INC)/Python.h)),$(BUILD)/pyext/_fast$(word 2,$(PY_VARS)))
 
-.PHONY: all test asan-test tsan-test demo clean format lint fuzz-sched fuzz-programs fuzz-parse bench deps
+.PHONY: all test asan-test tsan-test demo clean format lint fuzz-sched fuzz-programs fuzz-tune fuzz-parse bench deps
 
 all: $(BUILD)/libravel.a $(BUILD)/libravel.so $(BUILD)/ravel $(PYEXT)
 
@@ -165,6 +165,24 @@ $(BUILD)/fuzz_programs: tests/fuzz_programs.c tests/fuzz_gen.c tests/fuzz_gen.h 
 fuzz-programs: $(BUILD)/fuzz_programs
 	$(BUILD)/fuzz_programs --seed $(FUZZ_SEED) --count $(FUZZ_COUNT) --jobs $(FUZZ_JOBS) \
 	  --features $(FUZZ_FEATURES) --repro-dir $(FUZZ_PROGRAM_REPROS)
+
+# The tuner fuzzer (tests/suite_fuzz_tune.sh, docs/tuning.md "Fuzzing the
+# tuner"): random programs through `ravel tune` with a tiny budget, every
+# variant and the built dispatcher checked against the interpreter across the
+# range, a resumed run measuring nothing. `make test` runs a few programs;
+# `make fuzz-tune` runs FUZZ_TUNE_COUNT per feature set for each seed of
+# FUZZ_TUNE_SEEDS (failures kept in FUZZ_TUNE_REPROS).
+FUZZ_TUNE_SEEDS    ?= 1701 1702 1703 1704 1705
+FUZZ_TUNE_COUNT    ?= 20
+FUZZ_TUNE_FEATURES ?= contract pack pack,zero,ragged recurse,pack,sched all
+FUZZ_TUNE_REPROS   ?= $(BUILD)/fuzz_tune_repros
+
+fuzz-tune: all $(BUILD)/fuzz_programs
+	@rc=0; for s in $(FUZZ_TUNE_SEEDS); do \
+	  BUILD=$(BUILD) FUZZ_TUNE_SEED=$$s FUZZ_TUNE_COUNT=$(FUZZ_TUNE_COUNT) \
+	    FUZZ_TUNE_FEATURES="$(FUZZ_TUNE_FEATURES)" FUZZ_TUNE_KEEP=$(FUZZ_TUNE_REPROS) \
+	    sh tests/suite_fuzz_tune.sh || rc=1; \
+	done; exit $$rc
 
 fuzz-sched: $(BUILD)/fuzz_sched
 	$(BUILD)/fuzz_sched --seed $(FUZZ_SEED) --count $(FUZZ_COUNT) --jobs $(FUZZ_JOBS) \

@@ -81,6 +81,63 @@ else
     expect_status 0 "4 measurements (4 from the records)" \
         "$RAVEL" tune "$wd/tiny.rv" --trials 4 --verify 0 --threads 1 --shapes "$wd/shapes.txt" \
         --records "$wd/r.jsonl"
+    # hostile records (docs/tuning.md "Hostile records"): a corrupt line is
+    # an error naming the file and line, for the tuner and the build alike;
+    # a torn last line, and lines of this program that fit it no more (a
+    # trace that does not parse or is illegal, a shape outside the range
+    # or of other sizes), are skipped with a warning naming the file and
+    # line; lines of another program or machine are not this run's; none
+    # of them, however fast they claim to be, makes a kernel, and what is
+    # built from them still matches the interpreter
+    n=$(wc -l <"$wd/r.jsonl")
+    mkdir -p "$wd/haot"
+    line=$(grep '"status":"ok"' "$wd/r.jsonl" | head -n 1)
+    fast() { printf '%s\n' "$line" | sed "s/\"seconds\":[^,]*,/\"seconds\":1e-12,/; $1"; }
+    retrace() { fast "s/\"trace\":\"\\([^\"\\\\]\\|\\\\.\\)*\"/\"trace\":\"$1\"/"; }
+    resume_h() { # the tuner resumed from records file $1
+        "$RAVEL" tune "$wd/tiny.rv" --trials 4 --verify 0 --threads 1 --shapes "$wd/shapes.txt" \
+            --records "$1"
+    }
+    { cat "$wd/r.jsonl"; printf '%s' "$line" | head -c 70; } >"$wd/h_torn.jsonl"
+    expect_status 0 "h_torn.jsonl:$((n + 1)): skipped a torn last line" \
+        "$RAVEL" build "$wd/tiny.rv" --records "$wd/h_torn.jsonl" -o "$wd/h_torn"
+    expect_status 0 "h_torn.jsonl:$((n + 1)): skipped a torn last line" resume_h "$wd/h_torn.jsonl"
+    expect_status 0 "4 measurements (4 from the records)" resume_h "$wd/h_torn.jsonl"
+    for bad in 'NaN' '-1' '1e999' '"fast"'; do
+        { head -n 1 "$wd/r.jsonl"; printf '%s\n' "$line" | sed "s/\"seconds\":[^,]*,/\"seconds\":$bad,/"; \
+          tail -n +2 "$wd/r.jsonl"; } >"$wd/h_num.jsonl"
+        expect_status 1 "h_num.jsonl:2: corrupt tuning record" \
+            "$RAVEL" build "$wd/tiny.rv" --records "$wd/h_num.jsonl" -o "$wd/h_num"
+        expect_status 1 "h_num.jsonl:2: corrupt tuning record" resume_h "$wd/h_num.jsonl"
+    done
+    expect_status 1 "$wd/haot: cannot read: Is a directory" \
+        "$RAVEL" build "$wd/tiny.rv" --records "$wd/haot" -o "$wd/h_dir"
+    { head -n 1 "$wd/r.jsonl"; echo '{"version":1,"program":'; tail -n +2 "$wd/r.jsonl"; } >"$wd/h_json.jsonl"
+    expect_status 1 "h_json.jsonl:2: corrupt tuning record: not valid JSON" \
+        "$RAVEL" build "$wd/tiny.rv" --records "$wd/h_json.jsonl" -o "$wd/h_json"
+    expect_status 1 "h_json.jsonl:2: corrupt tuning record: not valid JSON" resume_h "$wd/h_json.jsonl"
+    # lines that claim a time far below any real one, and fit nothing
+    { cat "$wd/r.jsonl"
+      retrace 'schedule Y {\\n    bogus(((\\n}\\n'          # line n+1: does not parse
+      retrace 'schedule Y {\\n    vectorize(zz)\\n}\\n'     # illegal for the program
+      fast 's/"shape":{"M":[0-9]*}/"shape":{"M":999999999999999}/'
+      fast 's/"shape":{"M":[0-9]*}/"shape":{"Q":2}/'
+      fast 's/"program":"[0-9a-f]*"/"program":"0123456789abcdef"/'
+      fast 's/"machine":"[^"]*"/"machine":"another machine"/'
+      cat "$wd/r.jsonl"                                    # every line twice
+    } >"$wd/h_fit.jsonl"
+    expect_status 0 "h_fit.jsonl:$((n + 1)): skipped 4 tuning record(s) of this program that fit it no more" \
+        "$RAVEL" build "$wd/tiny.rv" --records "$wd/h_fit.jsonl" -o "$wd/haot/model"
+    expect_status 0 "its trace is no candidate of this program" resume_h "$wd/h_fit.jsonl"
+    expect_status 0 "$((2 * 4)) measurements ($((2 * 4)) from the records)" resume_h "$wd/h_fit.jsonl"
+    expect_status 0 "built" sh -c "${CC:-cc} -std=c11 -O1 -march=native -fopenmp-simd \
+        -I'$wd/haot' -o '$wd/haot/driver' tests/e2e/aot_driver.c '$wd/haot/model.c' -lm && echo built"
+    for M in 1 4 6; do
+        rm -rf "$wd/haot/ref" "$wd/haot/out" && mkdir -p "$wd/haot/ref" "$wd/haot/out"
+        "$RAVEL" eval "$wd/tiny.rv" --random "$M" --size M=$M --save-inputs \
+            --output "$wd/haot/ref" >/dev/null 2>&1
+        expect_status 0 "" "$wd/haot/driver" "$wd/haot/ref" "$wd/haot/out" M=$M
+    done
     # records are per thread count: those of 1 thread are not 3 threads'
     cp "$wd/r.jsonl" "$wd/r3.jsonl"
     expect_status 0 "4 measurements (0 from the records)" \
@@ -149,6 +206,11 @@ EOF
     expect_status 0 "sum(len)=12: variant" \
         "$RAVEL" tune "$wd/ragged.rv" --trials 2 --batch 2 --threads 1 --shapes "$wd/rshapes.txt" \
         --shapes-only
+    # packed rows with an epilogue: every candidate accumulates in Y with k
+    # outside the tile, so none is legal; refused, located, saying why
+    printf 'size B in 1..3\nufun len[b < B] in 0..4\ninput X : f32[b < B, l < len[b], 8]\ninput W : f32[j < 16, 8]\ninput bias : f32[16]\nY[b, l < len[b], j < 16] = sum(k < 8) X[b, l, k] * W[j, k] + bias[j]\n' >"$wd/repi.rv"
+    expect_status 1 "$wd/repi.rv:6:1: error: ravel tune: Y: ragged rows are tuned without an epilogue" \
+        "$RAVEL" tune "$wd/repi.rv" --trials 2
     printf '13\n' >"$wd/rbad.txt"
     expect_status 1 "$wd/rbad.txt:1: error: sum(len) = 13 is outside its range 0..12" \
         "$RAVEL" tune "$wd/ragged.rv" --shapes "$wd/rbad.txt"

@@ -1399,14 +1399,72 @@ static bool record_pair(const Tuner *t, const TuneRecord *r, int *c, int *s) {
     return *s >= 0;
 }
 
+/* Why a record of this program, machine and thread count fits nothing
+ * of it, else NULL: its sizes are not the program's, a value lies outside
+ * its range, or its trace is no candidate of today's space (a hand-edited
+ * or corrupted line; a specialized leaf's trace may lie outside the
+ * generic space). A shape inside the range that this run does not tune
+ * (--shapes) is no misfit. */
+static const char *record_misfit(const Tuner *t, const TuneRecord *r) {
+    int nsz = num_vars(t);
+    if (r->nsizes != nsz)
+        return "its shape does not name the program's size variables";
+    for (int q = 0; q < nsz; q++) {
+        int p = 0;
+        while (p < nsz && strcmp(r->size_names[p], var_name(t, q)) != 0)
+            p++;
+        if (p == nsz)
+            return "its shape does not name the program's size variables";
+        int64_t lo, hi;
+        const rv_size *sz = q < rv_module_num_sizes(t->m) ? rv_module_size_at(t->m, q) : NULL;
+        if (!sz)
+            quantity_range(t, &lo, &hi);
+        else if (set_by_quantity(t, sz) || sz == quantity_carrier(t))
+            continue; /* the binding of the quantity set it */
+        else
+            lo = sz->lo, hi = sz->hi;
+        if (r->size_values[p] < lo || r->size_values[p] > hi)
+            return "a size in its shape lies outside its range";
+    }
+    if (!r->spec && !strmap_get(&t->by_sched, r->trace))
+        return "its trace is no candidate of this program";
+    return NULL;
+}
+
+/* One warning for the records that fit nothing (record_misfit): skipped,
+ * the first named by its line. */
+static void warn_misfits(const Tuner *t, const TuneRecords *rs) {
+    int n = 0, line = 0;
+    const char *why = NULL;
+    for (int i = 0; i < rs->len; i++) {
+        const TuneRecord *r = &rs->data[i];
+        int rth = r->threads > 0 ? r->threads : t->cores_usable;
+        if (strcmp(r->program, t->program) != 0 || strcmp(r->machine, buf_str(&t->machine)) != 0 ||
+            rth != t->threads)
+            continue;
+        const char *w = record_misfit(t, r);
+        if (w && n++ == 0)
+            why = w, line = r->line;
+    }
+    if (n)
+        fprintf(stderr,
+                "warning: %s:%d: skipped %d tuning record(s) of this program that fit it no "
+                "more (the first, here: %s)\n",
+                t->o->records, line, n, why);
+}
+
 static rv_status resume(Tuner *t) {
     if (!t->o->records)
         return RV_OK;
     TuneRecords rs;
     tune_records_init(&rs);
     rv_status st = tune_records_load(t->o->records, &rs);
-    if (st == RV_OK && rs.warnings.len && !t->o->quiet)
-        fprintf(stderr, "ravel tune: %s", buf_str(&rs.warnings));
+    /* said even when quiet (ravel build --records): what was skipped of
+     * the records changes what is built */
+    if (st == RV_OK && rs.warnings.len)
+        fprintf(stderr, "warning: %s", buf_str(&rs.warnings));
+    if (st == RV_OK)
+        warn_misfits(t, &rs);
     /* A replay measures nothing, so a record's key decides only where a
      * candidate has several generic times at a shape (the current one
      * wins); elsewhere its one time is used whatever its key, and no key

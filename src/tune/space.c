@@ -98,7 +98,8 @@ static bool mentions_ufun(const Expr *e) {
  * sequences, tuned as the fused loop fuse(b, i) over the sum of len. Any
  * other ragged extent is not tunable yet (RV_ERR_UNSUPPORTED naming it,
  * at the tensor's definition). */
-static rv_status ragged_rows(const Tensor *t, const Axis *ai, const Axis *aj, TuneStage *out) {
+static rv_status ragged_rows(const Tensor *t, const Axis *ai, const Axis *aj, const Expr *red,
+                             TuneStage *out) {
     const Expr *e = strip_cast(ai->extent);
     if (!mentions_ufun(e) && !mentions_ufun(aj->extent))
         return RV_OK;
@@ -113,6 +114,15 @@ static rv_status ragged_rows(const Tensor *t, const Axis *ai, const Axis *aj, Tu
                          "j] (len a ufun of b < B with a constant range, the rows fused with "
                          "fuse(b, i)); other ragged extents are not tunable yet",
                          t->name, t->name);
+    /* The rows template accumulates in Y itself with k outside the tile
+     * (sched_rows), which an epilogue forbids: every candidate would be
+     * refused by the checker, a message that does not say why. */
+    if (strip_cast(t->op->body) != red)
+        return base_diag(RV_ERR_UNSUPPORTED, NULL, t->loc,
+                         "ravel tune: %s: ragged rows are tuned without an epilogue "
+                         "(%s[b, i < len[b], j] = sum(k) A * B): compute the epilogue "
+                         "in a tensor of its own after %s",
+                         t->name, t->name, t->name);
     out->rows_uf = (Ufun *)f;
     out->rows_outer = f->args[0]->extent->u.size;
     out->len_lo = lo;
@@ -181,7 +191,7 @@ static rv_status analyze_tensor(const Module *m, const Tensor *t, TuneStage *out
     out->b = y->u.tensor->name;
     out->a_k_inner = read_dim_of(x, ak) == x->n - 1;
     out->b_k_inner = read_dim_of(y, ak) == y->n - 1;
-    rv_status st = ragged_rows(t, ai, aj, out);
+    rv_status st = ragged_rows(t, ai, aj, red, out);
     if (st == RV_OK)
         st = member_of(m, t, out);
     if (st != RV_OK)
