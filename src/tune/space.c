@@ -224,7 +224,8 @@ rv_status tune_space_analyze(rv_module *m, TuneStage *out) {
 /* Knobs by template (TuneCand.p):
  *   dot:    none
  *   tile:   mr, nv, pack (B copied k-major per panel: 1 row by row, 2 in
- *           lanes x lanes blocks stored as vectors), pad (local padding),
+ *           lanes x lanes blocks stored as vectors, 3 as 2 with lanes rows
+ *           through all of k at a time), pad (local padding),
  *           wide (the tile is copied out to Y as one vector loop of nr
  *           lanes, else as nv unrolled vectors)
  *   kblock: mr, nv, kc
@@ -278,11 +279,16 @@ static void sched_tile(Buf *b, const TuneStage *s, int lanes, const int *p) {
         buf_printf(b, "schedule %sL {\n    ko, ki = split(%s, %d)\n    reorder(ko, %s, ki)\n"
                       "    unroll(ki)\n}\n",
                    s->b, s->k, lanes, s->j);
-    } else if (pack == 2) {
-        /* a lanes x lanes blocked transpose, stored a vector at a time */
+    } else if (pack == 2 || pack == 3) {
+        /* a lanes x lanes blocked transpose, stored a vector at a time;
+         * pack=3 takes lanes rows of B through all of k before the next
+         * lanes (pack=2 all the panel's rows per block of k): lanes
+         * sequential streams the prefetcher follows, where a panel's 64
+         * rows K floats apart (all in one L1 set at K = 3072) left the
+         * copy waiting on each row's next line (docs/tuning.md) */
         buf_printf(b, "schedule %sL {\n    ko, ki = split(%s, %d)\n    jo, jl = split(%s, %d)\n"
-                      "    reorder(ko, jo, ki, jl)\n    unroll(ki)\n    vectorize(jl)\n}\n",
-                   s->b, s->k, lanes, s->j, lanes);
+                      "    reorder(%s, ki, jl)\n    unroll(ki)\n    vectorize(jl)\n}\n",
+                   s->b, s->k, lanes, s->j, lanes, pack == 2 ? "ko, jo" : "jo, ko");
     }
     if (pack)
         buf_printf(b, "schedule %s {\n    compute_at(%sL, jo)\n}\n", s->name, s->b);
@@ -559,7 +565,8 @@ static void mark_seeds(TuneSpace *sp, const TuneHw *hw, int regs, int max_nv) {
             {
                 int padded[TUNE_NPARAMS] = {p[0], p[1], 2, 1, 1};
                 bool block = p[2] == 2 && p[4] && (p[3] || !has_tile(sp, padded));
-                x->seed = max_tile && ((p[2] == 1 && !p[3] && !p[4]) || block || (p[2] == 0 && p[4]));
+                x->seed = max_tile && ((p[2] == 1 && !p[3] && !p[4]) || block || (p[2] == 0 && p[4]) ||
+                                       (p[2] == 3 && !p[3] && !p[4]));
             }
             x->sketch = p[2];
             break;
@@ -619,7 +626,7 @@ rv_status tune_space_build(rv_module *m, const TuneHw *hw, TuneSpace *out) {
             /* mr * nv accumulators, nv vectors of B and one broadcast of A */
             if (mr * nv + nv + 1 > regs)
                 continue;
-            for (int pack = 0; pack <= 2; pack++)
+            for (int pack = 0; pack <= 3; pack++)
                 for (int pad = 0; pad <= 1; pad++)
                     for (int wide = 0; wide <= (nv > 1); wide++) {
                         int q[TUNE_NPARAMS] = {mr, nv, pack, pad, nv > 1 ? wide : 1};

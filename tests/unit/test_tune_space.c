@@ -383,6 +383,85 @@ static void test_leaf_space(void) {
     rv_module_free(m);
 }
 
+static int picked;
+static int pick_variant(const int64_t *sizes, void *user) {
+    (void)sizes;
+    return *(const int *)user;
+}
+
+/* pack=3 (B transposed in lanes x lanes blocks, lanes rows through all
+ * of k at a time): the blocks in the other order from pack=2, whose text
+ * (and so every recorded candidate's code) stays as it was; a seed for
+ * the register-maximal unpadded tile; refused where pack=2 is (a padded
+ * tile over bmm_nt's W, whose rows are T); and every pack=3 candidate of
+ * a dense with ragged edges (N = 80, K = 40: a partial panel and a
+ * partial block of k) matches the interpreter at M = 1, primes and 128. */
+static void test_pack_rows_blocked(void) {
+    rv_module *m = NULL;
+    CHECK_EQ_INT(rv_module_parse("dense.rv", small_dense, &m), RV_OK);
+    TuneSpace sp;
+    CHECK_EQ_INT(tune_space_build(m, &avx512, &sp), RV_OK);
+    int two = find_cand(&sp, "tile mr=6 nv=4 pack=2 pad=0 wide=0");
+    int three = find_cand(&sp, "tile mr=6 nv=4 pack=3 pad=0 wide=0");
+    CHECK(two >= 0 && three >= 0);
+    if (two >= 0 && three >= 0) {
+        /* pack=2's block as session 16 wrote it, byte for byte */
+        CHECK(strstr(sp.cands[two].sched,
+                     "schedule WL {\n    ko, ki = split(k, 16)\n    jo, jl = split(j, 16)\n"
+                     "    reorder(ko, jo, ki, jl)\n    unroll(ki)\n    vectorize(jl)\n}\n") != NULL);
+        CHECK(strstr(sp.cands[three].sched,
+                     "schedule WL {\n    ko, ki = split(k, 16)\n    jo, jl = split(j, 16)\n"
+                     "    reorder(jo, ko, ki, jl)\n    unroll(ki)\n    vectorize(jl)\n}\n") != NULL);
+        CHECK(sp.cands[three].seed && sp.cands[three].sketch == 3);
+        CHECK(sp.cands[three].kind != sp.cands[two].kind);
+    }
+    tune_space_free(&sp);
+    rv_module_free(m);
+
+    if (bmm_nt_space(&m, &sp)) {
+        CHECK(find_cand(&sp, "tile mr=6 nv=4 pack=3 pad=1 wide=1") < 0);
+        CHECK(find_cand(&sp, "tile mr=6 nv=4 pack=3 pad=0 wide=1") >= 0);
+        tune_space_free(&sp);
+        rv_module_free(m);
+    }
+
+    const char *ragged = "size M in 1..128\ninput X : f32[M, 40]\ninput W : f32[80, 40]\n"
+                         "input bias : f32[80]\n"
+                         "Y[i, j] = gelu(sum(k < 40) X[i, k] * W[j, k] + bias[j])\n";
+    CHECK_EQ_INT(rv_module_parse("ragged.rv", ragged, &m), RV_OK);
+    CHECK_EQ_INT(tune_space_build(m, &avx512, &sp), RV_OK);
+    const char *scheds[64];
+    int n = 0;
+    for (int c = 0; c < sp.len && n < 64; c++)
+        if (sp.cands[c].tmpl == TUNE_T_TILE && sp.cands[c].p[2] == 3 &&
+            (sp.cands[c].p[1] == 4 || sp.cands[c].p[1] == 1))
+            scheds[n++] = sp.cands[c].sched;
+    CHECK(n >= 4);
+    /* one compile: every candidate a variant, chosen by `pick` */
+    static const int64_t ms[] = {1, 2, 7, 13, 31, 127, 128};
+    rv_dispatch d = {.fn = pick_variant, .user = &picked};
+    rv_compile_options co = {.threads = 1};
+    rv_program *p = NULL;
+    CHECK_EQ_INT(rv_program_compile_variants(m, n, scheds, &d, &co, &p), RV_OK);
+    for (picked = 0; p && picked < n; picked++)
+        for (size_t q = 0; q < sizeof ms / sizeof ms[0]; q++) {
+            rv_bindings *want = rv_bindings_new(m), *got = rv_bindings_new(m);
+            CHECK_EQ_INT(rv_bindings_set_size(want, "M", ms[q]), RV_OK);
+            CHECK_EQ_INT(rv_bindings_set_size(got, "M", ms[q]), RV_OK);
+            CHECK_EQ_INT(rv_bindings_randomize(want, (uint64_t)ms[q]), RV_OK);
+            CHECK_EQ_INT(rv_bindings_randomize(got, (uint64_t)ms[q]), RV_OK);
+            CHECK_EQ_INT(rv_interp_run(m, want), RV_OK);
+            CHECK_EQ_INT(rv_program_run(p, got), RV_OK);
+            CHECK_EQ_INT(rv_program_last_variant(p), picked);
+            CHECK_SAME_TENSOR(want, got, "Y", 1e-4);
+            rv_bindings_free(got);
+            rv_bindings_free(want);
+        }
+    rv_program_free(p);
+    tune_space_free(&sp);
+    rv_module_free(m);
+}
+
 int main(void) {
     RUN(test_analyze);
     RUN(test_hand_written_in_space);
@@ -393,5 +472,6 @@ int main(void) {
     RUN(test_producers_inside);
     RUN(test_refused_sketch_unpadded);
     RUN(test_leaf_space);
+    RUN(test_pack_rows_blocked);
     return harness_report();
 }
